@@ -1,0 +1,27 @@
+//! The `openwop` command: serve the host, validate discovery documents.
+
+use clap::{Parser, Subcommand};
+
+/// The OpenWOP v2 interop host and its tools.
+#[derive(Debug, Parser)]
+#[command(name = "openwop", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the host: REST + SSE today, A2A and MCP as they land.
+    Serve(openwop::serve_cmd::ServeArgs),
+    /// Check discovery documents and agent cards against the spec corpus.
+    Validate(openwop::validate_cmd::ValidateArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => openwop::serve_cmd::run(args),
+        Command::Validate(args) => openwop::validate_cmd::run(args),
+    }
+}
