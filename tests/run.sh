@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every test of the project: the Rust workspace tests, then the real peers against
+# the real `openwop` binary. Installs the pinned Python peers into a venv under target/.
+# Usage: tests/run.sh            (everything)
+#        tests/run.sh --rust     (Rust tests only)
+#        tests/run.sh --peers    (peer tests only; builds the binary first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+what=${1:-all}
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+if [[ $what == all || $what == --rust ]]; then
+  step "cargo test --workspace"
+  cargo test --workspace --locked
+fi
+
+if [[ $what == all || $what == --peers ]]; then
+  step "building the openwop binary"
+  cargo build --locked -p openwop --bin openwop
+  export OPENWOP_BIN=$target_dir/debug/openwop
+
+  venv=$target_dir/peer-venv
+  if [[ ! -x $venv/bin/python ]]; then
+    step "creating the peer venv at $venv"
+    python3 -m venv "$venv"
+  fi
+  step "installing pinned Python peers"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/peers/openwop_client/requirements.txt
+
+  step "peer: Python openwop-client"
+  (cd tests/peers/openwop_client && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+fi
