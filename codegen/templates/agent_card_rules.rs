@@ -1,0 +1,273 @@
+//! Rules for a host's public A2A 1.0 agent card (a2a-1.0 §4, interop.md "Per-agent cards").
+//!
+//! A template like `discovery_rules.rs`, copied verbatim into `generated/src/validators/`.
+//! The card alone is checked for the fields A2A 1.0 requires, for fields 1.0 removed and
+//! for per-agent routing values; with the host's discovery document, the card is also
+//! checked against the `a2a` facet it must agree with. Rule ids are `agent-card.*`.
+
+use serde_json::{Map, Value};
+
+use super::discovery_rules::{A2A_1_0_PROFILE, strings, token};
+use super::{Finding, Options};
+
+/// Top-level card fields A2A 1.0 removed, with where their meaning moved.
+const REMOVED_FIELDS: &[(&str, &str)] = &[
+    ("url", "give each endpoint as a `supportedInterfaces[]` entry"),
+    ("preferredTransport", "list the preferred interface first in `supportedInterfaces`"),
+    ("additionalInterfaces", "move the entries into `supportedInterfaces`"),
+    ("protocolVersion", "set `protocolVersion` on each `supportedInterfaces[]` entry"),
+    ("supportsAuthenticatedExtendedCard", "use `capabilities.extendedAgentCard`"),
+];
+
+/// Checks a public agent card, against the host's discovery document when one is given.
+pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let Some(card) = card.as_object() else {
+        push(&mut out, String::new(), "agent-card.required-field", "the agent card must be a JSON object".into());
+        return out;
+    };
+    check_required(card, &mut out);
+    for (field, instead) in REMOVED_FIELDS {
+        if card.contains_key(*field) {
+            push(
+                &mut out,
+                format!("/{}", token(field)),
+                "agent-card.removed-field",
+                format!("remove `{field}`, which A2A 1.0 dropped: {instead}"),
+            );
+        }
+    }
+    for (i, iface) in interfaces(card) {
+        if iface.contains_key("tenant") {
+            push(
+                &mut out,
+                format!("/supportedInterfaces/{i}/tenant"),
+                "agent-card.no-tenant",
+                "remove `tenant`: the public card must not list a per-agent routing value (those belong only on extended per-agent cards)".into(),
+            );
+        }
+    }
+    if let Some(discovery) = discovery {
+        check_against_discovery(card, discovery, &mut out);
+    }
+    out
+}
+
+fn push(out: &mut Vec<Finding>, pointer: String, rule: &str, message: String) {
+    out.push(Finding {
+        pointer,
+        rule: rule.to_owned(),
+        message,
+    });
+}
+
+fn interfaces(card: &Map<String, Value>) -> Vec<(usize, &Map<String, Value>)> {
+    card.get("supportedInterfaces")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.as_object().map(|o| (i, o)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What a required field must hold, for the check and for the sentence.
+#[derive(Clone, Copy)]
+enum Shape {
+    Text,
+    Object,
+    TextList,
+    NonEmptyList,
+}
+
+impl Shape {
+    fn holds(self, v: &Value) -> bool {
+        match self {
+            Shape::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
+            Shape::Object => v.is_object(),
+            Shape::TextList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            Shape::NonEmptyList => v.as_array().is_some_and(|a| !a.is_empty()),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Shape::Text => "a non-empty string",
+            Shape::Object => "an object",
+            Shape::TextList => "an array of strings",
+            Shape::NonEmptyList => "a non-empty array",
+        }
+    }
+}
+
+const CARD_FIELDS: &[(&str, Shape)] = &[
+    ("name", Shape::Text),
+    ("description", Shape::Text),
+    ("version", Shape::Text),
+    ("supportedInterfaces", Shape::NonEmptyList),
+    ("capabilities", Shape::Object),
+    ("defaultInputModes", Shape::TextList),
+    ("defaultOutputModes", Shape::TextList),
+    ("skills", Shape::NonEmptyList),
+];
+const INTERFACE_FIELDS: &[(&str, Shape)] = &[
+    ("url", Shape::Text),
+    ("protocolBinding", Shape::Text),
+    ("protocolVersion", Shape::Text),
+];
+const SKILL_FIELDS: &[(&str, Shape)] = &[
+    ("id", Shape::Text),
+    ("name", Shape::Text),
+    ("description", Shape::Text),
+    ("tags", Shape::TextList),
+];
+
+fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
+    require(card, "", CARD_FIELDS, "the agent card", out);
+    for (list, fields, what) in [
+        ("supportedInterfaces", INTERFACE_FIELDS, "interface"),
+        ("skills", SKILL_FIELDS, "skill"),
+    ] {
+        for (i, item) in card.get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let base = format!("/{list}/{i}");
+            match item.as_object() {
+                Some(item) => require(item, &base, fields, &format!("each {what}"), out),
+                None => push(out, base, "agent-card.required-field", format!("make this {what} an object")),
+            }
+        }
+    }
+}
+
+fn require(
+    record: &Map<String, Value>,
+    base: &str,
+    fields: &[(&str, Shape)],
+    owner: &str,
+    out: &mut Vec<Finding>,
+) {
+    for (field, shape) in fields {
+        let pointer = format!("{base}/{field}");
+        match record.get(*field) {
+            None => push(
+                out,
+                pointer,
+                "agent-card.required-field",
+                format!("add `{field}` ({}): A2A 1.0 requires it on {owner}", shape.describe()),
+            ),
+            Some(v) if !shape.holds(v) => push(
+                out,
+                pointer,
+                "agent-card.required-field",
+                format!("make `{field}` {}", shape.describe()),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
+fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &mut Vec<Finding>) {
+    let Some(a2a) = discovery.get("a2a").and_then(Value::as_object) else {
+        push(
+            out,
+            String::new(),
+            "agent-card.discovery-has-a2a",
+            "the discovery document advertises no `a2a` facet, so no agent card should be served; add the facet to the discovery document".into(),
+        );
+        return;
+    };
+    let ifaces = interfaces(card);
+    check_versions(a2a, &ifaces, out);
+
+    let profiles = strings(a2a, "profiles");
+    if profiles.iter().any(|(_, p)| *p == A2A_1_0_PROFILE) {
+        let has_jsonrpc = ifaces.iter().any(|(_, iface)| {
+            iface.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
+                && iface.get("protocolVersion").and_then(Value::as_str) == Some("1.0")
+        });
+        if !has_jsonrpc {
+            push(
+                out,
+                "/supportedInterfaces".into(),
+                "agent-card.jsonrpc-interface",
+                format!("add a `JSONRPC` interface with `protocolVersion` \"1.0\": the host claims the \"{A2A_1_0_PROFILE}\" profile"),
+            );
+        }
+    }
+
+    let capabilities = card.get("capabilities").and_then(Value::as_object);
+    let flag = |record: Option<&Map<String, Value>>, key: &str| {
+        record.and_then(|r| r.get(key)).and_then(Value::as_bool).unwrap_or(false)
+    };
+    for (key, rule) in [
+        ("streaming", "agent-card.streaming-matches"),
+        ("pushNotifications", "agent-card.push-notifications-matches"),
+    ] {
+        let facet = flag(Some(a2a), key);
+        if flag(capabilities, key) != facet {
+            push(
+                out,
+                format!("/capabilities/{key}"),
+                rule,
+                format!("set `capabilities.{key}` to {facet} to match `a2a.{key}` in the discovery document (absent counts as false)"),
+            );
+        }
+    }
+    if a2a.get("agentCards") == Some(&Value::Bool(true)) && !flag(capabilities, "extendedAgentCard") {
+        push(
+            out,
+            "/capabilities/extendedAgentCard".into(),
+            "agent-card.extended-card-declared",
+            "set `capabilities.extendedAgentCard` to true: the discovery document advertises `a2a.agentCards`".into(),
+        );
+    }
+}
+
+fn check_versions(a2a: &Map<String, Value>, ifaces: &[(usize, &Map<String, Value>)], out: &mut Vec<Finding>) {
+    let offered: Vec<&str> = strings(a2a, "versions").into_iter().map(|(_, v)| v).collect();
+    let listed: Vec<&str> = ifaces
+        .iter()
+        .filter_map(|(_, iface)| iface.get("protocolVersion").and_then(Value::as_str))
+        .collect();
+    let quote = |vs: &[&str]| vs.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ");
+    let mut missing: Vec<&str> = offered.iter().copied().filter(|v| !listed.contains(v)).collect();
+    let mut extra: Vec<&str> = listed.iter().copied().filter(|v| !offered.contains(v)).collect();
+    missing.dedup();
+    extra.sort_unstable();
+    extra.dedup();
+    if !missing.is_empty() || !extra.is_empty() {
+        let mut change = Vec::new();
+        if !missing.is_empty() {
+            change.push(format!("add interfaces for {}", quote(&missing)));
+        }
+        if !extra.is_empty() {
+            change.push(format!("remove the interfaces for {}", quote(&extra)));
+        }
+        push(
+            out,
+            "/supportedInterfaces".into(),
+            "agent-card.interface-versions",
+            format!(
+                "{}: the card's protocol versions must be exactly the facet's `a2a.versions` [{}]",
+                change.join(" and "),
+                quote(&offered)
+            ),
+        );
+    }
+    if let (Some(preferred), Some((i, first))) = (
+        a2a.get("preferredVersion").and_then(Value::as_str),
+        ifaces.first(),
+    ) {
+        let first_version = first.get("protocolVersion").and_then(Value::as_str);
+        if first_version.is_some_and(|v| v != preferred) {
+            push(
+                out,
+                format!("/supportedInterfaces/{i}/protocolVersion"),
+                "agent-card.preferred-interface-first",
+                format!("list an interface for the preferred version \"{preferred}\" first: a client takes the first interface as the host's preference"),
+            );
+        }
+    }
+}
