@@ -1,0 +1,157 @@
+//! Reading a PATH argument: a file, `-` for standard input, or an `http(s)://` URL.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Kind;
+
+/// Why a document could not be read; the message says where.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {label}: {source}")]
+    Io {
+        label: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{label}:{line}:{column}: not valid JSON: {reason}")]
+    Json {
+        label: String,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("cannot fetch {url}: {reason}")]
+    Http { url: String, reason: String },
+}
+
+/// A document read from a PATH argument.
+#[derive(Debug)]
+pub struct Loaded {
+    /// How findings name the document: the argument as given, `<stdin>` for `-`, or the
+    /// URL actually fetched.
+    pub label: String,
+    pub value: Value,
+}
+
+/// How long a URL may take to answer, so a CI step never hangs on a dead host.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The header every OpenWOP v2 request carries.
+const VERSION_HEADER: (&str, &str) = ("OpenWOP-Version", "2.0");
+
+/// Reads and parses one PATH argument.
+pub fn load(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
+    if arg == "-" {
+        let label = "<stdin>".to_owned();
+        let mut text = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut text)
+            .map_err(|source| LoadError::Io { label: label.clone(), source })?;
+        return parse(label, &text);
+    }
+    if is_url(arg) {
+        return fetch(arg, kind);
+    }
+    let text = std::fs::read(arg).map_err(|source| LoadError::Io { label: arg.to_owned(), source })?;
+    parse(arg.to_owned(), &text)
+}
+
+fn is_url(arg: &str) -> bool {
+    let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// Parses JSON, naming the line and column of the first error.
+pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
+    match serde_json::from_slice(text) {
+        Ok(value) => Ok(Loaded { label, value }),
+        Err(e) => {
+            let reason = e.to_string();
+            // serde_json appends " at line L column C"; the location is already in front.
+            let reason = match reason.rfind(" at line ") {
+                Some(cut) => reason[..cut].to_owned(),
+                None => reason,
+            };
+            Err(LoadError::Json { label, line: e.line(), column: e.column(), reason })
+        }
+    }
+}
+
+/// The URL to fetch: a bare origin gets the kind's well-known path.
+pub fn target_url(arg: &str, kind: Kind) -> Result<reqwest::Url, LoadError> {
+    let mut url = reqwest::Url::parse(arg).map_err(|e| LoadError::Http {
+        url: arg.to_owned(),
+        reason: format!("not a valid URL ({e})"),
+    })?;
+    if (url.path() == "/" || url.path().is_empty()) && url.query().is_none() {
+        url.set_path(kind.well_known_path());
+    }
+    Ok(url)
+}
+
+fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
+    let url = target_url(arg, kind)?;
+    let label = url.to_string();
+    let failed = |reason: String| LoadError::Http { url: label.clone(), reason };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(format!("cannot start the HTTP client ({e})")))?;
+    let body = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|e| failed(format!("cannot build the HTTP client ({e})")))?;
+        let response = client
+            .get(url.clone())
+            .header(VERSION_HEADER.0, VERSION_HEADER.1)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| failed(describe(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(failed(format!("the server answered HTTP {status}")));
+        }
+        response.bytes().await.map_err(|e| failed(describe(&e)))
+    })?;
+    parse(label, &body)
+}
+
+/// reqwest's top-level message hides the cause ("error sending request"); name it.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_origin_gets_the_well_known_path() {
+        let url = target_url("http://127.0.0.1:8080", Kind::Discovery).map(|u| u.to_string());
+        assert_eq!(url.ok().as_deref(), Some("http://127.0.0.1:8080/.well-known/openwop"));
+        let url = target_url("https://example.test/", Kind::AgentCard).map(|u| u.to_string());
+        assert_eq!(url.ok().as_deref(), Some("https://example.test/.well-known/agent-card.json"));
+        let url = target_url("https://example.test/custom/doc.json", Kind::Discovery).map(|u| u.to_string());
+        assert_eq!(url.ok().as_deref(), Some("https://example.test/custom/doc.json"));
+    }
+
+    #[test]
+    fn bad_json_names_line_and_column() {
+        let err = parse("doc.json".into(), b"{\n  \"a\": 1,\n  oops\n}").err().map(|e| e.to_string());
+        let err = err.unwrap_or_default();
+        assert!(err.starts_with("doc.json:3:3: not valid JSON: "), "{err}");
+        assert!(!err.contains(" at line "), "{err}");
+    }
+}

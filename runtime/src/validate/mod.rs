@@ -1,0 +1,77 @@
+//! The library side of `openwop validate`: load documents, run the generated validators,
+//! and render the findings. `crate::validate_cmd` is the clap shell over it.
+
+pub mod load;
+pub mod report;
+
+use openwop_generated::validators::{self, Finding, Options};
+use serde_json::Value;
+
+/// What kind of document a PATH holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// A discovery document (`/.well-known/openwop`).
+    Discovery,
+    /// A host's public A2A agent card (`/.well-known/agent-card.json`).
+    AgentCard,
+}
+
+impl Kind {
+    /// The well-known path fetched when a PATH is a bare origin.
+    pub fn well_known_path(self) -> &'static str {
+        match self {
+            Kind::Discovery => "/.well-known/openwop",
+            Kind::AgentCard => "/.well-known/agent-card.json",
+        }
+    }
+}
+
+/// Validates one document. `discovery` is only used for agent cards.
+pub fn validate(kind: Kind, doc: &Value, discovery: Option<&Value>, opts: &Options) -> Vec<Finding> {
+    match kind {
+        Kind::Discovery => validators::validate_discovery(doc, opts),
+        Kind::AgentCard => validators::validate_agent_card(doc, discovery, opts),
+    }
+}
+
+/// Parses `YYYY-MM-DD` into the `(year, month, day)` the validators take as "today".
+pub fn parse_today(raw: &str) -> Result<(i32, u32, u32), String> {
+    let bad = || format!("\"{raw}\" is not a date; write it as YYYY-MM-DD, e.g. 2026-12-01");
+    let mut parts = raw.splitn(3, '-');
+    let (Some(y), Some(m), Some(d)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(y, 4) || !digits(m, 2) || !digits(d, 2) {
+        return Err(bad());
+    }
+    let year: i32 = y.parse().map_err(|_| bad())?;
+    let month: u32 = m.parse().map_err(|_| bad())?;
+    let day: u32 = d.parse().map_err(|_| bad())?;
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let last = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return Err(bad()),
+    };
+    if !(1..=last).contains(&day) {
+        return Err(bad());
+    }
+    Ok((year, month, day))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_today;
+
+    #[test]
+    fn today_accepts_real_dates_only() {
+        assert_eq!(parse_today("2026-12-01"), Ok((2026, 12, 1)));
+        assert_eq!(parse_today("2028-02-29"), Ok((2028, 2, 29)));
+        for bad in ["2026-02-29", "2026-13-01", "2026-1-01", "2026-12-01x", "+202-01-01", "today", ""] {
+            assert!(parse_today(bad).is_err(), "{bad} was accepted");
+        }
+    }
+}
