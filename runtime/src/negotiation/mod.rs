@@ -1,0 +1,262 @@
+//! Version negotiation for the embedded protocols (A2A and MCP), shared by both edges.
+//!
+//! The rules (interop.md §"Negotiation is a protocol"): a peer that asks for nothing gets
+//! `preferredVersion`; nothing lands below the floor, whatever policy says; only an
+//! authenticated peer may go below `preferredVersion`; every outcome, refusals included,
+//! becomes a `negotiation.decided` payload. The decision is pure: the edge supplies the
+//! clock and writes the event.
+
+mod version;
+
+pub use version::{Protocol, Version, compare};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// What the host offers for one protocol, read from its discovery facet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    protocol: Protocol,
+    /// Offered versions, canonical spelling, highest first.
+    versions: Vec<(Version, String)>,
+    preferred: (Version, String),
+    floor: (Version, String),
+}
+
+/// Why a facet cannot be turned into an [`Offer`]. These are host configuration
+/// mistakes; discovery validation reports them first, so here they only guard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OfferError {
+    #[error("the {protocol} facet has no `{field}`")]
+    Missing { protocol: Protocol, field: &'static str },
+    #[error("`{value}` is not a {protocol} version")]
+    NotAVersion { protocol: Protocol, value: String },
+    #[error("preferredVersion `{0}` is not one of the offered versions")]
+    PreferredNotOffered(String),
+    #[error("the floor `{floor}` is above preferredVersion `{preferred}`")]
+    FloorAbovePreferred { floor: String, preferred: String },
+}
+
+impl Offer {
+    /// Builds an offer from explicit values.
+    pub fn new(protocol: Protocol, versions: &[&str], preferred: &str, floor: &str) -> Result<Offer, OfferError> {
+        let parse = |raw: &str| {
+            Version::parse(protocol, raw)
+                .map(|v| (v, v.render(protocol)))
+                .ok_or_else(|| OfferError::NotAVersion { protocol, value: raw.to_owned() })
+        };
+        let mut parsed = versions.iter().map(|v| parse(v)).collect::<Result<Vec<_>, _>>()?;
+        parsed.sort_by(|a, b| b.0.cmp(&a.0));
+        parsed.dedup_by(|a, b| a.0 == b.0);
+        let preferred = parse(preferred)?;
+        let floor = parse(floor)?;
+        if !parsed.iter().any(|(v, _)| *v == preferred.0) {
+            return Err(OfferError::PreferredNotOffered(preferred.1));
+        }
+        if floor.0 > preferred.0 {
+            return Err(OfferError::FloorAbovePreferred { floor: floor.1, preferred: preferred.1 });
+        }
+        Ok(Offer { protocol, versions: parsed, preferred, floor })
+    }
+
+    /// Reads the `a2a` facet (`versions`, `preferredVersion`, `minimumVersion`) or the
+    /// `mcp` facet (`revisions`, `preferredVersion`, `minimumRevision`).
+    pub fn from_facet(protocol: Protocol, facet: &Value) -> Result<Offer, OfferError> {
+        let (list_key, floor_key) = match protocol {
+            Protocol::A2a => ("versions", "minimumVersion"),
+            Protocol::Mcp => ("revisions", "minimumRevision"),
+        };
+        let missing = |field| OfferError::Missing { protocol, field };
+        let versions: Vec<&str> = facet
+            .get(list_key)
+            .and_then(Value::as_array)
+            .ok_or_else(|| missing(list_key))?
+            .iter()
+            .map(|v| v.as_str().ok_or_else(|| missing(list_key)))
+            .collect::<Result<_, _>>()?;
+        let preferred = facet.get("preferredVersion").and_then(Value::as_str).ok_or_else(|| missing("preferredVersion"))?;
+        let floor = facet.get(floor_key).and_then(Value::as_str).ok_or_else(|| missing(floor_key))?;
+        Offer::new(protocol, &versions, preferred, floor)
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    pub fn preferred(&self) -> &str {
+        &self.preferred.1
+    }
+
+    pub fn floor(&self) -> &str {
+        &self.floor.1
+    }
+
+    /// The versions a peer can actually get (offered and not below the floor), preferred
+    /// first, then the rest highest first: the order the A2A card lists its interfaces in.
+    pub fn served(&self) -> Vec<&str> {
+        let mut out = vec![self.preferred.1.as_str()];
+        out.extend(
+            self.versions
+                .iter()
+                .filter(|(v, _)| *v >= self.floor.0 && *v != self.preferred.0)
+                .map(|(_, s)| s.as_str()),
+        );
+        out
+    }
+
+    /// `metadata.supportedVersions` of A2A's VersionNotSupportedError: comma-joined.
+    pub fn supported_versions_joined(&self) -> String {
+        self.served().join(",")
+    }
+}
+
+/// `negotiation.decided.outcome`. A downgrade is `Accepted` with a version other than
+/// the preferred one; there is no third outcome in the payload schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    Refused,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Refused => "refused",
+        }
+    }
+}
+
+/// `negotiation.decided.reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Ok,
+    BelowFloor,
+    Unauthenticated,
+    Unsupported,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Ok => "ok",
+            Reason::BelowFloor => "below-floor",
+            Reason::Unauthenticated => "unauthenticated",
+            Reason::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// The error code a refused negotiation fails closed with (spec/v2/errors.json).
+pub const REFUSAL_CODE: &str = "interop_version_unsupported";
+
+/// One negotiation's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub protocol: Protocol,
+    pub outcome: Outcome,
+    /// The decided version; `None` when refused.
+    pub version: Option<String>,
+    /// What the peer asked for, as it asked (bounded, printable); `None` when it asked for nothing.
+    pub requested: Option<String>,
+    pub floor: String,
+    pub reason: Reason,
+    /// Lower-case hex SHA-256 of the peer origin, set by [`Decision::with_peer_origin`].
+    pub peer_digest: Option<String>,
+}
+
+/// The longest `requested` value recorded. The header is peer-controlled text; the event
+/// must stay content-free, so anything longer cannot be a version and is cut.
+const REQUESTED_MAX: usize = 32;
+
+fn recordable(raw: &str) -> Option<String> {
+    let kept: String = raw.trim().chars().filter(|c| c.is_ascii_graphic()).take(REQUESTED_MAX).collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// Decides which version of `protocol` to speak with a peer that asked for `requested`
+/// (`None` or blank: it asked for nothing).
+pub fn decide(protocol: Protocol, requested: Option<&str>, authenticated: bool, offer: &Offer) -> Decision {
+    let requested_raw = requested.map(str::trim).filter(|r| !r.is_empty());
+    let mut decision = Decision {
+        protocol,
+        outcome: Outcome::Refused,
+        version: None,
+        requested: requested_raw.and_then(recordable),
+        floor: offer.floor.1.clone(),
+        reason: Reason::Unsupported,
+        peer_digest: None,
+    };
+    let Some(raw) = requested_raw else {
+        decision.outcome = Outcome::Accepted;
+        decision.version = Some(offer.preferred.1.clone());
+        decision.reason = Reason::Ok;
+        return decision;
+    };
+    // An offer of the other protocol cannot serve this one: refuse rather than guess.
+    let Some(asked) = Version::parse(protocol, raw).filter(|_| offer.protocol == protocol) else {
+        return decision;
+    };
+    // The floor comes first: below it fails closed whether or not policy would allow a
+    // downgrade and whoever the peer is.
+    if asked < offer.floor.0 {
+        decision.reason = Reason::BelowFloor;
+        return decision;
+    }
+    let Some((_, spelled)) = offer.versions.iter().find(|(v, _)| *v == asked) else {
+        return decision;
+    };
+    if asked < offer.preferred.0 && !authenticated {
+        decision.reason = Reason::Unauthenticated;
+        return decision;
+    }
+    decision.outcome = Outcome::Accepted;
+    decision.version = Some(spelled.clone());
+    decision.reason = Reason::Ok;
+    decision
+}
+
+/// Lower-case hex SHA-256 of a peer origin.
+pub fn peer_digest(origin: &str) -> String {
+    hex::encode(Sha256::digest(origin.as_bytes()))
+}
+
+impl Decision {
+    /// Records who the peer was, as a digest only.
+    pub fn with_peer_origin(mut self, origin: &str) -> Self {
+        self.peer_digest = Some(peer_digest(origin));
+        self
+    }
+
+    pub fn is_accepted(&self) -> bool {
+        self.outcome == Outcome::Accepted
+    }
+
+    /// True when the peer got a version other than the preferred one.
+    pub fn is_downgrade(&self, offer: &Offer) -> bool {
+        self.version.as_deref().is_some_and(|v| v != offer.preferred())
+    }
+
+    /// The `negotiation.decided` payload (`$defs/negotiationDecided`), stamped `at`.
+    pub fn payload(&self, at: &str) -> Value {
+        let mut out = Map::new();
+        out.insert("protocol".into(), json!(self.protocol.as_str()));
+        out.insert("outcome".into(), json!(self.outcome.as_str()));
+        if let Some(requested) = &self.requested {
+            out.insert("requested".into(), json!(requested));
+        }
+        if let Some(version) = &self.version {
+            out.insert("version".into(), json!(version));
+        }
+        out.insert("floor".into(), json!(self.floor));
+        if let Some(digest) = &self.peer_digest {
+            out.insert("peerDigest".into(), json!(digest));
+        }
+        out.insert("reason".into(), json!(self.reason.as_str()));
+        out.insert("at".into(), json!(at));
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;
