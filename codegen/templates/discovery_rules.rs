@@ -441,7 +441,7 @@ fn check_agent_cards(root: &Map<String, Value>, out: &mut Vec<Finding>) {
         .get("agents")
         .and_then(Value::as_object)
         .and_then(|agents| agents.get("manifestRuntime"));
-    if matches!(runtime, None | Some(Value::Null) | Some(Value::Bool(false))) {
+    if matches!(runtime, None | Some(Value::Null | Value::Bool(false))) {
         push(
             out,
             "/a2a/agentCards".into(),
