@@ -1,0 +1,343 @@
+//! A2A's own error shapes. Every answer on an A2A URL is rendered here, so no A2A client
+//! ever sees the OpenWOP `{error, message}` envelope, not even for a refusal that happens
+//! before dispatch (401, 413, a body that is not JSON-RPC).
+//!
+//! The codes, HTTP statuses, gRPC status names and ErrorInfo reasons come from the
+//! generated A2A error table; this module only decides the carriage:
+//! - JSON-RPC: `error.data` is an array of `@type`d objects holding exactly one
+//!   `google.rpc.ErrorInfo` (domain `a2a-protocol.org`) for an A2A error;
+//! - HTTP+JSON: a `google.rpc.Status` body under `error`, with the row's HTTP status.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use openwop_generated::errors::A2aError;
+use serde_json::{Map, Value, json};
+
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
+pub const A2A_DOMAIN: &str = "a2a-protocol.org";
+
+/// Failures that are not rows of the A2A error table: JSON-RPC's own errors and the HTTP
+/// refusals that happen before an operation is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The body is not JSON.
+    Parse,
+    /// JSON, but not a JSON-RPC 2.0 request.
+    InvalidRequest,
+    /// No such JSON-RPC method, or no such HTTP+JSON route.
+    MethodNotFound,
+    Unauthenticated,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Internal,
+}
+
+impl Transport {
+    fn jsonrpc_code(self) -> i64 {
+        match self {
+            Transport::Parse => -32700,
+            Transport::MethodNotFound => -32601,
+            Transport::Internal => -32603,
+            // JSON-RPC has no code for these; they are requests the server will not take
+            // as sent, and the HTTP status says which.
+            Transport::InvalidRequest | Transport::Unauthenticated | Transport::PayloadTooLarge | Transport::UnsupportedMediaType => -32600,
+        }
+    }
+
+    fn http_status(self) -> u16 {
+        match self {
+            Transport::Parse | Transport::InvalidRequest => 400,
+            Transport::MethodNotFound => 404,
+            Transport::Unauthenticated => 401,
+            Transport::PayloadTooLarge => 413,
+            Transport::UnsupportedMediaType => 415,
+            Transport::Internal => 500,
+        }
+    }
+
+    fn grpc_status(self) -> &'static str {
+        match self {
+            Transport::Parse | Transport::InvalidRequest | Transport::PayloadTooLarge | Transport::UnsupportedMediaType => "INVALID_ARGUMENT",
+            Transport::MethodNotFound => "NOT_FOUND",
+            Transport::Unauthenticated => "UNAUTHENTICATED",
+            Transport::Internal => "INTERNAL",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    A2a(A2aError),
+    Transport(Transport),
+}
+
+/// One `google.rpc.BadRequest.FieldViolation`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldViolation {
+    pub field: String,
+    pub description: String,
+}
+
+/// An error as an A2A interface answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: Kind,
+    pub message: String,
+    /// `ErrorInfo.metadata`: string values only, as `google.rpc.ErrorInfo` defines it.
+    pub metadata: BTreeMap<String, String>,
+    pub violations: Vec<FieldViolation>,
+}
+
+impl Fault {
+    pub fn a2a(error: A2aError, message: impl Into<String>) -> Fault {
+        Fault { kind: Kind::A2a(error), message: message.into(), metadata: BTreeMap::new(), violations: Vec::new() }
+    }
+
+    pub fn transport(kind: Transport, message: impl Into<String>) -> Fault {
+        Fault { kind: Kind::Transport(kind), message: message.into(), metadata: BTreeMap::new(), violations: Vec::new() }
+    }
+
+    pub fn with_metadata(mut self, key: &str, value: impl Into<String>) -> Fault {
+        self.metadata.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The one answer for a task that is unknown, purged or unreadable by the caller (a
+    /// tenant mismatch included). Only the echoed id may differ between those cases, so
+    /// nothing else about the lookup reaches the answer.
+    pub fn task_not_found(id: &str) -> Fault {
+        Fault::a2a(A2aError::TaskNotFound, "task not found").with_metadata("taskId", id)
+    }
+
+    /// `VersionNotSupportedError` with `metadata.supportedVersions` comma-joined.
+    pub fn version_not_supported(requested: Option<&str>, supported_joined: &str) -> Fault {
+        let fault = Fault::a2a(A2aError::VersionNotSupported, format!("A2A-Version is not served here; supported: {supported_joined}"))
+            .with_metadata("supportedVersions", supported_joined);
+        match requested {
+            Some(r) => fault.with_metadata("requested", r),
+            None => fault,
+        }
+    }
+
+    /// Invalid parameters: `-32602` / `400 INVALID_ARGUMENT`, with the offending field as a
+    /// `google.rpc.BadRequest` violation. The map gives this row no A2A reason, so no
+    /// ErrorInfo is attached.
+    pub fn invalid_params(field: &str, description: impl Into<String>) -> Fault {
+        let description = description.into();
+        let mut fault = Fault::a2a(A2aError::InvalidParams, format!("invalid parameters: {field}: {description}"));
+        fault.violations.push(FieldViolation { field: field.to_owned(), description });
+        fault
+    }
+
+    pub fn unsupported(message: impl Into<String>) -> Fault {
+        Fault::a2a(A2aError::UnsupportedOperation, message)
+    }
+
+    pub fn internal() -> Fault {
+        // Never the underlying error: it may name a store path or carry a peer's body.
+        Fault::transport(Transport::Internal, "internal error")
+    }
+
+    pub fn jsonrpc_code(&self) -> i64 {
+        match self.kind {
+            Kind::A2a(e) => e.row().jsonrpc_code,
+            Kind::Transport(t) => t.jsonrpc_code(),
+        }
+    }
+
+    /// The HTTP status on the HTTP+JSON binding.
+    pub fn http_status(&self) -> u16 {
+        match self.kind {
+            Kind::A2a(e) => e.row().http_status,
+            Kind::Transport(t) => t.http_status(),
+        }
+    }
+
+    pub fn grpc_status(&self) -> &'static str {
+        match self.kind {
+            Kind::A2a(e) => e.row().grpc_status,
+            Kind::Transport(t) => t.grpc_status(),
+        }
+    }
+
+    /// The ErrorInfo reason: the row's, and none for rows without one or for transport
+    /// failures (they have no row).
+    pub fn reason(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::A2a(e) => e.row().reason,
+            Kind::Transport(_) => None,
+        }
+    }
+
+    /// The typed details shared by both bindings.
+    pub fn details(&self) -> Vec<Value> {
+        let mut details = Vec::new();
+        if let Some(reason) = self.reason() {
+            let metadata: Map<String, Value> = self.metadata.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            details.push(json!({"@type": ERROR_INFO_TYPE, "reason": reason, "domain": A2A_DOMAIN, "metadata": metadata}));
+        }
+        if !self.violations.is_empty() {
+            let violations: Vec<Value> = self.violations.iter().map(|v| json!({"field": v.field, "description": v.description})).collect();
+            details.push(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}));
+        }
+        details
+    }
+
+    /// The JSON-RPC `error` member.
+    pub fn jsonrpc_error(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("code".into(), json!(self.jsonrpc_code()));
+        error.insert("message".into(), json!(self.message));
+        let details = self.details();
+        if !details.is_empty() {
+            error.insert("data".into(), Value::Array(details));
+        }
+        Value::Object(error)
+    }
+
+    /// A whole JSON-RPC response; `id` is echoed exactly (`null` when it could not be read).
+    pub fn jsonrpc_body(&self, id: &Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "error": self.jsonrpc_error()})
+    }
+
+    /// The HTTP status a JSON-RPC error travels with. A2A errors ride a 200 like any
+    /// JSON-RPC answer; refusals made before the JSON-RPC layer keep their HTTP status so
+    /// plain HTTP tooling sees them too.
+    pub fn jsonrpc_http_status(&self) -> u16 {
+        match self.kind {
+            Kind::Transport(t @ (Transport::Unauthenticated | Transport::PayloadTooLarge | Transport::UnsupportedMediaType)) => t.http_status(),
+            _ => 200,
+        }
+    }
+
+    /// The `google.rpc.Status` body of the HTTP+JSON binding.
+    pub fn rest_body(&self) -> Value {
+        let mut status = Map::new();
+        status.insert("code".into(), json!(self.http_status()));
+        status.insert("status".into(), json!(self.grpc_status()));
+        status.insert("message".into(), json!(self.message));
+        let details = self.details();
+        if !details.is_empty() {
+            status.insert("details".into(), Value::Array(details));
+        }
+        json!({"error": status})
+    }
+
+    pub fn into_jsonrpc_response(self, id: &Value) -> Response {
+        let status = self.jsonrpc_http_status();
+        respond(status, self.jsonrpc_body(id), self.kind)
+    }
+
+    pub fn into_rest_response(self) -> Response {
+        let status = self.http_status();
+        respond(status, self.rest_body(), self.kind)
+    }
+}
+
+fn respond(status: u16, body: Value, kind: Kind) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(body)).into_response();
+    if kind == Kind::Transport(Transport::Unauthenticated) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openwop_generated::errors::A2A_ERRORS;
+
+    fn error_infos(details: &[Value]) -> Vec<&Value> {
+        details.iter().filter(|d| d["@type"] == ERROR_INFO_TYPE).collect()
+    }
+
+    #[test]
+    fn jsonrpc_error_data_is_an_array_with_exactly_one_error_info_per_a2a_error() {
+        for &error in A2aError::ALL {
+            let row = error.row();
+            let body = Fault::a2a(error, "x").jsonrpc_body(&json!(7));
+            assert_eq!(body["id"], json!(7));
+            assert_eq!(body["error"]["code"], json!(row.jsonrpc_code));
+            match row.reason {
+                Some(reason) => {
+                    let data = body["error"]["data"].as_array().expect("data is an array");
+                    assert!(data.iter().all(|d| d.get("@type").is_some()), "every entry is @typed");
+                    let infos = error_infos(data);
+                    assert_eq!(infos.len(), 1, "{}", row.name);
+                    assert_eq!(infos[0]["reason"], json!(reason));
+                    assert_eq!(infos[0]["domain"], json!(A2A_DOMAIN));
+                }
+                None => assert!(body["error"].get("data").is_none(), "{} has no reason", row.name),
+            }
+        }
+    }
+
+    #[test]
+    fn http_json_errors_are_google_rpc_status_with_the_row_status() {
+        for row in A2A_ERRORS {
+            let error = A2aError::ALL.iter().copied().find(|e| e.row().name == row.name).expect("variant");
+            let fault = Fault::a2a(error, "m");
+            let body = fault.rest_body();
+            assert_eq!(fault.http_status(), row.http_status);
+            assert_eq!(body["error"]["code"], json!(row.http_status));
+            assert_eq!(body["error"]["status"], json!(row.grpc_status));
+            assert_eq!(body["error"]["message"], json!("m"));
+            if let Some(reason) = row.reason {
+                let details = body["error"]["details"].as_array().expect("details");
+                assert_eq!(error_infos(details)[0]["reason"], json!(reason));
+            }
+            // Never the OpenWOP envelope.
+            assert!(body.get("message").is_none() && body["error"].is_object());
+        }
+    }
+
+    #[test]
+    fn task_not_found_is_identical_for_any_cause_apart_from_the_echoed_id() {
+        let a = Fault::task_not_found("acme/aaaaaaaaaaaaaaaa").jsonrpc_body(&json!(1)).to_string();
+        let b = Fault::task_not_found("other/bbbbbbbbbbbbbbbb").jsonrpc_body(&json!(1)).to_string();
+        assert_eq!(a.replace("acme/aaaaaaaaaaaaaaaa", "ID"), b.replace("other/bbbbbbbbbbbbbbbb", "ID"));
+        let rest = Fault::task_not_found("t/cccccccccccccccc").rest_body();
+        assert_eq!(rest["error"]["code"], json!(404));
+        assert_eq!(rest["error"]["details"][0]["metadata"]["taskId"], json!("t/cccccccccccccccc"));
+    }
+
+    #[test]
+    fn version_not_supported_lists_supported_versions_comma_joined() {
+        let body = Fault::version_not_supported(Some("99.0"), "1.0,1.1").jsonrpc_body(&json!("x"));
+        assert_eq!(body["error"]["code"], json!(-32009));
+        let info = &body["error"]["data"][0];
+        assert_eq!(info["reason"], json!("VERSION_NOT_SUPPORTED"));
+        assert_eq!(info["metadata"]["supportedVersions"], json!("1.0,1.1"));
+        assert_eq!(info["metadata"]["requested"], json!("99.0"));
+    }
+
+    #[test]
+    fn invalid_params_carries_bad_request_and_no_error_info() {
+        let body = Fault::invalid_params("message.contextId", "not this task's context").jsonrpc_body(&Value::Null);
+        assert_eq!(body["error"]["code"], json!(-32602));
+        let data = body["error"]["data"].as_array().expect("data");
+        assert!(error_infos(data).is_empty());
+        assert_eq!(data[0]["@type"], json!(BAD_REQUEST_TYPE));
+        assert_eq!(data[0]["fieldViolations"][0]["field"], json!("message.contextId"));
+        assert_eq!(Fault::invalid_params("f", "d").http_status(), 400);
+    }
+
+    #[test]
+    fn pre_dispatch_refusals_keep_their_http_status_and_a2a_shape() {
+        let unauth = Fault::transport(Transport::Unauthenticated, "credential required");
+        assert_eq!(unauth.jsonrpc_http_status(), 401);
+        assert_eq!(unauth.rest_body()["error"]["status"], json!("UNAUTHENTICATED"));
+        let response = unauth.into_rest_response();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
+        let parse = Fault::transport(Transport::Parse, "not JSON").jsonrpc_body(&Value::Null);
+        assert_eq!(parse["error"]["code"], json!(-32700));
+        assert_eq!(Fault::transport(Transport::PayloadTooLarge, "big").http_status(), 413);
+        // An A2A error on JSON-RPC travels with HTTP 200, as JSON-RPC servers answer.
+        assert_eq!(Fault::task_not_found("a/bbbbbbbbbbbbbbbb").jsonrpc_http_status(), 200);
+    }
+}
