@@ -1,0 +1,368 @@
+//! A run, as the REST wire shows it, projected to an A2A 1.0 `Task` (ProtoJSON spelling).
+//!
+//! The state comes from the generated task-state table, never from a local match: the
+//! open interrupt's kind selects an override row, which is how a credential interrupt (and
+//! nothing else) becomes `TASK_STATE_AUTH_REQUIRED`. The projection is read-only; it never
+//! needs to append to the run's log.
+
+use std::str::FromStr;
+
+use openwop_generated::dispatch::{RunStatus, a2a_task_state};
+use serde_json::{Map, Value, json};
+
+/// Everything a Task is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSource<'a> {
+    /// The run snapshot (`schemas/v2/run-snapshot.schema.json`).
+    pub snapshot: &'a Value,
+    /// The payload (`{kind, key, data, ...}`) of the first open interrupt, when the run
+    /// waits on one. A credential interrupt's `connectUrl` is read from here.
+    pub open_interrupt_payload: Option<&'a Value>,
+    /// The A2A messages exchanged on the task, oldest first. Never model transcripts or
+    /// run events: only what peers and this host said over A2A.
+    pub history: &'a [Value],
+}
+
+/// Caller-chosen trimming; it shortens the answer and never the stored state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// `None`: all history; `Some(0)`: none (the field is omitted); `Some(n)`: the last n.
+    pub history_length: Option<usize>,
+    pub include_artifacts: bool,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape { history_length: None, include_artifacts: true }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProjectError {
+    #[error("the run snapshot has no `{0}`")]
+    Missing(&'static str),
+    #[error("the run snapshot's status `{0}` is not a run status")]
+    Status(String),
+    #[error("the run waits on a credential interrupt whose payload carries no connectUrl")]
+    NoConnectUrl,
+}
+
+/// The artifact id of a run's outputs. Fixed, so it is the same on every read and in
+/// every artifactUpdate of the task.
+pub const OUTPUTS_ARTIFACT_ID: &str = "outputs";
+
+/// The fields of a Task the projection reads more than once.
+#[derive(Debug, Clone)]
+pub struct Projected {
+    pub task: Value,
+    pub status: RunStatus,
+    pub wire_state: &'static str,
+}
+
+impl Projected {
+    pub fn task_id(&self) -> &str {
+        self.task["id"].as_str().unwrap_or_default()
+    }
+
+    pub fn context_id(&self) -> &str {
+        self.task["contextId"].as_str().unwrap_or_default()
+    }
+
+    /// `StreamResponse{task}`.
+    pub fn as_stream_task(&self) -> Value {
+        json!({"task": self.task})
+    }
+
+    /// `StreamResponse{statusUpdate}` for the task's current status.
+    pub fn as_status_update(&self) -> Value {
+        json!({"statusUpdate": {"taskId": self.task["id"], "contextId": self.task["contextId"], "status": self.task["status"]}})
+    }
+
+    /// `StreamResponse{artifactUpdate}` for each artifact of the task (whole, one chunk).
+    pub fn as_artifact_updates(&self) -> Vec<Value> {
+        self.task["artifacts"]
+            .as_array()
+            .map(|artifacts| {
+                artifacts
+                    .iter()
+                    .map(|a| {
+                        json!({"artifactUpdate": {"taskId": self.task["id"], "contextId": self.task["contextId"], "artifact": a, "append": false, "lastChunk": true}})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// True for `completed`, `failed` and `cancelled`.
+pub fn is_terminal(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+}
+
+/// True for the statuses in which a message resolves the open interrupt.
+pub fn is_suspended(status: RunStatus) -> bool {
+    matches!(status, RunStatus::WaitingApproval | RunStatus::WaitingInput | RunStatus::WaitingExternal)
+}
+
+/// The run status of a snapshot.
+pub fn run_status(snapshot: &Value) -> Result<RunStatus, ProjectError> {
+    let raw = snapshot.get("status").and_then(Value::as_str).ok_or(ProjectError::Missing("status"))?;
+    RunStatus::from_str(raw).map_err(|_| ProjectError::Status(raw.to_owned()))
+}
+
+/// The A2A contextId of a run: the one stored when it was started over A2A, else the run
+/// id itself, so a run started over REST still has one stable context.
+pub fn context_id(snapshot: &Value) -> Option<&str> {
+    snapshot.get("contextId").and_then(Value::as_str).or_else(|| snapshot.get("runId").and_then(Value::as_str))
+}
+
+fn open_interrupt(snapshot: &Value) -> Option<&Value> {
+    snapshot.get("interrupts").and_then(Value::as_array).and_then(|list| list.first())
+}
+
+/// Projects a run to a Task.
+pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectError> {
+    let snapshot = source.snapshot;
+    let run_id = snapshot.get("runId").and_then(Value::as_str).ok_or(ProjectError::Missing("runId"))?;
+    let status = run_status(snapshot)?;
+    let interrupt = open_interrupt(snapshot).filter(|_| is_suspended(status));
+    let kind = interrupt.and_then(|i| i.get("kind")).and_then(Value::as_str);
+    let row = a2a_task_state(status, kind);
+
+    let mut task_status = Map::new();
+    task_status.insert("state".into(), json!(row.wire));
+    if let Some(message) = status_message(snapshot, status, interrupt, source.open_interrupt_payload, row.wire)? {
+        task_status.insert("message".into(), message);
+    }
+    if let Some(at) = ["updatedAt", "completedAt", "startedAt", "createdAt"].iter().find_map(|k| snapshot.get(*k).and_then(Value::as_str)) {
+        task_status.insert("timestamp".into(), json!(at));
+    }
+
+    let mut out = Map::new();
+    out.insert("id".into(), json!(run_id));
+    out.insert("contextId".into(), json!(context_id(snapshot).unwrap_or(run_id)));
+    out.insert("status".into(), Value::Object(task_status));
+    if shape.include_artifacts {
+        if let Some(outputs) = snapshot.get("outputs").filter(|o| o.is_object()) {
+            out.insert(
+                "artifacts".into(),
+                json!([{"artifactId": OUTPUTS_ARTIFACT_ID, "name": "outputs", "parts": [{"data": outputs, "mediaType": "application/json"}]}]),
+            );
+        }
+    }
+    let history = match shape.history_length {
+        None => source.history,
+        Some(n) => &source.history[source.history.len().saturating_sub(n)..],
+    };
+    if !history.is_empty() {
+        out.insert("history".into(), Value::Array(history.to_vec()));
+    }
+    if let Some(i) = interrupt {
+        out.insert("metadata".into(), json!({"openwop": {"interrupt": interrupt_carrier(i)}}));
+    }
+    Ok(Projected { task: Value::Object(out), status, wire_state: row.wire })
+}
+
+/// `metadata.openwop.interrupt`: what a peer needs to answer the interrupt, nothing more.
+fn interrupt_carrier(interrupt: &Value) -> Value {
+    let mut carrier = Map::new();
+    for key in ["kind", "nodeId", "interruptId"] {
+        if let Some(v) = interrupt.get(key) {
+            carrier.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(carrier)
+}
+
+fn agent_message(message_id: String, parts: Vec<Value>, metadata: Option<Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("messageId".into(), json!(message_id));
+    m.insert("role".into(), json!("ROLE_AGENT"));
+    m.insert("parts".into(), Value::Array(parts));
+    if let Some(md) = metadata {
+        m.insert("metadata".into(), md);
+    }
+    Value::Object(m)
+}
+
+/// The status message: what the peer must do (interrupts) or why the run failed. Its
+/// messageId derives from what it describes, so repeated reads give the same message.
+fn status_message(snapshot: &Value, status: RunStatus, interrupt: Option<&Value>, payload: Option<&Value>, wire: &str) -> Result<Option<Value>, ProjectError> {
+    if let Some(i) = interrupt {
+        let interrupt_id = i.get("interruptId").and_then(Value::as_str).unwrap_or("interrupt");
+        let carrier = interrupt_carrier(i);
+        let data = payload.and_then(|p| p.get("data"));
+        if wire == "TASK_STATE_AUTH_REQUIRED" {
+            let data = data.ok_or(ProjectError::NoConnectUrl)?;
+            let connect_url = data.get("connectUrl").and_then(Value::as_str).ok_or(ProjectError::NoConnectUrl)?;
+            let provider = data.get("provider").and_then(Value::as_str).unwrap_or("the provider");
+            let mut grant = Map::new();
+            grant.insert("connectUrl".into(), json!(connect_url));
+            for key in ["provider", "scopes", "reason"] {
+                if let Some(v) = data.get(key) {
+                    grant.insert(key.into(), v.clone());
+                }
+            }
+            let parts = vec![
+                json!({"text": format!("Authorization with {provider} is needed; open {connect_url} to grant it.")}),
+                json!({"data": Value::Object(grant), "mediaType": "application/json"}),
+            ];
+            return Ok(Some(agent_message(format!("{interrupt_id}:status"), parts, Some(json!({"openwop": {"interrupt": carrier}})))));
+        }
+        let kind = i.get("kind").and_then(Value::as_str).unwrap_or("input");
+        let mut parts = vec![json!({"text": format!("The task waits for {kind} input; reply on this task with the resume value.")})];
+        if let Some(d) = data {
+            parts.push(json!({"data": d, "mediaType": "application/json"}));
+        }
+        return Ok(Some(agent_message(format!("{interrupt_id}:status"), parts, Some(json!({"openwop": {"interrupt": carrier}})))));
+    }
+    if status == RunStatus::Failed {
+        if let Some(error) = snapshot.get("error") {
+            let code = error.get("code").and_then(Value::as_str).unwrap_or("failed");
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("the run failed");
+            let run_id = snapshot.get("runId").and_then(Value::as_str).unwrap_or("run");
+            return Ok(Some(agent_message(format!("{run_id}:failed"), vec![json!({"text": format!("{code}: {message}")})], None)));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(status: &str) -> Value {
+        json!({
+            "runId": "acme/r-0123456789abcdef",
+            "workflowId": "echo",
+            "status": status,
+            "owner": {"tenant": "acme", "subject": {}},
+            "eventLogSchemaVersion": 3,
+            "updatedAt": "2026-12-02T18:00:00.000Z",
+        })
+    }
+
+    fn waiting(status: &str, kind: &str) -> Value {
+        let mut s = snapshot(status);
+        s["interrupts"] = json!([{"interruptId": "acme/i-0123456789abcdef", "nodeId": "gate", "kind": kind}]);
+        s
+    }
+
+    fn project(s: &Value, payload: Option<&Value>) -> Projected {
+        task(TaskSource { snapshot: s, open_interrupt_payload: payload, history: &[] }, Shape::default()).expect("projects")
+    }
+
+    #[test]
+    fn every_run_status_projects_through_the_generated_table() {
+        let expected = [
+            ("pending", "TASK_STATE_SUBMITTED"),
+            ("running", "TASK_STATE_WORKING"),
+            ("paused", "TASK_STATE_WORKING"),
+            ("completed", "TASK_STATE_COMPLETED"),
+            ("failed", "TASK_STATE_FAILED"),
+            ("cancelling", "TASK_STATE_WORKING"),
+            ("cancelled", "TASK_STATE_CANCELED"),
+        ];
+        for (status, wire) in expected {
+            let p = project(&snapshot(status), None);
+            assert_eq!(p.task["status"]["state"], json!(wire), "{status}");
+            assert_eq!(p.task["id"], json!("acme/r-0123456789abcdef"));
+            assert_eq!(p.task["status"]["timestamp"], json!("2026-12-02T18:00:00.000Z"));
+        }
+    }
+
+    #[test]
+    fn waiting_runs_are_input_required_with_the_interrupt_carrier() {
+        for (status, kind) in [("waiting-approval", "approval"), ("waiting-input", "clarification"), ("waiting-external", "external-event")] {
+            let p = project(&waiting(status, kind), None);
+            assert_eq!(p.task["status"]["state"], json!("TASK_STATE_INPUT_REQUIRED"));
+            assert_eq!(p.task["metadata"]["openwop"]["interrupt"], json!({"kind": kind, "nodeId": "gate", "interruptId": "acme/i-0123456789abcdef"}));
+            assert_eq!(p.task["status"]["message"]["role"], json!("ROLE_AGENT"));
+        }
+    }
+
+    #[test]
+    fn credential_interrupt_projects_to_auth_required_with_connect_url() {
+        let payload = json!({"kind": "credential", "key": "k", "data": {"provider": "github", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://host.example/connect/abc"}});
+        let p = project(&waiting("waiting-input", "credential"), Some(&payload));
+        assert_eq!(p.task["status"]["state"], json!("TASK_STATE_AUTH_REQUIRED"));
+        assert_eq!(p.task["metadata"]["openwop"]["interrupt"]["kind"], json!("credential"));
+        let parts = p.task["status"]["message"]["parts"].as_array().expect("parts");
+        assert!(parts.iter().any(|part| part["data"]["connectUrl"] == json!("https://host.example/connect/abc")));
+        // Without the payload the host cannot honour the MUST, so it says so instead of
+        // answering an auth-required task with no way to authorize.
+        let bare = task(TaskSource { snapshot: &waiting("waiting-input", "credential"), open_interrupt_payload: None, history: &[] }, Shape::default());
+        assert_eq!(bare.err(), Some(ProjectError::NoConnectUrl));
+    }
+
+    #[test]
+    fn auth_required_is_never_emitted_otherwise() {
+        for status in ["pending", "running", "paused", "waiting-approval", "waiting-input", "waiting-external", "completed", "failed", "cancelling", "cancelled"] {
+            for kind in ["approval", "clarification", "external-event"] {
+                let p = project(&waiting(status, kind), None);
+                assert_ne!(p.task["status"]["state"], json!("TASK_STATE_AUTH_REQUIRED"), "{status}/{kind}");
+            }
+        }
+        // A stale credential interrupt on a run no longer waiting does not select the override.
+        let p = project(&waiting("running", "credential"), None);
+        assert_eq!(p.task["status"]["state"], json!("TASK_STATE_WORKING"));
+        assert!(p.task.get("metadata").is_none());
+    }
+
+    #[test]
+    fn outputs_become_one_stable_artifact_only_when_asked() {
+        let mut s = snapshot("completed");
+        s["outputs"] = json!({"echo": "hi"});
+        let p = project(&s, None);
+        assert_eq!(p.task["artifacts"][0]["artifactId"], json!(OUTPUTS_ARTIFACT_ID));
+        assert_eq!(p.task["artifacts"][0]["parts"][0]["data"], json!({"echo": "hi"}));
+        let without = task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &[] }, Shape { history_length: None, include_artifacts: false }).expect("p");
+        assert!(without.task.get("artifacts").is_none(), "omitted, not []");
+    }
+
+    #[test]
+    fn history_length_only_trims_the_answer() {
+        let history: Vec<Value> = (0..5).map(|i| json!({"messageId": format!("m{i}"), "role": "ROLE_USER", "parts": [{"text": "x"}]})).collect();
+        let s = snapshot("running");
+        let shaped = |n| task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &history }, Shape { history_length: n, include_artifacts: true }).expect("p").task;
+        assert_eq!(shaped(None)["history"].as_array().map(Vec::len), Some(5));
+        assert_eq!(shaped(Some(2))["history"], json!([history[3], history[4]]));
+        assert!(shaped(Some(0)).get("history").is_none());
+        assert_eq!(history.len(), 5);
+    }
+
+    #[test]
+    fn context_id_is_the_stored_one_else_the_run_id() {
+        let mut s = snapshot("running");
+        assert_eq!(project(&s, None).context_id(), "acme/r-0123456789abcdef");
+        s["contextId"] = json!("ctx-1");
+        assert_eq!(project(&s, None).context_id(), "ctx-1");
+    }
+
+    #[test]
+    fn failed_runs_explain_themselves_by_code() {
+        let mut s = snapshot("failed");
+        s["error"] = json!({"code": "validation_error", "message": "bad input"});
+        let p = project(&s, None);
+        assert_eq!(p.task["status"]["message"]["parts"][0]["text"], json!("validation_error: bad input"));
+    }
+
+    #[test]
+    fn stream_responses_name_their_member_and_carry_ids() {
+        let mut s = snapshot("completed");
+        s["outputs"] = json!({});
+        let p = project(&s, None);
+        assert!(p.as_stream_task().get("task").is_some());
+        assert_eq!(p.as_status_update()["statusUpdate"]["status"]["state"], json!("TASK_STATE_COMPLETED"));
+        let updates = p.as_artifact_updates();
+        assert_eq!(updates.len(), 1);
+        assert_eq!(updates[0]["artifactUpdate"]["artifact"]["artifactId"], json!(OUTPUTS_ARTIFACT_ID));
+        assert_eq!(updates[0]["artifactUpdate"]["lastChunk"], json!(true));
+    }
+
+    #[test]
+    fn a_snapshot_without_a_known_status_is_an_error_not_a_guess() {
+        let s = json!({"runId": "a/bbbbbbbbbbbbbbbb", "status": "exploded"});
+        assert!(matches!(task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &[] }, Shape::default()), Err(ProjectError::Status(_))));
+    }
+}
