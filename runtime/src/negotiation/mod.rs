@@ -104,6 +104,14 @@ impl Offer {
         out
     }
 
+    /// Every offered version, preferred first, then highest first: the protocolVersion
+    /// set an A2A card's interfaces must equal.
+    pub fn offered(&self) -> Vec<&str> {
+        let mut out = vec![self.preferred.1.as_str()];
+        out.extend(self.versions.iter().filter(|(v, _)| *v != self.preferred.0).map(|(_, s)| s.as_str()));
+        out
+    }
+
     /// `metadata.supportedVersions` of A2A's VersionNotSupportedError: comma-joined.
     pub fn supported_versions_joined(&self) -> String {
         self.served().join(",")

@@ -90,6 +90,7 @@ fn served_versions_put_preferred_first_and_skip_those_below_floor() {
     let offer = a2a(&["0.3", "1.0", "1.1", "1.2"], "1.1", "1.0");
     assert_eq!(offer.served(), vec!["1.1", "1.2", "1.0"]);
     assert_eq!(offer.supported_versions_joined(), "1.1,1.2,1.0");
+    assert_eq!(offer.offered(), vec!["1.1", "1.2", "1.0", "0.3"]);
 }
 
 #[test]

@@ -1,0 +1,203 @@
+//! The public A2A agent card, built from the discovery `a2a` facet and the workflows the
+//! host routes. Nothing here is configured twice: capabilities are the facets, interface
+//! versions are the facet's versions, skills are the workflows.
+
+use serde_json::{Map, Value, json};
+
+use crate::negotiation::{Offer, OfferError, Protocol};
+
+/// Where the JSON-RPC interface is mounted, relative to the host's base URL.
+pub const JSONRPC_PATH: &str = "/a2a/jsonrpc";
+/// Where the HTTP+JSON interface's routes start, relative to the host's base URL.
+pub const REST_PATH: &str = "/a2a/rest";
+/// The public card's well-known path.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// The name under which the card declares the Bearer scheme the host enforces.
+pub const BEARER_SCHEME: &str = "bearer";
+
+/// One routed workflow, offered as a skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub workflow_id: String,
+    pub name: String,
+    pub description: String,
+}
+
+/// What the card is made of.
+#[derive(Debug, Clone)]
+pub struct CardInputs<'a> {
+    /// The externally visible origin, e.g. `https://host.example` (no trailing slash).
+    pub base_url: &'a str,
+    /// The discovery document's `a2a` family.
+    pub a2a_facet: &'a Value,
+    pub skills: &'a [Skill],
+    pub name: &'a str,
+    pub description: &'a str,
+    pub version: &'a str,
+    /// `(organization, url)` of the operator, when configured.
+    pub provider: Option<(&'a str, &'a str)>,
+}
+
+fn flag(facet: &Value, key: &str) -> bool {
+    facet.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Whether a `requires` entry of the interop map (`family.field`) is advertised by the
+/// `a2a` facet. A facet is advertised by being present and true; an unknown family is
+/// never advertised here.
+pub fn facet_advertised(a2a_facet: &Value, requirement: &str) -> bool {
+    match requirement.split_once('.') {
+        Some(("a2a", field)) => flag(a2a_facet, field),
+        _ => false,
+    }
+}
+
+/// Builds the public card. Interfaces are listed preferred version first, JSONRPC before
+/// HTTP+JSON within a version; no interface carries a `tenant`.
+pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
+    let offer = Offer::from_facet(Protocol::A2a, inputs.a2a_facet)?;
+    let base = inputs.base_url.trim_end_matches('/');
+    let mut interfaces = Vec::new();
+    for version in offer.offered() {
+        interfaces.push(json!({"url": format!("{base}{JSONRPC_PATH}"), "protocolBinding": "JSONRPC", "protocolVersion": version}));
+        interfaces.push(json!({"url": format!("{base}{REST_PATH}"), "protocolBinding": "HTTP+JSON", "protocolVersion": version}));
+    }
+    let skills: Vec<Value> = inputs
+        .skills
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.workflow_id,
+                "name": s.name,
+                "description": s.description,
+                "tags": ["workflow"],
+                "inputModes": ["application/json", "text/plain"],
+                "outputModes": ["application/json"],
+            })
+        })
+        .collect();
+
+    let mut card = Map::new();
+    card.insert("name".into(), json!(inputs.name));
+    card.insert("description".into(), json!(inputs.description));
+    card.insert("version".into(), json!(inputs.version));
+    card.insert("supportedInterfaces".into(), Value::Array(interfaces));
+    if let Some((organization, url)) = inputs.provider {
+        card.insert("provider".into(), json!({"organization": organization, "url": url}));
+    }
+    card.insert(
+        "capabilities".into(),
+        json!({
+            "streaming": flag(inputs.a2a_facet, "streaming"),
+            "pushNotifications": flag(inputs.a2a_facet, "pushNotifications"),
+            "extendedAgentCard": flag(inputs.a2a_facet, "agentCards"),
+        }),
+    );
+    // Exactly what the edge enforces: a Bearer api key on every operation. It says how
+    // a peer proves who it is, and nothing about what it may do.
+    card.insert(
+        "securitySchemes".into(),
+        json!({BEARER_SCHEME: {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "An api key issued by this host, sent as Authorization: Bearer <key>."}}}),
+    );
+    card.insert("securityRequirements".into(), json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]));
+    card.insert("defaultInputModes".into(), json!(["application/json", "text/plain"]));
+    card.insert("defaultOutputModes".into(), json!(["application/json"]));
+    card.insert("skills".into(), Value::Array(skills));
+    Ok(Value::Object(card))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facet() -> Value {
+        json!({"status": "stable", "since": "2.0", "witness": "witnessable-unaided",
+               "versions": ["1.0"], "preferredVersion": "1.0", "minimumVersion": "1.0", "refreshedAt": "2026-11-20",
+               "profiles": ["a2a-1.0"], "streaming": true, "durableTasks": true})
+    }
+
+    fn skills() -> Vec<Skill> {
+        vec![
+            Skill { workflow_id: "echo".into(), name: "Echo".into(), description: "Echoes".into() },
+            Skill { workflow_id: "approval".into(), name: "Approval".into(), description: "Waits for approval".into() },
+        ]
+    }
+
+    fn card_for(facet: &Value) -> Value {
+        let skills = skills();
+        public_card(&CardInputs {
+            base_url: "http://127.0.0.1:8080/",
+            a2a_facet: facet,
+            skills: &skills,
+            name: "openwop",
+            description: "OpenWOP host",
+            version: "0.1.0",
+            provider: None,
+        })
+        .expect("card")
+    }
+
+    #[test]
+    fn interfaces_are_jsonrpc_and_http_json_at_the_facet_versions_preferred_first() {
+        let mut f = facet();
+        f["versions"] = json!(["1.0", "1.1"]);
+        f["preferredVersion"] = json!("1.1");
+        let card = card_for(&f);
+        let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
+        assert_eq!(interfaces[0], json!({"url": "http://127.0.0.1:8080/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.1"}));
+        assert_eq!(interfaces[1]["protocolBinding"], json!("HTTP+JSON"));
+        let mut versions: Vec<&str> = interfaces.iter().filter_map(|i| i["protocolVersion"].as_str()).collect();
+        versions.dedup();
+        assert_eq!(versions, vec!["1.1", "1.0"]);
+        assert!(interfaces.iter().all(|i| i.get("tenant").is_none()), "the public card lists no tenant");
+        assert!(interfaces.iter().all(|i| i["protocolBinding"] != json!("GRPC")));
+    }
+
+    #[test]
+    fn capabilities_equal_the_facets() {
+        let card = card_for(&facet());
+        assert_eq!(card["capabilities"], json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false}));
+        let mut f = facet();
+        f["streaming"] = json!(false);
+        f["pushNotifications"] = json!(true);
+        assert_eq!(card_for(&f)["capabilities"]["streaming"], json!(false));
+        assert_eq!(card_for(&f)["capabilities"]["pushNotifications"], json!(true));
+    }
+
+    #[test]
+    fn one_skill_per_routed_workflow_with_the_workflow_id() {
+        let card = card_for(&facet());
+        let ids: Vec<&str> = card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
+        assert_eq!(ids, vec!["echo", "approval"]);
+        assert!(card["skills"].as_array().expect("skills").iter().all(|s| !s["tags"].as_array().expect("tags").is_empty()));
+    }
+
+    #[test]
+    fn security_scheme_is_the_bearer_the_edge_enforces() {
+        let card = card_for(&facet());
+        let schemes = card["securitySchemes"].as_object().expect("schemes");
+        assert_eq!(schemes.len(), 1);
+        assert_eq!(schemes[BEARER_SCHEME]["httpAuthSecurityScheme"]["scheme"], json!("Bearer"));
+        assert_eq!(card["securityRequirements"], json!([{"schemes": {"bearer": {"list": []}}}]));
+    }
+
+    #[test]
+    fn requires_entries_are_read_from_the_a2a_facet() {
+        let f = facet();
+        assert!(facet_advertised(&f, "a2a.streaming"));
+        assert!(facet_advertised(&f, "a2a.durableTasks"));
+        assert!(!facet_advertised(&f, "a2a.pushNotifications"));
+        assert!(!facet_advertised(&f, "a2a.agentCards"));
+        assert!(!facet_advertised(&f, "mcp.streaming"));
+    }
+
+    #[test]
+    fn an_inconsistent_facet_is_refused() {
+        let mut f = facet();
+        f["preferredVersion"] = json!("2.0");
+        let skills = skills();
+        let inputs = CardInputs { base_url: "http://h", a2a_facet: &f, skills: &skills, name: "n", description: "d", version: "v", provider: None };
+        assert!(public_card(&inputs).is_err());
+    }
+}
