@@ -1,0 +1,188 @@
+//! Cross-checks between corpus files, run before anything is written. Each failure names
+//! the referrer (file and JSON pointer) and what was looked for where.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::load::{Corpus, ERRORS, FACETS_DIR, INTEROP_MAP, OPENAPI};
+use crate::map::InteropMap;
+use crate::openapi::Operation;
+use crate::registry::ErrorRow;
+
+const RUN_SNAPSHOT: &str = "schemas/v2/run-snapshot.schema.json";
+
+fn cross(pointer: &str, message: String) -> Error {
+    Error::CrossCheck { file: INTEROP_MAP.to_owned(), pointer: pointer.to_owned(), message }
+}
+
+/// The run statuses in the order the map's plain task-state rows give them, after checking
+/// that every status of the run snapshot schema has exactly one plain row.
+pub(crate) fn run(corpus: &Corpus, errors: &[ErrorRow], map: &InteropMap, ops: &[Operation]) -> Result<Vec<String>> {
+    operations(map, ops)?;
+    error_codes(errors, map)?;
+    refusals(map)?;
+    requires(corpus, map)?;
+    let statuses = task_states(corpus, map)?;
+    mcp_task_statuses(map, &statuses)?;
+    Ok(statuses)
+}
+
+fn operations(map: &InteropMap, ops: &[Operation]) -> Result<()> {
+    let ids: BTreeSet<&str> = ops.iter().map(|o| o.operation_id.as_str()).collect();
+    let named = map
+        .a2a_operations
+        .iter()
+        .map(|r| (r.v2_operation.as_deref(), &r.pointer))
+        .chain(map.mcp_methods.iter().map(|r| (r.v2_operation.as_deref(), &r.pointer)));
+    for (op, pointer) in named {
+        if let Some(op) = op {
+            if !ids.contains(op) {
+                return Err(cross(
+                    &format!("{pointer}/v2Operation"),
+                    format!("v2Operation `{op}` is not an operationId of {OPENAPI}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn error_codes(errors: &[ErrorRow], map: &InteropMap) -> Result<()> {
+    let codes: BTreeSet<&str> = errors.iter().map(|e| e.code.as_str()).collect();
+    for r in &map.error_refs {
+        if !codes.contains(r.code.as_str()) {
+            return Err(cross(&r.pointer, format!("error code `{}` is not a code of {ERRORS} (/rows/*/code)", r.code)));
+        }
+    }
+    Ok(())
+}
+
+fn refusals(map: &InteropMap) -> Result<()> {
+    for op in &map.a2a_operations {
+        if let Some(refusal) = &op.refusal {
+            if !map.a2a_errors.iter().any(|e| &e.name == refusal || &e.variant == refusal) {
+                return Err(cross(
+                    &format!("{}/refusal", op.pointer),
+                    format!("refusal `{refusal}` is not the name of an a2a.errors row of {INTEROP_MAP}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn requires(corpus: &Corpus, map: &InteropMap) -> Result<()> {
+    let entries = map
+        .a2a_operations
+        .iter()
+        .map(|r| (&r.requires, &r.pointer))
+        .chain(map.mcp_methods.iter().map(|r| (&r.requires, &r.pointer)));
+    for (reqs, pointer) in entries {
+        for (i, req) in reqs.iter().enumerate() {
+            let at = format!("{pointer}/requires/{i}");
+            let Some((family, field)) = req.split_once('.') else {
+                return Err(cross(&at, format!("`{req}` is not `<family>.<facet>`")));
+            };
+            let file = format!("{FACETS_DIR}/{family}.schema.json");
+            if !corpus.has(&file) {
+                return Err(cross(&at, format!("`{req}` names family `{family}`, but {file} does not exist")));
+            }
+            if !facet_has_field(corpus.value(&file), field) {
+                return Err(cross(&at, format!("`{req}` names no facet field: {file} has no `properties.{field}`")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A facet field is a top-level property, possibly contributed by an `allOf` branch.
+fn facet_has_field(schema: &Value, field: &str) -> bool {
+    schema.get("properties").and_then(|p| p.get(field)).is_some()
+        || schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(|b| facet_has_field(b, field)))
+}
+
+/// Where the run-status enum lives, in our layout and in upstream's.
+fn snapshot_statuses(corpus: &Corpus) -> Option<Vec<String>> {
+    let doc = corpus.files.get(RUN_SNAPSHOT)?.value.clone();
+    for pointer in ["/$defs/runStatus", "/$defs/runSnapshot/properties/status", "/properties/status"] {
+        let Some(mut schema) = doc.pointer(pointer) else { continue };
+        if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+            schema = doc.pointer(target)?;
+        }
+        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+            return Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+        }
+    }
+    None
+}
+
+fn task_states(corpus: &Corpus, map: &InteropMap) -> Result<Vec<String>> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut ordered = Vec::new();
+    for row in map.task_states.iter().filter(|r| r.interrupt_kind.is_none()) {
+        if let Some(first) = seen.insert(&row.run_status, &row.pointer) {
+            return Err(cross(
+                &format!("{}/runStatus", row.pointer),
+                format!("run status `{}` is repeated in a2a.taskState (first at {first}); only rows with interruptKind may repeat one", row.run_status),
+            ));
+        }
+        ordered.push(row.run_status.clone());
+    }
+    if let Some(statuses) = snapshot_statuses(corpus) {
+        for status in &statuses {
+            if !seen.contains_key(status.as_str()) {
+                return Err(cross(
+                    "/a2a/taskState",
+                    format!("run status `{status}` of {RUN_SNAPSHOT} has no row in a2a.taskState"),
+                ));
+            }
+        }
+        for row in &map.task_states {
+            if !statuses.contains(&row.run_status) {
+                return Err(cross(
+                    &format!("{}/runStatus", row.pointer),
+                    format!("`{}` is not a run status of {RUN_SNAPSHOT}", row.run_status),
+                ));
+            }
+        }
+    }
+    for row in map.task_states.iter().filter(|r| r.interrupt_kind.is_some()) {
+        if !seen.contains_key(row.run_status.as_str()) {
+            return Err(cross(
+                &format!("{}/runStatus", row.pointer),
+                format!("override row for `{}` has no plain row to override in a2a.taskState", row.run_status),
+            ));
+        }
+    }
+    Ok(ordered)
+}
+
+fn mcp_task_statuses(map: &InteropMap, statuses: &[String]) -> Result<()> {
+    if map.mcp_task_statuses.is_empty() {
+        return Ok(());
+    }
+    let mut seen = BTreeSet::new();
+    for row in &map.mcp_task_statuses {
+        if !statuses.contains(&row.run_status) {
+            return Err(cross(
+                &format!("{}/runStatus", row.pointer),
+                format!("`{}` is not a run status of a2a.taskState", row.run_status),
+            ));
+        }
+        if !seen.insert(row.run_status.as_str()) {
+            return Err(cross(
+                &format!("{}/runStatus", row.pointer),
+                format!("run status `{}` is repeated in mcp.tasks.status", row.run_status),
+            ));
+        }
+    }
+    if let Some(missing) = statuses.iter().find(|s| !seen.contains(s.as_str())) {
+        return Err(cross("/mcp/tasks/status", format!("run status `{missing}` has no row in mcp.tasks.status")));
+    }
+    Ok(())
+}

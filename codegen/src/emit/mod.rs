@@ -1,0 +1,6 @@
+//! One module per generated file.
+
+pub(crate) mod cargo_toml;
+pub(crate) mod dispatch;
+pub(crate) mod errors;
+pub(crate) mod lib_rs;

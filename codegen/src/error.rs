@@ -1,0 +1,63 @@
+//! The one error type of the generator. Every variant names the file it is about and,
+//! where the problem sits inside a document, a JSON pointer into it.
+
+use std::path::PathBuf;
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A corpus file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A corpus file is not well-formed JSON or YAML.
+    #[error("{file}: not valid {format}: {message}")]
+    Parse {
+        file: String,
+        format: &'static str,
+        message: String,
+    },
+    /// A document lacks a member the generator needs, or the member has the wrong type.
+    #[error("{file}#{pointer}: {message}")]
+    Shape {
+        file: String,
+        pointer: String,
+        message: String,
+    },
+    /// Two corpus files disagree: `file#pointer` names something `wanted` says is absent.
+    #[error("{file}#{pointer}: {message}")]
+    CrossCheck {
+        file: String,
+        pointer: String,
+        message: String,
+    },
+    /// Two different schemas want the same model name.
+    #[error("model name `{name}` is defined differently by {first} and {second}")]
+    Collision {
+        name: String,
+        first: String,
+        second: String,
+    },
+    /// typify could not type a schema, even after the fallback.
+    #[error("typify failed on {schema}: {message}")]
+    Typify { schema: String, message: String },
+    /// The emitted tokens are not a Rust file; a generator bug, reported with the file.
+    #[error("emitted code for {file} does not parse: {message}")]
+    Format { file: String, message: String },
+    /// A template under `codegen/templates/` does not parse as Rust.
+    #[error("template {file} does not parse as Rust: {message}")]
+    Template { file: String, message: String },
+    /// An output file could not be written or listed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Shorthand used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,112 @@
+//! Writing the output directory, and comparing it with what the generator would write.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::Output;
+use crate::error::{Error, Result};
+
+/// How an output file differs from what the corpus gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaleKind {
+    /// The generator would write it, but it is not there.
+    Missing,
+    /// It is there with other content; a short unified diff (on disk → generated).
+    Differs { diff: String },
+    /// It is there, but the generator would not write it.
+    Extra,
+}
+
+/// One stale file, relative to the output directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    pub path: String,
+    pub kind: StaleKind,
+}
+
+/// Writes every output file (only those whose content changed) and removes files the
+/// generator no longer writes. Returns the relative paths it wrote or removed.
+pub fn write(out_dir: &Path, output: &Output) -> Result<Vec<String>> {
+    let mut touched = Vec::new();
+    for (rel, text) in &output.files {
+        let path = out_dir.join(rel);
+        if fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|source| Error::Write { path: parent.to_owned(), source })?;
+        }
+        fs::write(&path, text).map_err(|source| Error::Write { path: path.clone(), source })?;
+        touched.push(rel.clone());
+    }
+    for rel in existing_files(out_dir)? {
+        if !output.files.contains_key(&rel) {
+            let path = out_dir.join(&rel);
+            fs::remove_file(&path).map_err(|source| Error::Write { path, source })?;
+            touched.push(rel);
+        }
+    }
+    Ok(touched)
+}
+
+/// Every file of `out_dir` that differs from `output`, sorted by path. Writes nothing.
+pub fn stale(out_dir: &Path, output: &Output) -> Result<Vec<Stale>> {
+    let mut found = Vec::new();
+    for (rel, text) in &output.files {
+        // CRLF checkouts are not drift.
+        match fs::read_to_string(out_dir.join(rel)) {
+            Err(_) => found.push(Stale { path: rel.clone(), kind: StaleKind::Missing }),
+            Ok(on_disk) if on_disk.replace("\r\n", "\n") == *text => {}
+            Ok(on_disk) => found.push(Stale { path: rel.clone(), kind: StaleKind::Differs { diff: diff(rel, &on_disk, text) } }),
+        }
+    }
+    for rel in existing_files(out_dir)? {
+        if !output.files.contains_key(&rel) {
+            found.push(Stale { path: rel, kind: StaleKind::Extra });
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+fn diff(rel: &str, old: &str, new: &str) -> String {
+    const MAX_LINES: usize = 40;
+    let text = similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("{rel} (on disk)"), &format!("{rel} (generated)"))
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= MAX_LINES {
+        return text;
+    }
+    format!("{}\n… {} more diff lines\n", lines[..MAX_LINES].join("\n"), lines.len() - MAX_LINES)
+}
+
+/// Relative paths of the files under `dir`, skipping build output a crate may hold.
+fn existing_files(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = vec![dir.to_owned()];
+    while let Some(current) = stack.pop() {
+        let entries = match fs::read_dir(&current) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(Error::Read { path: current, source }),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| Error::Read { path: current.clone(), source })?;
+            let path = entry.path();
+            let name = entry.file_name();
+            if name == "target" || name == "Cargo.lock" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(rel) = path.strip_prefix(dir) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

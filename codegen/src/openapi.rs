@@ -1,0 +1,117 @@
+//! The REST operations of `api/v2/openapi.yaml`: the table the dispatch module and the
+//! client are emitted from.
+
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::load::{At, Corpus, OPENAPI};
+
+const VERBS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+#[derive(Debug, Clone)]
+pub(crate) struct Parameter {
+    pub name: String,
+    /// `path`, `query` or `header`.
+    pub location: String,
+    pub required: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Operation {
+    pub operation_id: String,
+    pub method: String,
+    pub path: String,
+    pub summary: Option<String>,
+    pub parameters: Vec<Parameter>,
+    /// The request body's JSON schema, when it takes one.
+    pub body: Option<Value>,
+    pub body_required: bool,
+    /// The first 2xx response's JSON schema, when it has one.
+    pub response: Option<Value>,
+    /// The first 2xx response is `text/event-stream`.
+    pub streams: bool,
+}
+
+pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
+    let at = At { file: OPENAPI };
+    let doc = corpus.value(OPENAPI);
+    let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
+        return Err(at.shape("/paths", "expected the OpenAPI paths object"));
+    };
+    let mut out = Vec::new();
+    for (path, item) in paths {
+        let shared = item.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+        for verb in VERBS {
+            let Some(op) = item.get(*verb) else { continue };
+            let pointer = format!("/paths/{}/{verb}", path.replace('~', "~0").replace('/', "~1"));
+            let Some(operation_id) = op.get("operationId").and_then(Value::as_str) else {
+                return Err(at.shape(&pointer, "operation without an operationId"));
+            };
+            let mut parameters = Vec::new();
+            let own = op.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+            for param in shared.iter().chain(own.iter()) {
+                let param = resolve_local(doc, param);
+                let (Some(name), Some(location)) = (
+                    param.get("name").and_then(Value::as_str),
+                    param.get("in").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                // An operation-level parameter overrides a path-level one of the same name.
+                parameters.retain(|p: &Parameter| !(p.name == name && p.location == location));
+                parameters.push(Parameter {
+                    name: name.to_owned(),
+                    location: location.to_owned(),
+                    required: location == "path" || param.get("required").and_then(Value::as_bool) == Some(true),
+                });
+            }
+            // Upstream declares some path parameters only in the template; they are still required.
+            for name in template_params(path) {
+                if !parameters.iter().any(|p| p.location == "path" && p.name == name) {
+                    parameters.push(Parameter { name, location: "path".to_owned(), required: true });
+                }
+            }
+            let body = op.get("requestBody").map(|b| resolve_local(doc, b));
+            let body_schema = body.and_then(|b| b.pointer("/content/application~1json/schema")).cloned();
+            let body_required = body.and_then(|b| b.get("required")).and_then(Value::as_bool) == Some(true);
+            let ok = op
+                .get("responses")
+                .and_then(Value::as_object)
+                .and_then(|r| r.iter().find(|(code, _)| code.starts_with('2')).map(|(_, v)| resolve_local(doc, v)));
+            let streams = ok.and_then(|r| r.pointer("/content/text~1event-stream")).is_some();
+            let response = ok.and_then(|r| r.pointer("/content/application~1json/schema")).cloned();
+            out.push(Operation {
+                operation_id: operation_id.to_owned(),
+                method: verb.to_uppercase(),
+                path: path.clone(),
+                summary: op.get("summary").and_then(Value::as_str).map(str::to_owned),
+                parameters,
+                body: body_schema,
+                body_required,
+                response,
+                streams,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Follows one `#/components/...` reference inside the OpenAPI document; anything else is
+/// returned unchanged.
+fn resolve_local<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+        Some(pointer) => doc.pointer(pointer).unwrap_or(v),
+        None => v,
+    }
+}
+
+fn template_params(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        out.push(rest[open + 1..open + close].to_owned());
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
