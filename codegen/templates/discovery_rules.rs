@@ -483,3 +483,35 @@ fn check_negotiation_event(root: &Map<String, Value>, out: &mut Vec<Finding>) {
         Some(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn day_numbers_match_the_calendar() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(parse_date("2026-12-01").map(|d| d - days_from_civil(2026, 9, 2)), Some(90));
+        assert_eq!(parse_date("2028-02-29").map(|d| d - days_from_civil(2028, 2, 28)), Some(1));
+        for bad in ["2026-02-29", "2026-13-01", "2026-00-10", "2026-04-31", "26-01-01", "2026/01/01", "２026-01-01"] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_compare_numerically() {
+        let v = |s| parse_version(VersionGrammar::MajorMinor, s);
+        assert!(v("1.10") > v("1.2"));
+        assert!(v("2.0") > v("1.99"));
+        assert_eq!(v("1"), None);
+        assert_eq!(v("1.x"), None);
+    }
+
+    #[test]
+    fn a_non_object_document_has_no_rule_finding() {
+        let opts = Options { today: Some((2026, 12, 1)) };
+        assert!(check(&Value::Array(vec![]), &opts).is_empty());
+        assert!(check(&Value::String("a2a".into()), &opts).is_empty());
+    }
+}
