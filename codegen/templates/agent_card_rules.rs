@@ -80,6 +80,7 @@ enum Shape {
     Text,
     Object,
     TextList,
+    List,
     NonEmptyList,
 }
 
@@ -89,6 +90,7 @@ impl Shape {
             Shape::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
             Shape::Object => v.is_object(),
             Shape::TextList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            Shape::List => v.is_array(),
             Shape::NonEmptyList => v.as_array().is_some_and(|a| !a.is_empty()),
         }
     }
@@ -98,6 +100,7 @@ impl Shape {
             Shape::Text => "a non-empty string",
             Shape::Object => "an object",
             Shape::TextList => "an array of strings",
+            Shape::List => "an array",
             Shape::NonEmptyList => "a non-empty array",
         }
     }
@@ -111,7 +114,8 @@ const CARD_FIELDS: &[(&str, Shape)] = &[
     ("capabilities", Shape::Object),
     ("defaultInputModes", Shape::TextList),
     ("defaultOutputModes", Shape::TextList),
-    ("skills", Shape::NonEmptyList),
+    // A card may offer no skill yet, but it must say so with an empty list.
+    ("skills", Shape::List),
 ];
 const INTERFACE_FIELDS: &[(&str, Shape)] = &[
     ("url", Shape::Text),
