@@ -11,9 +11,11 @@ mod load;
 mod map;
 mod openapi;
 mod registry;
+mod templates;
+mod uris;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{Error, Result};
@@ -28,10 +30,35 @@ pub struct Output {
     pub warnings: Vec<String>,
 }
 
-/// Reads the corpus under `spec_root`, cross-checks it and renders every output file.
-/// `progress` receives one human-readable line per step.
+/// What to generate from.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The corpus root (holds `spec/`, `schemas/`, `api/`).
+    pub spec_root: PathBuf,
+    /// The rule-module templates (`codegen/templates/` by default).
+    pub templates_dir: PathBuf,
+}
+
+impl Config {
+    /// The given corpus with this crate's own templates.
+    pub fn new(spec_root: impl Into<PathBuf>) -> Self {
+        Self {
+            spec_root: spec_root.into(),
+            templates_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("templates"),
+        }
+    }
+}
+
+/// [`generate_with`] the crate's own templates.
 pub fn generate(spec_root: &Path, progress: &mut dyn FnMut(&str)) -> Result<Output> {
+    generate_with(&Config::new(spec_root), progress)
+}
+
+/// Reads the corpus, cross-checks it and renders every output file. `progress` receives one
+/// human-readable line per step.
+pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<Output> {
     let started = Instant::now();
+    let spec_root = config.spec_root.as_path();
     let corpus = load::Corpus::load(spec_root)?;
     progress(&format!("loaded {} corpus files from {}", corpus.files.len(), spec_root.display()));
 
@@ -64,7 +91,29 @@ pub fn generate(spec_root: &Path, progress: &mut dyn FnMut(&str)) -> Result<Outp
         format::rust("src/dispatch.rs", &corpus.provenance(&dispatch_in), emit::dispatch::emit(&statuses, &map, &ops))?,
     );
 
-    let modules = ["dispatch", "errors"];
+    let uris = uris::resolve(&corpus);
+    for (uri, referrer) in &uris.missing {
+        out.warnings.push(format!("{referrer} references {uri}, which is not in the corpus; validators accept anything there and models type it as serde_json::Value"));
+    }
+    let schema_in: Vec<&str> = corpus.schema_files.iter().map(String::as_str).collect();
+    out.files.insert(
+        "src/schemas.rs".to_owned(),
+        format::rust("src/schemas.rs", &corpus.provenance(&schema_in), emit::schemas::emit(&corpus, &uris))?,
+    );
+    progress(&format!("embedded {} schema files ({} referenced files missing)", schema_in.len(), uris.missing.len()));
+
+    let templates = templates::load(&config.templates_dir)?;
+    let names: Vec<String> = templates.iter().map(|t| t.name.clone()).collect();
+    for t in templates {
+        out.files.insert(format!("src/validators/{}.rs", t.name), t.rendered);
+    }
+    out.files.insert(
+        "src/validators/mod.rs".to_owned(),
+        format::rust("src/validators/mod.rs", &corpus.provenance(&schema_in), emit::validators::emit(&uris, &names))?,
+    );
+    progress(&format!("validators with {} rule modules", names.len()));
+
+    let modules = ["dispatch", "errors", "schemas", "validators"];
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
     out.files.insert("src/lib.rs".to_owned(), format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?);

@@ -9,7 +9,10 @@
     dead_code,
     unreachable_patterns,
     unused_imports,
+    unused_variables,
     non_camel_case_types
 )]
 pub mod dispatch;
 pub mod errors;
+pub mod schemas;
+pub mod validators;

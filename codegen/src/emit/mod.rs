@@ -4,3 +4,5 @@ pub(crate) mod cargo_toml;
 pub(crate) mod dispatch;
 pub(crate) mod errors;
 pub(crate) mod lib_rs;
+pub(crate) mod schemas;
+pub(crate) mod validators;
