@@ -1,0 +1,60 @@
+//! Helpers shared by the generator's integration tests.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use openwop_codegen::{Config, Output, generate_with};
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A fresh empty directory under the system temp dir, unique per test.
+pub fn scratch(name: &str) -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "openwop-codegen-{}-{}-{name}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Copies the mini corpus so a test can edit it.
+pub fn mini_copy(name: &str) -> PathBuf {
+    let dst = scratch(name);
+    copy_dir(&fixtures().join("mini"), &dst);
+    dst
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    for entry in fs::read_dir(src).expect("read fixture dir") {
+        let entry = entry.expect("fixture entry");
+        let target = dst.join(entry.file_name());
+        if entry.path().is_dir() {
+            fs::create_dir_all(&target).expect("create dir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy fixture file");
+        }
+    }
+}
+
+pub fn config(spec_root: &Path) -> Config {
+    Config { spec_root: spec_root.to_owned(), templates_dir: fixtures().join("mini-templates") }
+}
+
+pub fn gen_mini(spec_root: &Path) -> openwop_codegen::Result<Output> {
+    generate_with(&config(spec_root), &mut |_| {})
+}
+
+/// Edits a JSON file of a copied corpus in place.
+pub fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let text = fs::read_to_string(path).expect("read json");
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("parse json");
+    edit(&mut value);
+    fs::write(path, serde_json::to_string_pretty(&value).expect("print json")).expect("write json");
+}
