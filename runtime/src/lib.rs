@@ -1,4 +1,19 @@
 //! The OpenWOP v2 interop host as a library: the `openwop` binary is a thin shell over it.
+//!
+//! Layers, outermost first: `edge` (HTTP surfaces), `identity` (credential → Subject),
+//! `ops` (the operations every edge calls), `engine` (workflow execution), `store`.
 
+pub mod clock;
+pub mod discovery;
+pub mod edge;
+pub mod engine;
+pub mod generated;
+pub mod host;
+pub mod identity;
+pub mod negotiation;
+pub mod ids;
+pub mod ops;
 pub mod serve_cmd;
+pub mod store;
+pub mod validate;
 pub mod validate_cmd;

@@ -1,10 +1,153 @@
 //! `openwop serve`.
 
+use crate::host::{Host, HostConfig};
+use crate::identity::KeyRing;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
 /// Arguments of `openwop serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+#[command(after_help = "Examples:
+  openwop serve
+      Serve on 127.0.0.1:8080 with data in ./openwop-data and a dev key for tenant \"dev\"
+      (printed at start and kept in the data dir across restarts).
+
+  openwop serve --listen 0.0.0.0:9000 --api-key acme:acme-secret-key-123 --api-key globex:globex-secret-key-456
+      Two tenants side by side; each key only ever sees its own tenant's runs.
+
+  openwop serve --workflows ./my-workflows
+      Add (or override) workflow definitions from *.json / *.yaml files.
+
+  curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
+       -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
+
+Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Directory for the SQLite database and the dev key.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows.
+    /// Command-line flags win over the file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any, a dev key for
+    /// tenant "dev" is minted.
+    #[arg(long = "api-key", value_name = "TENANT:KEY")]
+    api_keys: Vec<String>,
+    /// Directory of extra workflow definitions (*.json, *.yaml).
+    #[arg(long, value_name = "DIR")]
+    workflows: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    #[serde(default)]
+    api_keys: Vec<String>,
+    workflows: Option<PathBuf>,
+}
+
+fn read_config(path: &Path) -> Result<FileConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    } else {
+        yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Loads the persisted dev key or mints and stores one.
+fn dev_key(data_dir: &Path) -> Result<String, String> {
+    let path = data_dir.join("dev-api-key");
+    if let Ok(k) = std::fs::read_to_string(&path) {
+        let k = k.trim().to_owned();
+        if k.len() >= 16 {
+            return Ok(k);
+        }
+    }
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    let key = format!("owdev_{}", crate::ids::mint_opaque());
+    std::fs::write(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(key)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn stop_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutting down");
+}
 
 /// Runs the host until SIGINT or SIGTERM.
-pub fn run(_args: ServeArgs) -> std::process::ExitCode {
-    std::process::ExitCode::FAILURE
+pub fn run(args: ServeArgs) -> ExitCode {
+    init_tracing();
+    match run_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("openwop serve: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(args: ServeArgs) -> Result<(), String> {
+    let file = match &args.config {
+        Some(p) => read_config(p)?,
+        None => FileConfig::default(),
+    };
+    let listen = args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("./openwop-data"));
+    let workflows_dir = args.workflows.or(file.workflows);
+    let mut keys = KeyRing::default();
+    for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
+        keys.add_spec(spec).map_err(|e| e.to_string())?;
+    }
+    let mut dev = None;
+    if keys.is_empty() {
+        let key = dev_key(&data_dir)?;
+        keys.add("dev", &key).map_err(|e| e.to_string())?;
+        dev = Some(key);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    rt.block_on(async move {
+        let host = Host::build(HostConfig { data_dir, keys, workflows_dir }).await.map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        if let Some(key) = dev {
+            println!("dev API key for tenant \"dev\": {key}");
+        }
+        println!("openwop listening on http://{addr}");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        host.serve(listener, stop_signal()).await.map_err(|e| format!("server error: {e}"))
+    })
 }

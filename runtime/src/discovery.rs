@@ -1,0 +1,102 @@
+//! The host's discovery document at `/.well-known/openwop`: the closed v2 root, the
+//! families this host serves, and a strong ETag over the exact bytes served.
+
+use crate::identity::API_KEY_ISSUER;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The only protocol version this host serves.
+pub const PROTOCOL_VERSION: &str = "2.0";
+
+/// The document and what is served with it.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    pub document: Value,
+    pub body: bytes_body::Body,
+    pub etag: String,
+}
+
+/// Serialised body (kept as shared bytes so every request reuses one allocation).
+pub mod bytes_body {
+    pub type Body = std::sync::Arc<[u8]>;
+}
+
+fn family(witness: &str, facets: Value) -> Value {
+    let mut v = json!({"status": "stable", "since": PROTOCOL_VERSION, "witness": witness});
+    if let (Some(o), Value::Object(f)) = (v.as_object_mut(), facets) {
+        o.extend(f);
+    }
+    v
+}
+
+/// Builds the document for a host whose list endpoint caps pages at `max_page_size`.
+pub fn document(max_page_size: usize) -> Value {
+    json!({
+        "protocolVersions": [PROTOCOL_VERSION],
+        "preferredVersion": PROTOCOL_VERSION,
+        "protocolVersion": PROTOCOL_VERSION,
+        "implementation": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
+        "eventLogSchemaVersion": crate::ops::EVENT_LOG_SCHEMA_VERSION,
+        "auth": family("witnessable-unaided", json!({
+            "lanes": [{
+                "lane": "api-key",
+                "issuers": [API_KEY_ISSUER],
+                "revocation": "next-request",
+                "minimumAssurance": "bearer"
+            }]
+        })),
+        "interrupt": family("witnessable-unaided", json!({
+            "kinds": ["approval", "clarification", "credential", "external-event"],
+            "tokenAlgs": ["hs256"]
+        })),
+        "runList": family("witnessable-unaided", json!({
+            "maxPageSize": max_page_size,
+            "filters": ["workflowId", "status"]
+        })),
+        "hostEvents": family("witnessable-unaided", json!({
+            "types": [{"type": "negotiation.decided", "delivery": "durable"}]
+        })),
+        "eventLog": family("witnessable-unaided", json!({})),
+        "idempotency": family("witnessable-unaided", json!({"crossRegion": "single-region"})),
+    })
+}
+
+impl Discovery {
+    pub fn new(document: Value) -> Self {
+        let body: Vec<u8> = serde_json::to_vec(&document).unwrap_or_default();
+        let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..16]));
+        Self { document, body: body.into(), etag }
+    }
+}
+
+/// Findings of the generated validator on our own document; empty when it is valid.
+pub fn self_check(document: &Value) -> Vec<String> {
+    crate::generated::validate_discovery(document)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_document_passes_the_generated_validator() {
+        let doc = document(100);
+        assert_eq!(self_check(&doc), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_broken_document_is_reported() {
+        let mut doc = document(100);
+        doc.as_object_mut().unwrap().remove("preferredVersion");
+        doc["supportedTransports"] = json!(["grpc"]);
+        assert!(!self_check(&doc).is_empty());
+    }
+
+    #[test]
+    fn etag_is_strong_and_tracks_the_body() {
+        let a = Discovery::new(document(100));
+        let b = Discovery::new(document(50));
+        assert!(a.etag.starts_with('"') && !a.etag.starts_with("W/"));
+        assert_ne!(a.etag, b.etag);
+    }
+}

@@ -1,0 +1,3 @@
+//! HTTP surfaces. REST today; A2A and MCP will sit beside it and call the same `ops`.
+
+pub mod rest;

@@ -1,0 +1,31 @@
+//! `GET /.well-known/openwop`: unauthenticated, strong ETag, `If-None-Match` → 304.
+
+use super::AppState;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// True when an `If-None-Match` header names `etag` (or is `*`).
+pub fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t == etag)
+}
+
+pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let d = &state.discovery;
+    let etag = HeaderValue::from_str(&d.etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    if etag_matches(&headers, &d.etag) {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        StatusCode::OK,
+        [(header::ETAG, etag), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        d.body.to_vec(),
+    )
+        .into_response()
+}

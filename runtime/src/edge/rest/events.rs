@@ -1,0 +1,173 @@
+//! The run log on the wire: SSE at `/runs/{runId}/events` and long-poll at
+//! `/runs/{runId}/events/poll`.
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{Caller, PathParams, run_id};
+use crate::generated::errors::ErrorCode;
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::ops::{event_view, is_terminal_event};
+use crate::store::{EventRecord, Wake};
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::time::Duration;
+
+/// Stream modes this host serves.
+const SUPPORTED_STREAM_MODES: &[&str] = &["updates"];
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+fn check_stream_mode(mode: Option<&String>) -> Result<(), ApiError> {
+    let Some(mode) = mode else { return Ok(()) };
+    let ok = !mode.is_empty() && mode.split(',').all(|m| SUPPORTED_STREAM_MODES.contains(&m.trim()));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(ErrorCode::UnsupportedStreamMode, format!("streamMode `{mode}` is not served by this host"))
+            .with_details(json!({"supported": SUPPORTED_STREAM_MODES})))
+    }
+}
+
+/// `Last-Event-ID: N` → resume strictly after N.
+fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
+    match headers.get("last-event-id") {
+        None => Ok(-1),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|s| s.parse::<i64>().ok())
+            .ok_or_else(|| ApiError::validation("`Last-Event-ID` must be a non-negative event sequence number")),
+    }
+}
+
+struct Tail {
+    state: AppState,
+    subject: Subject,
+    id: BoundId,
+    cursor: i64,
+    buffer: VecDeque<EventRecord>,
+    wakes: tokio::sync::broadcast::Receiver<Wake>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    done: bool,
+}
+
+impl Tail {
+    /// The next frame, or `None` when the stream should close.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if self.done || *self.shutdown.borrow() {
+                return None;
+            }
+            if let Some(ev) = self.buffer.pop_front() {
+                self.cursor = ev.sequence;
+                if is_terminal_event(&ev.event_type) {
+                    self.done = true;
+                }
+                return Some(
+                    Event::default()
+                        .id(ev.sequence.to_string())
+                        .event(ev.event_type.clone())
+                        .data(event_view(&ev).to_string()),
+                );
+            }
+            let page = match self.state.ops.events_since(&self.subject, &self.id, self.cursor, 500).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "event stream ended by a read failure");
+                    return None;
+                }
+            };
+            if !page.events.is_empty() {
+                self.buffer.extend(page.events);
+                continue;
+            }
+            if crate::engine::status::is_terminal(crate::engine::status::parse(&page.run.status)) {
+                // Nothing after the cursor on a finished run: close without frames.
+                return None;
+            }
+            tokio::select! {
+                _ = self.shutdown.changed() => return None,
+                w = self.wakes.recv() => {
+                    if let Ok(Wake::Host(_)) = w { continue; }
+                }
+            }
+        }
+    }
+}
+
+pub async fn stream_events(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    path: PathParams,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let id = run_id(path.get("run_id"))?;
+    // Authorization first: a foreign or unknown run answers the same whatever the cursor.
+    let run = state.ops.get_run(&subject, &id).await?;
+    check_stream_mode(q.get("streamMode"))?;
+    let cursor = last_event_id(&headers)?;
+    let _ = run;
+    let tail = Tail {
+        wakes: state.ops.store().subscribe(),
+        shutdown: state.shutdown.clone(),
+        state,
+        subject,
+        id,
+        cursor,
+        buffer: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(tail, |mut tail| async move {
+        tail.next().await.map(|ev| (Ok::<_, Infallible>(ev), tail))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response())
+}
+
+pub async fn poll_events(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    path: PathParams,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let id = run_id(path.get("run_id"))?;
+    state.ops.get_run(&subject, &id).await?;
+    let after = match q.get("afterSequence") {
+        None => -1,
+        Some(s) => s
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= -1)
+            .ok_or_else(|| ApiError::validation("`afterSequence` must be an integer >= 0"))?,
+    };
+    let timeout = match q.get("timeout") {
+        None => 30,
+        Some(s) => s
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (0..=60).contains(n))
+            .ok_or_else(|| ApiError::validation("`timeout` must be an integer number of seconds from 0 to 60"))?,
+    };
+    let res = state
+        .ops
+        .wait_for_events(&subject, &id, after, Duration::from_secs(timeout), state.shutdown.clone())
+        .await?;
+    let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
+    let status = res.run.status.clone();
+    let terminal = crate::engine::status::is_terminal(crate::engine::status::parse(&status));
+    Ok(Json(json!({
+        "runId": res.run.run_id,
+        "events": res.events.iter().map(event_view).collect::<Vec<_>>(),
+        "lastSequence": last,
+        "status": status,
+        "isTerminal": terminal,
+    })))
+}

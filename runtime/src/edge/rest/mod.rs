@@ -1,0 +1,60 @@
+//! The REST + SSE edge: routing, the `OpenWOP-Version` rules, and error rendering. No
+//! run logic lives here; handlers translate HTTP to `ops` calls and back.
+
+mod discovery;
+pub mod error;
+mod events;
+mod extract;
+mod host_events;
+mod runs;
+mod version;
+
+use crate::discovery::Discovery;
+use crate::generated::errors::ErrorCode;
+use crate::identity::KeyRing;
+use crate::ops::Ops;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use error::ApiError;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// The largest request body accepted (413 beyond).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub ops: Arc<Ops>,
+    pub keys: Arc<KeyRing>,
+    pub discovery: Arc<Discovery>,
+    /// Flips to true on shutdown so SSE streams and long-polls end.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// The REST router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/.well-known/openwop", get(discovery::get_discovery))
+        .route("/runs", post(runs::create_run).get(runs::list_runs))
+        .route("/runs/{run_id}", get(runs::get_run))
+        .route("/runs/{run_id}/cancel", post(runs::cancel_run))
+        .route("/runs/{run_id}/interrupts/{node_id}", post(runs::resolve_interrupt))
+        .route("/runs/{run_id}/events", get(events::stream_events))
+        .route("/runs/{run_id}/events/poll", get(events::poll_events))
+        .route("/host/events", get(host_events::host_events))
+        .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such route on this host") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(ErrorCode::MethodNotAllowed, "this route does not accept that method")
+        })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(version::negotiate))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
+            use axum::response::IntoResponse;
+            let mut resp = ApiError::new(ErrorCode::InternalError, "the host failed while handling the request").into_response();
+            resp.headers_mut().insert(version::HEADER, axum::http::HeaderValue::from_static(crate::discovery::PROTOCOL_VERSION));
+            resp
+        }))
+        .with_state(state)
+}

@@ -1,0 +1,148 @@
+//! `/runs` handlers: create, get, list, cancel, resolve an interrupt.
+
+use super::AppState;
+use super::discovery::etag_matches;
+use super::error::ApiError;
+use super::extract::{Caller, JsonBody, PathParams, run_id};
+use crate::ids::project;
+use crate::ops::{CreateRunRequest, ListParams, Transport, run_view};
+use crate::store::RunRecord;
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+const IDEMPOTENT_REPLAY: HeaderName = HeaderName::from_static("openwop-idempotent-replay");
+
+fn links(run: &RunRecord) -> (String, String) {
+    let p = project(&run.run_id);
+    (format!("/runs/{p}"), format!("/runs/{p}/events"))
+}
+
+pub async fn create_run(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<CreateRunRequest>,
+) -> Result<Response, ApiError> {
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => Some(v.to_str().map_err(|_| ApiError::validation("`Idempotency-Key` must be visible ASCII"))?),
+    };
+    let created = state.ops.create_run(&subject, body, Transport::Rest, key).await?;
+    let (status_url, events_url) = links(&created.run);
+    let body = json!({
+        "runId": created.run.run_id,
+        "status": created.run.status,
+        "eventsUrl": events_url,
+        "statusUrl": status_url,
+    });
+    let mut resp = (StatusCode::CREATED, Json(body)).into_response();
+    if let Ok(loc) = HeaderValue::from_str(&status_url) {
+        resp.headers_mut().insert(header::LOCATION, loc);
+    }
+    if created.replay {
+        resp.headers_mut().insert(IDEMPOTENT_REPLAY, HeaderValue::from_static("true"));
+    }
+    Ok(resp)
+}
+
+pub async fn get_run(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    path: PathParams,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let id = run_id(path.get("run_id"))?;
+    let run = state.ops.get_run(&subject, &id).await?;
+    let open = state.ops.open_interrupt(&run).await?;
+    let view = run_view(&run, open.as_ref());
+    let body = serde_json::to_vec(&view).map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
+    let etag = format!("\"{}-{}\"", run.last_sequence + 1, hex::encode(&Sha256::digest(&body)[..8]));
+    let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    if etag_matches(&headers, &etag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
+    }
+    Ok((
+        StatusCode::OK,
+        [(header::ETAG, etag_value), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response())
+}
+
+pub async fn list_runs(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = match q.get("limit") {
+        None => None,
+        Some(l) => Some(
+            l.parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| ApiError::validation("`limit` must be a positive integer"))?,
+        ),
+    };
+    let params = ListParams {
+        limit,
+        cursor: q.get("cursor").cloned(),
+        workflow_id: q.get("workflowId").cloned(),
+        status: q.get("status").cloned(),
+    };
+    let page = state.ops.list_runs(&subject, params).await?;
+    let mut runs = Vec::with_capacity(page.runs.len());
+    for run in &page.runs {
+        let open = state.ops.open_interrupt(run).await?;
+        runs.push(run_view(run, open.as_ref()));
+    }
+    let mut body = json!({"runs": runs});
+    if let Some(c) = page.next_cursor {
+        body["nextCursor"] = json!(c);
+    }
+    Ok(Json(body))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelBody {
+    reason: Option<String>,
+}
+
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    path: PathParams,
+    JsonBody(body): JsonBody<Option<CancelBody>>,
+) -> Result<Json<Value>, ApiError> {
+    let id = run_id(path.get("run_id"))?;
+    let reason = body.and_then(|b| b.reason);
+    if reason.as_deref().is_some_and(str::is_empty) {
+        return Err(ApiError::validation("`reason` must not be empty"));
+    }
+    let run = state.ops.cancel_run(&subject, &id, reason).await?;
+    Ok(Json(json!({"runId": run.run_id, "status": run.status})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResolveBody {
+    resume_value: Value,
+}
+
+pub async fn resolve_interrupt(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    path: PathParams,
+    JsonBody(body): JsonBody<ResolveBody>,
+) -> Result<Json<Value>, ApiError> {
+    let id = run_id(path.get("run_id"))?;
+    let node_id = path.get("node_id").to_owned();
+    let run = state.ops.resolve_interrupt(&subject, &id, &node_id, body.resume_value).await?;
+    Ok(Json(json!({"runId": run.run_id, "status": run.status})))
+}

@@ -1,0 +1,355 @@
+//! Moves runs through their nodes. Every step is one guarded store transaction, so a
+//! cancel that lands between two steps wins and the executor simply stops; progress (the
+//! current node, an absolute wait deadline) is stored, so a restarted host resumes where
+//! the killed one stopped.
+
+use super::definition::{Action, InterruptKind};
+use super::registry::{Registry, Workflow};
+use super::status::{self, RunStatus};
+use super::template;
+use crate::clock::now_ms;
+use crate::store::{Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError, Wake};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// The engine layer's error type.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("run `{run_id}` names workflow `{workflow_id}`, which this host no longer has")]
+    MissingWorkflow { run_id: String, workflow_id: String },
+}
+
+enum Step {
+    Continue,
+    Stop,
+}
+
+/// The executor and the workflows it knows.
+pub struct Engine {
+    store: Arc<dyn Store>,
+    registry: Registry,
+    active: Mutex<HashSet<String>>,
+    shutdown: watch::Receiver<bool>,
+}
+
+fn running() -> Guard {
+    Guard::StatusIn(vec![RunStatus::Running.as_str().to_owned()])
+}
+
+fn node_started(node_id: &str, type_id: &str) -> NewEvent {
+    NewEvent {
+        event_type: "node.started".into(),
+        node_id: Some(node_id.to_owned()),
+        payload: json!({"nodeId": node_id, "typeId": type_id}),
+    }
+}
+
+fn node_completed(node_id: &str, outputs: Option<&Value>) -> NewEvent {
+    let mut payload = json!({"nodeId": node_id});
+    if let Some(Value::Object(o)) = outputs {
+        payload["outputs"] = Value::Object(o.clone());
+    }
+    NewEvent { event_type: "node.completed".into(), node_id: Some(node_id.to_owned()), payload }
+}
+
+/// `run.failed` plus the patch that ends the run.
+fn failure(run: &RunRecord, code: &str, message: &str, node_id: Option<&str>) -> (RunPatch, Vec<NewEvent>) {
+    let error = json!({"code": code, "message": message});
+    let mut payload = json!({"error": error, "durationMs": now_ms() - run.created_ms});
+    if let Some(n) = node_id {
+        payload["failedNodeId"] = json!(n);
+    }
+    let patch = RunPatch {
+        status: Some(RunStatus::Failed.as_str().into()),
+        error: Some(error),
+        wait_until: Some(None),
+        close_interrupts: true,
+        ..Default::default()
+    };
+    (patch, vec![NewEvent { event_type: "run.failed".into(), node_id: node_id.map(str::to_owned), payload }])
+}
+
+/// The template context of a run.
+fn context(run: &RunRecord) -> Value {
+    json!({
+        "inputs": run.inputs,
+        "nodes": run.state.get("nodes").cloned().unwrap_or_else(|| json!({})),
+        "run": {"id": run.run_id, "workflowId": run.workflow_id},
+    })
+}
+
+fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
+    let mut state = state.as_object().cloned().unwrap_or_default();
+    let nodes = state.entry("nodes").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = nodes {
+        m.insert(node_id.to_owned(), value);
+    }
+    Value::Object(state)
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>) -> Arc<Self> {
+        Arc::new(Self { store, registry, active: Mutex::new(HashSet::new()), shutdown })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Drives a run in the background unless a task already does.
+    pub fn start(self: &Arc<Self>, run_id: &str) {
+        {
+            let Ok(mut active) = self.active.lock() else { return };
+            if !active.insert(run_id.to_owned()) {
+                return;
+            }
+        }
+        let engine = self.clone();
+        let run_id = run_id.to_owned();
+        tokio::spawn(async move {
+            engine.drive(&run_id).await;
+            if let Ok(mut active) = engine.active.lock() {
+                active.remove(&run_id);
+            }
+        });
+    }
+
+    /// Picks up every unfinished run after a start: pending and running runs go on (a
+    /// wait keeps its stored deadline), suspended and paused runs stay as they are.
+    pub async fn resume_unfinished(self: &Arc<Self>) -> Result<usize, EngineError> {
+        let runs = self.store.unfinished_runs(status::terminal_strs()).await?;
+        let mut resumed = 0;
+        for run in runs {
+            if matches!(status::parse(&run.status), RunStatus::Pending | RunStatus::Running | RunStatus::Cancelling) {
+                self.start(&run.run_id);
+                resumed += 1;
+            }
+        }
+        Ok(resumed)
+    }
+
+    async fn drive(self: &Arc<Self>, run_id: &str) {
+        loop {
+            if *self.shutdown.borrow() {
+                return;
+            }
+            match self.step(run_id).await {
+                Ok(Step::Continue) => {}
+                Ok(Step::Stop) => return,
+                Err(EngineError::Store(StoreError::Guard { .. })) => return,
+                Err(e) => {
+                    tracing::error!(run_id, error = %e, "run failed inside the engine");
+                    if let Ok(Some(run)) = self.store.get_run(run_id).await {
+                        let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
+                        let guard = Guard::StatusNotIn(status::terminal_strs());
+                        let _ = self.store.advance(run_id, guard, patch, events).await;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
+        self.registry.get(&run.workflow_id).ok_or_else(|| EngineError::MissingWorkflow {
+            run_id: run.run_id.clone(),
+            workflow_id: run.workflow_id.clone(),
+        })
+    }
+
+    async fn step(&self, run_id: &str) -> Result<Step, EngineError> {
+        let Some(run) = self.store.get_run(run_id).await? else { return Ok(Step::Stop) };
+        match status::parse(&run.status) {
+            RunStatus::Pending => {
+                let payload = json!({
+                    "workflowId": run.workflow_id,
+                    "inputs": run.inputs,
+                    "transport": run.transport,
+                    "owner": run.owner,
+                });
+                let patch = RunPatch { status: Some(RunStatus::Running.as_str().into()), ..Default::default() };
+                let ev = NewEvent { event_type: "run.started".into(), node_id: None, payload };
+                let guard = Guard::StatusIn(vec![RunStatus::Pending.as_str().into()]);
+                self.store.advance(run_id, guard, patch, vec![ev]).await?;
+                Ok(Step::Continue)
+            }
+            RunStatus::Running => self.run_node(run).await,
+            _ => Ok(Step::Stop),
+        }
+    }
+
+    async fn run_node(&self, run: RunRecord) -> Result<Step, EngineError> {
+        let wf = self.workflow_of(&run)?;
+        let def = &wf.definition;
+        let ctx = context(&run);
+        let index = usize::try_from(run.node_index).unwrap_or(usize::MAX);
+        let Some(node) = def.nodes.get(index) else {
+            // Past the last node: the run is done.
+            let rendered = def.outputs.as_ref().map(|t| template::render(t, &ctx)).unwrap_or_else(|| json!({}));
+            let outputs = match rendered {
+                Value::Object(_) => rendered,
+                Value::Null => json!({}),
+                other => json!({"value": other}),
+            };
+            let payload = json!({"outputs": outputs, "durationMs": now_ms() - run.created_ms});
+            let patch = RunPatch {
+                status: Some(RunStatus::Completed.as_str().into()),
+                outputs: Some(outputs),
+                ..Default::default()
+            };
+            let ev = NewEvent { event_type: "run.completed".into(), node_id: None, payload };
+            self.store.advance(&run.run_id, running(), patch, vec![ev]).await?;
+            return Ok(Step::Stop);
+        };
+        let next = run.node_index + 1;
+        match &node.action {
+            Action::Transform { value } => {
+                let out = template::render(value, &ctx);
+                let patch = RunPatch {
+                    node_index: Some(next),
+                    state: Some(with_node_result(&run.state, &node.id, out.clone())),
+                    ..Default::default()
+                };
+                let events = vec![node_started(&node.id, "transform"), node_completed(&node.id, Some(&out))];
+                self.store.advance(&run.run_id, running(), patch, events).await?;
+                Ok(Step::Continue)
+            }
+            Action::Fail { code, message } => {
+                let message = template::render(&json!(message), &ctx);
+                let (patch, mut events) = failure(&run, code, message.as_str().unwrap_or_default(), Some(&node.id));
+                events.insert(0, node_started(&node.id, "fail"));
+                self.store.advance(&run.run_id, running(), patch, events).await?;
+                Ok(Step::Stop)
+            }
+            Action::Wait { ms } => self.wait(run, &node.id, ms, &ctx).await,
+            Action::Interrupt { interrupt } => {
+                let data = template::render(&interrupt.data, &ctx);
+                let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
+                let kind = interrupt.kind.as_str();
+                let payload = json!({
+                    "interruptId": interrupt_id,
+                    "nodeId": node.id,
+                    "kind": kind,
+                    "key": format!("{}:{}", run.run_id, node.id),
+                    "data": data,
+                });
+                let patch = RunPatch {
+                    status: Some(status::suspended_status(interrupt.kind).as_str().into()),
+                    open_interrupt: Some(NewInterrupt {
+                        node_id: node.id.clone(),
+                        interrupt_id,
+                        kind: kind.into(),
+                        data,
+                    }),
+                    ..Default::default()
+                };
+                let events = vec![
+                    node_started(&node.id, "interrupt"),
+                    NewEvent { event_type: "interrupt.requested".into(), node_id: Some(node.id.clone()), payload },
+                ];
+                self.store.advance(&run.run_id, running(), patch, events).await?;
+                Ok(Step::Stop)
+            }
+        }
+    }
+
+    async fn wait(&self, run: RunRecord, node_id: &str, ms: &Value, ctx: &Value) -> Result<Step, EngineError> {
+        let deadline = match run.wait_until {
+            // A restarted host keeps the deadline the killed one stored.
+            Some(d) => d,
+            None => {
+                let amount = match ms {
+                    Value::String(s) => template::render(&json!(s), ctx),
+                    other => other.clone(),
+                };
+                let Some(amount) = amount.as_u64().and_then(|v| i64::try_from(v).ok()) else {
+                    let (patch, events) =
+                        failure(&run, "validation_error", &format!("node `{node_id}`: the wait time is not a non-negative integer"), Some(node_id));
+                    self.store.advance(&run.run_id, running(), patch, events).await?;
+                    return Ok(Step::Stop);
+                };
+                let deadline = now_ms().saturating_add(amount);
+                let patch = RunPatch { wait_until: Some(Some(deadline)), ..Default::default() };
+                self.store.advance(&run.run_id, running(), patch, vec![node_started(node_id, "wait")]).await?;
+                deadline
+            }
+        };
+        let mut wakes = self.store.subscribe();
+        let mut shutdown = self.shutdown.clone();
+        loop {
+            let left = deadline - now_ms();
+            if left <= 0 {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(left as u64)) => break,
+                _ = shutdown.changed() => return Ok(Step::Stop),
+                wake = wakes.recv() => {
+                    // Someone else changed this run (a cancel): look before sleeping on.
+                    let relevant = match &wake {
+                        Ok(Wake::Run(id)) => id == &run.run_id,
+                        Ok(Wake::Host(_)) => false,
+                        Err(_) => true,
+                    };
+                    if relevant {
+                        let current = self.store.get_run(&run.run_id).await?;
+                        if current.is_none_or(|r| status::parse(&r.status) != RunStatus::Running) {
+                            return Ok(Step::Stop);
+                        }
+                    }
+                }
+            }
+        }
+        let patch = RunPatch { node_index: Some(run.node_index + 1), wait_until: Some(None), ..Default::default() };
+        self.store.advance(&run.run_id, running(), patch, vec![node_completed(node_id, None)]).await?;
+        Ok(Step::Continue)
+    }
+
+    /// The change that resolving an interrupt makes, built inside the store's transaction.
+    pub fn on_resolve(&self, resolved_by: Value) -> OnResolve {
+        Box::new(move |interrupt, run| {
+            let resume = interrupt.resume_value.clone().unwrap_or(Value::Null);
+            let mut payload = json!({
+                "nodeId": interrupt.node_id,
+                "interruptId": interrupt.interrupt_id,
+                "kind": interrupt.kind,
+                "resumeValue": resume,
+            });
+            if !resolved_by.is_null() {
+                payload["resolvedBy"] = resolved_by;
+            }
+            let mut events = vec![NewEvent {
+                event_type: "interrupt.resolved".into(),
+                node_id: Some(interrupt.node_id.clone()),
+                payload,
+            }];
+            let declined = interrupt.kind == InterruptKind::Credential.as_str()
+                && resume.get("outcome").and_then(Value::as_str) == Some("declined");
+            if declined {
+                let (patch, more) = failure(run, "connector_auth_declined", "the credential request was declined", Some(&interrupt.node_id));
+                events.extend(more);
+                return (patch, events);
+            }
+            events.push(node_completed(&interrupt.node_id, None));
+            let patch = RunPatch {
+                status: Some(RunStatus::Running.as_str().into()),
+                node_index: Some(run.node_index + 1),
+                state: Some(with_node_result(&run.state, &interrupt.node_id, resume)),
+                ..Default::default()
+            };
+            (patch, events)
+        })
+    }
+
+    /// After a resolve or a create, whatever the run needs next happens in the background.
+    pub fn after_change(self: &Arc<Self>, advanced: &Advanced) {
+        let s = status::parse(&advanced.run.status);
+        if matches!(s, RunStatus::Pending | RunStatus::Running) {
+            self.start(&advanced.run.run_id);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The workflow engine: definitions, templates, and the executor that moves runs along,
+//! appending events, and picks unfinished runs up again after a restart.
+
+pub mod definition;
+mod executor;
+pub mod registry;
+pub mod status;
+pub mod template;
+
+pub use executor::{Engine, EngineError};
+pub use registry::{InputProblem, Registry, Workflow};

@@ -1,0 +1,129 @@
+//! The workflows a host can run: the bundled examples plus a directory of definitions.
+
+use super::definition::{Definition, DefinitionError};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+const BUNDLED: &[(&str, &str)] = &[
+    ("echo.json", include_str!("../../workflows/echo.json")),
+    ("slow.yaml", include_str!("../../workflows/slow.yaml")),
+    ("approval.yaml", include_str!("../../workflows/approval.yaml")),
+    ("clarify.yaml", include_str!("../../workflows/clarify.yaml")),
+    ("credential.yaml", include_str!("../../workflows/credential.yaml")),
+    ("external.yaml", include_str!("../../workflows/external.yaml")),
+    ("fail.yaml", include_str!("../../workflows/fail.yaml")),
+];
+
+/// A definition with its compiled input schema.
+pub struct Workflow {
+    pub definition: Definition,
+    input_validator: jsonschema::Validator,
+}
+
+/// One input problem, for `details` of a `validation_error`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InputProblem {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Workflow {
+    fn new(definition: Definition) -> Result<Self, DefinitionError> {
+        let input_validator = jsonschema::validator_for(&definition.input_schema).map_err(|e| {
+            DefinitionError::Invalid { source_name: definition.id.clone(), message: format!("inputSchema: {e}") }
+        })?;
+        Ok(Self { definition, input_validator })
+    }
+
+    /// Checks `inputs` against the input schema.
+    pub fn check_inputs(&self, inputs: &Value) -> Vec<InputProblem> {
+        self.input_validator
+            .iter_errors(inputs)
+            .map(|e| InputProblem { pointer: e.instance_path().to_string(), message: e.to_string() })
+            .collect()
+    }
+}
+
+/// Errors loading `--workflows DIR`.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("cannot read workflows from {path}: {message}")]
+    Io { path: String, message: String },
+    #[error(transparent)]
+    Definition(#[from] DefinitionError),
+}
+
+/// Workflows by id.
+#[derive(Clone, Default)]
+pub struct Registry {
+    workflows: BTreeMap<String, Arc<Workflow>>,
+}
+
+impl Registry {
+    /// The bundled examples.
+    pub fn bundled() -> Result<Self, RegistryError> {
+        let mut reg = Registry::default();
+        for (name, text) in BUNDLED {
+            reg.insert(Definition::parse(name, text)?)?;
+        }
+        Ok(reg)
+    }
+
+    fn insert(&mut self, def: Definition) -> Result<(), RegistryError> {
+        let wf = Workflow::new(def)?;
+        self.workflows.insert(wf.definition.id.clone(), Arc::new(wf));
+        Ok(())
+    }
+
+    /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
+    /// replaced, so a directory can override a bundled example.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<(), RegistryError> {
+        let io = |e: std::io::Error| RegistryError::Io { path: dir.display().to_string(), message: e.to_string() };
+        let mut paths: Vec<_> = std::fs::read_dir(dir).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            if !matches!(ext, "json" | "yaml" | "yml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| RegistryError::Io { path: path.display().to_string(), message: e.to_string() })?;
+            self.insert(Definition::parse(&path.display().to_string(), &text)?)?;
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Workflow>> {
+        self.workflows.get(id).cloned()
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.workflows.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bundled_examples_load_and_check_inputs() {
+        let reg = Registry::bundled().unwrap();
+        for id in ["echo", "slow", "approval", "clarify", "credential", "fail"] {
+            assert!(reg.get(id).is_some(), "{id} missing");
+        }
+        let slow = reg.get("slow").unwrap();
+        assert!(slow.check_inputs(&json!({"ms": 5})).is_empty());
+        assert!(!slow.check_inputs(&json!({"ms": "soon"})).is_empty());
+        assert!(!reg.get("echo").unwrap().check_inputs(&json!([1])).is_empty());
+    }
+
+    #[test]
+    fn duplicate_node_ids_are_refused() {
+        let text = r#"{"id":"d","inputSchema":{},"nodes":[{"id":"a","kind":"fail","code":"x.y","message":"m"},{"id":"a","kind":"fail","code":"x.y","message":"m"}]}"#;
+        assert!(Definition::parse("d.json", text).is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! Identity: turns a credential into a [`Subject`] before anything else happens.
+//!
+//! Only the api-key lane exists today. Keys are never kept: we hold SHA-256 digests and
+//! compare digests in constant time, so neither memory nor timing gives a key away.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The issuer recorded for subjects of our api-key lane.
+pub const API_KEY_ISSUER: &str = "urn:openwop-rs:api-key";
+
+/// Who is calling: the closed v2 Subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Subject {
+    pub issuer: String,
+    pub subject_id: String,
+    pub tenant: String,
+    pub lane: String,
+    pub kind: String,
+}
+
+/// Why a request carries no usable identity. Every variant is `401 unauthenticated`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("this operation needs a credential: send `Authorization: Bearer <api key>`")]
+    Missing,
+    #[error("the Authorization header is not of the form `Bearer <api key>`")]
+    Malformed,
+    #[error("the api key is not recognised")]
+    Unknown,
+}
+
+/// A configuration mistake in `--api-key TENANT:KEY`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeySpecError {
+    #[error("`--api-key` takes TENANT:KEY; `{0}` has no `:`")]
+    NoColon(String),
+    #[error("tenant `{0}` does not match ^[A-Za-z0-9._~-]{{1,128}}$")]
+    BadTenant(String),
+    #[error("the key for tenant `{0}` is shorter than 16 characters")]
+    ShortKey(String),
+}
+
+struct Entry {
+    digest: [u8; 32],
+    subject: Subject,
+}
+
+/// The set of accepted api keys.
+#[derive(Default)]
+pub struct KeyRing {
+    entries: Vec<Entry>,
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl KeyRing {
+    /// Adds `key` for `tenant`. The subject id is derived from the key digest, so it is
+    /// stable across restarts and carries nothing personal.
+    pub fn add(&mut self, tenant: &str, key: &str) -> Result<(), KeySpecError> {
+        if !crate::ids::is_tenant_id(tenant) {
+            return Err(KeySpecError::BadTenant(tenant.to_owned()));
+        }
+        if key.len() < 16 {
+            return Err(KeySpecError::ShortKey(tenant.to_owned()));
+        }
+        let digest = digest(key);
+        let subject = Subject {
+            issuer: API_KEY_ISSUER.to_owned(),
+            subject_id: format!("key-{}", hex::encode(&digest[..8])),
+            tenant: tenant.to_owned(),
+            lane: "api-key".to_owned(),
+            kind: "user".to_owned(),
+        };
+        self.entries.push(Entry { digest, subject });
+        Ok(())
+    }
+
+    /// Parses and adds a `TENANT:KEY` spec.
+    pub fn add_spec(&mut self, spec: &str) -> Result<(), KeySpecError> {
+        let (tenant, key) = spec.split_once(':').ok_or_else(|| KeySpecError::NoColon(spec.to_owned()))?;
+        self.add(tenant, key)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Resolves an `Authorization` header value.
+    pub fn authenticate(&self, header: Option<&str>) -> Result<Subject, AuthError> {
+        let header = header.ok_or(AuthError::Missing)?;
+        let (scheme, key) = header.trim().split_once(' ').ok_or(AuthError::Malformed)?;
+        if !scheme.eq_ignore_ascii_case("bearer") || key.trim().is_empty() {
+            return Err(AuthError::Malformed);
+        }
+        let wanted = digest(key.trim());
+        // Scan every entry so the time taken does not depend on which one matched.
+        let mut found = None;
+        for entry in &self.entries {
+            if ct_eq(&entry.digest, &wanted) {
+                found = Some(&entry.subject);
+            }
+        }
+        found.cloned().ok_or(AuthError::Unknown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_resolve_to_their_tenant() {
+        let mut ring = KeyRing::default();
+        ring.add_spec("acme:acme-key-0123456789").unwrap();
+        ring.add_spec("globex:globex-key-0123456789").unwrap();
+        let s = ring.authenticate(Some("Bearer globex-key-0123456789")).unwrap();
+        assert_eq!(s.tenant, "globex");
+        assert_eq!(s.lane, "api-key");
+        assert_eq!(ring.authenticate(Some("bearer acme-key-0123456789")).unwrap().tenant, "acme");
+        assert_eq!(ring.authenticate(None), Err(AuthError::Missing));
+        assert_eq!(ring.authenticate(Some("Basic abc")), Err(AuthError::Malformed));
+        assert_eq!(ring.authenticate(Some("Bearer nope-nope-nope-nope")), Err(AuthError::Unknown));
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let mut ring = KeyRing::default();
+        assert!(matches!(ring.add_spec("nocolon"), Err(KeySpecError::NoColon(_))));
+        assert!(matches!(ring.add_spec("a b:0123456789abcdef"), Err(KeySpecError::BadTenant(_))));
+        assert!(matches!(ring.add_spec("acme:short"), Err(KeySpecError::ShortKey(_))));
+    }
+}

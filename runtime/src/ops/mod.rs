@@ -1,0 +1,409 @@
+//! The operations: one implementation of each, called by every edge with the caller's
+//! Subject. Tenant isolation is enforced here and nowhere else.
+
+mod error;
+mod views;
+
+pub use error::OpError;
+pub use views::{event_view, host_event_view, run_view};
+
+use crate::engine::status::{self, RunStatus};
+use crate::engine::Engine;
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::store::{EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch, RunRecord, Store, StoreError, Wake};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The v2 event-log era this host writes.
+pub const EVENT_LOG_SCHEMA_VERSION: i64 = 3;
+
+/// How a run arrived; recorded in `run.started.transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Rest,
+    Mcp,
+    A2a,
+    Ui,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Rest => "rest",
+            Transport::Mcp => "mcp",
+            Transport::A2a => "a2a",
+            Transport::Ui => "ui",
+        }
+    }
+}
+
+/// The closed `createRun` body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateRunRequest {
+    pub workflow_id: Option<String>,
+    #[serde(default)]
+    pub inputs: Option<Value>,
+    pub tenant_id: Option<String>,
+    pub residency: Option<Value>,
+    pub scope_id: Option<String>,
+    pub callback_url: Option<String>,
+    pub mode: Option<String>,
+    pub eval_suite_ref: Option<Value>,
+    pub agent_id: Option<String>,
+    pub configurable: Option<Value>,
+    pub tags: Option<Vec<String>>,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// What `create_run` returns.
+#[derive(Debug, Clone)]
+pub struct CreatedRun {
+    pub run: RunRecord,
+    pub replay: bool,
+}
+
+/// `listRuns` parameters.
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+    pub workflow_id: Option<String>,
+    pub status: Option<String>,
+}
+
+/// A page of runs.
+#[derive(Debug, Clone)]
+pub struct RunPage {
+    pub runs: Vec<RunRecord>,
+    pub next_cursor: Option<String>,
+}
+
+/// The answer of a long-poll.
+#[derive(Debug, Clone)]
+pub struct PollResult {
+    pub run: RunRecord,
+    pub events: Vec<EventRecord>,
+}
+
+/// The operations and what they need.
+pub struct Ops {
+    store: Arc<dyn Store>,
+    engine: Arc<Engine>,
+    max_page_size: usize,
+}
+
+/// The largest page `listRuns` returns.
+pub const MAX_PAGE_SIZE: usize = 100;
+
+fn is_terminal_str(s: &str) -> bool {
+    status::is_terminal(status::parse(s))
+}
+
+/// Events are terminal when they end the run; SSE closes after one.
+pub fn is_terminal_event(event_type: &str) -> bool {
+    matches!(event_type, "run.completed" | "run.failed" | "run.cancelled")
+}
+
+impl Ops {
+    pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
+        Self { store, engine, max_page_size: MAX_PAGE_SIZE }
+    }
+
+    pub fn max_page_size(&self) -> usize {
+        self.max_page_size
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Loads a run the caller may see. A foreign tenant segment is refused before any
+    /// lookup, so the answer cannot depend on whether the run exists.
+    async fn load(&self, subject: &Subject, id: &BoundId) -> Result<RunRecord, OpError> {
+        if id.tenant() != subject.tenant {
+            return Err(OpError::TenantMismatch);
+        }
+        let run_id = id.as_bound();
+        match self.store.get_run(&run_id).await? {
+            Some(run) if run.tenant == subject.tenant => Ok(run),
+            _ => Err(OpError::NotFound(format!("no run `{run_id}`"))),
+        }
+    }
+
+    /// `createRun`. `idempotency_key` replays: same key and body → the same run.
+    pub async fn create_run(
+        &self,
+        subject: &Subject,
+        request: CreateRunRequest,
+        transport: Transport,
+        idempotency_key: Option<&str>,
+    ) -> Result<CreatedRun, OpError> {
+        if let Some(t) = &request.tenant_id
+            && t != &subject.tenant
+        {
+            return Err(OpError::TenantMismatch);
+        }
+        if request.mode.as_deref().is_some_and(|m| m != "standard") {
+            return Err(OpError::validation("`mode` other than standard is not supported by this host"));
+        }
+        if request.callback_url.is_some() {
+            return Err(OpError::validation("`callbackUrl` is not supported by this host (interrupt.callbackDelivery is not advertised)"));
+        }
+        let workflow_id = request.workflow_id.clone().ok_or_else(|| OpError::validation("`workflowId` is required"))?;
+        if !crate::ids::is_author_id(&workflow_id) {
+            return Err(OpError::validation(format!("`workflowId` `{workflow_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
+        }
+        let workflow = self
+            .engine
+            .registry()
+            .get(&workflow_id)
+            .ok_or_else(|| OpError::NotFound(format!("no workflow `{workflow_id}` on this host")))?;
+        let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
+        if !inputs.is_object() {
+            return Err(OpError::validation("`inputs` must be a JSON object"));
+        }
+        let problems = workflow.check_inputs(&inputs);
+        if !problems.is_empty() {
+            return Err(OpError::Validation {
+                message: format!("`inputs` do not match the input schema of workflow `{workflow_id}`"),
+                details: Some(json!({"errors": problems})),
+            });
+        }
+        let claim = match idempotency_key {
+            None => None,
+            Some(key) => {
+                if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+                    return Err(OpError::validation("`Idempotency-Key` must be 1-255 visible ASCII characters"));
+                }
+                Some(IdempotencyClaim {
+                    tenant: subject.tenant.clone(),
+                    principal: format!("{}|{}", subject.issuer, subject.subject_id),
+                    key: key.to_owned(),
+                    body_hash: body_hash(&request),
+                })
+            }
+        };
+        let owner = json!({"tenant": subject.tenant, "subject": subject});
+        let new = NewRun {
+            run_id: crate::ids::mint_bound(&subject.tenant).as_bound(),
+            tenant: subject.tenant.clone(),
+            workflow_id,
+            status: RunStatus::Pending.as_str().to_owned(),
+            owner,
+            transport: transport.as_str().to_owned(),
+            inputs,
+        };
+        let created = self.store.create_run(new, claim).await?;
+        if !created.replay {
+            self.engine.start(&created.run.run_id);
+        }
+        Ok(CreatedRun { run: created.run, replay: created.replay })
+    }
+
+    /// `getRun`.
+    pub async fn get_run(&self, subject: &Subject, id: &BoundId) -> Result<RunRecord, OpError> {
+        self.load(subject, id).await
+    }
+
+    /// The open interrupt of a run the caller may see.
+    pub async fn open_interrupt(&self, run: &RunRecord) -> Result<Option<crate::store::InterruptRecord>, OpError> {
+        Ok(self.store.open_interrupt(&run.run_id).await?)
+    }
+
+    /// `listRuns`: the caller's tenant only, newest first.
+    pub async fn list_runs(&self, subject: &Subject, params: ListParams) -> Result<RunPage, OpError> {
+        let limit = params.limit.unwrap_or(20).clamp(1, self.max_page_size);
+        let before = match &params.cursor {
+            None => None,
+            Some(c) => Some(decode_cursor(c, &subject.tenant)?),
+        };
+        let runs = self
+            .store
+            .list_runs(ListQuery {
+                tenant: subject.tenant.clone(),
+                workflow_id: params.workflow_id,
+                status: params.status,
+                before,
+                limit: limit + 1,
+            })
+            .await?;
+        let mut runs = runs;
+        let next_cursor = if runs.len() > limit {
+            runs.truncate(limit);
+            runs.last().map(|r| encode_cursor(&subject.tenant, r.list_order))
+        } else {
+            None
+        };
+        Ok(RunPage { runs, next_cursor })
+    }
+
+    /// `cancelRun`: a live run becomes `cancelled` at once (its waits and interrupts
+    /// end with it); a finished run is `run_terminal`.
+    pub async fn cancel_run(&self, subject: &Subject, id: &BoundId, reason: Option<String>) -> Result<RunRecord, OpError> {
+        let run = self.load(subject, id).await?;
+        if is_terminal_str(&run.status) {
+            return Err(OpError::RunTerminal { status: run.status });
+        }
+        let payload = json!({
+            "reason": reason.unwrap_or_else(|| "caller-requested".to_owned()),
+            "cancelledBy": subject.subject_id,
+            "durationMs": crate::clock::now_ms() - run.created_ms,
+        });
+        let patch = RunPatch {
+            status: Some(RunStatus::Cancelled.as_str().into()),
+            wait_until: Some(None),
+            close_interrupts: true,
+            ..Default::default()
+        };
+        let ev = NewEvent { event_type: "run.cancelled".into(), node_id: None, payload };
+        match self.store.advance(&run.run_id, Guard::StatusNotIn(status::terminal_strs()), patch, vec![ev]).await {
+            Ok(adv) => Ok(adv.run),
+            Err(StoreError::Guard { status }) => Err(OpError::RunTerminal { status }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Resolves the open interrupt at `node_id`. Of two concurrent calls one wins; the
+    /// other gets `interrupt_already_resolved`.
+    pub async fn resolve_interrupt(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+        node_id: &str,
+        resume_value: Value,
+    ) -> Result<RunRecord, OpError> {
+        let run = self.load(subject, id).await?;
+        if !crate::ids::is_author_id(node_id) {
+            return Err(OpError::validation(format!("node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
+        }
+        if let Some(open) = self.store.open_interrupt(&run.run_id).await?
+            && open.node_id == node_id
+            && open.kind == "credential"
+        {
+            let ok = resume_value.as_object().is_some_and(|o| {
+                o.len() == 1 && matches!(o.get("outcome").and_then(Value::as_str), Some("authorized" | "declined"))
+            });
+            if !ok {
+                return Err(OpError::validation("a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}"));
+            }
+        }
+        let resolved_by = serde_json::to_value(subject).unwrap_or(Value::Null);
+        match self.store.resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve(resolved_by)).await {
+            Ok(adv) => {
+                self.engine.after_change(&adv);
+                Ok(adv.run)
+            }
+            Err(StoreError::NoOpenInterrupt) => Err(OpError::NotFound(format!("no interrupt at node `{node_id}` of this run"))),
+            Err(StoreError::InterruptAlreadyResolved) => Err(OpError::InterruptAlreadyResolved(node_id.to_owned())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Events after `after` (exclusive), at most `limit`, plus the run as read after them.
+    pub async fn events_since(&self, subject: &Subject, id: &BoundId, after: i64, limit: usize) -> Result<PollResult, OpError> {
+        let run = self.load(subject, id).await?;
+        let events = self.store.events_since(&run.run_id, after, limit).await?;
+        Ok(PollResult { run, events })
+    }
+
+    /// Long-poll: waits up to `timeout` for events after `after`.
+    pub async fn wait_for_events(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+        after: i64,
+        timeout: Duration,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<PollResult, OpError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Subscribe before the first read so no wake-up falls between read and wait.
+        let mut wakes = self.store.subscribe();
+        loop {
+            let res = self.events_since(subject, id, after, 1000).await?;
+            if !res.events.is_empty() || is_terminal_str(&res.run.status) {
+                return Ok(res);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return Ok(res),
+                _ = shutdown.changed() => return Ok(res),
+                w = wakes.recv() => {
+                    if let Ok(Wake::Host(_)) = w {
+                        continue;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Durable host events of the caller's tenant after `after`.
+    pub async fn host_events(&self, subject: &Subject, after: i64, limit: usize) -> Result<Vec<HostEventRecord>, OpError> {
+        Ok(self.store.host_events(&subject.tenant, after, limit).await?)
+    }
+
+    /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).
+    pub async fn emit_host_event(
+        &self,
+        tenant: &str,
+        event_type: &str,
+        delivery: &str,
+        payload: Value,
+    ) -> Result<HostEventRecord, OpError> {
+        let ev = HostEventRecord {
+            seq: 0,
+            tenant: tenant.to_owned(),
+            event_id: crate::ids::mint_event_id(),
+            event_type: event_type.to_owned(),
+            delivery: delivery.to_owned(),
+            workspace_id: None,
+            payload,
+            timestamp_ms: crate::clock::now_ms(),
+        };
+        Ok(self.store.append_host_event(ev).await?)
+    }
+}
+
+/// A digest of the request body, stable across key order, for idempotency comparison.
+fn body_hash(req: &CreateRunRequest) -> String {
+    // serde_json keeps insertion order (preserve_order); sort keys for a canonical form.
+    fn canon(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), canon(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
+            other => other.clone(),
+        }
+    }
+    let v = json!({
+        "workflowId": req.workflow_id, "inputs": req.inputs, "tenantId": req.tenant_id,
+        "residency": req.residency, "scopeId": req.scope_id, "mode": req.mode,
+        "evalSuiteRef": req.eval_suite_ref, "agentId": req.agent_id, "configurable": req.configurable,
+        "tags": req.tags, "metadata": req.metadata,
+    });
+    hex::encode(Sha256::digest(canon(&v).to_string().as_bytes()))
+}
+
+fn encode_cursor(tenant: &str, list_order: i64) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{tenant}\n{list_order}"))
+}
+
+/// A cursor names the tenant it was minted for; another tenant cannot use it.
+fn decode_cursor(cursor: &str, tenant: &str) -> Result<i64, OpError> {
+    use base64::Engine as _;
+    let bad = || OpError::validation("`cursor` is not a cursor this host issued to the caller");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let text = String::from_utf8(raw).map_err(|_| bad())?;
+    let (t, order) = text.split_once('\n').ok_or_else(bad)?;
+    if t != tenant {
+        return Err(bad());
+    }
+    order.parse().map_err(|_| bad())
+}
