@@ -1,0 +1,262 @@
+//! `openwop validate` as a user and a CI script meet it: exit codes, both output formats,
+//! standard input, unreadable and malformed files, and URLs served by a local server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread;
+
+use serde_json::Value;
+
+const NOW: &str = "2026-12-01";
+
+fn vector(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors").join(rel)
+}
+
+fn arg(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn openwop(args: &[&str]) -> Output {
+    openwop_with_stdin(args, None)
+}
+
+fn openwop_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
+        .arg("validate")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the openwop binary starts");
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.unwrap_or_default().to_vec();
+    let writer = thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("openwop runs to the end");
+    let _ = writer.join();
+    output
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn valid_documents_exit_0_with_a_summary() {
+    let a = arg(&vector("discovery/valid/a2a-and-mcp.json"));
+    let b = arg(&vector("discovery/valid/minimal.json"));
+    let out = openwop(&["--now", NOW, &a, &b]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out), "2 documents, 0 invalid, 0 findings\n");
+}
+
+#[test]
+fn an_invalid_document_exits_1_with_one_line_per_finding() {
+    let valid = arg(&vector("discovery/valid/a2a-and-mcp.json"));
+    let bad = arg(&vector("discovery/invalid/discovery.profile-missing-feature--no-features.json"));
+    let out = openwop(&["--now", NOW, &valid, &bad]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for line in &lines[..3] {
+        let prefix = format!("{bad}:/mcp: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature ");
+        assert!(line.starts_with(&prefix), "{line}");
+    }
+    assert_eq!(lines[3], "2 documents, 1 invalid, 3 findings");
+}
+
+#[test]
+fn the_specific_rule_is_listed_before_the_schema_finding() {
+    let bad = arg(&vector("discovery/invalid/discovery.no-supported-transports.json"));
+    let out = openwop(&["--now", NOW, &bad]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("{bad}:/supportedTransports: discovery.no-supported-transports: remove `supportedTransports`")),
+        "{text}"
+    );
+    assert!(text.lines().skip(1).any(|l| l.contains(": schema: ")), "{text}");
+}
+
+#[test]
+fn json_output_is_an_array_of_path_pointer_rule_message() {
+    let bad = arg(&vector("discovery/invalid/discovery.refresh-overdue--a2a.json"));
+    let valid = arg(&vector("discovery/valid/minimal.json"));
+    let out = openwop(&["--format", "json", "--now", NOW, &valid, &bad]);
+    assert_eq!(code(&out), 1);
+    let findings: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let findings = findings.as_array().expect("an array");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let keys: Vec<&str> = findings[0].as_object().expect("an object").keys().map(String::as_str).collect();
+    assert_eq!(keys, ["path", "pointer", "rule", "message"]);
+    assert_eq!(findings[0]["path"], bad.as_str());
+    assert_eq!(findings[0]["pointer"], "/a2a/refreshedAt");
+    assert_eq!(findings[0]["rule"], "discovery.refresh-overdue");
+
+    let clean = openwop(&["--format", "json", "--now", NOW, &valid]);
+    assert_eq!(code(&clean), 0);
+    assert_eq!(serde_json::from_slice::<Value>(&clean.stdout).ok(), Some(Value::Array(vec![])));
+}
+
+#[test]
+fn output_is_the_same_on_every_run() {
+    let paths: Vec<String> = ["discovery.no-grpc", "discovery.required-field--mcp-revisions", "schema--stable-with-until"]
+        .iter()
+        .map(|n| arg(&vector(&format!("discovery/invalid/{n}.json"))))
+        .collect();
+    let mut args = vec!["--format", "json", "--now", NOW];
+    args.extend(paths.iter().map(String::as_str));
+    let first = openwop(&args);
+    let second = openwop(&args);
+    assert_eq!(first.stdout, second.stdout);
+}
+
+#[test]
+fn the_refresh_rules_follow_now() {
+    let doc = arg(&vector("discovery/valid/a2a-and-mcp.json"));
+    assert_eq!(code(&openwop(&["--now", "2026-11-20", &doc])), 0);
+    let early = openwop(&["--now", "2026-11-19", &doc]);
+    assert_eq!(code(&early), 1);
+    assert!(stdout(&early).contains("discovery.refreshed-in-future"), "{}", stdout(&early));
+    let late = openwop(&["--now", "2027-03-01", &doc]);
+    assert!(stdout(&late).contains("discovery.refresh-overdue"), "{}", stdout(&late));
+}
+
+#[test]
+fn standard_input_is_read_for_a_dash() {
+    let text = std::fs::read(vector("discovery/invalid/discovery.no-grpc.json")).expect("vector");
+    let out = openwop_with_stdin(&["--now", NOW, "-"], Some(&text));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("<stdin>:/grpc: discovery.no-grpc: "), "{}", stdout(&out));
+}
+
+#[test]
+fn bad_json_exits_2_and_says_where() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("broken.json");
+    std::fs::write(&path, "{\n  \"protocolVersions\": [\"2.0\"],\n  \"preferredVersion\": \"2.0\",,\n}\n").expect("write");
+    let out = openwop(&[&arg(&path)]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:3:29: not valid JSON: key must be a string", arg(&path))), "{err}");
+}
+
+#[test]
+fn an_unreadable_file_exits_2_even_beside_valid_ones() {
+    let valid = arg(&vector("discovery/valid/minimal.json"));
+    let out = openwop(&[&valid, "/nonexistent/discovery.json"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("cannot read /nonexistent/discovery.json"), "{}", stderr(&out));
+    assert!(stdout(&out).ends_with("1 document, 0 invalid, 0 findings, 1 unreadable\n"), "{}", stdout(&out));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let doc = arg(&vector("discovery/valid/minimal.json"));
+    assert_eq!(code(&openwop(&[])), 2, "a PATH is required");
+    assert_eq!(code(&openwop(&["--now", "2026-02-30", &doc])), 2);
+    assert_eq!(code(&openwop(&["--kind", "nonsense", &doc])), 2);
+    let out = openwop(&["--discovery", &doc, &doc]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--discovery only applies to --kind agent-card"), "{}", stderr(&out));
+    assert_eq!(code(&openwop(&["-", "-"])), 2);
+}
+
+#[test]
+fn help_shows_examples() {
+    let out = openwop(&["--help"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("openwop validate --kind agent-card --discovery"), "{}", stdout(&out));
+}
+
+#[test]
+fn agent_cards_are_checked_against_the_discovery_document() {
+    let discovery = arg(&vector("agent-card/discovery.json"));
+    let good = arg(&vector("agent-card/valid/host-card.json"));
+    let bad = arg(&vector("agent-card/invalid/agent-card.extended-card-declared.json"));
+    let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &good]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &bad]);
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).contains(":/capabilities/extendedAgentCard: agent-card.extended-card-declared: "), "{}", stdout(&out));
+    // Alone, the same card shows nothing wrong: the rule needs the facet.
+    assert_eq!(code(&openwop(&["--kind", "agent-card", &bad])), 0);
+}
+
+/// Serves each body once, in order, on 127.0.0.1, and reports each request's head.
+fn serve(responses: Vec<(&'static str, Vec<u8>)>) -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("address"));
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for (status, body) in responses {
+            let Ok((stream, _)) = listener.accept() else { return };
+            let mut reader = BufReader::new(stream);
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let _ = tx.send(head);
+            let mut stream = reader.into_inner();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body);
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest);
+        }
+    });
+    (origin, rx)
+}
+
+#[test]
+fn a_bare_origin_fetches_the_discovery_path_with_the_version_header() {
+    let body = std::fs::read(vector("discovery/valid/a2a-and-mcp.json")).expect("vector");
+    let (origin, requests) = serve(vec![("200 OK", body)]);
+    let out = openwop(&["--now", NOW, &origin]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let head = requests.recv().expect("one request").to_ascii_lowercase();
+    assert!(head.starts_with("get /.well-known/openwop http/1.1\r\n"), "{head}");
+    assert!(head.contains("\r\nopenwop-version: 2.0\r\n"), "{head}");
+}
+
+#[test]
+fn findings_of_a_url_name_the_url_fetched() {
+    let body = std::fs::read(vector("discovery/invalid/discovery.no-grpc.json")).expect("vector");
+    let (origin, _requests) = serve(vec![("200 OK", body)]);
+    let url = format!("{origin}/custom/discovery.json");
+    let out = openwop(&["--now", NOW, &url]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with(&format!("{url}:/grpc: discovery.no-grpc: ")), "{}", stdout(&out));
+}
+
+#[test]
+fn an_http_failure_exits_2_and_names_the_url() {
+    let (origin, _requests) = serve(vec![("404 Not Found", b"{}".to_vec())]);
+    let out = openwop(&[&origin]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("cannot fetch {origin}/.well-known/openwop: the server answered HTTP 404")), "{err}");
+}

@@ -1,0 +1,165 @@
+//! Walks `tests/vectors/` and holds every vector to its name.
+//!
+//! - `*/valid/*.json`: no finding at all.
+//! - `*/invalid/<rule>[--variant].json`: at least one finding of `<rule>` and no finding of
+//!   any other rule id. A rule that restates a schema constraint (see [`ALSO_SCHEMA`]) must
+//!   come with a `schema` finding too, because interop.md requires such a document to fail
+//!   the schema itself; `schema--*.json` vectors must fail the schema and no rule of ours.
+//! - An agent card is checked against `agent-card/discovery.json`, or against
+//!   `<name>.discovery.json` beside it when that file exists.
+//!
+//! "Today" is fixed at 2026-12-01 so the refresh-window vectors never age.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use openwop::validate::{Kind, validate};
+use openwop_generated::validators::Options;
+use serde_json::Value;
+
+const TODAY: Options = Options { today: Some((2026, 12, 1)) };
+
+/// Rules that restate a schema constraint: their vectors must fail the schema as well.
+const ALSO_SCHEMA: &[&str] = &[
+    "discovery.no-supported-transports",
+    "discovery.no-grpc",
+    "discovery.no-legacy-profile",
+    "discovery.required-field",
+    "discovery.mrtr-max-rounds",
+    "discovery.refresh-window-range",
+];
+/// Rules whose vectors may also fail the schema: an impossible date such as 2026-02-30 is
+/// caught by `format: date` only when the schema validator checks formats.
+const MAYBE_SCHEMA: &[&str] = &["discovery.invalid-date"];
+
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors")
+}
+
+fn read(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The vectors of one folder, leaving out `*.discovery.json` companions.
+fn documents(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.map(|e| e.path()).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".json") && !name.ends_with(".discovery.json")
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned()
+}
+
+fn findings(kind: Kind, path: &Path) -> Vec<(String, String, String)> {
+    let doc = read(path);
+    let discovery = match kind {
+        Kind::Discovery => None,
+        Kind::AgentCard => {
+            let own = path.with_file_name(format!("{}.discovery.json", stem(path)));
+            let shared = vectors().join("agent-card/discovery.json");
+            Some(read(if own.exists() { &own } else { &shared }))
+        }
+    };
+    validate(kind, &doc, discovery.as_ref(), &TODAY)
+        .into_iter()
+        .map(|f| (f.rule, f.pointer, f.message))
+        .collect()
+}
+
+fn check_valid(kind: Kind, folder: &str) -> usize {
+    let paths = documents(&vectors().join(folder).join("valid"));
+    for path in &paths {
+        let found = findings(kind, path);
+        assert!(found.is_empty(), "{} should be valid but has {found:#?}", path.display());
+    }
+    paths.len()
+}
+
+fn check_invalid(kind: Kind, folder: &str) -> BTreeSet<String> {
+    let mut rules = BTreeSet::new();
+    for path in documents(&vectors().join(folder).join("invalid")) {
+        let name = stem(&path);
+        let rule = name.split("--").next().unwrap_or_default().to_owned();
+        let found = findings(kind, &path);
+        let ids: BTreeSet<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
+        let others: Vec<&&str> = ids.iter().filter(|r| **r != rule && **r != "schema").collect();
+        assert!(ids.contains(rule.as_str()), "{} should fail {rule} but has {found:#?}", path.display());
+        assert!(others.is_empty(), "{} breaks more than {rule}: {found:#?}", path.display());
+        let schema = ids.contains("schema");
+        if rule != "schema" && ALSO_SCHEMA.contains(&rule.as_str()) {
+            assert!(schema, "{} should also fail the JSON Schema: {found:#?}", path.display());
+        } else if rule != "schema" && !MAYBE_SCHEMA.contains(&rule.as_str()) {
+            assert!(!schema, "{} should pass the JSON Schema: {found:#?}", path.display());
+        }
+        for (r, pointer, message) in &found {
+            assert!(pointer.is_empty() || pointer.starts_with('/'), "{}: bad pointer {pointer:?} for {r}", path.display());
+            assert!(!message.trim().is_empty(), "{}: {r} has no sentence", path.display());
+        }
+        rules.insert(rule);
+    }
+    rules
+}
+
+#[test]
+fn valid_discovery_documents_have_no_finding() {
+    assert!(check_valid(Kind::Discovery, "discovery") >= 5);
+}
+
+#[test]
+fn each_invalid_discovery_document_fails_exactly_its_rule() {
+    let rules = check_invalid(Kind::Discovery, "discovery");
+    let count = documents(&vectors().join("discovery/invalid")).len();
+    assert!(count >= 40, "only {count} invalid discovery vectors");
+    // Every rule the discovery template can report has a vector.
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/templates/discovery_rules.rs"),
+    )
+    .unwrap_or_default();
+    for rule in rule_ids(&template, "discovery.") {
+        assert!(rules.contains(&rule), "rule {rule} has no failing vector");
+    }
+}
+
+#[test]
+fn valid_agent_cards_have_no_finding() {
+    assert!(check_valid(Kind::AgentCard, "agent-card") >= 2);
+}
+
+#[test]
+fn each_invalid_agent_card_fails_exactly_its_rule() {
+    let rules = check_invalid(Kind::AgentCard, "agent-card");
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/templates/agent_card_rules.rs"),
+    )
+    .unwrap_or_default();
+    for rule in rule_ids(&template, "agent-card.") {
+        assert!(rules.contains(&rule), "rule {rule} has no failing vector");
+    }
+}
+
+/// The quoted rule ids (`"<prefix>name"`) a template's source mentions.
+fn rule_ids(source: &str, prefix: &str) -> BTreeSet<String> {
+    let needle = format!("\"{prefix}");
+    let mut ids = BTreeSet::new();
+    let mut rest = source;
+    while let Some(at) = rest.find(&needle) {
+        let tail = &rest[at + 1..];
+        let end = tail.find('"').unwrap_or(0);
+        let id = &tail[..end];
+        if id.len() > prefix.len() && id.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'.') {
+            ids.insert(id.to_owned());
+        }
+        rest = &tail[end..];
+    }
+    assert!(!ids.is_empty(), "no {prefix}* rule id found in the template");
+    ids
+}
