@@ -1,0 +1,209 @@
+//! The A2A 1.0 interface: the public agent card, the JSON-RPC binding and the HTTP+JSON
+//! binding. A projection of the run operations (`crate::ops`), never a second
+//! implementation: every task is a run, read and changed through `ops` under the
+//! caller's Subject.
+//!
+//! Mount with `Router::merge(edge::a2a::router(app_state, config))`. The router has no
+//! fallback of its own, so it merges with the REST router; unknown paths under the A2A
+//! prefixes are answered here in A2A's shapes.
+
+pub mod card;
+pub mod errors;
+pub mod gate;
+mod jsonrpc;
+pub mod project;
+mod rest;
+pub mod service;
+mod stream;
+pub mod tasks;
+pub mod trace;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::edge::rest::AppState;
+use crate::identity::Subject;
+use crate::negotiation::{self, Offer, Protocol};
+pub use card::Skill;
+use errors::{Fault, Transport};
+pub use service::A2aState;
+use tasks::{TaskStore, TaskStoreError};
+
+/// The largest request body an A2A interface reads (413, in A2A's shape, beyond).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// The A2A request header carrying the version a peer speaks.
+pub const VERSION_HEADER: &str = "A2A-Version";
+
+/// How the A2A edge is set up.
+#[derive(Clone)]
+pub struct A2aConfig {
+    /// One skill per routed workflow.
+    pub skills: Vec<Skill>,
+    /// How long a blocking SendMessage waits for the run to finish or ask for input.
+    pub blocking_timeout: Duration,
+    /// The origin written into the card; when `None`, the request's `Host` is used.
+    pub public_base_url: Option<String>,
+    pub name: String,
+    pub description: String,
+}
+
+impl A2aConfig {
+    pub fn new(skills: Vec<Skill>) -> A2aConfig {
+        A2aConfig {
+            skills,
+            blocking_timeout: Duration::from_secs(30),
+            public_base_url: None,
+            name: "openwop".into(),
+            description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
+        }
+    }
+}
+
+/// One skill per workflow of the engine's registry, sorted by workflow id.
+pub fn skills_from_registry(registry: &crate::engine::registry::Registry) -> Vec<Skill> {
+    let mut ids: Vec<&str> = registry.ids().collect();
+    ids.sort_unstable();
+    ids.into_iter()
+        .filter_map(|id| registry.get(id))
+        .map(|w| Skill {
+            workflow_id: w.definition.id.clone(),
+            name: w.definition.name.clone().unwrap_or_else(|| w.definition.id.clone()),
+            description: w.definition.description.clone().unwrap_or_else(|| format!("Runs workflow {}", w.definition.id)),
+        })
+        .collect()
+}
+
+/// The `a2a` family this edge serves, for the discovery document. The card and the
+/// refusal rule read the family back from the document, so the two cannot disagree.
+pub fn facet_fields() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-unaided",
+        "versions": ["1.0"],
+        "preferredVersion": "1.0",
+        "minimumVersion": "1.0",
+        "refreshedAt": "2026-11-20",
+        "profiles": ["a2a-1.0"],
+        "streaming": true,
+        "pushNotifications": false,
+        "durableTasks": true
+    })
+}
+
+/// The `a2a` family of a discovery document, or [`facet_fields`] while the document does
+/// not carry one yet.
+pub fn facet_of(discovery: &Value) -> Value {
+    discovery.get("a2a").cloned().unwrap_or_else(facet_fields)
+}
+
+/// Builds the A2A routes. `task_db` is the SQLite file of the A2A side table (`None`:
+/// in memory, for tests).
+pub fn router(app: AppState, config: A2aConfig, task_db: Option<&Path>) -> Result<Router, TaskStoreError> {
+    let tasks = match task_db {
+        Some(path) => TaskStore::open(path)?,
+        None => TaskStore::in_memory()?,
+    };
+    let state = A2aState { app, tasks, config: Arc::new(config) };
+    Ok(Router::new()
+        .route(card::CARD_PATH, get(get_card))
+        .route(card::JSONRPC_PATH, post(jsonrpc::handle).fallback(jsonrpc::wrong_method))
+        .route(&format!("{}/", card::JSONRPC_PATH), post(jsonrpc::handle).fallback(jsonrpc::wrong_method))
+        .route(card::REST_PATH, any(rest::handle))
+        .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
+        .with_state(state))
+}
+
+/// The caller, or the A2A-shaped 401.
+pub(crate) fn authenticate(state: &A2aState, headers: &HeaderMap) -> Result<Subject, Fault> {
+    let header = headers.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+    state.app.keys.authenticate(header).map_err(|e| Fault::transport(Transport::Unauthenticated, e.to_string()))
+}
+
+/// Reads the body up to [`BODY_LIMIT`]; the refusal is A2A-shaped.
+pub(crate) async fn read_body(request: Request) -> Result<axum::body::Bytes, Fault> {
+    axum::body::to_bytes(request.into_body(), BODY_LIMIT)
+        .await
+        .map_err(|_| Fault::transport(Transport::PayloadTooLarge, format!("the request body is larger than {BODY_LIMIT} bytes or could not be read")))
+}
+
+/// The `A2A-Version` a request asks for: the header, else the `A2A-Version` query value.
+fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers.get(VERSION_HEADER) {
+        return Some(v.to_str().unwrap_or("?").to_owned());
+    }
+    query?.split('&').find_map(|pair| pair.strip_prefix("A2A-Version=").map(|v| v.replace("%2E", ".")))
+}
+
+/// Negotiates the version of one authenticated exchange and records the outcome as a
+/// durable `negotiation.decided` host event of the caller's tenant, refusals included.
+pub(crate) async fn negotiate(state: &A2aState, subject: &Subject, headers: &HeaderMap, query: Option<&str>) -> Result<(), Fault> {
+    let offer = Offer::from_facet(Protocol::A2a, &state.facet()).map_err(|e| {
+        tracing::error!(error = %e, "the a2a facet cannot be negotiated from");
+        Fault::internal()
+    })?;
+    let requested = requested_version(headers, query);
+    // The peer is known by its Origin when it sends one, else by who it authenticated as;
+    // only the digest is recorded.
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
+    let decision = negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer).with_peer_origin(&origin);
+    let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
+    state.app.ops.emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload).await.map_err(|e| {
+        tracing::error!(error = %e, "negotiation.decided could not be recorded");
+        Fault::internal()
+    })?;
+    if decision.is_accepted() {
+        Ok(())
+    } else {
+        Err(Fault::version_not_supported(decision.requested.as_deref(), &offer.supported_versions_joined()))
+    }
+}
+
+/// `GET /.well-known/agent-card.json`: public, the same card for every served version
+/// (so also the `preferredVersion` card when no `A2A-Version` is sent), with a strong
+/// ETag and a cache lifetime.
+async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
+    let base = state.config.public_base_url.clone().unwrap_or_else(|| {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+        format!("http://{host}")
+    });
+    let facet = state.facet();
+    let inputs = card::CardInputs {
+        base_url: &base,
+        a2a_facet: &facet,
+        skills: &state.config.skills,
+        name: &state.config.name,
+        description: &state.config.description,
+        version: env!("CARGO_PKG_VERSION"),
+        provider: None,
+    };
+    let card = match card::public_card(&inputs) {
+        Ok(card) => card,
+        Err(e) => {
+            tracing::error!(error = %e, "the agent card cannot be built");
+            return Fault::internal().into_rest_response();
+        }
+    };
+    let body = card.to_string();
+    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(body.as_bytes())[..16]));
+    let cache = HeaderValue::from_static("public, max-age=300");
+    let etag_value = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"card\""));
+    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|t| t.trim() == etag)) {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value), (header::CACHE_CONTROL, cache)]).into_response();
+    }
+    (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json")), (header::ETAG, etag_value), (header::CACHE_CONTROL, cache)], body).into_response()
+}

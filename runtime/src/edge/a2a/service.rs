@@ -1,0 +1,503 @@
+//! The A2A operations as projections of `ops`: every method here reads or changes runs
+//! only through the core's operations, under the caller's Subject. Binding-neutral:
+//! JSON-RPC and HTTP+JSON both call these with the same parameter object.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use openwop_generated::dispatch::{A2A_TASK_STATES, RunStatus};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::errors::Fault;
+use super::gate::{self, Facts};
+use super::project::{self, Projected, Shape, TaskSource};
+use super::tasks::TaskStore;
+use super::{A2aConfig, facet_of};
+use crate::edge::rest::AppState;
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::ops::{CreateRunRequest, ListParams, OpError, Transport, run_view};
+use crate::store::RunRecord;
+
+/// Everything the A2A handlers reach.
+#[derive(Clone)]
+pub struct A2aState {
+    pub app: AppState,
+    pub tasks: TaskStore,
+    pub config: Arc<A2aConfig>,
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_str)
+}
+
+fn internal(e: impl std::fmt::Display) -> Fault {
+    tracing::error!(error = %e, "A2A edge failure");
+    Fault::internal()
+}
+
+/// `historyLength`: absent, or a non-negative integer (a string on HTTP+JSON queries).
+fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
+    match params.get("historyLength") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let n = v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+            match n {
+                Some(n) if n >= 0 => Ok(Some(n as usize)),
+                _ => Err(Fault::invalid_params("historyLength", "must be a non-negative integer")),
+            }
+        }
+    }
+}
+
+fn flag(params: &Value, key: &str) -> Result<bool, Fault> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+        Some(_) => Err(Fault::invalid_params(key, "must be true or false")),
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 timestamp (`Z` or a numeric offset).
+pub fn parse_timestamp_ms(raw: &str) -> Option<i64> {
+    let b = raw.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| raw.get(r).filter(|s| s.bytes().all(|c| c.is_ascii_digit())).and_then(|s| s.parse::<i64>().ok());
+    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = &raw[19..];
+    let mut millis = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded = format!("{:0<3}", &frac[..digits.min(3)]);
+        millis = padded.parse::<i64>().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + s) - offset_min * 60) * 1000 + millis)
+}
+
+/// The validated parts of a SendMessage request.
+struct Send<'a> {
+    message: &'a Value,
+    message_id: &'a str,
+    task_id: Option<&'a str>,
+    context_id: Option<&'a str>,
+    return_immediately: bool,
+    inline_push: bool,
+    history_length: Option<usize>,
+}
+
+fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
+    let message = params.get("message").filter(|m| m.is_object()).ok_or_else(|| Fault::invalid_params("message", "is required"))?;
+    let message_id = message.get("messageId").and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
+    let parts = message.get("parts").and_then(Value::as_array).filter(|p| !p.is_empty()).ok_or_else(|| Fault::invalid_params("message.parts", "needs at least one part"))?;
+    for (i, part) in parts.iter().enumerate() {
+        let members = ["text", "raw", "url", "data"].iter().filter(|k| part.get(**k).is_some()).count();
+        if members != 1 {
+            return Err(Fault::invalid_params(&format!("message.parts[{i}]"), "must carry exactly one of text, raw, url or data"));
+        }
+    }
+    match message.get("role").and_then(Value::as_str) {
+        Some("ROLE_USER" | "ROLE_AGENT") => {}
+        _ => return Err(Fault::invalid_params("message.role", "must be ROLE_USER or ROLE_AGENT")),
+    }
+    let configuration = params.get("configuration").cloned().unwrap_or(Value::Null);
+    Ok(Send {
+        message,
+        message_id,
+        task_id: message.get("taskId").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        context_id: message.get("contextId").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        return_immediately: flag(&configuration, "returnImmediately")?,
+        inline_push: configuration.get("taskPushNotificationConfig").is_some_and(|c| !c.is_null()),
+        history_length: history_length(&configuration)?,
+    })
+}
+
+/// The workflow input a message carries: its first object `data` part, else its text.
+fn inputs_of(message: &Value) -> Value {
+    let parts = message.get("parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    if let Some(data) = parts.iter().find_map(|p| p.get("data").filter(|d| d.is_object())) {
+        return data.clone();
+    }
+    let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+    if text.is_empty() { json!({}) } else { json!({"text": text.join("\n")}) }
+}
+
+/// The resume value a message gives an open interrupt: `metadata.openwop.interrupt.resumeValue`,
+/// else the first `data` part, else the text.
+fn resume_value_of(message: &Value) -> Option<Value> {
+    if let Some(v) = message.get("metadata").and_then(|m| m.get("openwop")).and_then(|o| o.get("interrupt")).and_then(|i| i.get("resumeValue")) {
+        return Some(v.clone());
+    }
+    let parts = message.get("parts").and_then(Value::as_array)?;
+    if let Some(data) = parts.iter().find_map(|p| p.get("data")) {
+        return Some(data.clone());
+    }
+    let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+    (!text.is_empty()).then(|| json!(text.join("\n")))
+}
+
+/// The idempotency key a messageId becomes: hashed, so any messageId fits the key grammar,
+/// and prefixed, so it cannot collide with a REST caller's own keys.
+fn idempotency_key(message_id: &str) -> String {
+    format!("a2a-message-{}", hex::encode(&Sha256::digest(message_id.as_bytes())[..16]))
+}
+
+fn mint_context_id() -> String {
+    format!("ctx-{}", crate::ids::mint_opaque())
+}
+
+impl A2aState {
+    pub fn facet(&self) -> Value {
+        facet_of(&self.app.discovery.document)
+    }
+
+    /// A task the caller may read, or the one TaskNotFound answer. An id that is not even
+    /// a run id, a foreign tenant and a missing run all end here alike.
+    async fn load(&self, subject: &Subject, task_id: &str) -> Result<RunRecord, Fault> {
+        let Ok(id) = BoundId::parse_bound(task_id) else {
+            return Err(Fault::task_not_found(task_id));
+        };
+        match self.app.ops.get_run(subject, &id).await {
+            Ok(run) => Ok(run),
+            Err(OpError::NotFound(_) | OpError::TenantMismatch) => Err(Fault::task_not_found(task_id)),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    /// The task's contextId: the bound one, else the run id (runs started over REST).
+    async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
+        Ok(self.tasks.context_of(&run.run_id).await.map_err(internal)?.unwrap_or_else(|| run.run_id.clone()))
+    }
+
+    pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
+        let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
+        let mut snapshot = run_view(run, open.as_ref());
+        snapshot["contextId"] = json!(self.context_of(run).await?);
+        let payload = open.as_ref().map(|i| json!({"kind": i.kind, "data": i.data}));
+        let history = self.tasks.history(&run.run_id).await.map_err(internal)?;
+        project::task(TaskSource { snapshot: &snapshot, open_interrupt_payload: payload.as_ref(), history: &history }, shape).map_err(internal)
+    }
+
+    fn status(run: &RunRecord) -> RunStatus {
+        // The core only writes statuses of the corpus; an unknown one reads as running so
+        // a blocking call keeps waiting rather than answering a made-up state.
+        RunStatus::from_str(&run.status).unwrap_or(RunStatus::Running)
+    }
+
+    /// Waits until the run is terminal, suspended, or `timeout` passes; returns it then.
+    pub async fn settle(&self, subject: &Subject, run: RunRecord, timeout: Duration) -> Result<RunRecord, Fault> {
+        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut run = run;
+        loop {
+            let status = Self::status(&run);
+            if project::is_terminal(status) || project::is_suspended(status) {
+                return Ok(run);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(run);
+            }
+            let polled = self.app.ops.wait_for_events(subject, &id, run.last_sequence, left, self.app.shutdown.clone()).await.map_err(internal)?;
+            if *self.app.shutdown.borrow() {
+                return Ok(polled.run);
+            }
+            run = polled.run;
+        }
+    }
+
+    /// SendMessage up to the point where the task exists (created, resumed or replayed);
+    /// the caller decides whether to wait for it.
+    pub async fn accept_message(&self, subject: &Subject, method: &str, params: &Value) -> Result<(RunRecord, Option<usize>, bool), Fault> {
+        let send = parse_send(params)?;
+        let facet = self.facet();
+        let mut facts = Facts { has_task_id: send.task_id.is_some(), return_immediately: send.return_immediately, inline_push_config: send.inline_push, ..Facts::default() };
+        let Some(task_id) = send.task_id else {
+            gate::check(method, &facts, &facet)?;
+            let run = self.create(subject, &send, params).await?;
+            return Ok((run, send.history_length, send.return_immediately));
+        };
+        let run = self.load(subject, task_id).await?;
+        let status = Self::status(&run);
+        facts.task_suspended = project::is_suspended(status);
+        facts.task_terminal = project::is_terminal(status);
+        gate::check(method, &facts, &facet)?;
+        let context = self.context_of(&run).await?;
+        if send.context_id.is_some_and(|c| c != context) {
+            return Err(Fault::invalid_params("message.contextId", "is not the contextId of the task named by message.taskId"));
+        }
+        if facts.task_terminal {
+            return Err(Fault::unsupported("the task is in a terminal state and takes no more messages"));
+        }
+        if !facts.task_suspended {
+            return Err(Fault::unsupported("the task is working and its workflow declares no input path for messages"));
+        }
+        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?.ok_or_else(|| Fault::unsupported("the task has no open interrupt to answer"))?;
+        if let Some(node) = str_at(send.message, &["metadata", "openwop", "interrupt", "nodeId"]) {
+            if node != open.node_id {
+                return Err(Fault::invalid_params("message.metadata.openwop.interrupt.nodeId", "does not name the task's open interrupt"));
+            }
+        }
+        let value = resume_value_of(send.message).ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
+        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
+        let resumed = match self.app.ops.resolve_interrupt(subject, &id, &open.node_id, value).await {
+            Ok(run) => run,
+            Err(OpError::Validation { message, .. }) => return Err(Fault::invalid_params("message", message)),
+            Err(OpError::NotFound(_) | OpError::InterruptAlreadyResolved(_)) => return Err(Fault::unsupported("the interrupt was already answered")),
+            Err(OpError::TenantMismatch) => return Err(Fault::task_not_found(task_id)),
+            Err(OpError::RunTerminal { .. }) => return Err(Fault::unsupported("the task is in a terminal state and takes no more messages")),
+            Err(e) => return Err(internal(e)),
+        };
+        let mut message = send.message.clone();
+        message["taskId"] = json!(run.run_id);
+        message["contextId"] = json!(context);
+        self.tasks.append_message(&run.run_id, &message).await.map_err(internal)?;
+        Ok((resumed, send.history_length, send.return_immediately))
+    }
+
+    async fn create(&self, subject: &Subject, send: &Send<'_>, params: &Value) -> Result<RunRecord, Fault> {
+        let workflow_id = self.skill_for(send.message, params)?;
+        let request = CreateRunRequest {
+            workflow_id: Some(workflow_id.clone()),
+            inputs: Some(inputs_of(send.message)),
+            tenant_id: None,
+            residency: None,
+            scope_id: None,
+            callback_url: None,
+            mode: None,
+            eval_suite_ref: None,
+            agent_id: None,
+            configurable: None,
+            tags: None,
+            metadata: None,
+        };
+        let created = match self.app.ops.create_run(subject, request, Transport::A2a, Some(&idempotency_key(send.message_id))).await {
+            Ok(c) => c,
+            Err(OpError::IdempotencyMismatch) => return Err(Fault::invalid_params("message.messageId", "was already used for a different message")),
+            Err(OpError::Validation { message, .. }) => return Err(Fault::invalid_params("message.parts", message)),
+            Err(OpError::NotFound(_)) => return Err(Fault::invalid_params("message.metadata.openwop.skill", format!("no skill `{workflow_id}` on this host"))),
+            Err(e) => return Err(internal(e)),
+        };
+        let run = created.run;
+        // A replayed messageId returns the task as it was bound the first time.
+        let context = self.tasks.bind_context(&run.run_id, send.context_id.map(str::to_owned).unwrap_or_else(mint_context_id).as_str()).await.map_err(internal)?;
+        let mut message = send.message.clone();
+        message["taskId"] = json!(run.run_id);
+        message["contextId"] = json!(context);
+        self.tasks.append_message(&run.run_id, &message).await.map_err(internal)?;
+        Ok(run)
+    }
+
+    /// The skill a new task runs: named in the message (or request) metadata as
+    /// `openwop.skill`, or the only skill when the host routes exactly one.
+    fn skill_for(&self, message: &Value, params: &Value) -> Result<String, Fault> {
+        let named = str_at(message, &["metadata", "openwop", "skill"]).or_else(|| str_at(params, &["metadata", "openwop", "skill"]));
+        let skills = &self.config.skills;
+        match named {
+            Some(id) if skills.iter().any(|s| s.workflow_id == id) => Ok(id.to_owned()),
+            Some(id) => Err(Fault::invalid_params("message.metadata.openwop.skill", format!("no skill `{id}` on this host"))),
+            None if skills.len() == 1 => Ok(skills[0].workflow_id.clone()),
+            None => Err(Fault::invalid_params("message.metadata.openwop.skill", "name one of the card's skills")),
+        }
+    }
+
+    /// SendMessage: accept, then wait (unless returnImmediately), then answer the Task.
+    pub async fn send_message(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
+        let (run, history, immediate) = self.accept_message(subject, "SendMessage", params).await?;
+        let run = if immediate { run } else { self.settle(subject, run, self.config.blocking_timeout).await? };
+        let projected = self.project(&run, Shape { history_length: history, include_artifacts: true }).await?;
+        Ok(json!({"task": projected.task}))
+    }
+
+    /// SubscribeToTask up to the first event: a live task the caller can read.
+    pub async fn subscribe(&self, subject: &Subject, params: &Value) -> Result<(RunRecord, Option<usize>), Fault> {
+        gate::check("SubscribeToTask", &Facts::default(), &self.facet())?;
+        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let run = self.load(subject, id).await?;
+        if project::is_terminal(Self::status(&run)) {
+            return Err(Fault::unsupported("the task is in a terminal state; read it with GetTask"));
+        }
+        Ok((run, history_length(params)?))
+    }
+
+    pub async fn get_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
+        gate::check("GetTask", &Facts::default(), &self.facet())?;
+        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let history = history_length(params)?;
+        let run = self.load(subject, id).await?;
+        Ok(self.project(&run, Shape { history_length: history, include_artifacts: true }).await?.task)
+    }
+
+    pub async fn cancel_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
+        gate::check("CancelTask", &Facts::default(), &self.facet())?;
+        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let run = self.load(subject, id).await?;
+        let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
+        let run = match self.app.ops.cancel_run(subject, &bound, None).await {
+            Ok(run) => run,
+            Err(OpError::RunTerminal { .. }) => return Err(Fault::a2a(openwop_generated::errors::A2aError::TaskNotCancelable, "the task is already in a terminal state")),
+            Err(OpError::NotFound(_) | OpError::TenantMismatch) => return Err(Fault::task_not_found(id)),
+            Err(e) => return Err(internal(e)),
+        };
+        Ok(self.project(&run, Shape::default()).await?.task)
+    }
+
+    /// ListTasks: exactly the runs `listRuns` gives this Subject, filtered and paged here.
+    pub async fn list_tasks(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
+        gate::check("ListTasks", &Facts::default(), &self.facet())?;
+        let page_size = match params.get("pageSize") {
+            None | Some(Value::Null) => 50,
+            Some(v) => match v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok())) {
+                Some(n) if (1..=100).contains(&n) => n as usize,
+                _ => return Err(Fault::invalid_params("pageSize", "must be between 1 and 100")),
+            },
+        };
+        let history = history_length(params)?;
+        let include_artifacts = flag(params, "includeArtifacts")?;
+        let context_filter = params.get("contextId").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let status_filter = match params.get("status").and_then(Value::as_str).filter(|s| !s.is_empty() && *s != "TASK_STATE_UNSPECIFIED") {
+            None => None,
+            Some(wire) if A2A_TASK_STATES.iter().any(|r| r.wire == wire) => Some(wire),
+            Some(_) => return Err(Fault::invalid_params("status", "is not a task state this host produces")),
+        };
+        let after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
+            None => None,
+            Some(raw) => Some(parse_timestamp_ms(raw).ok_or_else(|| Fault::invalid_params("statusTimestampAfter", "is not an RFC 3339 timestamp"))?),
+        };
+        let offset = match params.get("pageToken").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            None => 0,
+            Some(token) => decode_page_token(token).ok_or_else(|| Fault::invalid_params("pageToken", "is not a token this host issued"))?,
+        };
+
+        // The candidate set is listRuns under this Subject, every page of it.
+        let mut runs = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.app.ops.list_runs(subject, ListParams { limit: Some(self.app.ops.max_page_size()), cursor, workflow_id: None, status: None }).await.map_err(internal)?;
+            runs.extend(page.runs);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        let mut matching = Vec::new();
+        for run in runs {
+            if after_ms.is_some_and(|after| run.updated_ms < after) {
+                continue;
+            }
+            if let Some(ctx) = context_filter {
+                if self.context_of(&run).await? != ctx {
+                    continue;
+                }
+            }
+            let projected = self.project(&run, Shape { history_length: history, include_artifacts }).await?;
+            if status_filter.is_some_and(|s| s != projected.wire_state) {
+                continue;
+            }
+            matching.push((run.updated_ms, run.run_id.clone(), projected.task));
+        }
+        // Newest status first; the run id breaks ties so paging never skips or repeats.
+        matching.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        let total = matching.len();
+        let tasks: Vec<Value> = matching.into_iter().skip(offset).take(page_size).map(|(_, _, t)| t).collect();
+        let next = if offset + tasks.len() < total { encode_page_token(offset + tasks.len()) } else { String::new() };
+        Ok(json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}))
+    }
+}
+
+fn encode_page_token(offset: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("a2a-list:{offset}"))
+}
+
+fn decode_page_token(token: &str) -> Option<usize> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
+    String::from_utf8(raw).ok()?.strip_prefix("a2a-list:")?.parse().ok()
+}
+
+/// Re-exported for the bindings' tests.
+pub fn message_inputs(message: &Value) -> Value {
+    inputs_of(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_with_z_fractions_and_offsets() {
+        assert_eq!(parse_timestamp_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_timestamp_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        assert_eq!(parse_timestamp_ms("1970-01-01T01:00:00+01:00"), Some(0));
+        assert_eq!(parse_timestamp_ms("2026-12-02T18:00:00.000Z"), Some(1_796_234_400_000));
+        for bad in ["", "2026-12-02", "2026-12-02T18:00:00", "2026-13-02T18:00:00Z", "yesterday"] {
+            assert_eq!(parse_timestamp_ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn message_parts_become_inputs_and_resume_values() {
+        let m = json!({"parts": [{"text": "hi"}, {"data": {"a": 1}}]});
+        assert_eq!(inputs_of(&m), json!({"a": 1}));
+        assert_eq!(inputs_of(&json!({"parts": [{"text": "hi"}]})), json!({"text": "hi"}));
+        assert_eq!(resume_value_of(&m), Some(json!({"a": 1})));
+        let with_meta = json!({"parts": [{"text": "x"}], "metadata": {"openwop": {"interrupt": {"resumeValue": "accept"}}}});
+        assert_eq!(resume_value_of(&with_meta), Some(json!("accept")));
+    }
+
+    #[test]
+    fn send_requests_are_validated_before_anything_happens() {
+        let ok = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}});
+        assert!(parse_send(&ok).is_ok());
+        for bad in [
+            json!({}),
+            json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}),
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "data": {}}]}}),
+            json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}),
+        ] {
+            assert_eq!(parse_send(&bad).err().map(|f| f.jsonrpc_code()), Some(-32602), "{bad}");
+        }
+    }
+
+    #[test]
+    fn idempotency_keys_fit_the_key_grammar_for_any_message_id() {
+        let key = idempotency_key("any thing\u{1F600}");
+        assert!(key.len() <= 255 && key.bytes().all(|b| (0x21..0x7f).contains(&b)));
+        assert_eq!(key, idempotency_key("any thing\u{1F600}"));
+        assert_ne!(key, idempotency_key("other"));
+    }
+
+    #[test]
+    fn page_tokens_round_trip_and_reject_foreign_ones() {
+        assert_eq!(decode_page_token(&encode_page_token(150)), Some(150));
+        assert_eq!(decode_page_token("bm9wZQ"), None);
+    }
+}

@@ -1,0 +1,72 @@
+//! Streaming (SendStreamingMessage, SubscribeToTask): the Task first, then a statusUpdate
+//! per status change and an artifactUpdate per published artifact; the stream ends at a
+//! terminal state, or at an interrupted one where the peer has to act.
+
+use std::time::Duration;
+
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::errors::Fault;
+use super::project::{self, Shape};
+use super::service::A2aState;
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::store::RunRecord;
+
+/// How long one wait for new events lasts before the task is re-read anyway.
+const POLL: Duration = Duration::from_secs(15);
+
+/// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
+/// this returns, so an error reading the task is still a plain error answer.
+pub async fn open(state: A2aState, subject: Subject, run: RunRecord, history: Option<usize>) -> Result<impl Stream<Item = Value>, Fault> {
+    let first = state.project(&run, Shape { history_length: history, include_artifacts: true }).await?;
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        if tx.send(first.as_stream_task()).await.is_err() {
+            return;
+        }
+        let ends = |p: &project::Projected| project::is_terminal(p.status) || project::is_suspended(p.status);
+        if ends(&first) {
+            return;
+        }
+        let Ok(id) = BoundId::parse_bound(&run.run_id) else { return };
+        let mut last_state = first.task["status"]["state"].clone();
+        let mut sent_artifacts = first.task.get("artifacts").is_some();
+        let mut after = run.last_sequence;
+        loop {
+            if *state.app.shutdown.borrow() {
+                return;
+            }
+            let polled = match state.app.ops.wait_for_events(&subject, &id, after, POLL, state.app.shutdown.clone()).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "A2A stream ended early");
+                    return;
+                }
+            };
+            after = polled.events.last().map(|e| e.sequence).unwrap_or(after);
+            let Ok(now) = state.project(&polled.run, Shape { history_length: Some(0), include_artifacts: true }).await else { return };
+            if !sent_artifacts && now.task.get("artifacts").is_some() {
+                sent_artifacts = true;
+                for update in now.as_artifact_updates() {
+                    if tx.send(update).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            if now.task["status"]["state"] != last_state || ends(&now) {
+                last_state = now.task["status"]["state"].clone();
+                if tx.send(now.as_status_update()).await.is_err() {
+                    return;
+                }
+            }
+            if ends(&now) {
+                return;
+            }
+        }
+    });
+    Ok(ReceiverStream::new(rx))
+}
