@@ -1,3 +1,4 @@
 //! HTTP surfaces. REST today; A2A and MCP will sit beside it and call the same `ops`.
 
 pub mod rest;
+pub mod a2a;
