@@ -95,6 +95,18 @@ fn the_specific_rule_is_listed_before_the_schema_finding() {
 }
 
 #[test]
+fn a_legacy_profile_reads_as_two_findings_not_a_list_of_every_facet() {
+    let bad = arg(&vector("discovery/invalid/discovery.no-legacy-profile--a2a.json"));
+    let out = openwop(&["--now", NOW, &bad]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with(&format!("{bad}:/a2a/profiles/1: discovery.no-legacy-profile: ")), "{text}");
+    assert!(lines[1].starts_with(&format!("{bad}:/a2a/profiles/1: schema: ")), "{text}");
+    assert!(!text.contains("Unevaluated properties"), "{text}");
+}
+
+#[test]
 fn json_output_is_an_array_of_path_pointer_rule_message() {
     let bad = arg(&vector("discovery/invalid/discovery.refresh-overdue--a2a.json"));
     let valid = arg(&vector("discovery/valid/minimal.json"));

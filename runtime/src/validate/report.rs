@@ -37,12 +37,13 @@ impl Report {
     /// Records one validated document and its findings. Within a document a specific rule
     /// comes before the generic `schema` finding it may restate, so a reader meets the
     /// sentence that says what to change first; then pointers in document order.
-    pub fn add(&mut self, path: &str, mut findings: Vec<Finding>) {
+    pub fn add(&mut self, path: &str, findings: Vec<Finding>) {
         self.documents += 1;
         if findings.is_empty() {
             return;
         }
         self.invalid += 1;
+        let mut findings = without_cascades(findings);
         findings.sort_by(|a, b| {
             (a.rule == "schema")
                 .cmp(&(b.rule == "schema"))
@@ -104,6 +105,34 @@ impl Report {
     }
 }
 
+/// What the JSON Schema crate says when an object has properties no subschema evaluated.
+const UNEVALUATED: &str = "Unevaluated properties are not allowed";
+
+/// Drops the `unevaluatedProperties` findings that only echo another failure.
+///
+/// A family record is `allOf: [record header, facet file]` closed by
+/// `unevaluatedProperties: false`. When any branch fails, JSON Schema discards that
+/// branch's annotations, so every property of the record then reads as unexpected: one
+/// wrong `profiles` entry also yields "'versions', 'preferredVersion', … were unexpected",
+/// which sends a reader after the wrong fix. Such a finding is kept only when nothing else
+/// was found at or under its pointer, i.e. when a property really is unknown. The cost: an
+/// unknown property beside another error in the same record shows up on the next run.
+fn without_cascades(findings: Vec<Finding>) -> Vec<Finding> {
+    let is_cascade = |f: &Finding| f.rule == "schema" && f.message.starts_with(UNEVALUATED);
+    let explained = |f: &Finding| {
+        findings
+            .iter()
+            .any(|other| !is_cascade(other) && within(&other.pointer, &f.pointer))
+    };
+    let keep: Vec<bool> = findings.iter().map(|f| !(is_cascade(f) && explained(f))).collect();
+    findings.into_iter().zip(keep).filter_map(|(f, k)| k.then_some(f)).collect()
+}
+
+/// Whether `pointer` is `parent` or names something inside it.
+fn within(pointer: &str, parent: &str) -> bool {
+    pointer == parent || (pointer.starts_with(parent) && pointer[parent.len()..].starts_with('/'))
+}
+
 fn plural(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
@@ -157,6 +186,32 @@ mod tests {
                 ("/a2a/profiles/2", "discovery.no-legacy-profile"),
                 ("/a2a/profiles/10", "discovery.no-legacy-profile"),
                 ("", "schema"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unevaluated_properties_echo_is_dropped_but_a_real_unknown_property_is_kept() {
+        let echo = |pointer: &str| Finding {
+            pointer: pointer.into(),
+            rule: "schema".into(),
+            message: format!("{UNEVALUATED} ('versions', 'profiles' were unexpected)"),
+        };
+        let mut report = Report::default();
+        report.add("a.json", vec![echo("/a2a"), finding("/a2a/profiles/1", "schema"), finding("/a2a/profiles/1", "discovery.no-legacy-profile")]);
+        report.add("b.json", vec![echo("/a2a"), finding("/mcp/features/0", "schema")]);
+        report.add("c.json", vec![echo("/a2a"), finding("/a2aX", "schema")]);
+        let kept: Vec<(&str, &str)> =
+            report.entries().iter().map(|e| (e.path.as_str(), e.pointer.as_str())).collect();
+        assert_eq!(
+            kept,
+            [
+                ("a.json", "/a2a/profiles/1"),
+                ("a.json", "/a2a/profiles/1"),
+                ("b.json", "/a2a"),
+                ("b.json", "/mcp/features/0"),
+                ("c.json", "/a2a"),
+                ("c.json", "/a2aX"),
             ]
         );
     }
