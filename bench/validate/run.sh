@@ -17,13 +17,14 @@ cd "$root"
 
 # The dev profile, like every other build here; the numbers are a floor for a release build.
 # OPENWOP_BIN names another binary to measure instead (no build then).
+target_dir=${CARGO_TARGET_DIR:-$root/target}
 bin=${OPENWOP_BIN:-}
 if [ -z "$bin" ]; then
   cargo build --quiet -p openwop
-  bin="$root/target/debug/openwop"
+  bin="$target_dir/debug/openwop"
 fi
 
-venv="$root/target/bench-validate-venv"
+venv="$target_dir/bench-validate-venv"
 jsonschema_version=4.26.0
 if ! "$venv/bin/python" -c "import jsonschema" 2>/dev/null; then
   python3 -m venv "$venv"
