@@ -2,6 +2,7 @@
 //! `openwop-generated` crate as a set of files. `cargo xtask codegen` is a thin CLI over
 //! [`generate`], [`write`] and [`stale`].
 
+mod bundle;
 mod check;
 mod emit;
 mod error;
@@ -10,6 +11,7 @@ mod fresh;
 mod load;
 mod map;
 mod openapi;
+mod project;
 mod registry;
 mod templates;
 mod uris;
@@ -113,7 +115,16 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     );
     progress(&format!("validators with {} rule modules", names.len()));
 
-    let modules = ["dispatch", "errors", "schemas", "validators"];
+    let bundled = bundle::bundle(&corpus, &uris)?;
+    out.warnings.extend(bundled.warnings.iter().cloned());
+    let (models, count, model_warnings) = emit::models::emit(&bundled)?;
+    out.warnings.extend(model_warnings);
+    let mut model_in = schema_in.clone();
+    model_in.push(load::OPENAPI);
+    out.files.insert("src/models.rs".to_owned(), format::rust("src/models.rs", &corpus.provenance(&model_in), models)?);
+    progress(&format!("models: {count} types, {} aliases", bundled.aliases.len()));
+
+    let modules = ["dispatch", "errors", "models", "schemas", "validators"];
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
     out.files.insert("src/lib.rs".to_owned(), format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?);

@@ -189,3 +189,37 @@ fn upstream_corpus_generates() {
     assert!(dispatch.contains("method: \"ListTaskPushNotificationConfigs\""));
     assert!(dispatch.contains("http_path: \"/tasks/{id}/pushNotificationConfigs/{configId}\""));
 }
+
+/// typify panics on an enum whose values fold onto one variant name; the type falls back to
+/// `serde_json::Value` with a warning naming it and where it came from, and the rest is typed.
+#[test]
+fn a_schema_typify_panics_on_falls_back_to_value() {
+    let root = mini_copy("typify-panic");
+    edit_json(&root.join("schemas/v2/ids.schema.json"), |doc| {
+        doc["$defs"]["clashing"] = json!({"description": "Two values, one variant name.", "enum": ["a.b", "a-b"]});
+    });
+    let output = gen_mini(&root).expect("generation survives the panic");
+    let warning = output
+        .warnings
+        .iter()
+        .find(|w| w.contains("typify cannot type Clashing"))
+        .unwrap_or_else(|| panic!("no fallback warning in {:?}", output.warnings));
+    assert!(warning.contains("schemas/v2/ids.schema.json#/$defs/clashing"), "{warning}");
+    let models = &output.files["src/models.rs"];
+    let at = models.find("pub struct Clashing(").unwrap_or_else(|| panic!("no Clashing type in:\n{models}"));
+    assert!(models[at..].lines().next().unwrap_or_default().contains("serde_json::Value"), "{}", &models[at..at + 120]);
+    assert!(models.contains("pub struct RunSnapshot"), "the other types are still typed");
+}
+
+#[test]
+fn models_take_descriptions_and_projection() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    let models = &output.files["src/models.rs"];
+    assert!(models.contains("///A run as the wire shows it."), "doc comment from description");
+    assert!(models.contains("pub struct RunSnapshot"));
+    assert!(models.contains("pub enum RunStatus"));
+    // `const: "snapshot"` became a one-value enum rather than an untyped Value.
+    assert!(models.contains("Snapshot,"), "{models}");
+    // The reference to a missing file is an untyped value, not a failure.
+    assert!(models.contains("pub owner: ::std::option::Option<::serde_json::Value>"), "{models}");
+}

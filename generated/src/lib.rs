@@ -14,5 +14,6 @@
 )]
 pub mod dispatch;
 pub mod errors;
+pub mod models;
 pub mod schemas;
 pub mod validators;

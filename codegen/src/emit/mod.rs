@@ -4,5 +4,6 @@ pub(crate) mod cargo_toml;
 pub(crate) mod dispatch;
 pub(crate) mod errors;
 pub(crate) mod lib_rs;
+pub(crate) mod models;
 pub(crate) mod schemas;
 pub(crate) mod validators;

@@ -1,0 +1,195 @@
+//! `generated/src/models.rs`: serde types for the bundled schemas, written by typify.
+//!
+//! typify 0.8 panics on some schemas instead of returning an error, so every run is wrapped
+//! in `catch_unwind`. When the whole namespace panics, each type is tried alone (its
+//! neighbours stubbed as `serde_json::Value`); a type that panics alone is replaced by
+//! `serde_json::Value` and a warning names it. If the namespace still panics after that,
+//! generation fails naming the types involved.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use schemars::schema::{RootSchema, Schema, SchemaObject};
+use serde_json::{Map, Value};
+use typify::{TypeSpace, TypeSpaceSettings};
+
+use crate::bundle::Bundle;
+use crate::error::{Error, Result};
+use crate::format::ident;
+
+/// The models module, the number of types typify saw, and warnings for fallbacks.
+pub(crate) fn emit(bundle: &Bundle) -> Result<(TokenStream, usize, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let mut defs: BTreeMap<String, Schema> = BTreeMap::new();
+    for (name, value) in &bundle.defs {
+        match serde_json::from_value::<Schema>(value.clone()) {
+            Ok(schema) => {
+                defs.insert(name.clone(), schema);
+            }
+            Err(e) => {
+                warnings.push(format!("{}: not a schema typify reads ({e}); {name} is serde_json::Value", origin(bundle, name)));
+                defs.insert(name.clone(), untyped(value));
+            }
+        }
+    }
+
+    let stream = match typify_unique(&mut defs, &mut warnings)? {
+        Ok(stream) => stream,
+        Err(first_panic) => {
+            let names: Vec<String> = defs.keys().cloned().collect();
+            for name in names {
+                let mut alone: BTreeMap<String, Schema> = defs.keys().map(|k| (k.clone(), any())).collect();
+                alone.insert(name.clone(), defs[&name].clone());
+                if let Err(message) = typify_all(&alone).map(|_| ()) {
+                    warnings.push(format!(
+                        "typify cannot type {name} ({}): {message}; it is serde_json::Value",
+                        origin(bundle, &name)
+                    ));
+                    let doc = bundle.defs.get(&name).cloned().unwrap_or(Value::Null);
+                    defs.insert(name, untyped(&doc));
+                }
+            }
+            typify_unique(&mut defs, &mut warnings)?.map_err(|message| Error::Typify {
+                schema: format!("the bundled namespace (first failure: {first_panic})"),
+                message,
+            })?
+        }
+    };
+
+    let aliases = bundle.aliases.iter().filter(|(_, target)| defs.contains_key(*target)).map(|(alias, target)| {
+        let (alias, target) = (ident(alias), ident(target));
+        let doc = format!(" Another name for [`{target}`].");
+        quote!(#[doc = #doc] pub type #alias = #target;)
+    });
+
+    let count = defs.len();
+    Ok((
+        quote! {
+            //! serde types for every corpus schema definition and OpenAPI component.
+
+            #stream
+
+            #(#aliases)*
+        },
+        count,
+        warnings,
+    ))
+}
+
+fn origin(bundle: &Bundle, name: &str) -> String {
+    bundle.origin.get(name).cloned().unwrap_or_else(|| name.to_owned())
+}
+
+fn any() -> Schema {
+    Schema::Bool(true)
+}
+
+/// A schema that types as `serde_json::Value`, keeping the description as the doc comment.
+fn untyped(original: &Value) -> Schema {
+    let mut obj = Map::new();
+    if let Some(description) = original.get("description") {
+        obj.insert("description".to_owned(), description.clone());
+    }
+    serde_json::from_value(Value::Object(obj)).unwrap_or(Schema::Bool(true))
+}
+
+/// Runs typify until no two types share a name. typify names an inline schema after its
+/// parent and property (`HostEvent.type` → `HostEventType`) without looking at definitions
+/// of that name; the definition yields and becomes `<Name>Def`, references included.
+/// The outer error is a name clash no rename can fix; the inner one is a typify panic.
+fn typify_unique(
+    defs: &mut BTreeMap<String, Schema>,
+    warnings: &mut Vec<String>,
+) -> Result<std::result::Result<TokenStream, String>> {
+    for _ in 0..8 {
+        let (stream, names) = match typify_all(defs) {
+            Ok(done) => done,
+            Err(message) => return Ok(Err(message)),
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        let clashes: Vec<String> = names.into_iter().filter(|n| !seen.insert(n.clone())).collect();
+        if clashes.is_empty() {
+            return Ok(Ok(stream));
+        }
+        for clash in clashes {
+            let Some(schema) = defs.remove(&clash) else {
+                return Err(Error::Typify {
+                    schema: clash.clone(),
+                    message: "typify gives two inline types this name".to_owned(),
+                });
+            };
+            let renamed = format!("{clash}Def");
+            warnings.push(format!("model {clash} is also the name typify gives an inline type; the definition is {renamed}"));
+            defs.insert(renamed.clone(), schema);
+            rename_refs(defs, &clash, &renamed);
+        }
+    }
+    Err(Error::Typify { schema: "the bundled namespace".to_owned(), message: "type names still clash after renaming".to_owned() })
+}
+
+fn rename_refs(defs: &mut BTreeMap<String, Schema>, from: &str, to: &str) {
+    let (old, new) = (format!("#/$defs/{from}"), format!("#/$defs/{to}"));
+    for schema in defs.values_mut() {
+        let Ok(mut value) = serde_json::to_value(&*schema) else { continue };
+        if replace_ref(&mut value, &old, &new) {
+            if let Ok(updated) = serde_json::from_value(value) {
+                *schema = updated;
+            }
+        }
+    }
+}
+
+fn replace_ref(v: &mut Value, old: &str, new: &str) -> bool {
+    match v {
+        Value::Object(obj) => {
+            let mut changed = false;
+            for (k, child) in obj.iter_mut() {
+                if k == "$ref" && child.as_str() == Some(old) {
+                    *child = Value::String(new.to_owned());
+                    changed = true;
+                } else {
+                    changed |= replace_ref(child, old, new);
+                }
+            }
+            changed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |acc, item| replace_ref(item, old, new) || acc),
+        _ => false,
+    }
+}
+
+/// One typify run over the whole namespace: the code and the name of every type it made.
+fn typify_all(defs: &BTreeMap<String, Schema>) -> std::result::Result<(TokenStream, Vec<String>), String> {
+    let root = RootSchema {
+        meta_schema: None,
+        schema: SchemaObject::default(),
+        definitions: defs.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
+    let mut settings = TypeSpaceSettings::default();
+    settings.with_struct_builder(false);
+    // Keep typify's panic messages off stderr; they come back as the error string.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut space = TypeSpace::new(&settings);
+        space.add_root_schema(root).map_err(|e| e.to_string())?;
+        // Only named types can clash; builtins (`Vec<String>`, `Option<T>`) repeat harmlessly.
+        let names: Vec<String> = space
+            .iter_types()
+            .map(|t| t.name())
+            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .collect();
+        Ok::<_, String>((space.to_stream(), names))
+    }));
+    std::panic::set_hook(previous);
+    match result {
+        Ok(inner) => inner,
+        Err(payload) => Err(payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "typify panicked".to_owned())),
+    }
+}
