@@ -33,6 +33,19 @@ pub(crate) struct Bundle {
     /// Alias name → target type name (components that are only a `$ref`).
     pub aliases: BTreeMap<String, String>,
     pub warnings: Vec<String>,
+    /// `(file, pointer)` → type name, for naming schemas found later (client operations).
+    index: BTreeMap<(String, String), String>,
+}
+
+impl Bundle {
+    /// The type a schema written in the OpenAPI document names, when it is a reference to
+    /// one (directly, or through a component that is only a reference).
+    pub(crate) fn named_in_openapi(&self, corpus: &Corpus, uris: &SchemaUris, schema: &Value) -> Option<String> {
+        let mut b = Bundler { corpus, uris, index: self.index.clone(), warnings: Vec::new() };
+        let projected = b.schema(OPENAPI, schema, 0);
+        let name = projected.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?;
+        is_pure_ref(&projected).then(|| self.aliases.get(name).cloned().unwrap_or_else(|| name.to_owned()))
+    }
 }
 
 /// Files whose definitions become models: the documents and the facets, not the schemas of
@@ -149,6 +162,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         }
     }
     out.warnings = b.warnings;
+    out.index = b.index;
     Ok(out)
 }
 

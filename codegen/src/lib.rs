@@ -117,14 +117,28 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
 
     let bundled = bundle::bundle(&corpus, &uris)?;
     out.warnings.extend(bundled.warnings.iter().cloned());
-    let (models, count, model_warnings) = emit::models::emit(&bundled)?;
-    out.warnings.extend(model_warnings);
+    let models = emit::models::emit(&bundled)?;
+    out.warnings.extend(models.warnings.iter().cloned());
     let mut model_in = schema_in.clone();
     model_in.push(load::OPENAPI);
-    out.files.insert("src/models.rs".to_owned(), format::rust("src/models.rs", &corpus.provenance(&model_in), models)?);
-    progress(&format!("models: {count} types, {} aliases", bundled.aliases.len()));
+    out.files.insert(
+        "src/models.rs".to_owned(),
+        format::rust("src/models.rs", &corpus.provenance(&model_in), models.tokens.clone())?,
+    );
+    progress(&format!("models: {} types, {} aliases", models.count, bundled.aliases.len()));
 
-    let modules = ["dispatch", "errors", "models", "schemas", "validators"];
+    let named = |schema: &serde_json::Value| {
+        let name = bundled.named_in_openapi(&corpus, &uris, schema)?;
+        let name = models.renames.get(&name).cloned().unwrap_or(name);
+        models.type_names.contains(&name).then_some(name)
+    };
+    out.files.insert(
+        "src/client.rs".to_owned(),
+        format::rust("src/client.rs", &corpus.provenance(&model_in), emit::client::emit(&corpus, &ops, &named))?,
+    );
+    progress(&format!("client: {} operations", ops.len()));
+
+    let modules = ["client", "dispatch", "errors", "models", "schemas", "validators"];
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
     out.files.insert("src/lib.rs".to_owned(), format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?);

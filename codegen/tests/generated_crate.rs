@@ -97,3 +97,58 @@ fn discovery_vectors() {
         assert!(!validators::validate_discovery(&doc, &opts).is_empty(), "{name} passed");
     }
 }
+
+#[test]
+fn path_segments_are_projected() {
+    use openwop_generated::client::project_path_segment;
+    assert_eq!(project_path_segment("run_01.ab-CD"), "run_01.ab-CD");
+    assert_eq!(project_path_segment("acme/run 1~x"), "acme~2Frun~201~7Ex");
+    assert_eq!(project_path_segment("é"), "~C3~A9");
+}
+
+/// One canned HTTP exchange on a loopback socket: returns the request head it received.
+fn serve_once(status_line: &'static str, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut buf = [0u8; 4096];
+        let n = stream.read(&mut buf).unwrap_or(0);
+        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let response = format!(
+            "HTTP/1.1 {status_line}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.write_all(response.as_bytes());
+        head
+    });
+    (format!("http://{addr}"), handle)
+}
+
+#[tokio::test]
+async fn the_client_projects_ids_sends_the_key_and_decodes_the_envelope() {
+    use openwop_generated::client::{Client, Error};
+    let (base, server) = serve_once("404 Not Found", r#"{"error":"not_found","message":"no such run"}"#);
+    let client = Client::new(base).with_api_key("k1");
+    let result = client.get_run("acme/run 1").await;
+    let head = server.join().expect("server thread");
+    assert!(head.starts_with("GET /runs/acme~2Frun~201 HTTP/1.1"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("authorization: bearer k1"), "{head}");
+    match result {
+        Err(Error::Api { status, envelope }) => {
+            assert_eq!(status, 404);
+            assert_eq!(envelope.error, "not_found");
+        }
+        other => panic!("expected the envelope, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_non_envelope_error_is_a_decode_error() {
+    use openwop_generated::client::{Client, Error};
+    let (base, server) = serve_once("502 Bad Gateway", "upstream down");
+    let result = Client::new(base).list_agents().await;
+    let _ = server.join();
+    assert!(matches!(result, Err(Error::Decode { status: 502, .. })), "{result:?}");
+}

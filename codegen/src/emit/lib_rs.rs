@@ -14,7 +14,7 @@ pub(crate) fn emit(modules: &[&str]) -> TokenStream {
         // rustfmt would undo prettyplease's layout and make `--check` fail.
         #![cfg_attr(rustfmt, rustfmt_skip)]
         // Generated code is judged by the generator's tests, not by lints meant for hand-written code.
-        #![allow(clippy::all, clippy::pedantic, missing_docs, dead_code, unreachable_patterns, unused_imports, unused_variables, non_camel_case_types)]
+        #![allow(clippy::all, clippy::pedantic, missing_docs, dead_code, unreachable_patterns, unused_imports, unused_mut, unused_variables, non_camel_case_types)]
 
         #( pub mod #modules; )*
     }

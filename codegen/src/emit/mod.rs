@@ -1,6 +1,7 @@
 //! One module per generated file.
 
 pub(crate) mod cargo_toml;
+pub(crate) mod client;
 pub(crate) mod dispatch;
 pub(crate) mod errors;
 pub(crate) mod lib_rs;

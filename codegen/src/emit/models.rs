@@ -19,8 +19,19 @@ use crate::bundle::Bundle;
 use crate::error::{Error, Result};
 use crate::format::ident;
 
-/// The models module, the number of types typify saw, and warnings for fallbacks.
-pub(crate) fn emit(bundle: &Bundle) -> Result<(TokenStream, usize, Vec<String>)> {
+/// What the models step produced.
+pub(crate) struct Models {
+    pub tokens: TokenStream,
+    pub warnings: Vec<String>,
+    /// Every named type typify emitted, plus the aliases.
+    pub type_names: std::collections::BTreeSet<String>,
+    /// Bundle name → emitted name, for definitions renamed to dodge a clash.
+    pub renames: BTreeMap<String, String>,
+    pub count: usize,
+}
+
+pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
+    let mut renames = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut defs: BTreeMap<String, Schema> = BTreeMap::new();
     for (name, value) in &bundle.defs {
@@ -35,8 +46,8 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<(TokenStream, usize, Vec<String>)>
         }
     }
 
-    let stream = match typify_unique(&mut defs, &mut warnings)? {
-        Ok(stream) => stream,
+    let (stream, mut type_names) = match typify_unique(&mut defs, &mut warnings, &mut renames)? {
+        Ok(done) => done,
         Err(first_panic) => {
             let names: Vec<String> = defs.keys().cloned().collect();
             for name in names {
@@ -51,31 +62,35 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<(TokenStream, usize, Vec<String>)>
                     defs.insert(name, untyped(&doc));
                 }
             }
-            typify_unique(&mut defs, &mut warnings)?.map_err(|message| Error::Typify {
+            typify_unique(&mut defs, &mut warnings, &mut renames)?.map_err(|message| Error::Typify {
                 schema: format!("the bundled namespace (first failure: {first_panic})"),
                 message,
             })?
         }
     };
 
-    let aliases = bundle.aliases.iter().filter(|(_, target)| defs.contains_key(*target)).map(|(alias, target)| {
+    let resolved: Vec<(String, String)> = bundle
+        .aliases
+        .iter()
+        .map(|(alias, target)| (alias.clone(), renames.get(target).cloned().unwrap_or_else(|| target.clone())))
+        .filter(|(alias, target)| type_names.contains(target) && !type_names.contains(alias))
+        .collect();
+    type_names.extend(resolved.iter().map(|(alias, _)| alias.clone()));
+    let aliases = resolved.iter().map(|(alias, target)| {
         let (alias, target) = (ident(alias), ident(target));
         let doc = format!(" Another name for [`{target}`].");
         quote!(#[doc = #doc] pub type #alias = #target;)
     });
 
     let count = defs.len();
-    Ok((
-        quote! {
-            //! serde types for every corpus schema definition and OpenAPI component.
+    let tokens = quote! {
+        //! serde types for every corpus schema definition and OpenAPI component.
 
-            #stream
+        #stream
 
-            #(#aliases)*
-        },
-        count,
-        warnings,
-    ))
+        #(#aliases)*
+    };
+    Ok(Models { tokens, warnings, type_names: type_names.into_iter().collect(), renames, count })
 }
 
 fn origin(bundle: &Bundle, name: &str) -> String {
@@ -102,16 +117,17 @@ fn untyped(original: &Value) -> Schema {
 fn typify_unique(
     defs: &mut BTreeMap<String, Schema>,
     warnings: &mut Vec<String>,
-) -> Result<std::result::Result<TokenStream, String>> {
+    renames: &mut BTreeMap<String, String>,
+) -> Result<std::result::Result<(TokenStream, Vec<String>), String>> {
     for _ in 0..8 {
         let (stream, names) = match typify_all(defs) {
             Ok(done) => done,
             Err(message) => return Ok(Err(message)),
         };
         let mut seen = std::collections::BTreeSet::new();
-        let clashes: Vec<String> = names.into_iter().filter(|n| !seen.insert(n.clone())).collect();
+        let clashes: Vec<String> = names.iter().filter(|n| !seen.insert((*n).clone())).cloned().collect();
         if clashes.is_empty() {
-            return Ok(Ok(stream));
+            return Ok(Ok((stream, names)));
         }
         for clash in clashes {
             let Some(schema) = defs.remove(&clash) else {
@@ -124,6 +140,7 @@ fn typify_unique(
             warnings.push(format!("model {clash} is also the name typify gives an inline type; the definition is {renamed}"));
             defs.insert(renamed.clone(), schema);
             rename_refs(defs, &clash, &renamed);
+            renames.insert(clash.clone(), renamed.clone());
         }
     }
     Err(Error::Typify { schema: "the bundled namespace".to_owned(), message: "type names still clash after renaming".to_owned() })

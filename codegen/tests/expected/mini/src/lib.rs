@@ -9,9 +9,11 @@
     dead_code,
     unreachable_patterns,
     unused_imports,
+    unused_mut,
     unused_variables,
     non_camel_case_types
 )]
+pub mod client;
 pub mod dispatch;
 pub mod errors;
 pub mod models;
