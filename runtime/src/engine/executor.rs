@@ -214,14 +214,14 @@ impl Engine {
                     state: Some(with_node_result(&run.state, &node.id, out.clone())),
                     ..Default::default()
                 };
-                let events = vec![node_started(&node.id, "transform"), node_completed(&node.id, Some(&out))];
+                let events = vec![node_started(&node.id, "core.transform"), node_completed(&node.id, Some(&out))];
                 self.store.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Continue)
             }
             Action::Fail { code, message } => {
                 let message = template::render(&json!(message), &ctx);
                 let (patch, mut events) = failure(&run, code, message.as_str().unwrap_or_default(), Some(&node.id));
-                events.insert(0, node_started(&node.id, "fail"));
+                events.insert(0, node_started(&node.id, "core.fail"));
                 self.store.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
@@ -230,9 +230,9 @@ impl Engine {
                 let data = template::render(&interrupt.data, &ctx);
                 let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
                 let kind = interrupt.kind.as_str();
+                // The payload is the interrupt as raised (the corpus closes it); the
+                // interrupt id travels in the snapshot and in interrupt.resolved.
                 let payload = json!({
-                    "interruptId": interrupt_id,
-                    "nodeId": node.id,
                     "kind": kind,
                     "key": format!("{}:{}", run.run_id, node.id),
                     "data": data,
@@ -248,7 +248,7 @@ impl Engine {
                     ..Default::default()
                 };
                 let events = vec![
-                    node_started(&node.id, "interrupt"),
+                    node_started(&node.id, "core.interrupt"),
                     NewEvent { event_type: "interrupt.requested".into(), node_id: Some(node.id.clone()), payload },
                 ];
                 self.store.advance(&run.run_id, running(), patch, events).await?;
@@ -274,7 +274,7 @@ impl Engine {
                 };
                 let deadline = now_ms().saturating_add(amount);
                 let patch = RunPatch { wait_until: Some(Some(deadline)), ..Default::default() };
-                self.store.advance(&run.run_id, running(), patch, vec![node_started(node_id, "wait")]).await?;
+                self.store.advance(&run.run_id, running(), patch, vec![node_started(node_id, "core.wait")]).await?;
                 deadline
             }
         };
@@ -310,18 +310,15 @@ impl Engine {
     }
 
     /// The change that resolving an interrupt makes, built inside the store's transaction.
-    pub fn on_resolve(&self, resolved_by: Value) -> OnResolve {
+    pub fn on_resolve(&self) -> OnResolve {
         Box::new(move |interrupt, run| {
             let resume = interrupt.resume_value.clone().unwrap_or(Value::Null);
-            let mut payload = json!({
+            let payload = json!({
                 "nodeId": interrupt.node_id,
                 "interruptId": interrupt.interrupt_id,
                 "kind": interrupt.kind,
                 "resumeValue": resume,
             });
-            if !resolved_by.is_null() {
-                payload["resolvedBy"] = resolved_by;
-            }
             let mut events = vec![NewEvent {
                 event_type: "interrupt.resolved".into(),
                 node_id: Some(interrupt.node_id.clone()),

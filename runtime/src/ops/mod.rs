@@ -292,8 +292,7 @@ impl Ops {
                 return Err(OpError::validation("a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}"));
             }
         }
-        let resolved_by = serde_json::to_value(subject).unwrap_or(Value::Null);
-        match self.store.resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve(resolved_by)).await {
+        match self.store.resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve()).await {
             Ok(adv) => {
                 self.engine.after_change(&adv);
                 Ok(adv.run)

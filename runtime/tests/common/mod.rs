@@ -63,7 +63,10 @@ impl TestHost {
     pub async fn snapshot(&self, key: &str, run_id: &str) -> Value {
         let r = self.get(&format!("/runs/{}", openwop::ids::project(run_id)), key).send().await.unwrap();
         assert_eq!(r.status(), 200);
-        r.json().await.unwrap()
+        let snap: Value = r.json().await.unwrap();
+        let findings = openwop_generated::validators::validate_run_snapshot(&snap);
+        assert!(findings.is_empty(), "snapshot {snap}: {findings:?}");
+        snap
     }
 
     /// Polls the snapshot until `status` matches, within 10 s.
@@ -88,5 +91,7 @@ pub async fn envelope(r: Response) -> (u16, Value) {
     let obj = body.as_object().expect("envelope is an object");
     assert!(obj.keys().all(|k| ["error", "message", "details"].contains(&k.as_str())), "closed envelope: {body}");
     assert!(body["error"].is_string() && body["message"].is_string(), "{body}");
+    let findings = openwop_generated::validators::validate_error_envelope(&body);
+    assert!(findings.is_empty(), "envelope {body}: {findings:?}");
     (status, body)
 }
