@@ -25,7 +25,6 @@ pub(crate) struct Operation {
     pub parameters: Vec<Parameter>,
     /// The request body's JSON schema, when it takes one.
     pub body: Option<Value>,
-    pub body_required: bool,
     /// The first 2xx response's JSON schema, when it has one.
     pub response: Option<Value>,
     /// The first 2xx response is `text/event-stream`.
@@ -73,7 +72,6 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
             }
             let body = op.get("requestBody").map(|b| resolve_local(doc, b));
             let body_schema = body.and_then(|b| b.pointer("/content/application~1json/schema")).cloned();
-            let body_required = body.and_then(|b| b.get("required")).and_then(Value::as_bool) == Some(true);
             let ok = op
                 .get("responses")
                 .and_then(Value::as_object)
@@ -87,7 +85,6 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                 summary: op.get("summary").and_then(Value::as_str).map(str::to_owned),
                 parameters,
                 body: body_schema,
-                body_required,
                 response,
                 streams,
             });

@@ -223,3 +223,14 @@ fn models_take_descriptions_and_projection() {
     // The reference to a missing file is an untyped value, not a failure.
     assert!(models.contains("pub owner: ::std::option::Option<::serde_json::Value>"), "{models}");
 }
+
+#[test]
+fn write_never_prunes_a_directory_that_is_not_a_generated_crate() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    let out = scratch("not-ours");
+    fs::write(out.join("notes.txt"), "mine\n").expect("seed");
+    write(&out, &output).expect("write");
+    assert!(out.join("notes.txt").is_file(), "a stranger's file was deleted");
+    let found = stale(&out, &output).expect("compare");
+    assert_eq!(found.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(), ["notes.txt"]);
+}

@@ -2,9 +2,10 @@
 //!
 //! Path parameters are positional `&str`s, projected into one path segment each (bytes
 //! outside `[A-Za-z0-9._-]` become `~XX`, the rule for tenant-bound ids). Query parameters
-//! are `Option<&str>`s. A JSON body or answer is the model type the OpenAPI document names
-//! when there is one, else `serde_json::Value`. A streaming operation answers the raw
-//! `reqwest::Response`. Header parameters are left to `Client::with_client`'s defaults.
+//! are `&str` when required, else `Option<&str>`. A JSON body or answer is the model type
+//! the OpenAPI document names when there is one, else `serde_json::Value`. A streaming
+//! operation answers the raw `reqwest::Response`. Header parameters are left to the
+//! `reqwest::Client` given to `Client::with_client` (its default headers).
 
 use std::collections::BTreeSet;
 
@@ -80,12 +81,17 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
     for p in op.parameters.iter().filter(|p| p.location == "query") {
         let arg = arg_name(&p.name);
         let key = &p.name;
-        args.push(quote!(#arg: Option<&str>));
-        query.push(quote! {
-            if let Some(value) = #arg {
-                query.push((#key, value));
-            }
-        });
+        if p.required {
+            args.push(quote!(#arg: &str));
+            query.push(quote!(query.push((#key, #arg));));
+        } else {
+            args.push(quote!(#arg: Option<&str>));
+            query.push(quote! {
+                if let Some(value) = #arg {
+                    query.push((#key, value));
+                }
+            });
+        }
     }
 
     let body = op.body.as_ref().map(|schema| {
