@@ -140,11 +140,27 @@ fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
     })
 }
 
+/// A `data` part's value with integral doubles read back as integers. A2A's `data` is a
+/// `google.protobuf.Value`, whose numbers are doubles, so protobuf-based peers (the Python
+/// SDK) send `60000` as `60000.0`; a workflow's `integer` input must still accept it.
+fn integral_numbers(value: &Value) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: beyond it a double is not one integer
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => json!(f as i64),
+            _ => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(integral_numbers).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), integral_numbers(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// The workflow input a message carries: its first object `data` part, else its text.
 fn inputs_of(message: &Value) -> Value {
     let parts = message.get("parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     if let Some(data) = parts.iter().find_map(|p| p.get("data").filter(|d| d.is_object())) {
-        return data.clone();
+        return integral_numbers(data);
     }
     let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
     if text.is_empty() { json!({}) } else { json!({"text": text.join("\n")}) }
@@ -158,7 +174,7 @@ fn resume_value_of(message: &Value) -> Option<Value> {
     }
     let parts = message.get("parts").and_then(Value::as_array)?;
     if let Some(data) = parts.iter().find_map(|p| p.get("data")) {
-        return Some(data.clone());
+        return Some(integral_numbers(data));
     }
     let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
     (!text.is_empty()).then(|| json!(text.join("\n")))
@@ -383,7 +399,9 @@ impl A2aState {
         let history = history_length(params)?;
         let include_artifacts = flag(params, "includeArtifacts")?;
         let context_filter = params.get("contextId").and_then(Value::as_str).filter(|s| !s.is_empty());
-        let status_filter = match params.get("status").and_then(Value::as_str).filter(|s| !s.is_empty() && *s != "TASK_STATE_UNSPECIFIED") {
+        // An unset status arrives as UNSPECIFIED, or as UNRECOGNIZED from the JS SDK's
+        // serializer; both mean "no filter".
+        let status_filter = match params.get("status").and_then(Value::as_str).filter(|s| !s.is_empty() && !matches!(*s, "TASK_STATE_UNSPECIFIED" | "UNRECOGNIZED")) {
             None => None,
             Some(wire) if A2A_TASK_STATES.iter().any(|r| r.wire == wire) => Some(wire),
             Some(_) => return Err(Fault::invalid_params("status", "is not a task state this host produces")),
@@ -470,6 +488,17 @@ mod tests {
         assert_eq!(resume_value_of(&m), Some(json!({"a": 1})));
         let with_meta = json!({"parts": [{"text": "x"}], "metadata": {"openwop": {"interrupt": {"resumeValue": "accept"}}}});
         assert_eq!(resume_value_of(&with_meta), Some(json!("accept")));
+    }
+
+    #[test]
+    fn integral_doubles_from_protobuf_peers_become_integers() {
+        let m = json!({"parts": [{"data": {"ms": 60000.0, "ratio": 0.5, "list": [1.0, 2.5], "big": 1e300}}]});
+        let inputs = inputs_of(&m);
+        assert!(inputs["ms"].is_i64(), "{inputs}");
+        assert_eq!(inputs["ms"], json!(60000));
+        assert_eq!(inputs["ratio"], json!(0.5));
+        assert_eq!(inputs["list"], json!([1, 2.5]));
+        assert!(inputs["big"].is_f64());
     }
 
     #[test]

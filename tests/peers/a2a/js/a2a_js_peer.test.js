@@ -1,0 +1,138 @@
+// The JS @a2a-js/sdk client against the host, over both bindings: card, blocking send,
+// multi-turn interrupt resolution, get, list, cancel, stream, and our errors as the SDK
+// parses them. Needs OPENWOP_BASE_URL and OPENWOP_API_KEY.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+
+import { Role, TaskState } from "@a2a-js/sdk";
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from "@a2a-js/sdk/client";
+import {
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
+
+const BASE = process.env.OPENWOP_BASE_URL?.replace(/\/$/, "");
+const KEY = process.env.OPENWOP_API_KEY;
+if (!BASE || !KEY) {
+  throw new Error("set OPENWOP_BASE_URL and OPENWOP_API_KEY");
+}
+
+// Every request carries the Bearer key the card's security scheme names.
+const fetchImpl = (input, init = {}) => {
+  const headers = new Headers(init.headers);
+  headers.set("Authorization", `Bearer ${KEY}`);
+  return fetch(input, { ...init, headers });
+};
+
+async function clientFor(binding) {
+  const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    preferredTransports: [binding],
+  });
+  return new ClientFactory(options).createFromUrl(BASE);
+}
+
+const dataPart = (value) => ({ content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "" });
+const textPart = (value) => ({ content: { $case: "text", value }, metadata: undefined, filename: "", mediaType: "" });
+
+function message(parts, { skill, taskId = "", contextId = "" } = {}) {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_USER,
+    parts,
+    metadata: skill ? { openwop: { skill } } : undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+const request = (msg, configuration = undefined) => ({ tenant: "", message: msg, configuration, metadata: undefined });
+
+test("card resolves with JSONRPC first, HTTP+JSON, and every routed workflow", async () => {
+  const client = await clientFor("JSONRPC");
+  const card = await client.getAgentCard();
+  assert.equal(card.supportedInterfaces[0].protocolBinding, "JSONRPC");
+  assert.ok(card.supportedInterfaces.some((i) => i.protocolBinding === "HTTP+JSON"));
+  const skills = card.skills.map((s) => s.id);
+  for (const id of ["echo", "approval", "slow"]) assert.ok(skills.includes(id), id);
+  assert.equal(card.capabilities.streaming, true);
+});
+
+for (const binding of ["JSONRPC", "HTTP+JSON"]) {
+  test(`${binding}: blocking send, get, list`, async () => {
+    const client = await clientFor(binding);
+    const task = await client.sendMessage(request(message([dataPart({ hello: binding })], { skill: "echo" })));
+    assert.equal(task.status.state, TaskState.TASK_STATE_COMPLETED);
+    assert.deepEqual(task.artifacts[0].parts[0].content.value, { hello: binding });
+    const got = await client.getTask({ tenant: "", id: task.id });
+    assert.equal(got.id, task.id);
+    assert.equal(got.contextId, task.contextId);
+    const listed = await client.listTasks({
+      tenant: "",
+      contextId: "",
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 100,
+      pageToken: "",
+      statusTimestampAfter: undefined,
+    });
+    assert.ok(listed.tasks.some((t) => t.id === task.id));
+  });
+
+  test(`${binding}: multi-turn interrupt resolution`, async () => {
+    const client = await clientFor(binding);
+    const first = await client.sendMessage(request(message([dataPart({ title: "ship it" })], { skill: "approval" })));
+    assert.equal(first.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    assert.equal(first.metadata.openwop.interrupt.kind, "approval");
+    const done = await client.sendMessage(request(message([dataPart({ action: "accept" })], { taskId: first.id })));
+    assert.equal(done.id, first.id);
+    assert.equal(done.contextId, first.contextId);
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
+    await assert.rejects(
+      client.sendMessage(request(message([textPart("again")], { taskId: first.id }))),
+      (e) => e instanceof UnsupportedOperationError,
+    );
+  });
+
+  test(`${binding}: cancel a slow task`, async () => {
+    const client = await clientFor(binding);
+    const task = await client.sendMessage(
+      request(message([dataPart({ ms: 60000 })], { skill: "slow" }), {
+        acceptedOutputModes: [],
+        taskPushNotificationConfig: undefined,
+        returnImmediately: true,
+      }),
+    );
+    assert.ok([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING].includes(task.status.state));
+    const cancelled = await client.cancelTask({ tenant: "", id: task.id, metadata: undefined });
+    assert.equal(cancelled.status.state, TaskState.TASK_STATE_CANCELED);
+    await assert.rejects(client.cancelTask({ tenant: "", id: task.id, metadata: undefined }), (e) => e instanceof TaskNotCancelableError);
+  });
+
+  test(`${binding}: stream sends the task first`, async () => {
+    const client = await clientFor(binding);
+    const events = [];
+    for await (const event of client.sendMessageStream(request(message([dataPart({ title: "stream" })], { skill: "approval" })))) {
+      events.push(event);
+    }
+    assert.ok(events.length >= 1);
+    assert.equal(events[0].payload.$case, "task");
+    for (const e of events.slice(1)) assert.ok(["statusUpdate", "artifactUpdate"].includes(e.payload.$case), e.payload.$case);
+    const last = events.at(-1).payload;
+    const state = last.$case === "task" ? last.value.status.state : last.value.status.state;
+    assert.equal(state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  });
+
+  test(`${binding}: an unknown task is TaskNotFoundError`, async () => {
+    const client = await clientFor(binding);
+    await assert.rejects(client.getTask({ tenant: "", id: "nobody/r-0000000000000000000000" }), (e) => e instanceof TaskNotFoundError);
+  });
+}
