@@ -40,11 +40,26 @@ pub(crate) struct Bundle {
 impl Bundle {
     /// The type a schema written in the OpenAPI document names, when it is a reference to
     /// one (directly, or through a component that is only a reference).
-    pub(crate) fn named_in_openapi(&self, corpus: &Corpus, uris: &SchemaUris, schema: &Value) -> Option<String> {
-        let mut b = Bundler { corpus, uris, index: self.index.clone(), warnings: Vec::new() };
+    pub(crate) fn named_in_openapi(
+        &self,
+        corpus: &Corpus,
+        uris: &SchemaUris,
+        schema: &Value,
+    ) -> Option<String> {
+        let mut b = Bundler {
+            corpus,
+            uris,
+            index: self.index.clone(),
+            warnings: Vec::new(),
+        };
         let projected = b.schema(OPENAPI, schema, 0);
         let name = projected.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?;
-        is_pure_ref(&projected).then(|| self.aliases.get(name).cloned().unwrap_or_else(|| name.to_owned()))
+        is_pure_ref(&projected).then(|| {
+            self.aliases
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.to_owned())
+        })
     }
 }
 
@@ -58,17 +73,36 @@ fn root_name(rel: &str) -> String {
     let file = rel.rsplit('/').next().unwrap_or(rel);
     let stem = file.strip_suffix(".schema.json").unwrap_or(file);
     let base = stem.to_upper_camel_case();
-    if rel.starts_with("spec/v2/facets/") { format!("{base}Facet") } else { base }
+    if rel.starts_with("spec/v2/facets/") {
+        format!("{base}Facet")
+    } else {
+        base
+    }
 }
 
 fn is_pure_ref(v: &Value) -> bool {
-    v.as_object().is_some_and(|o| o.contains_key("$ref") && o.keys().all(|k| matches!(k.as_str(), "$ref" | "description" | "title" | "$comment")))
+    v.as_object().is_some_and(|o| {
+        o.contains_key("$ref")
+            && o.keys()
+                .all(|k| matches!(k.as_str(), "$ref" | "description" | "title" | "$comment"))
+    })
 }
 
 /// A root worth a type of its own: it says something beyond pointing at a definition.
 fn root_is_type(v: &Value) -> bool {
     let Some(o) = v.as_object() else { return false };
-    !is_pure_ref(v) && ["type", "properties", "oneOf", "anyOf", "allOf", "enum", "items"].iter().any(|k| o.contains_key(*k))
+    !is_pure_ref(v)
+        && [
+            "type",
+            "properties",
+            "oneOf",
+            "anyOf",
+            "allOf",
+            "enum",
+            "items",
+        ]
+        .iter()
+        .any(|k| o.contains_key(*k))
 }
 
 struct Bundler<'a> {
@@ -95,7 +129,11 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         }
     }
     let mut alias_sources = Vec::new();
-    if let Some(components) = corpus.value(OPENAPI).pointer("/components/schemas").and_then(Value::as_object) {
+    if let Some(components) = corpus
+        .value(OPENAPI)
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+    {
         for (key, schema) in components {
             let pointer = format!("/components/schemas/{}", escape(key));
             if is_pure_ref(schema) {
@@ -108,24 +146,38 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
 
     // A root's name is derived, a `$defs` key or component name is the author's: when they
     // meet, the root yields and becomes `<Name>Document`.
-    let authored: std::collections::BTreeSet<String> =
-        sources.iter().filter(|(_, p, _)| !p.is_empty()).map(|(_, _, n)| n.clone()).collect();
+    let authored: std::collections::BTreeSet<String> = sources
+        .iter()
+        .filter(|(_, p, _)| !p.is_empty())
+        .map(|(_, _, n)| n.clone())
+        .collect();
     for (_, pointer, name) in sources.iter_mut() {
         if pointer.is_empty() && authored.contains(name.as_str()) {
             name.push_str("Document");
         }
     }
 
-    let mut b = Bundler { corpus, uris, index: BTreeMap::new(), warnings: Vec::new() };
+    let mut b = Bundler {
+        corpus,
+        uris,
+        index: BTreeMap::new(),
+        warnings: Vec::new(),
+    };
     let mut first_owner: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (rel, pointer, name) in &sources {
-        first_owner.entry(name.clone()).or_insert_with(|| (rel.clone(), pointer.clone()));
+        first_owner
+            .entry(name.clone())
+            .or_insert_with(|| (rel.clone(), pointer.clone()));
         b.index.insert((rel.clone(), pointer.clone()), name.clone());
     }
 
     let mut out = Bundle::default();
     for (rel, pointer, name) in &sources {
-        let raw = corpus.value(rel).pointer(pointer).cloned().unwrap_or(Value::Null);
+        let raw = corpus
+            .value(rel)
+            .pointer(pointer)
+            .cloned()
+            .unwrap_or(Value::Null);
         let projected = b.schema(rel, &raw, 0);
         let here = format!("{rel}#{pointer}");
         match out.defs.get(name) {
@@ -144,10 +196,18 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         }
     }
     for (pointer, name) in alias_sources {
-        let raw = corpus.value(OPENAPI).pointer(&pointer).cloned().unwrap_or(Value::Null);
+        let raw = corpus
+            .value(OPENAPI)
+            .pointer(&pointer)
+            .cloned()
+            .unwrap_or(Value::Null);
         let projected = b.schema(OPENAPI, &raw, 0);
         let alias = name.to_upper_camel_case();
-        match projected.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+        match projected
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+        {
             Some(target) if target == alias => {}
             Some(target) if !out.defs.contains_key(&alias) => {
                 out.aliases.insert(alias, target.to_owned());
@@ -155,7 +215,8 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
             // A component pointing at a missing file, or whose name another type holds.
             _ => {
                 if !out.defs.contains_key(&alias) {
-                    out.origin.insert(alias.clone(), format!("{OPENAPI}#{pointer}"));
+                    out.origin
+                        .insert(alias.clone(), format!("{OPENAPI}#{pointer}"));
                     out.defs.insert(alias, projected);
                 }
             }
@@ -198,18 +259,34 @@ impl Bundler<'_> {
                 for (k, child) in obj {
                     let child = match k.as_str() {
                         "$ref" => continue,
-                        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                        "properties" | "patternProperties" | "$defs" | "definitions"
+                        | "dependentSchemas" => {
                             Value::Object(child.as_object().map_or_else(Map::new, |m| {
-                                m.iter().map(|(name, s)| (name.clone(), self.schema(file, s, depth))).collect()
+                                m.iter()
+                                    .map(|(name, s)| (name.clone(), self.schema(file, s, depth)))
+                                    .collect()
                             }))
                         }
-                        "items" | "additionalItems" | "additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"
-                        | "propertyNames" | "contains" | "not" | "if" | "then" | "else" => match child {
-                            Value::Array(items) => Value::Array(items.iter().map(|s| self.schema(file, s, depth)).collect()),
+                        "items"
+                        | "additionalItems"
+                        | "additionalProperties"
+                        | "unevaluatedProperties"
+                        | "unevaluatedItems"
+                        | "propertyNames"
+                        | "contains"
+                        | "not"
+                        | "if"
+                        | "then"
+                        | "else" => match child {
+                            Value::Array(items) => Value::Array(
+                                items.iter().map(|s| self.schema(file, s, depth)).collect(),
+                            ),
                             other => self.schema(file, other, depth),
                         },
                         "allOf" | "anyOf" | "oneOf" | "prefixItems" => match child {
-                            Value::Array(items) => Value::Array(items.iter().map(|s| self.schema(file, s, depth)).collect()),
+                            Value::Array(items) => Value::Array(
+                                items.iter().map(|s| self.schema(file, s, depth)).collect(),
+                            ),
                             other => other.clone(),
                         },
                         _ => child.clone(),
@@ -240,13 +317,19 @@ impl Bundler<'_> {
         let target_file = if path.is_empty() {
             Some(file.to_owned())
         } else if path.contains("://") {
-            self.uris.by_file.iter().find(|(_, uri)| uri.as_str() == path).map(|(rel, _)| rel.clone())
+            self.uris
+                .by_file
+                .iter()
+                .find(|(_, uri)| uri.as_str() == path)
+                .map(|(rel, _)| rel.clone())
         } else {
             let rel = join_rel(dir_of(file), path);
             self.corpus.has(&rel).then_some(rel)
         };
         let Some(target_file) = target_file else {
-            let warning = format!("{file}: `$ref` {reference} names a file the corpus lacks; typed as serde_json::Value");
+            let warning = format!(
+                "{file}: `$ref` {reference} names a file the corpus lacks; typed as serde_json::Value"
+            );
             // Schema files' missing references are already reported once, with their pointer.
             if file == OPENAPI && !self.warnings.contains(&warning) {
                 self.warnings.push(warning);
@@ -257,7 +340,8 @@ impl Bundler<'_> {
             return Target::Named(name.clone());
         }
         let Some(raw) = self.corpus.value(&target_file).pointer(fragment).cloned() else {
-            let warning = format!("{file}: `$ref` {reference} points at nothing; typed as serde_json::Value");
+            let warning =
+                format!("{file}: `$ref` {reference} points at nothing; typed as serde_json::Value");
             if !self.warnings.contains(&warning) {
                 self.warnings.push(warning);
             }
@@ -271,7 +355,11 @@ impl Bundler<'_> {
         if let Some(o) = inlined.as_object_mut() {
             o.remove("$defs");
         }
-        match inlined.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+        match inlined
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+        {
             Some(name) if is_pure_ref(&inlined) => Target::Named(name.to_owned()),
             _ => Target::Inline(inlined),
         }

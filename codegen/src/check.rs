@@ -14,12 +14,21 @@ use crate::registry::ErrorRow;
 const RUN_SNAPSHOT: &str = "schemas/v2/run-snapshot.schema.json";
 
 fn cross(pointer: &str, message: String) -> Error {
-    Error::CrossCheck { file: INTEROP_MAP.to_owned(), pointer: pointer.to_owned(), message }
+    Error::CrossCheck {
+        file: INTEROP_MAP.to_owned(),
+        pointer: pointer.to_owned(),
+        message,
+    }
 }
 
 /// The run statuses in the order the map's plain task-state rows give them, after checking
 /// that every status of the run snapshot schema has exactly one plain row.
-pub(crate) fn run(corpus: &Corpus, errors: &[ErrorRow], map: &InteropMap, ops: &[Operation]) -> Result<Vec<String>> {
+pub(crate) fn run(
+    corpus: &Corpus,
+    errors: &[ErrorRow],
+    map: &InteropMap,
+    ops: &[Operation],
+) -> Result<Vec<String>> {
     operations(map, ops)?;
     error_codes(errors, map)?;
     refusals(map)?;
@@ -35,7 +44,11 @@ fn operations(map: &InteropMap, ops: &[Operation]) -> Result<()> {
         .a2a_operations
         .iter()
         .map(|r| (r.v2_operation.as_deref(), &r.pointer))
-        .chain(map.mcp_methods.iter().map(|r| (r.v2_operation.as_deref(), &r.pointer)));
+        .chain(
+            map.mcp_methods
+                .iter()
+                .map(|r| (r.v2_operation.as_deref(), &r.pointer)),
+        );
     for (op, pointer) in named {
         if let Some(op) = op {
             if !ids.contains(op) {
@@ -53,7 +66,13 @@ fn error_codes(errors: &[ErrorRow], map: &InteropMap) -> Result<()> {
     let codes: BTreeSet<&str> = errors.iter().map(|e| e.code.as_str()).collect();
     for r in &map.error_refs {
         if !codes.contains(r.code.as_str()) {
-            return Err(cross(&r.pointer, format!("error code `{}` is not a code of {ERRORS} (/rows/*/code)", r.code)));
+            return Err(cross(
+                &r.pointer,
+                format!(
+                    "error code `{}` is not a code of {ERRORS} (/rows/*/code)",
+                    r.code
+                ),
+            ));
         }
     }
     Ok(())
@@ -62,10 +81,16 @@ fn error_codes(errors: &[ErrorRow], map: &InteropMap) -> Result<()> {
 fn refusals(map: &InteropMap) -> Result<()> {
     for op in &map.a2a_operations {
         if let Some(refusal) = &op.refusal {
-            if !map.a2a_errors.iter().any(|e| &e.name == refusal || &e.variant == refusal) {
+            if !map
+                .a2a_errors
+                .iter()
+                .any(|e| &e.name == refusal || &e.variant == refusal)
+            {
                 return Err(cross(
                     &format!("{}/refusal", op.pointer),
-                    format!("refusal `{refusal}` is not the name of an a2a.errors row of {INTEROP_MAP}"),
+                    format!(
+                        "refusal `{refusal}` is not the name of an a2a.errors row of {INTEROP_MAP}"
+                    ),
                 ));
             }
         }
@@ -87,10 +112,16 @@ fn requires(corpus: &Corpus, map: &InteropMap) -> Result<()> {
             };
             let file = format!("{FACETS_DIR}/{family}.schema.json");
             if !corpus.has(&file) {
-                return Err(cross(&at, format!("`{req}` names family `{family}`, but {file} does not exist")));
+                return Err(cross(
+                    &at,
+                    format!("`{req}` names family `{family}`, but {file} does not exist"),
+                ));
             }
             if !facet_has_field(corpus.value(&file), field) {
-                return Err(cross(&at, format!("`{req}` names no facet field: {file} has no `properties.{field}`")));
+                return Err(cross(
+                    &at,
+                    format!("`{req}` names no facet field: {file} has no `properties.{field}`"),
+                ));
             }
         }
     }
@@ -99,7 +130,10 @@ fn requires(corpus: &Corpus, map: &InteropMap) -> Result<()> {
 
 /// A facet field is a top-level property, possibly contributed by an `allOf` branch.
 fn facet_has_field(schema: &Value, field: &str) -> bool {
-    schema.get("properties").and_then(|p| p.get(field)).is_some()
+    schema
+        .get("properties")
+        .and_then(|p| p.get(field))
+        .is_some()
         || schema
             .get("allOf")
             .and_then(Value::as_array)
@@ -109,13 +143,29 @@ fn facet_has_field(schema: &Value, field: &str) -> bool {
 /// Where the run-status enum lives, in our layout and in upstream's.
 fn snapshot_statuses(corpus: &Corpus) -> Option<Vec<String>> {
     let doc = corpus.files.get(RUN_SNAPSHOT)?.value.clone();
-    for pointer in ["/$defs/runStatus", "/$defs/runSnapshot/properties/status", "/properties/status"] {
-        let Some(mut schema) = doc.pointer(pointer) else { continue };
-        if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+    for pointer in [
+        "/$defs/runStatus",
+        "/$defs/runSnapshot/properties/status",
+        "/properties/status",
+    ] {
+        let Some(mut schema) = doc.pointer(pointer) else {
+            continue;
+        };
+        if let Some(target) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+        {
             schema = doc.pointer(target)?;
         }
         if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-            return Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+            return Some(
+                values
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+            );
         }
     }
     None
@@ -124,11 +174,18 @@ fn snapshot_statuses(corpus: &Corpus) -> Option<Vec<String>> {
 fn task_states(corpus: &Corpus, map: &InteropMap) -> Result<Vec<String>> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     let mut ordered = Vec::new();
-    for row in map.task_states.iter().filter(|r| r.interrupt_kind.is_none()) {
+    for row in map
+        .task_states
+        .iter()
+        .filter(|r| r.interrupt_kind.is_none())
+    {
         if let Some(first) = seen.insert(&row.run_status, &row.pointer) {
             return Err(cross(
                 &format!("{}/runStatus", row.pointer),
-                format!("run status `{}` is repeated in a2a.taskState (first at {first}); only rows with interruptKind may repeat one", row.run_status),
+                format!(
+                    "run status `{}` is repeated in a2a.taskState (first at {first}); only rows with interruptKind may repeat one",
+                    row.run_status
+                ),
             ));
         }
         ordered.push(row.run_status.clone());
@@ -151,11 +208,18 @@ fn task_states(corpus: &Corpus, map: &InteropMap) -> Result<Vec<String>> {
             }
         }
     }
-    for row in map.task_states.iter().filter(|r| r.interrupt_kind.is_some()) {
+    for row in map
+        .task_states
+        .iter()
+        .filter(|r| r.interrupt_kind.is_some())
+    {
         if !seen.contains_key(row.run_status.as_str()) {
             return Err(cross(
                 &format!("{}/runStatus", row.pointer),
-                format!("override row for `{}` has no plain row to override in a2a.taskState", row.run_status),
+                format!(
+                    "override row for `{}` has no plain row to override in a2a.taskState",
+                    row.run_status
+                ),
             ));
         }
     }
@@ -177,12 +241,18 @@ fn mcp_task_statuses(map: &InteropMap, statuses: &[String]) -> Result<()> {
         if !seen.insert(row.run_status.as_str()) {
             return Err(cross(
                 &format!("{}/runStatus", row.pointer),
-                format!("run status `{}` is repeated in mcp.tasks.status", row.run_status),
+                format!(
+                    "run status `{}` is repeated in mcp.tasks.status",
+                    row.run_status
+                ),
             ));
         }
     }
     if let Some(missing) = statuses.iter().find(|s| !seen.contains(s.as_str())) {
-        return Err(cross("/mcp/tasks/status", format!("run status `{missing}` has no row in mcp.tasks.status")));
+        return Err(cross(
+            "/mcp/tasks/status",
+            format!("run status `{missing}` has no row in mcp.tasks.status"),
+        ));
     }
     Ok(())
 }

@@ -10,11 +10,29 @@ pub(crate) fn header(comment: &str, provenance: &str) -> String {
 }
 
 pub(crate) fn rust(file: &str, provenance: &str, tokens: TokenStream) -> Result<String> {
-    let parsed = syn::parse2::<syn::File>(tokens).map_err(|e| Error::Format {
+    let mut parsed = syn::parse2::<syn::File>(tokens).map_err(|e| Error::Format {
         file: file.to_owned(),
         message: e.to_string(),
     })?;
-    Ok(format!("{}{}", header("//", provenance), prettyplease::unparse(&parsed)))
+    skip_rustfmt(&mut parsed);
+    Ok(format!(
+        "{}{}",
+        header("//", provenance),
+        prettyplease::unparse(&parsed)
+    ))
+}
+
+/// rustfmt would undo prettyplease's layout and make `--check` fail; a crate-level skip does
+/// not reach module files, so every file carries its own.
+pub(crate) fn skip_rustfmt(file: &mut syn::File) {
+    let attr: syn::Attribute = syn::parse_quote!(#![cfg_attr(rustfmt, rustfmt_skip)]);
+    let present = file.attrs.iter().any(|a| {
+        let text = quote::ToTokens::to_token_stream(a).to_string();
+        text.contains("rustfmt_skip") || text.contains("rustfmt :: skip")
+    });
+    if !present {
+        file.attrs.push(attr);
+    }
 }
 
 /// An optional string as tokens: `Some("x")` or `None`.

@@ -62,7 +62,11 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let started = Instant::now();
     let spec_root = config.spec_root.as_path();
     let corpus = load::Corpus::load(spec_root)?;
-    progress(&format!("loaded {} corpus files from {}", corpus.files.len(), spec_root.display()));
+    progress(&format!(
+        "loaded {} corpus files from {}",
+        corpus.files.len(),
+        spec_root.display()
+    ));
 
     let errors = registry::load(&corpus)?;
     progress(&format!("{}: {} error codes", load::ERRORS, errors.len()));
@@ -85,12 +89,24 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let errors_in = [load::ERRORS, load::INTEROP_MAP];
     out.files.insert(
         "src/errors.rs".to_owned(),
-        format::rust("src/errors.rs", &corpus.provenance(&errors_in), emit::errors::emit(&errors, &map)?)?,
+        format::rust(
+            "src/errors.rs",
+            &corpus.provenance(&errors_in),
+            emit::errors::emit(&errors, &map)?,
+        )?,
     );
-    let dispatch_in = [load::INTEROP_MAP, load::OPENAPI, "schemas/v2/run-snapshot.schema.json"];
+    let dispatch_in = [
+        load::INTEROP_MAP,
+        load::OPENAPI,
+        "schemas/v2/run-snapshot.schema.json",
+    ];
     out.files.insert(
         "src/dispatch.rs".to_owned(),
-        format::rust("src/dispatch.rs", &corpus.provenance(&dispatch_in), emit::dispatch::emit(&statuses, &map, &ops))?,
+        format::rust(
+            "src/dispatch.rs",
+            &corpus.provenance(&dispatch_in),
+            emit::dispatch::emit(&statuses, &map, &ops),
+        )?,
     );
 
     let uris = uris::resolve(&corpus);
@@ -100,18 +116,31 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let schema_in: Vec<&str> = corpus.schema_files.iter().map(String::as_str).collect();
     out.files.insert(
         "src/schemas.rs".to_owned(),
-        format::rust("src/schemas.rs", &corpus.provenance(&schema_in), emit::schemas::emit(&corpus, &uris))?,
+        format::rust(
+            "src/schemas.rs",
+            &corpus.provenance(&schema_in),
+            emit::schemas::emit(&corpus, &uris),
+        )?,
     );
-    progress(&format!("embedded {} schema files ({} referenced files missing)", schema_in.len(), uris.missing.len()));
+    progress(&format!(
+        "embedded {} schema files ({} referenced files missing)",
+        schema_in.len(),
+        uris.missing.len()
+    ));
 
     let templates = templates::load(&config.templates_dir)?;
     let names: Vec<String> = templates.iter().map(|t| t.name.clone()).collect();
     for t in templates {
-        out.files.insert(format!("src/validators/{}.rs", t.name), t.rendered);
+        out.files
+            .insert(format!("src/validators/{}.rs", t.name), t.rendered);
     }
     out.files.insert(
         "src/validators/mod.rs".to_owned(),
-        format::rust("src/validators/mod.rs", &corpus.provenance(&schema_in), emit::validators::emit(&uris, &names))?,
+        format::rust(
+            "src/validators/mod.rs",
+            &corpus.provenance(&schema_in),
+            emit::validators::emit(&uris, &names),
+        )?,
     );
     progress(&format!("validators with {} rule modules", names.len()));
 
@@ -123,9 +152,17 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     model_in.push(load::OPENAPI);
     out.files.insert(
         "src/models.rs".to_owned(),
-        format::rust("src/models.rs", &corpus.provenance(&model_in), models.tokens.clone())?,
+        format::rust(
+            "src/models.rs",
+            &corpus.provenance(&model_in),
+            models.tokens.clone(),
+        )?,
     );
-    progress(&format!("models: {} types, {} aliases", models.count, bundled.aliases.len()));
+    progress(&format!(
+        "models: {} types, {} aliases",
+        models.count,
+        bundled.aliases.len()
+    ));
 
     let named = |schema: &serde_json::Value| {
         let name = bundled.named_in_openapi(&corpus, &uris, schema)?;
@@ -134,16 +171,35 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     };
     out.files.insert(
         "src/client.rs".to_owned(),
-        format::rust("src/client.rs", &corpus.provenance(&model_in), emit::client::emit(&corpus, &ops, &named))?,
+        format::rust(
+            "src/client.rs",
+            &corpus.provenance(&model_in),
+            emit::client::emit(&corpus, &ops, &named),
+        )?,
     );
     progress(&format!("client: {} operations", ops.len()));
 
-    let modules = ["client", "dispatch", "errors", "models", "schemas", "validators"];
+    let modules = [
+        "client",
+        "dispatch",
+        "errors",
+        "models",
+        "schemas",
+        "validators",
+    ];
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
-    out.files.insert("src/lib.rs".to_owned(), format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?);
-    out.files.insert("Cargo.toml".to_owned(), emit::cargo_toml::emit(&provenance));
+    out.files.insert(
+        "src/lib.rs".to_owned(),
+        format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?,
+    );
+    out.files
+        .insert("Cargo.toml".to_owned(), emit::cargo_toml::emit(&provenance));
 
-    progress(&format!("rendered {} files in {:.2?}", out.files.len(), started.elapsed()));
+    progress(&format!(
+        "rendered {} files in {:.2?}",
+        out.files.len(),
+        started.elapsed()
+    ));
     Ok(out)
 }

@@ -50,7 +50,10 @@ impl Corpus {
             }
         }
         schema_files.sort();
-        Ok(Self { files, schema_files })
+        Ok(Self {
+            files,
+            schema_files,
+        })
     }
 
     pub fn value(&self, rel: &str) -> &Value {
@@ -97,7 +100,11 @@ fn read_json(root: &Path, rel: &str) -> Result<CorpusFile> {
         format: "JSON",
         message: e.to_string(),
     })?;
-    Ok(CorpusFile { sha256: digest(&text), text, value })
+    Ok(CorpusFile {
+        sha256: digest(&text),
+        text,
+        value,
+    })
 }
 
 fn read_yaml(root: &Path, rel: &str) -> Result<CorpusFile> {
@@ -107,7 +114,11 @@ fn read_yaml(root: &Path, rel: &str) -> Result<CorpusFile> {
         format: "YAML",
         message: e.to_string(),
     })?;
-    Ok(CorpusFile { sha256: digest(&text), text, value })
+    Ok(CorpusFile {
+        sha256: digest(&text),
+        text,
+        value,
+    })
 }
 
 fn list_schema_files(root: &Path, dir: &str) -> Result<Vec<String>> {
@@ -119,7 +130,10 @@ fn list_schema_files(root: &Path, dir: &str) -> Result<Vec<String>> {
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| Error::Read { path: path.clone(), source })?;
+        let entry = entry.map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".schema.json") && entry.path().is_file() {
             out.push(format!("{dir}/{name}"));

@@ -113,21 +113,35 @@ pub(crate) fn load(corpus: &Corpus) -> Result<InteropMap> {
             Some(name) => name,
             None => field_str(&at, row, &p, "upstream")?,
         };
-        let jsonrpc_code = at.i64(row, "/jsonrpc").map_err(|_| at.shape(&format!("{p}/jsonrpc"), "expected an integer JSON-RPC code"))?;
-        let http = at.i64(row, "/http").map_err(|_| at.shape(&format!("{p}/http"), "expected an integer HTTP status"))?;
+        let jsonrpc_code = at
+            .i64(row, "/jsonrpc")
+            .map_err(|_| at.shape(&format!("{p}/jsonrpc"), "expected an integer JSON-RPC code"))?;
+        let http = at
+            .i64(row, "/http")
+            .map_err(|_| at.shape(&format!("{p}/http"), "expected an integer HTTP status"))?;
         map.a2a_errors.push(A2aErrorRow {
             variant: a2a_variant(&name, jsonrpc_code),
             name,
             jsonrpc_code,
-            http_status: u16::try_from(http).map_err(|_| at.shape(&format!("{p}/http"), format!("{http} is not an HTTP status")))?,
+            http_status: u16::try_from(http).map_err(|_| {
+                at.shape(
+                    &format!("{p}/http"),
+                    format!("{http} is not an HTTP status"),
+                )
+            })?,
             grpc_status: field_str(&at, row, &p, "grpc")?,
             reason: opt_field(&at, row, &p, "reason")?,
             client_projection: opt_field(&at, row, &p, "clientProjection")?,
         });
     }
 
-    let tasks_extension = at.opt_str(doc, "/pins/mcpTasks/extension")?.map(str::to_owned);
-    for (list, extension) in [("/mcp/methods", None), ("/mcp/tasks/methods", tasks_extension)] {
+    let tasks_extension = at
+        .opt_str(doc, "/pins/mcpTasks/extension")?
+        .map(str::to_owned);
+    for (list, extension) in [
+        ("/mcp/methods", None),
+        ("/mcp/tasks/methods", tasks_extension),
+    ] {
         for (i, row) in at.opt_array(doc, list)?.iter().enumerate() {
             let p = format!("{list}/{i}");
             let names = match opt_field(&at, row, &p, "method")? {
@@ -139,7 +153,9 @@ pub(crate) fn load(corpus: &Corpus) -> Result<InteropMap> {
                 map.mcp_methods.push(McpMethod {
                     method,
                     v2_operation: opt_field(&at, row, &p, "v2Operation")?,
-                    requires: at.strings(row, "/requires").map_err(|_| at.shape(&format!("{p}/requires"), "expected an array of strings"))?,
+                    requires: at.strings(row, "/requires").map_err(|_| {
+                        at.shape(&format!("{p}/requires"), "expected an array of strings")
+                    })?,
                     extension: row_extension.clone(),
                     pointer: p.clone(),
                 });
@@ -151,7 +167,9 @@ pub(crate) fn load(corpus: &Corpus) -> Result<InteropMap> {
         let p = format!("/mcp/features/{i}");
         map.mcp_features.push(McpFeature {
             id: field_str(&at, row, &p, "id")?,
-            required_for: at.strings(row, "/requiredFor").map_err(|_| at.shape(&format!("{p}/requiredFor"), "expected an array of strings"))?,
+            required_for: at.strings(row, "/requiredFor").map_err(|_| {
+                at.shape(&format!("{p}/requiredFor"), "expected an array of strings")
+            })?,
         });
     }
 
@@ -181,7 +199,11 @@ fn opt_field(at: &At<'_>, row: &Value, p: &str, key: &str) -> Result<Option<Stri
 }
 
 fn split_alternatives(s: &str) -> Vec<String> {
-    s.split('|').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    s.split('|')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn a2a_operation_rows(at: &At<'_>, row: &Value, p: &str) -> Result<Vec<A2aOperation>> {
@@ -191,14 +213,21 @@ fn a2a_operation_rows(at: &At<'_>, row: &Value, p: &str) -> Result<Vec<A2aOperat
     };
     let methods = split_alternatives(&names);
     let http = field_str(at, row, p, "http")?;
-    let (verbs, path) = http
-        .rsplit_once(char::is_whitespace)
-        .ok_or_else(|| at.shape(&format!("{p}/http"), format!("`{http}` is not `VERB /path`")))?;
+    let (verbs, path) = http.rsplit_once(char::is_whitespace).ok_or_else(|| {
+        at.shape(
+            &format!("{p}/http"),
+            format!("`{http}` is not `VERB /path`"),
+        )
+    })?;
     let verbs = split_alternatives(verbs);
     if verbs.len() != 1 && verbs.len() != methods.len() {
         return Err(at.shape(
             &format!("{p}/http"),
-            format!("{} HTTP verbs for {} methods in `{names}`", verbs.len(), methods.len()),
+            format!(
+                "{} HTTP verbs for {} methods in `{names}`",
+                verbs.len(),
+                methods.len()
+            ),
         ));
     }
     let requires = at
@@ -206,7 +235,11 @@ fn a2a_operation_rows(at: &At<'_>, row: &Value, p: &str) -> Result<Vec<A2aOperat
         .map_err(|_| at.shape(&format!("{p}/requires"), "expected an array of strings"))?;
     let mut out = Vec::with_capacity(methods.len());
     for (k, method) in methods.iter().enumerate() {
-        let verb = verbs.get(k).or_else(|| verbs.first()).cloned().unwrap_or_default();
+        let verb = verbs
+            .get(k)
+            .or_else(|| verbs.first())
+            .cloned()
+            .unwrap_or_default();
         out.push(A2aOperation {
             http_path: resolve_optional_tail(path, method),
             http_method: verb,
@@ -267,7 +300,10 @@ fn collect_error_refs(v: &Value, pointer: String, out: &mut Vec<ErrorRef>) {
                 let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
                 if matches!(k.as_str(), "clientProjection" | "v2Error") {
                     if let Some(code) = child.as_str() {
-                        out.push(ErrorRef { pointer: p.clone(), code: code.to_owned() });
+                        out.push(ErrorRef {
+                            pointer: p.clone(),
+                            code: code.to_owned(),
+                        });
                     }
                 }
                 collect_error_refs(child, p, out);
@@ -289,8 +325,14 @@ mod tests {
     #[test]
     fn optional_tail_goes_to_member_methods_only() {
         let path = "/tasks/{id}/pushNotificationConfigs[/{configId}]";
-        assert_eq!(resolve_optional_tail(path, "GetTaskPushNotificationConfig"), "/tasks/{id}/pushNotificationConfigs/{configId}");
-        assert_eq!(resolve_optional_tail(path, "ListTaskPushNotificationConfigs"), "/tasks/{id}/pushNotificationConfigs");
+        assert_eq!(
+            resolve_optional_tail(path, "GetTaskPushNotificationConfig"),
+            "/tasks/{id}/pushNotificationConfigs/{configId}"
+        );
+        assert_eq!(
+            resolve_optional_tail(path, "ListTaskPushNotificationConfigs"),
+            "/tasks/{id}/pushNotificationConfigs"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::load::{At, Corpus, OPENAPI};
 
-const VERBS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const VERBS: &[&str] = &[
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
 
 #[derive(Debug, Clone)]
 pub(crate) struct Parameter {
@@ -39,15 +41,26 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
     };
     let mut out = Vec::new();
     for (path, item) in paths {
-        let shared = item.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+        let shared = item
+            .get("parameters")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for verb in VERBS {
             let Some(op) = item.get(*verb) else { continue };
-            let pointer = format!("/paths/{}/{verb}", path.replace('~', "~0").replace('/', "~1"));
+            let pointer = format!(
+                "/paths/{}/{verb}",
+                path.replace('~', "~0").replace('/', "~1")
+            );
             let Some(operation_id) = op.get("operationId").and_then(Value::as_str) else {
                 return Err(at.shape(&pointer, "operation without an operationId"));
             };
             let mut parameters = Vec::new();
-            let own = op.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+            let own = op
+                .get("parameters")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for param in shared.iter().chain(own.iter()) {
                 let param = resolve_local(doc, param);
                 let (Some(name), Some(location)) = (
@@ -61,23 +74,41 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                 parameters.push(Parameter {
                     name: name.to_owned(),
                     location: location.to_owned(),
-                    required: location == "path" || param.get("required").and_then(Value::as_bool) == Some(true),
+                    required: location == "path"
+                        || param.get("required").and_then(Value::as_bool) == Some(true),
                 });
             }
             // Upstream declares some path parameters only in the template; they are still required.
             for name in template_params(path) {
-                if !parameters.iter().any(|p| p.location == "path" && p.name == name) {
-                    parameters.push(Parameter { name, location: "path".to_owned(), required: true });
+                if !parameters
+                    .iter()
+                    .any(|p| p.location == "path" && p.name == name)
+                {
+                    parameters.push(Parameter {
+                        name,
+                        location: "path".to_owned(),
+                        required: true,
+                    });
                 }
             }
             let body = op.get("requestBody").map(|b| resolve_local(doc, b));
-            let body_schema = body.and_then(|b| b.pointer("/content/application~1json/schema")).cloned();
+            let body_schema = body
+                .and_then(|b| b.pointer("/content/application~1json/schema"))
+                .cloned();
             let ok = op
                 .get("responses")
                 .and_then(Value::as_object)
-                .and_then(|r| r.iter().find(|(code, _)| code.starts_with('2')).map(|(_, v)| resolve_local(doc, v)));
-            let streams = ok.and_then(|r| r.pointer("/content/text~1event-stream")).is_some();
-            let response = ok.and_then(|r| r.pointer("/content/application~1json/schema")).cloned();
+                .and_then(|r| {
+                    r.iter()
+                        .find(|(code, _)| code.starts_with('2'))
+                        .map(|(_, v)| resolve_local(doc, v))
+                });
+            let streams = ok
+                .and_then(|r| r.pointer("/content/text~1event-stream"))
+                .is_some();
+            let response = ok
+                .and_then(|r| r.pointer("/content/application~1json/schema"))
+                .cloned();
             out.push(Operation {
                 operation_id: operation_id.to_owned(),
                 method: verb.to_uppercase(),
@@ -96,7 +127,11 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
 /// Follows one `#/components/...` reference inside the OpenAPI document; anything else is
 /// returned unchanged.
 fn resolve_local<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
-    match v.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+    match v
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+    {
         Some(pointer) => doc.pointer(pointer).unwrap_or(v),
         None => v,
     }
@@ -106,7 +141,9 @@ fn template_params(path: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = path;
     while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else { break };
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
         out.push(rest[open + 1..open + close].to_owned());
         rest = &rest[open + close + 1..];
     }

@@ -55,7 +55,10 @@ pub(crate) fn project_keywords(v: Value) -> Value {
         // draft-07 `additionalItems`.
         (Some(prefix), rest) => {
             out.insert("items".to_owned(), prefix);
-            out.insert("additionalItems".to_owned(), rest.unwrap_or(Value::Bool(true)));
+            out.insert(
+                "additionalItems".to_owned(),
+                rest.unwrap_or(Value::Bool(true)),
+            );
         }
         (None, Some(Value::Bool(_))) => {}
         (None, Some(items)) => {
@@ -74,7 +77,10 @@ mod tests {
 
     #[test]
     fn const_becomes_a_one_value_enum() {
-        assert_eq!(project_keywords(json!({"const": "v2"})), json!({"enum": ["v2"]}));
+        assert_eq!(
+            project_keywords(json!({"const": "v2"})),
+            json!({"enum": ["v2"]})
+        );
     }
 
     #[test]
@@ -94,7 +100,13 @@ mod tests {
 
     #[test]
     fn crate_formats_go_other_formats_stay() {
-        assert_eq!(project_keywords(json!({"type": "string", "format": "date-time"})), json!({"type": "string"}));
-        assert_eq!(project_keywords(json!({"type": "string", "format": "uri"})), json!({"type": "string", "format": "uri"}));
+        assert_eq!(
+            project_keywords(json!({"type": "string", "format": "date-time"})),
+            json!({"type": "string"})
+        );
+        assert_eq!(
+            project_keywords(json!({"type": "string", "format": "uri"})),
+            json!({"type": "string", "format": "uri"})
+        );
     }
 }

@@ -28,16 +28,34 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<ErrorRow>> {
     let mut out = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         let p = format!("{base}/{i}");
-        let status = at.i64(row, "/httpStatus").map_err(|_| at.shape(&format!("{p}/httpStatus"), "expected an integer HTTP status"))?;
+        let status = at.i64(row, "/httpStatus").map_err(|_| {
+            at.shape(
+                &format!("{p}/httpStatus"),
+                "expected an integer HTTP status",
+            )
+        })?;
         let http_status = u16::try_from(status)
             .ok()
             .filter(|s| (100..=599).contains(s))
-            .ok_or_else(|| at.shape(&format!("{p}/httpStatus"), format!("{status} is not an HTTP status")))?;
+            .ok_or_else(|| {
+                at.shape(
+                    &format!("{p}/httpStatus"),
+                    format!("{status} is not an HTTP status"),
+                )
+            })?;
         out.push(ErrorRow {
-            code: at.str(row, "/code").map_err(|_| at.shape(&format!("{p}/code"), "expected a string code"))?.to_owned(),
+            code: at
+                .str(row, "/code")
+                .map_err(|_| at.shape(&format!("{p}/code"), "expected a string code"))?
+                .to_owned(),
             http_status,
-            retriable: at.bool(row, "/retriable").map_err(|_| at.shape(&format!("{p}/retriable"), "expected a boolean"))?,
-            summary: row.get("summary").and_then(Value::as_str).map(str::to_owned),
+            retriable: at
+                .bool(row, "/retriable")
+                .map_err(|_| at.shape(&format!("{p}/retriable"), "expected a boolean"))?,
+            summary: row
+                .get("summary")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             pointer: p,
         });
     }

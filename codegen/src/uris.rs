@@ -22,7 +22,8 @@ pub(crate) struct SchemaUris {
 pub(crate) fn resolve(corpus: &Corpus) -> SchemaUris {
     let anchor = corpus.schema_files.iter().find_map(|rel| {
         let id = corpus.value(rel).get("$id")?.as_str()?;
-        (id.starts_with("http://") || id.starts_with("https://")).then(|| (rel.clone(), id.to_owned()))
+        (id.starts_with("http://") || id.starts_with("https://"))
+            .then(|| (rel.clone(), id.to_owned()))
     });
     let mut by_file = BTreeMap::new();
     for rel in &corpus.schema_files {
@@ -46,7 +47,9 @@ pub(crate) fn resolve(corpus: &Corpus) -> SchemaUris {
             }
             let target = join(base, strip_fragment(&reference));
             if !known.contains(target.as_str()) {
-                missing.entry(target).or_insert_with(|| format!("{rel}#{pointer}"));
+                missing
+                    .entry(target)
+                    .or_insert_with(|| format!("{rel}#{pointer}"));
             }
         }
     }
@@ -59,9 +62,17 @@ fn strip_fragment(s: &str) -> &str {
 
 /// The path from `from`'s directory to `to`, both relative to the spec root.
 fn relative_path(from: &str, to: &str) -> String {
-    let from_dir: Vec<&str> = from.split('/').collect::<Vec<_>>().split_last().map_or(Vec::new(), |(_, d)| d.to_vec());
+    let from_dir: Vec<&str> = from
+        .split('/')
+        .collect::<Vec<_>>()
+        .split_last()
+        .map_or(Vec::new(), |(_, d)| d.to_vec());
     let to_parts: Vec<&str> = to.split('/').collect();
-    let common = from_dir.iter().zip(&to_parts).take_while(|(a, b)| a == b).count();
+    let common = from_dir
+        .iter()
+        .zip(&to_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
     let mut parts: Vec<&str> = vec![".."; from_dir.len() - common];
     parts.extend(&to_parts[common..]);
     parts.join("/")
@@ -138,15 +149,30 @@ mod tests {
     #[test]
     fn joins_like_a_browser() {
         let base = "https://openwop.dev/spec/v2/capabilities.schema.json";
-        assert_eq!(join(base, "ids.schema.json"), "https://openwop.dev/spec/v2/ids.schema.json");
-        assert_eq!(join(base, "./ids.schema.json"), "https://openwop.dev/spec/v2/ids.schema.json");
-        assert_eq!(join(base, "../../spec/v2/facets/a2a.schema.json"), "https://openwop.dev/spec/v2/facets/a2a.schema.json");
+        assert_eq!(
+            join(base, "ids.schema.json"),
+            "https://openwop.dev/spec/v2/ids.schema.json"
+        );
+        assert_eq!(
+            join(base, "./ids.schema.json"),
+            "https://openwop.dev/spec/v2/ids.schema.json"
+        );
+        assert_eq!(
+            join(base, "../../spec/v2/facets/a2a.schema.json"),
+            "https://openwop.dev/spec/v2/facets/a2a.schema.json"
+        );
         assert_eq!(join(base, "https://x.test/a.json"), "https://x.test/a.json");
     }
 
     #[test]
     fn relative_paths() {
-        assert_eq!(relative_path("schemas/v2/a.json", "spec/v2/facets/b.json"), "../../spec/v2/facets/b.json");
-        assert_eq!(relative_path("schemas/v2/a.json", "schemas/v2/c.json"), "c.json");
+        assert_eq!(
+            relative_path("schemas/v2/a.json", "spec/v2/facets/b.json"),
+            "../../spec/v2/facets/b.json"
+        );
+        assert_eq!(
+            relative_path("schemas/v2/a.json", "schemas/v2/c.json"),
+            "c.json"
+        );
     }
 }

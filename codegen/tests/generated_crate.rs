@@ -4,7 +4,9 @@ use std::fs;
 use std::path::Path;
 use std::str::FromStr;
 
-use openwop_generated::dispatch::{RunStatus, a2a_operations, a2a_task_state, mcp_required_features, mcp_task_status};
+use openwop_generated::dispatch::{
+    RunStatus, a2a_operations, a2a_task_state, mcp_required_features, mcp_task_status,
+};
 use openwop_generated::errors::{A2aError, ErrorCode};
 use openwop_generated::validators::{self, Options};
 use serde_json::json;
@@ -15,7 +17,10 @@ fn error_codes_round_trip() {
         assert_eq!(ErrorCode::from_str(code.as_str()), Ok(*code));
         let wire = serde_json::to_value(code).expect("serialize");
         assert_eq!(wire, json!(code.as_str()));
-        assert_eq!(serde_json::from_value::<ErrorCode>(wire).expect("deserialize"), *code);
+        assert_eq!(
+            serde_json::from_value::<ErrorCode>(wire).expect("deserialize"),
+            *code
+        );
     }
     assert_eq!(ErrorCode::NotFound.http_status(), 404);
     assert!(ErrorCode::from_str("acme.custom").is_err());
@@ -26,15 +31,30 @@ fn a2a_errors_and_projections() {
     let row = A2aError::TaskNotFound.row();
     assert_eq!(row.jsonrpc_code, -32001);
     assert_eq!(row.client_projection, Some(ErrorCode::NotFound));
-    assert_eq!(A2aError::from_name("TaskNotFoundError"), Some(A2aError::TaskNotFound));
-    assert_eq!(A2aError::from_name("(invalid parameters)").or(Some(A2aError::InvalidParams)), Some(A2aError::InvalidParams));
+    assert_eq!(
+        A2aError::from_name("TaskNotFoundError"),
+        Some(A2aError::TaskNotFound)
+    );
+    assert_eq!(
+        A2aError::from_name("(invalid parameters)").or(Some(A2aError::InvalidParams)),
+        Some(A2aError::InvalidParams)
+    );
 }
 
 #[test]
 fn task_states_prefer_the_override_row() {
-    assert_eq!(a2a_task_state(RunStatus::WaitingInput, None).wire, "TASK_STATE_INPUT_REQUIRED");
-    assert_eq!(a2a_task_state(RunStatus::WaitingInput, Some("credential")).wire, "TASK_STATE_AUTH_REQUIRED");
-    assert_eq!(a2a_task_state(RunStatus::WaitingInput, Some("approval")).wire, "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        a2a_task_state(RunStatus::WaitingInput, None).wire,
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    assert_eq!(
+        a2a_task_state(RunStatus::WaitingInput, Some("credential")).wire,
+        "TASK_STATE_AUTH_REQUIRED"
+    );
+    assert_eq!(
+        a2a_task_state(RunStatus::WaitingInput, Some("approval")).wire,
+        "TASK_STATE_INPUT_REQUIRED"
+    );
     for status in RunStatus::ALL {
         assert_eq!(a2a_task_state(*status, None).run_status, *status);
         assert!(!mcp_task_status(*status).is_empty());
@@ -49,8 +69,13 @@ fn dispatch_tables() {
 }
 
 fn vectors(kind: &str, validity: &str) -> Vec<(String, serde_json::Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors").join(kind).join(validity);
-    let Ok(entries) = fs::read_dir(&dir) else { return Vec::new() };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(kind)
+        .join(validity);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
@@ -67,7 +92,10 @@ fn vectors(kind: &str, validity: &str) -> Vec<(String, serde_json::Value)> {
 fn the_schema_rejects_a_document_the_rules_do_not_look_at() {
     let findings = validators::validate_error_envelope(&json!({"error": 7}));
     assert!(findings.iter().any(|f| f.rule == "schema"), "{findings:?}");
-    assert!(findings.iter().all(|f| f.rule != "schema.compile"), "{findings:?}");
+    assert!(
+        findings.iter().all(|f| f.rule != "schema.compile"),
+        "{findings:?}"
+    );
 }
 
 #[test]
@@ -81,20 +109,28 @@ fn every_validator_compiles() {
         validators::validate_error_envelope(&empty),
     ];
     for findings in all {
-        assert!(findings.iter().all(|f| f.rule != "schema.compile"), "{findings:?}");
+        assert!(
+            findings.iter().all(|f| f.rule != "schema.compile"),
+            "{findings:?}"
+        );
         assert!(!findings.is_empty());
     }
 }
 
 #[test]
 fn discovery_vectors() {
-    let opts = Options { today: Some((2026, 12, 1)) };
+    let opts = Options {
+        today: Some((2026, 12, 1)),
+    };
     for (name, doc) in vectors("discovery", "valid") {
         let findings = validators::validate_discovery(&doc, &opts);
         assert!(findings.is_empty(), "{name}: {findings:?}");
     }
     for (name, doc) in vectors("discovery", "invalid") {
-        assert!(!validators::validate_discovery(&doc, &opts).is_empty(), "{name} passed");
+        assert!(
+            !validators::validate_discovery(&doc, &opts).is_empty(),
+            "{name} passed"
+        );
     }
 }
 
@@ -107,7 +143,10 @@ fn path_segments_are_projected() {
 }
 
 /// One canned HTTP exchange on a loopback socket: returns the request head it received.
-fn serve_once(status_line: &'static str, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+fn serve_once(
+    status_line: &'static str,
+    body: &'static str,
+) -> (String, std::thread::JoinHandle<String>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let addr = listener.local_addr().expect("local addr");
@@ -129,12 +168,22 @@ fn serve_once(status_line: &'static str, body: &'static str) -> (String, std::th
 #[tokio::test]
 async fn the_client_projects_ids_sends_the_key_and_decodes_the_envelope() {
     use openwop_generated::client::{Client, Error};
-    let (base, server) = serve_once("404 Not Found", r#"{"error":"not_found","message":"no such run"}"#);
+    let (base, server) = serve_once(
+        "404 Not Found",
+        r#"{"error":"not_found","message":"no such run"}"#,
+    );
     let client = Client::new(base).with_api_key("k1");
     let result = client.get_run("acme/run 1").await;
     let head = server.join().expect("server thread");
-    assert!(head.starts_with("GET /runs/acme~2Frun~201 HTTP/1.1"), "{head}");
-    assert!(head.to_ascii_lowercase().contains("authorization: bearer k1"), "{head}");
+    assert!(
+        head.starts_with("GET /runs/acme~2Frun~201 HTTP/1.1"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("authorization: bearer k1"),
+        "{head}"
+    );
     match result {
         Err(Error::Api { status, envelope }) => {
             assert_eq!(status, 404);
@@ -150,5 +199,8 @@ async fn a_non_envelope_error_is_a_decode_error() {
     let (base, server) = serve_once("502 Bad Gateway", "upstream down");
     let result = Client::new(base).list_agents().await;
     let _ = server.join();
-    assert!(matches!(result, Err(Error::Decode { status: 502, .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::Decode { status: 502, .. })),
+        "{result:?}"
+    );
 }

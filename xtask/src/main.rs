@@ -38,11 +38,19 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
-        Cmd::Codegen { check, spec_root, out } => {
+        Cmd::Codegen {
+            check,
+            spec_root,
+            out,
+        } => {
             let root = codegen::workspace_root();
             let spec_root = spec_root.unwrap_or_else(|| root.clone());
             let out = out.unwrap_or_else(|| root.join("generated"));
-            let mode = if check { codegen::Mode::Check } else { codegen::Mode::Write };
+            let mode = if check {
+                codegen::Mode::Check
+            } else {
+                codegen::Mode::Write
+            };
             codegen::run(&spec_root, &out, mode)
         }
         Cmd::UpstreamCheck { spec_root } => upstream::run(spec_root),

@@ -16,7 +16,10 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
     let root = workspace_root();
     let spec_root = spec_root.unwrap_or_else(|| root.join("../shared/upstream/openwop"));
     if !spec_root.join("spec/v2/errors.json").is_file() {
-        bail!("no upstream corpus at {} (pass --spec-root)", spec_root.display());
+        bail!(
+            "no upstream corpus at {} (pass --spec-root)",
+            spec_root.display()
+        );
     }
     let out = root.join("target/upstream-generated");
     codegen(&spec_root, &out, Mode::Write)?;
@@ -24,7 +27,8 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
     // The output sits under the workspace directory; its own empty [workspace] table keeps
     // cargo from treating it as an unlisted member of ours.
     let manifest = out.join("Cargo.toml");
-    let mut text = fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    let mut text =
+        fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
     text.push_str("\n[workspace]\n");
     fs::write(&manifest, text).with_context(|| format!("writing {}", manifest.display()))?;
     fs::copy(root.join("Cargo.lock"), out.join("Cargo.lock")).context("copying Cargo.lock")?;

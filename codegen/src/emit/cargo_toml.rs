@@ -6,14 +6,20 @@ use crate::format::header;
 
 /// `(name, requirement)` exactly as the workspace's `[workspace.dependencies]` states them.
 pub(crate) const DEPENDENCIES: &[(&str, &str)] = &[
-    ("jsonschema", r#"{ version = "0.61.2", default-features = false }"#),
+    (
+        "jsonschema",
+        r#"{ version = "0.61.2", default-features = false }"#,
+    ),
     ("regress", r#""0.12""#),
     (
         "reqwest",
         r#"{ version = "0.13.5", default-features = false, features = ["json", "query", "stream", "native-tls", "charset", "http2"] }"#,
     ),
     ("serde", r#"{ version = "1", features = ["derive"] }"#),
-    ("serde_json", r#"{ version = "1", features = ["preserve_order"] }"#),
+    (
+        "serde_json",
+        r#"{ version = "1", features = ["preserve_order"] }"#,
+    ),
 ];
 
 pub(crate) fn emit(provenance: &str) -> String {
@@ -48,7 +54,10 @@ mod tests {
         };
         for (name, req) in DEPENDENCIES {
             let line = format!("{name} = {req}");
-            assert!(text.lines().any(|l| l.trim() == line), "workspace Cargo.toml has no line `{line}`");
+            assert!(
+                text.lines().any(|l| l.trim() == line),
+                "workspace Cargo.toml has no line `{line}`"
+            );
         }
     }
 }

@@ -26,8 +26,17 @@ fn auth_header(corpus: &Corpus) -> (String, bool) {
         .and_then(Value::as_object)
         .and_then(|m| m.values().next());
     match scheme {
-        Some(s) if s.get("type").and_then(Value::as_str) == Some("apiKey") && s.get("in").and_then(Value::as_str) == Some("header") => {
-            (s.get("name").and_then(Value::as_str).unwrap_or("Authorization").to_owned(), false)
+        Some(s)
+            if s.get("type").and_then(Value::as_str) == Some("apiKey")
+                && s.get("in").and_then(Value::as_str) == Some("header") =>
+        {
+            (
+                s.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Authorization")
+                    .to_owned(),
+                false,
+            )
         }
         _ => ("Authorization".to_owned(), true),
     }
@@ -63,7 +72,9 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
     let mut pieces = Vec::new();
     let mut rest = op.path.as_str();
     while let Some(open) = rest.find('{') {
-        let Some(len) = rest[open..].find('}') else { break };
+        let Some(len) = rest[open..].find('}') else {
+            break;
+        };
         let literal = &rest[..open];
         if !literal.is_empty() {
             pieces.push(quote!(path.push_str(#literal);));
@@ -106,9 +117,15 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
         docs.push(format!(" {summary}"));
         docs.push(String::new());
     }
-    docs.push(format!(" `{} {}` ({})", op.method, op.path, op.operation_id));
+    docs.push(format!(
+        " `{} {}` ({})",
+        op.method, op.path, op.operation_id
+    ));
     let (ret, finish) = if op.streams {
-        (quote!(reqwest::Response), quote!(self.send_raw(request).await))
+        (
+            quote!(reqwest::Response),
+            quote!(self.send_raw(request).await),
+        )
     } else {
         let ty = model_type(op.response.as_ref().and_then(named));
         (ty, quote!(self.send_json(request).await))
@@ -127,9 +144,17 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
     }
 }
 
-pub(crate) fn emit(corpus: &Corpus, ops: &[Operation], named: &dyn Fn(&Value) -> Option<String>) -> TokenStream {
+pub(crate) fn emit(
+    corpus: &Corpus,
+    ops: &[Operation],
+    named: &dyn Fn(&Value) -> Option<String>,
+) -> TokenStream {
     let (header, bearer) = auth_header(corpus);
-    let credential = if bearer { quote!(format!("Bearer {key}")) } else { quote!(key.clone()) };
+    let credential = if bearer {
+        quote!(format!("Bearer {key}"))
+    } else {
+        quote!(key.clone())
+    };
     let methods = ops.iter().map(|op| method(op, named));
     quote! {
         //! A typed async client for the REST operations of the OpenAPI document.

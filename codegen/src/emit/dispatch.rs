@@ -10,7 +10,10 @@ use crate::map::InteropMap;
 use crate::openapi::Operation;
 
 pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> TokenStream {
-    let status_idents: Vec<_> = statuses.iter().map(|s| ident(&s.to_upper_camel_case())).collect();
+    let status_idents: Vec<_> = statuses
+        .iter()
+        .map(|s| ident(&s.to_upper_camel_case()))
+        .collect();
     let status_docs: Vec<String> = statuses.iter().map(|s| format!(" `{s}`")).collect();
     let status_of = |s: &str| {
         let v = ident(&s.to_upper_camel_case());
@@ -27,7 +30,11 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
         let when = opt_str(o.when.as_deref());
         let v2 = opt_str(o.v2_operation.as_deref());
         let requires = str_slice(&o.requires);
-        let refusal = match o.refusal.as_deref().and_then(|r| map.a2a_errors.iter().find(|e| e.name == r || e.variant == r)) {
+        let refusal = match o.refusal.as_deref().and_then(|r| {
+            map.a2a_errors
+                .iter()
+                .find(|e| e.name == r || e.variant == r)
+        }) {
             Some(e) => {
                 let v = ident(&e.variant);
                 quote!(Some(A2aError::#v))

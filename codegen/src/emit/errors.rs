@@ -24,7 +24,10 @@ pub(crate) fn variants(errors: &[ErrorRow]) -> Result<BTreeMap<String, String>> 
             return Err(Error::Shape {
                 file: ERRORS.to_owned(),
                 pointer: format!("{}/code", row.pointer),
-                message: format!("`{}` and `{}` ({}) both become ErrorCode::{variant}", row.code, first.code, first.pointer),
+                message: format!(
+                    "`{}` and `{}` ({}) both become ErrorCode::{variant}",
+                    row.code, first.code, first.pointer
+                ),
             });
         }
         out.insert(row.code.clone(), variant);
@@ -41,7 +44,17 @@ pub(crate) fn emit(errors: &[ErrorRow], map: &InteropMap) -> Result<TokenStream>
     let retriable: Vec<bool> = rows.iter().map(|r| r.retriable).collect();
     let docs: Vec<String> = rows
         .iter()
-        .map(|r| format!(" `{}` (HTTP {}){}", r.code, r.http_status, r.summary.as_deref().map(|s| format!(": {s}")).unwrap_or_default()))
+        .map(|r| {
+            format!(
+                " `{}` (HTTP {}){}",
+                r.code,
+                r.http_status,
+                r.summary
+                    .as_deref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            )
+        })
         .collect();
 
     let a2a = a2a_errors(map, &names)?;
@@ -130,7 +143,10 @@ fn a2a_errors(map: &InteropMap, codes: &BTreeMap<String, String>) -> Result<Toke
             return Err(Error::Shape {
                 file: INTEROP_MAP.to_owned(),
                 pointer: format!("/a2a/errors/{i}"),
-                message: format!("`{}` and /a2a/errors/{first} both become A2aError::{}", row.name, row.variant),
+                message: format!(
+                    "`{}` and /a2a/errors/{first} both become A2aError::{}",
+                    row.name, row.variant
+                ),
             });
         }
     }
@@ -141,7 +157,12 @@ fn a2a_errors(map: &InteropMap, codes: &BTreeMap<String, String>) -> Result<Toke
     let docs: Vec<String> = map
         .a2a_errors
         .iter()
-        .map(|r| format!(" `{}`: JSON-RPC {}, HTTP {}, gRPC {}", r.name, r.jsonrpc_code, r.http_status, r.grpc_status))
+        .map(|r| {
+            format!(
+                " `{}`: JSON-RPC {}, HTTP {}, gRPC {}",
+                r.name, r.jsonrpc_code, r.http_status, r.grpc_status
+            )
+        })
         .collect();
     let rows = map.a2a_errors.iter().map(|r| {
         let name = &r.name;

@@ -11,8 +11,6 @@ pub(crate) fn emit(modules: &[&str]) -> TokenStream {
         //! The OpenWOP v2 spec corpus as Rust: error codes, dispatch tables, validators,
         //! models and a client. Written by `cargo xtask codegen`; edit the corpus, not this crate.
 
-        // rustfmt would undo prettyplease's layout and make `--check` fail.
-        #![cfg_attr(rustfmt, rustfmt_skip)]
         // Generated code is judged by the generator's tests, not by lints meant for hand-written code.
         #![allow(clippy::all, clippy::pedantic, missing_docs, dead_code, unreachable_patterns, unused_imports, unused_mut, unused_variables, non_camel_case_types)]
 

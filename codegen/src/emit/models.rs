@@ -40,7 +40,10 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
                 defs.insert(name.clone(), schema);
             }
             Err(e) => {
-                warnings.push(format!("{}: not a schema typify reads ({e}); {name} is serde_json::Value", origin(bundle, name)));
+                warnings.push(format!(
+                    "{}: not a schema typify reads ({e}); {name} is serde_json::Value",
+                    origin(bundle, name)
+                ));
                 defs.insert(name.clone(), untyped(value));
             }
         }
@@ -51,7 +54,8 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
         Err(first_panic) => {
             let names: Vec<String> = defs.keys().cloned().collect();
             for name in names {
-                let mut alone: BTreeMap<String, Schema> = defs.keys().map(|k| (k.clone(), any())).collect();
+                let mut alone: BTreeMap<String, Schema> =
+                    defs.keys().map(|k| (k.clone(), any())).collect();
                 alone.insert(name.clone(), defs[&name].clone());
                 if let Err(message) = typify_all(&alone).map(|_| ()) {
                     warnings.push(format!(
@@ -62,9 +66,11 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
                     defs.insert(name, untyped(&doc));
                 }
             }
-            typify_unique(&mut defs, &mut warnings, &mut renames)?.map_err(|message| Error::Typify {
-                schema: format!("the bundled namespace (first failure: {first_panic})"),
-                message,
+            typify_unique(&mut defs, &mut warnings, &mut renames)?.map_err(|message| {
+                Error::Typify {
+                    schema: format!("the bundled namespace (first failure: {first_panic})"),
+                    message,
+                }
             })?
         }
     };
@@ -72,7 +78,15 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
     let resolved: Vec<(String, String)> = bundle
         .aliases
         .iter()
-        .map(|(alias, target)| (alias.clone(), renames.get(target).cloned().unwrap_or_else(|| target.clone())))
+        .map(|(alias, target)| {
+            (
+                alias.clone(),
+                renames
+                    .get(target)
+                    .cloned()
+                    .unwrap_or_else(|| target.clone()),
+            )
+        })
         .filter(|(alias, target)| type_names.contains(target) && !type_names.contains(alias))
         .collect();
     type_names.extend(resolved.iter().map(|(alias, _)| alias.clone()));
@@ -90,11 +104,21 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
 
         #(#aliases)*
     };
-    Ok(Models { tokens, warnings, type_names: type_names.into_iter().collect(), renames, count })
+    Ok(Models {
+        tokens,
+        warnings,
+        type_names: type_names.into_iter().collect(),
+        renames,
+        count,
+    })
 }
 
 fn origin(bundle: &Bundle, name: &str) -> String {
-    bundle.origin.get(name).cloned().unwrap_or_else(|| name.to_owned())
+    bundle
+        .origin
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| name.to_owned())
 }
 
 fn any() -> Schema {
@@ -125,7 +149,11 @@ fn typify_unique(
             Err(message) => return Ok(Err(message)),
         };
         let mut seen = std::collections::BTreeSet::new();
-        let clashes: Vec<String> = names.iter().filter(|n| !seen.insert((*n).clone())).cloned().collect();
+        let clashes: Vec<String> = names
+            .iter()
+            .filter(|n| !seen.insert((*n).clone()))
+            .cloned()
+            .collect();
         if clashes.is_empty() {
             return Ok(Ok((stream, names)));
         }
@@ -143,13 +171,18 @@ fn typify_unique(
             renames.insert(clash.clone(), renamed.clone());
         }
     }
-    Err(Error::Typify { schema: "the bundled namespace".to_owned(), message: "type names still clash after renaming".to_owned() })
+    Err(Error::Typify {
+        schema: "the bundled namespace".to_owned(),
+        message: "type names still clash after renaming".to_owned(),
+    })
 }
 
 fn rename_refs(defs: &mut BTreeMap<String, Schema>, from: &str, to: &str) {
     let (old, new) = (format!("#/$defs/{from}"), format!("#/$defs/{to}"));
     for schema in defs.values_mut() {
-        let Ok(mut value) = serde_json::to_value(&*schema) else { continue };
+        let Ok(mut value) = serde_json::to_value(&*schema) else {
+            continue;
+        };
         if replace_ref(&mut value, &old, &new) {
             if let Ok(updated) = serde_json::from_value(value) {
                 *schema = updated;
@@ -172,13 +205,17 @@ fn replace_ref(v: &mut Value, old: &str, new: &str) -> bool {
             }
             changed
         }
-        Value::Array(items) => items.iter_mut().fold(false, |acc, item| replace_ref(item, old, new) || acc),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |acc, item| replace_ref(item, old, new) || acc),
         _ => false,
     }
 }
 
 /// One typify run over the whole namespace: the code and the name of every type it made.
-fn typify_all(defs: &BTreeMap<String, Schema>) -> std::result::Result<(TokenStream, Vec<String>), String> {
+fn typify_all(
+    defs: &BTreeMap<String, Schema>,
+) -> std::result::Result<(TokenStream, Vec<String>), String> {
     let root = RootSchema {
         meta_schema: None,
         schema: SchemaObject::default(),

@@ -14,13 +14,34 @@ struct Kind {
 }
 
 const KINDS: &[Kind] = &[
-    Kind { name: "discovery", schema: "schemas/v2/capabilities.schema.json" },
-    Kind { name: "agent_card", schema: "schemas/v2/agent-card.schema.json" },
-    Kind { name: "run_snapshot", schema: "schemas/v2/run-snapshot.schema.json" },
-    Kind { name: "run_event", schema: "schemas/v2/run-event.schema.json" },
-    Kind { name: "host_event", schema: "schemas/v2/host-event.schema.json" },
-    Kind { name: "error_envelope", schema: "schemas/v2/error-envelope.schema.json" },
-    Kind { name: "workflow_definition", schema: "schemas/v2/workflow-definition.schema.json" },
+    Kind {
+        name: "discovery",
+        schema: "schemas/v2/capabilities.schema.json",
+    },
+    Kind {
+        name: "agent_card",
+        schema: "schemas/v2/agent-card.schema.json",
+    },
+    Kind {
+        name: "run_snapshot",
+        schema: "schemas/v2/run-snapshot.schema.json",
+    },
+    Kind {
+        name: "run_event",
+        schema: "schemas/v2/run-event.schema.json",
+    },
+    Kind {
+        name: "host_event",
+        schema: "schemas/v2/host-event.schema.json",
+    },
+    Kind {
+        name: "error_envelope",
+        schema: "schemas/v2/error-envelope.schema.json",
+    },
+    Kind {
+        name: "workflow_definition",
+        schema: "schemas/v2/workflow-definition.schema.json",
+    },
 ];
 
 /// `templates` are the rule-module names (`discovery_rules`, `agent_card_rules`, …).
@@ -45,8 +66,13 @@ pub(crate) fn emit(uris: &SchemaUris, templates: &[String]) -> TokenStream {
             // The agent card has no corpus schema (it is A2A's document); its rules carry it.
             None if k.name == "agent_card" => quote!(Vec::new()),
             None => {
-                let message = format!("the corpus this crate was generated from has no {}", k.schema);
-                quote!(vec![Finding { pointer: String::new(), rule: "schema.unavailable".to_owned(), message: #message.to_owned() }])
+                let message = format!(
+                    "the corpus this crate was generated from has no {}",
+                    k.schema
+                );
+                quote!(
+                    vec![Finding { pointer: String::new(), rule: "schema.unavailable".to_owned(), message: #message.to_owned() }]
+                )
             }
         }
     };

@@ -44,7 +44,10 @@ fn copy_dir(src: &Path, dst: &Path) {
 }
 
 pub fn config(spec_root: &Path) -> Config {
-    Config { spec_root: spec_root.to_owned(), templates_dir: fixtures().join("mini-templates") }
+    Config {
+        spec_root: spec_root.to_owned(),
+        templates_dir: fixtures().join("mini-templates"),
+    }
 }
 
 pub fn gen_mini(spec_root: &Path) -> openwop_codegen::Result<Output> {
@@ -56,5 +59,9 @@ pub fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let text = fs::read_to_string(path).expect("read json");
     let mut value: serde_json::Value = serde_json::from_str(&text).expect("parse json");
     edit(&mut value);
-    fs::write(path, serde_json::to_string_pretty(&value).expect("print json")).expect("write json");
+    fs::write(
+        path,
+        serde_json::to_string_pretty(&value).expect("print json"),
+    )
+    .expect("write json");
 }

@@ -5,6 +5,7 @@
 //! The card alone is checked for the fields A2A 1.0 requires, for fields 1.0 removed and
 //! for per-agent routing values; with the host's discovery document, the card is also
 //! checked against the `a2a` facet it must agree with. Rule ids are `agent-card.*`.
+#![cfg_attr(rustfmt, rustfmt_skip)]
 use serde_json::{Map, Value};
 use super::discovery_rules::{A2A_1_0_PROFILE, strings, token};
 use super::{Finding, Options};

@@ -11,6 +11,7 @@
 //! addition to the `schema` finding, because the rule's sentence says what to change while
 //! the schema's only says what it expected. Every rule tolerates a document the schema
 //! rejects (wrong types are skipped, never a panic).
+#![cfg_attr(rustfmt, rustfmt_skip)]
 use serde_json::{Map, Value};
 use super::{Finding, Options};
 use crate::dispatch::mcp_required_features;
