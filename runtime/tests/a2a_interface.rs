@@ -34,6 +34,18 @@ async fn card_lists_both_bindings_every_skill_and_the_enforced_bearer_scheme() {
     }
     assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
     assert_eq!(card["capabilities"]["pushNotifications"], false);
+    // The generated per-card rules, against our discovery document with the a2a family
+    // this edge serves.
+    let mut discovery: Value = h.http.get(format!("{}/.well-known/openwop", h.base)).send().await.expect("discovery").json().await.expect("json");
+    if discovery.get("a2a").is_none() {
+        discovery["a2a"] = openwop::edge::a2a::facet_fields();
+    }
+    let findings = openwop_generated::validators::validate_agent_card(&card, Some(&discovery), &openwop_generated::validators::Options { today: Some((2026, 12, 2)) });
+    assert!(findings.is_empty(), "{findings:?}");
+    let mut broken = card.clone();
+    broken["capabilities"]["streaming"] = json!(false);
+    broken["supportedInterfaces"] = json!([{"url": "http://x/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]);
+    assert!(!openwop_generated::validators::validate_agent_card(&broken, Some(&discovery), &openwop_generated::validators::Options { today: Some((2026, 12, 2)) }).is_empty(), "the validator would notice a drift");
     // Conditional GET.
     let again = h.http.get(format!("{}/.well-known/agent-card.json", h.base)).header("if-none-match", etag).send().await.expect("card");
     assert_eq!(again.status(), 304);
@@ -274,6 +286,8 @@ async fn version_negotiation_fails_closed_and_every_outcome_is_a_durable_host_ev
     let outcomes: Vec<(&str, &str)> = decided.iter().map(|e| (e["payload"]["outcome"].as_str().unwrap_or(""), e["payload"]["reason"].as_str().unwrap_or(""))).collect();
     assert_eq!(outcomes, vec![("refused", "unsupported"), ("refused", "below-floor"), ("accepted", "ok"), ("accepted", "ok")]);
     for e in &decided {
+        let findings = openwop_generated::validators::validate_host_event(e);
+        assert!(findings.is_empty(), "{e}: {findings:?}");
         let digest = e["payload"]["peerDigest"].as_str().expect("digest");
         assert_eq!(digest.len(), 64);
         assert!(!e.to_string().contains("urn:openwop"), "the peer is recorded only as a digest");
