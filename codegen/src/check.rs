@@ -50,13 +50,13 @@ fn operations(map: &InteropMap, ops: &[Operation]) -> Result<()> {
                 .map(|r| (r.v2_operation.as_deref(), &r.pointer)),
         );
     for (op, pointer) in named {
-        if let Some(op) = op {
-            if !ids.contains(op) {
-                return Err(cross(
-                    &format!("{pointer}/v2Operation"),
-                    format!("v2Operation `{op}` is not an operationId of {OPENAPI}"),
-                ));
-            }
+        if let Some(op) = op
+            && !ids.contains(op)
+        {
+            return Err(cross(
+                &format!("{pointer}/v2Operation"),
+                format!("v2Operation `{op}` is not an operationId of {OPENAPI}"),
+            ));
         }
     }
     Ok(())
@@ -80,19 +80,18 @@ fn error_codes(errors: &[ErrorRow], map: &InteropMap) -> Result<()> {
 
 fn refusals(map: &InteropMap) -> Result<()> {
     for op in &map.a2a_operations {
-        if let Some(refusal) = &op.refusal {
-            if !map
+        if let Some(refusal) = &op.refusal
+            && !map
                 .a2a_errors
                 .iter()
                 .any(|e| &e.name == refusal || &e.variant == refusal)
-            {
-                return Err(cross(
-                    &format!("{}/refusal", op.pointer),
-                    format!(
-                        "refusal `{refusal}` is not the name of an a2a.errors row of {INTEROP_MAP}"
-                    ),
-                ));
-            }
+        {
+            return Err(cross(
+                &format!("{}/refusal", op.pointer),
+                format!(
+                    "refusal `{refusal}` is not the name of an a2a.errors row of {INTEROP_MAP}"
+                ),
+            ));
         }
     }
     Ok(())

@@ -298,13 +298,13 @@ fn collect_error_refs(v: &Value, pointer: String, out: &mut Vec<ErrorRef>) {
         Value::Object(obj) => {
             for (k, child) in obj {
                 let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
-                if matches!(k.as_str(), "clientProjection" | "v2Error") {
-                    if let Some(code) = child.as_str() {
-                        out.push(ErrorRef {
-                            pointer: p.clone(),
-                            code: code.to_owned(),
-                        });
-                    }
+                if matches!(k.as_str(), "clientProjection" | "v2Error")
+                    && let Some(code) = child.as_str()
+                {
+                    out.push(ErrorRef {
+                        pointer: p.clone(),
+                        code: code.to_owned(),
+                    });
                 }
                 collect_error_refs(child, p, out);
             }

@@ -125,10 +125,10 @@ fn collect_refs(v: &Value, pointer: String, out: &mut Vec<(String, String)>) {
         Value::Object(obj) => {
             for (k, child) in obj {
                 let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
-                if k == "$ref" {
-                    if let Some(r) = child.as_str() {
-                        out.push((p.clone(), r.to_owned()));
-                    }
+                if k == "$ref"
+                    && let Some(r) = child.as_str()
+                {
+                    out.push((p.clone(), r.to_owned()));
                 }
                 collect_refs(child, p, out);
             }

@@ -183,10 +183,10 @@ fn rename_refs(defs: &mut BTreeMap<String, Schema>, from: &str, to: &str) {
         let Ok(mut value) = serde_json::to_value(&*schema) else {
             continue;
         };
-        if replace_ref(&mut value, &old, &new) {
-            if let Ok(updated) = serde_json::from_value(value) {
-                *schema = updated;
-            }
+        if replace_ref(&mut value, &old, &new)
+            && let Ok(updated) = serde_json::from_value(value)
+        {
+            *schema = updated;
         }
     }
 }
@@ -207,7 +207,8 @@ fn replace_ref(v: &mut Value, old: &str, new: &str) -> bool {
         }
         Value::Array(items) => items
             .iter_mut()
-            .fold(false, |acc, item| replace_ref(item, old, new) || acc),
+            // Every item must be visited, so no short-circuiting `any`.
+            .fold(false, |acc, item| replace_ref(item, old, new) | acc),
         _ => false,
     }
 }
