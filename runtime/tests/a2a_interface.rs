@@ -354,3 +354,60 @@ async fn http_json_binding_serves_the_same_operations() {
     assert_eq!(status, 400);
     assert_eq!(bad["error"]["status"], "INVALID_ARGUMENT");
 }
+
+#[tokio::test]
+async fn a_message_to_a_working_task_without_an_input_path_is_refused_and_not_dropped() {
+    let h = start().await;
+    let body = h
+        .rpc("SendMessage", json!({"message": user_message("m-busy", Some("slow"), json!([{"data": {"ms": 30000}}])), "configuration": {"returnImmediately": true}}))
+        .await;
+    let task_id = body["result"]["task"]["id"].as_str().expect("id").to_owned();
+    let mut follow = user_message("m-busy-2", None, json!([{"text": "are you done?"}]));
+    follow["taskId"] = json!(task_id);
+    let refused = h.rpc("SendMessage", json!({"message": follow})).await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    // The refused message is not in the task's history.
+    let got = h.rpc("GetTask", json!({"id": task_id})).await;
+    assert_eq!(got["result"]["history"].as_array().map(Vec::len), Some(1), "{got}");
+    h.rpc("CancelTask", json!({"id": task_id})).await;
+}
+
+#[tokio::test]
+async fn a_live_stream_orders_artifacts_before_the_terminal_status_and_subscribe_starts_with_the_task() {
+    let h = start().await;
+    let open = |method: &'static str, params: Value| {
+        let http = h.http.clone();
+        let url = format!("{}/a2a/jsonrpc", h.base);
+        async move {
+            let text = http
+                .post(url)
+                .bearer_auth(KEY_A)
+                .header("A2A-Version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": "s", "method": method, "params": params}))
+                .send()
+                .await
+                .expect("send")
+                .text()
+                .await
+                .expect("stream");
+            text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str::<Value>(d).ok()).map(|f| f["result"].clone()).collect::<Vec<Value>>()
+        }
+    };
+    let frames = open("SendStreamingMessage", json!({"message": user_message("m-live", Some("slow"), json!([{"data": {"ms": 400}}]))})).await;
+    let kinds: Vec<&str> = frames.iter().filter_map(|f| f.as_object().and_then(|o| o.keys().next()).map(String::as_str)).collect();
+    assert_eq!(kinds.first(), Some(&"task"), "{frames:?}");
+    assert_eq!(kinds.last(), Some(&"statusUpdate"), "{frames:?}");
+    let artifact_at = kinds.iter().position(|k| *k == "artifactUpdate").expect("an artifact update");
+    assert!(artifact_at < kinds.len() - 1);
+    assert_eq!(frames.last().expect("last")["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(frames[artifact_at]["artifactUpdate"]["artifact"]["parts"][0]["data"]["waitedMs"], 400);
+
+    // SubscribeToTask on a live task: the current Task first, then the same kind of updates.
+    let started = h
+        .rpc("SendMessage", json!({"message": user_message("m-live-2", Some("slow"), json!([{"data": {"ms": 400}}])), "configuration": {"returnImmediately": true}}))
+        .await;
+    let id = started["result"]["task"]["id"].clone();
+    let frames = open("SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(frames[0]["task"]["id"], id, "{frames:?}");
+    assert_eq!(frames.last().expect("last")["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{frames:?}");
+}
