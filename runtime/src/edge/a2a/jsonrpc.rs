@@ -5,6 +5,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use tracing::Instrument;
 use serde_json::{Value, json};
 
 use super::errors::{Fault, Transport};
@@ -48,20 +49,25 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
     if let Err(fault) = negotiate(&state, &subject, &headers, query.as_deref()).await {
         return fault.into_jsonrpc_response(&id);
     }
-    let result = match method.as_str() {
-        "SendMessage" => state.send_message(&subject, &params).await,
-        "GetTask" => state.get_task(&subject, &params).await,
-        "ListTasks" => state.list_tasks(&subject, &params).await,
-        "CancelTask" => state.cancel_task(&subject, &params).await,
-        "SendStreamingMessage" | "SubscribeToTask" => return streaming(state, subject, &method, params, id).await,
-        // Every other row of the map (push configs, the extended card) needs a facet this
-        // host does not advertise: the table's refusal answers it.
-        other => match gate::check(other, &Facts::default(), &state.facet()) {
-            Err(fault) => Err(fault),
-            Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
-        },
+    let span = super::request_span(&method, &params, &headers);
+    if matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask") {
+        return streaming(state, subject, &method, params, id).instrument(span).await;
+    }
+    let result = async {
+        match method.as_str() {
+            "SendMessage" => state.send_message(&subject, &params).await,
+            "GetTask" => state.get_task(&subject, &params).await,
+            "ListTasks" => state.list_tasks(&subject, &params).await,
+            "CancelTask" => state.cancel_task(&subject, &params).await,
+            // Every other row of the map (push configs, the extended card) needs a facet
+            // this host does not advertise: the table's refusal answers it.
+            other => match gate::check(other, &Facts::default(), &state.facet()) {
+                Err(fault) => Err(fault),
+                Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+            },
+        }
     };
-    match result {
+    match result.instrument(span).await {
         Ok(result) => axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
         Err(fault) => fault.into_jsonrpc_response(&id),
     }

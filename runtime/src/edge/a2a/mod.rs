@@ -173,6 +173,18 @@ pub(crate) async fn negotiate(state: &A2aState, subject: &Subject, headers: &Hea
     }
 }
 
+/// The span an A2A request runs in: its method, and the W3C trace it continues when it
+/// carries a well-formed one (message metadata first, then the header). The trace is
+/// for correlation only; nothing reads it to decide who the caller is or what it may do.
+pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) -> tracing::Span {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let metadata = params.get("message").and_then(|m| m.get("metadata"));
+    match trace::select(metadata, header("traceparent"), header("tracestate")) {
+        Some(tc) => tracing::info_span!("a2a", method, trace_id = tc.trace_id(), parent_id = tc.parent_id(), trace_source = ?tc.source),
+        None => tracing::info_span!("a2a", method),
+    }
+}
+
 /// `GET /.well-known/agent-card.json`: public, the same card for every served version
 /// (so also the `preferredVersion` card when no `A2A-Version` is sent), with a strong
 /// ETag and a cache lifetime.

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use tracing::Instrument;
 use openwop_generated::dispatch::A2A_OPERATIONS;
 use serde_json::{Map, Value};
 
@@ -170,18 +171,23 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
     if let Err(fault) = negotiate(&state, &subject, &headers, query.as_deref()).await {
         return fault.into_rest_response();
     }
-    let result = match method {
-        "SendMessage" => state.send_message(&subject, &params).await,
-        "GetTask" => state.get_task(&subject, &params).await,
-        "ListTasks" => state.list_tasks(&subject, &params).await,
-        "CancelTask" => state.cancel_task(&subject, &params).await,
-        "SendStreamingMessage" | "SubscribeToTask" => return streaming(state, subject, method, params).await,
-        other => match gate::check(other, &Facts::default(), &state.facet()) {
-            Err(fault) => Err(fault),
-            Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
-        },
+    let span = super::request_span(method, &params, &headers);
+    if matches!(method, "SendStreamingMessage" | "SubscribeToTask") {
+        return streaming(state, subject, method, params).instrument(span).await;
+    }
+    let result = async {
+        match method {
+            "SendMessage" => state.send_message(&subject, &params).await,
+            "GetTask" => state.get_task(&subject, &params).await,
+            "ListTasks" => state.list_tasks(&subject, &params).await,
+            "CancelTask" => state.cancel_task(&subject, &params).await,
+            other => match gate::check(other, &Facts::default(), &state.facet()) {
+                Err(fault) => Err(fault),
+                Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+            },
+        }
     };
-    match result {
+    match result.instrument(span).await {
         Ok(result) => (StatusCode::OK, axum::Json(result)).into_response(),
         Err(fault) => fault.into_rest_response(),
     }
