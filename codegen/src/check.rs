@@ -12,6 +12,7 @@ use crate::openapi::Operation;
 use crate::registry::ErrorRow;
 
 const RUN_SNAPSHOT: &str = "schemas/v2/run-snapshot.schema.json";
+const ERROR_ENVELOPE: &str = "schemas/v2/error-envelope.schema.json";
 
 fn cross(pointer: &str, message: String) -> Error {
     Error::CrossCheck {
@@ -21,21 +22,22 @@ fn cross(pointer: &str, message: String) -> Error {
     }
 }
 
-/// The run statuses in the order the map's plain task-state rows give them, after checking
-/// that every status of the run snapshot schema has exactly one plain row.
+/// The run statuses in the order the map's plain task-state rows give them (after checking
+/// that every status of the run snapshot schema has exactly one plain row), and warnings.
 pub(crate) fn run(
     corpus: &Corpus,
     errors: &[ErrorRow],
     map: &InteropMap,
     ops: &[Operation],
-) -> Result<Vec<String>> {
+) -> Result<(Vec<String>, Vec<String>)> {
     operations(map, ops)?;
     error_codes(errors, map)?;
     refusals(map)?;
+    let warnings = envelope_codes(corpus, errors)?;
     requires(corpus, map)?;
     let statuses = task_states(corpus, map)?;
     mcp_task_statuses(map, &statuses)?;
-    Ok(statuses)
+    Ok((statuses, warnings))
 }
 
 fn operations(map: &InteropMap, ops: &[Operation]) -> Result<()> {
@@ -79,6 +81,17 @@ fn error_codes(errors: &[ErrorRow], map: &InteropMap) -> Result<()> {
 }
 
 fn refusals(map: &InteropMap) -> Result<()> {
+    for op in map.a2a_operations.iter().filter(|op| op.states_refusal) {
+        if op.refusal.is_some() == op.requires.is_empty() {
+            return Err(cross(
+                &format!("{}/refusal", op.pointer),
+                format!(
+                    "`{}` row: refusal must be null exactly when requires is empty (requires {:?}, refusal {:?})",
+                    op.method, op.requires, op.refusal
+                ),
+            ));
+        }
+    }
     for op in &map.a2a_operations {
         if let Some(refusal) = &op.refusal
             && !map
@@ -254,4 +267,54 @@ fn mcp_task_statuses(map: &InteropMap, statuses: &[String]) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The error envelope's list of codes, where the schema states one (`$defs/errorCode` in
+/// ours, `properties/error` in upstream's), must hold every registry code: a code the host
+/// can answer must pass envelope validation. A listed code the registry lacks is only a
+/// warning (upstream's envelope lists a few), as no `ErrorCode` can carry it.
+fn envelope_codes(corpus: &Corpus, errors: &[ErrorRow]) -> Result<Vec<String>> {
+    let Some(file) = corpus.files.get(ERROR_ENVELOPE) else {
+        return Ok(Vec::new());
+    };
+    let doc = &file.value;
+    let Some((pointer, listed)) = ["/$defs/errorCode", "/properties/error"]
+        .iter()
+        .find_map(|p| doc.pointer(p).and_then(enum_strings).map(|l| (*p, l)))
+    else {
+        return Ok(Vec::new());
+    };
+    let registry: BTreeSet<&str> = errors.iter().map(|e| e.code.as_str()).collect();
+    let listed: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+    if let Some(missing) = registry.difference(&listed).next() {
+        return Err(Error::CrossCheck {
+            file: ERROR_ENVELOPE.to_owned(),
+            pointer: pointer.to_owned(),
+            message: format!("{ERRORS} code `{missing}` is missing from the envelope's code list"),
+        });
+    }
+    Ok(listed
+        .difference(&registry)
+        .map(|extra| {
+            format!("{ERROR_ENVELOPE}#{pointer}: envelope code `{extra}` is not a code of {ERRORS}")
+        })
+        .collect())
+}
+
+/// The string `enum` of a schema, or of the first `anyOf`/`oneOf` branch that has one.
+fn enum_strings(schema: &Value) -> Option<Vec<String>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return Some(
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        );
+    }
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .find_map(enum_strings)
 }

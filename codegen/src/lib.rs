@@ -82,10 +82,13 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let ops = openapi::load(&corpus)?;
     progress(&format!("{}: {} operations", load::OPENAPI, ops.len()));
 
-    let statuses = check::run(&corpus, &errors, &map, &ops)?;
+    let (statuses, check_warnings) = check::run(&corpus, &errors, &map, &ops)?;
     progress("cross-checks passed");
 
-    let mut out = Output::default();
+    let mut out = Output {
+        warnings: check_warnings,
+        ..Output::default()
+    };
     let errors_in = [load::ERRORS, load::INTEROP_MAP];
     out.files.insert(
         "src/errors.rs".to_owned(),

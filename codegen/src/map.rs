@@ -21,6 +21,8 @@ pub(crate) struct A2aOperation {
     pub v2_operation: Option<String>,
     pub requires: Vec<String>,
     pub refusal: Option<String>,
+    /// The row states `refusal` (ours always does, upstream's never).
+    pub states_refusal: bool,
     pub pointer: String,
 }
 
@@ -248,6 +250,7 @@ fn a2a_operation_rows(at: &At<'_>, row: &Value, p: &str) -> Result<Vec<A2aOperat
             v2_operation: opt_field(at, row, p, "v2Operation")?,
             requires: requires.clone(),
             refusal: opt_field(at, row, p, "refusal")?,
+            states_refusal: row.get("refusal").is_some(),
             pointer: p.to_owned(),
         });
     }

@@ -303,3 +303,57 @@ fn write_never_prunes_a_directory_that_is_not_a_generated_crate() {
         ["notes.txt"]
     );
 }
+
+#[test]
+fn a_stated_refusal_must_match_requires() {
+    let root = mini_copy("refusal-mismatch");
+    edit_json(&root.join("spec/v2/interop-map.json"), |doc| {
+        doc["a2a"]["operations"][0]["requires"] = json!(["a2a.streaming"]);
+    });
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(message.contains("#/a2a/operations/0/refusal"), "{message}");
+    assert!(
+        message.contains("refusal must be null exactly when requires is empty"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_envelope_must_list_every_registry_code() {
+    let root = mini_copy("envelope");
+    let envelope = json!({
+        "$id": "https://example.test/spec/v2/error-envelope.schema.json",
+        "$defs": { "errorCode": { "anyOf": [
+            { "type": "string", "enum": ["not_found", "capability_required", "acme.custom", "extra_code"] },
+            { "type": "string", "pattern": "^[a-z]+\\.[a-z_]+$" }
+        ] } }
+    });
+    let path = root.join("schemas/v2/error-envelope.schema.json");
+    fs::write(&path, envelope.to_string()).expect("write envelope");
+    let message = gen_mini(&root)
+        .expect_err("rate_limited is missing")
+        .to_string();
+    assert!(
+        message.contains("error-envelope.schema.json#/$defs/errorCode"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`rate_limited` is missing from the envelope's code list"),
+        "{message}"
+    );
+
+    edit_json(&path, |doc| {
+        if let Some(list) = doc["$defs"]["errorCode"]["anyOf"][0]["enum"].as_array_mut() {
+            list.push(json!("rate_limited"));
+        }
+    });
+    let output = gen_mini(&root).expect("an extra envelope code is only a warning");
+    assert!(
+        output
+            .warnings
+            .iter()
+            .any(|w| w.contains("`extra_code` is not a code of spec/v2/errors.json")),
+        "{:?}",
+        output.warnings
+    );
+}

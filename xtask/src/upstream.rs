@@ -38,7 +38,11 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
         .arg("check")
         .arg("--manifest-path")
         .arg(&manifest)
-        .env("CARGO_TARGET_DIR", root.join("target"))
+        // Keep a target dir CI chose; otherwise share the workspace's.
+        .env(
+            "CARGO_TARGET_DIR",
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from),
+        )
         .status()
         .context("running cargo check")?;
     eprintln!("upstream-check: {:.1?} in total", started.elapsed());
