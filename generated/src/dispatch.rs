@@ -453,16 +453,16 @@ pub fn a2a_task_state(
         }
     }
     match status {
-        RunStatus::Pending => &A2A_TASK_STATES[0usize],
-        RunStatus::Running => &A2A_TASK_STATES[1usize],
-        RunStatus::Paused => &A2A_TASK_STATES[2usize],
-        RunStatus::WaitingApproval => &A2A_TASK_STATES[3usize],
-        RunStatus::WaitingInput => &A2A_TASK_STATES[4usize],
-        RunStatus::WaitingExternal => &A2A_TASK_STATES[5usize],
-        RunStatus::Completed => &A2A_TASK_STATES[6usize],
-        RunStatus::Failed => &A2A_TASK_STATES[7usize],
-        RunStatus::Cancelling => &A2A_TASK_STATES[8usize],
-        RunStatus::Cancelled => &A2A_TASK_STATES[9usize],
+        RunStatus::Pending => &A2A_TASK_STATES[0],
+        RunStatus::Running => &A2A_TASK_STATES[1],
+        RunStatus::Paused => &A2A_TASK_STATES[2],
+        RunStatus::WaitingApproval => &A2A_TASK_STATES[3],
+        RunStatus::WaitingInput => &A2A_TASK_STATES[4],
+        RunStatus::WaitingExternal => &A2A_TASK_STATES[5],
+        RunStatus::Completed => &A2A_TASK_STATES[6],
+        RunStatus::Failed => &A2A_TASK_STATES[7],
+        RunStatus::Cancelling => &A2A_TASK_STATES[8],
+        RunStatus::Cancelled => &A2A_TASK_STATES[9],
     }
 }
 /// One MCP method row.

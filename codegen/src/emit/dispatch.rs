@@ -69,6 +69,7 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
             .position(|r| &r.run_status == s && r.interrupt_kind.is_none())
             .unwrap_or_default();
         let status = status_of(s);
+        let index = proc_macro2::Literal::usize_unsuffixed(index);
         quote!(#status => &A2A_TASK_STATES[#index])
     });
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use heck::ToUpperCamelCase;
-use proc_macro2::TokenStream;
+use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use crate::error::{Error, Result};
@@ -40,7 +40,10 @@ pub(crate) fn emit(errors: &[ErrorRow], map: &InteropMap) -> Result<TokenStream>
     let rows: Vec<&ErrorRow> = errors.iter().filter(|r| !is_vendor_code(&r.code)).collect();
     let idents: Vec<_> = rows.iter().map(|r| ident(&names[&r.code])).collect();
     let codes: Vec<&str> = rows.iter().map(|r| r.code.as_str()).collect();
-    let statuses: Vec<u16> = rows.iter().map(|r| r.http_status).collect();
+    let statuses: Vec<Literal> = rows
+        .iter()
+        .map(|r| Literal::u16_unsuffixed(r.http_status))
+        .collect();
     let retriable: Vec<bool> = rows.iter().map(|r| r.retriable).collect();
     let docs: Vec<String> = rows
         .iter()
@@ -151,7 +154,7 @@ fn a2a_errors(map: &InteropMap, codes: &BTreeMap<String, String>) -> Result<Toke
         }
     }
     let idents: Vec<_> = map.a2a_errors.iter().map(|r| ident(&r.variant)).collect();
-    let indices: Vec<usize> = (0..idents.len()).collect();
+    let indices: Vec<Literal> = (0..idents.len()).map(Literal::usize_unsuffixed).collect();
     let names: Vec<&str> = map.a2a_errors.iter().map(|r| r.name.as_str()).collect();
     let variant_strs: Vec<&str> = map.a2a_errors.iter().map(|r| r.variant.as_str()).collect();
     let docs: Vec<String> = map
@@ -166,8 +169,8 @@ fn a2a_errors(map: &InteropMap, codes: &BTreeMap<String, String>) -> Result<Toke
         .collect();
     let rows = map.a2a_errors.iter().map(|r| {
         let name = &r.name;
-        let jsonrpc = r.jsonrpc_code;
-        let http = r.http_status;
+        let jsonrpc = Literal::i64_unsuffixed(r.jsonrpc_code);
+        let http = Literal::u16_unsuffixed(r.http_status);
         let grpc = &r.grpc_status;
         let reason = opt_str(r.reason.as_deref());
         // The cross-check has already proved the projection is a registry code.

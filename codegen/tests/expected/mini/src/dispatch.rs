@@ -209,9 +209,9 @@ pub fn a2a_task_state(
         }
     }
     match status {
-        RunStatus::Running => &A2A_TASK_STATES[0usize],
-        RunStatus::WaitingInput => &A2A_TASK_STATES[1usize],
-        RunStatus::Completed => &A2A_TASK_STATES[3usize],
+        RunStatus::Running => &A2A_TASK_STATES[0],
+        RunStatus::WaitingInput => &A2A_TASK_STATES[1],
+        RunStatus::Completed => &A2A_TASK_STATES[3],
     }
 }
 /// One MCP method row.

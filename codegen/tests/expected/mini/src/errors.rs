@@ -31,9 +31,9 @@ impl ErrorCode {
     /// The HTTP status the registry assigns to the code.
     pub const fn http_status(self) -> u16 {
         match self {
-            ErrorCode::NotFound => 404u16,
-            ErrorCode::CapabilityRequired => 422u16,
-            ErrorCode::RateLimited => 429u16,
+            ErrorCode::NotFound => 404,
+            ErrorCode::CapabilityRequired => 422,
+            ErrorCode::RateLimited => 429,
         }
     }
     /// Whether a client may retry the same request unchanged.
@@ -101,24 +101,24 @@ pub struct A2aErrorRow {
 pub static A2A_ERRORS: &[A2aErrorRow] = &[
     A2aErrorRow {
         name: "TaskNotFoundError",
-        jsonrpc_code: -32001i64,
-        http_status: 404u16,
+        jsonrpc_code: -32001,
+        http_status: 404,
         grpc_status: "NOT_FOUND",
         reason: Some("TASK_NOT_FOUND"),
         client_projection: Some(ErrorCode::NotFound),
     },
     A2aErrorRow {
         name: "UnsupportedOperationError",
-        jsonrpc_code: -32004i64,
-        http_status: 400u16,
+        jsonrpc_code: -32004,
+        http_status: 400,
         grpc_status: "FAILED_PRECONDITION",
         reason: None,
         client_projection: Some(ErrorCode::CapabilityRequired),
     },
     A2aErrorRow {
         name: "(invalid parameters)",
-        jsonrpc_code: -32602i64,
-        http_status: 400u16,
+        jsonrpc_code: -32602,
+        http_status: 400,
         grpc_status: "INVALID_ARGUMENT",
         reason: None,
         client_projection: None,
@@ -144,9 +144,9 @@ impl A2aError {
     /// The table row of this error.
     pub fn row(self) -> &'static A2aErrorRow {
         match self {
-            A2aError::TaskNotFound => &A2A_ERRORS[0usize],
-            A2aError::UnsupportedOperation => &A2A_ERRORS[1usize],
-            A2aError::InvalidParams => &A2A_ERRORS[2usize],
+            A2aError::TaskNotFound => &A2A_ERRORS[0],
+            A2aError::UnsupportedOperation => &A2A_ERRORS[1],
+            A2aError::InvalidParams => &A2A_ERRORS[2],
         }
     }
     /// Looks an error up by its A2A name (`TaskNotFoundError`) or variant name (`TaskNotFound`).
