@@ -10,9 +10,15 @@ use std::time::Duration;
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "serves until killed; used to drive the real A2A peers"]
 async fn serve_for_peers() {
-    let port = std::env::var("OPENWOP_A2A_PEER_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(38080);
+    let port = std::env::var("OPENWOP_A2A_PEER_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(38080);
     let host = a2a_support::start_with(Duration::from_secs(10), port).await;
     println!("A2A peer host listening on {}", host.base);
-    let limit = std::env::var("OPENWOP_A2A_PEER_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3600);
+    let limit = std::env::var("OPENWOP_A2A_PEER_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3600);
     tokio::time::sleep(Duration::from_secs(limit)).await;
 }

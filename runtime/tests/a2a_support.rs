@@ -27,10 +27,21 @@ pub async fn start_with(blocking: Duration, port: u16) -> TestHost {
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
-    let host = Host::build(HostConfig { data_dir: dir.path().to_path_buf(), keys, workflows_dir: None }).await.expect("host");
+    let host = Host::build(HostConfig {
+        data_dir: dir.path().to_path_buf(),
+        keys,
+        workflows_dir: None,
+    })
+    .await
+    .expect("host");
     let mut config = A2aConfig::new(a2a::skills_from_registry(host.engine.registry()));
     config.blocking_timeout = blocking;
-    let a2a_router = a2a::router(host.state.clone(), config, Some(&dir.path().join("a2a.sqlite"))).expect("a2a router");
+    let a2a_router = a2a::router(
+        host.state.clone(),
+        config,
+        Some(&dir.path().join("a2a.sqlite")),
+    )
+    .expect("a2a router");
     let app = rest::router(host.state.clone()).merge(a2a_router);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
@@ -40,7 +51,12 @@ pub async fn start_with(blocking: Duration, port: u16) -> TestHost {
         let _host = host;
         let _ = axum::serve(listener, app).await;
     });
-    TestHost { base, http: Client::new(), host_state: state, _dir: dir }
+    TestHost {
+        base,
+        http: Client::new(),
+        host_state: state,
+        _dir: dir,
+    }
 }
 
 pub async fn start() -> TestHost {
@@ -57,8 +73,17 @@ pub fn user_message(id: &str, skill: Option<&str>, parts: Value) -> Value {
 
 impl TestHost {
     /// One JSON-RPC call; returns (HTTP status, body).
-    pub async fn rpc_with(&self, key: Option<&str>, version: Option<&str>, method: &str, params: Value) -> (u16, Value) {
-        let mut req = self.http.post(format!("{}/a2a/jsonrpc", self.base)).json(&json!({"jsonrpc": "2.0", "id": "req-1", "method": method, "params": params}));
+    pub async fn rpc_with(
+        &self,
+        key: Option<&str>,
+        version: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(format!("{}/a2a/jsonrpc", self.base))
+            .json(&json!({"jsonrpc": "2.0", "id": "req-1", "method": method, "params": params}));
         if let Some(key) = key {
             req = req.bearer_auth(key);
         }
@@ -68,15 +93,29 @@ impl TestHost {
         let resp = req.send().await.expect("send");
         let status = resp.status().as_u16();
         let text = resp.text().await.expect("body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.rpc_with(Some(KEY_A), Some("1.0"), method, params).await.1
+        self.rpc_with(Some(KEY_A), Some("1.0"), method, params)
+            .await
+            .1
     }
 
-    pub async fn rest(&self, key: Option<&str>, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}/a2a/rest{}", self.base, path)).header("A2A-Version", "1.0");
+    pub async fn rest(
+        &self,
+        key: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}/a2a/rest{}", self.base, path))
+            .header("A2A-Version", "1.0");
         if let Some(key) = key {
             req = req.bearer_auth(key);
         }
@@ -86,13 +125,22 @@ impl TestHost {
         let resp = req.send().await.expect("send");
         let status = resp.status().as_u16();
         let text = resp.text().await.expect("body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// The run as REST's getRun shows it to the given key.
     pub async fn get_run(&self, key: &str, run_id: &str) -> (u16, Value) {
         let projected = run_id.replace('/', "~2F");
-        let resp = self.http.get(format!("{}/runs/{projected}", self.base)).bearer_auth(key).send().await.expect("send");
+        let resp = self
+            .http
+            .get(format!("{}/runs/{projected}", self.base))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("send");
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }

@@ -28,7 +28,10 @@ pub struct Offer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OfferError {
     #[error("the {protocol} facet has no `{field}`")]
-    Missing { protocol: Protocol, field: &'static str },
+    Missing {
+        protocol: Protocol,
+        field: &'static str,
+    },
     #[error("`{value}` is not a {protocol} version")]
     NotAVersion { protocol: Protocol, value: String },
     #[error("preferredVersion `{0}` is not one of the offered versions")]
@@ -39,14 +42,25 @@ pub enum OfferError {
 
 impl Offer {
     /// Builds an offer from explicit values.
-    pub fn new(protocol: Protocol, versions: &[&str], preferred: &str, floor: &str) -> Result<Offer, OfferError> {
+    pub fn new(
+        protocol: Protocol,
+        versions: &[&str],
+        preferred: &str,
+        floor: &str,
+    ) -> Result<Offer, OfferError> {
         let parse = |raw: &str| {
             Version::parse(protocol, raw)
                 .map(|v| (v, v.render(protocol)))
-                .ok_or_else(|| OfferError::NotAVersion { protocol, value: raw.to_owned() })
+                .ok_or_else(|| OfferError::NotAVersion {
+                    protocol,
+                    value: raw.to_owned(),
+                })
         };
-        let mut parsed = versions.iter().map(|v| parse(v)).collect::<Result<Vec<_>, _>>()?;
-        parsed.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut parsed = versions
+            .iter()
+            .map(|v| parse(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        parsed.sort_by_key(|(v, _)| std::cmp::Reverse(*v));
         parsed.dedup_by(|a, b| a.0 == b.0);
         let preferred = parse(preferred)?;
         let floor = parse(floor)?;
@@ -54,9 +68,17 @@ impl Offer {
             return Err(OfferError::PreferredNotOffered(preferred.1));
         }
         if floor.0 > preferred.0 {
-            return Err(OfferError::FloorAbovePreferred { floor: floor.1, preferred: preferred.1 });
+            return Err(OfferError::FloorAbovePreferred {
+                floor: floor.1,
+                preferred: preferred.1,
+            });
         }
-        Ok(Offer { protocol, versions: parsed, preferred, floor })
+        Ok(Offer {
+            protocol,
+            versions: parsed,
+            preferred,
+            floor,
+        })
     }
 
     /// Reads the `a2a` facet (`versions`, `preferredVersion`, `minimumVersion`) or the
@@ -74,8 +96,14 @@ impl Offer {
             .iter()
             .map(|v| v.as_str().ok_or_else(|| missing(list_key)))
             .collect::<Result<_, _>>()?;
-        let preferred = facet.get("preferredVersion").and_then(Value::as_str).ok_or_else(|| missing("preferredVersion"))?;
-        let floor = facet.get(floor_key).and_then(Value::as_str).ok_or_else(|| missing(floor_key))?;
+        let preferred = facet
+            .get("preferredVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| missing("preferredVersion"))?;
+        let floor = facet
+            .get(floor_key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| missing(floor_key))?;
         Offer::new(protocol, &versions, preferred, floor)
     }
 
@@ -108,7 +136,12 @@ impl Offer {
     /// set an A2A card's interfaces must equal.
     pub fn offered(&self) -> Vec<&str> {
         let mut out = vec![self.preferred.1.as_str()];
-        out.extend(self.versions.iter().filter(|(v, _)| *v != self.preferred.0).map(|(_, s)| s.as_str()));
+        out.extend(
+            self.versions
+                .iter()
+                .filter(|(v, _)| *v != self.preferred.0)
+                .map(|(_, s)| s.as_str()),
+        );
         out
     }
 
@@ -178,13 +211,23 @@ pub struct Decision {
 const REQUESTED_MAX: usize = 32;
 
 fn recordable(raw: &str) -> Option<String> {
-    let kept: String = raw.trim().chars().filter(|c| c.is_ascii_graphic()).take(REQUESTED_MAX).collect();
+    let kept: String = raw
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(REQUESTED_MAX)
+        .collect();
     (!kept.is_empty()).then_some(kept)
 }
 
 /// Decides which version of `protocol` to speak with a peer that asked for `requested`
 /// (`None` or blank: it asked for nothing).
-pub fn decide(protocol: Protocol, requested: Option<&str>, authenticated: bool, offer: &Offer) -> Decision {
+pub fn decide(
+    protocol: Protocol,
+    requested: Option<&str>,
+    authenticated: bool,
+    offer: &Offer,
+) -> Decision {
     let requested_raw = requested.map(str::trim).filter(|r| !r.is_empty());
     let mut decision = Decision {
         protocol,
@@ -242,7 +285,9 @@ impl Decision {
 
     /// True when the peer got a version other than the preferred one.
     pub fn is_downgrade(&self, offer: &Offer) -> bool {
-        self.version.as_deref().is_some_and(|v| v != offer.preferred())
+        self.version
+            .as_deref()
+            .is_some_and(|v| v != offer.preferred())
     }
 
     /// The `negotiation.decided` payload (`$defs/negotiationDecided`), stamped `at`.

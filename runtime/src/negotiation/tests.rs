@@ -51,7 +51,11 @@ fn unoffered_or_malformed_versions_are_refused_as_unsupported() {
     let offer = a2a(&["1.0"], "1.0", "1.0");
     for asked in ["99.0", "1.5", "latest"] {
         let d = decide(Protocol::A2a, Some(asked), true, &offer);
-        assert_eq!((d.outcome, d.reason), (Outcome::Refused, Reason::Unsupported), "{asked}");
+        assert_eq!(
+            (d.outcome, d.reason),
+            (Outcome::Refused, Reason::Unsupported),
+            "{asked}"
+        );
     }
 }
 
@@ -65,7 +69,13 @@ fn a2a_patch_in_request_is_ignored() {
 
 #[test]
 fn mcp_revisions_negotiate_as_dates() {
-    let offer = Offer::new(Protocol::Mcp, &["2025-11-25", "2026-07-28"], "2026-07-28", "2025-11-25").expect("offer");
+    let offer = Offer::new(
+        Protocol::Mcp,
+        &["2025-11-25", "2026-07-28"],
+        "2026-07-28",
+        "2025-11-25",
+    )
+    .expect("offer");
     assert!(decide(Protocol::Mcp, Some("2025-11-25"), true, &offer).is_accepted());
     let below = decide(Protocol::Mcp, Some("2025-06-18"), true, &offer);
     assert_eq!(below.reason, Reason::BelowFloor);
@@ -80,9 +90,18 @@ fn offers_read_from_facets_and_reject_inconsistent_ones() {
     assert_eq!(offer.served(), vec!["1.0"]);
     let mcp = serde_json::json!({"revisions": ["2026-07-28"], "preferredVersion": "2026-07-28", "minimumRevision": "2026-07-28"});
     assert!(Offer::from_facet(Protocol::Mcp, &mcp).is_ok());
-    assert!(matches!(Offer::from_facet(Protocol::A2a, &mcp), Err(OfferError::Missing { .. })));
-    assert!(matches!(Offer::new(Protocol::A2a, &["1.0"], "1.1", "1.0"), Err(OfferError::PreferredNotOffered(_))));
-    assert!(matches!(Offer::new(Protocol::A2a, &["1.0", "1.1"], "1.0", "1.1"), Err(OfferError::FloorAbovePreferred { .. })));
+    assert!(matches!(
+        Offer::from_facet(Protocol::A2a, &mcp),
+        Err(OfferError::Missing { .. })
+    ));
+    assert!(matches!(
+        Offer::new(Protocol::A2a, &["1.0"], "1.1", "1.0"),
+        Err(OfferError::PreferredNotOffered(_))
+    ));
+    assert!(matches!(
+        Offer::new(Protocol::A2a, &["1.0", "1.1"], "1.0", "1.1"),
+        Err(OfferError::FloorAbovePreferred { .. })
+    ));
 }
 
 #[test]
@@ -99,7 +118,11 @@ fn peer_digest_is_sha256_hex_never_the_origin() {
     let d = decide(Protocol::A2a, None, true, &offer).with_peer_origin("https://peer.example");
     let digest = d.peer_digest.clone().expect("digest");
     assert_eq!(digest.len(), 64);
-    assert!(digest.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(
+        digest
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
     let payload = d.payload("2026-12-02T18:00:00.000Z").to_string();
     assert!(!payload.contains("peer.example"));
 }
@@ -118,7 +141,10 @@ fn requested_value_is_bounded_and_printable() {
 /// itself so a corpus change breaks this test rather than the wire.
 #[test]
 fn negotiation_decided_payload_matches_the_corpus_schema() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/v2/run-event-payloads.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../schemas/v2/run-event-payloads.schema.json"
+    );
     let text = std::fs::read_to_string(path).expect("corpus schema");
     let schema: Value = serde_json::from_str(&text).expect("schema json");
     let def = &schema["$defs"]["negotiationDecided"];
@@ -137,10 +163,15 @@ fn negotiation_decided_payload_matches_the_corpus_schema() {
         let payload = d.payload("2026-12-02T18:00:00.000Z");
         let obj = payload.as_object().expect("object");
         for required in def["required"].as_array().expect("required") {
-            assert!(obj.contains_key(required.as_str().expect("str")), "missing {required}");
+            assert!(
+                obj.contains_key(required.as_str().expect("str")),
+                "missing {required}"
+            );
         }
         for (key, value) in obj {
-            let prop = props.get(key).unwrap_or_else(|| panic!("{key} is not in the schema"));
+            let prop = props
+                .get(key)
+                .unwrap_or_else(|| panic!("{key} is not in the schema"));
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
                 assert!(allowed.contains(value), "{key}={value} not in {allowed:?}");
             }
@@ -149,8 +180,17 @@ fn negotiation_decided_payload_matches_the_corpus_schema() {
             }
         }
         if let Some(digest) = obj.get("peerDigest").and_then(Value::as_str) {
-            assert!(digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+            assert!(
+                digest.len() == 64
+                    && digest
+                        .bytes()
+                        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            );
         }
-        assert_eq!(obj.contains_key("version"), d.is_accepted(), "version present iff accepted");
+        assert_eq!(
+            obj.contains_key("version"),
+            d.is_accepted(),
+            "version present iff accepted"
+        );
     }
 }

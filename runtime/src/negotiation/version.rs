@@ -100,28 +100,58 @@ mod tests {
 
     #[test]
     fn a2a_versions_compare_numerically_not_as_text() {
-        assert_eq!(compare(Protocol::A2a, "1.10", "1.9"), Some(Ordering::Greater));
+        assert_eq!(
+            compare(Protocol::A2a, "1.10", "1.9"),
+            Some(Ordering::Greater)
+        );
         assert_eq!(compare(Protocol::A2a, "0.3", "1.0"), Some(Ordering::Less));
     }
 
     #[test]
     fn a2a_patch_is_ignored() {
-        assert_eq!(Version::parse(Protocol::A2a, "1.0.1"), Version::parse(Protocol::A2a, "1.0"));
-        assert_eq!(Version::parse(Protocol::A2a, "1.0.1").map(|v| v.render(Protocol::A2a)), Some("1.0".into()));
+        assert_eq!(
+            Version::parse(Protocol::A2a, "1.0.1"),
+            Version::parse(Protocol::A2a, "1.0")
+        );
+        assert_eq!(
+            Version::parse(Protocol::A2a, "1.0.1").map(|v| v.render(Protocol::A2a)),
+            Some("1.0".into())
+        );
     }
 
     #[test]
     fn a2a_rejects_what_is_not_major_minor() {
-        for bad in ["", "1", "v1.0", "1.x", "1.0.0.0", "+1.0", "1..0", "2026-07-28"] {
+        for bad in [
+            "",
+            "1",
+            "v1.0",
+            "1.x",
+            "1.0.0.0",
+            "+1.0",
+            "1..0",
+            "2026-07-28",
+        ] {
             assert_eq!(Version::parse(Protocol::A2a, bad), None, "{bad:?}");
         }
     }
 
     #[test]
     fn mcp_revisions_compare_as_dates() {
-        assert_eq!(compare(Protocol::Mcp, "2025-06-18", "2026-07-28"), Some(Ordering::Less));
-        assert_eq!(compare(Protocol::Mcp, "2026-07-28", "2026-07-28"), Some(Ordering::Equal));
-        for bad in ["2026-7-28", "2026-13-01", "2026-00-10", "1.0", "2026-07-28T00:00:00Z"] {
+        assert_eq!(
+            compare(Protocol::Mcp, "2025-06-18", "2026-07-28"),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            compare(Protocol::Mcp, "2026-07-28", "2026-07-28"),
+            Some(Ordering::Equal)
+        );
+        for bad in [
+            "2026-7-28",
+            "2026-13-01",
+            "2026-00-10",
+            "1.0",
+            "2026-07-28T00:00:00Z",
+        ] {
             assert_eq!(Version::parse(Protocol::Mcp, bad), None, "{bad:?}");
         }
     }

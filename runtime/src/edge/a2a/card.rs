@@ -84,7 +84,10 @@ pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
     card.insert("version".into(), json!(inputs.version));
     card.insert("supportedInterfaces".into(), Value::Array(interfaces));
     if let Some((organization, url)) = inputs.provider {
-        card.insert("provider".into(), json!({"organization": organization, "url": url}));
+        card.insert(
+            "provider".into(),
+            json!({"organization": organization, "url": url}),
+        );
     }
     card.insert(
         "capabilities".into(),
@@ -100,8 +103,14 @@ pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
         "securitySchemes".into(),
         json!({BEARER_SCHEME: {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "An api key issued by this host, sent as Authorization: Bearer <key>."}}}),
     );
-    card.insert("securityRequirements".into(), json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]));
-    card.insert("defaultInputModes".into(), json!(["application/json", "text/plain"]));
+    card.insert(
+        "securityRequirements".into(),
+        json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]),
+    );
+    card.insert(
+        "defaultInputModes".into(),
+        json!(["application/json", "text/plain"]),
+    );
     card.insert("defaultOutputModes".into(), json!(["application/json"]));
     card.insert("skills".into(), Value::Array(skills));
     Ok(Value::Object(card))
@@ -119,8 +128,16 @@ mod tests {
 
     fn skills() -> Vec<Skill> {
         vec![
-            Skill { workflow_id: "echo".into(), name: "Echo".into(), description: "Echoes".into() },
-            Skill { workflow_id: "approval".into(), name: "Approval".into(), description: "Waits for approval".into() },
+            Skill {
+                workflow_id: "echo".into(),
+                name: "Echo".into(),
+                description: "Echoes".into(),
+            },
+            Skill {
+                workflow_id: "approval".into(),
+                name: "Approval".into(),
+                description: "Waits for approval".into(),
+            },
         ]
     }
 
@@ -145,32 +162,62 @@ mod tests {
         f["preferredVersion"] = json!("1.1");
         let card = card_for(&f);
         let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
-        assert_eq!(interfaces[0], json!({"url": "http://127.0.0.1:8080/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.1"}));
+        assert_eq!(
+            interfaces[0],
+            json!({"url": "http://127.0.0.1:8080/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.1"})
+        );
         assert_eq!(interfaces[1]["protocolBinding"], json!("HTTP+JSON"));
-        let mut versions: Vec<&str> = interfaces.iter().filter_map(|i| i["protocolVersion"].as_str()).collect();
+        let mut versions: Vec<&str> = interfaces
+            .iter()
+            .filter_map(|i| i["protocolVersion"].as_str())
+            .collect();
         versions.dedup();
         assert_eq!(versions, vec!["1.1", "1.0"]);
-        assert!(interfaces.iter().all(|i| i.get("tenant").is_none()), "the public card lists no tenant");
-        assert!(interfaces.iter().all(|i| i["protocolBinding"] != json!("GRPC")));
+        assert!(
+            interfaces.iter().all(|i| i.get("tenant").is_none()),
+            "the public card lists no tenant"
+        );
+        assert!(
+            interfaces
+                .iter()
+                .all(|i| i["protocolBinding"] != json!("GRPC"))
+        );
     }
 
     #[test]
     fn capabilities_equal_the_facets() {
         let card = card_for(&facet());
-        assert_eq!(card["capabilities"], json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false}));
+        assert_eq!(
+            card["capabilities"],
+            json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false})
+        );
         let mut f = facet();
         f["streaming"] = json!(false);
         f["pushNotifications"] = json!(true);
         assert_eq!(card_for(&f)["capabilities"]["streaming"], json!(false));
-        assert_eq!(card_for(&f)["capabilities"]["pushNotifications"], json!(true));
+        assert_eq!(
+            card_for(&f)["capabilities"]["pushNotifications"],
+            json!(true)
+        );
     }
 
     #[test]
     fn one_skill_per_routed_workflow_with_the_workflow_id() {
         let card = card_for(&facet());
-        let ids: Vec<&str> = card["skills"].as_array().expect("skills").iter().filter_map(|s| s["id"].as_str()).collect();
+        let ids: Vec<&str> = card["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .filter_map(|s| s["id"].as_str())
+            .collect();
         assert_eq!(ids, vec!["echo", "approval"]);
-        assert!(card["skills"].as_array().expect("skills").iter().all(|s| !s["tags"].as_array().expect("tags").is_empty()));
+        assert!(
+            card["skills"]
+                .as_array()
+                .expect("skills")
+                .iter()
+                .all(|s| !s["tags"].as_array().expect("tags").is_empty())
+        );
     }
 
     #[test]
@@ -178,8 +225,14 @@ mod tests {
         let card = card_for(&facet());
         let schemes = card["securitySchemes"].as_object().expect("schemes");
         assert_eq!(schemes.len(), 1);
-        assert_eq!(schemes[BEARER_SCHEME]["httpAuthSecurityScheme"]["scheme"], json!("Bearer"));
-        assert_eq!(card["securityRequirements"], json!([{"schemes": {"bearer": {"list": []}}}]));
+        assert_eq!(
+            schemes[BEARER_SCHEME]["httpAuthSecurityScheme"]["scheme"],
+            json!("Bearer")
+        );
+        assert_eq!(
+            card["securityRequirements"],
+            json!([{"schemes": {"bearer": {"list": []}}}])
+        );
     }
 
     #[test]
@@ -197,7 +250,15 @@ mod tests {
         let mut f = facet();
         f["preferredVersion"] = json!("2.0");
         let skills = skills();
-        let inputs = CardInputs { base_url: "http://h", a2a_facet: &f, skills: &skills, name: "n", description: "d", version: "v", provider: None };
+        let inputs = CardInputs {
+            base_url: "http://h",
+            a2a_facet: &f,
+            skills: &skills,
+            name: "n",
+            description: "d",
+            version: "v",
+            provider: None,
+        };
         assert!(public_card(&inputs).is_err());
     }
 }

@@ -43,7 +43,10 @@ impl Transport {
             Transport::Internal => -32603,
             // JSON-RPC has no code for these; they are requests the server will not take
             // as sent, and the HTTP status says which.
-            Transport::InvalidRequest | Transport::Unauthenticated | Transport::PayloadTooLarge | Transport::UnsupportedMediaType => -32600,
+            Transport::InvalidRequest
+            | Transport::Unauthenticated
+            | Transport::PayloadTooLarge
+            | Transport::UnsupportedMediaType => -32600,
         }
     }
 
@@ -60,7 +63,10 @@ impl Transport {
 
     fn grpc_status(self) -> &'static str {
         match self {
-            Transport::Parse | Transport::InvalidRequest | Transport::PayloadTooLarge | Transport::UnsupportedMediaType => "INVALID_ARGUMENT",
+            Transport::Parse
+            | Transport::InvalidRequest
+            | Transport::PayloadTooLarge
+            | Transport::UnsupportedMediaType => "INVALID_ARGUMENT",
             Transport::MethodNotFound => "NOT_FOUND",
             Transport::Unauthenticated => "UNAUTHENTICATED",
             Transport::Internal => "INTERNAL",
@@ -93,11 +99,21 @@ pub struct Fault {
 
 impl Fault {
     pub fn a2a(error: A2aError, message: impl Into<String>) -> Fault {
-        Fault { kind: Kind::A2a(error), message: message.into(), metadata: BTreeMap::new(), violations: Vec::new() }
+        Fault {
+            kind: Kind::A2a(error),
+            message: message.into(),
+            metadata: BTreeMap::new(),
+            violations: Vec::new(),
+        }
     }
 
     pub fn transport(kind: Transport, message: impl Into<String>) -> Fault {
-        Fault { kind: Kind::Transport(kind), message: message.into(), metadata: BTreeMap::new(), violations: Vec::new() }
+        Fault {
+            kind: Kind::Transport(kind),
+            message: message.into(),
+            metadata: BTreeMap::new(),
+            violations: Vec::new(),
+        }
     }
 
     pub fn with_metadata(mut self, key: &str, value: impl Into<String>) -> Fault {
@@ -114,8 +130,11 @@ impl Fault {
 
     /// `VersionNotSupportedError` with `metadata.supportedVersions` comma-joined.
     pub fn version_not_supported(requested: Option<&str>, supported_joined: &str) -> Fault {
-        let fault = Fault::a2a(A2aError::VersionNotSupported, format!("A2A-Version is not served here; supported: {supported_joined}"))
-            .with_metadata("supportedVersions", supported_joined);
+        let fault = Fault::a2a(
+            A2aError::VersionNotSupported,
+            format!("A2A-Version is not served here; supported: {supported_joined}"),
+        )
+        .with_metadata("supportedVersions", supported_joined);
         match requested {
             Some(r) => fault.with_metadata("requested", r),
             None => fault,
@@ -127,8 +146,14 @@ impl Fault {
     /// ErrorInfo is attached.
     pub fn invalid_params(field: &str, description: impl Into<String>) -> Fault {
         let description = description.into();
-        let mut fault = Fault::a2a(A2aError::InvalidParams, format!("invalid parameters: {field}: {description}"));
-        fault.violations.push(FieldViolation { field: field.to_owned(), description });
+        let mut fault = Fault::a2a(
+            A2aError::InvalidParams,
+            format!("invalid parameters: {field}: {description}"),
+        );
+        fault.violations.push(FieldViolation {
+            field: field.to_owned(),
+            description,
+        });
         fault
     }
 
@@ -176,11 +201,19 @@ impl Fault {
     pub fn details(&self) -> Vec<Value> {
         let mut details = Vec::new();
         if let Some(reason) = self.reason() {
-            let metadata: Map<String, Value> = self.metadata.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            let metadata: Map<String, Value> = self
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
             details.push(json!({"@type": ERROR_INFO_TYPE, "reason": reason, "domain": A2A_DOMAIN, "metadata": metadata}));
         }
         if !self.violations.is_empty() {
-            let violations: Vec<Value> = self.violations.iter().map(|v| json!({"field": v.field, "description": v.description})).collect();
+            let violations: Vec<Value> = self
+                .violations
+                .iter()
+                .map(|v| json!({"field": v.field, "description": v.description}))
+                .collect();
             details.push(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}));
         }
         details
@@ -208,7 +241,11 @@ impl Fault {
     /// plain HTTP tooling sees them too.
     pub fn jsonrpc_http_status(&self) -> u16 {
         match self.kind {
-            Kind::Transport(t @ (Transport::Unauthenticated | Transport::PayloadTooLarge | Transport::UnsupportedMediaType)) => t.http_status(),
+            Kind::Transport(
+                t @ (Transport::Unauthenticated
+                | Transport::PayloadTooLarge
+                | Transport::UnsupportedMediaType),
+            ) => t.http_status(),
             _ => 200,
         }
     }
@@ -241,7 +278,9 @@ fn respond(status: u16, body: Value, kind: Kind) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(body)).into_response();
     if kind == Kind::Transport(Transport::Unauthenticated) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
     response
 }
@@ -252,7 +291,10 @@ mod tests {
     use openwop_generated::errors::A2A_ERRORS;
 
     fn error_infos(details: &[Value]) -> Vec<&Value> {
-        details.iter().filter(|d| d["@type"] == ERROR_INFO_TYPE).collect()
+        details
+            .iter()
+            .filter(|d| d["@type"] == ERROR_INFO_TYPE)
+            .collect()
     }
 
     #[test]
@@ -265,13 +307,20 @@ mod tests {
             match row.reason {
                 Some(reason) => {
                     let data = body["error"]["data"].as_array().expect("data is an array");
-                    assert!(data.iter().all(|d| d.get("@type").is_some()), "every entry is @typed");
+                    assert!(
+                        data.iter().all(|d| d.get("@type").is_some()),
+                        "every entry is @typed"
+                    );
                     let infos = error_infos(data);
                     assert_eq!(infos.len(), 1, "{}", row.name);
                     assert_eq!(infos[0]["reason"], json!(reason));
                     assert_eq!(infos[0]["domain"], json!(A2A_DOMAIN));
                 }
-                None => assert!(body["error"].get("data").is_none(), "{} has no reason", row.name),
+                None => assert!(
+                    body["error"].get("data").is_none(),
+                    "{} has no reason",
+                    row.name
+                ),
             }
         }
     }
@@ -279,7 +328,11 @@ mod tests {
     #[test]
     fn http_json_errors_are_google_rpc_status_with_the_row_status() {
         for row in A2A_ERRORS {
-            let error = A2aError::ALL.iter().copied().find(|e| e.row().name == row.name).expect("variant");
+            let error = A2aError::ALL
+                .iter()
+                .copied()
+                .find(|e| e.row().name == row.name)
+                .expect("variant");
             let fault = Fault::a2a(error, "m");
             let body = fault.rest_body();
             assert_eq!(fault.http_status(), row.http_status);
@@ -297,12 +350,22 @@ mod tests {
 
     #[test]
     fn task_not_found_is_identical_for_any_cause_apart_from_the_echoed_id() {
-        let a = Fault::task_not_found("acme/aaaaaaaaaaaaaaaa").jsonrpc_body(&json!(1)).to_string();
-        let b = Fault::task_not_found("other/bbbbbbbbbbbbbbbb").jsonrpc_body(&json!(1)).to_string();
-        assert_eq!(a.replace("acme/aaaaaaaaaaaaaaaa", "ID"), b.replace("other/bbbbbbbbbbbbbbbb", "ID"));
+        let a = Fault::task_not_found("acme/aaaaaaaaaaaaaaaa")
+            .jsonrpc_body(&json!(1))
+            .to_string();
+        let b = Fault::task_not_found("other/bbbbbbbbbbbbbbbb")
+            .jsonrpc_body(&json!(1))
+            .to_string();
+        assert_eq!(
+            a.replace("acme/aaaaaaaaaaaaaaaa", "ID"),
+            b.replace("other/bbbbbbbbbbbbbbbb", "ID")
+        );
         let rest = Fault::task_not_found("t/cccccccccccccccc").rest_body();
         assert_eq!(rest["error"]["code"], json!(404));
-        assert_eq!(rest["error"]["details"][0]["metadata"]["taskId"], json!("t/cccccccccccccccc"));
+        assert_eq!(
+            rest["error"]["details"][0]["metadata"]["taskId"],
+            json!("t/cccccccccccccccc")
+        );
     }
 
     #[test]
@@ -317,12 +380,16 @@ mod tests {
 
     #[test]
     fn invalid_params_carries_bad_request_and_no_error_info() {
-        let body = Fault::invalid_params("message.contextId", "not this task's context").jsonrpc_body(&Value::Null);
+        let body = Fault::invalid_params("message.contextId", "not this task's context")
+            .jsonrpc_body(&Value::Null);
         assert_eq!(body["error"]["code"], json!(-32602));
         let data = body["error"]["data"].as_array().expect("data");
         assert!(error_infos(data).is_empty());
         assert_eq!(data[0]["@type"], json!(BAD_REQUEST_TYPE));
-        assert_eq!(data[0]["fieldViolations"][0]["field"], json!("message.contextId"));
+        assert_eq!(
+            data[0]["fieldViolations"][0]["field"],
+            json!("message.contextId")
+        );
         assert_eq!(Fault::invalid_params("f", "d").http_status(), 400);
     }
 
@@ -330,14 +397,23 @@ mod tests {
     fn pre_dispatch_refusals_keep_their_http_status_and_a2a_shape() {
         let unauth = Fault::transport(Transport::Unauthenticated, "credential required");
         assert_eq!(unauth.jsonrpc_http_status(), 401);
-        assert_eq!(unauth.rest_body()["error"]["status"], json!("UNAUTHENTICATED"));
+        assert_eq!(
+            unauth.rest_body()["error"]["status"],
+            json!("UNAUTHENTICATED")
+        );
         let response = unauth.into_rest_response();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
         let parse = Fault::transport(Transport::Parse, "not JSON").jsonrpc_body(&Value::Null);
         assert_eq!(parse["error"]["code"], json!(-32700));
-        assert_eq!(Fault::transport(Transport::PayloadTooLarge, "big").http_status(), 413);
+        assert_eq!(
+            Fault::transport(Transport::PayloadTooLarge, "big").http_status(),
+            413
+        );
         // An A2A error on JSON-RPC travels with HTTP 200, as JSON-RPC servers answer.
-        assert_eq!(Fault::task_not_found("a/bbbbbbbbbbbbbbbb").jsonrpc_http_status(), 200);
+        assert_eq!(
+            Fault::task_not_found("a/bbbbbbbbbbbbbbbb").jsonrpc_http_status(),
+            200
+        );
     }
 }

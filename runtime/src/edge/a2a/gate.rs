@@ -28,11 +28,21 @@ pub fn applies(when: Option<&str>, facts: &Facts) -> Option<bool> {
     let Some(when) = when else { return Some(true) };
     Some(match when {
         "message has no taskId" => !facts.has_task_id,
-        "message has no taskId and configuration.returnImmediately is true" => !facts.has_task_id && facts.return_immediately,
-        "message has no taskId and configuration.taskPushNotificationConfig is set" => !facts.has_task_id && facts.inline_push_config,
-        "message has a taskId whose run is waiting-approval, waiting-input or waiting-external" => facts.has_task_id && facts.task_suspended,
-        "message has a taskId whose run is neither suspended nor terminal" => facts.has_task_id && !facts.task_suspended && !facts.task_terminal,
-        "message has a taskId whose run is terminal and still retained" => facts.has_task_id && facts.task_terminal,
+        "message has no taskId and configuration.returnImmediately is true" => {
+            !facts.has_task_id && facts.return_immediately
+        }
+        "message has no taskId and configuration.taskPushNotificationConfig is set" => {
+            !facts.has_task_id && facts.inline_push_config
+        }
+        "message has a taskId whose run is waiting-approval, waiting-input or waiting-external" => {
+            facts.has_task_id && facts.task_suspended
+        }
+        "message has a taskId whose run is neither suspended nor terminal" => {
+            facts.has_task_id && !facts.task_suspended && !facts.task_terminal
+        }
+        "message has a taskId whose run is terminal and still retained" => {
+            facts.has_task_id && facts.task_terminal
+        }
         "any message; selected as SendMessage would be" => true,
         _ => return None,
     })
@@ -41,10 +51,17 @@ pub fn applies(when: Option<&str>, facts: &Facts) -> Option<bool> {
 /// Checks every applicable row of `method` against the advertised `a2a` facet. Returns
 /// the rows that apply (map order) or the first refusal. An unknown method is
 /// `MethodNotFound`.
-pub fn check(method: &str, facts: &Facts, a2a_facet: &Value) -> Result<Vec<&'static A2aOperation>, Fault> {
+pub fn check(
+    method: &str,
+    facts: &Facts,
+    a2a_facet: &Value,
+) -> Result<Vec<&'static A2aOperation>, Fault> {
     let mut rows = a2a_operations(method).peekable();
     if rows.peek().is_none() {
-        return Err(Fault::transport(Transport::MethodNotFound, format!("no A2A method `{method}`")));
+        return Err(Fault::transport(
+            Transport::MethodNotFound,
+            format!("no A2A method `{method}`"),
+        ));
     }
     let mut applicable = Vec::new();
     for row in rows {
@@ -52,9 +69,18 @@ pub fn check(method: &str, facts: &Facts, a2a_facet: &Value) -> Result<Vec<&'sta
         if !applies(row.when, facts).unwrap_or(true) {
             continue;
         }
-        if let Some(missing) = row.requires.iter().find(|r| !facet_advertised(a2a_facet, r)) {
-            let error = row.refusal.unwrap_or(openwop_generated::errors::A2aError::UnsupportedOperation);
-            return Err(Fault::a2a(error, format!("{method} needs {missing}, which this host does not advertise")));
+        if let Some(missing) = row
+            .requires
+            .iter()
+            .find(|r| !facet_advertised(a2a_facet, r))
+        {
+            let error = row
+                .refusal
+                .unwrap_or(openwop_generated::errors::A2aError::UnsupportedOperation);
+            return Err(Fault::a2a(
+                error,
+                format!("{method} needs {missing}, which this host does not advertise"),
+            ));
         }
         applicable.push(row);
     }
@@ -71,23 +97,39 @@ mod tests {
     #[test]
     fn every_when_text_of_the_map_is_understood() {
         for row in A2A_OPERATIONS {
-            assert!(applies(row.when, &Facts::default()).is_some(), "unreadable when: {:?}", row.when);
+            assert!(
+                applies(row.when, &Facts::default()).is_some(),
+                "unreadable when: {:?}",
+                row.when
+            );
         }
     }
 
     #[test]
     fn rows_requiring_an_unadvertised_facet_are_refused_with_the_rows_error() {
         let bare = json!({"versions": ["1.0"], "preferredVersion": "1.0", "minimumVersion": "1.0"});
-        for row in A2A_OPERATIONS.iter().filter(|r| !r.requires.is_empty() && r.when.is_none()) {
+        for row in A2A_OPERATIONS
+            .iter()
+            .filter(|r| !r.requires.is_empty() && r.when.is_none())
+        {
             let err = check(row.method, &Facts::default(), &bare).expect_err(row.method);
-            assert_eq!(err.kind, super::super::errors::Kind::A2a(row.refusal.expect("refusal")), "{}", row.method);
+            assert_eq!(
+                err.kind,
+                super::super::errors::Kind::A2a(row.refusal.expect("refusal")),
+                "{}",
+                row.method
+            );
         }
         // Streaming without a2a.streaming: the row's UnsupportedOperationError.
         let err = check("SendStreamingMessage", &Facts::default(), &bare).expect_err("refused");
         assert_eq!(err.jsonrpc_code(), -32004);
         // Push configs without a2a.pushNotifications: -32003.
-        let err = check("CreateTaskPushNotificationConfig", &Facts::default(), &bare).expect_err("refused");
-        assert_eq!(err.kind, super::super::errors::Kind::A2a(A2aError::PushNotificationNotSupported));
+        let err = check("CreateTaskPushNotificationConfig", &Facts::default(), &bare)
+            .expect_err("refused");
+        assert_eq!(
+            err.kind,
+            super::super::errors::Kind::A2a(A2aError::PushNotificationNotSupported)
+        );
     }
 
     #[test]
@@ -95,20 +137,46 @@ mod tests {
         let no_durable = json!({"streaming": true});
         let plain = Facts::default();
         assert!(check("SendMessage", &plain, &no_durable).is_ok());
-        let immediate = Facts { return_immediately: true, ..Facts::default() };
-        assert_eq!(check("SendMessage", &immediate, &no_durable).expect_err("refused").jsonrpc_code(), -32004);
+        let immediate = Facts {
+            return_immediately: true,
+            ..Facts::default()
+        };
+        assert_eq!(
+            check("SendMessage", &immediate, &no_durable)
+                .expect_err("refused")
+                .jsonrpc_code(),
+            -32004
+        );
         assert!(check("SendMessage", &immediate, &json!({"durableTasks": true})).is_ok());
-        let push = Facts { inline_push_config: true, ..Facts::default() };
-        assert_eq!(check("SendMessage", &push, &no_durable).expect_err("refused").jsonrpc_code(), -32003);
+        let push = Facts {
+            inline_push_config: true,
+            ..Facts::default()
+        };
+        assert_eq!(
+            check("SendMessage", &push, &no_durable)
+                .expect_err("refused")
+                .jsonrpc_code(),
+            -32003
+        );
         // With a taskId the option rows do not apply.
-        let follow_up = Facts { has_task_id: true, return_immediately: true, task_suspended: true, ..Facts::default() };
+        let follow_up = Facts {
+            has_task_id: true,
+            return_immediately: true,
+            task_suspended: true,
+            ..Facts::default()
+        };
         assert!(check("SendMessage", &follow_up, &no_durable).is_ok());
     }
 
     #[test]
     fn unknown_methods_and_v0_3_names_are_method_not_found() {
         for m in ["message/send", "tasks/get", "Nope"] {
-            assert_eq!(check(m, &Facts::default(), &json!({})).expect_err(m).jsonrpc_code(), -32601);
+            assert_eq!(
+                check(m, &Facts::default(), &json!({}))
+                    .expect_err(m)
+                    .jsonrpc_code(),
+                -32601
+            );
         }
     }
 }

@@ -5,8 +5,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use tracing::Instrument;
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use super::errors::{Fault, Transport};
 use super::gate::{self, Facts};
@@ -15,10 +15,18 @@ use super::{authenticate, negotiate, read_body, stream};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
-    Fault::transport(Transport::InvalidRequest, "JSON-RPC requests are sent with POST").into_jsonrpc_response(&Value::Null)
+    Fault::transport(
+        Transport::InvalidRequest,
+        "JSON-RPC requests are sent with POST",
+    )
+    .into_jsonrpc_response(&Value::Null)
 }
 
-pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: Request) -> Response {
+pub async fn handle(
+    State(state): State<A2aState>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
     let query = request.uri().query().map(str::to_owned);
     // Who is calling is settled before the body is even read.
     let subject = match authenticate(&state, &headers) {
@@ -30,28 +38,45 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
         Err(fault) => return fault.into_jsonrpc_response(&Value::Null),
     };
     let Ok(envelope) = serde_json::from_slice::<Value>(&body) else {
-        return Fault::transport(Transport::Parse, "the body is not JSON").into_jsonrpc_response(&Value::Null);
+        return Fault::transport(Transport::Parse, "the body is not JSON")
+            .into_jsonrpc_response(&Value::Null);
     };
     let id = match envelope.get("id") {
         None => Value::Null,
         Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
-        Some(_) => return Fault::transport(Transport::InvalidRequest, "`id` must be a string, a number or null").into_jsonrpc_response(&Value::Null),
+        Some(_) => {
+            return Fault::transport(
+                Transport::InvalidRequest,
+                "`id` must be a string, a number or null",
+            )
+            .into_jsonrpc_response(&Value::Null);
+        }
     };
-    let method = match (envelope.get("jsonrpc").and_then(Value::as_str), envelope.get("method").and_then(Value::as_str)) {
+    let method = match (
+        envelope.get("jsonrpc").and_then(Value::as_str),
+        envelope.get("method").and_then(Value::as_str),
+    ) {
         (Some("2.0"), Some(m)) => m.to_owned(),
-        _ => return Fault::transport(Transport::InvalidRequest, "not a JSON-RPC 2.0 request").into_jsonrpc_response(&id),
+        _ => {
+            return Fault::transport(Transport::InvalidRequest, "not a JSON-RPC 2.0 request")
+                .into_jsonrpc_response(&id);
+        }
     };
     let params = match envelope.get("params") {
         None | Some(Value::Null) => json!({}),
         Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => return Fault::invalid_params("params", "must be an object").into_jsonrpc_response(&id),
+        Some(_) => {
+            return Fault::invalid_params("params", "must be an object").into_jsonrpc_response(&id);
+        }
     };
     if let Err(fault) = negotiate(&state, &subject, &headers, query.as_deref()).await {
         return fault.into_jsonrpc_response(&id);
     }
     let span = super::request_span(&method, &params, &headers);
     if matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask") {
-        return streaming(state, subject, &method, params, id).instrument(span).await;
+        return streaming(state, subject, &method, params, id)
+            .instrument(span)
+            .await;
     }
     let result = async {
         match method.as_str() {
@@ -63,19 +88,32 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
             // this host does not advertise: the table's refusal answers it.
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
-                Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+                Ok(_) => Err(Fault::unsupported(format!(
+                    "{other} is not served by this host"
+                ))),
             },
         }
     };
     match result.instrument(span).await {
-        Ok(result) => axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
+        Ok(result) => {
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }
         Err(fault) => fault.into_jsonrpc_response(&id),
     }
 }
 
-async fn streaming(state: A2aState, subject: crate::identity::Subject, method: &str, params: Value, id: Value) -> Response {
+async fn streaming(
+    state: A2aState,
+    subject: crate::identity::Subject,
+    method: &str,
+    params: Value,
+    id: Value,
+) -> Response {
     let start = if method == "SendStreamingMessage" {
-        state.accept_message(&subject, method, &params).await.map(|(run, history, _)| (run, history))
+        state
+            .accept_message(&subject, method, &params)
+            .await
+            .map(|(run, history, _)| (run, history))
     } else {
         state.subscribe(&subject, &params).await
     };
@@ -88,6 +126,13 @@ async fn streaming(state: A2aState, subject: crate::identity::Subject, method: &
         Err(fault) => return fault.into_jsonrpc_response(&id),
     };
     // Every SSE event is a whole JSON-RPC response echoing the request's id.
-    let frames = events.map(move |response| Ok::<_, std::convert::Infallible>(Event::default().data(json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string())));
-    Sse::new(frames).keep_alive(KeepAlive::default()).into_response()
+    let frames = events.map(move |response| {
+        Ok::<_, std::convert::Infallible>(
+            Event::default()
+                .data(json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string()),
+        )
+    });
+    Sse::new(frames)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }

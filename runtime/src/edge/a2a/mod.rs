@@ -77,8 +77,16 @@ pub fn skills_from_registry(registry: &crate::engine::registry::Registry) -> Vec
         .filter_map(|id| registry.get(id))
         .map(|w| Skill {
             workflow_id: w.definition.id.clone(),
-            name: w.definition.name.clone().unwrap_or_else(|| w.definition.id.clone()),
-            description: w.definition.description.clone().unwrap_or_else(|| format!("Runs workflow {}", w.definition.id)),
+            name: w
+                .definition
+                .name
+                .clone()
+                .unwrap_or_else(|| w.definition.id.clone()),
+            description: w
+                .definition
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("Runs workflow {}", w.definition.id)),
         })
         .collect()
 }
@@ -109,16 +117,30 @@ pub fn facet_of(discovery: &Value) -> Value {
 
 /// Builds the A2A routes. `task_db` is the SQLite file of the A2A side table (`None`:
 /// in memory, for tests).
-pub fn router(app: AppState, config: A2aConfig, task_db: Option<&Path>) -> Result<Router, TaskStoreError> {
+pub fn router(
+    app: AppState,
+    config: A2aConfig,
+    task_db: Option<&Path>,
+) -> Result<Router, TaskStoreError> {
     let tasks = match task_db {
         Some(path) => TaskStore::open(path)?,
         None => TaskStore::in_memory()?,
     };
-    let state = A2aState { app, tasks, config: Arc::new(config) };
+    let state = A2aState {
+        app,
+        tasks,
+        config: Arc::new(config),
+    };
     Ok(Router::new()
         .route(card::CARD_PATH, get(get_card))
-        .route(card::JSONRPC_PATH, post(jsonrpc::handle).fallback(jsonrpc::wrong_method))
-        .route(&format!("{}/", card::JSONRPC_PATH), post(jsonrpc::handle).fallback(jsonrpc::wrong_method))
+        .route(
+            card::JSONRPC_PATH,
+            post(jsonrpc::handle).fallback(jsonrpc::wrong_method),
+        )
+        .route(
+            &format!("{}/", card::JSONRPC_PATH),
+            post(jsonrpc::handle).fallback(jsonrpc::wrong_method),
+        )
         .route(card::REST_PATH, any(rest::handle))
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
         .with_state(state))
@@ -126,15 +148,26 @@ pub fn router(app: AppState, config: A2aConfig, task_db: Option<&Path>) -> Resul
 
 /// The caller, or the A2A-shaped 401.
 pub(crate) fn authenticate(state: &A2aState, headers: &HeaderMap) -> Result<Subject, Fault> {
-    let header = headers.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
-    state.app.keys.authenticate(header).map_err(|e| Fault::transport(Transport::Unauthenticated, e.to_string()))
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or(""));
+    state
+        .app
+        .keys
+        .authenticate(header)
+        .map_err(|e| Fault::transport(Transport::Unauthenticated, e.to_string()))
 }
 
 /// Reads the body up to [`BODY_LIMIT`]; the refusal is A2A-shaped.
 pub(crate) async fn read_body(request: Request) -> Result<axum::body::Bytes, Fault> {
     axum::body::to_bytes(request.into_body(), BODY_LIMIT)
         .await
-        .map_err(|_| Fault::transport(Transport::PayloadTooLarge, format!("the request body is larger than {BODY_LIMIT} bytes or could not be read")))
+        .map_err(|_| {
+            Fault::transport(
+                Transport::PayloadTooLarge,
+                format!("the request body is larger than {BODY_LIMIT} bytes or could not be read"),
+            )
+        })
 }
 
 /// The `A2A-Version` a request asks for: the header, else the `A2A-Version` query value.
@@ -142,12 +175,20 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     if let Some(v) = headers.get(VERSION_HEADER) {
         return Some(v.to_str().unwrap_or("?").to_owned());
     }
-    query?.split('&').find_map(|pair| pair.strip_prefix("A2A-Version=").map(|v| v.replace("%2E", ".")))
+    query?.split('&').find_map(|pair| {
+        pair.strip_prefix("A2A-Version=")
+            .map(|v| v.replace("%2E", "."))
+    })
 }
 
 /// Negotiates the version of one authenticated exchange and records the outcome as a
 /// durable `negotiation.decided` host event of the caller's tenant, refusals included.
-pub(crate) async fn negotiate(state: &A2aState, subject: &Subject, headers: &HeaderMap, query: Option<&str>) -> Result<(), Fault> {
+pub(crate) async fn negotiate(
+    state: &A2aState,
+    subject: &Subject,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<(), Fault> {
     let offer = Offer::from_facet(Protocol::A2a, &state.facet()).map_err(|e| {
         tracing::error!(error = %e, "the a2a facet cannot be negotiated from");
         Fault::internal()
@@ -160,16 +201,25 @@ pub(crate) async fn negotiate(state: &A2aState, subject: &Subject, headers: &Hea
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
-    let decision = negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer).with_peer_origin(&origin);
+    let decision = negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer)
+        .with_peer_origin(&origin);
     let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
-    state.app.ops.emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload).await.map_err(|e| {
-        tracing::error!(error = %e, "negotiation.decided could not be recorded");
-        Fault::internal()
-    })?;
+    state
+        .app
+        .ops
+        .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "negotiation.decided could not be recorded");
+            Fault::internal()
+        })?;
     if decision.is_accepted() {
         Ok(())
     } else {
-        Err(Fault::version_not_supported(decision.requested.as_deref(), &offer.supported_versions_joined()))
+        Err(Fault::version_not_supported(
+            decision.requested.as_deref(),
+            &offer.supported_versions_joined(),
+        ))
     }
 }
 
@@ -180,7 +230,9 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let metadata = params.get("message").and_then(|m| m.get("metadata"));
     match trace::select(metadata, header("traceparent"), header("tracestate")) {
-        Some(tc) => tracing::info_span!("a2a", method, trace_id = tc.trace_id(), parent_id = tc.parent_id(), trace_source = ?tc.source),
+        Some(tc) => {
+            tracing::info_span!("a2a", method, trace_id = tc.trace_id(), parent_id = tc.parent_id(), trace_source = ?tc.source)
+        }
         None => tracing::info_span!("a2a", method),
     }
 }
@@ -190,7 +242,10 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
 /// ETag and a cache lifetime.
 async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
     let base = state.config.public_base_url.clone().unwrap_or_else(|| {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost");
         format!("http://{host}")
     });
     let facet = state.facet();
@@ -211,11 +266,35 @@ async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response
         }
     };
     let body = card.to_string();
-    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(body.as_bytes())[..16]));
+    let etag = format!(
+        "\"{}\"",
+        hex::encode(&Sha256::digest(body.as_bytes())[..16])
+    );
     let cache = HeaderValue::from_static("public, max-age=300");
-    let etag_value = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"card\""));
-    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|t| t.trim() == etag)) {
-        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value), (header::CACHE_CONTROL, cache)]).into_response();
+    let etag_value =
+        HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"card\""));
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag))
+    {
+        return (
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag_value), (header::CACHE_CONTROL, cache)],
+        )
+            .into_response();
     }
-    (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json")), (header::ETAG, etag_value), (header::CACHE_CONTROL, cache)], body).into_response()
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag_value),
+            (header::CACHE_CONTROL, cache),
+        ],
+        body,
+    )
+        .into_response()
 }

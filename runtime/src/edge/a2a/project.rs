@@ -33,7 +33,10 @@ pub struct Shape {
 
 impl Default for Shape {
     fn default() -> Self {
-        Shape { history_length: None, include_artifacts: true }
+        Shape {
+            history_length: None,
+            include_artifacts: true,
+        }
     }
 }
 
@@ -96,59 +99,91 @@ impl Projected {
 
 /// True for `completed`, `failed` and `cancelled`.
 pub fn is_terminal(status: RunStatus) -> bool {
-    matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+    matches!(
+        status,
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+    )
 }
 
 /// True for the statuses in which a message resolves the open interrupt.
 pub fn is_suspended(status: RunStatus) -> bool {
-    matches!(status, RunStatus::WaitingApproval | RunStatus::WaitingInput | RunStatus::WaitingExternal)
+    matches!(
+        status,
+        RunStatus::WaitingApproval | RunStatus::WaitingInput | RunStatus::WaitingExternal
+    )
 }
 
 /// The run status of a snapshot.
 pub fn run_status(snapshot: &Value) -> Result<RunStatus, ProjectError> {
-    let raw = snapshot.get("status").and_then(Value::as_str).ok_or(ProjectError::Missing("status"))?;
+    let raw = snapshot
+        .get("status")
+        .and_then(Value::as_str)
+        .ok_or(ProjectError::Missing("status"))?;
     RunStatus::from_str(raw).map_err(|_| ProjectError::Status(raw.to_owned()))
 }
 
 /// The A2A contextId of a run: the one stored when it was started over A2A, else the run
 /// id itself, so a run started over REST still has one stable context.
 pub fn context_id(snapshot: &Value) -> Option<&str> {
-    snapshot.get("contextId").and_then(Value::as_str).or_else(|| snapshot.get("runId").and_then(Value::as_str))
+    snapshot
+        .get("contextId")
+        .and_then(Value::as_str)
+        .or_else(|| snapshot.get("runId").and_then(Value::as_str))
 }
 
 fn open_interrupt(snapshot: &Value) -> Option<&Value> {
-    snapshot.get("interrupts").and_then(Value::as_array).and_then(|list| list.first())
+    snapshot
+        .get("interrupts")
+        .and_then(Value::as_array)
+        .and_then(|list| list.first())
 }
 
 /// Projects a run to a Task.
 pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectError> {
     let snapshot = source.snapshot;
-    let run_id = snapshot.get("runId").and_then(Value::as_str).ok_or(ProjectError::Missing("runId"))?;
+    let run_id = snapshot
+        .get("runId")
+        .and_then(Value::as_str)
+        .ok_or(ProjectError::Missing("runId"))?;
     let status = run_status(snapshot)?;
     let interrupt = open_interrupt(snapshot).filter(|_| is_suspended(status));
-    let kind = interrupt.and_then(|i| i.get("kind")).and_then(Value::as_str);
+    let kind = interrupt
+        .and_then(|i| i.get("kind"))
+        .and_then(Value::as_str);
     let row = a2a_task_state(status, kind);
 
     let mut task_status = Map::new();
     task_status.insert("state".into(), json!(row.wire));
-    if let Some(message) = status_message(snapshot, status, interrupt, source.open_interrupt_payload, row.wire)? {
+    if let Some(message) = status_message(
+        snapshot,
+        status,
+        interrupt,
+        source.open_interrupt_payload,
+        row.wire,
+    )? {
         task_status.insert("message".into(), message);
     }
-    if let Some(at) = ["updatedAt", "completedAt", "startedAt", "createdAt"].iter().find_map(|k| snapshot.get(*k).and_then(Value::as_str)) {
+    if let Some(at) = ["updatedAt", "completedAt", "startedAt", "createdAt"]
+        .iter()
+        .find_map(|k| snapshot.get(*k).and_then(Value::as_str))
+    {
         task_status.insert("timestamp".into(), json!(at));
     }
 
     let mut out = Map::new();
     out.insert("id".into(), json!(run_id));
-    out.insert("contextId".into(), json!(context_id(snapshot).unwrap_or(run_id)));
+    out.insert(
+        "contextId".into(),
+        json!(context_id(snapshot).unwrap_or(run_id)),
+    );
     out.insert("status".into(), Value::Object(task_status));
-    if shape.include_artifacts {
-        if let Some(outputs) = snapshot.get("outputs").filter(|o| o.is_object()) {
-            out.insert(
-                "artifacts".into(),
-                json!([{"artifactId": OUTPUTS_ARTIFACT_ID, "name": "outputs", "parts": [{"data": outputs, "mediaType": "application/json"}]}]),
-            );
-        }
+    if shape.include_artifacts
+        && let Some(outputs) = snapshot.get("outputs").filter(|o| o.is_object())
+    {
+        out.insert(
+            "artifacts".into(),
+            json!([{"artifactId": OUTPUTS_ARTIFACT_ID, "name": "outputs", "parts": [{"data": outputs, "mediaType": "application/json"}]}]),
+        );
     }
     let history = match shape.history_length {
         None => source.history,
@@ -158,9 +193,16 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
         out.insert("history".into(), Value::Array(history.to_vec()));
     }
     if let Some(i) = interrupt {
-        out.insert("metadata".into(), json!({"openwop": {"interrupt": interrupt_carrier(i)}}));
+        out.insert(
+            "metadata".into(),
+            json!({"openwop": {"interrupt": interrupt_carrier(i)}}),
+        );
     }
-    Ok(Projected { task: Value::Object(out), status, wire_state: row.wire })
+    Ok(Projected {
+        task: Value::Object(out),
+        status,
+        wire_state: row.wire,
+    })
 }
 
 /// `metadata.openwop.interrupt`: what a peer needs to answer the interrupt, nothing more.
@@ -187,15 +229,30 @@ fn agent_message(message_id: String, parts: Vec<Value>, metadata: Option<Value>)
 
 /// The status message: what the peer must do (interrupts) or why the run failed. Its
 /// messageId derives from what it describes, so repeated reads give the same message.
-fn status_message(snapshot: &Value, status: RunStatus, interrupt: Option<&Value>, payload: Option<&Value>, wire: &str) -> Result<Option<Value>, ProjectError> {
+fn status_message(
+    snapshot: &Value,
+    status: RunStatus,
+    interrupt: Option<&Value>,
+    payload: Option<&Value>,
+    wire: &str,
+) -> Result<Option<Value>, ProjectError> {
     if let Some(i) = interrupt {
-        let interrupt_id = i.get("interruptId").and_then(Value::as_str).unwrap_or("interrupt");
+        let interrupt_id = i
+            .get("interruptId")
+            .and_then(Value::as_str)
+            .unwrap_or("interrupt");
         let carrier = interrupt_carrier(i);
         let data = payload.and_then(|p| p.get("data"));
         if wire == "TASK_STATE_AUTH_REQUIRED" {
             let data = data.ok_or(ProjectError::NoConnectUrl)?;
-            let connect_url = data.get("connectUrl").and_then(Value::as_str).ok_or(ProjectError::NoConnectUrl)?;
-            let provider = data.get("provider").and_then(Value::as_str).unwrap_or("the provider");
+            let connect_url = data
+                .get("connectUrl")
+                .and_then(Value::as_str)
+                .ok_or(ProjectError::NoConnectUrl)?;
+            let provider = data
+                .get("provider")
+                .and_then(Value::as_str)
+                .unwrap_or("the provider");
             let mut grant = Map::new();
             grant.insert("connectUrl".into(), json!(connect_url));
             for key in ["provider", "scopes", "reason"] {
@@ -207,22 +264,45 @@ fn status_message(snapshot: &Value, status: RunStatus, interrupt: Option<&Value>
                 json!({"text": format!("Authorization with {provider} is needed; open {connect_url} to grant it.")}),
                 json!({"data": Value::Object(grant), "mediaType": "application/json"}),
             ];
-            return Ok(Some(agent_message(format!("{interrupt_id}:status"), parts, Some(json!({"openwop": {"interrupt": carrier}})))));
+            return Ok(Some(agent_message(
+                format!("{interrupt_id}:status"),
+                parts,
+                Some(json!({"openwop": {"interrupt": carrier}})),
+            )));
         }
         let kind = i.get("kind").and_then(Value::as_str).unwrap_or("input");
-        let mut parts = vec![json!({"text": format!("The task waits for {kind} input; reply on this task with the resume value.")})];
+        let mut parts = vec![
+            json!({"text": format!("The task waits for {kind} input; reply on this task with the resume value.")}),
+        ];
         if let Some(d) = data {
             parts.push(json!({"data": d, "mediaType": "application/json"}));
         }
-        return Ok(Some(agent_message(format!("{interrupt_id}:status"), parts, Some(json!({"openwop": {"interrupt": carrier}})))));
+        return Ok(Some(agent_message(
+            format!("{interrupt_id}:status"),
+            parts,
+            Some(json!({"openwop": {"interrupt": carrier}})),
+        )));
     }
-    if status == RunStatus::Failed {
-        if let Some(error) = snapshot.get("error") {
-            let code = error.get("code").and_then(Value::as_str).unwrap_or("failed");
-            let message = error.get("message").and_then(Value::as_str).unwrap_or("the run failed");
-            let run_id = snapshot.get("runId").and_then(Value::as_str).unwrap_or("run");
-            return Ok(Some(agent_message(format!("{run_id}:failed"), vec![json!({"text": format!("{code}: {message}")})], None)));
-        }
+    if status == RunStatus::Failed
+        && let Some(error) = snapshot.get("error")
+    {
+        let code = error
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("failed");
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("the run failed");
+        let run_id = snapshot
+            .get("runId")
+            .and_then(Value::as_str)
+            .unwrap_or("run");
+        return Ok(Some(agent_message(
+            format!("{run_id}:failed"),
+            vec![json!({"text": format!("{code}: {message}")})],
+            None,
+        )));
     }
     Ok(None)
 }
@@ -244,12 +324,21 @@ mod tests {
 
     fn waiting(status: &str, kind: &str) -> Value {
         let mut s = snapshot(status);
-        s["interrupts"] = json!([{"interruptId": "acme/i-0123456789abcdef", "nodeId": "gate", "kind": kind}]);
+        s["interrupts"] =
+            json!([{"interruptId": "acme/i-0123456789abcdef", "nodeId": "gate", "kind": kind}]);
         s
     }
 
     fn project(s: &Value, payload: Option<&Value>) -> Projected {
-        task(TaskSource { snapshot: s, open_interrupt_payload: payload, history: &[] }, Shape::default()).expect("projects")
+        task(
+            TaskSource {
+                snapshot: s,
+                open_interrupt_payload: payload,
+                history: &[],
+            },
+            Shape::default(),
+        )
+        .expect("projects")
     }
 
     #[test]
@@ -267,16 +356,29 @@ mod tests {
             let p = project(&snapshot(status), None);
             assert_eq!(p.task["status"]["state"], json!(wire), "{status}");
             assert_eq!(p.task["id"], json!("acme/r-0123456789abcdef"));
-            assert_eq!(p.task["status"]["timestamp"], json!("2026-12-02T18:00:00.000Z"));
+            assert_eq!(
+                p.task["status"]["timestamp"],
+                json!("2026-12-02T18:00:00.000Z")
+            );
         }
     }
 
     #[test]
     fn waiting_runs_are_input_required_with_the_interrupt_carrier() {
-        for (status, kind) in [("waiting-approval", "approval"), ("waiting-input", "clarification"), ("waiting-external", "external-event")] {
+        for (status, kind) in [
+            ("waiting-approval", "approval"),
+            ("waiting-input", "clarification"),
+            ("waiting-external", "external-event"),
+        ] {
             let p = project(&waiting(status, kind), None);
-            assert_eq!(p.task["status"]["state"], json!("TASK_STATE_INPUT_REQUIRED"));
-            assert_eq!(p.task["metadata"]["openwop"]["interrupt"], json!({"kind": kind, "nodeId": "gate", "interruptId": "acme/i-0123456789abcdef"}));
+            assert_eq!(
+                p.task["status"]["state"],
+                json!("TASK_STATE_INPUT_REQUIRED")
+            );
+            assert_eq!(
+                p.task["metadata"]["openwop"]["interrupt"],
+                json!({"kind": kind, "nodeId": "gate", "interruptId": "acme/i-0123456789abcdef"})
+            );
             assert_eq!(p.task["status"]["message"]["role"], json!("ROLE_AGENT"));
         }
     }
@@ -286,21 +388,48 @@ mod tests {
         let payload = json!({"kind": "credential", "key": "k", "data": {"provider": "github", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://host.example/connect/abc"}});
         let p = project(&waiting("waiting-input", "credential"), Some(&payload));
         assert_eq!(p.task["status"]["state"], json!("TASK_STATE_AUTH_REQUIRED"));
-        assert_eq!(p.task["metadata"]["openwop"]["interrupt"]["kind"], json!("credential"));
-        let parts = p.task["status"]["message"]["parts"].as_array().expect("parts");
+        assert_eq!(
+            p.task["metadata"]["openwop"]["interrupt"]["kind"],
+            json!("credential")
+        );
+        let parts = p.task["status"]["message"]["parts"]
+            .as_array()
+            .expect("parts");
         assert!(parts.iter().any(|part| part["data"]["connectUrl"] == json!("https://host.example/connect/abc")));
         // Without the payload the host cannot honour the MUST, so it says so instead of
         // answering an auth-required task with no way to authorize.
-        let bare = task(TaskSource { snapshot: &waiting("waiting-input", "credential"), open_interrupt_payload: None, history: &[] }, Shape::default());
+        let bare = task(
+            TaskSource {
+                snapshot: &waiting("waiting-input", "credential"),
+                open_interrupt_payload: None,
+                history: &[],
+            },
+            Shape::default(),
+        );
         assert_eq!(bare.err(), Some(ProjectError::NoConnectUrl));
     }
 
     #[test]
     fn auth_required_is_never_emitted_otherwise() {
-        for status in ["pending", "running", "paused", "waiting-approval", "waiting-input", "waiting-external", "completed", "failed", "cancelling", "cancelled"] {
+        for status in [
+            "pending",
+            "running",
+            "paused",
+            "waiting-approval",
+            "waiting-input",
+            "waiting-external",
+            "completed",
+            "failed",
+            "cancelling",
+            "cancelled",
+        ] {
             for kind in ["approval", "clarification", "external-event"] {
                 let p = project(&waiting(status, kind), None);
-                assert_ne!(p.task["status"]["state"], json!("TASK_STATE_AUTH_REQUIRED"), "{status}/{kind}");
+                assert_ne!(
+                    p.task["status"]["state"],
+                    json!("TASK_STATE_AUTH_REQUIRED"),
+                    "{status}/{kind}"
+                );
             }
         }
         // A stale credential interrupt on a run no longer waiting does not select the override.
@@ -314,9 +443,26 @@ mod tests {
         let mut s = snapshot("completed");
         s["outputs"] = json!({"echo": "hi"});
         let p = project(&s, None);
-        assert_eq!(p.task["artifacts"][0]["artifactId"], json!(OUTPUTS_ARTIFACT_ID));
-        assert_eq!(p.task["artifacts"][0]["parts"][0]["data"], json!({"echo": "hi"}));
-        let without = task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &[] }, Shape { history_length: None, include_artifacts: false }).expect("p");
+        assert_eq!(
+            p.task["artifacts"][0]["artifactId"],
+            json!(OUTPUTS_ARTIFACT_ID)
+        );
+        assert_eq!(
+            p.task["artifacts"][0]["parts"][0]["data"],
+            json!({"echo": "hi"})
+        );
+        let without = task(
+            TaskSource {
+                snapshot: &s,
+                open_interrupt_payload: None,
+                history: &[],
+            },
+            Shape {
+                history_length: None,
+                include_artifacts: false,
+            },
+        )
+        .expect("p");
         assert!(without.task.get("artifacts").is_none(), "omitted, not []");
     }
 
@@ -324,7 +470,21 @@ mod tests {
     fn history_length_only_trims_the_answer() {
         let history: Vec<Value> = (0..5).map(|i| json!({"messageId": format!("m{i}"), "role": "ROLE_USER", "parts": [{"text": "x"}]})).collect();
         let s = snapshot("running");
-        let shaped = |n| task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &history }, Shape { history_length: n, include_artifacts: true }).expect("p").task;
+        let shaped = |n| {
+            task(
+                TaskSource {
+                    snapshot: &s,
+                    open_interrupt_payload: None,
+                    history: &history,
+                },
+                Shape {
+                    history_length: n,
+                    include_artifacts: true,
+                },
+            )
+            .expect("p")
+            .task
+        };
         assert_eq!(shaped(None)["history"].as_array().map(Vec::len), Some(5));
         assert_eq!(shaped(Some(2))["history"], json!([history[3], history[4]]));
         assert!(shaped(Some(0)).get("history").is_none());
@@ -344,7 +504,10 @@ mod tests {
         let mut s = snapshot("failed");
         s["error"] = json!({"code": "validation_error", "message": "bad input"});
         let p = project(&s, None);
-        assert_eq!(p.task["status"]["message"]["parts"][0]["text"], json!("validation_error: bad input"));
+        assert_eq!(
+            p.task["status"]["message"]["parts"][0]["text"],
+            json!("validation_error: bad input")
+        );
     }
 
     #[test]
@@ -353,16 +516,32 @@ mod tests {
         s["outputs"] = json!({});
         let p = project(&s, None);
         assert!(p.as_stream_task().get("task").is_some());
-        assert_eq!(p.as_status_update()["statusUpdate"]["status"]["state"], json!("TASK_STATE_COMPLETED"));
+        assert_eq!(
+            p.as_status_update()["statusUpdate"]["status"]["state"],
+            json!("TASK_STATE_COMPLETED")
+        );
         let updates = p.as_artifact_updates();
         assert_eq!(updates.len(), 1);
-        assert_eq!(updates[0]["artifactUpdate"]["artifact"]["artifactId"], json!(OUTPUTS_ARTIFACT_ID));
+        assert_eq!(
+            updates[0]["artifactUpdate"]["artifact"]["artifactId"],
+            json!(OUTPUTS_ARTIFACT_ID)
+        );
         assert_eq!(updates[0]["artifactUpdate"]["lastChunk"], json!(true));
     }
 
     #[test]
     fn a_snapshot_without_a_known_status_is_an_error_not_a_guess() {
         let s = json!({"runId": "a/bbbbbbbbbbbbbbbb", "status": "exploded"});
-        assert!(matches!(task(TaskSource { snapshot: &s, open_interrupt_payload: None, history: &[] }, Shape::default()), Err(ProjectError::Status(_))));
+        assert!(matches!(
+            task(
+                TaskSource {
+                    snapshot: &s,
+                    open_interrupt_payload: None,
+                    history: &[]
+                },
+                Shape::default()
+            ),
+            Err(ProjectError::Status(_))
+        ));
     }
 }

@@ -10,9 +10,9 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use tracing::Instrument;
 use openwop_generated::dispatch::A2A_OPERATIONS;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
@@ -25,12 +25,19 @@ use crate::ids::BoundId;
 fn routes() -> Vec<(&'static str, &'static str, &'static str)> {
     let mut out: Vec<(&str, &str, &str)> = Vec::new();
     for op in A2A_OPERATIONS {
-        if !out.iter().any(|(m, p, _)| *m == op.http_method && *p == op.http_path) {
+        if !out
+            .iter()
+            .any(|(m, p, _)| *m == op.http_method && *p == op.http_path)
+        {
             out.push((op.http_method, op.http_path, op.method));
         }
         // The A2A proto names GET for the subscribe path while the spec text names POST
         // (the map says to accept both).
-        if op.method == "SubscribeToTask" && !out.iter().any(|(m, p, _)| *m == "GET" && *p == op.http_path) {
+        if op.method == "SubscribeToTask"
+            && !out
+                .iter()
+                .any(|(m, p, _)| *m == "GET" && *p == op.http_path)
+        {
             out.push(("GET", op.http_path, op.method));
         }
     }
@@ -59,15 +66,23 @@ fn percent_decode(raw: &str) -> Option<String> {
 
 /// Matches path segments against a template, binding `{name}` parameters. A parameter
 /// takes one segment, or two joined by `/` (an unescaped `tenant/opaque` id).
-fn match_template(template: &[&str], segments: &[String], bound: &mut Vec<(String, String)>) -> bool {
+fn match_template(
+    template: &[&str],
+    segments: &[String],
+    bound: &mut Vec<(String, String)>,
+) -> bool {
     let Some((first, rest)) = template.split_first() else {
         return segments.is_empty();
     };
     if let Some(inner) = first.strip_prefix('{') {
-        let Some((name, suffix)) = inner.split_once('}') else { return false };
+        let Some((name, suffix)) = inner.split_once('}') else {
+            return false;
+        };
         for take in 1..=2.min(segments.len()) {
             let joined = segments[..take].join("/");
-            let Some(value) = joined.strip_suffix(suffix) else { continue };
+            let Some(value) = joined.strip_suffix(suffix) else {
+                continue;
+            };
             // No id of ours contains `:`; one that seems to is a `:verb` path.
             if value.is_empty() || value.contains(':') {
                 continue;
@@ -88,16 +103,20 @@ fn match_template(template: &[&str], segments: &[String], bound: &mut Vec<(Strin
 /// When several templates match, the one with more template segments wins, so
 /// `/tasks/{id}/pushNotificationConfigs` is never read as a task id with a slash.
 /// `Err(true)` when the path exists but not for this HTTP method.
-fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Vec<(String, String)>), bool> {
+/// Path parameters bound by a template, in template order.
+type Bound = Vec<(String, String)>;
+
+fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Bound), bool> {
     let mut path_exists = false;
     for skip in 0..=1.min(segments.len()) {
-        let mut best: Option<(usize, &'static str, Vec<(String, String)>)> = None;
+        let mut best: Option<(usize, &'static str, Bound)> = None;
         for (m, template, method) in routes() {
             let parts: Vec<&str> = template.trim_start_matches('/').split('/').collect();
             let mut bound = Vec::new();
             if match_template(&parts, &segments[skip..], &mut bound) {
                 path_exists = true;
-                if m == http_method && best.as_ref().is_none_or(|(rank, _, _)| parts.len() > *rank) {
+                if m == http_method && best.as_ref().is_none_or(|(rank, _, _)| parts.len() > *rank)
+                {
                     best = Some((parts.len(), method, bound));
                 }
             }
@@ -115,21 +134,30 @@ fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Vec<(St
 /// A task id from a path: the projected form (`~2F`) is undone once; anything that is
 /// not a run id is kept as sent and later answered as an unknown task.
 fn task_id(raw: &str) -> String {
-    BoundId::parse_path(raw).map(|id| id.as_bound()).unwrap_or_else(|_| raw.to_owned())
+    BoundId::parse_path(raw)
+        .map(|id| id.as_bound())
+        .unwrap_or_else(|_| raw.to_owned())
 }
 
 fn query_params(query: Option<&str>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if let (Some(k), Some(v)) = (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " "))) {
+        if let (Some(k), Some(v)) = (
+            percent_decode(&k.replace('+', " ")),
+            percent_decode(&v.replace('+', " ")),
+        ) {
             out.insert(k, v);
         }
     }
     out
 }
 
-pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: Request) -> Response {
+pub async fn handle(
+    State(state): State<A2aState>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
     let http_method = request.method().clone();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().map(str::to_owned);
@@ -138,13 +166,29 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
         Err(fault) => return fault.into_rest_response(),
     };
     let rel = path.strip_prefix(REST_PATH).unwrap_or(&path);
-    let Some(segments) = rel.trim_start_matches('/').split('/').filter(|s| !s.is_empty()).map(percent_decode).collect::<Option<Vec<String>>>() else {
-        return Fault::invalid_params("path", "has a malformed percent escape").into_rest_response();
+    let Some(segments) = rel
+        .trim_start_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect::<Option<Vec<String>>>()
+    else {
+        return Fault::invalid_params("path", "has a malformed percent escape")
+            .into_rest_response();
     };
     let (method, bound) = match find(http_method.as_str(), &segments) {
         Ok(found) => found,
-        Err(true) => return Fault::transport(Transport::MethodNotFound, format!("this A2A route does not accept {http_method}")).into_rest_response(),
-        Err(false) => return Fault::transport(Transport::MethodNotFound, "no such A2A route").into_rest_response(),
+        Err(true) => {
+            return Fault::transport(
+                Transport::MethodNotFound,
+                format!("this A2A route does not accept {http_method}"),
+            )
+            .into_rest_response();
+        }
+        Err(false) => {
+            return Fault::transport(Transport::MethodNotFound, "no such A2A route")
+                .into_rest_response();
+        }
     };
     let body = match read_body(request).await {
         Ok(b) => b,
@@ -154,8 +198,13 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
     if http_method == Method::POST && !body.iter().all(u8::is_ascii_whitespace) {
         match serde_json::from_slice::<Value>(&body) {
             Ok(Value::Object(o)) => params = o,
-            Ok(_) => return Fault::invalid_params("body", "must be a JSON object").into_rest_response(),
-            Err(_) => return Fault::transport(Transport::Parse, "the body is not JSON").into_rest_response(),
+            Ok(_) => {
+                return Fault::invalid_params("body", "must be a JSON object").into_rest_response();
+            }
+            Err(_) => {
+                return Fault::transport(Transport::Parse, "the body is not JSON")
+                    .into_rest_response();
+            }
         }
     }
     for (k, v) in query_params(query.as_deref()) {
@@ -164,7 +213,11 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
         }
     }
     for (name, value) in bound {
-        let value = if name == "id" || name == "taskId" { task_id(&value) } else { value };
+        let value = if name == "id" || name == "taskId" {
+            task_id(&value)
+        } else {
+            value
+        };
         params.insert(name, Value::String(value));
     }
     let params = Value::Object(params);
@@ -173,7 +226,9 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
     }
     let span = super::request_span(method, &params, &headers);
     if matches!(method, "SendStreamingMessage" | "SubscribeToTask") {
-        return streaming(state, subject, method, params).instrument(span).await;
+        return streaming(state, subject, method, params)
+            .instrument(span)
+            .await;
     }
     let result = async {
         match method {
@@ -183,7 +238,9 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
             "CancelTask" => state.cancel_task(&subject, &params).await,
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
-                Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+                Ok(_) => Err(Fault::unsupported(format!(
+                    "{other} is not served by this host"
+                ))),
             },
         }
     };
@@ -193,9 +250,17 @@ pub async fn handle(State(state): State<A2aState>, headers: HeaderMap, request: 
     }
 }
 
-async fn streaming(state: A2aState, subject: crate::identity::Subject, method: &str, params: Value) -> Response {
+async fn streaming(
+    state: A2aState,
+    subject: crate::identity::Subject,
+    method: &str,
+    params: Value,
+) -> Response {
     let start = if method == "SendStreamingMessage" {
-        state.accept_message(&subject, method, &params).await.map(|(run, history, _)| (run, history))
+        state
+            .accept_message(&subject, method, &params)
+            .await
+            .map(|(run, history, _)| (run, history))
     } else {
         state.subscribe(&subject, &params).await
     };
@@ -205,8 +270,12 @@ async fn streaming(state: A2aState, subject: crate::identity::Subject, method: &
     };
     match stream::open(state, subject, run, history).await {
         Ok(events) => {
-            let frames = events.map(|response| Ok::<_, std::convert::Infallible>(Event::default().data(response.to_string())));
-            Sse::new(frames).keep_alive(KeepAlive::default()).into_response()
+            let frames = events.map(|response| {
+                Ok::<_, std::convert::Infallible>(Event::default().data(response.to_string()))
+            });
+            Sse::new(frames)
+                .keep_alive(KeepAlive::default())
+                .into_response()
         }
         Err(fault) => fault.into_rest_response(),
     }
@@ -217,34 +286,63 @@ mod tests {
     use super::*;
 
     fn segs(path: &str) -> Vec<String> {
-        path.trim_start_matches('/').split('/').map(str::to_owned).collect()
+        path.trim_start_matches('/')
+            .split('/')
+            .map(str::to_owned)
+            .collect()
     }
 
     #[test]
     fn every_table_route_is_reachable() {
         for op in A2A_OPERATIONS {
-            let concrete = op.http_path.replace("{id}", "acme~2Fr-0123456789abcdef").replace("{configId}", "c1");
-            let (method, _) = find(op.http_method, &segs(&concrete)).unwrap_or_else(|_| panic!("{} {}", op.http_method, op.http_path));
+            let concrete = op
+                .http_path
+                .replace("{id}", "acme~2Fr-0123456789abcdef")
+                .replace("{configId}", "c1");
+            let (method, _) = find(op.http_method, &segs(&concrete))
+                .unwrap_or_else(|_| panic!("{} {}", op.http_method, op.http_path));
             assert_eq!(method, op.method);
         }
     }
 
     #[test]
     fn verbs_after_ids_and_unescaped_bound_ids_match() {
-        let (method, bound) = find("POST", &segs("/tasks/acme/r-0123456789abcdef:cancel")).expect("cancel");
+        let (method, bound) =
+            find("POST", &segs("/tasks/acme/r-0123456789abcdef:cancel")).expect("cancel");
         assert_eq!(method, "CancelTask");
-        assert_eq!(bound, vec![("id".to_owned(), "acme/r-0123456789abcdef".to_owned())]);
+        assert_eq!(
+            bound,
+            vec![("id".to_owned(), "acme/r-0123456789abcdef".to_owned())]
+        );
         let (method, bound) = find("GET", &segs("/tasks/acme/r-0123456789abcdef")).expect("get");
         assert_eq!(method, "GetTask");
         assert_eq!(task_id(&bound[0].1), "acme/r-0123456789abcdef");
-        assert_eq!(task_id("acme~2Fr-0123456789abcdef"), "acme/r-0123456789abcdef");
-        assert_eq!(find("GET", &segs("/tasks/x:subscribe")).expect("get subscribe").0, "SubscribeToTask");
-        assert_eq!(find("POST", &segs("/tasks/x:subscribe")).expect("post subscribe").0, "SubscribeToTask");
+        assert_eq!(
+            task_id("acme~2Fr-0123456789abcdef"),
+            "acme/r-0123456789abcdef"
+        );
+        assert_eq!(
+            find("GET", &segs("/tasks/x:subscribe"))
+                .expect("get subscribe")
+                .0,
+            "SubscribeToTask"
+        );
+        assert_eq!(
+            find("POST", &segs("/tasks/x:subscribe"))
+                .expect("post subscribe")
+                .0,
+            "SubscribeToTask"
+        );
     }
 
     #[test]
     fn tenant_prefixed_twins_and_wrong_methods() {
-        assert_eq!(find("POST", &segs("/some-tenant/message:send")).expect("twin").0, "SendMessage");
+        assert_eq!(
+            find("POST", &segs("/some-tenant/message:send"))
+                .expect("twin")
+                .0,
+            "SendMessage"
+        );
         assert_eq!(find("DELETE", &segs("/message:send")), Err(true));
         assert_eq!(find("GET", &segs("/nothing/here/at/all")), Err(false));
     }

@@ -31,7 +31,9 @@ pub struct A2aState {
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_str)
+    path.iter()
+        .try_fold(v, |v, k| v.get(*k))
+        .and_then(Value::as_str)
 }
 
 fn internal(e: impl std::fmt::Display) -> Fault {
@@ -44,10 +46,15 @@ fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
     match params.get("historyLength") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
-            let n = v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+            let n = v
+                .as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
             match n {
                 Some(n) if n >= 0 => Ok(Some(n as usize)),
-                _ => Err(Fault::invalid_params("historyLength", "must be a non-negative integer")),
+                _ => Err(Fault::invalid_params(
+                    "historyLength",
+                    "must be a non-negative integer",
+                )),
             }
         }
     }
@@ -65,11 +72,28 @@ fn flag(params: &Value, key: &str) -> Result<bool, Fault> {
 /// Milliseconds since the epoch of an RFC 3339 timestamp (`Z` or a numeric offset).
 pub fn parse_timestamp_ms(raw: &str) -> Option<i64> {
     let b = raw.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| raw.get(r).filter(|s| s.bytes().all(|c| c.is_ascii_digit())).and_then(|s| s.parse::<i64>().ok());
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let num = |r: std::ops::Range<usize>| {
+        raw.get(r)
+            .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|s| s.parse::<i64>().ok())
+    };
+    let (y, mo, d, h, mi, s) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
@@ -86,7 +110,10 @@ pub fn parse_timestamp_ms(raw: &str) -> Option<i64> {
     }
     let offset_min = match rest {
         "Z" | "z" => 0,
-        _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
+        _ if rest.len() == 6
+            && (rest.starts_with('+') || rest.starts_with('-'))
+            && &rest[3..4] == ":" =>
+        {
             let sign = if rest.starts_with('-') { -1 } else { 1 };
             sign * (rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?)
         }
@@ -115,27 +142,57 @@ struct Send<'a> {
 }
 
 fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
-    let message = params.get("message").filter(|m| m.is_object()).ok_or_else(|| Fault::invalid_params("message", "is required"))?;
-    let message_id = message.get("messageId").and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
-    let parts = message.get("parts").and_then(Value::as_array).filter(|p| !p.is_empty()).ok_or_else(|| Fault::invalid_params("message.parts", "needs at least one part"))?;
+    let message = params
+        .get("message")
+        .filter(|m| m.is_object())
+        .ok_or_else(|| Fault::invalid_params("message", "is required"))?;
+    let message_id = message
+        .get("messageId")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
+    let parts = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Fault::invalid_params("message.parts", "needs at least one part"))?;
     for (i, part) in parts.iter().enumerate() {
-        let members = ["text", "raw", "url", "data"].iter().filter(|k| part.get(**k).is_some()).count();
+        let members = ["text", "raw", "url", "data"]
+            .iter()
+            .filter(|k| part.get(**k).is_some())
+            .count();
         if members != 1 {
-            return Err(Fault::invalid_params(&format!("message.parts[{i}]"), "must carry exactly one of text, raw, url or data"));
+            return Err(Fault::invalid_params(
+                &format!("message.parts[{i}]"),
+                "must carry exactly one of text, raw, url or data",
+            ));
         }
     }
     match message.get("role").and_then(Value::as_str) {
         Some("ROLE_USER" | "ROLE_AGENT") => {}
-        _ => return Err(Fault::invalid_params("message.role", "must be ROLE_USER or ROLE_AGENT")),
+        _ => {
+            return Err(Fault::invalid_params(
+                "message.role",
+                "must be ROLE_USER or ROLE_AGENT",
+            ));
+        }
     }
     let configuration = params.get("configuration").cloned().unwrap_or(Value::Null);
     Ok(Send {
         message,
         message_id,
-        task_id: message.get("taskId").and_then(Value::as_str).filter(|s| !s.is_empty()),
-        context_id: message.get("contextId").and_then(Value::as_str).filter(|s| !s.is_empty()),
+        task_id: message
+            .get("taskId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty()),
+        context_id: message
+            .get("contextId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty()),
         return_immediately: flag(&configuration, "returnImmediately")?,
-        inline_push: configuration.get("taskPushNotificationConfig").is_some_and(|c| !c.is_null()),
+        inline_push: configuration
+            .get("taskPushNotificationConfig")
+            .is_some_and(|c| !c.is_null()),
         history_length: history_length(&configuration)?,
     })
 }
@@ -151,39 +208,68 @@ fn integral_numbers(value: &Value) -> Value {
             _ => value.clone(),
         },
         Value::Array(items) => Value::Array(items.iter().map(integral_numbers).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), integral_numbers(v))).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), integral_numbers(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
 
 /// The workflow input a message carries: its first object `data` part, else its text.
 fn inputs_of(message: &Value) -> Value {
-    let parts = message.get("parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    if let Some(data) = parts.iter().find_map(|p| p.get("data").filter(|d| d.is_object())) {
+    let parts = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if let Some(data) = parts
+        .iter()
+        .find_map(|p| p.get("data").filter(|d| d.is_object()))
+    {
         return integral_numbers(data);
     }
-    let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
-    if text.is_empty() { json!({}) } else { json!({"text": text.join("\n")}) }
+    let text: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
+    if text.is_empty() {
+        json!({})
+    } else {
+        json!({"text": text.join("\n")})
+    }
 }
 
 /// The resume value a message gives an open interrupt: `metadata.openwop.interrupt.resumeValue`,
 /// else the first `data` part, else the text.
 fn resume_value_of(message: &Value) -> Option<Value> {
-    if let Some(v) = message.get("metadata").and_then(|m| m.get("openwop")).and_then(|o| o.get("interrupt")).and_then(|i| i.get("resumeValue")) {
+    if let Some(v) = message
+        .get("metadata")
+        .and_then(|m| m.get("openwop"))
+        .and_then(|o| o.get("interrupt"))
+        .and_then(|i| i.get("resumeValue"))
+    {
         return Some(v.clone());
     }
     let parts = message.get("parts").and_then(Value::as_array)?;
     if let Some(data) = parts.iter().find_map(|p| p.get("data")) {
         return Some(integral_numbers(data));
     }
-    let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+    let text: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
     (!text.is_empty()).then(|| json!(text.join("\n")))
 }
 
 /// The idempotency key a messageId becomes: hashed, so any messageId fits the key grammar,
 /// and prefixed, so it cannot collide with a REST caller's own keys.
 fn idempotency_key(message_id: &str) -> String {
-    format!("a2a-message-{}", hex::encode(&Sha256::digest(message_id.as_bytes())[..16]))
+    format!(
+        "a2a-message-{}",
+        hex::encode(&Sha256::digest(message_id.as_bytes())[..16])
+    )
 }
 
 fn mint_context_id() -> String {
@@ -203,23 +289,40 @@ impl A2aState {
         };
         match self.app.ops.get_run(subject, &id).await {
             Ok(run) => Ok(run),
-            Err(OpError::NotFound(_) | OpError::TenantMismatch) => Err(Fault::task_not_found(task_id)),
+            Err(OpError::NotFound(_) | OpError::TenantMismatch) => {
+                Err(Fault::task_not_found(task_id))
+            }
             Err(e) => Err(internal(e)),
         }
     }
 
     /// The task's contextId: the bound one, else the run id (runs started over REST).
     async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
-        Ok(self.tasks.context_of(&run.run_id).await.map_err(internal)?.unwrap_or_else(|| run.run_id.clone()))
+        Ok(self
+            .tasks
+            .context_of(&run.run_id)
+            .await
+            .map_err(internal)?
+            .unwrap_or_else(|| run.run_id.clone()))
     }
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
         let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
         let mut snapshot = run_view(run, open.as_ref());
         snapshot["contextId"] = json!(self.context_of(run).await?);
-        let payload = open.as_ref().map(|i| json!({"kind": i.kind, "data": i.data}));
+        let payload = open
+            .as_ref()
+            .map(|i| json!({"kind": i.kind, "data": i.data}));
         let history = self.tasks.history(&run.run_id).await.map_err(internal)?;
-        project::task(TaskSource { snapshot: &snapshot, open_interrupt_payload: payload.as_ref(), history: &history }, shape).map_err(internal)
+        project::task(
+            TaskSource {
+                snapshot: &snapshot,
+                open_interrupt_payload: payload.as_ref(),
+                history: &history,
+            },
+            shape,
+        )
+        .map_err(internal)
     }
 
     fn status(run: &RunRecord) -> RunStatus {
@@ -229,7 +332,12 @@ impl A2aState {
     }
 
     /// Waits until the run is terminal, suspended, or `timeout` passes; returns it then.
-    pub async fn settle(&self, subject: &Subject, run: RunRecord, timeout: Duration) -> Result<RunRecord, Fault> {
+    pub async fn settle(
+        &self,
+        subject: &Subject,
+        run: RunRecord,
+        timeout: Duration,
+    ) -> Result<RunRecord, Fault> {
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut run = run;
@@ -242,7 +350,18 @@ impl A2aState {
             if left.is_zero() {
                 return Ok(run);
             }
-            let polled = self.app.ops.wait_for_events(subject, &id, run.last_sequence, left, self.app.shutdown.clone()).await.map_err(internal)?;
+            let polled = self
+                .app
+                .ops
+                .wait_for_events(
+                    subject,
+                    &id,
+                    run.last_sequence,
+                    left,
+                    self.app.shutdown.clone(),
+                )
+                .await
+                .map_err(internal)?;
             if *self.app.shutdown.borrow() {
                 return Ok(polled.run);
             }
@@ -252,10 +371,20 @@ impl A2aState {
 
     /// SendMessage up to the point where the task exists (created, resumed or replayed);
     /// the caller decides whether to wait for it.
-    pub async fn accept_message(&self, subject: &Subject, method: &str, params: &Value) -> Result<(RunRecord, Option<usize>, bool), Fault> {
+    pub async fn accept_message(
+        &self,
+        subject: &Subject,
+        method: &str,
+        params: &Value,
+    ) -> Result<(RunRecord, Option<usize>, bool), Fault> {
         let send = parse_send(params)?;
         let facet = self.facet();
-        let mut facts = Facts { has_task_id: send.task_id.is_some(), return_immediately: send.return_immediately, inline_push_config: send.inline_push, ..Facts::default() };
+        let mut facts = Facts {
+            has_task_id: send.task_id.is_some(),
+            return_immediately: send.return_immediately,
+            inline_push_config: send.inline_push,
+            ..Facts::default()
+        };
         let Some(task_id) = send.task_id else {
             gate::check(method, &facts, &facet)?;
             let run = self.create(subject, &send, params).await?;
@@ -268,38 +397,78 @@ impl A2aState {
         gate::check(method, &facts, &facet)?;
         let context = self.context_of(&run).await?;
         if send.context_id.is_some_and(|c| c != context) {
-            return Err(Fault::invalid_params("message.contextId", "is not the contextId of the task named by message.taskId"));
+            return Err(Fault::invalid_params(
+                "message.contextId",
+                "is not the contextId of the task named by message.taskId",
+            ));
         }
         if facts.task_terminal {
-            return Err(Fault::unsupported("the task is in a terminal state and takes no more messages"));
+            return Err(Fault::unsupported(
+                "the task is in a terminal state and takes no more messages",
+            ));
         }
         if !facts.task_suspended {
-            return Err(Fault::unsupported("the task is working and its workflow declares no input path for messages"));
+            return Err(Fault::unsupported(
+                "the task is working and its workflow declares no input path for messages",
+            ));
         }
-        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?.ok_or_else(|| Fault::unsupported("the task has no open interrupt to answer"))?;
-        if let Some(node) = str_at(send.message, &["metadata", "openwop", "interrupt", "nodeId"]) {
-            if node != open.node_id {
-                return Err(Fault::invalid_params("message.metadata.openwop.interrupt.nodeId", "does not name the task's open interrupt"));
-            }
+        let open = self
+            .app
+            .ops
+            .open_interrupt(&run)
+            .await
+            .map_err(internal)?
+            .ok_or_else(|| Fault::unsupported("the task has no open interrupt to answer"))?;
+        if let Some(node) = str_at(
+            send.message,
+            &["metadata", "openwop", "interrupt", "nodeId"],
+        ) && node != open.node_id
+        {
+            return Err(Fault::invalid_params(
+                "message.metadata.openwop.interrupt.nodeId",
+                "does not name the task's open interrupt",
+            ));
         }
-        let value = resume_value_of(send.message).ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
+        let value = resume_value_of(send.message)
+            .ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let resumed = match self.app.ops.resolve_interrupt(subject, &id, &open.node_id, value).await {
+        let resumed = match self
+            .app
+            .ops
+            .resolve_interrupt(subject, &id, &open.node_id, value)
+            .await
+        {
             Ok(run) => run,
-            Err(OpError::Validation { message, .. }) => return Err(Fault::invalid_params("message", message)),
-            Err(OpError::NotFound(_) | OpError::InterruptAlreadyResolved(_)) => return Err(Fault::unsupported("the interrupt was already answered")),
+            Err(OpError::Validation { message, .. }) => {
+                return Err(Fault::invalid_params("message", message));
+            }
+            Err(OpError::NotFound(_) | OpError::InterruptAlreadyResolved(_)) => {
+                return Err(Fault::unsupported("the interrupt was already answered"));
+            }
             Err(OpError::TenantMismatch) => return Err(Fault::task_not_found(task_id)),
-            Err(OpError::RunTerminal { .. }) => return Err(Fault::unsupported("the task is in a terminal state and takes no more messages")),
+            Err(OpError::RunTerminal { .. }) => {
+                return Err(Fault::unsupported(
+                    "the task is in a terminal state and takes no more messages",
+                ));
+            }
             Err(e) => return Err(internal(e)),
         };
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.tasks.append_message(&run.run_id, &message).await.map_err(internal)?;
+        self.tasks
+            .append_message(&run.run_id, &message)
+            .await
+            .map_err(internal)?;
         Ok((resumed, send.history_length, send.return_immediately))
     }
 
-    async fn create(&self, subject: &Subject, send: &Send<'_>, params: &Value) -> Result<RunRecord, Fault> {
+    async fn create(
+        &self,
+        subject: &Subject,
+        send: &Send<'_>,
+        params: &Value,
+    ) -> Result<RunRecord, Fault> {
         let workflow_id = self.skill_for(send.message, params)?;
         let request = CreateRunRequest {
             workflow_id: Some(workflow_id.clone()),
@@ -315,72 +484,158 @@ impl A2aState {
             tags: None,
             metadata: None,
         };
-        let created = match self.app.ops.create_run(subject, request, Transport::A2a, Some(&idempotency_key(send.message_id))).await {
+        let created = match self
+            .app
+            .ops
+            .create_run(
+                subject,
+                request,
+                Transport::A2a,
+                Some(&idempotency_key(send.message_id)),
+            )
+            .await
+        {
             Ok(c) => c,
-            Err(OpError::IdempotencyMismatch) => return Err(Fault::invalid_params("message.messageId", "was already used for a different message")),
-            Err(OpError::Validation { message, .. }) => return Err(Fault::invalid_params("message.parts", message)),
-            Err(OpError::NotFound(_)) => return Err(Fault::invalid_params("message.metadata.openwop.skill", format!("no skill `{workflow_id}` on this host"))),
+            Err(OpError::IdempotencyMismatch) => {
+                return Err(Fault::invalid_params(
+                    "message.messageId",
+                    "was already used for a different message",
+                ));
+            }
+            Err(OpError::Validation { message, .. }) => {
+                return Err(Fault::invalid_params("message.parts", message));
+            }
+            Err(OpError::NotFound(_)) => {
+                return Err(Fault::invalid_params(
+                    "message.metadata.openwop.skill",
+                    format!("no skill `{workflow_id}` on this host"),
+                ));
+            }
             Err(e) => return Err(internal(e)),
         };
         let run = created.run;
         // A replayed messageId returns the task as it was bound the first time.
-        let context = self.tasks.bind_context(&run.run_id, send.context_id.map(str::to_owned).unwrap_or_else(mint_context_id).as_str()).await.map_err(internal)?;
+        let context = self
+            .tasks
+            .bind_context(
+                &run.run_id,
+                send.context_id
+                    .map(str::to_owned)
+                    .unwrap_or_else(mint_context_id)
+                    .as_str(),
+            )
+            .await
+            .map_err(internal)?;
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.tasks.append_message(&run.run_id, &message).await.map_err(internal)?;
+        self.tasks
+            .append_message(&run.run_id, &message)
+            .await
+            .map_err(internal)?;
         Ok(run)
     }
 
     /// The skill a new task runs: named in the message (or request) metadata as
     /// `openwop.skill`, or the only skill when the host routes exactly one.
     fn skill_for(&self, message: &Value, params: &Value) -> Result<String, Fault> {
-        let named = str_at(message, &["metadata", "openwop", "skill"]).or_else(|| str_at(params, &["metadata", "openwop", "skill"]));
+        let named = str_at(message, &["metadata", "openwop", "skill"])
+            .or_else(|| str_at(params, &["metadata", "openwop", "skill"]));
         let skills = &self.config.skills;
         match named {
             Some(id) if skills.iter().any(|s| s.workflow_id == id) => Ok(id.to_owned()),
-            Some(id) => Err(Fault::invalid_params("message.metadata.openwop.skill", format!("no skill `{id}` on this host"))),
+            Some(id) => Err(Fault::invalid_params(
+                "message.metadata.openwop.skill",
+                format!("no skill `{id}` on this host"),
+            )),
             None if skills.len() == 1 => Ok(skills[0].workflow_id.clone()),
-            None => Err(Fault::invalid_params("message.metadata.openwop.skill", "name one of the card's skills")),
+            None => Err(Fault::invalid_params(
+                "message.metadata.openwop.skill",
+                "name one of the card's skills",
+            )),
         }
     }
 
     /// SendMessage: accept, then wait (unless returnImmediately), then answer the Task.
     pub async fn send_message(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
         let (run, history, immediate) = self.accept_message(subject, "SendMessage", params).await?;
-        let run = if immediate { run } else { self.settle(subject, run, self.config.blocking_timeout).await? };
-        let projected = self.project(&run, Shape { history_length: history, include_artifacts: true }).await?;
+        let run = if immediate {
+            run
+        } else {
+            self.settle(subject, run, self.config.blocking_timeout)
+                .await?
+        };
+        let projected = self
+            .project(
+                &run,
+                Shape {
+                    history_length: history,
+                    include_artifacts: true,
+                },
+            )
+            .await?;
         Ok(json!({"task": projected.task}))
     }
 
     /// SubscribeToTask up to the first event: a live task the caller can read.
-    pub async fn subscribe(&self, subject: &Subject, params: &Value) -> Result<(RunRecord, Option<usize>), Fault> {
+    pub async fn subscribe(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<(RunRecord, Option<usize>), Fault> {
         gate::check("SubscribeToTask", &Facts::default(), &self.facet())?;
-        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let id = params
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
         let run = self.load(subject, id).await?;
         if project::is_terminal(Self::status(&run)) {
-            return Err(Fault::unsupported("the task is in a terminal state; read it with GetTask"));
+            return Err(Fault::unsupported(
+                "the task is in a terminal state; read it with GetTask",
+            ));
         }
         Ok((run, history_length(params)?))
     }
 
     pub async fn get_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
         gate::check("GetTask", &Facts::default(), &self.facet())?;
-        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let id = params
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
         let history = history_length(params)?;
         let run = self.load(subject, id).await?;
-        Ok(self.project(&run, Shape { history_length: history, include_artifacts: true }).await?.task)
+        Ok(self
+            .project(
+                &run,
+                Shape {
+                    history_length: history,
+                    include_artifacts: true,
+                },
+            )
+            .await?
+            .task)
     }
 
     pub async fn cancel_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
         gate::check("CancelTask", &Facts::default(), &self.facet())?;
-        let id = params.get("id").and_then(Value::as_str).ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+        let id = params
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
         let run = self.load(subject, id).await?;
         let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let run = match self.app.ops.cancel_run(subject, &bound, None).await {
             Ok(run) => run,
-            Err(OpError::RunTerminal { .. }) => return Err(Fault::a2a(openwop_generated::errors::A2aError::TaskNotCancelable, "the task is already in a terminal state")),
-            Err(OpError::NotFound(_) | OpError::TenantMismatch) => return Err(Fault::task_not_found(id)),
+            Err(OpError::RunTerminal { .. }) => {
+                return Err(Fault::a2a(
+                    openwop_generated::errors::A2aError::TaskNotCancelable,
+                    "the task is already in a terminal state",
+                ));
+            }
+            Err(OpError::NotFound(_) | OpError::TenantMismatch) => {
+                return Err(Fault::task_not_found(id));
+            }
             Err(e) => return Err(internal(e)),
         };
         Ok(self.project(&run, Shape::default()).await?.task)
@@ -391,35 +646,75 @@ impl A2aState {
         gate::check("ListTasks", &Facts::default(), &self.facet())?;
         let page_size = match params.get("pageSize") {
             None | Some(Value::Null) => 50,
-            Some(v) => match v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok())) {
+            Some(v) => match v
+                .as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            {
                 Some(n) if (1..=100).contains(&n) => n as usize,
-                _ => return Err(Fault::invalid_params("pageSize", "must be between 1 and 100")),
+                _ => {
+                    return Err(Fault::invalid_params(
+                        "pageSize",
+                        "must be between 1 and 100",
+                    ));
+                }
             },
         };
         let history = history_length(params)?;
         let include_artifacts = flag(params, "includeArtifacts")?;
-        let context_filter = params.get("contextId").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let context_filter = params
+            .get("contextId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
         // An unset status arrives as UNSPECIFIED, or as UNRECOGNIZED from the JS SDK's
         // serializer; both mean "no filter".
-        let status_filter = match params.get("status").and_then(Value::as_str).filter(|s| !s.is_empty() && !matches!(*s, "TASK_STATE_UNSPECIFIED" | "UNRECOGNIZED")) {
-            None => None,
-            Some(wire) if A2A_TASK_STATES.iter().any(|r| r.wire == wire) => Some(wire),
-            Some(_) => return Err(Fault::invalid_params("status", "is not a task state this host produces")),
-        };
+        let status_filter =
+            match params.get("status").and_then(Value::as_str).filter(|s| {
+                !s.is_empty() && !matches!(*s, "TASK_STATE_UNSPECIFIED" | "UNRECOGNIZED")
+            }) {
+                None => None,
+                Some(wire) if A2A_TASK_STATES.iter().any(|r| r.wire == wire) => Some(wire),
+                Some(_) => {
+                    return Err(Fault::invalid_params(
+                        "status",
+                        "is not a task state this host produces",
+                    ));
+                }
+            };
         let after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
             None => None,
-            Some(raw) => Some(parse_timestamp_ms(raw).ok_or_else(|| Fault::invalid_params("statusTimestampAfter", "is not an RFC 3339 timestamp"))?),
+            Some(raw) => Some(parse_timestamp_ms(raw).ok_or_else(|| {
+                Fault::invalid_params("statusTimestampAfter", "is not an RFC 3339 timestamp")
+            })?),
         };
-        let offset = match params.get("pageToken").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        let offset = match params
+            .get("pageToken")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
             None => 0,
-            Some(token) => decode_page_token(token).ok_or_else(|| Fault::invalid_params("pageToken", "is not a token this host issued"))?,
+            Some(token) => decode_page_token(token).ok_or_else(|| {
+                Fault::invalid_params("pageToken", "is not a token this host issued")
+            })?,
         };
 
         // The candidate set is listRuns under this Subject, every page of it.
         let mut runs = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.app.ops.list_runs(subject, ListParams { limit: Some(self.app.ops.max_page_size()), cursor, workflow_id: None, status: None }).await.map_err(internal)?;
+            let page = self
+                .app
+                .ops
+                .list_runs(
+                    subject,
+                    ListParams {
+                        limit: Some(self.app.ops.max_page_size()),
+                        cursor,
+                        workflow_id: None,
+                        status: None,
+                    },
+                )
+                .await
+                .map_err(internal)?;
             runs.extend(page.runs);
             match page.next_cursor {
                 Some(c) => cursor = Some(c),
@@ -431,12 +726,20 @@ impl A2aState {
             if after_ms.is_some_and(|after| run.updated_ms < after) {
                 continue;
             }
-            if let Some(ctx) = context_filter {
-                if self.context_of(&run).await? != ctx {
-                    continue;
-                }
+            if let Some(ctx) = context_filter
+                && self.context_of(&run).await? != ctx
+            {
+                continue;
             }
-            let projected = self.project(&run, Shape { history_length: history, include_artifacts }).await?;
+            let projected = self
+                .project(
+                    &run,
+                    Shape {
+                        history_length: history,
+                        include_artifacts,
+                    },
+                )
+                .await?;
             if status_filter.is_some_and(|s| s != projected.wire_state) {
                 continue;
             }
@@ -445,9 +748,20 @@ impl A2aState {
         // Newest status first; the run id breaks ties so paging never skips or repeats.
         matching.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
         let total = matching.len();
-        let tasks: Vec<Value> = matching.into_iter().skip(offset).take(page_size).map(|(_, _, t)| t).collect();
-        let next = if offset + tasks.len() < total { encode_page_token(offset + tasks.len()) } else { String::new() };
-        Ok(json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}))
+        let tasks: Vec<Value> = matching
+            .into_iter()
+            .skip(offset)
+            .take(page_size)
+            .map(|(_, _, t)| t)
+            .collect();
+        let next = if offset + tasks.len() < total {
+            encode_page_token(offset + tasks.len())
+        } else {
+            String::new()
+        };
+        Ok(
+            json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}),
+        )
     }
 }
 
@@ -456,8 +770,14 @@ fn encode_page_token(offset: usize) -> String {
 }
 
 fn decode_page_token(token: &str) -> Option<usize> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
-    String::from_utf8(raw).ok()?.strip_prefix("a2a-list:")?.parse().ok()
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()?;
+    String::from_utf8(raw)
+        .ok()?
+        .strip_prefix("a2a-list:")?
+        .parse()
+        .ok()
 }
 
 /// Re-exported for the bindings' tests.
@@ -474,8 +794,17 @@ mod tests {
         assert_eq!(parse_timestamp_ms("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_timestamp_ms("1970-01-01T00:00:01.5Z"), Some(1500));
         assert_eq!(parse_timestamp_ms("1970-01-01T01:00:00+01:00"), Some(0));
-        assert_eq!(parse_timestamp_ms("2026-12-02T18:00:00.000Z"), Some(1_796_234_400_000));
-        for bad in ["", "2026-12-02", "2026-12-02T18:00:00", "2026-13-02T18:00:00Z", "yesterday"] {
+        assert_eq!(
+            parse_timestamp_ms("2026-12-02T18:00:00.000Z"),
+            Some(1_796_234_400_000)
+        );
+        for bad in [
+            "",
+            "2026-12-02",
+            "2026-12-02T18:00:00",
+            "2026-13-02T18:00:00Z",
+            "yesterday",
+        ] {
             assert_eq!(parse_timestamp_ms(bad), None, "{bad}");
         }
     }
@@ -484,7 +813,10 @@ mod tests {
     fn message_parts_become_inputs_and_resume_values() {
         let m = json!({"parts": [{"text": "hi"}, {"data": {"a": 1}}]});
         assert_eq!(inputs_of(&m), json!({"a": 1}));
-        assert_eq!(inputs_of(&json!({"parts": [{"text": "hi"}]})), json!({"text": "hi"}));
+        assert_eq!(
+            inputs_of(&json!({"parts": [{"text": "hi"}]})),
+            json!({"text": "hi"})
+        );
         assert_eq!(resume_value_of(&m), Some(json!({"a": 1})));
         let with_meta = json!({"parts": [{"text": "x"}], "metadata": {"openwop": {"interrupt": {"resumeValue": "accept"}}}});
         assert_eq!(resume_value_of(&with_meta), Some(json!("accept")));
@@ -503,7 +835,8 @@ mod tests {
 
     #[test]
     fn send_requests_are_validated_before_anything_happens() {
-        let ok = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}});
+        let ok =
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}});
         assert!(parse_send(&ok).is_ok());
         for bad in [
             json!({}),
@@ -512,7 +845,11 @@ mod tests {
             json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "data": {}}]}}),
             json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}),
         ] {
-            assert_eq!(parse_send(&bad).err().map(|f| f.jsonrpc_code()), Some(-32602), "{bad}");
+            assert_eq!(
+                parse_send(&bad).err().map(|f| f.jsonrpc_code()),
+                Some(-32602),
+                "{bad}"
+            );
         }
     }
 

@@ -21,18 +21,35 @@ const POLL: Duration = Duration::from_secs(15);
 
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.
-pub async fn open(state: A2aState, subject: Subject, run: RunRecord, history: Option<usize>) -> Result<impl Stream<Item = Value>, Fault> {
-    let first = state.project(&run, Shape { history_length: history, include_artifacts: true }).await?;
+pub async fn open(
+    state: A2aState,
+    subject: Subject,
+    run: RunRecord,
+    history: Option<usize>,
+) -> Result<impl Stream<Item = Value>, Fault> {
+    let first = state
+        .project(
+            &run,
+            Shape {
+                history_length: history,
+                include_artifacts: true,
+            },
+        )
+        .await?;
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
         if tx.send(first.as_stream_task()).await.is_err() {
             return;
         }
-        let ends = |p: &project::Projected| project::is_terminal(p.status) || project::is_suspended(p.status);
+        let ends = |p: &project::Projected| {
+            project::is_terminal(p.status) || project::is_suspended(p.status)
+        };
         if ends(&first) {
             return;
         }
-        let Ok(id) = BoundId::parse_bound(&run.run_id) else { return };
+        let Ok(id) = BoundId::parse_bound(&run.run_id) else {
+            return;
+        };
         let mut last_state = first.task["status"]["state"].clone();
         let mut sent_artifacts = first.task.get("artifacts").is_some();
         let mut after = run.last_sequence;
@@ -40,7 +57,12 @@ pub async fn open(state: A2aState, subject: Subject, run: RunRecord, history: Op
             if *state.app.shutdown.borrow() {
                 return;
             }
-            let polled = match state.app.ops.wait_for_events(&subject, &id, after, POLL, state.app.shutdown.clone()).await {
+            let polled = match state
+                .app
+                .ops
+                .wait_for_events(&subject, &id, after, POLL, state.app.shutdown.clone())
+                .await
+            {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(error = %e, "A2A stream ended early");
@@ -48,7 +70,18 @@ pub async fn open(state: A2aState, subject: Subject, run: RunRecord, history: Op
                 }
             };
             after = polled.events.last().map(|e| e.sequence).unwrap_or(after);
-            let Ok(now) = state.project(&polled.run, Shape { history_length: Some(0), include_artifacts: true }).await else { return };
+            let Ok(now) = state
+                .project(
+                    &polled.run,
+                    Shape {
+                        history_length: Some(0),
+                        include_artifacts: true,
+                    },
+                )
+                .await
+            else {
+                return;
+            };
             if !sent_artifacts && now.task.get("artifacts").is_some() {
                 sent_artifacts = true;
                 for update in now.as_artifact_updates() {

@@ -48,17 +48,24 @@ impl TaskStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        Ok(TaskStore { conn: Arc::new(Mutex::new(conn)) })
+        Ok(TaskStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     /// A store that lives as long as the process; for tests and a host without a data dir.
     pub fn in_memory() -> Result<TaskStore, TaskStoreError> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
-        Ok(TaskStore { conn: Arc::new(Mutex::new(conn)) })
+        Ok(TaskStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
-    async fn with<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> Result<T, TaskStoreError> + Send + 'static) -> Result<T, TaskStoreError> {
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, TaskStoreError> + Send + 'static,
+    ) -> Result<T, TaskStoreError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
             let guard = conn.lock().map_err(|_| TaskStoreError::Poisoned)?;
@@ -69,24 +76,46 @@ impl TaskStore {
     }
 
     /// Binds a contextId to a run, once: a second bind keeps the first value and returns it.
-    pub async fn bind_context(&self, run_id: &str, context_id: &str) -> Result<String, TaskStoreError> {
+    pub async fn bind_context(
+        &self,
+        run_id: &str,
+        context_id: &str,
+    ) -> Result<String, TaskStoreError> {
         let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
         self.with(move |c| {
-            c.execute("INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)", params![run_id, context_id])?;
-            Ok(c.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", params![run_id], |r| r.get(0))?)
+            c.execute(
+                "INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)",
+                params![run_id, context_id],
+            )?;
+            Ok(c.query_row(
+                "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
+                params![run_id],
+                |r| r.get(0),
+            )?)
         })
         .await
     }
 
     pub async fn context_of(&self, run_id: &str) -> Result<Option<String>, TaskStoreError> {
         let run_id = run_id.to_owned();
-        self.with(move |c| Ok(c.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", params![run_id], |r| r.get(0)).optional()?))
-            .await
+        self.with(move |c| {
+            Ok(c.query_row(
+                "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
+                params![run_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })
+        .await
     }
 
     /// Appends a message to the task's history unless one with the same messageId is
     /// already there (a replayed SendMessage must not grow the history).
-    pub async fn append_message(&self, run_id: &str, message: &Value) -> Result<(), TaskStoreError> {
+    pub async fn append_message(
+        &self,
+        run_id: &str,
+        message: &Value,
+    ) -> Result<(), TaskStoreError> {
         let run_id = run_id.to_owned();
         let message = message.clone();
         self.with(move |c| {
@@ -112,9 +141,14 @@ impl TaskStore {
     pub async fn history(&self, run_id: &str) -> Result<Vec<Value>, TaskStoreError> {
         let run_id = run_id.to_owned();
         self.with(move |c| {
-            let mut stmt = c.prepare("SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq")?;
-            let rows: Vec<String> = stmt.query_map(params![run_id], |r| r.get(0))?.collect::<Result<_, _>>()?;
-            rows.iter().map(|t| serde_json::from_str(t).map_err(TaskStoreError::from)).collect()
+            let mut stmt =
+                c.prepare("SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq")?;
+            let rows: Vec<String> = stmt
+                .query_map(params![run_id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            rows.iter()
+                .map(|t| serde_json::from_str(t).map_err(TaskStoreError::from))
+                .collect()
         })
         .await
     }
@@ -128,14 +162,26 @@ mod tests {
     #[tokio::test]
     async fn context_binds_once_and_history_dedupes_by_message_id() {
         let store = TaskStore::in_memory().expect("store");
-        assert_eq!(store.bind_context("t/r", "ctx-1").await.expect("bind"), "ctx-1");
-        assert_eq!(store.bind_context("t/r", "ctx-2").await.expect("bind"), "ctx-1");
-        assert_eq!(store.context_of("t/r").await.expect("read").as_deref(), Some("ctx-1"));
+        assert_eq!(
+            store.bind_context("t/r", "ctx-1").await.expect("bind"),
+            "ctx-1"
+        );
+        assert_eq!(
+            store.bind_context("t/r", "ctx-2").await.expect("bind"),
+            "ctx-1"
+        );
+        assert_eq!(
+            store.context_of("t/r").await.expect("read").as_deref(),
+            Some("ctx-1")
+        );
         assert_eq!(store.context_of("t/other").await.expect("read"), None);
         let m1 = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a"}]});
         let m2 = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "b"}]});
         store.append_message("t/r", &m1).await.expect("append");
-        store.append_message("t/r", &m1).await.expect("append again");
+        store
+            .append_message("t/r", &m1)
+            .await
+            .expect("append again");
         store.append_message("t/r", &m2).await.expect("append");
         assert_eq!(store.history("t/r").await.expect("history"), vec![m1, m2]);
     }
@@ -144,7 +190,19 @@ mod tests {
     async fn survives_reopening_the_file() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("a2a.sqlite");
-        TaskStore::open(&path).expect("open").bind_context("t/r", "ctx").await.expect("bind");
-        assert_eq!(TaskStore::open(&path).expect("reopen").context_of("t/r").await.expect("read").as_deref(), Some("ctx"));
+        TaskStore::open(&path)
+            .expect("open")
+            .bind_context("t/r", "ctx")
+            .await
+            .expect("bind");
+        assert_eq!(
+            TaskStore::open(&path)
+                .expect("reopen")
+                .context_of("t/r")
+                .await
+                .expect("read")
+                .as_deref(),
+            Some("ctx")
+        );
     }
 }

@@ -36,21 +36,34 @@ impl TraceContext {
 
 /// Picks the trace context of an A2A request: the message's metadata first, then the
 /// headers; each carrier's `tracestate` only goes with its own `traceparent`.
-pub fn select(message_metadata: Option<&Value>, header_traceparent: Option<&str>, header_tracestate: Option<&str>) -> Option<TraceContext> {
+pub fn select(
+    message_metadata: Option<&Value>,
+    header_traceparent: Option<&str>,
+    header_tracestate: Option<&str>,
+) -> Option<TraceContext> {
     let openwop = message_metadata.and_then(|m| m.get("openwop"));
-    let in_message = openwop.and_then(|o| o.get("traceparent")).and_then(Value::as_str);
+    let in_message = openwop
+        .and_then(|o| o.get("traceparent"))
+        .and_then(Value::as_str);
     if let Some(traceparent) = in_message.filter(|tp| is_traceparent(tp)) {
-        let tracestate = openwop.and_then(|o| o.get("tracestate")).and_then(Value::as_str);
+        let tracestate = openwop
+            .and_then(|o| o.get("tracestate"))
+            .and_then(Value::as_str);
         return Some(TraceContext {
             traceparent: traceparent.to_owned(),
             tracestate: tracestate.filter(|ts| is_tracestate(ts)).map(str::to_owned),
             source: TraceSource::Message,
         });
     }
-    let traceparent = header_traceparent.map(str::trim).filter(|tp| is_traceparent(tp))?;
+    let traceparent = header_traceparent
+        .map(str::trim)
+        .filter(|tp| is_traceparent(tp))?;
     Some(TraceContext {
         traceparent: traceparent.to_owned(),
-        tracestate: header_tracestate.map(str::trim).filter(|ts| is_tracestate(ts)).map(str::to_owned),
+        tracestate: header_tracestate
+            .map(str::trim)
+            .filter(|ts| is_tracestate(ts))
+            .map(str::to_owned),
         source: TraceSource::Header,
     })
 }
@@ -100,7 +113,9 @@ fn is_key(key: &str) -> bool {
 fn is_value(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 256
-        && value.bytes().all(|b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=')
+        && value
+            .bytes()
+            .all(|b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=')
         && !value.ends_with(' ')
 }
 
@@ -174,7 +189,9 @@ mod tests {
             assert!(!is_traceparent(bad), "{bad}");
         }
         // A later version may append fields.
-        assert!(is_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"));
+        assert!(is_traceparent(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"
+        ));
     }
 
     #[test]
@@ -186,7 +203,10 @@ mod tests {
         assert!(is_tracestate("t@sys=1,,"));
         assert!(!is_tracestate("novalue"));
         assert!(!is_tracestate("k=a,b"));
-        let many = (0..33).map(|i| format!("k{i}=v")).collect::<Vec<_>>().join(",");
+        let many = (0..33)
+            .map(|i| format!("k{i}=v"))
+            .collect::<Vec<_>>()
+            .join(",");
         assert!(!is_tracestate(&many));
     }
 }
