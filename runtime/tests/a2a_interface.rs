@@ -838,3 +838,47 @@ async fn a_live_stream_orders_artifacts_before_the_terminal_status_and_subscribe
         "{frames:?}"
     );
 }
+
+#[tokio::test]
+async fn tasks_are_durable_across_a_host_restart() {
+    let first = start().await;
+    let body = first
+        .rpc("SendMessage", json!({"message": user_message("m-durable", Some("approval"), json!([{"data": {"title": "later"}}]))}))
+        .await;
+    let task = body["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    // A second host on the same data directory (a restart) answers the same task.
+    let second = a2a_support::start_on(first.data_dir()).await;
+    let got = second.rpc("GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(got["result"]["contextId"], task["contextId"], "{got}");
+    assert_eq!(got["result"]["history"][0]["messageId"], "m-durable");
+    let mut reply = user_message("m-durable-2", None, json!([{"data": {"action": "accept"}}]));
+    reply["taskId"] = task["id"].clone();
+    let done = second.rpc("SendMessage", json!({"message": reply})).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
+    let h = start().await;
+    let mut discovery: Value = h
+        .http
+        .get(format!("{}/.well-known/openwop", h.base))
+        .send()
+        .await
+        .expect("discovery")
+        .json()
+        .await
+        .expect("json");
+    discovery["a2a"] = openwop::edge::a2a::facet_fields();
+    let findings = openwop_generated::validators::validate_discovery(
+        &discovery,
+        &openwop_generated::validators::Options {
+            today: Some((2026, 12, 2)),
+        },
+    );
+    assert!(findings.is_empty(), "{findings:?}");
+}

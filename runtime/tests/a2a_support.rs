@@ -23,12 +23,27 @@ pub struct TestHost {
 }
 
 pub async fn start_with(blocking: Duration, port: u16) -> TestHost {
-    let dir = tempfile::tempdir().expect("temp dir");
+    start_in(tempfile::tempdir().expect("temp dir"), blocking, port).await
+}
+
+/// A host on an existing data directory (a restarted host sees what the first one stored).
+pub async fn start_on(path: &std::path::Path) -> TestHost {
+    start_in_path(path.to_path_buf(), Duration::from_secs(5), 0).await
+}
+
+async fn start_in(dir: tempfile::TempDir, blocking: Duration, port: u16) -> TestHost {
+    let mut host = start_in_path(dir.path().to_path_buf(), blocking, port).await;
+    host._dir = dir;
+    host
+}
+
+async fn start_in_path(data_dir: std::path::PathBuf, blocking: Duration, port: u16) -> TestHost {
+    let dir = tempfile::tempdir().expect("placeholder dir");
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
     let host = Host::build(HostConfig {
-        data_dir: dir.path().to_path_buf(),
+        data_dir: data_dir.clone(),
         keys,
         workflows_dir: None,
     })
@@ -39,7 +54,7 @@ pub async fn start_with(blocking: Duration, port: u16) -> TestHost {
     let a2a_router = a2a::router(
         host.state.clone(),
         config,
-        Some(&dir.path().join("a2a.sqlite")),
+        Some(&data_dir.join("a2a.sqlite")),
     )
     .expect("a2a router");
     let app = rest::router(host.state.clone()).merge(a2a_router);
@@ -56,6 +71,12 @@ pub async fn start_with(blocking: Duration, port: u16) -> TestHost {
         http: Client::new(),
         host_state: state,
         _dir: dir,
+    }
+}
+
+impl TestHost {
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
     }
 }
 
