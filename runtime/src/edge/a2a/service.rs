@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use openwop_generated::dispatch::{A2A_TASK_STATES, RunStatus};
+use openwop_generated::errors::A2aError;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -177,7 +178,29 @@ fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
             ));
         }
     }
+    // Skills take text and JSON data (the card's input modes); bytes or links would be
+    // dropped on the way into a workflow, so they are refused on arrival instead.
+    if let Some(i) = parts
+        .iter()
+        .position(|p| p.get("raw").is_some() || p.get("url").is_some())
+    {
+        return Err(Fault::a2a(
+            A2aError::ContentTypeNotSupported,
+            format!("message.parts[{i}]: this host's skills take text and data parts only"),
+        ));
+    }
     let configuration = params.get("configuration").cloned().unwrap_or(Value::Null);
+    if let Some(modes) = configuration
+        .get("acceptedOutputModes")
+        .and_then(Value::as_array)
+        && !modes.is_empty()
+        && !modes.iter().filter_map(Value::as_str).any(accepts_json)
+    {
+        return Err(Fault::a2a(
+            A2aError::ContentTypeNotSupported,
+            "configuration.acceptedOutputModes: every skill answers application/json",
+        ));
+    }
     Ok(Send {
         message,
         message_id,
@@ -215,6 +238,20 @@ fn integral_numbers(value: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// Whether an accepted output mode admits `application/json` (parameters ignored).
+fn accepts_json(mode: &str) -> bool {
+    let essence = mode
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "application/json" | "application/*" | "*/*"
+    )
 }
 
 /// The workflow input a message carries: its first object `data` part, else its text.
@@ -629,7 +666,7 @@ impl A2aState {
             Ok(run) => run,
             Err(OpError::RunTerminal { .. }) => {
                 return Err(Fault::a2a(
-                    openwop_generated::errors::A2aError::TaskNotCancelable,
+                    A2aError::TaskNotCancelable,
                     "the task is already in a terminal state",
                 ));
             }
@@ -850,6 +887,36 @@ mod tests {
                 Some(-32602),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn parts_and_output_modes_a_skill_cannot_handle_are_refused_on_arrival() {
+        let msg = |parts: Value| json!({"messageId": "m", "role": "ROLE_USER", "parts": parts});
+        let raw = json!({"message": msg(json!([{"raw": "aGk=", "mediaType": "image/png"}]))});
+        assert_eq!(
+            parse_send(&raw).err().map(|f| f.jsonrpc_code()),
+            Some(-32005)
+        );
+        let url =
+            json!({"message": msg(json!([{"text": "see"}, {"url": "https://x.example/a.pdf"}]))});
+        assert_eq!(
+            parse_send(&url).err().map(|f| f.jsonrpc_code()),
+            Some(-32005)
+        );
+        let modes = |m: Value| json!({"message": msg(json!([{"text": "x"}])), "configuration": {"acceptedOutputModes": m}});
+        assert_eq!(
+            parse_send(&modes(json!(["image/png"])))
+                .err()
+                .map(|f| f.jsonrpc_code()),
+            Some(-32005)
+        );
+        for ok in [
+            json!([]),
+            json!(["application/json; charset=utf-8"]),
+            json!(["text/plain", "*/*"]),
+        ] {
+            assert!(parse_send(&modes(ok.clone())).is_ok(), "{ok}");
         }
     }
 
