@@ -357,3 +357,39 @@ fn the_envelope_must_list_every_registry_code() {
         output.warnings
     );
 }
+
+/// Inside a type, only the smallest part typify panics on becomes `serde_json::Value`.
+#[test]
+fn a_panicking_part_of_a_type_falls_back_alone() {
+    let root = mini_copy("typify-panic-part");
+    edit_json(&root.join("schemas/v2/ids.schema.json"), |doc| {
+        doc["$defs"]["holder"] = json!({
+            "type": "object",
+            "description": "Keeps a typed field beside an untypable one.",
+            "properties": {
+                "kept": { "type": "integer" },
+                "clashing": { "type": "array", "items": { "enum": ["a.b", "a-b"] } }
+            }
+        });
+    });
+    let output = gen_mini(&root).expect("generation survives the panic");
+    assert!(
+        output
+            .warnings
+            .iter()
+            .any(|w| w.contains("typify cannot type part of Holder")
+                && w.contains("Holder#/properties/clashing/items")),
+        "{:?}",
+        output.warnings
+    );
+    let models = &output.files["src/models.rs"];
+    let at = models
+        .find("pub struct Holder {")
+        .unwrap_or_else(|| panic!("Holder is not a struct:\n{models}"));
+    let body = &models[at..models[at..].find('}').map_or(models.len(), |end| at + end)];
+    assert!(
+        body.contains("pub kept: ::std::option::Option<i64>"),
+        "{body}"
+    );
+    assert!(body.contains("::serde_json::Value"), "{body}");
+}

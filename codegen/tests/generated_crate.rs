@@ -209,7 +209,9 @@ async fn a_non_envelope_error_is_a_decode_error() {
 #[test]
 fn valid_discovery_documents_deserialize_into_the_model() {
     for (name, doc) in vectors("discovery", "valid") {
-        if let Err(e) = serde_json::from_value::<openwop_generated::models::Capabilities>(doc.clone()) {
+        if let Err(e) =
+            serde_json::from_value::<openwop_generated::models::Capabilities>(doc.clone())
+        {
             panic!("{name}: {e}");
         }
     }

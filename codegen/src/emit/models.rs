@@ -58,6 +58,16 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
                     defs.keys().map(|k| (k.clone(), any())).collect();
                 alone.insert(name.clone(), defs[&name].clone());
                 if let Err(message) = typify_all(&alone).map(|_| ()) {
+                    let whole = serde_json::to_value(&defs[&name]).unwrap_or(Value::Null);
+                    if let Some((narrowed, parts)) = narrow(&whole, &alone, &name) {
+                        warnings.push(format!(
+                            "typify cannot type part of {name} ({}): {message}; {} is serde_json::Value",
+                            origin(bundle, &name),
+                            parts.iter().map(|p| format!("{name}#{p}")).collect::<Vec<_>>().join(", ")
+                        ));
+                        defs.insert(name, narrowed);
+                        continue;
+                    }
                     warnings.push(format!(
                         "typify cannot type {name} ({}): {message}; it is serde_json::Value",
                         origin(bundle, &name)
@@ -111,6 +121,111 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
         renames,
         count,
     })
+}
+
+/// The schema with only its smallest panicking parts untyped, and their pointers; `None`
+/// when the culprit is the schema itself or the narrowed schema still panics.
+fn narrow(
+    schema: &Value,
+    alone: &BTreeMap<String, Schema>,
+    name: &str,
+) -> Option<(Schema, Vec<String>)> {
+    let mut parts = Vec::new();
+    culprits(schema, String::new(), &mut parts);
+    if parts.is_empty() || parts.iter().any(String::is_empty) {
+        return None;
+    }
+    let mut narrowed = schema.clone();
+    for pointer in &parts {
+        if let Some(slot) = narrowed.pointer_mut(pointer) {
+            *slot = serde_json::to_value(untyped(slot)).unwrap_or(Value::Bool(true));
+        }
+    }
+    let narrowed: Schema = serde_json::from_value(narrowed).ok()?;
+    let mut defs = alone.clone();
+    defs.insert(name.to_owned(), narrowed.clone());
+    typify_all(&defs).ok().map(|_| (narrowed, parts))
+}
+
+/// Post-order search: a subschema is a culprit when it panics typify on its own and none
+/// of its own subschemas does.
+fn culprits(v: &Value, pointer: String, out: &mut Vec<String>) -> bool {
+    let mut found = false;
+    for (child_pointer, child) in subschemas(v, &pointer) {
+        found |= culprits(child, child_pointer, out);
+    }
+    if found {
+        return true;
+    }
+    if panics_alone(v) {
+        out.push(pointer);
+        return true;
+    }
+    false
+}
+
+/// Probes one subschema as the only definition, with what it references stubbed out.
+fn panics_alone(v: &Value) -> bool {
+    let Ok(schema) = serde_json::from_value::<Schema>(v.clone()) else {
+        return true;
+    };
+    let mut refs = Vec::new();
+    referenced_defs(v, &mut refs);
+    let mut defs: BTreeMap<String, Schema> = refs.into_iter().map(|r| (r, any())).collect();
+    defs.insert("OpenwopProbe".to_owned(), schema);
+    typify_all(&defs).is_err()
+}
+
+fn referenced_defs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(obj) => {
+            for (k, child) in obj {
+                if k == "$ref"
+                    && let Some(name) = child.as_str().and_then(|r| r.strip_prefix("#/$defs/"))
+                {
+                    out.push(name.to_owned());
+                }
+                referenced_defs(child, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| referenced_defs(i, out)),
+        _ => {}
+    }
+}
+
+/// The subschemas directly under `v`, with their pointers.
+fn subschemas<'a>(v: &'a Value, pointer: &str) -> Vec<(String, &'a Value)> {
+    let Some(obj) = v.as_object() else {
+        return Vec::new();
+    };
+    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    let mut out = Vec::new();
+    for key in ["properties", "patternProperties"] {
+        if let Some(map) = obj.get(key).and_then(Value::as_object) {
+            for (k, s) in map {
+                out.push((format!("{pointer}/{key}/{}", escape(k)), s));
+            }
+        }
+    }
+    for key in [
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+    ] {
+        match obj.get(key) {
+            Some(s @ Value::Object(_)) => out.push((format!("{pointer}/{key}"), s)),
+            Some(Value::Array(items)) => {
+                for (i, s) in items.iter().enumerate() {
+                    out.push((format!("{pointer}/{key}/{i}"), s));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn origin(bundle: &Bundle, name: &str) -> String {
