@@ -501,6 +501,19 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         resp.json::<Value>().await.expect("json")["error"]["code"],
         -32600
     );
+    // Not POST on the JSON-RPC URL: 405, still a JSON-RPC body.
+    let resp = h
+        .http
+        .get(format!("{}/a2a/jsonrpc", h.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 405);
+    assert_eq!(resp.headers()["allow"], "POST");
+    assert_eq!(
+        resp.json::<Value>().await.expect("json")["error"]["code"],
+        -32600
+    );
     // 413.
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{{\"pad\":\"{}\"}}}}",

@@ -15,11 +15,17 @@ use super::{authenticate, negotiate, read_body, stream};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
-    Fault::transport(
+    let mut response = Fault::transport(
         Transport::InvalidRequest,
         "JSON-RPC requests are sent with POST",
     )
-    .into_jsonrpc_response(&Value::Null)
+    .into_jsonrpc_response(&Value::Null);
+    *response.status_mut() = axum::http::StatusCode::METHOD_NOT_ALLOWED;
+    response.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("POST"),
+    );
+    response
 }
 
 pub async fn handle(

@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::edge::rest::AppState;
 use crate::identity::Subject;
@@ -131,8 +132,14 @@ pub fn router(
         tasks,
         config: Arc::new(config),
     };
-    Ok(Router::new()
-        .route(card::CARD_PATH, get(get_card))
+    // A panic in a handler is still answered in the shape of the URL it hit.
+    let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+        Fault::internal().into_jsonrpc_response(&Value::Null)
+    });
+    let rest_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+        Fault::internal().into_rest_response()
+    });
+    let jsonrpc_routes = Router::new()
         .route(
             card::JSONRPC_PATH,
             post(jsonrpc::handle).fallback(jsonrpc::wrong_method),
@@ -141,9 +148,13 @@ pub fn router(
             &format!("{}/", card::JSONRPC_PATH),
             post(jsonrpc::handle).fallback(jsonrpc::wrong_method),
         )
+        .layer(jsonrpc_panic);
+    let rest_routes = Router::new()
+        .route(card::CARD_PATH, get(get_card))
         .route(card::REST_PATH, any(rest::handle))
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
-        .with_state(state))
+        .layer(rest_panic);
+    Ok(jsonrpc_routes.merge(rest_routes).with_state(state))
 }
 
 /// The caller, or the A2A-shaped 401.
