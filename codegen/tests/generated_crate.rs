@@ -172,8 +172,10 @@ async fn the_client_projects_ids_sends_the_key_and_decodes_the_envelope() {
         "404 Not Found",
         r#"{"error":"not_found","message":"no such run"}"#,
     );
-    let client = Client::new(base).with_api_key("k1");
-    let result = client.get_run("acme/run 1").await;
+    let client = Client::new(base)
+        .with_api_key("k1")
+        .with_header("OpenWOP-Version", "2");
+    let result = client.get_run("acme/run 1", Some("\"e1\"")).await;
     let head = server.join().expect("server thread");
     assert!(
         head.starts_with("GET /runs/acme~2Frun~201 HTTP/1.1"),

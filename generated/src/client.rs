@@ -63,6 +63,7 @@ pub struct Client {
     base_url: String,
     http: reqwest::Client,
     api_key: Option<String>,
+    headers: Vec<(String, String)>,
 }
 impl Client {
     /// A client for the host at `base_url` (scheme, host and optional path prefix).
@@ -76,6 +77,7 @@ impl Client {
             base_url,
             http,
             api_key: None,
+            headers: Vec::new(),
         }
     }
     /// Sends `key` as the API credential on every request.
@@ -87,8 +89,20 @@ impl Client {
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
+    /// Sends a header on every request, e.g. `OpenWOP-Version`.
+    pub fn with_header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base_url));
+        let mut request = self.http.request(method, format!("{}{path}", self.base_url));
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
         match &self.api_key {
             Some(key) => request.header("Authorization", format!("Bearer {key}")),
             None => request,
@@ -123,11 +137,18 @@ impl Client {
     /// Discovery document
     ///
     /// `GET /.well-known/openwop` (getCapabilities)
-    pub async fn get_capabilities(&self) -> Result<crate::models::Capabilities, Error> {
+    pub async fn get_capabilities(
+        &self,
+        if_none_match: Option<&str>,
+    ) -> Result<crate::models::Capabilities, Error> {
         let mut path = String::new();
         path.push_str("/.well-known/openwop");
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::GET, &path).query(&query);
+        let request = match if_none_match {
+            Some(value) => request.header("If-None-Match", value),
+            None => request,
+        };
         self.send_json(request).await
     }
     /// This API description
@@ -173,12 +194,22 @@ impl Client {
     /// `POST /runs` (createRun)
     pub async fn create_run(
         &self,
+        idempotency_key: Option<&str>,
+        open_wop_dedup: Option<&str>,
         body: &crate::models::CreateRunRequest,
     ) -> Result<crate::models::CreateRunResponse, Error> {
         let mut path = String::new();
         path.push_str("/runs");
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::POST, &path).query(&query);
+        let request = match idempotency_key {
+            Some(value) => request.header("Idempotency-Key", value),
+            None => request,
+        };
+        let request = match open_wop_dedup {
+            Some(value) => request.header("OpenWOP-Dedup", value),
+            None => request,
+        };
         let request = request.json(body);
         self.send_json(request).await
     }
@@ -188,12 +219,17 @@ impl Client {
     pub async fn get_run(
         &self,
         run_id: &str,
+        if_none_match: Option<&str>,
     ) -> Result<crate::models::RunSnapshot, Error> {
         let mut path = String::new();
         path.push_str("/runs/");
         path.push_str(&project_path_segment(run_id));
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::GET, &path).query(&query);
+        let request = match if_none_match {
+            Some(value) => request.header("If-None-Match", value),
+            None => request,
+        };
         self.send_json(request).await
     }
     /// Cancel a run
@@ -202,6 +238,7 @@ impl Client {
     pub async fn cancel_run(
         &self,
         run_id: &str,
+        idempotency_key: Option<&str>,
         body: &crate::models::CancelRunRequest,
     ) -> Result<crate::models::CancelRunResponse, Error> {
         let mut path = String::new();
@@ -210,6 +247,10 @@ impl Client {
         path.push_str("/cancel");
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::POST, &path).query(&query);
+        let request = match idempotency_key {
+            Some(value) => request.header("Idempotency-Key", value),
+            None => request,
+        };
         let request = request.json(body);
         self.send_json(request).await
     }
@@ -220,6 +261,7 @@ impl Client {
         &self,
         run_id: &str,
         node_id: &str,
+        idempotency_key: Option<&str>,
         body: &crate::models::ResolveInterruptRequest,
     ) -> Result<crate::models::ResolveInterruptResponse, Error> {
         let mut path = String::new();
@@ -229,6 +271,10 @@ impl Client {
         path.push_str(&project_path_segment(node_id));
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::POST, &path).query(&query);
+        let request = match idempotency_key {
+            Some(value) => request.header("Idempotency-Key", value),
+            None => request,
+        };
         let request = request.json(body);
         self.send_json(request).await
     }
@@ -240,6 +286,7 @@ impl Client {
         run_id: &str,
         stream_mode: Option<&str>,
         resumable: Option<&str>,
+        last_event_id: Option<&str>,
     ) -> Result<reqwest::Response, Error> {
         let mut path = String::new();
         path.push_str("/runs/");
@@ -253,6 +300,10 @@ impl Client {
             query.push(("resumable", value));
         }
         let request = self.request(reqwest::Method::GET, &path).query(&query);
+        let request = match last_event_id {
+            Some(value) => request.header("Last-Event-ID", value),
+            None => request,
+        };
         self.send_raw(request).await
     }
     /// Poll a run's events
@@ -281,11 +332,18 @@ impl Client {
     /// Stream host events
     ///
     /// `GET /host/events` (streamHostEvents)
-    pub async fn stream_host_events(&self) -> Result<reqwest::Response, Error> {
+    pub async fn stream_host_events(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<reqwest::Response, Error> {
         let mut path = String::new();
         path.push_str("/host/events");
         let mut query: Vec<(&str, &str)> = Vec::new();
         let request = self.request(reqwest::Method::GET, &path).query(&query);
+        let request = match last_event_id {
+            Some(value) => request.header("Last-Event-ID", value),
+            None => request,
+        };
         self.send_raw(request).await
     }
     /// List agents

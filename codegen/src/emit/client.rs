@@ -4,8 +4,9 @@
 //! outside `[A-Za-z0-9._-]` become `~XX`, the rule for tenant-bound ids). Query parameters
 //! are `&str` when required, else `Option<&str>`. A JSON body or answer is the model type
 //! the OpenAPI document names when there is one, else `serde_json::Value`. A streaming
-//! operation answers the raw `reqwest::Response`. Header parameters are left to the
-//! `reqwest::Client` given to `Client::with_client` (its default headers).
+//! operation answers the raw `reqwest::Response`. Header parameters every operation declares
+//! (`OpenWOP-Version`) are set once with `Client::with_header`; the others are per-call
+//! `Option<&str>` arguments (`Idempotency-Key`, `If-None-Match`, `Last-Event-ID`, …).
 
 use std::collections::BTreeSet;
 
@@ -52,7 +53,11 @@ fn model_type(name: Option<String>) -> TokenStream {
     }
 }
 
-fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStream {
+fn method(
+    op: &Operation,
+    named: &dyn Fn(&Value) -> Option<String>,
+    shared_headers: &BTreeSet<String>,
+) -> TokenStream {
     let fn_name = ident(&op.operation_id.to_snake_case());
     let verb = format_ident!("{}", op.method.to_uppercase());
     let mut used = BTreeSet::new();
@@ -105,6 +110,28 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
         }
     }
 
+    // Headers every operation declares (`OpenWOP-Version`) are set once with
+    // `Client::with_header`; the rest are per-call arguments.
+    let mut headers = Vec::new();
+    for p in op.parameters.iter().filter(|p| {
+        p.location == "header" && !shared_headers.contains(&p.name.to_ascii_lowercase())
+    }) {
+        let arg = arg_name(&p.name);
+        let key = &p.name;
+        if p.required {
+            args.push(quote!(#arg: &str));
+            headers.push(quote!(let request = request.header(#key, #arg);));
+        } else {
+            args.push(quote!(#arg: Option<&str>));
+            headers.push(quote! {
+                let request = match #arg {
+                    Some(value) => request.header(#key, value),
+                    None => request,
+                };
+            });
+        }
+    }
+
     let body = op.body.as_ref().map(|schema| {
         let ty = model_type(named(schema));
         let arg = arg_name("body");
@@ -138,6 +165,7 @@ fn method(op: &Operation, named: &dyn Fn(&Value) -> Option<String>) -> TokenStre
             let mut query: Vec<(&str, &str)> = Vec::new();
             #(#query)*
             let request = self.request(reqwest::Method::#verb, &path).query(&query);
+            #(#headers)*
             #body
             #finish
         }
@@ -155,7 +183,25 @@ pub(crate) fn emit(
     } else {
         quote!(key.clone())
     };
-    let methods = ops.iter().map(|op| method(op, named));
+    let header_sets: Vec<BTreeSet<String>> = ops
+        .iter()
+        .map(|op| {
+            op.parameters
+                .iter()
+                .filter(|p| p.location == "header")
+                .map(|p| p.name.to_ascii_lowercase())
+                .collect()
+        })
+        .collect();
+    let shared_headers: BTreeSet<String> = match header_sets.split_first() {
+        Some((first, rest)) => first
+            .iter()
+            .filter(|h| rest.iter().all(|set| set.contains(*h)))
+            .cloned()
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    let methods = ops.iter().map(|op| method(op, named, &shared_headers));
     quote! {
         //! A typed async client for the REST operations of the OpenAPI document.
 
@@ -223,6 +269,7 @@ pub(crate) fn emit(
             base_url: String,
             http: reqwest::Client,
             api_key: Option<String>,
+            headers: Vec<(String, String)>,
         }
 
         impl Client {
@@ -234,7 +281,7 @@ pub(crate) fn emit(
             /// A client that sends through an existing `reqwest::Client`.
             pub fn with_client(base_url: impl Into<String>, http: reqwest::Client) -> Self {
                 let base_url = base_url.into().trim_end_matches('/').to_owned();
-                Self { base_url, http, api_key: None }
+                Self { base_url, http, api_key: None, headers: Vec::new() }
             }
 
             /// Sends `key` as the API credential on every request.
@@ -248,8 +295,17 @@ pub(crate) fn emit(
                 &self.base_url
             }
 
+            /// Sends a header on every request, e.g. `OpenWOP-Version`.
+            pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.headers.push((name.into(), value.into()));
+                self
+            }
+
             fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-                let request = self.http.request(method, format!("{}{path}", self.base_url));
+                let mut request = self.http.request(method, format!("{}{path}", self.base_url));
+                for (name, value) in &self.headers {
+                    request = request.header(name.as_str(), value.as_str());
+                }
                 match &self.api_key {
                     Some(key) => request.header(#header, #credential),
                     None => request,

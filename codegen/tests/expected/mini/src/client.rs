@@ -63,6 +63,7 @@ pub struct Client {
     base_url: String,
     http: reqwest::Client,
     api_key: Option<String>,
+    headers: Vec<(String, String)>,
 }
 impl Client {
     /// A client for the host at `base_url` (scheme, host and optional path prefix).
@@ -76,6 +77,7 @@ impl Client {
             base_url,
             http,
             api_key: None,
+            headers: Vec::new(),
         }
     }
     /// Sends `key` as the API credential on every request.
@@ -87,8 +89,20 @@ impl Client {
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
+    /// Sends a header on every request, e.g. `OpenWOP-Version`.
+    pub fn with_header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base_url));
+        let mut request = self.http.request(method, format!("{}{path}", self.base_url));
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
         match &self.api_key {
             Some(key) => request.header("Authorization", format!("Bearer {key}")),
             None => request,
