@@ -895,3 +895,54 @@ async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
     );
     assert!(findings.is_empty(), "{findings:?}");
 }
+
+#[tokio::test]
+async fn a_message_id_reused_for_different_content_is_invalid_params() {
+    let h = start().await;
+    let first = h
+        .rpc(
+            "SendMessage",
+            json!({"message": user_message("m-reuse", Some("echo"), json!([{"data": {"v": 1}}]))}),
+        )
+        .await;
+    assert!(first.get("result").is_some(), "{first}");
+    let second = h
+        .rpc(
+            "SendMessage",
+            json!({"message": user_message("m-reuse", Some("echo"), json!([{"data": {"v": 2}}]))}),
+        )
+        .await;
+    assert_eq!(second["error"]["code"], -32602, "{second}");
+    assert_eq!(
+        h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
+        1
+    );
+}
+
+#[tokio::test]
+async fn list_tasks_filters_by_status_timestamp() {
+    let h = start().await;
+    h.rpc(
+        "SendMessage",
+        json!({"message": user_message("m-ts", Some("echo"), json!([{"data": {}}]))}),
+    )
+    .await;
+    let all = h
+        .rpc(
+            "ListTasks",
+            json!({"statusTimestampAfter": "2000-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(all["result"]["totalSize"], 1, "{all}");
+    let none = h
+        .rpc(
+            "ListTasks",
+            json!({"statusTimestampAfter": "2999-01-01T00:00:00.000+02:00"}),
+        )
+        .await;
+    assert_eq!(none["result"]["totalSize"], 0, "{none}");
+    let bad = h
+        .rpc("ListTasks", json!({"statusTimestampAfter": "yesterday"}))
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+}
