@@ -393,3 +393,38 @@ fn a_panicking_part_of_a_type_falls_back_alone() {
     );
     assert!(body.contains("::serde_json::Value"), "{body}");
 }
+
+#[test]
+fn two_different_definitions_of_one_name_fail_and_identical_ones_merge() {
+    let root = mini_copy("collision");
+    let other = root.join("schemas/v2/other.schema.json");
+    let write_other = |thing: serde_json::Value| {
+        let doc = json!({"$id": "https://example.test/spec/v2/other.schema.json", "$defs": {"runId": thing}});
+        fs::write(&other, doc.to_string()).expect("write other schema");
+    };
+
+    write_other(
+        json!({ "type": "string", "pattern": "^[A-Za-z0-9._~-]{16,128}$", "description": "A run id." }),
+    );
+    let output = gen_mini(&root).expect("identical duplicates merge");
+    assert_eq!(
+        output.files["src/models.rs"]
+            .matches("pub struct RunId(")
+            .count(),
+        1
+    );
+
+    write_other(json!({ "type": "integer" }));
+    let err = gen_mini(&root).expect_err("a real collision fails");
+    let message = err.to_string();
+    assert!(matches!(err, Error::Collision { .. }), "{message}");
+    assert!(message.contains("`RunId`"), "{message}");
+    assert!(
+        message.contains("schemas/v2/ids.schema.json#/$defs/runId"),
+        "{message}"
+    );
+    assert!(
+        message.contains("schemas/v2/other.schema.json#/$defs/runId"),
+        "{message}"
+    );
+}
