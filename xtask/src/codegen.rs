@@ -89,4 +89,28 @@ mod tests {
             "stale generated files {names:?}; run `cargo xtask codegen`"
         );
     }
+
+    #[test]
+    fn check_mode_fails_with_the_rerun_hint_after_a_hand_edit() {
+        let root = workspace_root();
+        let out = std::env::temp_dir().join(format!("openwop-xtask-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        if let Err(e) = run(&root, &out, Mode::Write) {
+            panic!("write failed: {e:#}");
+        }
+        assert!(
+            run(&root, &out, Mode::Check).is_ok(),
+            "fresh output must pass"
+        );
+
+        let lib = out.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).unwrap_or_default();
+        std::fs::write(&lib, format!("{text}// a hand edit\n")).unwrap_or_default();
+        let err = match run(&root, &out, Mode::Check) {
+            Ok(()) => panic!("a hand-edited file passed --check"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("run `cargo xtask codegen`"), "{err}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }
