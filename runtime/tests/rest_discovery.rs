@@ -109,3 +109,10 @@ async fn malformed_json_and_wrong_media_type_are_client_errors() {
     let (status, body) = envelope(r).await;
     assert_eq!((status, body["error"].as_str().unwrap()), (415, "unsupported_media_type"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn undecodable_query_string_is_400_envelope() {
+    let h = start().await;
+    let (status, body) = envelope(h.get("/runs?limit=%ZZ", KEY_A).send().await.unwrap()).await;
+    assert_eq!((status, body["error"].as_str().unwrap()), (400, "validation_error"));
+}

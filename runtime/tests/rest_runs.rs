@@ -101,7 +101,8 @@ async fn cross_tenant_probes_are_403_id_tenant_mismatch_and_identical() {
     let existing = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &existing, "waiting-approval").await;
     let never = "acme/NeverExisted0123456789";
-    let probes: Vec<(&str, Box<dyn Fn(&str) -> reqwest::RequestBuilder + '_>)> = vec![
+    type Probe<'a> = Box<dyn Fn(&str) -> reqwest::RequestBuilder + 'a>;
+    let probes: Vec<(&str, Probe<'_>)> = vec![
         ("get", Box::new(|id: &str| h.get(&format!("/runs/{}", project(id)), KEY_B))),
         ("cancel", Box::new(|id: &str| h.post(&format!("/runs/{}/cancel", project(id)), KEY_B, json!({})))),
         ("resolve", Box::new(|id: &str| h.post(&format!("/runs/{}/interrupts/approve", project(id)), KEY_B, json!({"resumeValue": 1})))),

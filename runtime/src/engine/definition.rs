@@ -135,7 +135,7 @@ impl Definition {
                 return Err(format!("node id `{}` appears twice", node.id));
             }
             if let Action::Wait { ms } = &node.action {
-                let ok = ms.as_u64().is_some() || ms.as_str().is_some_and(|s| super::template::is_reference(s));
+                let ok = ms.as_u64().is_some() || ms.as_str().is_some_and(super::template::is_reference);
                 if !ok {
                     return Err(format!("node `{}`: `ms` must be a non-negative integer or a `${{...}}` reference", node.id));
                 }

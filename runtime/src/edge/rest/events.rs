@@ -3,19 +3,19 @@
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::{Caller, PathParams, run_id};
+use super::extract::{Caller, PathParams, QueryMap, run_id};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{event_view, is_terminal_event};
 use crate::store::{EventRecord, Wake};
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -108,7 +108,7 @@ pub async fn stream_events(
     Caller(subject): Caller,
     path: PathParams,
     headers: HeaderMap,
-    Query(q): Query<HashMap<String, String>>,
+    QueryMap(q): QueryMap,
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
     // Authorization first: a foreign or unknown run answers the same whatever the cursor.
@@ -136,7 +136,7 @@ pub async fn poll_events(
     State(state): State<AppState>,
     Caller(subject): Caller,
     path: PathParams,
-    Query(q): Query<HashMap<String, String>>,
+    QueryMap(q): QueryMap,
 ) -> Result<Json<Value>, ApiError> {
     let id = run_id(path.get("run_id"))?;
     state.ops.get_run(&subject, &id).await?;

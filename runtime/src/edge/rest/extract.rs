@@ -102,3 +102,17 @@ fn percent_decode(s: &str) -> Result<String, ApiError> {
     }
     String::from_utf8(out).map_err(|_| bad())
 }
+
+/// Query parameters as a map; an undecodable query string is a `validation_error`.
+pub struct QueryMap(pub std::collections::HashMap<String, String>);
+
+impl FromRequestParts<AppState> for QueryMap {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map(|q| QueryMap(q.0))
+            .map_err(|e| ApiError::validation(format!("bad query string: {e}")))
+    }
+}

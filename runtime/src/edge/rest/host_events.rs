@@ -4,17 +4,17 @@
 
 use super::AppState;
 use super::error::ApiError;
-use super::extract::Caller;
+use super::extract::{Caller, QueryMap};
 use crate::identity::Subject;
 use crate::ops::host_event_view;
 use crate::store::{HostEventRecord, Wake};
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -83,7 +83,7 @@ pub async fn host_events(
     State(state): State<AppState>,
     Caller(subject): Caller,
     headers: HeaderMap,
-    Query(q): Query<HashMap<String, String>>,
+    QueryMap(q): QueryMap,
 ) -> Result<Response, ApiError> {
     let wants_sse = headers
         .get(header::ACCEPT)

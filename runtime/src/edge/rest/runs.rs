@@ -3,18 +3,17 @@
 use super::AppState;
 use super::discovery::etag_matches;
 use super::error::ApiError;
-use super::extract::{Caller, JsonBody, PathParams, run_id};
+use super::extract::{Caller, JsonBody, PathParams, QueryMap, run_id};
 use crate::ids::project;
 use crate::ops::{CreateRunRequest, ListParams, Transport, run_view};
 use crate::store::RunRecord;
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 
 const IDEMPOTENT_REPLAY: HeaderName = HeaderName::from_static("openwop-idempotent-replay");
 
@@ -78,7 +77,7 @@ pub async fn get_run(
 pub async fn list_runs(
     State(state): State<AppState>,
     Caller(subject): Caller,
-    Query(q): Query<HashMap<String, String>>,
+    QueryMap(q): QueryMap,
 ) -> Result<Json<Value>, ApiError> {
     let limit = match q.get("limit") {
         None => None,
