@@ -671,7 +671,12 @@ async fn streaming_sends_the_task_first_and_subscribe_refuses_terminal_tasks() {
             .unwrap_or("")
             .starts_with("text/event-stream")
     );
-    let text = resp.text().await.expect("stream");
+    // The stream ends as soon as the run asks for input: well inside the edge's 15 s
+    // re-read interval, which a stream waiting on a stale status would sit out.
+    let text = tokio::time::timeout(std::time::Duration::from_secs(10), resp.text())
+        .await
+        .expect("the stream ends at the interrupted state")
+        .expect("stream");
     let frames: Vec<Value> = text
         .lines()
         .filter_map(|l| l.strip_prefix("data: "))

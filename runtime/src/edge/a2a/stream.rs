@@ -69,7 +69,11 @@ pub async fn open(
                     return;
                 }
             };
-            after = polled.events.last().map(|e| e.sequence).unwrap_or(after);
+            // The run in a poll result is read before its events, so it can predate them.
+            // Waiting from the run's own last sequence makes the next poll return at once
+            // with a fresh run whenever that happened, instead of sleeping on a status
+            // change (to waiting-*) that appends nothing further.
+            after = polled.run.last_sequence;
             let Ok(now) = state
                 .project(
                     &polled.run,
