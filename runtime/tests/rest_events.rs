@@ -262,3 +262,25 @@ async fn every_bundled_workflow_emits_valid_events() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_events_sse_resumes_after_last_event_id() {
+    let h = start().await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let ev = h.ops.emit_host_event("acme", "negotiation.decided", "durable", json!({"protocol": "a2a", "outcome": "accepted", "at": "2026-12-02T00:00:00Z", "version": format!("1.{i}")})).await.unwrap();
+        ids.push(ev.event_id);
+    }
+    let mut r = h.get("/host/events", KEY_A).header("accept", "text/event-stream").header("last-event-id", &ids[0]).send().await.unwrap();
+    let mut text = String::new();
+    while frames(&text).len() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), r.chunk()).await.unwrap().unwrap().unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let got: Vec<String> = frames(&text).into_iter().map(|f| f.0.unwrap()).collect();
+    assert_eq!(got, ids[1..]);
+    // An id from another tenant (or none at all) is refused.
+    let other = h.ops.emit_host_event("globex", "negotiation.decided", "durable", json!({"protocol": "a2a", "outcome": "accepted", "at": "2026-12-02T00:00:00Z"})).await.unwrap();
+    let r = h.get("/host/events", KEY_A).header("accept", "text/event-stream").header("last-event-id", &other.event_id).send().await.unwrap();
+    assert_eq!(envelope(r).await.0, 400);
+}

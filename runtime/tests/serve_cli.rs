@@ -1,0 +1,120 @@
+//! `openwop serve` as a user meets it: help, flags, config file, workflow directory.
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_openwop");
+
+async fn listening(mut child: Child) -> (Child, String) {
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("openwop listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("exited before listening");
+    })
+    .await
+    .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base)
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "Examples:", "RUST_LOG"] {
+        assert!(text.contains(needle), "help lacks {needle}");
+    }
+}
+
+#[test]
+fn bad_api_key_spec_is_refused_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "no-colon-here"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TENANT:KEY"));
+}
+
+#[test]
+fn invalid_workflow_directory_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.yaml"), "id: bad\ninputSchema: {}\nnodes:\n  - id: a\n    kind: eval\n").unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--workflows")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.yaml"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn config_file_and_workflow_directory_add_and_override_workflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = dir.path().join("flows");
+    std::fs::create_dir(&flows).unwrap();
+    std::fs::write(
+        flows.join("greet.json"),
+        json!({
+            "id": "greet", "inputSchema": {"type": "object", "required": ["name"]},
+            "nodes": [{"id": "hello", "kind": "transform", "value": {"greeting": "hello ${inputs.name}"}}],
+            "outputs": {"$merge": ["${nodes.hello}", {"by": "${run.workflowId}"}]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(flows.join("echo.yaml"), "id: echo\ninputSchema: {type: object}\nnodes: []\noutputs: {overridden: true}\n").unwrap();
+    let config = dir.path().join("host.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:0\ndataDir: {}\napiKeys: [\"cfg:cfg-key-0123456789\"]\nworkflows: {}\n",
+            dir.path().join("data").display(),
+            flows.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    let c = reqwest::Client::new();
+    let run = |wf: &'static str, inputs: Value| {
+        let (c, base) = (c.clone(), base.clone());
+        async move {
+            let v: Value = c.post(format!("{base}/runs")).bearer_auth("cfg-key-0123456789")
+                .json(&json!({"workflowId": wf, "inputs": inputs})).send().await.unwrap().json().await.unwrap();
+            let url = format!("{base}{}", v["statusUrl"].as_str().unwrap());
+            for _ in 0..400 {
+                let s: Value = c.get(&url).bearer_auth("cfg-key-0123456789").send().await.unwrap().json().await.unwrap();
+                if s["status"] == "completed" {
+                    return s;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("{wf} did not complete");
+        }
+    };
+    let s = run("greet", json!({"name": "Ada"})).await;
+    assert_eq!(s["outputs"], json!({"greeting": "hello Ada", "by": "greet"}));
+    let s = run("echo", json!({"x": 1})).await;
+    assert_eq!(s["outputs"], json!({"overridden": true}));
+}
