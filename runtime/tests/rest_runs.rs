@@ -241,6 +241,9 @@ async fn resolve_interrupt_completes_run_then_409_interrupt_already_resolved() {
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let r = h.post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}})).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["runId"], run_id);
+    assert_eq!(v["nodeId"], "approve");
     let snap = h.wait_status(KEY_A, &run_id, "completed").await;
     assert_eq!(snap["outputs"]["decision"], json!({"action": "accept"}));
     let (status, body) = envelope(h.post(&path, KEY_A, json!({"resumeValue": 1})).send().await.unwrap()).await;

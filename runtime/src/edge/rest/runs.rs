@@ -143,5 +143,5 @@ pub async fn resolve_interrupt(
     let id = run_id(path.get("run_id"))?;
     let node_id = path.get("node_id").to_owned();
     let run = state.ops.resolve_interrupt(&subject, &id, &node_id, body.resume_value).await?;
-    Ok(Json(json!({"runId": run.run_id, "status": run.status})))
+    Ok(Json(json!({"runId": run.run_id, "nodeId": node_id, "status": run.status})))
 }
