@@ -331,3 +331,28 @@ async fn fail_workflow_ends_failed_with_error() {
     let snap = h.wait_status(KEY_A, &run_id, "failed").await;
     assert_eq!(snap["error"]["code"], "example.failed");
 }
+
+/// A resolve that lands while the executor is still finishing the suspend step must not
+/// be dropped: every run completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn resolving_right_after_suspend_always_completes() {
+    let h = start().await;
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        runs.push(h.create(KEY_A, "approval", json!({})).await);
+    }
+    for run_id in &runs {
+        let path = format!("/runs/{}/interrupts/approve", project(run_id));
+        // Retry 404 (not suspended yet) as fast as possible to hit the window.
+        loop {
+            let r = h.post(&path, KEY_A, json!({"resumeValue": true})).send().await.unwrap();
+            if r.status() == 200 {
+                break;
+            }
+            assert_eq!(r.status(), 404);
+        }
+    }
+    for run_id in &runs {
+        h.wait_status(KEY_A, run_id, "completed").await;
+    }
+}

@@ -10,7 +10,7 @@ use super::template;
 use crate::clock::now_ms;
 use crate::store::{Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError, Wake};
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
@@ -32,7 +32,8 @@ enum Step {
 pub struct Engine {
     store: Arc<dyn Store>,
     registry: Registry,
-    active: Mutex<HashSet<String>>,
+    /// Runs with a driving task, and whether it must look once more before stopping.
+    active: Mutex<HashMap<String, bool>>,
     shutdown: watch::Receiver<bool>,
 }
 
@@ -93,27 +94,38 @@ fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>) -> Arc<Self> {
-        Arc::new(Self { store, registry, active: Mutex::new(HashSet::new()), shutdown })
+        Arc::new(Self { store, registry, active: Mutex::new(HashMap::new()), shutdown })
     }
 
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
-    /// Drives a run in the background unless a task already does.
+    /// Drives a run in the background. If a task already drives it, that task is asked
+    /// to look at the run once more before it stops, so a change that lands while the
+    /// task is finishing (a resolve right after a suspend) is never dropped.
     pub fn start(self: &Arc<Self>, run_id: &str) {
         {
             let Ok(mut active) = self.active.lock() else { return };
-            if !active.insert(run_id.to_owned()) {
+            if let Some(again) = active.get_mut(run_id) {
+                *again = true;
                 return;
             }
+            active.insert(run_id.to_owned(), false);
         }
         let engine = self.clone();
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
-            engine.drive(&run_id).await;
-            if let Ok(mut active) = engine.active.lock() {
-                active.remove(&run_id);
+            loop {
+                engine.drive(&run_id).await;
+                let Ok(mut active) = engine.active.lock() else { return };
+                match active.get_mut(&run_id) {
+                    Some(again) if *again => *again = false,
+                    _ => {
+                        active.remove(&run_id);
+                        return;
+                    }
+                }
             }
         });
     }
