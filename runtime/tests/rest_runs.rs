@@ -356,3 +356,23 @@ async fn resolving_right_after_suspend_always_completes() {
         h.wait_status(KEY_A, run_id, "completed").await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_creates_with_one_idempotency_key_make_one_run() {
+    let h = start().await;
+    let body = json!({"workflowId": "echo", "inputs": {"same": true}});
+    let sends = (0..8).map(|_| h.post("/runs", KEY_A, body.clone()).header("idempotency-key", "burst").send());
+    let mut ids = std::collections::HashSet::new();
+    let mut replays = 0;
+    for r in futures::future::join_all(sends).await {
+        let r = r.unwrap();
+        assert_eq!(r.status(), 201);
+        if r.headers().get("openwop-idempotent-replay").is_some() {
+            replays += 1;
+        }
+        let v: Value = r.json().await.unwrap();
+        ids.insert(v["runId"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids.len(), 1);
+    assert_eq!(replays, 7);
+}
