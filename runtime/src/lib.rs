@@ -12,6 +12,7 @@ pub mod host;
 pub mod identity;
 pub mod negotiation;
 pub mod ids;
+pub mod mcp_stdio_cmd;
 pub mod ops;
 pub mod serve_cmd;
 pub mod store;

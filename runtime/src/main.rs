@@ -16,6 +16,8 @@ enum Command {
     Serve(openwop::serve_cmd::ServeArgs),
     /// Check discovery documents and agent cards against the spec corpus.
     Validate(openwop::validate_cmd::ValidateArgs),
+    /// Serve MCP on stdin/stdout (api key from OPENWOP_API_KEY).
+    McpStdio(openwop::mcp_stdio_cmd::McpStdioArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -23,5 +25,6 @@ fn main() -> std::process::ExitCode {
     match cli.command {
         Command::Serve(args) => openwop::serve_cmd::run(args),
         Command::Validate(args) => openwop::validate_cmd::run(args),
+        Command::McpStdio(args) => openwop::mcp_stdio_cmd::run(args),
     }
 }

@@ -2,3 +2,4 @@
 
 pub mod rest;
 pub mod a2a;
+pub mod mcp;

@@ -1,0 +1,203 @@
+//! The MCP server mount: streamable HTTP at `/mcp` (and, through the same dispatcher,
+//! `openwop mcp-stdio`). A projection of the run operations, never a second
+//! implementation: a tool is a workflow, a call is a run, a task is that run.
+//!
+//! Both eras on one endpoint: a request carrying 2026-07-28 `_meta` is served
+//! statelessly; `initialize` opens a 2025-11-25 session. Every request is authenticated
+//! before anything else, and every refusal is a JSON-RPC error.
+//!
+//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default()))`.
+
+mod cancel;
+pub mod gate;
+mod http;
+pub mod request_state;
+pub mod rpc;
+pub mod service;
+mod sessions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::edge::rest::AppState;
+use crate::engine::Engine;
+use crate::identity::Subject;
+use crate::negotiation::{self, Decision, Offer, Protocol};
+use request_state::{Codec, Spent};
+use rpc::{RpcError, UNSUPPORTED_VERSION};
+pub use http::is_stateless;
+pub use service::{Ctx, Era};
+use sessions::Sessions;
+
+/// Where the mount answers.
+pub const PATH: &str = "/mcp";
+
+/// The largest request body read.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How the mount is set up.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// Serve the tasks extension (and advertise it in server/discover).
+    pub tasks: bool,
+    /// How long a call without tasks waits for its run to finish or ask for input.
+    pub call_timeout: Duration,
+    /// How long a call with tasks waits before answering CreateTaskResult.
+    pub task_answer_within: Duration,
+}
+
+impl Default for McpConfig {
+    fn default() -> McpConfig {
+        McpConfig {
+            tasks: true,
+            call_timeout: Duration::from_secs(30),
+            task_answer_within: Duration::from_millis(200),
+        }
+    }
+}
+
+/// What the mount's handlers reach.
+#[derive(Clone)]
+pub struct McpState {
+    pub app: AppState,
+    pub engine: Arc<Engine>,
+    pub config: Arc<McpConfig>,
+    codec: Arc<Codec>,
+    spent: Arc<Spent>,
+    sessions: Arc<Sessions>,
+}
+
+impl McpState {
+    pub fn new(app: AppState, engine: Arc<Engine>, config: McpConfig) -> McpState {
+        // INTERIM: a per-process key, so requestStates do not survive a restart (they
+        // fail closed and the client starts the call again). A persisted key belongs
+        // beside the host's other secrets.
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            tracing::error!("no randomness for the requestState key");
+        }
+        McpState {
+            app,
+            engine,
+            config: Arc::new(config),
+            codec: Arc::new(Codec::new(&key)),
+            spent: Arc::new(Spent::default()),
+            sessions: Arc::new(Sessions::default()),
+        }
+    }
+
+    /// The `mcp` family this mount serves: the discovery document's, else ours.
+    pub fn facet(&self) -> Value {
+        facet_of(&self.app.discovery.document, &self.config)
+    }
+
+    fn offer(&self) -> Result<Offer, RpcError> {
+        Offer::from_facet(Protocol::Mcp, &self.facet()).map_err(|e| {
+            tracing::error!(error = %e, "the mcp facet cannot be negotiated from");
+            RpcError::internal()
+        })
+    }
+
+    /// Negotiates the revision a request asks for and records the outcome as a
+    /// `negotiation.decided` host event of the caller's tenant, refusals included. The
+    /// caller is always authenticated here: the mount refuses anonymous requests first.
+    pub async fn negotiate(&self, subject: &Subject, requested: &str, origin: Option<&str>) -> Result<String, RpcError> {
+        let offer = self.offer()?;
+        let peer = origin
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
+        let decision: Decision = negotiation::decide(Protocol::Mcp, Some(requested), true, &offer).with_peer_origin(&peer);
+        let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
+        self.app
+            .ops
+            .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "negotiation.decided could not be recorded");
+                RpcError::internal()
+            })?;
+        match decision.version {
+            Some(v) if decision.is_accepted() => Ok(v),
+            _ => Err(RpcError::new(UNSUPPORTED_VERSION, "Unsupported protocol version")
+                .with_data(json!({"supported": self.facet()["revisions"], "requested": requested}))),
+        }
+    }
+}
+
+/// The revisions served: 2026-07-28 stateless (preferred) and the 2025-11-25 initialize
+/// era as the floor.
+pub const REVISIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+
+/// The first revision without `initialize`.
+pub const STATELESS_SINCE: &str = "2026-07-28";
+
+/// The `mcp` family this mount serves, for the discovery document.
+pub fn facet_fields(config: &McpConfig) -> Value {
+    let mut features = vec!["server-discover", "mrtr", "cacheable-lists"];
+    if config.tasks {
+        features.push("extensions");
+    }
+    json!({
+        "revisions": REVISIONS,
+        "preferredVersion": "2026-07-28",
+        "minimumRevision": "2025-11-25",
+        "refreshedAt": "2026-12-02",
+        "profiles": ["mcp-2026-07-28"],
+        "features": features,
+        "serverMount": {"transports": ["streamable-http", "stdio"]},
+        "mrtr": {"maxRounds": 4},
+    })
+}
+
+/// The `mcp` family of a discovery document, or [`facet_fields`] while it has none.
+pub fn facet_of(discovery: &Value, config: &McpConfig) -> Value {
+    discovery.get("mcp").cloned().unwrap_or_else(|| facet_fields(config))
+}
+
+/// The `/mcp` routes.
+pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
+    let state = McpState::new(app, engine, config);
+    let panic = tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+        http::error_response(&RpcError::internal(), None)
+    });
+    Router::new()
+        .route(PATH, post(http::handle).delete(http::end_session).fallback(http::wrong_method))
+        .layer(panic)
+        .with_state(state)
+}
+
+/// The span a request runs in, continuing the caller's W3C trace when it sent a
+/// well-formed one (`_meta` first, then the HTTP header). Correlation only: nothing
+/// reads it to decide who the caller is.
+pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap) -> tracing::Span {
+    let meta = message.meta();
+    let from_meta = meta.get("traceparent").and_then(Value::as_str).filter(|t| well_formed_traceparent(t));
+    let from_header = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| well_formed_traceparent(t));
+    let method = message.method.as_str();
+    match from_meta.or(from_header) {
+        Some(tp) => tracing::info_span!("mcp", method, trace_id = &tp[3..35], parent_id = &tp[36..52]),
+        None => tracing::info_span!("mcp", method),
+    }
+}
+
+/// `version-traceid-parentid-flags`, lower-case hex, ids not all zero.
+pub fn well_formed_traceparent(t: &str) -> bool {
+    let parts: Vec<&str> = t.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    parts.len() >= 4
+        && hex(parts[0], 2)
+        && parts[0] != "ff"
+        && hex(parts[1], 32)
+        && hex(parts[2], 16)
+        && hex(parts[3], 2)
+        && parts[1].bytes().any(|b| b != b'0')
+        && parts[2].bytes().any(|b| b != b'0')
+        && (parts[0] != "00" || parts.len() == 4)
+}

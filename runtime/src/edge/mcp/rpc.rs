@@ -1,0 +1,169 @@
+//! JSON-RPC 2.0 framing for the MCP mount: the request shape we accept and the error
+//! shape every refusal takes (never the OpenWOP envelope, a 401 included).
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP 2026-07-28 reserved codes.
+pub const HEADER_MISMATCH: i64 = -32020;
+pub const MISSING_CAPABILITY: i64 = -32021;
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+/// Our own code for a missing or refused credential, outside the reserved ranges.
+pub const UNAUTHENTICATED: i64 = -32001;
+
+/// One JSON-RPC message as received: a request when `id` is present, else a notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub id: Option<Value>,
+    pub method: String,
+    pub params: Value,
+}
+
+impl Message {
+    /// Reads one JSON-RPC message. Batches and responses are refused: each POST carries
+    /// exactly one request or notification.
+    pub fn parse(body: &[u8]) -> Result<Message, RpcError> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| RpcError::new(PARSE_ERROR, format!("the body is not JSON: {e}")))?;
+        let Some(obj) = value.as_object() else {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                "the body must be one JSON-RPC request object",
+            ));
+        };
+        let id = obj.get("id").cloned();
+        let bad = |m: &str| {
+            let mut e = RpcError::new(INVALID_REQUEST, m.to_owned());
+            e.id = id.clone().filter(valid_id);
+            e
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(bad("`jsonrpc` must be \"2.0\""));
+        }
+        if let Some(id) = &id
+            && !valid_id(id)
+        {
+            return Err(bad("`id` must be a string or an integer"));
+        }
+        let method = obj
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("`method` must be a string"))?
+            .to_owned();
+        let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
+        if !params.is_object() {
+            return Err(bad("`params` must be an object"));
+        }
+        Ok(Message { id, method, params })
+    }
+
+    pub fn is_notification(&self) -> bool {
+        self.id.is_none()
+    }
+
+    /// `params._meta`, or an empty object.
+    pub fn meta(&self) -> &serde_json::Map<String, Value> {
+        static EMPTY: std::sync::LazyLock<serde_json::Map<String, Value>> =
+            std::sync::LazyLock::new(serde_json::Map::new);
+        self.params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .unwrap_or(&EMPTY)
+    }
+}
+
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// A JSON-RPC error with the HTTP status it travels under on streamable HTTP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+    pub http: StatusCode,
+    /// The request id, when the request got far enough to have one.
+    pub id: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+        let http = match code {
+            METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+            UNAUTHENTICATED => StatusCode::UNAUTHORIZED,
+            // Params errors on a well-formed request are still answered with 200 by MCP
+            // servers, except the protocol-level ones below, which MCP puts on 400.
+            INVALID_PARAMS => StatusCode::OK,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+            http,
+            id: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn with_http(mut self, http: StatusCode) -> RpcError {
+        self.http = http;
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+
+    pub fn internal() -> RpcError {
+        RpcError::new(INTERNAL_ERROR, "the host failed while handling the request")
+    }
+
+    /// The JSON-RPC error response body for request `id`.
+    pub fn body(&self, id: Option<&Value>) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        let id = id.or(self.id.as_ref()).cloned().unwrap_or(Value::Null);
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
+    }
+}
+
+/// The success response body.
+pub fn result_body(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_responses_and_bad_ids_are_refused() {
+        assert_eq!(Message::parse(b"[]").map_err(|e| e.code), Err(INVALID_REQUEST));
+        assert_eq!(Message::parse(b"{").map_err(|e| e.code), Err(PARSE_ERROR));
+        let e = Message::parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err();
+        assert_eq!(e.code, INVALID_REQUEST);
+        let e = Message::parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap_err();
+        assert_eq!(e.body(None)["id"], 1);
+    }
+
+    #[test]
+    fn notifications_have_no_id() {
+        let m = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).expect("ok");
+        assert!(m.is_notification());
+        assert!(m.meta().is_empty());
+    }
+}

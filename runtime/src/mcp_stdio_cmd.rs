@@ -1,0 +1,231 @@
+//! `openwop mcp-stdio`: the MCP mount over stdin/stdout (newline-delimited JSON-RPC),
+//! for clients that spawn their server. The process is a host of its own on a data
+//! directory; the caller authenticates with the api key in `OPENWOP_API_KEY`, checked
+//! against the configured keys before any request is read. Logs go to stderr only.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::edge::mcp::gate::META_VERSION;
+use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
+use crate::edge::mcp::{Ctx, Era, McpConfig, McpState, gate};
+use crate::host::{Host, HostConfig};
+use crate::identity::{KeyRing, Subject};
+
+/// The environment variable holding the caller's api key.
+pub const KEY_ENV: &str = "OPENWOP_API_KEY";
+
+/// Serve MCP on stdin/stdout.
+#[derive(Debug, Args)]
+pub struct McpStdioArgs {
+    /// Directory for the SQLite database.
+    #[arg(long, value_name = "DIR", default_value = "./openwop-data")]
+    data_dir: PathBuf,
+    /// Accept KEY for TENANT (repeatable); the caller's key comes from OPENWOP_API_KEY.
+    #[arg(long = "api-key", value_name = "TENANT:KEY", required = true)]
+    api_keys: Vec<String>,
+    /// Directory of extra workflow definitions (*.json, *.yaml).
+    #[arg(long, value_name = "DIR")]
+    workflows: Option<PathBuf>,
+}
+
+pub fn run(args: McpStdioArgs) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    match run_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("openwop mcp-stdio: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(args: McpStdioArgs) -> Result<(), String> {
+    let mut keys = KeyRing::default();
+    for spec in &args.api_keys {
+        keys.add_spec(spec).map_err(|e| e.to_string())?;
+    }
+    let key = std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;
+    let subject = keys
+        .authenticate(Some(&format!("Bearer {key}")))
+        .map_err(|e| format!("{KEY_ENV}: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    rt.block_on(async move {
+        let host = Host::build(HostConfig { data_dir: args.data_dir, keys, workflows_dir: args.workflows })
+            .await
+            .map_err(|e| e.to_string())?;
+        let state = McpState::new(host.state.clone(), host.engine.clone(), McpConfig::default());
+        let (input, output, writer) = std_pipes();
+        serve(state, subject, input, output).await;
+        // The output side is closed once serve returns; let the last lines reach stdout.
+        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+        drop(host);
+        Ok(())
+    })
+}
+
+/// Bridges the process's stdin/stdout to async pipes through two plain threads (the
+/// workspace builds tokio without its stdio feature).
+fn std_pipes() -> (tokio::io::DuplexStream, tokio::io::DuplexStream, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    use tokio::io::AsyncReadExt;
+    let handle = tokio::runtime::Handle::current();
+    let (mut to_serve, input) = tokio::io::duplex(64 * 1024);
+    let reader_rt = handle.clone();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if reader_rt.block_on(to_serve.write_all(&buf[..n])).is_err() {
+                break;
+            }
+        }
+        // Dropping `to_serve` is the end of input.
+    });
+    let (output, mut from_serve) = tokio::io::duplex(64 * 1024);
+    let writer = std::thread::spawn(move || {
+        let mut stdout = std::io::stdout();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match handle.block_on(from_serve.read(&mut buf)) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if stdout.write_all(&buf[..n]).and_then(|()| stdout.flush()).is_err() {
+                break;
+            }
+        }
+    });
+    (input, output, writer)
+}
+
+/// Serves one stdio connection until its input ends. In-flight requests are abandoned
+/// then, which cancels the runs they hold.
+pub async fn serve<R, W>(state: McpState, subject: Subject, input: R, output: W)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(v) = rx.recv().await {
+            let mut line = v.to_string();
+            line.push('\n');
+            if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = BufReader::new(input).lines();
+    let mut session: Option<String> = None;
+    let in_flight: Arc<std::sync::Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = match Message::parse(line.as_bytes()) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = tx.send(e.body(None));
+                continue;
+            }
+        };
+        if message.method == "notifications/cancelled" {
+            // Dropping the request's future releases its hold on the run: cancelled.
+            let key = message.params.get("requestId").map(Value::to_string);
+            if let Some(handle) = key.and_then(|k| in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)) {
+                handle.abort();
+            }
+            continue;
+        }
+        if message.method == "initialize" {
+            match state.initialize(&subject, &message.params, None).await {
+                Ok((result, version)) => {
+                    session = Some(version);
+                    let _ = tx.send(result_body(message.id.as_ref().unwrap_or(&Value::Null), result));
+                }
+                Err(e) => {
+                    let _ = tx.send(e.body(message.id.as_ref()));
+                }
+            }
+            continue;
+        }
+        let era = match stdio_era(&state, &subject, &message, session.as_deref()).await {
+            Ok(era) => era,
+            Err(e) => {
+                if !message.is_notification() {
+                    let _ = tx.send(e.body(message.id.as_ref()));
+                }
+                continue;
+            }
+        };
+        let ctx = Ctx { subject: subject.clone(), era };
+        let state = state.clone();
+        let tx = tx.clone();
+        let id = message.id.clone();
+        let key = id.as_ref().map(Value::to_string);
+        let registry = in_flight.clone();
+        let done_key = key.clone();
+        let span = tracing::info_span!("mcp-stdio", method = %message.method);
+        let handle = tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let reply = match state.dispatch(&ctx, &message).await {
+                    Ok(Some(result)) => id.as_ref().map(|id| result_body(id, result)),
+                    Ok(None) => None,
+                    Err(e) => id.as_ref().map(|id| e.body(Some(id))),
+                };
+                if let Some(k) = done_key {
+                    registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&k);
+                }
+                if let Some(reply) = reply {
+                    let _ = tx.send(reply);
+                }
+            },
+            span,
+        ));
+        if let Some(k) = key {
+            in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(k, handle);
+        }
+    }
+    let pending: Vec<JoinHandle<()>> = in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, h)| h).collect();
+    for handle in pending {
+        handle.abort();
+        let _ = handle.await;
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// stdio has no headers: a request names its revision in `_meta`, or rides the
+/// initialize-era session of this process.
+async fn stdio_era(state: &McpState, subject: &Subject, message: &Message, session: Option<&str>) -> Result<Era, RpcError> {
+    if message.meta().contains_key(META_VERSION) {
+        let declared = gate::declared(message)?;
+        let version = state.negotiate(subject, &declared.version, None).await?;
+        if !crate::edge::mcp::is_stateless(&version) {
+            return Err(RpcError::new(INVALID_PARAMS, format!("revision {version} is served after initialize")));
+        }
+        return Ok(Era::Modern(declared));
+    }
+    match session {
+        Some(v) => Ok(Era::Legacy(v.to_owned())),
+        None => Err(RpcError::new(INVALID_PARAMS, format!("params._meta must carry `{META_VERSION}` (or initialize first)"))),
+    }
+}
