@@ -48,6 +48,8 @@ pub struct McpConfig {
     pub call_timeout: Duration,
     /// How long a call with tasks waits before answering CreateTaskResult.
     pub task_answer_within: Duration,
+    /// `mcp.mrtr.maxRounds` advertised (and enforced) when discovery carries no `mcp` family.
+    pub max_rounds: u32,
 }
 
 impl Default for McpConfig {
@@ -56,6 +58,7 @@ impl Default for McpConfig {
             tasks: true,
             call_timeout: Duration::from_secs(30),
             task_answer_within: Duration::from_millis(200),
+            max_rounds: 4,
         }
     }
 }
@@ -149,7 +152,7 @@ pub fn facet_fields(config: &McpConfig) -> Value {
         "profiles": ["mcp-2026-07-28"],
         "features": features,
         "serverMount": {"transports": ["streamable-http", "stdio"]},
-        "mrtr": {"maxRounds": 4},
+        "mrtr": {"maxRounds": config.max_rounds.clamp(1, 16)},
     })
 }
 
