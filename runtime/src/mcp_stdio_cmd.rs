@@ -38,8 +38,12 @@ pub struct McpStdioArgs {
 }
 
 pub fn run(args: McpStdioArgs) -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     match run_inner(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -54,7 +58,8 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     for spec in &args.api_keys {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
-    let key = std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;
+    let key =
+        std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;
     let subject = keys
         .authenticate(Some(&format!("Bearer {key}")))
         .map_err(|e| format!("{KEY_ENV}: {e}"))?;
@@ -63,10 +68,18 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let host = Host::build(HostConfig { data_dir: args.data_dir, keys, workflows_dir: args.workflows })
-            .await
-            .map_err(|e| e.to_string())?;
-        let state = McpState::new(host.state.clone(), host.engine.clone(), McpConfig::default());
+        let host = Host::build(HostConfig {
+            data_dir: args.data_dir,
+            keys,
+            workflows_dir: args.workflows,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let state = McpState::new(
+            host.state.clone(),
+            host.engine.clone(),
+            McpConfig::default(),
+        );
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.
@@ -78,7 +91,11 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
 
 /// Bridges the process's stdin/stdout to async pipes through two plain threads (the
 /// workspace builds tokio without its stdio feature).
-fn std_pipes() -> (tokio::io::DuplexStream, tokio::io::DuplexStream, std::thread::JoinHandle<()>) {
+fn std_pipes() -> (
+    tokio::io::DuplexStream,
+    tokio::io::DuplexStream,
+    std::thread::JoinHandle<()>,
+) {
     use std::io::{Read, Write};
     use tokio::io::AsyncReadExt;
     let handle = tokio::runtime::Handle::current();
@@ -107,7 +124,11 @@ fn std_pipes() -> (tokio::io::DuplexStream, tokio::io::DuplexStream, std::thread
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            if stdout.write_all(&buf[..n]).and_then(|()| stdout.flush()).is_err() {
+            if stdout
+                .write_all(&buf[..n])
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
                 break;
             }
         }
@@ -150,7 +171,12 @@ where
         if message.method == "notifications/cancelled" {
             // Dropping the request's future releases its hold on the run: cancelled.
             let key = message.params.get("requestId").map(Value::to_string);
-            if let Some(handle) = key.and_then(|k| in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&k)) {
+            if let Some(handle) = key.and_then(|k| {
+                in_flight
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&k)
+            }) {
                 handle.abort();
             }
             continue;
@@ -159,7 +185,10 @@ where
             match state.initialize(&subject, &message.params, None).await {
                 Ok((result, version)) => {
                     session = Some(version);
-                    let _ = tx.send(result_body(message.id.as_ref().unwrap_or(&Value::Null), result));
+                    let _ = tx.send(result_body(
+                        message.id.as_ref().unwrap_or(&Value::Null),
+                        result,
+                    ));
                 }
                 Err(e) => {
                     let _ = tx.send(e.body(message.id.as_ref()));
@@ -176,7 +205,10 @@ where
                 continue;
             }
         };
-        let ctx = Ctx { subject: subject.clone(), era };
+        let ctx = Ctx {
+            subject: subject.clone(),
+            era,
+        };
         let state = state.clone();
         let tx = tx.clone();
         let id = message.id.clone();
@@ -192,7 +224,10 @@ where
                     Err(e) => id.as_ref().map(|id| e.body(Some(id))),
                 };
                 if let Some(k) = done_key {
-                    registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&k);
+                    registry
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&k);
                 }
                 if let Some(reply) = reply {
                     let _ = tx.send(reply);
@@ -201,10 +236,18 @@ where
             span,
         ));
         if let Some(k) = key {
-            in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(k, handle);
+            in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(k, handle);
         }
     }
-    let pending: Vec<JoinHandle<()>> = in_flight.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, h)| h).collect();
+    let pending: Vec<JoinHandle<()>> = in_flight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, h)| h)
+        .collect();
     for handle in pending {
         handle.abort();
         let _ = handle.await;
@@ -215,17 +258,28 @@ where
 
 /// stdio has no headers: a request names its revision in `_meta`, or rides the
 /// initialize-era session of this process.
-async fn stdio_era(state: &McpState, subject: &Subject, message: &Message, session: Option<&str>) -> Result<Era, RpcError> {
+async fn stdio_era(
+    state: &McpState,
+    subject: &Subject,
+    message: &Message,
+    session: Option<&str>,
+) -> Result<Era, RpcError> {
     if message.meta().contains_key(META_VERSION) {
         let declared = gate::declared(message)?;
         let version = state.negotiate(subject, &declared.version, None).await?;
         if !crate::edge::mcp::is_stateless(&version) {
-            return Err(RpcError::new(INVALID_PARAMS, format!("revision {version} is served after initialize")));
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("revision {version} is served after initialize"),
+            ));
         }
         return Ok(Era::Modern(declared));
     }
     match session {
         Some(v) => Ok(Era::Legacy(v.to_owned())),
-        None => Err(RpcError::new(INVALID_PARAMS, format!("params._meta must carry `{META_VERSION}` (or initialize first)"))),
+        None => Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("params._meta must carry `{META_VERSION}` (or initialize first)"),
+        )),
     }
 }

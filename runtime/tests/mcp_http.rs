@@ -8,18 +8,33 @@ use mcp_support::{KEY_A, KEY_B, LEGACY, MODERN, meta, start, tasks_caps};
 use serde_json::{Value, json};
 
 fn err_code(body: &Value) -> i64 {
-    body["error"]["code"].as_i64().unwrap_or_else(|| panic!("no JSON-RPC error in {body}"))
+    body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no JSON-RPC error in {body}"))
 }
 
 #[tokio::test]
 async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
     let h = start().await;
-    let r = h.post_raw(None, &[], json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})).await;
+    let r = h
+        .post_raw(
+            None,
+            &[],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}),
+        )
+        .await;
     assert_eq!(r.status, 401);
     assert_eq!(r.body["jsonrpc"], "2.0");
     assert!(r.body["error"]["code"].is_i64(), "{}", r.body);
-    assert!(r.body.get("message").is_none(), "never the OpenWOP envelope: {}", r.body);
-    assert_eq!(r.headers.get("www-authenticate").map(|v| v.to_str().ok()), Some(Some("Bearer")));
+    assert!(
+        r.body.get("message").is_none(),
+        "never the OpenWOP envelope: {}",
+        r.body
+    );
+    assert_eq!(
+        r.headers.get("www-authenticate").map(|v| v.to_str().ok()),
+        Some(Some("Bearer"))
+    );
 }
 
 #[tokio::test]
@@ -30,12 +45,24 @@ async fn discover_lists_the_facet_revisions_and_exactly_the_served_extensions() 
     let result = &r.body["result"];
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["supportedVersions"], json!([MODERN, LEGACY]));
-    assert_eq!(result["capabilities"]["extensions"], json!({"io.modelcontextprotocol/tasks": {}}));
+    assert_eq!(
+        result["capabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
     assert!(result["ttlMs"].is_u64());
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "openwop");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "openwop"
+    );
     // Without tasks configured the extension disappears from discover.
-    let h2 = mcp_support::start_with(openwop::edge::mcp::McpConfig { tasks: false, ..Default::default() }).await;
-    let r = h2.call(KEY_A, "server/discover", json!({}), json!({})).await;
+    let h2 = mcp_support::start_with(openwop::edge::mcp::McpConfig {
+        tasks: false,
+        ..Default::default()
+    })
+    .await;
+    let r = h2
+        .call(KEY_A, "server/discover", json!({}), json!({}))
+        .await;
     assert_eq!(r.body["result"]["capabilities"]["extensions"], json!({}));
 }
 
@@ -48,20 +75,47 @@ async fn header_checks_fail_closed_with_32020_on_400() {
         // No MCP-Protocol-Version at all.
         vec![("Mcp-Method", "tools/list".into())],
         // Header and _meta disagree.
-        vec![("MCP-Protocol-Version", LEGACY.into()), ("Mcp-Method", "tools/list".into())],
+        vec![
+            ("MCP-Protocol-Version", LEGACY.into()),
+            ("Mcp-Method", "tools/list".into()),
+        ],
         // Mcp-Method missing or different.
         vec![("MCP-Protocol-Version", MODERN.into())],
-        vec![("MCP-Protocol-Version", MODERN.into()), ("Mcp-Method", "tools/call".into())],
+        vec![
+            ("MCP-Protocol-Version", MODERN.into()),
+            ("Mcp-Method", "tools/call".into()),
+        ],
     ];
     for headers in cases {
         let r = h.post_raw(Some(KEY_A), &headers, list.clone()).await;
-        assert_eq!((r.status, err_code(&r.body)), (400, -32020), "{headers:?}: {}", r.body);
+        assert_eq!(
+            (r.status, err_code(&r.body)),
+            (400, -32020),
+            "{headers:?}: {}",
+            r.body
+        );
     }
-    let call = body("tools/call", json!({"name": "echo", "_meta": meta(MODERN, json!({}))}));
+    let call = body(
+        "tools/call",
+        json!({"name": "echo", "_meta": meta(MODERN, json!({}))}),
+    );
     let r = h
-        .post_raw(Some(KEY_A), &[("MCP-Protocol-Version", MODERN.into()), ("Mcp-Method", "tools/call".into()), ("Mcp-Name", "fail".into())], call)
+        .post_raw(
+            Some(KEY_A),
+            &[
+                ("MCP-Protocol-Version", MODERN.into()),
+                ("Mcp-Method", "tools/call".into()),
+                ("Mcp-Name", "fail".into()),
+            ],
+            call,
+        )
         .await;
-    assert_eq!((r.status, err_code(&r.body)), (400, -32020), "Mcp-Name mismatch: {}", r.body);
+    assert_eq!(
+        (r.status, err_code(&r.body)),
+        (400, -32020),
+        "Mcp-Name mismatch: {}",
+        r.body
+    );
 }
 
 #[tokio::test]
@@ -85,20 +139,32 @@ async fn an_unsupported_revision_is_refused_with_the_list_and_recorded() {
     let r = h
         .post_raw(
             Some(KEY_A),
-            &[("MCP-Protocol-Version", "1900-01-01".into()), ("Mcp-Method", "tools/list".into())],
+            &[
+                ("MCP-Protocol-Version", "1900-01-01".into()),
+                ("Mcp-Method", "tools/list".into()),
+            ],
             json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": params}),
         )
         .await;
     assert_eq!((r.status, err_code(&r.body)), (400, -32022), "{}", r.body);
-    assert_eq!(r.body["error"]["data"]["supported"], json!([MODERN, LEGACY]));
+    assert_eq!(
+        r.body["error"]["data"]["supported"],
+        json!([MODERN, LEGACY])
+    );
     assert_eq!(r.body["error"]["data"]["requested"], "1900-01-01");
     assert_eq!(r.body["id"], 3);
     let decided = h.negotiations("acme").await;
-    let refused = decided.iter().find(|p| p["outcome"] == "refused").expect("a refused negotiation.decided");
+    let refused = decided
+        .iter()
+        .find(|p| p["outcome"] == "refused")
+        .expect("a refused negotiation.decided");
     assert_eq!(refused["protocol"], "mcp");
     assert_eq!(refused["floor"], LEGACY);
     // Below the floor is refused too, for the same reason code set.
-    assert!(h.negotiations("other").await.is_empty(), "events stay in the caller's tenant");
+    assert!(
+        h.negotiations("other").await.is_empty(),
+        "events stay in the caller's tenant"
+    );
 }
 
 #[tokio::test]
@@ -106,7 +172,12 @@ async fn every_accepted_modern_request_is_a_recorded_negotiation() {
     let h = start().await;
     h.call(KEY_A, "tools/list", json!({}), json!({})).await;
     let decided = h.negotiations("acme").await;
-    assert!(decided.iter().any(|p| p["outcome"] == "accepted" && p["version"] == MODERN), "{decided:?}");
+    assert!(
+        decided
+            .iter()
+            .any(|p| p["outcome"] == "accepted" && p["version"] == MODERN),
+        "{decided:?}"
+    );
 }
 
 #[tokio::test]
@@ -114,14 +185,24 @@ async fn tools_are_the_workflows_sorted_with_schemas_and_cache_fields() {
     let h = start().await;
     let r = h.call(KEY_A, "tools/list", json!({}), json!({})).await;
     let result = &r.body["result"];
-    let names: Vec<&str> = result["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     for wf in ["approval", "echo", "slow"] {
         assert!(names.contains(&wf), "{wf} in {names:?}");
     }
-    let slow = result["tools"].as_array().expect("tools").iter().find(|t| t["name"] == "slow").expect("slow");
+    let slow = result["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "slow")
+        .expect("slow");
     assert_eq!(slow["inputSchema"]["type"], "object");
     assert_eq!(slow["inputSchema"]["required"], json!(["ms"]));
     assert_eq!(result["cacheScope"], "private");
@@ -132,12 +213,24 @@ async fn tools_are_the_workflows_sorted_with_schemas_and_cache_fields() {
 #[tokio::test]
 async fn a_call_runs_the_workflow_over_transport_mcp() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "echo", "arguments": {"hello": "world"}}), json!({})).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"hello": "world"}}),
+            json!({}),
+        )
+        .await;
     let result = &r.body["result"];
     assert_eq!(result["resultType"], "complete", "{}", r.body);
     assert_eq!(result["isError"], false);
     assert_eq!(result["structuredContent"]["hello"], "world");
-    let runs = h.state.ops.list_runs(&h.subject("acme"), Default::default()).await.expect("runs");
+    let runs = h
+        .state
+        .ops
+        .list_runs(&h.subject("acme"), Default::default())
+        .await
+        .expect("runs");
     assert_eq!(runs.runs.len(), 1);
     assert_eq!(runs.runs[0].transport, "mcp");
 }
@@ -145,7 +238,9 @@ async fn a_call_runs_the_workflow_over_transport_mcp() {
 #[tokio::test]
 async fn failed_runs_are_tool_errors_not_protocol_errors() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "fail"}), json!({})).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "fail"}), json!({}))
+        .await;
     assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
 }
 
@@ -153,12 +248,26 @@ async fn failed_runs_are_tool_errors_not_protocol_errors() {
 async fn bad_arguments_are_32602_and_create_no_run() {
     let h = start().await;
     for args in [json!({"ms": "soon"}), json!({}), json!([1])] {
-        let r = h.call(KEY_A, "tools/call", json!({"name": "slow", "arguments": args}), json!({})).await;
+        let r = h
+            .call(
+                KEY_A,
+                "tools/call",
+                json!({"name": "slow", "arguments": args}),
+                json!({}),
+            )
+            .await;
         assert_eq!(err_code(&r.body), -32602, "{args}: {}", r.body);
     }
-    let r = h.call(KEY_A, "tools/call", json!({"name": "nope"}), json!({})).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "nope"}), json!({}))
+        .await;
     assert_eq!(err_code(&r.body), -32602);
-    let runs = h.state.ops.list_runs(&h.subject("acme"), Default::default()).await.expect("runs");
+    let runs = h
+        .state
+        .ops
+        .list_runs(&h.subject("acme"), Default::default())
+        .await
+        .expect("runs");
     assert!(runs.runs.is_empty());
 }
 
@@ -167,7 +276,14 @@ async fn a_suspended_run_asks_for_input_and_the_state_is_single_use_and_bound() 
     let h = start().await;
     let caps = json!({"elicitation": {}});
     let args = json!({"title": "ship it"});
-    let r = h.call(KEY_A, "tools/call", json!({"name": "approval", "arguments": args}), caps.clone()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval", "arguments": args}),
+            caps.clone(),
+        )
+        .await;
     let result = r.body["result"].clone();
     assert_eq!(result["resultType"], "input_required", "{}", r.body);
     let requests = result["inputRequests"].as_object().expect("inputRequests");
@@ -175,23 +291,62 @@ async fn a_suspended_run_asks_for_input_and_the_state_is_single_use_and_bound() 
     let (interrupt_id, request) = requests.iter().next().expect("one");
     assert_eq!(request["method"], "elicitation/create");
     let state = result["requestState"].as_str().expect("state").to_owned();
-    let answer = json!({interrupt_id.clone(): {"action": "accept", "content": {"decision": "accept"}}});
+    let answer =
+        json!({interrupt_id.clone(): {"action": "accept", "content": {"decision": "accept"}}});
 
     // Another principal, other arguments, or a tampered state are all refused.
     let retry = |args: Value, state: &str| json!({"name": "approval", "arguments": args, "requestState": state, "inputResponses": answer});
-    let r = h.call(KEY_B, "tools/call", retry(args.clone(), &state), caps.clone()).await;
+    let r = h
+        .call(
+            KEY_B,
+            "tools/call",
+            retry(args.clone(), &state),
+            caps.clone(),
+        )
+        .await;
     assert_eq!(err_code(&r.body), -32602, "other principal: {}", r.body);
-    let r = h.call(KEY_A, "tools/call", retry(json!({"title": "other"}), &state), caps.clone()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            retry(json!({"title": "other"}), &state),
+            caps.clone(),
+        )
+        .await;
     assert_eq!(err_code(&r.body), -32602, "other request: {}", r.body);
     let mut tampered = state.clone();
-    tampered.insert(3, if tampered.as_bytes()[3] == b'A' { 'B' } else { 'A' });
-    let r = h.call(KEY_A, "tools/call", retry(args.clone(), &tampered), caps.clone()).await;
+    tampered.insert(
+        3,
+        if tampered.as_bytes()[3] == b'A' {
+            'B'
+        } else {
+            'A'
+        },
+    );
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            retry(args.clone(), &tampered),
+            caps.clone(),
+        )
+        .await;
     assert_eq!(err_code(&r.body), -32602, "tampered: {}", r.body);
 
-    let r = h.call(KEY_A, "tools/call", retry(args.clone(), &state), caps.clone()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            retry(args.clone(), &state),
+            caps.clone(),
+        )
+        .await;
     assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
     assert_eq!(r.body["result"]["isError"], false);
-    assert_eq!(r.body["result"]["structuredContent"]["decision"]["decision"], "accept");
+    assert_eq!(
+        r.body["result"]["structuredContent"]["decision"]["decision"],
+        "accept"
+    );
     // The same state a second time: spent.
     let r = h.call(KEY_A, "tools/call", retry(args, &state), caps).await;
     assert_eq!(err_code(&r.body), -32602, "replay: {}", r.body);
@@ -200,7 +355,9 @@ async fn a_suspended_run_asks_for_input_and_the_state_is_single_use_and_bound() 
 #[tokio::test]
 async fn input_is_only_asked_of_a_client_that_declared_elicitation() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "approval"}), json!({})).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "approval"}), json!({}))
+        .await;
     assert_eq!(err_code(&r.body), -32021, "{}", r.body);
     assert!(r.body["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
 }
@@ -209,13 +366,37 @@ async fn input_is_only_asked_of_a_client_that_declared_elicitation() {
 async fn an_unanswered_retry_is_asked_again_not_refused() {
     let h = start().await;
     let caps = json!({"elicitation": {}});
-    let r = h.call(KEY_A, "tools/call", json!({"name": "approval"}), caps.clone()).await;
-    let mut state = r.body["result"]["requestState"].as_str().expect("state").to_owned();
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval"}),
+            caps.clone(),
+        )
+        .await;
+    let mut state = r.body["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_owned();
     // Re-asking stays in the same round, so even more retries than maxRounds are fine.
     for _ in 0..5 {
-        let r = h.call(KEY_A, "tools/call", json!({"name": "approval", "requestState": state, "inputResponses": {}}), caps.clone()).await;
-        assert_eq!(r.body["result"]["resultType"], "input_required", "{}", r.body);
-        state = r.body["result"]["requestState"].as_str().expect("state").to_owned();
+        let r = h
+            .call(
+                KEY_A,
+                "tools/call",
+                json!({"name": "approval", "requestState": state, "inputResponses": {}}),
+                caps.clone(),
+            )
+            .await;
+        assert_eq!(
+            r.body["result"]["resultType"], "input_required",
+            "{}",
+            r.body
+        );
+        state = r.body["result"]["requestState"]
+            .as_str()
+            .expect("state")
+            .to_owned();
     }
 }
 
@@ -227,25 +408,46 @@ async fn a_round_beyond_max_rounds_is_refused() {
         "id: twice\ninputSchema: { type: object }\nnodes:\n  - id: one\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: one } }\n  - id: two\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: two } }\n",
     )
     .expect("write");
-    let config = openwop::edge::mcp::McpConfig { max_rounds: 1, ..Default::default() };
+    let config = openwop::edge::mcp::McpConfig {
+        max_rounds: 1,
+        ..Default::default()
+    };
     let h = mcp_support::start_full(config, Some(workflows.path().to_path_buf())).await;
     let caps = json!({"elicitation": {}});
-    let r = h.call(KEY_A, "tools/call", json!({"name": "twice"}), caps.clone()).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "twice"}), caps.clone())
+        .await;
     let result = &r.body["result"];
     assert_eq!(result["resultType"], "input_required", "{}", r.body);
-    let key = result["inputRequests"].as_object().expect("requests").keys().next().expect("one").clone();
+    let key = result["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .keys()
+        .next()
+        .expect("one")
+        .clone();
     let state = result["requestState"].as_str().expect("state");
     let r = h
         .call(KEY_A, "tools/call", json!({"name": "twice", "requestState": state, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), caps)
         .await;
     assert_eq!(err_code(&r.body), -32602, "{}", r.body);
-    assert_eq!(r.body["error"]["data"]["reason"], "mcp_mrtr_rounds_exceeded");
+    assert_eq!(
+        r.body["error"]["data"]["reason"],
+        "mcp_mrtr_rounds_exceeded"
+    );
 }
 
 #[tokio::test]
 async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "slow", "arguments": {"ms": 60000}}), tasks_caps()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            tasks_caps(),
+        )
+        .await;
     let task = r.body["result"].clone();
     assert_eq!(task["resultType"], "task", "{}", r.body);
     assert_eq!(task["status"], "working");
@@ -255,21 +457,48 @@ async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
     assert_eq!(run.transport, "mcp");
 
     let before = h.run(&task_id).await.last_sequence;
-    let r = h.call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps()).await;
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
     assert_eq!(r.body["result"]["status"], "working", "{}", r.body);
-    assert_eq!(h.run(&task_id).await.last_sequence, before, "tasks/get appends nothing");
+    assert_eq!(
+        h.run(&task_id).await.last_sequence,
+        before,
+        "tasks/get appends nothing"
+    );
 
     // Unknown and unreadable (another tenant's) tasks answer identically.
     let unknown = format!("{}x", &task_id[..task_id.len() - 1]);
-    let a = h.call(KEY_A, "tasks/get", json!({"taskId": "acme:nope"}), tasks_caps()).await;
-    let b = h.call(KEY_B, "tasks/get", json!({"taskId": task_id}), tasks_caps()).await;
-    let c = h.call(KEY_A, "tasks/get", json!({"taskId": unknown}), tasks_caps()).await;
+    let a = h
+        .call(
+            KEY_A,
+            "tasks/get",
+            json!({"taskId": "acme:nope"}),
+            tasks_caps(),
+        )
+        .await;
+    let b = h
+        .call(KEY_B, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    let c = h
+        .call(KEY_A, "tasks/get", json!({"taskId": unknown}), tasks_caps())
+        .await;
     for r in [&a, &b, &c] {
         assert_eq!(err_code(&r.body), -32602, "{}", r.body);
     }
-    assert_eq!(b.body["error"]["message"], json!(format!("no task `{task_id}`")));
+    assert_eq!(
+        b.body["error"]["message"],
+        json!(format!("no task `{task_id}`"))
+    );
 
-    let r = h.call(KEY_A, "tasks/cancel", json!({"taskId": task_id}), tasks_caps()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tasks/cancel",
+            json!({"taskId": task_id}),
+            tasks_caps(),
+        )
+        .await;
     assert_eq!(r.body["result"]["status"], "cancelled", "{}", r.body);
     assert_eq!(h.run(&task_id).await.status, "cancelled");
 }
@@ -277,25 +506,47 @@ async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
 #[tokio::test]
 async fn tasks_methods_need_the_extension_declared_on_this_request() {
     let h = start().await;
-    let r = h.call(KEY_A, "tasks/get", json!({"taskId": "acme:x"}), json!({})).await;
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": "acme:x"}), json!({}))
+        .await;
     assert_eq!(err_code(&r.body), -32021, "{}", r.body);
 }
 
 #[tokio::test]
 async fn tasks_update_resolves_the_interrupt() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "approval"}), tasks_caps()).await;
-    assert_eq!(r.body["result"]["resultType"], "task", "never input_required with tasks: {}", r.body);
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval"}),
+            tasks_caps(),
+        )
+        .await;
+    assert_eq!(
+        r.body["result"]["resultType"], "task",
+        "never input_required with tasks: {}",
+        r.body
+    );
     assert_eq!(r.body["result"]["status"], "input_required");
     let task_id = r.body["result"]["taskId"].as_str().expect("id").to_owned();
-    let r = h.call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps()).await;
-    let (key, _) = r.body["result"]["inputRequests"].as_object().expect("requests").iter().next().expect("one").clone();
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    let (key, _) = r.body["result"]["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .iter()
+        .next()
+        .expect("one");
     let r = h
         .call(KEY_A, "tasks/update", json!({"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), tasks_caps())
         .await;
     assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
     h.wait_status(&task_id, "completed").await;
-    let r = h.call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps()).await;
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
     assert_eq!(r.body["result"]["status"], "completed");
     assert_eq!(r.body["result"]["result"]["isError"], false);
 }
@@ -303,7 +554,10 @@ async fn tasks_update_resolves_the_interrupt() {
 #[tokio::test]
 async fn a_client_disconnect_before_the_answer_cancels_the_run() {
     let h = start().await;
-    let client = reqwest::Client::builder().timeout(Duration::from_millis(400)).build().expect("client");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(400))
+        .build()
+        .expect("client");
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 60000}, "_meta": meta(MODERN, json!({}))}});
     let sent = client
         .post(format!("{}/mcp", h.base))
@@ -322,7 +576,12 @@ async fn a_client_disconnect_before_the_answer_cancels_the_run() {
     drop(client);
     let mut run = None;
     for _ in 0..100 {
-        let runs = h.state.ops.list_runs(&h.subject("acme"), Default::default()).await.expect("runs");
+        let runs = h
+            .state
+            .ops
+            .list_runs(&h.subject("acme"), Default::default())
+            .await
+            .expect("runs");
         if let Some(r) = runs.runs.first()
             && r.status == "cancelled"
         {
@@ -332,15 +591,31 @@ async fn a_client_disconnect_before_the_answer_cancels_the_run() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let run = run.expect("the abandoned run was cancelled");
-    let events = h.state.ops.store().events_since(&run.run_id, -1, 100).await.expect("events");
-    let cancelled = events.iter().find(|e| e.event_type == "run.cancelled").expect("run.cancelled");
+    let events = h
+        .state
+        .ops
+        .store()
+        .events_since(&run.run_id, -1, 100)
+        .await
+        .expect("events");
+    let cancelled = events
+        .iter()
+        .find(|e| e.event_type == "run.cancelled")
+        .expect("run.cancelled");
     assert_eq!(cancelled.payload["reason"], "mcp-request-cancelled");
 }
 
 #[tokio::test]
 async fn after_the_answer_a_disconnect_changes_nothing() {
     let h = start().await;
-    let r = h.call(KEY_A, "tools/call", json!({"name": "slow", "arguments": {"ms": 60000}}), tasks_caps()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            tasks_caps(),
+        )
+        .await;
     let task_id = r.body["result"]["taskId"].as_str().expect("id").to_owned();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.run(&task_id).await.status, "running");
@@ -357,17 +632,42 @@ async fn legacy_clients_initialize_and_use_their_session() {
         )
         .await;
     assert_eq!(r.body["result"]["protocolVersion"], LEGACY, "{}", r.body);
-    let session = r.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("session").to_owned();
-    let with_session = [("Mcp-Session-Id", session.clone()), ("MCP-Protocol-Version", LEGACY.to_owned())];
-    let r = h.post_raw(Some(KEY_A), &with_session, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})).await;
+    let session = r
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("session")
+        .to_owned();
+    let with_session = [
+        ("Mcp-Session-Id", session.clone()),
+        ("MCP-Protocol-Version", LEGACY.to_owned()),
+    ];
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &with_session,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+        )
+        .await;
     assert!(r.body["result"]["tools"].is_array(), "{}", r.body);
     let r = h.post_raw(Some(KEY_A), &with_session, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}})).await;
     assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
     // A session belongs to whoever opened it.
-    let r = h.post_raw(Some(KEY_B), &with_session, json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}})).await;
+    let r = h
+        .post_raw(
+            Some(KEY_B),
+            &with_session,
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
+        )
+        .await;
     assert_eq!(r.status, 404, "{}", r.body);
     let decided = h.negotiations("acme").await;
-    assert!(decided.iter().any(|p| p["outcome"] == "accepted" && p["version"] == LEGACY), "the downgrade is recorded");
+    assert!(
+        decided
+            .iter()
+            .any(|p| p["outcome"] == "accepted" && p["version"] == LEGACY),
+        "the downgrade is recorded"
+    );
 }
 
 #[tokio::test]
@@ -378,13 +678,22 @@ async fn below_the_floor_is_refused_even_for_authenticated_callers() {
         .await;
     assert_eq!(err_code(&r.body), -32022, "{}", r.body);
     let decided = h.negotiations("acme").await;
-    assert!(decided.iter().any(|p| p["reason"] == "below-floor"), "{decided:?}");
+    assert!(
+        decided.iter().any(|p| p["reason"] == "below-floor"),
+        "{decided:?}"
+    );
 }
 
 #[tokio::test]
 async fn get_is_405_and_unknown_methods_404() {
     let h = start().await;
-    let resp = h.http.get(format!("{}/mcp", h.base)).bearer_auth(KEY_A).send().await.expect("get");
+    let resp = h
+        .http
+        .get(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .send()
+        .await
+        .expect("get");
     assert_eq!(resp.status(), 405);
     let r = h.call(KEY_A, "ping", json!({}), json!({})).await;
     assert_eq!((r.status, err_code(&r.body)), (404, -32601));

@@ -17,31 +17,48 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
     let (host_out, from_host) = tokio::io::duplex(64 * 1024);
     let subject = h.subject("acme");
-    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(state, subject, host_in, host_out));
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state, subject, host_in, host_out,
+    ));
     let mut lines = BufReader::new(from_host).lines();
     let mut send = async |v: Value| {
-        to_host.write_all(format!("{v}\n").as_bytes()).await.expect("write");
+        to_host
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .expect("write");
     };
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta(MODERN, json!({}))}})).await;
-    let reply: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let reply: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
     assert_eq!(reply["id"], 1);
     assert_eq!(reply["result"]["supportedVersions"][0], MODERN);
 
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 1}, "_meta": meta(MODERN, json!({}))}})).await;
-    let reply: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let reply: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
     assert_eq!(reply["result"]["structuredContent"]["x"], 1, "{reply}");
 
     // Without _meta and without initialize: a JSON-RPC error, never silence.
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})).await;
-    let reply: Value = serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let reply: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
     assert_eq!(reply["error"]["code"], -32602);
 
     send(json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 60000}, "_meta": meta(MODERN, json!({}))}})).await;
     let slow = {
         let mut found = None;
         for _ in 0..100 {
-            let runs = h.state.ops.list_runs(&h.subject("acme"), Default::default()).await.expect("runs");
-            if let Some(r) = runs.runs.iter().find(|r| r.workflow_id == "slow" && r.status == "running") {
+            let runs = h
+                .state
+                .ops
+                .list_runs(&h.subject("acme"), Default::default())
+                .await
+                .expect("runs");
+            if let Some(r) = runs
+                .runs
+                .iter()
+                .find(|r| r.workflow_id == "slow" && r.status == "running")
+            {
                 found = Some(r.run_id.clone());
                 break;
             }
@@ -51,11 +68,23 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     };
     send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow-1"}})).await;
     let run = h.wait_status(&slow, "cancelled").await;
-    let events = h.state.ops.store().events_since(&run.run_id, -1, 100).await.expect("events");
-    let cancelled = events.iter().find(|e| e.event_type == "run.cancelled").expect("run.cancelled");
+    let events = h
+        .state
+        .ops
+        .store()
+        .events_since(&run.run_id, -1, 100)
+        .await
+        .expect("events");
+    let cancelled = events
+        .iter()
+        .find(|e| e.event_type == "run.cancelled")
+        .expect("run.cancelled");
     assert_eq!(cancelled.payload["reason"], "mcp-request-cancelled");
 
     drop(to_host);
-    tokio::time::timeout(Duration::from_secs(5), server).await.expect("exits on EOF").expect("join");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("exits on EOF")
+        .expect("join");
     let _ = KEY_A;
 }

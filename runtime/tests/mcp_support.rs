@@ -38,10 +38,18 @@ pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::Path
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
-    let host = Host::build(HostConfig { data_dir: dir.path().to_path_buf(), keys, workflows_dir })
-        .await
-        .expect("host");
-    let app = rest::router(host.state.clone()).merge(mcp::router(host.state.clone(), host.engine.clone(), config));
+    let host = Host::build(HostConfig {
+        data_dir: dir.path().to_path_buf(),
+        keys,
+        workflows_dir,
+    })
+    .await
+    .expect("host");
+    let app = rest::router(host.state.clone()).merge(mcp::router(
+        host.state.clone(),
+        host.engine.clone(),
+        config,
+    ));
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();
@@ -50,7 +58,13 @@ pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::Path
         let _host = host;
         let _ = axum::serve(listener, app).await;
     });
-    TestHost { base, http: Client::new(), state, engine, _dir: dir }
+    TestHost {
+        base,
+        http: Client::new(),
+        state,
+        engine,
+        _dir: dir,
+    }
 }
 
 /// `_meta` of a 2026 request; `extensions` lists client extensions it declares.
@@ -74,11 +88,19 @@ pub struct Reply {
 impl TestHost {
     pub fn subject(&self, tenant: &str) -> Subject {
         let key = if tenant == "acme" { KEY_A } else { KEY_B };
-        self.state.keys.authenticate(Some(&format!("Bearer {key}"))).expect("subject")
+        self.state
+            .keys
+            .authenticate(Some(&format!("Bearer {key}")))
+            .expect("subject")
     }
 
     /// Posts `body` with exactly `headers` (plus JSON content type and Accept).
-    pub async fn post_raw(&self, key: Option<&str>, headers: &[(&str, String)], body: Value) -> Reply {
+    pub async fn post_raw(
+        &self,
+        key: Option<&str>,
+        headers: &[(&str, String)],
+        body: Value,
+    ) -> Reply {
         let mut req = self
             .http
             .post(format!("{}/mcp", self.base))
@@ -101,22 +123,43 @@ impl TestHost {
             .map(str::to_owned)
             .unwrap_or(text.clone());
         let body = serde_json::from_str(&json_text).unwrap_or(Value::String(text));
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// A well-formed 2026 request from `key`.
     pub async fn call(&self, key: &str, method: &str, mut params: Value, caps: Value) -> Reply {
         params["_meta"] = meta(MODERN, caps);
-        let mut headers = vec![("MCP-Protocol-Version", MODERN.to_owned()), ("Mcp-Method", method.to_owned())];
-        let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str);
+        let mut headers = vec![
+            ("MCP-Protocol-Version", MODERN.to_owned()),
+            ("Mcp-Method", method.to_owned()),
+        ];
+        let name = params
+            .get("name")
+            .or_else(|| params.get("taskId"))
+            .and_then(Value::as_str);
         if let Some(name) = name {
             headers.push(("Mcp-Name", name.to_owned()));
         }
-        self.post_raw(Some(key), &headers, json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})).await
+        self.post_raw(
+            Some(key),
+            &headers,
+            json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
+        )
+        .await
     }
 
     pub async fn run(&self, run_id: &str) -> openwop::store::RunRecord {
-        self.state.ops.store().get_run(run_id).await.expect("store").expect("run")
+        self.state
+            .ops
+            .store()
+            .get_run(run_id)
+            .await
+            .expect("store")
+            .expect("run")
     }
 
     pub async fn negotiations(&self, tenant: &str) -> Vec<Value> {

@@ -16,7 +16,9 @@ pub struct RunGuard {
 
 impl RunGuard {
     pub fn arm(ops: Arc<Ops>, subject: Subject, run_id: &str) -> RunGuard {
-        RunGuard { armed: Some((ops, subject, run_id.to_owned())) }
+        RunGuard {
+            armed: Some((ops, subject, run_id.to_owned())),
+        }
     }
 
     /// The answer is ready: dropping the guard no longer cancels.
@@ -31,14 +33,20 @@ impl Drop for RunGuard {
             return;
         };
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(run_id, "request abandoned outside a runtime; run not cancelled");
+            tracing::warn!(
+                run_id,
+                "request abandoned outside a runtime; run not cancelled"
+            );
             return;
         };
         handle.spawn(async move {
             let Ok(id) = BoundId::parse_bound(&run_id) else {
                 return;
             };
-            match ops.cancel_run(&subject, &id, Some(REQUEST_CANCELLED.into())).await {
+            match ops
+                .cancel_run(&subject, &id, Some(REQUEST_CANCELLED.into()))
+                .await
+            {
                 Ok(_) => tracing::info!(run_id, "run cancelled: its MCP request went away"),
                 // Already terminal: the request lost the race with the run's own end.
                 Err(e) => tracing::debug!(run_id, error = %e, "abandoned run not cancelled"),

@@ -24,7 +24,10 @@ pub fn header_text(headers: &HeaderMap, name: &str) -> Result<Option<String>, Rp
         return Ok(None);
     };
     let unreadable = || {
-        RpcError::new(HEADER_MISMATCH, format!("the `{name}` header is not readable"))
+        RpcError::new(
+            HEADER_MISMATCH,
+            format!("the `{name}` header is not readable"),
+        )
     };
     let text = raw.to_str().map_err(|_| unreadable())?;
     if let Some(inner) = text
@@ -162,36 +165,60 @@ mod tests {
     #[test]
     fn method_and_name_headers_must_mirror_the_body() {
         let m = call("echo");
-        assert!(check_mirrors(&headers(&[("mcp-method", "tools/call"), ("mcp-name", "echo")]), &m).is_ok());
+        assert!(
+            check_mirrors(
+                &headers(&[("mcp-method", "tools/call"), ("mcp-name", "echo")]),
+                &m
+            )
+            .is_ok()
+        );
         for bad in [
             headers(&[("mcp-name", "echo")]),
             headers(&[("mcp-method", "tools/list"), ("mcp-name", "echo")]),
             headers(&[("mcp-method", "tools/call"), ("mcp-name", "Echo")]),
             headers(&[("mcp-method", "tools/call")]),
         ] {
-            assert_eq!(check_mirrors(&bad, &m).map_err(|e| e.code), Err(HEADER_MISMATCH));
+            assert_eq!(
+                check_mirrors(&bad, &m).map_err(|e| e.code),
+                Err(HEADER_MISMATCH)
+            );
         }
     }
 
     #[test]
     fn base64_header_values_are_decoded_before_comparing() {
         let m = call("é");
-        let h = headers(&[("mcp-method", "tools/call"), ("mcp-name", "=?base64?w6k=?=")]);
+        let h = headers(&[
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?w6k=?="),
+        ]);
         assert!(check_mirrors(&h, &m).is_ok());
     }
 
     #[test]
     fn the_version_header_must_equal_meta() {
         let d = declared(&call("x")).expect("declared");
-        assert!(check_version_header(&headers(&[("mcp-protocol-version", "2026-07-28")]), &d).is_ok());
-        for bad in [headers(&[]), headers(&[("mcp-protocol-version", "2025-11-25")])] {
-            assert_eq!(check_version_header(&bad, &d).map_err(|e| e.code), Err(HEADER_MISMATCH));
+        assert!(
+            check_version_header(&headers(&[("mcp-protocol-version", "2026-07-28")]), &d).is_ok()
+        );
+        for bad in [
+            headers(&[]),
+            headers(&[("mcp-protocol-version", "2025-11-25")]),
+        ] {
+            assert_eq!(
+                check_version_header(&bad, &d).map_err(|e| e.code),
+                Err(HEADER_MISMATCH)
+            );
         }
     }
 
     #[test]
     fn missing_meta_keys_are_invalid_params_on_400() {
-        let m = Message { id: Some(json!(1)), method: "tools/list".into(), params: json!({"_meta": {META_VERSION: "2026-07-28"}}) };
+        let m = Message {
+            id: Some(json!(1)),
+            method: "tools/list".into(),
+            params: json!({"_meta": {META_VERSION: "2026-07-28"}}),
+        };
         let e = declared(&m).unwrap_err();
         assert_eq!((e.code, e.http.as_u16()), (INVALID_PARAMS, 400));
     }

@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
-use super::rpc::{HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION, result_body};
+use super::rpc::{
+    HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
+    result_body,
+};
 use super::service::{Ctx, Era};
 use super::sessions::Session;
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
@@ -22,7 +25,8 @@ use crate::negotiation::{Protocol, compare};
 pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
     let mut resp = (error.http, axum::Json(error.body(id))).into_response();
     if error.code == UNAUTHENTICATED {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
     resp
 }
@@ -30,15 +34,19 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
 /// GET (the legacy standalone stream) and anything else but POST/DELETE.
 pub async fn wrong_method() -> Response {
     let mut resp = error_response(
-        &RpcError::new(INVALID_REQUEST, "this endpoint takes POST").with_http(StatusCode::METHOD_NOT_ALLOWED),
+        &RpcError::new(INVALID_REQUEST, "this endpoint takes POST")
+            .with_http(StatusCode::METHOD_NOT_ALLOWED),
         None,
     );
-    resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
     resp
 }
 
 fn authenticate(state: &McpState, headers: &HeaderMap) -> Result<Subject, RpcError> {
-    let value = headers.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or(""));
     state
         .app
         .keys
@@ -66,8 +74,12 @@ fn origin_allowed(headers: &HeaderMap) -> bool {
         a.split(':').next().unwrap_or("").to_owned()
     };
     let origin_host = host_of(authority);
-    let own = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_of);
-    matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "::1") || own.as_deref() == Some(origin_host.as_str())
+    let own = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(host_of);
+    matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "::1")
+        || own.as_deref() == Some(origin_host.as_str())
 }
 
 /// SSE is used for `tools/call` when the client takes it: the call may wait long, and
@@ -85,17 +97,31 @@ pub async fn end_session(State(state): State<McpState>, headers: HeaderMap) -> R
         Ok(s) => s,
         Err(e) => return error_response(&e, None),
     };
-    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let id = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if state.sessions.close(id, &principal(&subject)) {
         StatusCode::NO_CONTENT.into_response()
     } else {
-        error_response(&RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND), None)
+        error_response(
+            &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
+            None,
+        )
     }
 }
 
-pub async fn handle(State(state): State<McpState>, headers: HeaderMap, request: Request) -> Response {
+pub async fn handle(
+    State(state): State<McpState>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
     if !origin_allowed(&headers) {
-        return error_response(&RpcError::new(INVALID_REQUEST, "this Origin may not call the mount").with_http(StatusCode::FORBIDDEN), None);
+        return error_response(
+            &RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
+                .with_http(StatusCode::FORBIDDEN),
+            None,
+        );
     }
     let subject = match authenticate(&state, &headers) {
         Ok(s) => s,
@@ -104,8 +130,11 @@ pub async fn handle(State(state): State<McpState>, headers: HeaderMap, request: 
     let body = match axum::body::to_bytes(request.into_body(), BODY_LIMIT).await {
         Ok(b) => b,
         Err(_) => {
-            let e = RpcError::new(INVALID_REQUEST, format!("the body is larger than {BODY_LIMIT} bytes or unreadable"))
-                .with_http(StatusCode::PAYLOAD_TOO_LARGE);
+            let e = RpcError::new(
+                INVALID_REQUEST,
+                format!("the body is larger than {BODY_LIMIT} bytes or unreadable"),
+            )
+            .with_http(StatusCode::PAYLOAD_TOO_LARGE);
             return error_response(&e, None);
         }
     };
@@ -114,17 +143,34 @@ pub async fn handle(State(state): State<McpState>, headers: HeaderMap, request: 
         Err(e) => return error_response(&e, None),
     };
     let span = super::trace_span(&message, &headers);
-    serve_message(state, subject, headers, message).instrument(span).await
+    serve_message(state, subject, headers, message)
+        .instrument(span)
+        .await
 }
 
-async fn serve_message(state: McpState, subject: Subject, headers: HeaderMap, message: Message) -> Response {
+async fn serve_message(
+    state: McpState,
+    subject: Subject,
+    headers: HeaderMap,
+    message: Message,
+) -> Response {
     let id = message.id.clone();
-    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     if message.method == "initialize" {
-        return match state.initialize(&subject, &message.params, origin.as_deref()).await {
+        return match state
+            .initialize(&subject, &message.params, origin.as_deref())
+            .await
+        {
             Ok((result, version)) => {
-                let session = state.sessions.open(Session { version, principal: principal(&subject) });
-                let mut resp = axum::Json(result_body(id.as_ref().unwrap_or(&Value::Null), result)).into_response();
+                let session = state.sessions.open(Session {
+                    version,
+                    principal: principal(&subject),
+                });
+                let mut resp = axum::Json(result_body(id.as_ref().unwrap_or(&Value::Null), result))
+                    .into_response();
                 if let Ok(v) = HeaderValue::from_str(&session) {
                     resp.headers_mut().insert(SESSION_HEADER, v);
                 }
@@ -156,8 +202,11 @@ async fn serve_message(state: McpState, subject: Subject, headers: HeaderMap, me
             };
             Ok::<Event, Infallible>(Event::default().event("message").data(body.to_string()))
         });
-        let mut resp = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
-        resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+        let mut resp = Sse::new(stream)
+            .keep_alive(KeepAlive::default())
+            .into_response();
+        resp.headers_mut()
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
         return resp;
     }
     match state.dispatch(&ctx, &message).await {
@@ -168,33 +217,48 @@ async fn serve_message(state: McpState, subject: Subject, headers: HeaderMap, me
 }
 
 /// The era of a non-initialize request: a 2025 session, or a self-describing 2026 one.
-async fn select_era(state: &McpState, subject: &Subject, headers: &HeaderMap, message: &Message, origin: Option<&str>) -> Result<Era, RpcError> {
+async fn select_era(
+    state: &McpState,
+    subject: &Subject,
+    headers: &HeaderMap,
+    message: &Message,
+    origin: Option<&str>,
+) -> Result<Era, RpcError> {
     let has_meta_version = message.meta().contains_key(gate::META_VERSION);
-    if !has_meta_version
-        && let Some(session_id) = gate::header_text(headers, SESSION_HEADER)?
-    {
+    if !has_meta_version && let Some(session_id) = gate::header_text(headers, SESSION_HEADER)? {
         let Some(session) = state.sessions.get(&session_id, &principal(subject)) else {
             // The legacy way of saying "initialize again".
-            return Err(RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND));
+            return Err(
+                RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND)
+            );
         };
         if let Some(sent) = gate::header_text(headers, VERSION_HEADER)?
             && sent != session.version
         {
-            return Err(RpcError::new(HEADER_MISMATCH, "MCP-Protocol-Version differs from the session's revision")
-                .with_data(json!({"header": "MCP-Protocol-Version"})));
+            return Err(RpcError::new(
+                HEADER_MISMATCH,
+                "MCP-Protocol-Version differs from the session's revision",
+            )
+            .with_data(json!({"header": "MCP-Protocol-Version"})));
         }
         return Ok(Era::Legacy(session.version));
     }
     if gate::header_text(headers, VERSION_HEADER)?.is_none() {
-        return Err(RpcError::new(HEADER_MISMATCH, "send MCP-Protocol-Version (or initialize first for the 2025-11-25 era)")
-            .with_data(json!({"header": "MCP-Protocol-Version"})));
+        return Err(RpcError::new(
+            HEADER_MISMATCH,
+            "send MCP-Protocol-Version (or initialize first for the 2025-11-25 era)",
+        )
+        .with_data(json!({"header": "MCP-Protocol-Version"})));
     }
     let declared = gate::declared(message)?;
     gate::check_version_header(headers, &declared)?;
     gate::check_mirrors(headers, message)?;
     let version = state.negotiate(subject, &declared.version, origin).await?;
     if !is_stateless(&version) {
-        return Err(RpcError::new(INVALID_REQUEST, format!("revision {version} is served through the session initialize opens")));
+        return Err(RpcError::new(
+            INVALID_REQUEST,
+            format!("revision {version} is served through the session initialize opens"),
+        ));
     }
     Ok(Era::Modern(declared))
 }
@@ -207,15 +271,23 @@ pub fn is_stateless(version: &str) -> bool {
 impl McpState {
     /// `initialize`: negotiates an initialize-era revision and describes the server.
     /// The transport opens the session.
-    pub async fn initialize(&self, subject: &Subject, params: &Value, origin: Option<&str>) -> Result<(Value, String), RpcError> {
+    pub async fn initialize(
+        &self,
+        subject: &Subject,
+        params: &Value,
+        origin: Option<&str>,
+    ) -> Result<(Value, String), RpcError> {
         let requested = params
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::invalid_params("`protocolVersion` must be a string"))?;
         if is_stateless(requested) {
             // That revision has no initialize; name what this endpoint serves instead.
-            return Err(RpcError::new(UNSUPPORTED_VERSION, format!("{requested} has no initialize; send server/discover"))
-                .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
+            return Err(RpcError::new(
+                UNSUPPORTED_VERSION,
+                format!("{requested} has no initialize; send server/discover"),
+            )
+            .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
         }
         let version = self.negotiate(subject, requested, origin).await?;
         let result = json!({

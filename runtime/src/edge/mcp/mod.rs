@@ -27,9 +27,9 @@ use crate::edge::rest::AppState;
 use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Offer, Protocol};
+pub use http::is_stateless;
 use request_state::{Codec, Spent};
 use rpc::{RpcError, UNSUPPORTED_VERSION};
-pub use http::is_stateless;
 pub use service::{Ctx, Era};
 use sessions::Sessions;
 
@@ -108,12 +108,18 @@ impl McpState {
     /// Negotiates the revision a request asks for and records the outcome as a
     /// `negotiation.decided` host event of the caller's tenant, refusals included. The
     /// caller is always authenticated here: the mount refuses anonymous requests first.
-    pub async fn negotiate(&self, subject: &Subject, requested: &str, origin: Option<&str>) -> Result<String, RpcError> {
+    pub async fn negotiate(
+        &self,
+        subject: &Subject,
+        requested: &str,
+        origin: Option<&str>,
+    ) -> Result<String, RpcError> {
         let offer = self.offer()?;
         let peer = origin
             .map(str::to_owned)
             .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
-        let decision: Decision = negotiation::decide(Protocol::Mcp, Some(requested), true, &offer).with_peer_origin(&peer);
+        let decision: Decision = negotiation::decide(Protocol::Mcp, Some(requested), true, &offer)
+            .with_peer_origin(&peer);
         let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
         self.app
             .ops
@@ -125,8 +131,11 @@ impl McpState {
             })?;
         match decision.version {
             Some(v) if decision.is_accepted() => Ok(v),
-            _ => Err(RpcError::new(UNSUPPORTED_VERSION, "Unsupported protocol version")
-                .with_data(json!({"supported": self.facet()["revisions"], "requested": requested}))),
+            _ => Err(
+                RpcError::new(UNSUPPORTED_VERSION, "Unsupported protocol version").with_data(
+                    json!({"supported": self.facet()["revisions"], "requested": requested}),
+                ),
+            ),
         }
     }
 }
@@ -158,17 +167,26 @@ pub fn facet_fields(config: &McpConfig) -> Value {
 
 /// The `mcp` family of a discovery document, or [`facet_fields`] while it has none.
 pub fn facet_of(discovery: &Value, config: &McpConfig) -> Value {
-    discovery.get("mcp").cloned().unwrap_or_else(|| facet_fields(config))
+    discovery
+        .get("mcp")
+        .cloned()
+        .unwrap_or_else(|| facet_fields(config))
 }
 
 /// The `/mcp` routes.
 pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
     let state = McpState::new(app, engine, config);
-    let panic = tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-        http::error_response(&RpcError::internal(), None)
-    });
+    let panic =
+        tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+            http::error_response(&RpcError::internal(), None)
+        });
     Router::new()
-        .route(PATH, post(http::handle).delete(http::end_session).fallback(http::wrong_method))
+        .route(
+            PATH,
+            post(http::handle)
+                .delete(http::end_session)
+                .fallback(http::wrong_method),
+        )
         .layer(panic)
         .with_state(state)
 }
@@ -178,14 +196,22 @@ pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
 /// reads it to decide who the caller is.
 pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap) -> tracing::Span {
     let meta = message.meta();
-    let from_meta = meta.get("traceparent").and_then(Value::as_str).filter(|t| well_formed_traceparent(t));
+    let from_meta = meta
+        .get("traceparent")
+        .and_then(Value::as_str)
+        .filter(|t| well_formed_traceparent(t));
     let from_header = headers
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
         .filter(|t| well_formed_traceparent(t));
     let method = message.method.as_str();
     match from_meta.or(from_header) {
-        Some(tp) => tracing::info_span!("mcp", method, trace_id = &tp[3..35], parent_id = &tp[36..52]),
+        Some(tp) => tracing::info_span!(
+            "mcp",
+            method,
+            trace_id = &tp[3..35],
+            parent_id = &tp[36..52]
+        ),
         None => tracing::info_span!("mcp", method),
     }
 }
@@ -193,7 +219,11 @@ pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap
 /// `version-traceid-parentid-flags`, lower-case hex, ids not all zero.
 pub fn well_formed_traceparent(t: &str) -> bool {
     let parts: Vec<&str> = t.split('-').collect();
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
     parts.len() >= 4
         && hex(parts[0], 2)
         && parts[0] != "ff"

@@ -72,7 +72,11 @@ impl Codec {
     pub fn seal(&self, claims: &Claims) -> String {
         let payload = serde_json::to_vec(claims).unwrap_or_default();
         let tag = self.mac(&payload).finalize().into_bytes();
-        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
     }
 
     /// Checks integrity first (nothing in a forged state is read), then the bindings.
@@ -84,8 +88,12 @@ impl Codec {
         now_ms: i64,
     ) -> Result<Claims, Refusal> {
         let (payload, tag) = token.split_once('.').ok_or(Refusal::Malformed)?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| Refusal::Malformed)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| Refusal::Malformed)?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| Refusal::Malformed)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| Refusal::Malformed)?;
         self.mac(&payload)
             .verify_slice(&tag)
             .map_err(|_| Refusal::Forged)?;
@@ -146,23 +154,48 @@ mod tests {
         let codec = Codec::new(b"k");
         let c = claims();
         let token = codec.seal(&c);
-        assert_eq!(codec.open(&token, "iss#alice", &c.digest, 5).as_ref(), Ok(&c));
-        assert_eq!(codec.open(&token, "iss#bob", &c.digest, 5), Err(Refusal::OtherPrincipal));
+        assert_eq!(
+            codec.open(&token, "iss#alice", &c.digest, 5).as_ref(),
+            Ok(&c)
+        );
+        assert_eq!(
+            codec.open(&token, "iss#bob", &c.digest, 5),
+            Err(Refusal::OtherPrincipal)
+        );
         let other = request_digest("approval", &json!({"a": 2}));
-        assert_eq!(codec.open(&token, "iss#alice", &other, 5), Err(Refusal::OtherRequest));
-        assert_eq!(codec.open(&token, "iss#alice", &c.digest, 10_000), Err(Refusal::Expired));
+        assert_eq!(
+            codec.open(&token, "iss#alice", &other, 5),
+            Err(Refusal::OtherRequest)
+        );
+        assert_eq!(
+            codec.open(&token, "iss#alice", &c.digest, 10_000),
+            Err(Refusal::Expired)
+        );
     }
 
     #[test]
     fn tampering_or_another_key_is_forgery() {
         let token = Codec::new(b"k").seal(&claims());
-        assert_eq!(Codec::new(b"other").open(&token, "iss#alice", "", 5), Err(Refusal::Forged));
+        assert_eq!(
+            Codec::new(b"other").open(&token, "iss#alice", "", 5),
+            Err(Refusal::Forged)
+        );
         let (payload, tag) = token.split_once('.').expect("two parts");
-        let mut forged: Claims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).expect("b64")).expect("json");
+        let mut forged: Claims =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).expect("b64")).expect("json");
         forged.round = 0;
-        let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).expect("json")));
-        assert_eq!(Codec::new(b"k").open(&forged, "iss#alice", "", 5), Err(Refusal::Forged));
-        assert_eq!(Codec::new(b"k").open("junk", "iss#alice", "", 5), Err(Refusal::Malformed));
+        let forged = format!(
+            "{}.{tag}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).expect("json"))
+        );
+        assert_eq!(
+            Codec::new(b"k").open(&forged, "iss#alice", "", 5),
+            Err(Refusal::Forged)
+        );
+        assert_eq!(
+            Codec::new(b"k").open("junk", "iss#alice", "", 5),
+            Err(Refusal::Malformed)
+        );
     }
 
     #[test]

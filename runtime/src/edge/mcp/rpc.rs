@@ -39,7 +39,7 @@ impl Message {
         let id = obj.get("id").cloned();
         let bad = |m: &str| {
             let mut e = RpcError::new(INVALID_REQUEST, m.to_owned());
-            e.id = id.clone().filter(valid_id);
+            e.id = id.clone().filter(valid_id).map(Box::new);
             e
         };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -86,10 +86,10 @@ fn valid_id(id: &Value) -> bool {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    pub data: Option<Value>,
+    pub data: Option<Box<Value>>,
     pub http: StatusCode,
     /// The request id, when the request got far enough to have one.
-    pub id: Option<Value>,
+    pub id: Option<Box<Value>>,
 }
 
 impl RpcError {
@@ -113,7 +113,7 @@ impl RpcError {
     }
 
     pub fn with_data(mut self, data: Value) -> RpcError {
-        self.data = Some(data);
+        self.data = Some(Box::new(data));
         self
     }
 
@@ -134,9 +134,9 @@ impl RpcError {
     pub fn body(&self, id: Option<&Value>) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(data) = &self.data {
-            error["data"] = data.clone();
+            error["data"] = (**data).clone();
         }
-        let id = id.or(self.id.as_ref()).cloned().unwrap_or(Value::Null);
+        let id = id.or(self.id.as_deref()).cloned().unwrap_or(Value::Null);
         json!({"jsonrpc": "2.0", "id": id, "error": error})
     }
 }
@@ -152,7 +152,10 @@ mod tests {
 
     #[test]
     fn batches_responses_and_bad_ids_are_refused() {
-        assert_eq!(Message::parse(b"[]").map_err(|e| e.code), Err(INVALID_REQUEST));
+        assert_eq!(
+            Message::parse(b"[]").map_err(|e| e.code),
+            Err(INVALID_REQUEST)
+        );
         assert_eq!(Message::parse(b"{").map_err(|e| e.code), Err(PARSE_ERROR));
         let e = Message::parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err();
         assert_eq!(e.code, INVALID_REQUEST);

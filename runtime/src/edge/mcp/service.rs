@@ -67,7 +67,10 @@ fn status_of(run: &RunRecord) -> RunStatus {
 }
 
 fn is_terminal(s: RunStatus) -> bool {
-    matches!(s, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+    matches!(
+        s,
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+    )
 }
 
 /// Statuses MRTR can answer: the run waits for something a person types.
@@ -92,17 +95,26 @@ impl McpState {
             if message.is_notification() {
                 return Ok(None);
             }
-            return Err(RpcError::new(METHOD_NOT_FOUND, format!("no method `{}`", message.method)));
+            return Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("no method `{}`", message.method),
+            ));
         };
         if let Some(extension) = row.extension {
             if !self.served_extensions().contains(&extension) {
-                return Err(RpcError::new(METHOD_NOT_FOUND, format!("no method `{}`", message.method)));
+                return Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!("no method `{}`", message.method),
+                ));
             }
             // Never assumed from an earlier request: this request must declare it.
             if !ctx.declared().is_some_and(|d| d.has_extension(extension)) {
                 return Err(RpcError::new(
                     MISSING_CAPABILITY,
-                    format!("`{}` needs the {extension} extension in this request's clientCapabilities", message.method),
+                    format!(
+                        "`{}` needs the {extension} extension in this request's clientCapabilities",
+                        message.method
+                    ),
                 )
                 .with_data(json!({"requiredCapabilities": {"extensions": {extension: {}}}})));
             }
@@ -121,7 +133,10 @@ impl McpState {
             // initialize is answered by the transport, which owns the session;
             // subscriptions/listen is not served yet.
             _ => {
-                return Err(RpcError::new(METHOD_NOT_FOUND, format!("`{}` is not served here", message.method)));
+                return Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!("`{}` is not served here", message.method),
+                ));
             }
         };
         if message.is_notification() {
@@ -153,8 +168,11 @@ impl McpState {
     }
 
     pub fn capabilities(&self) -> Value {
-        let extensions: Map<String, Value> =
-            self.served_extensions().into_iter().map(|e| (e.to_owned(), json!({}))).collect();
+        let extensions: Map<String, Value> = self
+            .served_extensions()
+            .into_iter()
+            .map(|e| (e.to_owned(), json!({})))
+            .collect();
         json!({"tools": {"listChanged": false}, "extensions": extensions})
     }
 
@@ -204,7 +222,10 @@ impl McpState {
     }
 
     fn max_rounds(&self) -> u32 {
-        self.facet()["mrtr"]["maxRounds"].as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(1)
+        self.facet()["mrtr"]["maxRounds"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(1)
     }
 
     async fn call_tool(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
@@ -218,8 +239,12 @@ impl McpState {
             Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
         };
         if let Some(state) = params.get("requestState") {
-            let token = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
-            return self.continue_call(ctx, name, &arguments, token, params.get("inputResponses")).await;
+            let token = state
+                .as_str()
+                .ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
+            return self
+                .continue_call(ctx, name, &arguments, token, params.get("inputResponses"))
+                .await;
         }
         let workflow = self
             .app_engine_registry()
@@ -245,7 +270,12 @@ impl McpState {
             tags: None,
             metadata: None,
         };
-        let run = match self.app.ops.create_run(&ctx.subject, request, Transport::Mcp, None).await {
+        let run = match self
+            .app
+            .ops
+            .create_run(&ctx.subject, request, Transport::Mcp, None)
+            .await
+        {
             Ok(created) => created.run,
             Err(OpError::Validation { message, details }) => {
                 let mut e = RpcError::invalid_params(message);
@@ -262,11 +292,24 @@ impl McpState {
 
     /// Waits for the run while the request owns it, then projects it. `round` is the
     /// number of input_required rounds already answered for this logical call.
-    async fn answer_run(&self, ctx: &Ctx, tool: &str, arguments: &Value, run: RunRecord, round: u32) -> Result<Value, RpcError> {
-        let tasks = ctx.declared().is_some_and(|d| d.has_extension(TASKS_EXTENSION))
+    async fn answer_run(
+        &self,
+        ctx: &Ctx,
+        tool: &str,
+        arguments: &Value,
+        run: RunRecord,
+        round: u32,
+    ) -> Result<Value, RpcError> {
+        let tasks = ctx
+            .declared()
+            .is_some_and(|d| d.has_extension(TASKS_EXTENSION))
             && self.served_extensions().contains(&TASKS_EXTENSION);
         // With tasks the client polls, so the answer is not held back.
-        let wait = if tasks { self.config.task_answer_within } else { self.config.call_timeout };
+        let wait = if tasks {
+            self.config.task_answer_within
+        } else {
+            self.config.call_timeout
+        };
         let guard = RunGuard::arm(self.app.ops.clone(), ctx.subject.clone(), &run.run_id);
         let run = self.settle(&ctx.subject, run, wait).await?;
         let status = status_of(&run);
@@ -275,7 +318,8 @@ impl McpState {
         } else if tasks {
             self.task_view(&run, false).await?
         } else if asks_for_input(status) {
-            self.input_required(ctx, tool, arguments, &run, round + 1).await?
+            self.input_required(ctx, tool, arguments, &run, round + 1)
+                .await?
         } else {
             // Still running (or waiting on something outside MCP) when the call gives up:
             // the run goes on and the caller learns its id.
@@ -291,7 +335,12 @@ impl McpState {
         Ok(answer)
     }
 
-    async fn settle(&self, subject: &Subject, mut run: RunRecord, timeout: Duration) -> Result<RunRecord, RpcError> {
+    async fn settle(
+        &self,
+        subject: &Subject,
+        mut run: RunRecord,
+        timeout: Duration,
+    ) -> Result<RunRecord, RpcError> {
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -306,7 +355,13 @@ impl McpState {
             let polled = self
                 .app
                 .ops
-                .wait_for_events(subject, &id, run.last_sequence, left, self.app.shutdown.clone())
+                .wait_for_events(
+                    subject,
+                    &id,
+                    run.last_sequence,
+                    left,
+                    self.app.shutdown.clone(),
+                )
                 .await
                 .map_err(internal)?;
             run = polled.run;
@@ -349,9 +404,15 @@ impl McpState {
     fn elicitation(kind: &str, data: &Value) -> Option<Value> {
         let (message, properties, required) = match kind {
             "approval" => {
-                let actions = data.get("actions").cloned().unwrap_or_else(|| json!(["accept", "reject"]));
+                let actions = data
+                    .get("actions")
+                    .cloned()
+                    .unwrap_or_else(|| json!(["accept", "reject"]));
                 (
-                    data.get("title").and_then(Value::as_str).unwrap_or("Approve?").to_owned(),
+                    data.get("title")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Approve?")
+                        .to_owned(),
                     json!({"decision": {"type": "string", "enum": actions}}),
                     json!(["decision"]),
                 )
@@ -363,7 +424,10 @@ impl McpState {
                 for q in questions {
                     let id = q.get("id").and_then(Value::as_str)?;
                     let question = q.get("question").and_then(Value::as_str).unwrap_or(id);
-                    props.insert(id.to_owned(), json!({"type": "string", "description": question}));
+                    props.insert(
+                        id.to_owned(),
+                        json!({"type": "string", "description": question}),
+                    );
                     text.push(question.to_owned());
                 }
                 let required: Vec<&String> = props.keys().collect();
@@ -382,7 +446,14 @@ impl McpState {
         }))
     }
 
-    async fn input_required(&self, ctx: &Ctx, tool: &str, arguments: &Value, run: &RunRecord, round: u32) -> Result<Value, RpcError> {
+    async fn input_required(
+        &self,
+        ctx: &Ctx,
+        tool: &str,
+        arguments: &Value,
+        run: &RunRecord,
+        round: u32,
+    ) -> Result<Value, RpcError> {
         let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)? else {
             return self.call_result(run).await;
         };
@@ -403,12 +474,20 @@ impl McpState {
             }));
         };
         if declared.capabilities.get("elicitation").is_none() {
-            return Err(RpcError::new(MISSING_CAPABILITY, "this tool asks for input: declare the elicitation capability")
-                .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
+            return Err(RpcError::new(
+                MISSING_CAPABILITY,
+                "this tool asks for input: declare the elicitation capability",
+            )
+            .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
         }
         if round > self.max_rounds() {
-            return Err(RpcError::invalid_params(format!("more than {} input rounds for one call", self.max_rounds()))
-                .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str(), "runId": run.run_id})));
+            return Err(RpcError::invalid_params(format!(
+                "more than {} input rounds for one call",
+                self.max_rounds()
+            ))
+            .with_data(
+                json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str(), "runId": run.run_id}),
+            ));
         }
         let claims = Claims {
             principal: ctx.principal(),
@@ -428,29 +507,60 @@ impl McpState {
 
     /// The retry of an input_required round: checks the state, resolves the interrupt
     /// with the answer, and waits for the run again.
-    async fn continue_call(&self, ctx: &Ctx, tool: &str, arguments: &Value, token: &str, responses: Option<&Value>) -> Result<Value, RpcError> {
+    async fn continue_call(
+        &self,
+        ctx: &Ctx,
+        tool: &str,
+        arguments: &Value,
+        token: &str,
+        responses: Option<&Value>,
+    ) -> Result<Value, RpcError> {
         let now = crate::clock::now_ms();
         let claims = self
             .codec
-            .open(token, &ctx.principal(), &request_digest(tool, arguments), now)
+            .open(
+                token,
+                &ctx.principal(),
+                &request_digest(tool, arguments),
+                now,
+            )
             .map_err(refused_state)?;
         self.spent.spend(&claims, now).map_err(refused_state)?;
-        let id = BoundId::parse_bound(&claims.run).map_err(|_| refused_state(Refusal::Malformed))?;
-        let run = self.app.ops.get_run(&ctx.subject, &id).await.map_err(|_| refused_state(Refusal::OtherRequest))?;
+        let id =
+            BoundId::parse_bound(&claims.run).map_err(|_| refused_state(Refusal::Malformed))?;
+        let run = self
+            .app
+            .ops
+            .get_run(&ctx.subject, &id)
+            .await
+            .map_err(|_| refused_state(Refusal::OtherRequest))?;
         let answer = responses.and_then(|r| r.get(&claims.interrupt));
         let Some(answer) = answer else {
             // Not answered: ask again, in the same round.
-            return self.input_required(ctx, tool, arguments, &run, claims.round).await;
+            return self
+                .input_required(ctx, tool, arguments, &run, claims.round)
+                .await;
         };
-        let run = self.apply_answer(ctx, &run, &claims.interrupt, answer).await?;
-        self.answer_run(ctx, tool, arguments, run, claims.round).await
+        let run = self
+            .apply_answer(ctx, &run, &claims.interrupt, answer)
+            .await?;
+        self.answer_run(ctx, tool, arguments, run, claims.round)
+            .await
     }
 
     /// Applies one elicitation result to the run's open interrupt `interrupt_id`.
-    async fn apply_answer(&self, ctx: &Ctx, run: &RunRecord, interrupt_id: &str, answer: &Value) -> Result<RunRecord, RpcError> {
+    async fn apply_answer(
+        &self,
+        ctx: &Ctx,
+        run: &RunRecord,
+        interrupt_id: &str,
+        answer: &Value,
+    ) -> Result<RunRecord, RpcError> {
         let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
         let Some(open) = open.filter(|o| o.interrupt_id == interrupt_id) else {
-            return Err(RpcError::invalid_params(format!("interrupt `{interrupt_id}` is not open")));
+            return Err(RpcError::invalid_params(format!(
+                "interrupt `{interrupt_id}` is not open"
+            )));
         };
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let action = answer.get("action").and_then(Value::as_str);
@@ -466,12 +576,23 @@ impl McpState {
                     .await
                     .map_err(internal);
             }
-            _ => return Err(RpcError::invalid_params("an input response must have action accept, decline or cancel")),
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "an input response must have action accept, decline or cancel",
+                ));
+            }
         };
-        match self.app.ops.resolve_interrupt(&ctx.subject, &id, &open.node_id, resume).await {
+        match self
+            .app
+            .ops
+            .resolve_interrupt(&ctx.subject, &id, &open.node_id, resume)
+            .await
+        {
             Ok(run) => Ok(run),
             Err(OpError::Validation { message, .. }) => Err(RpcError::invalid_params(message)),
-            Err(OpError::InterruptAlreadyResolved(_)) => Err(RpcError::invalid_params(format!("interrupt `{interrupt_id}` was already answered"))),
+            Err(OpError::InterruptAlreadyResolved(_)) => Err(RpcError::invalid_params(format!(
+                "interrupt `{interrupt_id}` was already answered"
+            ))),
             Err(e) => Err(internal(e)),
         }
     }
@@ -544,7 +665,10 @@ impl McpState {
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         match self.app.ops.cancel_run(&ctx.subject, &id, None).await {
             Ok(run) => self.task_view(&run, true).await,
-            Err(OpError::RunTerminal { status }) => Err(RpcError::new(INVALID_PARAMS, format!("the task is already {status}"))),
+            Err(OpError::RunTerminal { status }) => Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("the task is already {status}"),
+            )),
             Err(e) => Err(internal(e)),
         }
     }

@@ -20,7 +20,10 @@ pub struct Sessions {
 impl Sessions {
     pub fn open(&self, session: Session) -> String {
         let id = crate::ids::mint_opaque();
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), session);
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), session);
         id
     }
 
