@@ -181,7 +181,7 @@ where
             }
             continue;
         }
-        if message.method == "initialize" {
+        if message.method == "initialize" && !message.meta().contains_key(META_VERSION) {
             match state.initialize(&subject, &message.params, None).await {
                 Ok((result, version)) => {
                     session = Some(version);

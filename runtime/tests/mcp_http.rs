@@ -697,4 +697,49 @@ async fn get_is_405_and_unknown_methods_404() {
     assert_eq!(resp.status(), 405);
     let r = h.call(KEY_A, "ping", json!({}), json!({})).await;
     assert_eq!((r.status, err_code(&r.body)), (404, -32601));
+    // initialize with 2026 _meta is a modern request for a removed method.
+    let r = h.call(KEY_A, "initialize", json!({}), json!({})).await;
+    assert_eq!((r.status, err_code(&r.body)), (404, -32601), "{}", r.body);
+}
+
+#[tokio::test]
+async fn unknown_methods_are_404_before_any_header_check() {
+    let h = start().await;
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[],
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {}}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, err_code(&r.body), r.body["id"].clone()),
+        (404, -32601, json!(9)),
+        "{}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn legacy_sessions_answer_ping_and_modern_requests_do_not() {
+    let h = start().await;
+    let r = h
+        .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LEGACY, "capabilities": {}}}))
+        .await;
+    let session = r
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("session")
+        .to_owned();
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[("Mcp-Session-Id", session)],
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(r.body["result"], json!({}), "{}", r.body);
+    let r = h.call(KEY_A, "ping", json!({}), json!({})).await;
+    assert_eq!(err_code(&r.body), -32601);
 }

@@ -33,7 +33,19 @@ pub async fn start_with(config: McpConfig) -> TestHost {
     start_full(config, None).await
 }
 
+pub async fn start_on_port(config: McpConfig, port: u16) -> TestHost {
+    start_inner(config, None, port).await
+}
+
 pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::PathBuf>) -> TestHost {
+    start_inner(config, workflows_dir, 0).await
+}
+
+async fn start_inner(
+    config: McpConfig,
+    workflows_dir: Option<std::path::PathBuf>,
+    port: u16,
+) -> TestHost {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
@@ -50,7 +62,7 @@ pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::Path
         host.engine.clone(),
         config,
     ));
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();
     let engine = host.engine.clone();

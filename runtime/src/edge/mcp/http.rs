@@ -159,7 +159,9 @@ async fn serve_message(
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if message.method == "initialize" {
+    // An initialize that carries 2026 `_meta` is a modern request for a method that
+    // revision removed (404 below); only a bare one opens a legacy session.
+    if message.method == "initialize" && !message.meta().contains_key(gate::META_VERSION) {
         return match state
             .initialize(&subject, &message.params, origin.as_deref())
             .await
@@ -178,6 +180,15 @@ async fn serve_message(
             }
             Err(e) => error_response(&e, id.as_ref()),
         };
+    }
+    // Routing comes before every other check: a method this mount does not know is
+    // 404 whatever the headers say, so a client can tell "removed" from "malformed".
+    if !message.is_notification() && !super::service::is_routed(&message.method) {
+        let e = RpcError::new(
+            super::rpc::METHOD_NOT_FOUND,
+            format!("no method `{}`", message.method),
+        );
+        return error_response(&e, id.as_ref());
     }
     let era = match select_era(&state, &subject, &headers, &message, origin.as_deref()).await {
         Ok(era) => era,

@@ -88,9 +88,18 @@ fn refused_state(why: Refusal) -> RpcError {
     RpcError::invalid_params("requestState is not valid for this request")
 }
 
+/// Whether a method has a row in the map (or is the legacy era's `ping`).
+pub fn is_routed(method: &str) -> bool {
+    method == "ping" || MCP_METHODS.iter().any(|m| m.method == method)
+}
+
 impl McpState {
     /// Answers one request. `Ok(None)` for a notification (nothing is sent back).
     pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Value>, RpcError> {
+        // `ping` left with 2026-07-28; the initialize era still has it.
+        if message.method == "ping" && matches!(ctx.era, Era::Legacy(_)) {
+            return Ok((!message.is_notification()).then(|| json!({})));
+        }
         let Some(row) = MCP_METHODS.iter().find(|m| m.method == message.method) else {
             if message.is_notification() {
                 return Ok(None);
