@@ -1,0 +1,78 @@
+// Drives the openwop MCP mount with the pinned TypeScript clients:
+//  - @modelcontextprotocol/client 2.4.0 (2026-07-28, version negotiation `auto`): list + call,
+//    then the tasks extension on the wire (create -> get -> cancel) with that client's framing;
+//  - @modelcontextprotocol/sdk 1.32.2 (2025-11-25 initialize era only): list + call.
+// Env: OPENWOP_MCP_URL, OPENWOP_API_KEY. Exits non-zero on the first broken expectation.
+import assert from 'node:assert/strict';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const url = new URL(process.env.OPENWOP_MCP_URL);
+const key = process.env.OPENWOP_API_KEY;
+const requestInit = { headers: { Authorization: `Bearer ${key}` } };
+const ok = (what) => console.log(`ok: ${what}`);
+
+async function exercise(client, label) {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  assert.deepEqual(names, [...names].sort(), `${label}: sorted`);
+  assert.ok(names.includes('echo'), `${label}: echo listed`);
+  ok(`${label}: tools/list (${names.length} tools, sorted)`);
+  const result = await client.callTool({ name: 'echo', arguments: { from: label } });
+  assert.equal(result.isError ?? false, false);
+  assert.equal(JSON.parse(result.content[0].text).from, label);
+  ok(`${label}: tools/call echo`);
+  const failed = await client.callTool({ name: 'fail', arguments: {} });
+  assert.equal(failed.isError, true);
+  ok(`${label}: failed run is isError`);
+}
+
+// 2026-07-28 through the v2 client.
+const v2 = new ClientV2({ name: 'openwop-peer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+await v2.connect(new HttpV2(url, { requestInit }));
+await exercise(v2, 'ts-v2');
+await v2.close();
+
+// The tasks extension, framed as a 2026 client frames it (headers mirror the body).
+const TASKS = 'io.modelcontextprotocol/tasks';
+let nextId = 1;
+async function rpc(method, params, name) {
+  const headers = {
+    ...requestInit.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+  };
+  if (name) headers['mcp-name'] = name;
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+  };
+  const resp = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: meta } }),
+  });
+  const text = await resp.text();
+  const data = text.split('\n').find((l) => l.startsWith('data:'));
+  return JSON.parse(data ? data.slice(5) : text);
+}
+const created = await rpc('tools/call', { name: 'slow', arguments: { ms: 60000 } }, 'slow');
+assert.equal(created.result.resultType, 'task', JSON.stringify(created));
+assert.equal(created.result.status, 'working');
+const taskId = created.result.taskId;
+ok('tasks: tools/call answered CreateTaskResult');
+const got = await rpc('tasks/get', { taskId }, taskId);
+assert.equal(got.result.status, 'working');
+ok('tasks: tasks/get');
+const cancelled = await rpc('tasks/cancel', { taskId }, taskId);
+assert.equal(cancelled.result.status, 'cancelled');
+ok('tasks: tasks/cancel');
+
+// 2025-11-25 through the v1 SDK (initialize + Mcp-Session-Id).
+const v1 = new ClientV1({ name: 'openwop-peer-legacy', version: '1.0.0' });
+await v1.connect(new HttpV1(url, { requestInit }));
+await exercise(v1, 'ts-v1-legacy');
+await v1.close();
