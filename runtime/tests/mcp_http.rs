@@ -743,3 +743,57 @@ async fn legacy_sessions_answer_ping_and_modern_requests_do_not() {
     let r = h.call(KEY_A, "ping", json!({}), json!({})).await;
     assert_eq!(err_code(&r.body), -32601);
 }
+
+#[tokio::test]
+async fn the_conformance_fixtures_load_only_when_asked_and_text_outputs_are_text() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "test_simple_text"}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        err_code(&r.body),
+        -32602,
+        "not served by default: {}",
+        r.body
+    );
+    let pack =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp-conformance");
+    let h = mcp_support::start_full(Default::default(), Some(pack)).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "test_simple_text"}),
+            json!({}),
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(
+        result["content"][0]["text"], "This is a simple text response for testing.",
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        result["structuredContent"]["value"],
+        "This is a simple text response for testing."
+    );
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "test_error_handling"}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], true);
+    assert!(
+        r.body["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+}

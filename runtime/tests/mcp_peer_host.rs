@@ -14,7 +14,10 @@ async fn serve_for_peers() {
         .ok()
         .and_then(|p| p.parse().ok())
         .unwrap_or(38280);
-    let host = mcp_support::start_on_port(openwop::edge::mcp::McpConfig::default(), port).await;
+    // The conformance fixture pack, only when asked for.
+    let fixtures = std::env::var_os("OPENWOP_MCP_FIXTURES").map(std::path::PathBuf::from);
+    let host =
+        mcp_support::start_on_port(openwop::edge::mcp::McpConfig::default(), port, fixtures).await;
     println!("MCP peer host listening on {}/mcp", host.base);
     let limit = std::env::var("OPENWOP_MCP_PEER_SECONDS")
         .ok()

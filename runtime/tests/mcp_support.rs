@@ -33,8 +33,12 @@ pub async fn start_with(config: McpConfig) -> TestHost {
     start_full(config, None).await
 }
 
-pub async fn start_on_port(config: McpConfig, port: u16) -> TestHost {
-    start_inner(config, None, port).await
+pub async fn start_on_port(
+    config: McpConfig,
+    port: u16,
+    workflows_dir: Option<std::path::PathBuf>,
+) -> TestHost {
+    start_inner(config, workflows_dir, port).await
 }
 
 pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::PathBuf>) -> TestHost {

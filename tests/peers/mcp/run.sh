@@ -20,7 +20,7 @@ if [[ -z ${OPENWOP_MCP_URL:-} ]]; then
   step "building the MCP peer host"
   host_bin=$(cargo test --locked -p openwop --test mcp_peer_host --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
   [[ -x $host_bin ]] || { echo "could not build the mcp_peer_host test binary" >&2; exit 1; }
-  OPENWOP_MCP_PEER_PORT=$port OPENWOP_MCP_PEER_SECONDS=900 "$host_bin" --ignored --exact serve_for_peers >"$target_dir/mcp-peer-host.log" 2>&1 &
+  OPENWOP_MCP_FIXTURES=$root/tests/fixtures/mcp-conformance OPENWOP_MCP_PEER_PORT=$port OPENWOP_MCP_PEER_SECONDS=900 "$host_bin" --ignored --exact serve_for_peers >"$target_dir/mcp-peer-host.log" 2>&1 &
   pids+=($!)
   export OPENWOP_MCP_URL=http://127.0.0.1:$port/mcp
   for _ in $(seq 1 120); do

@@ -384,9 +384,19 @@ impl McpState {
         let result = match status {
             RunStatus::Completed => {
                 let outputs = run.outputs.clone().unwrap_or_else(|| json!({}));
+                // The engine wraps an output that is not an object as {"value": …}; a
+                // text output is shown as the text itself, anything else as its JSON.
+                let text = match outputs
+                    .as_object()
+                    .filter(|o| o.len() == 1)
+                    .and_then(|o| o.get("value"))
+                {
+                    Some(Value::String(t)) => t.clone(),
+                    _ => outputs.to_string(),
+                };
                 json!({
                     "resultType": "complete",
-                    "content": [{"type": "text", "text": outputs.to_string()}],
+                    "content": [{"type": "text", "text": text}],
                     "structuredContent": outputs,
                     "isError": false,
                 })
