@@ -234,3 +234,34 @@ pub fn well_formed_traceparent(t: &str) -> bool {
         && parts[2].bytes().any(|b| b != b'0')
         && (parts[0] != "00" || parts.len() == 4)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparents_are_checked_before_they_are_used() {
+        assert!(well_formed_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            assert!(!well_formed_traceparent(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_facet_advertises_extensions_only_when_tasks_are_served() {
+        let on = facet_fields(&McpConfig::default());
+        assert!(on["features"].as_array().is_some_and(|f| f.contains(&json!("extensions"))));
+        let off = facet_fields(&McpConfig { tasks: false, ..Default::default() });
+        assert!(!off["features"].as_array().is_some_and(|f| f.contains(&json!("extensions"))));
+        assert_eq!(on["revisions"], json!(REVISIONS));
+        assert!(Offer::from_facet(Protocol::Mcp, &on).is_ok());
+    }
+}
