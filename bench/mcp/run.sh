@@ -11,11 +11,12 @@ port=${OURS_PORT:-38283}
 (cd tests/peers/mcp/js && npm ci --no-audit --no-fund --silent)
 # The script resolves its imports from beside itself: point it at the pinned packages.
 ln -sfn "$root/tests/peers/mcp/js/node_modules" bench/mcp/node_modules
+trap 'rm -f "$root/bench/mcp/node_modules"' EXIT
 host_bin=$(cargo test --locked -p openwop --test mcp_peer_host --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
 [[ -x $host_bin ]] || { echo "could not build the mcp_peer_host test binary" >&2; exit 1; }
 OPENWOP_MCP_PEER_PORT=$port OPENWOP_MCP_PEER_SECONDS=600 "$host_bin" --ignored --exact serve_for_peers >/dev/null 2>&1 &
 host_pid=$!
-trap 'kill $host_pid 2>/dev/null || true' EXIT
+trap 'kill $host_pid 2>/dev/null || true; rm -f "$root/bench/mcp/node_modules"' EXIT
 for _ in $(seq 1 600); do
   [[ $(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" || true) == 401 ]] && break
   sleep 0.5
