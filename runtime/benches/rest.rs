@@ -49,7 +49,7 @@ async fn main() {
 
     let mut keys = KeyRing::default();
     keys.add("bench", KEY).expect("key");
-    let host = Host::build(HostConfig { data_dir: dir.path().to_path_buf(), keys, workflows_dir: None })
+    let host = Host::build(HostConfig::new(dir.path().to_path_buf(), keys))
         .await
         .expect("host");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");

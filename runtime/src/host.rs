@@ -1,7 +1,8 @@
 //! Assembles a host from its configuration: store, engine, operations, discovery and the
-//! REST router, and serves it until told to stop.
+//! three edges (REST, A2A, MCP) on one router, and serves it until told to stop.
 
 use crate::discovery::{self, Discovery};
+use crate::edge::{a2a, mcp};
 use crate::edge::rest::{self, AppState};
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
@@ -9,6 +10,7 @@ use crate::ops::{MAX_PAGE_SIZE, Ops};
 use crate::store::{LocalWakeups, SqliteStore, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -17,6 +19,23 @@ pub struct HostConfig {
     pub data_dir: PathBuf,
     pub keys: KeyRing,
     pub workflows_dir: Option<PathBuf>,
+    /// The MCP mount's settings (also what the `mcp` family advertises).
+    pub mcp: mcp::McpConfig,
+    /// How long a blocking A2A `SendMessage` waits before answering with the task as it is.
+    pub a2a_blocking_timeout: Duration,
+}
+
+impl HostConfig {
+    /// Defaults for everything but where data lives and who may call.
+    pub fn new(data_dir: PathBuf, keys: KeyRing) -> Self {
+        Self {
+            data_dir,
+            keys,
+            workflows_dir: None,
+            mcp: mcp::McpConfig::default(),
+            a2a_blocking_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// Why a host could not start.
@@ -30,6 +49,8 @@ pub enum StartError {
     Workflows(#[from] crate::engine::registry::RegistryError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
+    #[error("cannot open the A2A task table: {0}")]
+    A2aTasks(#[from] a2a::tasks::TaskStoreError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -38,13 +59,14 @@ pub enum StartError {
 pub struct Host {
     pub state: AppState,
     pub engine: Arc<Engine>,
+    app: axum::Router,
     shutdown_tx: watch::Sender<bool>,
 }
 
 impl Host {
     /// Opens the store, loads workflows, checks discovery, and resumes unfinished runs.
     pub async fn build(config: HostConfig) -> Result<Self, StartError> {
-        let document = discovery::document(MAX_PAGE_SIZE);
+        let document = discovery::document(MAX_PAGE_SIZE, &config.mcp);
         let findings = discovery::self_check(&document);
         if !findings.is_empty() {
             return Err(StartError::InvalidDiscovery(findings.join("\n")));
@@ -67,7 +89,17 @@ impl Host {
             discovery: Arc::new(Discovery::new(document)),
             shutdown: shutdown_rx,
         };
-        Ok(Self { state, engine, shutdown_tx })
+        let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
+        a2a_config.blocking_timeout = config.a2a_blocking_timeout;
+        let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
+        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp);
+        let app = rest::router(state.clone()).merge(a2a).merge(mcp);
+        Ok(Self { state, engine, app, shutdown_tx })
+    }
+
+    /// Every route the host serves: REST and SSE, A2A (card, JSON-RPC, HTTP+JSON), MCP.
+    pub fn router(&self) -> axum::Router {
+        self.app.clone()
     }
 
     /// A handle that stops the host (streams end, the server drains).
@@ -77,7 +109,7 @@ impl Host {
 
     /// Serves until `stop` resolves.
     pub async fn serve(self, listener: TcpListener, stop: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let app = rest::router(self.state.clone());
+        let app = self.app;
         let tx = self.shutdown_tx.clone();
         let mut rx = self.state.shutdown.clone();
         let signal = async move {

@@ -69,9 +69,8 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
         let host = Host::build(HostConfig {
-            data_dir: args.data_dir,
-            keys,
             workflows_dir: args.workflows,
+            ..HostConfig::new(args.data_dir, keys)
         })
         .await
         .map_err(|e| e.to_string())?;

@@ -139,7 +139,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let host = Host::build(HostConfig { data_dir, keys, workflows_dir }).await.map_err(|e| e.to_string())?;
+        let host = Host::build(HostConfig { workflows_dir, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use openwop::edge::a2a::{self, A2aConfig};
-use openwop::edge::rest;
 use openwop::host::{Host, HostConfig};
 use openwop::identity::KeyRing;
 use reqwest::Client;
@@ -43,21 +41,12 @@ async fn start_in_path(data_dir: std::path::PathBuf, blocking: Duration, port: u
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
     let host = Host::build(HostConfig {
-        data_dir: data_dir.clone(),
-        keys,
-        workflows_dir: None,
+        a2a_blocking_timeout: blocking,
+        ..HostConfig::new(data_dir.clone(), keys)
     })
     .await
     .expect("host");
-    let mut config = A2aConfig::new(a2a::skills_from_registry(host.engine.registry()));
-    config.blocking_timeout = blocking;
-    let a2a_router = a2a::router(
-        host.state.clone(),
-        config,
-        Some(&data_dir.join("a2a.sqlite")),
-    )
-    .expect("a2a router");
-    let app = rest::router(host.state.clone()).merge(a2a_router);
+    let app = host.router();
     let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use openwop::edge::mcp::{self, McpConfig};
+use openwop::edge::mcp::McpConfig;
 use openwop::edge::rest;
 use openwop::host::{Host, HostConfig};
 use openwop::identity::{KeyRing, Subject};
@@ -55,17 +55,13 @@ async fn start_inner(
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
     let host = Host::build(HostConfig {
-        data_dir: dir.path().to_path_buf(),
-        keys,
         workflows_dir,
+        mcp: config,
+        ..HostConfig::new(dir.path().to_path_buf(), keys)
     })
     .await
     .expect("host");
-    let app = rest::router(host.state.clone()).merge(mcp::router(
-        host.state.clone(),
-        host.engine.clone(),
-        config,
-    ));
+    let app = host.router();
     let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();

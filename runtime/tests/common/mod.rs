@@ -31,7 +31,7 @@ pub async fn start() -> TestHost {
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).unwrap();
     keys.add("globex", KEY_B).unwrap();
-    let host = Host::build(HostConfig { data_dir: dir.path().to_path_buf(), keys, workflows_dir: None })
+    let host = Host::build(HostConfig::new(dir.path().to_path_buf(), keys))
         .await
         .expect("host builds");
     let ops = host.state.ops.clone();
