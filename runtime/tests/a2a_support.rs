@@ -1,5 +1,5 @@
 //! A host with the A2A router merged beside REST, on a loopback port, for the A2A tests
-//! (and for driving the real peers by hand: see `a2a_peer_host.rs`).
+//! (the real peers drive `openwop serve` itself: see `tests/peers/a2a/run.sh`).
 #![allow(dead_code)]
 
 use std::time::Duration;
