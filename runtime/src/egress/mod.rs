@@ -74,7 +74,7 @@ pub enum Refused {
     NoHost,
     #[error("the host `{0}` is never reachable from this host")]
     Name(String),
-    #[error("the host resolves to {ip}, a {class} address")]
+    #[error("the host resolves to a {class} address")]
     Address { ip: IpAddr, class: &'static str },
     #[error("the host cannot be resolved")]
     Unresolvable,
