@@ -77,10 +77,12 @@ pub fn egress_loopback_relaxation() -> Value {
 pub fn add_relaxation(document: &mut Value, relaxation: Value) {
     if let Some(root) = document.as_object_mut() {
         let host = root.entry("host").or_insert_with(|| json!({}));
-        if let Some(list) = host.as_object_mut().map(|h| h.entry("relaxations").or_insert_with(|| json!([]))) {
-            if let Some(items) = list.as_array_mut() {
-                items.push(relaxation);
-            }
+        if let Some(items) = host
+            .as_object_mut()
+            .map(|h| h.entry("relaxations").or_insert_with(|| json!([])))
+            .and_then(Value::as_array_mut)
+        {
+            items.push(relaxation);
         }
     }
 }

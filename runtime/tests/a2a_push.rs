@@ -104,7 +104,9 @@ impl Receiver {
                     let mut response = axum::response::Response::new(axum::body::Body::empty());
                     *response.status_mut() = StatusCode::from_u16(status).expect("status");
                     if let Some(loc) = state.location.lock().expect("lock").clone() {
-                        response.headers_mut().insert("location", loc.parse().expect("location"));
+                        response
+                            .headers_mut()
+                            .insert("location", loc.parse().expect("location"));
                     }
                     response
                 }
@@ -131,13 +133,20 @@ impl Receiver {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("the receiver got {} pushes, expected {n}", self.received().len());
+        panic!(
+            "the receiver got {} pushes, expected {n}",
+            self.received().len()
+        );
     }
 
     /// Waits for the push that carries the whole task (a task's last push).
     async fn wait_for_final(&self) -> Received {
         for _ in 0..200 {
-            if let Some(r) = self.received().into_iter().find(|r| r.body.get("task").is_some()) {
+            if let Some(r) = self
+                .received()
+                .into_iter()
+                .find(|r| r.body.get("task").is_some())
+            {
                 return r;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -175,7 +184,12 @@ async fn host(allow_loopback: bool, resolver: Scripted, retry: RetryPolicy) -> T
     host_on(dir, allow_loopback, resolver, retry).await
 }
 
-async fn host_on(dir: std::path::PathBuf, allow_loopback: bool, resolver: Scripted, retry: RetryPolicy) -> TestHost {
+async fn host_on(
+    dir: std::path::PathBuf,
+    allow_loopback: bool,
+    resolver: Scripted,
+    retry: RetryPolicy,
+) -> TestHost {
     start_configured(dir, 0, move |c: &mut HostConfig| {
         c.egress_allow_loopback = allow_loopback;
         c.resolver = Arc::new(resolver);
@@ -194,8 +208,14 @@ async fn waiting_task(h: &TestHost, key: &str, message_id: &str) -> String {
             json!({"message": user_message(message_id, Some("approval"), json!([{"data": {"title": "t"}}]))}),
         )
         .await;
-    assert_eq!(body["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{body}");
-    body["result"]["task"]["id"].as_str().expect("id").to_owned()
+    assert_eq!(
+        body["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{body}"
+    );
+    body["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
 }
 
 async fn approve(h: &TestHost, task_id: &str, message_id: &str) -> Value {
@@ -215,7 +235,10 @@ async fn rpc_bytes(h: &TestHost, key: &str, method: &str, params: Value) -> (u16
         .send()
         .await
         .expect("send");
-    (resp.status().as_u16(), resp.bytes().await.expect("body").to_vec())
+    (
+        resp.status().as_u16(),
+        resp.bytes().await.expect("body").to_vec(),
+    )
 }
 
 async fn rest_bytes(h: &TestHost, key: &str, method: Method, path: &str) -> (u16, Vec<u8>) {
@@ -227,7 +250,10 @@ async fn rest_bytes(h: &TestHost, key: &str, method: Method, path: &str) -> (u16
         .send()
         .await
         .expect("send");
-    (resp.status().as_u16(), resp.bytes().await.expect("body").to_vec())
+    (
+        resp.status().as_u16(),
+        resp.bytes().await.expect("body").to_vec(),
+    )
 }
 
 fn db(h: &TestHost) -> rusqlite::Connection {
@@ -236,7 +262,9 @@ fn db(h: &TestHost) -> rusqlite::Connection {
 
 fn dead_letters(h: &TestHost) -> Vec<(String, i64, String)> {
     let c = db(h);
-    let mut stmt = c.prepare("SELECT state, attempts, reason FROM push_dead_letters ORDER BY at_ms").expect("prepare");
+    let mut stmt = c
+        .prepare("SELECT state, attempts, reason FROM push_dead_letters ORDER BY at_ms")
+        .expect("prepare");
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .expect("query")
         .collect::<Result<_, _>>()
@@ -256,12 +284,18 @@ async fn wait_dead_letters(h: &TestHost, n: usize) -> Vec<(String, i64, String)>
 
 /// Every text cell of a table, joined (to search for secrets).
 fn table_text(c: &rusqlite::Connection, table: &str) -> String {
-    let mut stmt = c.prepare(&format!("SELECT * FROM {table}")).expect("prepare");
+    let mut stmt = c
+        .prepare(&format!("SELECT * FROM {table}"))
+        .expect("prepare");
     let n = stmt.column_count();
     let rows = stmt
         .query_map([], |r| {
             Ok((0..n)
-                .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")).unwrap_or_default())
+                .map(|i| {
+                    r.get::<_, rusqlite::types::Value>(i)
+                        .map(|v| format!("{v:?}"))
+                        .unwrap_or_default()
+                })
                 .collect::<Vec<_>>()
                 .join("|"))
         })
@@ -322,13 +356,27 @@ async fn registration_refuses_every_unsafe_url_on_both_bindings_and_changes_noth
     ];
     for url in refused {
         let (_, body) = h
-            .rpc_with(Some(KEY_A), Some("1.0"), "CreateTaskPushNotificationConfig", json!({"taskId": task, "url": url}))
+            .rpc_with(
+                Some(KEY_A),
+                Some("1.0"),
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task, "url": url}),
+            )
             .await;
         assert_eq!(body["error"]["code"], -32602, "{url}: {body}");
-        assert!(body["error"]["message"].as_str().unwrap_or("").contains("url"), "{url}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("url"),
+            "{url}: {body}"
+        );
         // The resolved address is never echoed to the caller.
         for leak in ["10.0.0.7", "fd12", "192.168.0.10"] {
-            assert!(!body.to_string().contains(leak), "{url} leaks {leak}: {body}");
+            assert!(
+                !body.to_string().contains(leak),
+                "{url} leaks {leak}: {body}"
+            );
         }
         let (status, body) = h
             .rest(
@@ -343,11 +391,22 @@ async fn registration_refuses_every_unsafe_url_on_both_bindings_and_changes_noth
     }
     // The public name passes.
     let (_, ok) = h
-        .rpc_with(Some(KEY_A), Some("1.0"), "CreateTaskPushNotificationConfig", json!({"taskId": task, "url": "https://public.test/hook"}))
+        .rpc_with(
+            Some(KEY_A),
+            Some("1.0"),
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": "https://public.test/hook"}),
+        )
         .await;
     assert!(ok["result"]["id"].is_string(), "{ok}");
-    let list = h.rpc("ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
-    assert_eq!(list["result"]["configs"].as_array().map(Vec::len), Some(1), "{list}");
+    let list = h
+        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": task}))
+        .await;
+    assert_eq!(
+        list["result"]["configs"].as_array().map(Vec::len),
+        Some(1),
+        "{list}"
+    );
 
     // An inline config with a refused URL is refused before any run exists.
     let before = h.rpc("ListTasks", json!({})).await["result"]["totalSize"].clone();
@@ -361,7 +420,10 @@ async fn registration_refuses_every_unsafe_url_on_both_bindings_and_changes_noth
         )
         .await;
     assert_eq!(inline["error"]["code"], -32602, "{inline}");
-    assert_eq!(h.rpc("ListTasks", json!({})).await["result"]["totalSize"], before);
+    assert_eq!(
+        h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
+        before
+    );
 }
 
 #[tokio::test]
@@ -386,7 +448,11 @@ async fn dns_rebinding_between_registration_and_delivery_is_refused_at_delivery(
     assert_eq!(dead[0].1, 2, "both attempts were made and refused");
     assert!(dead[0].2.contains("egress"), "{dead:?}");
     assert!(!dead[0].2.contains(SECRET_TOKEN));
-    assert_eq!(connections.load(Ordering::SeqCst), 0, "no connection to the rebound address");
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "no connection to the rebound address"
+    );
 }
 
 #[tokio::test]
@@ -396,7 +462,10 @@ async fn the_loopback_opening_still_refuses_a_rebind_to_a_private_address() {
     let h = host(true, resolver, fast_retries(1)).await;
     let task = waiting_task(&h, KEY_A, "m-rebind-2").await;
     let created = h
-        .rpc("CreateTaskPushNotificationConfig", json!({"taskId": task, "url": format!("http://rebind.test:{port}/hook")}))
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": format!("http://rebind.test:{port}/hook")}),
+        )
         .await;
     assert!(created["result"]["id"].is_string(), "{created}");
     let dead = wait_dead_letters(&h, 1).await;
@@ -420,8 +489,15 @@ async fn a_redirect_is_a_failed_delivery_and_is_never_followed() {
     .await;
     let dead = wait_dead_letters(&h, 1).await;
     assert!(dead[0].2.contains("redirect"), "{dead:?}");
-    assert_eq!(redirector.received().len(), 2, "two attempts, each answered 3xx");
-    assert!(trap.received().is_empty(), "the redirect target never sees the push or its credential");
+    assert_eq!(
+        redirector.received().len(),
+        2,
+        "two attempts, each answered 3xx"
+    );
+    assert!(
+        trap.received().is_empty(),
+        "the redirect target never sees the push or its credential"
+    );
 }
 
 #[tokio::test]
@@ -440,20 +516,39 @@ async fn credentials_go_only_to_the_registered_urls_checked_address_with_the_a2a
                    "authentication": {"scheme": "Basic", "credentials": SECRET_CREDENTIALS}}),
         )
         .await;
-    let config_id = created["result"]["id"].as_str().expect("config id").to_owned();
-    assert_eq!(created["result"]["authentication"], json!({"scheme": "Basic"}), "{created}");
+    let config_id = created["result"]["id"]
+        .as_str()
+        .expect("config id")
+        .to_owned();
+    assert_eq!(
+        created["result"]["authentication"],
+        json!({"scheme": "Basic"}),
+        "{created}"
+    );
     // Registration pushes the current state.
     let got = receiver.wait_for(1).await;
     let first = &got[0];
     assert_eq!(first.path, "/hook");
     assert_eq!(first.headers["content-type"], "application/a2a+json");
-    assert_eq!(first.headers["authorization"].to_str().expect("ascii"), format!("Basic {SECRET_CREDENTIALS}"));
-    assert_eq!(first.headers["host"].to_str().expect("ascii"), format!("push.test:{}", receiver.port));
+    assert_eq!(
+        first.headers["authorization"].to_str().expect("ascii"),
+        format!("Basic {SECRET_CREDENTIALS}")
+    );
+    assert_eq!(
+        first.headers["host"].to_str().expect("ascii"),
+        format!("push.test:{}", receiver.port)
+    );
     for name in first.headers.keys() {
-        assert!(!name.as_str().to_ascii_lowercase().contains("openwop"), "no OpenWOP header: {name}");
+        assert!(
+            !name.as_str().to_ascii_lowercase().contains("openwop"),
+            "no OpenWOP header: {name}"
+        );
     }
     assert_eq!(first.body["statusUpdate"]["taskId"], json!(task));
-    assert_eq!(first.body["statusUpdate"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        first.body["statusUpdate"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
 
     // Each later state change is pushed; the final one carries the whole task.
     approve(&h, &task, "m-cred-2").await;
@@ -461,7 +556,8 @@ async fn credentials_go_only_to_the_registered_urls_checked_address_with_the_a2a
     let got = receiver.received();
     assert_eq!(last.body["task"]["id"], json!(task), "{:?}", last.body);
     assert_eq!(last.body["task"]["status"]["state"], "TASK_STATE_COMPLETED");
-    assert!(got.iter().all(|r| r.headers["authorization"].to_str().ok() == Some(&format!("Basic {SECRET_CREDENTIALS}"))));
+    assert!(got.iter().all(|r| r.headers["authorization"].to_str().ok()
+        == Some(&format!("Basic {SECRET_CREDENTIALS}"))));
     // After the final push the configuration and its credential are discarded.
     for _ in 0..100 {
         if table_text(&db(&h), "push_secrets").is_empty() {
@@ -470,7 +566,12 @@ async fn credentials_go_only_to_the_registered_urls_checked_address_with_the_a2a
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(table_text(&db(&h), "push_secrets"), "");
-    let get = h.rpc("GetTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+    let get = h
+        .rpc(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task, "id": config_id}),
+        )
+        .await;
     assert_eq!(get["error"]["code"], -32001);
 }
 
@@ -487,13 +588,22 @@ async fn a_token_alone_is_sent_as_a_bearer_and_an_inline_config_gets_the_final_p
             }),
         )
         .await;
-    let task = sent["result"]["task"]["id"].as_str().expect("task").to_owned();
+    let task = sent["result"]["task"]["id"]
+        .as_str()
+        .expect("task")
+        .to_owned();
     assert!(!sent.to_string().contains(SECRET_TOKEN));
     let last = receiver.wait_for_final().await;
-    assert_eq!(last.headers["authorization"].to_str().expect("ascii"), format!("Bearer {SECRET_TOKEN}"));
+    assert_eq!(
+        last.headers["authorization"].to_str().expect("ascii"),
+        format!("Bearer {SECRET_TOKEN}")
+    );
     assert_eq!(last.body["task"]["id"], json!(task));
     assert_eq!(last.body["task"]["status"]["state"], "TASK_STATE_COMPLETED");
-    assert_eq!(last.body["task"]["artifacts"][0]["parts"][0]["data"], json!({"hello": "push"}));
+    assert_eq!(
+        last.body["task"]["artifacts"][0]["parts"][0]["data"],
+        json!({"hello": "push"})
+    );
     // Replaying the same message does not register a second configuration.
     h.rpc(
         "SendMessage",
@@ -504,7 +614,11 @@ async fn a_token_alone_is_sent_as_a_bearer_and_an_inline_config_gets_the_final_p
     )
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let finals = receiver.received().iter().filter(|r| r.body.get("task").is_some()).count();
+    let finals = receiver
+        .received()
+        .iter()
+        .filter(|r| r.body.get("task").is_some())
+        .count();
     assert_eq!(finals, 1, "one task, one final push");
 }
 
@@ -533,12 +647,22 @@ async fn failed_pushes_are_retried_per_the_policy_then_dead_lettered_out_of_sigh
     assert!(dead[0].2.contains("500"), "{dead:?}");
     // The dead letter names the delivery but holds no body, header or secret.
     let text = table_text(&db(&h), "push_dead_letters");
-    assert!(!text.contains(SECRET_TOKEN) && !text.contains("statusUpdate"), "{text}");
+    assert!(
+        !text.contains(SECRET_TOKEN) && !text.contains("statusUpdate"),
+        "{text}"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(flaky.received().len(), 3, "a delivered push is not repeated");
+    assert_eq!(
+        flaky.received().len(),
+        3,
+        "a delivered push is not repeated"
+    );
     // A2A clients never see dead letters; GetTask is how they recover.
     let task_view = h.rpc("GetTask", json!({"id": task})).await;
-    assert_eq!(task_view["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        task_view["result"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
     assert!(!task_view.to_string().contains("dead"), "{task_view}");
 }
 
@@ -572,7 +696,10 @@ async fn pending_pushes_and_their_credentials_survive_a_host_restart() {
     assert_eq!(pending, 1);
     let second = host_on(dir, true, Scripted::default(), slow).await;
     let got = receiver.wait_for(2).await;
-    assert_eq!(got[1].headers["authorization"].to_str().expect("ascii"), format!("Bearer {SECRET_CREDENTIALS}"));
+    assert_eq!(
+        got[1].headers["authorization"].to_str().expect("ascii"),
+        format!("Bearer {SECRET_CREDENTIALS}")
+    );
     assert_eq!(got[1].body["statusUpdate"]["taskId"], json!(task));
     // And the restarted host keeps pushing new states to the stored configuration.
     approve(&second, &task, "m-restart-2").await;
@@ -587,17 +714,30 @@ async fn config_reads_and_deletes_answer_unreadable_and_foreign_exactly_as_unkno
     let task_a = waiting_task(&h, KEY_A, "m-iso-1").await;
     let task_a2 = waiting_task(&h, KEY_A, "m-iso-2").await;
     let url = format!("{}/hook", receiver.base);
-    let ca = h.rpc("CreateTaskPushNotificationConfig", json!({"taskId": task_a, "url": url})).await["result"]["id"]
+    let ca = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_a, "url": url}),
+        )
+        .await["result"]["id"]
         .as_str()
         .expect("id")
         .to_owned();
-    let ca2 = h.rpc("CreateTaskPushNotificationConfig", json!({"taskId": task_a2, "url": url})).await["result"]["id"]
+    let ca2 = h
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_a2, "url": url}),
+        )
+        .await["result"]["id"]
         .as_str()
         .expect("id")
         .to_owned();
     // A configId is random and names no tenant or principal.
     for id in [&ca, &ca2] {
-        assert!(!id.contains("acme") && !id.contains(&task_a) && id.len() >= 20, "{id}");
+        assert!(
+            !id.contains("acme") && !id.contains(&task_a) && id.len() >= 20,
+            "{id}"
+        );
     }
     assert_ne!(ca, ca2);
     let never = "acme/r-0000000000000000000000";
@@ -606,7 +746,15 @@ async fn config_reads_and_deletes_answer_unreadable_and_foreign_exactly_as_unkno
     // GetTaskPushNotificationConfig, JSON-RPC: the four failing probes are byte-identical.
     let get = |key: &'static str, task: String, id: String| {
         let h = &h;
-        async move { rpc_bytes(h, key, "GetTaskPushNotificationConfig", json!({"taskId": task, "id": id})).await }
+        async move {
+            rpc_bytes(
+                h,
+                key,
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": task, "id": id}),
+            )
+            .await
+        }
     };
     let unreadable = get(KEY_B, task_a.clone(), ca.clone()).await;
     let unknown_task = get(KEY_B, unknown_b.into(), ca.clone()).await;
@@ -614,8 +762,19 @@ async fn config_reads_and_deletes_answer_unreadable_and_foreign_exactly_as_unkno
     let unknown_config = get(KEY_A, task_a.clone(), "pc-never-issued-000000000000".into()).await;
     let unknown_own_task = get(KEY_A, never.into(), ca.clone()).await;
     assert_eq!(unreadable.0, 200);
-    for other in [&unknown_task, &foreign_config, &unknown_config, &unknown_own_task] {
-        assert_eq!(&unreadable, other, "{} vs {}", String::from_utf8_lossy(&unreadable.1), String::from_utf8_lossy(&other.1));
+    for other in [
+        &unknown_task,
+        &foreign_config,
+        &unknown_config,
+        &unknown_own_task,
+    ] {
+        assert_eq!(
+            &unreadable,
+            other,
+            "{} vs {}",
+            String::from_utf8_lossy(&unreadable.1),
+            String::from_utf8_lossy(&other.1)
+        );
     }
     let body: Value = serde_json::from_slice(&unreadable.1).expect("json");
     assert_eq!(body["error"]["code"], -32001);
@@ -623,7 +782,15 @@ async fn config_reads_and_deletes_answer_unreadable_and_foreign_exactly_as_unkno
     // The same on HTTP+JSON.
     let rest_get = |key: &'static str, task: String, id: String| {
         let h = &h;
-        async move { rest_bytes(h, key, Method::GET, &format!("/tasks/{task}/pushNotificationConfigs/{id}")).await }
+        async move {
+            rest_bytes(
+                h,
+                key,
+                Method::GET,
+                &format!("/tasks/{task}/pushNotificationConfigs/{id}"),
+            )
+            .await
+        }
     };
     let r_unreadable = rest_get(KEY_B, task_a.clone(), ca.clone()).await;
     assert_eq!(r_unreadable.0, 404);
@@ -637,30 +804,78 @@ async fn config_reads_and_deletes_answer_unreadable_and_foreign_exactly_as_unkno
 
     // List on an unreadable task is the unknown-task answer.
     assert_eq!(
-        rpc_bytes(&h, KEY_B, "ListTaskPushNotificationConfigs", json!({"taskId": task_a})).await,
-        rpc_bytes(&h, KEY_B, "ListTaskPushNotificationConfigs", json!({"taskId": unknown_b})).await
+        rpc_bytes(
+            &h,
+            KEY_B,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task_a})
+        )
+        .await,
+        rpc_bytes(
+            &h,
+            KEY_B,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": unknown_b})
+        )
+        .await
     );
 
     // Delete on an unreadable task answers as on an unknown one and removes nothing.
     assert_eq!(
-        rpc_bytes(&h, KEY_B, "DeleteTaskPushNotificationConfig", json!({"taskId": task_a, "id": ca})).await,
-        rpc_bytes(&h, KEY_B, "DeleteTaskPushNotificationConfig", json!({"taskId": unknown_b, "id": ca})).await
+        rpc_bytes(
+            &h,
+            KEY_B,
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task_a, "id": ca})
+        )
+        .await,
+        rpc_bytes(
+            &h,
+            KEY_B,
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": unknown_b, "id": ca})
+        )
+        .await
     );
     // Delete of another task's configId answers as an unknown configId (success: delete
     // is idempotent) and leaves that configuration alone.
-    let foreign_delete = rpc_bytes(&h, KEY_A, "DeleteTaskPushNotificationConfig", json!({"taskId": task_a, "id": ca2})).await;
-    let unknown_delete =
-        rpc_bytes(&h, KEY_A, "DeleteTaskPushNotificationConfig", json!({"taskId": task_a, "id": "pc-never-issued-000000000000"})).await;
+    let foreign_delete = rpc_bytes(
+        &h,
+        KEY_A,
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_a, "id": ca2}),
+    )
+    .await;
+    let unknown_delete = rpc_bytes(
+        &h,
+        KEY_A,
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_a, "id": "pc-never-issued-000000000000"}),
+    )
+    .await;
     assert_eq!(foreign_delete, unknown_delete);
-    assert_eq!(serde_json::from_slice::<Value>(&foreign_delete.1).expect("json")["result"], json!({}));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&foreign_delete.1).expect("json")["result"],
+        json!({})
+    );
     for (task, id) in [(&task_a, &ca), (&task_a2, &ca2)] {
-        let still = h.rpc("GetTaskPushNotificationConfig", json!({"taskId": task, "id": id})).await;
+        let still = h
+            .rpc(
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": task, "id": id}),
+            )
+            .await;
         assert_eq!(still["result"]["id"], json!(id), "{still}");
     }
     // Deleting twice succeeds twice; then the config is gone.
     for _ in 0..2 {
         let (status, body) = h
-            .rest(Some(KEY_A), Method::DELETE, &format!("/tasks/{task_a}/pushNotificationConfigs/{ca}"), None)
+            .rest(
+                Some(KEY_A),
+                Method::DELETE,
+                &format!("/tasks/{task_a}/pushNotificationConfigs/{ca}"),
+                None,
+            )
             .await;
         assert_eq!(status, 200, "{body}");
     }
@@ -679,29 +894,75 @@ async fn secrets_are_never_returned_nor_stored_with_the_task_or_its_event_log() 
     rpc_params["taskId"] = json!(task);
     answers.push(h.rpc("CreateTaskPushNotificationConfig", rpc_params).await);
     let (status, rest_created) = h
-        .rest(Some(KEY_A), Method::POST, &format!("/tasks/{task}/pushNotificationConfigs"), Some(config.clone()))
+        .rest(
+            Some(KEY_A),
+            Method::POST,
+            &format!("/tasks/{task}/pushNotificationConfigs"),
+            Some(config.clone()),
+        )
         .await;
     assert_eq!(status, 200, "{rest_created}");
     let id = rest_created["id"].as_str().expect("id").to_owned();
     assert_eq!(rest_created["taskId"], json!(task));
     answers.push(rest_created);
-    answers.push(h.rpc("GetTaskPushNotificationConfig", json!({"taskId": task, "id": id})).await);
-    answers.push(h.rpc("ListTaskPushNotificationConfigs", json!({"taskId": task})).await);
-    answers.push(h.rest(Some(KEY_A), Method::GET, &format!("/tasks/{task}/pushNotificationConfigs"), None).await.1);
-    answers.push(h.rest(Some(KEY_A), Method::GET, &format!("/tasks/{task}/pushNotificationConfigs/{id}"), None).await.1);
+    answers.push(
+        h.rpc(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task, "id": id}),
+        )
+        .await,
+    );
+    answers.push(
+        h.rpc("ListTaskPushNotificationConfigs", json!({"taskId": task}))
+            .await,
+    );
+    answers.push(
+        h.rest(
+            Some(KEY_A),
+            Method::GET,
+            &format!("/tasks/{task}/pushNotificationConfigs"),
+            None,
+        )
+        .await
+        .1,
+    );
+    answers.push(
+        h.rest(
+            Some(KEY_A),
+            Method::GET,
+            &format!("/tasks/{task}/pushNotificationConfigs/{id}"),
+            None,
+        )
+        .await
+        .1,
+    );
     answers.push(h.rpc("GetTask", json!({"id": task})).await);
-    assert_eq!(answers[3]["result"]["configs"].as_array().map(Vec::len), Some(2), "{}", answers[3]);
+    assert_eq!(
+        answers[3]["result"]["configs"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        answers[3]
+    );
     for a in &answers {
         let text = a.to_string();
-        assert!(!text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS), "{text}");
-        assert!(!text.contains("\"token\"") && !text.contains("credentials"), "{text}");
+        assert!(
+            !text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS),
+            "{text}"
+        );
+        assert!(
+            !text.contains("\"token\"") && !text.contains("credentials"),
+            "{text}"
+        );
     }
     receiver.wait_for(2).await;
     // The run's event log, read as REST shows it.
     let projected = task.replace('/', "~2F");
     let events = h
         .http
-        .get(format!("{}/runs/{projected}/events/poll?afterSequence=-1&timeout=0", h.base))
+        .get(format!(
+            "{}/runs/{projected}/events/poll?afterSequence=-1&timeout=0",
+            h.base
+        ))
         .bearer_auth(KEY_A)
         .send()
         .await
@@ -713,14 +974,32 @@ async fn secrets_are_never_returned_nor_stored_with_the_task_or_its_event_log() 
     assert!(!events.contains(SECRET_TOKEN) && !events.contains(SECRET_CREDENTIALS));
     // a2a.sqlite: only the secrets table holds them.
     let c = db(&h);
-    for table in ["a2a_tasks", "a2a_messages", "push_configs", "push_outbox", "push_dead_letters"] {
+    for table in [
+        "a2a_tasks",
+        "a2a_messages",
+        "push_configs",
+        "push_outbox",
+        "push_dead_letters",
+    ] {
         let text = table_text(&c, table);
-        assert!(!text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS), "{table}: {text}");
+        assert!(
+            !text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS),
+            "{table}: {text}"
+        );
     }
     assert!(table_text(&c, "push_secrets").contains(SECRET_CREDENTIALS));
     // Delete discards them.
-    for config_id in answers[3]["result"]["configs"].as_array().expect("configs").iter().filter_map(|c| c["id"].as_str()) {
-        h.rpc("DeleteTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+    for config_id in answers[3]["result"]["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+    {
+        h.rpc(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task, "id": config_id}),
+        )
+        .await;
     }
     assert_eq!(table_text(&c, "push_secrets"), "");
     assert_eq!(table_text(&c, "push_configs"), "");
@@ -731,7 +1010,15 @@ async fn discovery_and_card_advertise_push_and_the_opened_guard_is_never_silent(
     let open = host(true, Scripted::default(), fast_retries(1)).await;
     let closed = host(false, Scripted::default(), fast_retries(1)).await;
     for (h, relaxed) in [(&open, true), (&closed, false)] {
-        let d: Value = h.http.get(format!("{}/.well-known/openwop", h.base)).send().await.expect("d").json().await.expect("json");
+        let d: Value = h
+            .http
+            .get(format!("{}/.well-known/openwop", h.base))
+            .send()
+            .await
+            .expect("d")
+            .json()
+            .await
+            .expect("json");
         assert_eq!(d["a2a"]["pushNotifications"], true);
         let card: Value = h
             .http
@@ -743,9 +1030,14 @@ async fn discovery_and_card_advertise_push_and_the_opened_guard_is_never_silent(
             .await
             .expect("json");
         assert_eq!(card["capabilities"]["pushNotifications"], true);
-        let relaxations = d["host"]["relaxations"].as_array().cloned().unwrap_or_default();
+        let relaxations = d["host"]["relaxations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(
-            relaxations.iter().any(|r| r["obligation"] == "webhooks.egress-guard"),
+            relaxations
+                .iter()
+                .any(|r| r["obligation"] == "webhooks.egress-guard"),
             relaxed,
             "{d}"
         );
@@ -753,7 +1045,10 @@ async fn discovery_and_card_advertise_push_and_the_opened_guard_is_never_silent(
     // Without the opening, a loopback receiver is refused at registration.
     let task = waiting_task(&closed, KEY_A, "m-closed-1").await;
     let refused = closed
-        .rpc("CreateTaskPushNotificationConfig", json!({"taskId": task, "url": "http://127.0.0.1:9/hook"}))
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": "http://127.0.0.1:9/hook"}),
+        )
         .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }

@@ -57,7 +57,12 @@ pub struct SystemResolver;
 
 impl Resolve for SystemResolver {
     fn resolve<'a>(&'a self, host: &'a str, port: u16) -> Resolving<'a> {
-        Box::pin(async move { Ok(tokio::net::lookup_host((host, port)).await?.map(|a| a.ip()).collect()) })
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host, port))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
     }
 }
 
@@ -112,7 +117,9 @@ pub struct Egress {
 
 impl std::fmt::Debug for Egress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Egress").field("allow_loopback", &self.allow_loopback).finish()
+        f.debug_struct("Egress")
+            .field("allow_loopback", &self.allow_loopback)
+            .finish()
     }
 }
 
@@ -124,7 +131,11 @@ impl Default for Egress {
 
 impl Egress {
     pub fn new(resolver: Arc<dyn Resolve>, allow_loopback: bool) -> Egress {
-        Egress { resolver, allow_loopback, timeout: Duration::from_secs(15) }
+        Egress {
+            resolver,
+            allow_loopback,
+            timeout: Duration::from_secs(15),
+        }
     }
 
     /// Sets the whole-request timeout of a delivery.
@@ -163,10 +174,17 @@ impl Egress {
             None => {
                 let name = host.trim_end_matches('.').to_ascii_lowercase();
                 let is_localhost = name == "localhost" || name.ends_with(".localhost");
-                if (is_localhost && !self.allow_loopback) || METADATA_HOSTS.contains(&name.as_str()) || name.is_empty() {
+                if (is_localhost && !self.allow_loopback)
+                    || METADATA_HOSTS.contains(&name.as_str())
+                    || name.is_empty()
+                {
                     return Err(Refused::Name(name));
                 }
-                let ips = self.resolver.resolve(&name, port).await.map_err(|_| Refused::Unresolvable)?;
+                let ips = self
+                    .resolver
+                    .resolve(&name, port)
+                    .await
+                    .map_err(|_| Refused::Unresolvable)?;
                 (Some(host.to_owned()), ips)
             }
         };
@@ -179,16 +197,29 @@ impl Egress {
                 Some(Blocked::Loopback) if self.allow_loopback => {}
                 // Plain http is opened for loopback receivers only.
                 None => return Err(Refused::Scheme),
-                Some(class) => return Err(Refused::Address { ip: *ip, class: class.as_str() }),
+                Some(class) => {
+                    return Err(Refused::Address {
+                        ip: *ip,
+                        class: class.as_str(),
+                    });
+                }
             }
         }
-        let addrs = ips.into_iter().map(|ip| SocketAddr::new(ip, port)).collect();
+        let addrs = ips
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect();
         Ok(Checked { url, domain, addrs })
     }
 
     /// POSTs `body` to `raw` after checking it again, connected only to the checked
     /// addresses. Succeeds on a 2xx answer only.
-    pub async fn post(&self, raw: &str, headers: HeaderMap, body: Vec<u8>) -> Result<u16, SendError> {
+    pub async fn post(
+        &self,
+        raw: &str,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<u16, SendError> {
         let checked = self.check(raw).await.inspect_err(|e| {
             tracing::warn!(reason = %e, "egress refused at delivery time");
         })?;
@@ -202,7 +233,9 @@ impl Egress {
         if let Some(domain) = &checked.domain {
             builder = builder.resolve_to_addrs(domain, &checked.addrs);
         }
-        let client = builder.build().map_err(|e| SendError::Transport(e.to_string()))?;
+        let client = builder
+            .build()
+            .map_err(|e| SendError::Transport(e.to_string()))?;
         let response = client
             .post(checked.url.clone())
             .headers(headers)
@@ -239,7 +272,10 @@ impl reqwest::dns::Resolve for NoResolution {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let name = name.as_str().to_owned();
         Box::pin(async move {
-            Err(Box::new(io::Error::other(format!("`{name}` is not pinned"))) as Box<dyn std::error::Error + Send + Sync>)
+            Err(
+                Box::new(io::Error::other(format!("`{name}` is not pinned")))
+                    as Box<dyn std::error::Error + Send + Sync>,
+            )
         })
     }
 }
@@ -261,7 +297,13 @@ mod tests {
     fn guard(allow_loopback: bool) -> Egress {
         let mut names = HashMap::new();
         names.insert("public.test", vec!["93.184.216.34".parse().expect("ip")]);
-        names.insert("mixed.test", vec!["93.184.216.34".parse().expect("ip"), "10.0.0.5".parse().expect("ip")]);
+        names.insert(
+            "mixed.test",
+            vec![
+                "93.184.216.34".parse().expect("ip"),
+                "10.0.0.5".parse().expect("ip"),
+            ],
+        );
         names.insert("loop.test", vec!["127.0.0.1".parse().expect("ip")]);
         Egress::new(Arc::new(Fixed(names)), allow_loopback)
     }
@@ -270,18 +312,50 @@ mod tests {
     async fn urls_are_judged_by_scheme_name_and_every_address() {
         let g = guard(false);
         assert!(g.check("https://public.test/hook").await.is_ok());
-        assert_eq!(g.check("http://public.test/hook").await.err(), Some(Refused::Scheme));
-        assert_eq!(g.check("ftp://public.test/").await.err(), Some(Refused::Scheme));
+        assert_eq!(
+            g.check("http://public.test/hook").await.err(),
+            Some(Refused::Scheme)
+        );
+        assert_eq!(
+            g.check("ftp://public.test/").await.err(),
+            Some(Refused::Scheme)
+        );
         assert_eq!(g.check("not a url").await.err(), Some(Refused::Malformed));
-        assert_eq!(g.check("https://u:p@public.test/").await.err(), Some(Refused::Userinfo));
-        assert!(matches!(g.check("https://mixed.test/").await, Err(Refused::Address { .. })));
-        assert!(matches!(g.check("https://localhost/").await, Err(Refused::Name(_))));
-        assert!(matches!(g.check("https://a.b.localhost./").await, Err(Refused::Name(_))));
-        assert!(matches!(g.check("https://metadata.google.internal/").await, Err(Refused::Name(_))));
-        assert_eq!(g.check("https://nowhere.test/").await.err(), Some(Refused::Unresolvable));
+        assert_eq!(
+            g.check("https://u:p@public.test/").await.err(),
+            Some(Refused::Userinfo)
+        );
+        assert!(matches!(
+            g.check("https://mixed.test/").await,
+            Err(Refused::Address { .. })
+        ));
+        assert!(matches!(
+            g.check("https://localhost/").await,
+            Err(Refused::Name(_))
+        ));
+        assert!(matches!(
+            g.check("https://a.b.localhost./").await,
+            Err(Refused::Name(_))
+        ));
+        assert!(matches!(
+            g.check("https://metadata.google.internal/").await,
+            Err(Refused::Name(_))
+        ));
+        assert_eq!(
+            g.check("https://nowhere.test/").await.err(),
+            Some(Refused::Unresolvable)
+        );
         // WHATWG host parsing turns odd IPv4 spellings into the address they mean.
-        for odd in ["https://2130706433/", "https://0x7f.1/", "https://[::ffff:7f00:1]/", "https://[64:ff9b::a00:1]/"] {
-            assert!(matches!(g.check(odd).await, Err(Refused::Address { .. })), "{odd}");
+        for odd in [
+            "https://2130706433/",
+            "https://0x7f.1/",
+            "https://[::ffff:7f00:1]/",
+            "https://[64:ff9b::a00:1]/",
+        ] {
+            assert!(
+                matches!(g.check(odd).await, Err(Refused::Address { .. })),
+                "{odd}"
+            );
         }
     }
 
@@ -291,9 +365,21 @@ mod tests {
         assert!(g.check("http://127.0.0.1:9/").await.is_ok());
         assert!(g.check("http://loop.test:9/").await.is_ok());
         // `localhost` is no longer refused by name (the fixed resolver does not know it).
-        assert_eq!(g.check("http://localhost:9/").await.err(), Some(Refused::Unresolvable));
-        assert_eq!(g.check("http://public.test/").await.err(), Some(Refused::Scheme));
-        assert!(matches!(g.check("https://10.0.0.1/").await, Err(Refused::Address { .. })));
-        assert!(matches!(g.check("http://169.254.169.254/").await, Err(Refused::Address { .. })));
+        assert_eq!(
+            g.check("http://localhost:9/").await.err(),
+            Some(Refused::Unresolvable)
+        );
+        assert_eq!(
+            g.check("http://public.test/").await.err(),
+            Some(Refused::Scheme)
+        );
+        assert!(matches!(
+            g.check("https://10.0.0.1/").await,
+            Err(Refused::Address { .. })
+        ));
+        assert!(matches!(
+            g.check("http://169.254.169.254/").await,
+            Err(Refused::Address { .. })
+        ));
     }
 }

@@ -131,8 +131,14 @@ pub fn router(
     task_db: Option<&Path>,
 ) -> Result<Router, TaskStoreError> {
     let (tasks, push_store): (TaskStore, Arc<dyn push::PushStore>) = match task_db {
-        Some(path) => (TaskStore::open(path)?, Arc::new(push::SqlitePushStore::open(path)?)),
-        None => (TaskStore::in_memory()?, Arc::new(push::SqlitePushStore::in_memory()?)),
+        Some(path) => (
+            TaskStore::open(path)?,
+            Arc::new(push::SqlitePushStore::open(path)?),
+        ),
+        None => (
+            TaskStore::in_memory()?,
+            Arc::new(push::SqlitePushStore::in_memory()?),
+        ),
     };
     let (egress, retry) = (config.egress.clone(), config.push_retry);
     let mut state = A2aState {

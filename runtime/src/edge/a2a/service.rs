@@ -226,7 +226,12 @@ fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
 fn inline_push_config(configuration: &Value) -> Option<(&'static str, &Value)> {
     ["taskPushNotificationConfig", "pushNotificationConfig"]
         .into_iter()
-        .find_map(|k| configuration.get(k).filter(|c| !c.is_null()).map(|c| (k, c)))
+        .find_map(|k| {
+            configuration
+                .get(k)
+                .filter(|c| !c.is_null())
+                .map(|c| (k, c))
+        })
 }
 
 /// A `data` part's value with integral doubles read back as integers. A2A's `data` is a

@@ -62,7 +62,9 @@ impl RetryPolicy {
         let d = match self.backoff {
             Backoff::None => Duration::ZERO,
             Backoff::Fixed => self.initial_delay,
-            Backoff::Exponential => self.initial_delay.saturating_mul(1u32 << attempts.saturating_sub(1).min(20)),
+            Backoff::Exponential => self
+                .initial_delay
+                .saturating_mul(1u32 << attempts.saturating_sub(1).min(20)),
         };
         d.min(self.max_delay)
     }
@@ -178,17 +180,44 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
             return;
         }
     };
-    let projected = match state.project(&run, Shape { history_length: Some(0), include_artifacts: true }).await {
+    let projected = match state
+        .project(
+            &run,
+            Shape {
+                history_length: Some(0),
+                include_artifacts: true,
+            },
+        )
+        .await
+    {
         Ok(p) => p,
         Err(_) => return,
     };
     let last = project::is_terminal(projected.status);
     // A final state carries the whole task (outputs included); others a status update.
-    let body = if last { projected.as_stream_task() } else { projected.as_status_update() };
-    match store.enqueue_change(run_id, projected.wire_state, &body.to_string(), last, crate::clock::now_ms()).await {
+    let body = if last {
+        projected.as_stream_task()
+    } else {
+        projected.as_status_update()
+    };
+    match store
+        .enqueue_change(
+            run_id,
+            projected.wire_state,
+            &body.to_string(),
+            last,
+            crate::clock::now_ms(),
+        )
+        .await
+    {
         Ok(0) => {}
         Ok(n) => {
-            tracing::debug!(run_id, state = projected.wire_state, deliveries = n, "push enqueued");
+            tracing::debug!(
+                run_id,
+                state = projected.wire_state,
+                deliveries = n,
+                "push enqueued"
+            );
             outbox.notify_one();
         }
         Err(e) => tracing::error!(error = %e, "push: cannot enqueue"),
@@ -240,7 +269,12 @@ async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, d
         (Ok(Some(c)), Ok(Some(s))) => (c, s),
         (Ok(None), _) | (_, Ok(None)) => {
             // Deleted since it was enqueued: its credential is gone, and so is the push.
-            let _ = store.delivered(&Delivery { last: false, ..delivery }).await;
+            let _ = store
+                .delivered(&Delivery {
+                    last: false,
+                    ..delivery
+                })
+                .await;
             return;
         }
         (Err(e), _) | (_, Err(e)) => {
@@ -256,11 +290,15 @@ async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, d
                 v.set_sensitive(true);
                 headers.insert(AUTHORIZATION, v);
             }
-            Err(_) => tracing::warn!(config_id = %delivery.config_id, "push credential is not a valid header value"),
+            Err(_) => {
+                tracing::warn!(config_id = %delivery.config_id, "push credential is not a valid header value")
+            }
         }
     }
     let attempts = delivery.attempts + 1;
-    let outcome = egress.post(&config.url, headers, delivery.body.clone().into_bytes()).await;
+    let outcome = egress
+        .post(&config.url, headers, delivery.body.clone().into_bytes())
+        .await;
     let now = crate::clock::now_ms();
     let settled = match outcome {
         Ok(status) => {
@@ -272,12 +310,16 @@ async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, d
                 delivery_id = %delivery.delivery_id, run_id = %delivery.run_id, config_id = %delivery.config_id,
                 attempts, reason = %e, "push dead-lettered"
             );
-            store.dead_letter(&delivery, attempts, &e.to_string(), now).await
+            store
+                .dead_letter(&delivery, attempts, &e.to_string(), now)
+                .await
         }
         Err(e) => {
             let next = now + policy.delay_after(attempts).as_millis() as i64;
             tracing::info!(delivery_id = %delivery.delivery_id, attempts, reason = %e, "push failed; will retry");
-            store.retry_later(&delivery.delivery_id, attempts, next).await
+            store
+                .retry_later(&delivery.delivery_id, attempts, next)
+                .await
         }
     };
     if let Err(e) = settled {
@@ -308,9 +350,18 @@ mod tests {
 
     #[test]
     fn authorization_prefers_the_scheme_and_falls_back_to_a_bearer_token() {
-        let both = Secret { token: Some("t".into()), credentials: Some("c".into()) };
-        assert_eq!(authorization(Some("Basic"), &both).as_deref(), Some("Basic c"));
-        let token = Secret { token: Some("t".into()), credentials: None };
+        let both = Secret {
+            token: Some("t".into()),
+            credentials: Some("c".into()),
+        };
+        assert_eq!(
+            authorization(Some("Basic"), &both).as_deref(),
+            Some("Basic c")
+        );
+        let token = Secret {
+            token: Some("t".into()),
+            credentials: None,
+        };
         assert_eq!(authorization(None, &token).as_deref(), Some("Bearer t"));
         assert_eq!(authorization(None, &Secret::default()), None);
     }

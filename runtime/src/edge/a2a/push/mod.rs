@@ -38,9 +38,18 @@ pub struct Push {
 
 impl Push {
     /// Builds the push side and starts its delivery workers on `state`'s runs.
-    pub fn start(state: &A2aState, store: Arc<dyn PushStore>, egress: Egress, policy: RetryPolicy) -> Push {
+    pub fn start(
+        state: &A2aState,
+        store: Arc<dyn PushStore>,
+        egress: Egress,
+        policy: RetryPolicy,
+    ) -> Push {
         let (kick, rx) = mpsc::unbounded_channel();
-        let push = Push { store: store.clone(), egress: egress.clone(), kick };
+        let push = Push {
+            store: store.clone(),
+            egress: egress.clone(),
+            kick,
+        };
         let mut with_push = state.clone();
         with_push.push = Some(push.clone());
         deliver::spawn(with_push, store, egress, policy, rx);
@@ -61,7 +70,10 @@ pub struct NewConfig {
 /// It echoes no id, so an unreadable task, an unknown one and a configId of another task
 /// cannot be told apart.
 pub fn not_found() -> Fault {
-    Fault::a2a(A2aError::TaskNotFound, "task or push notification config not found")
+    Fault::a2a(
+        A2aError::TaskNotFound,
+        "task or push notification config not found",
+    )
 }
 
 fn is_token_char(b: u8) -> bool {
@@ -74,14 +86,22 @@ fn secret_text(v: Option<&Value>, field: &str) -> Result<Option<String>, Fault> 
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         // Anything a header value cannot carry (control characters, CR/LF) is refused
         // here rather than silently dropped at delivery.
-        Some(Value::String(s)) if s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) if s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => {
+            Ok(Some(s.clone()))
+        }
         Some(_) => Err(Fault::invalid_params(field, "must be printable ASCII text")),
     }
 }
 
 /// Reads a `TaskPushNotificationConfig` (taskId is the caller's business).
 pub fn parse_config(v: &Value, at: &str) -> Result<NewConfig, Fault> {
-    let field = |f: &str| if at.is_empty() { f.to_owned() } else { format!("{at}.{f}") };
+    let field = |f: &str| {
+        if at.is_empty() {
+            f.to_owned()
+        } else {
+            format!("{at}.{f}")
+        }
+    };
     if !v.is_object() {
         return Err(Fault::invalid_params(at, "must be an object"));
     }
@@ -95,12 +115,17 @@ pub fn parse_config(v: &Value, at: &str) -> Result<NewConfig, Fault> {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
         Some(Value::String(s))
-            if s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
+            if s.len() <= 128
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
         {
             Some(s.clone())
         }
         Some(_) => {
-            return Err(Fault::invalid_params(&field("id"), "must be 1 to 128 characters of A-Z a-z 0-9 - . _ ~"));
+            return Err(Fault::invalid_params(
+                &field("id"),
+                "must be 1 to 128 characters of A-Z a-z 0-9 - . _ ~",
+            ));
         }
     };
     let token = secret_text(v.get("token"), &field("token"))?;
@@ -111,13 +136,31 @@ pub fn parse_config(v: &Value, at: &str) -> Result<NewConfig, Fault> {
                 .get("scheme")
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty() && s.bytes().all(is_token_char))
-                .ok_or_else(|| Fault::invalid_params(&field("authentication.scheme"), "must be an HTTP authentication scheme"))?;
-            let credentials = secret_text(auth.get("credentials"), &field("authentication.credentials"))?;
+                .ok_or_else(|| {
+                    Fault::invalid_params(
+                        &field("authentication.scheme"),
+                        "must be an HTTP authentication scheme",
+                    )
+                })?;
+            let credentials = secret_text(
+                auth.get("credentials"),
+                &field("authentication.credentials"),
+            )?;
             (Some(scheme.to_owned()), credentials)
         }
-        Some(_) => return Err(Fault::invalid_params(&field("authentication"), "must be an object")),
+        Some(_) => {
+            return Err(Fault::invalid_params(
+                &field("authentication"),
+                "must be an object",
+            ));
+        }
     };
-    Ok(NewConfig { id, url, scheme, secret: Secret { token, credentials } })
+    Ok(NewConfig {
+        id,
+        url,
+        scheme,
+        secret: Secret { token, credentials },
+    })
 }
 
 /// The configuration as every answer shows it: no token, no credentials.
@@ -130,7 +173,11 @@ pub fn view(config: &StoredConfig) -> Value {
 }
 
 fn refused(e: Refused, at: &str) -> Fault {
-    let field = if at.is_empty() { "url".to_owned() } else { format!("{at}.url") };
+    let field = if at.is_empty() {
+        "url".to_owned()
+    } else {
+        format!("{at}.url")
+    };
     Fault::invalid_params(&field, format!("refused by the egress guard: {e}"))
 }
 
@@ -146,51 +193,90 @@ impl A2aState {
     fn push(&self) -> Result<&Push, Fault> {
         // The facet says push is served exactly when this is set; the gate has already
         // refused otherwise.
-        self.push.as_ref().ok_or_else(|| Fault::a2a(A2aError::PushNotificationNotSupported, "push notifications are not served"))
+        self.push.as_ref().ok_or_else(|| {
+            Fault::a2a(
+                A2aError::PushNotificationNotSupported,
+                "push notifications are not served",
+            )
+        })
     }
 
     async fn push_task(&self, subject: &Subject, task_id: &str) -> Result<RunRecord, Fault> {
-        self.load(subject, task_id).await.map_err(|f| if f.reason() == Some("TASK_NOT_FOUND") { not_found() } else { f })
+        self.load(subject, task_id).await.map_err(|f| {
+            if f.reason() == Some("TASK_NOT_FOUND") {
+                not_found()
+            } else {
+                f
+            }
+        })
     }
 
     /// Checks a new configuration's URL now; the answer names the field at `at`.
     pub async fn check_push_url(&self, config: &NewConfig, at: &str) -> Result<(), Fault> {
-        self.push()?.egress.check(&config.url).await.map(|_| ()).map_err(|e| refused(e, at))
+        self.push()?
+            .egress
+            .check(&config.url)
+            .await
+            .map(|_| ())
+            .map_err(|e| refused(e, at))
     }
 
     /// Stores a configuration that already passed [`Self::check_push_url`] and pushes the
     /// task's current state to it.
-    pub async fn store_push_config(&self, run_id: &str, config: NewConfig) -> Result<StoredConfig, Fault> {
+    pub async fn store_push_config(
+        &self,
+        run_id: &str,
+        config: NewConfig,
+    ) -> Result<StoredConfig, Fault> {
         let push = self.push()?;
         let stored = StoredConfig {
             run_id: run_id.to_owned(),
-            config_id: config.id.unwrap_or_else(|| format!("pc-{}", crate::ids::mint_opaque())),
+            config_id: config
+                .id
+                .unwrap_or_else(|| format!("pc-{}", crate::ids::mint_opaque())),
             url: config.url,
             scheme: config.scheme,
             created_ms: crate::clock::now_ms(),
         };
-        push.store.put(stored.clone(), config.secret).await.map_err(|e| {
-            tracing::error!(error = %e, "push config could not be stored");
-            Fault::internal()
-        })?;
+        push.store
+            .put(stored.clone(), config.secret)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "push config could not be stored");
+                Fault::internal()
+            })?;
         let _ = push.kick.send(run_id.to_owned());
         Ok(stored)
     }
 
-    pub async fn create_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("CreateTaskPushNotificationConfig", &Facts::default(), &self.facet())?;
+    pub async fn create_push_config(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<Value, Fault> {
+        gate::check(
+            "CreateTaskPushNotificationConfig",
+            &Facts::default(),
+            &self.facet(),
+        )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
         let config = parse_config(params, "")?;
         if project::is_terminal(Self::status(&run)) {
-            return Err(Fault::unsupported("the task is in a terminal state; no further pushes would be sent"));
+            return Err(Fault::unsupported(
+                "the task is in a terminal state; no further pushes would be sent",
+            ));
         }
         self.check_push_url(&config, "").await?;
         Ok(view(&self.store_push_config(&run.run_id, config).await?))
     }
 
     pub async fn get_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("GetTaskPushNotificationConfig", &Facts::default(), &self.facet())?;
+        gate::check(
+            "GetTaskPushNotificationConfig",
+            &Facts::default(),
+            &self.facet(),
+        )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
         match self.push()?.store.get(&run.run_id, id).await {
@@ -203,8 +289,16 @@ impl A2aState {
         }
     }
 
-    pub async fn list_push_configs(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("ListTaskPushNotificationConfigs", &Facts::default(), &self.facet())?;
+    pub async fn list_push_configs(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<Value, Fault> {
+        gate::check(
+            "ListTaskPushNotificationConfigs",
+            &Facts::default(),
+            &self.facet(),
+        )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
         let configs = self.push()?.store.list(&run.run_id).await.map_err(|e| {
@@ -215,15 +309,27 @@ impl A2aState {
         Ok(json!({"configs": configs.iter().map(view).collect::<Vec<_>>(), "nextPageToken": ""}))
     }
 
-    pub async fn delete_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("DeleteTaskPushNotificationConfig", &Facts::default(), &self.facet())?;
+    pub async fn delete_push_config(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<Value, Fault> {
+        gate::check(
+            "DeleteTaskPushNotificationConfig",
+            &Facts::default(),
+            &self.facet(),
+        )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
         // Absent (or another task's) is the same success: delete is idempotent.
-        self.push()?.store.delete(&run.run_id, id).await.map_err(|e| {
-            tracing::error!(error = %e, "push config could not be deleted");
-            Fault::internal()
-        })?;
+        self.push()?
+            .store
+            .delete(&run.run_id, id)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "push config could not be deleted");
+                Fault::internal()
+            })?;
         Ok(json!({}))
     }
 }
@@ -245,10 +351,23 @@ mod tests {
             json!({"url": "https://r.test", "authentication": "Basic x"}),
             json!({"url": "https://r.test", "id": "a/b"}),
         ] {
-            assert_eq!(parse_config(&bad, "").err().map(|f| f.jsonrpc_code()), Some(-32602), "{bad}");
+            assert_eq!(
+                parse_config(&bad, "").err().map(|f| f.jsonrpc_code()),
+                Some(-32602),
+                "{bad}"
+            );
         }
-        let stored = StoredConfig { run_id: "t/r".into(), config_id: "pc-1".into(), url: "https://r.test/h".into(), scheme: Some("Basic".into()), created_ms: 0 };
+        let stored = StoredConfig {
+            run_id: "t/r".into(),
+            config_id: "pc-1".into(),
+            url: "https://r.test/h".into(),
+            scheme: Some("Basic".into()),
+            created_ms: 0,
+        };
         let shown = view(&stored).to_string();
-        assert!(!shown.contains("credentials") && !shown.contains("token"), "{shown}");
+        assert!(
+            !shown.contains("credentials") && !shown.contains("token"),
+            "{shown}"
+        );
     }
 }

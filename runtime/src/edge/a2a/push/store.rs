@@ -84,7 +84,14 @@ pub trait PushStore: Send + Sync {
     /// Enqueues a push of `state` for every open configuration of the run that has not
     /// pushed that state last; `last` closes them to further pushes. Returns how many
     /// deliveries were enqueued.
-    fn enqueue_change(&self, run_id: &str, state: &str, body: &str, last: bool, now_ms: i64) -> PushFuture<'_, usize>;
+    fn enqueue_change(
+        &self,
+        run_id: &str,
+        state: &str,
+        body: &str,
+        last: bool,
+        now_ms: i64,
+    ) -> PushFuture<'_, usize>;
     /// Due deliveries, at most one per configuration (its oldest), so one receiver sees
     /// a task's states in order.
     fn due(&self, now_ms: i64, limit: usize) -> PushFuture<'_, Vec<Delivery>>;
@@ -96,7 +103,13 @@ pub trait PushStore: Send + Sync {
     fn delivered(&self, delivery: &Delivery) -> PushFuture<'_, ()>;
     /// Settles an exhausted delivery as a dead letter; a `last` one discards its
     /// configuration.
-    fn dead_letter(&self, delivery: &Delivery, attempts: u32, reason: &str, now_ms: i64) -> PushFuture<'_, ()>;
+    fn dead_letter(
+        &self,
+        delivery: &Delivery,
+        attempts: u32,
+        reason: &str,
+        now_ms: i64,
+    ) -> PushFuture<'_, ()>;
     fn dead_letters(&self) -> PushFuture<'_, Vec<DeadLetter>>;
 }
 
@@ -158,13 +171,17 @@ impl SqlitePushStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         prepare(&conn)?;
-        Ok(SqlitePushStore { conn: Arc::new(Mutex::new(conn)) })
+        Ok(SqlitePushStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     pub fn in_memory() -> Result<SqlitePushStore, TaskStoreError> {
         let conn = Connection::open_in_memory()?;
         prepare(&conn)?;
-        Ok(SqlitePushStore { conn: Arc::new(Mutex::new(conn)) })
+        Ok(SqlitePushStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     fn with<T: Send + 'static>(
@@ -196,13 +213,23 @@ fn config_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredConfig> {
 const CONFIG_COLUMNS: &str = "run_id, config_id, url, scheme, created_ms";
 
 /// Removes a configuration with its secret and its pending deliveries.
-fn discard(tx: &rusqlite::Transaction<'_>, run_id: &str, config_id: &str) -> rusqlite::Result<bool> {
+fn discard(
+    tx: &rusqlite::Transaction<'_>,
+    run_id: &str,
+    config_id: &str,
+) -> rusqlite::Result<bool> {
     tx.execute(
         "DELETE FROM push_secrets WHERE secret_ref IN (SELECT secret_ref FROM push_configs WHERE run_id = ?1 AND config_id = ?2)",
         params![run_id, config_id],
     )?;
-    tx.execute("DELETE FROM push_outbox WHERE run_id = ?1 AND config_id = ?2", params![run_id, config_id])?;
-    Ok(tx.execute("DELETE FROM push_configs WHERE run_id = ?1 AND config_id = ?2", params![run_id, config_id])? > 0)
+    tx.execute(
+        "DELETE FROM push_outbox WHERE run_id = ?1 AND config_id = ?2",
+        params![run_id, config_id],
+    )?;
+    Ok(tx.execute(
+        "DELETE FROM push_configs WHERE run_id = ?1 AND config_id = ?2",
+        params![run_id, config_id],
+    )? > 0)
 }
 
 impl PushStore for SqlitePushStore {
@@ -228,7 +255,9 @@ impl PushStore for SqlitePushStore {
         let (run_id, config_id) = (run_id.to_owned(), config_id.to_owned());
         self.with(move |c| {
             Ok(c.query_row(
-                &format!("SELECT {CONFIG_COLUMNS} FROM push_configs WHERE run_id = ?1 AND config_id = ?2"),
+                &format!(
+                    "SELECT {CONFIG_COLUMNS} FROM push_configs WHERE run_id = ?1 AND config_id = ?2"
+                ),
                 params![run_id, config_id],
                 config_row,
             )
@@ -258,12 +287,23 @@ impl PushStore for SqlitePushStore {
 
     fn runs_with_configs(&self) -> PushFuture<'_, Vec<String>> {
         self.with(|c| {
-            let mut stmt = c.prepare("SELECT DISTINCT run_id FROM push_configs WHERE closed = 0 ORDER BY run_id")?;
-            Ok(stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?)
+            let mut stmt = c.prepare(
+                "SELECT DISTINCT run_id FROM push_configs WHERE closed = 0 ORDER BY run_id",
+            )?;
+            Ok(stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
         })
     }
 
-    fn enqueue_change(&self, run_id: &str, state: &str, body: &str, last: bool, now_ms: i64) -> PushFuture<'_, usize> {
+    fn enqueue_change(
+        &self,
+        run_id: &str,
+        state: &str,
+        body: &str,
+        last: bool,
+        now_ms: i64,
+    ) -> PushFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
         self.with(move |c| {
             let tx = c.transaction()?;
@@ -344,7 +384,10 @@ impl PushStore for SqlitePushStore {
         let d = delivery.clone();
         self.with(move |c| {
             let tx = c.transaction()?;
-            tx.execute("DELETE FROM push_outbox WHERE delivery_id = ?1", params![d.delivery_id])?;
+            tx.execute(
+                "DELETE FROM push_outbox WHERE delivery_id = ?1",
+                params![d.delivery_id],
+            )?;
             if d.last {
                 discard(&tx, &d.run_id, &d.config_id)?;
             }
@@ -353,7 +396,13 @@ impl PushStore for SqlitePushStore {
         })
     }
 
-    fn dead_letter(&self, delivery: &Delivery, attempts: u32, reason: &str, now_ms: i64) -> PushFuture<'_, ()> {
+    fn dead_letter(
+        &self,
+        delivery: &Delivery,
+        attempts: u32,
+        reason: &str,
+        now_ms: i64,
+    ) -> PushFuture<'_, ()> {
         let (d, reason) = (delivery.clone(), reason.to_owned());
         self.with(move |c| {
             let tx = c.transaction()?;
@@ -397,15 +446,29 @@ mod tests {
     use super::*;
 
     fn config(run: &str, id: &str) -> StoredConfig {
-        StoredConfig { run_id: run.into(), config_id: id.into(), url: "https://r.test/h".into(), scheme: Some("Bearer".into()), created_ms: 1 }
+        StoredConfig {
+            run_id: run.into(),
+            config_id: id.into(),
+            url: "https://r.test/h".into(),
+            scheme: Some("Bearer".into()),
+            created_ms: 1,
+        }
     }
 
     #[tokio::test]
     async fn configs_are_scoped_to_their_task_and_deletes_take_the_secret() {
         let s = SqlitePushStore::in_memory().expect("store");
-        let secret = Secret { token: Some("tok".into()), credentials: Some("cred".into()) };
-        s.put(config("t/a", "c1"), secret.clone()).await.expect("put");
-        assert_eq!(s.get("t/a", "c1").await.expect("get"), Some(config("t/a", "c1")));
+        let secret = Secret {
+            token: Some("tok".into()),
+            credentials: Some("cred".into()),
+        };
+        s.put(config("t/a", "c1"), secret.clone())
+            .await
+            .expect("put");
+        assert_eq!(
+            s.get("t/a", "c1").await.expect("get"),
+            Some(config("t/a", "c1"))
+        );
         assert_eq!(s.get("t/b", "c1").await.expect("get"), None);
         assert_eq!(s.secret("t/a", "c1").await.expect("secret"), Some(secret));
         assert!(!s.delete("t/b", "c1").await.expect("foreign delete"));
@@ -413,25 +476,54 @@ mod tests {
         assert!(s.delete("t/a", "c1").await.expect("delete"));
         assert!(!s.delete("t/a", "c1").await.expect("again"));
         assert_eq!(s.secret("t/a", "c1").await.expect("secret"), None);
-        let left: i64 = s.conn.lock().expect("lock").query_row("SELECT COUNT(*) FROM push_secrets", [], |r| r.get(0)).expect("count");
+        let left: i64 = s
+            .conn
+            .lock()
+            .expect("lock")
+            .query_row("SELECT COUNT(*) FROM push_secrets", [], |r| r.get(0))
+            .expect("count");
         assert_eq!(left, 0);
     }
 
     #[tokio::test]
     async fn a_state_is_enqueued_once_and_deliveries_come_in_order_per_config() {
         let s = SqlitePushStore::in_memory().expect("store");
-        s.put(config("t/a", "c1"), Secret::default()).await.expect("put");
-        assert_eq!(s.enqueue_change("t/a", "W", "{}", false, 0).await.expect("enqueue"), 1);
-        assert_eq!(s.enqueue_change("t/a", "W", "{}", false, 0).await.expect("enqueue"), 0);
-        assert_eq!(s.enqueue_change("t/a", "C", "{}", true, 0).await.expect("enqueue"), 1);
-        assert_eq!(s.enqueue_change("t/a", "X", "{}", false, 0).await.expect("closed"), 0);
+        s.put(config("t/a", "c1"), Secret::default())
+            .await
+            .expect("put");
+        assert_eq!(
+            s.enqueue_change("t/a", "W", "{}", false, 0)
+                .await
+                .expect("enqueue"),
+            1
+        );
+        assert_eq!(
+            s.enqueue_change("t/a", "W", "{}", false, 0)
+                .await
+                .expect("enqueue"),
+            0
+        );
+        assert_eq!(
+            s.enqueue_change("t/a", "C", "{}", true, 0)
+                .await
+                .expect("enqueue"),
+            1
+        );
+        assert_eq!(
+            s.enqueue_change("t/a", "X", "{}", false, 0)
+                .await
+                .expect("closed"),
+            0
+        );
         let due = s.due(0, 10).await.expect("due");
         assert_eq!(due.len(), 1);
         assert_eq!(due[0].state, "W");
         s.delivered(&due[0]).await.expect("settle");
         let due = s.due(0, 10).await.expect("due");
         assert_eq!(due[0].state, "C");
-        s.dead_letter(&due[0], 3, "receiver answered 500", 5).await.expect("dead");
+        s.dead_letter(&due[0], 3, "receiver answered 500", 5)
+            .await
+            .expect("dead");
         assert_eq!(s.dead_letters().await.expect("dl").len(), 1);
         // The last push settles the configuration away.
         assert_eq!(s.get("t/a", "c1").await.expect("get"), None);
