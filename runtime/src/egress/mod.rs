@@ -180,10 +180,11 @@ impl Egress {
                 {
                     return Err(Refused::Name(name));
                 }
-                let ips = self
-                    .resolver
-                    .resolve(&name, port)
+                // A resolver that never answers must not hold a registration or a
+                // delivery forever.
+                let ips = tokio::time::timeout(self.timeout, self.resolver.resolve(&name, port))
                     .await
+                    .map_err(|_| Refused::Unresolvable)?
                     .map_err(|_| Refused::Unresolvable)?;
                 (Some(host.to_owned()), ips)
             }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, watch};
@@ -79,6 +80,9 @@ impl RetryPolicy {
         })
     }
 }
+
+/// Attempts in flight at once.
+const MAX_CONCURRENT_ATTEMPTS: usize = 8;
 
 /// The media type of a push body.
 pub const PUSH_CONTENT_TYPE: &str = "application/a2a+json";
@@ -255,9 +259,14 @@ async fn send_pushes(
             }
             continue;
         }
-        for delivery in due {
-            attempt(store.as_ref(), &egress, &policy, delivery).await;
-        }
+        // `due` holds at most one delivery per configuration, so attempts can run side by
+        // side without reordering any receiver's pushes, and one slow receiver does not
+        // hold up the others.
+        futures::stream::iter(due)
+            .for_each_concurrent(MAX_CONCURRENT_ATTEMPTS, |delivery| {
+                attempt(store.as_ref(), &egress, &policy, delivery)
+            })
+            .await;
     }
 }
 
