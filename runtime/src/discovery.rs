@@ -64,6 +64,29 @@ pub fn document(max_page_size: usize, mcp: &crate::edge::mcp::McpConfig) -> Valu
     })
 }
 
+/// The relaxation `--egress-allow-loopback` records: the guard admits loopback receivers.
+pub fn egress_loopback_relaxation() -> Value {
+    json!({
+        "obligation": crate::egress::RELAXED_OBLIGATION,
+        "durability": "session",
+        "reason": "egress guard opened for loopback receivers (--egress-allow-loopback), for tests"
+    })
+}
+
+/// Records an operator relaxation in `host.relaxations[]`, so it is never silent.
+pub fn add_relaxation(document: &mut Value, relaxation: Value) {
+    if let Some(root) = document.as_object_mut() {
+        let host = root.entry("host").or_insert_with(|| json!({}));
+        if let Some(items) = host
+            .as_object_mut()
+            .map(|h| h.entry("relaxations").or_insert_with(|| json!([])))
+            .and_then(Value::as_array_mut)
+        {
+            items.push(relaxation);
+        }
+    }
+}
+
 impl Discovery {
     pub fn new(document: Value) -> Self {
         let body: Vec<u8> = serde_json::to_vec(&document).unwrap_or_default();
@@ -99,6 +122,14 @@ mod tests {
     #[test]
     fn our_document_passes_the_generated_validator() {
         let doc = document(100, &Default::default());
+        assert_eq!(self_check(&doc), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_opened_egress_guard_is_advertised_as_a_relaxation_and_stays_valid() {
+        let mut doc = document(100, &Default::default());
+        add_relaxation(&mut doc, egress_loopback_relaxation());
+        assert_eq!(doc["host"]["relaxations"][0]["obligation"], "webhooks.egress-guard");
         assert_eq!(self_check(&doc), Vec::<String>::new());
     }
 

@@ -2,6 +2,7 @@
 //! three edges (REST, A2A, MCP) on one router, and serves it until told to stop.
 
 use crate::discovery::{self, Discovery};
+use crate::egress;
 use crate::edge::{a2a, mcp};
 use crate::edge::rest::{self, AppState};
 use crate::engine::{Engine, Registry};
@@ -23,6 +24,13 @@ pub struct HostConfig {
     pub mcp: mcp::McpConfig,
     /// How long a blocking A2A `SendMessage` waits before answering with the task as it is.
     pub a2a_blocking_timeout: Duration,
+    /// Opens the egress guard for loopback receivers (plain http to loopback included).
+    /// An operator relaxation for tests: logged at start and advertised in discovery.
+    pub egress_allow_loopback: bool,
+    /// How outbound names are resolved; the system resolver unless a test injects one.
+    pub resolver: Arc<dyn egress::Resolve>,
+    /// How failed A2A pushes are retried before they are dead-lettered.
+    pub push_retry: a2a::push::RetryPolicy,
 }
 
 impl HostConfig {
@@ -34,6 +42,9 @@ impl HostConfig {
             workflows_dir: None,
             mcp: mcp::McpConfig::default(),
             a2a_blocking_timeout: Duration::from_secs(30),
+            egress_allow_loopback: false,
+            resolver: Arc::new(egress::SystemResolver),
+            push_retry: a2a::push::RetryPolicy::default(),
         }
     }
 }
@@ -66,7 +77,14 @@ pub struct Host {
 impl Host {
     /// Opens the store, loads workflows, checks discovery, and resumes unfinished runs.
     pub async fn build(config: HostConfig) -> Result<Self, StartError> {
-        let document = discovery::document(MAX_PAGE_SIZE, &config.mcp);
+        let mut document = discovery::document(MAX_PAGE_SIZE, &config.mcp);
+        if config.egress_allow_loopback {
+            tracing::warn!(
+                obligation = egress::RELAXED_OBLIGATION,
+                "the egress guard is open for loopback receivers (--egress-allow-loopback); for tests only, never in production"
+            );
+            discovery::add_relaxation(&mut document, discovery::egress_loopback_relaxation());
+        }
         let findings = discovery::self_check(&document);
         if !findings.is_empty() {
             return Err(StartError::InvalidDiscovery(findings.join("\n")));
@@ -91,6 +109,8 @@ impl Host {
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
+        a2a_config.egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        a2a_config.push_retry = config.push_retry;
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
         let mcp = mcp::router(state.clone(), engine.clone(), config.mcp);
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);

@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod discovery;
+pub mod egress;
 pub mod edge;
 pub mod engine;
 pub mod generated;

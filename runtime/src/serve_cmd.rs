@@ -19,6 +19,11 @@ use std::process::ExitCode;
   openwop serve --workflows ./my-workflows
       Add (or override) workflow definitions from *.json / *.yaml files.
 
+  openwop serve --egress-allow-loopback
+      Test set-up: A2A push receivers on loopback (http://127.0.0.1:PORT/...) are allowed.
+      Without it every push URL must be https to a public address, checked at registration
+      and again at each delivery.
+
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
@@ -30,7 +35,8 @@ pub struct ServeArgs {
     /// Directory for the SQLite database and the dev key.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows.
+    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows,
+    /// egressAllowLoopback (true/false).
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -41,6 +47,12 @@ pub struct ServeArgs {
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
+    /// FOR TESTS ONLY: open the egress guard for loopback receivers, so A2A pushes may go
+    /// to http://127.0.0.1:PORT or http://localhost:PORT. Private, link-local and metadata
+    /// addresses stay refused. Logged at start and advertised in discovery as the
+    /// relaxation `webhooks.egress-guard`; a relaxed host cannot certify.
+    #[arg(long)]
+    egress_allow_loopback: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +63,8 @@ struct FileConfig {
     #[serde(default)]
     api_keys: Vec<String>,
     workflows: Option<PathBuf>,
+    #[serde(default)]
+    egress_allow_loopback: bool,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -124,6 +138,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     let listen = args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
     let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
+    let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -139,7 +154,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let host = Host::build(HostConfig { workflows_dir, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
+        let host = Host::build(HostConfig { workflows_dir, egress_allow_loopback, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {

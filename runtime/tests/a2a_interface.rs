@@ -59,7 +59,7 @@ async fn card_lists_both_bindings_every_skill_and_the_enforced_bearer_scheme() {
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"
     );
-    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    assert_eq!(card["capabilities"]["pushNotifications"], true);
     // The generated per-card rules, against our discovery document with the a2a family
     // this edge serves.
     let discovery: Value = h
@@ -539,15 +539,17 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         .await;
     assert_eq!(status, 404);
     assert!(!is_openwop_envelope(&body) && body["error"]["code"] == 404);
-    // Rows whose facet is not advertised: the row's refusal.
+    // Push configs are served (a2a.pushNotifications); an unknown task is A2A-shaped.
+    // The refusal of an unadvertised row is the gate's unit test.
     let push = h
         .rpc(
             "CreateTaskPushNotificationConfig",
             json!({"taskId": "acme/r-aaaaaaaaaaaaaaaa", "url": "https://x.example"}),
         )
         .await;
-    assert_eq!(push["error"]["code"], -32003);
+    assert_eq!(push["error"]["code"], -32001);
     assert_eq!(error_info(&push["error"])["domain"], "a2a-protocol.org");
+    // Rows whose facet is not advertised: the row's refusal.
     let ext = h.rpc("GetExtendedAgentCard", json!({})).await;
     assert_eq!(ext["error"]["code"], -32007);
     let (status, body) = h

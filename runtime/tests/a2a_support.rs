@@ -17,6 +17,10 @@ pub struct TestHost {
     pub base: String,
     pub http: Client,
     pub host_state: openwop::edge::rest::AppState,
+    /// Stops the host's workers (engine, push delivery) as a shutdown would.
+    pub stopper: tokio::sync::watch::Sender<bool>,
+    /// Where the host keeps its data (the run store, `a2a.sqlite`).
+    pub data_path: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -36,16 +40,26 @@ async fn start_in(dir: tempfile::TempDir, blocking: Duration, port: u16) -> Test
 }
 
 async fn start_in_path(data_dir: std::path::PathBuf, blocking: Duration, port: u16) -> TestHost {
+    start_configured(data_dir, port, |c| c.a2a_blocking_timeout = blocking).await
+}
+
+/// A host on `data_dir` with whatever settings `configure` makes (egress, retries...).
+pub async fn start_configured(
+    data_dir: std::path::PathBuf,
+    port: u16,
+    configure: impl FnOnce(&mut HostConfig),
+) -> TestHost {
     let dir = tempfile::tempdir().expect("placeholder dir");
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
-    let host = Host::build(HostConfig {
-        a2a_blocking_timeout: blocking,
+    let mut config = HostConfig {
+        a2a_blocking_timeout: Duration::from_secs(5),
         ..HostConfig::new(data_dir.clone(), keys)
-    })
-    .await
-    .expect("host");
+    };
+    configure(&mut config);
+    let host = Host::build(config).await.expect("host");
+    let stopper = host.stopper();
     let app = host.router();
     let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
@@ -59,6 +73,8 @@ async fn start_in_path(data_dir: std::path::PathBuf, blocking: Duration, port: u
         base,
         http: Client::new(),
         host_state: state,
+        stopper,
+        data_path: data_dir,
         _dir: dir,
     }
 }

@@ -28,7 +28,7 @@ fn help_teaches_with_examples() {
     let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "Examples:", "RUST_LOG"] {
+    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -117,4 +117,42 @@ async fn config_file_and_workflow_directory_add_and_override_workflows() {
     assert_eq!(s["outputs"], json!({"greeting": "hello Ada", "by": "greet"}));
     let s = run("echo", json!({"x": 1})).await;
     assert_eq!(s["outputs"], json!({"overridden": true}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_egress_opening_from_the_config_file_is_advertised_and_the_flag_is_off_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(
+        &config,
+        json!({"listen": "127.0.0.1:0", "dataDir": dir.path().join("a"), "apiKeys": ["cfg:cfg-key-0123456789"], "egressAllowLoopback": true})
+            .to_string(),
+    )
+    .unwrap();
+    let relaxed = |args: Vec<std::ffi::OsString>| async move {
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (_child, base) = listening(child).await;
+        let d: Value = reqwest::get(format!("{base}/.well-known/openwop")).await.unwrap().json().await.unwrap();
+        d["host"]["relaxations"].as_array().cloned().unwrap_or_default()
+    };
+    let on = relaxed(vec!["--config".into(), config.into_os_string()]).await;
+    assert_eq!(on.len(), 1);
+    assert_eq!(on[0]["obligation"], "webhooks.egress-guard");
+    let off = relaxed(vec![
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--data-dir".into(),
+        dir.path().join("b").into_os_string(),
+        "--api-key".into(),
+        "cfg:cfg-key-0123456789".into(),
+    ])
+    .await;
+    assert!(off.is_empty());
 }

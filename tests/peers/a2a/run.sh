@@ -13,7 +13,9 @@ if [[ -z ${OPENWOP_BASE_URL:-} ]]; then
   cargo build --locked -p openwop --bin openwop >&2
   export OPENWOP_BIN=${OPENWOP_BIN:-$target_dir/debug/openwop}
   source tests/peers/host.sh
-  start_openwop "${OPENWOP_A2A_PEER_PORT:-38180}" "$target_dir/a2a-peer-host.log"
+  # Push receivers in the peer tests listen on loopback: open the guard for them (the
+  # host logs it and advertises the relaxation).
+  start_openwop "${OPENWOP_A2A_PEER_PORT:-38180}" "$target_dir/a2a-peer-host.log" --egress-allow-loopback
 fi
 
 venv=$target_dir/a2a-peer-venv

@@ -90,8 +90,12 @@ pub async fn handle(
             "GetTask" => state.get_task(&subject, &params).await,
             "ListTasks" => state.list_tasks(&subject, &params).await,
             "CancelTask" => state.cancel_task(&subject, &params).await,
-            // Every other row of the map (push configs, the extended card) needs a facet
-            // this host does not advertise: the table's refusal answers it.
+            "CreateTaskPushNotificationConfig" => state.create_push_config(&subject, &params).await,
+            "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
+            "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
+            "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
+            // Every other row of the map (the extended card) needs a facet this host does
+            // not advertise: the table's refusal answers it.
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(

@@ -12,6 +12,7 @@ pub mod errors;
 pub mod gate;
 mod jsonrpc;
 pub mod project;
+pub mod push;
 mod rest;
 pub mod service;
 mod stream;
@@ -56,6 +57,10 @@ pub struct A2aConfig {
     pub public_base_url: Option<String>,
     pub name: String,
     pub description: String,
+    /// The outbound guard every push goes through.
+    pub egress: crate::egress::Egress,
+    /// How failed pushes are retried before they are dead-lettered.
+    pub push_retry: push::RetryPolicy,
 }
 
 impl A2aConfig {
@@ -66,6 +71,8 @@ impl A2aConfig {
             public_base_url: None,
             name: "openwop".into(),
             description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
+            egress: crate::egress::Egress::default(),
+            push_retry: push::RetryPolicy::default(),
         }
     }
 }
@@ -105,7 +112,7 @@ pub fn facet_fields() -> Value {
         "refreshedAt": "2026-11-20",
         "profiles": ["a2a-1.0"],
         "streaming": true,
-        "pushNotifications": false,
+        "pushNotifications": true,
         "durableTasks": true
     })
 }
@@ -123,15 +130,24 @@ pub fn router(
     config: A2aConfig,
     task_db: Option<&Path>,
 ) -> Result<Router, TaskStoreError> {
-    let tasks = match task_db {
-        Some(path) => TaskStore::open(path)?,
-        None => TaskStore::in_memory()?,
+    let (tasks, push_store): (TaskStore, Arc<dyn push::PushStore>) = match task_db {
+        Some(path) => (
+            TaskStore::open(path)?,
+            Arc::new(push::SqlitePushStore::open(path)?),
+        ),
+        None => (
+            TaskStore::in_memory()?,
+            Arc::new(push::SqlitePushStore::in_memory()?),
+        ),
     };
-    let state = A2aState {
+    let (egress, retry) = (config.egress.clone(), config.push_retry);
+    let mut state = A2aState {
         app,
         tasks,
         config: Arc::new(config),
+        push: None,
     };
+    state.push = Some(push::Push::start(&state, push_store, egress, retry));
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_jsonrpc_response(&Value::Null)

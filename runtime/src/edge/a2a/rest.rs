@@ -212,11 +212,16 @@ pub async fn handle(
             params.entry(k).or_insert(Value::String(v));
         }
     }
+    // The push-config paths name the task `{id}` and the config `{configId}`; their
+    // request messages call those `taskId` and `id` (and a create body's own `id` is the
+    // config's).
+    let push_config = method.contains("PushNotificationConfig");
     for (name, value) in bound {
-        let value = if name == "id" || name == "taskId" {
-            task_id(&value)
-        } else {
-            value
+        let (name, value) = match name.as_str() {
+            "id" if push_config => ("taskId".to_owned(), task_id(&value)),
+            "configId" => ("id".to_owned(), value),
+            "id" | "taskId" => (name, task_id(&value)),
+            _ => (name, value),
         };
         params.insert(name, Value::String(value));
     }
@@ -236,6 +241,10 @@ pub async fn handle(
             "GetTask" => state.get_task(&subject, &params).await,
             "ListTasks" => state.list_tasks(&subject, &params).await,
             "CancelTask" => state.cancel_task(&subject, &params).await,
+            "CreateTaskPushNotificationConfig" => state.create_push_config(&subject, &params).await,
+            "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
+            "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
+            "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(

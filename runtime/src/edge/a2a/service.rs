@@ -29,6 +29,8 @@ pub struct A2aState {
     pub app: AppState,
     pub tasks: TaskStore,
     pub config: Arc<A2aConfig>,
+    /// The push side; `None` until the router has started its delivery workers.
+    pub push: Option<super::push::Push>,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -213,11 +215,23 @@ fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty()),
         return_immediately: flag(&configuration, "returnImmediately")?,
-        inline_push: configuration
-            .get("taskPushNotificationConfig")
-            .is_some_and(|c| !c.is_null()),
+        inline_push: inline_push_config(&configuration).is_some(),
         history_length: history_length(&configuration)?,
     })
+}
+
+/// The push configuration a SendMessage carries inline: `taskPushNotificationConfig`
+/// (the A2A 1.0 name), or `pushNotificationConfig` (the pre-1.0 name some clients still
+/// send; ignoring it would leave the client believing it registered).
+fn inline_push_config(configuration: &Value) -> Option<(&'static str, &Value)> {
+    ["taskPushNotificationConfig", "pushNotificationConfig"]
+        .into_iter()
+        .find_map(|k| {
+            configuration
+                .get(k)
+                .filter(|c| !c.is_null())
+                .map(|c| (k, c))
+        })
 }
 
 /// A `data` part's value with integral doubles read back as integers. A2A's `data` is a
@@ -320,7 +334,7 @@ impl A2aState {
 
     /// A task the caller may read, or the one TaskNotFound answer. An id that is not even
     /// a run id, a foreign tenant and a missing run all end here alike.
-    async fn load(&self, subject: &Subject, task_id: &str) -> Result<RunRecord, Fault> {
+    pub(crate) async fn load(&self, subject: &Subject, task_id: &str) -> Result<RunRecord, Fault> {
         let Ok(id) = BoundId::parse_bound(task_id) else {
             return Err(Fault::task_not_found(task_id));
         };
@@ -362,7 +376,7 @@ impl A2aState {
         .map_err(internal)
     }
 
-    fn status(run: &RunRecord) -> RunStatus {
+    pub(crate) fn status(run: &RunRecord) -> RunStatus {
         // The core only writes statuses of the corpus; an unknown one reads as running so
         // a blocking call keeps waiting rather than answering a made-up state.
         RunStatus::from_str(&run.status).unwrap_or(RunStatus::Running)
@@ -424,7 +438,24 @@ impl A2aState {
         };
         let Some(task_id) = send.task_id else {
             gate::check(method, &facts, &facet)?;
-            let run = self.create(subject, &send, params).await?;
+            // The inline configuration is judged before the run exists, so a refused URL
+            // changes nothing.
+            let inline = match params.get("configuration").and_then(inline_push_config) {
+                Some((key, raw)) => {
+                    let at = format!("configuration.{key}");
+                    let config = super::push::parse_config(raw, &at)?;
+                    self.check_push_url(&config, &at).await?;
+                    Some(config)
+                }
+                None => None,
+            };
+            let (run, replay) = self.create(subject, &send, params).await?;
+            // A replayed message registered its configuration the first time.
+            if let Some(config) = inline
+                && !replay
+            {
+                self.store_push_config(&run.run_id, config).await?;
+            }
             return Ok((run, send.history_length, send.return_immediately));
         };
         let run = self.load(subject, task_id).await?;
@@ -505,7 +536,7 @@ impl A2aState {
         subject: &Subject,
         send: &Send<'_>,
         params: &Value,
-    ) -> Result<RunRecord, Fault> {
+    ) -> Result<(RunRecord, bool), Fault> {
         let workflow_id = self.skill_for(send.message, params)?;
         let request = CreateRunRequest {
             workflow_id: Some(workflow_id.clone()),
@@ -550,7 +581,7 @@ impl A2aState {
             }
             Err(e) => return Err(internal(e)),
         };
-        let run = created.run;
+        let (run, replay) = (created.run, created.replay);
         // A replayed messageId returns the task as it was bound the first time.
         let context = self
             .tasks
@@ -570,7 +601,7 @@ impl A2aState {
             .append_message(&run.run_id, &message)
             .await
             .map_err(internal)?;
-        Ok(run)
+        Ok((run, replay))
     }
 
     /// The skill a new task runs: named in the message (or request) metadata as

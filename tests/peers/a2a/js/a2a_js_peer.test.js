@@ -1,9 +1,10 @@
 // The JS @a2a-js/sdk client against the host, over both bindings: card, blocking send,
-// multi-turn interrupt resolution, get, list, cancel, stream, and our errors as the SDK
-// parses them. Needs OPENWOP_BASE_URL and OPENWOP_API_KEY.
+// multi-turn interrupt resolution, get, list, cancel, stream, push configs delivered to a
+// loopback receiver, and our errors as the SDK parses them. Needs OPENWOP_BASE_URL and OPENWOP_API_KEY.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
 
 import { Role, TaskState } from "@a2a-js/sdk";
 import {
@@ -134,5 +135,79 @@ for (const binding of ["JSONRPC", "HTTP+JSON"]) {
   test(`${binding}: an unknown task is TaskNotFoundError`, async () => {
     const client = await clientFor(binding);
     await assert.rejects(client.getTask({ tenant: "", id: "nobody/r-0000000000000000000000" }), (e) => e instanceof TaskNotFoundError);
+  });
+}
+
+// A loopback webhook receiver recording each push (the host runs with
+// --egress-allow-loopback for it).
+async function pushReceiver() {
+  const received = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      received.push({ path: req.url, headers: req.headers, body: JSON.parse(body || "null") });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  const wait = async (predicate) => {
+    for (let i = 0; i < 200; i++) {
+      const found = received.filter(predicate);
+      if (found.length) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no matching push; got ${JSON.stringify(received)}`);
+  };
+  return { url, received, wait, close: () => server.close() };
+}
+
+for (const binding of ["JSONRPC", "HTTP+JSON"]) {
+  test(`${binding}: a push config registered by the SDK is delivered, its token never read back`, async () => {
+    const receiver = await pushReceiver();
+    const token = `js-token-${randomUUID()}`;
+    try {
+      const client = await clientFor(binding);
+      const first = await client.sendMessage(request(message([dataPart({ title: "push" })], { skill: "approval" })));
+      assert.equal(first.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      const created = await client.createTaskPushNotificationConfig({
+        tenant: "",
+        id: "",
+        taskId: first.id,
+        url: `${receiver.url}/js/${binding}`,
+        token,
+        authentication: undefined,
+      });
+      assert.ok(created.id);
+      assert.equal(created.taskId, first.id);
+      assert.equal(created.token, "");
+      const got = await client.getTaskPushNotificationConfig({ tenant: "", taskId: first.id, id: created.id });
+      assert.equal(got.url, created.url);
+      assert.equal(got.token, "");
+      const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId: first.id, pageSize: 0, pageToken: "" });
+      assert.deepEqual(listed.configs.map((c) => c.id), [created.id]);
+
+      const [status] = await receiver.wait((r) => r.body?.statusUpdate);
+      assert.equal(status.path, `/js/${binding}`);
+      assert.equal(status.headers.authorization, `Bearer ${token}`);
+      assert.equal(status.headers["content-type"], "application/a2a+json");
+      assert.equal(status.body.statusUpdate.status.state, "TASK_STATE_INPUT_REQUIRED");
+
+      await client.sendMessage(request(message([dataPart({ action: "accept" })], { taskId: first.id })));
+      const [final] = await receiver.wait((r) => r.body?.task);
+      assert.equal(final.body.task.id, first.id);
+      assert.equal(final.body.task.status.state, "TASK_STATE_COMPLETED");
+
+      for (let i = 0; i < 2; i++) {
+        await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: first.id, id: created.id });
+      }
+      await assert.rejects(
+        client.getTaskPushNotificationConfig({ tenant: "", taskId: first.id, id: created.id }),
+        (e) => e instanceof TaskNotFoundError,
+      );
+    } finally {
+      receiver.close();
+    }
   });
 }

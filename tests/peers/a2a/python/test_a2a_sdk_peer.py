@@ -6,6 +6,9 @@ the way the SDK parses them.
 """
 
 import asyncio
+import http.server
+import json
+import threading
 import uuid
 
 import httpx
@@ -16,7 +19,12 @@ from google.protobuf import struct_pb2
 from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -191,5 +199,127 @@ def test_unknown_task_is_task_not_found(base_url, api_key, binding):
         finally:
             await client.close()
             await http.aclose()
+
+    run(go())
+
+
+class PushReceiver:
+    """A loopback webhook receiver: records each push (path, headers, JSON body)."""
+
+    def __init__(self):
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"null")
+                # Header names as sent can be any case; keep them lower-cased.
+                received.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    async def wait(self, predicate, timeout=10.0):
+        for _ in range(int(timeout / 0.05)):
+            found = [r for r in self.received if predicate(r)]
+            if found:
+                return found
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no matching push; got {self.received}")
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_push_config_registered_by_the_sdk_is_delivered(base_url, api_key, binding):
+    """The SDK registers a push config on a waiting task, reads it back without its
+    credential, and the receiver gets each state change as an A2A StreamResponse with the
+    config's Authorization; the host runs with --egress-allow-loopback."""
+
+    receiver = PushReceiver()
+    secret = f"peer-secret-{uuid.uuid4()}"
+
+    async def go():
+        client, http_client = await client_for(base_url, api_key, binding)
+        try:
+            first = (await send(client, message([new_data_part({"title": "push"})], skill="approval")))[0].task
+            assert first.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            created = await client.create_task_push_notification_config(
+                TaskPushNotificationConfig(
+                    task_id=first.id,
+                    url=f"{receiver.url}/push/{binding}",
+                    authentication=AuthenticationInfo(scheme="Bearer", credentials=secret),
+                )
+            )
+            assert created.id and created.task_id == first.id
+            assert created.authentication.scheme == "Bearer"
+            assert created.authentication.credentials == ""
+            got = await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=first.id, id=created.id)
+            )
+            assert got.url == created.url and got.authentication.credentials == ""
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=first.id)
+            )
+            assert [c.id for c in listed.configs] == [created.id]
+
+            pushes = await receiver.wait(lambda r: "statusUpdate" in r[2])
+            path, headers, body = pushes[0]
+            assert path == f"/push/{binding}"
+            assert headers["authorization"] == f"Bearer {secret}"
+            assert headers["content-type"] == "application/a2a+json"
+            assert body["statusUpdate"]["taskId"] == first.id
+            assert body["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+            done = (await send(client, message([new_data_part({"action": "accept"})], task_id=first.id)))[0].task
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            final = await receiver.wait(lambda r: "task" in r[2])
+            assert final[0][2]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert final[0][1]["authorization"] == f"Bearer {secret}"
+
+            # Delete is idempotent; the config is gone afterwards.
+            for _ in range(2):
+                await client.delete_task_push_notification_config(
+                    DeleteTaskPushNotificationConfigRequest(task_id=first.id, id=created.id)
+                )
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task_push_notification_config(
+                    GetTaskPushNotificationConfigRequest(task_id=first.id, id=created.id)
+                )
+        finally:
+            await client.close()
+            await http_client.aclose()
+            receiver.close()
+
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_send_message_with_an_inline_push_config(base_url, api_key, binding):
+    receiver = PushReceiver()
+    token = f"peer-token-{uuid.uuid4()}"
+
+    async def go():
+        client, http_client = await client_for(base_url, api_key, binding)
+        try:
+            configuration = SendMessageConfiguration(
+                task_push_notification_config=TaskPushNotificationConfig(url=f"{receiver.url}/inline", token=token)
+            )
+            task = (await send(client, message([new_data_part({"hello": "inline"})], skill="echo"), configuration))[0].task
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            final = await receiver.wait(lambda r: "task" in r[2])
+            assert final[0][1]["authorization"] == f"Bearer {token}"
+            assert final[0][2]["task"]["id"] == task.id
+        finally:
+            await client.close()
+            await http_client.aclose()
+            receiver.close()
 
     run(go())

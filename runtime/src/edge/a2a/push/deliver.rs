@@ -1,0 +1,377 @@
+//! Push delivery: a watcher turns task state changes into outbox rows, a sender posts
+//! them through the egress guard, retrying per the retry policy and dead-lettering what
+//! is exhausted. Both resume from the persisted outbox and configurations at start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::json;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::super::project::{self, Shape};
+use super::super::service::A2aState;
+use super::store::{Delivery, PushStore, Secret};
+use crate::egress::Egress;
+use crate::store::Wake;
+
+/// How the wait between attempts grows (webhooks `retryPolicy.backoff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backoff {
+    None,
+    Fixed,
+    Exponential,
+}
+
+impl Backoff {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backoff::None => "none",
+            Backoff::Fixed => "fixed",
+            Backoff::Exponential => "exponential",
+        }
+    }
+}
+
+/// The webhooks `retryPolicy` semantics applied to pushes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in total, the first included.
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    /// Wait before the second attempt.
+    pub initial_delay: Duration,
+    /// Upper bound on any single wait.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            backoff: Backoff::Exponential,
+            initial_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after the `attempts`-th failed attempt.
+    pub fn delay_after(&self, attempts: u32) -> Duration {
+        let d = match self.backoff {
+            Backoff::None => Duration::ZERO,
+            Backoff::Fixed => self.initial_delay,
+            Backoff::Exponential => self
+                .initial_delay
+                .saturating_mul(1u32 << attempts.saturating_sub(1).min(20)),
+        };
+        d.min(self.max_delay)
+    }
+
+    /// The policy as the webhooks facet spells it.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "maxAttempts": self.max_attempts,
+            "backoff": self.backoff.as_str(),
+            "initialDelayMs": self.initial_delay.as_millis() as u64,
+            "maxDelayMs": self.max_delay.as_millis() as u64,
+        })
+    }
+}
+
+/// Attempts in flight at once.
+const MAX_CONCURRENT_ATTEMPTS: usize = 8;
+
+/// The media type of a push body.
+pub const PUSH_CONTENT_TYPE: &str = "application/a2a+json";
+
+/// The `Authorization` header of a push: `{scheme} {credentials}` from the config, else
+/// `Bearer {token}`; nothing when the config holds neither.
+pub fn authorization(scheme: Option<&str>, secret: &Secret) -> Option<String> {
+    match (scheme, &secret.credentials, &secret.token) {
+        (Some(scheme), Some(credentials), _) => Some(format!("{scheme} {credentials}")),
+        (_, _, Some(token)) => Some(format!("Bearer {token}")),
+        _ => None,
+    }
+}
+
+/// Starts the watcher and the sender. `kick` receives run ids whose configurations just
+/// changed (a registration) so their current state is pushed without waiting for the
+/// next event.
+pub fn spawn(
+    state: A2aState,
+    store: Arc<dyn PushStore>,
+    egress: Egress,
+    policy: RetryPolicy,
+    kick: mpsc::UnboundedReceiver<String>,
+) {
+    let outbox = Arc::new(Notify::new());
+    let shutdown = state.app.shutdown.clone();
+    tokio::spawn(watch_runs(state, store.clone(), kick, outbox.clone()));
+    tokio::spawn(send_pushes(store, egress, policy, outbox, shutdown));
+}
+
+/// One task at a time, in wake-up order, so a config never gets an older state enqueued
+/// after a newer one.
+///
+/// Forks: this host does not serve run forks yet, so every run seen here is an original
+/// run. When forks arrive, a replay fork must not push its re-emitted history and must not
+/// inherit its source run's push configurations (interop.md §"A2A push delivery"); the
+/// configurations are keyed by run id, so a fork starts with none.
+async fn watch_runs(
+    state: A2aState,
+    store: Arc<dyn PushStore>,
+    mut kick: mpsc::UnboundedReceiver<String>,
+    outbox: Arc<Notify>,
+) {
+    let mut wakes = state.app.ops.store().subscribe();
+    let mut shutdown = state.app.shutdown.clone();
+    // Changes made while the host was down: look at every run that still has configs.
+    observe_all(&state, store.as_ref(), &outbox).await;
+    loop {
+        let run_id = tokio::select! {
+            _ = stopped(&mut shutdown) => return,
+            Some(id) = kick.recv() => id,
+            wake = wakes.recv() => match wake {
+                Ok(Wake::Run(id)) => id,
+                Ok(Wake::Host(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    observe_all(&state, store.as_ref(), &outbox).await;
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+        };
+        observe(&state, store.as_ref(), &run_id, &outbox).await;
+    }
+}
+
+/// Resolves once the host is stopping (the guard `wait_for` returns is not `Send`).
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+async fn observe_all(state: &A2aState, store: &dyn PushStore, outbox: &Notify) {
+    match store.runs_with_configs().await {
+        Ok(runs) => {
+            for run_id in runs {
+                observe(state, store, &run_id, outbox).await;
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "push: cannot list configured tasks"),
+    }
+}
+
+/// Enqueues the run's current state for every config that has not pushed it yet.
+async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: &Notify) {
+    let configured = match store.list(run_id).await {
+        Ok(list) => !list.is_empty(),
+        Err(e) => {
+            tracing::error!(error = %e, "push: cannot read configs");
+            return;
+        }
+    };
+    if !configured {
+        return;
+    }
+    let run = match state.app.ops.store().get_run(run_id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(error = %e, "push: cannot read the run");
+            return;
+        }
+    };
+    let projected = match state
+        .project(
+            &run,
+            Shape {
+                history_length: Some(0),
+                include_artifacts: true,
+            },
+        )
+        .await
+    {
+        Ok(p) => p,
+        Err(_) => return,
+    };
+    let last = project::is_terminal(projected.status);
+    // A final state carries the whole task (outputs included); others a status update.
+    let body = if last {
+        projected.as_stream_task()
+    } else {
+        projected.as_status_update()
+    };
+    match store
+        .enqueue_change(
+            run_id,
+            projected.wire_state,
+            &body.to_string(),
+            last,
+            crate::clock::now_ms(),
+        )
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::debug!(
+                run_id,
+                state = projected.wire_state,
+                deliveries = n,
+                "push enqueued"
+            );
+            outbox.notify_one();
+        }
+        Err(e) => tracing::error!(error = %e, "push: cannot enqueue"),
+    }
+}
+
+async fn send_pushes(
+    store: Arc<dyn PushStore>,
+    egress: Egress,
+    policy: RetryPolicy,
+    outbox: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let now = crate::clock::now_ms();
+        let due = match store.due(now, 32).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!(error = %e, "push: cannot read the outbox");
+                Vec::new()
+            }
+        };
+        if due.is_empty() {
+            let wait = match store.next_due_ms().await {
+                Ok(Some(at)) => Duration::from_millis((at - now).clamp(1, 60_000) as u64),
+                _ => Duration::from_secs(60),
+            };
+            tokio::select! {
+                _ = stopped(&mut shutdown) => return,
+                _ = outbox.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+            continue;
+        }
+        // `due` holds at most one delivery per configuration, so attempts can run side by
+        // side without reordering any receiver's pushes, and one slow receiver does not
+        // hold up the others.
+        futures::stream::iter(due)
+            .for_each_concurrent(MAX_CONCURRENT_ATTEMPTS, |delivery| {
+                attempt(store.as_ref(), &egress, &policy, delivery)
+            })
+            .await;
+    }
+}
+
+async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, delivery: Delivery) {
+    let (config, secret) = match (
+        store.get(&delivery.run_id, &delivery.config_id).await,
+        store.secret(&delivery.run_id, &delivery.config_id).await,
+    ) {
+        (Ok(Some(c)), Ok(Some(s))) => (c, s),
+        (Ok(None), _) | (_, Ok(None)) => {
+            // Deleted since it was enqueued: its credential is gone, and so is the push.
+            let _ = store
+                .delivered(&Delivery {
+                    last: false,
+                    ..delivery
+                })
+                .await;
+            return;
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!(error = %e, "push: cannot read the config");
+            return;
+        }
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PUSH_CONTENT_TYPE));
+    if let Some(auth) = authorization(config.scheme.as_deref(), &secret) {
+        match HeaderValue::from_str(&auth) {
+            Ok(mut v) => {
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+            Err(_) => {
+                tracing::warn!(config_id = %delivery.config_id, "push credential is not a valid header value")
+            }
+        }
+    }
+    let attempts = delivery.attempts + 1;
+    let outcome = egress
+        .post(&config.url, headers, delivery.body.clone().into_bytes())
+        .await;
+    let now = crate::clock::now_ms();
+    let settled = match outcome {
+        Ok(status) => {
+            tracing::debug!(delivery_id = %delivery.delivery_id, status, attempts, "push delivered");
+            store.delivered(&delivery).await
+        }
+        Err(e) if attempts >= policy.max_attempts => {
+            tracing::warn!(
+                delivery_id = %delivery.delivery_id, run_id = %delivery.run_id, config_id = %delivery.config_id,
+                attempts, reason = %e, "push dead-lettered"
+            );
+            store
+                .dead_letter(&delivery, attempts, &e.to_string(), now)
+                .await
+        }
+        Err(e) => {
+            let next = now + policy.delay_after(attempts).as_millis() as i64;
+            tracing::info!(delivery_id = %delivery.delivery_id, attempts, reason = %e, "push failed; will retry");
+            store
+                .retry_later(&delivery.delivery_id, attempts, next)
+                .await
+        }
+    };
+    if let Err(e) = settled {
+        tracing::error!(error = %e, "push: cannot record the outcome");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_follows_the_retry_policy_semantics() {
+        let p = |backoff| RetryPolicy {
+            max_attempts: 9,
+            backoff,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(500),
+        };
+        assert_eq!(p(Backoff::None).delay_after(3), Duration::ZERO);
+        assert_eq!(p(Backoff::Fixed).delay_after(3), Duration::from_millis(100));
+        let e = p(Backoff::Exponential);
+        assert_eq!(
+            [1, 2, 3, 4].map(|n| e.delay_after(n).as_millis()),
+            [100, 200, 400, 500]
+        );
+    }
+
+    #[test]
+    fn authorization_prefers_the_scheme_and_falls_back_to_a_bearer_token() {
+        let both = Secret {
+            token: Some("t".into()),
+            credentials: Some("c".into()),
+        };
+        assert_eq!(
+            authorization(Some("Basic"), &both).as_deref(),
+            Some("Basic c")
+        );
+        let token = Secret {
+            token: Some("t".into()),
+            credentials: None,
+        };
+        assert_eq!(authorization(None, &token).as_deref(), Some("Bearer t"));
+        assert_eq!(authorization(None, &Secret::default()), None);
+    }
+}
