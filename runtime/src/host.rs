@@ -51,6 +51,8 @@ pub enum StartError {
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot open the A2A task table: {0}")]
     A2aTasks(#[from] a2a::tasks::TaskStoreError),
+    #[error(transparent)]
+    McpStateKey(#[from] mcp::request_state::KeyError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -92,7 +94,8 @@ impl Host {
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
-        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp);
+        let state_key = mcp::request_state::persisted_key(&config.data_dir)?;
+        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp, &state_key);
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);
         Ok(Self { state, engine, app, shutdown_tx })
     }
