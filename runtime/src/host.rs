@@ -62,6 +62,8 @@ pub enum StartError {
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot open the A2A task table: {0}")]
     A2aTasks(#[from] a2a::tasks::TaskStoreError),
+    #[error(transparent)]
+    McpStateKey(#[from] mcp::request_state::KeyError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -112,7 +114,8 @@ impl Host {
         a2a_config.egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
         a2a_config.push_retry = config.push_retry;
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
-        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp);
+        let state_key = mcp::request_state::persisted_key(&config.data_dir)?;
+        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp, &state_key);
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);
         Ok(Self { state, engine, app, shutdown_tx })
     }

@@ -68,6 +68,10 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
+        // The same key `openwop serve` uses on this data dir, so states cross transports
+        // and restarts alike.
+        let state_key = crate::edge::mcp::request_state::persisted_key(&args.data_dir)
+            .map_err(|e| e.to_string())?;
         let host = Host::build(HostConfig {
             workflows_dir: args.workflows,
             ..HostConfig::new(args.data_dir, keys)
@@ -78,6 +82,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
             host.state.clone(),
             host.engine.clone(),
             McpConfig::default(),
+            &state_key,
         );
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;

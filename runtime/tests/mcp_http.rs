@@ -499,8 +499,25 @@ async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
             tasks_caps(),
         )
         .await;
-    assert_eq!(r.body["result"]["status"], "cancelled", "{}", r.body);
+    // An empty ack (no task envelope); the outcome is read with tasks/get.
+    assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
+    for field in ["taskId", "status", "result", "error", "inputRequests"] {
+        assert!(r.body["result"].get(field).is_none(), "{}", r.body);
+    }
     assert_eq!(h.run(&task_id).await.status, "cancelled");
+    let got = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(got.body["result"]["status"], "cancelled", "{}", got.body);
+
+    // Cancelling a task that has ended answers the same ack and appends nothing.
+    let before = h.run(&task_id).await;
+    let again = h
+        .call(KEY_A, "tasks/cancel", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(again.body["result"]["resultType"], "complete", "{}", again.body);
+    assert!(again.body["result"].get("status").is_none(), "{}", again.body);
+    assert_eq!(h.run(&task_id).await.last_sequence, before.last_sequence);
 }
 
 #[tokio::test]
@@ -539,6 +556,14 @@ async fn tasks_update_resolves_the_interrupt() {
         .iter()
         .next()
         .expect("one");
+    // Keys never issued resolve nothing: an ack, and the run is untouched.
+    let before = h.run(&task_id).await;
+    let r = h
+        .call(KEY_A, "tasks/update", json!({"taskId": task_id, "inputResponses": {"unknown-key": {"action": "accept", "content": {}}}}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
+    let after = h.run(&task_id).await;
+    assert_eq!((after.status.as_str(), after.last_sequence), ("waiting-approval", before.last_sequence));
     let r = h
         .call(KEY_A, "tasks/update", json!({"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), tasks_caps())
         .await;
@@ -796,4 +821,92 @@ async fn the_conformance_fixtures_load_only_when_asked_and_text_outputs_are_text
             .as_str()
             .is_some_and(|t| !t.is_empty())
     );
+}
+
+/// A workflows dir with a wait in seconds, a workflow that fails itself, and one the host
+/// fails (its second wait does not resolve to a number).
+fn outcome_workflows() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    let files = [
+        (
+            "secs.yaml",
+            "id: secs\ninputSchema: { type: object }\nnodes:\n  - id: w\n    kind: wait\n    seconds: \"${inputs.s}\"\n",
+        ),
+        (
+            "reports.yaml",
+            "id: reports\ninputSchema: { type: object }\nnodes:\n  - id: w\n    kind: wait\n    ms: 300\n  - id: f\n    kind: fail\n    code: acme.broken\n    message: the job reports a failure\n",
+        ),
+        (
+            "breaks.yaml",
+            "id: breaks\ninputSchema: { type: object }\nnodes:\n  - id: w\n    kind: wait\n    ms: 300\n  - id: bad\n    kind: wait\n    ms: \"${inputs.missing}\"\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("write");
+    }
+    dir
+}
+
+async fn settled_task(h: &mcp_support::TestHost, task_id: &str) -> Value {
+    for _ in 0..100 {
+        let r = h
+            .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+            .await;
+        if ["completed", "failed", "cancelled"].contains(&r.body["result"]["status"].as_str().unwrap_or("")) {
+            return r.body["result"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("task {task_id} never ended");
+}
+
+#[tokio::test]
+async fn a_wait_in_seconds_keeps_a_deadline_that_many_seconds_away() {
+    let workflows = outcome_workflows();
+    let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "secs", "arguments": {"s": 120}}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["resultType"], "task", "{}", r.body);
+    let task_id = r.body["result"]["taskId"].as_str().expect("id").to_owned();
+    let run = h.run(&task_id).await;
+    let left = run.wait_until.expect("a stored deadline") - run.created_ms;
+    assert!((120_000..130_000).contains(&left), "deadline {left} ms after creation");
+    // Zero seconds finishes within the call, with or without tasks.
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "secs", "arguments": {"s": 0}}), json!({}))
+        .await;
+    assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_failure_the_host_raises_is_a_failed_task_and_the_workflows_own_is_a_tool_error() {
+    let workflows = outcome_workflows();
+    let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
+
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "reports"}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["resultType"], "task", "{}", r.body);
+    let task = settled_task(&h, r.body["result"]["taskId"].as_str().expect("id")).await;
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["result"]["isError"], true, "{task}");
+    assert!(task.get("error").is_none(), "{task}");
+
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "breaks"}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["resultType"], "task", "{}", r.body);
+    let task = settled_task(&h, r.body["result"]["taskId"].as_str().expect("id")).await;
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["error"]["code"], -32603, "{task}");
+    assert!(task["error"]["message"].is_string(), "{task}");
+    assert_eq!(task["error"]["data"]["reason"], "validation_error", "{task}");
+    assert!(task.get("result").is_none(), "{task}");
+
+    // Without tasks the same run is still a tool error, as the tools/call row says.
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "breaks"}), json!({}))
+        .await;
+    assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
 }

@@ -13,7 +13,12 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[tokio::test]
 async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     let h = start().await;
-    let state = McpState::new(h.state.clone(), h.engine.clone(), McpConfig::default());
+    let state = McpState::new(
+        h.state.clone(),
+        h.engine.clone(),
+        McpConfig::default(),
+        &[7u8; 32],
+    );
     let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
     let (host_out, from_host) = tokio::io::duplex(64 * 1024);
     let subject = h.subject("acme");

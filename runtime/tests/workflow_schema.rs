@@ -54,6 +54,25 @@ fn bundled_workflows_match_the_workflow_definition_schema() {
 }
 
 #[test]
+fn the_mcp_conformance_fixture_pack_matches_the_schema_and_loads() {
+    let v = schema();
+    let mut n = 0;
+    for entry in std::fs::read_dir(format!("{ROOT}/tests/fixtures/mcp-conformance")).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.extension().is_some_and(|e| e == "json" || e == "yaml") {
+            continue;
+        }
+        let doc = load(&path);
+        let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        let text = std::fs::read_to_string(&path).unwrap();
+        openwop::engine::definition::Definition::parse(&path.display().to_string(), &text).unwrap();
+        n += 1;
+    }
+    assert!(n >= 10);
+}
+
+#[test]
 fn schema_refuses_unknown_fields_and_kinds() {
     let v = schema();
     let bad = [
@@ -62,6 +81,9 @@ fn schema_refuses_unknown_fields_and_kinds() {
         serde_json::json!({"id": "x", "inputSchema": {}, "nodes": [{"id": "a", "kind": "wait", "ms": -1}]}),
         serde_json::json!({"id": "x", "inputSchema": {}, "nodes": [{"id": "a", "kind": "wait", "ms": 5, "also": 1}]}),
         serde_json::json!({"id": "bad id", "inputSchema": {}, "nodes": []}),
+        serde_json::json!({"id": "x", "inputSchema": {}, "nodes": [{"id": "a", "kind": "wait"}]}),
+        serde_json::json!({"id": "x", "inputSchema": {}, "nodes": [{"id": "a", "kind": "wait", "ms": 5, "seconds": 1}]}),
+        serde_json::json!({"id": "x", "inputSchema": {}, "nodes": [{"id": "a", "kind": "wait", "seconds": "soon"}]}),
     ];
     for doc in bad {
         assert!(!v.is_valid(&doc), "{doc}");

@@ -34,8 +34,9 @@ pub struct Node {
 pub enum Action {
     /// Computes a value from a template; the value becomes `nodes.<id>`.
     Transform { value: Value },
-    /// Waits `ms` milliseconds: a number or a `${...}` reference resolving to one.
-    Wait { ms: Value },
+    /// Waits `amount` times `unit_ms` milliseconds: a number or a `${...}` reference
+    /// resolving to one.
+    Wait { amount: Value, unit_ms: u64 },
     /// Ends the run as failed.
     Fail { code: String, message: String },
     /// Suspends until someone resolves the interrupt; the resume value becomes `nodes.<id>`.
@@ -48,7 +49,13 @@ pub enum Action {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 enum RawNode {
     Transform { id: String, value: Value },
-    Wait { id: String, ms: Value },
+    Wait {
+        id: String,
+        #[serde(default)]
+        ms: Option<Value>,
+        #[serde(default)]
+        seconds: Option<Value>,
+    },
     Fail { id: String, code: String, message: String },
     Interrupt { id: String, interrupt: InterruptSpec },
 }
@@ -57,7 +64,15 @@ impl From<RawNode> for Node {
     fn from(raw: RawNode) -> Self {
         match raw {
             RawNode::Transform { id, value } => Node { id, action: Action::Transform { value } },
-            RawNode::Wait { id, ms } => Node { id, action: Action::Wait { ms } },
+            // Both or neither is refused by `check` (the amount is then null).
+            RawNode::Wait { id, ms, seconds } => {
+                let (amount, unit_ms) = match (ms, seconds) {
+                    (Some(ms), None) => (ms, 1),
+                    (None, Some(s)) => (s, 1000),
+                    _ => (Value::Null, 0),
+                };
+                Node { id, action: Action::Wait { amount, unit_ms } }
+            }
             RawNode::Fail { id, code, message } => Node { id, action: Action::Fail { code, message } },
             RawNode::Interrupt { id, interrupt } => Node { id, action: Action::Interrupt { interrupt } },
         }
@@ -134,10 +149,13 @@ impl Definition {
             if !seen.insert(node.id.as_str()) {
                 return Err(format!("node id `{}` appears twice", node.id));
             }
-            if let Action::Wait { ms } = &node.action {
-                let ok = ms.as_u64().is_some() || ms.as_str().is_some_and(super::template::is_reference);
+            if let Action::Wait { amount, unit_ms } = &node.action {
+                if *unit_ms == 0 {
+                    return Err(format!("node `{}`: a wait takes exactly one of `ms` and `seconds`", node.id));
+                }
+                let ok = amount.as_u64().is_some() || amount.as_str().is_some_and(super::template::is_reference);
                 if !ok {
-                    return Err(format!("node `{}`: `ms` must be a non-negative integer or a `${{...}}` reference", node.id));
+                    return Err(format!("node `{}`: the wait time must be a non-negative integer or a `${{...}}` reference", node.id));
                 }
             }
         }

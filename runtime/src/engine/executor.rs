@@ -166,6 +166,19 @@ impl Engine {
         }
     }
 
+    /// Whether a failed run was failed by the host itself (a step it could not execute, an
+    /// internal error, a workflow it no longer has) rather than by the workflow's own
+    /// outcome (a `fail` node, or an interrupt answered on its failure path). A failing run
+    /// stays on the node that failed it, so the node says which.
+    pub fn failed_by_host(&self, run: &RunRecord) -> bool {
+        if status::parse(&run.status) != RunStatus::Failed {
+            return false;
+        }
+        let Ok(wf) = self.workflow_of(run) else { return true };
+        let node = usize::try_from(run.node_index).ok().and_then(|i| wf.definition.nodes.get(i));
+        !matches!(node.map(|n| &n.action), Some(Action::Fail { .. } | Action::Interrupt { .. }))
+    }
+
     fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
         self.registry.get(&run.workflow_id).ok_or_else(|| EngineError::MissingWorkflow {
             run_id: run.run_id.clone(),
@@ -237,7 +250,7 @@ impl Engine {
                 self.store.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
-            Action::Wait { ms } => self.wait(run, &node.id, ms, &ctx).await,
+            Action::Wait { amount, unit_ms } => self.wait(run, &node.id, amount, *unit_ms, &ctx).await,
             Action::Interrupt { interrupt } => {
                 let data = template::render(&interrupt.data, &ctx);
                 let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
@@ -269,16 +282,17 @@ impl Engine {
         }
     }
 
-    async fn wait(&self, run: RunRecord, node_id: &str, ms: &Value, ctx: &Value) -> Result<Step, EngineError> {
+    async fn wait(&self, run: RunRecord, node_id: &str, amount: &Value, unit_ms: u64, ctx: &Value) -> Result<Step, EngineError> {
         let deadline = match run.wait_until {
             // A restarted host keeps the deadline the killed one stored.
             Some(d) => d,
             None => {
-                let amount = match ms {
+                let amount = match amount {
                     Value::String(s) => template::render(&json!(s), ctx),
                     other => other.clone(),
                 };
-                let Some(amount) = amount.as_u64().and_then(|v| i64::try_from(v).ok()) else {
+                let ms = amount.as_u64().and_then(|v| v.checked_mul(unit_ms)).and_then(|v| i64::try_from(v).ok());
+                let Some(amount) = ms else {
                     let (patch, events) =
                         failure(&run, "validation_error", &format!("node `{node_id}`: the wait time is not a non-negative integer"), Some(node_id));
                     self.store.advance(&run.run_id, running(), patch, events).await?;

@@ -6,7 +6,7 @@
 //! statelessly; `initialize` opens a 2025-11-25 session. Every request is authenticated
 //! before anything else, and every refusal is a JSON-RPC error.
 //!
-//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default()))`.
+//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default(), &key))`.
 
 mod cancel;
 pub mod gate;
@@ -75,19 +75,19 @@ pub struct McpState {
 }
 
 impl McpState {
-    pub fn new(app: AppState, engine: Arc<Engine>, config: McpConfig) -> McpState {
-        // INTERIM: a per-process key, so requestStates do not survive a restart (they
-        // fail closed and the client starts the call again). A persisted key belongs
-        // beside the host's other secrets.
-        let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            tracing::error!("no randomness for the requestState key");
-        }
+    /// `state_key` signs requestStates; [`request_state::persisted_key`] gives the one
+    /// kept in the host's data dir.
+    pub fn new(
+        app: AppState,
+        engine: Arc<Engine>,
+        config: McpConfig,
+        state_key: &[u8; 32],
+    ) -> McpState {
         McpState {
             app,
             engine,
             config: Arc::new(config),
-            codec: Arc::new(Codec::new(&key)),
+            codec: Arc::new(Codec::new(state_key)),
             spent: Arc::new(Spent::default()),
             sessions: Arc::new(Sessions::default()),
         }
@@ -174,8 +174,13 @@ pub fn facet_of(discovery: &Value, config: &McpConfig) -> Value {
 }
 
 /// The `/mcp` routes.
-pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
-    let state = McpState::new(app, engine, config);
+pub fn router(
+    app: AppState,
+    engine: Arc<Engine>,
+    config: McpConfig,
+    state_key: &[u8; 32],
+) -> Router {
+    let state = McpState::new(app, engine, config, state_key);
     let panic =
         tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             http::error_response(&RpcError::internal(), None)

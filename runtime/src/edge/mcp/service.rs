@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::gate::{Declared, TASKS_EXTENSION};
 use super::request_state::{Claims, Refusal, request_digest};
-use super::rpc::{INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
+use super::rpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::{McpState, cancel::RunGuard};
 use crate::generated::dispatch::{MCP_METHODS, RunStatus, mcp_task_status};
 use crate::generated::errors::ErrorCode;
@@ -635,10 +635,11 @@ impl McpState {
     /// The Task of a run; `detailed` adds the result, error or input requests.
     async fn task_view(&self, run: &RunRecord, detailed: bool) -> Result<Value, RpcError> {
         let status = status_of(run);
+        let by_host = self.engine.failed_by_host(run);
         let mut task = json!({
             "resultType": if detailed { "complete" } else { "task" },
             "taskId": run.run_id,
-            "status": mcp_task_status(status),
+            "status": if by_host { "failed" } else { mcp_task_status(status) },
             "createdAt": crate::clock::rfc3339(run.created_ms),
             "lastUpdatedAt": crate::clock::rfc3339(run.updated_ms),
             "ttlMs": Value::Null,
@@ -647,7 +648,20 @@ impl McpState {
         if !detailed {
             return Ok(task);
         }
-        if is_terminal(status) {
+        if by_host {
+            // The one case the task status `failed` is for: the host raised the error, the
+            // workflow did not report it.
+            let error = run.error.clone().unwrap_or_else(|| json!({}));
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the host could not run the workflow");
+            task["error"] = json!({
+                "code": INTERNAL_ERROR,
+                "message": message,
+                "data": {"reason": error.get("code").cloned().unwrap_or(Value::Null), "runId": run.run_id},
+            });
+        } else if is_terminal(status) {
             task["result"] = self.call_result(run).await?;
         } else if asks_for_input(status)
             && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)?
@@ -671,23 +685,26 @@ impl McpState {
             .get("inputResponses")
             .and_then(Value::as_object)
             .ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
-        let mut run = run;
-        for (interrupt_id, answer) in responses {
-            run = self.apply_answer(ctx, &run, interrupt_id, answer).await?;
+        // Only a key naming the open interrupt resolves anything; keys never issued,
+        // already answered or no longer open are ignored, as the map's row says.
+        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?;
+        if let Some(open) = open
+            && let Some(answer) = responses.get(&open.interrupt_id)
+        {
+            self.apply_answer(ctx, &run, &open.interrupt_id, answer)
+                .await?;
         }
         Ok(json!({"resultType": "complete"}))
     }
 
-    /// `tasks/cancel`: cancelRun on the run behind the task.
+    /// `tasks/cancel`: cancelRun on the run behind the task. The answer is an empty ack,
+    /// the same on a task that has already ended (nothing is appended then); the outcome
+    /// is read with tasks/get.
     async fn cancel_task(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
         let run = self.load_task(&ctx.subject, params).await?;
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         match self.app.ops.cancel_run(&ctx.subject, &id, None).await {
-            Ok(run) => self.task_view(&run, true).await,
-            Err(OpError::RunTerminal { status }) => Err(RpcError::new(
-                INVALID_PARAMS,
-                format!("the task is already {status}"),
-            )),
+            Ok(_) | Err(OpError::RunTerminal { .. }) => Ok(json!({"resultType": "complete"})),
             Err(e) => Err(internal(e)),
         }
     }

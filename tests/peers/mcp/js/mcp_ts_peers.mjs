@@ -68,7 +68,10 @@ const got = await rpc('tasks/get', { taskId }, taskId);
 assert.equal(got.result.status, 'working');
 ok('tasks: tasks/get');
 const cancelled = await rpc('tasks/cancel', { taskId }, taskId);
-assert.equal(cancelled.result.status, 'cancelled');
+assert.equal(cancelled.result.resultType, 'complete', JSON.stringify(cancelled));
+assert.equal(cancelled.result.status, undefined, 'tasks/cancel answers an empty ack');
+const after = await rpc('tasks/get', { taskId }, taskId);
+assert.equal(after.result.status, 'cancelled');
 ok('tasks: tasks/cancel');
 
 // 2025-11-25 through the v1 SDK (initialize + Mcp-Session-Id).

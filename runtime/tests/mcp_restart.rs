@@ -1,0 +1,124 @@
+//! The MCP requestState key is kept in the data dir: a state minted by one `openwop serve`
+//! is honoured by the next one on the same data dir after a SIGKILL, and refused by a host
+//! on another data dir (another key).
+
+use std::time::Duration;
+
+use reqwest::Client;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const KEY: &str = "restart-key-0123456789";
+
+/// Starts the binary and returns it with its base URL (read from its stdout).
+async fn spawn(dir: &std::path::Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            &format!("acme:{KEY}"),
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn openwop");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let base = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.expect("line") {
+            if let Some(url) = line.strip_prefix("openwop listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("openwop exited before listening");
+    })
+    .await
+    .expect("openwop starts");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base)
+}
+
+/// A 2026-07-28 tools/call answered as JSON.
+async fn call(c: &Client, base: &str, params: Value) -> Value {
+    let name = params["name"].as_str().expect("name").to_owned();
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    c.post(format!("{base}/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_state_survives_a_restart_on_the_same_data_dir_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+
+    let (mut first, base) = spawn(dir.path()).await;
+    let asked = call(&c, &base, json!({"name": "clarify", "arguments": {}})).await;
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let state = result["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("one input request");
+    let key_file = dir.path().join(openwop::edge::mcp::request_state::KEY_FILE);
+    let key_before = std::fs::read_to_string(&key_file).expect("key file");
+    first.kill().await.expect("SIGKILL");
+    let _ = first.wait().await;
+
+    // Another data dir is another key: the same state is refused there.
+    let other = tempfile::tempdir().expect("other dir");
+    let (mut stranger, other_base) = spawn(other.path()).await;
+    let retry = json!({
+        "name": "clarify",
+        "arguments": {},
+        "inputResponses": {key.clone(): {"action": "accept", "content": {"q1": "go on"}}},
+        "requestState": state,
+    });
+    let refused = call(&c, &other_base, retry.clone()).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    stranger.kill().await.expect("SIGKILL");
+
+    // The restarted host reads the same key and finishes the call.
+    let (mut second, base) = spawn(dir.path()).await;
+    assert_eq!(
+        std::fs::read_to_string(&key_file).expect("key file"),
+        key_before
+    );
+    let done = call(&c, &base, retry.clone()).await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["answer"],
+        json!({"q1": "go on"})
+    );
+    // Still single use across the restart's own lifetime.
+    let again = call(&c, &base, retry).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    second.kill().await.expect("SIGKILL");
+}
