@@ -274,6 +274,10 @@ pub trait Store: Send + Sync {
     /// one (single-use tokens). The record may be forgotten after `expires_ms`.
     fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool>;
 
+    /// A secret every replica must share (a signing key): the first `candidate` stored
+    /// under `name` wins and is what every later call returns.
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>>;
+
     /// Binds an A2A contextId to a run once; a later bind returns the first value.
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String>;
 

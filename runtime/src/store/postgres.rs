@@ -565,6 +565,17 @@ impl Store for PgStore {
         })
     }
 
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
+        let name = name.to_owned();
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client.prepare_cached("INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING").await?;
+            client.execute(&stmt, &[&name, &candidate]).await?;
+            let stmt = client.prepare_cached("SELECT value FROM secrets WHERE name = $1").await?;
+            Ok(client.query_one(&stmt, &[&name]).await?.try_get(0)?)
+        })
+    }
+
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
         let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
         Box::pin(async move {

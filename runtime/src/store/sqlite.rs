@@ -76,6 +76,10 @@ CREATE TABLE IF NOT EXISTS claims (
     expires_ms INTEGER NOT NULL,
     PRIMARY KEY (scope, key)
 );
+CREATE TABLE IF NOT EXISTS secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS a2a_tasks (
     run_id TEXT PRIMARY KEY,
     context_id TEXT NOT NULL
@@ -536,6 +540,14 @@ impl Store for SqliteStore {
             )?;
             tx.commit()?;
             Ok(n == 1)
+        })
+    }
+
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            conn.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)", params![name, candidate])?;
+            Ok(conn.query_row("SELECT value FROM secrets WHERE name = ?1", [name], |r| r.get(0))?)
         })
     }
 

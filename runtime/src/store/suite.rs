@@ -77,6 +77,7 @@ store_suite!(
     a_lease_is_exclusive_until_released_or_expired,
     a_write_under_a_lost_lease_changes_nothing,
     claims_are_single_use_per_scope,
+    a_shared_secret_is_the_first_one_stored,
     a2a_context_binds_once_and_history_dedupes_by_message_id,
 );
 
@@ -384,6 +385,14 @@ async fn claims_are_single_use_per_scope(b: Backend) {
         won += usize::from(t.await.unwrap());
     }
     assert_eq!(won, 1);
+}
+
+async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
+    let first = b.store.shared_secret("k", vec![1, 2, 3]).await.unwrap();
+    assert_eq!(first, [1, 2, 3]);
+    let again = b.open_again().await;
+    assert_eq!(again.shared_secret("k", vec![9]).await.unwrap(), [1, 2, 3]);
+    assert_eq!(again.shared_secret("other", vec![9]).await.unwrap(), [9]);
 }
 
 async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {

@@ -123,9 +123,10 @@ pub fn router(
     config: A2aConfig,
     task_db: Option<&Path>,
 ) -> Result<Router, TaskStoreError> {
+    let runs = app.ops.store().clone();
     let tasks = match task_db {
-        Some(path) => TaskStore::open(path)?,
-        None => TaskStore::in_memory()?,
+        Some(path) => TaskStore::open(path, runs)?,
+        None => TaskStore::in_memory(runs)?,
     };
     let state = A2aState {
         app,

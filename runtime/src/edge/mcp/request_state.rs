@@ -1,10 +1,8 @@
 //! MRTR `requestState`: an opaque token the client echoes on its retry. It is ours, so it
 //! is HMAC-SHA256 protected and binds everything the retry must not change: who asked,
 //! until when, which call (a digest of the tool name and arguments), which run, which
-//! interrupt, and which round. Single use is enforced by [`Spent`].
+//! interrupt, and which round. Single use is enforced by the run store's `claim_once`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -111,27 +109,6 @@ impl Codec {
     }
 }
 
-/// Spent states. INTERIM: held in process memory, so single use does not survive a
-/// restart (an unexpired state could be replayed once after one). It belongs in the
-/// store; expired entries are dropped as new ones arrive.
-#[derive(Default)]
-pub struct Spent {
-    nonces: Mutex<HashMap<String, i64>>,
-}
-
-impl Spent {
-    /// Marks `claims` used; `Err` when it already was.
-    pub fn spend(&self, claims: &Claims, now_ms: i64) -> Result<(), Refusal> {
-        let mut nonces = self.nonces.lock().unwrap_or_else(|p| p.into_inner());
-        nonces.retain(|_, exp| *exp > now_ms);
-        if nonces.contains_key(&claims.nonce) {
-            return Err(Refusal::Spent);
-        }
-        nonces.insert(claims.nonce.clone(), claims.exp);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,12 +173,5 @@ mod tests {
             Codec::new(b"k").open("junk", "iss#alice", "", 5),
             Err(Refusal::Malformed)
         );
-    }
-
-    #[test]
-    fn a_state_is_spent_once() {
-        let spent = Spent::default();
-        assert_eq!(spent.spend(&claims(), 5), Ok(()));
-        assert_eq!(spent.spend(&claims(), 5), Err(Refusal::Spent));
     }
 }

@@ -1,4 +1,5 @@
--- Single-use claims (MCP requestState) and the A2A side of a task, shared by replicas.
+-- Single-use claims (MCP requestState), host secrets every replica must agree on, and the
+-- A2A side of a task, shared by replicas.
 CREATE TABLE claims (
     scope TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -18,4 +19,9 @@ CREATE TABLE a2a_messages (
     message TEXT NOT NULL,
     PRIMARY KEY (run_id, seq),
     UNIQUE (run_id, message_id)
+);
+
+CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
 );
