@@ -28,7 +28,7 @@ fn help_teaches_with_examples() {
     let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "Examples:", "RUST_LOG"] {
+    for needle in ["--listen", "--data-dir", "--database", "--config", "--api-key", "--workflows", "Examples:", "RUST_LOG"] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -117,4 +117,25 @@ async fn config_file_and_workflow_directory_add_and_override_workflows() {
     assert_eq!(s["outputs"], json!({"greeting": "hello Ada", "by": "greet"}));
     let s = run("echo", json!({"x": 1})).await;
     assert_eq!(s["outputs"], json!({"overridden": true}));
+}
+
+#[test]
+fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    for (url, needle) in [("mysql://root@127.0.0.1/x", "postgres://"), ("postgres://postgres@127.0.0.1:1/postgres", "database")] {
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--database", url])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_remove("OPENWOP_DATABASE_URL")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{url}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{url}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "{url}");
+    }
+    // Nothing was written for SQLite either.
+    assert!(!dir.path().join("openwop.sqlite3").exists());
 }

@@ -49,7 +49,10 @@ pub struct PgStore {
 fn db_error(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Database(format!("{}: {}", db.code().code(), db.message())),
-        None => StoreError::Database(e.to_string()),
+        None => match std::error::Error::source(&e) {
+            Some(cause) => StoreError::Database(format!("{e}: {cause}")),
+            None => StoreError::Database(e.to_string()),
+        },
     }
 }
 
