@@ -33,3 +33,30 @@ pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), St
     tx.commit().await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::PgStore;
+    use crate::store::scratch::{ScratchSchema, skip_postgres};
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn replicas_starting_together_apply_each_migration_once() {
+        if skip_postgres("replicas_starting_together_apply_each_migration_once") {
+            return;
+        }
+        let schema = ScratchSchema::create().await.expect("PostgreSQL for the migration test");
+        let url = schema.url();
+        let starts: Vec<_> = (0..4).map(|_| PgStore::connect(&url)).collect();
+        for s in futures::future::join_all(starts).await {
+            s.expect("every replica starts");
+        }
+        // A later start finds everything applied and changes nothing.
+        PgStore::connect(&url).await.expect("restart");
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(conn);
+        let rows = client.query("SELECT version FROM schema_migrations ORDER BY version", &[]).await.expect("read");
+        let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(versions, super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
+        assert_eq!(versions, [1, 2]);
+    }
+}
