@@ -97,10 +97,10 @@ async fn listen_once(
         }
     });
     client.batch_execute(&format!("LISTEN \"{channel}\"")).await?;
+    let _ = wakes.send(Wake::Resync);
     if let Some(r) = ready.take() {
         let _ = r.send(());
     }
-    let _ = wakes.send(Wake::Resync);
     while let Some(n) = rx.recv().await {
         if let Some(w) = decode(n.payload()) {
             let _ = wakes.send(w);
@@ -108,4 +108,80 @@ async fn listen_once(
     }
     driver.abort();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::scratch::{ScratchSchema, skip_postgres};
+    use crate::store::{NewRun, PgStore, RunPatch, Store};
+    use serde_json::json;
+
+    async fn wait_for(rx: &mut broadcast::Receiver<Wake>, what: &str, pick: impl Fn(&Wake) -> bool) {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let Ok(w) = rx.recv().await
+                    && pick(&w)
+                {
+                    return;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within 5 s"));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_lost_listen_connection_polls_then_listens_again() {
+        if skip_postgres("a_lost_listen_connection_polls_then_listens_again") {
+            return;
+        }
+        let schema = ScratchSchema::create().await.expect("PostgreSQL for the listener test");
+        let watcher = PgStore::connect(&schema.url()).await.expect("watcher");
+        let writer = PgStore::connect(&schema.url()).await.expect("writer");
+        let run = NewRun {
+            run_id: "t/r".into(),
+            tenant: "t".into(),
+            workflow_id: "w".into(),
+            status: "running".into(),
+            owner: json!({}),
+            transport: "rest".into(),
+            inputs: json!({}),
+        };
+        writer.create_run(run, None).await.expect("create");
+        let mut rx = watcher.subscribe();
+
+        // Cut the watcher's LISTEN connection from the server side.
+        let (admin, conn) = tokio_postgres::connect(&schema.base_url, NoTls).await.expect("admin");
+        tokio::spawn(conn);
+        let listen = format!("LISTEN \"{}\"", channel_for(&schema.schema));
+        let killed =
+            admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1", &[&listen]).await.expect("terminate");
+        assert_eq!(killed.len(), 2, "the watcher's and the writer's listeners");
+
+        // Waiters are told to re-read while nobody listens, and once more after.
+        wait_for(&mut rx, "Resync", |w| matches!(w, Wake::Resync)).await;
+        // Back on LISTEN: another replica's commit reaches the watcher again.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            writer
+                .advance("t/r", crate::store::Guard::StatusIn(vec!["running".into()]), RunPatch::default(), vec![])
+                .await
+                .expect("advance");
+            let got = tokio::time::timeout(Duration::from_millis(300), async {
+                loop {
+                    if let Ok(Wake::Run(id)) = rx.recv().await
+                        && id == "t/r"
+                    {
+                        return;
+                    }
+                }
+            })
+            .await;
+            if got.is_ok() {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the listener never came back");
+        }
+    }
 }
