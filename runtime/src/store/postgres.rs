@@ -173,28 +173,32 @@ async fn apply<C: GenericClient>(
     let now = now_ms();
     let mut stored = Vec::with_capacity(events.len());
     let mut seq = run.last_sequence;
-    if !events.is_empty() {
+    for ev in events {
+        seq += 1;
+        stored.push(EventRecord {
+            run_id: run.run_id.clone(),
+            sequence: seq,
+            event_id: crate::ids::mint_event_id(),
+            event_type: ev.event_type,
+            node_id: ev.node_id,
+            payload: ev.payload,
+            timestamp_ms: now,
+        });
+    }
+    if !stored.is_empty() {
+        // One statement for all of a step's events: each round trip costs more than a row.
         let insert = c
             .prepare_cached(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms)
+                 SELECT $1, s, e, t, n, p, $7 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, e, t, n, p)",
             )
             .await?;
-        for ev in events {
-            seq += 1;
-            let rec = EventRecord {
-                run_id: run.run_id.clone(),
-                sequence: seq,
-                event_id: crate::ids::mint_event_id(),
-                event_type: ev.event_type,
-                node_id: ev.node_id,
-                payload: ev.payload,
-                timestamp_ms: now,
-            };
-            let payload = rec.payload.to_string();
-            c.execute(&insert, &[&rec.run_id, &rec.sequence, &rec.event_id, &rec.event_type, &rec.node_id, &payload, &rec.timestamp_ms])
-                .await?;
-            stored.push(rec);
-        }
+        let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
+        let ids: Vec<&str> = stored.iter().map(|e| e.event_id.as_str()).collect();
+        let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
+        let nodes: Vec<Option<&str>> = stored.iter().map(|e| e.node_id.as_deref()).collect();
+        let payloads: Vec<String> = stored.iter().map(|e| e.payload.to_string()).collect();
+        c.execute(&insert, &[&run.run_id, &sequences, &ids, &types, &nodes, &payloads, &now]).await?;
     }
     if patch.close_interrupts {
         let stmt = c.prepare_cached("UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'").await?;
@@ -227,12 +231,16 @@ async fn apply<C: GenericClient>(
     }
     next.last_sequence = seq;
     next.updated_ms = now;
+    // The NOTIFY rides on the update: PostgreSQL sends it to every listener at commit.
     let stmt = c
         .prepare_cached(
-            "UPDATE runs SET status = $2, node_index = $3, wait_until = $4, state = $5, outputs = $6, error = $7, last_sequence = $8, updated_ms = $9 WHERE run_id = $1",
+            "WITH changed AS (
+                UPDATE runs SET status = $2, node_index = $3, wait_until = $4, state = $5, outputs = $6, error = $7, last_sequence = $8, updated_ms = $9
+                WHERE run_id = $1 RETURNING run_id
+             ) SELECT pg_notify($10, $11) FROM changed",
         )
         .await?;
-    c.execute(
+    c.query(
         &stmt,
         &[
             &next.run_id,
@@ -244,10 +252,11 @@ async fn apply<C: GenericClient>(
             &next.error.as_ref().map(Value::to_string),
             &next.last_sequence,
             &next.updated_ms,
+            &channel,
+            &listen::run_payload(&next.run_id),
         ],
     )
     .await?;
-    notify(c, channel, &listen::run_payload(&next.run_id)).await?;
     Ok(Advanced { run: next, events: stored })
 }
 
@@ -291,52 +300,45 @@ impl Store for PgStore {
     fn create_run(&self, run: NewRun, idempotency: Option<IdempotencyClaim>) -> StoreFuture<'_, Created> {
         Box::pin(async move {
             let mut client = self.client().await?;
-            let tx = client.transaction().await?;
             let now = now_ms();
-            if let Some(claim) = &idempotency {
-                // The key goes in first: a concurrent request with the same key, on any
-                // replica, waits on this row and then sees it, instead of racing to a
-                // second run.
-                let stmt = tx
-                    .prepare_cached(
-                        "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                    )
+            let insert = format!(
+                "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, '{{}}', 0, $8, $8, -1) RETURNING {RUN_COLS}"
+            );
+            let (owner, inputs) = (run.owner.to_string(), run.inputs.to_string());
+            let Some(claim) = &idempotency else {
+                // One statement is its own transaction.
+                let stmt = client.prepare_cached(&insert).await?;
+                let row = client
+                    .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now])
                     .await?;
-                let inserted =
-                    tx.execute(&stmt, &[&claim.tenant, &claim.principal, &claim.key, &claim.body_hash, &run.run_id, &now]).await?;
-                if inserted == 0 {
-                    let stmt = tx
-                        .prepare_cached("SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3")
-                        .await?;
-                    let row = tx.query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key]).await?;
-                    let (hash, run_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
-                    if hash != claim.body_hash {
-                        return Err(StoreError::IdempotencyMismatch);
-                    }
-                    let existing = load_run(&tx, &run_id).await?.ok_or(StoreError::RunNotFound(run_id))?;
-                    return Ok(Created { run: existing, replay: true });
-                }
-            }
+                return Ok(Created { run: run_row(&row)?, replay: false });
+            };
+            let tx = client.transaction().await?;
+            // The key goes in first: a concurrent request with the same key, on any
+            // replica, waits on this row and then sees it, instead of racing to a
+            // second run.
             let stmt = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, '{{}}', 0, $8, $8, -1) RETURNING {RUN_COLS}"
-                ))
-                .await?;
-            let row = tx
-                .query_one(
-                    &stmt,
-                    &[
-                        &run.run_id,
-                        &run.tenant,
-                        &run.workflow_id,
-                        &run.status,
-                        &run.owner.to_string(),
-                        &run.transport,
-                        &run.inputs.to_string(),
-                        &now,
-                    ],
+                .prepare_cached(
+                    "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                 )
+                .await?;
+            let inserted = tx.execute(&stmt, &[&claim.tenant, &claim.principal, &claim.key, &claim.body_hash, &run.run_id, &now]).await?;
+            if inserted == 0 {
+                let stmt = tx
+                    .prepare_cached("SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3")
+                    .await?;
+                let row = tx.query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key]).await?;
+                let (hash, run_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                if hash != claim.body_hash {
+                    return Err(StoreError::IdempotencyMismatch);
+                }
+                let existing = load_run(&tx, &run_id).await?.ok_or(StoreError::RunNotFound(run_id))?;
+                return Ok(Created { run: existing, replay: true });
+            }
+            let stmt = tx.prepare_cached(&insert).await?;
+            let row = tx
+                .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now])
                 .await?;
             let created = run_row(&row)?;
             tx.commit().await?;
