@@ -105,7 +105,6 @@ impl Host {
             tracing::info!(resumed, "resumed unfinished runs");
         }
         engine.spawn_sweeper();
-        let store_handle = store.clone();
         let ops = Arc::new(Ops::new(store, engine.clone()));
         let state = AppState {
             ops,
@@ -116,7 +115,8 @@ impl Host {
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
-        let key = store_handle.shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec()).await?;
+        // One requestState key for every replica (and every restart) of this store.
+        let key = state.ops.store().shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec()).await?;
         let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), engine.clone(), config.mcp, &key));
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);
         Ok(Self { state, engine, app, shutdown_tx })

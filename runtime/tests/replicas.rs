@@ -234,3 +234,64 @@ async fn concurrent_resolves_on_two_replicas_exactly_one_wins() {
         assert_eq!(evs.iter().filter(|e| e["type"] == "run.completed").count(), 1);
     }
 }
+
+/// A 2026-07-28 MCP `tools/call` on `base`; returns the JSON-RPC response.
+async fn mcp_call(c: &Client, base: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    let name = params["name"].as_str().unwrap().to_owned();
+    let text = c
+        .post(format!("{base}/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let json_text = text.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim).unwrap_or(&text).to_owned();
+    serde_json::from_str(&json_text).unwrap()
+}
+
+/// Asks for the approval tool on `base`; returns the retry that answers it.
+async fn mcp_input_required(c: &Client, base: &str) -> Value {
+    let args = json!({"title": "ship it"});
+    let first = mcp_call(c, base, json!({"name": "approval", "arguments": args})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let (interrupt, _) = result["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    json!({
+        "name": "approval",
+        "arguments": args,
+        "requestState": result["requestState"],
+        "inputResponses": {interrupt.clone(): {"action": "accept", "content": {"decision": "accept"}}},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_request_state_from_one_replica_is_spent_once_across_both() {
+    let Some((_schema, a, b)) = pair("an_mcp_request_state_from_one_replica_is_spent_once_across_both").await else { return };
+    let c = client();
+    // Sealed on A, used on B (one key for both), then spent on A too.
+    let retry = mcp_input_required(&c, &a.base).await;
+    let on_b = mcp_call(&c, &b.base, retry.clone()).await;
+    assert_eq!(on_b["result"]["resultType"], "complete", "{on_b}");
+    assert_eq!(on_b["result"]["structuredContent"]["decision"]["decision"], "accept");
+    let again = mcp_call(&c, &a.base, retry).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+
+    // Presented on both at once: exactly one use is accepted.
+    let retry = mcp_input_required(&c, &b.base).await;
+    let (on_a, on_b) = tokio::join!(mcp_call(&c, &a.base, retry.clone()), mcp_call(&c, &b.base, retry.clone()));
+    let completed = [&on_a, &on_b].iter().filter(|r| r["result"]["resultType"] == "complete").count();
+    let refused = [&on_a, &on_b].iter().filter(|r| r["error"]["code"] == -32602).count();
+    assert_eq!((completed, refused), (1, 1), "A: {on_a}\nB: {on_b}");
+}
