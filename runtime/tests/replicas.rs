@@ -21,10 +21,15 @@ struct Replica {
 }
 
 async fn spawn(database: &str) -> Replica {
+    spawn_with(database, &[]).await
+}
+
+async fn spawn_with(database: &str, extra: &[String]) -> Replica {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
         .args(["serve", "--listen", "127.0.0.1:0", "--api-key", &format!("acme:{KEY}")])
         .args(["--database", database, "--lease-ttl-ms", LEASE_MS])
+        .args(extra)
         .arg("--data-dir")
         .arg(dir.path())
         .env("RUST_LOG", "warn")
@@ -294,4 +299,72 @@ async fn an_mcp_request_state_from_one_replica_is_spent_once_across_both() {
     let completed = [&on_a, &on_b].iter().filter(|r| r["result"]["resultType"] == "complete").count();
     let refused = [&on_a, &on_b].iter().filter(|r| r["error"]["code"] == -32602).count();
     assert_eq!((completed, refused), (1, 1), "A: {on_a}\nB: {on_b}");
+}
+
+fn signal(child: &Child, sig: &str) {
+    let pid = child.id().expect("running").to_string();
+    let ok = std::process::Command::new("kill").args([sig, &pid]).status().expect("kill").success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+const TWO_WAITS: &str = r#"id: two-waits
+name: Two waits
+description: Waits twice, so a run can be taken over between its steps.
+inputSchema:
+  type: object
+  required: [ms]
+  properties:
+    ms: { type: integer, minimum: 0 }
+nodes:
+  - id: first
+    kind: wait
+    ms: "${inputs.ms}"
+  - id: second
+    kind: wait
+    ms: "${inputs.ms}"
+outputs:
+  waitedMs: "${inputs.ms}"
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_owner_that_wakes_after_a_takeover_appends_nothing() {
+    if skip_postgres("a_paused_owner_that_wakes_after_a_takeover_appends_nothing") {
+        return;
+    }
+    let schema = ScratchSchema::create().await.expect("PostgreSQL for the replica tests");
+    let workflows = tempfile::tempdir().unwrap();
+    std::fs::write(workflows.path().join("two-waits.yaml"), TWO_WAITS).unwrap();
+    let extra = ["--workflows".to_owned(), workflows.path().display().to_string()];
+    let a = spawn_with(&schema.url(), &extra).await;
+    let b = spawn_with(&schema.url(), &extra).await;
+    let c = client();
+    let run = create(&c, &a.base, "two-waits", json!({"ms": 2000})).await;
+    let started = |evs: &[Value], node: &str| evs.iter().any(|e| e["type"] == "node.started" && e["nodeId"] == node);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !started(&events(&c, &b.base, &run).await, "first") {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A stalls (a long pause, a frozen VM) in the first wait; its lease runs out and B
+    // takes the run over, finishing the first wait and starting the second.
+    signal(&a.child, "-STOP");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !started(&events(&c, &b.base, &run).await, "second") {
+        assert!(Instant::now() < deadline, "B never took the run over");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // A wakes past its first deadline, still believing it drives the run, while the run is
+    // running: only the lease keeps it from completing the first wait a second time.
+    signal(&a.child, "-CONT");
+    wait_status(&c, &a.base, &run, "completed").await;
+    let evs = events(&c, &a.base, &run).await;
+    assert_contiguous(&evs);
+    let steps: Vec<String> = evs
+        .iter()
+        .map(|e| format!("{}{}", e["type"].as_str().unwrap(), e["nodeId"].as_str().map(|n| format!(":{n}")).unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        steps,
+        ["run.started", "node.started:first", "node.completed:first", "node.started:second", "node.completed:second", "run.completed"]
+    );
 }
