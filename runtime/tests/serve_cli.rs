@@ -136,6 +136,28 @@ fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
         assert!(err.contains(needle), "{url}: {err}");
         assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "{url}");
     }
+    // The config file's `database` and OPENWOP_DATABASE_URL select the store as well.
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "database: mysql://root@127.0.0.1/x\n").unwrap();
+    let from_file = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("OPENWOP_DATABASE_URL")
+        .output()
+        .unwrap();
+    let from_env = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("OPENWOP_DATABASE_URL", "mysql://root@127.0.0.1/x")
+        .output()
+        .unwrap();
+    for out in [from_file, from_env] {
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("postgres://"));
+    }
     // Nothing was written for SQLite either.
     assert!(!dir.path().join("openwop.sqlite3").exists());
 }
