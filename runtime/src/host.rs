@@ -8,7 +8,7 @@ use crate::edge::rest::{self, AppState};
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
 use crate::ops::{MAX_PAGE_SIZE, Ops};
-use crate::store::{LocalWakeups, SqliteStore, Store};
+use crate::store::{LocalWakeups, PgStore, SqliteStore, Store, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,11 @@ use tokio::sync::watch;
 /// Everything a host needs to start.
 pub struct HostConfig {
     pub data_dir: PathBuf,
+    /// A `postgres://` URL to share runs with other replicas; `None` keeps them in SQLite
+    /// under `data_dir`.
+    pub database: Option<String>,
+    /// How long a run's lease lasts unrenewed (how soon a dead replica's runs move on).
+    pub lease_ttl: Duration,
     pub keys: KeyRing,
     pub workflows_dir: Option<PathBuf>,
     /// The MCP mount's settings (also what the `mcp` family advertises).
@@ -38,6 +43,8 @@ impl HostConfig {
     pub fn new(data_dir: PathBuf, keys: KeyRing) -> Self {
         Self {
             data_dir,
+            database: None,
+            lease_ttl: crate::engine::DEFAULT_LEASE_TTL,
             keys,
             workflows_dir: None,
             mcp: mcp::McpConfig::default(),
@@ -62,8 +69,6 @@ pub enum StartError {
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot open the A2A task table: {0}")]
     A2aTasks(#[from] a2a::tasks::TaskStoreError),
-    #[error(transparent)]
-    McpStateKey(#[from] mcp::request_state::KeyError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -74,6 +79,21 @@ pub struct Host {
     pub engine: Arc<Engine>,
     app: axum::Router,
     shutdown_tx: watch::Sender<bool>,
+}
+
+/// SQLite in the data dir unless a database URL is configured.
+async fn open_store(config: &HostConfig) -> Result<Arc<dyn Store>, StoreError> {
+    match config.database.as_deref() {
+        None => Ok(Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?)),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let store = PgStore::connect(url).await?;
+            tracing::info!("runs are stored in PostgreSQL, shared with any other replica on it");
+            Ok(Arc::new(store))
+        }
+        Some(_) => Err(StoreError::Database(
+            "--database takes a postgres:// URL (without it, runs are kept in SQLite in the data dir)".into(),
+        )),
+    }
 }
 
 impl Host {
@@ -95,13 +115,14 @@ impl Host {
         if let Some(dir) = &config.workflows_dir {
             registry.load_dir(dir)?;
         }
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?);
+        let store = open_store(&config).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let engine = Engine::new(store.clone(), registry, shutdown_rx.clone());
+        let engine = Engine::with_lease_ttl(store.clone(), registry, shutdown_rx.clone(), config.lease_ttl);
         let resumed = engine.resume_unfinished().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed unfinished runs");
         }
+        engine.spawn_sweeper();
         let ops = Arc::new(Ops::new(store, engine.clone()));
         let state = AppState {
             ops,
@@ -114,8 +135,9 @@ impl Host {
         a2a_config.egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
         a2a_config.push_retry = config.push_retry;
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
-        let state_key = mcp::request_state::persisted_key(&config.data_dir)?;
-        let mcp = mcp::router(state.clone(), engine.clone(), config.mcp, &state_key);
+        // One requestState key for every replica (and every restart) of this store.
+        let key = state.ops.store().shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec()).await?;
+        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), engine.clone(), config.mcp, &key));
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);
         Ok(Self { state, engine, app, shutdown_tx })
     }

@@ -68,22 +68,22 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        // The same key `openwop serve` uses on this data dir, so states cross transports
-        // and restarts alike.
-        let state_key = crate::edge::mcp::request_state::persisted_key(&args.data_dir)
-            .map_err(|e| e.to_string())?;
         let host = Host::build(HostConfig {
             workflows_dir: args.workflows,
             ..HostConfig::new(args.data_dir, keys)
         })
         .await
         .map_err(|e| e.to_string())?;
-        let state = McpState::new(
-            host.state.clone(),
-            host.engine.clone(),
-            McpConfig::default(),
-            &state_key,
-        );
+        // The same key `openwop serve` uses on this store, so states cross transports,
+        // replicas and restarts alike.
+        let key = host
+            .state
+            .ops
+            .store()
+            .shared_secret(crate::edge::mcp::REQUEST_STATE_KEY, crate::edge::mcp::fresh_key().to_vec())
+            .await
+            .map_err(|e| e.to_string())?;
+        let state = McpState::with_key(host.state.clone(), host.engine.clone(), McpConfig::default(), &key);
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.

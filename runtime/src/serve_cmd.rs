@@ -16,6 +16,10 @@ use std::process::ExitCode;
   openwop serve --listen 0.0.0.0:9000 --api-key acme:acme-secret-key-123 --api-key globex:globex-secret-key-456
       Two tenants side by side; each key only ever sees its own tenant's runs.
 
+  openwop serve --database postgres://postgres@127.0.0.1:5432/test
+      Keep runs in PostgreSQL: start several replicas on one database behind a load
+      balancer; each run is driven by one replica at a time and moves on if it dies.
+
   openwop serve --workflows ./my-workflows
       Add (or override) workflow definitions from *.json / *.yaml files.
 
@@ -35,8 +39,16 @@ pub struct ServeArgs {
     /// Directory for the SQLite database and the dev key.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows,
-    /// egressAllowLoopback (true/false).
+    /// PostgreSQL URL (postgres://user@host:port/db) to keep runs in, shared by every
+    /// replica on it. Without it runs are kept in SQLite in the data dir.
+    #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
+    database: Option<String>,
+    /// Milliseconds a replica's lease on a run lasts unrenewed: how soon another replica
+    /// takes over the runs of one that died (PostgreSQL only).
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    lease_ttl_ms: u64,
+    /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
+    /// agents, egressAllowLoopback (true/false).
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -60,6 +72,7 @@ pub struct ServeArgs {
 struct FileConfig {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
+    database: Option<String>,
     #[serde(default)]
     api_keys: Vec<String>,
     workflows: Option<PathBuf>,
@@ -139,6 +152,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
+    let database = args.database.or(file.database).filter(|d| !d.trim().is_empty());
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -154,7 +168,14 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let host = Host::build(HostConfig { workflows_dir, egress_allow_loopback, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
+        let config = HostConfig {
+            workflows_dir,
+            egress_allow_loopback,
+            database,
+            lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
+            ..HostConfig::new(data_dir, keys)
+        };
+        let host = Host::build(config).await.map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {

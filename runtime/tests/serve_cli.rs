@@ -28,7 +28,7 @@ fn help_teaches_with_examples() {
     let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
+    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--database", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -155,4 +155,47 @@ async fn the_egress_opening_from_the_config_file_is_advertised_and_the_flag_is_o
     ])
     .await;
     assert!(off.is_empty());
+}
+
+#[test]
+fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    for (url, needle) in [("mysql://root@127.0.0.1/x", "postgres://"), ("postgres://postgres@127.0.0.1:1/postgres", "database")] {
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--database", url])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env_remove("OPENWOP_DATABASE_URL")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{url}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{url}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "{url}");
+    }
+    // The config file's `database` and OPENWOP_DATABASE_URL select the store as well.
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "database: mysql://root@127.0.0.1/x\n").unwrap();
+    let from_file = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("OPENWOP_DATABASE_URL")
+        .output()
+        .unwrap();
+    let from_env = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("OPENWOP_DATABASE_URL", "mysql://root@127.0.0.1/x")
+        .output()
+        .unwrap();
+    for out in [from_file, from_env] {
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("postgres://"));
+    }
+    // Nothing was written for SQLite either.
+    assert!(!dir.path().join("openwop.sqlite3").exists());
 }

@@ -12,6 +12,7 @@ use crate::store::{Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch,
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// The engine layer's error type.
@@ -28,6 +29,14 @@ enum Step {
     Stop,
 }
 
+/// How long a replica's claim on a run lasts without renewal, unless configured.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// Statuses in which a run needs a driver.
+fn drivable() -> Vec<String> {
+    [RunStatus::Pending, RunStatus::Running, RunStatus::Cancelling].iter().map(|s| s.as_str().to_owned()).collect()
+}
+
 /// The executor and the workflows it knows.
 pub struct Engine {
     store: Arc<dyn Store>,
@@ -35,6 +44,9 @@ pub struct Engine {
     /// Runs with a driving task, and whether it must look once more before stopping.
     active: Mutex<HashMap<String, bool>>,
     shutdown: watch::Receiver<bool>,
+    /// This process's name on run leases.
+    replica: String,
+    lease_ttl: Duration,
 }
 
 fn running() -> Guard {
@@ -94,7 +106,26 @@ fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>) -> Arc<Self> {
-        Arc::new(Self { store, registry, active: Mutex::new(HashMap::new()), shutdown })
+        Self::with_lease_ttl(store, registry, shutdown, DEFAULT_LEASE_TTL)
+    }
+
+    /// An engine whose run leases last `lease_ttl` without renewal: how long a run
+    /// waits after its replica dies before another takes it over.
+    pub fn with_lease_ttl(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>, lease_ttl: Duration) -> Arc<Self> {
+        let replica = format!("replica-{}", crate::ids::mint_opaque());
+        let lease_ttl = lease_ttl.max(Duration::from_millis(300));
+        Arc::new(Self { store, registry, active: Mutex::new(HashMap::new()), shutdown, replica, lease_ttl })
+    }
+
+    /// This process's name on run leases.
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Every engine write: fenced by this replica's lease on the run.
+    async fn advance(&self, run_id: &str, guard: Guard, mut patch: RunPatch, events: Vec<NewEvent>) -> Result<Advanced, StoreError> {
+        patch.lease_owner = Some(self.replica.clone());
+        self.store.advance(run_id, guard, patch, events).await
     }
 
     pub fn registry(&self) -> &Registry {
@@ -117,14 +148,96 @@ impl Engine {
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
             loop {
-                engine.drive(&run_id).await;
-                let Ok(mut active) = engine.active.lock() else { return };
-                match active.get_mut(&run_id) {
-                    Some(again) if *again => *again = false,
-                    _ => {
-                        active.remove(&run_id);
+                let held = engine.drive_leased(&run_id).await;
+                {
+                    let Ok(mut active) = engine.active.lock() else { return };
+                    match active.get_mut(&run_id) {
+                        Some(again) if *again => {
+                            *again = false;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+                // A change made on another replica while this one held the lease could
+                // not be picked up there; after letting go, look once more.
+                if held && engine.store.shared() && !*engine.shutdown.borrow() && engine.needs_driver(&run_id).await {
+                    continue;
+                }
+                if let Ok(mut active) = engine.active.lock() {
+                    active.remove(&run_id);
+                }
+                return;
+            }
+        });
+    }
+
+    async fn needs_driver(&self, run_id: &str) -> bool {
+        matches!(self.store.get_run(run_id).await, Ok(Some(run)) if drivable().contains(&run.status))
+    }
+
+    /// Drives a run while holding its lease, renewing it; false when another replica
+    /// holds it (that one drives the run).
+    async fn drive_leased(self: &Arc<Self>, run_id: &str) -> bool {
+        let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        match self.store.acquire_lease(run_id, &self.replica, ttl).await {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "cannot take the run's lease; the sweep will retry");
+                return false;
+            }
+        }
+        if !self.store.shared() {
+            self.drive(run_id).await;
+            return true;
+        }
+        let renew = async {
+            loop {
+                tokio::time::sleep(self.lease_ttl / 3).await;
+                match self.store.acquire_lease(run_id, &self.replica, ttl).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(run_id, "lost the run's lease to another replica; stopping here");
                         return;
                     }
+                    // Writes stay fenced by the lease, so driving on is safe; the next
+                    // renewal may succeed before the lease runs out.
+                    Err(e) => tracing::warn!(run_id, error = %e, "cannot renew the run's lease"),
+                }
+            }
+        };
+        tokio::select! {
+            _ = self.drive(run_id) => {}
+            _ = renew => {}
+        }
+        if let Err(e) = self.store.release_lease(run_id, &self.replica).await {
+            tracing::warn!(run_id, error = %e, "cannot release the run's lease; it expires by itself");
+        }
+        true
+    }
+
+    /// On a shared store, picks up runs no live replica holds (their replica died)
+    /// every half lease, until shutdown.
+    pub fn spawn_sweeper(self: &Arc<Self>) {
+        if !self.store.shared() {
+            return;
+        }
+        let engine = self.clone();
+        let mut shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(engine.lease_ttl / 2) => {}
+                    _ = shutdown.changed() => return,
+                }
+                match engine.store.unleased_runs(drivable()).await {
+                    Ok(ids) => {
+                        for id in ids {
+                            engine.start(&id);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot look for runs without a driver"),
                 }
             }
         });
@@ -152,13 +265,13 @@ impl Engine {
             match self.step(run_id).await {
                 Ok(Step::Continue) => {}
                 Ok(Step::Stop) => return,
-                Err(EngineError::Store(StoreError::Guard { .. })) => return,
+                Err(EngineError::Store(StoreError::Guard { .. } | StoreError::LeaseLost)) => return,
                 Err(e) => {
                     tracing::error!(run_id, error = %e, "run failed inside the engine");
                     if let Ok(Some(run)) = self.store.get_run(run_id).await {
                         let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
                         let guard = Guard::StatusNotIn(status::terminal_strs());
-                        let _ = self.store.advance(run_id, guard, patch, events).await;
+                        let _ = self.advance(run_id, guard, patch, events).await;
                     }
                     return;
                 }
@@ -199,7 +312,7 @@ impl Engine {
                 let patch = RunPatch { status: Some(RunStatus::Running.as_str().into()), ..Default::default() };
                 let ev = NewEvent { event_type: "run.started".into(), node_id: None, payload };
                 let guard = Guard::StatusIn(vec![RunStatus::Pending.as_str().into()]);
-                self.store.advance(run_id, guard, patch, vec![ev]).await?;
+                self.advance(run_id, guard, patch, vec![ev]).await?;
                 Ok(Step::Continue)
             }
             RunStatus::Running => self.run_node(run).await,
@@ -227,7 +340,7 @@ impl Engine {
                 ..Default::default()
             };
             let ev = NewEvent { event_type: "run.completed".into(), node_id: None, payload };
-            self.store.advance(&run.run_id, running(), patch, vec![ev]).await?;
+            self.advance(&run.run_id, running(), patch, vec![ev]).await?;
             return Ok(Step::Stop);
         };
         let next = run.node_index + 1;
@@ -240,14 +353,14 @@ impl Engine {
                     ..Default::default()
                 };
                 let events = vec![node_started(&node.id, "core.transform"), node_completed(&node.id, Some(&out))];
-                self.store.advance(&run.run_id, running(), patch, events).await?;
+                self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Continue)
             }
             Action::Fail { code, message } => {
                 let message = template::render(&json!(message), &ctx);
                 let (patch, mut events) = failure(&run, code, message.as_str().unwrap_or_default(), Some(&node.id));
                 events.insert(0, node_started(&node.id, "core.fail"));
-                self.store.advance(&run.run_id, running(), patch, events).await?;
+                self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
             Action::Wait { amount, unit_ms } => self.wait(run, &node.id, amount, *unit_ms, &ctx).await,
@@ -276,7 +389,7 @@ impl Engine {
                     node_started(&node.id, "core.interrupt"),
                     NewEvent { event_type: "interrupt.requested".into(), node_id: Some(node.id.clone()), payload },
                 ];
-                self.store.advance(&run.run_id, running(), patch, events).await?;
+                self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
         }
@@ -295,12 +408,12 @@ impl Engine {
                 let Some(amount) = ms else {
                     let (patch, events) =
                         failure(&run, "validation_error", &format!("node `{node_id}`: the wait time is not a non-negative integer"), Some(node_id));
-                    self.store.advance(&run.run_id, running(), patch, events).await?;
+                    self.advance(&run.run_id, running(), patch, events).await?;
                     return Ok(Step::Stop);
                 };
                 let deadline = now_ms().saturating_add(amount);
                 let patch = RunPatch { wait_until: Some(Some(deadline)), ..Default::default() };
-                self.store.advance(&run.run_id, running(), patch, vec![node_started(node_id, "core.wait")]).await?;
+                self.advance(&run.run_id, running(), patch, vec![node_started(node_id, "core.wait")]).await?;
                 deadline
             }
         };
@@ -319,7 +432,7 @@ impl Engine {
                     let relevant = match &wake {
                         Ok(Wake::Run(id)) => id == &run.run_id,
                         Ok(Wake::Host(_)) => false,
-                        Err(_) => true,
+                        Ok(Wake::Resync) | Err(_) => true,
                     };
                     if relevant {
                         let current = self.store.get_run(&run.run_id).await?;
@@ -331,7 +444,7 @@ impl Engine {
             }
         }
         let patch = RunPatch { node_index: Some(run.node_index + 1), wait_until: Some(None), ..Default::default() };
-        self.store.advance(&run.run_id, running(), patch, vec![node_completed(node_id, None)]).await?;
+        self.advance(&run.run_id, running(), patch, vec![node_completed(node_id, None)]).await?;
         Ok(Step::Continue)
     }
 

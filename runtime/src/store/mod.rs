@@ -1,13 +1,20 @@
 //! Persistence: the [`Store`] trait every layer above talks to, and its records.
 //!
-//! The trait is object-safe (`Arc<dyn Store>`) so the host can pick SQLite today and
-//! PostgreSQL later; SQL and transactions never leak above it. Statuses are plain strings
+//! The trait is object-safe (`Arc<dyn Store>`) so the host picks SQLite (one process) or
+//! PostgreSQL (several replicas on one database); SQL and transactions never leak above it. Statuses are plain strings
 //! here: the store keeps what the engine decides and does not interpret it, except for
 //! the guards the engine hands it.
 
+mod postgres;
+#[doc(hidden)]
+pub mod scratch;
 mod sqlite;
 mod wakeups;
 
+#[cfg(test)]
+mod suite;
+
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use wakeups::{LocalWakeups, Wake, Wakeups};
 
@@ -31,6 +38,8 @@ pub enum StoreError {
     InterruptAlreadyResolved,
     #[error("this Idempotency-Key was used before with a different request body")]
     IdempotencyMismatch,
+    #[error("this replica no longer holds the run's lease")]
+    LeaseLost,
     #[error("database error: {0}")]
     Database(String),
 }
@@ -167,6 +176,9 @@ pub struct RunPatch {
     pub open_interrupt: Option<NewInterrupt>,
     /// Close every open interrupt (the run is ending).
     pub close_interrupts: bool,
+    /// Apply only while this replica holds the run's lease (the engine's writes), so a
+    /// replica that lost its lease cannot append behind the one that took it over.
+    pub lease_owner: Option<String>,
 }
 
 /// The result of a run change.
@@ -241,4 +253,40 @@ pub trait Store: Send + Sync {
 
     /// Wake-ups for new run events and host events; a hint to re-read, never the data.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
+
+    /// True when other processes may share this store, so runs need leases and a sweep
+    /// for runs whose driver died.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Takes or renews the lease on a run for `ttl_ms`: won when nobody holds it, `owner`
+    /// already does, or the holder let it expire. A single-process store always wins.
+    fn acquire_lease(&self, run_id: &str, owner: &str, ttl_ms: i64) -> StoreFuture<'_, bool>;
+
+    /// Gives the lease up if `owner` holds it.
+    fn release_lease(&self, run_id: &str, owner: &str) -> StoreFuture<'_, ()>;
+
+    /// Runs with a status in `statuses` that no replica holds a live lease on.
+    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>>;
+
+    /// Records `key` in `scope` once: true for the first caller, false for every later
+    /// one (single-use tokens). The record may be forgotten after `expires_ms`.
+    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool>;
+
+    /// A secret every replica must share (a signing key): the first `candidate` stored
+    /// under `name` wins and is what every later call returns.
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>>;
+
+    /// Binds an A2A contextId to a run once; a later bind returns the first value.
+    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String>;
+
+    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>>;
+
+    /// Appends an A2A message to a task's history unless one with the same non-empty
+    /// `message_id` is there already; true when it was appended.
+    fn a2a_append_message(&self, run_id: &str, message_id: &str, message: Value) -> StoreFuture<'_, bool>;
+
+    /// The task's A2A messages, oldest first.
+    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>>;
 }

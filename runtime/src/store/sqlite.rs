@@ -70,6 +70,28 @@ CREATE TABLE IF NOT EXISTS host_events (
     ts_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS host_events_by_tenant ON host_events (tenant, seq);
+CREATE TABLE IF NOT EXISTS claims (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+CREATE TABLE IF NOT EXISTS secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+    run_id TEXT PRIMARY KEY,
+    context_id TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS a2a_messages (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    message_id TEXT,
+    message TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq),
+    UNIQUE (run_id, message_id)
+);
 "#;
 
 struct Inner {
@@ -482,74 +504,92 @@ impl Store for SqliteStore {
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
         self.inner.wakeups.subscribe()
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn new_run(id: &str) -> NewRun {
-        NewRun {
-            run_id: id.into(),
-            tenant: "t".into(),
-            workflow_id: "w".into(),
-            status: "running".into(),
-            owner: json!({}),
-            transport: "rest".into(),
-            inputs: json!({}),
-        }
+    // One process owns the file, so there is nobody to share a run with.
+    fn acquire_lease(&self, _run_id: &str, _owner: &str, _ttl_ms: i64) -> StoreFuture<'_, bool> {
+        Box::pin(async { Ok(true) })
     }
 
-    fn ev() -> NewEvent {
-        NewEvent { event_type: "node.started".into(), node_id: None, payload: json!({}) }
+    fn release_lease(&self, _run_id: &str, _owner: &str) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
     }
 
-    #[tokio::test(flavor = "multi_thread")]
-    async fn concurrent_appends_get_contiguous_sequences() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).unwrap());
-        store.create_run(new_run("t/0123456789abcdef"), None).await.unwrap();
-        let tasks: Vec<_> = (0..16)
-            .map(|_| {
-                let s = store.clone();
-                tokio::spawn(async move {
-                    s.advance("t/0123456789abcdef", Guard::StatusIn(vec!["running".into()]), RunPatch::default(), vec![ev(), ev()])
-                        .await
-                        .unwrap()
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        let events = store.events_since("t/0123456789abcdef", -1, 1000).await.unwrap();
-        let seqs: Vec<i64> = events.iter().map(|e| e.sequence).collect();
-        assert_eq!(seqs, (0..32).collect::<Vec<_>>());
-        assert_eq!(store.get_run("t/0123456789abcdef").await.unwrap().unwrap().last_sequence, 31);
+    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare("SELECT run_id, status FROM runs ORDER BY list_order")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut out = Vec::new();
+            for r in rows {
+                let (id, status) = r?;
+                if statuses.contains(&status) {
+                    out.push(id);
+                }
+            }
+            Ok(out)
+        })
     }
 
-    #[tokio::test(flavor = "multi_thread")]
-    async fn guard_refuses_and_leaves_the_log_unchanged() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).unwrap();
-        store.create_run(new_run("t/0123456789abcdef"), None).await.unwrap();
-        let r = store
-            .advance("t/0123456789abcdef", Guard::StatusNotIn(vec!["running".into()]), RunPatch::default(), vec![ev()])
-            .await;
-        assert!(matches!(r, Err(StoreError::Guard { status }) if status == "running"));
-        assert!(store.events_since("t/0123456789abcdef", -1, 10).await.unwrap().is_empty());
+    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
+        let (scope, key) = (scope.to_owned(), key.to_owned());
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM claims WHERE scope = ?1 AND expires_ms < ?2", params![scope, now_ms()])?;
+            let n = tx.execute(
+                "INSERT OR IGNORE INTO claims (scope, key, expires_ms) VALUES (?1, ?2, ?3)",
+                params![scope, key, expires_ms],
+            )?;
+            tx.commit()?;
+            Ok(n == 1)
+        })
     }
 
-    #[tokio::test(flavor = "multi_thread")]
-    async fn data_survives_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let store = SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).unwrap();
-            store.create_run(new_run("t/0123456789abcdef"), None).await.unwrap();
-            store.advance("t/0123456789abcdef", Guard::StatusIn(vec!["running".into()]), RunPatch::default(), vec![ev()]).await.unwrap();
-        }
-        let store = SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).unwrap();
-        assert_eq!(store.events_since("t/0123456789abcdef", -1, 10).await.unwrap().len(), 1);
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
+        let name = name.to_owned();
+        self.write(move |conn| {
+            conn.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)", params![name, candidate])?;
+            Ok(conn.query_row("SELECT value FROM secrets WHERE name = ?1", [name], |r| r.get(0))?)
+        })
+    }
+
+    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
+        let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
+        self.write(move |conn| {
+            conn.execute("INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)", params![run_id, context_id])?;
+            Ok(conn.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", [run_id], |r| r.get(0))?)
+        })
+    }
+
+    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
+        let run_id = run_id.to_owned();
+        self.read(move |conn| {
+            Ok(conn.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", [run_id], |r| r.get(0)).optional()?)
+        })
+    }
+
+    fn a2a_append_message(&self, run_id: &str, message_id: &str, message: Value) -> StoreFuture<'_, bool> {
+        let run_id = run_id.to_owned();
+        // NULLs never collide under UNIQUE, so messages without an id always append.
+        let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
+        self.write(move |conn| {
+            let n = conn.execute(
+                "INSERT OR IGNORE INTO a2a_messages (run_id, seq, message_id, message)
+                 VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM a2a_messages WHERE run_id = ?1), ?2, ?3)",
+                params![run_id, message_id, message.to_string()],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
+        let run_id = run_id.to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached("SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq")?;
+            let rows = stmt.query_map([run_id], |r| r.get::<_, String>(0))?;
+            let mut out = Vec::new();
+            for text in rows {
+                out.push(serde_json::from_str(&text?).map_err(|e| StoreError::Database(format!("a stored A2A message is not JSON: {e}")))?);
+            }
+            Ok(out)
+        })
     }
 }

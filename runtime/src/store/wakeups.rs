@@ -1,8 +1,8 @@
 //! In-process wake-ups for SSE and long-poll waiters.
 //!
 //! A wake-up only says "look again": waiters always re-read the store, so a lost or
-//! lagged wake-up costs latency, never data. PostgreSQL will put LISTEN/NOTIFY behind the
-//! same trait.
+//! lagged wake-up costs latency, never data. PostgreSQL feeds the same channel from
+//! LISTEN/NOTIFY, so a waiter on one replica sees what another appended.
 
 use super::HostEventRecord;
 use tokio::sync::broadcast;
@@ -14,6 +14,8 @@ pub enum Wake {
     Run(String),
     /// A host event for a tenant; ephemeral events travel only here.
     Host(Box<HostEventRecord>),
+    /// Something may have changed unannounced (notifications were lost): re-read all.
+    Resync,
 }
 
 /// Publishes and subscribes to wake-ups.

@@ -130,13 +130,14 @@ pub fn router(
     config: A2aConfig,
     task_db: Option<&Path>,
 ) -> Result<Router, TaskStoreError> {
+    let runs = app.ops.store().clone();
     let (tasks, push_store): (TaskStore, Arc<dyn push::PushStore>) = match task_db {
         Some(path) => (
-            TaskStore::open(path)?,
+            TaskStore::open(path, runs)?,
             Arc::new(push::SqlitePushStore::open(path)?),
         ),
         None => (
-            TaskStore::in_memory()?,
+            TaskStore::in_memory(runs)?,
             Arc::new(push::SqlitePushStore::in_memory()?),
         ),
     };

@@ -6,7 +6,7 @@
 //! statelessly; `initialize` opens a 2025-11-25 session. Every request is authenticated
 //! before anything else, and every refusal is a JSON-RPC error.
 //!
-//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default(), &key))`.
+//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default()))`.
 
 mod cancel;
 pub mod gate;
@@ -28,7 +28,7 @@ use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Offer, Protocol};
 pub use http::is_stateless;
-use request_state::{Codec, Spent};
+use request_state::Codec;
 use rpc::{RpcError, UNSUPPORTED_VERSION};
 pub use service::{Ctx, Era};
 use sessions::Sessions;
@@ -70,25 +70,23 @@ pub struct McpState {
     pub engine: Arc<Engine>,
     pub config: Arc<McpConfig>,
     codec: Arc<Codec>,
-    spent: Arc<Spent>,
     sessions: Arc<Sessions>,
 }
 
 impl McpState {
-    /// `state_key` signs requestStates; [`request_state::persisted_key`] gives the one
-    /// kept in the host's data dir.
-    pub fn new(
-        app: AppState,
-        engine: Arc<Engine>,
-        config: McpConfig,
-        state_key: &[u8; 32],
-    ) -> McpState {
+    /// A mount with a key of its own: its requestStates open only in this process.
+    pub fn new(app: AppState, engine: Arc<Engine>, config: McpConfig) -> McpState {
+        Self::with_key(app, engine, config, &fresh_key())
+    }
+
+    /// A mount sealing requestStates with `key`: the host passes the key kept in the run
+    /// store, so a state opens on every replica and after a restart.
+    pub fn with_key(app: AppState, engine: Arc<Engine>, config: McpConfig, key: &[u8]) -> McpState {
         McpState {
             app,
             engine,
             config: Arc::new(config),
-            codec: Arc::new(Codec::new(state_key)),
-            spent: Arc::new(Spent::default()),
+            codec: Arc::new(Codec::new(key)),
             sessions: Arc::new(Sessions::default()),
         }
     }
@@ -173,14 +171,25 @@ pub fn facet_of(discovery: &Value, config: &McpConfig) -> Value {
         .unwrap_or_else(|| facet_fields(config))
 }
 
-/// The `/mcp` routes.
-pub fn router(
-    app: AppState,
-    engine: Arc<Engine>,
-    config: McpConfig,
-    state_key: &[u8; 32],
-) -> Router {
-    let state = McpState::new(app, engine, config, state_key);
+/// The run store's name for the requestState key.
+pub const REQUEST_STATE_KEY: &str = "mcp.requestState.key";
+
+/// A random requestState key.
+pub fn fresh_key() -> [u8; 32] {
+    let mut key = [0u8; 32];
+    if getrandom::fill(&mut key).is_err() {
+        tracing::error!("no randomness for the requestState key");
+    }
+    key
+}
+
+/// The `/mcp` routes, with a key of their own.
+pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
+    router_for(McpState::new(app, engine, config))
+}
+
+/// The `/mcp` routes of `state`.
+pub fn router_for(state: McpState) -> Router {
     let panic =
         tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             http::error_response(&RpcError::internal(), None)

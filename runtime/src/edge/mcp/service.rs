@@ -23,6 +23,9 @@ pub const REQUEST_CANCELLED: &str = "mcp-request-cancelled";
 
 /// How long a list result may be cached.
 const LIST_TTL_MS: u64 = 60_000;
+/// The claim scope of spent requestState nonces.
+const SPENT_SCOPE: &str = "mcp.requestState";
+
 /// How long a requestState stays usable.
 const STATE_TTL_MS: i64 = 10 * 60 * 1000;
 /// What a task's poller is told to wait between polls.
@@ -544,7 +547,21 @@ impl McpState {
                 now,
             )
             .map_err(refused_state)?;
-        self.spent.spend(&claims, now).map_err(refused_state)?;
+        // Single use is recorded in the run store, so a state spent on one replica is
+        // spent on all of them; the record outlives the state's own expiry.
+        let fresh = self
+            .app
+            .ops
+            .store()
+            .claim_once(SPENT_SCOPE, &claims.nonce, claims.exp)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "cannot record a spent requestState");
+                RpcError::internal()
+            })?;
+        if !fresh {
+            return Err(refused_state(Refusal::Spent));
+        }
         let id =
             BoundId::parse_bound(&claims.run).map_err(|_| refused_state(Refusal::Malformed))?;
         let run = self

@@ -1,0 +1,62 @@
+//! Versioned migrations, applied in order at start. Replicas starting together take one
+//! advisory lock, so each migration runs exactly once.
+
+use super::StoreError;
+
+const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "init", include_str!("migrations/0001_init.sql")), (2, "claims_and_a2a", include_str!("migrations/0002_claims_and_a2a.sql"))];
+
+const MIGRATION_LOCK: i64 = 0x6f77_6d69_6772;
+
+pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    tx.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)",
+    )
+    .await?;
+    let applied: Vec<i64> = tx.query("SELECT version FROM schema_migrations", &[]).await?.iter().map(|r| r.get(0)).collect();
+    for (version, name, sql) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| StoreError::Database(format!("migration {version} ({name}) failed: {}", super::db_error(e))))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
+            &[version, name, &crate::clock::now_ms()],
+        )
+        .await?;
+        tracing::info!(version, name, "applied migration");
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::PgStore;
+    use crate::store::scratch::{ScratchSchema, skip_postgres};
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn replicas_starting_together_apply_each_migration_once() {
+        if skip_postgres("replicas_starting_together_apply_each_migration_once") {
+            return;
+        }
+        let schema = ScratchSchema::create().await.expect("PostgreSQL for the migration test");
+        let url = schema.url();
+        let starts: Vec<_> = (0..4).map(|_| PgStore::connect(&url)).collect();
+        for s in futures::future::join_all(starts).await {
+            s.expect("every replica starts");
+        }
+        // A later start finds everything applied and changes nothing.
+        PgStore::connect(&url).await.expect("restart");
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(conn);
+        let rows = client.query("SELECT version FROM schema_migrations ORDER BY version", &[]).await.expect("read");
+        let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(versions, super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
+        assert_eq!(versions, [1, 2]);
+    }
+}

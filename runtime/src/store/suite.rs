@@ -1,0 +1,414 @@
+//! One test suite for every store backend: each test below is written once against
+//! `Arc<dyn Store>` and run on SQLite and on PostgreSQL (a fresh schema per test).
+//! PostgreSQL being unreachable fails its tests unless `OPENWOP_SKIP_POSTGRES=1`.
+
+use super::scratch::ScratchSchema;
+use super::*;
+use crate::clock::now_ms;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A store under test and what it takes to open it again.
+pub struct Backend {
+    pub store: Arc<dyn Store>,
+    dir: Option<tempfile::TempDir>,
+    schema: Option<ScratchSchema>,
+}
+
+impl Backend {
+    fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Arc::new(SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("open sqlite"));
+        Self { store, dir: Some(dir), schema: None }
+    }
+
+    async fn postgres() -> Self {
+        let schema = ScratchSchema::create().await.expect("PostgreSQL for the store suite");
+        let store = Arc::new(PgStore::connect(&schema.url()).await.expect("connect PostgreSQL"));
+        Self { store, dir: None, schema: Some(schema) }
+    }
+
+    /// Another store on the same data: a restarted host, or a second replica.
+    async fn open_again(&self) -> Arc<dyn Store> {
+        match (&self.dir, &self.schema) {
+            (Some(dir), _) => Arc::new(SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("reopen")),
+            (_, Some(schema)) => Arc::new(PgStore::connect(&schema.url()).await.expect("reconnect")),
+            _ => unreachable!("a backend has a dir or a schema"),
+        }
+    }
+}
+
+macro_rules! store_suite {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name(super::Backend::sqlite()).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    if crate::store::scratch::skip_postgres(concat!("on_postgres::", stringify!($name))) {
+                        return;
+                    }
+                    super::$name(super::Backend::postgres().await).await;
+                }
+            )*
+        }
+    };
+}
+
+store_suite!(
+    concurrent_appends_get_contiguous_sequences,
+    guard_refuses_and_leaves_the_log_unchanged,
+    data_survives_reopening,
+    idempotency_replays_the_same_body_and_refuses_another,
+    concurrent_creates_with_one_key_make_one_run,
+    concurrent_resolves_exactly_one_wins,
+    list_runs_newest_first_with_filters_and_cursor,
+    unfinished_runs_skip_finished_ones,
+    host_events_keep_order_and_ephemeral_ones_are_only_published,
+    advance_wakes_subscribers,
+    a_lease_is_exclusive_until_released_or_expired,
+    a_write_under_a_lost_lease_changes_nothing,
+    claims_are_single_use_per_scope,
+    a_shared_secret_is_the_first_one_stored,
+    a2a_context_binds_once_and_history_dedupes_by_message_id,
+);
+
+const RUN: &str = "t/0123456789abcdef";
+
+fn new_run(id: &str) -> NewRun {
+    NewRun {
+        run_id: id.into(),
+        tenant: "t".into(),
+        workflow_id: "w".into(),
+        status: "running".into(),
+        owner: json!({}),
+        transport: "rest".into(),
+        inputs: json!({}),
+    }
+}
+
+fn ev() -> NewEvent {
+    NewEvent { event_type: "node.started".into(), node_id: None, payload: json!({}) }
+}
+
+fn running() -> Guard {
+    Guard::StatusIn(vec!["running".into()])
+}
+
+fn claim(key: &str, body: &str) -> IdempotencyClaim {
+    IdempotencyClaim { tenant: "t".into(), principal: "p".into(), key: key.into(), body_hash: body.into() }
+}
+
+async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
+    let patch = RunPatch {
+        status: Some("waiting-approval".into()),
+        open_interrupt: Some(NewInterrupt {
+            node_id: "approve".into(),
+            interrupt_id: format!("{run_id}-i"),
+            kind: "approval".into(),
+            data: json!({}),
+        }),
+        ..Default::default()
+    };
+    store.advance(run_id, running(), patch, vec![ev()]).await.unwrap();
+}
+
+fn resolve_with(value: &'static str) -> OnResolve {
+    Box::new(move |_, _| {
+        let patch = RunPatch { status: Some("running".into()), state: Some(json!({"by": value})), ..Default::default() };
+        (patch, vec![NewEvent { event_type: "interrupt.resolved".into(), node_id: None, payload: json!({"by": value}) }])
+    })
+}
+
+async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
+    let store = b.store.clone();
+    store.create_run(new_run(RUN), None).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let s = store.clone();
+            tokio::spawn(async move { s.advance(RUN, running(), RunPatch::default(), vec![ev(), ev()]).await.unwrap() })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let events = store.events_since(RUN, -1, 1000).await.unwrap();
+    let seqs: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(seqs, (0..32).collect::<Vec<_>>());
+    assert_eq!(store.get_run(RUN).await.unwrap().unwrap().last_sequence, 31);
+}
+
+async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
+    let store = b.store.clone();
+    store.create_run(new_run(RUN), None).await.unwrap();
+    let r = store.advance(RUN, Guard::StatusNotIn(vec!["running".into()]), RunPatch::default(), vec![ev()]).await;
+    assert!(matches!(r, Err(StoreError::Guard { status }) if status == "running"));
+    assert!(store.events_since(RUN, -1, 10).await.unwrap().is_empty());
+    let missing = store.advance("t/nope", running(), RunPatch::default(), vec![ev()]).await;
+    assert!(matches!(missing, Err(StoreError::RunNotFound(_))));
+}
+
+async fn data_survives_reopening(b: Backend) {
+    b.store.create_run(new_run(RUN), None).await.unwrap();
+    b.store.advance(RUN, running(), RunPatch::default(), vec![ev()]).await.unwrap();
+    let again = b.open_again().await;
+    assert_eq!(again.events_since(RUN, -1, 10).await.unwrap().len(), 1);
+    assert_eq!(again.get_run(RUN).await.unwrap().unwrap().last_sequence, 0);
+}
+
+async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
+    let store = b.store.clone();
+    let first = store.create_run(new_run("t/a"), Some(claim("k", "h1"))).await.unwrap();
+    assert!(!first.replay);
+    let again = store.create_run(new_run("t/b"), Some(claim("k", "h1"))).await.unwrap();
+    assert!(again.replay);
+    assert_eq!(again.run.run_id, "t/a");
+    let other = store.create_run(new_run("t/c"), Some(claim("k", "h2"))).await;
+    assert!(matches!(other, Err(StoreError::IdempotencyMismatch)));
+    assert!(store.get_run("t/b").await.unwrap().is_none());
+    assert!(store.get_run("t/c").await.unwrap().is_none());
+}
+
+async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
+    // Two stores on one database: for PostgreSQL, two replicas.
+    let stores = [b.store.clone(), b.open_again().await];
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let s = stores[i % 2].clone();
+            tokio::spawn(async move { s.create_run(new_run(&format!("t/run{i}")), Some(claim("same", "h"))).await.unwrap() })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap().run.run_id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every request got the one run: {ids:?}");
+    let listed =
+        b.store.list_runs(ListQuery { tenant: "t".into(), workflow_id: None, status: None, before: None, limit: 50 }).await.unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+async fn concurrent_resolves_exactly_one_wins(b: Backend) {
+    let stores = [b.store.clone(), b.open_again().await];
+    for round in 0..5 {
+        let run_id = format!("t/resolve{round}");
+        b.store.create_run(new_run(&run_id), None).await.unwrap();
+        suspend(&b.store, &run_id).await;
+        let (s1, s2) = (stores[0].clone(), stores[1].clone());
+        let (r1, r2) = (run_id.clone(), run_id.clone());
+        let a = tokio::spawn(async move { s1.resolve_interrupt(&r1, "approve", json!("a"), resolve_with("a")).await });
+        let c = tokio::spawn(async move { s2.resolve_interrupt(&r2, "approve", json!("b"), resolve_with("b")).await });
+        let results = [a.await.unwrap(), c.await.unwrap()];
+        let wins: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(wins.len(), 1, "exactly one resolve wins");
+        assert!(results.iter().any(|r| matches!(r, Err(StoreError::InterruptAlreadyResolved))));
+        let events = b.store.events_since(&run_id, -1, 10).await.unwrap();
+        assert_eq!(events.iter().filter(|e| e.event_type == "interrupt.resolved").count(), 1);
+        let winner = wins[0].run.state["by"].clone();
+        assert_eq!(b.store.get_run(&run_id).await.unwrap().unwrap().state["by"], winner);
+    }
+    let none = b.store.resolve_interrupt("t/resolve0", "other", json!(1), resolve_with("x")).await;
+    assert!(matches!(none, Err(StoreError::NoOpenInterrupt)));
+    let missing = b.store.resolve_interrupt("t/missing", "approve", json!(1), resolve_with("x")).await;
+    assert!(matches!(missing, Err(StoreError::NoOpenInterrupt)));
+}
+
+async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
+    let store = b.store.clone();
+    for i in 0..5 {
+        let mut r = new_run(&format!("t/r{i}"));
+        r.workflow_id = if i % 2 == 0 { "even".into() } else { "odd".into() };
+        store.create_run(r, None).await.unwrap();
+    }
+    let mut other = new_run("u/r9");
+    other.tenant = "u".into();
+    store.create_run(other, None).await.unwrap();
+    let q = |workflow_id: Option<&str>, before: Option<i64>, limit| ListQuery {
+        tenant: "t".into(),
+        workflow_id: workflow_id.map(str::to_owned),
+        status: None,
+        before,
+        limit,
+    };
+    let all = store.list_runs(q(None, None, 10)).await.unwrap();
+    let ids: Vec<_> = all.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
+    let even = store.list_runs(q(Some("even"), None, 10)).await.unwrap();
+    assert_eq!(even.len(), 3);
+    let page = store.list_runs(q(None, Some(all[1].list_order), 2)).await.unwrap();
+    let ids: Vec<_> = page.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["t/r2", "t/r1"]);
+}
+
+async fn unfinished_runs_skip_finished_ones(b: Backend) {
+    let store = b.store.clone();
+    store.create_run(new_run("t/live"), None).await.unwrap();
+    store.create_run(new_run("t/done"), None).await.unwrap();
+    let done = RunPatch { status: Some("completed".into()), outputs: Some(json!({"x": 1})), ..Default::default() };
+    store.advance("t/done", running(), done, vec![]).await.unwrap();
+    let ids: Vec<_> = store.unfinished_runs(vec!["completed".into()]).await.unwrap().into_iter().map(|r| r.run_id).collect();
+    assert_eq!(ids, ["t/live"]);
+    assert_eq!(store.get_run("t/done").await.unwrap().unwrap().outputs, Some(json!({"x": 1})));
+}
+
+fn host_event(tenant: &str, delivery: &str, n: i64) -> HostEventRecord {
+    HostEventRecord {
+        seq: 0,
+        tenant: tenant.into(),
+        event_id: format!("{tenant}-{delivery}-{n}"),
+        event_type: "negotiation.decided".into(),
+        delivery: delivery.into(),
+        workspace_id: None,
+        payload: json!({"n": n}),
+        timestamp_ms: now_ms(),
+    }
+}
+
+/// Waits for a wake-up matching `pick`, failing after a few seconds.
+async fn next_wake<T>(rx: &mut tokio::sync::broadcast::Receiver<Wake>, pick: impl Fn(&Wake) -> Option<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(w) = rx.recv().await
+                && let Some(t) = pick(&w)
+            {
+                return t;
+            }
+        }
+    })
+    .await
+    .expect("the wake-up arrives")
+}
+
+async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend) {
+    let store = b.store.clone();
+    let mut rx = store.subscribe();
+    for n in 0..3 {
+        store.append_host_event(host_event("t", "durable", n)).await.unwrap();
+    }
+    store.append_host_event(host_event("u", "durable", 9)).await.unwrap();
+    let eph = store.append_host_event(host_event("t", "ephemeral", 7)).await.unwrap();
+    assert_eq!(eph.seq, 0);
+    let stored = store.host_events("t", 0, 10).await.unwrap();
+    let ns: Vec<_> = stored.iter().map(|e| e.payload["n"].clone()).collect();
+    assert_eq!(ns, [json!(0), json!(1), json!(2)]);
+    assert!(stored.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(store.host_events("t", stored[0].seq, 10).await.unwrap().len(), 2);
+    let got = next_wake(&mut rx, |w| match w {
+        Wake::Host(e) if e.delivery == "ephemeral" => Some((**e).clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(got, eph);
+}
+
+async fn advance_wakes_subscribers(b: Backend) {
+    b.store.create_run(new_run(RUN), None).await.unwrap();
+    // A subscriber on another store on the same data: for PostgreSQL a second replica,
+    // which only hears of the change through the database.
+    let other = b.open_again().await;
+    let watchers = if b.store.shared() { vec![b.store.clone(), other.clone()] } else { vec![b.store.clone()] };
+    let mut rxs: Vec<_> = watchers.iter().map(|s| s.subscribe()).collect();
+    b.store.advance(RUN, running(), RunPatch::default(), vec![ev()]).await.unwrap();
+    for rx in &mut rxs {
+        next_wake(rx, |w| matches!(w, Wake::Run(id) if id == RUN).then_some(())).await;
+    }
+}
+
+async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
+    let store = b.store.clone();
+    store.create_run(new_run(RUN), None).await.unwrap();
+    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
+    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap(), "the holder renews");
+    if !store.shared() {
+        // One process: every caller is the same host and always wins.
+        assert!(store.acquire_lease(RUN, "b", 60_000).await.unwrap());
+        return;
+    }
+    assert!(!store.acquire_lease(RUN, "b", 60_000).await.unwrap(), "a live lease is exclusive");
+    assert!(store.unleased_runs(vec!["running".into()]).await.unwrap().is_empty());
+    store.release_lease(RUN, "b").await.unwrap();
+    assert!(!store.acquire_lease(RUN, "b", 60_000).await.unwrap(), "only the holder releases");
+    store.release_lease(RUN, "a").await.unwrap();
+    assert_eq!(store.unleased_runs(vec!["running".into()]).await.unwrap(), [RUN]);
+    assert!(store.acquire_lease(RUN, "b", 1).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.unleased_runs(vec!["running".into()]).await.unwrap(), [RUN], "an expired lease is up for takeover");
+    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap(), "a dead holder's lease is taken over");
+    assert!(store.unleased_runs(vec!["pending".into()]).await.unwrap().is_empty());
+}
+
+async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
+    let store = b.store.clone();
+    store.create_run(new_run(RUN), None).await.unwrap();
+    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
+    let as_a = RunPatch { lease_owner: Some("a".into()), ..Default::default() };
+    store.advance(RUN, running(), as_a, vec![ev()]).await.unwrap();
+    let as_b = RunPatch { lease_owner: Some("b".into()), node_index: Some(5), ..Default::default() };
+    let r = store.advance(RUN, running(), as_b, vec![ev()]).await;
+    if store.shared() {
+        assert!(matches!(r, Err(StoreError::LeaseLost)));
+        assert_eq!(store.events_since(RUN, -1, 10).await.unwrap().len(), 1);
+        assert_eq!(store.get_run(RUN).await.unwrap().unwrap().node_index, 0);
+    } else {
+        assert!(r.is_ok(), "a single-process store has no one to lose the lease to");
+    }
+}
+
+async fn claims_are_single_use_per_scope(b: Backend) {
+    let store = b.store.clone();
+    let later = now_ms() + 60_000;
+    assert!(store.claim_once("mcp", "n1", later).await.unwrap());
+    assert!(!store.claim_once("mcp", "n1", later).await.unwrap());
+    assert!(store.claim_once("other", "n1", later).await.unwrap());
+    // Expired claims are forgotten; their tokens are refused for expiry before this.
+    assert!(store.claim_once("old", "n2", now_ms() - 1).await.unwrap());
+    assert!(store.claim_once("old", "n3", later).await.unwrap());
+    assert!(store.claim_once("old", "n2", later).await.unwrap());
+    let stores = [store.clone(), store.clone()];
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let s = stores[i % 2].clone();
+            tokio::spawn(async move { s.claim_once("race", "n", later).await.unwrap() })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tasks {
+        won += usize::from(t.await.unwrap());
+    }
+    assert_eq!(won, 1);
+}
+
+async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
+    let first = b.store.shared_secret("k", vec![1, 2, 3]).await.unwrap();
+    assert_eq!(first, [1, 2, 3]);
+    let again = b.open_again().await;
+    assert_eq!(again.shared_secret("k", vec![9]).await.unwrap(), [1, 2, 3]);
+    assert_eq!(again.shared_secret("other", vec![9]).await.unwrap(), [9]);
+}
+
+async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {
+    let store = b.store.clone();
+    assert_eq!(store.a2a_bind_context("t/r", "ctx-1").await.unwrap(), "ctx-1");
+    assert_eq!(store.a2a_bind_context("t/r", "ctx-2").await.unwrap(), "ctx-1");
+    assert_eq!(store.a2a_context_of("t/r").await.unwrap().as_deref(), Some("ctx-1"));
+    assert_eq!(store.a2a_context_of("t/other").await.unwrap(), None);
+    let m1 = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a"}]});
+    let m2 = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "b"}]});
+    assert!(store.a2a_append_message("t/r", "m1", m1.clone()).await.unwrap());
+    assert!(!store.a2a_append_message("t/r", "m1", m1.clone()).await.unwrap());
+    assert!(store.a2a_append_message("t/r", "m2", m2.clone()).await.unwrap());
+    assert!(store.a2a_append_message("t/other", "m1", m1.clone()).await.unwrap());
+    assert_eq!(store.a2a_history("t/r").await.unwrap(), vec![m1, m2]);
+    let again = b.open_again().await;
+    assert_eq!(again.a2a_context_of("t/r").await.unwrap().as_deref(), Some("ctx-1"));
+    assert_eq!(again.a2a_history("t/r").await.unwrap().len(), 2);
+}
