@@ -1,6 +1,7 @@
 //! Assembles a host from its configuration: store, engine, operations, discovery and the
 //! three edges (REST, A2A, MCP) on one router, and serves it until told to stop.
 
+use crate::agents::{AgentRegistry, Agents, RoutingKey};
 use crate::discovery::{self, Discovery};
 use crate::edge::{a2a, mcp};
 use crate::edge::rest::{self, AppState};
@@ -19,6 +20,8 @@ pub struct HostConfig {
     pub data_dir: PathBuf,
     pub keys: KeyRing,
     pub workflows_dir: Option<PathBuf>,
+    /// Extra agent definitions (added to, or replacing, the bundled agents by id).
+    pub agents_dir: Option<PathBuf>,
     /// The MCP mount's settings (also what the `mcp` family advertises).
     pub mcp: mcp::McpConfig,
     /// How long a blocking A2A `SendMessage` waits before answering with the task as it is.
@@ -32,6 +35,7 @@ impl HostConfig {
             data_dir,
             keys,
             workflows_dir: None,
+            agents_dir: None,
             mcp: mcp::McpConfig::default(),
             a2a_blocking_timeout: Duration::from_secs(30),
         }
@@ -47,6 +51,10 @@ pub enum StartError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Workflows(#[from] crate::engine::registry::RegistryError),
+    #[error(transparent)]
+    Agents(#[from] crate::agents::AgentError),
+    #[error("cannot set up agent routing values: {0}")]
+    RoutingKey(#[from] crate::agents::routing::RoutingKeyError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot open the A2A task table: {0}")]
@@ -75,6 +83,12 @@ impl Host {
         if let Some(dir) = &config.workflows_dir {
             registry.load_dir(dir)?;
         }
+        let mut agents = AgentRegistry::bundled()?;
+        if let Some(dir) = &config.agents_dir {
+            agents.load_dir(dir)?;
+        }
+        agents.check_routes(|w| registry.get(w).is_some())?;
+        let routing = RoutingKey::load_or_create(&config.data_dir)?;
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::new(store.clone(), registry, shutdown_rx.clone());
@@ -82,7 +96,7 @@ impl Host {
         if resumed > 0 {
             tracing::info!(resumed, "resumed unfinished runs");
         }
-        let ops = Arc::new(Ops::new(store, engine.clone()));
+        let ops = Arc::new(Ops::new(store, engine.clone()).with_agents(Agents { registry: agents, routing }));
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),

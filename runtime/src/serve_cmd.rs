@@ -19,6 +19,12 @@ use std::process::ExitCode;
   openwop serve --workflows ./my-workflows
       Add (or override) workflow definitions from *.json / *.yaml files.
 
+  openwop serve --workflows ./my-workflows --agents ./my-agents
+      Add (or override) agents: *.json / *.yaml files with agentId, persona, label,
+      description (optional), packVersion and workflows (ids the agent routes; each must
+      exist, or the host refuses to start). GET /agents lists them; each is also an A2A
+      card reached with its a2aTenant.
+
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
@@ -30,7 +36,8 @@ pub struct ServeArgs {
     /// Directory for the SQLite database and the dev key.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows.
+    /// A JSON or YAML file with any of: listen, dataDir, apiKeys (["TENANT:KEY"]), workflows,
+    /// agents.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -41,6 +48,10 @@ pub struct ServeArgs {
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
+    /// Directory of extra agent definitions (*.json, *.yaml): agentId, persona, label,
+    /// description, packVersion, workflows. A bundled agent with the same id is replaced.
+    #[arg(long, value_name = "DIR")]
+    agents: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +62,7 @@ struct FileConfig {
     #[serde(default)]
     api_keys: Vec<String>,
     workflows: Option<PathBuf>,
+    agents: Option<PathBuf>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -124,6 +136,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     let listen = args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
     let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
+    let agents_dir = args.agents.or(file.agents);
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -139,7 +152,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let host = Host::build(HostConfig { workflows_dir, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
+        let host = Host::build(HostConfig { workflows_dir, agents_dir, ..HostConfig::new(data_dir, keys) }).await.map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {

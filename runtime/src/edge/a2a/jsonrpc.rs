@@ -90,6 +90,9 @@ pub async fn handle(
             "GetTask" => state.get_task(&subject, &params).await,
             "ListTasks" => state.list_tasks(&subject, &params).await,
             "CancelTask" => state.cancel_task(&subject, &params).await,
+            "GetExtendedAgentCard" => {
+                super::extended_card::get(&state, &subject, &headers, &params).await
+            }
             // Every other row of the map (push configs, the extended card) needs a facet
             // this host does not advertise: the table's refusal answers it.
             other => match gate::check(other, &Facts::default(), &state.facet()) {

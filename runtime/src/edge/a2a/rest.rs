@@ -121,7 +121,11 @@ fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Bound),
                 }
             }
         }
-        if let Some((_, method, bound)) = best {
+        if let Some((_, method, mut bound)) = best {
+            // The `/{tenant}` prefix is the request's `tenant` field on this binding.
+            if skip == 1 {
+                bound.push(("tenant".to_owned(), segments[0].clone()));
+            }
             return Ok((method, bound));
         }
         if path_exists {
@@ -236,6 +240,9 @@ pub async fn handle(
             "GetTask" => state.get_task(&subject, &params).await,
             "ListTasks" => state.list_tasks(&subject, &params).await,
             "CancelTask" => state.cancel_task(&subject, &params).await,
+            "GetExtendedAgentCard" => {
+                super::extended_card::get(&state, &subject, &headers, &params).await
+            }
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(
