@@ -22,6 +22,9 @@ pub struct HostConfig {
     pub workflows_dir: Option<PathBuf>,
     /// Extra agent definitions (added to, or replacing, the bundled agents by id).
     pub agents_dir: Option<PathBuf>,
+    /// Narrows the workflows (and so the agents) each caller sees; `None`: every tenant
+    /// may run every workflow. Not a command-line setting: a seam for embedders and tests.
+    pub workflow_filter: Option<crate::ops::WorkflowFilter>,
     /// The MCP mount's settings (also what the `mcp` family advertises).
     pub mcp: mcp::McpConfig,
     /// How long a blocking A2A `SendMessage` waits before answering with the task as it is.
@@ -36,6 +39,7 @@ impl HostConfig {
             keys,
             workflows_dir: None,
             agents_dir: None,
+            workflow_filter: None,
             mcp: mcp::McpConfig::default(),
             a2a_blocking_timeout: Duration::from_secs(30),
         }
@@ -96,7 +100,11 @@ impl Host {
         if resumed > 0 {
             tracing::info!(resumed, "resumed unfinished runs");
         }
-        let ops = Arc::new(Ops::new(store, engine.clone()).with_agents(Agents { registry: agents, routing }));
+        let mut ops = Ops::new(store, engine.clone()).with_agents(Agents { registry: agents, routing });
+        if let Some(filter) = config.workflow_filter.clone() {
+            ops = ops.with_workflow_filter(filter);
+        }
+        let ops = Arc::new(ops);
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),

@@ -5,12 +5,22 @@ use super::{OpError, Ops};
 use crate::agents::{AgentEntry, routing};
 use crate::identity::Subject;
 
+/// Decides whether a caller may run a workflow the host has.
+pub type WorkflowFilter = std::sync::Arc<dyn Fn(&Subject, &str) -> bool + Send + Sync>;
+
 impl Ops {
     /// Whether `subject` may start `workflow_id`. The one place workflow visibility is
-    /// decided: the inventory, agent cards and `createRun` all ask here. Today every
-    /// tenant sees every workflow the host has; per-tenant visibility changes only this.
-    pub fn may_run(&self, _subject: &Subject, workflow_id: &str) -> bool {
-        self.engine.registry().get(workflow_id).is_some()
+    /// decided: the inventory, agent cards and `createRun` all ask here. A served host
+    /// lets every tenant run every workflow it has; an embedder (or a test) narrows that
+    /// per caller with [`Ops::with_workflow_filter`].
+    pub fn may_run(&self, subject: &Subject, workflow_id: &str) -> bool {
+        self.engine.registry().get(workflow_id).is_some() && self.workflow_filter.as_ref().is_none_or(|f| f(subject, workflow_id))
+    }
+
+    /// Narrows which workflows each caller may run (and so its agent inventory).
+    pub fn with_workflow_filter(mut self, filter: WorkflowFilter) -> Self {
+        self.workflow_filter = Some(filter);
+        self
     }
 
     /// `listAgents`: every agent with at least one workflow the caller may run, each
@@ -24,7 +34,7 @@ impl Ops {
         self.list_agents(subject)
             .into_iter()
             .find(|e| e.agent_id == agent_id)
-            .ok_or_else(|| OpError::NotFound(format!("no agent `{agent_id}`")))
+            .ok_or_else(|| OpError::NotFound("no such agent in the caller's inventory".to_owned()))
     }
 
     /// The inventory entry whose `a2aTenant` is `value`, searched only among the caller's

@@ -5,6 +5,7 @@ mod agents;
 mod error;
 mod views;
 
+pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use views::{event_view, host_event_view, run_view};
 
@@ -96,6 +97,7 @@ pub struct Ops {
     store: Arc<dyn Store>,
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
+    workflow_filter: Option<WorkflowFilter>,
     max_page_size: usize,
 }
 
@@ -113,7 +115,7 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 
 impl Ops {
     pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
-        Self { store, engine, agents: Arc::new(crate::agents::Agents::empty()), max_page_size: MAX_PAGE_SIZE }
+        Self { store, engine, agents: Arc::new(crate::agents::Agents::empty()), workflow_filter: None, max_page_size: MAX_PAGE_SIZE }
     }
 
     /// The same operations, with `agents` as the agent inventory.
