@@ -555,7 +555,12 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         .await;
     assert_eq!(ext["error"]["code"], -32007);
     let (status, body) = h
-        .rest(Some(KEY_A), Method::GET, "/ag-never-minted/extendedAgentCard", None)
+        .rest(
+            Some(KEY_A),
+            Method::GET,
+            "/ag-never-minted/extendedAgentCard",
+            None,
+        )
         .await;
     assert_eq!(status, 400);
     assert_eq!(

@@ -39,8 +39,9 @@ fn config(data_dir: &Path, agents_dir: &Path) -> HostConfig {
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
-    let filter: openwop::ops::WorkflowFilter =
-        Arc::new(|subject, workflow| subject.tenant != "other" || matches!(workflow, "echo" | "slow" | "fail"));
+    let filter: openwop::ops::WorkflowFilter = Arc::new(|subject, workflow| {
+        subject.tenant != "other" || matches!(workflow, "echo" | "slow" | "fail")
+    });
     HostConfig {
         agents_dir: Some(agents_dir.to_path_buf()),
         workflow_filter: Some(filter),
@@ -57,13 +58,20 @@ fn agents_dir() -> tempfile::TempDir {
 
 async fn start_on(data_dir: &Path, agents: &Path) -> TestHost {
     let host = Host::build(config(data_dir, agents)).await.expect("host");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let stop = host.stopper();
     let done = tokio::spawn(async move {
         let _ = host.serve(listener, std::future::pending()).await;
     });
-    TestHost { base, http: Client::new(), stop, done }
+    TestHost {
+        base,
+        http: Client::new(),
+        stop,
+        done,
+    }
 }
 
 /// Raw bytes of an answer, to compare refusals byte for byte.
@@ -87,7 +95,11 @@ async fn raw(resp: reqwest::Response) -> Raw {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    Raw { status, content_type, body: resp.bytes().await.expect("body").to_vec() }
+    Raw {
+        status,
+        content_type,
+        body: resp.bytes().await.expect("body").to_vec(),
+    }
 }
 
 impl TestHost {
@@ -102,11 +114,19 @@ impl TestHost {
     async fn inventory(&self, key: &str) -> Vec<Value> {
         let r = self.get(Some(key), "/agents").await;
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-        r.json()["agents"].as_array().cloned().expect("agents array")
+        r.json()["agents"]
+            .as_array()
+            .cloned()
+            .expect("agents array")
     }
 
     async fn routing_value(&self, key: &str, agent_id: &str) -> String {
-        let entry = self.inventory(key).await.into_iter().find(|e| e["agentId"] == agent_id).expect("agent listed");
+        let entry = self
+            .inventory(key)
+            .await
+            .into_iter()
+            .find(|e| e["agentId"] == agent_id)
+            .expect("agent listed");
         entry["a2aTenant"].as_str().expect("a2aTenant").to_owned()
     }
 
@@ -122,7 +142,13 @@ impl TestHost {
         raw(req.send().await.expect("send")).await
     }
 
-    async fn rest(&self, key: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Raw {
+    async fn rest(
+        &self,
+        key: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Raw {
         let mut req = self
             .http
             .request(method, format!("{}/a2a/rest{path}", self.base))
@@ -148,11 +174,16 @@ impl TestHost {
 }
 
 fn ids(entries: &[Value]) -> Vec<&str> {
-    entries.iter().filter_map(|e| e["agentId"].as_str()).collect()
+    entries
+        .iter()
+        .filter_map(|e| e["agentId"].as_str())
+        .collect()
 }
 
 fn is_routing_value(r: &str) -> bool {
-    (1..=128).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+    (1..=128).contains(&r.len())
+        && r.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
 }
 
 fn assert_same(a: &Raw, b: &Raw, what: &str) {
@@ -173,18 +204,38 @@ async fn inventory_lists_only_agents_with_workflows_the_caller_may_run() {
     let h = start_on(data.path(), agents.path()).await;
 
     let acme = h.inventory(KEY_A).await;
-    assert_eq!(ids(&acme), ["approvals-desk", "research", "workflow-runner"], "sorted by agentId");
+    assert_eq!(
+        ids(&acme),
+        ["approvals-desk", "research", "workflow-runner"],
+        "sorted by agentId"
+    );
     let other = h.inventory(KEY_B).await;
-    assert_eq!(ids(&other), ["research", "workflow-runner"], "approvals-desk routes nothing `other` may run");
-    let research = other.iter().find(|e| e["agentId"] == "research").expect("research");
-    assert_eq!(research["workflows"], json!(["echo"]), "only the workflows this caller may run");
-    let research_a = acme.iter().find(|e| e["agentId"] == "research").expect("research");
+    assert_eq!(
+        ids(&other),
+        ["research", "workflow-runner"],
+        "approvals-desk routes nothing `other` may run"
+    );
+    let research = other
+        .iter()
+        .find(|e| e["agentId"] == "research")
+        .expect("research");
+    assert_eq!(
+        research["workflows"],
+        json!(["echo"]),
+        "only the workflows this caller may run"
+    );
+    let research_a = acme
+        .iter()
+        .find(|e| e["agentId"] == "research")
+        .expect("research");
     assert_eq!(research_a["workflows"], json!(["clarify", "echo"]));
 
     for entry in acme.iter().chain(other.iter()) {
         let findings = validators::validate_agent(entry);
         assert!(findings.is_empty(), "{entry}: {findings:#?}");
-        let r = entry["a2aTenant"].as_str().expect("every entry has an a2aTenant");
+        let r = entry["a2aTenant"]
+            .as_str()
+            .expect("every entry has an a2aTenant");
         assert!(is_routing_value(r), "{r}");
         // Agents here have no memory and no optional capability; the fields stay away.
         assert!(entry.get("memoryDegraded").is_none() && entry.get("degraded").is_none());
@@ -216,9 +267,18 @@ async fn discovery_advertises_agents_and_agent_cards_and_the_public_card_lists_n
     let (data, agents) = (tempfile::tempdir().expect("dir"), agents_dir());
     let h = start_on(data.path(), agents.path()).await;
     let discovery = h.discovery().await;
-    assert!(discovery["agents"]["manifestRuntime"].is_object(), "{}", discovery["agents"]);
+    assert!(
+        discovery["agents"]["manifestRuntime"].is_object(),
+        "{}",
+        discovery["agents"]
+    );
     assert_eq!(discovery["a2a"]["agentCards"], json!(true));
-    assert!(discovery["a2a"]["profiles"].as_array().expect("profiles").contains(&json!("a2a-1.0")));
+    assert!(
+        discovery["a2a"]["profiles"]
+            .as_array()
+            .expect("profiles")
+            .contains(&json!("a2a-1.0"))
+    );
     let findings: Vec<_> = validators::validate_discovery(&discovery, &Options::default())
         .into_iter()
         .filter(|f| f.rule != "discovery.refresh-overdue")
@@ -245,14 +305,33 @@ async fn get_extended_agent_card_with_r_returns_that_agents_card_on_both_binding
     let discovery = h.discovery().await;
     let host_card = h.public_card().await;
 
-    for (key, agent_id) in [(KEY_A, "approvals-desk"), (KEY_A, "research"), (KEY_B, "research"), (KEY_B, "workflow-runner")] {
-        let entry = h.inventory(key).await.into_iter().find(|e| e["agentId"] == agent_id).expect("entry");
+    for (key, agent_id) in [
+        (KEY_A, "approvals-desk"),
+        (KEY_A, "research"),
+        (KEY_B, "research"),
+        (KEY_B, "workflow-runner"),
+    ] {
+        let entry = h
+            .inventory(key)
+            .await
+            .into_iter()
+            .find(|e| e["agentId"] == agent_id)
+            .expect("entry");
         let r = entry["a2aTenant"].as_str().expect("r");
 
-        let rpc = h.rpc(Some(key), "GetExtendedAgentCard", json!({"tenant": r})).await;
+        let rpc = h
+            .rpc(Some(key), "GetExtendedAgentCard", json!({"tenant": r}))
+            .await;
         assert_eq!(rpc.status, 200);
         let card = rpc.json()["result"].clone();
-        let rest = h.rest(Some(key), Method::GET, &format!("/{r}/extendedAgentCard"), None).await;
+        let rest = h
+            .rest(
+                Some(key),
+                Method::GET,
+                &format!("/{r}/extendedAgentCard"),
+                None,
+            )
+            .await;
         assert_eq!(rest.status, 200, "{}", String::from_utf8_lossy(&rest.body));
         assert_eq!(rest.json(), card, "both bindings answer the same card");
 
@@ -263,27 +342,47 @@ async fn get_extended_agent_card_with_r_returns_that_agents_card_on_both_binding
         assert_eq!(card["capabilities"], host_card["capabilities"]);
         assert_eq!(card["securitySchemes"], host_card["securitySchemes"]);
         let interfaces = card["supportedInterfaces"].as_array().expect("interfaces");
-        let host_interfaces = host_card["supportedInterfaces"].as_array().expect("interfaces");
+        let host_interfaces = host_card["supportedInterfaces"]
+            .as_array()
+            .expect("interfaces");
         assert_eq!(interfaces.len(), host_interfaces.len());
         for (mine, host) in interfaces.iter().zip(host_interfaces) {
             let mut expected = host.clone();
             expected["tenant"] = json!(r);
             assert_eq!(mine, &expected);
         }
-        let skills: Vec<&Value> = card["skills"].as_array().expect("skills").iter().map(|s| &s["id"]).collect();
-        let routed: Vec<&Value> = entry["workflows"].as_array().expect("workflows").iter().collect();
-        assert_eq!(skills, routed, "{agent_id}: one skill per workflow routed for this caller");
+        let skills: Vec<&Value> = card["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .map(|s| &s["id"])
+            .collect();
+        let routed: Vec<&Value> = entry["workflows"]
+            .as_array()
+            .expect("workflows")
+            .iter()
+            .collect();
+        assert_eq!(
+            skills, routed,
+            "{agent_id}: one skill per workflow routed for this caller"
+        );
         let text = card.to_string();
-        assert!(!text.contains("degraded") && !text.contains("agentId") && !text.contains("a2aTenant"), "{text}");
+        assert!(
+            !text.contains("degraded") && !text.contains("agentId") && !text.contains("a2aTenant"),
+            "{text}"
+        );
 
-        let findings = validators::validate_agent_card(&card, Some(&discovery), &Options::default());
+        let findings =
+            validators::validate_agent_card(&card, Some(&discovery), &Options::default());
         assert!(findings.is_empty(), "{agent_id}: {findings:#?}");
     }
 
     // Without a tenant: the host's own card, to an authenticated caller only.
     let rpc = h.rpc(Some(KEY_B), "GetExtendedAgentCard", json!({})).await;
     assert_eq!(rpc.json()["result"], host_card);
-    let rest = h.rest(Some(KEY_B), Method::GET, "/extendedAgentCard", None).await;
+    let rest = h
+        .rest(Some(KEY_B), Method::GET, "/extendedAgentCard", None)
+        .await;
     assert_eq!(rest.json(), host_card);
     let rpc = h.rpc(None, "GetExtendedAgentCard", json!({})).await;
     assert_eq!(rpc.status, 401);
@@ -295,28 +394,84 @@ async fn a_foreign_r_is_answered_byte_for_byte_as_a_never_minted_one_on_every_op
     let (data, agents) = (tempfile::tempdir().expect("dir"), agents_dir());
     let h = start_on(data.path(), agents.path()).await;
     let foreign = h.routing_value(KEY_A, "approvals-desk").await;
-    assert!(h.inventory(KEY_B).await.iter().all(|e| e["a2aTenant"] != json!(foreign)));
+    assert!(
+        h.inventory(KEY_B)
+            .await
+            .iter()
+            .all(|e| e["a2aTenant"] != json!(foreign))
+    );
 
     // GetExtendedAgentCard, JSON-RPC and HTTP+JSON.
-    let a = h.rpc(Some(KEY_B), "GetExtendedAgentCard", json!({"tenant": foreign})).await;
-    let b = h.rpc(Some(KEY_B), "GetExtendedAgentCard", json!({"tenant": NEVER_MINTED})).await;
+    let a = h
+        .rpc(
+            Some(KEY_B),
+            "GetExtendedAgentCard",
+            json!({"tenant": foreign}),
+        )
+        .await;
+    let b = h
+        .rpc(
+            Some(KEY_B),
+            "GetExtendedAgentCard",
+            json!({"tenant": NEVER_MINTED}),
+        )
+        .await;
     assert_same(&a, &b, "JSON-RPC GetExtendedAgentCard");
     let error = &a.json()["error"];
     assert_eq!(error["code"], -32007, "{error}");
     assert!(!String::from_utf8_lossy(&a.body).contains(&foreign));
-    let a = h.rest(Some(KEY_B), Method::GET, &format!("/{foreign}/extendedAgentCard"), None).await;
-    let b = h.rest(Some(KEY_B), Method::GET, &format!("/{NEVER_MINTED}/extendedAgentCard"), None).await;
+    let a = h
+        .rest(
+            Some(KEY_B),
+            Method::GET,
+            &format!("/{foreign}/extendedAgentCard"),
+            None,
+        )
+        .await;
+    let b = h
+        .rest(
+            Some(KEY_B),
+            Method::GET,
+            &format!("/{NEVER_MINTED}/extendedAgentCard"),
+            None,
+        )
+        .await;
     assert_same(&a, &b, "HTTP+JSON GetExtendedAgentCard");
     assert_eq!(a.status, 400);
-    assert_eq!(a.json()["error"]["details"][0]["reason"], "EXTENDED_AGENT_CARD_NOT_CONFIGURED");
+    assert_eq!(
+        a.json()["error"]["details"][0]["reason"],
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    );
 
     // Authentication comes before R is looked at: no key, a valid R or not, one 401.
-    let a = h.rpc(None, "GetExtendedAgentCard", json!({"tenant": foreign})).await;
-    let b = h.rpc(None, "GetExtendedAgentCard", json!({"tenant": NEVER_MINTED})).await;
+    let a = h
+        .rpc(None, "GetExtendedAgentCard", json!({"tenant": foreign}))
+        .await;
+    let b = h
+        .rpc(
+            None,
+            "GetExtendedAgentCard",
+            json!({"tenant": NEVER_MINTED}),
+        )
+        .await;
     assert_eq!(a.status, 401);
     assert_same(&a, &b, "unauthenticated JSON-RPC");
-    let a = h.rest(None, Method::GET, &format!("/{foreign}/extendedAgentCard"), None).await;
-    let b = h.rest(None, Method::GET, &format!("/{NEVER_MINTED}/extendedAgentCard"), None).await;
+    let a = h
+        .rest(
+            None,
+            Method::GET,
+            &format!("/{foreign}/extendedAgentCard"),
+            None,
+        )
+        .await;
+    let b = h
+        .rest(
+            None,
+            Method::GET,
+            &format!("/{NEVER_MINTED}/extendedAgentCard"),
+            None,
+        )
+        .await;
     assert_eq!(a.status, 401);
     assert_same(&a, &b, "unauthenticated HTTP+JSON");
 
@@ -339,10 +494,21 @@ async fn a_foreign_r_is_answered_byte_for_byte_as_a_never_minted_one_on_every_op
         ("ListTasks", json!({})),
         ("CancelTask", json!({"id": "acme/r-0123456789abcdefghijkl"})),
         ("SendMessage", bad_send(None)),
-        ("CreateTaskPushNotificationConfig", json!({"taskId": "other/r-0123456789abcdefghijkl", "url": "https://example.com/hook"})),
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": "other/r-0123456789abcdefghijkl", "url": "https://example.com/hook"}),
+        ),
     ] {
-        let a = h.rpc(Some(KEY_B), method, with(Some(&foreign), params.clone())).await;
-        let b = h.rpc(Some(KEY_B), method, with(Some(NEVER_MINTED), params.clone())).await;
+        let a = h
+            .rpc(Some(KEY_B), method, with(Some(&foreign), params.clone()))
+            .await;
+        let b = h
+            .rpc(
+                Some(KEY_B),
+                method,
+                with(Some(NEVER_MINTED), params.clone()),
+            )
+            .await;
         let none = h.rpc(Some(KEY_B), method, params.clone()).await;
         assert_same(&a, &b, method);
         assert_same(&a, &none, method);
@@ -350,12 +516,32 @@ async fn a_foreign_r_is_answered_byte_for_byte_as_a_never_minted_one_on_every_op
     for (method, path, body) in [
         (Method::GET, "/tasks/other~2Fr-0123456789abcdefghijkl", None),
         (Method::GET, "/tasks", None),
-        (Method::POST, "/tasks/acme~2Fr-0123456789abcdefghijkl:cancel", None),
+        (
+            Method::POST,
+            "/tasks/acme~2Fr-0123456789abcdefghijkl:cancel",
+            None,
+        ),
         (Method::POST, "/message:send", Some(bad_send(None))),
     ] {
-        let a = h.rest(Some(KEY_B), method.clone(), &format!("/{foreign}{path}"), body.clone()).await;
-        let b = h.rest(Some(KEY_B), method.clone(), &format!("/{NEVER_MINTED}{path}"), body.clone()).await;
-        let none = h.rest(Some(KEY_B), method.clone(), path, body.clone()).await;
+        let a = h
+            .rest(
+                Some(KEY_B),
+                method.clone(),
+                &format!("/{foreign}{path}"),
+                body.clone(),
+            )
+            .await;
+        let b = h
+            .rest(
+                Some(KEY_B),
+                method.clone(),
+                &format!("/{NEVER_MINTED}{path}"),
+                body.clone(),
+            )
+            .await;
+        let none = h
+            .rest(Some(KEY_B), method.clone(), path, body.clone())
+            .await;
         assert_same(&a, &b, path);
         assert_same(&a, &none, path);
     }
@@ -375,13 +561,21 @@ async fn r_never_selects_a_tenant_a_task_sent_with_r_belongs_to_the_caller() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
 
     // The other tenant reaches the same agent's R, but never acme's task through it.
-    let via_r = h.rpc(Some(KEY_B), "GetTask", json!({"id": id, "tenant": r})).await;
+    let via_r = h
+        .rpc(Some(KEY_B), "GetTask", json!({"id": id, "tenant": r}))
+        .await;
     let plain = h.rpc(Some(KEY_B), "GetTask", json!({"id": id})).await;
     assert_same(&via_r, &plain, "GetTask with R");
     assert_eq!(via_r.json()["error"]["code"], -32001);
-    let listed = h.rest(Some(KEY_B), Method::GET, &format!("/{r}/tasks"), None).await.json();
+    let listed = h
+        .rest(Some(KEY_B), Method::GET, &format!("/{r}/tasks"), None)
+        .await
+        .json();
     assert_eq!(listed["tasks"], json!([]), "{listed}");
-    let mine = h.rest(Some(KEY_A), Method::GET, &format!("/{r}/tasks"), None).await.json();
+    let mine = h
+        .rest(Some(KEY_A), Method::GET, &format!("/{r}/tasks"), None)
+        .await
+        .json();
     assert_eq!(mine["totalSize"], 1, "{mine}");
     h.shutdown().await;
 }
@@ -390,17 +584,33 @@ async fn r_never_selects_a_tenant_a_task_sent_with_r_belongs_to_the_caller() {
 async fn r_is_stable_across_restart_and_has_the_routing_value_shape() {
     let (data, agents) = (tempfile::tempdir().expect("dir"), agents_dir());
     let h = start_on(data.path(), agents.path()).await;
-    let first: Vec<Value> = h.inventory(KEY_A).await.into_iter().map(|e| e["a2aTenant"].clone()).collect();
+    let first: Vec<Value> = h
+        .inventory(KEY_A)
+        .await
+        .into_iter()
+        .map(|e| e["a2aTenant"].clone())
+        .collect();
     h.shutdown().await;
-    let secret = std::fs::read_to_string(data.path().join(openwop::agents::routing::SECRET_FILE)).expect("secret file");
+    let secret = std::fs::read_to_string(data.path().join(openwop::agents::routing::SECRET_FILE))
+        .expect("secret file");
     assert_eq!(secret.trim().len(), 64);
 
     let h = start_on(data.path(), agents.path()).await;
-    let again: Vec<Value> = h.inventory(KEY_A).await.into_iter().map(|e| e["a2aTenant"].clone()).collect();
-    assert_eq!(first, again, "same agent, same host version, same data dir: same R");
+    let again: Vec<Value> = h
+        .inventory(KEY_A)
+        .await
+        .into_iter()
+        .map(|e| e["a2aTenant"].clone())
+        .collect();
+    assert_eq!(
+        first, again,
+        "same agent, same host version, same data dir: same R"
+    );
     // The card reached with the old R still resolves after the restart.
     let r = first[0].as_str().expect("r");
-    let card = h.rpc(Some(KEY_A), "GetExtendedAgentCard", json!({"tenant": r})).await;
+    let card = h
+        .rpc(Some(KEY_A), "GetExtendedAgentCard", json!({"tenant": r}))
+        .await;
     assert_eq!(card.json()["result"]["name"], "Approvals Desk");
     h.shutdown().await;
 
@@ -409,7 +619,14 @@ async fn r_is_stable_across_restart_and_has_the_routing_value_shape() {
         let r = r.as_str().expect("r");
         assert!(is_routing_value(r), "{r}");
         assert!(r.len() >= 3 + 22, "at least 128 bits: {r}");
-        for leak in ["acme", "other", "approvals", "research", "workflow", "runner"] {
+        for leak in [
+            "acme",
+            "other",
+            "approvals",
+            "research",
+            "workflow",
+            "runner",
+        ] {
             assert!(!r.contains(leak), "{r} spells {leak}");
         }
         assert!(seen.insert(r.to_owned()), "{r} repeats");
@@ -418,21 +635,36 @@ async fn r_is_stable_across_restart_and_has_the_routing_value_shape() {
     // Another data dir has another secret, so every R differs.
     let (data2, agents2) = (tempfile::tempdir().expect("dir"), agents_dir());
     let h = start_on(data2.path(), agents2.path()).await;
-    let elsewhere: Vec<Value> = h.inventory(KEY_A).await.into_iter().map(|e| e["a2aTenant"].clone()).collect();
+    let elsewhere: Vec<Value> = h
+        .inventory(KEY_A)
+        .await
+        .into_iter()
+        .map(|e| e["a2aTenant"].clone())
+        .collect();
     assert!(first.iter().all(|r| !elsewhere.contains(r)));
     h.shutdown().await;
 }
 
 #[tokio::test]
 async fn an_agent_routing_a_missing_workflow_stops_the_host_from_starting() {
-    let (data, agents) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let (data, agents) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
     std::fs::write(
         agents.path().join("broken.json"),
         r#"{"agentId": "broken-agent", "persona": "B", "label": "L", "packVersion": "1", "workflows": ["echo", "no-such-workflow"]}"#,
     )
     .expect("write");
-    let err = Host::build(config(data.path(), agents.path())).await.err().expect("start error").to_string();
-    assert!(err.contains("broken-agent") && err.contains("no-such-workflow"), "{err}");
+    let err = Host::build(config(data.path(), agents.path()))
+        .await
+        .err()
+        .expect("start error")
+        .to_string();
+    assert!(
+        err.contains("broken-agent") && err.contains("no-such-workflow"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -449,12 +681,27 @@ async fn openwop_validate_accepts_the_public_card_and_every_per_agent_card() {
     let mut cards = vec![write("public.json", &h.public_card().await)];
     for entry in h.inventory(KEY_A).await {
         let r = entry["a2aTenant"].as_str().expect("r");
-        let card = h.rpc(Some(KEY_A), "GetExtendedAgentCard", json!({"tenant": r})).await.json()["result"].clone();
-        cards.push(write(&format!("{}.json", entry["agentId"].as_str().expect("id")), &card));
+        let card = h
+            .rpc(Some(KEY_A), "GetExtendedAgentCard", json!({"tenant": r}))
+            .await
+            .json()["result"]
+            .clone();
+        cards.push(write(
+            &format!("{}.json", entry["agentId"].as_str().expect("id")),
+            &card,
+        ));
     }
     h.shutdown().await;
     let result = std::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args(["validate", "--now", "2026-12-01", "--kind", "agent-card", "--discovery", &discovery])
+        .args([
+            "validate",
+            "--now",
+            "2026-12-01",
+            "--kind",
+            "agent-card",
+            "--discovery",
+            &discovery,
+        ])
         .args(&cards)
         .output()
         .expect("run openwop validate");

@@ -15,8 +15,14 @@ use std::path::Path;
 pub use routing::RoutingKey;
 
 const BUNDLED: &[(&str, &str)] = &[
-    ("workflow-runner.yaml", include_str!("../../agents/workflow-runner.yaml")),
-    ("approvals-desk.yaml", include_str!("../../agents/approvals-desk.yaml")),
+    (
+        "workflow-runner.yaml",
+        include_str!("../../agents/workflow-runner.yaml"),
+    ),
+    (
+        "approvals-desk.yaml",
+        include_str!("../../agents/approvals-desk.yaml"),
+    ),
 ];
 
 /// An agent definition file (JSON or YAML), closed.
@@ -62,13 +68,22 @@ pub enum AgentError {
     #[error("cannot read agents from {path}: {message}")]
     Io { path: String, message: String },
     #[error("agent definition {source_name}: {message}")]
-    Invalid { source_name: String, message: String },
+    Invalid {
+        source_name: String,
+        message: String,
+    },
     #[error("agent `{agent_id}` routes workflow `{workflow_id}`, which this host does not have")]
-    UnknownWorkflow { agent_id: String, workflow_id: String },
+    UnknownWorkflow {
+        agent_id: String,
+        workflow_id: String,
+    },
 }
 
 fn invalid(source_name: &str, message: impl Into<String>) -> AgentError {
-    AgentError::Invalid { source_name: source_name.to_owned(), message: message.into() }
+    AgentError::Invalid {
+        source_name: source_name.to_owned(),
+        message: message.into(),
+    }
 }
 
 impl AgentDefinition {
@@ -80,25 +95,51 @@ impl AgentDefinition {
             yaml_serde::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
         };
         if !crate::ids::is_author_id(&def.agent_id) {
-            return Err(invalid(source_name, format!("agentId `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$", def.agent_id)));
+            return Err(invalid(
+                source_name,
+                format!(
+                    "agentId `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
+                    def.agent_id
+                ),
+            ));
         }
-        for (field, value) in [("persona", &def.persona), ("label", &def.label), ("packVersion", &def.pack_version)] {
+        for (field, value) in [
+            ("persona", &def.persona),
+            ("label", &def.label),
+            ("packVersion", &def.pack_version),
+        ] {
             if value.trim().is_empty() {
                 return Err(invalid(source_name, format!("`{field}` must not be empty")));
             }
         }
-        if def.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
-            return Err(invalid(source_name, "`description` must not be empty when given"));
+        if def
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(invalid(
+                source_name,
+                "`description` must not be empty when given",
+            ));
         }
         if def.workflows.is_empty() {
-            return Err(invalid(source_name, "`workflows` must name at least one workflow"));
+            return Err(invalid(
+                source_name,
+                "`workflows` must name at least one workflow",
+            ));
         }
         for (i, id) in def.workflows.iter().enumerate() {
             if !crate::ids::is_author_id(id) {
-                return Err(invalid(source_name, format!("workflow id `{id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
+                return Err(invalid(
+                    source_name,
+                    format!("workflow id `{id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"),
+                ));
             }
             if def.workflows[..i].contains(id) {
-                return Err(invalid(source_name, format!("workflow `{id}` is listed twice")));
+                return Err(invalid(
+                    source_name,
+                    format!("workflow `{id}` is listed twice"),
+                ));
             }
         }
         Ok(def)
@@ -128,16 +169,27 @@ impl AgentRegistry {
     /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
     /// replaced, so a directory can override a bundled agent.
     pub fn load_dir(&mut self, dir: &Path) -> Result<(), AgentError> {
-        let io = |e: std::io::Error| AgentError::Io { path: dir.display().to_string(), message: e.to_string() };
-        let mut paths: Vec<_> = std::fs::read_dir(dir).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let io = |e: std::io::Error| AgentError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
         paths.sort();
         for path in paths {
-            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or_default();
             if !matches!(ext, "json" | "yaml" | "yml") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| AgentError::Io { path: path.display().to_string(), message: e.to_string() })?;
+            let text = std::fs::read_to_string(&path).map_err(|e| AgentError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
             self.insert(AgentDefinition::parse(&path.display().to_string(), &text)?);
         }
         Ok(())
@@ -147,7 +199,10 @@ impl AgentRegistry {
     pub fn check_routes(&self, exists: impl Fn(&str) -> bool) -> Result<(), AgentError> {
         for def in self.agents.values() {
             if let Some(missing) = def.workflows.iter().find(|w| !exists(w)) {
-                return Err(AgentError::UnknownWorkflow { agent_id: def.agent_id.clone(), workflow_id: missing.clone() });
+                return Err(AgentError::UnknownWorkflow {
+                    agent_id: def.agent_id.clone(),
+                    workflow_id: missing.clone(),
+                });
             }
         }
         Ok(())
@@ -169,13 +224,25 @@ impl Agents {
     /// No agents at all (a host built without an agents directory still has the bundled
     /// ones; this is for tests of other layers).
     pub fn empty() -> Self {
-        Self { registry: AgentRegistry::default(), routing: RoutingKey::ephemeral() }
+        Self {
+            registry: AgentRegistry::default(),
+            routing: RoutingKey::ephemeral(),
+        }
     }
 
     /// The entry of `def` as a caller sees it, given the workflows that caller may run;
     /// `None` when it may run none of them (the agent is then not in its inventory).
-    pub fn entry(&self, def: &AgentDefinition, may_run: impl Fn(&str) -> bool) -> Option<AgentEntry> {
-        let workflows: Vec<String> = def.workflows.iter().filter(|w| may_run(w)).cloned().collect();
+    pub fn entry(
+        &self,
+        def: &AgentDefinition,
+        may_run: impl Fn(&str) -> bool,
+    ) -> Option<AgentEntry> {
+        let workflows: Vec<String> = def
+            .workflows
+            .iter()
+            .filter(|w| may_run(w))
+            .cloned()
+            .collect();
         if workflows.is_empty() {
             return None;
         }
@@ -209,8 +276,17 @@ mod tests {
     #[test]
     fn an_unknown_workflow_names_agent_and_workflow() {
         let mut agents = AgentRegistry::default();
-        agents.insert(AgentDefinition::parse("x.yaml", "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, nope]\n").unwrap());
-        let err = agents.check_routes(|w| w == "echo").unwrap_err().to_string();
+        agents.insert(
+            AgentDefinition::parse(
+                "x.yaml",
+                "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, nope]\n",
+            )
+            .unwrap(),
+        );
+        let err = agents
+            .check_routes(|w| w == "echo")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`a`") && err.contains("`nope`"), "{err}");
     }
 
@@ -231,7 +307,11 @@ mod tests {
     #[test]
     fn entries_list_only_runnable_workflows() {
         let agents = Agents::empty();
-        let def = AgentDefinition::parse("x", "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, slow]\n").unwrap();
+        let def = AgentDefinition::parse(
+            "x",
+            "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, slow]\n",
+        )
+        .unwrap();
         let entry = agents.entry(&def, |w| w == "slow").unwrap();
         assert_eq!(entry.workflows, ["slow"]);
         assert!(agents.entry(&def, |_| false).is_none());

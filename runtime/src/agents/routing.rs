@@ -22,7 +22,9 @@ pub enum RoutingKeyError {
     Read { path: String, message: String },
     // Replacing a damaged secret would silently change every agent's routing value, so
     // the operator decides (restore it, or delete the file to mint a new one).
-    #[error("{path} does not hold a 64-hex-digit secret; restore it, or delete it to mint a new one (every agent's a2aTenant changes)")]
+    #[error(
+        "{path} does not hold a 64-hex-digit secret; restore it, or delete it to mint a new one (every agent's a2aTenant changes)"
+    )]
     Damaged { path: String },
 }
 
@@ -35,13 +37,18 @@ pub struct RoutingKey {
 
 impl std::fmt::Debug for RoutingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RoutingKey").field("version", &self.version).finish_non_exhaustive()
+        f.debug_struct("RoutingKey")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
     }
 }
 
 impl RoutingKey {
     pub fn new(key: [u8; 32], version: &str) -> Self {
-        Self { key, version: version.to_owned() }
+        Self {
+            key,
+            version: version.to_owned(),
+        }
     }
 
     /// A key that lives only in memory (tests of other layers; never a served host).
@@ -62,32 +69,46 @@ impl RoutingKey {
         let shown = path.display().to_string();
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let bytes = hex::decode(text.trim()).map_err(|_| RoutingKeyError::Damaged { path: shown.clone() })?;
-                let key: [u8; 32] = bytes.try_into().map_err(|_| RoutingKeyError::Damaged { path: shown })?;
+                let bytes = hex::decode(text.trim()).map_err(|_| RoutingKeyError::Damaged {
+                    path: shown.clone(),
+                })?;
+                let key: [u8; 32] = bytes
+                    .try_into()
+                    .map_err(|_| RoutingKeyError::Damaged { path: shown })?;
                 Ok(Self::new(key, version))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let create = |e: std::io::Error| RoutingKeyError::Create { path: shown.clone(), message: e.to_string() };
+                let create = |e: std::io::Error| RoutingKeyError::Create {
+                    path: shown.clone(),
+                    message: e.to_string(),
+                };
                 std::fs::create_dir_all(data_dir).map_err(create)?;
                 let fresh = Self::ephemeral();
                 write_new_secret(&path, &hex::encode(fresh.key)).map_err(create)?;
                 tracing::info!(path = %shown, "minted the agent routing secret");
                 Ok(Self::new(fresh.key, version))
             }
-            Err(e) => Err(RoutingKeyError::Read { path: shown, message: e.to_string() }),
+            Err(e) => Err(RoutingKeyError::Read {
+                path: shown,
+                message: e.to_string(),
+            }),
         }
     }
 
     /// R for `agent_id`: `ag-` and 128 bits of HMAC-SHA256, base64url without padding.
     pub fn mint(&self, agent_id: &str) -> String {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any length");
         // Length-prefixed fields, so no (version, agentId) pair can collide with another.
         for field in ["openwop-a2a-tenant-v1", &self.version, agent_id] {
             mac.update(&(field.len() as u64).to_be_bytes());
             mac.update(field.as_bytes());
         }
         let tag = mac.finalize().into_bytes();
-        format!("ag-{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..MAC_BYTES]))
+        format!(
+            "ag-{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..MAC_BYTES])
+        )
     }
 }
 
@@ -109,7 +130,11 @@ fn write_new_secret(path: &Path, contents: &str) -> std::io::Result<()> {
 
 /// Equality that takes the same time wherever the first difference is.
 pub fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 #[cfg(test)]
@@ -117,7 +142,9 @@ mod tests {
     use super::*;
 
     fn is_r(s: &str) -> bool {
-        (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+        (1..=128).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
     }
 
     #[test]
@@ -135,17 +162,27 @@ mod tests {
     #[test]
     fn the_secret_is_made_once_and_reused() {
         let dir = tempfile::tempdir().unwrap();
-        let a = RoutingKey::load_or_create_for(dir.path(), "1").unwrap().mint("x");
-        let b = RoutingKey::load_or_create_for(dir.path(), "1").unwrap().mint("x");
+        let a = RoutingKey::load_or_create_for(dir.path(), "1")
+            .unwrap()
+            .mint("x");
+        let b = RoutingKey::load_or_create_for(dir.path(), "1")
+            .unwrap()
+            .mint("x");
         assert_eq!(a, b);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
-            let mode = std::fs::metadata(dir.path().join(SECRET_FILE)).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join(SECRET_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o077, 0, "{mode:o}");
         }
         std::fs::write(dir.path().join(SECRET_FILE), "not hex").unwrap();
-        assert!(matches!(RoutingKey::load_or_create_for(dir.path(), "1"), Err(RoutingKeyError::Damaged { .. })));
+        assert!(matches!(
+            RoutingKey::load_or_create_for(dir.path(), "1"),
+            Err(RoutingKeyError::Damaged { .. })
+        ));
     }
 
     #[test]

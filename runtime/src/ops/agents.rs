@@ -14,7 +14,11 @@ impl Ops {
     /// lets every tenant run every workflow it has; an embedder (or a test) narrows that
     /// per caller with [`Ops::with_workflow_filter`].
     pub fn may_run(&self, subject: &Subject, workflow_id: &str) -> bool {
-        self.engine.registry().get(workflow_id).is_some() && self.workflow_filter.as_ref().is_none_or(|f| f(subject, workflow_id))
+        self.engine.registry().get(workflow_id).is_some()
+            && self
+                .workflow_filter
+                .as_ref()
+                .is_none_or(|f| f(subject, workflow_id))
     }
 
     /// Narrows which workflows each caller may run (and so its agent inventory).
@@ -26,7 +30,11 @@ impl Ops {
     /// `listAgents`: every agent with at least one workflow the caller may run, each
     /// listing only those workflows; sorted by agentId.
     pub fn list_agents(&self, subject: &Subject) -> Vec<AgentEntry> {
-        self.agents.registry.iter().filter_map(|def| self.agents.entry(def, |w| self.may_run(subject, w))).collect()
+        self.agents
+            .registry
+            .iter()
+            .filter_map(|def| self.agents.entry(def, |w| self.may_run(subject, w)))
+            .collect()
     }
 
     /// `getAgent`: an agent outside the caller's inventory is answered as an unknown one.
@@ -44,7 +52,11 @@ impl Ops {
         let mut found = None;
         // Every entry is compared, so the time taken does not say which one matched.
         for entry in self.list_agents(subject) {
-            if entry.a2a_tenant.as_deref().is_some_and(|r| routing::same(r, value)) {
+            if entry
+                .a2a_tenant
+                .as_deref()
+                .is_some_and(|r| routing::same(r, value))
+            {
                 found = Some(entry);
             }
         }

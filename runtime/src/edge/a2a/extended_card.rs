@@ -61,12 +61,25 @@ pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, 
 /// security, with the entry's persona, pack version and description (else label), and
 /// one skill per workflow the entry lists. Only entry fields the card defines are read;
 /// `degraded` and `memoryDegraded` stay on the entry.
-pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str, host_skills: &[Skill]) -> Value {
+pub fn agent_card(
+    host_card: &Value,
+    entry: &AgentEntry,
+    routing_value: &str,
+    host_skills: &[Skill],
+) -> Value {
     let mut card = host_card.clone();
     card["name"] = Value::String(entry.persona.clone());
     card["version"] = Value::String(entry.pack_version.clone());
-    card["description"] = Value::String(entry.description.clone().unwrap_or_else(|| entry.label.clone()));
-    if let Some(interfaces) = card.get_mut("supportedInterfaces").and_then(Value::as_array_mut) {
+    card["description"] = Value::String(
+        entry
+            .description
+            .clone()
+            .unwrap_or_else(|| entry.label.clone()),
+    );
+    if let Some(interfaces) = card
+        .get_mut("supportedInterfaces")
+        .and_then(Value::as_array_mut)
+    {
         for iface in interfaces.iter_mut().filter_map(Value::as_object_mut) {
             iface.insert("tenant".into(), Value::String(routing_value.to_owned()));
         }
@@ -77,7 +90,11 @@ pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str, ho
         host_card
             .get("skills")
             .and_then(Value::as_array)
-            .and_then(|skills| skills.iter().find(|s| s.get("id").and_then(Value::as_str) == Some(id)))
+            .and_then(|skills| {
+                skills
+                    .iter()
+                    .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
+            })
             .cloned()
     };
     let skills: Vec<Value> = entry
@@ -92,7 +109,12 @@ pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str, ho
 
 /// The operation, for both bindings; `params` carries `tenant` as JSON-RPC sends it or
 /// as the HTTP+JSON binding lifted it from the `/{tenant}` path prefix.
-pub async fn get(state: &A2aState, subject: &Subject, headers: &HeaderMap, params: &Value) -> Result<Value, Fault> {
+pub async fn get(
+    state: &A2aState,
+    subject: &Subject,
+    headers: &HeaderMap,
+    params: &Value,
+) -> Result<Value, Fault> {
     gate::check("GetExtendedAgentCard", &Facts::default(), &state.facet())?;
     let tenant = match params.get("tenant") {
         None | Some(Value::Null) => None,
@@ -104,7 +126,11 @@ pub async fn get(state: &A2aState, subject: &Subject, headers: &HeaderMap, param
     let Some(r) = tenant else {
         return Ok(host);
     };
-    let entry = state.app.ops.agent_by_routing_value(subject, r).ok_or_else(unknown_routing_value)?;
+    let entry = state
+        .app
+        .ops
+        .agent_by_routing_value(subject, r)
+        .ok_or_else(unknown_routing_value)?;
     Ok(agent_card(&host, &entry, r, &state.config.skills))
 }
 
@@ -135,7 +161,11 @@ mod tests {
     fn skills() -> Vec<Skill> {
         ["echo", "slow", "fail"]
             .iter()
-            .map(|id| Skill { workflow_id: (*id).into(), name: (*id).into(), description: "d".into() })
+            .map(|id| Skill {
+                workflow_id: (*id).into(),
+                name: (*id).into(),
+                description: "d".into(),
+            })
             .collect()
     }
 
@@ -162,16 +192,32 @@ mod tests {
         assert_eq!(card["description"], "Label", "no description: the label");
         assert_eq!(card["capabilities"], host["capabilities"]);
         assert_eq!(card["securitySchemes"], host["securitySchemes"]);
-        let ids: Vec<&str> = card["skills"].as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+        let ids: Vec<&str> = card["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["id"].as_str())
+            .collect();
         assert_eq!(ids, ["fail", "echo"]);
-        for (i, iface) in card["supportedInterfaces"].as_array().unwrap().iter().enumerate() {
+        for (i, iface) in card["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             assert_eq!(iface["tenant"], "ag-R");
             assert_eq!(iface["url"], host["supportedInterfaces"][i]["url"]);
         }
         let text = card.to_string();
-        assert!(!text.contains("degraded") && !text.contains("memory"), "{text}");
+        assert!(
+            !text.contains("degraded") && !text.contains("memory"),
+            "{text}"
+        );
         let mut described = entry();
         described.description = Some("Longer".into());
-        assert_eq!(agent_card(&host, &described, "ag-R", &skills())["description"], "Longer");
+        assert_eq!(
+            agent_card(&host, &described, "ag-R", &skills())["description"],
+            "Longer"
+        );
     }
 }
