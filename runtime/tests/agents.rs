@@ -713,3 +713,38 @@ async fn openwop_validate_accepts_the_public_card_and_every_per_agent_card() {
     );
     assert_eq!(cards.len(), 4);
 }
+
+#[tokio::test]
+async fn the_generated_client_reads_the_inventory_as_the_openapi_document_types_it() {
+    let (data, agents) = (tempfile::tempdir().expect("dir"), agents_dir());
+    std::fs::write(
+        agents.path().join("team-helper.yaml"),
+        "agentId: 'team:helper~1'\npersona: Helper\nlabel: Helps\npackVersion: '1'\nworkflows: [echo]\n",
+    )
+    .expect("write agent");
+    let h = start_on(data.path(), agents.path()).await;
+    let client = openwop_generated::client::Client::new(h.base.clone()).with_api_key(KEY_B);
+    let list = client
+        .list_agents()
+        .await
+        .expect("listAgents decodes as AgentList");
+    let ids: Vec<String> = list.agents.iter().map(|a| a.agent_id.to_string()).collect();
+    assert_eq!(ids, ["research", "team:helper~1", "workflow-runner"]);
+    // The client projects `:` and `~` into the path; the host undoes it once.
+    let one = client
+        .get_agent("team:helper~1")
+        .await
+        .expect("getAgent decodes as Agent");
+    assert_eq!(one.agent_id.to_string(), "team:helper~1");
+    assert_eq!(
+        serde_json::to_value(&one).expect("json"),
+        serde_json::to_value(&list.agents[1]).expect("json")
+    );
+    match client.get_agent("approvals-desk").await {
+        Err(openwop_generated::client::Error::Api { status, envelope }) => {
+            assert_eq!((status, envelope.error.as_str()), (404, "not_found"));
+        }
+        other => panic!("a hidden agent must be not_found: {other:?}"),
+    }
+    h.shutdown().await;
+}

@@ -16,6 +16,7 @@ pub async fn get_agent(
     Caller(subject): Caller,
     path: PathParams,
 ) -> Result<Json<Value>, ApiError> {
-    let entry = state.ops.get_agent(&subject, path.get("agent_id"))?;
+    let agent_id = crate::ids::unproject_segment(path.get("agent_id"))?;
+    let entry = state.ops.get_agent(&subject, &agent_id)?;
     Ok(Json(json!(entry)))
 }
