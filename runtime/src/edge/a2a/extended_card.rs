@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, header};
 use openwop_generated::errors::A2aError;
 use serde_json::Value;
 
-use super::card::{self, CardInputs, Skill};
+use super::card::{self, CardInputs};
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::service::A2aState;
@@ -61,12 +61,7 @@ pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, 
 /// security, with the entry's persona, pack version and description (else label), and
 /// one skill per workflow the entry lists. Only entry fields the card defines are read;
 /// `degraded` and `memoryDegraded` stay on the entry.
-pub fn agent_card(
-    host_card: &Value,
-    entry: &AgentEntry,
-    routing_value: &str,
-    host_skills: &[Skill],
-) -> Value {
+pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) -> Value {
     let mut card = host_card.clone();
     card["name"] = Value::String(entry.persona.clone());
     card["version"] = Value::String(entry.pack_version.clone());
@@ -97,12 +92,7 @@ pub fn agent_card(
             })
             .cloned()
     };
-    let skills: Vec<Value> = entry
-        .workflows
-        .iter()
-        .filter(|w| host_skills.iter().any(|s| &s.workflow_id == *w))
-        .filter_map(|w| by_id(w))
-        .collect();
+    let skills: Vec<Value> = entry.workflows.iter().filter_map(|w| by_id(w)).collect();
     card["skills"] = Value::Array(skills);
     card
 }
@@ -131,7 +121,7 @@ pub async fn get(
         .ops
         .agent_by_routing_value(subject, r)
         .ok_or_else(unknown_routing_value)?;
-    Ok(agent_card(&host, &entry, r, &state.config.skills))
+    Ok(agent_card(&host, &entry, r))
 }
 
 #[cfg(test)]
@@ -158,17 +148,6 @@ mod tests {
         })
     }
 
-    fn skills() -> Vec<Skill> {
-        ["echo", "slow", "fail"]
-            .iter()
-            .map(|id| Skill {
-                workflow_id: (*id).into(),
-                name: (*id).into(),
-                description: "d".into(),
-            })
-            .collect()
-    }
-
     fn entry() -> AgentEntry {
         AgentEntry {
             agent_id: "a".into(),
@@ -186,7 +165,7 @@ mod tests {
     #[test]
     fn the_agent_card_follows_the_entry_and_the_host_card() {
         let host = host();
-        let card = agent_card(&host, &entry(), "ag-R", &skills());
+        let card = agent_card(&host, &entry(), "ag-R");
         assert_eq!(card["name"], "Persona");
         assert_eq!(card["version"], "3.1.4");
         assert_eq!(card["description"], "Label", "no description: the label");
@@ -216,7 +195,7 @@ mod tests {
         let mut described = entry();
         described.description = Some("Longer".into());
         assert_eq!(
-            agent_card(&host, &described, "ag-R", &skills())["description"],
+            agent_card(&host, &described, "ag-R")["description"],
             "Longer"
         );
     }
