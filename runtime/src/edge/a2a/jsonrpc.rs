@@ -93,8 +93,8 @@ pub async fn handle(
             "GetExtendedAgentCard" => {
                 super::extended_card::get(&state, &subject, &headers, &params).await
             }
-            // Every other row of the map (push configs, the extended card) needs a facet
-            // this host does not advertise: the table's refusal answers it.
+            // Every other row of the map (push configs) needs a facet this host does not
+            // advertise: the table's refusal answers it.
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(

@@ -355,6 +355,16 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_prefix_is_bound_as_the_tenant_field() {
+        let (method, bound) =
+            find("GET", &segs("/ag-R0123/extendedAgentCard")).expect("extended card");
+        assert_eq!(method, "GetExtendedAgentCard");
+        assert_eq!(bound, vec![("tenant".to_owned(), "ag-R0123".to_owned())]);
+        let (_, bound) = find("GET", &segs("/extendedAgentCard")).expect("no prefix");
+        assert!(bound.is_empty());
+    }
+
+    #[test]
     fn query_values_are_decoded() {
         let q = query_params(Some("contextId=a%2Fb&pageSize=5&x"));
         assert_eq!(q.get("contextId").map(String::as_str), Some("a/b"));
