@@ -37,20 +37,63 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
             );
         }
     }
-    for (i, iface) in interfaces(card) {
-        if iface.contains_key("tenant") {
-            push(
-                &mut out,
-                format!("/supportedInterfaces/{i}/tenant"),
-                "agent-card.no-tenant",
-                "remove `tenant`: the public card must not list a per-agent routing value (those belong only on extended per-agent cards)".into(),
-            );
-        }
-    }
+    check_tenants(card, discovery, &mut out);
     if let Some(discovery) = discovery {
         check_against_discovery(card, discovery, &mut out);
     }
     out
+}
+
+/// Whether `value` has the shape of a per-agent routing value (`a2aTenant`).
+fn is_routing_value(value: &str) -> bool {
+    (1..=128).contains(&value.len())
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
+}
+
+/// The public card lists no `tenant`. A card whose every interface carries one and the
+/// same routing value is a per-agent card (the answer to `GetExtendedAgentCard` with that
+/// tenant), which only a host advertising `a2a.agentCards` serves. Anything between the
+/// two is neither.
+fn check_tenants(card: &Map<String, Value>, discovery: Option<&Value>, out: &mut Vec<Finding>) {
+    let ifaces = interfaces(card);
+    let tenants: Vec<(usize, Option<&str>)> = ifaces
+        .iter()
+        .filter_map(|(i, iface)| iface.get("tenant").map(|t| (*i, t.as_str())))
+        .collect();
+    let Some((_, first)) = tenants.first() else {
+        return;
+    };
+    if tenants.len() < ifaces.len() {
+        for (i, _) in &tenants {
+            push(
+                out,
+                format!("/supportedInterfaces/{i}/tenant"),
+                "agent-card.no-tenant",
+                "remove `tenant`: the public card must not list a per-agent routing value (a per-agent card carries the same one on every interface)".into(),
+            );
+        }
+        return;
+    }
+    for (i, tenant) in &tenants {
+        let sentence = match tenant {
+            Some(t) if !is_routing_value(t) => "make `tenant` 1 to 128 characters of A-Z a-z 0-9 . _ ~ -: the shape of an agent's a2aTenant",
+            Some(t) if Some(*t) != *first => "give every interface of a per-agent card the same `tenant`: the one agent's a2aTenant",
+            None => "make `tenant` a string: the agent's a2aTenant",
+            Some(_) => continue,
+        };
+        push(out, format!("/supportedInterfaces/{i}/tenant"), "agent-card.per-agent-tenant", sentence.into());
+    }
+    let agent_cards = discovery
+        .and_then(|d| d.get("a2a"))
+        .map(|a2a| a2a.get("agentCards") == Some(&Value::Bool(true)));
+    if agent_cards == Some(false) {
+        push(
+            out,
+            "/supportedInterfaces/0/tenant".into(),
+            "agent-card.no-tenant",
+            "remove `tenant`: the discovery document does not advertise `a2a.agentCards`, so the host serves no per-agent card and its cards list no routing value".into(),
+        );
+    }
 }
 
 fn push(out: &mut Vec<Finding>, pointer: String, rule: &str, message: String) {

@@ -59,7 +59,12 @@ pub fn document(max_page_size: usize, mcp: &crate::edge::mcp::McpConfig) -> Valu
         })),
         "eventLog": family("witnessable-unaided", json!({})),
         "idempotency": family("witnessable-unaided", json!({"crossRegion": "single-region"})),
-        "a2a": crate::edge::a2a::facet_fields(),
+        "agents": family("witnessable-unaided", json!({
+            // One inventory for every caller today; entries still list only the workflows
+            // the caller may run (`Ops::may_run`).
+            "manifestRuntime": {"installScope": "host"}
+        })),
+        "a2a": a2a_family(),
         "mcp": family("witnessable-unaided", crate::edge::mcp::facet_fields(mcp)),
     })
 }
@@ -85,6 +90,17 @@ pub fn add_relaxation(document: &mut Value, relaxation: Value) {
             items.push(relaxation);
         }
     }
+}
+
+/// The A2A edge's family plus `agentCards`: every inventory entry is also served as a
+/// per-agent card, which the rules allow only beside `a2a-1.0` and `agents.manifestRuntime`
+/// (both advertised here; the self-check holds us to it).
+fn a2a_family() -> Value {
+    let mut a2a = crate::edge::a2a::facet_fields();
+    if let Some(o) = a2a.as_object_mut() {
+        o.insert("agentCards".into(), Value::Bool(true));
+    }
+    a2a
 }
 
 impl Discovery {

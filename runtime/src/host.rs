@@ -1,6 +1,7 @@
 //! Assembles a host from its configuration: store, engine, operations, discovery and the
 //! three edges (REST, A2A, MCP) on one router, and serves it until told to stop.
 
+use crate::agents::{AgentRegistry, Agents, RoutingKey};
 use crate::discovery::{self, Discovery};
 use crate::egress;
 use crate::edge::{a2a, mcp};
@@ -25,6 +26,11 @@ pub struct HostConfig {
     pub lease_ttl: Duration,
     pub keys: KeyRing,
     pub workflows_dir: Option<PathBuf>,
+    /// Extra agent definitions (added to, or replacing, the bundled agents by id).
+    pub agents_dir: Option<PathBuf>,
+    /// Narrows the workflows (and so the agents) each caller sees; `None`: every tenant
+    /// may run every workflow. Not a command-line setting: a seam for embedders and tests.
+    pub workflow_filter: Option<crate::ops::WorkflowFilter>,
     /// The MCP mount's settings (also what the `mcp` family advertises).
     pub mcp: mcp::McpConfig,
     /// How long a blocking A2A `SendMessage` waits before answering with the task as it is.
@@ -47,6 +53,8 @@ impl HostConfig {
             lease_ttl: crate::engine::DEFAULT_LEASE_TTL,
             keys,
             workflows_dir: None,
+            agents_dir: None,
+            workflow_filter: None,
             mcp: mcp::McpConfig::default(),
             a2a_blocking_timeout: Duration::from_secs(30),
             egress_allow_loopback: false,
@@ -65,6 +73,10 @@ pub enum StartError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Workflows(#[from] crate::engine::registry::RegistryError),
+    #[error(transparent)]
+    Agents(#[from] crate::agents::AgentError),
+    #[error("cannot set up agent routing values: {0}")]
+    RoutingKey(#[from] crate::agents::routing::RoutingKeyError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot open the A2A task table: {0}")]
@@ -115,6 +127,12 @@ impl Host {
         if let Some(dir) = &config.workflows_dir {
             registry.load_dir(dir)?;
         }
+        let mut agents = AgentRegistry::bundled()?;
+        if let Some(dir) = &config.agents_dir {
+            agents.load_dir(dir)?;
+        }
+        agents.check_routes(|w| registry.get(w).is_some())?;
+        let routing = RoutingKey::load_or_create(&config.data_dir)?;
         let store = open_store(&config).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(store.clone(), registry, shutdown_rx.clone(), config.lease_ttl);
@@ -123,7 +141,11 @@ impl Host {
             tracing::info!(resumed, "resumed unfinished runs");
         }
         engine.spawn_sweeper();
-        let ops = Arc::new(Ops::new(store, engine.clone()));
+        let mut ops = Ops::new(store, engine.clone()).with_agents(Agents { registry: agents, routing });
+        if let Some(filter) = config.workflow_filter.clone() {
+            ops = ops.with_workflow_filter(filter);
+        }
+        let ops = Arc::new(ops);
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),

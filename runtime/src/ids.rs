@@ -83,6 +83,12 @@ pub fn project(bound: &str) -> String {
     out
 }
 
+/// Undoes the `~XX` path projection of any id once (author ids such as an agentId may
+/// hold `~` or `:`, which clients project like any other byte outside `[A-Za-z0-9._-]`).
+pub fn unproject_segment(segment: &str) -> Result<String, IdError> {
+    unproject(segment)
+}
+
 fn unproject(segment: &str) -> Result<String, IdError> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

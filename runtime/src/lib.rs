@@ -3,6 +3,7 @@
 //! Layers, outermost first: `edge` (HTTP surfaces), `identity` (credential → Subject),
 //! `ops` (the operations every edge calls), `engine` (workflow execution), `store`.
 
+pub mod agents;
 pub mod clock;
 pub mod discovery;
 pub mod egress;

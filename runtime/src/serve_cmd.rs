@@ -28,6 +28,12 @@ use std::process::ExitCode;
       Without it every push URL must be https to a public address, checked at registration
       and again at each delivery.
 
+  openwop serve --workflows ./my-workflows --agents ./my-agents
+      Add (or override) agents: *.json / *.yaml files with agentId, persona, label,
+      description (optional), packVersion and workflows (ids the agent routes; each must
+      exist, or the host refuses to start). GET /agents lists them; each is also an A2A
+      card reached with its a2aTenant.
+
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
@@ -65,6 +71,10 @@ pub struct ServeArgs {
     /// relaxation `webhooks.egress-guard`; a relaxed host cannot certify.
     #[arg(long)]
     egress_allow_loopback: bool,
+    /// Directory of extra agent definitions (*.json, *.yaml): agentId, persona, label,
+    /// description, packVersion, workflows. A bundled agent with the same id is replaced.
+    #[arg(long, value_name = "DIR")]
+    agents: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,6 +88,7 @@ struct FileConfig {
     workflows: Option<PathBuf>,
     #[serde(default)]
     egress_allow_loopback: bool,
+    agents: Option<PathBuf>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -153,6 +164,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
     let database = args.database.or(file.database).filter(|d| !d.trim().is_empty());
+    let agents_dir = args.agents.or(file.agents);
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -171,6 +183,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         let config = HostConfig {
             workflows_dir,
             egress_allow_loopback,
+            agents_dir,
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
             ..HostConfig::new(data_dir, keys)

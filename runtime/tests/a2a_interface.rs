@@ -549,11 +549,19 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         .await;
     assert_eq!(push["error"]["code"], -32001);
     assert_eq!(error_info(&push["error"])["domain"], "a2a-protocol.org");
-    // Rows whose facet is not advertised: the row's refusal.
-    let ext = h.rpc("GetExtendedAgentCard", json!({})).await;
+    // With a2a.agentCards advertised the extended card is served; an R it never minted
+    // is its refusal (runtime/tests/agents.rs covers the rest).
+    let ext = h
+        .rpc("GetExtendedAgentCard", json!({"tenant": "ag-never-minted"}))
+        .await;
     assert_eq!(ext["error"]["code"], -32007);
     let (status, body) = h
-        .rest(Some(KEY_A), Method::GET, "/extendedAgentCard", None)
+        .rest(
+            Some(KEY_A),
+            Method::GET,
+            "/ag-never-minted/extendedAgentCard",
+            None,
+        )
         .await;
     assert_eq!(status, 400);
     assert_eq!(
@@ -891,7 +899,10 @@ async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
         .json()
         .await
         .expect("json");
-    assert_eq!(discovery["a2a"], openwop::edge::a2a::facet_fields());
+    // The edge's family, plus `agentCards` (the host serves per-agent cards).
+    let mut served = openwop::edge::a2a::facet_fields();
+    served["agentCards"] = json!(true);
+    assert_eq!(discovery["a2a"], served);
     let findings = openwop_generated::validators::validate_discovery(
         &discovery,
         &openwop_generated::validators::Options {

@@ -972,20 +972,26 @@ async fn secrets_are_never_returned_nor_stored_with_the_task_or_its_event_log() 
         .expect("text");
     assert!(events.contains("run.started"), "{events}");
     assert!(!events.contains(SECRET_TOKEN) && !events.contains(SECRET_CREDENTIALS));
-    // a2a.sqlite: only the secrets table holds them.
+    // Every table of both databases (the run store and the A2A side file): only the
+    // secrets table holds them.
     let c = db(&h);
-    for table in [
-        "a2a_tasks",
-        "a2a_messages",
-        "push_configs",
-        "push_outbox",
-        "push_dead_letters",
-    ] {
-        let text = table_text(&c, table);
-        assert!(
-            !text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS),
-            "{table}: {text}"
-        );
+    let runs_db = rusqlite::Connection::open(h.data_path.join("openwop.sqlite3")).expect("openwop.sqlite3");
+    for conn in [&c, &runs_db] {
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'push_secrets'")
+            .expect("tables")
+            .query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("names");
+        assert!(!tables.is_empty());
+        for table in tables {
+            let text = table_text(conn, &table);
+            assert!(
+                !text.contains(SECRET_TOKEN) && !text.contains(SECRET_CREDENTIALS),
+                "{table}: {text}"
+            );
+        }
     }
     assert!(table_text(&c, "push_secrets").contains(SECRET_CREDENTIALS));
     // Delete discards them.

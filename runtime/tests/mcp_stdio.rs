@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[tokio::test]
 async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     let h = start().await;
-    let state = McpState::new(
+    let state = McpState::with_key(
         h.state.clone(),
         h.engine.clone(),
         McpConfig::default(),

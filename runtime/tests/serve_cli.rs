@@ -28,7 +28,7 @@ fn help_teaches_with_examples() {
     let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--database", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
+    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--agents", "--database", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -198,4 +198,62 @@ fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
     }
     // Nothing was written for SQLite either.
     assert!(!dir.path().join("openwop.sqlite3").exists());
+}
+
+#[test]
+fn an_agent_routing_a_missing_workflow_is_refused_at_start_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("typo.yaml"),
+        "agentId: typo-agent\npersona: Typo\nlabel: L\npackVersion: '1'\nworkflows: [echo, ecoh]\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--agents")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("typo-agent") && stderr.contains("ecoh"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn config_file_agents_directory_adds_agents_to_the_inventory() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("agents");
+    std::fs::create_dir(&agents).unwrap();
+    std::fs::write(
+        agents.join("greeter.json"),
+        json!({"agentId": "greeter", "persona": "Greeter", "label": "Says hello", "packVersion": "2.0.0", "workflows": ["echo"]}).to_string(),
+    )
+    .unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(
+        &config,
+        json!({"listen": "127.0.0.1:0", "dataDir": dir.path().join("data"), "apiKeys": ["cfg:cfg-key-0123456789"], "agents": agents}).to_string(),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    let v: Value = reqwest::Client::new()
+        .get(format!("{base}/agents"))
+        .bearer_auth("cfg-key-0123456789")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = v["agents"].as_array().unwrap().iter().filter_map(|a| a["agentId"].as_str()).collect();
+    assert_eq!(ids, ["approvals-desk", "greeter", "workflow-runner"], "{v}");
 }

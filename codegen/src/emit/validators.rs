@@ -39,6 +39,10 @@ const KINDS: &[Kind] = &[
         schema: "schemas/v2/error-envelope.schema.json",
     },
     Kind {
+        name: "agent",
+        schema: "schemas/v2/agent.schema.json",
+    },
+    Kind {
         name: "workflow_definition",
         schema: "schemas/v2/workflow-definition.schema.json",
     },

@@ -85,6 +85,9 @@ static HOST_EVENT: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::n
 ));
 static ERROR_ENVELOPE: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(||
 compile("https://openwop.dev/spec/v2/error-envelope.schema.json"));
+static AGENT: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(|| compile(
+    "https://openwop.dev/spec/v2/agent.schema.json",
+));
 static WORKFLOW_DEFINITION: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(||
 compile("https://openwop.dev/spec/v2/workflow-definition.schema.json"));
 /// Validates a discovery document: the JSON Schema `schemas/v2/capabilities.schema.json`
@@ -124,6 +127,11 @@ pub fn validate_host_event(doc: &Value) -> Vec<Finding> {
 ///.
 pub fn validate_error_envelope(doc: &Value) -> Vec<Finding> {
     schema_findings(&ERROR_ENVELOPE, doc)
+}
+/// Validates a agent document: the JSON Schema `schemas/v2/agent.schema.json`
+///.
+pub fn validate_agent(doc: &Value) -> Vec<Finding> {
+    schema_findings(&AGENT, doc)
 }
 /// Validates a workflow definition document: the JSON Schema `schemas/v2/workflow-definition.schema.json`
 ///.

@@ -1,9 +1,11 @@
 //! The operations: one implementation of each, called by every edge with the caller's
 //! Subject. Tenant isolation is enforced here and nowhere else.
 
+mod agents;
 mod error;
 mod views;
 
+pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use views::{event_view, host_event_view, run_view};
 
@@ -94,6 +96,8 @@ pub struct PollResult {
 pub struct Ops {
     store: Arc<dyn Store>,
     engine: Arc<Engine>,
+    agents: Arc<crate::agents::Agents>,
+    workflow_filter: Option<WorkflowFilter>,
     max_page_size: usize,
 }
 
@@ -111,7 +115,13 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 
 impl Ops {
     pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
-        Self { store, engine, max_page_size: MAX_PAGE_SIZE }
+        Self { store, engine, agents: Arc::new(crate::agents::Agents::empty()), workflow_filter: None, max_page_size: MAX_PAGE_SIZE }
+    }
+
+    /// The same operations, with `agents` as the agent inventory.
+    pub fn with_agents(mut self, agents: crate::agents::Agents) -> Self {
+        self.agents = Arc::new(agents);
+        self
     }
 
     pub fn max_page_size(&self) -> usize {
@@ -162,6 +172,7 @@ impl Ops {
             .engine
             .registry()
             .get(&workflow_id)
+            .filter(|_| self.may_run(subject, &workflow_id))
             .ok_or_else(|| OpError::NotFound(format!("no workflow `{workflow_id}` on this host")))?;
         let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
         if !inputs.is_object() {

@@ -94,8 +94,11 @@ pub async fn handle(
             "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
             "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
             "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
-            // Every other row of the map (the extended card) needs a facet this host does
-            // not advertise: the table's refusal answers it.
+            "GetExtendedAgentCard" => {
+                super::extended_card::get(&state, &subject, &headers, &params).await
+            }
+            // Any other row of the map needs a facet this host does not advertise: the
+            // table's refusal answers it.
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(

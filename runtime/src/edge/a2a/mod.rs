@@ -9,6 +9,7 @@
 
 pub mod card;
 pub mod errors;
+pub mod extended_card;
 pub mod gate;
 mod jsonrpc;
 pub mod project;
@@ -269,29 +270,9 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
 /// (so also the `preferredVersion` card when no `A2A-Version` is sent), with a strong
 /// ETag and a cache lifetime.
 async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    let base = state.config.public_base_url.clone().unwrap_or_else(|| {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost");
-        format!("http://{host}")
-    });
-    let facet = state.facet();
-    let inputs = card::CardInputs {
-        base_url: &base,
-        a2a_facet: &facet,
-        skills: &state.config.skills,
-        name: &state.config.name,
-        description: &state.config.description,
-        version: env!("CARGO_PKG_VERSION"),
-        provider: None,
-    };
-    let card = match card::public_card(&inputs) {
+    let card = match extended_card::host_card(&state, &headers) {
         Ok(card) => card,
-        Err(e) => {
-            tracing::error!(error = %e, "the agent card cannot be built");
-            return Fault::internal().into_rest_response();
-        }
+        Err(fault) => return fault.into_rest_response(),
     };
     let body = card.to_string();
     let etag = format!(

@@ -121,7 +121,11 @@ fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Bound),
                 }
             }
         }
-        if let Some((_, method, bound)) = best {
+        if let Some((_, method, mut bound)) = best {
+            // The `/{tenant}` prefix is the request's `tenant` field on this binding.
+            if skip == 1 {
+                bound.push(("tenant".to_owned(), segments[0].clone()));
+            }
             return Ok((method, bound));
         }
         if path_exists {
@@ -245,6 +249,9 @@ pub async fn handle(
             "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
             "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
             "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
+            "GetExtendedAgentCard" => {
+                super::extended_card::get(&state, &subject, &headers, &params).await
+            }
             other => match gate::check(other, &Facts::default(), &state.facet()) {
                 Err(fault) => Err(fault),
                 Ok(_) => Err(Fault::unsupported(format!(
@@ -354,6 +361,16 @@ mod tests {
         );
         assert_eq!(find("DELETE", &segs("/message:send")), Err(true));
         assert_eq!(find("GET", &segs("/nothing/here/at/all")), Err(false));
+    }
+
+    #[test]
+    fn a_tenant_prefix_is_bound_as_the_tenant_field() {
+        let (method, bound) =
+            find("GET", &segs("/ag-R0123/extendedAgentCard")).expect("extended card");
+        assert_eq!(method, "GetExtendedAgentCard");
+        assert_eq!(bound, vec![("tenant".to_owned(), "ag-R0123".to_owned())]);
+        let (_, bound) = find("GET", &segs("/extendedAgentCard")).expect("no prefix");
+        assert!(bound.is_empty());
     }
 
     #[test]

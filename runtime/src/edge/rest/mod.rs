@@ -1,6 +1,7 @@
 //! The REST + SSE edge: routing, the `OpenWOP-Version` rules, and error rendering. No
 //! run logic lives here; handlers translate HTTP to `ops` calls and back.
 
+mod agents;
 mod discovery;
 pub mod error;
 mod events;
@@ -44,6 +45,8 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{run_id}/events", get(events::stream_events))
         .route("/runs/{run_id}/events/poll", get(events::poll_events))
         .route("/host/events", get(host_events::host_events))
+        .route("/agents", get(agents::list_agents))
+        .route("/agents/{agent_id}", get(agents::get_agent))
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such route on this host") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(ErrorCode::MethodNotAllowed, "this route does not accept that method")

@@ -14,6 +14,7 @@ import {
   RestTransportFactory,
 } from "@a2a-js/sdk/client";
 import {
+  ExtendedAgentCardNotConfiguredError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -32,12 +33,16 @@ const fetchImpl = (input, init = {}) => {
   return fetch(input, { ...init, headers });
 };
 
-async function clientFor(binding) {
+function factoryFor(binding) {
   const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
     transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
     preferredTransports: [binding],
   });
-  return new ClientFactory(options).createFromUrl(BASE);
+  return new ClientFactory(options);
+}
+
+async function clientFor(binding) {
+  return factoryFor(binding).createFromUrl(BASE);
 }
 
 const dataPart = (value) => ({ content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "" });
@@ -209,5 +214,41 @@ for (const binding of ["JSONRPC", "HTTP+JSON"]) {
     } finally {
       receiver.close();
     }
+  });
+}
+
+// Per-agent cards: R comes from GET /agents over plain HTTP; a client built from the host
+// card with R on its interfaces (the SDK's tenant decorator then sends R on every request)
+// resolves the agent's own card through GetExtendedAgentCard.
+for (const binding of ["JSONRPC", "HTTP+JSON"]) {
+  test(`${binding}: the extended card for an agent's routing value`, async () => {
+    const resp = await fetchImpl(`${BASE}/agents`);
+    assert.equal(resp.status, 200);
+    const { agents } = await resp.json();
+    const entry = agents.find((a) => a.agentId === "workflow-runner");
+    const r = entry.a2aTenant;
+    const hostCard = (await clientFor(binding)).agentCard;
+    assert.equal(hostCard.capabilities.extendedAgentCard, true);
+    assert.ok(hostCard.supportedInterfaces.every((i) => !i.tenant), "the public card lists no R");
+    const withTenant = (tenant) => ({
+      ...hostCard,
+      supportedInterfaces: hostCard.supportedInterfaces.map((i) => ({ ...i, tenant })),
+    });
+
+    const agentClient = await factoryFor(binding).createFromAgentCard(withTenant(r));
+    const card = await agentClient.getAgentCard();
+    assert.equal(card.name, entry.persona);
+    assert.equal(card.version, entry.packVersion);
+    assert.equal(card.description, entry.description ?? entry.label);
+    assert.deepEqual(card.skills.map((s) => s.id), entry.workflows);
+    assert.ok(card.supportedInterfaces.length > 0 && card.supportedInterfaces.every((i) => i.tenant === r));
+    // R routes only: a task sent through the agent's client is the caller's own.
+    const task = await agentClient.sendMessage(request(message([dataPart({ via: "agent card" })], { skill: "echo" })));
+    assert.equal(task.status.state, TaskState.TASK_STATE_COMPLETED);
+    const run = await fetchImpl(`${BASE}/runs/${task.id.replace("/", "~2F")}`);
+    assert.equal(run.status, 200);
+
+    const stranger = await factoryFor(binding).createFromAgentCard(withTenant("ag-AAAAAAAAAAAAAAAAAAAAAA"));
+    await assert.rejects(stranger.getAgentCard(), (e) => e instanceof ExtendedAgentCardNotConfiguredError);
   });
 }

@@ -25,6 +25,7 @@ from a2a.types import (
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
     TaskPushNotificationConfig,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -34,6 +35,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import (
+    ExtendedAgentCardNotConfiguredError,
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -321,5 +323,59 @@ def test_send_message_with_an_inline_push_config(base_url, api_key, binding):
             await client.close()
             await http_client.aclose()
             receiver.close()
+
+    run(go())
+
+
+async def inventory(base_url, api_key):
+    """GET /agents over plain HTTP: where a peer learns each agent's routing value R."""
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {api_key}"}) as http:
+        resp = await http.get(f"{base_url}/agents")
+        resp.raise_for_status()
+        return resp.json()["agents"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_extended_card_with_an_agents_routing_value(base_url, api_key, binding):
+    async def go():
+        agents = await inventory(base_url, api_key)
+        entry = next(a for a in agents if a["agentId"] == "approvals-desk")
+        r = entry["a2aTenant"]
+        client, http = await client_for(base_url, api_key, binding)
+        try:
+            assert client._card.capabilities.extended_agent_card is True
+            assert all(not i.tenant for i in client._card.supported_interfaces), "the public card lists no R"
+            card = await client.get_extended_agent_card(GetExtendedAgentCardRequest(tenant=r))
+            assert card.name == entry["persona"]
+            assert card.version == entry["packVersion"]
+            assert card.description == entry.get("description", entry["label"])
+            assert [s.id for s in card.skills] == entry["workflows"]
+            assert card.supported_interfaces and all(i.tenant == r for i in card.supported_interfaces)
+            assert card.capabilities.extended_agent_card is True
+            assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
+            # A value the host never minted: the one refusal, the SDK's own error type.
+            with pytest.raises(ExtendedAgentCardNotConfiguredError):
+                await client.get_extended_agent_card(GetExtendedAgentCardRequest(tenant="ag-AAAAAAAAAAAAAAAAAAAAAA"))
+        finally:
+            await client.close()
+            await http.aclose()
+
+        # A client built from the agent's card copies R into every request itself (the
+        # SDK's tenant decorator); R routes, it never chooses whose task it is.
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {api_key}"}, timeout=30)
+        config = ClientConfig(streaming=False, polling=False, httpx_client=http, supported_protocol_bindings=[binding], use_client_preference=True)
+        agent_client = ClientFactory(config).create(card)
+        try:
+            again = await agent_client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            assert again.name == card.name and [s.id for s in again.skills] == entry["workflows"]
+            task = (await send(agent_client, message([new_data_part({"title": "via the agent card"})], skill="approval")))[0].task
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            run_url = f"{base_url}/runs/{task.id.replace('/', '~2F')}"
+            assert (await http.get(run_url)).status_code == 200, "a run of the caller's own tenant"
+            got = await agent_client.get_task(GetTaskRequest(id=task.id))
+            assert got.id == task.id
+        finally:
+            await agent_client.close()
+            await http.aclose()
 
     run(go())

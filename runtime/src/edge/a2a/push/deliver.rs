@@ -137,7 +137,9 @@ async fn watch_runs(
             wake = wakes.recv() => match wake {
                 Ok(Wake::Run(id)) => id,
                 Ok(Wake::Host(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                // Missed wake-ups (a lagging receiver, or a shared store whose
+                // notifications were lost): look at every configured task again.
+                Ok(Wake::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     observe_all(&state, store.as_ref(), &outbox).await;
                     continue;
                 }

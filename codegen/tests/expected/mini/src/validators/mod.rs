@@ -131,6 +131,16 @@ pub fn validate_error_envelope(doc: &Value) -> Vec<Finding> {
         .to_owned() }
     ]
 }
+/// Validates a agent document: the JSON Schema `schemas/v2/agent.schema.json`
+///.
+pub fn validate_agent(doc: &Value) -> Vec<Finding> {
+    vec![
+        Finding { pointer : String::new(), rule : "schema.unavailable".to_owned(),
+        message :
+        "the corpus this crate was generated from has no schemas/v2/agent.schema.json"
+        .to_owned() }
+    ]
+}
 /// Validates a workflow definition document: the JSON Schema `schemas/v2/workflow-definition.schema.json`
 ///.
 pub fn validate_workflow_definition(doc: &Value) -> Vec<Finding> {

@@ -1,0 +1,319 @@
+//! Agents: named bundles of workflows (persona, label, description, pack version) that the
+//! host lists in each caller's inventory (`GET /agents`) and, with `a2a.agentCards`,
+//! publishes as per-agent A2A cards reached through a minted routing value.
+//!
+//! Definitions load like workflows: a bundled set plus `--agents DIR`, where a file
+//! replaces a bundled agent with the same id. Every workflow an agent routes must exist,
+//! checked once at start so a typo is a start error, never a silently empty agent.
+
+pub mod routing;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use routing::RoutingKey;
+
+const BUNDLED: &[(&str, &str)] = &[
+    (
+        "workflow-runner.yaml",
+        include_str!("../../agents/workflow-runner.yaml"),
+    ),
+    (
+        "approvals-desk.yaml",
+        include_str!("../../agents/approvals-desk.yaml"),
+    ),
+];
+
+/// An agent definition file (JSON or YAML), closed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentDefinition {
+    pub agent_id: String,
+    pub persona: String,
+    pub label: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub pack_version: String,
+    /// The workflows routed to this agent, in the order its card lists them.
+    pub workflows: Vec<String>,
+}
+
+/// One inventory entry as the wire carries it (`schemas/v2/agent.schema.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEntry {
+    pub agent_id: String,
+    pub persona: String,
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub pack_version: String,
+    pub workflows: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a2a_tenant: Option<String>,
+    /// Capabilities of the agent not working right now. Agents of this host have no
+    /// optional capability that can fail on its own, so nothing fills it yet; it exists so
+    /// the card builder is written (and tested) never to copy it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<Vec<String>>,
+    /// This host gives agents no memory, so there is none to be degraded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_degraded: Option<bool>,
+}
+
+/// Why agent definitions could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("cannot read agents from {path}: {message}")]
+    Io { path: String, message: String },
+    #[error("agent definition {source_name}: {message}")]
+    Invalid {
+        source_name: String,
+        message: String,
+    },
+    #[error("agent `{agent_id}` routes workflow `{workflow_id}`, which this host does not have")]
+    UnknownWorkflow {
+        agent_id: String,
+        workflow_id: String,
+    },
+}
+
+fn invalid(source_name: &str, message: impl Into<String>) -> AgentError {
+    AgentError::Invalid {
+        source_name: source_name.to_owned(),
+        message: message.into(),
+    }
+}
+
+impl AgentDefinition {
+    /// Parses a JSON or YAML definition and checks what serde cannot.
+    pub fn parse(source_name: &str, text: &str) -> Result<Self, AgentError> {
+        let def: AgentDefinition = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
+        } else {
+            yaml_serde::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
+        };
+        if !crate::ids::is_author_id(&def.agent_id) {
+            return Err(invalid(
+                source_name,
+                format!(
+                    "agentId `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
+                    def.agent_id
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("persona", &def.persona),
+            ("label", &def.label),
+            ("packVersion", &def.pack_version),
+        ] {
+            if value.trim().is_empty() {
+                return Err(invalid(source_name, format!("`{field}` must not be empty")));
+            }
+        }
+        if def
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(invalid(
+                source_name,
+                "`description` must not be empty when given",
+            ));
+        }
+        if def.workflows.is_empty() {
+            return Err(invalid(
+                source_name,
+                "`workflows` must name at least one workflow",
+            ));
+        }
+        for (i, id) in def.workflows.iter().enumerate() {
+            if !crate::ids::is_author_id(id) {
+                return Err(invalid(
+                    source_name,
+                    format!("workflow id `{id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"),
+                ));
+            }
+            if def.workflows[..i].contains(id) {
+                return Err(invalid(
+                    source_name,
+                    format!("workflow `{id}` is listed twice"),
+                ));
+            }
+        }
+        Ok(def)
+    }
+}
+
+/// The agents a host knows, by id.
+#[derive(Debug, Clone, Default)]
+pub struct AgentRegistry {
+    agents: BTreeMap<String, AgentDefinition>,
+}
+
+impl AgentRegistry {
+    /// The bundled agents (they route the bundled workflows).
+    pub fn bundled() -> Result<Self, AgentError> {
+        let mut reg = Self::default();
+        for (name, text) in BUNDLED {
+            reg.insert(AgentDefinition::parse(name, text)?);
+        }
+        Ok(reg)
+    }
+
+    pub fn insert(&mut self, def: AgentDefinition) {
+        self.agents.insert(def.agent_id.clone(), def);
+    }
+
+    /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
+    /// replaced, so a directory can override a bundled agent.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<(), AgentError> {
+        let io = |e: std::io::Error| AgentError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or_default();
+            if !matches!(ext, "json" | "yaml" | "yml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| AgentError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            self.insert(AgentDefinition::parse(&path.display().to_string(), &text)?);
+        }
+        Ok(())
+    }
+
+    /// Fails on the first agent routing a workflow `exists` does not know.
+    pub fn check_routes(&self, exists: impl Fn(&str) -> bool) -> Result<(), AgentError> {
+        for def in self.agents.values() {
+            if let Some(missing) = def.workflows.iter().find(|w| !exists(w)) {
+                return Err(AgentError::UnknownWorkflow {
+                    agent_id: def.agent_id.clone(),
+                    workflow_id: missing.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Every agent, sorted by id.
+    pub fn iter(&self) -> impl Iterator<Item = &AgentDefinition> {
+        self.agents.values()
+    }
+}
+
+/// The agents plus the key their routing values are minted with.
+pub struct Agents {
+    pub registry: AgentRegistry,
+    pub routing: RoutingKey,
+}
+
+impl Agents {
+    /// No agents at all (a host built without an agents directory still has the bundled
+    /// ones; this is for tests of other layers).
+    pub fn empty() -> Self {
+        Self {
+            registry: AgentRegistry::default(),
+            routing: RoutingKey::ephemeral(),
+        }
+    }
+
+    /// The entry of `def` as a caller sees it, given the workflows that caller may run;
+    /// `None` when it may run none of them (the agent is then not in its inventory).
+    pub fn entry(
+        &self,
+        def: &AgentDefinition,
+        may_run: impl Fn(&str) -> bool,
+    ) -> Option<AgentEntry> {
+        let workflows: Vec<String> = def
+            .workflows
+            .iter()
+            .filter(|w| may_run(w))
+            .cloned()
+            .collect();
+        if workflows.is_empty() {
+            return None;
+        }
+        Some(AgentEntry {
+            agent_id: def.agent_id.clone(),
+            persona: def.persona.clone(),
+            label: def.label.clone(),
+            description: def.description.clone(),
+            pack_version: def.pack_version.clone(),
+            workflows,
+            a2a_tenant: Some(self.routing.mint(&def.agent_id)),
+            degraded: None,
+            memory_degraded: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_agents_parse_and_route_bundled_workflows() {
+        let agents = AgentRegistry::bundled().unwrap();
+        let workflows = crate::engine::Registry::bundled().unwrap();
+        agents.check_routes(|w| workflows.get(w).is_some()).unwrap();
+        let ids: Vec<&str> = agents.iter().map(|a| a.agent_id.as_str()).collect();
+        assert_eq!(ids, ["approvals-desk", "workflow-runner"]);
+    }
+
+    #[test]
+    fn an_unknown_workflow_names_agent_and_workflow() {
+        let mut agents = AgentRegistry::default();
+        agents.insert(
+            AgentDefinition::parse(
+                "x.yaml",
+                "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, nope]\n",
+            )
+            .unwrap(),
+        );
+        let err = agents
+            .check_routes(|w| w == "echo")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`a`") && err.contains("`nope`"), "{err}");
+    }
+
+    #[test]
+    fn bad_definitions_are_refused() {
+        for bad in [
+            "agentId: 'a b'\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo]\n",
+            "agentId: a\npersona: ''\nlabel: L\npackVersion: '1'\nworkflows: [echo]\n",
+            "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: []\n",
+            "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, echo]\n",
+            "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo]\nextra: 1\n",
+            "{\"agentId\": \"a\"}",
+        ] {
+            assert!(AgentDefinition::parse("bad", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn entries_list_only_runnable_workflows() {
+        let agents = Agents::empty();
+        let def = AgentDefinition::parse(
+            "x",
+            "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, slow]\n",
+        )
+        .unwrap();
+        let entry = agents.entry(&def, |w| w == "slow").unwrap();
+        assert_eq!(entry.workflows, ["slow"]);
+        assert!(agents.entry(&def, |_| false).is_none());
+    }
+}

@@ -1,0 +1,65 @@
+//! The agent inventory: `listAgents`, `getAgent`, and resolving an A2A routing value,
+//! all through the caller's own inventory, so nothing outside it is ever looked at.
+
+use super::{OpError, Ops};
+use crate::agents::{AgentEntry, routing};
+use crate::identity::Subject;
+
+/// Decides whether a caller may run a workflow the host has.
+pub type WorkflowFilter = std::sync::Arc<dyn Fn(&Subject, &str) -> bool + Send + Sync>;
+
+impl Ops {
+    /// Whether `subject` may start `workflow_id`. The one place workflow visibility is
+    /// decided: the inventory, agent cards and `createRun` all ask here. A served host
+    /// lets every tenant run every workflow it has; an embedder (or a test) narrows that
+    /// per caller with [`Ops::with_workflow_filter`].
+    pub fn may_run(&self, subject: &Subject, workflow_id: &str) -> bool {
+        self.engine.registry().get(workflow_id).is_some()
+            && self
+                .workflow_filter
+                .as_ref()
+                .is_none_or(|f| f(subject, workflow_id))
+    }
+
+    /// Narrows which workflows each caller may run (and so its agent inventory).
+    pub fn with_workflow_filter(mut self, filter: WorkflowFilter) -> Self {
+        self.workflow_filter = Some(filter);
+        self
+    }
+
+    /// `listAgents`: every agent with at least one workflow the caller may run, each
+    /// listing only those workflows; sorted by agentId.
+    pub fn list_agents(&self, subject: &Subject) -> Vec<AgentEntry> {
+        self.agents
+            .registry
+            .iter()
+            .filter_map(|def| self.agents.entry(def, |w| self.may_run(subject, w)))
+            .collect()
+    }
+
+    /// `getAgent`: an agent outside the caller's inventory is answered as an unknown one.
+    pub fn get_agent(&self, subject: &Subject, agent_id: &str) -> Result<AgentEntry, OpError> {
+        self.list_agents(subject)
+            .into_iter()
+            .find(|e| e.agent_id == agent_id)
+            .ok_or_else(|| OpError::NotFound("no such agent in the caller's inventory".to_owned()))
+    }
+
+    /// The inventory entry whose `a2aTenant` is `value`, searched only among the caller's
+    /// own entries: a value minted for an agent outside them, and one never minted, both
+    /// find nothing by the same path.
+    pub fn agent_by_routing_value(&self, subject: &Subject, value: &str) -> Option<AgentEntry> {
+        let mut found = None;
+        // Every entry is compared, so the time taken does not say which one matched.
+        for entry in self.list_agents(subject) {
+            if entry
+                .a2a_tenant
+                .as_deref()
+                .is_some_and(|r| routing::same(r, value))
+            {
+                found = Some(entry);
+            }
+        }
+        found
+    }
+}
