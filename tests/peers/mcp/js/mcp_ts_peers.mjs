@@ -1,12 +1,16 @@
 // Drives the openwop MCP mount with the pinned TypeScript clients:
 //  - @modelcontextprotocol/client 2.4.0 (2026-07-28, version negotiation `auto`): list + call,
 //    then the tasks extension on the wire (create -> get -> cancel) with that client's framing;
+//  - @modelcontextprotocol/ext-tasks 0.2.2 on that client: a task-backed call settled
+//    through the package's requester session (its 2026 path needs a raw dispatcher, which
+//    posts the package's own frames with the SEP-2243 headers mirrored from the body);
 //  - @modelcontextprotocol/sdk 1.32.2 (2025-11-25 initialize era only): list + call.
 // Env: OPENWOP_MCP_URL, OPENWOP_API_KEY. Exits non-zero on the first broken expectation.
 import assert from 'node:assert/strict';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 
 const url = new URL(process.env.OPENWOP_MCP_URL);
 const key = process.env.OPENWOP_API_KEY;
@@ -73,6 +77,53 @@ assert.equal(cancelled.result.status, undefined, 'tasks/cancel answers an empty 
 const after = await rpc('tasks/get', { taskId }, taskId);
 assert.equal(after.result.status, 'cancelled');
 ok('tasks: tasks/cancel');
+
+// The same calls through @modelcontextprotocol/ext-tasks: the package frames every request
+// itself; the raw dispatcher (the package's "host-owned request coordinator") adds the
+// JSON-RPC envelope (the package hands over `method` and `params` only) and transport
+// headers (auth, and the SEP-2243 mirrors).
+const extClient = new ClientV2({ name: 'openwop-ext-tasks', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+await extClient.connect(new HttpV2(url, { requestInit }));
+async function rawDispatch(request) {
+  const headers = {
+    ...requestInit.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': request.method,
+  };
+  const name = request.params?.name ?? request.params?.taskId;
+  if (typeof name === 'string') headers['mcp-name'] = name;
+  const framed = { jsonrpc: '2.0', id: nextId++, ...request };
+  const resp = await fetch(url, { method: 'POST', headers, body: JSON.stringify(framed) });
+  const text = await resp.text();
+  if (process.env.DEBUG_EXT) console.error('>>', JSON.stringify(framed), '\n<<', resp.status, text);
+  const data = text.split('\n').find((l) => l.startsWith('data:'));
+  return JSON.parse(data ? data.slice(5) : text);
+}
+const session = createTaskSessionFromClient(extClient, {
+  endpointId: 'openwop-peer',
+  rawDispatch,
+  v2RequestFraming: {
+    protocolVersion: '2026-07-28',
+    clientInfo: { name: 'openwop-ext-tasks', version: '1.0.0' },
+    clientCapabilities: {},
+  },
+});
+try {
+  const slow = await session.callTool('slow', { ms: 1500 });
+  const settled = await slow.settle();
+  const slowResult = resultFromTaskOutcome(settled.outcome);
+  assert.equal(slowResult.isError ?? false, false, JSON.stringify(settled));
+  ok('ext-tasks: a task-backed slow call settles completed');
+  const failing = await session.callTool('fail', {});
+  const failed = resultFromTaskOutcome((await failing.settle()).outcome);
+  assert.equal(failed.isError, true, JSON.stringify(failed));
+  ok('ext-tasks: a failed run settles as isError');
+} finally {
+  await session.close();
+  await extClient.close();
+}
 
 // 2025-11-25 through the v1 SDK (initialize + Mcp-Session-Id).
 const v1 = new ClientV1({ name: 'openwop-peer-legacy', version: '1.0.0' });
