@@ -910,3 +910,96 @@ async fn a_failure_the_host_raises_is_a_failed_task_and_the_workflows_own_is_a_t
         .await;
     assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
 }
+
+/// Reads `data:` frames of an open SSE response until `n` have arrived (or 10 s pass).
+async fn sse_frames(resp: &mut reqwest::Response, n: usize, buf: &mut String) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let frames: Vec<Value> = buf
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect();
+        if frames.len() >= n {
+            return frames;
+        }
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .expect("frames in time")
+            .expect("read");
+        match chunk {
+            Some(bytes) => buf.push_str(&String::from_utf8_lossy(&bytes)),
+            None => return frames,
+        }
+    }
+}
+
+#[tokio::test]
+async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagged() {
+    let h = start().await;
+    let mine = h
+        .call(KEY_A, "tools/call", json!({"name": "approval"}), tasks_caps())
+        .await;
+    let mine = mine.body["result"]["taskId"].as_str().expect("task").to_owned();
+    let theirs = h
+        .call(KEY_B, "tools/call", json!({"name": "approval"}), tasks_caps())
+        .await;
+    let theirs = theirs.body["result"]["taskId"].as_str().expect("task").to_owned();
+    let never = "acme/AAAAAAAAAAAAAAAAAAAAAA";
+    let open = |task_ids: Vec<&str>, caps: Value| {
+        let mut params = json!({"notifications": {"taskIds": task_ids, "toolsListChanged": true, "promptsListChanged": true}});
+        params["_meta"] = meta(MODERN, caps);
+        h.http
+            .post(format!("{}/mcp", h.base))
+            .bearer_auth(KEY_A)
+            .header("accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", MODERN)
+            .header("Mcp-Method", "subscriptions/listen")
+            .json(&json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": params}))
+            .send()
+    };
+    let mut resp = open(vec![mine.as_str(), theirs.as_str(), never], tasks_caps()).await.expect("listen");
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut buf = String::new();
+    let frames = sse_frames(&mut resp, 1, &mut buf).await;
+    // First frame: the acknowledgement, with the honoured subset only: the caller's own
+    // task; the other tenant's is left out exactly as the one that never existed, and the
+    // list-changed kinds this server never sends are not honoured.
+    assert_eq!(frames[0]["method"], "notifications/subscriptions/acknowledged", "{}", frames[0]);
+    assert_eq!(frames[0]["params"]["notifications"], json!({"taskIds": [mine]}));
+    assert_eq!(frames[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1");
+
+    // A foreign task and an unknown one are acknowledged identically (both left out).
+    let mut foreign = open(vec![theirs.as_str()], tasks_caps()).await.expect("listen");
+    let mut unknown = open(vec![never], tasks_caps()).await.expect("listen");
+    let (mut b1, mut b2) = (String::new(), String::new());
+    assert_eq!(sse_frames(&mut foreign, 1, &mut b1).await[0], sse_frames(&mut unknown, 1, &mut b2).await[0]);
+    drop((foreign, unknown));
+    // Without the tasks extension declared, no task is honoured.
+    let mut bare = open(vec![mine.as_str()], json!({})).await.expect("listen");
+    let mut b3 = String::new();
+    assert_eq!(sse_frames(&mut bare, 1, &mut b3).await[0]["params"]["notifications"], json!({}));
+    drop(bare);
+
+    // Resolving the caller's task streams what tasks/get would answer, tagged.
+    let got = h.call(KEY_A, "tasks/get", json!({"taskId": mine}), tasks_caps()).await;
+    let key = got.body["result"]["inputRequests"].as_object().expect("requests").keys().next().expect("one").clone();
+    // The other tenant's task changing sends nothing on this stream.
+    let _ = h.state.ops.cancel_run(&h.subject("other"), &openwop::ids::BoundId::parse_bound(&theirs).unwrap(), None).await;
+    h.call(KEY_A, "tasks/update", json!({"taskId": mine, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), tasks_caps()).await;
+    h.wait_status(&mine, "completed").await;
+    let frames = sse_frames(&mut resp, 2, &mut buf).await;
+    let tasks: Vec<&Value> = frames[1..].iter().collect();
+    assert!(tasks.iter().all(|f| f["method"] == "notifications/tasks"), "{frames:?}");
+    assert!(tasks.iter().all(|f| f["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"));
+    assert!(tasks.iter().all(|f| f["params"]["taskId"] == mine.as_str()), "never the other tenant's task: {frames:?}");
+    let frames = loop {
+        let frames = sse_frames(&mut resp, buf.matches("data:").count() + 1, &mut buf).await;
+        if frames.last().is_some_and(|f| f["params"]["status"] == "completed") {
+            break frames;
+        }
+    };
+    let last = frames.last().unwrap();
+    assert_eq!(last["params"]["result"]["isError"], false, "{last}");
+}

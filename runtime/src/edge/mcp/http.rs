@@ -201,6 +201,9 @@ async fn serve_message(
             Err(e) => error_response(&e, None),
         };
     }
+    if message.method == "subscriptions/listen" && matches!(ctx.era, Era::Modern(_)) {
+        return super::listen::open(state, ctx, message).await;
+    }
     let id = id.unwrap_or(Value::Null);
     if wants_sse(&headers, &message.method) {
         // The work lives in the stream: if the client goes away the stream is dropped,

@@ -11,6 +11,7 @@
 mod cancel;
 pub mod gate;
 mod http;
+mod listen;
 pub mod request_state;
 pub mod rpc;
 pub mod service;

@@ -143,7 +143,8 @@ impl McpState {
             // transport handles it before dispatch; nothing is answered either way.
             "notifications/cancelled" | "notifications/tasks" => return Ok(None),
             // initialize is answered by the transport, which owns the session;
-            // subscriptions/listen is not served yet.
+            // subscriptions/listen by the HTTP transport, which owns the stream (stdio does
+            // not serve it yet).
             _ => {
                 return Err(RpcError::new(
                     METHOD_NOT_FOUND,
@@ -634,7 +635,7 @@ impl McpState {
     }
 
     /// A run the caller may read, or the one unknown-task answer.
-    async fn load_task(&self, subject: &Subject, params: &Value) -> Result<RunRecord, RpcError> {
+    pub(crate) async fn load_task(&self, subject: &Subject, params: &Value) -> Result<RunRecord, RpcError> {
         let task_id = params
             .get("taskId")
             .and_then(Value::as_str)
@@ -650,7 +651,7 @@ impl McpState {
     }
 
     /// The Task of a run; `detailed` adds the result, error or input requests.
-    async fn task_view(&self, run: &RunRecord, detailed: bool) -> Result<Value, RpcError> {
+    pub(crate) async fn task_view(&self, run: &RunRecord, detailed: bool) -> Result<Value, RpcError> {
         let status = status_of(run);
         let by_host = self.engine.failed_by_host(run);
         let mut task = json!({
