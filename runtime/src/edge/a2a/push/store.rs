@@ -1,9 +1,10 @@
 //! Where push configurations, their secrets, the delivery outbox and dead letters live.
 //!
-//! [`PushStore`] is the whole interface the push code uses, so a PostgreSQL store can
-//! sit behind it later. The SQLite implementation keeps four tables in the A2A side
-//! file (`a2a.sqlite`), none of them the task rows: a configuration names its secret by
-//! an opaque reference, and the secret row is the only place a token or credential is
+//! [`PushStore`] is the whole interface the push code uses; `pg_store` implements it on
+//! PostgreSQL for replicas sharing one database, and `suite` runs one set of tests on
+//! both. The SQLite implementation keeps four tables in the A2A side file
+//! (`a2a.sqlite`), none of them the task rows: a configuration names its secret by an
+//! opaque reference, and the secret row is the only place a token or credential is
 //! written (deleted with the configuration, or after the task's final push).
 
 use std::future::Future;
@@ -438,95 +439,5 @@ impl PushStore for SqlitePushStore {
                 })?
                 .collect::<Result<_, _>>()?)
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(run: &str, id: &str) -> StoredConfig {
-        StoredConfig {
-            run_id: run.into(),
-            config_id: id.into(),
-            url: "https://r.test/h".into(),
-            scheme: Some("Bearer".into()),
-            created_ms: 1,
-        }
-    }
-
-    #[tokio::test]
-    async fn configs_are_scoped_to_their_task_and_deletes_take_the_secret() {
-        let s = SqlitePushStore::in_memory().expect("store");
-        let secret = Secret {
-            token: Some("tok".into()),
-            credentials: Some("cred".into()),
-        };
-        s.put(config("t/a", "c1"), secret.clone())
-            .await
-            .expect("put");
-        assert_eq!(
-            s.get("t/a", "c1").await.expect("get"),
-            Some(config("t/a", "c1"))
-        );
-        assert_eq!(s.get("t/b", "c1").await.expect("get"), None);
-        assert_eq!(s.secret("t/a", "c1").await.expect("secret"), Some(secret));
-        assert!(!s.delete("t/b", "c1").await.expect("foreign delete"));
-        assert!(s.get("t/a", "c1").await.expect("get").is_some());
-        assert!(s.delete("t/a", "c1").await.expect("delete"));
-        assert!(!s.delete("t/a", "c1").await.expect("again"));
-        assert_eq!(s.secret("t/a", "c1").await.expect("secret"), None);
-        let left: i64 = s
-            .conn
-            .lock()
-            .expect("lock")
-            .query_row("SELECT COUNT(*) FROM push_secrets", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(left, 0);
-    }
-
-    #[tokio::test]
-    async fn a_state_is_enqueued_once_and_deliveries_come_in_order_per_config() {
-        let s = SqlitePushStore::in_memory().expect("store");
-        s.put(config("t/a", "c1"), Secret::default())
-            .await
-            .expect("put");
-        assert_eq!(
-            s.enqueue_change("t/a", "W", "{}", false, 0)
-                .await
-                .expect("enqueue"),
-            1
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "W", "{}", false, 0)
-                .await
-                .expect("enqueue"),
-            0
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "C", "{}", true, 0)
-                .await
-                .expect("enqueue"),
-            1
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "X", "{}", false, 0)
-                .await
-                .expect("closed"),
-            0
-        );
-        let due = s.due(0, 10).await.expect("due");
-        assert_eq!(due.len(), 1);
-        assert_eq!(due[0].state, "W");
-        s.delivered(&due[0]).await.expect("settle");
-        let due = s.due(0, 10).await.expect("due");
-        assert_eq!(due[0].state, "C");
-        s.dead_letter(&due[0], 3, "receiver answered 500", 5)
-            .await
-            .expect("dead");
-        assert_eq!(s.dead_letters().await.expect("dl").len(), 1);
-        // The last push settles the configuration away.
-        assert_eq!(s.get("t/a", "c1").await.expect("get"), None);
-        assert!(s.runs_with_configs().await.expect("runs").is_empty());
     }
 }
