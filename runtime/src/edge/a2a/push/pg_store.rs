@@ -229,6 +229,7 @@ impl PushStore for PgPushStore {
         state: &str,
         body: &str,
         last: bool,
+        observed_seq: i64,
         now_ms: i64,
     ) -> PushFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
@@ -240,10 +241,11 @@ impl PushStore for PgPushStore {
             // a state is enqueued once however many replicas observe it.
             let targets: Vec<String> = tx
                 .query(
-                    "UPDATE push_configs SET last_state = $2, closed = $3
+                    "UPDATE push_configs SET last_state = $2, closed = $3, last_seq = $4
                      WHERE run_id = $1 AND NOT closed AND last_state IS DISTINCT FROM $2
+                       AND (last_seq IS NULL OR last_seq <= $4)
                      RETURNING config_id",
-                    &[&run_id, &state, &last],
+                    &[&run_id, &state, &last, &observed_seq],
                 )
                 .await?
                 .iter()

@@ -83,14 +83,18 @@ pub trait PushStore: Send + Sync {
     /// Runs with at least one configuration still open.
     fn runs_with_configs(&self) -> PushFuture<'_, Vec<String>>;
     /// Enqueues a push of `state` for every open configuration of the run that has not
-    /// pushed that state last; `last` closes them to further pushes. Returns how many
-    /// deliveries were enqueued.
+    /// pushed that state last; `last` closes them to further pushes. `observed_seq` is the
+    /// run's last event sequence when `state` was read: a configuration that already
+    /// pushed a later observation refuses an older one, so a replica that read the run
+    /// just before another replica's newer push cannot push a stale state after it.
+    /// Returns how many deliveries were enqueued.
     fn enqueue_change(
         &self,
         run_id: &str,
         state: &str,
         body: &str,
         last: bool,
+        observed_seq: i64,
         now_ms: i64,
     ) -> PushFuture<'_, usize>;
     /// Due deliveries, at most one per configuration (its oldest), so one receiver sees
@@ -122,6 +126,7 @@ CREATE TABLE IF NOT EXISTS push_configs (
     scheme TEXT,
     secret_ref TEXT NOT NULL,
     last_state TEXT,
+    last_seq INTEGER,
     closed INTEGER NOT NULL DEFAULT 0,
     created_ms INTEGER NOT NULL,
     PRIMARY KEY (run_id, config_id)
@@ -163,6 +168,15 @@ fn prepare(conn: &Connection) -> Result<(), TaskStoreError> {
     // Deleted secrets are overwritten in the file, not merely unlinked from the b-tree.
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.execute_batch(SCHEMA)?;
+    // Files made before `last_seq` existed gain it (NULL: no observation yet).
+    let has_last_seq: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('push_configs') WHERE name = 'last_seq'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_last_seq {
+        conn.execute_batch("ALTER TABLE push_configs ADD COLUMN last_seq INTEGER")?;
+    }
     Ok(())
 }
 
@@ -303,6 +317,7 @@ impl PushStore for SqlitePushStore {
         state: &str,
         body: &str,
         last: bool,
+        observed_seq: i64,
         now_ms: i64,
     ) -> PushFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
@@ -310,9 +325,10 @@ impl PushStore for SqlitePushStore {
             let tx = c.transaction()?;
             let targets: Vec<String> = {
                 let mut stmt = tx.prepare(
-                    "SELECT config_id FROM push_configs WHERE run_id = ?1 AND closed = 0 AND (last_state IS NULL OR last_state != ?2)",
+                    "SELECT config_id FROM push_configs WHERE run_id = ?1 AND closed = 0 AND (last_state IS NULL OR last_state != ?2)
+                     AND (last_seq IS NULL OR last_seq <= ?3)",
                 )?;
-                stmt.query_map(params![run_id, state], |r| r.get(0))?.collect::<Result<_, _>>()?
+                stmt.query_map(params![run_id, state, observed_seq], |r| r.get(0))?.collect::<Result<_, _>>()?
             };
             for config_id in &targets {
                 tx.execute(
@@ -320,8 +336,8 @@ impl PushStore for SqlitePushStore {
                     params![format!("pd-{}", crate::ids::mint_opaque()), run_id, config_id, state, body, now_ms, last],
                 )?;
                 tx.execute(
-                    "UPDATE push_configs SET last_state = ?3, closed = ?4 WHERE run_id = ?1 AND config_id = ?2",
-                    params![run_id, config_id, state, last],
+                    "UPDATE push_configs SET last_state = ?3, closed = ?4, last_seq = ?5 WHERE run_id = ?1 AND config_id = ?2",
+                    params![run_id, config_id, state, last, observed_seq],
                 )?;
             }
             tx.commit()?;

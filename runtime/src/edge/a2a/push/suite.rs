@@ -105,6 +105,7 @@ push_suite!(
     both: [
         configs_are_scoped_to_their_task_and_deletes_take_the_secret,
         a_state_is_enqueued_once_and_deliveries_come_in_order_per_config,
+        a_stale_reading_never_follows_a_newer_one,
     ],
     postgres_only: [
         a_change_seen_by_two_replicas_is_enqueued_once,
@@ -171,25 +172,25 @@ async fn a_state_is_enqueued_once_and_deliveries_come_in_order_per_config(b: Bac
     .await
     .expect("put");
     assert_eq!(
-        s.enqueue_change("t/a", "W", "{}", false, 0)
+        s.enqueue_change("t/a", "W", "{}", false, 1, 0)
             .await
             .expect("enqueue"),
         1
     );
     assert_eq!(
-        s.enqueue_change("t/a", "W", "{}", false, 0)
+        s.enqueue_change("t/a", "W", "{}", false, 1, 0)
             .await
             .expect("enqueue"),
         0
     );
     assert_eq!(
-        s.enqueue_change("t/a", "C", "{}", true, 0)
+        s.enqueue_change("t/a", "C", "{}", true, 1, 0)
             .await
             .expect("enqueue"),
         1
     );
     assert_eq!(
-        s.enqueue_change("t/a", "X", "{}", false, 0)
+        s.enqueue_change("t/a", "X", "{}", false, 1, 0)
             .await
             .expect("closed"),
         0
@@ -224,8 +225,8 @@ async fn a_change_seen_by_two_replicas_is_enqueued_once(b: Backend) {
     // Registered through one replica, known to the other.
     assert_eq!(other.list("t/a").await.expect("list").len(), 5);
     let (x, y) = tokio::join!(
-        b.store.enqueue_change("t/a", "W", "{}", false, 0),
-        other.enqueue_change("t/a", "W", "{}", false, 0)
+        b.store.enqueue_change("t/a", "W", "{}", false, 1, 0),
+        other.enqueue_change("t/a", "W", "{}", false, 1, 0)
     );
     assert_eq!(
         x.expect("a") + y.expect("b"),
@@ -244,7 +245,7 @@ async fn a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out(b: Back
             .await
             .expect("put");
         b.store
-            .enqueue_change(&run, "W", "{}", false, 0)
+            .enqueue_change(&run, "W", "{}", false, 1, 0)
             .await
             .expect("enqueue");
     }
@@ -265,4 +266,86 @@ async fn a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out(b: Back
     // A settled one is gone for everyone.
     other.delivered(&again[0]).await.expect("settle");
     assert_eq!(b.store.due(3 * CLAIM_MS, 32).await.expect("due").len(), 19);
+}
+
+async fn a_stale_reading_never_follows_a_newer_one(b: Backend) {
+    let s = b.store.clone();
+    s.put(config("t/a", "c1"), Secret::default())
+        .await
+        .expect("put");
+    assert_eq!(
+        s.enqueue_change("t/a", "W", "{}", false, 3, 0)
+            .await
+            .expect("at 3"),
+        1
+    );
+    assert_eq!(
+        s.enqueue_change("t/a", "I", "{}", false, 5, 0)
+            .await
+            .expect("at 5"),
+        1
+    );
+    // A replica that read the run at 4, before the change at 5, comes late.
+    assert_eq!(
+        s.enqueue_change("t/a", "W", "{}", false, 4, 0)
+            .await
+            .expect("stale"),
+        0
+    );
+    // A real change back is pushed.
+    assert_eq!(
+        s.enqueue_change("t/a", "W", "{}", false, 6, 0)
+            .await
+            .expect("at 6"),
+        1
+    );
+    // A configuration registered later gets the current state, whatever came before.
+    s.put(config("t/a", "c2"), Secret::default())
+        .await
+        .expect("put");
+    assert_eq!(
+        s.enqueue_change("t/a", "W", "{}", false, 6, 0)
+            .await
+            .expect("new config"),
+        1
+    );
+    let mut states = Vec::new();
+    for _ in 0..4 {
+        for d in s.due(i64::MAX / 2, 10).await.expect("due") {
+            states.push((d.config_id.clone(), d.state.clone()));
+            s.delivered(&d).await.expect("settle");
+        }
+    }
+    states.sort();
+    let want: Vec<(String, String)> = [("c1", "I"), ("c1", "W"), ("c1", "W"), ("c2", "W")]
+        .iter()
+        .map(|(c, st)| (c.to_string(), st.to_string()))
+        .collect();
+    assert_eq!(states, want);
+}
+
+/// An `a2a.sqlite` written before `last_seq` existed opens and keeps its configs.
+#[tokio::test]
+async fn an_older_sqlite_side_file_gains_the_sequence_column() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a2a.sqlite");
+    rusqlite::Connection::open(&path)
+        .expect("open")
+        .execute_batch(
+            "CREATE TABLE push_configs (run_id TEXT NOT NULL, config_id TEXT NOT NULL, url TEXT NOT NULL, scheme TEXT,
+                 secret_ref TEXT NOT NULL, last_state TEXT, closed INTEGER NOT NULL DEFAULT 0, created_ms INTEGER NOT NULL,
+                 PRIMARY KEY (run_id, config_id));
+             INSERT INTO push_configs VALUES ('t/a', 'c1', 'https://r.test/h', NULL, 'sec-1', 'W', 0, 1);",
+        )
+        .expect("old schema");
+    let s = SqlitePushStore::open(&path).expect("open old file");
+    assert_eq!(s.list("t/a").await.expect("list").len(), 1);
+    assert_eq!(
+        s.enqueue_change("t/a", "I", "{}", false, 7, 0)
+            .await
+            .expect("enqueue"),
+        1
+    );
+    drop(s);
+    SqlitePushStore::open(&path).expect("reopen once migrated");
 }

@@ -8,6 +8,9 @@ CREATE TABLE push_configs (
     scheme TEXT,
     secret_ref TEXT NOT NULL,
     last_state TEXT,
+    -- The run's event sequence when last_state was read: an older reading never
+    -- follows a newer one.
+    last_seq BIGINT,
     closed BOOLEAN NOT NULL DEFAULT FALSE,
     created_ms BIGINT NOT NULL,
     PRIMARY KEY (run_id, config_id)
