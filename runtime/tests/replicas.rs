@@ -480,5 +480,14 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
     tokio::spawn(conn);
     let left: i64 = client.query_one("SELECT COUNT(*) FROM push_secrets", &[]).await.unwrap().get(0);
     assert_eq!(left, 0, "the secret is dropped after the final push");
+    // Nor was it ever written anywhere else in the shared database.
+    let tables = client.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()", &[]).await.unwrap();
+    assert!(tables.len() > 5, "the schema's tables are listed");
+    for t in tables {
+        let table: String = t.get(0);
+        let sql = format!("SELECT COUNT(*) FROM \"{table}\" t WHERE t::text LIKE '%replica-push-token%'");
+        let hits: i64 = client.query_one(&sql, &[]).await.unwrap().get(0);
+        assert_eq!(hits, 0, "the push token is in table {table}");
+    }
     drop((a, b));
 }
