@@ -94,13 +94,15 @@ pub struct Host {
 }
 
 /// SQLite in the data dir unless a database URL is configured.
-async fn open_store(config: &HostConfig) -> Result<Arc<dyn Store>, StoreError> {
+/// The run store, and the PostgreSQL one again when runs are shared, so the A2A push
+/// tables can sit beside them for every replica.
+async fn open_store(config: &HostConfig) -> Result<(Arc<dyn Store>, Option<PgStore>), StoreError> {
     match config.database.as_deref() {
-        None => Ok(Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?)),
+        None => Ok((Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?), None)),
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
             let store = PgStore::connect(url).await?;
-            tracing::info!("runs are stored in PostgreSQL, shared with any other replica on it");
-            Ok(Arc::new(store))
+            tracing::info!("runs and A2A push configurations are stored in PostgreSQL, shared with any other replica on it");
+            Ok((Arc::new(store.clone()), Some(store)))
         }
         Some(_) => Err(StoreError::Database(
             "--database takes a postgres:// URL (without it, runs are kept in SQLite in the data dir)".into(),
@@ -133,7 +135,7 @@ impl Host {
         }
         agents.check_routes(|w| registry.get(w).is_some())?;
         let routing = RoutingKey::load_or_create(&config.data_dir)?;
-        let store = open_store(&config).await?;
+        let (store, shared_pg) = open_store(&config).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(store.clone(), registry, shutdown_rx.clone(), config.lease_ttl);
         let resumed = engine.resume_unfinished().await?;
@@ -156,6 +158,11 @@ impl Host {
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
         a2a_config.push_retry = config.push_retry;
+        // On a shared store every replica must see every push configuration and drain
+        // one outbox; the per-replica SQLite file would keep them apart.
+        a2a_config.push_store = shared_pg.map(|pg| {
+            Arc::new(a2a::push::PgPushStore::new(pg.pool())) as Arc<dyn a2a::push::PushStore>
+        });
         let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
         // One requestState key for every replica (and every restart) of this store.
         let key = state.ops.store().shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec()).await?;

@@ -368,3 +368,126 @@ async fn a_paused_owner_that_wakes_after_a_takeover_appends_nothing() {
         ["run.started", "node.started:first", "node.completed:first", "node.started:second", "node.completed:second", "run.completed"]
     );
 }
+
+/// A loopback push receiver: records each push's body, answers 200.
+async fn push_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let sink = sink.clone();
+        async move {
+            sink.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            StatusCode::OK
+        }
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, got)
+}
+
+async fn a2a_rpc(c: &Client, base: &str, method: &str, params: Value) -> Value {
+    let r = c
+        .post(format!("{base}/a2a/jsonrpc"))
+        .bearer_auth(KEY)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    r.json().await.unwrap()
+}
+
+/// The state a push reports: a status update's, or the whole task's on the last push.
+fn pushed_state(push: &Value) -> String {
+    let status = push.get("statusUpdate").or_else(|| push.get("task")).map(|v| &v["status"]["state"]);
+    status.and_then(Value::as_str).unwrap_or("?").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() {
+    if skip_postgres("a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves") {
+        return;
+    }
+    let schema = ScratchSchema::create().await.expect("PostgreSQL for the replica tests");
+    let loopback = ["--egress-allow-loopback".to_owned()];
+    let a = spawn_with(&schema.url(), &loopback).await;
+    let b = spawn_with(&schema.url(), &loopback).await;
+    let (url, got) = push_receiver().await;
+    let c = client();
+
+    let sent = a2a_rpc(
+        &c,
+        &a.base,
+        "SendMessage",
+        json!({"message": {"messageId": "m-push-1", "role": "ROLE_USER",
+               "parts": [{"data": {"title": "t"}}], "metadata": {"openwop": {"skill": "approval"}}}}),
+    )
+    .await;
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let created = a2a_rpc(
+        &c,
+        &a.base,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": url, "token": "replica-push-token"}),
+    )
+    .await;
+    let config_id = created["result"]["id"].as_str().expect("config id").to_owned();
+    // Registered through A, known to B.
+    let on_b = a2a_rpc(&c, &b.base, "GetTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+    assert_eq!(on_b["result"]["id"], json!(config_id), "{on_b}");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "no push for the registration");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // Resolved through B: A never hears the request, only the shared store's change.
+    let reply = a2a_rpc(
+        &c,
+        &b.base,
+        "SendMessage",
+        json!({"message": {"messageId": "m-push-2", "role": "ROLE_USER", "taskId": task,
+               "parts": [{"data": {"action": "accept"}}]}}),
+    )
+    .await;
+    assert!(reply.get("result").is_some(), "{reply}");
+    while !got.lock().unwrap().iter().any(|p| p.get("task").is_some()) {
+        assert!(Instant::now() < deadline, "no final push; got {:?}", got.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // Both replicas watch the task and both drain the outbox: give a duplicate time to land.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let states: Vec<String> = got.lock().unwrap().iter().map(pushed_state).collect();
+    assert_eq!(states.first().map(String::as_str), Some("TASK_STATE_INPUT_REQUIRED"), "{states:?}");
+    assert_eq!(states.last().map(String::as_str), Some("TASK_STATE_COMPLETED"), "{states:?}");
+    let mut unique = states.clone();
+    unique.dedup();
+    assert_eq!(unique, states, "each state change pushed once, by one replica");
+    let mut sorted = states.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), states.len(), "no state pushed twice: {states:?}");
+    // The final push discarded the configuration (and its secret) for both replicas.
+    for base in [&a.base, &b.base] {
+        let gone = a2a_rpc(&c, base, "GetTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+        assert_eq!(gone["error"]["code"], -32001, "{gone}");
+    }
+    let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let left: i64 = client.query_one("SELECT COUNT(*) FROM push_secrets", &[]).await.unwrap().get(0);
+    assert_eq!(left, 0, "the secret is dropped after the final push");
+    // Nor was it ever written anywhere else in the shared database.
+    let tables = client.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()", &[]).await.unwrap();
+    assert!(tables.len() > 5, "the schema's tables are listed");
+    for t in tables {
+        let table: String = t.get(0);
+        let sql = format!("SELECT COUNT(*) FROM \"{table}\" t WHERE t::text LIKE '%replica-push-token%'");
+        let hits: i64 = client.query_one(&sql, &[]).await.unwrap().get(0);
+        assert_eq!(hits, 0, "the push token is in table {table}");
+    }
+    drop((a, b));
+}

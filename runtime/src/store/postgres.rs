@@ -268,6 +268,12 @@ impl PgStore {
         Self::connect_with(config).await
     }
 
+    /// The connection pool, for tables kept beside the runs' (A2A push) by code outside
+    /// this module.
+    pub(crate) fn pool(&self) -> Pool {
+        self.inner.pool.clone()
+    }
+
     /// As [`PgStore::connect`], from a parsed configuration.
     pub async fn connect_with(config: tokio_postgres::Config) -> Result<Self, StoreError> {
         let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });

@@ -62,6 +62,9 @@ pub struct A2aConfig {
     pub egress: crate::egress::Egress,
     /// How failed pushes are retried before they are dead-lettered.
     pub push_retry: push::RetryPolicy,
+    /// Where push configurations and the outbox live when they must be shared by
+    /// replicas (PostgreSQL); `None` keeps them in the router's SQLite file.
+    pub push_store: Option<Arc<dyn push::PushStore>>,
 }
 
 impl A2aConfig {
@@ -74,6 +77,7 @@ impl A2aConfig {
             description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
             egress: crate::egress::Egress::default(),
             push_retry: push::RetryPolicy::default(),
+            push_store: None,
         }
     }
 }
@@ -132,15 +136,14 @@ pub fn router(
     task_db: Option<&Path>,
 ) -> Result<Router, TaskStoreError> {
     let runs = app.ops.store().clone();
-    let (tasks, push_store): (TaskStore, Arc<dyn push::PushStore>) = match task_db {
-        Some(path) => (
-            TaskStore::open(path, runs)?,
-            Arc::new(push::SqlitePushStore::open(path)?),
-        ),
-        None => (
-            TaskStore::in_memory(runs)?,
-            Arc::new(push::SqlitePushStore::in_memory()?),
-        ),
+    let tasks = match task_db {
+        Some(path) => TaskStore::open(path, runs)?,
+        None => TaskStore::in_memory(runs)?,
+    };
+    let push_store: Arc<dyn push::PushStore> = match (&config.push_store, task_db) {
+        (Some(shared), _) => shared.clone(),
+        (None, Some(path)) => Arc::new(push::SqlitePushStore::open(path)?),
+        (None, None) => Arc::new(push::SqlitePushStore::in_memory()?),
     };
     let (egress, retry) = (config.egress.clone(), config.push_retry);
     let mut state = A2aState {

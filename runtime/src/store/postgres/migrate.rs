@@ -3,8 +3,11 @@
 
 use super::StoreError;
 
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("migrations/0001_init.sql")), (2, "claims_and_a2a", include_str!("migrations/0002_claims_and_a2a.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("migrations/0001_init.sql")),
+    (2, "claims_and_a2a", include_str!("migrations/0002_claims_and_a2a.sql")),
+    (3, "a2a_push", include_str!("migrations/0003_a2a_push.sql")),
+];
 
 const MIGRATION_LOCK: i64 = 0x6f77_6d69_6772;
 
@@ -57,6 +60,6 @@ mod tests {
         let rows = client.query("SELECT version FROM schema_migrations ORDER BY version", &[]).await.expect("read");
         let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
         assert_eq!(versions, super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
-        assert_eq!(versions, [1, 2]);
+        assert_eq!(versions, [1, 2, 3]);
     }
 }

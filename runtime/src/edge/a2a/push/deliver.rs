@@ -212,6 +212,7 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
             projected.wire_state,
             &body.to_string(),
             last,
+            run.last_sequence,
             crate::clock::now_ms(),
         )
         .await

@@ -10,7 +10,10 @@
 //!   answers one byte-identical TaskNotFoundError; delete of an absent config succeeds.
 
 pub mod deliver;
+pub mod pg_store;
 pub mod store;
+#[cfg(test)]
+mod suite;
 
 use std::sync::Arc;
 
@@ -26,6 +29,7 @@ use crate::egress::{Egress, Refused};
 use crate::identity::Subject;
 use crate::store::RunRecord;
 pub use deliver::{Backoff, RetryPolicy};
+pub use pg_store::PgPushStore;
 pub use store::{PushStore, Secret, SqlitePushStore, StoredConfig};
 
 /// What the push side of the A2A edge holds.

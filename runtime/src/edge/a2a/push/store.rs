@@ -1,9 +1,10 @@
 //! Where push configurations, their secrets, the delivery outbox and dead letters live.
 //!
-//! [`PushStore`] is the whole interface the push code uses, so a PostgreSQL store can
-//! sit behind it later. The SQLite implementation keeps four tables in the A2A side
-//! file (`a2a.sqlite`), none of them the task rows: a configuration names its secret by
-//! an opaque reference, and the secret row is the only place a token or credential is
+//! [`PushStore`] is the whole interface the push code uses; `pg_store` implements it on
+//! PostgreSQL for replicas sharing one database, and `suite` runs one set of tests on
+//! both. The SQLite implementation keeps four tables in the A2A side file
+//! (`a2a.sqlite`), none of them the task rows: a configuration names its secret by an
+//! opaque reference, and the secret row is the only place a token or credential is
 //! written (deleted with the configuration, or after the task's final push).
 
 use std::future::Future;
@@ -82,14 +83,18 @@ pub trait PushStore: Send + Sync {
     /// Runs with at least one configuration still open.
     fn runs_with_configs(&self) -> PushFuture<'_, Vec<String>>;
     /// Enqueues a push of `state` for every open configuration of the run that has not
-    /// pushed that state last; `last` closes them to further pushes. Returns how many
-    /// deliveries were enqueued.
+    /// pushed that state last; `last` closes them to further pushes. `observed_seq` is the
+    /// run's last event sequence when `state` was read: a configuration that already
+    /// pushed a later observation refuses an older one, so a replica that read the run
+    /// just before another replica's newer push cannot push a stale state after it.
+    /// Returns how many deliveries were enqueued.
     fn enqueue_change(
         &self,
         run_id: &str,
         state: &str,
         body: &str,
         last: bool,
+        observed_seq: i64,
         now_ms: i64,
     ) -> PushFuture<'_, usize>;
     /// Due deliveries, at most one per configuration (its oldest), so one receiver sees
@@ -121,6 +126,7 @@ CREATE TABLE IF NOT EXISTS push_configs (
     scheme TEXT,
     secret_ref TEXT NOT NULL,
     last_state TEXT,
+    last_seq INTEGER,
     closed INTEGER NOT NULL DEFAULT 0,
     created_ms INTEGER NOT NULL,
     PRIMARY KEY (run_id, config_id)
@@ -162,6 +168,15 @@ fn prepare(conn: &Connection) -> Result<(), TaskStoreError> {
     // Deleted secrets are overwritten in the file, not merely unlinked from the b-tree.
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.execute_batch(SCHEMA)?;
+    // Files made before `last_seq` existed gain it (NULL: no observation yet).
+    let has_last_seq: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('push_configs') WHERE name = 'last_seq'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_last_seq {
+        conn.execute_batch("ALTER TABLE push_configs ADD COLUMN last_seq INTEGER")?;
+    }
     Ok(())
 }
 
@@ -302,6 +317,7 @@ impl PushStore for SqlitePushStore {
         state: &str,
         body: &str,
         last: bool,
+        observed_seq: i64,
         now_ms: i64,
     ) -> PushFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
@@ -309,9 +325,10 @@ impl PushStore for SqlitePushStore {
             let tx = c.transaction()?;
             let targets: Vec<String> = {
                 let mut stmt = tx.prepare(
-                    "SELECT config_id FROM push_configs WHERE run_id = ?1 AND closed = 0 AND (last_state IS NULL OR last_state != ?2)",
+                    "SELECT config_id FROM push_configs WHERE run_id = ?1 AND closed = 0 AND (last_state IS NULL OR last_state != ?2)
+                     AND (last_seq IS NULL OR last_seq <= ?3)",
                 )?;
-                stmt.query_map(params![run_id, state], |r| r.get(0))?.collect::<Result<_, _>>()?
+                stmt.query_map(params![run_id, state, observed_seq], |r| r.get(0))?.collect::<Result<_, _>>()?
             };
             for config_id in &targets {
                 tx.execute(
@@ -319,8 +336,8 @@ impl PushStore for SqlitePushStore {
                     params![format!("pd-{}", crate::ids::mint_opaque()), run_id, config_id, state, body, now_ms, last],
                 )?;
                 tx.execute(
-                    "UPDATE push_configs SET last_state = ?3, closed = ?4 WHERE run_id = ?1 AND config_id = ?2",
-                    params![run_id, config_id, state, last],
+                    "UPDATE push_configs SET last_state = ?3, closed = ?4, last_seq = ?5 WHERE run_id = ?1 AND config_id = ?2",
+                    params![run_id, config_id, state, last, observed_seq],
                 )?;
             }
             tx.commit()?;
@@ -438,95 +455,5 @@ impl PushStore for SqlitePushStore {
                 })?
                 .collect::<Result<_, _>>()?)
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(run: &str, id: &str) -> StoredConfig {
-        StoredConfig {
-            run_id: run.into(),
-            config_id: id.into(),
-            url: "https://r.test/h".into(),
-            scheme: Some("Bearer".into()),
-            created_ms: 1,
-        }
-    }
-
-    #[tokio::test]
-    async fn configs_are_scoped_to_their_task_and_deletes_take_the_secret() {
-        let s = SqlitePushStore::in_memory().expect("store");
-        let secret = Secret {
-            token: Some("tok".into()),
-            credentials: Some("cred".into()),
-        };
-        s.put(config("t/a", "c1"), secret.clone())
-            .await
-            .expect("put");
-        assert_eq!(
-            s.get("t/a", "c1").await.expect("get"),
-            Some(config("t/a", "c1"))
-        );
-        assert_eq!(s.get("t/b", "c1").await.expect("get"), None);
-        assert_eq!(s.secret("t/a", "c1").await.expect("secret"), Some(secret));
-        assert!(!s.delete("t/b", "c1").await.expect("foreign delete"));
-        assert!(s.get("t/a", "c1").await.expect("get").is_some());
-        assert!(s.delete("t/a", "c1").await.expect("delete"));
-        assert!(!s.delete("t/a", "c1").await.expect("again"));
-        assert_eq!(s.secret("t/a", "c1").await.expect("secret"), None);
-        let left: i64 = s
-            .conn
-            .lock()
-            .expect("lock")
-            .query_row("SELECT COUNT(*) FROM push_secrets", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(left, 0);
-    }
-
-    #[tokio::test]
-    async fn a_state_is_enqueued_once_and_deliveries_come_in_order_per_config() {
-        let s = SqlitePushStore::in_memory().expect("store");
-        s.put(config("t/a", "c1"), Secret::default())
-            .await
-            .expect("put");
-        assert_eq!(
-            s.enqueue_change("t/a", "W", "{}", false, 0)
-                .await
-                .expect("enqueue"),
-            1
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "W", "{}", false, 0)
-                .await
-                .expect("enqueue"),
-            0
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "C", "{}", true, 0)
-                .await
-                .expect("enqueue"),
-            1
-        );
-        assert_eq!(
-            s.enqueue_change("t/a", "X", "{}", false, 0)
-                .await
-                .expect("closed"),
-            0
-        );
-        let due = s.due(0, 10).await.expect("due");
-        assert_eq!(due.len(), 1);
-        assert_eq!(due[0].state, "W");
-        s.delivered(&due[0]).await.expect("settle");
-        let due = s.due(0, 10).await.expect("due");
-        assert_eq!(due[0].state, "C");
-        s.dead_letter(&due[0], 3, "receiver answered 500", 5)
-            .await
-            .expect("dead");
-        assert_eq!(s.dead_letters().await.expect("dl").len(), 1);
-        // The last push settles the configuration away.
-        assert_eq!(s.get("t/a", "c1").await.expect("get"), None);
-        assert!(s.runs_with_configs().await.expect("runs").is_empty());
     }
 }
