@@ -40,7 +40,9 @@ impl Receiver {
                 ),
             )
             .with_state(got.clone());
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind receiver");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind receiver");
         let url = format!("http://{}/notices", listener.local_addr().expect("addr"));
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -94,7 +96,13 @@ impl TestHost {
         if let Some(url) = callback {
             body["callbackUrl"] = json!(url);
         }
-        let (status, text) = send(self.http.post(format!("{}/runs", self.base)).bearer_auth(KEY_A).json(&body)).await;
+        let (status, text) = send(
+            self.http
+                .post(format!("{}/runs", self.base))
+                .bearer_auth(KEY_A)
+                .json(&body),
+        )
+        .await;
         (status, parse(&text))
     }
 
@@ -107,17 +115,32 @@ impl TestHost {
     }
 
     fn by_token(&self, method: reqwest::Method, token: &str) -> reqwest::RequestBuilder {
-        self.http.request(method, format!("{}/interrupts/{token}", self.base))
+        self.http
+            .request(method, format!("{}/interrupts/{token}", self.base))
     }
 
     async fn resolve_by_token(&self, token: &str) -> (u16, Value) {
-        let (s, t) = send(self.by_token(reqwest::Method::POST, token).json(&json!({"resumeValue": {"action": "accept"}}))).await;
+        let (s, t) = send(
+            self.by_token(reqwest::Method::POST, token)
+                .json(&json!({"resumeValue": {"action": "accept"}})),
+        )
+        .await;
         (s, parse(&t))
     }
 
     async fn resolve_by_run(&self, run_id: &str) -> (u16, Value) {
-        let url = format!("{}/runs/{}/interrupts/approve", self.base, run_id.replace('/', "~2F"));
-        let (s, t) = send(self.http.post(url).bearer_auth(KEY_A).json(&json!({"resumeValue": {"action": "accept"}}))).await;
+        let url = format!(
+            "{}/runs/{}/interrupts/approve",
+            self.base,
+            run_id.replace('/', "~2F")
+        );
+        let (s, t) = send(
+            self.http
+                .post(url)
+                .bearer_auth(KEY_A)
+                .json(&json!({"resumeValue": {"action": "accept"}})),
+        )
+        .await;
         (s, parse(&t))
     }
 
@@ -133,7 +156,11 @@ impl TestHost {
     }
 
     async fn all_events(&self, run_id: &str) -> String {
-        let url = format!("{}/runs/{}/events/poll?afterSequence=0&timeout=1", self.base, run_id.replace('/', "~2F"));
+        let url = format!(
+            "{}/runs/{}/events/poll?afterSequence=0&timeout=1",
+            self.base,
+            run_id.replace('/', "~2F")
+        );
         let (status, text) = send(self.http.get(url).bearer_auth(KEY_A)).await;
         assert_eq!(status, 200, "{text}");
         text
@@ -167,7 +194,11 @@ async fn the_notice_carries_a_token_that_inspects_and_resolves_the_interrupt() {
     assert_eq!(inspected["kind"], "approval");
     assert_eq!(inspected["key"], format!("{run_id}:approve"));
     assert_eq!(inspected["data"]["title"], "Approve this run?");
-    assert_eq!(h.get_run(KEY_A, &run_id).await.1["status"], "waiting-approval", "inspecting changes nothing");
+    assert_eq!(
+        h.get_run(KEY_A, &run_id).await.1["status"],
+        "waiting-approval",
+        "inspecting changes nothing"
+    );
 
     let (status, body) = h.resolve_by_token(&token).await;
     assert_eq!(status, 200, "{body}");
@@ -178,11 +209,23 @@ async fn the_notice_carries_a_token_that_inspects_and_resolves_the_interrupt() {
 
     // Spent: both surfaces say so, and the run does not move again.
     let (status, body) = h.resolve_by_token(&token).await;
-    assert_eq!((status, body["error"].clone()), (409, json!("interrupt_already_resolved")), "{body}");
+    assert_eq!(
+        (status, body["error"].clone()),
+        (409, json!("interrupt_already_resolved")),
+        "{body}"
+    );
     let (status, text) = send(h.by_token(reqwest::Method::GET, &token)).await;
-    assert_eq!((status, parse(&text)["error"].clone()), (409, json!("interrupt_already_resolved")), "{text}");
+    assert_eq!(
+        (status, parse(&text)["error"].clone()),
+        (409, json!("interrupt_already_resolved")),
+        "{text}"
+    );
     let events = h.all_events(&run_id).await;
-    assert_eq!(events.matches("\"interrupt.resolved\"").count(), 1, "{events}");
+    assert_eq!(
+        events.matches("\"interrupt.resolved\"").count(),
+        1,
+        "{events}"
+    );
 }
 
 #[tokio::test]
@@ -196,8 +239,13 @@ async fn forged_foreign_and_garbled_tokens_get_one_identical_401() {
     let parts: Vec<&str> = token.split('.').collect();
     let (kid, payload, mac) = (parts[2], parts[3], parts[4]);
 
-    let flipped = format!("{}{}", if mac.starts_with('A') { 'B' } else { 'A' }, &mac[1..]);
-    let mut claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).expect("payload")).expect("claims");
+    let flipped = format!(
+        "{}{}",
+        if mac.starts_with('A') { 'B' } else { 'A' },
+        &mac[1..]
+    );
+    let mut claims: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).expect("payload")).expect("claims");
     claims["exp"] = json!(claims["exp"].as_i64().expect("exp") + 86_400_000);
     let longer = URL_SAFE_NO_PAD.encode(claims.to_string());
     let probes = [
@@ -216,24 +264,68 @@ async fn forged_foreign_and_garbled_tokens_get_one_identical_401() {
     let mut answers = Vec::new();
     for probe in &probes {
         answers.push(send(h.by_token(reqwest::Method::GET, probe)).await);
-        answers.push(send(h.by_token(reqwest::Method::POST, probe).json(&json!({"resumeValue": {"action": "accept"}}))).await);
+        answers.push(
+            send(
+                h.by_token(reqwest::Method::POST, probe)
+                    .json(&json!({"resumeValue": {"action": "accept"}})),
+            )
+            .await,
+        );
         // A bad token is refused before the body is read.
-        answers.push(send(h.by_token(reqwest::Method::POST, probe).json(&json!({"nope": 1}))).await);
+        answers.push(
+            send(
+                h.by_token(reqwest::Method::POST, probe)
+                    .json(&json!({"nope": 1})),
+            )
+            .await,
+        );
         // A Bearer of the right tenant does not stand in for a token.
-        answers.push(send(h.by_token(reqwest::Method::POST, probe).bearer_auth(KEY_A).json(&json!({"resumeValue": {}}))).await);
+        answers.push(
+            send(
+                h.by_token(reqwest::Method::POST, probe)
+                    .bearer_auth(KEY_A)
+                    .json(&json!({"resumeValue": {}})),
+            )
+            .await,
+        );
     }
     let first = answers[0].clone();
     assert_eq!(first.0, 401);
-    assert_eq!(parse(&first.1)["error"], "interrupt_token_invalid", "{}", first.1);
+    assert_eq!(
+        parse(&first.1)["error"],
+        "interrupt_token_invalid",
+        "{}",
+        first.1
+    );
     for (i, answer) in answers.iter().enumerate() {
-        assert_eq!(answer, &first, "probe {} answered differently", probes[i / 4]);
+        assert_eq!(
+            answer,
+            &first,
+            "probe {} answered differently",
+            probes[i / 4]
+        );
     }
-    assert_eq!(h.get_run(KEY_A, &run_id).await.1["status"], "waiting-approval", "no probe resolved anything");
+    assert_eq!(
+        h.get_run(KEY_A, &run_id).await.1["status"],
+        "waiting-approval",
+        "no probe resolved anything"
+    );
 
     // The genuine token with a bad body is a validation error that changes nothing.
-    let (status, text) = send(h.by_token(reqwest::Method::POST, &token).json(&json!({"resumeValue": 1, "extra": true}))).await;
-    assert_eq!((status, parse(&text)["error"].clone()), (400, json!("validation_error")), "{text}");
-    assert_eq!(h.get_run(KEY_A, &run_id).await.1["status"], "waiting-approval");
+    let (status, text) = send(
+        h.by_token(reqwest::Method::POST, &token)
+            .json(&json!({"resumeValue": 1, "extra": true})),
+    )
+    .await;
+    assert_eq!(
+        (status, parse(&text)["error"].clone()),
+        (400, json!("validation_error")),
+        "{text}"
+    );
+    assert_eq!(
+        h.get_run(KEY_A, &run_id).await.1["status"],
+        "waiting-approval"
+    );
 }
 
 #[tokio::test]
@@ -244,10 +336,21 @@ async fn an_expired_token_is_gone_but_the_interrupt_is_not() {
     let token = token_of(&notice);
     tokio::time::sleep(Duration::from_millis(400)).await;
     let (status, text) = send(h.by_token(reqwest::Method::GET, &token)).await;
-    assert_eq!((status, parse(&text)["error"].clone()), (410, json!("interrupt_expired")), "{text}");
+    assert_eq!(
+        (status, parse(&text)["error"].clone()),
+        (410, json!("interrupt_expired")),
+        "{text}"
+    );
     let (status, body) = h.resolve_by_token(&token).await;
-    assert_eq!((status, body["error"].clone()), (410, json!("interrupt_expired")), "{body}");
-    assert_eq!(h.get_run(KEY_A, &run_id).await.1["status"], "waiting-approval");
+    assert_eq!(
+        (status, body["error"].clone()),
+        (410, json!("interrupt_expired")),
+        "{body}"
+    );
+    assert_eq!(
+        h.get_run(KEY_A, &run_id).await.1["status"],
+        "waiting-approval"
+    );
     let (status, body) = h.resolve_by_run(&run_id).await;
     assert_eq!(status, 200, "{body}");
 }
@@ -261,7 +364,11 @@ async fn a_token_of_a_cancelled_run_is_already_resolved() {
     let (status, text) = send(h.http.post(url).bearer_auth(KEY_A).json(&json!({}))).await;
     assert_eq!(status, 200, "{text}");
     let (status, body) = h.resolve_by_token(&token_of(&notice)).await;
-    assert_eq!((status, body["error"].clone()), (409, json!("interrupt_already_resolved")), "{body}");
+    assert_eq!(
+        (status, body["error"].clone()),
+        (409, json!("interrupt_already_resolved")),
+        "{body}"
+    );
     assert_eq!(h.get_run(KEY_A, &run_id).await.1["status"], "cancelled");
 }
 
@@ -282,10 +389,18 @@ async fn of_concurrent_resolves_by_token_and_by_run_exactly_one_wins() {
         let wins = answers.iter().filter(|(s, _)| *s == 200).count();
         assert_eq!(wins, 1, "round {round}: {answers:?}");
         let loser = answers.iter().find(|(s, _)| *s != 200).expect("a loser");
-        assert_eq!((loser.0, loser.1["error"].clone()), (409, json!("interrupt_already_resolved")), "{answers:?}");
+        assert_eq!(
+            (loser.0, loser.1["error"].clone()),
+            (409, json!("interrupt_already_resolved")),
+            "{answers:?}"
+        );
         h.wait_status(&run_id, "completed").await;
         let events = h.all_events(&run_id).await;
-        assert_eq!(events.matches("\"interrupt.resolved\"").count(), 1, "round {round}: {events}");
+        assert_eq!(
+            events.matches("\"interrupt.resolved\"").count(),
+            1,
+            "round {round}: {events}"
+        );
     }
 }
 
@@ -314,10 +429,16 @@ async fn the_token_is_in_no_event_projection_or_database_file() {
         }}}));
     let (status, text) = send(mcp).await;
     assert_eq!(status, 200, "{text}");
-    assert!(text.contains(&run_id), "the MCP answer is about the run: {text}");
+    assert!(
+        text.contains(&run_id),
+        "the MCP answer is about the run: {text}"
+    );
     seen.push(text);
     for answer in &seen {
-        assert!(answer.contains(&run_id), "each answer is about the run: {answer}");
+        assert!(
+            answer.contains(&run_id),
+            "each answer is about the run: {answer}"
+        );
         assert!(!answer.contains(&mac), "the token leaked: {answer}");
     }
 
@@ -353,7 +474,11 @@ async fn a_private_callback_url_is_refused_and_nothing_is_created() {
         "not a url",
     ] {
         let (status, body) = h.create(Some(url)).await;
-        assert_eq!((status, body["error"].clone()), (400, json!("validation_error")), "{url}: {body}");
+        assert_eq!(
+            (status, body["error"].clone()),
+            (400, json!("validation_error")),
+            "{url}: {body}"
+        );
     }
     let (status, text) = send(h.http.get(format!("{}/runs", h.base)).bearer_auth(KEY_A)).await;
     assert_eq!(status, 200, "{text}");

@@ -17,7 +17,11 @@ use std::time::Duration;
 pub const STATE_KEY: &str = "callbackUrl";
 
 /// Waits before the second, third and fourth attempt.
-const RETRY_DELAYS: [Duration; 3] = [Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(5)];
+const RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(500),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
 
 /// The notice a suspension sends, with a fresh token for its interrupt.
 pub fn notice(tokens: &TokenKey, s: &Suspended, now_ms: i64) -> Value {
@@ -35,10 +39,18 @@ pub fn notice(tokens: &TokenKey, s: &Suspended, now_ms: i64) -> Value {
 /// The engine hook that sends notices for runs that asked for them.
 pub fn notifier(tokens: TokenKey, egress: Egress) -> SuspendHook {
     Arc::new(move |s: Suspended| {
-        let Some(url) = s.run.state.get(STATE_KEY).and_then(Value::as_str).map(str::to_owned) else {
+        let Some(url) = s
+            .run
+            .state
+            .get(STATE_KEY)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return;
         };
-        let body = notice(&tokens, &s, crate::clock::now_ms()).to_string().into_bytes();
+        let body = notice(&tokens, &s, crate::clock::now_ms())
+            .to_string()
+            .into_bytes();
         let egress = egress.clone();
         tokio::spawn(async move { deliver(&egress, &url, &s.run.run_id, body).await });
     })

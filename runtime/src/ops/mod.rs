@@ -468,14 +468,13 @@ fn body_hash(req: &CreateRunRequest) -> String {
             other => other.clone(),
         }
     }
-    let v = json!({
+    let mut v = json!({
         "workflowId": req.workflow_id, "inputs": req.inputs, "tenantId": req.tenant_id,
         "residency": req.residency, "scopeId": req.scope_id, "mode": req.mode,
         "evalSuiteRef": req.eval_suite_ref, "agentId": req.agent_id, "configurable": req.configurable,
         "tags": req.tags, "metadata": req.metadata,
     });
     // Only when given, so keys claimed before callbackUrl existed still replay.
-    let mut v = v;
     if let Some(url) = &req.callback_url {
         v["callbackUrl"] = json!(url);
     }

@@ -92,13 +92,25 @@ impl TokenKey {
 
     /// A token for the interrupt, valid from `now_ms` for the default life, or until
     /// `deadline_ms` (the interrupt's own timeout) when that is sooner.
-    pub fn mint(&self, run_id: &str, node_id: &str, interrupt_id: &str, now_ms: i64, deadline_ms: Option<i64>) -> (String, Claims) {
+    pub fn mint(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        interrupt_id: &str,
+        now_ms: i64,
+        deadline_ms: Option<i64>,
+    ) -> (String, Claims) {
         let ttl_ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
         let mut exp = now_ms.saturating_add(ttl_ms);
         if let Some(d) = deadline_ms {
             exp = exp.min(d);
         }
-        let claims = Claims { run_id: run_id.to_owned(), node_id: node_id.to_owned(), interrupt_id: interrupt_id.to_owned(), exp };
+        let claims = Claims {
+            run_id: run_id.to_owned(),
+            node_id: node_id.to_owned(),
+            interrupt_id: interrupt_id.to_owned(),
+            exp,
+        };
         let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
         let signed = format!("{PREFIX}.{ALG}.{}.{payload}", self.kid);
         let mac = URL_SAFE_NO_PAD.encode(self.mac(&signed));
@@ -114,13 +126,20 @@ impl TokenKey {
         if *prefix != PREFIX || *alg != ALG || *kid != self.kid {
             return Err(TokenError::Invalid);
         }
-        let given = URL_SAFE_NO_PAD.decode(mac).map_err(|_| TokenError::Invalid)?;
+        let given = URL_SAFE_NO_PAD
+            .decode(mac)
+            .map_err(|_| TokenError::Invalid)?;
         let signed = &token[..token.len() - mac.len() - 1];
-        let mut check = <HmacSha256 as KeyInit>::new_from_slice(&self.key).map_err(|_| TokenError::Invalid)?;
+        let mut check =
+            <HmacSha256 as KeyInit>::new_from_slice(&self.key).map_err(|_| TokenError::Invalid)?;
         check.update(signed.as_bytes());
         // Constant-time comparison.
-        check.verify_slice(&given).map_err(|_| TokenError::Invalid)?;
-        let raw = URL_SAFE_NO_PAD.decode(payload).map_err(|_| TokenError::Invalid)?;
+        check
+            .verify_slice(&given)
+            .map_err(|_| TokenError::Invalid)?;
+        let raw = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| TokenError::Invalid)?;
         let claims: Claims = serde_json::from_slice(&raw).map_err(|_| TokenError::Invalid)?;
         if claims.exp <= now_ms {
             return Err(TokenError::Expired);
@@ -165,7 +184,13 @@ mod tests {
         let last = tampered.pop().unwrap();
         tampered.push(if last == 'A' { 'B' } else { 'A' });
         assert_eq!(k.verify(&tampered, 1_001), Err(TokenError::Invalid));
-        for junk in ["", "ow2", "ow2.hs256..x.y", "a.b.c.d.e.f", "ow2.hs256.%%.%%.%%"] {
+        for junk in [
+            "",
+            "ow2",
+            "ow2.hs256..x.y",
+            "a.b.c.d.e.f",
+            "ow2.hs256.%%.%%.%%",
+        ] {
             assert_eq!(k.verify(junk, 1_001), Err(TokenError::Invalid), "{junk}");
         }
     }

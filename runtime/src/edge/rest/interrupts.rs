@@ -10,7 +10,10 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-pub async fn inspect(State(state): State<AppState>, path: PathParams) -> Result<Json<Value>, ApiError> {
+pub async fn inspect(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> Result<Json<Value>, ApiError> {
     let (run, open) = state.ops.interrupt_by_token(path.get("token")).await?;
     // The interrupt payload as raised, the same shape `interrupt.requested` carries.
     Ok(Json(json!({
@@ -29,5 +32,7 @@ pub async fn resolve(
     state.ops.interrupt_by_token(token).await?;
     let JsonBody(body) = body?;
     let (run, node_id) = state.ops.resolve_by_token(token, body.resume_value).await?;
-    Ok(Json(json!({"runId": run.run_id, "nodeId": node_id, "status": run.status})))
+    Ok(Json(
+        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status}),
+    ))
 }
