@@ -48,7 +48,9 @@ pub fn document(max_page_size: usize, mcp: &crate::edge::mcp::McpConfig) -> Valu
         })),
         "interrupt": family("witnessable-unaided", json!({
             "kinds": ["approval", "clarification", "credential", "external-event"],
-            "tokenAlgs": ["hs256"]
+            "tokenAlgs": ["hs256"],
+            // createRun's callbackUrl gets interrupt notices (ops::callback).
+            "callbackDelivery": true
         })),
         "runList": family("witnessable-unaided", json!({
             "maxPageSize": max_page_size,

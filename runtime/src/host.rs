@@ -8,7 +8,7 @@ use crate::edge::{a2a, mcp};
 use crate::edge::rest::{self, AppState};
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
-use crate::ops::{MAX_PAGE_SIZE, Ops};
+use crate::ops::{self, MAX_PAGE_SIZE, Ops};
 use crate::store::{LocalWakeups, PgStore, SqliteStore, Store, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,6 +42,8 @@ pub struct HostConfig {
     pub resolver: Arc<dyn egress::Resolve>,
     /// How failed A2A pushes are retried before they are dead-lettered.
     pub push_retry: a2a::push::RetryPolicy,
+    /// How long a resume token lives (30 minutes unless a test shortens it).
+    pub interrupt_token_ttl: Duration,
 }
 
 impl HostConfig {
@@ -60,6 +62,7 @@ impl HostConfig {
             egress_allow_loopback: false,
             resolver: Arc::new(egress::SystemResolver),
             push_retry: a2a::push::RetryPolicy::default(),
+            interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
         }
     }
 }
@@ -138,12 +141,22 @@ impl Host {
         let (store, shared_pg) = open_store(&config).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(store.clone(), registry, shutdown_rx.clone(), config.lease_ttl);
+        let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        // One token key for every replica (and every restart) of this store, so a token
+        // minted by one resolves on any.
+        let token_key = store.shared_secret(ops::tokens::TOKEN_KEY, ops::tokens::fresh_key()).await?;
+        let tokens = ops::TokenKey::new(token_key, config.interrupt_token_ttl);
+        // Before any run is resumed, so a run that suspends on resumption still notifies.
+        engine.set_on_suspend(ops::callback::notifier(tokens.clone(), egress.clone()));
         let resumed = engine.resume_unfinished().await?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed unfinished runs");
         }
         engine.spawn_sweeper();
-        let mut ops = Ops::new(store, engine.clone()).with_agents(Agents { registry: agents, routing });
+        let mut ops = Ops::new(store, engine.clone())
+            .with_agents(Agents { registry: agents, routing })
+            .with_tokens(tokens)
+            .with_egress(egress.clone());
         if let Some(filter) = config.workflow_filter.clone() {
             ops = ops.with_workflow_filter(filter);
         }
@@ -156,7 +169,7 @@ impl Host {
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
-        a2a_config.egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
         // On a shared store every replica must see every push configuration and drain
         // one outbox; the per-replica SQLite file would keep them apart.

@@ -37,8 +37,21 @@ fn drivable() -> Vec<String> {
     [RunStatus::Pending, RunStatus::Running, RunStatus::Cancelling].iter().map(|s| s.as_str().to_owned()).collect()
 }
 
+/// A run that has just suspended on an interrupt.
+#[derive(Debug, Clone)]
+pub struct Suspended {
+    pub run: RunRecord,
+    pub node_id: String,
+    pub interrupt_id: String,
+    pub kind: String,
+}
+
+/// Called after each suspension is committed (the interrupt notice goes out from there).
+pub type SuspendHook = Arc<dyn Fn(Suspended) + Send + Sync>;
+
 /// The executor and the workflows it knows.
 pub struct Engine {
+    on_suspend: std::sync::OnceLock<SuspendHook>,
     store: Arc<dyn Store>,
     registry: Registry,
     /// Runs with a driving task, and whether it must look once more before stopping.
@@ -114,7 +127,14 @@ impl Engine {
     pub fn with_lease_ttl(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>, lease_ttl: Duration) -> Arc<Self> {
         let replica = format!("replica-{}", crate::ids::mint_opaque());
         let lease_ttl = lease_ttl.max(Duration::from_millis(300));
-        Arc::new(Self { store, registry, active: Mutex::new(HashMap::new()), shutdown, replica, lease_ttl })
+        Arc::new(Self { on_suspend: std::sync::OnceLock::new(), store, registry, active: Mutex::new(HashMap::new()), shutdown, replica, lease_ttl })
+    }
+
+    /// Installs what happens after a run suspends; the first hook set stays.
+    pub fn set_on_suspend(&self, hook: SuspendHook) {
+        if self.on_suspend.set(hook).is_err() {
+            tracing::warn!("the engine's suspend hook was already set");
+        }
     }
 
     /// This process's name on run leases.
@@ -379,7 +399,7 @@ impl Engine {
                     status: Some(status::suspended_status(interrupt.kind).as_str().into()),
                     open_interrupt: Some(NewInterrupt {
                         node_id: node.id.clone(),
-                        interrupt_id,
+                        interrupt_id: interrupt_id.clone(),
                         kind: kind.into(),
                         data,
                     }),
@@ -389,7 +409,10 @@ impl Engine {
                     node_started(&node.id, "core.interrupt"),
                     NewEvent { event_type: "interrupt.requested".into(), node_id: Some(node.id.clone()), payload },
                 ];
-                self.advance(&run.run_id, running(), patch, events).await?;
+                let advanced = self.advance(&run.run_id, running(), patch, events).await?;
+                if let Some(hook) = self.on_suspend.get() {
+                    hook(Suspended { run: advanced.run, node_id: node.id.clone(), interrupt_id, kind: kind.to_owned() });
+                }
                 Ok(Step::Stop)
             }
         }

@@ -7,5 +7,5 @@ pub mod registry;
 pub mod status;
 pub mod template;
 
-pub use executor::{DEFAULT_LEASE_TTL, Engine, EngineError};
+pub use executor::{DEFAULT_LEASE_TTL, Engine, EngineError, SuspendHook, Suspended};
 pub use registry::{InputProblem, Registry, Workflow};

@@ -18,6 +18,11 @@ pub enum OpError {
     RunTerminal { status: String },
     #[error("the interrupt at node `{0}` is no longer open")]
     InterruptAlreadyResolved(String),
+    /// Malformed, forged, or naming an alg or kid this host does not use: one answer.
+    #[error("the interrupt token is not valid on this host")]
+    InterruptTokenInvalid,
+    #[error("the interrupt token has expired")]
+    InterruptExpired,
     #[error("this Idempotency-Key was already used with a different request body")]
     IdempotencyMismatch,
     #[error("internal error")]
@@ -36,6 +41,8 @@ impl OpError {
             OpError::TenantMismatch => ErrorCode::IdTenantMismatch,
             OpError::RunTerminal { .. } => ErrorCode::RunTerminal,
             OpError::InterruptAlreadyResolved(_) => ErrorCode::InterruptAlreadyResolved,
+            OpError::InterruptTokenInvalid => ErrorCode::InterruptTokenInvalid,
+            OpError::InterruptExpired => ErrorCode::InterruptExpired,
             OpError::IdempotencyMismatch => ErrorCode::IdempotencyKeyMismatch,
             OpError::Internal(_) => ErrorCode::InternalError,
         }

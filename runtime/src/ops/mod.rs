@@ -2,11 +2,14 @@
 //! Subject. Tenant isolation is enforced here and nowhere else.
 
 mod agents;
+pub mod callback;
 mod error;
+pub mod tokens;
 mod views;
 
 pub use agents::WorkflowFilter;
 pub use error::OpError;
+pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view};
 
 use crate::engine::status::{self, RunStatus};
@@ -99,6 +102,9 @@ pub struct Ops {
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
     max_page_size: usize,
+    tokens: TokenKey,
+    /// Judges `callbackUrl` at create time (delivery judges it again).
+    egress: crate::egress::Egress,
 }
 
 /// The largest page `listRuns` returns.
@@ -115,7 +121,32 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 
 impl Ops {
     pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
-        Self { store, engine, agents: Arc::new(crate::agents::Agents::empty()), workflow_filter: None, max_page_size: MAX_PAGE_SIZE }
+        Self {
+            store,
+            engine,
+            agents: Arc::new(crate::agents::Agents::empty()),
+            workflow_filter: None,
+            max_page_size: MAX_PAGE_SIZE,
+            // A process-local key until the host installs the store's shared one.
+            tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),
+            egress: crate::egress::Egress::default(),
+        }
+    }
+
+    /// The same operations, signing resume tokens with `tokens`.
+    pub fn with_tokens(mut self, tokens: TokenKey) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// The same operations, judging `callbackUrl`s with `egress`.
+    pub fn with_egress(mut self, egress: crate::egress::Egress) -> Self {
+        self.egress = egress;
+        self
+    }
+
+    pub fn tokens(&self) -> &TokenKey {
+        &self.tokens
     }
 
     /// The same operations, with `agents` as the agent inventory.
@@ -161,8 +192,12 @@ impl Ops {
         if request.mode.as_deref().is_some_and(|m| m != "standard") {
             return Err(OpError::validation("`mode` other than standard is not supported by this host"));
         }
-        if request.callback_url.is_some() {
-            return Err(OpError::validation("`callbackUrl` is not supported by this host (interrupt.callbackDelivery is not advertised)"));
+        if let Some(url) = &request.callback_url {
+            // Refused before anything is created; delivery checks again, since what a
+            // name resolves to can change.
+            if let Err(refused) = self.egress.check(url).await {
+                return Err(OpError::validation(format!("`callbackUrl` is refused by the egress guard: {refused}")));
+            }
         }
         let workflow_id = request.workflow_id.clone().ok_or_else(|| OpError::validation("`workflowId` is required"))?;
         if !crate::ids::is_author_id(&workflow_id) {
@@ -208,6 +243,11 @@ impl Ops {
             owner,
             transport: transport.as_str().to_owned(),
             inputs,
+            // Engine state, never projected: where interrupt notices go.
+            state: match &request.callback_url {
+                Some(url) => json!({ callback::STATE_KEY: url }),
+                None => json!({}),
+            },
         };
         let created = self.store.create_run(new, claim).await?;
         if !created.replay {
@@ -289,6 +329,12 @@ impl Ops {
         resume_value: Value,
     ) -> Result<RunRecord, OpError> {
         let run = self.load(subject, id).await?;
+        self.resolve_loaded(&run, node_id, resume_value).await
+    }
+
+    /// The one resolve, for a run the caller has already been authorized for (by
+    /// Subject or by resume token).
+    async fn resolve_loaded(&self, run: &RunRecord, node_id: &str, resume_value: Value) -> Result<RunRecord, OpError> {
         if !crate::ids::is_author_id(node_id) {
             return Err(OpError::validation(format!("node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
         }
@@ -311,6 +357,37 @@ impl Ops {
             Err(StoreError::NoOpenInterrupt) => Err(OpError::NotFound(format!("no interrupt at node `{node_id}` of this run"))),
             Err(StoreError::InterruptAlreadyResolved) => Err(OpError::InterruptAlreadyResolved(node_id.to_owned())),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The run and open interrupt a resume token names. The token alone authorizes; a
+    /// genuine token whose interrupt is no longer open (resolved, or the run ended) is
+    /// `interrupt_already_resolved`.
+    pub async fn interrupt_by_token(&self, token: &str) -> Result<(RunRecord, crate::store::InterruptRecord), OpError> {
+        let claims = self.tokens.verify(token, crate::clock::now_ms()).map_err(|e| match e {
+            tokens::TokenError::Invalid => OpError::InterruptTokenInvalid,
+            tokens::TokenError::Expired => OpError::InterruptExpired,
+        })?;
+        let run = self
+            .store
+            .get_run(&claims.run_id)
+            .await?
+            .ok_or_else(|| OpError::NotFound("the run of this token no longer exists".into()))?;
+        match self.store.open_interrupt(&run.run_id).await? {
+            Some(open) if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id => Ok((run, open)),
+            _ => Err(OpError::InterruptAlreadyResolved(claims.node_id)),
+        }
+    }
+
+    /// Resolves the interrupt a resume token names, through the same resolve as
+    /// `resolveInterruptByRun`.
+    pub async fn resolve_by_token(&self, token: &str, resume_value: Value) -> Result<(RunRecord, String), OpError> {
+        let (run, open) = self.interrupt_by_token(token).await?;
+        match self.resolve_loaded(&run, &open.node_id, resume_value).await {
+            Ok(run) => Ok((run, open.node_id)),
+            // Between the look and the resolve the interrupt went away: someone else won.
+            Err(OpError::NotFound(_)) => Err(OpError::InterruptAlreadyResolved(open.node_id)),
+            Err(e) => Err(e),
         }
     }
 
@@ -391,12 +468,16 @@ fn body_hash(req: &CreateRunRequest) -> String {
             other => other.clone(),
         }
     }
-    let v = json!({
+    let mut v = json!({
         "workflowId": req.workflow_id, "inputs": req.inputs, "tenantId": req.tenant_id,
         "residency": req.residency, "scopeId": req.scope_id, "mode": req.mode,
         "evalSuiteRef": req.eval_suite_ref, "agentId": req.agent_id, "configurable": req.configurable,
         "tags": req.tags, "metadata": req.metadata,
     });
+    // Only when given, so keys claimed before callbackUrl existed still replay.
+    if let Some(url) = &req.callback_url {
+        v["callbackUrl"] = json!(url);
+    }
     hex::encode(Sha256::digest(canon(&v).to_string().as_bytes()))
 }
 

@@ -86,6 +86,8 @@ pub struct NewRun {
     pub owner: Value,
     pub transport: String,
     pub inputs: Value,
+    /// The engine state the run starts with (`{}` for most runs).
+    pub state: Value,
 }
 
 /// An `Idempotency-Key` claimed together with a run creation.

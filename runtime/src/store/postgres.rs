@@ -309,14 +309,14 @@ impl Store for PgStore {
             let now = now_ms();
             let insert = format!(
                 "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, '{{}}', 0, $8, $8, -1) RETURNING {RUN_COLS}"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
             );
-            let (owner, inputs) = (run.owner.to_string(), run.inputs.to_string());
+            let (owner, inputs, state) = (run.owner.to_string(), run.inputs.to_string(), run.state.to_string());
             let Some(claim) = &idempotency else {
                 // One statement is its own transaction.
                 let stmt = client.prepare_cached(&insert).await?;
                 let row = client
-                    .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now])
+                    .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now, &state])
                     .await?;
                 return Ok(Created { run: run_row(&row)?, replay: false });
             };
@@ -344,7 +344,7 @@ impl Store for PgStore {
             }
             let stmt = tx.prepare_cached(&insert).await?;
             let row = tx
-                .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now])
+                .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now, &state])
                 .await?;
             let created = run_row(&row)?;
             tx.commit().await?;

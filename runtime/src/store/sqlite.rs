@@ -342,8 +342,8 @@ impl Store for SqliteStore {
             let now = now_ms();
             tx.execute(
                 "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '{}', 0, ?8, ?8, -1)",
-                params![run.run_id, run.tenant, run.workflow_id, run.status, run.owner.to_string(), run.transport, run.inputs.to_string(), now],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, 0, ?8, ?8, -1)",
+                params![run.run_id, run.tenant, run.workflow_id, run.status, run.owner.to_string(), run.transport, run.inputs.to_string(), now, run.state.to_string()],
             )?;
             if let Some(claim) = &idempotency {
                 tx.execute(

@@ -92,6 +92,7 @@ fn new_run(id: &str) -> NewRun {
         owner: json!({}),
         transport: "rest".into(),
         inputs: json!({}),
+        state: json!({}),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod error;
 mod events;
 mod extract;
 mod host_events;
+mod interrupts;
 mod runs;
 mod version;
 
@@ -42,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{run_id}", get(runs::get_run))
         .route("/runs/{run_id}/cancel", post(runs::cancel_run))
         .route("/runs/{run_id}/interrupts/{node_id}", post(runs::resolve_interrupt))
+        .route("/interrupts/{token}", get(interrupts::inspect).post(interrupts::resolve))
         .route("/runs/{run_id}/events", get(events::stream_events))
         .route("/runs/{run_id}/events/poll", get(events::poll_events))
         .route("/host/events", get(host_events::host_events))

@@ -131,7 +131,7 @@ pub async fn cancel_run(
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolveBody {
-    resume_value: Value,
+    pub resume_value: Value,
 }
 
 pub async fn resolve_interrupt(

@@ -147,6 +147,7 @@ mod tests {
             owner: json!({}),
             transport: "rest".into(),
             inputs: json!({}),
+            state: json!({}),
         };
         writer.create_run(run, None).await.expect("create");
         let mut rx = watcher.subscribe();

@@ -1,0 +1,82 @@
+//! Interrupt notices: when a run created with a `callbackUrl` suspends, the host posts
+//! `{runId, nodeId, interruptId, kind, token, expiresAt}` there, through the egress guard.
+//!
+//! The notice is the only place a resume token travels, which is why it is minted here and
+//! never stored. Delivery is best effort: a few attempts, then a logged failure; the
+//! interrupt stays resolvable by `resolveInterruptByRun` either way.
+
+use super::tokens::TokenKey;
+use crate::egress::{Egress, SendError};
+use crate::engine::{SuspendHook, Suspended};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where in a run's engine state its `callbackUrl` is kept.
+pub const STATE_KEY: &str = "callbackUrl";
+
+/// Waits before the second, third and fourth attempt.
+const RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(500),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
+
+/// The notice a suspension sends, with a fresh token for its interrupt.
+pub fn notice(tokens: &TokenKey, s: &Suspended, now_ms: i64) -> Value {
+    let (token, claims) = tokens.mint(&s.run.run_id, &s.node_id, &s.interrupt_id, now_ms, None);
+    json!({
+        "runId": s.run.run_id,
+        "nodeId": s.node_id,
+        "interruptId": s.interrupt_id,
+        "kind": s.kind,
+        "token": token,
+        "expiresAt": crate::clock::rfc3339(claims.exp),
+    })
+}
+
+/// The engine hook that sends notices for runs that asked for them.
+pub fn notifier(tokens: TokenKey, egress: Egress) -> SuspendHook {
+    Arc::new(move |s: Suspended| {
+        let Some(url) = s
+            .run
+            .state
+            .get(STATE_KEY)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let body = notice(&tokens, &s, crate::clock::now_ms())
+            .to_string()
+            .into_bytes();
+        let egress = egress.clone();
+        tokio::spawn(async move { deliver(&egress, &url, &s.run.run_id, body).await });
+    })
+}
+
+async fn deliver(egress: &Egress, url: &str, run_id: &str, body: Vec<u8>) {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for attempt in 0..=RETRY_DELAYS.len() {
+        // Neither the URL nor the body (it holds the token) goes to the log.
+        match egress.post(url, headers.clone(), body.clone()).await {
+            Ok(status) => {
+                tracing::info!(run_id, attempt, status, "interrupt notice delivered");
+                return;
+            }
+            Err(SendError::Refused(reason)) => {
+                tracing::warn!(run_id, %reason, "interrupt notice refused by the egress guard at delivery; not retried");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(run_id, attempt, error = %e, "interrupt notice not delivered");
+                if let Some(delay) = RETRY_DELAYS.get(attempt) {
+                    tokio::time::sleep(*delay).await;
+                }
+            }
+        }
+    }
+    tracing::error!(run_id, "interrupt notice given up after every attempt");
+}
