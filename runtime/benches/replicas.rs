@@ -6,14 +6,16 @@
 //! `OPENWOP_BENCH_REQUESTS` and `OPENWOP_BENCH_CONCURRENCY` change the load,
 //! `OPENWOP_TEST_DATABASE_URL` the server.
 
+#[path = "../tests/common/process.rs"]
+mod process;
+
 use openwop::ids::project;
 use openwop::store::scratch::ScratchSchema;
 use reqwest::Client;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use std::time::Instant;
 use tokio::process::{Child, Command};
 
 const KEY: &str = "bench-key-0123456789";
@@ -35,25 +37,14 @@ async fn spawn(database: Option<&str>) -> Replica {
     if let Some(url) = database {
         cmd.args(["--database", url]);
     }
-    let mut child = cmd
+    let child = cmd
         .env("RUST_LOG", "warn")
         .env_remove("OPENWOP_DATABASE_URL")
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("spawn openwop");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let base = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("openwop listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("openwop exited before listening");
-    })
-    .await
-    .expect("openwop starts");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, base) = process::listening(child).await;
     Replica { _child: child, base, _dir: dir }
 }
 

@@ -2,6 +2,9 @@
 //! data dir: nothing is lost, sequences stay contiguous, suspended runs stay suspended
 //! and waiting runs finish.
 
+#[path = "common/process.rs"]
+mod process;
+
 use openwop::ids::project;
 use reqwest::Client;
 use serde_json::{Value, json};
@@ -13,7 +16,7 @@ const KEY: &str = "durable-key-0123456789";
 
 /// Starts the binary and returns it with its base URL (read from its stdout).
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
         .args(["serve", "--listen", "127.0.0.1:0", "--api-key", &format!("acme:{KEY}")])
         .arg("--data-dir")
         .arg(dir)
@@ -22,20 +25,7 @@ async fn spawn(dir: &std::path::Path) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn openwop");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("openwop listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("openwop exited before listening");
-    })
-    .await
-    .expect("openwop starts");
-    // Keep draining stdout so the child never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, base)
+    process::listening(child).await
 }
 
 async fn get(c: &Client, url: String) -> Value {

@@ -2,18 +2,20 @@
 //! is honoured by the next one on the same data dir after a SIGKILL, and refused by a host
 //! on another data dir (another key).
 
+#[path = "common/process.rs"]
+mod process;
+
 use std::time::Duration;
 
 use reqwest::Client;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const KEY: &str = "restart-key-0123456789";
 
 /// Starts the binary and returns it with its base URL (read from its stdout).
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
         .args([
             "serve",
             "--listen",
@@ -28,19 +30,7 @@ async fn spawn(dir: &std::path::Path) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn openwop");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let base = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.expect("line") {
-            if let Some(url) = line.strip_prefix("openwop listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("openwop exited before listening");
-    })
-    .await
-    .expect("openwop starts");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, base)
+    process::listening(child).await
 }
 
 /// A 2026-07-28 tools/call answered as JSON.

@@ -2,12 +2,14 @@
 //! the other sees and honours. PostgreSQL being unreachable fails these tests unless
 //! `OPENWOP_SKIP_POSTGRES=1`.
 
+#[path = "common/process.rs"]
+mod process;
+
 use openwop::ids::project;
 use openwop::store::scratch::{ScratchSchema, skip_postgres};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const KEY: &str = "replica-key-0123456789";
@@ -26,7 +28,7 @@ async fn spawn(database: &str) -> Replica {
 
 async fn spawn_with(database: &str, extra: &[String]) -> Replica {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
         .args(["serve", "--listen", "127.0.0.1:0", "--api-key", &format!("acme:{KEY}")])
         .args(["--database", database, "--lease-ttl-ms", LEASE_MS])
         .args(extra)
@@ -38,18 +40,7 @@ async fn spawn_with(database: &str, extra: &[String]) -> Replica {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn openwop");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("openwop listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("openwop exited before listening");
-    })
-    .await
-    .expect("openwop starts");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, base) = process::listening(child).await;
     Replica { child, base, _dir: dir }
 }
 

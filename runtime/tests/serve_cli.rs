@@ -1,27 +1,15 @@
 //! `openwop serve` as a user meets it: help, flags, config file, workflow directory.
 
+#[path = "common/process.rs"]
+mod process;
+
 use serde_json::{Value, json};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_openwop");
 
-async fn listening(mut child: Child) -> (Child, String) {
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("openwop listening on ") {
-                return url.trim().to_owned();
-            }
-        }
-        panic!("exited before listening");
-    })
-    .await
-    .unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, base)
-}
+use process::listening;
 
 #[test]
 fn help_teaches_with_examples() {
