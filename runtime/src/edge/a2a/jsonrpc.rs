@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::errors::{Fault, Transport};
-use super::gate::{self, Facts};
 use super::service::A2aState;
 use super::{authenticate, negotiate, read_body, stream};
 
@@ -84,29 +83,7 @@ pub async fn handle(
             .instrument(span)
             .await;
     }
-    let result = async {
-        match method.as_str() {
-            "SendMessage" => state.send_message(&subject, &params).await,
-            "GetTask" => state.get_task(&subject, &params).await,
-            "ListTasks" => state.list_tasks(&subject, &params).await,
-            "CancelTask" => state.cancel_task(&subject, &params).await,
-            "CreateTaskPushNotificationConfig" => state.create_push_config(&subject, &params).await,
-            "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
-            "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
-            "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
-            "GetExtendedAgentCard" => {
-                super::extended_card::get(&state, &subject, &headers, &params).await
-            }
-            // Any other row of the map needs a facet this host does not advertise: the
-            // table's refusal answers it.
-            other => match gate::check(other, &Facts::default(), &state.facet()) {
-                Err(fault) => Err(fault),
-                Ok(_) => Err(Fault::unsupported(format!(
-                    "{other} is not served by this host"
-                ))),
-            },
-        }
-    };
+    let result = super::call(&state, &subject, &headers, &method, &params);
     match result.instrument(span).await {
         Ok(result) => {
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()

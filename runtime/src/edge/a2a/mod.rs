@@ -213,6 +213,34 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     })
 }
 
+/// Answers one unary A2A operation, whichever binding carried it: the bindings differ in
+/// how they read the request and render the answer, never in what the operation does.
+pub(crate) async fn call(
+    state: &A2aState,
+    subject: &Subject,
+    headers: &HeaderMap,
+    method: &str,
+    params: &Value,
+) -> Result<Value, Fault> {
+    match method {
+        "SendMessage" => state.send_message(subject, params).await,
+        "GetTask" => state.get_task(subject, params).await,
+        "ListTasks" => state.list_tasks(subject, params).await,
+        "CancelTask" => state.cancel_task(subject, params).await,
+        "CreateTaskPushNotificationConfig" => state.create_push_config(subject, params).await,
+        "GetTaskPushNotificationConfig" => state.get_push_config(subject, params).await,
+        "ListTaskPushNotificationConfigs" => state.list_push_configs(subject, params).await,
+        "DeleteTaskPushNotificationConfig" => state.delete_push_config(subject, params).await,
+        "GetExtendedAgentCard" => extended_card::get(state, subject, headers, params).await,
+        // Any other row of the map needs a facet this host does not advertise: the
+        // table's refusal answers it.
+        other => match gate::check(other, &gate::Facts::default(), &state.facet()) {
+            Err(fault) => Err(fault),
+            Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+        },
+    }
+}
+
 /// Negotiates the version of one authenticated exchange and records the outcome as a
 /// durable `negotiation.decided` host event of the caller's tenant, refusals included.
 pub(crate) async fn negotiate(

@@ -16,7 +16,6 @@ use tracing::Instrument;
 
 use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
-use super::gate::{self, Facts};
 use super::service::A2aState;
 use super::{authenticate, negotiate, read_body, stream};
 use crate::ids::BoundId;
@@ -239,27 +238,7 @@ pub async fn handle(
             .instrument(span)
             .await;
     }
-    let result = async {
-        match method {
-            "SendMessage" => state.send_message(&subject, &params).await,
-            "GetTask" => state.get_task(&subject, &params).await,
-            "ListTasks" => state.list_tasks(&subject, &params).await,
-            "CancelTask" => state.cancel_task(&subject, &params).await,
-            "CreateTaskPushNotificationConfig" => state.create_push_config(&subject, &params).await,
-            "GetTaskPushNotificationConfig" => state.get_push_config(&subject, &params).await,
-            "ListTaskPushNotificationConfigs" => state.list_push_configs(&subject, &params).await,
-            "DeleteTaskPushNotificationConfig" => state.delete_push_config(&subject, &params).await,
-            "GetExtendedAgentCard" => {
-                super::extended_card::get(&state, &subject, &headers, &params).await
-            }
-            other => match gate::check(other, &Facts::default(), &state.facet()) {
-                Err(fault) => Err(fault),
-                Ok(_) => Err(Fault::unsupported(format!(
-                    "{other} is not served by this host"
-                ))),
-            },
-        }
-    };
+    let result = super::call(&state, &subject, &headers, method, &params);
     match result.instrument(span).await {
         Ok(result) => (StatusCode::OK, axum::Json(result)).into_response(),
         Err(fault) => fault.into_rest_response(),
