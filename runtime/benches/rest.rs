@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 const KEY: &str = "bench-key-0123456789";
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Runs `total` calls of `f` with `concurrency` in flight; returns requests per second.
@@ -52,18 +55,30 @@ async fn main() {
     let host = Host::build(HostConfig::new(dir.path().to_path_buf(), keys))
         .await
         .expect("host");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let stop = host.stopper();
     tokio::spawn(host.serve(listener, std::future::pending()));
 
-    let fixed = json!({"runId": "bench/0123456789abcdefghij", "status": "completed", "workflowId": "echo"});
-    let bare = axum::Router::new().route("/fixed", get(move || std::future::ready(Json(fixed.clone()))));
-    let bare_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let fixed =
+        json!({"runId": "bench/0123456789abcdefghij", "status": "completed", "workflowId": "echo"});
+    let bare = axum::Router::new().route(
+        "/fixed",
+        get(move || std::future::ready(Json(fixed.clone()))),
+    );
+    let bare_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let bare_url = format!("http://{}/fixed", bare_listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(bare_listener, bare).await });
 
-    let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).timeout(Duration::from_secs(30)).build().expect("client");
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
     let created: Value = client
         .post(format!("{base}/runs"))
         .bearer_auth(KEY)
@@ -74,7 +89,10 @@ async fn main() {
         .json()
         .await
         .expect("json");
-    let status_url = format!("{base}{}", created["statusUrl"].as_str().expect("statusUrl"));
+    let status_url = format!(
+        "{base}{}",
+        created["statusUrl"].as_str().expect("statusUrl")
+    );
 
     let c = client.clone();
     let bare_rps = measure(total, concurrency, 1, move || {
@@ -103,7 +121,13 @@ async fn main() {
     let create_get_rps = measure(total / 2, concurrency, 2, move || {
         let (c, b) = (c.clone(), b.clone());
         async move {
-            let r = c.post(format!("{b}/runs")).bearer_auth(KEY).json(&json!({"workflowId": "echo", "inputs": {}})).send().await.expect("create");
+            let r = c
+                .post(format!("{b}/runs"))
+                .bearer_auth(KEY)
+                .json(&json!({"workflowId": "echo", "inputs": {}}))
+                .send()
+                .await
+                .expect("create");
             assert_eq!(r.status(), 201);
             let v: Value = r.json().await.expect("json");
             let u = format!("{b}{}", v["statusUrl"].as_str().expect("statusUrl"));
@@ -116,7 +140,13 @@ async fn main() {
 
     println!("loopback, {concurrency} in flight, {total} requests per scenario");
     println!("bare axum fixed JSON : {bare_rps:>10.0} req/s");
-    println!("host get-only        : {get_rps:>10.0} req/s   ratio host/bare {:.3}", get_rps / bare_rps);
-    println!("host create+get      : {create_get_rps:>10.0} req/s   ratio host/bare {:.3}", create_get_rps / bare_rps);
+    println!(
+        "host get-only        : {get_rps:>10.0} req/s   ratio host/bare {:.3}",
+        get_rps / bare_rps
+    );
+    println!(
+        "host create+get      : {create_get_rps:>10.0} req/s   ratio host/bare {:.3}",
+        create_get_rps / bare_rps
+    );
     let _ = stop.send(true);
 }

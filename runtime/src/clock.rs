@@ -5,7 +5,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// `2026-12-02T18:23:06.123Z` for a millisecond timestamp.
@@ -48,7 +51,10 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::rfc3339(1_796_235_786_123), "2026-12-02T18:23:06.123Z");
+        assert_eq!(
+            super::rfc3339(1_796_235_786_123),
+            "2026-12-02T18:23:06.123Z"
+        );
         assert_eq!(super::rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }

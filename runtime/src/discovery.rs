@@ -109,7 +109,11 @@ impl Discovery {
     pub fn new(document: Value) -> Self {
         let body: Vec<u8> = serde_json::to_vec(&document).unwrap_or_default();
         let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..16]));
-        Self { document, body: body.into(), etag }
+        Self {
+            document,
+            body: body.into(),
+            etag,
+        }
     }
 }
 
@@ -123,7 +127,16 @@ pub fn self_check(document: &Value) -> Vec<String> {
     use crate::generated::validators;
     let mut fatal = Vec::new();
     for f in validators::validate_discovery(document, &validators::Options::default()) {
-        let line = format!("{} [{}]: {}", if f.pointer.is_empty() { "/" } else { &f.pointer }, f.rule, f.message);
+        let line = format!(
+            "{} [{}]: {}",
+            if f.pointer.is_empty() {
+                "/"
+            } else {
+                &f.pointer
+            },
+            f.rule,
+            f.message
+        );
         if f.rule == "discovery.refresh-overdue" {
             tracing::warn!("{line}");
         } else {
@@ -147,7 +160,10 @@ mod tests {
     fn an_opened_egress_guard_is_advertised_as_a_relaxation_and_stays_valid() {
         let mut doc = document(100, &Default::default());
         add_relaxation(&mut doc, egress_loopback_relaxation());
-        assert_eq!(doc["host"]["relaxations"][0]["obligation"], "webhooks.egress-guard");
+        assert_eq!(
+            doc["host"]["relaxations"][0]["obligation"],
+            "webhooks.egress-guard"
+        );
         assert_eq!(self_check(&doc), Vec::<String>::new());
     }
 

@@ -3,9 +3,9 @@
 
 use crate::agents::{AgentRegistry, Agents, RoutingKey};
 use crate::discovery::{self, Discovery};
-use crate::egress;
-use crate::edge::{a2a, mcp};
 use crate::edge::rest::{self, AppState};
+use crate::edge::{a2a, mcp};
+use crate::egress;
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
 use crate::ops::{self, MAX_PAGE_SIZE, Ops};
@@ -140,11 +140,18 @@ impl Host {
         let routing = RoutingKey::load_or_create(&config.data_dir)?;
         let (store, shared_pg) = open_store(&config).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let engine = Engine::with_lease_ttl(store.clone(), registry, shutdown_rx.clone(), config.lease_ttl);
+        let engine = Engine::with_lease_ttl(
+            store.clone(),
+            registry,
+            shutdown_rx.clone(),
+            config.lease_ttl,
+        );
         let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
         // One token key for every replica (and every restart) of this store, so a token
         // minted by one resolves on any.
-        let token_key = store.shared_secret(ops::tokens::TOKEN_KEY, ops::tokens::fresh_key()).await?;
+        let token_key = store
+            .shared_secret(ops::tokens::TOKEN_KEY, ops::tokens::fresh_key())
+            .await?;
         let tokens = ops::TokenKey::new(token_key, config.interrupt_token_ttl);
         // Before any run is resumed, so a run that suspends on resumption still notifies.
         engine.set_on_suspend(ops::callback::notifier(tokens.clone(), egress.clone()));
@@ -154,7 +161,10 @@ impl Host {
         }
         engine.spawn_sweeper();
         let mut ops = Ops::new(store, engine.clone())
-            .with_agents(Agents { registry: agents, routing })
+            .with_agents(Agents {
+                registry: agents,
+                routing,
+            })
             .with_tokens(tokens)
             .with_egress(egress.clone());
         if let Some(filter) = config.workflow_filter.clone() {
@@ -176,12 +186,30 @@ impl Host {
         a2a_config.push_store = shared_pg.map(|pg| {
             Arc::new(a2a::push::PgPushStore::new(pg.pool())) as Arc<dyn a2a::push::PushStore>
         });
-        let a2a = a2a::router(state.clone(), a2a_config, Some(&config.data_dir.join("a2a.sqlite")))?;
+        let a2a = a2a::router(
+            state.clone(),
+            a2a_config,
+            Some(&config.data_dir.join("a2a.sqlite")),
+        )?;
         // One requestState key for every replica (and every restart) of this store.
-        let key = state.ops.store().shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec()).await?;
-        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), engine.clone(), config.mcp, &key));
+        let key = state
+            .ops
+            .store()
+            .shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec())
+            .await?;
+        let mcp = mcp::router_for(mcp::McpState::with_key(
+            state.clone(),
+            engine.clone(),
+            config.mcp,
+            &key,
+        ));
         let app = rest::router(state.clone()).merge(a2a).merge(mcp);
-        Ok(Self { state, engine, app, shutdown_tx })
+        Ok(Self {
+            state,
+            engine,
+            app,
+            shutdown_tx,
+        })
     }
 
     /// Every route the host serves: REST and SSE, A2A (card, JSON-RPC, HTTP+JSON), MCP.
@@ -195,7 +223,11 @@ impl Host {
     }
 
     /// Serves until `stop` resolves.
-    pub async fn serve(self, listener: TcpListener, stop: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let app = self.app;
         let tx = self.shutdown_tx.clone();
         let mut rx = self.state.shutdown.clone();
@@ -206,6 +238,8 @@ impl Host {
             }
             let _ = tx.send(true);
         };
-        axum::serve(listener, app).with_graceful_shutdown(signal).await
+        axum::serve(listener, app)
+            .with_graceful_shutdown(signal)
+            .await
     }
 }

@@ -49,7 +49,10 @@ impl BoundId {
         if !grammar_ok(opaque, 16) {
             return Err(IdError::BadOpaque(raw.to_owned()));
         }
-        Ok(Self { tenant: tenant.to_owned(), opaque: opaque.to_owned() })
+        Ok(Self {
+            tenant: tenant.to_owned(),
+            opaque: opaque.to_owned(),
+        })
     }
 
     /// Parses a path segment: undoes the `~XX` projection exactly once, then checks the
@@ -67,7 +70,8 @@ impl BoundId {
 
 fn grammar_ok(s: &str, min: usize) -> bool {
     (min..=128).contains(&s.len())
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
 }
 
 /// Projects a bound id into one path segment.
@@ -95,9 +99,13 @@ fn unproject(segment: &str) -> Result<String, IdError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'~' {
-            let hex = bytes.get(i + 1..i + 3).ok_or_else(|| IdError::BadEscape(segment.to_owned()))?;
-            let hex = std::str::from_utf8(hex).map_err(|_| IdError::BadEscape(segment.to_owned()))?;
-            let byte = u8::from_str_radix(hex, 16).map_err(|_| IdError::BadEscape(segment.to_owned()))?;
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .ok_or_else(|| IdError::BadEscape(segment.to_owned()))?;
+            let hex =
+                std::str::from_utf8(hex).map_err(|_| IdError::BadEscape(segment.to_owned()))?;
+            let byte =
+                u8::from_str_radix(hex, 16).map_err(|_| IdError::BadEscape(segment.to_owned()))?;
             out.push(byte);
             i += 3;
         } else {
@@ -119,7 +127,10 @@ pub fn mint_opaque() -> String {
 
 /// Mints a fresh bound id for `tenant`.
 pub fn mint_bound(tenant: &str) -> BoundId {
-    BoundId { tenant: tenant.to_owned(), opaque: mint_opaque() }
+    BoundId {
+        tenant: tenant.to_owned(),
+        opaque: mint_opaque(),
+    }
 }
 
 /// Mints an event id (same grammar as an opaque segment).
@@ -135,7 +146,8 @@ pub fn is_tenant_id(s: &str) -> bool {
 /// True when `s` matches the author-minted id grammar (`workflowId`, `nodeId`, ...).
 pub fn is_author_id(s: &str) -> bool {
     (1..=128).contains(&s.len())
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-' | b':'))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-' | b':'))
 }
 
 #[cfg(test)]
@@ -163,12 +175,30 @@ mod tests {
 
     #[test]
     fn bad_ids_are_refused() {
-        assert!(matches!(BoundId::parse_path("acme"), Err(IdError::NotBound(_))));
-        assert!(matches!(BoundId::parse_path("acme~2Fshort"), Err(IdError::BadOpaque(_))));
-        assert!(matches!(BoundId::parse_path("acme~2"), Err(IdError::BadEscape(_))));
-        assert!(matches!(BoundId::parse_path("acme~ZZx"), Err(IdError::BadEscape(_))));
-        assert!(matches!(BoundId::parse_path("~2F0123456789abcdef"), Err(IdError::BadTenant(_))));
-        assert!(matches!(BoundId::parse_path("a b~2F0123456789abcdef"), Err(IdError::BadTenant(_))));
+        assert!(matches!(
+            BoundId::parse_path("acme"),
+            Err(IdError::NotBound(_))
+        ));
+        assert!(matches!(
+            BoundId::parse_path("acme~2Fshort"),
+            Err(IdError::BadOpaque(_))
+        ));
+        assert!(matches!(
+            BoundId::parse_path("acme~2"),
+            Err(IdError::BadEscape(_))
+        ));
+        assert!(matches!(
+            BoundId::parse_path("acme~ZZx"),
+            Err(IdError::BadEscape(_))
+        ));
+        assert!(matches!(
+            BoundId::parse_path("~2F0123456789abcdef"),
+            Err(IdError::BadTenant(_))
+        ));
+        assert!(matches!(
+            BoundId::parse_path("a b~2F0123456789abcdef"),
+            Err(IdError::BadTenant(_))
+        ));
     }
 
     #[test]

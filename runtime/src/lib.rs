@@ -6,15 +6,15 @@
 pub mod agents;
 pub mod clock;
 pub mod discovery;
-pub mod egress;
 pub mod edge;
+pub mod egress;
 pub mod engine;
 pub mod generated;
 pub mod host;
 pub mod identity;
-pub mod negotiation;
 pub mod ids;
 pub mod mcp_stdio_cmd;
+pub mod negotiation;
 pub mod ops;
 pub mod serve_cmd;
 pub mod store;

@@ -80,10 +80,18 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
             .state
             .ops
             .store()
-            .shared_secret(crate::edge::mcp::REQUEST_STATE_KEY, crate::edge::mcp::fresh_key().to_vec())
+            .shared_secret(
+                crate::edge::mcp::REQUEST_STATE_KEY,
+                crate::edge::mcp::fresh_key().to_vec(),
+            )
             .await
             .map_err(|e| e.to_string())?;
-        let state = McpState::with_key(host.state.clone(), host.engine.clone(), McpConfig::default(), &key);
+        let state = McpState::with_key(
+            host.state.clone(),
+            host.engine.clone(),
+            McpConfig::default(),
+            &key,
+        );
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.

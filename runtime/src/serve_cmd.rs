@@ -92,7 +92,8 @@ struct FileConfig {
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text.trim_start().starts_with('{') {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     } else {
@@ -109,15 +110,20 @@ fn dev_key(data_dir: &Path) -> Result<String, String> {
             return Ok(k);
         }
     }
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let key = format!("owdev_{}", crate::ids::mint_opaque());
     std::fs::write(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(key)
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn stop_signal() {
@@ -159,11 +165,20 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         Some(p) => read_config(p)?,
         None => FileConfig::default(),
     };
-    let listen = args.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-    let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("./openwop-data"));
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir)
+        .unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
-    let database = args.database.or(file.database).filter(|d| !d.trim().is_empty());
+    let database = args
+        .database
+        .or(file.database)
+        .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
@@ -189,7 +204,9 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
@@ -197,6 +214,8 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         println!("openwop listening on http://{addr}");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        host.serve(listener, stop_signal()).await.map_err(|e| format!("server error: {e}"))
+        host.serve(listener, stop_signal())
+            .await
+            .map_err(|e| format!("server error: {e}"))
     })
 }

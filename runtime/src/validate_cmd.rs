@@ -68,7 +68,10 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     let mut unreadable = false;
     for path in &args.paths {
         match load(path, args.kind) {
-            Ok(doc) => report.add(&doc.label, validate(args.kind, &doc.value, discovery.as_ref(), &opts)),
+            Ok(doc) => report.add(
+                &doc.label,
+                validate(args.kind, &doc.value, discovery.as_ref(), &opts),
+            ),
             Err(e) => {
                 eprintln!("error: {e}");
                 report.add_unreadable();
@@ -92,7 +95,12 @@ fn check_usage(args: &ValidateArgs) -> Result<(), String> {
     if args.discovery.is_some() && args.kind != Kind::AgentCard {
         return Err("--discovery only applies to --kind agent-card".into());
     }
-    let stdin_uses = args.paths.iter().chain(args.discovery.iter()).filter(|p| *p == "-").count();
+    let stdin_uses = args
+        .paths
+        .iter()
+        .chain(args.discovery.iter())
+        .filter(|p| *p == "-")
+        .count();
     if stdin_uses > 1 {
         return Err("standard input (`-`) can be read only once".into());
     }

@@ -71,7 +71,10 @@ async fn card_lists_both_bindings_every_skill_and_the_enforced_bearer_scheme() {
         .json()
         .await
         .expect("json");
-    assert!(discovery.get("a2a").is_some(), "the host advertises the a2a family");
+    assert!(
+        discovery.get("a2a").is_some(),
+        "the host advertises the a2a family"
+    );
     let findings = openwop_generated::validators::validate_agent_card(
         &card,
         Some(&discovery),

@@ -975,10 +975,13 @@ async fn secrets_are_never_returned_nor_stored_with_the_task_or_its_event_log() 
     // Every table of both databases (the run store and the A2A side file): only the
     // secrets table holds them.
     let c = db(&h);
-    let runs_db = rusqlite::Connection::open(h.data_path.join("openwop.sqlite3")).expect("openwop.sqlite3");
+    let runs_db =
+        rusqlite::Connection::open(h.data_path.join("openwop.sqlite3")).expect("openwop.sqlite3");
     for conn in [&c, &runs_db] {
         let tables: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'push_secrets'")
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'push_secrets'",
+            )
             .expect("tables")
             .query_map([], |r| r.get(0))
             .expect("rows")

@@ -17,7 +17,13 @@ const KEY: &str = "durable-key-0123456789";
 /// Starts the binary and returns it with its base URL (read from its stdout).
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", &format!("acme:{KEY}")])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            &format!("acme:{KEY}"),
+        ])
         .arg("--data-dir")
         .arg(dir)
         .env("RUST_LOG", "warn")
@@ -29,11 +35,22 @@ async fn spawn(dir: &std::path::Path) -> (Child, String) {
 }
 
 async fn get(c: &Client, url: String) -> Value {
-    c.get(url).bearer_auth(KEY).send().await.unwrap().json().await.unwrap()
+    c.get(url)
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 async fn events(c: &Client, base: &str, run: &str) -> Vec<Value> {
-    let v = get(c, format!("{base}/runs/{}/events/poll?timeout=0", project(run))).await;
+    let v = get(
+        c,
+        format!("{base}/runs/{}/events/poll?timeout=0", project(run)),
+    )
+    .await;
     v["events"].as_array().unwrap().clone()
 }
 
@@ -50,14 +67,20 @@ async fn wait_status(c: &Client, base: &str, run: &str, status: &str) -> Value {
 }
 
 fn assert_contiguous(evs: &[Value]) {
-    let seqs: Vec<i64> = evs.iter().map(|e| e["sequence"].as_i64().unwrap()).collect();
+    let seqs: Vec<i64> = evs
+        .iter()
+        .map(|e| e["sequence"].as_i64().unwrap())
+        .collect();
     assert_eq!(seqs, (0..seqs.len() as i64).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let c = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
     let (mut first, base) = spawn(dir.path()).await;
 
     let create = |wf: &str, inputs: Value| {
@@ -65,7 +88,16 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
         let base = base.clone();
         let body = json!({"workflowId": wf, "inputs": inputs});
         async move {
-            let v: Value = c.post(format!("{base}/runs")).bearer_auth(KEY).json(&body).send().await.unwrap().json().await.unwrap();
+            let v: Value = c
+                .post(format!("{base}/runs"))
+                .bearer_auth(KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             v["runId"].as_str().unwrap().to_owned()
         }
     };
@@ -74,7 +106,11 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
     wait_status(&c, &base, &approval, "waiting-approval").await;
     // The wait has started (its deadline is stored) before the kill.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !events(&c, &base, &slow).await.iter().any(|e| e["type"] == "node.started") {
+    while !events(&c, &base, &slow)
+        .await
+        .iter()
+        .any(|e| e["type"] == "node.started")
+    {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -93,13 +129,26 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
     let snap = wait_status(&c, &base, &slow, "completed").await;
     assert_eq!(snap["outputs"], json!({"waitedMs": 1500}));
     let after_slow = events(&c, &base, &slow).await;
-    assert_eq!(&after_slow[..before_slow.len()], &before_slow[..], "no event lost or rewritten");
+    assert_eq!(
+        &after_slow[..before_slow.len()],
+        &before_slow[..],
+        "no event lost or rewritten"
+    );
     assert_contiguous(&after_slow);
-    assert_eq!(after_slow.iter().filter(|e| e["type"] == "run.started").count(), 1);
+    assert_eq!(
+        after_slow
+            .iter()
+            .filter(|e| e["type"] == "run.started")
+            .count(),
+        1
+    );
     assert_eq!(after_slow.last().unwrap()["type"], "run.completed");
     // And the suspended run can still be resumed on the new process.
     let r = c
-        .post(format!("{base}/runs/{}/interrupts/approve", project(&approval)))
+        .post(format!(
+            "{base}/runs/{}/interrupts/approve",
+            project(&approval)
+        ))
         .bearer_auth(KEY)
         .json(&json!({"resumeValue": "after-restart"}))
         .send()
@@ -118,7 +167,10 @@ async fn dev_key_is_printed_and_survives_restart() {
     let dir = tempfile::tempdir().unwrap();
     let read_key = |out: String| {
         out.lines()
-            .find_map(|l| l.strip_prefix("dev API key for tenant \"dev\": ").map(str::to_owned))
+            .find_map(|l| {
+                l.strip_prefix("dev API key for tenant \"dev\": ")
+                    .map(str::to_owned)
+            })
             .expect("dev key line")
     };
     let mut keys = Vec::new();
@@ -132,7 +184,10 @@ async fn dev_key_is_printed_and_survives_restart() {
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut out = String::new();
-        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap() {
+        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap()
+        {
             out.push_str(&line);
             out.push('\n');
             if line.starts_with("openwop listening on") {
@@ -150,13 +205,33 @@ async fn sigterm_shuts_down_gracefully_with_an_open_stream() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, base) = spawn(dir.path()).await;
     let c = Client::new();
-    let v: Value = c.post(format!("{base}/runs")).bearer_auth(KEY).json(&json!({"workflowId": "approval"})).send().await.unwrap().json().await.unwrap();
+    let v: Value = c
+        .post(format!("{base}/runs"))
+        .bearer_auth(KEY)
+        .json(&json!({"workflowId": "approval"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let run = v["runId"].as_str().unwrap().to_owned();
-    let stream = c.get(format!("{base}/runs/{}/events", project(&run))).bearer_auth(KEY).send().await.unwrap();
+    let stream = c
+        .get(format!("{base}/runs/{}/events", project(&run)))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(stream.status(), 200);
     let pid = child.id().unwrap();
-    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
-    let exit = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits promptly").unwrap();
+    let exit = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits promptly")
+        .unwrap();
     assert!(exit.success(), "{exit:?}");
 }

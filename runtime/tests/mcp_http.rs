@@ -513,10 +513,23 @@ async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
     // Cancelling a task that has ended answers the same ack and appends nothing.
     let before = h.run(&task_id).await;
     let again = h
-        .call(KEY_A, "tasks/cancel", json!({"taskId": task_id}), tasks_caps())
+        .call(
+            KEY_A,
+            "tasks/cancel",
+            json!({"taskId": task_id}),
+            tasks_caps(),
+        )
         .await;
-    assert_eq!(again.body["result"]["resultType"], "complete", "{}", again.body);
-    assert!(again.body["result"].get("status").is_none(), "{}", again.body);
+    assert_eq!(
+        again.body["result"]["resultType"], "complete",
+        "{}",
+        again.body
+    );
+    assert!(
+        again.body["result"].get("status").is_none(),
+        "{}",
+        again.body
+    );
     assert_eq!(h.run(&task_id).await.last_sequence, before.last_sequence);
 }
 
@@ -563,7 +576,10 @@ async fn tasks_update_resolves_the_interrupt() {
         .await;
     assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
     let after = h.run(&task_id).await;
-    assert_eq!((after.status.as_str(), after.last_sequence), ("waiting-approval", before.last_sequence));
+    assert_eq!(
+        (after.status.as_str(), after.last_sequence),
+        ("waiting-approval", before.last_sequence)
+    );
     let r = h
         .call(KEY_A, "tasks/update", json!({"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), tasks_caps())
         .await;
@@ -852,7 +868,9 @@ async fn settled_task(h: &mcp_support::TestHost, task_id: &str) -> Value {
         let r = h
             .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
             .await;
-        if ["completed", "failed", "cancelled"].contains(&r.body["result"]["status"].as_str().unwrap_or("")) {
+        if ["completed", "failed", "cancelled"]
+            .contains(&r.body["result"]["status"].as_str().unwrap_or(""))
+        {
             return r.body["result"].clone();
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -865,16 +883,29 @@ async fn a_wait_in_seconds_keeps_a_deadline_that_many_seconds_away() {
     let workflows = outcome_workflows();
     let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
     let r = h
-        .call(KEY_A, "tools/call", json!({"name": "secs", "arguments": {"s": 120}}), tasks_caps())
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "secs", "arguments": {"s": 120}}),
+            tasks_caps(),
+        )
         .await;
     assert_eq!(r.body["result"]["resultType"], "task", "{}", r.body);
     let task_id = r.body["result"]["taskId"].as_str().expect("id").to_owned();
     let run = h.run(&task_id).await;
     let left = run.wait_until.expect("a stored deadline") - run.created_ms;
-    assert!((120_000..130_000).contains(&left), "deadline {left} ms after creation");
+    assert!(
+        (120_000..130_000).contains(&left),
+        "deadline {left} ms after creation"
+    );
     // Zero seconds finishes within the call, with or without tasks.
     let r = h
-        .call(KEY_A, "tools/call", json!({"name": "secs", "arguments": {"s": 0}}), json!({}))
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "secs", "arguments": {"s": 0}}),
+            json!({}),
+        )
         .await;
     assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
 }
@@ -885,7 +916,12 @@ async fn a_failure_the_host_raises_is_a_failed_task_and_the_workflows_own_is_a_t
     let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
 
     let r = h
-        .call(KEY_A, "tools/call", json!({"name": "reports"}), tasks_caps())
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "reports"}),
+            tasks_caps(),
+        )
         .await;
     assert_eq!(r.body["result"]["resultType"], "task", "{}", r.body);
     let task = settled_task(&h, r.body["result"]["taskId"].as_str().expect("id")).await;
@@ -901,7 +937,10 @@ async fn a_failure_the_host_raises_is_a_failed_task_and_the_workflows_own_is_a_t
     assert_eq!(task["status"], "failed", "{task}");
     assert_eq!(task["error"]["code"], -32603, "{task}");
     assert!(task["error"]["message"].is_string(), "{task}");
-    assert_eq!(task["error"]["data"]["reason"], "validation_error", "{task}");
+    assert_eq!(
+        task["error"]["data"]["reason"], "validation_error",
+        "{task}"
+    );
     assert!(task.get("result").is_none(), "{task}");
 
     // Without tasks the same run is still a tool error, as the tools/call row says.
@@ -938,13 +977,29 @@ async fn sse_frames(resp: &mut reqwest::Response, n: usize, buf: &mut String) ->
 async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagged() {
     let h = start().await;
     let mine = h
-        .call(KEY_A, "tools/call", json!({"name": "approval"}), tasks_caps())
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval"}),
+            tasks_caps(),
+        )
         .await;
-    let mine = mine.body["result"]["taskId"].as_str().expect("task").to_owned();
+    let mine = mine.body["result"]["taskId"]
+        .as_str()
+        .expect("task")
+        .to_owned();
     let theirs = h
-        .call(KEY_B, "tools/call", json!({"name": "approval"}), tasks_caps())
+        .call(
+            KEY_B,
+            "tools/call",
+            json!({"name": "approval"}),
+            tasks_caps(),
+        )
         .await;
-    let theirs = theirs.body["result"]["taskId"].as_str().expect("task").to_owned();
+    let theirs = theirs.body["result"]["taskId"]
+        .as_str()
+        .expect("task")
+        .to_owned();
     let never = "acme/AAAAAAAAAAAAAAAAAAAAAA";
     let open = |task_ids: Vec<&str>, caps: Value| {
         let mut params = json!({"notifications": {"taskIds": task_ids, "toolsListChanged": true, "promptsListChanged": true}});
@@ -958,45 +1013,99 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
             .json(&json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": params}))
             .send()
     };
-    let mut resp = open(vec![mine.as_str(), theirs.as_str(), never], tasks_caps()).await.expect("listen");
+    let mut resp = open(vec![mine.as_str(), theirs.as_str(), never], tasks_caps())
+        .await
+        .expect("listen");
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     let mut buf = String::new();
     let frames = sse_frames(&mut resp, 1, &mut buf).await;
     // First frame: the acknowledgement, with the honoured subset only: the caller's own
     // task; the other tenant's is left out exactly as the one that never existed, and the
     // list-changed kinds this server never sends are not honoured.
-    assert_eq!(frames[0]["method"], "notifications/subscriptions/acknowledged", "{}", frames[0]);
-    assert_eq!(frames[0]["params"]["notifications"], json!({"taskIds": [mine]}));
-    assert_eq!(frames[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1");
+    assert_eq!(
+        frames[0]["method"], "notifications/subscriptions/acknowledged",
+        "{}",
+        frames[0]
+    );
+    assert_eq!(
+        frames[0]["params"]["notifications"],
+        json!({"taskIds": [mine]})
+    );
+    assert_eq!(
+        frames[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
 
     // A foreign task and an unknown one are acknowledged identically (both left out).
-    let mut foreign = open(vec![theirs.as_str()], tasks_caps()).await.expect("listen");
+    let mut foreign = open(vec![theirs.as_str()], tasks_caps())
+        .await
+        .expect("listen");
     let mut unknown = open(vec![never], tasks_caps()).await.expect("listen");
     let (mut b1, mut b2) = (String::new(), String::new());
-    assert_eq!(sse_frames(&mut foreign, 1, &mut b1).await[0], sse_frames(&mut unknown, 1, &mut b2).await[0]);
+    assert_eq!(
+        sse_frames(&mut foreign, 1, &mut b1).await[0],
+        sse_frames(&mut unknown, 1, &mut b2).await[0]
+    );
     drop((foreign, unknown));
     // Without the tasks extension declared, no task is honoured.
     let mut bare = open(vec![mine.as_str()], json!({})).await.expect("listen");
     let mut b3 = String::new();
-    assert_eq!(sse_frames(&mut bare, 1, &mut b3).await[0]["params"]["notifications"], json!({}));
+    assert_eq!(
+        sse_frames(&mut bare, 1, &mut b3).await[0]["params"]["notifications"],
+        json!({})
+    );
     drop(bare);
 
     // Resolving the caller's task streams what tasks/get would answer, tagged.
-    let got = h.call(KEY_A, "tasks/get", json!({"taskId": mine}), tasks_caps()).await;
-    let key = got.body["result"]["inputRequests"].as_object().expect("requests").keys().next().expect("one").clone();
+    let got = h
+        .call(KEY_A, "tasks/get", json!({"taskId": mine}), tasks_caps())
+        .await;
+    let key = got.body["result"]["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .keys()
+        .next()
+        .expect("one")
+        .clone();
     // The other tenant's task changing sends nothing on this stream.
-    let _ = h.state.ops.cancel_run(&h.subject("other"), &openwop::ids::BoundId::parse_bound(&theirs).unwrap(), None).await;
+    let _ = h
+        .state
+        .ops
+        .cancel_run(
+            &h.subject("other"),
+            &openwop::ids::BoundId::parse_bound(&theirs).unwrap(),
+            None,
+        )
+        .await;
     h.call(KEY_A, "tasks/update", json!({"taskId": mine, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), tasks_caps()).await;
     h.wait_status(&mine, "completed").await;
     let frames = sse_frames(&mut resp, 2, &mut buf).await;
     let tasks: Vec<&Value> = frames[1..].iter().collect();
-    assert!(tasks.iter().all(|f| f["method"] == "notifications/tasks"), "{frames:?}");
-    assert!(tasks.iter().all(|f| f["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"));
-    assert!(tasks.iter().all(|f| f["params"]["taskId"] == mine.as_str()), "never the other tenant's task: {frames:?}");
+    assert!(
+        tasks.iter().all(|f| f["method"] == "notifications/tasks"),
+        "{frames:?}"
+    );
+    assert!(
+        tasks
+            .iter()
+            .all(|f| f["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1")
+    );
+    assert!(
+        tasks.iter().all(|f| f["params"]["taskId"] == mine.as_str()),
+        "never the other tenant's task: {frames:?}"
+    );
     let frames = loop {
         let frames = sse_frames(&mut resp, buf.matches("data:").count() + 1, &mut buf).await;
-        if frames.last().is_some_and(|f| f["params"]["status"] == "completed") {
+        if frames
+            .last()
+            .is_some_and(|f| f["params"]["status"] == "completed")
+        {
             break frames;
         }
     };

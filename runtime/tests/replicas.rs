@@ -29,7 +29,13 @@ async fn spawn(database: &str) -> Replica {
 async fn spawn_with(database: &str, extra: &[String]) -> Replica {
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", &format!("acme:{KEY}")])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            &format!("acme:{KEY}"),
+        ])
         .args(["--database", database, "--lease-ttl-ms", LEASE_MS])
         .args(extra)
         .arg("--data-dir")
@@ -41,7 +47,11 @@ async fn spawn_with(database: &str, extra: &[String]) -> Replica {
         .spawn()
         .expect("spawn openwop");
     let (child, base) = process::listening(child).await;
-    Replica { child, base, _dir: dir }
+    Replica {
+        child,
+        base,
+        _dir: dir,
+    }
 }
 
 /// Two replicas on a fresh schema, or `None` when PostgreSQL tests are skipped.
@@ -49,28 +59,53 @@ async fn pair(test: &str) -> Option<(ScratchSchema, Replica, Replica)> {
     if skip_postgres(test) {
         return None;
     }
-    let schema = ScratchSchema::create().await.expect("PostgreSQL for the replica tests");
+    let schema = ScratchSchema::create()
+        .await
+        .expect("PostgreSQL for the replica tests");
     let a = spawn(&schema.url()).await;
     let b = spawn(&schema.url()).await;
     Some((schema, a, b))
 }
 
 fn client() -> Client {
-    Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+    Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
 }
 
 async fn create(c: &Client, base: &str, wf: &str, inputs: Value) -> String {
-    let r = c.post(format!("{base}/runs")).bearer_auth(KEY).json(&json!({"workflowId": wf, "inputs": inputs})).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/runs"))
+        .bearer_auth(KEY)
+        .json(&json!({"workflowId": wf, "inputs": inputs}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED, "create on {base}");
-    r.json::<Value>().await.unwrap()["runId"].as_str().unwrap().to_owned()
+    r.json::<Value>().await.unwrap()["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 async fn get(c: &Client, url: String) -> Value {
-    c.get(url).bearer_auth(KEY).send().await.unwrap().json().await.unwrap()
+    c.get(url)
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 async fn events(c: &Client, base: &str, run: &str) -> Vec<Value> {
-    let v = get(c, format!("{base}/runs/{}/events/poll?timeout=0", project(run))).await;
+    let v = get(
+        c,
+        format!("{base}/runs/{}/events/poll?timeout=0", project(run)),
+    )
+    .await;
     v["events"].as_array().unwrap().clone()
 }
 
@@ -81,7 +116,11 @@ async fn wait_status(c: &Client, base: &str, run: &str, status: &str) -> Value {
         if v["status"] == status {
             return v;
         }
-        assert!(Instant::now() < deadline, "{run} stuck at {} on {base}", v["status"]);
+        assert!(
+            Instant::now() < deadline,
+            "{run} stuck at {} on {base}",
+            v["status"]
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -97,17 +136,33 @@ async fn resolve(c: &Client, base: &str, run: &str, value: Value) -> StatusCode 
 }
 
 fn assert_contiguous(evs: &[Value]) {
-    let seqs: Vec<i64> = evs.iter().map(|e| e["sequence"].as_i64().unwrap()).collect();
-    assert_eq!(seqs, (0..seqs.len() as i64).collect::<Vec<_>>(), "no gap, no duplicate");
+    let seqs: Vec<i64> = evs
+        .iter()
+        .map(|e| e["sequence"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as i64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
 }
 
 fn sse_types(body: &str) -> Vec<String> {
-    body.split("\n\n").filter_map(|f| f.lines().find_map(|l| l.strip_prefix("event:")).map(|t| t.trim().to_owned())).collect()
+    body.split("\n\n")
+        .filter_map(|f| {
+            f.lines()
+                .find_map(|l| l.strip_prefix("event:"))
+                .map(|t| t.trim().to_owned())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
-    let Some((_schema, a, b)) = pair("create_on_a_stream_and_cancel_on_b_resolve_on_a").await else { return };
+    let Some((_schema, a, b)) = pair("create_on_a_stream_and_cancel_on_b_resolve_on_a").await
+    else {
+        return;
+    };
     let c = client();
 
     // Created on A, suspended there; B streams it and sees A's resolve arrive.
@@ -121,25 +176,55 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
         .await
         .unwrap();
     assert_eq!(stream.status(), 200);
-    let body = tokio::spawn(async move { tokio::time::timeout(Duration::from_secs(10), stream.text()).await });
+    let body =
+        tokio::spawn(
+            async move { tokio::time::timeout(Duration::from_secs(10), stream.text()).await },
+        );
     // The stream on B is open (and has sent what is stored) before A changes the run.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(resolve(&c, &a.base, &run, json!("yes")).await, StatusCode::OK);
-    let body = body.await.unwrap().expect("B's stream ends after A completes the run").unwrap();
+    assert_eq!(
+        resolve(&c, &a.base, &run, json!("yes")).await,
+        StatusCode::OK
+    );
+    let body = body
+        .await
+        .unwrap()
+        .expect("B's stream ends after A completes the run")
+        .unwrap();
     assert_eq!(
         sse_types(&body),
-        ["run.started", "node.started", "interrupt.requested", "interrupt.resolved", "node.completed", "run.completed"]
+        [
+            "run.started",
+            "node.started",
+            "interrupt.requested",
+            "interrupt.resolved",
+            "node.completed",
+            "run.completed"
+        ]
     );
-    assert_eq!(wait_status(&c, &b.base, &run, "completed").await["outputs"], json!({"decision": "yes"}));
+    assert_eq!(
+        wait_status(&c, &b.base, &run, "completed").await["outputs"],
+        json!({"decision": "yes"})
+    );
 
     // Running on A, cancelled on B: A's driver stops and the log ends at the cancel.
     let slow = create(&c, &a.base, "slow", json!({"ms": 4000})).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !events(&c, &b.base, &slow).await.iter().any(|e| e["type"] == "node.started") {
+    while !events(&c, &b.base, &slow)
+        .await
+        .iter()
+        .any(|e| e["type"] == "node.started")
+    {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let r = c.post(format!("{}/runs/{}/cancel", b.base, project(&slow))).bearer_auth(KEY).json(&json!({})).send().await.unwrap();
+    let r = c
+        .post(format!("{}/runs/{}/cancel", b.base, project(&slow)))
+        .bearer_auth(KEY)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     wait_status(&c, &a.base, &slow, "cancelled").await;
     // Past the wait's deadline nothing more is appended by A.
@@ -152,12 +237,20 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_the_owning_replica_and_the_other_finishes_the_run() {
-    let Some((_schema, mut a, b)) = pair("sigkill_the_owning_replica_and_the_other_finishes_the_run").await else { return };
+    let Some((_schema, mut a, b)) =
+        pair("sigkill_the_owning_replica_and_the_other_finishes_the_run").await
+    else {
+        return;
+    };
     let c = client();
     // Created on A, so A drives it (the creating replica takes the lease at once).
     let run = create(&c, &a.base, "slow", json!({"ms": 1500})).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !events(&c, &a.base, &run).await.iter().any(|e| e["type"] == "node.started") {
+    while !events(&c, &a.base, &run)
+        .await
+        .iter()
+        .any(|e| e["type"] == "node.started")
+    {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -168,28 +261,52 @@ async fn sigkill_the_owning_replica_and_the_other_finishes_the_run() {
     let snap = wait_status(&c, &b.base, &run, "completed").await;
     assert_eq!(snap["outputs"], json!({"waitedMs": 1500}));
     let after = events(&c, &b.base, &run).await;
-    assert_eq!(&after[..before.len()], &before[..], "no event lost or rewritten");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "no event lost or rewritten"
+    );
     assert_contiguous(&after);
     let count = |t: &str| after.iter().filter(|e| e["type"] == t).count();
-    assert_eq!((count("run.started"), count("node.started"), count("node.completed"), count("run.completed")), (1, 1, 1, 1));
+    assert_eq!(
+        (
+            count("run.started"),
+            count("node.started"),
+            count("node.completed"),
+            count("run.completed")
+        ),
+        (1, 1, 1, 1)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_idempotency_key_across_replicas_makes_one_run() {
-    let Some((_schema, a, b)) = pair("one_idempotency_key_across_replicas_makes_one_run").await else { return };
+    let Some((_schema, a, b)) = pair("one_idempotency_key_across_replicas_makes_one_run").await
+    else {
+        return;
+    };
     let c = client();
     let body = json!({"workflowId": "echo", "inputs": {"x": 1}});
     let sends: Vec<_> = (0..10)
         .map(|i| {
             let url = format!("{}/runs", if i % 2 == 0 { &a.base } else { &b.base });
-            c.post(url).bearer_auth(KEY).header("idempotency-key", "one-key-for-both").json(&body).send()
+            c.post(url)
+                .bearer_auth(KEY)
+                .header("idempotency-key", "one-key-for-both")
+                .json(&body)
+                .send()
         })
         .collect();
     let mut ids = Vec::new();
     for r in futures::future::join_all(sends).await {
         let r = r.unwrap();
         assert!(r.status().is_success(), "{}", r.status());
-        ids.push(r.json::<Value>().await.unwrap()["runId"].as_str().unwrap().to_owned());
+        ids.push(
+            r.json::<Value>().await.unwrap()["runId"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     ids.dedup();
     assert_eq!(ids.len(), 1, "{ids:?}");
@@ -212,22 +329,50 @@ async fn one_idempotency_key_across_replicas_makes_one_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_resolves_on_two_replicas_exactly_one_wins() {
-    let Some((_schema, a, b)) = pair("concurrent_resolves_on_two_replicas_exactly_one_wins").await else { return };
+    let Some((_schema, a, b)) = pair("concurrent_resolves_on_two_replicas_exactly_one_wins").await
+    else {
+        return;
+    };
     let c = client();
     for round in 0..4 {
-        let run = create(&c, if round % 2 == 0 { &a.base } else { &b.base }, "approval", json!({})).await;
+        let run = create(
+            &c,
+            if round % 2 == 0 { &a.base } else { &b.base },
+            "approval",
+            json!({}),
+        )
+        .await;
         wait_status(&c, &a.base, &run, "waiting-approval").await;
-        let (ra, rb) = tokio::join!(resolve(&c, &a.base, &run, json!("from-a")), resolve(&c, &b.base, &run, json!("from-b")));
+        let (ra, rb) = tokio::join!(
+            resolve(&c, &a.base, &run, json!("from-a")),
+            resolve(&c, &b.base, &run, json!("from-b"))
+        );
         let mut codes = [ra, rb];
         codes.sort();
-        assert_eq!(codes, [StatusCode::OK, StatusCode::CONFLICT], "round {round}");
-        let winner = if ra == StatusCode::OK { "from-a" } else { "from-b" };
+        assert_eq!(
+            codes,
+            [StatusCode::OK, StatusCode::CONFLICT],
+            "round {round}"
+        );
+        let winner = if ra == StatusCode::OK {
+            "from-a"
+        } else {
+            "from-b"
+        };
         let snap = wait_status(&c, &b.base, &run, "completed").await;
         assert_eq!(snap["outputs"], json!({"decision": winner}));
         let evs = events(&c, &a.base, &run).await;
         assert_contiguous(&evs);
-        assert_eq!(evs.iter().filter(|e| e["type"] == "interrupt.resolved").count(), 1);
-        assert_eq!(evs.iter().filter(|e| e["type"] == "run.completed").count(), 1);
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e["type"] == "interrupt.resolved")
+                .count(),
+            1
+        );
+        assert_eq!(
+            evs.iter().filter(|e| e["type"] == "run.completed").count(),
+            1
+        );
     }
 }
 
@@ -253,7 +398,12 @@ async fn mcp_call(c: &Client, base: &str, params: Value) -> Value {
         .text()
         .await
         .unwrap();
-    let json_text = text.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim).unwrap_or(&text).to_owned();
+    let json_text = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .unwrap_or(&text)
+        .to_owned();
     serde_json::from_str(&json_text).unwrap()
 }
 
@@ -263,7 +413,12 @@ async fn mcp_input_required(c: &Client, base: &str) -> Value {
     let first = mcp_call(c, base, json!({"name": "approval", "arguments": args})).await;
     let result = &first["result"];
     assert_eq!(result["resultType"], "input_required", "{first}");
-    let (interrupt, _) = result["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    let (interrupt, _) = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
     json!({
         "name": "approval",
         "arguments": args,
@@ -274,27 +429,47 @@ async fn mcp_input_required(c: &Client, base: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_request_state_from_one_replica_is_spent_once_across_both() {
-    let Some((_schema, a, b)) = pair("an_mcp_request_state_from_one_replica_is_spent_once_across_both").await else { return };
+    let Some((_schema, a, b)) =
+        pair("an_mcp_request_state_from_one_replica_is_spent_once_across_both").await
+    else {
+        return;
+    };
     let c = client();
     // Sealed on A, used on B (one key for both), then spent on A too.
     let retry = mcp_input_required(&c, &a.base).await;
     let on_b = mcp_call(&c, &b.base, retry.clone()).await;
     assert_eq!(on_b["result"]["resultType"], "complete", "{on_b}");
-    assert_eq!(on_b["result"]["structuredContent"]["decision"]["decision"], "accept");
+    assert_eq!(
+        on_b["result"]["structuredContent"]["decision"]["decision"],
+        "accept"
+    );
     let again = mcp_call(&c, &a.base, retry).await;
     assert_eq!(again["error"]["code"], -32602, "{again}");
 
     // Presented on both at once: exactly one use is accepted.
     let retry = mcp_input_required(&c, &b.base).await;
-    let (on_a, on_b) = tokio::join!(mcp_call(&c, &a.base, retry.clone()), mcp_call(&c, &b.base, retry.clone()));
-    let completed = [&on_a, &on_b].iter().filter(|r| r["result"]["resultType"] == "complete").count();
-    let refused = [&on_a, &on_b].iter().filter(|r| r["error"]["code"] == -32602).count();
+    let (on_a, on_b) = tokio::join!(
+        mcp_call(&c, &a.base, retry.clone()),
+        mcp_call(&c, &b.base, retry.clone())
+    );
+    let completed = [&on_a, &on_b]
+        .iter()
+        .filter(|r| r["result"]["resultType"] == "complete")
+        .count();
+    let refused = [&on_a, &on_b]
+        .iter()
+        .filter(|r| r["error"]["code"] == -32602)
+        .count();
     assert_eq!((completed, refused), (1, 1), "A: {on_a}\nB: {on_b}");
 }
 
 fn signal(child: &Child, sig: &str) {
     let pid = child.id().expect("running").to_string();
-    let ok = std::process::Command::new("kill").args([sig, &pid]).status().expect("kill").success();
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .expect("kill")
+        .success();
     assert!(ok, "kill {sig} {pid}");
 }
 
@@ -322,15 +497,23 @@ async fn a_paused_owner_that_wakes_after_a_takeover_appends_nothing() {
     if skip_postgres("a_paused_owner_that_wakes_after_a_takeover_appends_nothing") {
         return;
     }
-    let schema = ScratchSchema::create().await.expect("PostgreSQL for the replica tests");
+    let schema = ScratchSchema::create()
+        .await
+        .expect("PostgreSQL for the replica tests");
     let workflows = tempfile::tempdir().unwrap();
     std::fs::write(workflows.path().join("two-waits.yaml"), TWO_WAITS).unwrap();
-    let extra = ["--workflows".to_owned(), workflows.path().display().to_string()];
+    let extra = [
+        "--workflows".to_owned(),
+        workflows.path().display().to_string(),
+    ];
     let a = spawn_with(&schema.url(), &extra).await;
     let b = spawn_with(&schema.url(), &extra).await;
     let c = client();
     let run = create(&c, &a.base, "two-waits", json!({"ms": 2000})).await;
-    let started = |evs: &[Value], node: &str| evs.iter().any(|e| e["type"] == "node.started" && e["nodeId"] == node);
+    let started = |evs: &[Value], node: &str| {
+        evs.iter()
+            .any(|e| e["type"] == "node.started" && e["nodeId"] == node)
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while !started(&events(&c, &b.base, &run).await, "first") {
         assert!(Instant::now() < deadline);
@@ -352,24 +535,45 @@ async fn a_paused_owner_that_wakes_after_a_takeover_appends_nothing() {
     assert_contiguous(&evs);
     let steps: Vec<String> = evs
         .iter()
-        .map(|e| format!("{}{}", e["type"].as_str().unwrap(), e["nodeId"].as_str().map(|n| format!(":{n}")).unwrap_or_default()))
+        .map(|e| {
+            format!(
+                "{}{}",
+                e["type"].as_str().unwrap(),
+                e["nodeId"]
+                    .as_str()
+                    .map(|n| format!(":{n}"))
+                    .unwrap_or_default()
+            )
+        })
         .collect();
     assert_eq!(
         steps,
-        ["run.started", "node.started:first", "node.completed:first", "node.started:second", "node.completed:second", "run.completed"]
+        [
+            "run.started",
+            "node.started:first",
+            "node.completed:first",
+            "node.started:second",
+            "node.completed:second",
+            "run.completed"
+        ]
     );
 }
 
 /// A loopback push receiver: records each push's body, answers 200.
 async fn push_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let url = format!(
+        "http://127.0.0.1:{}/hook",
+        listener.local_addr().unwrap().port()
+    );
     let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = got.clone();
     let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
         let sink = sink.clone();
         async move {
-            sink.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            sink.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
             StatusCode::OK
         }
     });
@@ -393,7 +597,10 @@ async fn a2a_rpc(c: &Client, base: &str, method: &str, params: Value) -> Value {
 
 /// The state a push reports: a status update's, or the whole task's on the last push.
 fn pushed_state(push: &Value) -> String {
-    let status = push.get("statusUpdate").or_else(|| push.get("task")).map(|v| &v["status"]["state"]);
+    let status = push
+        .get("statusUpdate")
+        .or_else(|| push.get("task"))
+        .map(|v| &v["status"]["state"]);
     status.and_then(Value::as_str).unwrap_or("?").to_owned()
 }
 
@@ -402,7 +609,9 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
     if skip_postgres("a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves") {
         return;
     }
-    let schema = ScratchSchema::create().await.expect("PostgreSQL for the replica tests");
+    let schema = ScratchSchema::create()
+        .await
+        .expect("PostgreSQL for the replica tests");
     let loopback = ["--egress-allow-loopback".to_owned()];
     let a = spawn_with(&schema.url(), &loopback).await;
     let b = spawn_with(&schema.url(), &loopback).await;
@@ -417,7 +626,10 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
                "parts": [{"data": {"title": "t"}}], "metadata": {"openwop": {"skill": "approval"}}}}),
     )
     .await;
-    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{sent}"
+    );
     let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
     let created = a2a_rpc(
         &c,
@@ -426,9 +638,18 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
         json!({"taskId": task, "url": url, "token": "replica-push-token"}),
     )
     .await;
-    let config_id = created["result"]["id"].as_str().expect("config id").to_owned();
+    let config_id = created["result"]["id"]
+        .as_str()
+        .expect("config id")
+        .to_owned();
     // Registered through A, known to B.
-    let on_b = a2a_rpc(&c, &b.base, "GetTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+    let on_b = a2a_rpc(
+        &c,
+        &b.base,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task, "id": config_id}),
+    )
+    .await;
     assert_eq!(on_b["result"]["id"], json!(config_id), "{on_b}");
 
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -447,36 +668,68 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
     .await;
     assert!(reply.get("result").is_some(), "{reply}");
     while !got.lock().unwrap().iter().any(|p| p.get("task").is_some()) {
-        assert!(Instant::now() < deadline, "no final push; got {:?}", got.lock().unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "no final push; got {:?}",
+            got.lock().unwrap()
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     // Both replicas watch the task and both drain the outbox: give a duplicate time to land.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let states: Vec<String> = got.lock().unwrap().iter().map(pushed_state).collect();
-    assert_eq!(states.first().map(String::as_str), Some("TASK_STATE_INPUT_REQUIRED"), "{states:?}");
-    assert_eq!(states.last().map(String::as_str), Some("TASK_STATE_COMPLETED"), "{states:?}");
+    assert_eq!(
+        states.first().map(String::as_str),
+        Some("TASK_STATE_INPUT_REQUIRED"),
+        "{states:?}"
+    );
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("TASK_STATE_COMPLETED"),
+        "{states:?}"
+    );
     let mut unique = states.clone();
     unique.dedup();
-    assert_eq!(unique, states, "each state change pushed once, by one replica");
+    assert_eq!(
+        unique, states,
+        "each state change pushed once, by one replica"
+    );
     let mut sorted = states.clone();
     sorted.sort();
     sorted.dedup();
-    assert_eq!(sorted.len(), states.len(), "no state pushed twice: {states:?}");
+    assert_eq!(
+        sorted.len(),
+        states.len(),
+        "no state pushed twice: {states:?}"
+    );
     // The final push discarded the configuration (and its secret) for both replicas.
     for base in [&a.base, &b.base] {
-        let gone = a2a_rpc(&c, base, "GetTaskPushNotificationConfig", json!({"taskId": task, "id": config_id})).await;
+        let gone = a2a_rpc(
+            &c,
+            base,
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task, "id": config_id}),
+        )
+        .await;
         assert_eq!(gone["error"]["code"], -32001, "{gone}");
     }
-    let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(conn);
-    let left: i64 = client.query_one("SELECT COUNT(*) FROM push_secrets", &[]).await.unwrap().get(0);
+    let left: i64 = client
+        .query_one("SELECT COUNT(*) FROM push_secrets", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(left, 0, "the secret is dropped after the final push");
     // Nor was it ever written anywhere else in the shared database.
     let tables = client.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()", &[]).await.unwrap();
     assert!(tables.len() > 5, "the schema's tables are listed");
     for t in tables {
         let table: String = t.get(0);
-        let sql = format!("SELECT COUNT(*) FROM \"{table}\" t WHERE t::text LIKE '%replica-push-token%'");
+        let sql =
+            format!("SELECT COUNT(*) FROM \"{table}\" t WHERE t::text LIKE '%replica-push-token%'");
         let hits: i64 = client.query_one(&sql, &[]).await.unwrap().get(0);
         assert_eq!(hits, 0, "the push token is in table {table}");
     }

@@ -8,7 +8,15 @@ use serde_json::{Value, json};
 #[tokio::test(flavor = "multi_thread")]
 async fn create_echo_completes_with_outputs_equal_to_inputs() {
     let h = start().await;
-    let r = h.post("/runs", KEY_A, json!({"workflowId": "echo", "inputs": {"a": 1, "b": [true]}})).send().await.unwrap();
+    let r = h
+        .post(
+            "/runs",
+            KEY_A,
+            json!({"workflowId": "echo", "inputs": {"a": 1, "b": [true]}}),
+        )
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
     let run_id = v["runId"].as_str().unwrap();
@@ -24,55 +32,122 @@ async fn create_echo_completes_with_outputs_equal_to_inputs() {
 #[tokio::test(flavor = "multi_thread")]
 async fn create_body_is_closed_unknown_field_is_validation_error() {
     let h = start().await;
-    let r = h.post("/runs", KEY_A, json!({"workflowId": "echo", "inputs": {}, "surprise": 1})).send().await.unwrap();
+    let r = h
+        .post(
+            "/runs",
+            KEY_A,
+            json!({"workflowId": "echo", "inputs": {}, "surprise": 1}),
+        )
+        .send()
+        .await
+        .unwrap();
     let (status, body) = envelope(r).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (400, "validation_error"));
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (400, "validation_error")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_unknown_workflow_is_404_not_found() {
     let h = start().await;
-    let r = h.post("/runs", KEY_A, json!({"workflowId": "no-such-flow"})).send().await.unwrap();
+    let r = h
+        .post("/runs", KEY_A, json!({"workflowId": "no-such-flow"}))
+        .send()
+        .await
+        .unwrap();
     let (status, body) = envelope(r).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (404, "not_found"));
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (404, "not_found")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_inputs_are_checked_against_the_input_schema() {
     let h = start().await;
-    let r = h.post("/runs", KEY_A, json!({"workflowId": "slow", "inputs": {"ms": "soon"}})).send().await.unwrap();
+    let r = h
+        .post(
+            "/runs",
+            KEY_A,
+            json!({"workflowId": "slow", "inputs": {"ms": "soon"}}),
+        )
+        .send()
+        .await
+        .unwrap();
     let (status, body) = envelope(r).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (400, "validation_error"));
-    assert!(!body["details"]["errors"].as_array().unwrap().is_empty(), "{body}");
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (400, "validation_error")
+    );
+    assert!(
+        !body["details"]["errors"].as_array().unwrap().is_empty(),
+        "{body}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn idempotency_key_replays_same_run_and_refuses_a_different_body() {
     let h = start().await;
     let body = json!({"workflowId": "echo", "inputs": {"n": 1}});
-    let first = h.post("/runs", KEY_A, body.clone()).header("idempotency-key", "k-1").send().await.unwrap();
+    let first = h
+        .post("/runs", KEY_A, body.clone())
+        .header("idempotency-key", "k-1")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(first.status(), 201);
     assert!(first.headers().get("openwop-idempotent-replay").is_none());
     let first: Value = first.json().await.unwrap();
-    let again = h.post("/runs", KEY_A, body.clone()).header("idempotency-key", "k-1").send().await.unwrap();
+    let again = h
+        .post("/runs", KEY_A, body.clone())
+        .header("idempotency-key", "k-1")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.headers()["openwop-idempotent-replay"], "true");
     let again: Value = again.json().await.unwrap();
     assert_eq!(first["runId"], again["runId"]);
     // Another tenant using the same key gets its own run.
-    let other = h.post("/runs", KEY_B, body).header("idempotency-key", "k-1").send().await.unwrap();
+    let other = h
+        .post("/runs", KEY_B, body)
+        .header("idempotency-key", "k-1")
+        .send()
+        .await
+        .unwrap();
     assert!(other.headers().get("openwop-idempotent-replay").is_none());
-    let r = h.post("/runs", KEY_A, json!({"workflowId": "echo", "inputs": {"n": 2}})).header("idempotency-key", "k-1").send().await.unwrap();
+    let r = h
+        .post(
+            "/runs",
+            KEY_A,
+            json!({"workflowId": "echo", "inputs": {"n": 2}}),
+        )
+        .header("idempotency-key", "k-1")
+        .send()
+        .await
+        .unwrap();
     let (status, err) = envelope(r).await;
-    assert_eq!((status, err["error"].as_str().unwrap()), (409, "idempotency_key_mismatch"));
+    assert_eq!(
+        (status, err["error"].as_str().unwrap()),
+        (409, "idempotency_key_mismatch")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn get_run_accepts_tilde_and_percent_projections() {
     let h = start().await;
     let run_id = h.create(KEY_A, "echo", json!({})).await;
-    let tilde = h.get(&format!("/runs/{}", project(&run_id)), KEY_A).send().await.unwrap();
+    let tilde = h
+        .get(&format!("/runs/{}", project(&run_id)), KEY_A)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(tilde.status(), 200);
-    let percent = h.get(&format!("/runs/{}", run_id.replace('/', "%2F")), KEY_A).send().await.unwrap();
+    let percent = h
+        .get(&format!("/runs/{}", run_id.replace('/', "%2F")), KEY_A)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(percent.status(), 200);
     let v: Value = percent.json().await.unwrap();
     assert_eq!(v["runId"], run_id);
@@ -82,16 +157,30 @@ async fn get_run_accepts_tilde_and_percent_projections() {
 async fn get_run_bad_id_grammar_is_validation_error() {
     let h = start().await;
     for bad in ["acme", "acme~2Fshort", "acme~ZZ0123456789abcdef", "acme%2"] {
-        let (status, body) = envelope(h.get(&format!("/runs/{bad}"), KEY_A).send().await.unwrap()).await;
-        assert_eq!((status, body["error"].as_str().unwrap()), (400, "validation_error"), "{bad}");
+        let (status, body) =
+            envelope(h.get(&format!("/runs/{bad}"), KEY_A).send().await.unwrap()).await;
+        assert_eq!(
+            (status, body["error"].as_str().unwrap()),
+            (400, "validation_error"),
+            "{bad}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn get_run_in_own_tenant_that_does_not_exist_is_404() {
     let h = start().await;
-    let (status, body) = envelope(h.get("/runs/acme~2F0123456789abcdefXYZ", KEY_A).send().await.unwrap()).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (404, "not_found"));
+    let (status, body) = envelope(
+        h.get("/runs/acme~2F0123456789abcdefXYZ", KEY_A)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (404, "not_found")
+    );
 }
 
 /// A foreign tenant's existing run and a never-existing one answer byte-identically.
@@ -103,11 +192,37 @@ async fn cross_tenant_probes_are_403_id_tenant_mismatch_and_identical() {
     let never = "acme/NeverExisted0123456789";
     type Probe<'a> = Box<dyn Fn(&str) -> reqwest::RequestBuilder + 'a>;
     let probes: Vec<(&str, Probe<'_>)> = vec![
-        ("get", Box::new(|id: &str| h.get(&format!("/runs/{}", project(id)), KEY_B))),
-        ("cancel", Box::new(|id: &str| h.post(&format!("/runs/{}/cancel", project(id)), KEY_B, json!({})))),
-        ("resolve", Box::new(|id: &str| h.post(&format!("/runs/{}/interrupts/approve", project(id)), KEY_B, json!({"resumeValue": 1})))),
-        ("events", Box::new(|id: &str| h.get(&format!("/runs/{}/events", project(id)), KEY_B))),
-        ("poll", Box::new(|id: &str| h.get(&format!("/runs/{}/events/poll?timeout=1", project(id)), KEY_B))),
+        (
+            "get",
+            Box::new(|id: &str| h.get(&format!("/runs/{}", project(id)), KEY_B)),
+        ),
+        (
+            "cancel",
+            Box::new(|id: &str| h.post(&format!("/runs/{}/cancel", project(id)), KEY_B, json!({}))),
+        ),
+        (
+            "resolve",
+            Box::new(|id: &str| {
+                h.post(
+                    &format!("/runs/{}/interrupts/approve", project(id)),
+                    KEY_B,
+                    json!({"resumeValue": 1}),
+                )
+            }),
+        ),
+        (
+            "events",
+            Box::new(|id: &str| h.get(&format!("/runs/{}/events", project(id)), KEY_B)),
+        ),
+        (
+            "poll",
+            Box::new(|id: &str| {
+                h.get(
+                    &format!("/runs/{}/events/poll?timeout=1", project(id)),
+                    KEY_B,
+                )
+            }),
+        ),
     ];
     for (name, probe) in probes {
         let a = probe(&existing).send().await.unwrap();
@@ -120,7 +235,10 @@ async fn cross_tenant_probes_are_403_id_tenant_mismatch_and_identical() {
         assert_eq!(v["error"], "id_tenant_mismatch");
     }
     // The run is untouched by the probes.
-    assert_eq!(h.snapshot(KEY_A, &existing).await["status"], "waiting-approval");
+    assert_eq!(
+        h.snapshot(KEY_A, &existing).await["status"],
+        "waiting-approval"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -132,12 +250,25 @@ async fn get_run_etag_and_if_none_match_304() {
     let r = h.get(&path, KEY_A).send().await.unwrap();
     let etag = r.headers()["etag"].to_str().unwrap().to_owned();
     assert!(etag.starts_with('"'));
-    let r = h.get(&path, KEY_A).header("if-none-match", &etag).send().await.unwrap();
+    let r = h
+        .get(&path, KEY_A)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 304);
     assert_eq!(r.headers()["openwop-version"], "2.0");
     // A new event changes the ETag.
-    h.post(&format!("{path}/cancel"), KEY_A, json!({})).send().await.unwrap();
-    let r = h.get(&path, KEY_A).header("if-none-match", &etag).send().await.unwrap();
+    h.post(&format!("{path}/cancel"), KEY_A, json!({}))
+        .send()
+        .await
+        .unwrap();
+    let r = h
+        .get(&path, KEY_A)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
 }
 
@@ -152,22 +283,55 @@ async fn list_runs_newest_first_filters_limit_and_cursor() {
     h.create(KEY_B, "echo", json!({})).await;
     h.wait_status(KEY_A, &approval, "waiting-approval").await;
 
-    let v: Value = h.get("/runs", KEY_A).send().await.unwrap().json().await.unwrap();
-    let listed: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["runId"].as_str().unwrap()).collect();
+    let v: Value = h
+        .get("/runs", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["runId"].as_str().unwrap())
+        .collect();
     assert_eq!(listed.len(), 6, "only the caller's tenant");
     assert_eq!(listed[0], approval, "newest first");
     assert_eq!(listed[5], ids[0]);
 
-    let v: Value = h.get("/runs?workflowId=approval", KEY_A).send().await.unwrap().json().await.unwrap();
+    let v: Value = h
+        .get("/runs?workflowId=approval", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), 1);
-    let v: Value = h.get("/runs?status=waiting-approval", KEY_A).send().await.unwrap().json().await.unwrap();
+    let v: Value = h
+        .get("/runs?status=waiting-approval", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v["runs"][0]["runId"], approval);
 
     // Pages of two, following the cursor to the end.
     let mut seen = Vec::new();
     let mut url = "/runs?limit=2".to_owned();
     loop {
-        let v: Value = h.get(&url, KEY_A).send().await.unwrap().json().await.unwrap();
+        let v: Value = h
+            .get(&url, KEY_A)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         let page = v["runs"].as_array().unwrap();
         assert!(page.len() <= 2);
         seen.extend(page.iter().map(|r| r["runId"].as_str().unwrap().to_owned()));
@@ -179,10 +343,26 @@ async fn list_runs_newest_first_filters_limit_and_cursor() {
     assert_eq!(seen, listed);
 
     // The cursor is bound to the tenant that got it.
-    let v: Value = h.get("/runs?limit=2", KEY_A).send().await.unwrap().json().await.unwrap();
+    let v: Value = h
+        .get("/runs?limit=2", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let cursor = v["nextCursor"].as_str().unwrap();
-    let (status, body) = envelope(h.get(&format!("/runs?cursor={cursor}"), KEY_B).send().await.unwrap()).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (400, "validation_error"));
+    let (status, body) = envelope(
+        h.get(&format!("/runs?cursor={cursor}"), KEY_B)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (400, "validation_error")
+    );
     let (status, _) = envelope(h.get("/runs?cursor=garbage!", KEY_A).send().await.unwrap()).await;
     assert_eq!(status, 400);
 }
@@ -192,9 +372,24 @@ async fn list_runs_limit_is_capped_at_max_page_size() {
     let h = start().await;
     let max = openwop::ops::MAX_PAGE_SIZE;
     for _ in 0..(max + 2) {
-        h.ops.create_run(&subject_a(), serde_json::from_value(json!({"workflowId": "echo"})).unwrap(), openwop::ops::Transport::Rest, None).await.unwrap();
+        h.ops
+            .create_run(
+                &subject_a(),
+                serde_json::from_value(json!({"workflowId": "echo"})).unwrap(),
+                openwop::ops::Transport::Rest,
+                None,
+            )
+            .await
+            .unwrap();
     }
-    let v: Value = h.get(&format!("/runs?limit={}", max * 5), KEY_A).send().await.unwrap().json().await.unwrap();
+    let v: Value = h
+        .get(&format!("/runs?limit={}", max * 5), KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), max);
     assert!(v["nextCursor"].is_string());
     let (status, _) = envelope(h.get("/runs?limit=0", KEY_A).send().await.unwrap()).await;
@@ -213,19 +408,42 @@ async fn cancel_returns_run_and_status_then_409_run_terminal() {
     let run_id = h.create(KEY_A, "slow", json!({"ms": 60000})).await;
     h.wait_status(KEY_A, &run_id, "running").await;
     let path = format!("/runs/{}/cancel", project(&run_id));
-    let r = h.post(&path, KEY_A, json!({"reason": "test-over"})).send().await.unwrap();
+    let r = h
+        .post(&path, KEY_A, json!({"reason": "test-over"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v, json!({"runId": run_id, "status": "cancelled"}));
     let (status, body) = envelope(h.post(&path, KEY_A, json!({})).send().await.unwrap()).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (409, "run_terminal"));
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (409, "run_terminal")
+    );
     // Completed runs are terminal too; cancel with no body at all is accepted.
     let done = h.create(KEY_A, "echo", json!({})).await;
     h.wait_status(KEY_A, &done, "completed").await;
-    let r = h.client.post(format!("{}/runs/{}/cancel", h.base, project(&done))).bearer_auth(KEY_A).send().await.unwrap();
+    let r = h
+        .client
+        .post(format!("{}/runs/{}/cancel", h.base, project(&done)))
+        .bearer_auth(KEY_A)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(envelope(r).await.0, 409);
     // The cancelled event carries the reason.
-    let poll: Value = h.get(&format!("/runs/{}/events/poll?timeout=1", project(&run_id)), KEY_A).send().await.unwrap().json().await.unwrap();
+    let poll: Value = h
+        .get(
+            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let last = poll["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["type"], "run.cancelled");
     assert_eq!(last["payload"]["reason"], "test-over");
@@ -239,15 +457,28 @@ async fn resolve_interrupt_completes_run_then_409_interrupt_already_resolved() {
     let snap = h.wait_status(KEY_A, &run_id, "waiting-approval").await;
     assert_eq!(snap["interrupts"][0]["kind"], "approval");
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
-    let r = h.post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}})).send().await.unwrap();
+    let r = h
+        .post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["runId"], run_id);
     assert_eq!(v["nodeId"], "approve");
     let snap = h.wait_status(KEY_A, &run_id, "completed").await;
     assert_eq!(snap["outputs"]["decision"], json!({"action": "accept"}));
-    let (status, body) = envelope(h.post(&path, KEY_A, json!({"resumeValue": 1})).send().await.unwrap()).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (409, "interrupt_already_resolved"));
+    let (status, body) = envelope(
+        h.post(&path, KEY_A, json!({"resumeValue": 1}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (409, "interrupt_already_resolved")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -256,11 +487,40 @@ async fn resolve_interrupt_at_a_node_without_one_is_404_and_body_is_closed() {
     let run_id = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-approval").await;
     let base = format!("/runs/{}/interrupts", project(&run_id));
-    let (status, body) = envelope(h.post(&format!("{base}/elsewhere"), KEY_A, json!({"resumeValue": 1})).send().await.unwrap()).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (404, "not_found"));
-    let (status, _) = envelope(h.post(&format!("{base}/approve"), KEY_A, json!({"resumeValue": 1, "x": 2})).send().await.unwrap()).await;
+    let (status, body) = envelope(
+        h.post(
+            &format!("{base}/elsewhere"),
+            KEY_A,
+            json!({"resumeValue": 1}),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (404, "not_found")
+    );
+    let (status, _) = envelope(
+        h.post(
+            &format!("{base}/approve"),
+            KEY_A,
+            json!({"resumeValue": 1, "x": 2}),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_eq!(status, 400);
-    let (status, _) = envelope(h.post(&format!("{base}/approve"), KEY_A, json!({})).send().await.unwrap()).await;
+    let (status, _) = envelope(
+        h.post(&format!("{base}/approve"), KEY_A, json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 400);
 }
 
@@ -269,8 +529,23 @@ async fn resolve_interrupt_after_cancel_is_409() {
     let h = start().await;
     let run_id = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-approval").await;
-    h.post(&format!("/runs/{}/cancel", project(&run_id)), KEY_A, json!({})).send().await.unwrap();
-    let r = h.post(&format!("/runs/{}/interrupts/approve", project(&run_id)), KEY_A, json!({"resumeValue": 1})).send().await.unwrap();
+    h.post(
+        &format!("/runs/{}/cancel", project(&run_id)),
+        KEY_A,
+        json!({}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let r = h
+        .post(
+            &format!("/runs/{}/interrupts/approve", project(&run_id)),
+            KEY_A,
+            json!({"resumeValue": 1}),
+        )
+        .send()
+        .await
+        .unwrap();
     assert_eq!(envelope(r).await.1["error"], "interrupt_already_resolved");
 }
 
@@ -282,12 +557,30 @@ async fn concurrent_resolves_exactly_one_wins() {
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let sends = (0..8).map(|i| h.post(&path, KEY_A, json!({"resumeValue": i})).send());
     let results = futures::future::join_all(sends).await;
-    let codes: Vec<u16> = results.into_iter().map(|r| r.unwrap().status().as_u16()).collect();
+    let codes: Vec<u16> = results
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect();
     assert_eq!(codes.iter().filter(|c| **c == 200).count(), 1, "{codes:?}");
     assert_eq!(codes.iter().filter(|c| **c == 409).count(), 7, "{codes:?}");
     let snap = h.wait_status(KEY_A, &run_id, "completed").await;
-    let poll: Value = h.get(&format!("/runs/{}/events/poll?timeout=1", project(&run_id)), KEY_A).send().await.unwrap().json().await.unwrap();
-    let resolved = poll["events"].as_array().unwrap().iter().filter(|e| e["type"] == "interrupt.resolved").count();
+    let poll: Value = h
+        .get(
+            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let resolved = poll["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "interrupt.resolved")
+        .count();
     assert_eq!(resolved, 1);
     assert!(snap["outputs"]["decision"].is_i64());
 }
@@ -311,14 +604,49 @@ async fn credential_interrupt_carries_https_connect_url_and_checks_resume_value(
     let h = start().await;
     let run_id = h.create(KEY_A, "credential", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-input").await;
-    let poll: Value = h.get(&format!("/runs/{}/events/poll?timeout=1", project(&run_id)), KEY_A).send().await.unwrap().json().await.unwrap();
-    let req = poll["events"].as_array().unwrap().iter().find(|e| e["type"] == "interrupt.requested").unwrap().clone();
-    assert!(req["payload"]["data"]["connectUrl"].as_str().unwrap().starts_with("https://"));
+    let poll: Value = h
+        .get(
+            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let req = poll["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "interrupt.requested")
+        .unwrap()
+        .clone();
+    assert!(
+        req["payload"]["data"]["connectUrl"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
     assert_eq!(req["payload"]["kind"], "credential");
     let path = format!("/runs/{}/interrupts/connect", project(&run_id));
-    let (status, _) = envelope(h.post(&path, KEY_A, json!({"resumeValue": {"outcome": "maybe"}})).send().await.unwrap()).await;
+    let (status, _) = envelope(
+        h.post(&path, KEY_A, json!({"resumeValue": {"outcome": "maybe"}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 400);
-    let r = h.post(&path, KEY_A, json!({"resumeValue": {"outcome": "declined"}})).send().await.unwrap();
+    let r = h
+        .post(
+            &path,
+            KEY_A,
+            json!({"resumeValue": {"outcome": "declined"}}),
+        )
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let snap = h.wait_status(KEY_A, &run_id, "failed").await;
     assert_eq!(snap["error"]["code"], "connector_auth_declined");
@@ -345,7 +673,11 @@ async fn resolving_right_after_suspend_always_completes() {
         let path = format!("/runs/{}/interrupts/approve", project(run_id));
         // Retry 404 (not suspended yet) as fast as possible to hit the window.
         loop {
-            let r = h.post(&path, KEY_A, json!({"resumeValue": true})).send().await.unwrap();
+            let r = h
+                .post(&path, KEY_A, json!({"resumeValue": true}))
+                .send()
+                .await
+                .unwrap();
             if r.status() == 200 {
                 break;
             }
@@ -361,7 +693,11 @@ async fn resolving_right_after_suspend_always_completes() {
 async fn concurrent_creates_with_one_idempotency_key_make_one_run() {
     let h = start().await;
     let body = json!({"workflowId": "echo", "inputs": {"same": true}});
-    let sends = (0..8).map(|_| h.post("/runs", KEY_A, body.clone()).header("idempotency-key", "burst").send());
+    let sends = (0..8).map(|_| {
+        h.post("/runs", KEY_A, body.clone())
+            .header("idempotency-key", "burst")
+            .send()
+    });
     let mut ids = std::collections::HashSet::new();
     let mut replays = 0;
     for r in futures::future::join_all(sends).await {

@@ -13,10 +13,24 @@ use process::listening;
 
 #[test]
 fn help_teaches_with_examples() {
-    let out = std::process::Command::new(BIN).args(["serve", "--help"]).output().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--data-dir", "--config", "--api-key", "--workflows", "--agents", "--database", "--egress-allow-loopback", "Examples:", "RUST_LOG"] {
+    for needle in [
+        "--listen",
+        "--data-dir",
+        "--config",
+        "--api-key",
+        "--workflows",
+        "--agents",
+        "--database",
+        "--egress-allow-loopback",
+        "Examples:",
+        "RUST_LOG",
+    ] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -25,7 +39,13 @@ fn help_teaches_with_examples() {
 fn bad_api_key_spec_is_refused_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "no-colon-here"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "no-colon-here",
+        ])
         .arg("--data-dir")
         .arg(dir.path())
         .output()
@@ -37,9 +57,19 @@ fn bad_api_key_spec_is_refused_with_a_message() {
 #[test]
 fn invalid_workflow_directory_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.yaml"), "id: bad\ninputSchema: {}\nnodes:\n  - id: a\n    kind: eval\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "id: bad\ninputSchema: {}\nnodes:\n  - id: a\n    kind: eval\n",
+    )
+    .unwrap();
     let out = std::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--workflows")
@@ -65,7 +95,11 @@ async fn config_file_and_workflow_directory_add_and_override_workflows() {
         .to_string(),
     )
     .unwrap();
-    std::fs::write(flows.join("echo.yaml"), "id: echo\ninputSchema: {type: object}\nnodes: []\noutputs: {overridden: true}\n").unwrap();
+    std::fs::write(
+        flows.join("echo.yaml"),
+        "id: echo\ninputSchema: {type: object}\nnodes: []\noutputs: {overridden: true}\n",
+    )
+    .unwrap();
     let config = dir.path().join("host.yaml");
     std::fs::write(
         &config,
@@ -88,11 +122,27 @@ async fn config_file_and_workflow_directory_add_and_override_workflows() {
     let run = |wf: &'static str, inputs: Value| {
         let (c, base) = (c.clone(), base.clone());
         async move {
-            let v: Value = c.post(format!("{base}/runs")).bearer_auth("cfg-key-0123456789")
-                .json(&json!({"workflowId": wf, "inputs": inputs})).send().await.unwrap().json().await.unwrap();
+            let v: Value = c
+                .post(format!("{base}/runs"))
+                .bearer_auth("cfg-key-0123456789")
+                .json(&json!({"workflowId": wf, "inputs": inputs}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             let url = format!("{base}{}", v["statusUrl"].as_str().unwrap());
             for _ in 0..400 {
-                let s: Value = c.get(&url).bearer_auth("cfg-key-0123456789").send().await.unwrap().json().await.unwrap();
+                let s: Value = c
+                    .get(&url)
+                    .bearer_auth("cfg-key-0123456789")
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
                 if s["status"] == "completed" {
                     return s;
                 }
@@ -102,7 +152,10 @@ async fn config_file_and_workflow_directory_add_and_override_workflows() {
         }
     };
     let s = run("greet", json!({"name": "Ada"})).await;
-    assert_eq!(s["outputs"], json!({"greeting": "hello Ada", "by": "greet"}));
+    assert_eq!(
+        s["outputs"],
+        json!({"greeting": "hello Ada", "by": "greet"})
+    );
     let s = run("echo", json!({"x": 1})).await;
     assert_eq!(s["outputs"], json!({"overridden": true}));
 }
@@ -127,8 +180,16 @@ async fn the_egress_opening_from_the_config_file_is_advertised_and_the_flag_is_o
             .spawn()
             .unwrap();
         let (_child, base) = listening(child).await;
-        let d: Value = reqwest::get(format!("{base}/.well-known/openwop")).await.unwrap().json().await.unwrap();
-        d["host"]["relaxations"].as_array().cloned().unwrap_or_default()
+        let d: Value = reqwest::get(format!("{base}/.well-known/openwop"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        d["host"]["relaxations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     };
     let on = relaxed(vec!["--config".into(), config.into_os_string()]).await;
     assert_eq!(on.len(), 1);
@@ -149,9 +210,20 @@ async fn the_egress_opening_from_the_config_file_is_advertised_and_the_flag_is_o
 fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     // Port 1 on loopback: nothing listens there, so the connection is refused at once.
-    for (url, needle) in [("mysql://root@127.0.0.1/x", "postgres://"), ("postgres://postgres@127.0.0.1:1/postgres", "database")] {
+    for (url, needle) in [
+        ("mysql://root@127.0.0.1/x", "postgres://"),
+        ("postgres://postgres@127.0.0.1:1/postgres", "database"),
+    ] {
         let out = std::process::Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--database", url])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--api-key",
+                "t:0123456789abcdef",
+                "--database",
+                url,
+            ])
             .arg("--data-dir")
             .arg(dir.path())
             .env_remove("OPENWOP_DATABASE_URL")
@@ -160,13 +232,23 @@ fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
         assert!(!out.status.success(), "{url}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{url}: {err}");
-        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "{url}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("listening"),
+            "{url}"
+        );
     }
     // The config file's `database` and OPENWOP_DATABASE_URL select the store as well.
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, "database: mysql://root@127.0.0.1/x\n").unwrap();
     let from_file = std::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef", "--config"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+            "--config",
+        ])
         .arg(&config)
         .arg("--data-dir")
         .arg(dir.path())
@@ -174,7 +256,13 @@ fn a_database_that_is_not_postgres_or_not_reachable_is_refused_at_start() {
         .output()
         .unwrap();
     let from_env = std::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
         .arg("--data-dir")
         .arg(dir.path())
         .env("OPENWOP_DATABASE_URL", "mysql://root@127.0.0.1/x")
@@ -197,7 +285,13 @@ fn an_agent_routing_a_missing_workflow_is_refused_at_start_naming_both() {
     )
     .unwrap();
     let out = std::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key", "t:0123456789abcdef"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--agents")
@@ -206,7 +300,10 @@ fn an_agent_routing_a_missing_workflow_is_refused_at_start_naming_both() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("typo-agent") && stderr.contains("ecoh"), "{stderr}");
+    assert!(
+        stderr.contains("typo-agent") && stderr.contains("ecoh"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -242,6 +339,11 @@ async fn config_file_agents_directory_adds_agents_to_the_inventory() {
         .json()
         .await
         .unwrap();
-    let ids: Vec<&str> = v["agents"].as_array().unwrap().iter().filter_map(|a| a["agentId"].as_str()).collect();
+    let ids: Vec<&str> = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["agentId"].as_str())
+        .collect();
     assert_eq!(ids, ["approvals-desk", "greeter", "workflow-runner"], "{v}");
 }

@@ -13,7 +13,9 @@ use serde_json::Value;
 const NOW: &str = "2026-12-01";
 
 fn vector(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(rel)
 }
 
 fn arg(path: &Path) -> String {
@@ -67,14 +69,18 @@ fn valid_documents_exit_0_with_a_summary() {
 #[test]
 fn an_invalid_document_exits_1_with_one_line_per_finding() {
     let valid = arg(&vector("discovery/valid/a2a-and-mcp.json"));
-    let bad = arg(&vector("discovery/invalid/discovery.profile-missing-feature--no-features.json"));
+    let bad = arg(&vector(
+        "discovery/invalid/discovery.profile-missing-feature--no-features.json",
+    ));
     let out = openwop(&["--now", NOW, &valid, &bad]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
     for line in &lines[..3] {
-        let prefix = format!("{bad}:/mcp: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature ");
+        let prefix = format!(
+            "{bad}:/mcp: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature "
+        );
         assert!(line.starts_with(&prefix), "{line}");
     }
     assert_eq!(lines[3], "2 documents, 1 invalid, 3 findings");
@@ -82,7 +88,9 @@ fn an_invalid_document_exits_1_with_one_line_per_finding() {
 
 #[test]
 fn the_specific_rule_is_listed_before_the_schema_finding() {
-    let bad = arg(&vector("discovery/invalid/discovery.no-supported-transports.json"));
+    let bad = arg(&vector(
+        "discovery/invalid/discovery.no-supported-transports.json",
+    ));
     let out = openwop(&["--now", NOW, &bad]);
     assert_eq!(code(&out), 1);
     let text = stdout(&out);
@@ -91,31 +99,51 @@ fn the_specific_rule_is_listed_before_the_schema_finding() {
         first.starts_with(&format!("{bad}:/supportedTransports: discovery.no-supported-transports: remove `supportedTransports`")),
         "{text}"
     );
-    assert!(text.lines().skip(1).any(|l| l.contains(": schema: ")), "{text}");
+    assert!(
+        text.lines().skip(1).any(|l| l.contains(": schema: ")),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_legacy_profile_reads_as_two_findings_not_a_list_of_every_facet() {
-    let bad = arg(&vector("discovery/invalid/discovery.no-legacy-profile--a2a.json"));
+    let bad = arg(&vector(
+        "discovery/invalid/discovery.no-legacy-profile--a2a.json",
+    ));
     let out = openwop(&["--now", NOW, &bad]);
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
-    assert!(lines[0].starts_with(&format!("{bad}:/a2a/profiles/1: discovery.no-legacy-profile: ")), "{text}");
-    assert!(lines[1].starts_with(&format!("{bad}:/a2a/profiles/1: schema: ")), "{text}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "{bad}:/a2a/profiles/1: discovery.no-legacy-profile: "
+        )),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("{bad}:/a2a/profiles/1: schema: ")),
+        "{text}"
+    );
     assert!(!text.contains("Unevaluated properties"), "{text}");
 }
 
 #[test]
 fn json_output_is_an_array_of_path_pointer_rule_message() {
-    let bad = arg(&vector("discovery/invalid/discovery.refresh-overdue--a2a.json"));
+    let bad = arg(&vector(
+        "discovery/invalid/discovery.refresh-overdue--a2a.json",
+    ));
     let valid = arg(&vector("discovery/valid/minimal.json"));
     let out = openwop(&["--format", "json", "--now", NOW, &valid, &bad]);
     assert_eq!(code(&out), 1);
     let findings: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let findings = findings.as_array().expect("an array");
     assert_eq!(findings.len(), 1, "{findings:#?}");
-    let keys: Vec<&str> = findings[0].as_object().expect("an object").keys().map(String::as_str).collect();
+    let keys: Vec<&str> = findings[0]
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, ["path", "pointer", "rule", "message"]);
     assert_eq!(findings[0]["path"], bad.as_str());
     assert_eq!(findings[0]["pointer"], "/a2a/refreshedAt");
@@ -123,15 +151,22 @@ fn json_output_is_an_array_of_path_pointer_rule_message() {
 
     let clean = openwop(&["--format", "json", "--now", NOW, &valid]);
     assert_eq!(code(&clean), 0);
-    assert_eq!(serde_json::from_slice::<Value>(&clean.stdout).ok(), Some(Value::Array(vec![])));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&clean.stdout).ok(),
+        Some(Value::Array(vec![]))
+    );
 }
 
 #[test]
 fn output_is_the_same_on_every_run() {
-    let paths: Vec<String> = ["discovery.no-grpc", "discovery.required-field--mcp-revisions", "schema--stable-with-until"]
-        .iter()
-        .map(|n| arg(&vector(&format!("discovery/invalid/{n}.json"))))
-        .collect();
+    let paths: Vec<String> = [
+        "discovery.no-grpc",
+        "discovery.required-field--mcp-revisions",
+        "schema--stable-with-until",
+    ]
+    .iter()
+    .map(|n| arg(&vector(&format!("discovery/invalid/{n}.json"))))
+    .collect();
     let mut args = vec!["--format", "json", "--now", NOW];
     args.extend(paths.iter().map(String::as_str));
     let first = openwop(&args);
@@ -145,9 +180,17 @@ fn the_refresh_rules_follow_now() {
     assert_eq!(code(&openwop(&["--now", "2026-11-20", &doc])), 0);
     let early = openwop(&["--now", "2026-11-19", &doc]);
     assert_eq!(code(&early), 1);
-    assert!(stdout(&early).contains("discovery.refreshed-in-future"), "{}", stdout(&early));
+    assert!(
+        stdout(&early).contains("discovery.refreshed-in-future"),
+        "{}",
+        stdout(&early)
+    );
     let late = openwop(&["--now", "2027-03-01", &doc]);
-    assert!(stdout(&late).contains("discovery.refresh-overdue"), "{}", stdout(&late));
+    assert!(
+        stdout(&late).contains("discovery.refresh-overdue"),
+        "{}",
+        stdout(&late)
+    );
 }
 
 #[test]
@@ -155,18 +198,32 @@ fn standard_input_is_read_for_a_dash() {
     let text = std::fs::read(vector("discovery/invalid/discovery.no-grpc.json")).expect("vector");
     let out = openwop_with_stdin(&["--now", NOW, "-"], Some(&text));
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("<stdin>:/grpc: discovery.no-grpc: "), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("<stdin>:/grpc: discovery.no-grpc: "),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
 fn bad_json_exits_2_and_says_where() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("broken.json");
-    std::fs::write(&path, "{\n  \"protocolVersions\": [\"2.0\"],\n  \"preferredVersion\": \"2.0\",,\n}\n").expect("write");
+    std::fs::write(
+        &path,
+        "{\n  \"protocolVersions\": [\"2.0\"],\n  \"preferredVersion\": \"2.0\",,\n}\n",
+    )
+    .expect("write");
     let out = openwop(&[&arg(&path)]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains(&format!("{}:3:29: not valid JSON: key must be a string", arg(&path))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:3:29: not valid JSON: key must be a string",
+            arg(&path)
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -174,8 +231,16 @@ fn an_unreadable_file_exits_2_even_beside_valid_ones() {
     let valid = arg(&vector("discovery/valid/minimal.json"));
     let out = openwop(&[&valid, "/nonexistent/discovery.json"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("cannot read /nonexistent/discovery.json"), "{}", stderr(&out));
-    assert!(stdout(&out).ends_with("1 document, 0 invalid, 0 findings, 1 unreadable\n"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("cannot read /nonexistent/discovery.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).ends_with("1 document, 0 invalid, 0 findings, 1 unreadable\n"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -186,7 +251,11 @@ fn usage_errors_exit_2() {
     assert_eq!(code(&openwop(&["--kind", "nonsense", &doc])), 2);
     let out = openwop(&["--discovery", &doc, &doc]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("--discovery only applies to --kind agent-card"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--discovery only applies to --kind agent-card"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(code(&openwop(&["-", "-"])), 2);
 }
 
@@ -194,19 +263,30 @@ fn usage_errors_exit_2() {
 fn help_shows_examples() {
     let out = openwop(&["--help"]);
     assert_eq!(code(&out), 0);
-    assert!(stdout(&out).contains("openwop validate --kind agent-card --discovery"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("openwop validate --kind agent-card --discovery"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
 fn agent_cards_are_checked_against_the_discovery_document() {
     let discovery = arg(&vector("agent-card/discovery.json"));
     let good = arg(&vector("agent-card/valid/host-card.json"));
-    let bad = arg(&vector("agent-card/invalid/agent-card.extended-card-declared.json"));
+    let bad = arg(&vector(
+        "agent-card/invalid/agent-card.extended-card-declared.json",
+    ));
     let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &good]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &bad]);
     assert_eq!(code(&out), 1);
-    assert!(stdout(&out).contains(":/capabilities/extendedAgentCard: agent-card.extended-card-declared: "), "{}", stdout(&out));
+    assert!(
+        stdout(&out)
+            .contains(":/capabilities/extendedAgentCard: agent-card.extended-card-declared: "),
+        "{}",
+        stdout(&out)
+    );
     // Alone, the same card shows nothing wrong: the rule needs the facet.
     assert_eq!(code(&openwop(&["--kind", "agent-card", &bad])), 0);
 }
@@ -218,7 +298,9 @@ fn serve(responses: Vec<(&'static str, Vec<u8>)>) -> (String, mpsc::Receiver<Str
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         for (status, body) in responses {
-            let Ok((stream, _)) = listener.accept() else { return };
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
             let mut reader = BufReader::new(stream);
             let mut head = String::new();
             loop {
@@ -250,7 +332,10 @@ fn a_bare_origin_fetches_the_discovery_path_with_the_version_header() {
     let out = openwop(&["--now", NOW, &origin]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let head = requests.recv().expect("one request").to_ascii_lowercase();
-    assert!(head.starts_with("get /.well-known/openwop http/1.1\r\n"), "{head}");
+    assert!(
+        head.starts_with("get /.well-known/openwop http/1.1\r\n"),
+        "{head}"
+    );
     assert!(head.contains("\r\nopenwop-version: 2.0\r\n"), "{head}");
 }
 
@@ -261,7 +346,11 @@ fn findings_of_a_url_name_the_url_fetched() {
     let url = format!("{origin}/custom/discovery.json");
     let out = openwop(&["--now", NOW, &url]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert!(stdout(&out).starts_with(&format!("{url}:/grpc: discovery.no-grpc: ")), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("{url}:/grpc: discovery.no-grpc: ")),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -270,5 +359,10 @@ fn an_http_failure_exits_2_and_names_the_url() {
     let out = openwop(&[&origin]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains(&format!("cannot fetch {origin}/.well-known/openwop: the server answered HTTP 404")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot fetch {origin}/.well-known/openwop: the server answered HTTP 404"
+        )),
+        "{err}"
+    );
 }

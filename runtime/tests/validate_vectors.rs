@@ -17,7 +17,9 @@ use openwop::validate::{Kind, validate};
 use openwop_generated::validators::Options;
 use serde_json::Value;
 
-const TODAY: Options = Options { today: Some((2026, 12, 1)) };
+const TODAY: Options = Options {
+    today: Some((2026, 12, 1)),
+};
 
 /// Rules that restate a schema constraint: their vectors must fail the schema as well.
 const ALSO_SCHEMA: &[&str] = &[
@@ -45,7 +47,11 @@ fn read(path: &Path) -> Value {
 fn documents(dir: &Path) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.map(|e| e.path()).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
+        .map(|entry| {
+            entry
+                .map(|e| e.path())
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        })
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             name.ends_with(".json") && !name.ends_with(".discovery.json")
@@ -56,7 +62,10 @@ fn documents(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn stem(path: &Path) -> String {
-    path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned()
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn findings(kind: Kind, path: &Path) -> Vec<(String, String, String)> {
@@ -79,7 +88,11 @@ fn check_valid(kind: Kind, folder: &str) -> usize {
     let paths = documents(&vectors().join(folder).join("valid"));
     for path in &paths {
         let found = findings(kind, path);
-        assert!(found.is_empty(), "{} should be valid but has {found:#?}", path.display());
+        assert!(
+            found.is_empty(),
+            "{} should be valid but has {found:#?}",
+            path.display()
+        );
     }
     paths.len()
 }
@@ -91,18 +104,45 @@ fn check_invalid(kind: Kind, folder: &str) -> BTreeSet<String> {
         let rule = name.split("--").next().unwrap_or_default().to_owned();
         let found = findings(kind, &path);
         let ids: BTreeSet<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
-        let others: Vec<&&str> = ids.iter().filter(|r| **r != rule && **r != "schema").collect();
-        assert!(ids.contains(rule.as_str()), "{} should fail {rule} but has {found:#?}", path.display());
-        assert!(others.is_empty(), "{} breaks more than {rule}: {found:#?}", path.display());
+        let others: Vec<&&str> = ids
+            .iter()
+            .filter(|r| **r != rule && **r != "schema")
+            .collect();
+        assert!(
+            ids.contains(rule.as_str()),
+            "{} should fail {rule} but has {found:#?}",
+            path.display()
+        );
+        assert!(
+            others.is_empty(),
+            "{} breaks more than {rule}: {found:#?}",
+            path.display()
+        );
         let schema = ids.contains("schema");
         if rule != "schema" && ALSO_SCHEMA.contains(&rule.as_str()) {
-            assert!(schema, "{} should also fail the JSON Schema: {found:#?}", path.display());
+            assert!(
+                schema,
+                "{} should also fail the JSON Schema: {found:#?}",
+                path.display()
+            );
         } else if rule != "schema" && !MAYBE_SCHEMA.contains(&rule.as_str()) {
-            assert!(!schema, "{} should pass the JSON Schema: {found:#?}", path.display());
+            assert!(
+                !schema,
+                "{} should pass the JSON Schema: {found:#?}",
+                path.display()
+            );
         }
         for (r, pointer, message) in &found {
-            assert!(pointer.is_empty() || pointer.starts_with('/'), "{}: bad pointer {pointer:?} for {r}", path.display());
-            assert!(!message.trim().is_empty(), "{}: {r} has no sentence", path.display());
+            assert!(
+                pointer.is_empty() || pointer.starts_with('/'),
+                "{}: bad pointer {pointer:?} for {r}",
+                path.display()
+            );
+            assert!(
+                !message.trim().is_empty(),
+                "{}: {r} has no sentence",
+                path.display()
+            );
         }
         rules.insert(rule);
     }
@@ -155,11 +195,18 @@ fn rule_ids(source: &str, prefix: &str) -> BTreeSet<String> {
         let tail = &rest[at + 1..];
         let end = tail.find('"').unwrap_or(0);
         let id = &tail[..end];
-        if id.len() > prefix.len() && id.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'.') {
+        if id.len() > prefix.len()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'.')
+        {
             ids.insert(id.to_owned());
         }
         rest = &tail[end..];
     }
-    assert!(!ids.is_empty(), "no {prefix}* rule id found in the template");
+    assert!(
+        !ids.is_empty(),
+        "no {prefix}* rule id found in the template"
+    );
     ids
 }

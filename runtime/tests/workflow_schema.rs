@@ -8,7 +8,9 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 /// The workflow-definition schema with its `ids.schema.json` references inlined, so it
 /// compiles without a registry.
 fn schema() -> jsonschema::Validator {
-    let read = |p: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/{p}")).unwrap()).unwrap() };
+    let read = |p: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/{p}")).unwrap()).unwrap()
+    };
     let ids = read("schemas/v2/ids.schema.json");
     fn inline(v: &mut Value, ids: &Value) {
         match v {
@@ -46,7 +48,10 @@ fn bundled_workflows_match_the_workflow_definition_schema() {
     for entry in std::fs::read_dir(format!("{ROOT}/runtime/workflows")).unwrap() {
         let path = entry.unwrap().path();
         let doc = load(&path);
-        let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
         n += 1;
     }
@@ -63,7 +68,10 @@ fn the_mcp_conformance_fixture_pack_matches_the_schema_and_loads() {
             continue;
         }
         let doc = load(&path);
-        let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
         let text = std::fs::read_to_string(&path).unwrap();
         openwop::engine::definition::Definition::parse(&path.display().to_string(), &text).unwrap();
@@ -88,6 +96,9 @@ fn schema_refuses_unknown_fields_and_kinds() {
     for doc in bad {
         assert!(!v.is_valid(&doc), "{doc}");
         // The loader refuses the same documents.
-        assert!(openwop::engine::definition::Definition::parse("t.json", &doc.to_string()).is_err(), "{doc}");
+        assert!(
+            openwop::engine::definition::Definition::parse("t.json", &doc.to_string()).is_err(),
+            "{doc}"
+        );
     }
 }

@@ -48,7 +48,10 @@ pub enum Action {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 enum RawNode {
-    Transform { id: String, value: Value },
+    Transform {
+        id: String,
+        value: Value,
+    },
     Wait {
         id: String,
         #[serde(default)]
@@ -56,14 +59,24 @@ enum RawNode {
         #[serde(default)]
         seconds: Option<Value>,
     },
-    Fail { id: String, code: String, message: String },
-    Interrupt { id: String, interrupt: InterruptSpec },
+    Fail {
+        id: String,
+        code: String,
+        message: String,
+    },
+    Interrupt {
+        id: String,
+        interrupt: InterruptSpec,
+    },
 }
 
 impl From<RawNode> for Node {
     fn from(raw: RawNode) -> Self {
         match raw {
-            RawNode::Transform { id, value } => Node { id, action: Action::Transform { value } },
+            RawNode::Transform { id, value } => Node {
+                id,
+                action: Action::Transform { value },
+            },
             // Both or neither is refused by `check` (the amount is then null).
             RawNode::Wait { id, ms, seconds } => {
                 let (amount, unit_ms) = match (ms, seconds) {
@@ -71,10 +84,19 @@ impl From<RawNode> for Node {
                     (None, Some(s)) => (s, 1000),
                     _ => (Value::Null, 0),
                 };
-                Node { id, action: Action::Wait { amount, unit_ms } }
+                Node {
+                    id,
+                    action: Action::Wait { amount, unit_ms },
+                }
             }
-            RawNode::Fail { id, code, message } => Node { id, action: Action::Fail { code, message } },
-            RawNode::Interrupt { id, interrupt } => Node { id, action: Action::Interrupt { interrupt } },
+            RawNode::Fail { id, code, message } => Node {
+                id,
+                action: Action::Fail { code, message },
+            },
+            RawNode::Interrupt { id, interrupt } => Node {
+                id,
+                action: Action::Interrupt { interrupt },
+            },
         }
     }
 }
@@ -118,44 +140,70 @@ impl InterruptKind {
 #[derive(Debug, thiserror::Error)]
 pub enum DefinitionError {
     #[error("{source_name}: not a workflow definition: {message}")]
-    Parse { source_name: String, message: String },
+    Parse {
+        source_name: String,
+        message: String,
+    },
     #[error("{source_name}: {message}")]
-    Invalid { source_name: String, message: String },
+    Invalid {
+        source_name: String,
+        message: String,
+    },
 }
 
 impl Definition {
     /// Parses JSON (when the text starts with `{`) or YAML, then checks it.
     pub fn parse(source_name: &str, text: &str) -> Result<Self, DefinitionError> {
-        let parse_err = |message: String| DefinitionError::Parse { source_name: source_name.to_owned(), message };
+        let parse_err = |message: String| DefinitionError::Parse {
+            source_name: source_name.to_owned(),
+            message,
+        };
         let def: Definition = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
         } else {
             yaml_serde::from_str(text).map_err(|e| parse_err(e.to_string()))?
         };
-        def.check().map_err(|message| DefinitionError::Invalid { source_name: source_name.to_owned(), message })?;
+        def.check().map_err(|message| DefinitionError::Invalid {
+            source_name: source_name.to_owned(),
+            message,
+        })?;
         Ok(def)
     }
 
     fn check(&self) -> Result<(), String> {
         if !crate::ids::is_author_id(&self.id) {
-            return Err(format!("workflow id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$", self.id));
+            return Err(format!(
+                "workflow id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
+                self.id
+            ));
         }
-        jsonschema::validator_for(&self.input_schema).map_err(|e| format!("inputSchema is not a usable JSON Schema: {e}"))?;
+        jsonschema::validator_for(&self.input_schema)
+            .map_err(|e| format!("inputSchema is not a usable JSON Schema: {e}"))?;
         let mut seen = std::collections::HashSet::new();
         for node in &self.nodes {
             if !crate::ids::is_author_id(&node.id) {
-                return Err(format!("node id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$", node.id));
+                return Err(format!(
+                    "node id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
+                    node.id
+                ));
             }
             if !seen.insert(node.id.as_str()) {
                 return Err(format!("node id `{}` appears twice", node.id));
             }
             if let Action::Wait { amount, unit_ms } = &node.action {
                 if *unit_ms == 0 {
-                    return Err(format!("node `{}`: a wait takes exactly one of `ms` and `seconds`", node.id));
+                    return Err(format!(
+                        "node `{}`: a wait takes exactly one of `ms` and `seconds`",
+                        node.id
+                    ));
                 }
-                let ok = amount.as_u64().is_some() || amount.as_str().is_some_and(super::template::is_reference);
+                let ok = amount.as_u64().is_some()
+                    || amount.as_str().is_some_and(super::template::is_reference);
                 if !ok {
-                    return Err(format!("node `{}`: the wait time must be a non-negative integer or a `${{...}}` reference", node.id));
+                    return Err(format!(
+                        "node `{}`: the wait time must be a non-negative integer or a `${{...}}` reference",
+                        node.id
+                    ));
                 }
             }
         }

@@ -8,7 +8,10 @@ use super::registry::{Registry, Workflow};
 use super::status::{self, RunStatus};
 use super::template;
 use crate::clock::now_ms;
-use crate::store::{Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError, Wake};
+use crate::store::{
+    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError,
+    Wake,
+};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -34,7 +37,14 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
 /// Statuses in which a run needs a driver.
 fn drivable() -> Vec<String> {
-    [RunStatus::Pending, RunStatus::Running, RunStatus::Cancelling].iter().map(|s| s.as_str().to_owned()).collect()
+    [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Cancelling,
+    ]
+    .iter()
+    .map(|s| s.as_str().to_owned())
+    .collect()
 }
 
 /// A run that has just suspended on an interrupt.
@@ -79,11 +89,20 @@ fn node_completed(node_id: &str, outputs: Option<&Value>) -> NewEvent {
     if let Some(Value::Object(o)) = outputs {
         payload["outputs"] = Value::Object(o.clone());
     }
-    NewEvent { event_type: "node.completed".into(), node_id: Some(node_id.to_owned()), payload }
+    NewEvent {
+        event_type: "node.completed".into(),
+        node_id: Some(node_id.to_owned()),
+        payload,
+    }
 }
 
 /// `run.failed` plus the patch that ends the run.
-fn failure(run: &RunRecord, code: &str, message: &str, node_id: Option<&str>) -> (RunPatch, Vec<NewEvent>) {
+fn failure(
+    run: &RunRecord,
+    code: &str,
+    message: &str,
+    node_id: Option<&str>,
+) -> (RunPatch, Vec<NewEvent>) {
     let error = json!({"code": code, "message": message});
     let mut payload = json!({"error": error, "durationMs": now_ms() - run.created_ms});
     if let Some(n) = node_id {
@@ -96,7 +115,14 @@ fn failure(run: &RunRecord, code: &str, message: &str, node_id: Option<&str>) ->
         close_interrupts: true,
         ..Default::default()
     };
-    (patch, vec![NewEvent { event_type: "run.failed".into(), node_id: node_id.map(str::to_owned), payload }])
+    (
+        patch,
+        vec![NewEvent {
+            event_type: "run.failed".into(),
+            node_id: node_id.map(str::to_owned),
+            payload,
+        }],
+    )
 }
 
 /// The template context of a run.
@@ -110,7 +136,9 @@ fn context(run: &RunRecord) -> Value {
 
 fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
     let mut state = state.as_object().cloned().unwrap_or_default();
-    let nodes = state.entry("nodes").or_insert_with(|| Value::Object(Map::new()));
+    let nodes = state
+        .entry("nodes")
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(m) = nodes {
         m.insert(node_id.to_owned(), value);
     }
@@ -118,16 +146,33 @@ fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
 }
 
 impl Engine {
-    pub fn new(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>) -> Arc<Self> {
+    pub fn new(
+        store: Arc<dyn Store>,
+        registry: Registry,
+        shutdown: watch::Receiver<bool>,
+    ) -> Arc<Self> {
         Self::with_lease_ttl(store, registry, shutdown, DEFAULT_LEASE_TTL)
     }
 
     /// An engine whose run leases last `lease_ttl` without renewal: how long a run
     /// waits after its replica dies before another takes it over.
-    pub fn with_lease_ttl(store: Arc<dyn Store>, registry: Registry, shutdown: watch::Receiver<bool>, lease_ttl: Duration) -> Arc<Self> {
+    pub fn with_lease_ttl(
+        store: Arc<dyn Store>,
+        registry: Registry,
+        shutdown: watch::Receiver<bool>,
+        lease_ttl: Duration,
+    ) -> Arc<Self> {
         let replica = format!("replica-{}", crate::ids::mint_opaque());
         let lease_ttl = lease_ttl.max(Duration::from_millis(300));
-        Arc::new(Self { on_suspend: std::sync::OnceLock::new(), store, registry, active: Mutex::new(HashMap::new()), shutdown, replica, lease_ttl })
+        Arc::new(Self {
+            on_suspend: std::sync::OnceLock::new(),
+            store,
+            registry,
+            active: Mutex::new(HashMap::new()),
+            shutdown,
+            replica,
+            lease_ttl,
+        })
     }
 
     /// Installs what happens after a run suspends; the first hook set stays.
@@ -143,7 +188,13 @@ impl Engine {
     }
 
     /// Every engine write: fenced by this replica's lease on the run.
-    async fn advance(&self, run_id: &str, guard: Guard, mut patch: RunPatch, events: Vec<NewEvent>) -> Result<Advanced, StoreError> {
+    async fn advance(
+        &self,
+        run_id: &str,
+        guard: Guard,
+        mut patch: RunPatch,
+        events: Vec<NewEvent>,
+    ) -> Result<Advanced, StoreError> {
         patch.lease_owner = Some(self.replica.clone());
         self.store.advance(run_id, guard, patch, events).await
     }
@@ -157,7 +208,9 @@ impl Engine {
     /// task is finishing (a resolve right after a suspend) is never dropped.
     pub fn start(self: &Arc<Self>, run_id: &str) {
         {
-            let Ok(mut active) = self.active.lock() else { return };
+            let Ok(mut active) = self.active.lock() else {
+                return;
+            };
             if let Some(again) = active.get_mut(run_id) {
                 *again = true;
                 return;
@@ -170,7 +223,9 @@ impl Engine {
             loop {
                 let held = engine.drive_leased(&run_id).await;
                 {
-                    let Ok(mut active) = engine.active.lock() else { return };
+                    let Ok(mut active) = engine.active.lock() else {
+                        return;
+                    };
                     match active.get_mut(&run_id) {
                         Some(again) if *again => {
                             *again = false;
@@ -181,7 +236,11 @@ impl Engine {
                 }
                 // A change made on another replica while this one held the lease could
                 // not be picked up there; after letting go, look once more.
-                if held && engine.store.shared() && !*engine.shutdown.borrow() && engine.needs_driver(&run_id).await {
+                if held
+                    && engine.store.shared()
+                    && !*engine.shutdown.borrow()
+                    && engine.needs_driver(&run_id).await
+                {
                     continue;
                 }
                 if let Ok(mut active) = engine.active.lock() {
@@ -218,7 +277,10 @@ impl Engine {
                 match self.store.acquire_lease(run_id, &self.replica, ttl).await {
                     Ok(true) => {}
                     Ok(false) => {
-                        tracing::warn!(run_id, "lost the run's lease to another replica; stopping here");
+                        tracing::warn!(
+                            run_id,
+                            "lost the run's lease to another replica; stopping here"
+                        );
                         return;
                     }
                     // Writes stay fenced by the lease, so driving on is safe; the next
@@ -269,7 +331,10 @@ impl Engine {
         let runs = self.store.unfinished_runs(status::terminal_strs()).await?;
         let mut resumed = 0;
         for run in runs {
-            if matches!(status::parse(&run.status), RunStatus::Pending | RunStatus::Running | RunStatus::Cancelling) {
+            if matches!(
+                status::parse(&run.status),
+                RunStatus::Pending | RunStatus::Running | RunStatus::Cancelling
+            ) {
                 self.start(&run.run_id);
                 resumed += 1;
             }
@@ -307,20 +372,31 @@ impl Engine {
         if status::parse(&run.status) != RunStatus::Failed {
             return false;
         }
-        let Ok(wf) = self.workflow_of(run) else { return true };
-        let node = usize::try_from(run.node_index).ok().and_then(|i| wf.definition.nodes.get(i));
-        !matches!(node.map(|n| &n.action), Some(Action::Fail { .. } | Action::Interrupt { .. }))
+        let Ok(wf) = self.workflow_of(run) else {
+            return true;
+        };
+        let node = usize::try_from(run.node_index)
+            .ok()
+            .and_then(|i| wf.definition.nodes.get(i));
+        !matches!(
+            node.map(|n| &n.action),
+            Some(Action::Fail { .. } | Action::Interrupt { .. })
+        )
     }
 
     fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
-        self.registry.get(&run.workflow_id).ok_or_else(|| EngineError::MissingWorkflow {
-            run_id: run.run_id.clone(),
-            workflow_id: run.workflow_id.clone(),
-        })
+        self.registry
+            .get(&run.workflow_id)
+            .ok_or_else(|| EngineError::MissingWorkflow {
+                run_id: run.run_id.clone(),
+                workflow_id: run.workflow_id.clone(),
+            })
     }
 
     async fn step(&self, run_id: &str) -> Result<Step, EngineError> {
-        let Some(run) = self.store.get_run(run_id).await? else { return Ok(Step::Stop) };
+        let Some(run) = self.store.get_run(run_id).await? else {
+            return Ok(Step::Stop);
+        };
         match status::parse(&run.status) {
             RunStatus::Pending => {
                 let payload = json!({
@@ -329,8 +405,15 @@ impl Engine {
                     "transport": run.transport,
                     "owner": run.owner,
                 });
-                let patch = RunPatch { status: Some(RunStatus::Running.as_str().into()), ..Default::default() };
-                let ev = NewEvent { event_type: "run.started".into(), node_id: None, payload };
+                let patch = RunPatch {
+                    status: Some(RunStatus::Running.as_str().into()),
+                    ..Default::default()
+                };
+                let ev = NewEvent {
+                    event_type: "run.started".into(),
+                    node_id: None,
+                    payload,
+                };
                 let guard = Guard::StatusIn(vec![RunStatus::Pending.as_str().into()]);
                 self.advance(run_id, guard, patch, vec![ev]).await?;
                 Ok(Step::Continue)
@@ -347,7 +430,11 @@ impl Engine {
         let index = usize::try_from(run.node_index).unwrap_or(usize::MAX);
         let Some(node) = def.nodes.get(index) else {
             // Past the last node: the run is done.
-            let rendered = def.outputs.as_ref().map(|t| template::render(t, &ctx)).unwrap_or_else(|| json!({}));
+            let rendered = def
+                .outputs
+                .as_ref()
+                .map(|t| template::render(t, &ctx))
+                .unwrap_or_else(|| json!({}));
             let outputs = match rendered {
                 Value::Object(_) => rendered,
                 Value::Null => json!({}),
@@ -359,8 +446,13 @@ impl Engine {
                 outputs: Some(outputs),
                 ..Default::default()
             };
-            let ev = NewEvent { event_type: "run.completed".into(), node_id: None, payload };
-            self.advance(&run.run_id, running(), patch, vec![ev]).await?;
+            let ev = NewEvent {
+                event_type: "run.completed".into(),
+                node_id: None,
+                payload,
+            };
+            self.advance(&run.run_id, running(), patch, vec![ev])
+                .await?;
             return Ok(Step::Stop);
         };
         let next = run.node_index + 1;
@@ -372,18 +464,28 @@ impl Engine {
                     state: Some(with_node_result(&run.state, &node.id, out.clone())),
                     ..Default::default()
                 };
-                let events = vec![node_started(&node.id, "core.transform"), node_completed(&node.id, Some(&out))];
+                let events = vec![
+                    node_started(&node.id, "core.transform"),
+                    node_completed(&node.id, Some(&out)),
+                ];
                 self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Continue)
             }
             Action::Fail { code, message } => {
                 let message = template::render(&json!(message), &ctx);
-                let (patch, mut events) = failure(&run, code, message.as_str().unwrap_or_default(), Some(&node.id));
+                let (patch, mut events) = failure(
+                    &run,
+                    code,
+                    message.as_str().unwrap_or_default(),
+                    Some(&node.id),
+                );
                 events.insert(0, node_started(&node.id, "core.fail"));
                 self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
-            Action::Wait { amount, unit_ms } => self.wait(run, &node.id, amount, *unit_ms, &ctx).await,
+            Action::Wait { amount, unit_ms } => {
+                self.wait(run, &node.id, amount, *unit_ms, &ctx).await
+            }
             Action::Interrupt { interrupt } => {
                 let data = template::render(&interrupt.data, &ctx);
                 let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
@@ -407,18 +509,34 @@ impl Engine {
                 };
                 let events = vec![
                     node_started(&node.id, "core.interrupt"),
-                    NewEvent { event_type: "interrupt.requested".into(), node_id: Some(node.id.clone()), payload },
+                    NewEvent {
+                        event_type: "interrupt.requested".into(),
+                        node_id: Some(node.id.clone()),
+                        payload,
+                    },
                 ];
                 let advanced = self.advance(&run.run_id, running(), patch, events).await?;
                 if let Some(hook) = self.on_suspend.get() {
-                    hook(Suspended { run: advanced.run, node_id: node.id.clone(), interrupt_id, kind: kind.to_owned() });
+                    hook(Suspended {
+                        run: advanced.run,
+                        node_id: node.id.clone(),
+                        interrupt_id,
+                        kind: kind.to_owned(),
+                    });
                 }
                 Ok(Step::Stop)
             }
         }
     }
 
-    async fn wait(&self, run: RunRecord, node_id: &str, amount: &Value, unit_ms: u64, ctx: &Value) -> Result<Step, EngineError> {
+    async fn wait(
+        &self,
+        run: RunRecord,
+        node_id: &str,
+        amount: &Value,
+        unit_ms: u64,
+        ctx: &Value,
+    ) -> Result<Step, EngineError> {
         let deadline = match run.wait_until {
             // A restarted host keeps the deadline the killed one stored.
             Some(d) => d,
@@ -427,16 +545,32 @@ impl Engine {
                     Value::String(s) => template::render(&json!(s), ctx),
                     other => other.clone(),
                 };
-                let ms = amount.as_u64().and_then(|v| v.checked_mul(unit_ms)).and_then(|v| i64::try_from(v).ok());
+                let ms = amount
+                    .as_u64()
+                    .and_then(|v| v.checked_mul(unit_ms))
+                    .and_then(|v| i64::try_from(v).ok());
                 let Some(amount) = ms else {
-                    let (patch, events) =
-                        failure(&run, "validation_error", &format!("node `{node_id}`: the wait time is not a non-negative integer"), Some(node_id));
+                    let (patch, events) = failure(
+                        &run,
+                        "validation_error",
+                        &format!("node `{node_id}`: the wait time is not a non-negative integer"),
+                        Some(node_id),
+                    );
                     self.advance(&run.run_id, running(), patch, events).await?;
                     return Ok(Step::Stop);
                 };
                 let deadline = now_ms().saturating_add(amount);
-                let patch = RunPatch { wait_until: Some(Some(deadline)), ..Default::default() };
-                self.advance(&run.run_id, running(), patch, vec![node_started(node_id, "core.wait")]).await?;
+                let patch = RunPatch {
+                    wait_until: Some(Some(deadline)),
+                    ..Default::default()
+                };
+                self.advance(
+                    &run.run_id,
+                    running(),
+                    patch,
+                    vec![node_started(node_id, "core.wait")],
+                )
+                .await?;
                 deadline
             }
         };
@@ -466,8 +600,18 @@ impl Engine {
                 }
             }
         }
-        let patch = RunPatch { node_index: Some(run.node_index + 1), wait_until: Some(None), ..Default::default() };
-        self.advance(&run.run_id, running(), patch, vec![node_completed(node_id, None)]).await?;
+        let patch = RunPatch {
+            node_index: Some(run.node_index + 1),
+            wait_until: Some(None),
+            ..Default::default()
+        };
+        self.advance(
+            &run.run_id,
+            running(),
+            patch,
+            vec![node_completed(node_id, None)],
+        )
+        .await?;
         Ok(Step::Continue)
     }
 
@@ -489,7 +633,12 @@ impl Engine {
             let declined = interrupt.kind == InterruptKind::Credential.as_str()
                 && resume.get("outcome").and_then(Value::as_str) == Some("declined");
             if declined {
-                let (patch, more) = failure(run, "connector_auth_declined", "the credential request was declined", Some(&interrupt.node_id));
+                let (patch, more) = failure(
+                    run,
+                    "connector_auth_declined",
+                    "the credential request was declined",
+                    Some(&interrupt.node_id),
+                );
                 events.extend(more);
                 return (patch, events);
             }

@@ -9,10 +9,19 @@ use std::sync::Arc;
 const BUNDLED: &[(&str, &str)] = &[
     ("echo.json", include_str!("../../workflows/echo.json")),
     ("slow.yaml", include_str!("../../workflows/slow.yaml")),
-    ("approval.yaml", include_str!("../../workflows/approval.yaml")),
+    (
+        "approval.yaml",
+        include_str!("../../workflows/approval.yaml"),
+    ),
     ("clarify.yaml", include_str!("../../workflows/clarify.yaml")),
-    ("credential.yaml", include_str!("../../workflows/credential.yaml")),
-    ("external.yaml", include_str!("../../workflows/external.yaml")),
+    (
+        "credential.yaml",
+        include_str!("../../workflows/credential.yaml"),
+    ),
+    (
+        "external.yaml",
+        include_str!("../../workflows/external.yaml"),
+    ),
     ("fail.yaml", include_str!("../../workflows/fail.yaml")),
 ];
 
@@ -32,16 +41,25 @@ pub struct InputProblem {
 impl Workflow {
     fn new(definition: Definition) -> Result<Self, DefinitionError> {
         let input_validator = jsonschema::validator_for(&definition.input_schema).map_err(|e| {
-            DefinitionError::Invalid { source_name: definition.id.clone(), message: format!("inputSchema: {e}") }
+            DefinitionError::Invalid {
+                source_name: definition.id.clone(),
+                message: format!("inputSchema: {e}"),
+            }
         })?;
-        Ok(Self { definition, input_validator })
+        Ok(Self {
+            definition,
+            input_validator,
+        })
     }
 
     /// Checks `inputs` against the input schema.
     pub fn check_inputs(&self, inputs: &Value) -> Vec<InputProblem> {
         self.input_validator
             .iter_errors(inputs)
-            .map(|e| InputProblem { pointer: e.instance_path().to_string(), message: e.to_string() })
+            .map(|e| InputProblem {
+                pointer: e.instance_path().to_string(),
+                message: e.to_string(),
+            })
             .collect()
     }
 }
@@ -73,23 +91,35 @@ impl Registry {
 
     fn insert(&mut self, def: Definition) -> Result<(), RegistryError> {
         let wf = Workflow::new(def)?;
-        self.workflows.insert(wf.definition.id.clone(), Arc::new(wf));
+        self.workflows
+            .insert(wf.definition.id.clone(), Arc::new(wf));
         Ok(())
     }
 
     /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
     /// replaced, so a directory can override a bundled example.
     pub fn load_dir(&mut self, dir: &Path) -> Result<(), RegistryError> {
-        let io = |e: std::io::Error| RegistryError::Io { path: dir.display().to_string(), message: e.to_string() };
-        let mut paths: Vec<_> = std::fs::read_dir(dir).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let io = |e: std::io::Error| RegistryError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
         paths.sort();
         for path in paths {
-            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or_default();
             if !matches!(ext, "json" | "yaml" | "yml") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| RegistryError::Io { path: path.display().to_string(), message: e.to_string() })?;
+            let text = std::fs::read_to_string(&path).map_err(|e| RegistryError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
             self.insert(Definition::parse(&path.display().to_string(), &text)?)?;
         }
         Ok(())
@@ -118,7 +148,12 @@ mod tests {
         let slow = reg.get("slow").unwrap();
         assert!(slow.check_inputs(&json!({"ms": 5})).is_empty());
         assert!(!slow.check_inputs(&json!({"ms": "soon"})).is_empty());
-        assert!(!reg.get("echo").unwrap().check_inputs(&json!([1])).is_empty());
+        assert!(
+            !reg.get("echo")
+                .unwrap()
+                .check_inputs(&json!([1]))
+                .is_empty()
+        );
     }
 
     #[test]

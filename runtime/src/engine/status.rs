@@ -6,12 +6,22 @@ use super::definition::InterruptKind;
 
 /// Completed, failed or cancelled: nothing more will happen to the run.
 pub fn is_terminal(s: RunStatus) -> bool {
-    matches!(s, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+    matches!(
+        s,
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+    )
 }
 
 /// The statuses a run never leaves, as strings for store guards.
 pub fn terminal_strs() -> Vec<String> {
-    [RunStatus::Completed, RunStatus::Failed, RunStatus::Cancelled].iter().map(|s| s.as_str().to_owned()).collect()
+    [
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ]
+    .iter()
+    .map(|s| s.as_str().to_owned())
+    .collect()
 }
 
 /// The status a run takes while suspended on an interrupt of `kind`.

@@ -90,15 +90,24 @@ mod tests {
     fn whole_references_keep_their_type() {
         let ctx = json!({"inputs": {"ms": 5, "o": {"a": 1}}});
         assert_eq!(render(&json!("${inputs.ms}"), &ctx), json!(5));
-        assert_eq!(render(&json!({"x": "${inputs.o}"}), &ctx), json!({"x": {"a": 1}}));
+        assert_eq!(
+            render(&json!({"x": "${inputs.o}"}), &ctx),
+            json!({"x": {"a": 1}})
+        );
         assert_eq!(render(&json!("${inputs.missing}"), &ctx), Value::Null);
     }
 
     #[test]
     fn embedded_references_interpolate_text() {
         let ctx = json!({"inputs": {"name": "Ada", "n": 3}});
-        assert_eq!(render(&json!("hi ${inputs.name}, ${inputs.n}!"), &ctx), json!("hi Ada, 3!"));
-        assert_eq!(render(&json!("open ${ brace"), &ctx), json!("open ${ brace"));
+        assert_eq!(
+            render(&json!("hi ${inputs.name}, ${inputs.n}!"), &ctx),
+            json!("hi Ada, 3!")
+        );
+        assert_eq!(
+            render(&json!("open ${ brace"), &ctx),
+            json!("open ${ brace")
+        );
     }
 
     #[test]

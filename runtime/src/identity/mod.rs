@@ -58,7 +58,10 @@ fn digest(key: &str) -> [u8; 32] {
 }
 
 fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }
 
 impl KeyRing {
@@ -85,7 +88,9 @@ impl KeyRing {
 
     /// Parses and adds a `TENANT:KEY` spec.
     pub fn add_spec(&mut self, spec: &str) -> Result<(), KeySpecError> {
-        let (tenant, key) = spec.split_once(':').ok_or_else(|| KeySpecError::NoColon(spec.to_owned()))?;
+        let (tenant, key) = spec
+            .split_once(':')
+            .ok_or_else(|| KeySpecError::NoColon(spec.to_owned()))?;
         self.add(tenant, key)
     }
 
@@ -121,20 +126,42 @@ mod tests {
         let mut ring = KeyRing::default();
         ring.add_spec("acme:acme-key-0123456789").unwrap();
         ring.add_spec("globex:globex-key-0123456789").unwrap();
-        let s = ring.authenticate(Some("Bearer globex-key-0123456789")).unwrap();
+        let s = ring
+            .authenticate(Some("Bearer globex-key-0123456789"))
+            .unwrap();
         assert_eq!(s.tenant, "globex");
         assert_eq!(s.lane, "api-key");
-        assert_eq!(ring.authenticate(Some("bearer acme-key-0123456789")).unwrap().tenant, "acme");
+        assert_eq!(
+            ring.authenticate(Some("bearer acme-key-0123456789"))
+                .unwrap()
+                .tenant,
+            "acme"
+        );
         assert_eq!(ring.authenticate(None), Err(AuthError::Missing));
-        assert_eq!(ring.authenticate(Some("Basic abc")), Err(AuthError::Malformed));
-        assert_eq!(ring.authenticate(Some("Bearer nope-nope-nope-nope")), Err(AuthError::Unknown));
+        assert_eq!(
+            ring.authenticate(Some("Basic abc")),
+            Err(AuthError::Malformed)
+        );
+        assert_eq!(
+            ring.authenticate(Some("Bearer nope-nope-nope-nope")),
+            Err(AuthError::Unknown)
+        );
     }
 
     #[test]
     fn bad_specs_are_refused() {
         let mut ring = KeyRing::default();
-        assert!(matches!(ring.add_spec("nocolon"), Err(KeySpecError::NoColon(_))));
-        assert!(matches!(ring.add_spec("a b:0123456789abcdef"), Err(KeySpecError::BadTenant(_))));
-        assert!(matches!(ring.add_spec("acme:short"), Err(KeySpecError::ShortKey(_))));
+        assert!(matches!(
+            ring.add_spec("nocolon"),
+            Err(KeySpecError::NoColon(_))
+        ));
+        assert!(matches!(
+            ring.add_spec("a b:0123456789abcdef"),
+            Err(KeySpecError::BadTenant(_))
+        ));
+        assert!(matches!(
+            ring.add_spec("acme:short"),
+            Err(KeySpecError::ShortKey(_))
+        ));
     }
 }

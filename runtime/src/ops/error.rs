@@ -8,7 +8,10 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
     #[error("{message}")]
-    Validation { message: String, details: Option<Value> },
+    Validation {
+        message: String,
+        details: Option<Value>,
+    },
     #[error("{0}")]
     NotFound(String),
     /// The id names another tenant. Never says whether such a run exists.
@@ -31,7 +34,10 @@ pub enum OpError {
 
 impl OpError {
     pub fn validation(message: impl Into<String>) -> Self {
-        OpError::Validation { message: message.into(), details: None }
+        OpError::Validation {
+            message: message.into(),
+            details: None,
+        }
     }
 
     pub fn code(&self) -> ErrorCode {

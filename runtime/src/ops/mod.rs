@@ -12,11 +12,14 @@ pub use error::OpError;
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view};
 
-use crate::engine::status::{self, RunStatus};
 use crate::engine::Engine;
+use crate::engine::status::{self, RunStatus};
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::store::{EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch, RunRecord, Store, StoreError, Wake};
+use crate::store::{
+    EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch,
+    RunRecord, Store, StoreError, Wake,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -190,25 +193,36 @@ impl Ops {
             return Err(OpError::TenantMismatch);
         }
         if request.mode.as_deref().is_some_and(|m| m != "standard") {
-            return Err(OpError::validation("`mode` other than standard is not supported by this host"));
+            return Err(OpError::validation(
+                "`mode` other than standard is not supported by this host",
+            ));
         }
         if let Some(url) = &request.callback_url {
             // Refused before anything is created; delivery checks again, since what a
             // name resolves to can change.
             if let Err(refused) = self.egress.check(url).await {
-                return Err(OpError::validation(format!("`callbackUrl` is refused by the egress guard: {refused}")));
+                return Err(OpError::validation(format!(
+                    "`callbackUrl` is refused by the egress guard: {refused}"
+                )));
             }
         }
-        let workflow_id = request.workflow_id.clone().ok_or_else(|| OpError::validation("`workflowId` is required"))?;
+        let workflow_id = request
+            .workflow_id
+            .clone()
+            .ok_or_else(|| OpError::validation("`workflowId` is required"))?;
         if !crate::ids::is_author_id(&workflow_id) {
-            return Err(OpError::validation(format!("`workflowId` `{workflow_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
+            return Err(OpError::validation(format!(
+                "`workflowId` `{workflow_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
+            )));
         }
         let workflow = self
             .engine
             .registry()
             .get(&workflow_id)
             .filter(|_| self.may_run(subject, &workflow_id))
-            .ok_or_else(|| OpError::NotFound(format!("no workflow `{workflow_id}` on this host")))?;
+            .ok_or_else(|| {
+                OpError::NotFound(format!("no workflow `{workflow_id}` on this host"))
+            })?;
         let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
         if !inputs.is_object() {
             return Err(OpError::validation("`inputs` must be a JSON object"));
@@ -216,15 +230,22 @@ impl Ops {
         let problems = workflow.check_inputs(&inputs);
         if !problems.is_empty() {
             return Err(OpError::Validation {
-                message: format!("`inputs` do not match the input schema of workflow `{workflow_id}`"),
+                message: format!(
+                    "`inputs` do not match the input schema of workflow `{workflow_id}`"
+                ),
                 details: Some(json!({"errors": problems})),
             });
         }
         let claim = match idempotency_key {
             None => None,
             Some(key) => {
-                if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (0x21..0x7f).contains(&b)) {
-                    return Err(OpError::validation("`Idempotency-Key` must be 1-255 visible ASCII characters"));
+                if key.is_empty()
+                    || key.len() > 255
+                    || !key.bytes().all(|b| (0x21..0x7f).contains(&b))
+                {
+                    return Err(OpError::validation(
+                        "`Idempotency-Key` must be 1-255 visible ASCII characters",
+                    ));
                 }
                 Some(IdempotencyClaim {
                     tenant: subject.tenant.clone(),
@@ -253,7 +274,10 @@ impl Ops {
         if !created.replay {
             self.engine.start(&created.run.run_id);
         }
-        Ok(CreatedRun { run: created.run, replay: created.replay })
+        Ok(CreatedRun {
+            run: created.run,
+            replay: created.replay,
+        })
     }
 
     /// `getRun`.
@@ -262,12 +286,19 @@ impl Ops {
     }
 
     /// The open interrupt of a run the caller may see.
-    pub async fn open_interrupt(&self, run: &RunRecord) -> Result<Option<crate::store::InterruptRecord>, OpError> {
+    pub async fn open_interrupt(
+        &self,
+        run: &RunRecord,
+    ) -> Result<Option<crate::store::InterruptRecord>, OpError> {
         Ok(self.store.open_interrupt(&run.run_id).await?)
     }
 
     /// `listRuns`: the caller's tenant only, newest first.
-    pub async fn list_runs(&self, subject: &Subject, params: ListParams) -> Result<RunPage, OpError> {
+    pub async fn list_runs(
+        &self,
+        subject: &Subject,
+        params: ListParams,
+    ) -> Result<RunPage, OpError> {
         let limit = params.limit.unwrap_or(20).clamp(1, self.max_page_size);
         let before = match &params.cursor {
             None => None,
@@ -286,7 +317,8 @@ impl Ops {
         let mut runs = runs;
         let next_cursor = if runs.len() > limit {
             runs.truncate(limit);
-            runs.last().map(|r| encode_cursor(&subject.tenant, r.list_order))
+            runs.last()
+                .map(|r| encode_cursor(&subject.tenant, r.list_order))
         } else {
             None
         };
@@ -295,7 +327,12 @@ impl Ops {
 
     /// `cancelRun`: a live run becomes `cancelled` at once (its waits and interrupts
     /// end with it); a finished run is `run_terminal`.
-    pub async fn cancel_run(&self, subject: &Subject, id: &BoundId, reason: Option<String>) -> Result<RunRecord, OpError> {
+    pub async fn cancel_run(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+        reason: Option<String>,
+    ) -> Result<RunRecord, OpError> {
         let run = self.load(subject, id).await?;
         if is_terminal_str(&run.status) {
             return Err(OpError::RunTerminal { status: run.status });
@@ -311,8 +348,21 @@ impl Ops {
             close_interrupts: true,
             ..Default::default()
         };
-        let ev = NewEvent { event_type: "run.cancelled".into(), node_id: None, payload };
-        match self.store.advance(&run.run_id, Guard::StatusNotIn(status::terminal_strs()), patch, vec![ev]).await {
+        let ev = NewEvent {
+            event_type: "run.cancelled".into(),
+            node_id: None,
+            payload,
+        };
+        match self
+            .store
+            .advance(
+                &run.run_id,
+                Guard::StatusNotIn(status::terminal_strs()),
+                patch,
+                vec![ev],
+            )
+            .await
+        {
             Ok(adv) => Ok(adv.run),
             Err(StoreError::Guard { status }) => Err(OpError::RunTerminal { status }),
             Err(e) => Err(e.into()),
@@ -334,28 +384,49 @@ impl Ops {
 
     /// The one resolve, for a run the caller has already been authorized for (by
     /// Subject or by resume token).
-    async fn resolve_loaded(&self, run: &RunRecord, node_id: &str, resume_value: Value) -> Result<RunRecord, OpError> {
+    async fn resolve_loaded(
+        &self,
+        run: &RunRecord,
+        node_id: &str,
+        resume_value: Value,
+    ) -> Result<RunRecord, OpError> {
         if !crate::ids::is_author_id(node_id) {
-            return Err(OpError::validation(format!("node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$")));
+            return Err(OpError::validation(format!(
+                "node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
+            )));
         }
         if let Some(open) = self.store.open_interrupt(&run.run_id).await?
             && open.node_id == node_id
             && open.kind == "credential"
         {
             let ok = resume_value.as_object().is_some_and(|o| {
-                o.len() == 1 && matches!(o.get("outcome").and_then(Value::as_str), Some("authorized" | "declined"))
+                o.len() == 1
+                    && matches!(
+                        o.get("outcome").and_then(Value::as_str),
+                        Some("authorized" | "declined")
+                    )
             });
             if !ok {
-                return Err(OpError::validation("a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}"));
+                return Err(OpError::validation(
+                    "a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}",
+                ));
             }
         }
-        match self.store.resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve()).await {
+        match self
+            .store
+            .resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve())
+            .await
+        {
             Ok(adv) => {
                 self.engine.after_change(&adv);
                 Ok(adv.run)
             }
-            Err(StoreError::NoOpenInterrupt) => Err(OpError::NotFound(format!("no interrupt at node `{node_id}` of this run"))),
-            Err(StoreError::InterruptAlreadyResolved) => Err(OpError::InterruptAlreadyResolved(node_id.to_owned())),
+            Err(StoreError::NoOpenInterrupt) => Err(OpError::NotFound(format!(
+                "no interrupt at node `{node_id}` of this run"
+            ))),
+            Err(StoreError::InterruptAlreadyResolved) => {
+                Err(OpError::InterruptAlreadyResolved(node_id.to_owned()))
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -363,25 +434,38 @@ impl Ops {
     /// The run and open interrupt a resume token names. The token alone authorizes; a
     /// genuine token whose interrupt is no longer open (resolved, or the run ended) is
     /// `interrupt_already_resolved`.
-    pub async fn interrupt_by_token(&self, token: &str) -> Result<(RunRecord, crate::store::InterruptRecord), OpError> {
-        let claims = self.tokens.verify(token, crate::clock::now_ms()).map_err(|e| match e {
-            tokens::TokenError::Invalid => OpError::InterruptTokenInvalid,
-            tokens::TokenError::Expired => OpError::InterruptExpired,
-        })?;
-        let run = self
-            .store
-            .get_run(&claims.run_id)
-            .await?
-            .ok_or_else(|| OpError::NotFound("the run of this token no longer exists".into()))?;
+    pub async fn interrupt_by_token(
+        &self,
+        token: &str,
+    ) -> Result<(RunRecord, crate::store::InterruptRecord), OpError> {
+        let claims = self
+            .tokens
+            .verify(token, crate::clock::now_ms())
+            .map_err(|e| match e {
+                tokens::TokenError::Invalid => OpError::InterruptTokenInvalid,
+                tokens::TokenError::Expired => OpError::InterruptExpired,
+            })?;
+        let run =
+            self.store.get_run(&claims.run_id).await?.ok_or_else(|| {
+                OpError::NotFound("the run of this token no longer exists".into())
+            })?;
         match self.store.open_interrupt(&run.run_id).await? {
-            Some(open) if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id => Ok((run, open)),
+            Some(open)
+                if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id =>
+            {
+                Ok((run, open))
+            }
             _ => Err(OpError::InterruptAlreadyResolved(claims.node_id)),
         }
     }
 
     /// Resolves the interrupt a resume token names, through the same resolve as
     /// `resolveInterruptByRun`.
-    pub async fn resolve_by_token(&self, token: &str, resume_value: Value) -> Result<(RunRecord, String), OpError> {
+    pub async fn resolve_by_token(
+        &self,
+        token: &str,
+        resume_value: Value,
+    ) -> Result<(RunRecord, String), OpError> {
         let (run, open) = self.interrupt_by_token(token).await?;
         match self.resolve_loaded(&run, &open.node_id, resume_value).await {
             Ok(run) => Ok((run, open.node_id)),
@@ -392,7 +476,13 @@ impl Ops {
     }
 
     /// Events after `after` (exclusive), at most `limit`, plus the run as read after them.
-    pub async fn events_since(&self, subject: &Subject, id: &BoundId, after: i64, limit: usize) -> Result<PollResult, OpError> {
+    pub async fn events_since(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+        after: i64,
+        limit: usize,
+    ) -> Result<PollResult, OpError> {
         let run = self.load(subject, id).await?;
         let events = self.store.events_since(&run.run_id, after, limit).await?;
         Ok(PollResult { run, events })
@@ -428,8 +518,16 @@ impl Ops {
     }
 
     /// Durable host events of the caller's tenant after `after`.
-    pub async fn host_events(&self, subject: &Subject, after: i64, limit: usize) -> Result<Vec<HostEventRecord>, OpError> {
-        Ok(self.store.host_events(&subject.tenant, after, limit).await?)
+    pub async fn host_events(
+        &self,
+        subject: &Subject,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<HostEventRecord>, OpError> {
+        Ok(self
+            .store
+            .host_events(&subject.tenant, after, limit)
+            .await?)
     }
 
     /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).
@@ -462,7 +560,11 @@ fn body_hash(req: &CreateRunRequest) -> String {
             Value::Object(m) => {
                 let mut keys: Vec<_> = m.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), canon(&m[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), canon(&m[k])))
+                        .collect(),
+                )
             }
             Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
             other => other.clone(),
@@ -490,7 +592,9 @@ fn encode_cursor(tenant: &str, list_order: i64) -> String {
 fn decode_cursor(cursor: &str, tenant: &str) -> Result<i64, OpError> {
     use base64::Engine as _;
     let bad = || OpError::validation("`cursor` is not a cursor this host issued to the caller");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| bad())?;
     let text = String::from_utf8(raw).map_err(|_| bad())?;
     let (t, order) = text.split_once('\n').ok_or_else(bad)?;
     if t != tenant {

@@ -26,7 +26,8 @@ pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Value {
     }
     if let Some(i) = open {
         v["currentNodeId"] = json!(i.node_id);
-        v["interrupts"] = json!([{"interruptId": i.interrupt_id, "nodeId": i.node_id, "kind": i.kind}]);
+        v["interrupts"] =
+            json!([{"interruptId": i.interrupt_id, "nodeId": i.node_id, "kind": i.kind}]);
     }
     v
 }

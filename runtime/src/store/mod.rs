@@ -191,7 +191,8 @@ pub struct Advanced {
 }
 
 /// Builds the change that resolving an interrupt makes, from the stored interrupt.
-pub type OnResolve = Box<dyn FnOnce(&InterruptRecord, &RunRecord) -> (RunPatch, Vec<NewEvent>) + Send>;
+pub type OnResolve =
+    Box<dyn FnOnce(&InterruptRecord, &RunRecord) -> (RunPatch, Vec<NewEvent>) + Send>;
 
 /// Filters and page position of `list_runs`.
 #[derive(Debug, Clone)]
@@ -222,7 +223,11 @@ pub struct HostEventRecord {
 pub trait Store: Send + Sync {
     /// Inserts a run, claiming `idempotency` in the same transaction when given. A key
     /// already held with the same body hash returns the earlier run with `replay: true`.
-    fn create_run(&self, run: NewRun, idempotency: Option<IdempotencyClaim>) -> StoreFuture<'_, Created>;
+    fn create_run(
+        &self,
+        run: NewRun,
+        idempotency: Option<IdempotencyClaim>,
+    ) -> StoreFuture<'_, Created>;
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
 
@@ -234,24 +239,45 @@ pub trait Store: Send + Sync {
 
     /// Applies `patch` and appends `events` (sequences continue without gaps) in one
     /// transaction, if `guard` admits the current status.
-    fn advance(&self, run_id: &str, guard: Guard, patch: RunPatch, events: Vec<NewEvent>) -> StoreFuture<'_, Advanced>;
+    fn advance(
+        &self,
+        run_id: &str,
+        guard: Guard,
+        patch: RunPatch,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<'_, Advanced>;
 
     /// Resolves the open interrupt at `node_id` with a conditional update, so that of two
     /// concurrent calls exactly one wins; the winner's change comes from `on_resolve`.
-    fn resolve_interrupt(&self, run_id: &str, node_id: &str, resume_value: Value, on_resolve: OnResolve)
-    -> StoreFuture<'_, Advanced>;
+    fn resolve_interrupt(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        on_resolve: OnResolve,
+    ) -> StoreFuture<'_, Advanced>;
 
     /// The open interrupt of a run, if any.
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>>;
 
     /// Events with `sequence > after`, oldest first, at most `limit`.
-    fn events_since(&self, run_id: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<EventRecord>>;
+    fn events_since(
+        &self,
+        run_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<EventRecord>>;
 
     /// Stores a durable host event (assigning `seq`) or publishes an ephemeral one.
     fn append_host_event(&self, event: HostEventRecord) -> StoreFuture<'_, HostEventRecord>;
 
     /// Durable host events of a tenant with `seq > after`, oldest first.
-    fn host_events(&self, tenant: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<HostEventRecord>>;
+    fn host_events(
+        &self,
+        tenant: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<HostEventRecord>>;
 
     /// Wake-ups for new run events and host events; a hint to re-read, never the data.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
@@ -287,7 +313,12 @@ pub trait Store: Send + Sync {
 
     /// Appends an A2A message to a task's history unless one with the same non-empty
     /// `message_id` is there already; true when it was appended.
-    fn a2a_append_message(&self, run_id: &str, message_id: &str, message: Value) -> StoreFuture<'_, bool>;
+    fn a2a_append_message(
+        &self,
+        run_id: &str,
+        message_id: &str,
+        message: Value,
+    ) -> StoreFuture<'_, bool>;
 
     /// The task's A2A messages, oldest first.
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>>;

@@ -73,12 +73,15 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 fn json_text(row: &Row, col: &str) -> Result<Value, StoreError> {
     let text: String = row.try_get(col)?;
-    serde_json::from_str(&text).map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+    serde_json::from_str(&text)
+        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
 }
 
 fn opt_json_text(row: &Row, col: &str) -> Result<Option<Value>, StoreError> {
     let text: Option<String> = row.try_get(col)?;
-    text.map(|t| serde_json::from_str(&t)).transpose().map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+    text.map(|t| serde_json::from_str(&t))
+        .transpose()
+        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
 }
 
 const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
@@ -142,13 +145,26 @@ fn host_row(row: &Row) -> Result<HostEventRecord, StoreError> {
 }
 
 async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    let stmt = c.prepare_cached(&format!("SELECT {RUN_COLS} FROM runs WHERE run_id = $1")).await?;
-    c.query_opt(&stmt, &[&run_id]).await?.as_ref().map(run_row).transpose()
+    let stmt = c
+        .prepare_cached(&format!("SELECT {RUN_COLS} FROM runs WHERE run_id = $1"))
+        .await?;
+    c.query_opt(&stmt, &[&run_id])
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()
 }
 
 /// Locks the run's row for the rest of the transaction; also returns who holds its lease.
-async fn lock_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<(RunRecord, Option<String>)>, StoreError> {
-    let stmt = c.prepare_cached(&format!("SELECT {RUN_COLS}, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE")).await?;
+async fn lock_run<C: GenericClient>(
+    c: &C,
+    run_id: &str,
+) -> Result<Option<(RunRecord, Option<String>)>, StoreError> {
+    let stmt = c
+        .prepare_cached(&format!(
+            "SELECT {RUN_COLS}, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE"
+        ))
+        .await?;
     match c.query_opt(&stmt, &[&run_id]).await? {
         Some(row) => Ok(Some((run_row(&row)?, row.try_get("lease_owner")?))),
         None => Ok(None),
@@ -198,17 +214,43 @@ async fn apply<C: GenericClient>(
         let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
         let nodes: Vec<Option<&str>> = stored.iter().map(|e| e.node_id.as_deref()).collect();
         let payloads: Vec<String> = stored.iter().map(|e| e.payload.to_string()).collect();
-        c.execute(&insert, &[&run.run_id, &sequences, &ids, &types, &nodes, &payloads, &now]).await?;
+        c.execute(
+            &insert,
+            &[
+                &run.run_id,
+                &sequences,
+                &ids,
+                &types,
+                &nodes,
+                &payloads,
+                &now,
+            ],
+        )
+        .await?;
     }
     if patch.close_interrupts {
-        let stmt = c.prepare_cached("UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'").await?;
+        let stmt = c
+            .prepare_cached(
+                "UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'",
+            )
+            .await?;
         c.execute(&stmt, &[&run.run_id]).await?;
     }
     if let Some(i) = &patch.open_interrupt {
         let stmt = c
             .prepare_cached("INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')")
             .await?;
-        c.execute(&stmt, &[&run.run_id, &i.node_id, &i.interrupt_id, &i.kind, &i.data.to_string()]).await?;
+        c.execute(
+            &stmt,
+            &[
+                &run.run_id,
+                &i.node_id,
+                &i.interrupt_id,
+                &i.kind,
+                &i.data.to_string(),
+            ],
+        )
+        .await?;
     }
     let mut next = run.clone();
     if let Some(s) = patch.status {
@@ -257,14 +299,19 @@ async fn apply<C: GenericClient>(
         ],
     )
     .await?;
-    Ok(Advanced { run: next, events: stored })
+    Ok(Advanced {
+        run: next,
+        events: stored,
+    })
 }
 
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`), applies pending migrations and
     /// starts listening for other replicas' changes.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
         Self::connect_with(config).await
     }
 
@@ -276,7 +323,13 @@ impl PgStore {
 
     /// As [`PgStore::connect`], from a parsed configuration.
     pub async fn connect_with(config: tokio_postgres::Config) -> Result<Self, StoreError> {
-        let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .build()
@@ -291,10 +344,22 @@ impl PgStore {
         let channel = listen::channel_for(&schema);
         let wakes = broadcast::channel(1024).0;
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
-        let listener = tokio::spawn(listen::run(config, channel.clone(), wakes.clone(), ready_tx));
+        let listener = tokio::spawn(listen::run(
+            config,
+            channel.clone(),
+            wakes.clone(),
+            ready_tx,
+        ));
         // Subscribers from now on hear every later commit, ephemeral host events included.
         let _ = ready.await;
-        Ok(Self { inner: Arc::new(Inner { pool, channel, wakes, listener }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                channel,
+                wakes,
+                listener,
+            }),
+        })
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
@@ -303,7 +368,11 @@ impl PgStore {
 }
 
 impl Store for PgStore {
-    fn create_run(&self, run: NewRun, idempotency: Option<IdempotencyClaim>) -> StoreFuture<'_, Created> {
+    fn create_run(
+        &self,
+        run: NewRun,
+        idempotency: Option<IdempotencyClaim>,
+    ) -> StoreFuture<'_, Created> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let now = now_ms();
@@ -311,14 +380,34 @@ impl Store for PgStore {
                 "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
             );
-            let (owner, inputs, state) = (run.owner.to_string(), run.inputs.to_string(), run.state.to_string());
+            let (owner, inputs, state) = (
+                run.owner.to_string(),
+                run.inputs.to_string(),
+                run.state.to_string(),
+            );
             let Some(claim) = &idempotency else {
                 // One statement is its own transaction.
                 let stmt = client.prepare_cached(&insert).await?;
                 let row = client
-                    .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now, &state])
+                    .query_one(
+                        &stmt,
+                        &[
+                            &run.run_id,
+                            &run.tenant,
+                            &run.workflow_id,
+                            &run.status,
+                            &owner,
+                            &run.transport,
+                            &inputs,
+                            &now,
+                            &state,
+                        ],
+                    )
                     .await?;
-                return Ok(Created { run: run_row(&row)?, replay: false });
+                return Ok(Created {
+                    run: run_row(&row)?,
+                    replay: false,
+                });
             };
             let tx = client.transaction().await?;
             // The key goes in first: a concurrent request with the same key, on any
@@ -329,26 +418,61 @@ impl Store for PgStore {
                     "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                 )
                 .await?;
-            let inserted = tx.execute(&stmt, &[&claim.tenant, &claim.principal, &claim.key, &claim.body_hash, &run.run_id, &now]).await?;
+            let inserted = tx
+                .execute(
+                    &stmt,
+                    &[
+                        &claim.tenant,
+                        &claim.principal,
+                        &claim.key,
+                        &claim.body_hash,
+                        &run.run_id,
+                        &now,
+                    ],
+                )
+                .await?;
             if inserted == 0 {
                 let stmt = tx
                     .prepare_cached("SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3")
                     .await?;
-                let row = tx.query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key]).await?;
+                let row = tx
+                    .query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key])
+                    .await?;
                 let (hash, run_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
                 if hash != claim.body_hash {
                     return Err(StoreError::IdempotencyMismatch);
                 }
-                let existing = load_run(&tx, &run_id).await?.ok_or(StoreError::RunNotFound(run_id))?;
-                return Ok(Created { run: existing, replay: true });
+                let existing = load_run(&tx, &run_id)
+                    .await?
+                    .ok_or(StoreError::RunNotFound(run_id))?;
+                return Ok(Created {
+                    run: existing,
+                    replay: true,
+                });
             }
             let stmt = tx.prepare_cached(&insert).await?;
             let row = tx
-                .query_one(&stmt, &[&run.run_id, &run.tenant, &run.workflow_id, &run.status, &owner, &run.transport, &inputs, &now, &state])
+                .query_one(
+                    &stmt,
+                    &[
+                        &run.run_id,
+                        &run.tenant,
+                        &run.workflow_id,
+                        &run.status,
+                        &owner,
+                        &run.transport,
+                        &inputs,
+                        &now,
+                        &state,
+                    ],
+                )
                 .await?;
             let created = run_row(&row)?;
             tx.commit().await?;
-            Ok(Created { run: created, replay: false })
+            Ok(Created {
+                run: created,
+                replay: false,
+            })
         })
     }
 
@@ -373,7 +497,12 @@ impl Store for PgStore {
                 ))
                 .await?;
             let limit = q.limit as i64;
-            let rows = client.query(&stmt, &[&q.tenant, &q.workflow_id, &q.status, &q.before, &limit]).await?;
+            let rows = client
+                .query(
+                    &stmt,
+                    &[&q.tenant, &q.workflow_id, &q.status, &q.before, &limit],
+                )
+                .await?;
             rows.iter().map(run_row).collect()
         })
     }
@@ -381,18 +510,30 @@ impl Store for PgStore {
     fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached(&format!("SELECT {RUN_COLS} FROM runs WHERE status <> ALL($1) ORDER BY list_order")).await?;
+            let stmt = client
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLS} FROM runs WHERE status <> ALL($1) ORDER BY list_order"
+                ))
+                .await?;
             let rows = client.query(&stmt, &[&finished]).await?;
             rows.iter().map(run_row).collect()
         })
     }
 
-    fn advance(&self, run_id: &str, guard: Guard, patch: RunPatch, events: Vec<NewEvent>) -> StoreFuture<'_, Advanced> {
+    fn advance(
+        &self,
+        run_id: &str,
+        guard: Guard,
+        patch: RunPatch,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
-            let (run, holder) = lock_run(&tx, &run_id).await?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
+            let (run, holder) = lock_run(&tx, &run_id)
+                .await?
+                .ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             if let Some(owner) = &patch.lease_owner
                 && holder.as_ref() != Some(owner)
             {
@@ -409,7 +550,13 @@ impl Store for PgStore {
         })
     }
 
-    fn resolve_interrupt(&self, run_id: &str, node_id: &str, resume_value: Value, on_resolve: OnResolve) -> StoreFuture<'_, Advanced> {
+    fn resolve_interrupt(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        on_resolve: OnResolve,
+    ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         let node_id = node_id.to_owned();
         Box::pin(async move {
@@ -425,8 +572,12 @@ impl Store for PgStore {
                     "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open'",
                 )
                 .await?;
-            let changed = tx.execute(&stmt, &[&run_id, &node_id, &resume_value.to_string()]).await?;
-            let stmt = tx.prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND node_id = $2").await?;
+            let changed = tx
+                .execute(&stmt, &[&run_id, &node_id, &resume_value.to_string()])
+                .await?;
+            let stmt = tx
+                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND node_id = $2")
+                .await?;
             let Some(row) = tx.query_opt(&stmt, &[&run_id, &node_id]).await? else {
                 return Err(StoreError::NoOpenInterrupt);
             };
@@ -446,12 +597,24 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND state = 'open'").await?;
-            client.query_opt(&stmt, &[&run_id]).await?.as_ref().map(interrupt_row).transpose()
+            let stmt = client
+                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND state = 'open'")
+                .await?;
+            client
+                .query_opt(&stmt, &[&run_id])
+                .await?
+                .as_ref()
+                .map(interrupt_row)
+                .transpose()
         })
     }
 
-    fn events_since(&self, run_id: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<EventRecord>> {
+    fn events_since(
+        &self,
+        run_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<EventRecord>> {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
@@ -467,7 +630,9 @@ impl Store for PgStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             let stored = if event.delivery == "durable" {
-                let lock = tx.prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))").await?;
+                let lock = tx
+                    .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                    .await?;
                 tx.query(&lock, &[&HOST_EVENTS_LOCK, &event.tenant]).await?;
                 let stmt = tx
                     .prepare_cached(
@@ -488,7 +653,10 @@ impl Store for PgStore {
                         ],
                     )
                     .await?;
-                HostEventRecord { seq: row.try_get(0)?, ..event }
+                HostEventRecord {
+                    seq: row.try_get(0)?,
+                    ..event
+                }
             } else {
                 event
             };
@@ -506,7 +674,12 @@ impl Store for PgStore {
         })
     }
 
-    fn host_events(&self, tenant: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<HostEventRecord>> {
+    fn host_events(
+        &self,
+        tenant: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<HostEventRecord>> {
         let tenant = tenant.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
@@ -560,7 +733,9 @@ impl Store for PgStore {
                 ))
                 .await?;
             let rows = client.query(&stmt, &[&statuses]).await?;
-            rows.iter().map(|r| r.try_get(0).map_err(StoreError::from)).collect()
+            rows.iter()
+                .map(|r| r.try_get(0).map_err(StoreError::from))
+                .collect()
         })
     }
 
@@ -568,7 +743,9 @@ impl Store for PgStore {
         let (scope, key) = (scope.to_owned(), key.to_owned());
         Box::pin(async move {
             let client = self.client().await?;
-            let purge = client.prepare_cached("DELETE FROM claims WHERE scope = $1 AND expires_ms < $2").await?;
+            let purge = client
+                .prepare_cached("DELETE FROM claims WHERE scope = $1 AND expires_ms < $2")
+                .await?;
             client.execute(&purge, &[&scope, &now_ms()]).await?;
             let stmt =
                 client.prepare_cached("INSERT INTO claims (scope, key, expires_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING").await?;
@@ -580,9 +757,15 @@ impl Store for PgStore {
         let name = name.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING").await?;
+            let stmt = client
+                .prepare_cached(
+                    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
+                .await?;
             client.execute(&stmt, &[&name, &candidate]).await?;
-            let stmt = client.prepare_cached("SELECT value FROM secrets WHERE name = $1").await?;
+            let stmt = client
+                .prepare_cached("SELECT value FROM secrets WHERE name = $1")
+                .await?;
             Ok(client.query_one(&stmt, &[&name]).await?.try_get(0)?)
         })
     }
@@ -593,7 +776,9 @@ impl Store for PgStore {
             let client = self.client().await?;
             let stmt = client.prepare_cached("INSERT INTO a2a_tasks (run_id, context_id) VALUES ($1, $2) ON CONFLICT DO NOTHING").await?;
             client.execute(&stmt, &[&run_id, &context_id]).await?;
-            let stmt = client.prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1").await?;
+            let stmt = client
+                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
+                .await?;
             Ok(client.query_one(&stmt, &[&run_id]).await?.try_get(0)?)
         })
     }
@@ -602,12 +787,23 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1").await?;
-            Ok(client.query_opt(&stmt, &[&run_id]).await?.map(|r| r.try_get(0)).transpose()?)
+            let stmt = client
+                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
+                .await?;
+            Ok(client
+                .query_opt(&stmt, &[&run_id])
+                .await?
+                .map(|r| r.try_get(0))
+                .transpose()?)
         })
     }
 
-    fn a2a_append_message(&self, run_id: &str, message_id: &str, message: Value) -> StoreFuture<'_, bool> {
+    fn a2a_append_message(
+        &self,
+        run_id: &str,
+        message_id: &str,
+        message: Value,
+    ) -> StoreFuture<'_, bool> {
         let run_id = run_id.to_owned();
         let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
         Box::pin(async move {
@@ -615,7 +811,9 @@ impl Store for PgStore {
             let tx = client.transaction().await?;
             // The task's row (or, before it exists, the advisory lock) orders appends, so
             // two replicas never pick the same `seq`.
-            let lock = tx.prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))").await?;
+            let lock = tx
+                .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .await?;
             tx.query(&lock, &[&(HOST_EVENTS_LOCK + 1), &run_id]).await?;
             let stmt = tx
                 .prepare_cached(
@@ -624,7 +822,9 @@ impl Store for PgStore {
                      ON CONFLICT DO NOTHING",
                 )
                 .await?;
-            let n = tx.execute(&stmt, &[&run_id, &message_id, &message.to_string()]).await?;
+            let n = tx
+                .execute(&stmt, &[&run_id, &message_id, &message.to_string()])
+                .await?;
             tx.commit().await?;
             Ok(n == 1)
         })
@@ -634,7 +834,9 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT message FROM a2a_messages WHERE run_id = $1 ORDER BY seq").await?;
+            let stmt = client
+                .prepare_cached("SELECT message FROM a2a_messages WHERE run_id = $1 ORDER BY seq")
+                .await?;
             let rows = client.query(&stmt, &[&run_id]).await?;
             rows.iter().map(|r| json_text(r, "message")).collect()
         })

@@ -34,13 +34,16 @@ impl ScratchSchema {
     pub async fn create() -> Result<Self, StoreError> {
         let base_url = test_url();
         let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).map_err(|e| StoreError::Database(format!("no randomness: {e}")))?;
+        getrandom::fill(&mut bytes)
+            .map_err(|e| StoreError::Database(format!("no randomness: {e}")))?;
         let schema = format!("openwop_test_{}", hex::encode(bytes));
         let (client, conn) = tokio_postgres::connect(&base_url, NoTls).await.map_err(|e| {
             StoreError::Database(format!("PostgreSQL at {base_url} is unreachable ({e}); set OPENWOP_SKIP_POSTGRES=1 to skip"))
         })?;
         let driver = tokio::spawn(conn);
-        client.batch_execute(&format!("CREATE SCHEMA \"{schema}\"")).await?;
+        client
+            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+            .await?;
         drop(client);
         let _ = driver.await;
         Ok(Self { base_url, schema })
@@ -48,8 +51,15 @@ impl ScratchSchema {
 
     /// The test server's URL with this schema first on the search path.
     pub fn url(&self) -> String {
-        let sep = if self.base_url.contains('?') { '&' } else { '?' };
-        format!("{}{sep}options=-csearch_path%3D{}", self.base_url, self.schema)
+        let sep = if self.base_url.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        format!(
+            "{}{sep}options=-csearch_path%3D{}",
+            self.base_url, self.schema
+        )
     }
 }
 
@@ -58,11 +68,19 @@ impl Drop for ScratchSchema {
         let (url, schema) = (self.base_url.clone(), self.schema.clone());
         // Drop runs inside the test's runtime, maybe while unwinding: use a thread of our own.
         let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
             rt.block_on(async move {
                 if let Ok((client, conn)) = tokio_postgres::connect(&url, NoTls).await {
                     tokio::spawn(conn);
-                    if let Err(e) = client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await {
+                    if let Err(e) = client
+                        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                        .await
+                    {
                         eprintln!("could not drop test schema {schema}: {e}");
                     }
                 }

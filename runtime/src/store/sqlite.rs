@@ -121,8 +121,9 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
 impl SqliteStore {
     /// Opens (creating if needed) `dir/openwop.sqlite3`.
     pub fn open(dir: &Path, wakeups: Arc<dyn Wakeups>) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError::Database(format!("cannot create data dir {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Database(format!("cannot create data dir {}: {e}", dir.display()))
+        })?;
         let path = dir.join("openwop.sqlite3");
         let writer = open(&path)?;
         writer.execute_batch(SCHEMA)?;
@@ -131,7 +132,12 @@ impl SqliteStore {
             readers.push(Mutex::new(open(&path)?));
         }
         Ok(Self {
-            inner: Arc::new(Inner { writer: Mutex::new(writer), readers, next_reader: AtomicUsize::new(0), wakeups }),
+            inner: Arc::new(Inner {
+                writer: Mutex::new(writer),
+                readers,
+                next_reader: AtomicUsize::new(0),
+                wakeups,
+            }),
         })
     }
 
@@ -142,7 +148,10 @@ impl SqliteStore {
         let inner = self.inner.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
-                let mut conn = inner.writer.lock().map_err(|_| StoreError::Database("writer lock poisoned".into()))?;
+                let mut conn = inner
+                    .writer
+                    .lock()
+                    .map_err(|_| StoreError::Database("writer lock poisoned".into()))?;
                 f(&mut conn)
             })
             .await
@@ -158,7 +167,9 @@ impl SqliteStore {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-                let conn = inner.readers[i].lock().map_err(|_| StoreError::Database("reader lock poisoned".into()))?;
+                let conn = inner.readers[i]
+                    .lock()
+                    .map_err(|_| StoreError::Database("reader lock poisoned".into()))?;
                 f(&conn)
             })
             .await
@@ -169,14 +180,18 @@ impl SqliteStore {
 
 fn json_col(row: &Row<'_>, idx: &str) -> rusqlite::Result<Value> {
     let text: String = row.get(idx)?;
-    serde_json::from_str(&text).map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e)))
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 fn opt_json_col(row: &Row<'_>, idx: &str) -> rusqlite::Result<Option<Value>> {
     let text: Option<String> = row.get(idx)?;
     text.map(|t| serde_json::from_str(&t))
         .transpose()
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e)))
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
 }
 
 const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
@@ -241,7 +256,11 @@ fn host_row(row: &Row<'_>) -> rusqlite::Result<HostEventRecord> {
 
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
     Ok(conn
-        .query_row(&format!("SELECT {RUN_COLS} FROM runs WHERE run_id = ?1"), [run_id], run_row)
+        .query_row(
+            &format!("SELECT {RUN_COLS} FROM runs WHERE run_id = ?1"),
+            [run_id],
+            run_row,
+        )
         .optional()?)
 }
 
@@ -273,7 +292,10 @@ fn apply(
         stored.push(rec);
     }
     if patch.close_interrupts {
-        tx.execute("UPDATE interrupts SET state = 'closed' WHERE run_id = ?1 AND state = 'open'", [&run.run_id])?;
+        tx.execute(
+            "UPDATE interrupts SET state = 'closed' WHERE run_id = ?1 AND state = 'open'",
+            [&run.run_id],
+        )?;
     }
     if let Some(i) = &patch.open_interrupt {
         tx.execute(
@@ -316,11 +338,18 @@ fn apply(
             next.updated_ms
         ],
     )?;
-    Ok(Advanced { run: next, events: stored })
+    Ok(Advanced {
+        run: next,
+        events: stored,
+    })
 }
 
 impl Store for SqliteStore {
-    fn create_run(&self, run: NewRun, idempotency: Option<IdempotencyClaim>) -> StoreFuture<'_, Created> {
+    fn create_run(
+        &self,
+        run: NewRun,
+        idempotency: Option<IdempotencyClaim>,
+    ) -> StoreFuture<'_, Created> {
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(claim) = &idempotency {
@@ -371,14 +400,18 @@ impl Store for SqliteStore {
                    AND (?4 IS NULL OR list_order < ?4)
                  ORDER BY list_order DESC LIMIT ?5"
             ))?;
-            let rows = stmt.query_map(params![q.tenant, q.workflow_id, q.status, q.before, q.limit as i64], run_row)?;
+            let rows = stmt.query_map(
+                params![q.tenant, q.workflow_id, q.status, q.before, q.limit as i64],
+                run_row,
+            )?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
     }
 
     fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>> {
         self.read(move |conn| {
-            let mut stmt = conn.prepare(&format!("SELECT {RUN_COLS} FROM runs ORDER BY list_order"))?;
+            let mut stmt =
+                conn.prepare(&format!("SELECT {RUN_COLS} FROM runs ORDER BY list_order"))?;
             let rows = stmt.query_map([], run_row)?;
             let mut out = Vec::new();
             for r in rows {
@@ -391,12 +424,19 @@ impl Store for SqliteStore {
         })
     }
 
-    fn advance(&self, run_id: &str, guard: Guard, patch: RunPatch, events: Vec<NewEvent>) -> StoreFuture<'_, Advanced> {
+    fn advance(
+        &self,
+        run_id: &str,
+        guard: Guard,
+        patch: RunPatch,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let run = load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
+            let run =
+                load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             if !guard.admits(&run.status) {
                 return Err(StoreError::Guard { status: run.status });
             }
@@ -453,12 +493,21 @@ impl Store for SqliteStore {
         let run_id = run_id.to_owned();
         self.read(move |conn| {
             Ok(conn
-                .query_row("SELECT * FROM interrupts WHERE run_id = ?1 AND state = 'open'", [run_id], interrupt_row)
+                .query_row(
+                    "SELECT * FROM interrupts WHERE run_id = ?1 AND state = 'open'",
+                    [run_id],
+                    interrupt_row,
+                )
                 .optional()?)
         })
     }
 
-    fn events_since(&self, run_id: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<EventRecord>> {
+    fn events_since(
+        &self,
+        run_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<EventRecord>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
@@ -491,11 +540,17 @@ impl Store for SqliteStore {
         })
     }
 
-    fn host_events(&self, tenant: &str, after: i64, limit: usize) -> StoreFuture<'_, Vec<HostEventRecord>> {
+    fn host_events(
+        &self,
+        tenant: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<HostEventRecord>> {
         let tenant = tenant.to_owned();
         self.read(move |conn| {
-            let mut stmt =
-                conn.prepare_cached("SELECT * FROM host_events WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT * FROM host_events WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
             let rows = stmt.query_map(params![tenant, after, limit as i64], host_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
@@ -517,7 +572,8 @@ impl Store for SqliteStore {
     fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare("SELECT run_id, status FROM runs ORDER BY list_order")?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             let mut out = Vec::new();
             for r in rows {
                 let (id, status) = r?;
@@ -533,7 +589,10 @@ impl Store for SqliteStore {
         let (scope, key) = (scope.to_owned(), key.to_owned());
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute("DELETE FROM claims WHERE scope = ?1 AND expires_ms < ?2", params![scope, now_ms()])?;
+            tx.execute(
+                "DELETE FROM claims WHERE scope = ?1 AND expires_ms < ?2",
+                params![scope, now_ms()],
+            )?;
             let n = tx.execute(
                 "INSERT OR IGNORE INTO claims (scope, key, expires_ms) VALUES (?1, ?2, ?3)",
                 params![scope, key, expires_ms],
@@ -546,27 +605,52 @@ impl Store for SqliteStore {
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         let name = name.to_owned();
         self.write(move |conn| {
-            conn.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)", params![name, candidate])?;
-            Ok(conn.query_row("SELECT value FROM secrets WHERE name = ?1", [name], |r| r.get(0))?)
+            conn.execute(
+                "INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)",
+                params![name, candidate],
+            )?;
+            Ok(
+                conn.query_row("SELECT value FROM secrets WHERE name = ?1", [name], |r| {
+                    r.get(0)
+                })?,
+            )
         })
     }
 
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
         let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
         self.write(move |conn| {
-            conn.execute("INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)", params![run_id, context_id])?;
-            Ok(conn.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", [run_id], |r| r.get(0))?)
+            conn.execute(
+                "INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)",
+                params![run_id, context_id],
+            )?;
+            Ok(conn.query_row(
+                "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )?)
         })
     }
 
     fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| {
-            Ok(conn.query_row("SELECT context_id FROM a2a_tasks WHERE run_id = ?1", [run_id], |r| r.get(0)).optional()?)
+            Ok(conn
+                .query_row(
+                    "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
+                    [run_id],
+                    |r| r.get(0),
+                )
+                .optional()?)
         })
     }
 
-    fn a2a_append_message(&self, run_id: &str, message_id: &str, message: Value) -> StoreFuture<'_, bool> {
+    fn a2a_append_message(
+        &self,
+        run_id: &str,
+        message_id: &str,
+        message: Value,
+    ) -> StoreFuture<'_, bool> {
         let run_id = run_id.to_owned();
         // NULLs never collide under UNIQUE, so messages without an id always append.
         let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
@@ -583,11 +667,15 @@ impl Store for SqliteStore {
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached("SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq")?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq",
+            )?;
             let rows = stmt.query_map([run_id], |r| r.get::<_, String>(0))?;
             let mut out = Vec::new();
             for text in rows {
-                out.push(serde_json::from_str(&text?).map_err(|e| StoreError::Database(format!("a stored A2A message is not JSON: {e}")))?);
+                out.push(serde_json::from_str(&text?).map_err(|e| {
+                    StoreError::Database(format!("a stored A2A message is not JSON: {e}"))
+                })?);
             }
             Ok(out)
         })

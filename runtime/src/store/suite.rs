@@ -19,21 +19,41 @@ pub struct Backend {
 impl Backend {
     fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Arc::new(SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("open sqlite"));
-        Self { store, dir: Some(dir), schema: None }
+        let store = Arc::new(
+            SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("open sqlite"),
+        );
+        Self {
+            store,
+            dir: Some(dir),
+            schema: None,
+        }
     }
 
     async fn postgres() -> Self {
-        let schema = ScratchSchema::create().await.expect("PostgreSQL for the store suite");
-        let store = Arc::new(PgStore::connect(&schema.url()).await.expect("connect PostgreSQL"));
-        Self { store, dir: None, schema: Some(schema) }
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the store suite");
+        let store = Arc::new(
+            PgStore::connect(&schema.url())
+                .await
+                .expect("connect PostgreSQL"),
+        );
+        Self {
+            store,
+            dir: None,
+            schema: Some(schema),
+        }
     }
 
     /// Another store on the same data: a restarted host, or a second replica.
     async fn open_again(&self) -> Arc<dyn Store> {
         match (&self.dir, &self.schema) {
-            (Some(dir), _) => Arc::new(SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("reopen")),
-            (_, Some(schema)) => Arc::new(PgStore::connect(&schema.url()).await.expect("reconnect")),
+            (Some(dir), _) => Arc::new(
+                SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("reopen"),
+            ),
+            (_, Some(schema)) => {
+                Arc::new(PgStore::connect(&schema.url()).await.expect("reconnect"))
+            }
             _ => unreachable!("a backend has a dir or a schema"),
         }
     }
@@ -97,7 +117,11 @@ fn new_run(id: &str) -> NewRun {
 }
 
 fn ev() -> NewEvent {
-    NewEvent { event_type: "node.started".into(), node_id: None, payload: json!({}) }
+    NewEvent {
+        event_type: "node.started".into(),
+        node_id: None,
+        payload: json!({}),
+    }
 }
 
 fn running() -> Guard {
@@ -105,7 +129,12 @@ fn running() -> Guard {
 }
 
 fn claim(key: &str, body: &str) -> IdempotencyClaim {
-    IdempotencyClaim { tenant: "t".into(), principal: "p".into(), key: key.into(), body_hash: body.into() }
+    IdempotencyClaim {
+        tenant: "t".into(),
+        principal: "p".into(),
+        key: key.into(),
+        body_hash: body.into(),
+    }
 }
 
 async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
@@ -119,13 +148,27 @@ async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
         }),
         ..Default::default()
     };
-    store.advance(run_id, running(), patch, vec![ev()]).await.unwrap();
+    store
+        .advance(run_id, running(), patch, vec![ev()])
+        .await
+        .unwrap();
 }
 
 fn resolve_with(value: &'static str) -> OnResolve {
     Box::new(move |_, _| {
-        let patch = RunPatch { status: Some("running".into()), state: Some(json!({"by": value})), ..Default::default() };
-        (patch, vec![NewEvent { event_type: "interrupt.resolved".into(), node_id: None, payload: json!({"by": value}) }])
+        let patch = RunPatch {
+            status: Some("running".into()),
+            state: Some(json!({"by": value})),
+            ..Default::default()
+        };
+        (
+            patch,
+            vec![NewEvent {
+                event_type: "interrupt.resolved".into(),
+                node_id: None,
+                payload: json!({"by": value}),
+            }],
+        )
     })
 }
 
@@ -135,7 +178,11 @@ async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
     let tasks: Vec<_> = (0..16)
         .map(|_| {
             let s = store.clone();
-            tokio::spawn(async move { s.advance(RUN, running(), RunPatch::default(), vec![ev(), ev()]).await.unwrap() })
+            tokio::spawn(async move {
+                s.advance(RUN, running(), RunPatch::default(), vec![ev(), ev()])
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     for t in tasks {
@@ -150,16 +197,28 @@ async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
 async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
     let store = b.store.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
-    let r = store.advance(RUN, Guard::StatusNotIn(vec!["running".into()]), RunPatch::default(), vec![ev()]).await;
+    let r = store
+        .advance(
+            RUN,
+            Guard::StatusNotIn(vec!["running".into()]),
+            RunPatch::default(),
+            vec![ev()],
+        )
+        .await;
     assert!(matches!(r, Err(StoreError::Guard { status }) if status == "running"));
     assert!(store.events_since(RUN, -1, 10).await.unwrap().is_empty());
-    let missing = store.advance("t/nope", running(), RunPatch::default(), vec![ev()]).await;
+    let missing = store
+        .advance("t/nope", running(), RunPatch::default(), vec![ev()])
+        .await;
     assert!(matches!(missing, Err(StoreError::RunNotFound(_))));
 }
 
 async fn data_survives_reopening(b: Backend) {
     b.store.create_run(new_run(RUN), None).await.unwrap();
-    b.store.advance(RUN, running(), RunPatch::default(), vec![ev()]).await.unwrap();
+    b.store
+        .advance(RUN, running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
     let again = b.open_again().await;
     assert_eq!(again.events_since(RUN, -1, 10).await.unwrap().len(), 1);
     assert_eq!(again.get_run(RUN).await.unwrap().unwrap().last_sequence, 0);
@@ -167,12 +226,20 @@ async fn data_survives_reopening(b: Backend) {
 
 async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
     let store = b.store.clone();
-    let first = store.create_run(new_run("t/a"), Some(claim("k", "h1"))).await.unwrap();
+    let first = store
+        .create_run(new_run("t/a"), Some(claim("k", "h1")))
+        .await
+        .unwrap();
     assert!(!first.replay);
-    let again = store.create_run(new_run("t/b"), Some(claim("k", "h1"))).await.unwrap();
+    let again = store
+        .create_run(new_run("t/b"), Some(claim("k", "h1")))
+        .await
+        .unwrap();
     assert!(again.replay);
     assert_eq!(again.run.run_id, "t/a");
-    let other = store.create_run(new_run("t/c"), Some(claim("k", "h2"))).await;
+    let other = store
+        .create_run(new_run("t/c"), Some(claim("k", "h2")))
+        .await;
     assert!(matches!(other, Err(StoreError::IdempotencyMismatch)));
     assert!(store.get_run("t/b").await.unwrap().is_none());
     assert!(store.get_run("t/c").await.unwrap().is_none());
@@ -184,7 +251,11 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     let tasks: Vec<_> = (0..12)
         .map(|i| {
             let s = stores[i % 2].clone();
-            tokio::spawn(async move { s.create_run(new_run(&format!("t/run{i}")), Some(claim("same", "h"))).await.unwrap() })
+            tokio::spawn(async move {
+                s.create_run(new_run(&format!("t/run{i}")), Some(claim("same", "h")))
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut ids = Vec::new();
@@ -193,8 +264,17 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     }
     ids.dedup();
     assert_eq!(ids.len(), 1, "every request got the one run: {ids:?}");
-    let listed =
-        b.store.list_runs(ListQuery { tenant: "t".into(), workflow_id: None, status: None, before: None, limit: 50 }).await.unwrap();
+    let listed = b
+        .store
+        .list_runs(ListQuery {
+            tenant: "t".into(),
+            workflow_id: None,
+            status: None,
+            before: None,
+            limit: 50,
+        })
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1);
 }
 
@@ -206,20 +286,45 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
         suspend(&b.store, &run_id).await;
         let (s1, s2) = (stores[0].clone(), stores[1].clone());
         let (r1, r2) = (run_id.clone(), run_id.clone());
-        let a = tokio::spawn(async move { s1.resolve_interrupt(&r1, "approve", json!("a"), resolve_with("a")).await });
-        let c = tokio::spawn(async move { s2.resolve_interrupt(&r2, "approve", json!("b"), resolve_with("b")).await });
+        let a = tokio::spawn(async move {
+            s1.resolve_interrupt(&r1, "approve", json!("a"), resolve_with("a"))
+                .await
+        });
+        let c = tokio::spawn(async move {
+            s2.resolve_interrupt(&r2, "approve", json!("b"), resolve_with("b"))
+                .await
+        });
         let results = [a.await.unwrap(), c.await.unwrap()];
         let wins: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
         assert_eq!(wins.len(), 1, "exactly one resolve wins");
-        assert!(results.iter().any(|r| matches!(r, Err(StoreError::InterruptAlreadyResolved))));
+        assert!(
+            results
+                .iter()
+                .any(|r| matches!(r, Err(StoreError::InterruptAlreadyResolved)))
+        );
         let events = b.store.events_since(&run_id, -1, 10).await.unwrap();
-        assert_eq!(events.iter().filter(|e| e.event_type == "interrupt.resolved").count(), 1);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| e.event_type == "interrupt.resolved")
+                .count(),
+            1
+        );
         let winner = wins[0].run.state["by"].clone();
-        assert_eq!(b.store.get_run(&run_id).await.unwrap().unwrap().state["by"], winner);
+        assert_eq!(
+            b.store.get_run(&run_id).await.unwrap().unwrap().state["by"],
+            winner
+        );
     }
-    let none = b.store.resolve_interrupt("t/resolve0", "other", json!(1), resolve_with("x")).await;
+    let none = b
+        .store
+        .resolve_interrupt("t/resolve0", "other", json!(1), resolve_with("x"))
+        .await;
     assert!(matches!(none, Err(StoreError::NoOpenInterrupt)));
-    let missing = b.store.resolve_interrupt("t/missing", "approve", json!(1), resolve_with("x")).await;
+    let missing = b
+        .store
+        .resolve_interrupt("t/missing", "approve", json!(1), resolve_with("x"))
+        .await;
     assert!(matches!(missing, Err(StoreError::NoOpenInterrupt)));
 }
 
@@ -227,7 +332,11 @@ async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
     let store = b.store.clone();
     for i in 0..5 {
         let mut r = new_run(&format!("t/r{i}"));
-        r.workflow_id = if i % 2 == 0 { "even".into() } else { "odd".into() };
+        r.workflow_id = if i % 2 == 0 {
+            "even".into()
+        } else {
+            "odd".into()
+        };
         store.create_run(r, None).await.unwrap();
     }
     let mut other = new_run("u/r9");
@@ -245,7 +354,10 @@ async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
     assert_eq!(ids, ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
     let even = store.list_runs(q(Some("even"), None, 10)).await.unwrap();
     assert_eq!(even.len(), 3);
-    let page = store.list_runs(q(None, Some(all[1].list_order), 2)).await.unwrap();
+    let page = store
+        .list_runs(q(None, Some(all[1].list_order), 2))
+        .await
+        .unwrap();
     let ids: Vec<_> = page.iter().map(|r| r.run_id.as_str()).collect();
     assert_eq!(ids, ["t/r2", "t/r1"]);
 }
@@ -254,11 +366,27 @@ async fn unfinished_runs_skip_finished_ones(b: Backend) {
     let store = b.store.clone();
     store.create_run(new_run("t/live"), None).await.unwrap();
     store.create_run(new_run("t/done"), None).await.unwrap();
-    let done = RunPatch { status: Some("completed".into()), outputs: Some(json!({"x": 1})), ..Default::default() };
-    store.advance("t/done", running(), done, vec![]).await.unwrap();
-    let ids: Vec<_> = store.unfinished_runs(vec!["completed".into()]).await.unwrap().into_iter().map(|r| r.run_id).collect();
+    let done = RunPatch {
+        status: Some("completed".into()),
+        outputs: Some(json!({"x": 1})),
+        ..Default::default()
+    };
+    store
+        .advance("t/done", running(), done, vec![])
+        .await
+        .unwrap();
+    let ids: Vec<_> = store
+        .unfinished_runs(vec!["completed".into()])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
     assert_eq!(ids, ["t/live"]);
-    assert_eq!(store.get_run("t/done").await.unwrap().unwrap().outputs, Some(json!({"x": 1})));
+    assert_eq!(
+        store.get_run("t/done").await.unwrap().unwrap().outputs,
+        Some(json!({"x": 1}))
+    );
 }
 
 fn host_event(tenant: &str, delivery: &str, n: i64) -> HostEventRecord {
@@ -275,7 +403,10 @@ fn host_event(tenant: &str, delivery: &str, n: i64) -> HostEventRecord {
 }
 
 /// Waits for a wake-up matching `pick`, failing after a few seconds.
-async fn next_wake<T>(rx: &mut tokio::sync::broadcast::Receiver<Wake>, pick: impl Fn(&Wake) -> Option<T>) -> T {
+async fn next_wake<T>(
+    rx: &mut tokio::sync::broadcast::Receiver<Wake>,
+    pick: impl Fn(&Wake) -> Option<T>,
+) -> T {
     tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             if let Ok(w) = rx.recv().await
@@ -293,16 +424,32 @@ async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend
     let store = b.store.clone();
     let mut rx = store.subscribe();
     for n in 0..3 {
-        store.append_host_event(host_event("t", "durable", n)).await.unwrap();
+        store
+            .append_host_event(host_event("t", "durable", n))
+            .await
+            .unwrap();
     }
-    store.append_host_event(host_event("u", "durable", 9)).await.unwrap();
-    let eph = store.append_host_event(host_event("t", "ephemeral", 7)).await.unwrap();
+    store
+        .append_host_event(host_event("u", "durable", 9))
+        .await
+        .unwrap();
+    let eph = store
+        .append_host_event(host_event("t", "ephemeral", 7))
+        .await
+        .unwrap();
     assert_eq!(eph.seq, 0);
     let stored = store.host_events("t", 0, 10).await.unwrap();
     let ns: Vec<_> = stored.iter().map(|e| e.payload["n"].clone()).collect();
     assert_eq!(ns, [json!(0), json!(1), json!(2)]);
     assert!(stored.windows(2).all(|w| w[0].seq < w[1].seq));
-    assert_eq!(store.host_events("t", stored[0].seq, 10).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .host_events("t", stored[0].seq, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     let got = next_wake(&mut rx, |w| match w {
         Wake::Host(e) if e.delivery == "ephemeral" => Some((**e).clone()),
         _ => None,
@@ -316,11 +463,21 @@ async fn advance_wakes_subscribers(b: Backend) {
     // A subscriber on another store on the same data: for PostgreSQL a second replica,
     // which only hears of the change through the database.
     let other = b.open_again().await;
-    let watchers = if b.store.shared() { vec![b.store.clone(), other.clone()] } else { vec![b.store.clone()] };
+    let watchers = if b.store.shared() {
+        vec![b.store.clone(), other.clone()]
+    } else {
+        vec![b.store.clone()]
+    };
     let mut rxs: Vec<_> = watchers.iter().map(|s| s.subscribe()).collect();
-    b.store.advance(RUN, running(), RunPatch::default(), vec![ev()]).await.unwrap();
+    b.store
+        .advance(RUN, running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
     for rx in &mut rxs {
-        next_wake(rx, |w| matches!(w, Wake::Run(id) if id == RUN).then_some(())).await;
+        next_wake(rx, |w| {
+            matches!(w, Wake::Run(id) if id == RUN).then_some(())
+        })
+        .await;
     }
 }
 
@@ -328,39 +485,83 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
     let store = b.store.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
-    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap(), "the holder renews");
+    assert!(
+        store.acquire_lease(RUN, "a", 60_000).await.unwrap(),
+        "the holder renews"
+    );
     if !store.shared() {
         // One process: every caller is the same host and always wins.
         assert!(store.acquire_lease(RUN, "b", 60_000).await.unwrap());
         return;
     }
-    assert!(!store.acquire_lease(RUN, "b", 60_000).await.unwrap(), "a live lease is exclusive");
-    assert!(store.unleased_runs(vec!["running".into()]).await.unwrap().is_empty());
+    assert!(
+        !store.acquire_lease(RUN, "b", 60_000).await.unwrap(),
+        "a live lease is exclusive"
+    );
+    assert!(
+        store
+            .unleased_runs(vec!["running".into()])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     store.release_lease(RUN, "b").await.unwrap();
-    assert!(!store.acquire_lease(RUN, "b", 60_000).await.unwrap(), "only the holder releases");
+    assert!(
+        !store.acquire_lease(RUN, "b", 60_000).await.unwrap(),
+        "only the holder releases"
+    );
     store.release_lease(RUN, "a").await.unwrap();
-    assert_eq!(store.unleased_runs(vec!["running".into()]).await.unwrap(), [RUN]);
+    assert_eq!(
+        store.unleased_runs(vec!["running".into()]).await.unwrap(),
+        [RUN]
+    );
     assert!(store.acquire_lease(RUN, "b", 1).await.unwrap());
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(store.unleased_runs(vec!["running".into()]).await.unwrap(), [RUN], "an expired lease is up for takeover");
-    assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap(), "a dead holder's lease is taken over");
-    assert!(store.unleased_runs(vec!["pending".into()]).await.unwrap().is_empty());
+    assert_eq!(
+        store.unleased_runs(vec!["running".into()]).await.unwrap(),
+        [RUN],
+        "an expired lease is up for takeover"
+    );
+    assert!(
+        store.acquire_lease(RUN, "a", 60_000).await.unwrap(),
+        "a dead holder's lease is taken over"
+    );
+    assert!(
+        store
+            .unleased_runs(vec!["pending".into()])
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
     let store = b.store.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
-    let as_a = RunPatch { lease_owner: Some("a".into()), ..Default::default() };
-    store.advance(RUN, running(), as_a, vec![ev()]).await.unwrap();
-    let as_b = RunPatch { lease_owner: Some("b".into()), node_index: Some(5), ..Default::default() };
+    let as_a = RunPatch {
+        lease_owner: Some("a".into()),
+        ..Default::default()
+    };
+    store
+        .advance(RUN, running(), as_a, vec![ev()])
+        .await
+        .unwrap();
+    let as_b = RunPatch {
+        lease_owner: Some("b".into()),
+        node_index: Some(5),
+        ..Default::default()
+    };
     let r = store.advance(RUN, running(), as_b, vec![ev()]).await;
     if store.shared() {
         assert!(matches!(r, Err(StoreError::LeaseLost)));
         assert_eq!(store.events_since(RUN, -1, 10).await.unwrap().len(), 1);
         assert_eq!(store.get_run(RUN).await.unwrap().unwrap().node_index, 0);
     } else {
-        assert!(r.is_ok(), "a single-process store has no one to lose the lease to");
+        assert!(
+            r.is_ok(),
+            "a single-process store has no one to lose the lease to"
+        );
     }
 }
 
@@ -398,18 +599,50 @@ async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
 
 async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {
     let store = b.store.clone();
-    assert_eq!(store.a2a_bind_context("t/r", "ctx-1").await.unwrap(), "ctx-1");
-    assert_eq!(store.a2a_bind_context("t/r", "ctx-2").await.unwrap(), "ctx-1");
-    assert_eq!(store.a2a_context_of("t/r").await.unwrap().as_deref(), Some("ctx-1"));
+    assert_eq!(
+        store.a2a_bind_context("t/r", "ctx-1").await.unwrap(),
+        "ctx-1"
+    );
+    assert_eq!(
+        store.a2a_bind_context("t/r", "ctx-2").await.unwrap(),
+        "ctx-1"
+    );
+    assert_eq!(
+        store.a2a_context_of("t/r").await.unwrap().as_deref(),
+        Some("ctx-1")
+    );
     assert_eq!(store.a2a_context_of("t/other").await.unwrap(), None);
     let m1 = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a"}]});
     let m2 = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "b"}]});
-    assert!(store.a2a_append_message("t/r", "m1", m1.clone()).await.unwrap());
-    assert!(!store.a2a_append_message("t/r", "m1", m1.clone()).await.unwrap());
-    assert!(store.a2a_append_message("t/r", "m2", m2.clone()).await.unwrap());
-    assert!(store.a2a_append_message("t/other", "m1", m1.clone()).await.unwrap());
+    assert!(
+        store
+            .a2a_append_message("t/r", "m1", m1.clone())
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .a2a_append_message("t/r", "m1", m1.clone())
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .a2a_append_message("t/r", "m2", m2.clone())
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .a2a_append_message("t/other", "m1", m1.clone())
+            .await
+            .unwrap()
+    );
     assert_eq!(store.a2a_history("t/r").await.unwrap(), vec![m1, m2]);
     let again = b.open_again().await;
-    assert_eq!(again.a2a_context_of("t/r").await.unwrap().as_deref(), Some("ctx-1"));
+    assert_eq!(
+        again.a2a_context_of("t/r").await.unwrap().as_deref(),
+        Some("ctx-1")
+    );
     assert_eq!(again.a2a_history("t/r").await.unwrap().len(), 2);
 }

@@ -31,7 +31,9 @@ pub struct LocalWakeups {
 
 impl Default for LocalWakeups {
     fn default() -> Self {
-        Self { tx: broadcast::channel(1024).0 }
+        Self {
+            tx: broadcast::channel(1024).0,
+        }
     }
 }
 

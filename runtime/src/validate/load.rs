@@ -49,13 +49,19 @@ pub fn load(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         let mut text = Vec::new();
         std::io::stdin()
             .read_to_end(&mut text)
-            .map_err(|source| LoadError::Io { label: label.clone(), source })?;
+            .map_err(|source| LoadError::Io {
+                label: label.clone(),
+                source,
+            })?;
         return parse(label, &text);
     }
     if is_url(arg) {
         return fetch(arg, kind);
     }
-    let text = std::fs::read(arg).map_err(|source| LoadError::Io { label: arg.to_owned(), source })?;
+    let text = std::fs::read(arg).map_err(|source| LoadError::Io {
+        label: arg.to_owned(),
+        source,
+    })?;
     parse(arg.to_owned(), &text)
 }
 
@@ -75,7 +81,12 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
                 Some(cut) => reason[..cut].to_owned(),
                 None => reason,
             };
-            Err(LoadError::Json { label, line: e.line(), column: e.column(), reason })
+            Err(LoadError::Json {
+                label,
+                line: e.line(),
+                column: e.column(),
+                reason,
+            })
         }
     }
 }
@@ -95,7 +106,10 @@ pub fn target_url(arg: &str, kind: Kind) -> Result<reqwest::Url, LoadError> {
 fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let url = target_url(arg, kind)?;
     let label = url.to_string();
-    let failed = |reason: String| LoadError::Http { url: label.clone(), reason };
+    let failed = |reason: String| LoadError::Http {
+        url: label.clone(),
+        reason,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -140,16 +154,28 @@ mod tests {
     #[test]
     fn bare_origin_gets_the_well_known_path() {
         let url = target_url("http://127.0.0.1:8080", Kind::Discovery).map(|u| u.to_string());
-        assert_eq!(url.ok().as_deref(), Some("http://127.0.0.1:8080/.well-known/openwop"));
+        assert_eq!(
+            url.ok().as_deref(),
+            Some("http://127.0.0.1:8080/.well-known/openwop")
+        );
         let url = target_url("https://example.test/", Kind::AgentCard).map(|u| u.to_string());
-        assert_eq!(url.ok().as_deref(), Some("https://example.test/.well-known/agent-card.json"));
-        let url = target_url("https://example.test/custom/doc.json", Kind::Discovery).map(|u| u.to_string());
-        assert_eq!(url.ok().as_deref(), Some("https://example.test/custom/doc.json"));
+        assert_eq!(
+            url.ok().as_deref(),
+            Some("https://example.test/.well-known/agent-card.json")
+        );
+        let url = target_url("https://example.test/custom/doc.json", Kind::Discovery)
+            .map(|u| u.to_string());
+        assert_eq!(
+            url.ok().as_deref(),
+            Some("https://example.test/custom/doc.json")
+        );
     }
 
     #[test]
     fn bad_json_names_line_and_column() {
-        let err = parse("doc.json".into(), b"{\n  \"a\": 1,\n  oops\n}").err().map(|e| e.to_string());
+        let err = parse("doc.json".into(), b"{\n  \"a\": 1,\n  oops\n}")
+            .err()
+            .map(|e| e.to_string());
         let err = err.unwrap_or_default();
         assert!(err.starts_with("doc.json:3:3: not valid JSON: "), "{err}");
         assert!(!err.contains(" at line "), "{err}");

@@ -27,7 +27,12 @@ impl Kind {
 }
 
 /// Validates one document. `discovery` is only used for agent cards.
-pub fn validate(kind: Kind, doc: &Value, discovery: Option<&Value>, opts: &Options) -> Vec<Finding> {
+pub fn validate(
+    kind: Kind,
+    doc: &Value,
+    discovery: Option<&Value>,
+    opts: &Options,
+) -> Vec<Finding> {
     match kind {
         Kind::Discovery => validators::validate_discovery(doc, opts),
         Kind::AgentCard => validators::validate_agent_card(doc, discovery, opts),
@@ -70,7 +75,15 @@ mod tests {
     fn today_accepts_real_dates_only() {
         assert_eq!(parse_today("2026-12-01"), Ok((2026, 12, 1)));
         assert_eq!(parse_today("2028-02-29"), Ok((2028, 2, 29)));
-        for bad in ["2026-02-29", "2026-13-01", "2026-1-01", "2026-12-01x", "+202-01-01", "today", ""] {
+        for bad in [
+            "2026-02-29",
+            "2026-13-01",
+            "2026-1-01",
+            "2026-12-01x",
+            "+202-01-01",
+            "today",
+            "",
+        ] {
             assert!(parse_today(bad).is_err(), "{bad} was accepted");
         }
     }

@@ -79,7 +79,8 @@ impl Report {
             Format::Human => self.human(),
             Format::Json => {
                 // Serialising plain strings cannot fail; fall back to an empty array anyway.
-                let mut text = serde_json::to_string_pretty(&self.entries).unwrap_or_else(|_| "[]".into());
+                let mut text =
+                    serde_json::to_string_pretty(&self.entries).unwrap_or_else(|_| "[]".into());
                 text.push('\n');
                 text
             }
@@ -89,7 +90,10 @@ impl Report {
     fn human(&self) -> String {
         let mut text = String::new();
         for e in &self.entries {
-            text.push_str(&format!("{}:{}: {}: {}\n", e.path, e.pointer, e.rule, e.message));
+            text.push_str(&format!(
+                "{}:{}: {}: {}\n",
+                e.path, e.pointer, e.rule, e.message
+            ));
         }
         text.push_str(&format!(
             "{}, {} invalid, {}",
@@ -124,8 +128,15 @@ fn without_cascades(findings: Vec<Finding>) -> Vec<Finding> {
             .iter()
             .any(|other| !is_cascade(other) && within(&other.pointer, &f.pointer))
     };
-    let keep: Vec<bool> = findings.iter().map(|f| !(is_cascade(f) && explained(f))).collect();
-    findings.into_iter().zip(keep).filter_map(|(f, k)| k.then_some(f)).collect()
+    let keep: Vec<bool> = findings
+        .iter()
+        .map(|f| !(is_cascade(f) && explained(f)))
+        .collect();
+    findings
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect()
 }
 
 /// Whether `pointer` is `parent` or names something inside it.
@@ -134,7 +145,11 @@ fn within(pointer: &str, parent: &str) -> bool {
 }
 
 fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Orders pointers token by token, array indexes numerically (`/2` before `/10`).
@@ -164,7 +179,11 @@ mod tests {
     use super::*;
 
     fn finding(pointer: &str, rule: &str) -> Finding {
-        Finding { pointer: pointer.into(), rule: rule.into(), message: "m".into() }
+        Finding {
+            pointer: pointer.into(),
+            rule: rule.into(),
+            message: "m".into(),
+        }
     }
 
     #[test]
@@ -178,8 +197,11 @@ mod tests {
                 finding("/a2a/profiles/2", "discovery.no-legacy-profile"),
             ],
         );
-        let order: Vec<(&str, &str)> =
-            report.entries().iter().map(|e| (e.pointer.as_str(), e.rule.as_str())).collect();
+        let order: Vec<(&str, &str)> = report
+            .entries()
+            .iter()
+            .map(|e| (e.pointer.as_str(), e.rule.as_str()))
+            .collect();
         assert_eq!(
             order,
             [
@@ -198,11 +220,24 @@ mod tests {
             message: format!("{UNEVALUATED} ('versions', 'profiles' were unexpected)"),
         };
         let mut report = Report::default();
-        report.add("a.json", vec![echo("/a2a"), finding("/a2a/profiles/1", "schema"), finding("/a2a/profiles/1", "discovery.no-legacy-profile")]);
-        report.add("b.json", vec![echo("/a2a"), finding("/mcp/features/0", "schema")]);
+        report.add(
+            "a.json",
+            vec![
+                echo("/a2a"),
+                finding("/a2a/profiles/1", "schema"),
+                finding("/a2a/profiles/1", "discovery.no-legacy-profile"),
+            ],
+        );
+        report.add(
+            "b.json",
+            vec![echo("/a2a"), finding("/mcp/features/0", "schema")],
+        );
         report.add("c.json", vec![echo("/a2a"), finding("/a2aX", "schema")]);
-        let kept: Vec<(&str, &str)> =
-            report.entries().iter().map(|e| (e.path.as_str(), e.pointer.as_str())).collect();
+        let kept: Vec<(&str, &str)> = report
+            .entries()
+            .iter()
+            .map(|e| (e.path.as_str(), e.pointer.as_str()))
+            .collect();
         assert_eq!(
             kept,
             [
@@ -222,6 +257,9 @@ mod tests {
         report.add("a.json", vec![]);
         report.add("b.json", vec![finding("/x", "r")]);
         report.add_unreadable();
-        assert_eq!(report.render(Format::Human), "b.json:/x: r: m\n2 documents, 1 invalid, 1 finding, 1 unreadable\n");
+        assert_eq!(
+            report.render(Format::Human),
+            "b.json:/x: r: m\n2 documents, 1 invalid, 1 finding, 1 unreadable\n"
+        );
     }
 }

@@ -39,29 +39,55 @@ pub async fn start() -> TestHost {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(host.serve(listener, std::future::pending()));
-    let client = Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
-    TestHost { base, client, ops, stop, _dir: dir }
+    let client = Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    TestHost {
+        base,
+        client,
+        ops,
+        stop,
+        _dir: dir,
+    }
 }
 
 impl TestHost {
     pub fn get(&self, path: &str, key: &str) -> RequestBuilder {
-        self.client.get(format!("{}{path}", self.base)).bearer_auth(key)
+        self.client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(key)
     }
 
     pub fn post(&self, path: &str, key: &str, body: Value) -> RequestBuilder {
-        self.client.post(format!("{}{path}", self.base)).bearer_auth(key).json(&body)
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .json(&body)
     }
 
     /// Creates a run and returns its bound id.
     pub async fn create(&self, key: &str, workflow: &str, inputs: Value) -> String {
-        let r = self.post("/runs", key, serde_json::json!({"workflowId": workflow, "inputs": inputs})).send().await.unwrap();
+        let r = self
+            .post(
+                "/runs",
+                key,
+                serde_json::json!({"workflowId": workflow, "inputs": inputs}),
+            )
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 201, "create {workflow}");
         let v: Value = r.json().await.unwrap();
         v["runId"].as_str().unwrap().to_owned()
     }
 
     pub async fn snapshot(&self, key: &str, run_id: &str) -> Value {
-        let r = self.get(&format!("/runs/{}", openwop::ids::project(run_id)), key).send().await.unwrap();
+        let r = self
+            .get(&format!("/runs/{}", openwop::ids::project(run_id)), key)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200);
         let snap: Value = r.json().await.unwrap();
         let findings = openwop_generated::validators::validate_run_snapshot(&snap);
@@ -77,7 +103,11 @@ impl TestHost {
             if snap["status"] == status {
                 return snap;
             }
-            assert!(Instant::now() < deadline, "run {run_id} stuck at {} waiting for {status}", snap["status"]);
+            assert!(
+                Instant::now() < deadline,
+                "run {run_id} stuck at {} waiting for {status}",
+                snap["status"]
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -86,11 +116,23 @@ impl TestHost {
 /// Status and JSON body of an error response, after checking the envelope shape.
 pub async fn envelope(r: Response) -> (u16, Value) {
     let status = r.status().as_u16();
-    assert_eq!(r.headers().get("openwop-version").map(|v| v.to_str().unwrap()), Some("2.0"));
+    assert_eq!(
+        r.headers()
+            .get("openwop-version")
+            .map(|v| v.to_str().unwrap()),
+        Some("2.0")
+    );
     let body: Value = r.json().await.expect("error body is JSON");
     let obj = body.as_object().expect("envelope is an object");
-    assert!(obj.keys().all(|k| ["error", "message", "details"].contains(&k.as_str())), "closed envelope: {body}");
-    assert!(body["error"].is_string() && body["message"].is_string(), "{body}");
+    assert!(
+        obj.keys()
+            .all(|k| ["error", "message", "details"].contains(&k.as_str())),
+        "closed envelope: {body}"
+    );
+    assert!(
+        body["error"].is_string() && body["message"].is_string(),
+        "{body}"
+    );
     let findings = openwop_generated::validators::validate_error_envelope(&body);
     assert!(findings.is_empty(), "envelope {body}: {findings:?}");
     (status, body)

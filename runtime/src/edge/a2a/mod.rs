@@ -236,7 +236,9 @@ pub(crate) async fn call(
         // table's refusal answers it.
         other => match gate::check(other, &gate::Facts::default(), &state.facet()) {
             Err(fault) => Err(fault),
-            Ok(_) => Err(Fault::unsupported(format!("{other} is not served by this host"))),
+            Ok(_) => Err(Fault::unsupported(format!(
+                "{other} is not served by this host"
+            ))),
         },
     }
 }

@@ -96,8 +96,13 @@ impl TaskStore {
         run_id: &str,
         message: &Value,
     ) -> Result<(), TaskStoreError> {
-        let message_id = message.get("messageId").and_then(Value::as_str).unwrap_or_default();
-        self.runs.a2a_append_message(run_id, message_id, message.clone()).await?;
+        let message_id = message
+            .get("messageId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        self.runs
+            .a2a_append_message(run_id, message_id, message.clone())
+            .await?;
         Ok(())
     }
 

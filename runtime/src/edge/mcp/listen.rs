@@ -35,7 +35,11 @@ fn notification(method: &str, mut params: Value, id: &Value) -> Event {
 /// final result to the listen id, when the host shuts down.
 pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
     let id = message.id.clone().unwrap_or(Value::Null);
-    let asked = message.params.get("notifications").cloned().unwrap_or(json!({}));
+    let asked = message
+        .params
+        .get("notifications")
+        .cloned()
+        .unwrap_or(json!({}));
     let tasks_declared = match &ctx.era {
         super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
         super::service::Era::Legacy(_) => false,
@@ -45,7 +49,10 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
     let mut watched: HashMap<String, String> = HashMap::new(); // runId -> taskId as asked
     if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
         for task_id in ids.iter().filter_map(Value::as_str) {
-            if let Ok(run) = state.load_task(&ctx.subject, &json!({"taskId": task_id})).await {
+            if let Ok(run) = state
+                .load_task(&ctx.subject, &json!({"taskId": task_id}))
+                .await
+            {
                 watched.insert(run.run_id.clone(), task_id.to_owned());
             }
         }
@@ -86,12 +93,19 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
                 },
             };
             for run_id in changed {
-                let Some(task_id) = watched.get(&run_id).cloned() else { continue };
-                // Authorized again on every notification: what tasks/get would answer now.
-                let Ok(run) = state.load_task(&ctx.subject, &json!({"taskId": task_id})).await else {
+                let Some(task_id) = watched.get(&run_id).cloned() else {
                     continue;
                 };
-                let Ok(mut view) = state.task_view(&run, true).await else { continue };
+                // Authorized again on every notification: what tasks/get would answer now.
+                let Ok(run) = state
+                    .load_task(&ctx.subject, &json!({"taskId": task_id}))
+                    .await
+                else {
+                    continue;
+                };
+                let Ok(mut view) = state.task_view(&run, true).await else {
+                    continue;
+                };
                 if let Some(obj) = view.as_object_mut() {
                     obj.remove("resultType");
                 }
@@ -99,17 +113,34 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
                     continue;
                 }
                 last.insert(run_id.clone(), view.clone());
-                if tx.send(notification("notifications/tasks", view, &id)).await.is_err() {
+                if tx
+                    .send(notification("notifications/tasks", view, &id))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
         }
         // A graceful end: the final result to the listen id.
-        let end = result_body(&id, json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}));
-        let _ = tx.send(Event::default().event("message").data(end.to_string())).await;
+        let end = result_body(
+            &id,
+            json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}),
+        );
+        let _ = tx
+            .send(Event::default().event("message").data(end.to_string()))
+            .await;
     });
-    let stream = futures::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), Ok::<Event, Infallible>);
-    let mut resp = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
-    resp.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
+    let stream = futures::StreamExt::map(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+        Ok::<Event, Infallible>,
+    );
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
     resp
 }

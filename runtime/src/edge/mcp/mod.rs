@@ -256,7 +256,9 @@ mod tests {
 
     #[test]
     fn traceparents_are_checked_before_they_are_used() {
-        assert!(well_formed_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        assert!(well_formed_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
         for bad in [
             "",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
@@ -273,9 +275,20 @@ mod tests {
     #[test]
     fn the_facet_advertises_extensions_only_when_tasks_are_served() {
         let on = facet_fields(&McpConfig::default());
-        assert!(on["features"].as_array().is_some_and(|f| f.contains(&json!("extensions"))));
-        let off = facet_fields(&McpConfig { tasks: false, ..Default::default() });
-        assert!(!off["features"].as_array().is_some_and(|f| f.contains(&json!("extensions"))));
+        assert!(
+            on["features"]
+                .as_array()
+                .is_some_and(|f| f.contains(&json!("extensions")))
+        );
+        let off = facet_fields(&McpConfig {
+            tasks: false,
+            ..Default::default()
+        });
+        assert!(
+            !off["features"]
+                .as_array()
+                .is_some_and(|f| f.contains(&json!("extensions")))
+        );
         assert_eq!(on["revisions"], json!(REVISIONS));
         assert!(Offer::from_facet(Protocol::Mcp, &on).is_ok());
     }

@@ -3,7 +3,6 @@
 //! until when, which call (a digest of the tool name and arguments), which run, which
 //! interrupt, and which round. Single use is enforced by the run store's `claim_once`.
 
-
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};

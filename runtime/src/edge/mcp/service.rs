@@ -635,7 +635,11 @@ impl McpState {
     }
 
     /// A run the caller may read, or the one unknown-task answer.
-    pub(crate) async fn load_task(&self, subject: &Subject, params: &Value) -> Result<RunRecord, RpcError> {
+    pub(crate) async fn load_task(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<RunRecord, RpcError> {
         let task_id = params
             .get("taskId")
             .and_then(Value::as_str)
@@ -651,7 +655,11 @@ impl McpState {
     }
 
     /// The Task of a run; `detailed` adds the result, error or input requests.
-    pub(crate) async fn task_view(&self, run: &RunRecord, detailed: bool) -> Result<Value, RpcError> {
+    pub(crate) async fn task_view(
+        &self,
+        run: &RunRecord,
+        detailed: bool,
+    ) -> Result<Value, RpcError> {
         let status = status_of(run);
         let by_host = self.engine.failed_by_host(run);
         let mut task = json!({

@@ -24,7 +24,13 @@ pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) ->
     }
     (
         StatusCode::OK,
-        [(header::ETAG, etag), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [
+            (header::ETAG, etag),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+        ],
         d.body.to_vec(),
     )
         .into_response()

@@ -19,7 +19,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), details: None, challenge: false }
+        Self {
+            code,
+            message: message.into(),
+            details: None,
+            challenge: false,
+        }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
@@ -39,13 +44,23 @@ impl From<OpError> for ApiError {
             OpError::Internal(_) => "the host could not complete the request".to_owned(),
             other => other.to_string(),
         };
-        Self { code: e.code(), message, details: e.details(), challenge: false }
+        Self {
+            code: e.code(),
+            message,
+            details: e.details(),
+            challenge: false,
+        }
     }
 }
 
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
-        Self { code: ErrorCode::Unauthenticated, message: e.to_string(), details: None, challenge: true }
+        Self {
+            code: ErrorCode::Unauthenticated,
+            message: e.to_string(),
+            details: None,
+            challenge: true,
+        }
     }
 }
 
@@ -57,14 +72,16 @@ impl From<crate::ids::IdError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut body = json!({"error": self.code.as_str(), "message": self.message});
         if let Some(d) = self.details {
             body["details"] = d;
         }
         let mut resp = (status, axum::Json(body)).into_response();
         if self.challenge {
-            resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         resp
     }

@@ -25,12 +25,18 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 fn check_stream_mode(mode: Option<&String>) -> Result<(), ApiError> {
     let Some(mode) = mode else { return Ok(()) };
-    let ok = !mode.is_empty() && mode.split(',').all(|m| SUPPORTED_STREAM_MODES.contains(&m.trim()));
+    let ok = !mode.is_empty()
+        && mode
+            .split(',')
+            .all(|m| SUPPORTED_STREAM_MODES.contains(&m.trim()));
     if ok {
         Ok(())
     } else {
-        Err(ApiError::new(ErrorCode::UnsupportedStreamMode, format!("streamMode `{mode}` is not served by this host"))
-            .with_details(json!({"supported": SUPPORTED_STREAM_MODES})))
+        Err(ApiError::new(
+            ErrorCode::UnsupportedStreamMode,
+            format!("streamMode `{mode}` is not served by this host"),
+        )
+        .with_details(json!({"supported": SUPPORTED_STREAM_MODES})))
     }
 }
 
@@ -44,7 +50,9 @@ fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
             .map(str::trim)
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|s| s.parse::<i64>().ok())
-            .ok_or_else(|| ApiError::validation("`Last-Event-ID` must be a non-negative event sequence number")),
+            .ok_or_else(|| {
+                ApiError::validation("`Last-Event-ID` must be a non-negative event sequence number")
+            }),
     }
 }
 
@@ -78,7 +86,12 @@ impl Tail {
                         .data(event_view(&ev).to_string()),
                 );
             }
-            let page = match self.state.ops.events_since(&self.subject, &self.id, self.cursor, 500).await {
+            let page = match self
+                .state
+                .ops
+                .events_since(&self.subject, &self.id, self.cursor, 500)
+                .await
+            {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(error = %e, "event stream ended by a read failure");
@@ -129,7 +142,9 @@ pub async fn stream_events(
     let stream = futures::stream::unfold(tail, |mut tail| async move {
         tail.next().await.map(|ev| (Ok::<_, Infallible>(ev), tail))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response())
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response())
 }
 
 pub async fn poll_events(
@@ -154,11 +169,19 @@ pub async fn poll_events(
             .parse::<u64>()
             .ok()
             .filter(|n| (0..=60).contains(n))
-            .ok_or_else(|| ApiError::validation("`timeout` must be an integer number of seconds from 0 to 60"))?,
+            .ok_or_else(|| {
+                ApiError::validation("`timeout` must be an integer number of seconds from 0 to 60")
+            })?,
     };
     let res = state
         .ops
-        .wait_for_events(&subject, &id, after, Duration::from_secs(timeout), state.shutdown.clone())
+        .wait_for_events(
+            &subject,
+            &id,
+            after,
+            Duration::from_secs(timeout),
+            state.shutdown.clone(),
+        )
         .await?;
     let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
     let status = res.run.status.clone();

@@ -16,8 +16,14 @@ pub struct Caller(pub Subject);
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or(""));
         Ok(Caller(state.keys.authenticate(header)?))
     }
 }
@@ -35,19 +41,36 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|ct| {
-                let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+                let mime = ct
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
                 mime == "application/json" || mime.ends_with("+json")
             });
-        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rej| {
-            if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(ErrorCode::PayloadTooLarge, "the request body is larger than this host accepts")
-            } else {
-                ApiError::validation(format!("cannot read the request body: {rej}"))
-            }
-        })?;
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"null" } else { &bytes };
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rej| {
+                if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        ErrorCode::PayloadTooLarge,
+                        "the request body is larger than this host accepts",
+                    )
+                } else {
+                    ApiError::validation(format!("cannot read the request body: {rej}"))
+                }
+            })?;
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"null"
+        } else {
+            &bytes
+        };
         if is_json == Some(false) && text != b"null" {
-            return Err(ApiError::new(ErrorCode::UnsupportedMediaType, "send the body as application/json"));
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "send the body as application/json",
+            ));
         }
         serde_json::from_slice(text)
             .map(JsonBody)
@@ -66,7 +89,10 @@ pub struct PathParams(pub Vec<(String, String)>);
 impl FromRequestParts<AppState> for PathParams {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let raw = axum::extract::RawPathParams::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::validation(format!("bad path: {e}")))?;
@@ -80,7 +106,11 @@ impl FromRequestParts<AppState> for PathParams {
 
 impl PathParams {
     pub fn get(&self, name: &str) -> &str {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or("")
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
     }
 }
 
@@ -109,10 +139,15 @@ pub struct QueryMap(pub std::collections::HashMap<String, String>);
 impl FromRequestParts<AppState> for QueryMap {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
-            .await
-            .map(|q| QueryMap(q.0))
-            .map_err(|e| ApiError::validation(format!("bad query string: {e}")))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<std::collections::HashMap<String, String>>::from_request_parts(
+            parts, state,
+        )
+        .await
+        .map(|q| QueryMap(q.0))
+        .map_err(|e| ApiError::validation(format!("bad query string: {e}")))
     }
 }

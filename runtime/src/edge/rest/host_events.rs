@@ -19,8 +19,14 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 fn frame(ev: &HostEventRecord) -> Event {
-    let e = Event::default().event(ev.event_type.clone()).data(host_event_view(ev).to_string());
-    if ev.delivery == "durable" { e.id(ev.event_id.clone()) } else { e }
+    let e = Event::default()
+        .event(ev.event_type.clone())
+        .data(host_event_view(ev).to_string());
+    if ev.delivery == "durable" {
+        e.id(ev.event_id.clone())
+    } else {
+        e
+    }
 }
 
 /// The stored order of a durable event id of this tenant, for `Last-Event-ID`.
@@ -29,7 +35,9 @@ async fn seq_of(state: &AppState, subject: &Subject, event_id: &str) -> Result<i
     loop {
         let page = state.ops.host_events(subject, after, 1000).await?;
         if page.is_empty() {
-            return Err(ApiError::validation("`Last-Event-ID` names no host event of this tenant"));
+            return Err(ApiError::validation(
+                "`Last-Event-ID` names no host event of this tenant",
+            ));
         }
         if let Some(ev) = page.iter().find(|e| e.event_id == event_id) {
             return Ok(ev.seq);
@@ -59,7 +67,12 @@ impl HostTail {
                 }
                 return Some(frame(&ev));
             }
-            let page = self.state.ops.host_events(&self.subject, self.cursor, 500).await.ok()?;
+            let page = self
+                .state
+                .ops
+                .host_events(&self.subject, self.cursor, 500)
+                .await
+                .ok()?;
             if !page.is_empty() {
                 self.buffer.extend(page);
                 continue;
@@ -95,7 +108,10 @@ pub async fn host_events(
             Some(id) => seq_of(&state, &subject, id).await?,
         };
         let events = state.ops.host_events(&subject, after, 1000).await?;
-        return Ok(Json(json!({"events": events.iter().map(host_event_view).collect::<Vec<_>>()})).into_response());
+        return Ok(
+            Json(json!({"events": events.iter().map(host_event_view).collect::<Vec<_>>()}))
+                .into_response(),
+        );
     }
     let cursor = match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
         None => 0,
@@ -109,6 +125,10 @@ pub async fn host_events(
         cursor,
         buffer: VecDeque::new(),
     };
-    let stream = futures::stream::unfold(tail, |mut t| async move { t.next().await.map(|e| (Ok::<_, Infallible>(e), t)) });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response())
+    let stream = futures::stream::unfold(tail, |mut t| async move {
+        t.next().await.map(|e| (Ok::<_, Infallible>(e), t))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
 }

@@ -42,8 +42,14 @@ pub fn router(state: AppState) -> Router {
         .route("/runs", post(runs::create_run).get(runs::list_runs))
         .route("/runs/{run_id}", get(runs::get_run))
         .route("/runs/{run_id}/cancel", post(runs::cancel_run))
-        .route("/runs/{run_id}/interrupts/{node_id}", post(runs::resolve_interrupt))
-        .route("/interrupts/{token}", get(interrupts::inspect).post(interrupts::resolve))
+        .route(
+            "/runs/{run_id}/interrupts/{node_id}",
+            post(runs::resolve_interrupt),
+        )
+        .route(
+            "/interrupts/{token}",
+            get(interrupts::inspect).post(interrupts::resolve),
+        )
         .route("/runs/{run_id}/events", get(events::stream_events))
         .route("/runs/{run_id}/events/poll", get(events::poll_events))
         .route("/host/events", get(host_events::host_events))
@@ -51,15 +57,27 @@ pub fn router(state: AppState) -> Router {
         .route("/agents/{agent_id}", get(agents::get_agent))
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such route on this host") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(ErrorCode::MethodNotAllowed, "this route does not accept that method")
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                "this route does not accept that method",
+            )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(version::negotiate))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
-            use axum::response::IntoResponse;
-            let mut resp = ApiError::new(ErrorCode::InternalError, "the host failed while handling the request").into_response();
-            resp.headers_mut().insert(version::HEADER, axum::http::HeaderValue::from_static(crate::discovery::PROTOCOL_VERSION));
-            resp
-        }))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                use axum::response::IntoResponse;
+                let mut resp = ApiError::new(
+                    ErrorCode::InternalError,
+                    "the host failed while handling the request",
+                )
+                .into_response();
+                resp.headers_mut().insert(
+                    version::HEADER,
+                    axum::http::HeaderValue::from_static(crate::discovery::PROTOCOL_VERSION),
+                );
+                resp
+            },
+        ))
         .with_state(state)
 }

@@ -30,9 +30,15 @@ pub async fn create_run(
 ) -> Result<Response, ApiError> {
     let key = match headers.get("idempotency-key") {
         None => None,
-        Some(v) => Some(v.to_str().map_err(|_| ApiError::validation("`Idempotency-Key` must be visible ASCII"))?),
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| ApiError::validation("`Idempotency-Key` must be visible ASCII"))?,
+        ),
     };
-    let created = state.ops.create_run(&subject, body, Transport::Rest, key).await?;
+    let created = state
+        .ops
+        .create_run(&subject, body, Transport::Rest, key)
+        .await?;
     let (status_url, events_url) = links(&created.run);
     let body = json!({
         "runId": created.run.run_id,
@@ -45,7 +51,8 @@ pub async fn create_run(
         resp.headers_mut().insert(header::LOCATION, loc);
     }
     if created.replay {
-        resp.headers_mut().insert(IDEMPOTENT_REPLAY, HeaderValue::from_static("true"));
+        resp.headers_mut()
+            .insert(IDEMPOTENT_REPLAY, HeaderValue::from_static("true"));
     }
     Ok(resp)
 }
@@ -60,15 +67,26 @@ pub async fn get_run(
     let run = state.ops.get_run(&subject, &id).await?;
     let open = state.ops.open_interrupt(&run).await?;
     let view = run_view(&run, open.as_ref());
-    let body = serde_json::to_vec(&view).map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
-    let etag = format!("\"{}-{}\"", run.last_sequence + 1, hex::encode(&Sha256::digest(&body)[..8]));
+    let body = serde_json::to_vec(&view)
+        .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
+    let etag = format!(
+        "\"{}-{}\"",
+        run.last_sequence + 1,
+        hex::encode(&Sha256::digest(&body)[..8])
+    );
     let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
     }
     Ok((
         StatusCode::OK,
-        [(header::ETAG, etag_value), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [
+            (header::ETAG, etag_value),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+        ],
         body,
     )
         .into_response())
@@ -142,6 +160,11 @@ pub async fn resolve_interrupt(
 ) -> Result<Json<Value>, ApiError> {
     let id = run_id(path.get("run_id"))?;
     let node_id = path.get("node_id").to_owned();
-    let run = state.ops.resolve_interrupt(&subject, &id, &node_id, body.resume_value).await?;
-    Ok(Json(json!({"runId": run.run_id, "nodeId": node_id, "status": run.status})))
+    let run = state
+        .ops
+        .resolve_interrupt(&subject, &id, &node_id, body.resume_value)
+        .await?;
+    Ok(Json(
+        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status}),
+    ))
 }

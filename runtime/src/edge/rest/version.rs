@@ -19,11 +19,16 @@ fn acceptable(value: &str) -> bool {
         Some((maj, min)) => (maj, Some(min)),
         None => (v, None),
     };
-    major == "2" && minor.is_none_or(|m| m == "x" || (!m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())))
+    major == "2"
+        && minor
+            .is_none_or(|m| m == "x" || (!m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())))
 }
 
 pub async fn negotiate(req: Request, next: Next) -> Response {
-    let requested = req.headers().get(&HEADER).map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
+    let requested = req
+        .headers()
+        .get(&HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
     let mut resp = match requested {
         Some(v) if !acceptable(&v) => ApiError::new(
             ErrorCode::ProtocolVersionUnsupported,
@@ -33,7 +38,8 @@ pub async fn negotiate(req: Request, next: Next) -> Response {
         .into_response(),
         _ => next.run(req).await,
     };
-    resp.headers_mut().insert(HEADER, HeaderValue::from_static(PROTOCOL_VERSION));
+    resp.headers_mut()
+        .insert(HEADER, HeaderValue::from_static(PROTOCOL_VERSION));
     resp
 }
 

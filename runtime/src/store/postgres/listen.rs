@@ -15,7 +15,16 @@ const RETRY: Duration = Duration::from_millis(500);
 
 /// The channel of one schema: replicas on the same tables share it.
 pub(super) fn channel_for(schema: &str) -> String {
-    let clean: String = schema.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    let clean: String = schema
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let mut channel = format!("openwop_{clean}");
     channel.truncate(63);
     channel
@@ -96,7 +105,9 @@ async fn listen_once(
             }
         }
     });
-    client.batch_execute(&format!("LISTEN \"{channel}\"")).await?;
+    client
+        .batch_execute(&format!("LISTEN \"{channel}\""))
+        .await?;
     let _ = wakes.send(Wake::Resync);
     if let Some(r) = ready.take() {
         let _ = r.send(());
@@ -117,7 +128,11 @@ mod tests {
     use crate::store::{NewRun, PgStore, RunPatch, Store};
     use serde_json::json;
 
-    async fn wait_for(rx: &mut broadcast::Receiver<Wake>, what: &str, pick: impl Fn(&Wake) -> bool) {
+    async fn wait_for(
+        rx: &mut broadcast::Receiver<Wake>,
+        what: &str,
+        pick: impl Fn(&Wake) -> bool,
+    ) {
         tokio::time::timeout(Duration::from_secs(5), async {
             loop {
                 if let Ok(w) = rx.recv().await
@@ -136,7 +151,9 @@ mod tests {
         if skip_postgres("a_lost_listen_connection_polls_then_listens_again") {
             return;
         }
-        let schema = ScratchSchema::create().await.expect("PostgreSQL for the listener test");
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the listener test");
         let watcher = PgStore::connect(&schema.url()).await.expect("watcher");
         let writer = PgStore::connect(&schema.url()).await.expect("writer");
         let run = NewRun {
@@ -153,11 +170,18 @@ mod tests {
         let mut rx = watcher.subscribe();
 
         // Cut the watcher's LISTEN connection from the server side.
-        let (admin, conn) = tokio_postgres::connect(&schema.base_url, NoTls).await.expect("admin");
+        let (admin, conn) = tokio_postgres::connect(&schema.base_url, NoTls)
+            .await
+            .expect("admin");
         tokio::spawn(conn);
         let listen = format!("LISTEN \"{}\"", channel_for(&schema.schema));
-        let killed =
-            admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1", &[&listen]).await.expect("terminate");
+        let killed = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+                &[&listen],
+            )
+            .await
+            .expect("terminate");
         assert_eq!(killed.len(), 2, "the watcher's and the writer's listeners");
 
         // Waiters are told to re-read while nobody listens, and once more after.
@@ -166,7 +190,12 @@ mod tests {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         loop {
             writer
-                .advance("t/r", crate::store::Guard::StatusIn(vec!["running".into()]), RunPatch::default(), vec![])
+                .advance(
+                    "t/r",
+                    crate::store::Guard::StatusIn(vec!["running".into()]),
+                    RunPatch::default(),
+                    vec![],
+                )
                 .await
                 .expect("advance");
             let got = tokio::time::timeout(Duration::from_millis(300), async {
@@ -182,7 +211,10 @@ mod tests {
             if got.is_ok() {
                 break;
             }
-            assert!(tokio::time::Instant::now() < deadline, "the listener never came back");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the listener never came back"
+            );
         }
     }
 }

@@ -5,7 +5,11 @@ use super::StoreError;
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("migrations/0001_init.sql")),
-    (2, "claims_and_a2a", include_str!("migrations/0002_claims_and_a2a.sql")),
+    (
+        2,
+        "claims_and_a2a",
+        include_str!("migrations/0002_claims_and_a2a.sql"),
+    ),
     (3, "a2a_push", include_str!("migrations/0003_a2a_push.sql")),
 ];
 
@@ -13,19 +17,28 @@ const MIGRATION_LOCK: i64 = 0x6f77_6d69_6772;
 
 pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
-    tx.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)",
     )
     .await?;
-    let applied: Vec<i64> = tx.query("SELECT version FROM schema_migrations", &[]).await?.iter().map(|r| r.get(0)).collect();
+    let applied: Vec<i64> = tx
+        .query("SELECT version FROM schema_migrations", &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     for (version, name, sql) in MIGRATIONS {
         if applied.contains(version) {
             continue;
         }
-        tx.batch_execute(sql)
-            .await
-            .map_err(|e| StoreError::Database(format!("migration {version} ({name}) failed: {}", super::db_error(e))))?;
+        tx.batch_execute(sql).await.map_err(|e| {
+            StoreError::Database(format!(
+                "migration {version} ({name}) failed: {}",
+                super::db_error(e)
+            ))
+        })?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
             &[version, name, &crate::clock::now_ms()],
@@ -47,7 +60,9 @@ mod tests {
         if skip_postgres("replicas_starting_together_apply_each_migration_once") {
             return;
         }
-        let schema = ScratchSchema::create().await.expect("PostgreSQL for the migration test");
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the migration test");
         let url = schema.url();
         let starts: Vec<_> = (0..4).map(|_| PgStore::connect(&url)).collect();
         for s in futures::future::join_all(starts).await {
@@ -55,11 +70,22 @@ mod tests {
         }
         // A later start finds everything applied and changes nothing.
         PgStore::connect(&url).await.expect("restart");
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
         tokio::spawn(conn);
-        let rows = client.query("SELECT version FROM schema_migrations ORDER BY version", &[]).await.expect("read");
+        let rows = client
+            .query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .expect("read");
         let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        assert_eq!(versions, super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
+        assert_eq!(
+            versions,
+            super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>()
+        );
         assert_eq!(versions, [1, 2, 3]);
     }
 }
