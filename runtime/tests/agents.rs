@@ -748,3 +748,65 @@ async fn the_generated_client_reads_the_inventory_as_the_openapi_document_types_
     }
     h.shutdown().await;
 }
+
+/// MCP `tools/list` applies the same rule as the inventory and `createRun`: a caller is
+/// offered exactly the workflows it may run, and a tool it is not offered cannot be run.
+#[tokio::test]
+async fn mcp_tools_list_offers_only_what_the_caller_may_run() {
+    let data = tempfile::tempdir().expect("data");
+    let agents = agents_dir();
+    let h = start_on(data.path(), agents.path()).await;
+    let mcp = |key: &'static str, method: &'static str, params: Value| {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let mut req = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .bearer_auth(key)
+            .header("accept", "application/json")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", method);
+        if let Some(name) = params.get("name").and_then(Value::as_str) {
+            req = req.header("Mcp-Name", name.to_owned());
+        }
+        req.json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+    };
+    let names = |v: Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let other: Value = mcp(KEY_B, "tools/list", json!({}))
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(names(other), ["echo", "fail", "slow"]);
+    let acme: Value = mcp(KEY_A, "tools/list", json!({}))
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert!(names(acme).contains(&"approval".to_owned()));
+    let refused: Value = mcp(
+        KEY_B,
+        "tools/call",
+        json!({"name": "approval", "arguments": {}}),
+    )
+    .await
+    .expect("call")
+    .json()
+    .await
+    .expect("json");
+    assert!(refused.get("error").is_some(), "{refused}");
+    h.shutdown().await;
+}

@@ -134,7 +134,7 @@ impl McpState {
         let params = &message.params;
         let result = match row.method {
             "server/discover" => self.discover(),
-            "tools/list" => self.list_tools(),
+            "tools/list" => self.list_tools(&ctx.subject),
             "tools/call" => self.call_tool(ctx, params).await?,
             "tasks/get" => self.get_task(ctx, params).await?,
             "tasks/update" => self.update_task(ctx, params).await?,
@@ -201,9 +201,14 @@ impl McpState {
 
     /// One tool per workflow, sorted by name. The registry is the same for every tenant
     /// today, but the list is still `private`: it is the caller's tenant's registry.
-    fn list_tools(&self) -> Value {
+    /// The workflows this caller may run (the same rule `createRun` and the agents
+    /// inventory apply), so a listed tool is always one the caller can call.
+    fn list_tools(&self, subject: &Subject) -> Value {
         let registry = self.app_engine_registry();
-        let mut ids: Vec<&str> = registry.ids().collect();
+        let mut ids: Vec<&str> = registry
+            .ids()
+            .filter(|id| self.app.ops.may_run(subject, id))
+            .collect();
         ids.sort_unstable();
         let tools: Vec<Value> = ids
             .into_iter()
