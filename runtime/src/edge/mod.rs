@@ -1,5 +1,7 @@
-//! HTTP surfaces. REST today; A2A and MCP will sit beside it and call the same `ops`.
+//! The surfaces the host is reached through: REST, A2A and MCP, each calling the same
+//! `ops`, plus what they share (trace context).
 
 pub mod a2a;
 pub mod mcp;
 pub mod rest;
+pub mod trace;

@@ -18,7 +18,6 @@ mod rest;
 pub mod service;
 mod stream;
 pub mod tasks;
-pub mod trace;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -290,8 +289,11 @@ pub(crate) async fn negotiate(
 /// for correlation only; nothing reads it to decide who the caller is or what it may do.
 pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) -> tracing::Span {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let metadata = params.get("message").and_then(|m| m.get("metadata"));
-    match trace::select(metadata, header("traceparent"), header("tracestate")) {
+    let carrier = params
+        .get("message")
+        .and_then(|m| m.get("metadata"))
+        .and_then(|m| m.get("openwop"));
+    match crate::edge::trace::select(carrier, header("traceparent"), header("tracestate")) {
         Some(tc) => {
             tracing::info_span!("a2a", method, trace_id = tc.trace_id(), parent_id = tc.parent_id(), trace_source = ?tc.source)
         }

@@ -210,67 +210,24 @@ pub fn router_for(state: McpState) -> Router {
 /// well-formed one (`_meta` first, then the HTTP header). Correlation only: nothing
 /// reads it to decide who the caller is.
 pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap) -> tracing::Span {
-    let meta = message.meta();
-    let from_meta = meta
-        .get("traceparent")
-        .and_then(Value::as_str)
-        .filter(|t| well_formed_traceparent(t));
-    let from_header = headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .filter(|t| well_formed_traceparent(t));
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let meta = Value::Object(message.meta().clone());
     let method = message.method.as_str();
-    match from_meta.or(from_header) {
-        Some(tp) => tracing::info_span!(
+    match crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate")) {
+        Some(tc) => tracing::info_span!(
             "mcp",
             method,
-            trace_id = &tp[3..35],
-            parent_id = &tp[36..52]
+            trace_id = tc.trace_id(),
+            parent_id = tc.parent_id(),
+            trace_source = ?tc.source
         ),
         None => tracing::info_span!("mcp", method),
     }
 }
 
-/// `version-traceid-parentid-flags`, lower-case hex, ids not all zero.
-pub fn well_formed_traceparent(t: &str) -> bool {
-    let parts: Vec<&str> = t.split('-').collect();
-    let hex = |s: &str, n: usize| {
-        s.len() == n
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    parts.len() >= 4
-        && hex(parts[0], 2)
-        && parts[0] != "ff"
-        && hex(parts[1], 32)
-        && hex(parts[2], 16)
-        && hex(parts[3], 2)
-        && parts[1].bytes().any(|b| b != b'0')
-        && parts[2].bytes().any(|b| b != b'0')
-        && (parts[0] != "00" || parts.len() == 4)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn traceparents_are_checked_before_they_are_used() {
-        assert!(well_formed_traceparent(
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        ));
-        for bad in [
-            "",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
-        ] {
-            assert!(!well_formed_traceparent(bad), "{bad:?}");
-        }
-    }
 
     #[test]
     fn the_facet_advertises_extensions_only_when_tasks_are_served() {

@@ -1,9 +1,11 @@
-//! W3C Trace Context on A2A: which `traceparent`/`tracestate` a request carries.
+//! W3C Trace Context on the interop edges: which `traceparent`/`tracestate` a request
+//! carries.
 //!
-//! Two carriers exist, `Message.metadata.openwop.traceparent`/`.tracestate` and the HTTP
-//! headers. The in-message value wins because it travels with the message into history and
-//! streams. A malformed value is dropped, never an error: a peer's broken tracing must not
-//! fail its request. Nothing here is ever an authorization input.
+//! Two carriers exist: one inside the request (A2A `Message.metadata.openwop`, MCP
+//! `params._meta`) and the HTTP headers. The in-request value wins because it travels with
+//! the message into history and streams (and is the only one on stdio). A malformed value
+//! is dropped, never an error: a peer's broken tracing must not fail its request. Nothing
+//! here is ever an authorization input.
 
 use serde_json::Value;
 
@@ -34,14 +36,15 @@ impl TraceContext {
     }
 }
 
-/// Picks the trace context of an A2A request: the message's metadata first, then the
-/// headers; each carrier's `tracestate` only goes with its own `traceparent`.
+/// Picks the trace context of a request: `in_request` (the object holding `traceparent`
+/// and `tracestate` inside the request) first, then the headers; each carrier's
+/// `tracestate` only goes with its own `traceparent`.
 pub fn select(
-    message_metadata: Option<&Value>,
+    in_request: Option<&Value>,
     header_traceparent: Option<&str>,
     header_tracestate: Option<&str>,
 ) -> Option<TraceContext> {
-    let openwop = message_metadata.and_then(|m| m.get("openwop"));
+    let openwop = in_request;
     let in_message = openwop
         .and_then(|o| o.get("traceparent"))
         .and_then(Value::as_str);
@@ -149,7 +152,7 @@ mod tests {
     #[test]
     fn message_metadata_is_preferred_over_the_header() {
         let md = json!({"openwop": {"traceparent": TP_A, "tracestate": "vendor=abc"}});
-        let tc = select(Some(&md), Some(TP_B), Some("other=1")).expect("trace");
+        let tc = select(md.get("openwop"), Some(TP_B), Some("other=1")).expect("trace");
         assert_eq!(tc.source, TraceSource::Message);
         assert_eq!(tc.traceparent, TP_A);
         assert_eq!(tc.tracestate.as_deref(), Some("vendor=abc"));
@@ -160,7 +163,7 @@ mod tests {
     #[test]
     fn malformed_message_value_is_ignored_and_the_header_used() {
         let md = json!({"openwop": {"traceparent": "00-XYZ-1-01", "tracestate": "vendor=abc"}});
-        let tc = select(Some(&md), Some(TP_B), Some("other=1")).expect("trace");
+        let tc = select(md.get("openwop"), Some(TP_B), Some("other=1")).expect("trace");
         assert_eq!(tc.source, TraceSource::Header);
         assert_eq!(tc.traceparent, TP_B);
         // The message's tracestate does not travel with the header's traceparent.
@@ -170,7 +173,7 @@ mod tests {
     #[test]
     fn malformed_everywhere_means_no_trace_context_and_no_error() {
         let md = json!({"openwop": {"traceparent": 42}});
-        assert_eq!(select(Some(&md), Some("garbage"), None), None);
+        assert_eq!(select(md.get("openwop"), Some("garbage"), None), None);
         assert_eq!(select(None, None, Some("a=b")), None);
     }
 
@@ -197,7 +200,7 @@ mod tests {
     #[test]
     fn malformed_tracestate_is_dropped_but_keeps_the_traceparent() {
         let md = json!({"openwop": {"traceparent": TP_A, "tracestate": "Bad Key=1"}});
-        let tc = select(Some(&md), None, None).expect("trace");
+        let tc = select(md.get("openwop"), None, None).expect("trace");
         assert_eq!(tc.tracestate, None);
         assert!(is_tracestate("rojo=00f067aa0ba902b7, congo=t61rcWkgMzE"));
         assert!(is_tracestate("t@sys=1,,"));
