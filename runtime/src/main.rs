@@ -12,7 +12,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the host: REST + SSE today, A2A and MCP as they land.
+    /// Run the host: REST + SSE, A2A 1.0 and MCP on one port.
     Serve(openwop::serve_cmd::ServeArgs),
     /// Check discovery documents and agent cards against the spec corpus.
     Validate(openwop::validate_cmd::ValidateArgs),

@@ -25,10 +25,24 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
 
 /// Serve MCP on stdin/stdout.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --api-key acme:acme-secret-key-123
+      Serve MCP to the client that spawned this process, as tenant acme, with runs kept in
+      ./openwop-data. A client configuration names this command and sets the variable.
+
+  OPENWOP_API_KEY=... openwop mcp-stdio --api-key acme:... --database postgres://postgres@127.0.0.1:5432/test
+      Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
+      so runs started here are visible (and resumable) over HTTP too.
+
+With SQLite, give mcp-stdio a data dir of its own: two processes on one SQLite data dir
+would both drive its unfinished runs. Logs go to stderr; stdout carries only JSON-RPC.")]
 pub struct McpStdioArgs {
-    /// Directory for the SQLite database.
+    /// Directory for the SQLite database (and the dev files of this host).
     #[arg(long, value_name = "DIR", default_value = "./openwop-data")]
     data_dir: PathBuf,
+    /// PostgreSQL URL to keep runs in (shared with `openwop serve --database` replicas).
+    #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
+    database: Option<String>,
     /// Accept KEY for TENANT (repeatable); the caller's key comes from OPENWOP_API_KEY.
     #[arg(long = "api-key", value_name = "TENANT:KEY", required = true)]
     api_keys: Vec<String>,
@@ -70,6 +84,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     rt.block_on(async move {
         let host = Host::build(HostConfig {
             workflows_dir: args.workflows,
+            database: args.database.filter(|d| !d.trim().is_empty()),
             ..HostConfig::new(args.data_dir, keys)
         })
         .await

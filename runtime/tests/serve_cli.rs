@@ -347,3 +347,34 @@ async fn config_file_agents_directory_adds_agents_to_the_inventory() {
         .collect();
     assert_eq!(ids, ["approvals-desk", "greeter", "workflow-runner"], "{v}");
 }
+
+#[test]
+fn mcp_stdio_takes_the_same_database_flag_and_refuses_a_wrong_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = std::process::Command::new(BIN)
+        .args(["mcp-stdio", "--help"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--database"));
+    let out = std::process::Command::new(BIN)
+        .args([
+            "mcp-stdio",
+            "--api-key",
+            "t:0123456789abcdef",
+            "--database",
+            "mysql://root@127.0.0.1/x",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("OPENWOP_API_KEY", "0123456789abcdef")
+        .env_remove("OPENWOP_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("postgres://"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "nothing on the JSON-RPC channel");
+}
