@@ -11,6 +11,8 @@ use openwop::store::{
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -39,11 +41,20 @@ struct Flaky {
     pending_gap: Mutex<Option<i64>>,
     advance_calls: Mutex<usize>,
     injected: Mutex<usize>,
+    /// Every `advance` of the run fails (a database that stays away).
+    down: AtomicBool,
+    /// Claims to be shared by several replicas, so the engine leases runs.
+    pretend_shared: bool,
+    /// Another replica holds the run's lease.
+    lease_taken: AtomicBool,
 }
 
 impl Flaky {
-    fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+    fn new(inner: Arc<dyn Store>, pretend_shared: bool) -> Arc<Self> {
         Arc::new(Self {
+            down: AtomicBool::new(false),
+            pretend_shared,
+            lease_taken: AtomicBool::new(false),
             inner,
             target: Mutex::new(None),
             advance_plan: Mutex::new(VecDeque::new()),
@@ -65,7 +76,12 @@ impl Flaky {
         if self.target.lock().unwrap().as_deref() != Some(run_id) {
             return Pass;
         }
-        let fault = plan.lock().unwrap().pop_front().unwrap_or(Pass);
+        let scripted = plan.lock().unwrap().pop_front().unwrap_or(Pass);
+        let fault = if std::ptr::eq(plan, &self.advance_plan) && self.down.load(SeqCst) {
+            Before
+        } else {
+            scripted
+        };
         if fault != Pass {
             *self.injected.lock().unwrap() += 1;
         }
@@ -183,10 +199,13 @@ impl Store for Flaky {
     }
 
     fn shared(&self) -> bool {
-        self.inner.shared()
+        self.pretend_shared || self.inner.shared()
     }
 
     fn acquire_lease(&self, run_id: &str, owner: &str, ttl_ms: i64) -> StoreFuture<'_, bool> {
+        if self.lease_taken.load(SeqCst) && self.target.lock().unwrap().as_deref() == Some(run_id) {
+            return Box::pin(async { Ok(false) });
+        }
         self.inner.acquire_lease(run_id, owner, ttl_ms)
     }
 
@@ -264,6 +283,10 @@ struct Bed {
 }
 
 fn bed() -> Bed {
+    bed_with(false)
+}
+
+fn bed_with(pretend_shared: bool) -> Bed {
     let dir = tempfile::tempdir().unwrap();
     let workflows = dir.path().join("workflows");
     std::fs::create_dir_all(&workflows).unwrap();
@@ -273,9 +296,15 @@ fn bed() -> Bed {
     registry.load_dir(&workflows).unwrap();
     let sqlite =
         SqliteStore::open(&dir.path().join("data"), Arc::new(LocalWakeups::default())).unwrap();
-    let store = Flaky::new(Arc::new(sqlite));
+    let store = Flaky::new(Arc::new(sqlite), pretend_shared);
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let engine = Engine::new(store.clone(), registry, shutdown_rx);
+    // The shortest lease, so a lost one is noticed within a renewal (a third of it).
+    let engine = Engine::with_lease_ttl(
+        store.clone(),
+        registry,
+        shutdown_rx,
+        Duration::from_millis(300),
+    );
     Bed {
         _dir: dir,
         store,
@@ -464,4 +493,43 @@ async fn a_workflow_that_fails_itself_is_not_the_hosts_failure() {
             .count(),
         1
     );
+}
+
+#[tokio::test]
+async fn a_driver_that_loses_the_lease_while_retrying_stops_and_the_next_one_finishes() {
+    let bed = bed_with(true);
+    let run_id = bed.create("steps", json!({"x": 1})).await;
+    bed.store.aim(&run_id, &[], &[]);
+    bed.store.down.store(true, SeqCst);
+    bed.engine.start(&run_id);
+    let calls = || *bed.store.advance_calls.lock().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while calls() < 2 {
+        assert!(Instant::now() < deadline, "the engine never retried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another replica takes the run over while the database is still away for this one.
+    bed.store.lease_taken.store(true, SeqCst);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after_loss = calls();
+    // Retrying on would have tried again within this (the backoff is still below 2 s).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        calls(),
+        after_loss,
+        "the engine kept retrying without the lease"
+    );
+    let run = bed.store.inner.get_run(&run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, "pending", "the run is left as it was");
+    assert_eq!(run.last_sequence, -1);
+
+    // The lease comes free and the database back: whoever picks the run up (here the
+    // sweep's call) drives it to the end.
+    bed.store.lease_taken.store(false, SeqCst);
+    bed.store.down.store(false, SeqCst);
+    bed.engine.start(&run_id);
+    let run = bed.finished(&run_id).await;
+    assert_eq!(run.status, "completed", "error: {:?}", run.error);
+    assert_eq!(run.outputs, Some(json!({"a": {"seen": 1}, "b": 1})));
+    assert_eq!(bed.log(&run_id).await.len(), 8);
 }
