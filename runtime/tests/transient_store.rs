@@ -3,7 +3,7 @@
 //! execute fails a run. The engine runs over the real SQLite store behind a wrapper that
 //! injects failures for one run.
 
-use openwop::engine::{Engine, Registry};
+use openwop::engine::{Engine, Registry, Suspended};
 use openwop::store::{
     Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
     ListQuery, LocalWakeups, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, SqliteStore, Store,
@@ -532,4 +532,48 @@ async fn a_driver_that_loses_the_lease_while_retrying_stops_and_the_next_one_fin
     assert_eq!(run.status, "completed", "error: {:?}", run.error);
     assert_eq!(run.outputs, Some(json!({"a": {"seen": 1}, "b": 1})));
     assert_eq!(bed.log(&run_id).await.len(), 8);
+}
+
+#[tokio::test]
+async fn a_suspend_whose_answer_was_lost_still_notifies_once() {
+    let bed = bed();
+    let notices: Arc<Mutex<Vec<Suspended>>> = Arc::default();
+    let seen = notices.clone();
+    bed.engine
+        .set_on_suspend(Arc::new(move |s| seen.lock().unwrap().push(s)));
+    let run_id = bed.create("approval", json!({})).await;
+    // The suspending write commits, but its answer is lost: the retry finds the run
+    // suspended on the interrupt that write opened.
+    bed.store.aim(&run_id, &[Pass, After], &[]);
+    bed.engine.start(&run_id);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while notices.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "no suspend notice");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Time for a second (wrong) notice to show up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let open = bed
+        .store
+        .inner
+        .open_interrupt(&run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let notices = notices.lock().unwrap().clone();
+    assert_eq!(notices.len(), 1, "exactly one notice");
+    assert_eq!(notices[0].interrupt_id, open.interrupt_id);
+    assert_eq!(notices[0].node_id, "approve");
+    let run = bed.store.inner.get_run(&run_id).await.unwrap().unwrap();
+    assert_eq!(notices[0].run.status, run.status);
+    assert_ne!(run.status, "running");
+    assert_eq!(
+        shape(&bed.log(&run_id).await),
+        vec![
+            step("run.started", None),
+            step("node.started", Some("approve")),
+            step("interrupt.requested", Some("approve")),
+        ]
+    );
 }

@@ -75,6 +75,9 @@ pub struct Engine {
     registry: Registry,
     /// Runs with a driving task, and whether it must look once more before stopping.
     active: Mutex<HashMap<String, bool>>,
+    /// Interrupts whose suspending write failed with a store error, by run: the commit
+    /// may have landed with only its answer lost, and then the suspend hook is still owed.
+    unconfirmed_suspends: Mutex<HashMap<String, String>>,
     shutdown: watch::Receiver<bool>,
     /// This process's name on run leases.
     replica: String,
@@ -178,6 +181,7 @@ impl Engine {
             store,
             registry,
             active: Mutex::new(HashMap::new()),
+            unconfirmed_suspends: Mutex::new(HashMap::new()),
             shutdown,
             replica,
             lease_ttl,
@@ -465,6 +469,7 @@ impl Engine {
         let Some(run) = self.store.get_run(run_id).await? else {
             return Ok(Step::Stop);
         };
+        self.confirm_suspend(&run).await?;
         match status::parse(&run.status) {
             RunStatus::Pending => {
                 let payload = json!({
@@ -489,6 +494,34 @@ impl Engine {
             RunStatus::Running => self.run_node(run).await,
             _ => Ok(Step::Stop),
         }
+    }
+
+    /// After a suspending write whose answer was lost: if the interrupt it opened is the
+    /// run's open one, the write landed and the suspend hook runs now, once. A store error
+    /// here keeps the question for the next attempt.
+    async fn confirm_suspend(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let expected = match self.unconfirmed_suspends.lock() {
+            Ok(pending) => pending.get(&run.run_id).cloned(),
+            Err(_) => None,
+        };
+        let Some(expected) = expected else {
+            return Ok(());
+        };
+        let open = self.store.open_interrupt(&run.run_id).await?;
+        if let Ok(mut pending) = self.unconfirmed_suspends.lock() {
+            pending.remove(&run.run_id);
+        }
+        if let Some(open) = open.filter(|i| i.interrupt_id == expected)
+            && let Some(hook) = self.on_suspend.get()
+        {
+            hook(Suspended {
+                run: run.clone(),
+                node_id: open.node_id,
+                interrupt_id: open.interrupt_id,
+                kind: open.kind,
+            });
+        }
+        Ok(())
     }
 
     async fn run_node(&self, run: RunRecord) -> Result<Step, EngineError> {
@@ -583,7 +616,17 @@ impl Engine {
                         payload,
                     },
                 ];
-                let advanced = self.advance(&run.run_id, running(), patch, events).await?;
+                let advanced = match self.advance(&run.run_id, running(), patch, events).await {
+                    Ok(advanced) => advanced,
+                    Err(e) => {
+                        if matches!(e, StoreError::Database(_))
+                            && let Ok(mut pending) = self.unconfirmed_suspends.lock()
+                        {
+                            pending.insert(run.run_id.clone(), interrupt_id);
+                        }
+                        return Err(e.into());
+                    }
+                };
                 if let Some(hook) = self.on_suspend.get() {
                     hook(Suspended {
                         run: advanced.run,
