@@ -393,7 +393,7 @@ impl Engine {
                         run_id,
                         error = %error,
                         retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        "the store failed during a step; nothing was applied, retrying the step"
+                        "the store failed during a step; retrying it from the run as stored"
                     );
                     if !self.pause(delay).await {
                         return;
