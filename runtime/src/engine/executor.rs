@@ -1,10 +1,13 @@
 //! Moves runs through their nodes. Every step is one guarded store transaction, so a
 //! cancel that lands between two steps wins and the executor simply stops; progress (the
 //! current node, an absolute wait deadline) is stored, so a restarted host resumes where
-//! the killed one stopped.
+//! the killed one stopped. A step the store fails (a dropped connection, a locked
+//! database) left nothing behind and is retried with backoff: store errors never fail a
+//! run, only the workflow's own outcome or a definition the engine cannot execute do.
 
 use super::definition::{Action, InterruptKind};
 use super::registry::{Registry, Workflow};
+use super::retry::Backoff;
 use super::status::{self, RunStatus};
 use super::template;
 use crate::clock::now_ms;
@@ -18,11 +21,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The engine layer's error type.
+/// The engine layer's error type. Which variant an error is decides what happens to the
+/// run: a store error is never the workflow's fault, so the step is retried; a definition
+/// the engine cannot execute fails the run, since retrying would fail the same way.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The store did not take or answer a call (a dropped connection, a locked database,
+    /// a pool timeout), or refused it because the run changed under the engine (a guard,
+    /// a lost lease). The run is left as it was.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A definition error: the run's workflow is gone from this host.
     #[error("run `{run_id}` names workflow `{workflow_id}`, which this host no longer has")]
     MissingWorkflow { run_id: String, workflow_id: String },
 }
@@ -66,6 +75,9 @@ pub struct Engine {
     registry: Registry,
     /// Runs with a driving task, and whether it must look once more before stopping.
     active: Mutex<HashMap<String, bool>>,
+    /// Interrupts whose suspending write failed with a store error, by run: the commit
+    /// may have landed with only its answer lost, and then the suspend hook is still owed.
+    unconfirmed_suspends: Mutex<HashMap<String, String>>,
     shutdown: watch::Receiver<bool>,
     /// This process's name on run leases.
     replica: String,
@@ -169,6 +181,7 @@ impl Engine {
             store,
             registry,
             active: Mutex::new(HashMap::new()),
+            unconfirmed_suspends: Mutex::new(HashMap::new()),
             shutdown,
             replica,
             lease_ttl,
@@ -342,32 +355,91 @@ impl Engine {
         Ok(resumed)
     }
 
+    /// Steps the run until it stops, suspends or ends. A step is one guarded store
+    /// transaction, so a step the store failed left nothing behind, and the next attempt
+    /// re-reads the run: a step whose commit did land (only its answer was lost) is
+    /// seen as done and not repeated. Retries go on until shutdown; on a shared store the
+    /// lease renewal in `drive_leased` ends this when another replica takes the run over,
+    /// and every write is fenced by the lease besides.
     async fn drive(self: &Arc<Self>, run_id: &str) {
+        let mut backoff = Backoff::default();
         loop {
             if *self.shutdown.borrow() {
                 return;
             }
-            match self.step(run_id).await {
-                Ok(Step::Continue) => {}
+            let error = match self.step(run_id).await {
+                Ok(Step::Continue) => {
+                    backoff.reset();
+                    continue;
+                }
                 Ok(Step::Stop) => return,
-                Err(EngineError::Store(StoreError::Guard { .. } | StoreError::LeaseLost)) => return,
-                Err(e) => {
-                    tracing::error!(run_id, error = %e, "run failed inside the engine");
-                    if let Ok(Some(run)) = self.store.get_run(run_id).await {
-                        let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
-                        let guard = Guard::StatusNotIn(status::terminal_strs());
-                        let _ = self.advance(run_id, guard, patch, events).await;
+                Err(EngineError::Store(e)) => e,
+                Err(definition @ EngineError::MissingWorkflow { .. }) => {
+                    match self.fail_by_host(run_id, &definition).await {
+                        Ok(()) => return,
+                        Err(e) => e,
                     }
+                }
+            };
+            match error {
+                // The run changed under the engine (a cancel, a takeover, a deletion):
+                // whoever changed it decides what comes next.
+                StoreError::Guard { .. } | StoreError::LeaseLost | StoreError::RunNotFound(_) => {
+                    return;
+                }
+                StoreError::Database(_) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(
+                        run_id,
+                        error = %error,
+                        retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        "the store failed during a step; retrying it from the run as stored"
+                    );
+                    if !self.pause(delay).await {
+                        return;
+                    }
+                }
+                // Answers to interrupt and idempotency calls the executor never makes.
+                StoreError::NoOpenInterrupt
+                | StoreError::InterruptAlreadyResolved
+                | StoreError::IdempotencyMismatch => {
+                    tracing::error!(run_id, error = %error, "unexpected store answer to an engine step; leaving the run as it is");
                     return;
                 }
             }
         }
     }
 
-    /// Whether a failed run was failed by the host itself (a step it could not execute, an
-    /// internal error, a workflow it no longer has) rather than by the workflow's own
-    /// outcome (a `fail` node, or an interrupt answered on its failure path). A failing run
-    /// stays on the node that failed it, so the node says which.
+    /// Sleeps before a retry; false when the host shuts down meanwhile.
+    async fn pause(&self, delay: Duration) -> bool {
+        let mut shutdown = self.shutdown.clone();
+        if *shutdown.borrow() {
+            return false;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            _ = shutdown.changed() => false,
+        }
+    }
+
+    /// Fails a run the engine cannot execute, as `internal_error`; a store error here is
+    /// returned so the caller retries like any other step.
+    async fn fail_by_host(&self, run_id: &str, e: &EngineError) -> Result<(), StoreError> {
+        tracing::error!(run_id, error = %e, "the engine cannot execute the run; failing it");
+        let Some(run) = self.store.get_run(run_id).await? else {
+            return Ok(());
+        };
+        let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
+        let guard = Guard::StatusNotIn(status::terminal_strs());
+        self.advance(run_id, guard, patch, events).await?;
+        Ok(())
+    }
+
+    /// Whether a failed run was failed by the host itself (a step it could not execute,
+    /// a workflow it no longer has) rather than by the workflow's own outcome (a `fail`
+    /// node, or an interrupt answered on its failure path). A failing run stays on the
+    /// node that failed it, so the node says which. Store errors never fail a run (the
+    /// step is retried), so they never show up here.
     pub fn failed_by_host(&self, run: &RunRecord) -> bool {
         if status::parse(&run.status) != RunStatus::Failed {
             return false;
@@ -397,6 +469,7 @@ impl Engine {
         let Some(run) = self.store.get_run(run_id).await? else {
             return Ok(Step::Stop);
         };
+        self.confirm_suspend(&run).await?;
         match status::parse(&run.status) {
             RunStatus::Pending => {
                 let payload = json!({
@@ -421,6 +494,34 @@ impl Engine {
             RunStatus::Running => self.run_node(run).await,
             _ => Ok(Step::Stop),
         }
+    }
+
+    /// After a suspending write whose answer was lost: if the interrupt it opened is the
+    /// run's open one, the write landed and the suspend hook runs now, once. A store error
+    /// here keeps the question for the next attempt.
+    async fn confirm_suspend(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let expected = match self.unconfirmed_suspends.lock() {
+            Ok(pending) => pending.get(&run.run_id).cloned(),
+            Err(_) => None,
+        };
+        let Some(expected) = expected else {
+            return Ok(());
+        };
+        let open = self.store.open_interrupt(&run.run_id).await?;
+        if let Ok(mut pending) = self.unconfirmed_suspends.lock() {
+            pending.remove(&run.run_id);
+        }
+        if let Some(open) = open.filter(|i| i.interrupt_id == expected)
+            && let Some(hook) = self.on_suspend.get()
+        {
+            hook(Suspended {
+                run: run.clone(),
+                node_id: open.node_id,
+                interrupt_id: open.interrupt_id,
+                kind: open.kind,
+            });
+        }
+        Ok(())
     }
 
     async fn run_node(&self, run: RunRecord) -> Result<Step, EngineError> {
@@ -515,7 +616,17 @@ impl Engine {
                         payload,
                     },
                 ];
-                let advanced = self.advance(&run.run_id, running(), patch, events).await?;
+                let advanced = match self.advance(&run.run_id, running(), patch, events).await {
+                    Ok(advanced) => advanced,
+                    Err(e) => {
+                        if matches!(e, StoreError::Database(_))
+                            && let Ok(mut pending) = self.unconfirmed_suspends.lock()
+                        {
+                            pending.insert(run.run_id.clone(), interrupt_id);
+                        }
+                        return Err(e.into());
+                    }
+                };
                 if let Some(hook) = self.on_suspend.get() {
                     hook(Suspended {
                         run: advanced.run,

@@ -4,6 +4,7 @@
 pub mod definition;
 mod executor;
 pub mod registry;
+mod retry;
 pub mod status;
 pub mod template;
 
