@@ -91,6 +91,6 @@ mod tests {
             versions,
             super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3]);
+        assert_eq!(versions, [1, 2, 3, 4]);
     }
 }
