@@ -693,14 +693,31 @@ async fn legacy_clients_initialize_and_use_their_session() {
     assert!(r.body["result"]["tools"].is_array(), "{}", r.body);
     let r = h.post_raw(Some(KEY_A), &with_session, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}})).await;
     assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
-    // A session belongs to whoever opened it.
-    let r = h
-        .post_raw(
-            Some(KEY_B),
-            &with_session,
-            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
-        )
-        .await;
+    // A session belongs to whoever opened it: anyone else gets what an id that never
+    // existed gets, and cannot close it either.
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
+    let r = h.post_raw(Some(KEY_B), &with_session, list.clone()).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let never = [
+        ("Mcp-Session-Id", openwop::ids::mint_opaque()),
+        ("MCP-Protocol-Version", LEGACY.to_owned()),
+    ];
+    let unknown = h.post_raw(Some(KEY_B), &never, list.clone()).await;
+    assert_eq!((r.status, &r.body), (unknown.status, &unknown.body));
+    let delete = |key: &'static str| {
+        h.http
+            .delete(format!("{}/mcp", h.base))
+            .bearer_auth(key)
+            .header("Mcp-Session-Id", &session)
+            .send()
+    };
+    assert_eq!(delete(KEY_B).await.expect("delete").status(), 404);
+    let r = h.post_raw(Some(KEY_A), &with_session, list.clone()).await;
+    assert!(r.body["result"]["tools"].is_array(), "{}", r.body);
+    // DELETE closes it; a second DELETE finds nothing, as today.
+    assert_eq!(delete(KEY_A).await.expect("delete").status(), 204);
+    assert_eq!(delete(KEY_A).await.expect("delete").status(), 404);
+    let r = h.post_raw(Some(KEY_A), &with_session, list).await;
     assert_eq!(r.status, 404, "{}", r.body);
     let decided = h.negotiations("acme").await;
     assert!(

@@ -1,6 +1,6 @@
-//! The MCP requestState key is kept in the run store: a state minted by one `openwop serve`
-//! is honoured by the next one on the same data dir after a SIGKILL, and refused by a host
-//! on another data dir (another key).
+//! The MCP requestState key and 2025-11-25 sessions are kept in the run store: what one
+//! `openwop serve` minted is honoured by the next one on the same data dir after a
+//! SIGKILL, and refused by a host on another data dir.
 
 #[path = "common/process.rs"]
 mod process;
@@ -105,4 +105,58 @@ async fn a_request_state_survives_a_restart_on_the_same_data_dir_only() {
     let again = call(&c, &base, retry).await;
     assert_eq!(again["error"]["code"], -32602, "{again}");
     second.kill().await.expect("SIGKILL");
+}
+
+/// A 2025-11-25 request inside `session`: the status and the JSON-RPC body.
+async fn in_session(c: &Client, base: &str, session: &str, body: Value) -> (u16, Value) {
+    let resp = c
+        .post(format!("{base}/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_session_survives_a_restart_on_the_same_data_dir_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let c = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+
+    let (mut first, base) = spawn(dir.path()).await;
+    let init = c
+        .post(format!("{base}/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .send()
+        .await
+        .expect("initialize");
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    first.kill().await.expect("SIGKILL");
+    let _ = first.wait().await;
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let (_second, base) = spawn(dir.path()).await;
+    let (status, body) = in_session(&c, &base, &session, list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["result"]["tools"].is_array(), "{body}");
+
+    let other = tempfile::tempdir().expect("dir");
+    let (_third, base) = spawn(other.path()).await;
+    let (status, body) = in_session(&c, &base, &session, list).await;
+    assert_eq!(status, 404, "{body}");
 }

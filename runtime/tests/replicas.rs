@@ -735,3 +735,66 @@ async fn a_push_config_made_on_a_is_delivered_once_per_change_when_b_resolves() 
     }
     drop((a, b));
 }
+
+/// A 2025-11-25 MCP request on `base`, inside `session` when given: status, the
+/// `Mcp-Session-Id` answered, and the JSON-RPC body.
+async fn legacy_mcp(
+    c: &Client,
+    base: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (StatusCode, Option<String>, Value) {
+    let mut req = c
+        .post(format!("{base}/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json")
+        .json(&body);
+    if let Some(id) = session {
+        req = req
+            .header("Mcp-Session-Id", id)
+            .header("MCP-Protocol-Version", "2025-11-25");
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status();
+    let id = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, id, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_session_opened_on_one_replica_serves_on_the_other() {
+    let Some((_schema, a, b)) =
+        pair("an_mcp_session_opened_on_one_replica_serves_on_the_other").await
+    else {
+        return;
+    };
+    let c = client();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, session, body) = legacy_mcp(&c, &a.base, None, init).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let session = session.expect("initialize answers a session id");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let (status, _, body) = legacy_mcp(&c, &b.base, Some(&session), list.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["result"]["tools"].is_array(), "{body}");
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}});
+    let (status, _, body) = legacy_mcp(&c, &b.base, Some(&session), call).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["isError"], false, "{body}");
+
+    // Closed through B, it is gone on A too.
+    let closed = c
+        .delete(format!("{}/mcp", b.base))
+        .bearer_auth(KEY)
+        .header("Mcp-Session-Id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), StatusCode::NO_CONTENT);
+    let (status, _, body) = legacy_mcp(&c, &a.base, Some(&session), list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}

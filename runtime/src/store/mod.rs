@@ -219,6 +219,17 @@ pub struct HostEventRecord {
     pub timestamp_ms: i64,
 }
 
+/// A 2025-11-25 MCP session as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    /// Digest of the principal that opened it: only that principal may use it.
+    pub principal_digest: String,
+    /// The protocol revision `initialize` settled on.
+    pub version: String,
+    /// Idle expiry (ms since epoch), moved forward by `touch_session`.
+    pub expires_ms: i64,
+}
+
 /// Persistence for runs, their event logs, interrupts, idempotency keys and host events.
 pub trait Store: Send + Sync {
     /// Inserts a run, claiming `idempotency` in the same transaction when given. A key
@@ -322,4 +333,22 @@ pub trait Store: Send + Sync {
 
     /// The task's A2A messages, oldest first.
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>>;
+
+    /// Stores a new MCP session; expired ones are swept here, so none piles up.
+    fn open_session(
+        &self,
+        id: &str,
+        principal_digest: &str,
+        version: &str,
+        expires_ms: i64,
+    ) -> StoreFuture<'_, ()>;
+
+    /// The session `id` unless it is unknown, closed or expired.
+    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>>;
+
+    /// Moves a live session's expiry to `expires_ms`; false when there is none.
+    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool>;
+
+    /// Deletes the live session `id` if `principal_digest` opened it; true when it did.
+    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool>;
 }

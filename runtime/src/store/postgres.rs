@@ -841,6 +841,80 @@ impl Store for PgStore {
             rows.iter().map(|r| json_text(r, "message")).collect()
         })
     }
+
+    fn open_session(
+        &self,
+        id: &str,
+        principal_digest: &str,
+        version: &str,
+        expires_ms: i64,
+    ) -> StoreFuture<'_, ()> {
+        let (id, principal_digest, version) = (
+            id.to_owned(),
+            principal_digest.to_owned(),
+            version.to_owned(),
+        );
+        Box::pin(async move {
+            let client = self.client().await?;
+            let sweep = client
+                .prepare_cached("DELETE FROM mcp_sessions WHERE expires_ms < $1")
+                .await?;
+            client.execute(&sweep, &[&now_ms()]).await?;
+            let stmt = client
+                .prepare_cached("INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES ($1, $2, $3, $4)")
+                .await?;
+            client
+                .execute(&stmt, &[&id, &principal_digest, &version, &expires_ms])
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
+        let id = id.to_owned();
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached("SELECT principal_digest, version, expires_ms FROM mcp_sessions WHERE id = $1 AND expires_ms >= $2")
+                .await?;
+            let Some(row) = client.query_opt(&stmt, &[&id, &now_ms()]).await? else {
+                return Ok(None);
+            };
+            Ok(Some(SessionRecord {
+                principal_digest: row.try_get(0)?,
+                version: row.try_get(1)?,
+                expires_ms: row.try_get(2)?,
+            }))
+        })
+    }
+
+    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
+        let id = id.to_owned();
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached("UPDATE mcp_sessions SET expires_ms = GREATEST(expires_ms, $2) WHERE id = $1 AND expires_ms >= $3")
+                .await?;
+            Ok(client
+                .execute(&stmt, &[&id, &expires_ms, &now_ms()])
+                .await?
+                == 1)
+        })
+    }
+
+    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
+        let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached("DELETE FROM mcp_sessions WHERE id = $1 AND principal_digest = $2 AND expires_ms >= $3")
+                .await?;
+            Ok(client
+                .execute(&stmt, &[&id, &principal_digest, &now_ms()])
+                .await?
+                == 1)
+        })
+    }
 }
 
 /// A host event as a NOTIFY carries it: the whole record, so ephemeral events (which are

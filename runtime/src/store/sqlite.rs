@@ -92,6 +92,13 @@ CREATE TABLE IF NOT EXISTS a2a_messages (
     PRIMARY KEY (run_id, seq),
     UNIQUE (run_id, message_id)
 );
+CREATE TABLE IF NOT EXISTS mcp_sessions (
+    id TEXT PRIMARY KEY,
+    principal_digest TEXT NOT NULL,
+    version TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS mcp_sessions_by_expiry ON mcp_sessions (expires_ms);
 "#;
 
 struct Inner {
@@ -678,6 +685,73 @@ impl Store for SqliteStore {
                 })?);
             }
             Ok(out)
+        })
+    }
+
+    fn open_session(
+        &self,
+        id: &str,
+        principal_digest: &str,
+        version: &str,
+        expires_ms: i64,
+    ) -> StoreFuture<'_, ()> {
+        let (id, principal_digest, version) = (
+            id.to_owned(),
+            principal_digest.to_owned(),
+            version.to_owned(),
+        );
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "DELETE FROM mcp_sessions WHERE expires_ms < ?1",
+                params![now_ms()],
+            )?;
+            tx.execute(
+                "INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES (?1, ?2, ?3, ?4)",
+                params![id, principal_digest, version, expires_ms],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT principal_digest, version, expires_ms FROM mcp_sessions WHERE id = ?1 AND expires_ms >= ?2",
+                )?
+                .query_row(params![id, now_ms()], |r| {
+                    Ok(SessionRecord {
+                        principal_digest: r.get(0)?,
+                        version: r.get(1)?,
+                        expires_ms: r.get(2)?,
+                    })
+                })
+                .optional()?)
+        })
+    }
+
+    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
+        let id = id.to_owned();
+        self.write(move |conn| {
+            let n = conn.execute(
+                "UPDATE mcp_sessions SET expires_ms = max(expires_ms, ?2) WHERE id = ?1 AND expires_ms >= ?3",
+                params![id, expires_ms, now_ms()],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
+        let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
+        self.write(move |conn| {
+            let n = conn.execute(
+                "DELETE FROM mcp_sessions WHERE id = ?1 AND principal_digest = ?2 AND expires_ms >= ?3",
+                params![id, principal_digest, now_ms()],
+            )?;
+            Ok(n == 1)
         })
     }
 }

@@ -99,6 +99,7 @@ store_suite!(
     claims_are_single_use_per_scope,
     a_shared_secret_is_the_first_one_stored,
     a2a_context_binds_once_and_history_dedupes_by_message_id,
+    mcp_sessions_open_expire_close_and_stay_with_their_principal,
 );
 
 const RUN: &str = "t/0123456789abcdef";
@@ -645,4 +646,66 @@ async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {
         Some("ctx-1")
     );
     assert_eq!(again.a2a_history("t/r").await.unwrap().len(), 2);
+}
+
+async fn mcp_sessions_open_expire_close_and_stay_with_their_principal(b: Backend) {
+    let store = b.store.clone();
+    let later = now_ms() + 60_000;
+    assert_eq!(store.session("s1").await.unwrap(), None);
+    store
+        .open_session("s1", "alice", "2025-11-25", later)
+        .await
+        .unwrap();
+    let want = SessionRecord {
+        principal_digest: "alice".into(),
+        version: "2025-11-25".into(),
+        expires_ms: later,
+    };
+    assert_eq!(store.session("s1").await.unwrap(), Some(want.clone()));
+    // Another replica (or the host after a restart) sees the same session.
+    let again = b.open_again().await;
+    assert_eq!(again.session("s1").await.unwrap(), Some(want));
+
+    // Touching moves the expiry forward, never back.
+    assert!(store.touch_session("s1", later + 1_000).await.unwrap());
+    assert!(store.touch_session("s1", later - 5_000).await.unwrap());
+    assert_eq!(
+        store.session("s1").await.unwrap().unwrap().expires_ms,
+        later + 1_000
+    );
+    assert!(!store.touch_session("nope", later).await.unwrap());
+
+    // Only the principal that opened it closes it; closing is then final.
+    assert!(!store.close_session("s1", "mallory").await.unwrap());
+    assert!(store.session("s1").await.unwrap().is_some());
+    assert!(again.close_session("s1", "alice").await.unwrap());
+    assert_eq!(store.session("s1").await.unwrap(), None);
+    assert!(!store.close_session("s1", "alice").await.unwrap());
+    assert!(!store.touch_session("s1", later).await.unwrap());
+
+    // An expired session is dead to every call, and the next open sweeps it away.
+    store
+        .open_session("old", "alice", "2025-11-25", now_ms() - 1)
+        .await
+        .unwrap();
+    assert_eq!(store.session("old").await.unwrap(), None);
+    assert!(!store.touch_session("old", later).await.unwrap());
+    assert!(!store.close_session("old", "alice").await.unwrap());
+    store
+        .open_session("s2", "bob", "2025-11-25", later)
+        .await
+        .unwrap();
+    store
+        .open_session("old", "carol", "2025-11-25", later)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .session("old")
+            .await
+            .unwrap()
+            .unwrap()
+            .principal_digest,
+        "carol"
+    );
 }

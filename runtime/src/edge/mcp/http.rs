@@ -16,7 +16,6 @@ use super::rpc::{
     result_body,
 };
 use super::service::{Ctx, Era};
-use super::sessions::Session;
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::identity::Subject;
 use crate::negotiation::{Protocol, compare};
@@ -101,13 +100,16 @@ pub async fn end_session(State(state): State<McpState>, headers: HeaderMap) -> R
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if state.sessions.close(id, &principal(&subject)) {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        error_response(
+    match state.sessions.close(id, &principal(&subject)).await {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => error_response(
             &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
             None,
-        )
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "an MCP session could not be closed");
+            error_response(&RpcError::internal(), None)
+        }
     }
 }
 
@@ -167,10 +169,13 @@ async fn serve_message(
             .await
         {
             Ok((result, version)) => {
-                let session = state.sessions.open(Session {
-                    version,
-                    principal: principal(&subject),
-                });
+                let session = match state.sessions.open(&principal(&subject), &version).await {
+                    Ok(id) => id,
+                    Err(e) => {
+                        tracing::error!(error = %e, "an MCP session could not be stored");
+                        return error_response(&RpcError::internal(), id.as_ref());
+                    }
+                };
                 let mut resp = axum::Json(result_body(id.as_ref().unwrap_or(&Value::Null), result))
                     .into_response();
                 if let Ok(v) = HeaderValue::from_str(&session) {
@@ -240,7 +245,15 @@ async fn select_era(
 ) -> Result<Era, RpcError> {
     let has_meta_version = message.meta().contains_key(gate::META_VERSION);
     if !has_meta_version && let Some(session_id) = gate::header_text(headers, SESSION_HEADER)? {
-        let Some(session) = state.sessions.get(&session_id, &principal(subject)) else {
+        let found = state
+            .sessions
+            .get(&session_id, &principal(subject))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "an MCP session could not be read");
+                RpcError::internal()
+            })?;
+        let Some(session) = found else {
             // The legacy way of saying "initialize again".
             return Err(
                 RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND)

@@ -83,12 +83,13 @@ impl McpState {
     /// A mount sealing requestStates with `key`: the host passes the key kept in the run
     /// store, so a state opens on every replica and after a restart.
     pub fn with_key(app: AppState, engine: Arc<Engine>, config: McpConfig, key: &[u8]) -> McpState {
+        let sessions = Arc::new(Sessions::new(app.ops.store().clone()));
         McpState {
             app,
             engine,
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
-            sessions: Arc::new(Sessions::default()),
+            sessions,
         }
     }
 

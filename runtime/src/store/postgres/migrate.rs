@@ -11,6 +11,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("migrations/0002_claims_and_a2a.sql"),
     ),
     (3, "a2a_push", include_str!("migrations/0003_a2a_push.sql")),
+    (
+        4,
+        "mcp_sessions",
+        include_str!("migrations/0004_mcp_sessions.sql"),
+    ),
 ];
 
 const MIGRATION_LOCK: i64 = 0x6f77_6d69_6772;
@@ -86,6 +91,6 @@ mod tests {
             versions,
             super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3]);
+        assert_eq!(versions, [1, 2, 3, 4]);
     }
 }
