@@ -6,8 +6,8 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::store::{
     Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
-    ListQuery, LocalWakeups, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, SqliteStore, Store,
-    StoreError, StoreFuture, Wake,
+    ListQuery, LocalWakeups, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, SessionRecord,
+    SqliteStore, Store, StoreError, StoreFuture, Wake,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -223,6 +223,29 @@ impl Store for Flaky {
 
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         self.inner.shared_secret(name, candidate)
+    }
+
+    fn open_session(
+        &self,
+        id: &str,
+        principal_digest: &str,
+        version: &str,
+        expires_ms: i64,
+    ) -> StoreFuture<'_, ()> {
+        self.inner
+            .open_session(id, principal_digest, version, expires_ms)
+    }
+
+    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
+        self.inner.session(id)
+    }
+
+    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
+        self.inner.touch_session(id, expires_ms)
+    }
+
+    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
+        self.inner.close_session(id, principal_digest)
     }
 
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
