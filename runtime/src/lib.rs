@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod clock;
+pub mod definition_files;
 pub mod discovery;
 pub mod edge;
 pub mod egress;

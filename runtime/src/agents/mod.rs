@@ -169,28 +169,12 @@ impl AgentRegistry {
     /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
     /// replaced, so a directory can override a bundled agent.
     pub fn load_dir(&mut self, dir: &Path) -> Result<(), AgentError> {
-        let io = |e: std::io::Error| AgentError::Io {
-            path: dir.display().to_string(),
-            message: e.to_string(),
-        };
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .map_err(io)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        paths.sort();
-        for path in paths {
-            let ext = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or_default();
-            if !matches!(ext, "json" | "yaml" | "yml") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).map_err(|e| AgentError::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
-            self.insert(AgentDefinition::parse(&path.display().to_string(), &text)?);
+        let files = crate::definition_files::read(dir).map_err(|u| AgentError::Io {
+            path: u.path,
+            message: u.message,
+        })?;
+        for (path, text) in files {
+            self.insert(AgentDefinition::parse(&path, &text)?);
         }
         Ok(())
     }
