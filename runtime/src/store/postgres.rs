@@ -155,6 +155,42 @@ async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRec
         .transpose()
 }
 
+/// Inserts a new run (step 0, no events yet) and returns it as stored.
+async fn insert_run<C: GenericClient>(
+    c: &C,
+    run: &NewRun,
+    now: i64,
+) -> Result<RunRecord, StoreError> {
+    let stmt = c
+        .prepare_cached(&format!(
+            "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
+        ))
+        .await?;
+    let (owner, inputs, state) = (
+        run.owner.to_string(),
+        run.inputs.to_string(),
+        run.state.to_string(),
+    );
+    let row = c
+        .query_one(
+            &stmt,
+            &[
+                &run.run_id,
+                &run.tenant,
+                &run.workflow_id,
+                &run.status,
+                &owner,
+                &run.transport,
+                &inputs,
+                &now,
+                &state,
+            ],
+        )
+        .await?;
+    run_row(&row)
+}
+
 /// Locks the run's row for the rest of the transaction; also returns who holds its lease.
 async fn lock_run<C: GenericClient>(
     c: &C,
@@ -376,36 +412,10 @@ impl Store for PgStore {
         Box::pin(async move {
             let mut client = self.client().await?;
             let now = now_ms();
-            let insert = format!(
-                "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
-            );
-            let (owner, inputs, state) = (
-                run.owner.to_string(),
-                run.inputs.to_string(),
-                run.state.to_string(),
-            );
             let Some(claim) = &idempotency else {
                 // One statement is its own transaction.
-                let stmt = client.prepare_cached(&insert).await?;
-                let row = client
-                    .query_one(
-                        &stmt,
-                        &[
-                            &run.run_id,
-                            &run.tenant,
-                            &run.workflow_id,
-                            &run.status,
-                            &owner,
-                            &run.transport,
-                            &inputs,
-                            &now,
-                            &state,
-                        ],
-                    )
-                    .await?;
                 return Ok(Created {
-                    run: run_row(&row)?,
+                    run: insert_run(&client, &run, now).await?,
                     replay: false,
                 });
             };
@@ -450,24 +460,7 @@ impl Store for PgStore {
                     replay: true,
                 });
             }
-            let stmt = tx.prepare_cached(&insert).await?;
-            let row = tx
-                .query_one(
-                    &stmt,
-                    &[
-                        &run.run_id,
-                        &run.tenant,
-                        &run.workflow_id,
-                        &run.status,
-                        &owner,
-                        &run.transport,
-                        &inputs,
-                        &now,
-                        &state,
-                    ],
-                )
-                .await?;
-            let created = run_row(&row)?;
+            let created = insert_run(&tx, &run, now).await?;
             tx.commit().await?;
             Ok(Created {
                 run: created,
