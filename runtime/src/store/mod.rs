@@ -183,6 +183,35 @@ pub struct RunPatch {
     pub lease_owner: Option<String>,
 }
 
+impl RunPatch {
+    /// The run as it stands once this patch is applied, its last event being
+    /// `last_sequence`, at `now_ms`: what every backend writes back and returns.
+    pub fn applied_to(self, run: &RunRecord, last_sequence: i64, now_ms: i64) -> RunRecord {
+        let mut next = run.clone();
+        if let Some(s) = self.status {
+            next.status = s;
+        }
+        if let Some(n) = self.node_index {
+            next.node_index = n;
+        }
+        if let Some(w) = self.wait_until {
+            next.wait_until = w;
+        }
+        if let Some(s) = self.state {
+            next.state = s;
+        }
+        if let Some(o) = self.outputs {
+            next.outputs = Some(o);
+        }
+        if let Some(e) = self.error {
+            next.error = Some(e);
+        }
+        next.last_sequence = last_sequence;
+        next.updated_ms = now_ms;
+        next
+    }
+}
+
 /// The result of a run change.
 #[derive(Debug, Clone)]
 pub struct Advanced {

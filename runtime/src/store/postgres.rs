@@ -288,27 +288,7 @@ async fn apply<C: GenericClient>(
         )
         .await?;
     }
-    let mut next = run.clone();
-    if let Some(s) = patch.status {
-        next.status = s;
-    }
-    if let Some(n) = patch.node_index {
-        next.node_index = n;
-    }
-    if let Some(w) = patch.wait_until {
-        next.wait_until = w;
-    }
-    if let Some(s) = patch.state {
-        next.state = s;
-    }
-    if let Some(o) = patch.outputs {
-        next.outputs = Some(o);
-    }
-    if let Some(e) = patch.error {
-        next.error = Some(e);
-    }
-    next.last_sequence = seq;
-    next.updated_ms = now;
+    let next = patch.applied_to(run, seq, now);
     // The NOTIFY rides on the update: PostgreSQL sends it to every listener at commit.
     let stmt = c
         .prepare_cached(

@@ -310,27 +310,7 @@ fn apply(
             params![run.run_id, i.node_id, i.interrupt_id, i.kind, i.data.to_string()],
         )?;
     }
-    let mut next = run.clone();
-    if let Some(s) = patch.status {
-        next.status = s;
-    }
-    if let Some(n) = patch.node_index {
-        next.node_index = n;
-    }
-    if let Some(w) = patch.wait_until {
-        next.wait_until = w;
-    }
-    if let Some(s) = patch.state {
-        next.state = s;
-    }
-    if let Some(o) = patch.outputs {
-        next.outputs = Some(o);
-    }
-    if let Some(e) = patch.error {
-        next.error = Some(e);
-    }
-    next.last_sequence = seq;
-    next.updated_ms = now;
+    let next = patch.applied_to(run, seq, now);
     tx.execute(
         "UPDATE runs SET status = ?2, node_index = ?3, wait_until = ?4, state = ?5, outputs = ?6, error = ?7, last_sequence = ?8, updated_ms = ?9 WHERE run_id = ?1",
         params![
