@@ -425,18 +425,7 @@ async fn every_bundled_workflow_emits_valid_events() {
             assert_eq!(r.status(), 200, "{wf}");
             h.wait_status(KEY_A, &run_id, "completed").await;
         }
-        let v: Value = h
-            .get(
-                &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
-                KEY_A,
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for e in v["events"].as_array().unwrap() {
+        for e in &h.events(KEY_A, &run_id).await {
             let findings = openwop_generated::validators::validate_run_event(e);
             assert!(findings.is_empty(), "{wf}: {e}: {findings:?}");
         }

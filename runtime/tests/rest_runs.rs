@@ -433,18 +433,8 @@ async fn cancel_returns_run_and_status_then_409_run_terminal() {
         .unwrap();
     assert_eq!(envelope(r).await.0, 409);
     // The cancelled event carries the reason.
-    let poll: Value = h
-        .get(
-            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
-            KEY_A,
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let last = poll["events"].as_array().unwrap().last().unwrap().clone();
+    let events = h.events(KEY_A, &run_id).await;
+    let last = events.last().unwrap().clone();
     assert_eq!(last["type"], "run.cancelled");
     assert_eq!(last["payload"]["reason"], "test-over");
     assert!(last["payload"]["durationMs"].is_i64());
@@ -564,20 +554,8 @@ async fn concurrent_resolves_exactly_one_wins() {
     assert_eq!(codes.iter().filter(|c| **c == 200).count(), 1, "{codes:?}");
     assert_eq!(codes.iter().filter(|c| **c == 409).count(), 7, "{codes:?}");
     let snap = h.wait_status(KEY_A, &run_id, "completed").await;
-    let poll: Value = h
-        .get(
-            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
-            KEY_A,
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let resolved = poll["events"]
-        .as_array()
-        .unwrap()
+    let events = h.events(KEY_A, &run_id).await;
+    let resolved = events
         .iter()
         .filter(|e| e["type"] == "interrupt.resolved")
         .count();
@@ -604,20 +582,8 @@ async fn credential_interrupt_carries_https_connect_url_and_checks_resume_value(
     let h = start().await;
     let run_id = h.create(KEY_A, "credential", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-input").await;
-    let poll: Value = h
-        .get(
-            &format!("/runs/{}/events/poll?timeout=1", project(&run_id)),
-            KEY_A,
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let req = poll["events"]
-        .as_array()
-        .unwrap()
+    let events = h.events(KEY_A, &run_id).await;
+    let req = events
         .iter()
         .find(|e| e["type"] == "interrupt.requested")
         .unwrap()

@@ -95,6 +95,25 @@ impl TestHost {
         snap
     }
 
+    /// The run's event log so far, read through the long-poll endpoint.
+    pub async fn events(&self, key: &str, run_id: &str) -> Vec<Value> {
+        let v: Value = self
+            .get(
+                &format!(
+                    "/runs/{}/events/poll?timeout=1",
+                    openwop::ids::project(run_id)
+                ),
+                key,
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["events"].as_array().unwrap().clone()
+    }
+
     /// Polls the snapshot until `status` matches, within 10 s.
     pub async fn wait_status(&self, key: &str, run_id: &str, status: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
