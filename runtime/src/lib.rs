@@ -18,6 +18,7 @@ pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod ops;
 pub mod serve_cmd;
+pub mod status;
 pub mod store;
 pub mod validate;
 pub mod validate_cmd;

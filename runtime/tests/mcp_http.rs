@@ -504,7 +504,7 @@ async fn with_tasks_a_running_call_answers_create_task_result_and_tasks_work() {
     for field in ["taskId", "status", "result", "error", "inputRequests"] {
         assert!(r.body["result"].get(field).is_none(), "{}", r.body);
     }
-    assert_eq!(h.run(&task_id).await.status, "cancelled");
+    assert_eq!(h.run(&task_id).await.status.as_str(), "cancelled");
     let got = h
         .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
         .await;
@@ -624,7 +624,7 @@ async fn a_client_disconnect_before_the_answer_cancels_the_run() {
             .await
             .expect("runs");
         if let Some(r) = runs.runs.first()
-            && r.status == "cancelled"
+            && r.status.as_str() == "cancelled"
         {
             run = Some(r.clone());
             break;
@@ -659,7 +659,7 @@ async fn after_the_answer_a_disconnect_changes_nothing() {
         .await;
     let task_id = r.body["result"]["taskId"].as_str().expect("id").to_owned();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(h.run(&task_id).await.status, "running");
+    assert_eq!(h.run(&task_id).await.status.as_str(), "running");
 }
 
 #[tokio::test]

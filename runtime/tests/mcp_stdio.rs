@@ -62,7 +62,7 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
             if let Some(r) = runs
                 .runs
                 .iter()
-                .find(|r| r.workflow_id == "slow" && r.status == "running")
+                .find(|r| r.workflow_id == "slow" && r.status.as_str() == "running")
             {
                 found = Some(r.run_id.clone());
                 break;

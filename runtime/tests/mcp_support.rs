@@ -190,7 +190,7 @@ impl TestHost {
     pub async fn wait_status(&self, run_id: &str, status: &str) -> openwop::store::RunRecord {
         for _ in 0..100 {
             let run = self.run(run_id).await;
-            if run.status == status {
+            if run.status.as_str() == status {
                 return run;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -4,6 +4,7 @@
 //! injects failures for one run.
 
 use openwop::engine::{Engine, Registry, Suspended};
+use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
     Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
     ListQuery, LocalWakeups, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, SessionRecord,
@@ -121,8 +122,8 @@ impl Store for Flaky {
         self.inner.list_runs(query)
     }
 
-    fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>> {
-        self.inner.unfinished_runs(finished)
+    fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
+        self.inner.unfinished_runs()
     }
 
     fn advance(
@@ -213,7 +214,7 @@ impl Store for Flaky {
         self.inner.release_lease(run_id, owner)
     }
 
-    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>> {
+    fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
         self.inner.unleased_runs(statuses)
     }
 
@@ -343,7 +344,7 @@ impl Bed {
             run_id: run_id.clone(),
             tenant: "acme".into(),
             workflow_id: workflow_id.into(),
-            status: "pending".into(),
+            status: RunStatus::Pending,
             owner: json!({"principal": "tester"}),
             transport: "rest".into(),
             inputs,
@@ -358,10 +359,10 @@ impl Bed {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let run = self.store.inner.get_run(run_id).await.unwrap().unwrap();
-            if matches!(run.status.as_str(), "completed" | "failed" | "cancelled") {
+            if run.status.is_terminal() {
                 return run;
             }
-            assert!(Instant::now() < deadline, "run stuck as {}", run.status);
+            assert!(Instant::now() < deadline, "run stuck as {:?}", run.status);
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -411,7 +412,7 @@ async fn store_failures_during_steps_are_retried_and_the_run_completes_once() {
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
 
-    assert_eq!(run.status, "completed", "error: {:?}", run.error);
+    assert_eq!(run.status, RunStatus::Completed, "error: {:?}", run.error);
     assert_eq!(
         run.outputs,
         Some(json!({"a": {"seen": 7}, "b": 7})),
@@ -462,7 +463,7 @@ async fn a_wait_that_does_not_resolve_fails_the_run_at_once() {
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
 
-    assert_eq!(run.status, "failed");
+    assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_ref().unwrap()["code"], "validation_error");
     assert!(
         bed.engine.failed_by_host(&run),
@@ -487,7 +488,7 @@ async fn a_missing_workflow_fails_the_run_even_when_the_failing_write_must_be_re
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
 
-    assert_eq!(run.status, "failed");
+    assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.error.as_ref().unwrap()["code"], "internal_error");
     assert!(bed.engine.failed_by_host(&run));
     let events = bed.log(&run_id).await;
@@ -505,7 +506,7 @@ async fn a_workflow_that_fails_itself_is_not_the_hosts_failure() {
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
 
-    assert_eq!(run.status, "failed");
+    assert_eq!(run.status, RunStatus::Failed);
     assert!(!bed.engine.failed_by_host(&run), "{:?}", run.error);
     let events = bed.log(&run_id).await;
     assert_eq!(events.last().unwrap().event_type, "run.failed");
@@ -543,7 +544,7 @@ async fn a_driver_that_loses_the_lease_while_retrying_stops_and_the_next_one_fin
         "the engine kept retrying without the lease"
     );
     let run = bed.store.inner.get_run(&run_id).await.unwrap().unwrap();
-    assert_eq!(run.status, "pending", "the run is left as it was");
+    assert_eq!(run.status, RunStatus::Pending, "the run is left as it was");
     assert_eq!(run.last_sequence, -1);
 
     // The lease comes free and the database back: whoever picks the run up (here the
@@ -552,7 +553,7 @@ async fn a_driver_that_loses_the_lease_while_retrying_stops_and_the_next_one_fin
     bed.store.down.store(false, SeqCst);
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
-    assert_eq!(run.status, "completed", "error: {:?}", run.error);
+    assert_eq!(run.status, RunStatus::Completed, "error: {:?}", run.error);
     assert_eq!(run.outputs, Some(json!({"a": {"seen": 1}, "b": 1})));
     assert_eq!(bed.log(&run_id).await.len(), 8);
 }
@@ -590,7 +591,7 @@ async fn a_suspend_whose_answer_was_lost_still_notifies_once() {
     assert_eq!(notices[0].node_id, "approve");
     let run = bed.store.inner.get_run(&run_id).await.unwrap().unwrap();
     assert_eq!(notices[0].run.status, run.status);
-    assert_ne!(run.status, "running");
+    assert_ne!(run.status, RunStatus::Running);
     assert_eq!(
         shape(&bed.log(&run_id).await),
         vec![

@@ -8,9 +8,10 @@
 use super::definition::{Action, InterruptKind};
 use super::registry::{Registry, Workflow};
 use super::retry::Backoff;
-use super::status::{self, RunStatus};
+use super::status;
 use super::template;
 use crate::clock::now_ms;
+use crate::status::{DRIVABLE, Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
     Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError,
     Wake,
@@ -44,18 +45,6 @@ enum Step {
 /// How long a replica's claim on a run lasts without renewal, unless configured.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
-/// Statuses in which a run needs a driver.
-fn drivable() -> Vec<String> {
-    [
-        RunStatus::Pending,
-        RunStatus::Running,
-        RunStatus::Cancelling,
-    ]
-    .iter()
-    .map(|s| s.as_str().to_owned())
-    .collect()
-}
-
 /// A run that has just suspended on an interrupt.
 #[derive(Debug, Clone)]
 pub struct Suspended {
@@ -85,7 +74,7 @@ pub struct Engine {
 }
 
 fn running() -> Guard {
-    Guard::StatusIn(vec![RunStatus::Running.as_str().to_owned()])
+    Guard::StatusIn(&[RunStatus::Running])
 }
 
 fn node_started(node_id: &str, type_id: &str) -> NewEvent {
@@ -121,7 +110,7 @@ fn failure(
         payload["failedNodeId"] = json!(n);
     }
     let patch = RunPatch {
-        status: Some(RunStatus::Failed.as_str().into()),
+        status: Some(RunStatus::Failed),
         error: Some(error),
         wait_until: Some(None),
         close_interrupts: true,
@@ -265,7 +254,7 @@ impl Engine {
     }
 
     async fn needs_driver(&self, run_id: &str) -> bool {
-        matches!(self.store.get_run(run_id).await, Ok(Some(run)) if drivable().contains(&run.status))
+        matches!(self.store.get_run(run_id).await, Ok(Some(run)) if run.status.needs_driver())
     }
 
     /// Drives a run while holding its lease, renewing it; false when another replica
@@ -326,7 +315,7 @@ impl Engine {
                     _ = tokio::time::sleep(engine.lease_ttl / 2) => {}
                     _ = shutdown.changed() => return,
                 }
-                match engine.store.unleased_runs(drivable()).await {
+                match engine.store.unleased_runs(&DRIVABLE).await {
                     Ok(ids) => {
                         for id in ids {
                             engine.start(&id);
@@ -341,13 +330,10 @@ impl Engine {
     /// Picks up every unfinished run after a start: pending and running runs go on (a
     /// wait keeps its stored deadline), suspended and paused runs stay as they are.
     pub async fn resume_unfinished(self: &Arc<Self>) -> Result<usize, EngineError> {
-        let runs = self.store.unfinished_runs(status::terminal_strs()).await?;
+        let runs = self.store.unfinished_runs().await?;
         let mut resumed = 0;
         for run in runs {
-            if matches!(
-                status::parse(&run.status),
-                RunStatus::Pending | RunStatus::Running | RunStatus::Cancelling
-            ) {
+            if run.status.needs_driver() {
                 self.start(&run.run_id);
                 resumed += 1;
             }
@@ -430,7 +416,7 @@ impl Engine {
             return Ok(());
         };
         let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
-        let guard = Guard::StatusNotIn(status::terminal_strs());
+        let guard = Guard::StatusNotIn(&TERMINAL);
         self.advance(run_id, guard, patch, events).await?;
         Ok(())
     }
@@ -441,7 +427,7 @@ impl Engine {
     /// node that failed it, so the node says which. Store errors never fail a run (the
     /// step is retried), so they never show up here.
     pub fn failed_by_host(&self, run: &RunRecord) -> bool {
-        if status::parse(&run.status) != RunStatus::Failed {
+        if run.status != RunStatus::Failed {
             return false;
         }
         let Ok(wf) = self.workflow_of(run) else {
@@ -470,7 +456,7 @@ impl Engine {
             return Ok(Step::Stop);
         };
         self.confirm_suspend(&run).await?;
-        match status::parse(&run.status) {
+        match run.status {
             RunStatus::Pending => {
                 let payload = json!({
                     "workflowId": run.workflow_id,
@@ -479,7 +465,7 @@ impl Engine {
                     "owner": run.owner,
                 });
                 let patch = RunPatch {
-                    status: Some(RunStatus::Running.as_str().into()),
+                    status: Some(RunStatus::Running),
                     ..Default::default()
                 };
                 let ev = NewEvent {
@@ -487,7 +473,7 @@ impl Engine {
                     node_id: None,
                     payload,
                 };
-                let guard = Guard::StatusIn(vec![RunStatus::Pending.as_str().into()]);
+                let guard = Guard::StatusIn(&[RunStatus::Pending]);
                 self.advance(run_id, guard, patch, vec![ev]).await?;
                 Ok(Step::Continue)
             }
@@ -543,7 +529,7 @@ impl Engine {
             };
             let payload = json!({"outputs": outputs, "durationMs": now_ms() - run.created_ms});
             let patch = RunPatch {
-                status: Some(RunStatus::Completed.as_str().into()),
+                status: Some(RunStatus::Completed),
                 outputs: Some(outputs),
                 ..Default::default()
             };
@@ -599,7 +585,7 @@ impl Engine {
                     "data": data,
                 });
                 let patch = RunPatch {
-                    status: Some(status::suspended_status(interrupt.kind).as_str().into()),
+                    status: Some(status::suspended_status(interrupt.kind)),
                     open_interrupt: Some(NewInterrupt {
                         node_id: node.id.clone(),
                         interrupt_id: interrupt_id.clone(),
@@ -704,7 +690,7 @@ impl Engine {
                     };
                     if relevant {
                         let current = self.store.get_run(&run.run_id).await?;
-                        if current.is_none_or(|r| status::parse(&r.status) != RunStatus::Running) {
+                        if current.is_none_or(|r| r.status != RunStatus::Running) {
                             return Ok(Step::Stop);
                         }
                     }
@@ -755,7 +741,7 @@ impl Engine {
             }
             events.push(node_completed(&interrupt.node_id, None));
             let patch = RunPatch {
-                status: Some(RunStatus::Running.as_str().into()),
+                status: Some(RunStatus::Running),
                 node_index: Some(run.node_index + 1),
                 state: Some(with_node_result(&run.state, &interrupt.node_id, resume)),
                 ..Default::default()
@@ -766,8 +752,7 @@ impl Engine {
 
     /// After a resolve or a create, whatever the run needs next happens in the background.
     pub fn after_change(self: &Arc<Self>, advanced: &Advanced) {
-        let s = status::parse(&advanced.run.status);
-        if matches!(s, RunStatus::Pending | RunStatus::Running) {
+        if matches!(advanced.run.status, RunStatus::Pending | RunStatus::Running) {
             self.start(&advanced.run.run_id);
         }
     }

@@ -2,6 +2,7 @@
 //! registered code (and so the REST status) comes from the generated error table.
 
 use crate::generated::errors::ErrorCode;
+use crate::status::RunStatus;
 use crate::store::StoreError;
 use serde_json::Value;
 
@@ -17,8 +18,8 @@ pub enum OpError {
     /// The id names another tenant. Never says whether such a run exists.
     #[error("the id names a tenant other than the caller's")]
     TenantMismatch,
-    #[error("the run is already {status}")]
-    RunTerminal { status: String },
+    #[error("the run is already {}", status.as_str())]
+    RunTerminal { status: RunStatus },
     #[error("the interrupt at node `{0}` is no longer open")]
     InterruptAlreadyResolved(String),
     /// Malformed, forged, or naming an alg or kid this host does not use: one answer.
@@ -57,7 +58,9 @@ impl OpError {
     pub fn details(&self) -> Option<Value> {
         match self {
             OpError::Validation { details, .. } => details.clone(),
-            OpError::RunTerminal { status } => Some(serde_json::json!({"runStatus": status})),
+            OpError::RunTerminal { status } => {
+                Some(serde_json::json!({"runStatus": status.as_str()}))
+            }
             _ => None,
         }
     }

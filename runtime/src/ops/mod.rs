@@ -13,9 +13,9 @@ pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view};
 
 use crate::engine::Engine;
-use crate::engine::status::{self, RunStatus};
 use crate::identity::Subject;
 use crate::ids::BoundId;
+use crate::status::{Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
     EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch,
     RunRecord, Store, StoreError, Wake,
@@ -81,7 +81,7 @@ pub struct ListParams {
     pub limit: Option<usize>,
     pub cursor: Option<String>,
     pub workflow_id: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
 }
 
 /// A page of runs.
@@ -112,10 +112,6 @@ pub struct Ops {
 
 /// The largest page `listRuns` returns.
 pub const MAX_PAGE_SIZE: usize = 100;
-
-fn is_terminal_str(s: &str) -> bool {
-    status::is_terminal(status::parse(s))
-}
 
 /// Events are terminal when they end the run; SSE closes after one.
 pub fn is_terminal_event(event_type: &str) -> bool {
@@ -260,7 +256,7 @@ impl Ops {
             run_id: crate::ids::mint_bound(&subject.tenant).as_bound(),
             tenant: subject.tenant.clone(),
             workflow_id,
-            status: RunStatus::Pending.as_str().to_owned(),
+            status: RunStatus::Pending,
             owner,
             transport: transport.as_str().to_owned(),
             inputs,
@@ -334,7 +330,7 @@ impl Ops {
         reason: Option<String>,
     ) -> Result<RunRecord, OpError> {
         let run = self.load(subject, id).await?;
-        if is_terminal_str(&run.status) {
+        if run.status.is_terminal() {
             return Err(OpError::RunTerminal { status: run.status });
         }
         let payload = json!({
@@ -343,7 +339,7 @@ impl Ops {
             "durationMs": crate::clock::now_ms() - run.created_ms,
         });
         let patch = RunPatch {
-            status: Some(RunStatus::Cancelled.as_str().into()),
+            status: Some(RunStatus::Cancelled),
             wait_until: Some(None),
             close_interrupts: true,
             ..Default::default()
@@ -355,12 +351,7 @@ impl Ops {
         };
         match self
             .store
-            .advance(
-                &run.run_id,
-                Guard::StatusNotIn(status::terminal_strs()),
-                patch,
-                vec![ev],
-            )
+            .advance(&run.run_id, Guard::StatusNotIn(&TERMINAL), patch, vec![ev])
             .await
         {
             Ok(adv) => Ok(adv.run),
@@ -502,7 +493,7 @@ impl Ops {
         let mut wakes = self.store.subscribe();
         loop {
             let res = self.events_since(subject, id, after, 1000).await?;
-            if !res.events.is_empty() || is_terminal_str(&res.run.status) {
+            if !res.events.is_empty() || res.run.status.is_terminal() {
                 return Ok(res);
             }
             tokio::select! {

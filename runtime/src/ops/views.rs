@@ -11,7 +11,7 @@ pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Value {
     let mut v = json!({
         "runId": run.run_id,
         "workflowId": run.workflow_id,
-        "status": run.status,
+        "status": run.status.as_str(),
         "owner": run.owner,
         "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
         "createdAt": rfc3339(run.created_ms),

@@ -2,8 +2,8 @@
 //!
 //! The trait is object-safe (`Arc<dyn Store>`) so the host picks SQLite (one process) or
 //! PostgreSQL (several replicas on one database); SQL and transactions never leak above it. Statuses are plain strings
-//! here: the store keeps what the engine decides and does not interpret it, except for
-//! the guards the engine hands it.
+//! here? No: a status is the generated `RunStatus`, parsed once where a row is read, so no
+//! layer above ever sees a string it has to guess about.
 
 mod postgres;
 #[doc(hidden)]
@@ -18,6 +18,7 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use wakeups::{LocalWakeups, Wake, Wakeups};
 
+pub use crate::status::RunStatus;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -30,8 +31,8 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 pub enum StoreError {
     #[error("no run `{0}`")]
     RunNotFound(String),
-    #[error("the run is `{status}`, which this change does not apply to")]
-    Guard { status: String },
+    #[error("the run is `{}`, which this change does not apply to", status.as_str())]
+    Guard { status: RunStatus },
     #[error("no open interrupt at this node")]
     NoOpenInterrupt,
     #[error("the interrupt at this node has already been resolved or closed")]
@@ -56,7 +57,7 @@ pub struct RunRecord {
     pub run_id: String,
     pub tenant: String,
     pub workflow_id: String,
-    pub status: String,
+    pub status: RunStatus,
     pub owner: Value,
     pub transport: String,
     pub inputs: Value,
@@ -82,7 +83,7 @@ pub struct NewRun {
     pub run_id: String,
     pub tenant: String,
     pub workflow_id: String,
-    pub status: String,
+    pub status: RunStatus,
     pub owner: Value,
     pub transport: String,
     pub inputs: Value,
@@ -153,23 +154,30 @@ pub struct InterruptRecord {
 /// A condition on the run's current status, checked inside the transaction.
 #[derive(Debug, Clone)]
 pub enum Guard {
-    StatusIn(Vec<String>),
-    StatusNotIn(Vec<String>),
+    StatusIn(&'static [RunStatus]),
+    StatusNotIn(&'static [RunStatus]),
 }
 
 impl Guard {
-    fn admits(&self, status: &str) -> bool {
+    fn admits(&self, status: RunStatus) -> bool {
         match self {
-            Guard::StatusIn(list) => list.iter().any(|s| s == status),
-            Guard::StatusNotIn(list) => !list.iter().any(|s| s == status),
+            Guard::StatusIn(list) => list.contains(&status),
+            Guard::StatusNotIn(list) => !list.contains(&status),
         }
     }
+}
+
+/// A stored status, or the error that says which run holds a status this host does not
+/// know (a newer host's, or a damaged row): never guessed at.
+pub(crate) fn parse_status(run_id: &str, raw: &str) -> Result<RunStatus, StoreError> {
+    raw.parse()
+        .map_err(|_| StoreError::Database(format!("run `{run_id}` has the unknown status `{raw}`")))
 }
 
 /// Fields of a run to change; `None` keeps the stored value.
 #[derive(Debug, Clone, Default)]
 pub struct RunPatch {
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     pub node_index: Option<i64>,
     pub wait_until: Option<Option<i64>>,
     pub state: Option<Value>,
@@ -228,7 +236,7 @@ pub type OnResolve =
 pub struct ListQuery {
     pub tenant: String,
     pub workflow_id: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     /// Only runs strictly older than this `list_order`.
     pub before: Option<i64>,
     pub limit: usize,
@@ -274,8 +282,8 @@ pub trait Store: Send + Sync {
     /// Runs of one tenant, newest first.
     fn list_runs(&self, query: ListQuery) -> StoreFuture<'_, Vec<RunRecord>>;
 
-    /// Runs whose status is not in `finished`: what the engine resumes at start.
-    fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>>;
+    /// Runs that are not terminal: what the engine looks at after a start.
+    fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>>;
 
     /// Applies `patch` and appends `events` (sequences continue without gaps) in one
     /// transaction, if `guard` admits the current status.
@@ -336,7 +344,7 @@ pub trait Store: Send + Sync {
     fn release_lease(&self, run_id: &str, owner: &str) -> StoreFuture<'_, ()>;
 
     /// Runs with a status in `statuses` that no replica holds a live lease on.
-    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>>;
+    fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>>;
 
     /// Records `key` in `scope` once: true for the first caller, false for every later
     /// one (single-use tokens). The record may be forgotten after `expires_ms`.

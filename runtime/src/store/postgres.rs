@@ -84,6 +84,10 @@ fn opt_json_text(row: &Row, col: &str) -> Result<Option<Value>, StoreError> {
         .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
 }
 
+fn status_strs(statuses: &[RunStatus]) -> Vec<&'static str> {
+    statuses.iter().map(|s| s.as_str()).collect()
+}
+
 const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
 
 fn run_row(row: &Row) -> Result<RunRecord, StoreError> {
@@ -92,7 +96,7 @@ fn run_row(row: &Row) -> Result<RunRecord, StoreError> {
         run_id: row.try_get("run_id")?,
         tenant: row.try_get("tenant")?,
         workflow_id: row.try_get("workflow_id")?,
-        status: row.try_get("status")?,
+        status: parse_status(&row.try_get::<_, String>("run_id")?, row.try_get("status")?)?,
         owner: json_text(row, "owner")?,
         transport: row.try_get("transport")?,
         inputs: json_text(row, "inputs")?,
@@ -179,7 +183,7 @@ async fn insert_run<C: GenericClient>(
                 &run.run_id,
                 &run.tenant,
                 &run.workflow_id,
-                &run.status,
+                &run.status.as_str(),
                 &owner,
                 &run.transport,
                 &inputs,
@@ -302,7 +306,7 @@ async fn apply<C: GenericClient>(
         &stmt,
         &[
             &next.run_id,
-            &next.status,
+            &next.status.as_str(),
             &next.node_index,
             &next.wait_until,
             &next.state.to_string(),
@@ -473,14 +477,21 @@ impl Store for PgStore {
             let rows = client
                 .query(
                     &stmt,
-                    &[&q.tenant, &q.workflow_id, &q.status, &q.before, &limit],
+                    &[
+                        &q.tenant,
+                        &q.workflow_id,
+                        &q.status.map(RunStatus::as_str),
+                        &q.before,
+                        &limit,
+                    ],
                 )
                 .await?;
             rows.iter().map(run_row).collect()
         })
     }
 
-    fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
+        let finished = status_strs(&crate::status::TERMINAL);
         Box::pin(async move {
             let client = self.client().await?;
             let stmt = client
@@ -512,7 +523,7 @@ impl Store for PgStore {
             {
                 return Err(StoreError::LeaseLost);
             }
-            if !guard.admits(&run.status) {
+            if !guard.admits(run.status) {
                 return Err(StoreError::Guard { status: run.status });
             }
             let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
@@ -697,7 +708,8 @@ impl Store for PgStore {
         })
     }
 
-    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>> {
+    fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
+        let statuses = status_strs(statuses);
         Box::pin(async move {
             let client = self.client().await?;
             let stmt = client

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::clock::now_ms;
+use crate::status::Lifecycle;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -201,6 +202,15 @@ fn opt_json_col(row: &Row<'_>, idx: &str) -> rusqlite::Result<Option<Value>> {
         })
 }
 
+/// The status column, parsed once here; an unknown one fails the read, naming the run.
+fn status_col(row: &Row<'_>) -> rusqlite::Result<RunStatus> {
+    let raw: String = row.get("status")?;
+    let run_id: String = row.get("run_id")?;
+    parse_status(&run_id, &raw).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
 
 fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
@@ -209,7 +219,7 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         run_id: row.get("run_id")?,
         tenant: row.get("tenant")?,
         workflow_id: row.get("workflow_id")?,
-        status: row.get("status")?,
+        status: status_col(row)?,
         owner: json_col(row, "owner")?,
         transport: row.get("transport")?,
         inputs: json_col(row, "inputs")?,
@@ -315,7 +325,7 @@ fn apply(
         "UPDATE runs SET status = ?2, node_index = ?3, wait_until = ?4, state = ?5, outputs = ?6, error = ?7, last_sequence = ?8, updated_ms = ?9 WHERE run_id = ?1",
         params![
             next.run_id,
-            next.status,
+            next.status.as_str(),
             next.node_index,
             next.wait_until,
             next.state.to_string(),
@@ -359,7 +369,7 @@ impl Store for SqliteStore {
             tx.execute(
                 "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, 0, ?8, ?8, -1)",
-                params![run.run_id, run.tenant, run.workflow_id, run.status, run.owner.to_string(), run.transport, run.inputs.to_string(), now, run.state.to_string()],
+                params![run.run_id, run.tenant, run.workflow_id, run.status.as_str(), run.owner.to_string(), run.transport, run.inputs.to_string(), now, run.state.to_string()],
             )?;
             if let Some(claim) = &idempotency {
                 tx.execute(
@@ -388,14 +398,20 @@ impl Store for SqliteStore {
                  ORDER BY list_order DESC LIMIT ?5"
             ))?;
             let rows = stmt.query_map(
-                params![q.tenant, q.workflow_id, q.status, q.before, q.limit as i64],
+                params![
+                    q.tenant,
+                    q.workflow_id,
+                    q.status.map(RunStatus::as_str),
+                    q.before,
+                    q.limit as i64
+                ],
                 run_row,
             )?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
     }
 
-    fn unfinished_runs(&self, finished: Vec<String>) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
         self.read(move |conn| {
             let mut stmt =
                 conn.prepare(&format!("SELECT {RUN_COLS} FROM runs ORDER BY list_order"))?;
@@ -403,7 +419,7 @@ impl Store for SqliteStore {
             let mut out = Vec::new();
             for r in rows {
                 let r = r?;
-                if !finished.contains(&r.status) {
+                if !r.status.is_terminal() {
                     out.push(r);
                 }
             }
@@ -424,7 +440,7 @@ impl Store for SqliteStore {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
-            if !guard.admits(&run.status) {
+            if !guard.admits(run.status) {
                 return Err(StoreError::Guard { status: run.status });
             }
             let out = apply(&tx, &run, patch, events)?;
@@ -556,7 +572,7 @@ impl Store for SqliteStore {
         Box::pin(async { Ok(()) })
     }
 
-    fn unleased_runs(&self, statuses: Vec<String>) -> StoreFuture<'_, Vec<String>> {
+    fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare("SELECT run_id, status FROM runs ORDER BY list_order")?;
             let rows =
@@ -564,7 +580,7 @@ impl Store for SqliteStore {
             let mut out = Vec::new();
             for r in rows {
                 let (id, status) = r?;
-                if statuses.contains(&status) {
+                if statuses.iter().any(|s| s.as_str() == status) {
                     out.push(id);
                 }
             }

@@ -5,6 +5,7 @@
 use super::scratch::ScratchSchema;
 use super::*;
 use crate::clock::now_ms;
+use crate::status::RunStatus;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,7 +110,7 @@ fn new_run(id: &str) -> NewRun {
         run_id: id.into(),
         tenant: "t".into(),
         workflow_id: "w".into(),
-        status: "running".into(),
+        status: RunStatus::Running,
         owner: json!({}),
         transport: "rest".into(),
         inputs: json!({}),
@@ -126,7 +127,7 @@ fn ev() -> NewEvent {
 }
 
 fn running() -> Guard {
-    Guard::StatusIn(vec!["running".into()])
+    Guard::StatusIn(&[RunStatus::Running])
 }
 
 fn claim(key: &str, body: &str) -> IdempotencyClaim {
@@ -140,7 +141,7 @@ fn claim(key: &str, body: &str) -> IdempotencyClaim {
 
 async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
     let patch = RunPatch {
-        status: Some("waiting-approval".into()),
+        status: Some(RunStatus::WaitingApproval),
         open_interrupt: Some(NewInterrupt {
             node_id: "approve".into(),
             interrupt_id: format!("{run_id}-i"),
@@ -158,7 +159,7 @@ async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
 fn resolve_with(value: &'static str) -> OnResolve {
     Box::new(move |_, _| {
         let patch = RunPatch {
-            status: Some("running".into()),
+            status: Some(RunStatus::Running),
             state: Some(json!({"by": value})),
             ..Default::default()
         };
@@ -201,12 +202,12 @@ async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
     let r = store
         .advance(
             RUN,
-            Guard::StatusNotIn(vec!["running".into()]),
+            Guard::StatusNotIn(&[RunStatus::Running]),
             RunPatch::default(),
             vec![ev()],
         )
         .await;
-    assert!(matches!(r, Err(StoreError::Guard { status }) if status == "running"));
+    assert!(matches!(r, Err(StoreError::Guard { status }) if status == RunStatus::Running));
     assert!(store.events_since(RUN, -1, 10).await.unwrap().is_empty());
     let missing = store
         .advance("t/nope", running(), RunPatch::default(), vec![ev()])
@@ -368,7 +369,7 @@ async fn unfinished_runs_skip_finished_ones(b: Backend) {
     store.create_run(new_run("t/live"), None).await.unwrap();
     store.create_run(new_run("t/done"), None).await.unwrap();
     let done = RunPatch {
-        status: Some("completed".into()),
+        status: Some(RunStatus::Completed),
         outputs: Some(json!({"x": 1})),
         ..Default::default()
     };
@@ -377,7 +378,7 @@ async fn unfinished_runs_skip_finished_ones(b: Backend) {
         .await
         .unwrap();
     let ids: Vec<_> = store
-        .unfinished_runs(vec!["completed".into()])
+        .unfinished_runs()
         .await
         .unwrap()
         .into_iter()
@@ -501,7 +502,7 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
     );
     assert!(
         store
-            .unleased_runs(vec!["running".into()])
+            .unleased_runs(&[RunStatus::Running])
             .await
             .unwrap()
             .is_empty()
@@ -513,13 +514,13 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
     );
     store.release_lease(RUN, "a").await.unwrap();
     assert_eq!(
-        store.unleased_runs(vec!["running".into()]).await.unwrap(),
+        store.unleased_runs(&[RunStatus::Running]).await.unwrap(),
         [RUN]
     );
     assert!(store.acquire_lease(RUN, "b", 1).await.unwrap());
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(
-        store.unleased_runs(vec!["running".into()]).await.unwrap(),
+        store.unleased_runs(&[RunStatus::Running]).await.unwrap(),
         [RUN],
         "an expired lease is up for takeover"
     );
@@ -529,7 +530,7 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
     );
     assert!(
         store
-            .unleased_runs(vec!["pending".into()])
+            .unleased_runs(&[RunStatus::Pending])
             .await
             .unwrap()
             .is_empty()

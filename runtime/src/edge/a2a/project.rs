@@ -5,6 +5,7 @@
 //! nothing else) becomes `TASK_STATE_AUTH_REQUIRED`. The projection is read-only; it never
 //! needs to append to the run's log.
 
+use crate::status::Lifecycle;
 use std::str::FromStr;
 
 use openwop_generated::dispatch::{RunStatus, a2a_task_state};
@@ -97,22 +98,6 @@ impl Projected {
     }
 }
 
-/// True for `completed`, `failed` and `cancelled`.
-pub fn is_terminal(status: RunStatus) -> bool {
-    matches!(
-        status,
-        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-    )
-}
-
-/// True for the statuses in which a message resolves the open interrupt.
-pub fn is_suspended(status: RunStatus) -> bool {
-    matches!(
-        status,
-        RunStatus::WaitingApproval | RunStatus::WaitingInput | RunStatus::WaitingExternal
-    )
-}
-
 /// The run status of a snapshot.
 pub fn run_status(snapshot: &Value) -> Result<RunStatus, ProjectError> {
     let raw = snapshot
@@ -146,7 +131,7 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
         .and_then(Value::as_str)
         .ok_or(ProjectError::Missing("runId"))?;
     let status = run_status(snapshot)?;
-    let interrupt = open_interrupt(snapshot).filter(|_| is_suspended(status));
+    let interrupt = open_interrupt(snapshot).filter(|_| status.is_suspended());
     let kind = interrupt
         .and_then(|i| i.get("kind"))
         .and_then(Value::as_str);

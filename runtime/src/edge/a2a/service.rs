@@ -2,12 +2,12 @@
 //! only through the core's operations, under the caller's Subject. Binding-neutral:
 //! JSON-RPC and HTTP+JSON both call these with the same parameter object.
 
-use std::str::FromStr;
+use crate::status::Lifecycle;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use openwop_generated::dispatch::{A2A_TASK_STATES, RunStatus};
+use openwop_generated::dispatch::A2A_TASK_STATES;
 use openwop_generated::errors::A2aError;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -376,12 +376,6 @@ impl A2aState {
         .map_err(internal)
     }
 
-    pub(crate) fn status(run: &RunRecord) -> RunStatus {
-        // The core only writes statuses of the corpus; an unknown one reads as running so
-        // a blocking call keeps waiting rather than answering a made-up state.
-        RunStatus::from_str(&run.status).unwrap_or(RunStatus::Running)
-    }
-
     /// Waits until the run is terminal, suspended, or `timeout` passes; returns it then.
     pub async fn settle(
         &self,
@@ -393,8 +387,8 @@ impl A2aState {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut run = run;
         loop {
-            let status = Self::status(&run);
-            if project::is_terminal(status) || project::is_suspended(status) {
+            let status = run.status;
+            if status.is_terminal() || status.is_suspended() {
                 return Ok(run);
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -459,9 +453,9 @@ impl A2aState {
             return Ok((run, send.history_length, send.return_immediately));
         };
         let run = self.load(subject, task_id).await?;
-        let status = Self::status(&run);
-        facts.task_suspended = project::is_suspended(status);
-        facts.task_terminal = project::is_terminal(status);
+        let status = run.status;
+        facts.task_suspended = status.is_suspended();
+        facts.task_terminal = status.is_terminal();
         gate::check(method, &facts, &facet)?;
         let context = self.context_of(&run).await?;
         if send.context_id.is_some_and(|c| c != context) {
@@ -657,7 +651,7 @@ impl A2aState {
             .and_then(Value::as_str)
             .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
         let run = self.load(subject, id).await?;
-        if project::is_terminal(Self::status(&run)) {
+        if run.status.is_terminal() {
             return Err(Fault::unsupported(
                 "the task is in a terminal state; read it with GetTask",
             ));

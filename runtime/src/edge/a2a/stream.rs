@@ -2,6 +2,7 @@
 //! per status change and an artifactUpdate per published artifact; the stream ends at a
 //! terminal state, or at an interrupted one where the peer has to act.
 
+use crate::status::Lifecycle;
 use std::time::Duration;
 
 use futures::Stream;
@@ -41,9 +42,7 @@ pub async fn open(
         if tx.send(first.as_stream_task()).await.is_err() {
             return;
         }
-        let ends = |p: &project::Projected| {
-            project::is_terminal(p.status) || project::is_suspended(p.status)
-        };
+        let ends = |p: &project::Projected| p.status.is_terminal() || p.status.is_suspended();
         if ends(&first) {
             return;
         }

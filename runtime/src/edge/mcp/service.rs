@@ -2,7 +2,6 @@
 //! HTTP mount and `openwop mcp-stdio` both call [`McpState::dispatch`] with an
 //! authenticated Subject and the request's negotiated context.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -16,6 +15,7 @@ use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{CreateRunRequest, OpError, Transport};
+use crate::status::Lifecycle;
 use crate::store::RunRecord;
 
 /// The reason a run owned by an abandoned request is cancelled with.
@@ -62,23 +62,6 @@ impl Ctx {
 fn internal(e: impl std::fmt::Display) -> RpcError {
     tracing::error!(error = %e, "mcp request failed");
     RpcError::internal()
-}
-
-fn status_of(run: &RunRecord) -> RunStatus {
-    // An unknown status reads as running, so nothing is answered from a made-up state.
-    RunStatus::from_str(&run.status).unwrap_or(RunStatus::Running)
-}
-
-fn is_terminal(s: RunStatus) -> bool {
-    matches!(
-        s,
-        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-    )
-}
-
-/// Statuses MRTR can answer: the run waits for something a person types.
-fn asks_for_input(s: RunStatus) -> bool {
-    matches!(s, RunStatus::WaitingApproval | RunStatus::WaitingInput)
 }
 
 /// The one answer for a task the caller cannot read, whether or not it exists.
@@ -330,12 +313,12 @@ impl McpState {
         };
         let guard = RunGuard::arm(self.app.ops.clone(), ctx.subject.clone(), &run.run_id);
         let run = self.settle(&ctx.subject, run, wait).await?;
-        let status = status_of(&run);
-        let answer = if is_terminal(status) {
+        let status = run.status;
+        let answer = if status.is_terminal() {
             self.call_result(&run).await?
         } else if tasks {
             self.task_view(&run, false).await?
-        } else if asks_for_input(status) {
+        } else if status.asks_for_input() {
             self.input_required(ctx, tool, arguments, &run, round + 1)
                 .await?
         } else {
@@ -343,8 +326,8 @@ impl McpState {
             // the run goes on and the caller learns its id.
             json!({
                 "resultType": "complete",
-                "content": [{"type": "text", "text": format!("run {} is still {}; it was not finished within the call", run.run_id, run.status)}],
-                "structuredContent": {"runId": run.run_id, "status": run.status},
+                "content": [{"type": "text", "text": format!("run {} is still {}; it was not finished within the call", run.run_id, run.status.as_str())}],
+                "structuredContent": {"runId": run.run_id, "status": run.status.as_str()},
                 "isError": true,
             })
         };
@@ -362,8 +345,8 @@ impl McpState {
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let status = status_of(&run);
-            if is_terminal(status) || asks_for_input(status) {
+            let status = run.status;
+            if status.is_terminal() || status.asks_for_input() {
                 return Ok(run);
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -389,7 +372,7 @@ impl McpState {
     /// `CallToolResult` of a finished run: completed is a success, failed and cancelled
     /// are tool errors the model can read.
     async fn call_result(&self, run: &RunRecord) -> Result<Value, RpcError> {
-        let status = status_of(run);
+        let status = run.status;
         let result = match status {
             RunStatus::Completed => {
                 let outputs = run.outputs.clone().unwrap_or_else(|| json!({}));
@@ -415,11 +398,11 @@ impl McpState {
                     .error
                     .as_ref()
                     .and_then(|e| e.get("message").and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_else(|| format!("the run ended {}", run.status));
+                    .unwrap_or_else(|| format!("the run ended {}", run.status.as_str()));
                 json!({
                     "resultType": "complete",
                     "content": [{"type": "text", "text": why}],
-                    "structuredContent": {"runId": run.run_id, "status": run.status, "error": run.error},
+                    "structuredContent": {"runId": run.run_id, "status": run.status.as_str(), "error": run.error},
                     "isError": true,
                 })
             }
@@ -489,7 +472,7 @@ impl McpState {
             return Ok(json!({
                 "resultType": "complete",
                 "content": [{"type": "text", "text": format!("run {} waits on a {} interrupt, which cannot be answered here", run.run_id, open.kind)}],
-                "structuredContent": {"runId": run.run_id, "status": run.status},
+                "structuredContent": {"runId": run.run_id, "status": run.status.as_str()},
                 "isError": true,
             }));
         };
@@ -497,7 +480,7 @@ impl McpState {
             // The initialize era has no input_required; the run stays suspended.
             return Ok(json!({
                 "content": [{"type": "text", "text": format!("run {} waits for input at interrupt {}", run.run_id, open.interrupt_id)}],
-                "structuredContent": {"runId": run.run_id, "status": run.status, "interruptId": open.interrupt_id},
+                "structuredContent": {"runId": run.run_id, "status": run.status.as_str(), "interruptId": open.interrupt_id},
                 "isError": true,
             }));
         };
@@ -665,7 +648,7 @@ impl McpState {
         run: &RunRecord,
         detailed: bool,
     ) -> Result<Value, RpcError> {
-        let status = status_of(run);
+        let status = run.status;
         let by_host = self.engine.failed_by_host(run);
         let mut task = json!({
             "resultType": if detailed { "complete" } else { "task" },
@@ -692,9 +675,9 @@ impl McpState {
                 "message": message,
                 "data": {"reason": error.get("code").cloned().unwrap_or(Value::Null), "runId": run.run_id},
             });
-        } else if is_terminal(status) {
+        } else if status.is_terminal() {
             task["result"] = self.call_result(run).await?;
-        } else if asks_for_input(status)
+        } else if status.asks_for_input()
             && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)?
             && let Some(request) = Self::elicitation(&open.kind, &open.data)
         {

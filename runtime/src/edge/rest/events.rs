@@ -8,6 +8,7 @@ use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{event_view, is_terminal_event};
+use crate::status::Lifecycle;
 use crate::store::{EventRecord, Wake};
 use axum::Json;
 use axum::extract::State;
@@ -102,7 +103,7 @@ impl Tail {
                 self.buffer.extend(page.events);
                 continue;
             }
-            if crate::engine::status::is_terminal(crate::engine::status::parse(&page.run.status)) {
+            if page.run.status.is_terminal() {
                 // Nothing after the cursor on a finished run: close without frames.
                 return None;
             }
@@ -184,8 +185,8 @@ pub async fn poll_events(
         )
         .await?;
     let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
-    let status = res.run.status.clone();
-    let terminal = crate::engine::status::is_terminal(crate::engine::status::parse(&status));
+    let status = res.run.status.as_str();
+    let terminal = res.run.status.is_terminal();
     Ok(Json(json!({
         "runId": res.run.run_id,
         "events": res.events.iter().map(event_view).collect::<Vec<_>>(),

@@ -33,6 +33,6 @@ pub async fn resolve(
     let JsonBody(body) = body?;
     let (run, node_id) = state.ops.resolve_by_token(token, body.resume_value).await?;
     Ok(Json(
-        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status}),
+        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status.as_str()}),
     ))
 }

@@ -42,7 +42,7 @@ pub async fn create_run(
     let (status_url, events_url) = links(&created.run);
     let body = json!({
         "runId": created.run.run_id,
-        "status": created.run.status,
+        "status": created.run.status.as_str(),
         "eventsUrl": events_url,
         "statusUrl": status_url,
     });
@@ -110,7 +110,12 @@ pub async fn list_runs(
         limit,
         cursor: q.get("cursor").cloned(),
         workflow_id: q.get("workflowId").cloned(),
-        status: q.get("status").cloned(),
+        status: match q.get("status") {
+            None => None,
+            Some(s) => Some(s.parse().map_err(|_| {
+                ApiError::validation(format!("`status` `{s}` is not a run status"))
+            })?),
+        },
     };
     let page = state.ops.list_runs(&subject, params).await?;
     let mut runs = Vec::with_capacity(page.runs.len());
@@ -143,7 +148,9 @@ pub async fn cancel_run(
         return Err(ApiError::validation("`reason` must not be empty"));
     }
     let run = state.ops.cancel_run(&subject, &id, reason).await?;
-    Ok(Json(json!({"runId": run.run_id, "status": run.status})))
+    Ok(Json(
+        json!({"runId": run.run_id, "status": run.status.as_str()}),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,6 +172,6 @@ pub async fn resolve_interrupt(
         .resolve_interrupt(&subject, &id, &node_id, body.resume_value)
         .await?;
     Ok(Json(
-        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status}),
+        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status.as_str()}),
     ))
 }

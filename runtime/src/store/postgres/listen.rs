@@ -125,7 +125,7 @@ async fn listen_once(
 mod tests {
     use super::*;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
-    use crate::store::{NewRun, PgStore, RunPatch, Store};
+    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, Store};
     use serde_json::json;
 
     async fn wait_for(
@@ -160,7 +160,7 @@ mod tests {
             run_id: "t/r".into(),
             tenant: "t".into(),
             workflow_id: "w".into(),
-            status: "running".into(),
+            status: RunStatus::Running,
             owner: json!({}),
             transport: "rest".into(),
             inputs: json!({}),
@@ -192,7 +192,7 @@ mod tests {
             writer
                 .advance(
                     "t/r",
-                    crate::store::Guard::StatusIn(vec!["running".into()]),
+                    crate::store::Guard::StatusIn(&[RunStatus::Running]),
                     RunPatch::default(),
                     vec![],
                 )

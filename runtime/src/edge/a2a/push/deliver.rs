@@ -2,6 +2,7 @@
 //! them through the egress guard, retrying per the retry policy and dead-lettering what
 //! is exhausted. Both resume from the persisted outbox and configurations at start.
 
+use crate::status::Lifecycle;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::super::project::{self, Shape};
+use super::super::project::Shape;
 use super::super::service::A2aState;
 use super::store::{Delivery, PushStore, Secret};
 use crate::egress::Egress;
@@ -199,7 +200,7 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
         Ok(p) => p,
         Err(_) => return,
     };
-    let last = project::is_terminal(projected.status);
+    let last = projected.status.is_terminal();
     // A final state carries the whole task (outputs included); others a status update.
     let body = if last {
         projected.as_stream_task()

@@ -15,6 +15,7 @@ pub mod store;
 #[cfg(test)]
 mod suite;
 
+use crate::status::Lifecycle;
 use std::sync::Arc;
 
 use openwop_generated::errors::A2aError;
@@ -23,7 +24,6 @@ use tokio::sync::mpsc;
 
 use super::errors::Fault;
 use super::gate::{self, Facts};
-use super::project;
 use super::service::A2aState;
 use crate::egress::{Egress, Refused};
 use crate::identity::Subject;
@@ -266,7 +266,7 @@ impl A2aState {
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
         let config = parse_config(params, "")?;
-        if project::is_terminal(Self::status(&run)) {
+        if run.status.is_terminal() {
             return Err(Fault::unsupported(
                 "the task is in a terminal state; no further pushes would be sent",
             ));
