@@ -472,7 +472,7 @@ async fn resolve_interrupt_completes_run_then_409_interrupt_already_resolved() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn resolve_interrupt_at_a_node_without_one_is_404_and_body_is_closed() {
+async fn resolve_interrupt_at_a_node_without_one_is_404_interrupt_not_found_and_body_is_closed() {
     let h = start().await;
     let run_id = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-approval").await;
@@ -490,7 +490,7 @@ async fn resolve_interrupt_at_a_node_without_one_is_404_and_body_is_closed() {
     .await;
     assert_eq!(
         (status, body["error"].as_str().unwrap()),
-        (404, "not_found")
+        (404, "interrupt_not_found")
     );
     let (status, _) = envelope(
         h.post(

@@ -42,7 +42,7 @@ impl Ops {
         self.list_agents(subject)
             .into_iter()
             .find(|e| e.agent_id == agent_id)
-            .ok_or_else(|| OpError::NotFound("no such agent in the caller's inventory".to_owned()))
+            .ok_or(OpError::AgentNotFound)
     }
 
     /// The inventory entry whose `a2aTenant` is `value`, searched only among the caller's

@@ -1,5 +1,6 @@
-//! The operations layer's one error type. Each edge renders it in its own shape; the
-//! registered code (and so the REST status) comes from the generated error table.
+//! The operations layer's one error type. Each edge renders it in its own shape through
+//! one `From<OpError>`; the registered code (and so the REST status) comes from the
+//! generated error table.
 
 use crate::generated::errors::ErrorCode;
 use crate::status::RunStatus;
@@ -13,15 +14,26 @@ pub enum OpError {
         message: String,
         details: Option<Value>,
     },
-    #[error("{0}")]
-    NotFound(String),
-    /// The id names another tenant. Never says whether such a run exists.
+    /// No run the caller may read has this id (never says whether another tenant's does).
+    #[error("no run `{run_id}`")]
+    RunNotFound { run_id: String },
+    /// The id (a run id, or createRun's `tenantId`) names another tenant. REST says so
+    /// (403); A2A and MCP answer it exactly as a run that does not exist, so the requested
+    /// id travels with it.
     #[error("the id names a tenant other than the caller's")]
-    TenantMismatch,
+    TenantMismatch { id: String },
+    /// No workflow the caller may run has this id.
+    #[error("no workflow `{workflow_id}` on this host")]
+    WorkflowNotFound { workflow_id: String },
+    #[error("no such agent in the caller's inventory")]
+    AgentNotFound,
+    /// The run has no open interrupt at this node.
+    #[error("no open interrupt at node `{node_id}` of this run")]
+    InterruptNotFound { node_id: String },
     #[error("the run is already {}", status.as_str())]
     RunTerminal { status: RunStatus },
-    #[error("the interrupt at node `{0}` is no longer open")]
-    InterruptAlreadyResolved(String),
+    #[error("the interrupt at node `{node_id}` is no longer open")]
+    InterruptAlreadyResolved { node_id: String },
     /// Malformed, forged, or naming an alg or kid this host does not use: one answer.
     #[error("the interrupt token is not valid on this host")]
     InterruptTokenInvalid,
@@ -41,13 +53,23 @@ impl OpError {
         }
     }
 
+    /// An error the caller cannot act on; the detail goes to the log, never the wire.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        let detail = detail.to_string();
+        tracing::error!(error = %detail, "operation failed inside the host");
+        OpError::Internal(detail)
+    }
+
     pub fn code(&self) -> ErrorCode {
         match self {
             OpError::Validation { .. } => ErrorCode::ValidationError,
-            OpError::NotFound(_) => ErrorCode::NotFound,
-            OpError::TenantMismatch => ErrorCode::IdTenantMismatch,
+            OpError::RunNotFound { .. }
+            | OpError::WorkflowNotFound { .. }
+            | OpError::AgentNotFound => ErrorCode::NotFound,
+            OpError::InterruptNotFound { .. } => ErrorCode::InterruptNotFound,
+            OpError::TenantMismatch { .. } => ErrorCode::IdTenantMismatch,
             OpError::RunTerminal { .. } => ErrorCode::RunTerminal,
-            OpError::InterruptAlreadyResolved(_) => ErrorCode::InterruptAlreadyResolved,
+            OpError::InterruptAlreadyResolved { .. } => ErrorCode::InterruptAlreadyResolved,
             OpError::InterruptTokenInvalid => ErrorCode::InterruptTokenInvalid,
             OpError::InterruptExpired => ErrorCode::InterruptExpired,
             OpError::IdempotencyMismatch => ErrorCode::IdempotencyKeyMismatch,
@@ -64,16 +86,24 @@ impl OpError {
             _ => None,
         }
     }
+
+    /// The run id a caller asked for and may not read (unknown, or another tenant's):
+    /// what the A2A and MCP edges answer as one "no such task".
+    pub fn unreadable_run(&self) -> Option<&str> {
+        match self {
+            OpError::RunNotFound { run_id } | OpError::TenantMismatch { id: run_id } => {
+                Some(run_id)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl From<StoreError> for OpError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::IdempotencyMismatch => OpError::IdempotencyMismatch,
-            other => {
-                tracing::error!(error = %other, "store failure");
-                OpError::Internal(other.to_string())
-            }
+            other => OpError::internal(other),
         }
     }
 }

@@ -165,13 +165,13 @@ impl Ops {
     /// Loads a run the caller may see. A foreign tenant segment is refused before any
     /// lookup, so the answer cannot depend on whether the run exists.
     async fn load(&self, subject: &Subject, id: &BoundId) -> Result<RunRecord, OpError> {
-        if id.tenant() != subject.tenant {
-            return Err(OpError::TenantMismatch);
-        }
         let run_id = id.as_bound();
+        if id.tenant() != subject.tenant {
+            return Err(OpError::TenantMismatch { id: run_id });
+        }
         match self.store.get_run(&run_id).await? {
             Some(run) if run.tenant == subject.tenant => Ok(run),
-            _ => Err(OpError::NotFound(format!("no run `{run_id}`"))),
+            _ => Err(OpError::RunNotFound { run_id }),
         }
     }
 
@@ -186,7 +186,7 @@ impl Ops {
         if let Some(t) = &request.tenant_id
             && t != &subject.tenant
         {
-            return Err(OpError::TenantMismatch);
+            return Err(OpError::TenantMismatch { id: t.clone() });
         }
         if request.mode.as_deref().is_some_and(|m| m != "standard") {
             return Err(OpError::validation(
@@ -216,8 +216,8 @@ impl Ops {
             .registry()
             .get(&workflow_id)
             .filter(|_| self.may_run(subject, &workflow_id))
-            .ok_or_else(|| {
-                OpError::NotFound(format!("no workflow `{workflow_id}` on this host"))
+            .ok_or_else(|| OpError::WorkflowNotFound {
+                workflow_id: workflow_id.clone(),
             })?;
         let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
         if !inputs.is_object() {
@@ -412,12 +412,12 @@ impl Ops {
                 self.engine.after_change(&adv);
                 Ok(adv.run)
             }
-            Err(StoreError::NoOpenInterrupt) => Err(OpError::NotFound(format!(
-                "no interrupt at node `{node_id}` of this run"
-            ))),
-            Err(StoreError::InterruptAlreadyResolved) => {
-                Err(OpError::InterruptAlreadyResolved(node_id.to_owned()))
-            }
+            Err(StoreError::NoOpenInterrupt) => Err(OpError::InterruptNotFound {
+                node_id: node_id.to_owned(),
+            }),
+            Err(StoreError::InterruptAlreadyResolved) => Err(OpError::InterruptAlreadyResolved {
+                node_id: node_id.to_owned(),
+            }),
             Err(e) => Err(e.into()),
         }
     }
@@ -437,16 +437,21 @@ impl Ops {
                 tokens::TokenError::Expired => OpError::InterruptExpired,
             })?;
         let run =
-            self.store.get_run(&claims.run_id).await?.ok_or_else(|| {
-                OpError::NotFound("the run of this token no longer exists".into())
-            })?;
+            self.store
+                .get_run(&claims.run_id)
+                .await?
+                .ok_or_else(|| OpError::RunNotFound {
+                    run_id: claims.run_id.clone(),
+                })?;
         match self.store.open_interrupt(&run.run_id).await? {
             Some(open)
                 if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id =>
             {
                 Ok((run, open))
             }
-            _ => Err(OpError::InterruptAlreadyResolved(claims.node_id)),
+            _ => Err(OpError::InterruptAlreadyResolved {
+                node_id: claims.node_id,
+            }),
         }
     }
 
@@ -461,7 +466,9 @@ impl Ops {
         match self.resolve_loaded(&run, &open.node_id, resume_value).await {
             Ok(run) => Ok((run, open.node_id)),
             // Between the look and the resolve the interrupt went away: someone else won.
-            Err(OpError::NotFound(_)) => Err(OpError::InterruptAlreadyResolved(open.node_id)),
+            Err(OpError::InterruptNotFound { .. }) => Err(OpError::InterruptAlreadyResolved {
+                node_id: open.node_id,
+            }),
             Err(e) => Err(e),
         }
     }

@@ -15,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use openwop_generated::errors::A2aError;
 use serde_json::{Map, Value, json};
 
+use crate::ops::OpError;
+
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
 pub const A2A_DOMAIN: &str = "a2a-protocol.org";
@@ -165,7 +167,47 @@ impl Fault {
         // Never the underlying error: it may name a store path or carry a peer's body.
         Fault::transport(Transport::Internal, "internal error")
     }
+}
 
+/// How an operation's error reads on an A2A interface, wherever no handler says more
+/// precisely (a field to blame, CancelTask's TaskNotCancelable). Unreadable runs, of
+/// another tenant or none, are the one TaskNotFound answer.
+impl From<OpError> for Fault {
+    fn from(e: OpError) -> Fault {
+        if let Some(id) = e.unreadable_run() {
+            return Fault::task_not_found(id);
+        }
+        match e {
+            OpError::Validation { message, .. } => Fault::invalid_params("params", message),
+            OpError::WorkflowNotFound { workflow_id } => Fault::invalid_params(
+                "message.metadata.openwop.skill",
+                format!("no skill `{workflow_id}` on this host"),
+            ),
+            OpError::IdempotencyMismatch => Fault::invalid_params(
+                "message.messageId",
+                "was already used for a different message",
+            ),
+            OpError::RunTerminal { .. } => {
+                Fault::unsupported("the task is in a terminal state and takes no more messages")
+            }
+            OpError::InterruptNotFound { .. } | OpError::InterruptAlreadyResolved { .. } => {
+                Fault::unsupported("the interrupt was already answered")
+            }
+            OpError::AgentNotFound => Fault::a2a(
+                A2aError::ExtendedAgentCardNotConfigured,
+                "no extended agent card for this tenant",
+            ),
+            // Runs, tokens and the host's own failures: nothing a client can act on.
+            OpError::RunNotFound { .. }
+            | OpError::TenantMismatch { .. }
+            | OpError::InterruptTokenInvalid
+            | OpError::InterruptExpired
+            | OpError::Internal(_) => Fault::internal(),
+        }
+    }
+}
+
+impl Fault {
     pub fn jsonrpc_code(&self) -> i64 {
         match self.kind {
             Kind::A2a(e) => e.row().jsonrpc_code,

@@ -338,13 +338,15 @@ impl A2aState {
         let Ok(id) = BoundId::parse_bound(task_id) else {
             return Err(Fault::task_not_found(task_id));
         };
-        match self.app.ops.get_run(subject, &id).await {
-            Ok(run) => Ok(run),
-            Err(OpError::NotFound(_) | OpError::TenantMismatch) => {
-                Err(Fault::task_not_found(task_id))
-            }
-            Err(e) => Err(internal(e)),
-        }
+        self.app
+            .ops
+            .get_run(subject, &id)
+            .await
+            .map_err(|e| match e.unreadable_run() {
+                // Echo the id as the client wrote it.
+                Some(_) => Fault::task_not_found(task_id),
+                None => e.into(),
+            })
     }
 
     /// The task's contextId: the bound one, else the run id (runs started over REST).
@@ -494,27 +496,15 @@ impl A2aState {
         let value = resume_value_of(send.message)
             .ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let resumed = match self
+        let resumed = self
             .app
             .ops
             .resolve_interrupt(subject, &id, &open.node_id, value)
             .await
-        {
-            Ok(run) => run,
-            Err(OpError::Validation { message, .. }) => {
-                return Err(Fault::invalid_params("message", message));
-            }
-            Err(OpError::NotFound(_) | OpError::InterruptAlreadyResolved(_)) => {
-                return Err(Fault::unsupported("the interrupt was already answered"));
-            }
-            Err(OpError::TenantMismatch) => return Err(Fault::task_not_found(task_id)),
-            Err(OpError::RunTerminal { .. }) => {
-                return Err(Fault::unsupported(
-                    "the task is in a terminal state and takes no more messages",
-                ));
-            }
-            Err(e) => return Err(internal(e)),
-        };
+            .map_err(|e| match e {
+                OpError::Validation { message, .. } => Fault::invalid_params("message", message),
+                e => e.into(),
+            })?;
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
@@ -546,7 +536,7 @@ impl A2aState {
             tags: None,
             metadata: None,
         };
-        let created = match self
+        let created = self
             .app
             .ops
             .create_run(
@@ -556,25 +546,12 @@ impl A2aState {
                 Some(&idempotency_key(send.message_id)),
             )
             .await
-        {
-            Ok(c) => c,
-            Err(OpError::IdempotencyMismatch) => {
-                return Err(Fault::invalid_params(
-                    "message.messageId",
-                    "was already used for a different message",
-                ));
-            }
-            Err(OpError::Validation { message, .. }) => {
-                return Err(Fault::invalid_params("message.parts", message));
-            }
-            Err(OpError::NotFound(_)) => {
-                return Err(Fault::invalid_params(
-                    "message.metadata.openwop.skill",
-                    format!("no skill `{workflow_id}` on this host"),
-                ));
-            }
-            Err(e) => return Err(internal(e)),
-        };
+            .map_err(|e| match e {
+                OpError::Validation { message, .. } => {
+                    Fault::invalid_params("message.parts", message)
+                }
+                e => e.into(),
+            })?;
         let (run, replay) = (created.run, created.replay);
         // A replayed messageId returns the task as it was bound the first time.
         let context = self
@@ -687,19 +664,19 @@ impl A2aState {
             .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
         let run = self.load(subject, id).await?;
         let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let run = match self.app.ops.cancel_run(subject, &bound, None).await {
-            Ok(run) => run,
-            Err(OpError::RunTerminal { .. }) => {
-                return Err(Fault::a2a(
+        let run = self
+            .app
+            .ops
+            .cancel_run(subject, &bound, None)
+            .await
+            .map_err(|e| match e {
+                OpError::RunTerminal { .. } => Fault::a2a(
                     A2aError::TaskNotCancelable,
                     "the task is already in a terminal state",
-                ));
-            }
-            Err(OpError::NotFound(_) | OpError::TenantMismatch) => {
-                return Err(Fault::task_not_found(id));
-            }
-            Err(e) => return Err(internal(e)),
-        };
+                ),
+                e if e.unreadable_run().is_some() => Fault::task_not_found(id),
+                e => e.into(),
+            })?;
         Ok(self.project(&run, Shape::default()).await?.task)
     }
 

@@ -4,6 +4,8 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::ops::OpError;
+
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
@@ -138,6 +140,42 @@ impl RpcError {
         }
         let id = id.or(self.id.as_deref()).cloned().unwrap_or(Value::Null);
         json!({"jsonrpc": "2.0", "id": id, "error": error})
+    }
+}
+
+/// How an operation's error reads on the MCP mount, wherever no handler says more
+/// precisely: a caller's mistake is invalid params whose message says what is wrong (a
+/// model reads the message, not `data`); a run the caller cannot read, of another tenant
+/// or none, is the one "no task" answer.
+impl From<OpError> for RpcError {
+    fn from(e: OpError) -> RpcError {
+        if let Some(id) = e.unreadable_run() {
+            return RpcError::invalid_params(format!("no task `{id}`"));
+        }
+        match e {
+            OpError::Validation { message, details } => {
+                let error = RpcError::invalid_params(message);
+                match details {
+                    Some(d) => error.with_data(d),
+                    None => error,
+                }
+            }
+            OpError::WorkflowNotFound { workflow_id } => {
+                RpcError::invalid_params(format!("no tool `{workflow_id}`"))
+            }
+            OpError::InterruptNotFound { node_id }
+            | OpError::InterruptAlreadyResolved { node_id } => {
+                RpcError::invalid_params(format!("the input at `{node_id}` was already answered"))
+            }
+            e @ (OpError::RunTerminal { .. }
+            | OpError::IdempotencyMismatch
+            | OpError::AgentNotFound) => RpcError::invalid_params(e.to_string()),
+            OpError::RunNotFound { .. }
+            | OpError::TenantMismatch { .. }
+            | OpError::InterruptTokenInvalid
+            | OpError::InterruptExpired
+            | OpError::Internal(_) => RpcError::internal(),
+        }
     }
 }
 

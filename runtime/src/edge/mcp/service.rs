@@ -271,23 +271,12 @@ impl McpState {
             tags: None,
             metadata: None,
         };
-        let run = match self
+        let run = self
             .app
             .ops
             .create_run(&ctx.subject, request, Transport::Mcp, None)
-            .await
-        {
-            Ok(created) => created.run,
-            Err(OpError::Validation { message, details }) => {
-                let mut e = RpcError::invalid_params(message);
-                if let Some(d) = details {
-                    e = e.with_data(d);
-                }
-                return Err(e);
-            }
-            Err(OpError::NotFound(m)) => return Err(RpcError::invalid_params(m)),
-            Err(e) => return Err(internal(e)),
-        };
+            .await?
+            .run;
         self.answer_run(ctx, name, &arguments, run, 0).await
     }
 
@@ -607,19 +596,17 @@ impl McpState {
                 ));
             }
         };
-        match self
-            .app
+        self.app
             .ops
             .resolve_interrupt(&ctx.subject, &id, &open.node_id, resume)
             .await
-        {
-            Ok(run) => Ok(run),
-            Err(OpError::Validation { message, .. }) => Err(RpcError::invalid_params(message)),
-            Err(OpError::InterruptAlreadyResolved(_)) => Err(RpcError::invalid_params(format!(
-                "interrupt `{interrupt_id}` was already answered"
-            ))),
-            Err(e) => Err(internal(e)),
-        }
+            .map_err(|e| match e {
+                OpError::Validation { message, .. } => RpcError::invalid_params(message),
+                OpError::InterruptAlreadyResolved { .. } => RpcError::invalid_params(format!(
+                    "interrupt `{interrupt_id}` was already answered"
+                )),
+                e => e.into(),
+            })
     }
 
     /// A run the caller may read, or the one unknown-task answer.
@@ -635,11 +622,15 @@ impl McpState {
         let Ok(id) = BoundId::parse_bound(task_id) else {
             return Err(unknown_task(task_id));
         };
-        match self.app.ops.get_run(subject, &id).await {
-            Ok(run) => Ok(run),
-            Err(OpError::NotFound(_) | OpError::TenantMismatch) => Err(unknown_task(task_id)),
-            Err(e) => Err(internal(e)),
-        }
+        self.app
+            .ops
+            .get_run(subject, &id)
+            .await
+            .map_err(|e| match e.unreadable_run() {
+                // Echo the id as the client wrote it.
+                Some(_) => unknown_task(task_id),
+                None => e.into(),
+            })
     }
 
     /// The Task of a run; `detailed` adds the result, error or input requests.
