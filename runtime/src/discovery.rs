@@ -2,6 +2,7 @@
 //! families this host serves, and a strong ETag over the exact bytes served.
 
 use crate::identity::API_KEY_ISSUER;
+use crate::settings::McpConfig;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -31,7 +32,7 @@ fn family(witness: &str, facets: Value) -> Value {
 
 /// Builds the document for a host whose list endpoint caps pages at `max_page_size` and
 /// whose MCP mount runs with `mcp`.
-pub fn document(max_page_size: usize, mcp: &crate::edge::mcp::McpConfig) -> Value {
+pub fn document(max_page_size: usize, mcp: &McpConfig) -> Value {
     json!({
         "protocolVersions": [PROTOCOL_VERSION],
         "preferredVersion": PROTOCOL_VERSION,
@@ -67,7 +68,7 @@ pub fn document(max_page_size: usize, mcp: &crate::edge::mcp::McpConfig) -> Valu
             "manifestRuntime": {"installScope": "host"}
         })),
         "a2a": a2a_family(),
-        "mcp": family("witnessable-unaided", crate::edge::mcp::facet_fields(mcp)),
+        "mcp": family("witnessable-unaided", mcp_fields(mcp)),
     })
 }
 
@@ -98,11 +99,52 @@ pub fn add_relaxation(document: &mut Value, relaxation: Value) {
 /// per-agent card, which the rules allow only beside `a2a-1.0` and `agents.manifestRuntime`
 /// (both advertised here; the self-check holds us to it).
 fn a2a_family() -> Value {
-    let mut a2a = crate::edge::a2a::facet_fields();
+    let mut a2a = a2a_fields();
     if let Some(o) = a2a.as_object_mut() {
         o.insert("agentCards".into(), Value::Bool(true));
     }
     a2a
+}
+
+/// The `a2a` family the A2A edge serves. The card and the
+/// refusal rule read the family back from the document, so the two cannot disagree.
+pub fn a2a_fields() -> Value {
+    json!({
+        "status": "stable",
+        "since": "2.0",
+        "witness": "witnessable-unaided",
+        "versions": ["1.0"],
+        "preferredVersion": "1.0",
+        "minimumVersion": "1.0",
+        "refreshedAt": "2026-11-20",
+        "profiles": ["a2a-1.0"],
+        "streaming": true,
+        "pushNotifications": true,
+        "durableTasks": true
+    })
+}
+
+/// The revisions served: 2026-07-28 stateless (preferred) and the 2025-11-25 initialize
+/// era as the floor.
+pub const MCP_REVISIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+
+/// The `mcp` family the MCP mount serves with `config`. The mount and the refusal rules
+/// read the family back from the document, so the two cannot disagree.
+pub fn mcp_fields(config: &McpConfig) -> Value {
+    let mut features = vec!["server-discover", "mrtr", "cacheable-lists"];
+    if config.tasks {
+        features.push("extensions");
+    }
+    json!({
+        "revisions": MCP_REVISIONS,
+        "preferredVersion": "2026-07-28",
+        "minimumRevision": "2025-11-25",
+        "refreshedAt": "2026-12-02",
+        "profiles": ["mcp-2026-07-28"],
+        "features": features,
+        "serverMount": {"transports": ["streamable-http", "stdio"]},
+        "mrtr": {"maxRounds": config.max_rounds.clamp(1, 16)},
+    })
 }
 
 impl Discovery {

@@ -2,8 +2,9 @@
 //! three edges (REST, A2A, MCP) on one router, and serves it until told to stop.
 
 use crate::agents::{AgentRegistry, Agents, RoutingKey};
+use crate::app::AppState;
 use crate::discovery::{self, Discovery};
-use crate::edge::rest::{self, AppState};
+use crate::edge::rest;
 use crate::edge::{a2a, mcp};
 use crate::egress;
 use crate::engine::{Engine, Registry};

@@ -4,6 +4,7 @@
 //! `ops` (the operations every edge calls), `engine` (workflow execution), `store`.
 
 pub mod agents;
+pub mod app;
 pub mod clock;
 pub mod definition_files;
 pub mod discovery;
@@ -18,6 +19,7 @@ pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod ops;
 pub mod serve_cmd;
+pub mod settings;
 pub mod status;
 pub mod store;
 pub mod validate;

@@ -903,7 +903,7 @@ async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
         .await
         .expect("json");
     // The edge's family, plus `agentCards` (the host serves per-agent cards).
-    let mut served = openwop::edge::a2a::facet_fields();
+    let mut served = openwop::discovery::a2a_fields();
     served["agentCards"] = json!(true);
     assert_eq!(discovery["a2a"], served);
     let findings = openwop_generated::validators::validate_discovery(

@@ -16,7 +16,7 @@ pub const KEY_B: &str = "other-key-0123456789abcdef";
 pub struct TestHost {
     pub base: String,
     pub http: Client,
-    pub host_state: openwop::edge::rest::AppState,
+    pub host_state: openwop::app::AppState,
     /// Stops the host's workers (engine, push delivery) as a shutdown would.
     pub stopper: tokio::sync::watch::Sender<bool>,
     /// Where the host keeps its data (the run store, `a2a.sqlite`).

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use openwop::edge::mcp::McpConfig;
-use openwop::edge::rest;
 use openwop::host::{Host, HostConfig};
 use openwop::identity::{KeyRing, Subject};
 use reqwest::Client;
@@ -20,7 +19,7 @@ pub const LEGACY: &str = "2025-11-25";
 pub struct TestHost {
     pub base: String,
     pub http: Client,
-    pub state: rest::AppState,
+    pub state: openwop::app::AppState,
     pub engine: std::sync::Arc<openwop::engine::Engine>,
     _dir: tempfile::TempDir,
 }

@@ -28,11 +28,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::edge::rest::AppState;
+use crate::app::AppState;
 use crate::identity::Subject;
 use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
@@ -103,28 +103,13 @@ pub fn skills_from_registry(registry: &crate::engine::registry::Registry) -> Vec
         .collect()
 }
 
-/// The `a2a` family this edge serves, for the discovery document. The card and the
-/// refusal rule read the family back from the document, so the two cannot disagree.
-pub fn facet_fields() -> Value {
-    json!({
-        "status": "stable",
-        "since": "2.0",
-        "witness": "witnessable-unaided",
-        "versions": ["1.0"],
-        "preferredVersion": "1.0",
-        "minimumVersion": "1.0",
-        "refreshedAt": "2026-11-20",
-        "profiles": ["a2a-1.0"],
-        "streaming": true,
-        "pushNotifications": true,
-        "durableTasks": true
-    })
-}
-
-/// The `a2a` family of a discovery document, or [`facet_fields`] while the document does
+/// The `a2a` family of a discovery document, or the host's own while the document does
 /// not carry one yet.
 pub fn facet_of(discovery: &Value) -> Value {
-    discovery.get("a2a").cloned().unwrap_or_else(facet_fields)
+    discovery
+        .get("a2a")
+        .cloned()
+        .unwrap_or_else(crate::discovery::a2a_fields)
 }
 
 /// Builds the A2A routes. `task_db` is the SQLite file of the A2A side table (`None`:

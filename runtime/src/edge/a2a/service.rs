@@ -17,7 +17,7 @@ use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
 use super::tasks::TaskStore;
 use super::{A2aConfig, facet_of};
-use crate::edge::rest::AppState;
+use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{CreateRunRequest, ListParams, OpError, Transport, run_view};

@@ -18,13 +18,12 @@ pub mod service;
 mod sessions;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::edge::rest::AppState;
+use crate::app::AppState;
 use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Offer, Protocol};
@@ -40,29 +39,7 @@ pub const PATH: &str = "/mcp";
 /// The largest request body read.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// How the mount is set up.
-#[derive(Debug, Clone)]
-pub struct McpConfig {
-    /// Serve the tasks extension (and advertise it in server/discover).
-    pub tasks: bool,
-    /// How long a call without tasks waits for its run to finish or ask for input.
-    pub call_timeout: Duration,
-    /// How long a call with tasks waits before answering CreateTaskResult.
-    pub task_answer_within: Duration,
-    /// `mcp.mrtr.maxRounds` advertised (and enforced) when discovery carries no `mcp` family.
-    pub max_rounds: u32,
-}
-
-impl Default for McpConfig {
-    fn default() -> McpConfig {
-        McpConfig {
-            tasks: true,
-            call_timeout: Duration::from_secs(30),
-            task_answer_within: Duration::from_millis(200),
-            max_rounds: 4,
-        }
-    }
-}
+pub use crate::settings::McpConfig;
 
 /// What the mount's handlers reach.
 #[derive(Clone)]
@@ -140,37 +117,15 @@ impl McpState {
     }
 }
 
-/// The revisions served: 2026-07-28 stateless (preferred) and the 2025-11-25 initialize
-/// era as the floor.
-pub const REVISIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
-
 /// The first revision without `initialize`.
 pub const STATELESS_SINCE: &str = "2026-07-28";
 
-/// The `mcp` family this mount serves, for the discovery document.
-pub fn facet_fields(config: &McpConfig) -> Value {
-    let mut features = vec!["server-discover", "mrtr", "cacheable-lists"];
-    if config.tasks {
-        features.push("extensions");
-    }
-    json!({
-        "revisions": REVISIONS,
-        "preferredVersion": "2026-07-28",
-        "minimumRevision": "2025-11-25",
-        "refreshedAt": "2026-12-02",
-        "profiles": ["mcp-2026-07-28"],
-        "features": features,
-        "serverMount": {"transports": ["streamable-http", "stdio"]},
-        "mrtr": {"maxRounds": config.max_rounds.clamp(1, 16)},
-    })
-}
-
-/// The `mcp` family of a discovery document, or [`facet_fields`] while it has none.
+/// The `mcp` family of a discovery document, or the one [`McpConfig`] gives while it has none.
 pub fn facet_of(discovery: &Value, config: &McpConfig) -> Value {
     discovery
         .get("mcp")
         .cloned()
-        .unwrap_or_else(|| facet_fields(config))
+        .unwrap_or_else(|| crate::discovery::mcp_fields(config))
 }
 
 /// The run store's name for the requestState key.
@@ -232,13 +187,13 @@ mod tests {
 
     #[test]
     fn the_facet_advertises_extensions_only_when_tasks_are_served() {
-        let on = facet_fields(&McpConfig::default());
+        let on = crate::discovery::mcp_fields(&McpConfig::default());
         assert!(
             on["features"]
                 .as_array()
                 .is_some_and(|f| f.contains(&json!("extensions")))
         );
-        let off = facet_fields(&McpConfig {
+        let off = crate::discovery::mcp_fields(&McpConfig {
             tasks: false,
             ..Default::default()
         });
@@ -247,7 +202,7 @@ mod tests {
                 .as_array()
                 .is_some_and(|f| f.contains(&json!("extensions")))
         );
-        assert_eq!(on["revisions"], json!(REVISIONS));
+        assert_eq!(on["revisions"], json!(crate::discovery::MCP_REVISIONS));
         assert!(Offer::from_facet(Protocol::Mcp, &on).is_ok());
     }
 }

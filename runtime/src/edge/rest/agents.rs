@@ -1,8 +1,8 @@
 //! `/agents` handlers: the caller's agent inventory and one entry of it.
 
-use super::AppState;
 use super::error::ApiError;
 use super::extract::{Caller, PathParams};
+use crate::app::AppState;
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};

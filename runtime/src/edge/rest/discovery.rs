@@ -1,6 +1,6 @@
 //! `GET /.well-known/openwop`: unauthenticated, strong ETag, `If-None-Match` → 304.
 
-use super::AppState;
+use crate::app::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

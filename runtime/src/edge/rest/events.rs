@@ -1,9 +1,9 @@
 //! The run log on the wire: SSE at `/runs/{runId}/events` and long-poll at
 //! `/runs/{runId}/events/poll`.
 
-use super::AppState;
 use super::error::ApiError;
 use super::extract::{Caller, PathParams, QueryMap, run_id};
+use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;

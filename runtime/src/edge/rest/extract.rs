@@ -1,8 +1,8 @@
 //! Extractors whose rejections are REST envelopes: the caller's Subject, a closed JSON
 //! body, and a run id path segment.
 
-use super::AppState;
 use super::error::ApiError;
+use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;

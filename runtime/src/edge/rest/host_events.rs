@@ -2,9 +2,9 @@
 //! client asks for `text/event-stream`. Durable events carry an SSE `id:` (their eventId)
 //! and are replayed after `Last-Event-ID`; ephemeral ones reach live subscribers only.
 
-use super::AppState;
 use super::error::ApiError;
 use super::extract::{Caller, QueryMap};
+use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ops::host_event_view;
 use crate::store::{HostEventRecord, Wake};

@@ -2,10 +2,10 @@
 //! is the whole credential (no Bearer); it is checked before anything else, so a bad
 //! token gets the same 401 whatever the request carries.
 
-use super::AppState;
 use super::error::ApiError;
 use super::extract::{JsonBody, PathParams};
 use super::runs::ResolveBody;
+use crate::app::AppState;
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};

@@ -11,29 +11,16 @@ mod interrupts;
 mod runs;
 mod version;
 
-use crate::discovery::Discovery;
 use crate::generated::errors::ErrorCode;
-use crate::identity::KeyRing;
-use crate::ops::Ops;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use error::ApiError;
-use std::sync::Arc;
-use tokio::sync::watch;
 
 /// The largest request body accepted (413 beyond).
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub ops: Arc<Ops>,
-    pub keys: Arc<KeyRing>,
-    pub discovery: Arc<Discovery>,
-    /// Flips to true on shutdown so SSE streams and long-polls end.
-    pub shutdown: watch::Receiver<bool>,
-}
+pub use crate::app::AppState;
 
 /// The REST router.
 pub fn router(state: AppState) -> Router {

@@ -1,9 +1,9 @@
 //! `/runs` handlers: create, get, list, cancel, resolve an interrupt.
 
-use super::AppState;
 use super::discovery::etag_matches;
 use super::error::ApiError;
 use super::extract::{Caller, JsonBody, PathParams, QueryMap, run_id};
+use crate::app::AppState;
 use crate::ids::project;
 use crate::ops::{CreateRunRequest, ListParams, Transport, run_view};
 use crate::store::RunRecord;

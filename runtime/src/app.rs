@@ -1,0 +1,18 @@
+//! What every edge reaches: the operations, the callers' keys, the discovery document,
+//! and the shutdown signal. It sits below the edges, so none imports another to get it.
+
+use crate::discovery::Discovery;
+use crate::identity::KeyRing;
+use crate::ops::Ops;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub ops: Arc<Ops>,
+    pub keys: Arc<KeyRing>,
+    pub discovery: Arc<Discovery>,
+    /// Flips to true on shutdown so SSE streams and long-polls end.
+    pub shutdown: watch::Receiver<bool>,
+}
