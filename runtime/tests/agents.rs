@@ -810,3 +810,58 @@ async fn mcp_tools_list_offers_only_what_the_caller_may_run() {
     assert!(refused.get("error").is_some(), "{refused}");
     h.shutdown().await;
 }
+
+/// `listWorkflows` is the set `tools/list` and the inventory show; `getWorkflow` answers
+/// the definition as loaded for a workflow the caller may run, and a workflow outside
+/// the caller's set exactly as one the host never had (apart from the echoed id).
+#[tokio::test]
+async fn list_workflows_shows_what_the_caller_may_run_and_get_workflow_hides_the_rest() {
+    let data = tempfile::tempdir().expect("data");
+    let agents = agents_dir();
+    let h = start_on(data.path(), agents.path()).await;
+    let ids = |r: &Raw| -> Vec<String> {
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()["workflows"]
+            .as_array()
+            .expect("workflows")
+            .iter()
+            .map(|w| w["workflowId"].as_str().expect("workflowId").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(&h.get(Some(KEY_B), "/workflows").await),
+        ["echo", "fail", "slow"]
+    );
+    let all = ids(&h.get(Some(KEY_A), "/workflows").await);
+    assert!(all.contains(&"approval".to_owned()), "{all:?}");
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(all, sorted, "sorted by workflowId");
+    let list = h.get(Some(KEY_A), "/workflows").await.json();
+    let echo = list["workflows"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["workflowId"] == "echo"))
+        .cloned()
+        .expect("echo listed");
+    assert!(echo["inputSchema"].is_object(), "{echo}");
+
+    let def = h.get(Some(KEY_A), "/workflows/approval").await;
+    assert_eq!(def.status, 200);
+    let def = def.json();
+    assert_eq!(def["id"], "approval");
+    assert!(
+        validators::validate_workflow_definition(&def).is_empty(),
+        "{def}"
+    );
+
+    let hidden = h.get(Some(KEY_B), "/workflows/approval").await;
+    let never = h.get(Some(KEY_B), "/workflows/no-such-flow").await;
+    assert_eq!(hidden.status, 404);
+    let mut never_as_hidden = never;
+    never_as_hidden.body = String::from_utf8_lossy(&never_as_hidden.body)
+        .replace("no-such-flow", "approval")
+        .into_bytes();
+    assert_same(&hidden, &never_as_hidden, "a hidden workflow");
+    assert_eq!(h.get(None, "/workflows").await.status, 401);
+    h.shutdown().await;
+}

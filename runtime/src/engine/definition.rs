@@ -154,20 +154,28 @@ pub enum DefinitionError {
 impl Definition {
     /// Parses JSON (when the text starts with `{`) or YAML, then checks it.
     pub fn parse(source_name: &str, text: &str) -> Result<Self, DefinitionError> {
+        Self::parse_document(source_name, text).map(|(def, _)| def)
+    }
+
+    /// [`Definition::parse`], also returning the document as JSON (what `getWorkflow`
+    /// answers: the definition as its author wrote it, whichever syntax they used).
+    pub fn parse_document(source_name: &str, text: &str) -> Result<(Self, Value), DefinitionError> {
         let parse_err = |message: String| DefinitionError::Parse {
             source_name: source_name.to_owned(),
             message,
         };
-        let def: Definition = if text.trim_start().starts_with('{') {
+        let document: Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
         } else {
             yaml_serde::from_str(text).map_err(|e| parse_err(e.to_string()))?
         };
+        let def: Definition =
+            serde_json::from_value(document.clone()).map_err(|e| parse_err(e.to_string()))?;
         def.check().map_err(|message| DefinitionError::Invalid {
             source_name: source_name.to_owned(),
             message,
         })?;
-        Ok(def)
+        Ok((def, document))
     }
 
     fn check(&self) -> Result<(), String> {

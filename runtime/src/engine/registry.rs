@@ -28,6 +28,8 @@ const BUNDLED: &[(&str, &str)] = &[
 /// A definition with its compiled input schema.
 pub struct Workflow {
     pub definition: Definition,
+    /// The definition document as loaded, as JSON.
+    pub document: Value,
     input_validator: jsonschema::Validator,
 }
 
@@ -39,7 +41,7 @@ pub struct InputProblem {
 }
 
 impl Workflow {
-    fn new(definition: Definition) -> Result<Self, DefinitionError> {
+    fn new(definition: Definition, document: Value) -> Result<Self, DefinitionError> {
         let input_validator = jsonschema::validator_for(&definition.input_schema).map_err(|e| {
             DefinitionError::Invalid {
                 source_name: definition.id.clone(),
@@ -48,6 +50,7 @@ impl Workflow {
         })?;
         Ok(Self {
             definition,
+            document,
             input_validator,
         })
     }
@@ -84,13 +87,13 @@ impl Registry {
     pub fn bundled() -> Result<Self, RegistryError> {
         let mut reg = Registry::default();
         for (name, text) in BUNDLED {
-            reg.insert(Definition::parse(name, text)?)?;
+            reg.insert(Definition::parse_document(name, text)?)?;
         }
         Ok(reg)
     }
 
-    fn insert(&mut self, def: Definition) -> Result<(), RegistryError> {
-        let wf = Workflow::new(def)?;
+    fn insert(&mut self, (def, document): (Definition, Value)) -> Result<(), RegistryError> {
+        let wf = Workflow::new(def, document)?;
         self.workflows
             .insert(wf.definition.id.clone(), Arc::new(wf));
         Ok(())
@@ -104,7 +107,7 @@ impl Registry {
             message: u.message,
         })?;
         for (path, text) in files {
-            self.insert(Definition::parse(&path, &text)?)?;
+            self.insert(Definition::parse_document(&path, &text)?)?;
         }
         Ok(())
     }

@@ -3,7 +3,9 @@
 
 use super::{OpError, Ops};
 use crate::agents::{AgentEntry, routing};
+use crate::engine::Workflow;
 use crate::identity::Subject;
+use std::sync::Arc;
 
 /// Decides whether a caller may run a workflow the host has.
 pub type WorkflowFilter = std::sync::Arc<dyn Fn(&Subject, &str) -> bool + Send + Sync>;
@@ -19,6 +21,32 @@ impl Ops {
                 .workflow_filter
                 .as_ref()
                 .is_none_or(|f| f(subject, workflow_id))
+    }
+
+    /// `listWorkflows`: the workflows `subject` may run, sorted by id. MCP `tools/list`,
+    /// the agent inventory and the A2A skills show exactly these.
+    pub fn list_workflows(&self, subject: &Subject) -> Vec<Arc<Workflow>> {
+        let registry = self.engine.registry();
+        registry
+            .ids()
+            .filter(|id| self.may_run(subject, id))
+            .filter_map(|id| registry.get(id))
+            .collect()
+    }
+
+    /// `getWorkflow`: one workflow `subject` may run; any other is answered as unknown.
+    pub fn get_workflow(
+        &self,
+        subject: &Subject,
+        workflow_id: &str,
+    ) -> Result<Arc<Workflow>, OpError> {
+        self.engine
+            .registry()
+            .get(workflow_id)
+            .filter(|_| self.may_run(subject, workflow_id))
+            .ok_or_else(|| OpError::WorkflowNotFound {
+                workflow_id: workflow_id.to_owned(),
+            })
     }
 
     /// Narrows which workflows each caller may run (and so its agent inventory).

@@ -187,15 +187,11 @@ impl McpState {
     /// The workflows this caller may run (the same rule `createRun` and the agents
     /// inventory apply), so a listed tool is always one the caller can call.
     fn list_tools(&self, subject: &Subject) -> Value {
-        let registry = self.app_engine_registry();
-        let mut ids: Vec<&str> = registry
-            .ids()
-            .filter(|id| self.app.ops.may_run(subject, id))
-            .collect();
-        ids.sort_unstable();
-        let tools: Vec<Value> = ids
-            .into_iter()
-            .filter_map(|id| registry.get(id))
+        let tools: Vec<Value> = self
+            .app
+            .ops
+            .list_workflows(subject)
+            .iter()
             .map(|w| {
                 let d = &w.definition;
                 let mut schema = d.input_schema.clone();
@@ -216,10 +212,6 @@ impl McpState {
             })
             .collect();
         json!({"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private"})
-    }
-
-    fn app_engine_registry(&self) -> &crate::engine::registry::Registry {
-        self.engine.registry()
     }
 
     fn max_rounds(&self) -> u32 {
@@ -247,10 +239,7 @@ impl McpState {
                 .continue_call(ctx, name, &arguments, token, params.get("inputResponses"))
                 .await;
         }
-        let workflow = self
-            .app_engine_registry()
-            .get(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("no tool `{name}`")))?;
+        let workflow = self.app.ops.get_workflow(&ctx.subject, name)?;
         // Arguments are checked before anything is created; create_run checks again.
         let problems = workflow.check_inputs(&arguments);
         if !problems.is_empty() {

@@ -10,6 +10,7 @@ mod host_events;
 mod interrupts;
 mod runs;
 mod version;
+mod workflows;
 
 use crate::generated::errors::ErrorCode;
 use axum::Router;
@@ -42,6 +43,8 @@ pub fn router(state: AppState) -> Router {
         .route("/host/events", get(host_events::host_events))
         .route("/agents", get(agents::list_agents))
         .route("/agents/{agent_id}", get(agents::get_agent))
+        .route("/workflows", get(workflows::list_workflows))
+        .route("/workflows/{workflow_id}", get(workflows::get_workflow))
         .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such route on this host") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
