@@ -188,7 +188,7 @@ where
         if line.trim().is_empty() {
             continue;
         }
-        let message = match Message::parse(line.as_bytes()) {
+        let message = match crate::edge::mcp::rpc::parse_message(line.as_bytes()) {
             Ok(m) => m,
             Err(e) => {
                 let _ = tx.send(e.body(None));

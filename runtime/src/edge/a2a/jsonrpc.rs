@@ -1,6 +1,6 @@
 //! The JSON-RPC 2.0 binding: one POST endpoint, methods named as in the map's rows.
 
-use axum::extract::{Request, State};
+use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::errors::{Fault, Transport};
+use super::extract::{Call, Caller, JsonRpc};
 use super::service::A2aState;
-use super::{authenticate, negotiate, read_body, stream};
+use super::{negotiate, stream};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
@@ -29,52 +30,14 @@ pub async fn wrong_method() -> Response {
 
 pub async fn handle(
     State(state): State<A2aState>,
+    Caller(subject, ..): Caller<JsonRpc>,
     headers: HeaderMap,
-    request: Request,
+    query: RawQuery,
+    Call(request): Call,
 ) -> Response {
-    let query = request.uri().query().map(str::to_owned);
-    // Who is calling is settled before the body is even read.
-    let subject = match authenticate(&state, &headers) {
-        Ok(s) => s,
-        Err(fault) => return fault.into_jsonrpc_response(&Value::Null),
-    };
-    let body = match read_body(request).await {
-        Ok(b) => b,
-        Err(fault) => return fault.into_jsonrpc_response(&Value::Null),
-    };
-    let Ok(envelope) = serde_json::from_slice::<Value>(&body) else {
-        return Fault::transport(Transport::Parse, "the body is not JSON")
-            .into_jsonrpc_response(&Value::Null);
-    };
-    let id = match envelope.get("id") {
-        None => Value::Null,
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
-        Some(_) => {
-            return Fault::transport(
-                Transport::InvalidRequest,
-                "`id` must be a string, a number or null",
-            )
-            .into_jsonrpc_response(&Value::Null);
-        }
-    };
-    let method = match (
-        envelope.get("jsonrpc").and_then(Value::as_str),
-        envelope.get("method").and_then(Value::as_str),
-    ) {
-        (Some("2.0"), Some(m)) => m.to_owned(),
-        _ => {
-            return Fault::transport(Transport::InvalidRequest, "not a JSON-RPC 2.0 request")
-                .into_jsonrpc_response(&id);
-        }
-    };
-    let params = match envelope.get("params") {
-        None | Some(Value::Null) => json!({}),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => {
-            return Fault::invalid_params("params", "must be an object").into_jsonrpc_response(&id);
-        }
-    };
-    if let Err(fault) = negotiate(&state, &subject, &headers, query.as_deref()).await {
+    let id = request.echo_id();
+    let (method, params) = (request.method, request.params);
+    if let Err(fault) = negotiate(&state, &subject, &headers, query.0.as_deref()).await {
         return fault.into_jsonrpc_response(&id);
     }
     let span = super::request_span(&method, &params, &headers);

@@ -10,6 +10,7 @@
 pub mod card;
 pub mod errors;
 pub mod extended_card;
+pub mod extract;
 pub mod gate;
 mod jsonrpc;
 pub mod project;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -36,7 +37,7 @@ use crate::app::AppState;
 use crate::identity::Subject;
 use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
-use errors::{Fault, Transport};
+use errors::Fault;
 pub use service::A2aState;
 use tasks::{TaskStore, TaskStoreError};
 
@@ -160,30 +161,6 @@ pub fn router(
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
         .layer(rest_panic);
     Ok(jsonrpc_routes.merge(rest_routes).with_state(state))
-}
-
-/// The caller, or the A2A-shaped 401.
-pub(crate) fn authenticate(state: &A2aState, headers: &HeaderMap) -> Result<Subject, Fault> {
-    let header = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or(""));
-    state
-        .app
-        .keys
-        .authenticate(header)
-        .map_err(|e| Fault::transport(Transport::Unauthenticated, e.to_string()))
-}
-
-/// Reads the body up to [`BODY_LIMIT`]; the refusal is A2A-shaped.
-pub(crate) async fn read_body(request: Request) -> Result<axum::body::Bytes, Fault> {
-    axum::body::to_bytes(request.into_body(), BODY_LIMIT)
-        .await
-        .map_err(|_| {
-            Fault::transport(
-                Transport::PayloadTooLarge,
-                format!("the request body is larger than {BODY_LIMIT} bytes or could not be read"),
-            )
-        })
 }
 
 /// The `A2A-Version` a request asks for: the header, else the `A2A-Version` query value.

@@ -16,8 +16,9 @@ use tracing::Instrument;
 
 use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
+use super::extract::{Caller, HttpJson, Refusal, RestCall, read_body};
 use super::service::A2aState;
-use super::{authenticate, negotiate, read_body, stream};
+use super::{negotiate, stream};
 use crate::ids::BoundId;
 
 /// A route of the table: `(HTTP method, path template, JSON-RPC method)`.
@@ -156,58 +157,37 @@ fn query_params(query: Option<&str>) -> BTreeMap<String, String> {
     out
 }
 
-pub async fn handle(
-    State(state): State<A2aState>,
-    headers: HeaderMap,
-    request: Request,
-) -> Response {
+/// Reads an HTTP+JSON call: its route (from the generated table), and one parameter
+/// object made of the body, the query and the path parameters.
+pub(super) async fn read_call(request: Request) -> Result<RestCall, Fault> {
     let http_method = request.method().clone();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().map(str::to_owned);
-    let subject = match authenticate(&state, &headers) {
-        Ok(s) => s,
-        Err(fault) => return fault.into_rest_response(),
-    };
     let rel = path.strip_prefix(REST_PATH).unwrap_or(&path);
-    let Some(segments) = rel
+    let segments = rel
         .trim_start_matches('/')
         .split('/')
         .filter(|s| !s.is_empty())
         .map(percent_decode)
         .collect::<Option<Vec<String>>>()
-    else {
-        return Fault::invalid_params("path", "has a malformed percent escape")
-            .into_rest_response();
-    };
-    let (method, bound) = match find(http_method.as_str(), &segments) {
-        Ok(found) => found,
-        Err(true) => {
-            return Fault::transport(
+        .ok_or_else(|| Fault::invalid_params("path", "has a malformed percent escape"))?;
+    let (method, bound) = find(http_method.as_str(), &segments).map_err(|path_exists| {
+        if path_exists {
+            Fault::transport(
                 Transport::MethodNotFound,
                 format!("this A2A route does not accept {http_method}"),
             )
-            .into_rest_response();
+        } else {
+            Fault::transport(Transport::MethodNotFound, "no such A2A route")
         }
-        Err(false) => {
-            return Fault::transport(Transport::MethodNotFound, "no such A2A route")
-                .into_rest_response();
-        }
-    };
-    let body = match read_body(request).await {
-        Ok(b) => b,
-        Err(fault) => return fault.into_rest_response(),
-    };
+    })?;
+    let body = read_body(request).await?;
     let mut params = Map::new();
     if http_method == Method::POST && !body.iter().all(u8::is_ascii_whitespace) {
         match serde_json::from_slice::<Value>(&body) {
             Ok(Value::Object(o)) => params = o,
-            Ok(_) => {
-                return Fault::invalid_params("body", "must be a JSON object").into_rest_response();
-            }
-            Err(_) => {
-                return Fault::transport(Transport::Parse, "the body is not JSON")
-                    .into_rest_response();
-            }
+            Ok(_) => return Err(Fault::invalid_params("body", "must be a JSON object")),
+            Err(_) => return Err(Fault::transport(Transport::Parse, "the body is not JSON")),
         }
     }
     for (k, v) in query_params(query.as_deref()) {
@@ -228,21 +208,35 @@ pub async fn handle(
         };
         params.insert(name, Value::String(value));
     }
-    let params = Value::Object(params);
-    if let Err(fault) = negotiate(&state, &subject, &headers, query.as_deref()).await {
-        return fault.into_rest_response();
-    }
+    Ok(RestCall {
+        method,
+        params: Value::Object(params),
+        query,
+    })
+}
+
+pub async fn handle(
+    State(state): State<A2aState>,
+    Caller(subject, ..): Caller<HttpJson>,
+    headers: HeaderMap,
+    call: RestCall,
+) -> Result<Response, Refusal<HttpJson>> {
+    let RestCall {
+        method,
+        params,
+        query,
+    } = call;
+    negotiate(&state, &subject, &headers, query.as_deref()).await?;
     let span = super::request_span(method, &params, &headers);
     if matches!(method, "SendStreamingMessage" | "SubscribeToTask") {
-        return streaming(state, subject, method, params)
+        return Ok(streaming(state, subject, method, params)
             .instrument(span)
-            .await;
+            .await);
     }
-    let result = super::call(&state, &subject, &headers, method, &params);
-    match result.instrument(span).await {
-        Ok(result) => (StatusCode::OK, axum::Json(result)).into_response(),
-        Err(fault) => fault.into_rest_response(),
-    }
+    let result = super::call(&state, &subject, &headers, method, &params)
+        .instrument(span)
+        .await?;
+    Ok((StatusCode::OK, axum::Json(result)).into_response())
 }
 
 async fn streaming(

@@ -3,7 +3,8 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +14,7 @@ use tracing::Instrument;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
-    result_body,
+    parse_message, result_body,
 };
 use super::service::{Ctx, Era};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
@@ -30,6 +31,61 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
     resp
 }
 
+impl IntoResponse for RpcError {
+    /// A refusal before the request's id is known, or carrying it in `self.id`.
+    fn into_response(self) -> Response {
+        error_response(&self, None)
+    }
+}
+
+/// The caller of the mount: the Origin is checked first (a browser page of another site
+/// must not reach a loopback mount through DNS rebinding), then the credential. Both
+/// refusals are JSON-RPC errors, before any body is read.
+pub struct McpCaller(pub Subject);
+
+impl FromRequestParts<McpState> for McpCaller {
+    type Rejection = RpcError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, RpcError> {
+        if !origin_allowed(&parts.headers) {
+            return Err(
+                RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
+                    .with_http(StatusCode::FORBIDDEN),
+            );
+        }
+        let value = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or(""));
+        state
+            .app
+            .keys
+            .authenticate(value)
+            .map(McpCaller)
+            .map_err(|e| RpcError::new(UNAUTHENTICATED, e.to_string()))
+    }
+}
+
+/// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes.
+pub struct McpMessage(pub Message);
+
+impl FromRequest<McpState> for McpMessage {
+    type Rejection = RpcError;
+
+    async fn from_request(request: Request, _: &McpState) -> Result<Self, RpcError> {
+        let body = axum::body::to_bytes(request.into_body(), BODY_LIMIT)
+            .await
+            .map_err(|_| {
+                RpcError::new(
+                    INVALID_REQUEST,
+                    format!("the body is larger than {BODY_LIMIT} bytes or unreadable"),
+                )
+                .with_http(StatusCode::PAYLOAD_TOO_LARGE)
+            })?;
+        parse_message(&body).map(McpMessage)
+    }
+}
+
 /// GET (the legacy standalone stream) and anything else but POST/DELETE.
 pub async fn wrong_method() -> Response {
     let mut resp = error_response(
@@ -40,17 +96,6 @@ pub async fn wrong_method() -> Response {
     resp.headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
     resp
-}
-
-fn authenticate(state: &McpState, headers: &HeaderMap) -> Result<Subject, RpcError> {
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or(""));
-    state
-        .app
-        .keys
-        .authenticate(value)
-        .map_err(|e| RpcError::new(UNAUTHENTICATED, e.to_string()))
 }
 
 fn principal(subject: &Subject) -> String {
@@ -91,11 +136,11 @@ fn wants_sse(headers: &HeaderMap, method: &str) -> bool {
             .is_some_and(|a| a.contains("text/event-stream"))
 }
 
-pub async fn end_session(State(state): State<McpState>, headers: HeaderMap) -> Response {
-    let subject = match authenticate(&state, &headers) {
-        Ok(s) => s,
-        Err(e) => return error_response(&e, None),
-    };
+pub async fn end_session(
+    State(state): State<McpState>,
+    McpCaller(subject): McpCaller,
+    headers: HeaderMap,
+) -> Response {
     let id = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -115,35 +160,10 @@ pub async fn end_session(State(state): State<McpState>, headers: HeaderMap) -> R
 
 pub async fn handle(
     State(state): State<McpState>,
+    McpCaller(subject): McpCaller,
     headers: HeaderMap,
-    request: Request,
+    McpMessage(message): McpMessage,
 ) -> Response {
-    if !origin_allowed(&headers) {
-        return error_response(
-            &RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
-                .with_http(StatusCode::FORBIDDEN),
-            None,
-        );
-    }
-    let subject = match authenticate(&state, &headers) {
-        Ok(s) => s,
-        Err(e) => return error_response(&e, None),
-    };
-    let body = match axum::body::to_bytes(request.into_body(), BODY_LIMIT).await {
-        Ok(b) => b,
-        Err(_) => {
-            let e = RpcError::new(
-                INVALID_REQUEST,
-                format!("the body is larger than {BODY_LIMIT} bytes or unreadable"),
-            )
-            .with_http(StatusCode::PAYLOAD_TOO_LARGE);
-            return error_response(&e, None);
-        }
-    };
-    let message = match Message::parse(&body) {
-        Ok(m) => m,
-        Err(e) => return error_response(&e, None),
-    };
     let span = super::trace_span(&message, &headers);
     serve_message(state, subject, headers, message)
         .instrument(span)

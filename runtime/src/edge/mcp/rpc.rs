@@ -4,6 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::edge::jsonrpc::Malformed;
 use crate::ops::OpError;
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -19,68 +20,38 @@ pub const UNSUPPORTED_VERSION: i64 = -32022;
 pub const UNAUTHENTICATED: i64 = -32001;
 
 /// One JSON-RPC message as received: a request when `id` is present, else a notification.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub id: Option<Value>,
-    pub method: String,
-    pub params: Value,
+pub use crate::edge::jsonrpc::Request as Message;
+
+/// Reads one MCP message: the shared JSON-RPC framing, plus MCP's rule that a request id
+/// is a string or an integer (never null, never fractional). Batches and responses are
+/// refused: each POST or stdio line carries exactly one request or notification.
+pub fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    let message = crate::edge::jsonrpc::parse(body)?;
+    if let Some(id) = &message.id
+        && !(id.is_string() || id.is_i64() || id.is_u64())
+    {
+        return Err(RpcError::new(
+            INVALID_REQUEST,
+            "`id` must be a string or an integer",
+        ));
+    }
+    Ok(message)
 }
 
-impl Message {
-    /// Reads one JSON-RPC message. Batches and responses are refused: each POST carries
-    /// exactly one request or notification.
-    pub fn parse(body: &[u8]) -> Result<Message, RpcError> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| RpcError::new(PARSE_ERROR, format!("the body is not JSON: {e}")))?;
-        let Some(obj) = value.as_object() else {
-            return Err(RpcError::new(
-                INVALID_REQUEST,
-                "the body must be one JSON-RPC request object",
-            ));
+impl From<Malformed> for RpcError {
+    fn from(m: Malformed) -> RpcError {
+        let code = match m {
+            Malformed::Parse(_) => PARSE_ERROR,
+            Malformed::InvalidRequest { .. } | Malformed::ParamsNotObject { .. } => INVALID_REQUEST,
         };
-        let id = obj.get("id").cloned();
-        let bad = |m: &str| {
-            let mut e = RpcError::new(INVALID_REQUEST, m.to_owned());
-            e.id = id.clone().filter(valid_id).map(Box::new);
-            e
-        };
-        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(bad("`jsonrpc` must be \"2.0\""));
-        }
-        if let Some(id) = &id
-            && !valid_id(id)
-        {
-            return Err(bad("`id` must be a string or an integer"));
-        }
-        let method = obj
-            .get("method")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("`method` must be a string"))?
-            .to_owned();
-        let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
-        if !params.is_object() {
-            return Err(bad("`params` must be an object"));
-        }
-        Ok(Message { id, method, params })
+        let mut e = RpcError::new(code, m.message());
+        e.id = m
+            .id()
+            .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+            .cloned()
+            .map(Box::new);
+        e
     }
-
-    pub fn is_notification(&self) -> bool {
-        self.id.is_none()
-    }
-
-    /// `params._meta`, or an empty object.
-    pub fn meta(&self) -> &serde_json::Map<String, Value> {
-        static EMPTY: std::sync::LazyLock<serde_json::Map<String, Value>> =
-            std::sync::LazyLock::new(serde_json::Map::new);
-        self.params
-            .get("_meta")
-            .and_then(Value::as_object)
-            .unwrap_or(&EMPTY)
-    }
-}
-
-fn valid_id(id: &Value) -> bool {
-    id.is_string() || id.is_i64() || id.is_u64()
 }
 
 /// A JSON-RPC error with the HTTP status it travels under on streamable HTTP.
@@ -191,19 +162,21 @@ mod tests {
     #[test]
     fn batches_responses_and_bad_ids_are_refused() {
         assert_eq!(
-            Message::parse(b"[]").map_err(|e| e.code),
+            parse_message(b"[]").map_err(|e| e.code),
             Err(INVALID_REQUEST)
         );
-        assert_eq!(Message::parse(b"{").map_err(|e| e.code), Err(PARSE_ERROR));
-        let e = Message::parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err();
+        assert_eq!(parse_message(b"{").map_err(|e| e.code), Err(PARSE_ERROR));
+        let e = parse_message(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err();
         assert_eq!(e.code, INVALID_REQUEST);
-        let e = Message::parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap_err();
+        let e = parse_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err();
+        assert_eq!(e.code, INVALID_REQUEST);
+        let e = parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap_err();
         assert_eq!(e.body(None)["id"], 1);
     }
 
     #[test]
     fn notifications_have_no_id() {
-        let m = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).expect("ok");
+        let m = parse_message(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).expect("ok");
         assert!(m.is_notification());
         assert!(m.meta().is_empty());
     }

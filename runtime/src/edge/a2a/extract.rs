@@ -1,0 +1,152 @@
+//! Extractors whose rejections are A2A errors in the shape of the binding that was hit:
+//! the caller's Subject, a JSON-RPC request, an HTTP+JSON call. A refusal before
+//! dispatch (401, 413, a body that is not JSON-RPC) is still an A2A answer, never the
+//! OpenWOP envelope.
+
+use std::marker::PhantomData;
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::errors::{Fault, Transport};
+use super::service::A2aState;
+use super::{BODY_LIMIT, rest};
+use crate::edge::jsonrpc::{self, Malformed};
+use crate::identity::Subject;
+
+/// How a binding renders a refusal.
+pub trait Binding: Send + Sync + 'static {
+    fn render(fault: Fault, id: &Value) -> Response;
+}
+
+/// The JSON-RPC binding: a JSON-RPC error response echoing the request id.
+pub struct JsonRpc;
+
+/// The HTTP+JSON binding: a `google.rpc.Status` body with the row's HTTP status.
+pub struct HttpJson;
+
+impl Binding for JsonRpc {
+    fn render(fault: Fault, id: &Value) -> Response {
+        fault.into_jsonrpc_response(id)
+    }
+}
+
+impl Binding for HttpJson {
+    fn render(fault: Fault, _: &Value) -> Response {
+        fault.into_rest_response()
+    }
+}
+
+/// A refusal in binding `B`'s shape; `id` is the JSON-RPC id when it could be read.
+pub struct Refusal<B> {
+    pub fault: Fault,
+    pub id: Value,
+    binding: PhantomData<B>,
+}
+
+impl<B> Refusal<B> {
+    pub fn new(fault: Fault) -> Self {
+        Self::with_id(fault, Value::Null)
+    }
+
+    pub fn with_id(fault: Fault, id: Value) -> Self {
+        Refusal {
+            fault,
+            id,
+            binding: PhantomData,
+        }
+    }
+}
+
+impl<B: Binding> IntoResponse for Refusal<B> {
+    fn into_response(self) -> Response {
+        B::render(self.fault, &self.id)
+    }
+}
+
+impl<B> From<Fault> for Refusal<B> {
+    fn from(fault: Fault) -> Self {
+        Refusal::new(fault)
+    }
+}
+
+/// The authenticated caller; settled before the body is read.
+pub struct Caller<B>(pub Subject, pub PhantomData<B>);
+
+impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
+    type Rejection = Refusal<B>;
+
+    async fn from_request_parts(parts: &mut Parts, state: &A2aState) -> Result<Self, Refusal<B>> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or(""));
+        state
+            .app
+            .keys
+            .authenticate(header)
+            .map(|subject| Caller(subject, PhantomData))
+            .map_err(|e| Refusal::new(Fault::transport(Transport::Unauthenticated, e.to_string())))
+    }
+}
+
+/// Reads the body up to [`BODY_LIMIT`]; the refusal is A2A-shaped.
+pub(crate) async fn read_body(request: Request) -> Result<axum::body::Bytes, Fault> {
+    axum::body::to_bytes(request.into_body(), BODY_LIMIT)
+        .await
+        .map_err(|_| {
+            Fault::transport(
+                Transport::PayloadTooLarge,
+                format!("the request body is larger than {BODY_LIMIT} bytes or could not be read"),
+            )
+        })
+}
+
+impl From<Malformed> for Fault {
+    fn from(m: Malformed) -> Fault {
+        match m {
+            Malformed::Parse(_) => Fault::transport(Transport::Parse, "the body is not JSON"),
+            Malformed::InvalidRequest { message, .. } => {
+                Fault::transport(Transport::InvalidRequest, message)
+            }
+            Malformed::ParamsNotObject { .. } => {
+                Fault::invalid_params("params", "must be an object")
+            }
+        }
+    }
+}
+
+/// One JSON-RPC request on the JSON-RPC binding.
+pub struct Call(pub jsonrpc::Request);
+
+impl FromRequest<A2aState> for Call {
+    type Rejection = Refusal<JsonRpc>;
+
+    async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<JsonRpc>> {
+        let body = read_body(request).await?;
+        jsonrpc::parse(&body).map(Call).map_err(|m| {
+            let id = m.id().cloned().unwrap_or(Value::Null);
+            Refusal::with_id(m.into(), id)
+        })
+    }
+}
+
+/// One call on the HTTP+JSON binding: the method its route names and its parameters,
+/// gathered from the path, the query and the body into one object as JSON-RPC has it.
+pub struct RestCall {
+    pub method: &'static str,
+    pub params: Value,
+    /// The raw query, which may carry `A2A-Version`.
+    pub query: Option<String>,
+}
+
+impl FromRequest<A2aState> for RestCall {
+    type Rejection = Refusal<HttpJson>;
+
+    async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<HttpJson>> {
+        Ok(rest::read_call(request).await?)
+    }
+}
