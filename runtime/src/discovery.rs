@@ -147,7 +147,26 @@ pub fn mcp_fields(config: &McpConfig) -> Value {
     })
 }
 
+/// Whether a document advertises a `requires` entry of the interop map (`family.field`):
+/// the family is present and the field is there and not `false` (a flag that is true, or
+/// a block such as `mcp.serverMount`). The one test every map row's refusal uses, on
+/// every edge.
+pub fn advertises(document: &Value, requirement: &str) -> bool {
+    let Some((family, field)) = requirement.split_once('.') else {
+        return false;
+    };
+    match document.get(family).and_then(|f| f.get(field)) {
+        None | Some(Value::Null | Value::Bool(false)) => false,
+        Some(_) => true,
+    }
+}
+
 impl Discovery {
+    /// Whether this host advertises a map row's `requires` entry ([`advertises`]).
+    pub fn advertises(&self, requirement: &str) -> bool {
+        advertises(&self.document, requirement)
+    }
+
     pub fn new(document: Value) -> Self {
         let body: Vec<u8> = serde_json::to_vec(&document).unwrap_or_default();
         let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..16]));
@@ -207,6 +226,20 @@ mod tests {
             "webhooks.egress-guard"
         );
         assert_eq!(self_check(&doc), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_requirement_is_advertised_by_a_true_flag_or_a_present_block() {
+        let doc = json!({
+            "a2a": {"streaming": true, "pushNotifications": false},
+            "mcp": {"serverMount": {"transports": ["stdio"]}},
+        });
+        assert!(advertises(&doc, "a2a.streaming"));
+        assert!(advertises(&doc, "mcp.serverMount"));
+        assert!(!advertises(&doc, "a2a.pushNotifications"));
+        assert!(!advertises(&doc, "a2a.agentCards"));
+        assert!(!advertises(&doc, "webhooks.retryPolicy"));
+        assert!(!advertises(&doc, "streaming"));
     }
 
     #[test]

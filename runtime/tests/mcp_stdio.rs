@@ -93,3 +93,39 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
         .expect("join");
     let _ = KEY_A;
 }
+
+/// interop.md "The operation mappings": a row whose `requires` facet the host does not
+/// advertise is refused; for MCP the refusal is "no such method".
+#[tokio::test]
+async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
+    let h = start().await;
+    let mut document = h.state.discovery.document.clone();
+    document["mcp"]
+        .as_object_mut()
+        .expect("mcp family")
+        .remove("serverMount");
+    let mut app = h.state.clone();
+    app.discovery = std::sync::Arc::new(openwop::discovery::Discovery::new(document));
+    let state = McpState::with_key(app, h.engine.clone(), McpConfig::default(), &[7u8; 32]);
+    let ctx = openwop::edge::mcp::Ctx {
+        subject: h.subject("acme"),
+        era: openwop::edge::mcp::Era::Legacy("2025-11-25".into()),
+    };
+    let list = openwop::edge::mcp::rpc::parse_message(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+    )
+    .expect("message");
+    let refused = state.dispatch(&ctx, &list).await.expect_err("refused");
+    assert_eq!(refused.code, -32601, "{}", refused.message);
+    assert!(
+        refused.message.contains("mcp.serverMount"),
+        "{}",
+        refused.message
+    );
+    // server/discover requires nothing and is still served.
+    let discover = openwop::edge::mcp::rpc::parse_message(
+        br#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{}}"#,
+    )
+    .expect("message");
+    assert!(state.dispatch(&ctx, &discover).await.is_ok());
+}

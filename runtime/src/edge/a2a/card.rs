@@ -43,16 +43,6 @@ fn flag(facet: &Value, key: &str) -> bool {
     facet.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
-/// Whether a `requires` entry of the interop map (`family.field`) is advertised by the
-/// `a2a` facet. A facet is advertised by being present and true; an unknown family is
-/// never advertised here.
-pub fn facet_advertised(a2a_facet: &Value, requirement: &str) -> bool {
-    match requirement.split_once('.') {
-        Some(("a2a", field)) => flag(a2a_facet, field),
-        _ => false,
-    }
-}
-
 /// Builds the public card. Interfaces are listed preferred version first, JSONRPC before
 /// HTTP+JSON within a version; no interface carries a `tenant`.
 pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
@@ -233,16 +223,6 @@ mod tests {
             card["securityRequirements"],
             json!([{"schemes": {"bearer": {"list": []}}}])
         );
-    }
-
-    #[test]
-    fn requires_entries_are_read_from_the_a2a_facet() {
-        let f = facet();
-        assert!(facet_advertised(&f, "a2a.streaming"));
-        assert!(facet_advertised(&f, "a2a.durableTasks"));
-        assert!(!facet_advertised(&f, "a2a.pushNotifications"));
-        assert!(!facet_advertised(&f, "a2a.agentCards"));
-        assert!(!facet_advertised(&f, "mcp.streaming"));
     }
 
     #[test]

@@ -105,7 +105,11 @@ pub async fn get(
     headers: &HeaderMap,
     params: &Value,
 ) -> Result<Value, Fault> {
-    gate::check("GetExtendedAgentCard", &Facts::default(), &state.facet())?;
+    gate::check(
+        "GetExtendedAgentCard",
+        &Facts::default(),
+        &state.app.discovery.document,
+    )?;
     let tenant = match params.get("tenant") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,

@@ -9,7 +9,6 @@
 use openwop_generated::dispatch::{A2aOperation, a2a_operations};
 use serde_json::Value;
 
-use super::card::facet_advertised;
 use super::errors::{Fault, Transport};
 
 /// What a handler knows about a request before acting on it.
@@ -48,13 +47,13 @@ pub fn applies(when: Option<&str>, facts: &Facts) -> Option<bool> {
     })
 }
 
-/// Checks every applicable row of `method` against the advertised `a2a` facet. Returns
-/// the rows that apply (map order) or the first refusal. An unknown method is
-/// `MethodNotFound`.
+/// Checks every applicable row of `method` against what the discovery document
+/// advertises. Returns the rows that apply (map order) or the first refusal. An unknown
+/// method is `MethodNotFound`.
 pub fn check(
     method: &str,
     facts: &Facts,
-    a2a_facet: &Value,
+    discovery: &Value,
 ) -> Result<Vec<&'static A2aOperation>, Fault> {
     let mut rows = a2a_operations(method).peekable();
     if rows.peek().is_none() {
@@ -72,7 +71,7 @@ pub fn check(
         if let Some(missing) = row
             .requires
             .iter()
-            .find(|r| !facet_advertised(a2a_facet, r))
+            .find(|r| !crate::discovery::advertises(discovery, r))
         {
             let error = row
                 .refusal
@@ -107,7 +106,7 @@ mod tests {
 
     #[test]
     fn rows_requiring_an_unadvertised_facet_are_refused_with_the_rows_error() {
-        let bare = json!({"versions": ["1.0"], "preferredVersion": "1.0", "minimumVersion": "1.0"});
+        let bare = json!({"a2a": {"versions": ["1.0"], "preferredVersion": "1.0", "minimumVersion": "1.0"}});
         for row in A2A_OPERATIONS
             .iter()
             .filter(|r| !r.requires.is_empty() && r.when.is_none())
@@ -134,7 +133,7 @@ mod tests {
 
     #[test]
     fn send_message_options_are_gated_by_their_own_rows() {
-        let no_durable = json!({"streaming": true});
+        let no_durable = json!({"a2a": {"streaming": true}});
         let plain = Facts::default();
         assert!(check("SendMessage", &plain, &no_durable).is_ok());
         let immediate = Facts {
@@ -147,7 +146,14 @@ mod tests {
                 .jsonrpc_code(),
             -32004
         );
-        assert!(check("SendMessage", &immediate, &json!({"durableTasks": true})).is_ok());
+        assert!(
+            check(
+                "SendMessage",
+                &immediate,
+                &json!({"a2a": {"durableTasks": true}})
+            )
+            .is_ok()
+        );
         let push = Facts {
             inline_push_config: true,
             ..Facts::default()

@@ -195,7 +195,11 @@ pub(crate) async fn call(
         "GetExtendedAgentCard" => extended_card::get(state, subject, headers, params).await,
         // Any other row of the map needs a facet this host does not advertise: the
         // table's refusal answers it.
-        other => match gate::check(other, &gate::Facts::default(), &state.facet()) {
+        other => match gate::check(
+            other,
+            &gate::Facts::default(),
+            &state.app.discovery.document,
+        ) {
             Err(fault) => Err(fault),
             Ok(_) => Err(Fault::unsupported(format!(
                 "{other} is not served by this host"

@@ -425,7 +425,6 @@ impl A2aState {
         params: &Value,
     ) -> Result<(RunRecord, Option<usize>, bool), Fault> {
         let send = parse_send(params)?;
-        let facet = self.facet();
         let mut facts = Facts {
             has_task_id: send.task_id.is_some(),
             return_immediately: send.return_immediately,
@@ -433,7 +432,7 @@ impl A2aState {
             ..Facts::default()
         };
         let Some(task_id) = send.task_id else {
-            gate::check(method, &facts, &facet)?;
+            gate::check(method, &facts, &self.app.discovery.document)?;
             // The inline configuration is judged before the run exists, so a refused URL
             // changes nothing.
             let inline = match params.get("configuration").and_then(inline_push_config) {
@@ -458,7 +457,7 @@ impl A2aState {
         let status = run.status;
         facts.task_suspended = status.is_suspended();
         facts.task_terminal = status.is_terminal();
-        gate::check(method, &facts, &facet)?;
+        gate::check(method, &facts, &self.app.discovery.document)?;
         let context = self.context_of(&run).await?;
         if send.context_id.is_some_and(|c| c != context) {
             return Err(Fault::invalid_params(
@@ -622,7 +621,11 @@ impl A2aState {
         subject: &Subject,
         params: &Value,
     ) -> Result<(RunRecord, Option<usize>), Fault> {
-        gate::check("SubscribeToTask", &Facts::default(), &self.facet())?;
+        gate::check(
+            "SubscribeToTask",
+            &Facts::default(),
+            &self.app.discovery.document,
+        )?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -637,7 +640,7 @@ impl A2aState {
     }
 
     pub async fn get_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("GetTask", &Facts::default(), &self.facet())?;
+        gate::check("GetTask", &Facts::default(), &self.app.discovery.document)?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -657,7 +660,11 @@ impl A2aState {
     }
 
     pub async fn cancel_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("CancelTask", &Facts::default(), &self.facet())?;
+        gate::check(
+            "CancelTask",
+            &Facts::default(),
+            &self.app.discovery.document,
+        )?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -682,7 +689,7 @@ impl A2aState {
 
     /// ListTasks: exactly the runs `listRuns` gives this Subject, filtered and paged here.
     pub async fn list_tasks(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("ListTasks", &Facts::default(), &self.facet())?;
+        gate::check("ListTasks", &Facts::default(), &self.app.discovery.document)?;
         let page_size = match params.get("pageSize") {
             None | Some(Value::Null) => 50,
             Some(v) => match v

@@ -95,6 +95,20 @@ impl McpState {
                 format!("no method `{}`", message.method),
             ));
         };
+        // The map's rule for every row: one whose `requires` is not advertised is refused.
+        if let Some(missing) = row
+            .requires
+            .iter()
+            .find(|r| !self.app.discovery.advertises(r))
+        {
+            return Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "`{}` needs {missing}, which this host does not advertise",
+                    message.method
+                ),
+            ));
+        }
         if let Some(extension) = row.extension {
             if !self.served_extensions().contains(&extension) {
                 return Err(RpcError::new(

@@ -261,7 +261,7 @@ impl A2aState {
         gate::check(
             "CreateTaskPushNotificationConfig",
             &Facts::default(),
-            &self.facet(),
+            &self.app.discovery.document,
         )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
@@ -279,7 +279,7 @@ impl A2aState {
         gate::check(
             "GetTaskPushNotificationConfig",
             &Facts::default(),
-            &self.facet(),
+            &self.app.discovery.document,
         )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
@@ -301,7 +301,7 @@ impl A2aState {
         gate::check(
             "ListTaskPushNotificationConfigs",
             &Facts::default(),
-            &self.facet(),
+            &self.app.discovery.document,
         )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
@@ -321,7 +321,7 @@ impl A2aState {
         gate::check(
             "DeleteTaskPushNotificationConfig",
             &Facts::default(),
-            &self.facet(),
+            &self.app.discovery.document,
         )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
