@@ -45,6 +45,8 @@ pub struct HostConfig {
     pub push_retry: a2a::push::RetryPolicy,
     /// How long a resume token lives (30 minutes unless a test shortens it).
     pub interrupt_token_ttl: Duration,
+    /// Connection cap, header-read timeout, shutdown grace.
+    pub server: crate::server::Limits,
 }
 
 impl HostConfig {
@@ -64,6 +66,7 @@ impl HostConfig {
             resolver: Arc::new(egress::SystemResolver),
             push_retry: a2a::push::RetryPolicy::default(),
             interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
+            server: crate::server::Limits::default(),
         }
     }
 }
@@ -94,6 +97,7 @@ pub struct Host {
     pub state: AppState,
     pub engine: Arc<Engine>,
     app: axum::Router,
+    limits: crate::server::Limits,
     shutdown_tx: watch::Sender<bool>,
 }
 
@@ -209,6 +213,7 @@ impl Host {
             state,
             engine,
             app,
+            limits: config.server,
             shutdown_tx,
         })
     }
@@ -239,8 +244,6 @@ impl Host {
             }
             let _ = tx.send(true);
         };
-        axum::serve(listener, app)
-            .with_graceful_shutdown(signal)
-            .await
+        crate::server::serve(listener, app, self.limits, signal).await
     }
 }

@@ -19,6 +19,7 @@ pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod ops;
 pub mod serve_cmd;
+pub mod server;
 pub mod settings;
 pub mod status;
 pub mod store;

@@ -1,0 +1,149 @@
+//! The HTTP layer from the attacker's side: connections that send nothing or half a
+//! request are closed, a connection over the cap is refused with a 503, and shutdown ends
+//! within its grace even while a request is half sent. Loopback only, bounded in time.
+
+use std::time::{Duration, Instant};
+
+use openwop::host::{Host, HostConfig};
+use openwop::identity::KeyRing;
+use openwop::server::Limits;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Served {
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn serve(limits: Limits) -> Served {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut keys = KeyRing::default();
+    keys.add("acme", "acme-key-0123456789").expect("key");
+    let host = Host::build(HostConfig {
+        server: limits,
+        ..HostConfig::new(dir.path().to_path_buf(), keys)
+    })
+    .await
+    .expect("host");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let stop = host.stopper();
+    let done = tokio::spawn(host.serve(listener, std::future::pending()));
+    Served {
+        addr,
+        stop,
+        done,
+        _dir: dir,
+    }
+}
+
+/// Reads until the peer closes or `within` passes; the bytes read and whether it closed.
+async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return (out, false),
+            Ok(Ok(0)) | Ok(Err(_)) => return (out, true),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn quick() -> Limits {
+    Limits {
+        header_read_timeout: Duration::from_millis(400),
+        ..Limits::default()
+    }
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_after_the_header_read_timeout() {
+    let s = serve(quick()).await;
+    let mut idle = TcpStream::connect(s.addr).await.expect("connect");
+    let started = Instant::now();
+    let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(5)).await;
+    assert!(closed, "an idle connection stays open");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn a_half_sent_request_is_closed_after_the_header_read_timeout() {
+    let s = serve(quick()).await;
+    let mut slow = TcpStream::connect(s.addr).await.expect("connect");
+    slow.write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    let (_, closed) = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    assert!(closed, "a half-sent request keeps its connection");
+}
+
+#[tokio::test]
+async fn a_keep_alive_connection_idle_after_an_answer_is_closed_too() {
+    let s = serve(quick()).await;
+    let mut conn = TcpStream::connect(s.addr).await.expect("connect");
+    conn.write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let (bytes, closed) = read_until_closed(&mut conn, Duration::from_secs(5)).await;
+    assert!(String::from_utf8_lossy(&bytes).starts_with("HTTP/1.1 200"));
+    assert!(closed, "an idle keep-alive connection stays open");
+}
+
+#[tokio::test]
+async fn a_connection_over_the_cap_gets_a_503_and_the_others_still_work() {
+    let s = serve(Limits {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(5),
+        ..Limits::default()
+    })
+    .await;
+    let _a = TcpStream::connect(s.addr).await.expect("a");
+    let _b = TcpStream::connect(s.addr).await.expect("b");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut over = TcpStream::connect(s.addr).await.expect("over");
+    let (bytes, closed) = read_until_closed(&mut over, Duration::from_secs(3)).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("retry-after: 1"), "{text}");
+    assert!(text.contains("\"service_unavailable\""), "{text}");
+    assert!(closed);
+    drop(_a);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = TcpStream::connect(s.addr).await.expect("again");
+    again
+        .write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let (bytes, _) = read_until_closed(&mut again, Duration::from_secs(3)).await;
+    assert!(String::from_utf8_lossy(&bytes).starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn shutdown_ends_within_its_grace_while_a_request_is_half_sent() {
+    let s = serve(Limits {
+        header_read_timeout: Duration::from_secs(60),
+        shutdown_grace: Duration::from_millis(500),
+        ..Limits::default()
+    })
+    .await;
+    let mut partial = TcpStream::connect(s.addr).await.expect("connect");
+    partial
+        .write_all(b"POST /runs HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let _ = s.stop.send(true);
+    tokio::time::timeout(Duration::from_secs(5), s.done)
+        .await
+        .expect("the server stops within its grace")
+        .expect("join")
+        .expect("serve");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
