@@ -147,3 +147,59 @@ async fn shutdown_ends_within_its_grace_while_a_request_is_half_sent() {
         .expect("serve");
     assert!(started.elapsed() < Duration::from_secs(3));
 }
+
+/// Two `Authorization` headers are refused on every edge with 400 in that edge's shape,
+/// never authorized by whichever one the host happens to read first.
+#[tokio::test]
+async fn two_authorization_headers_are_refused_on_every_edge() {
+    let s = serve(Limits::default()).await;
+    let http = reqwest::Client::new();
+    let base = format!("http://{}", s.addr);
+    let mut two = reqwest::header::HeaderMap::new();
+    for key in [
+        "Bearer acme-key-0123456789",
+        "Bearer someone-elses-key-0123",
+    ] {
+        two.append("authorization", key.parse().expect("header"));
+    }
+    let rest = http
+        .get(format!("{base}/runs"))
+        .headers(two.clone())
+        .send()
+        .await
+        .expect("rest");
+    assert_eq!(rest.status(), 400);
+    let body: serde_json::Value = rest.json().await.expect("json");
+    assert_eq!(body["error"], "validation_error", "{body}");
+
+    let a2a = http
+        .post(format!("{base}/a2a/jsonrpc"))
+        .headers(two.clone())
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .expect("a2a");
+    let body: serde_json::Value = a2a.json().await.expect("json");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+
+    let rest_binding = http
+        .get(format!("{base}/a2a/rest/tasks"))
+        .headers(two.clone())
+        .send()
+        .await
+        .expect("a2a rest");
+    assert_eq!(rest_binding.status(), 400);
+    let body: serde_json::Value = rest_binding.json().await.expect("json");
+    assert_eq!(body["error"]["status"], "INVALID_ARGUMENT", "{body}");
+
+    let mcp = http
+        .post(format!("{base}/mcp"))
+        .headers(two)
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}))
+        .send()
+        .await
+        .expect("mcp");
+    assert_eq!(mcp.status(), 400);
+    let body: serde_json::Value = mcp.json().await.expect("json");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+}

@@ -1,5 +1,6 @@
 //! Which IP addresses an outbound call may reach. Forms that embed an IPv4 address
-//! (IPv4-mapped, IPv4-compatible, NAT64, 6to4) are judged by the address they embed, so a
+//! (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64, 6to4, ISATAP) are judged by the
+//! address they embed, so a
 //! private IPv4 target cannot be smuggled in an IPv6 spelling, and a public one is not
 //! refused for its spelling.
 
@@ -73,6 +74,10 @@ pub fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if s[..5] == [0, 0, 0, 0, 0] && s[5] == 0xffff {
         return Some(tail);
     }
+    // ::ffff:0:a.b.c.d (translated, RFC 2765 / SIIT)
+    if s[..4] == [0, 0, 0, 0] && s[4] == 0xffff && s[5] == 0 {
+        return Some(tail);
+    }
     // ::a.b.c.d (compatible; :: and ::1 are their own addresses)
     if s[..6] == [0; 6] && !(s[6] == 0 && s[7] <= 1) {
         return Some(tail);
@@ -84,6 +89,10 @@ pub fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     // 2002:aabb:ccdd::/48 (6to4)
     if s[0] == 0x2002 {
         return Some(Ipv4Addr::new(o[2], o[3], o[4], o[5]));
+    }
+    // <prefix>:0:5efe:a.b.c.d and <prefix>:200:5efe:a.b.c.d (ISATAP interface ids, RFC 5214)
+    if s[4] & 0xfdff == 0 && s[5] == 0x5efe {
+        return Some(tail);
     }
     None
 }
@@ -151,6 +160,27 @@ mod tests {
             ("64:ff9b::7f00:1", Blocked::Loopback),
             ("2002:a9fe:a9fe::1", Blocked::LinkLocal),
             ("2002:7f00:1::", Blocked::Loopback),
+            // IPv4-translated (SIIT): judged by the IPv4 it carries.
+            ("::ffff:0:a9fe:a9fe", Blocked::LinkLocal),
+            ("::ffff:0:127.0.0.1", Blocked::Loopback),
+            ("::ffff:0:10.0.0.1", Blocked::Private),
+            ("::ffff:0:0.0.0.0", Blocked::Unspecified),
+            // IPv4-compatible and mapped in their hex spellings.
+            ("::a9fe:a9fe", Blocked::LinkLocal),
+            ("::ffff:7f00:1", Blocked::Loopback),
+            ("::ffff:a00:1", Blocked::Private),
+            // NAT64 well-known prefix, hex spelling; the local-use prefix is never global.
+            ("64:ff9b::a9fe:a9fe", Blocked::LinkLocal),
+            ("64:ff9b:1::93b8:d822", Blocked::NotGlobal),
+            // 6to4 of private and metadata addresses.
+            ("2002:c0a8:101::", Blocked::Private),
+            ("2002:a00:1::1", Blocked::Private),
+            // ISATAP interface ids under a global prefix.
+            ("2606:4700::5efe:a9fe:a9fe", Blocked::LinkLocal),
+            ("2606:4700::200:5efe:7f00:1", Blocked::Loopback),
+            ("2606:4700::5efe:192.168.0.1", Blocked::Private),
+            // Teredo (2001::/32) carries an obfuscated IPv4; the range is never global.
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", Blocked::NotGlobal),
         ] {
             assert_eq!(c(ip), Some(want), "{ip}");
         }
@@ -166,6 +196,8 @@ mod tests {
             "::ffff:93.184.216.34",
             "64:ff9b::808:808",
             "2002:5db8:d822::1",
+            "::ffff:0:93.184.216.34",
+            "2606:4700::5efe:5db8:d822",
         ] {
             assert_eq!(c(ip), None, "{ip}");
         }

@@ -29,6 +29,10 @@ pub enum AuthError {
     Malformed,
     #[error("the api key is not recognised")]
     Unknown,
+    /// More than one `Authorization` header: which one a proxy in front of the host
+    /// reads is not known, so none is trusted. A client mistake (400), not a 401.
+    #[error("the request carries more than one Authorization header")]
+    Ambiguous,
 }
 
 /// A configuration mistake in `--api-key TENANT:KEY`.
@@ -40,6 +44,10 @@ pub enum KeySpecError {
     BadTenant(String),
     #[error("the key for tenant `{0}` is shorter than 16 characters")]
     ShortKey(String),
+    #[error("the same api key is given to tenants `{0}` and `{1}`; a key names one tenant")]
+    SharedKey(String, String),
+    #[error("tenant `{0}` is given the same api key twice")]
+    RepeatedKey(String),
 }
 
 struct Entry {
@@ -75,6 +83,14 @@ impl KeyRing {
             return Err(KeySpecError::ShortKey(tenant.to_owned()));
         }
         let digest = digest(key);
+        if let Some(held) = self.entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
+            let held = held.subject.tenant.clone();
+            return Err(if held == tenant {
+                KeySpecError::RepeatedKey(held)
+            } else {
+                KeySpecError::SharedKey(held, tenant.to_owned())
+            });
+        }
         let subject = Subject {
             issuer: API_KEY_ISSUER.to_owned(),
             subject_id: format!("key-{}", hex::encode(&digest[..8])),
@@ -96,6 +112,20 @@ impl KeyRing {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Resolves the request's one `Authorization` header; two or more are refused whatever
+    /// they say.
+    pub fn authenticate_headers(
+        &self,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<Subject, AuthError> {
+        let mut values = headers.get_all(axum::http::header::AUTHORIZATION).iter();
+        let first = values.next();
+        if values.next().is_some() {
+            return Err(AuthError::Ambiguous);
+        }
+        self.authenticate(first.map(|v| v.to_str().unwrap_or("")))
     }
 
     /// Resolves an `Authorization` header value.
@@ -145,6 +175,50 @@ mod tests {
         assert_eq!(
             ring.authenticate(Some("Bearer nope-nope-nope-nope")),
             Err(AuthError::Unknown)
+        );
+    }
+
+    #[test]
+    fn two_authorization_headers_are_refused_whatever_they_say() {
+        let mut ring = KeyRing::default();
+        ring.add_spec("acme:acme-key-0123456789").unwrap();
+        let mut headers = axum::http::HeaderMap::new();
+        headers.append(
+            "authorization",
+            "Bearer acme-key-0123456789".parse().unwrap(),
+        );
+        assert_eq!(ring.authenticate_headers(&headers).unwrap().tenant, "acme");
+        headers.append(
+            "authorization",
+            "Bearer acme-key-0123456789".parse().unwrap(),
+        );
+        assert_eq!(
+            ring.authenticate_headers(&headers),
+            Err(AuthError::Ambiguous)
+        );
+        assert_eq!(
+            ring.authenticate_headers(&axum::http::HeaderMap::new()),
+            Err(AuthError::Missing)
+        );
+    }
+
+    #[test]
+    fn a_key_names_one_tenant() {
+        let mut ring = KeyRing::default();
+        ring.add_spec("acme:shared-key-0123456789").unwrap();
+        assert_eq!(
+            ring.add_spec("globex:shared-key-0123456789"),
+            Err(KeySpecError::SharedKey("acme".into(), "globex".into()))
+        );
+        assert_eq!(
+            ring.add_spec("acme:shared-key-0123456789"),
+            Err(KeySpecError::RepeatedKey("acme".into()))
+        );
+        assert_eq!(
+            ring.authenticate(Some("Bearer shared-key-0123456789"))
+                .unwrap()
+                .tenant,
+            "acme"
         );
     }
 

@@ -6,7 +6,6 @@
 use std::marker::PhantomData;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::header;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -15,7 +14,7 @@ use super::errors::{Fault, Transport};
 use super::service::A2aState;
 use super::{BODY_LIMIT, rest};
 use crate::edge::jsonrpc::{self, Malformed};
-use crate::identity::Subject;
+use crate::identity::{AuthError, Subject};
 
 /// How a binding renders a refusal.
 pub trait Binding: Send + Sync + 'static {
@@ -80,16 +79,18 @@ impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
     type Rejection = Refusal<B>;
 
     async fn from_request_parts(parts: &mut Parts, state: &A2aState) -> Result<Self, Refusal<B>> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or(""));
         state
             .app
             .keys
-            .authenticate(header)
+            .authenticate_headers(&parts.headers)
             .map(|subject| Caller(subject, PhantomData))
-            .map_err(|e| Refusal::new(Fault::transport(Transport::Unauthenticated, e.to_string())))
+            .map_err(|e| {
+                let kind = match e {
+                    AuthError::Ambiguous => Transport::InvalidRequest,
+                    _ => Transport::Unauthenticated,
+                };
+                Refusal::new(Fault::transport(kind, e.to_string()))
+            })
     }
 }
 

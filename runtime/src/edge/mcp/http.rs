@@ -18,7 +18,7 @@ use super::rpc::{
 };
 use super::service::{Ctx, Era};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
-use crate::identity::Subject;
+use crate::identity::{AuthError, Subject};
 use crate::negotiation::{Protocol, compare};
 
 /// A JSON-RPC error as an HTTP response.
@@ -53,16 +53,15 @@ impl FromRequestParts<McpState> for McpCaller {
                     .with_http(StatusCode::FORBIDDEN),
             );
         }
-        let value = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or(""));
         state
             .app
             .keys
-            .authenticate(value)
+            .authenticate_headers(&parts.headers)
             .map(McpCaller)
-            .map_err(|e| RpcError::new(UNAUTHENTICATED, e.to_string()))
+            .map_err(|e| match e {
+                AuthError::Ambiguous => RpcError::new(INVALID_REQUEST, e.to_string()),
+                _ => RpcError::new(UNAUTHENTICATED, e.to_string()),
+            })
     }
 }
 

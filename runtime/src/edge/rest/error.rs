@@ -55,6 +55,9 @@ impl From<OpError> for ApiError {
 
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
+        if e == AuthError::Ambiguous {
+            return Self::validation(e.to_string());
+        }
         Self {
             code: ErrorCode::Unauthenticated,
             message: e.to_string(),

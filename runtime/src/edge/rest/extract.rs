@@ -20,11 +20,7 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or(""));
-        Ok(Caller(state.keys.authenticate(header)?))
+        Ok(Caller(state.keys.authenticate_headers(&parts.headers)?))
     }
 }
 
