@@ -208,7 +208,22 @@ impl Host {
             config.mcp,
             &key,
         ));
-        let app = rest::router(state.clone()).merge(a2a).merge(mcp);
+        let metrics = Arc::new(crate::observe::Metrics::default());
+        let app = rest::router(state.clone())
+            .merge(a2a)
+            .merge(mcp)
+            .route("/healthz", axum::routing::get(crate::observe::healthz))
+            .route(
+                "/metrics",
+                axum::routing::get({
+                    let metrics = metrics.clone();
+                    move || async move { metrics.render(&[]) }
+                }),
+            )
+            .layer(axum::middleware::from_fn_with_state(
+                metrics,
+                crate::observe::access_log,
+            ));
         Ok(Self {
             state,
             engine,

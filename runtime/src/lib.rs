@@ -17,6 +17,7 @@ pub mod identity;
 pub mod ids;
 pub mod mcp_stdio_cmd;
 pub mod negotiation;
+pub mod observe;
 pub mod ops;
 pub mod serve_cmd;
 pub mod server;

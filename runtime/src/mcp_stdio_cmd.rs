@@ -52,12 +52,7 @@ pub struct McpStdioArgs {
 }
 
 pub fn run(args: McpStdioArgs) -> ExitCode {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    crate::observe::init_logging("warn", crate::observe::LogFormat::Text);
     match run_inner(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -37,6 +37,13 @@ use std::process::ExitCode;
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
+  openwop serve --log-format json 2>> openwop.log
+      One JSON object per log line; every request is logged once (method, route template,
+      status, latency, tenant; never a credential, a body or a query string).
+
+Health and metrics: GET /healthz answers while the process is up; GET /metrics serves
+request counts and latencies in the Prometheus text format (aggregate, no tenant labels).
+
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -75,6 +82,10 @@ pub struct ServeArgs {
     /// description, packVersion, workflows. A bundled agent with the same id is replaced.
     #[arg(long, value_name = "DIR")]
     agents: Option<PathBuf>,
+    /// How log lines are written to stderr: text (colours only on a terminal) or json (one
+    /// object per line, with the request's method, route, tenant, status and latency).
+    #[arg(long, value_enum, default_value_t, env = "OPENWOP_LOG_FORMAT")]
+    log_format: crate::observe::LogFormat,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,15 +128,6 @@ fn dev_key(data_dir: &Path) -> Result<String, String> {
     Ok(key)
 }
 
-fn init_tracing() {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 async fn stop_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -150,7 +152,7 @@ async fn stop_signal() {
 
 /// Runs the host until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
-    init_tracing();
+    crate::observe::init_logging("info", args.log_format);
     match run_inner(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -378,3 +378,89 @@ fn mcp_stdio_takes_the_same_database_flag_and_refuses_a_wrong_one() {
     );
     assert!(out.stdout.is_empty(), "nothing on the JSON-RPC channel");
 }
+
+/// An operator's view through the real binary: `--log-format json` writes one JSON line
+/// per request (route template, status, tenant; never the key or the path's ids),
+/// `/healthz` answers, and `/metrics` counts the requests by route and status.
+#[tokio::test]
+async fn requests_are_logged_as_json_lines_and_counted_in_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "acme-secret-key-0123456789";
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--api-key")
+        .arg(format!("acme:{key}"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (mut child, base) = listening(child).await;
+    let http = reqwest::Client::new();
+    assert_eq!(
+        http.get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let refused = http
+        .get(format!("{base}/runs/acme~2Fr-secretish/events/poll"))
+        .bearer_auth("not-a-key-of-this-host")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let ok = http
+        .get(format!("{base}/runs"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "openwop_http_requests_total{route=\"/runs/{run_id}/events/poll\",method=\"GET\",status=\"401\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("route=\"/runs\",method=\"GET\",status=\"200\"} 1"));
+    child.kill().await.unwrap();
+    let mut text = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::BufReader::new(stderr), &mut text)
+        .await
+        .unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(!lines.is_empty(), "no JSON log lines: {text}");
+    let request_line = |route: &str, status: u64| {
+        lines
+            .iter()
+            .any(|l| l["span"]["route"] == route && l["fields"]["status"] == json!(status))
+    };
+    assert!(request_line("/runs/{run_id}/events/poll", 401), "{text}");
+    assert!(
+        lines.iter().any(|l| l["span"]["route"] == "/runs"
+            && l["fields"]["status"] == json!(200)
+            && l["span"]["tenant"] == "acme"),
+        "{text}"
+    );
+    assert!(!text.contains(key), "the key reached the log");
+    assert!(!text.contains("secretish"), "a path id reached the log");
+    assert!(!text.contains("\u{1b}["), "colours written to a pipe");
+}

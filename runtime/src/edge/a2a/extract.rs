@@ -83,7 +83,10 @@ impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
             .app
             .keys
             .authenticate_headers(&parts.headers)
-            .map(|subject| Caller(subject, PhantomData))
+            .map(|subject| {
+                crate::observe::record_tenant(&subject.tenant);
+                Caller(subject, PhantomData)
+            })
             .map_err(|e| {
                 let kind = match e {
                     AuthError::Ambiguous => Transport::InvalidRequest,

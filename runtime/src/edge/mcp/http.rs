@@ -57,7 +57,10 @@ impl FromRequestParts<McpState> for McpCaller {
             .app
             .keys
             .authenticate_headers(&parts.headers)
-            .map(McpCaller)
+            .map(|subject| {
+                crate::observe::record_tenant(&subject.tenant);
+                McpCaller(subject)
+            })
             .map_err(|e| match e {
                 AuthError::Ambiguous => RpcError::new(INVALID_REQUEST, e.to_string()),
                 _ => RpcError::new(UNAUTHENTICATED, e.to_string()),

@@ -20,7 +20,9 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        Ok(Caller(state.keys.authenticate_headers(&parts.headers)?))
+        let subject = state.keys.authenticate_headers(&parts.headers)?;
+        crate::observe::record_tenant(&subject.tenant);
+        Ok(Caller(subject))
     }
 }
 

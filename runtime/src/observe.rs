@@ -1,0 +1,211 @@
+//! What an operator sees: one access-log line per request (method, route template,
+//! status, latency, tenant; never a credential, a body or a query string), request
+//! counters and latencies for `/metrics`, and the liveness probe.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// Request counts and latency sums by route template, method and status.
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, String, u16), Tally>>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    count: u64,
+    seconds: f64,
+}
+
+impl Metrics {
+    fn record(&self, route: &str, method: &str, status: u16, took: Duration) {
+        if let Ok(mut map) = self.requests.lock() {
+            let t = map
+                .entry((route.to_owned(), method.to_owned(), status))
+                .or_default();
+            t.count += 1;
+            t.seconds += took.as_secs_f64();
+        }
+    }
+
+    /// The request series in the Prometheus text format; `extra` appends gauges the caller
+    /// measured (runs by status, push queue depth).
+    pub fn render(&self, extra: &[Gauge]) -> String {
+        let mut out = String::new();
+        let map = self.requests.lock().map(|m| m.clone()).unwrap_or_default();
+        out.push_str("# HELP openwop_http_requests_total HTTP requests answered, by route template, method and status.\n");
+        out.push_str("# TYPE openwop_http_requests_total counter\n");
+        for ((route, method, status), t) in &map {
+            let _ = writeln!(
+                out,
+                "openwop_http_requests_total{{route=\"{}\",method=\"{method}\",status=\"{status}\"}} {}",
+                escape(route),
+                t.count
+            );
+        }
+        out.push_str("# HELP openwop_http_request_duration_seconds Time to the response head, by route template and method.\n");
+        out.push_str("# TYPE openwop_http_request_duration_seconds summary\n");
+        let mut by_route: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
+        for ((route, method, _), t) in &map {
+            let e = by_route.entry((route, method)).or_default();
+            e.count += t.count;
+            e.seconds += t.seconds;
+        }
+        for ((route, method), t) in by_route {
+            let labels = format!("route=\"{}\",method=\"{method}\"", escape(route));
+            let _ = writeln!(
+                out,
+                "openwop_http_request_duration_seconds_sum{{{labels}}} {}",
+                t.seconds
+            );
+            let _ = writeln!(
+                out,
+                "openwop_http_request_duration_seconds_count{{{labels}}} {}",
+                t.count
+            );
+        }
+        let mut last_name = "";
+        for g in extra {
+            if g.name != last_name {
+                let _ = writeln!(out, "# HELP {} {}", g.name, g.help);
+                let _ = writeln!(out, "# TYPE {} gauge", g.name);
+                last_name = g.name;
+            }
+            let labels: Vec<String> = g
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .collect();
+            if labels.is_empty() {
+                let _ = writeln!(out, "{} {}", g.name, g.value);
+            } else {
+                let _ = writeln!(out, "{}{{{}}} {}", g.name, labels.join(","), g.value);
+            }
+        }
+        out
+    }
+}
+
+/// One gauge sample for [`Metrics::render`].
+pub struct Gauge {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The access log and the request metrics, around every route. The span's `tenant` is
+/// filled in by the edges' caller extractors once the credential is resolved.
+pub async fn access_log(
+    State(metrics): State<std::sync::Arc<Metrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    // The template, never the path: ids and tokens stay out of the log.
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        route = %route,
+        tenant = tracing::field::Empty,
+    );
+    let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    metrics.record(&route, &method, status, took);
+    span.in_scope(|| {
+        let latency_ms = took.as_secs_f64() * 1000.0;
+        if status >= 500 {
+            tracing::error!(status, latency_ms, "request failed");
+        } else if status >= 400 {
+            tracing::warn!(status, latency_ms, "request refused");
+        } else {
+            tracing::info!(status, latency_ms, "request");
+        }
+    });
+    response
+}
+
+/// Records the authenticated tenant on the request's span (the access log line).
+pub fn record_tenant(tenant: &str) {
+    tracing::Span::current().record("tenant", tenant);
+}
+
+/// How log lines are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines; colours only when stderr is a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Sets up logging once per process: `RUST_LOG` wins over `default_level`.
+pub fn init_logging(default_level: &str, format: LogFormat) {
+    use std::io::IsTerminal as _;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| default_level.into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    };
+}
+
+/// `GET /healthz`: the process is up and answering.
+pub async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_render_in_the_prometheus_text_format() {
+        let m = Metrics::default();
+        m.record("/runs", "POST", 201, Duration::from_millis(5));
+        m.record("/runs", "POST", 201, Duration::from_millis(15));
+        m.record("/runs/{run_id}", "GET", 404, Duration::from_millis(1));
+        let text = m.render(&[Gauge {
+            name: "openwop_runs",
+            help: "Runs by status.",
+            labels: vec![("status", "running".into())],
+            value: 3.0,
+        }]);
+        assert!(text.contains(
+            "openwop_http_requests_total{route=\"/runs\",method=\"POST\",status=\"201\"} 2\n"
+        ));
+        assert!(text.contains(
+            "openwop_http_request_duration_seconds_count{route=\"/runs/{run_id}\",method=\"GET\"} 1\n"
+        ));
+        assert!(text.contains("# TYPE openwop_runs gauge\nopenwop_runs{status=\"running\"} 3\n"));
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, value) = line.rsplit_once(' ').expect("sample");
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+}
