@@ -118,13 +118,17 @@ fn dev_key(data_dir: &Path) -> Result<String, String> {
     if let Ok(k) = std::fs::read_to_string(&path) {
         let k = k.trim().to_owned();
         if k.len() >= 16 {
+            crate::secret_file::restrict(&path);
             return Ok(k);
         }
+        // Too short to be a key of ours: replace it.
+        let _ = std::fs::remove_file(&path);
     }
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let key = format!("owdev_{}", crate::ids::mint_opaque());
-    std::fs::write(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::secret_file::write_new(&path, &key)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(key)
 }
 

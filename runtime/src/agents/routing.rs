@@ -84,7 +84,7 @@ impl RoutingKey {
                 };
                 std::fs::create_dir_all(data_dir).map_err(create)?;
                 let fresh = Self::ephemeral();
-                write_new_secret(&path, &hex::encode(fresh.key)).map_err(create)?;
+                crate::secret_file::write_new(&path, &hex::encode(fresh.key)).map_err(create)?;
                 tracing::info!(path = %shown, "minted the agent routing secret");
                 Ok(Self::new(fresh.key, version))
             }
@@ -110,22 +110,6 @@ impl RoutingKey {
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..MAC_BYTES])
         )
     }
-}
-
-/// Creates the file only if absent (two hosts starting on one dir cannot both write), and
-/// readable by its owner only.
-fn write_new_secret(path: &Path, contents: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()
 }
 
 /// Equality that takes the same time wherever the first difference is.
