@@ -13,6 +13,7 @@ mod map;
 mod openapi;
 mod project;
 mod registry;
+mod shapes;
 mod templates;
 mod uris;
 
@@ -30,6 +31,21 @@ pub struct Output {
     pub files: BTreeMap<String, String>,
     /// Things the generator worked around (missing referenced files, untypable schemas).
     pub warnings: Vec<String>,
+}
+
+impl Output {
+    /// `Err(Error::Strict)` listing every warning, when there is one: for `--strict`, which
+    /// refuses a corpus the generator had to work around (an untypable construct, a missing
+    /// referenced file, a typify fallback).
+    pub fn strict(&self) -> Result<()> {
+        if self.warnings.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Strict {
+                warnings: self.warnings.clone(),
+            })
+        }
+    }
 }
 
 /// What to generate from.
@@ -147,9 +163,27 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     );
     progress(&format!("validators with {} rule modules", names.len()));
 
-    let bundled = bundle::bundle(&corpus, &uris)?;
+    let mut bundled = bundle::bundle(&corpus, &uris)?;
     out.warnings.extend(bundled.warnings.iter().cloned());
-    let models = emit::models::emit(&bundled)?;
+    let open_enums = shapes::open_enums(&mut bundled);
+    let request_roots: std::collections::BTreeSet<String> = ops
+        .iter()
+        .filter_map(|op| op.body.as_ref())
+        .filter_map(|body| bundled.named_in_openapi(&corpus, &uris, body))
+        .collect();
+    let registry_codes: Vec<String> = errors
+        .iter()
+        .filter(|e| !e.code.contains('.'))
+        .map(|e| e.code.clone())
+        .collect();
+    let models = emit::models::emit(
+        &bundled,
+        &emit::models::Inputs {
+            open_enums: &open_enums,
+            request_roots: &request_roots,
+            registry_codes: &registry_codes,
+        },
+    )?;
     out.warnings.extend(models.warnings.iter().cloned());
     let mut model_in = schema_in.clone();
     model_in.push(load::OPENAPI);
@@ -162,9 +196,11 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         )?,
     );
     progress(&format!(
-        "models: {} types, {} aliases",
+        "models: {} types, {} aliases, {} open enums, {} typed payloads",
         models.count,
-        bundled.aliases.len()
+        bundled.aliases.len(),
+        open_enums.len(),
+        bundled.discriminators.len()
     ));
 
     let named = |schema: &serde_json::Value| {
