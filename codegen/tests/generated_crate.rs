@@ -68,6 +68,46 @@ fn dispatch_tables() {
     assert!(mcp_required_features("mcp-2026-07-28").contains(&"mrtr"));
 }
 
+/// The method enums cover every row of the map and lead back to their rows.
+#[test]
+fn method_enums_cover_the_map() {
+    use openwop_generated::dispatch::{A2A_OPERATIONS, A2aMethod, MCP_METHODS, McpMethod};
+    for row in A2A_OPERATIONS {
+        let m = A2aMethod::from_method(row.method)
+            .unwrap_or_else(|| panic!("{} has no variant", row.method));
+        assert_eq!(m.as_str(), row.method);
+        assert!(m.rows().any(|r| std::ptr::eq(r, row)));
+        assert_eq!(m.row().method, row.method);
+        assert_eq!(m.rows().count(), a2a_operations(row.method).count());
+    }
+    assert!(A2aMethod::ALL.contains(&A2aMethod::SendMessage));
+    assert_eq!(A2aMethod::from_method("NoSuchMethod"), None);
+    for row in MCP_METHODS {
+        let m: McpMethod = row.method.parse().expect("every MCP row has a variant");
+        assert_eq!((m.as_str(), m.row().method), (row.method, row.method));
+        assert_eq!(m.to_string(), row.method);
+    }
+    assert_eq!(
+        McpMethod::from_method("tools/call"),
+        Some(McpMethod::ToolsCall)
+    );
+    assert!("ping".parse::<McpMethod>().is_err());
+    // Exhaustive dispatch compiles: a new map method is a compile error here, not a 404.
+    let served = |m: McpMethod| match m {
+        McpMethod::ServerDiscover
+        | McpMethod::ToolsList
+        | McpMethod::ToolsCall
+        | McpMethod::NotificationsCancelled
+        | McpMethod::SubscriptionsListen
+        | McpMethod::Initialize
+        | McpMethod::TasksGet
+        | McpMethod::TasksUpdate
+        | McpMethod::TasksCancel
+        | McpMethod::NotificationsTasks => true,
+    };
+    assert!(McpMethod::ALL.iter().all(|m| served(*m)));
+}
+
 fn vectors(kind: &str, validity: &str) -> Vec<(String, serde_json::Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/vectors")

@@ -221,7 +221,7 @@ pub fn a2a_task_state(
 }
 /// One MCP method row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct McpMethod {
+pub struct McpMethodRow {
     /// The JSON-RPC method, e.g. `tools/call`.
     pub method: &'static str,
     /// The v2 operation that serves it, if any.
@@ -232,20 +232,142 @@ pub struct McpMethod {
     pub extension: Option<&'static str>,
 }
 /// Every MCP method, core rows then tasks-extension rows.
-pub static MCP_METHODS: &[McpMethod] = &[
-    McpMethod {
+pub static MCP_METHODS: &[McpMethodRow] = &[
+    McpMethodRow {
         method: "tools/call",
         v2_operation: Some("getRun"),
         requires: &[],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "tasks/get",
         v2_operation: Some("getRun"),
         requires: &[],
         extension: Some("io.example/tasks"),
     },
 ];
+/// A JSON-RPC method name that is not a row of the map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMethod(pub String);
+impl fmt::Display for UnknownMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not a method of the interop map", self.0)
+    }
+}
+impl std::error::Error for UnknownMethod {}
+/// An A2A JSON-RPC method of the interop map, for an exhaustive `match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum A2aMethod {
+    /// `GetTask`
+    GetTask,
+    /// `SubscribeToTask`
+    SubscribeToTask,
+    /// `GetConfig`
+    GetConfig,
+    /// `ListConfigs`
+    ListConfigs,
+}
+impl A2aMethod {
+    /// Every method, in map order.
+    pub const ALL: &'static [A2aMethod] = &[
+        A2aMethod::GetTask,
+        A2aMethod::SubscribeToTask,
+        A2aMethod::GetConfig,
+        A2aMethod::ListConfigs,
+    ];
+    /// The method as JSON-RPC names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            A2aMethod::GetTask => "GetTask",
+            A2aMethod::SubscribeToTask => "SubscribeToTask",
+            A2aMethod::GetConfig => "GetConfig",
+            A2aMethod::ListConfigs => "ListConfigs",
+        }
+    }
+    /// The method a JSON-RPC `method` names, if the map has a row for it.
+    pub fn from_method(method: &str) -> Option<Self> {
+        match method {
+            "GetTask" => Some(A2aMethod::GetTask),
+            "SubscribeToTask" => Some(A2aMethod::SubscribeToTask),
+            "GetConfig" => Some(A2aMethod::GetConfig),
+            "ListConfigs" => Some(A2aMethod::ListConfigs),
+            _ => None,
+        }
+    }
+    /// The method's rows, in map order (a method may have several, told apart by `when`).
+    pub fn rows(self) -> impl Iterator<Item = &'static A2aOperation> {
+        A2A_OPERATIONS.iter().filter(move |row| row.method == self.as_str())
+    }
+    /// The method's first row.
+    pub fn row(self) -> &'static A2aOperation {
+        match self {
+            A2aMethod::GetTask => &A2A_OPERATIONS[0],
+            A2aMethod::SubscribeToTask => &A2A_OPERATIONS[1],
+            A2aMethod::GetConfig => &A2A_OPERATIONS[2],
+            A2aMethod::ListConfigs => &A2A_OPERATIONS[3],
+        }
+    }
+}
+impl FromStr for A2aMethod {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        A2aMethod::from_method(s).ok_or_else(|| UnknownMethod(s.to_owned()))
+    }
+}
+impl fmt::Display for A2aMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// An MCP method of the interop map (core and tasks-extension rows), for an exhaustive `match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum McpMethod {
+    /// `tools/call`
+    ToolsCall,
+    /// `tasks/get`
+    TasksGet,
+}
+impl McpMethod {
+    /// Every method, in map order.
+    pub const ALL: &'static [McpMethod] = &[McpMethod::ToolsCall, McpMethod::TasksGet];
+    /// The method as JSON-RPC names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpMethod::ToolsCall => "tools/call",
+            McpMethod::TasksGet => "tasks/get",
+        }
+    }
+    /// The method a JSON-RPC `method` names, if the map has a row for it.
+    pub fn from_method(method: &str) -> Option<Self> {
+        match method {
+            "tools/call" => Some(McpMethod::ToolsCall),
+            "tasks/get" => Some(McpMethod::TasksGet),
+            _ => None,
+        }
+    }
+    /// The method's rows, in map order (a method may have several, told apart by `when`).
+    pub fn rows(self) -> impl Iterator<Item = &'static McpMethodRow> {
+        MCP_METHODS.iter().filter(move |row| row.method == self.as_str())
+    }
+    /// The method's first row.
+    pub fn row(self) -> &'static McpMethodRow {
+        match self {
+            McpMethod::ToolsCall => &MCP_METHODS[0],
+            McpMethod::TasksGet => &MCP_METHODS[1],
+        }
+    }
+}
+impl FromStr for McpMethod {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        McpMethod::from_method(s).ok_or_else(|| UnknownMethod(s.to_owned()))
+    }
+}
+impl fmt::Display for McpMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 /// The MCP task status of a run.
 pub fn mcp_task_status(status: RunStatus) -> &'static str {
     match status {
