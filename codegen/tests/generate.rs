@@ -590,3 +590,44 @@ fn hoisted_open_enums_never_take_an_authored_name() {
     assert!(models.contains("pub enum NoteKindValue {"), "{models}");
     assert!(struct_body(models, "Note").contains("pub kind: ::std::option::Option<NoteKindValue>"));
 }
+
+/// Client and crate templates are written only when the corpus has what they require;
+/// Markdown gets the header as a comment, a licence stays verbatim.
+#[test]
+fn templates_are_written_when_their_requirements_are_met() {
+    let templates = scratch("templates");
+    fs::create_dir_all(templates.join("client")).expect("dir");
+    fs::create_dir_all(templates.join("crate/examples")).expect("dir");
+    fs::write(
+        templates.join("client/kept.rs"),
+        "// openwop-codegen: requires operation getRun\n// a comment that survives\npub fn kept() {}\n",
+    )
+    .expect("write");
+    fs::write(
+        templates.join("client/dropped.rs"),
+        "// openwop-codegen: requires operation noSuchOperation\npub fn dropped() {}\n",
+    )
+    .expect("write");
+    fs::write(templates.join("crate/README.md"), "# mini\n").expect("write");
+    fs::write(templates.join("crate/LICENSE"), "Licence text.\n").expect("write");
+    fs::write(
+        templates.join("crate/examples/demo.rs"),
+        "// openwop-codegen: requires model RunEvent\nfn main() {}\n",
+    )
+    .expect("write");
+    let config = openwop_codegen::Config {
+        spec_root: fixtures().join("mini"),
+        templates_dir: templates,
+    };
+    let output = openwop_codegen::generate_with(&config, &mut |_| {}).expect("generates");
+    let kept = &output.files["src/client/kept.rs"];
+    assert!(kept.starts_with("// @generated") && kept.contains("// a comment that survives"));
+    assert!(!output.files.contains_key("src/client/dropped.rs"));
+    let client = &output.files["src/client/mod.rs"];
+    assert!(client.contains("mod kept;") && !client.contains("mod dropped;"));
+    assert!(output.files["README.md"].starts_with("<!-- @generated"));
+    assert_eq!(output.files["LICENSE"], "Licence text.\n");
+    assert!(output.files.contains_key("examples/demo.rs"));
+    assert!(output.files["Cargo.toml"].contains("[[example]]\nname = \"demo\""));
+    assert!(output.files["src/lib.rs"].contains("include_str!(\"../README.md\")"));
+}

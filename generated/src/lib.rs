@@ -5,6 +5,7 @@
 //! Features: `client` (the async client, reqwest), `rustls` or `native-tls` (its TLS),
 //! `validators` (JSON Schema validation, jsonschema). `models`, `errors`, `dispatch`
 //! and `schemas` are always built.
+#![cfg_attr(feature = "client", doc = include_str!("../README.md"))]
 #![allow(
     clippy::all,
     clippy::pedantic,

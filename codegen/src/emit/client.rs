@@ -751,7 +751,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
 
     let helpers = inputs.helper_modules.iter().map(|m| {
         let m = ident(m);
-        quote!(mod #m;)
+        quote!(mod #m; pub use #m::*;)
     });
 
     quote! {

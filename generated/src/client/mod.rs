@@ -14,6 +14,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 pub use reqwest::header::HeaderMap;
+mod convenience;
+pub use convenience::*;
 /// Why a call failed.
 #[derive(Debug)]
 #[non_exhaustive]
