@@ -24,7 +24,7 @@ use quote::{format_ident, quote};
 use serde_json::Value;
 use syn::{Fields, Item, Type};
 
-use crate::emit::models_post::{is_optional, json_name, outer};
+use crate::emit::models_post::{json_name, outer};
 use crate::format::ident;
 use crate::load::{Corpus, OPENAPI};
 use crate::openapi::{Operation, ResponseHeader};
@@ -374,20 +374,16 @@ fn operation(
                 };
                 setters.push(setter);
             }
-            let _ = is_optional;
             (
                 quote!(fields: super::Fields,),
                 quote!(fields: super::Fields::default(),),
                 quote!(call.body = self.fields.finish::<#model_ty>(#body_required)?;),
             )
         }
-        (Some(schema), model, _) => {
+        (Some(_), model, _) => {
             let ty = match model {
                 Some(m) => model_path(m),
-                None => {
-                    let _ = schema;
-                    quote!(::serde_json::Value)
-                }
+                None => quote!(::serde_json::Value),
             };
             setters.push(quote! {
                 /// The request body.

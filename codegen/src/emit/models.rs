@@ -75,7 +75,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         }
     }
 
-    let (stream, type_names) = match typify_unique(&mut defs, &mut warnings, &mut renames)? {
+    let (stream, type_names) = match typify_unique(&mut defs, &mut renames)? {
         Ok(done) => done,
         Err(first_panic) => {
             let names: Vec<String> = defs.keys().cloned().collect();
@@ -102,11 +102,9 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
                     defs.insert(name, untyped(&doc));
                 }
             }
-            typify_unique(&mut defs, &mut warnings, &mut renames)?.map_err(|message| {
-                Error::Typify {
-                    schema: format!("the bundled namespace (first failure: {first_panic})"),
-                    message,
-                }
+            typify_unique(&mut defs, &mut renames)?.map_err(|message| Error::Typify {
+                schema: format!("the bundled namespace (first failure: {first_panic})"),
+                message,
             })?
         }
     };
@@ -145,7 +143,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     post::order_fields(&mut items, &schemas);
     let roots: std::collections::BTreeSet<String> =
         inputs.request_roots.iter().map(|n| renamed(n)).collect();
-    let closed = post::apply_openness(&mut items, &roots, &resolved);
+    post::apply_openness(&mut items, &roots, &resolved);
     post::default_for_bodies(&mut items, &roots);
 
     let open_enums: std::collections::BTreeSet<String> =
@@ -194,7 +192,6 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
 
         #(#payloads)*
     };
-    let _ = closed;
     Ok(Models {
         tokens,
         warnings,
@@ -333,12 +330,12 @@ fn untyped(original: &Value) -> Schema {
 }
 
 /// Runs typify until no two types share a name. typify names an inline schema after its
-/// parent and property (`HostEvent.type` → `HostEventType`) without looking at definitions
-/// of that name; the definition yields and becomes `<Name>Def`, references included.
+/// parent and property without looking at definitions of that name; the definition yields
+/// and becomes `<Name>Def`, references included. (The shapes the generator hoists itself,
+/// such as `HostEvent.type`, never clash: see `crate::shapes`.)
 /// The outer error is a name clash no rename can fix; the inner one is a typify panic.
 fn typify_unique(
     defs: &mut BTreeMap<String, Schema>,
-    warnings: &mut Vec<String>,
     renames: &mut BTreeMap<String, String>,
 ) -> Result<std::result::Result<(TokenStream, Vec<String>), String>> {
     for _ in 0..8 {
@@ -364,7 +361,6 @@ fn typify_unique(
             };
             // Nothing is lost: both types stay typed, under names fixed by the corpus.
             let renamed = format!("{clash}Def");
-            let _ = &warnings;
             defs.insert(renamed.clone(), schema);
             rename_refs(defs, &clash, &renamed);
             renames.insert(clash.clone(), renamed.clone());

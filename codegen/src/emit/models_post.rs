@@ -528,8 +528,11 @@ pub(crate) fn typed_payload(
         .map(|(v, t)| format!(" `{}` = `{v}`: [`{t}`].", d.tag))
         .collect();
     // One `From` per payload type that only one tag uses.
-    let froms = variants.iter().zip(&vids).filter_map(|((_, t), v)| {
-        (variants.iter().filter(|(_, other)| other == t).count() == 1).then(|| {
+    let froms = variants
+        .iter()
+        .zip(&vids)
+        .filter(|((_, t), _)| variants.iter().filter(|(_, other)| other == t).count() == 1)
+        .map(|((_, t), v)| {
             let ty = ident(t);
             quote! {
                 impl From<#ty> for #name {
@@ -538,8 +541,7 @@ pub(crate) fn typed_payload(
                     }
                 }
             }
-        })
-    });
+        });
 
     let (other_ty, as_value, from_value, wire_ty) = match hold {
         Holder::Map | Holder::OptionMap => (
