@@ -36,6 +36,8 @@ if [[ $what == all || $what == --peers ]]; then
   step "peer: Python openwop-client"
   (cd tests/peers/openwop_client && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
 
+  step "SDK: the generated client's quickstart example against the host"
+  tests/sdk_example.sh
   step "peers: A2A"
   tests/peers/a2a/run.sh
   step "peers: MCP (clients and the conformance suite)"

@@ -33,8 +33,23 @@ pub(crate) struct Bundle {
     /// Alias name → target type name (components that are only a `$ref`).
     pub aliases: BTreeMap<String, String>,
     pub warnings: Vec<String>,
+    /// Payloads bound to a tag by `allOf: [{if: {tag: const}, then: {payload: …}}]`, by owner.
+    pub discriminators: BTreeMap<String, Discriminator>,
     /// `(file, pointer)` → type name, for naming schemas found later (client operations).
     index: BTreeMap<(String, String), String>,
+}
+
+/// A payload property whose schema a tag property selects (see [`crate::shapes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Discriminator {
+    /// The tag property (`type`, `kind`).
+    pub tag: String,
+    /// The payload property (`payload`, `data`).
+    pub payload: String,
+    /// Tag value → the type its payload is, in schema order.
+    pub variants: Vec<(String, String)>,
+    /// `file#pointer` of the `allOf`, for messages.
+    pub origin: String,
 }
 
 impl Bundle {
@@ -51,8 +66,11 @@ impl Bundle {
             uris,
             index: self.index.clone(),
             warnings: Vec::new(),
+            discriminators: BTreeMap::new(),
+            hoisted: Vec::new(),
+            judged: Default::default(),
         };
-        let projected = b.schema(OPENAPI, schema, 0);
+        let projected = b.schema(OPENAPI, "", schema, 0);
         let name = projected.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?;
         is_pure_ref(&projected).then(|| {
             self.aliases
@@ -111,6 +129,21 @@ struct Bundler<'a> {
     /// `(file, pointer)` → type name.
     index: BTreeMap<(String, String), String>,
     warnings: Vec<String>,
+    /// Recognised tag → payload bindings, by owner type name.
+    discriminators: BTreeMap<String, Discriminator>,
+    /// Inline payload schemas of recognised bindings, to become types of their own:
+    /// `(suggested name, projected schema, file#pointer)`.
+    hoisted: Vec<(String, Value, String)>,
+    /// Conditionals already judged as an `allOf` item of their parent.
+    judged: std::collections::BTreeSet<(String, String)>,
+}
+
+impl Bundler<'_> {
+    fn warn(&mut self, warning: String) {
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
+    }
 }
 
 pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
@@ -162,6 +195,9 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         uris,
         index: BTreeMap::new(),
         warnings: Vec::new(),
+        discriminators: BTreeMap::new(),
+        hoisted: Vec::new(),
+        judged: Default::default(),
     };
     let mut first_owner: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (rel, pointer, name) in &sources {
@@ -178,7 +214,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
             .pointer(pointer)
             .cloned()
             .unwrap_or(Value::Null);
-        let projected = b.schema(rel, &raw, 0);
+        let projected = b.schema(rel, pointer, &raw, 0);
         let here = format!("{rel}#{pointer}");
         match out.defs.get(name) {
             None => {
@@ -201,7 +237,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
             .pointer(&pointer)
             .cloned()
             .unwrap_or(Value::Null);
-        let projected = b.schema(OPENAPI, &raw, 0);
+        let projected = b.schema(OPENAPI, &pointer, &raw, 0);
         let alias = name.to_upper_camel_case();
         match projected
             .get("$ref")
@@ -222,6 +258,21 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
             }
         }
     }
+    // Inline payload schemas of tag → payload bindings become types of their own, so the
+    // typed payload view can name them.
+    for (suggested, schema, here) in std::mem::take(&mut b.hoisted) {
+        let name = unique_name(&suggested, |n| out.defs.contains_key(n));
+        for d in b.discriminators.values_mut() {
+            for (_, target) in d.variants.iter_mut() {
+                if *target == format!("{HOISTED}{suggested}") {
+                    *target = name.clone();
+                }
+            }
+        }
+        out.origin.insert(name.clone(), here);
+        out.defs.insert(name, schema);
+    }
+    out.discriminators = b.discriminators;
     out.warnings = b.warnings;
     out.index = b.index;
     Ok(out)
@@ -251,19 +302,27 @@ fn join_rel(dir: &str, path: &str) -> String {
 }
 
 impl Bundler<'_> {
-    /// Rewrites one schema found in `file`: references first, then keyword projection.
-    fn schema(&mut self, file: &str, v: &Value, depth: usize) -> Value {
+    /// Rewrites one schema found at `file#pointer`: references first, then keyword
+    /// projection. Keywords the projection drops are classified on the way (see
+    /// [`crate::shapes::validation_only`]): a tag → payload binding is recorded, anything
+    /// else that would have typed something is a warning naming where it is.
+    fn schema(&mut self, file: &str, pointer: &str, v: &Value, depth: usize) -> Value {
         match v {
             Value::Object(obj) => {
+                self.classify(file, pointer, obj, depth);
                 let mut out = Map::new();
                 for (k, child) in obj {
+                    let here = format!("{pointer}/{}", escape(k));
                     let child = match k.as_str() {
                         "$ref" => continue,
                         "properties" | "patternProperties" | "$defs" | "definitions"
                         | "dependentSchemas" => {
                             Value::Object(child.as_object().map_or_else(Map::new, |m| {
                                 m.iter()
-                                    .map(|(name, s)| (name.clone(), self.schema(file, s, depth)))
+                                    .map(|(name, s)| {
+                                        let p = format!("{here}/{}", escape(name));
+                                        (name.clone(), self.schema(file, &p, s, depth))
+                                    })
                                     .collect()
                             }))
                         }
@@ -279,13 +338,25 @@ impl Bundler<'_> {
                         | "then"
                         | "else" => match child {
                             Value::Array(items) => Value::Array(
-                                items.iter().map(|s| self.schema(file, s, depth)).collect(),
+                                items
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(i, s)| {
+                                        self.schema(file, &format!("{here}/{i}"), s, depth)
+                                    })
+                                    .collect(),
                             ),
-                            other => self.schema(file, other, depth),
+                            other => self.schema(file, &here, other, depth),
                         },
                         "allOf" | "anyOf" | "oneOf" | "prefixItems" => match child {
                             Value::Array(items) => Value::Array(
-                                items.iter().map(|s| self.schema(file, s, depth)).collect(),
+                                items
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(i, s)| {
+                                        self.schema(file, &format!("{here}/{i}"), s, depth)
+                                    })
+                                    .collect(),
                             ),
                             other => other.clone(),
                         },
@@ -294,7 +365,7 @@ impl Bundler<'_> {
                     out.insert(k.clone(), child);
                 }
                 if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
-                    match self.reference(file, reference, depth) {
+                    match self.reference(file, pointer, reference, depth) {
                         Target::Named(name) => {
                             out.insert("$ref".to_owned(), Value::String(format!("#/$defs/{name}")));
                         }
@@ -312,7 +383,144 @@ impl Bundler<'_> {
         }
     }
 
-    fn reference(&mut self, file: &str, reference: &str, depth: usize) -> Target {
+    /// Looks at the keywords of one schema object that the projection drops.
+    fn classify(&mut self, file: &str, pointer: &str, obj: &Map<String, Value>, depth: usize) {
+        let owner = self
+            .index
+            .get(&(file.to_owned(), pointer.to_owned()))
+            .cloned();
+        // Conditionals: the object's own `if` and every `allOf` item that is one.
+        let mut clauses: Vec<(String, &Map<String, Value>)> = Vec::new();
+        if (obj.contains_key("if") || obj.contains_key("then") || obj.contains_key("else"))
+            && !self.judged.contains(&(file.to_owned(), pointer.to_owned()))
+        {
+            clauses.push((pointer.to_owned(), obj));
+        }
+        if let Some(items) = obj.get("allOf").and_then(Value::as_array) {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(o) = item.as_object()
+                    && (o.contains_key("if") || o.contains_key("then") || o.contains_key("else"))
+                {
+                    let at = format!("{pointer}/allOf/{i}");
+                    self.judged.insert((file.to_owned(), at.clone()));
+                    clauses.push((at, o));
+                }
+            }
+        }
+        let mut bindings: Vec<(String, Binding)> = Vec::new();
+        for (at, clause) in &clauses {
+            let quiet = ["then", "else"]
+                .iter()
+                .all(|k| clause.get(*k).is_none_or(crate::shapes::validation_only));
+            if quiet {
+                continue;
+            }
+            match binding(obj, clause) {
+                Some(b) if owner.is_some() => bindings.push((at.clone(), b)),
+                _ => self.warn(format!(
+                    "{file}#{at}: `if`/`then`/`else` that types a member outside the recognised tag → payload pattern; the models do not type it (the validators enforce it)"
+                )),
+            }
+        }
+        if let (Some(owner), Some((first_at, first))) = (owner, bindings.first()) {
+            let (tag, payload) = (first.tag.clone(), first.payload.clone());
+            let origin = format!(
+                "{file}#{}",
+                first_at
+                    .rsplit_once("/allOf/")
+                    .map_or(first_at.as_str(), |(head, _)| head)
+            );
+            let mut variants = Vec::new();
+            for (at, b) in &bindings {
+                if b.tag != tag
+                    || b.payload != payload
+                    || variants.iter().any(|(v, _)| *v == b.value)
+                {
+                    self.warn(format!(
+                        "{file}#{at}: a second tag → payload binding (`{}` → `{}`) beside `{tag}` → `{payload}`; the models do not type it (the validators enforce it)",
+                        b.tag, b.payload
+                    ));
+                    continue;
+                }
+                let schema_at = format!("{at}/then/properties/{}", escape(&payload));
+                let target = match b.schema.get("$ref").and_then(Value::as_str) {
+                    Some(reference) if is_pure_ref(&b.schema) => {
+                        match self.reference(file, &schema_at, reference, depth) {
+                            Target::Named(name) => name,
+                            Target::Inline(_) => {
+                                self.hoist(file, &schema_at, &b.schema, &b.value, &payload, depth)
+                            }
+                        }
+                    }
+                    _ => self.hoist(file, &schema_at, &b.schema, &b.value, &payload, depth),
+                };
+                variants.push((b.value.clone(), target));
+            }
+            self.discriminators.insert(
+                owner,
+                Discriminator {
+                    tag,
+                    payload,
+                    variants,
+                    origin,
+                },
+            );
+        }
+
+        // `contains` and `propertyNames` only ever check values (an item somewhere, the keys);
+        // `not` over a schema with structure excludes a shape the model cannot express.
+        for key in ["not"] {
+            if let Some(child) = obj.get(key)
+                && !crate::shapes::validation_only(child)
+            {
+                self.warn(format!(
+                    "{file}#{pointer}/{key}: `{key}` over a schema with structure; the models do not type it (the validators enforce it)"
+                ));
+            }
+        }
+        for key in ["unevaluatedProperties", "unevaluatedItems"] {
+            if obj.get(key).is_some_and(|v| !v.is_boolean()) {
+                self.warn(format!(
+                    "{file}#{pointer}/{key}: a schema for unevaluated members; the models do not type it (the validators enforce it)"
+                ));
+            }
+        }
+        for key in ["dependentSchemas", "dependencies"] {
+            if let Some(map) = obj.get(key).and_then(Value::as_object) {
+                for (name, child) in map {
+                    if !child.is_array() && !crate::shapes::validation_only(child) {
+                        self.warn(format!(
+                            "{file}#{pointer}/{key}/{}: a dependent schema with structure; the models do not type it (the validators enforce it)",
+                            escape(name)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// An inline payload schema of a binding: projected now, named when bundling ends.
+    fn hoist(
+        &mut self,
+        file: &str,
+        pointer: &str,
+        schema: &Value,
+        value: &str,
+        payload: &str,
+        depth: usize,
+    ) -> String {
+        let projected = self.schema(file, pointer, schema, depth);
+        let suggested = format!(
+            "{}{}",
+            crate::shapes::variant_name(value),
+            payload.to_upper_camel_case()
+        );
+        self.hoisted
+            .push((suggested.clone(), projected, format!("{file}#{pointer}")));
+        format!("{HOISTED}{suggested}")
+    }
+
+    fn reference(&mut self, file: &str, pointer: &str, reference: &str, depth: usize) -> Target {
         let (path, fragment) = reference.split_once('#').unwrap_or((reference, ""));
         let target_file = if path.is_empty() {
             Some(file.to_owned())
@@ -327,12 +535,11 @@ impl Bundler<'_> {
             self.corpus.has(&rel).then_some(rel)
         };
         let Some(target_file) = target_file else {
-            let warning = format!(
-                "{file}: `$ref` {reference} names a file the corpus lacks; typed as serde_json::Value"
-            );
             // Schema files' missing references are already reported once, with their pointer.
-            if file == OPENAPI && !self.warnings.contains(&warning) {
-                self.warnings.push(warning);
+            if file == OPENAPI {
+                self.warn(format!(
+                    "{file}#{pointer}: `$ref` {reference} names a file the corpus lacks; typed as serde_json::Value"
+                ));
             }
             return Target::Inline(Value::Object(Map::new()));
         };
@@ -340,18 +547,16 @@ impl Bundler<'_> {
             return Target::Named(name.clone());
         }
         let Some(raw) = self.corpus.value(&target_file).pointer(fragment).cloned() else {
-            let warning =
-                format!("{file}: `$ref` {reference} points at nothing; typed as serde_json::Value");
-            if !self.warnings.contains(&warning) {
-                self.warnings.push(warning);
-            }
+            self.warn(format!(
+                "{file}#{pointer}: `$ref` {reference} points at nothing; typed as serde_json::Value"
+            ));
             return Target::Inline(Value::Object(Map::new()));
         };
         if depth >= MAX_INLINE_DEPTH {
             return Target::Inline(Value::Object(Map::new()));
         }
         // A document root that only points at its main definition, or a deep pointer.
-        let mut inlined = self.schema(&target_file, &raw, depth + 1);
+        let mut inlined = self.schema(&target_file, fragment, &raw, depth + 1);
         if let Some(o) = inlined.as_object_mut() {
             o.remove("$defs");
         }
@@ -364,6 +569,91 @@ impl Bundler<'_> {
             _ => Target::Inline(inlined),
         }
     }
+}
+
+/// Marks a variant target that is a hoisted schema still waiting for its final name.
+const HOISTED: &str = "\u{0}hoisted:";
+
+/// One `if: {tag: const}` / `then: {payload: schema}` clause.
+struct Binding {
+    tag: String,
+    value: String,
+    payload: String,
+    schema: Value,
+}
+
+/// The clause as a tag → payload binding: `if` holds exactly `properties: {tag: {const}}`
+/// (and may require the tag), `then` gives exactly one property of the owner a schema
+/// with structure and otherwise only narrows (a sibling's `const`, `required`). No `else`.
+fn binding(owner: &Map<String, Value>, clause: &Map<String, Value>) -> Option<Binding> {
+    if clause.contains_key("else")
+        || clause
+            .keys()
+            .any(|k| !matches!(k.as_str(), "if" | "then" | "$comment" | "description"))
+    {
+        return None;
+    }
+    let cond = clause.get("if")?.as_object()?;
+    if cond
+        .keys()
+        .any(|k| !matches!(k.as_str(), "properties" | "required" | "$comment"))
+    {
+        return None;
+    }
+    let props = cond.get("properties")?.as_object()?;
+    let (tag, test) = match props.iter().collect::<Vec<_>>().as_slice() {
+        [(tag, test)] => ((*tag).clone(), *test),
+        _ => return None,
+    };
+    let value = match (
+        test.get("const"),
+        test.get("enum").and_then(Value::as_array),
+    ) {
+        (Some(Value::String(v)), _) => v.clone(),
+        (None, Some(values)) if values.len() == 1 => values[0].as_str()?.to_owned(),
+        _ => return None,
+    };
+    if let Some(required) = cond.get("required").and_then(Value::as_array)
+        && required.iter().any(|r| r.as_str() != Some(tag.as_str()))
+    {
+        return None;
+    }
+    let then = clause.get("then")?.as_object()?;
+    if then.keys().any(|k| {
+        !matches!(
+            k.as_str(),
+            "properties" | "required" | "$comment" | "description"
+        )
+    }) {
+        return None;
+    }
+    let declared = owner.get("properties").and_then(Value::as_object)?;
+    let mut typed = then
+        .get("properties")?
+        .as_object()?
+        .iter()
+        .filter(|(_, s)| !crate::shapes::validation_only(s));
+    let (payload, schema) = typed.next()?;
+    if typed.next().is_some() || !declared.contains_key(payload) || !declared.contains_key(&tag) {
+        return None;
+    }
+    Some(Binding {
+        tag,
+        value,
+        payload: payload.clone(),
+        schema: schema.clone(),
+    })
+}
+
+/// `wanted`, or `wanted` with the first free numeric suffix.
+pub(crate) fn unique_name(wanted: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(wanted) {
+        return wanted.to_owned();
+    }
+    (2..)
+        .map(|i| format!("{wanted}{i}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| wanted.to_owned())
 }
 
 enum Target {

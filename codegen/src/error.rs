@@ -50,6 +50,9 @@ pub enum Error {
     /// A template under `codegen/templates/` does not parse as Rust.
     #[error("template {file} does not parse as Rust: {message}")]
     Template { file: String, message: String },
+    /// `--strict`: the generator worked around something (each warning names where).
+    #[error("{} warning(s) under --strict:\n{}", warnings.len(), warnings.iter().map(|w| format!("  {w}")).collect::<Vec<_>>().join("\n"))]
+    Strict { warnings: Vec<String> },
     /// An output file could not be written or listed.
     #[error("cannot write {path}: {source}")]
     Write {

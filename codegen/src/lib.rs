@@ -13,6 +13,7 @@ mod map;
 mod openapi;
 mod project;
 mod registry;
+mod shapes;
 mod templates;
 mod uris;
 
@@ -30,6 +31,21 @@ pub struct Output {
     pub files: BTreeMap<String, String>,
     /// Things the generator worked around (missing referenced files, untypable schemas).
     pub warnings: Vec<String>,
+}
+
+impl Output {
+    /// `Err(Error::Strict)` listing every warning, when there is one: for `--strict`, which
+    /// refuses a corpus the generator had to work around (an untypable construct, a missing
+    /// referenced file, a typify fallback).
+    pub fn strict(&self) -> Result<()> {
+        if self.warnings.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Strict {
+                warnings: self.warnings.clone(),
+            })
+        }
+    }
 }
 
 /// What to generate from.
@@ -132,10 +148,14 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     ));
 
     let templates = templates::load(&config.templates_dir)?;
-    let names: Vec<String> = templates.iter().map(|t| t.name.clone()).collect();
-    for t in templates {
+    let names: Vec<String> = templates
+        .validators
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    for t in &templates.validators {
         out.files
-            .insert(format!("src/validators/{}.rs", t.name), t.rendered);
+            .insert(format!("src/validators/{}.rs", t.name), t.rendered.clone());
     }
     out.files.insert(
         "src/validators/mod.rs".to_owned(),
@@ -147,9 +167,27 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     );
     progress(&format!("validators with {} rule modules", names.len()));
 
-    let bundled = bundle::bundle(&corpus, &uris)?;
+    let mut bundled = bundle::bundle(&corpus, &uris)?;
     out.warnings.extend(bundled.warnings.iter().cloned());
-    let models = emit::models::emit(&bundled)?;
+    let open_enums = shapes::open_enums(&mut bundled);
+    let request_roots: std::collections::BTreeSet<String> = ops
+        .iter()
+        .filter_map(|op| op.body.as_ref())
+        .filter_map(|body| bundled.named_in_openapi(&corpus, &uris, body))
+        .collect();
+    let registry_codes: Vec<String> = errors
+        .iter()
+        .filter(|e| !e.code.contains('.'))
+        .map(|e| e.code.clone())
+        .collect();
+    let models = emit::models::emit(
+        &bundled,
+        &emit::models::Inputs {
+            open_enums: &open_enums,
+            request_roots: &request_roots,
+            registry_codes: &registry_codes,
+        },
+    )?;
     out.warnings.extend(models.warnings.iter().cloned());
     let mut model_in = schema_in.clone();
     model_in.push(load::OPENAPI);
@@ -162,9 +200,11 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         )?,
     );
     progress(&format!(
-        "models: {} types, {} aliases",
+        "models: {} types, {} aliases, {} open enums, {} typed payloads",
         models.count,
-        bundled.aliases.len()
+        bundled.aliases.len(),
+        open_enums.len(),
+        bundled.discriminators.len()
     ));
 
     let named = |schema: &serde_json::Value| {
@@ -172,32 +212,102 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         let name = models.renames.get(&name).cloned().unwrap_or(name);
         models.type_names.contains(&name).then_some(name)
     };
+    // The items of an event stream: `itemSchema` (OpenAPI 3.2), the schema's
+    // `contentSchema`, else the `*.schema.json` file its description names.
+    let stream_item = |op: &openapi::Operation| {
+        let media = op.stream_media.as_ref()?;
+        let schema = media.get("schema");
+        let explicit = [
+            media.get("itemSchema"),
+            schema.and_then(|s| s.get("contentSchema")),
+        ];
+        if let Some(found) = explicit.into_iter().flatten().find_map(&named) {
+            return Some(found);
+        }
+        let description = schema?.get("description")?.as_str()?;
+        let file = description
+            .split(|c: char| c.is_whitespace() || "()[],;`'\"".contains(c))
+            .find(|w| w.ends_with(".schema.json"))?;
+        let rel = corpus
+            .schema_files
+            .iter()
+            .find(|r| r.rsplit('/').next() == Some(file))?;
+        named(&serde_json::json!({ "$ref": uris.by_file.get(rel)? }))
+    };
+    let has_op = |id: &str| ops.iter().any(|o| o.operation_id == id);
+    let has_model = |name: &str| models.type_names.contains(name);
+    let satisfied = |t: &templates::Template| {
+        t.requires.iter().all(|(kind, name)| match kind.as_str() {
+            "operation" => has_op(name),
+            "model" => has_model(name),
+            _ => false,
+        })
+    };
+    let helpers: Vec<&templates::Template> =
+        templates.client.iter().filter(|t| satisfied(t)).collect();
+    let helper_names: Vec<String> = helpers.iter().map(|t| t.name.clone()).collect();
+    for t in &helpers {
+        out.files
+            .insert(format!("src/client/{}.rs", t.name), t.rendered.clone());
+    }
+    let headers = openapi::response_headers(&corpus);
     out.files.insert(
-        "src/client.rs".to_owned(),
+        "src/client/mod.rs".to_owned(),
         format::rust(
-            "src/client.rs",
+            "src/client/mod.rs",
             &corpus.provenance(&model_in),
-            emit::client::emit(&corpus, &ops, &named),
+            emit::client::emit(&emit::client::Inputs {
+                corpus: &corpus,
+                ops: &ops,
+                named: &named,
+                stream_item: &stream_item,
+                models: &models.items,
+                open_enums: &models.open_enums,
+                headers: &headers,
+                helper_modules: &helper_names,
+            }),
         )?,
     );
-    progress(&format!("client: {} operations", ops.len()));
+    progress(&format!(
+        "client: {} operations, {} helper modules",
+        ops.len(),
+        helper_names.len()
+    ));
+
+    let mut examples = Vec::new();
+    for t in templates.files.iter().filter(|t| satisfied(t)) {
+        if let Some(example) = t
+            .name
+            .strip_prefix("examples/")
+            .and_then(|n| n.strip_suffix(".rs"))
+        {
+            examples.push(example.to_owned());
+        }
+        out.files.insert(t.name.clone(), t.rendered.clone());
+    }
 
     let modules = [
-        "client",
-        "dispatch",
-        "errors",
-        "models",
-        "schemas",
-        "validators",
+        ("client", Some("client")),
+        ("dispatch", None),
+        ("errors", None),
+        ("models", None),
+        ("schemas", None),
+        ("validators", Some("validators")),
     ];
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
     out.files.insert(
         "src/lib.rs".to_owned(),
-        format::rust("src/lib.rs", &provenance, emit::lib_rs::emit(&modules))?,
+        format::rust(
+            "src/lib.rs",
+            &provenance,
+            emit::lib_rs::emit(&modules, out.files.contains_key("README.md")),
+        )?,
     );
-    out.files
-        .insert("Cargo.toml".to_owned(), emit::cargo_toml::emit(&provenance));
+    out.files.insert(
+        "Cargo.toml".to_owned(),
+        emit::cargo_toml::emit(&provenance, &examples),
+    );
 
     progress(&format!(
         "rendered {} files in {:.2?}",

@@ -16,6 +16,9 @@ pub(crate) struct Parameter {
     /// `path`, `query` or `header`.
     pub location: String,
     pub required: bool,
+    /// The parameter's schema (an empty object when it states none).
+    pub schema: Value,
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -31,6 +34,84 @@ pub(crate) struct Operation {
     pub response: Option<Value>,
     /// The first 2xx response is `text/event-stream`.
     pub streams: bool,
+    /// That event stream's media type object (`schema`, `itemSchema`).
+    pub stream_media: Option<Value>,
+    /// The operation declares a `304` answer (a conditional read).
+    pub not_modified: bool,
+    /// `security: []`: the operation takes no credential.
+    pub anonymous: bool,
+    /// The body is required (`requestBody.required`).
+    pub body_required: bool,
+}
+
+/// A response header the document declares somewhere: its name and JSON type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResponseHeader {
+    pub name: String,
+    /// `string`, `integer` or `boolean`.
+    pub kind: String,
+    pub description: Option<String>,
+    /// Declared on a 2xx or 3xx answer (else only on errors).
+    pub on_success: bool,
+    /// Declared on a 4xx or 5xx answer.
+    pub on_error: bool,
+}
+
+/// Every response header the document declares, sorted by name.
+pub(crate) fn response_headers(corpus: &Corpus) -> Vec<ResponseHeader> {
+    let doc = corpus.value(OPENAPI);
+    let mut out: Vec<ResponseHeader> = Vec::new();
+    let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
+        return out;
+    };
+    for item in paths.values() {
+        for verb in VERBS {
+            let Some(responses) = item
+                .get(*verb)
+                .and_then(|op| op.get("responses"))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            for (code, response) in responses {
+                let response = resolve_local(doc, response);
+                let success = code.starts_with('2') || code.starts_with('3');
+                let Some(headers) = response.get("headers").and_then(Value::as_object) else {
+                    continue;
+                };
+                for (name, header) in headers {
+                    let header = resolve_local(doc, header);
+                    let schema = resolve_local(doc, header.get("schema").unwrap_or(&Value::Null));
+                    let kind = match schema.get("type").and_then(Value::as_str) {
+                        Some(t @ ("integer" | "boolean")) => t.to_owned(),
+                        _ => "string".to_owned(),
+                    };
+                    let description = header
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    match out.iter_mut().find(|h| h.name.eq_ignore_ascii_case(name)) {
+                        Some(h) => {
+                            h.on_success |= success;
+                            h.on_error |= !success;
+                            if h.description.is_none() {
+                                h.description = description;
+                            }
+                        }
+                        None => out.push(ResponseHeader {
+                            name: name.clone(),
+                            kind,
+                            description,
+                            on_success: success,
+                            on_error: !success,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by_key(|h| h.name.to_ascii_lowercase());
+    out
 }
 
 pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
@@ -76,6 +157,14 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                     location: location.to_owned(),
                     required: location == "path"
                         || param.get("required").and_then(Value::as_bool) == Some(true),
+                    schema: param
+                        .get("schema")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default())),
+                    description: param
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                 });
             }
             // Upstream declares some path parameters only in the template; they are still required.
@@ -88,6 +177,8 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                         name,
                         location: "path".to_owned(),
                         required: true,
+                        schema: Value::Object(Default::default()),
+                        description: None,
                     });
                 }
             }
@@ -103,9 +194,21 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                         .find(|(code, _)| code.starts_with('2'))
                         .map(|(_, v)| resolve_local(doc, v))
                 });
-            let streams = ok
-                .and_then(|r| r.pointer("/content/text~1event-stream"))
-                .is_some();
+            let stream_content = ok.and_then(|r| r.pointer("/content/text~1event-stream"));
+            let streams = stream_content.is_some();
+            let stream_media = stream_content.cloned();
+            let not_modified = op
+                .get("responses")
+                .and_then(Value::as_object)
+                .is_some_and(|r| r.contains_key("304"));
+            let anonymous = op
+                .get("security")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty);
+            let body_required = body
+                .and_then(|b| b.get("required"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             let response = ok
                 .and_then(|r| r.pointer("/content/application~1json/schema"))
                 .cloned();
@@ -118,6 +221,10 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                 body: body_schema,
                 response,
                 streams,
+                stream_media,
+                not_modified,
+                anonymous,
+                body_required,
             });
         }
     }

@@ -64,6 +64,11 @@ fn an_added_error_code_gives_a_new_variant() {
             rows.push(json!({"code": "brand_new_failure", "httpStatus": 503, "retriable": true, "summary": "New."}));
         }
     });
+    edit_json(&root.join("schemas/v2/error-envelope.schema.json"), |doc| {
+        if let Some(list) = doc["$defs"]["errorCode"]["anyOf"][0]["enum"].as_array_mut() {
+            list.push(json!("brand_new_failure"));
+        }
+    });
     let after = gen_mini(&root).expect("generates");
     let errors = &after.files["src/errors.rs"];
     assert!(
@@ -427,4 +432,202 @@ fn two_different_definitions_of_one_name_fail_and_identical_ones_merge() {
         message.contains("schemas/v2/other.schema.json#/$defs/runId"),
         "{message}"
     );
+}
+
+/// Conditionals that only narrow (a sibling's `const`, `required`) are silent; tag →
+/// payload bindings get a typed view; the open-string tag becomes an open enum.
+#[test]
+fn bindings_are_typed_and_narrowing_conditionals_are_silent() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    assert!(
+        output
+            .warnings
+            .iter()
+            .all(|w| !w.contains("run-event.schema.json")),
+        "{:?}",
+        output.warnings
+    );
+    let models = &output.files["src/models.rs"];
+    for wanted in [
+        "pub enum RunEventPayload",
+        "RunStarted(RunStarted)",
+        "RunCompleted(RunCompleted)",
+        "pub fn typed_payload(&self)",
+        "pub fn set_typed_payload(",
+        // The open-string tag with its bound values, and the inline payload hoisted.
+        "pub enum HostNoteKind",
+        "NotePosted,",
+        "pub enum HostNoteBody",
+        "NotePosted(NotePostedBody)",
+        "pub fn typed_body(&self)",
+        // The anyOf shapes.
+        "pub enum RunEventType",
+        "pub enum EventPageStatus",
+        "Other(::std::string::String)",
+        // The registry bridge on the enum that lists every registry code.
+        "pub fn registered(&self) -> Option<crate::errors::ErrorCode>",
+    ] {
+        assert!(models.contains(wanted), "no `{wanted}` in:\n{models}");
+    }
+    assert_eq!(models.matches("pub fn registered(").count(), 1);
+}
+
+/// A struct's text: its attributes and doc lines, then its body.
+fn struct_body(models: &str, name: &str) -> String {
+    let lines: Vec<&str> = models.lines().collect();
+    let head = format!("pub struct {name} {{");
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no struct {name}"));
+    let mut start = at;
+    while start > 0 {
+        let above = lines[start - 1];
+        let part_of_attrs = above.starts_with("#[")
+            || above.starts_with("///")
+            || above.starts_with("    ")
+            || above.starts_with(")]");
+        if !part_of_attrs {
+            break;
+        }
+        start -= 1;
+    }
+    let end = (at..lines.len())
+        .find(|i| lines[*i] == "}")
+        .unwrap_or(lines.len() - 1);
+    lines[start..=end].join("\n")
+}
+
+/// Request bodies (and what they reach) stay closed; answers and documents are open; fields
+/// keep the schema's order.
+#[test]
+fn openness_follows_position_and_fields_keep_schema_order() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    let models = &output.files["src/models.rs"];
+    for closed in ["CreateRunRequest", "Tag"] {
+        assert!(
+            struct_body(models, closed).contains("deny_unknown_fields"),
+            "{closed} must stay closed"
+        );
+    }
+    for open in [
+        "RunSnapshot",
+        "RunEvent",
+        "EventPage",
+        "RunStarted",
+        "ErrorEnvelope",
+    ] {
+        assert!(
+            !struct_body(models, open).contains("deny_unknown_fields"),
+            "{open} must ignore unknown members"
+        );
+    }
+    let event = struct_body(models, "RunEvent");
+    let order: Vec<usize> = ["pub type_:", "pub payload:", "pub sequence:", "pub run_id:"]
+        .iter()
+        .map(|f| event.find(f).unwrap_or_else(|| panic!("no {f} in {event}")))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{event}");
+}
+
+/// An `if`/`then` that types a member outside the recognised pattern, and a `not` over a
+/// structured schema, are warnings naming file and pointer, and `strict()` refuses them.
+#[test]
+fn untypable_constructs_warn_with_their_pointer_and_fail_strict() {
+    let root = mini_copy("untypable");
+    edit_json(&root.join("schemas/v2/ids.schema.json"), |doc| {
+        doc["$defs"]["shaped"] = json!({
+            "type": "object",
+            "properties": { "a": { "type": "string" }, "b": {} },
+            "if": { "required": ["a"] },
+            "then": { "properties": { "b": { "$ref": "#/$defs/runId" } } },
+            "else": { "properties": { "b": { "type": "integer" } } }
+        });
+        doc["$defs"]["negated"] = json!({
+            "type": "object",
+            "properties": { "c": { "not": { "type": "object", "properties": { "d": { "type": "string" } } } } }
+        });
+    });
+    let output = gen_mini(&root).expect("generates with warnings");
+    for wanted in [
+        "schemas/v2/ids.schema.json#/$defs/shaped: `if`/`then`/`else`",
+        "schemas/v2/ids.schema.json#/$defs/negated/properties/c/not",
+    ] {
+        assert!(
+            output.warnings.iter().any(|w| w.starts_with(wanted)),
+            "no warning starting `{wanted}` in {:?}",
+            output.warnings
+        );
+    }
+    let message = output.strict().expect_err("strict refuses").to_string();
+    assert!(message.contains("#/$defs/shaped"), "{message}");
+}
+
+/// An inline open enum is hoisted under `<Parent><Property>`; when an authored definition
+/// holds that name, the definition keeps it and the hoisted type takes a `Value` suffix.
+#[test]
+fn hoisted_open_enums_never_take_an_authored_name() {
+    let root = mini_copy("hoist");
+    edit_json(&root.join("schemas/v2/ids.schema.json"), |doc| {
+        doc["$defs"]["note"] = json!({
+            "type": "object",
+            "properties": { "kind": { "anyOf": [
+                { "type": "string", "enum": ["a", "b"] },
+                { "type": "string" }
+            ] } }
+        });
+        doc["$defs"]["noteKind"] =
+            json!({ "type": "object", "properties": { "id": { "type": "string" } } });
+    });
+    let output = gen_mini(&root).expect("generates");
+    assert!(
+        output.warnings.iter().all(|w| !w.contains("note")),
+        "{:?}",
+        output.warnings
+    );
+    let models = &output.files["src/models.rs"];
+    assert!(models.contains("pub struct NoteKind {"), "{models}");
+    assert!(models.contains("pub enum NoteKindValue {"), "{models}");
+    assert!(struct_body(models, "Note").contains("pub kind: ::std::option::Option<NoteKindValue>"));
+}
+
+/// Client and crate templates are written only when the corpus has what they require;
+/// Markdown gets the header as a comment, a licence stays verbatim.
+#[test]
+fn templates_are_written_when_their_requirements_are_met() {
+    let templates = scratch("templates");
+    fs::create_dir_all(templates.join("client")).expect("dir");
+    fs::create_dir_all(templates.join("crate/examples")).expect("dir");
+    fs::write(
+        templates.join("client/kept.rs"),
+        "// openwop-codegen: requires operation getRun\n// a comment that survives\npub fn kept() {}\n",
+    )
+    .expect("write");
+    fs::write(
+        templates.join("client/dropped.rs"),
+        "// openwop-codegen: requires operation noSuchOperation\npub fn dropped() {}\n",
+    )
+    .expect("write");
+    fs::write(templates.join("crate/README.md"), "# mini\n").expect("write");
+    fs::write(templates.join("crate/LICENSE"), "Licence text.\n").expect("write");
+    fs::write(
+        templates.join("crate/examples/demo.rs"),
+        "// openwop-codegen: requires model RunEvent\nfn main() {}\n",
+    )
+    .expect("write");
+    let config = openwop_codegen::Config {
+        spec_root: fixtures().join("mini"),
+        templates_dir: templates,
+    };
+    let output = openwop_codegen::generate_with(&config, &mut |_| {}).expect("generates");
+    let kept = &output.files["src/client/kept.rs"];
+    assert!(kept.starts_with("// @generated") && kept.contains("// a comment that survives"));
+    assert!(!output.files.contains_key("src/client/dropped.rs"));
+    let client = &output.files["src/client/mod.rs"];
+    assert!(client.contains("mod kept;") && !client.contains("mod dropped;"));
+    assert!(output.files["README.md"].starts_with("<!-- @generated"));
+    assert_eq!(output.files["LICENSE"], "Licence text.\n");
+    assert!(output.files.contains_key("examples/demo.rs"));
+    assert!(output.files["Cargo.toml"].contains("[[example]]\nname = \"demo\""));
+    assert!(output.files["src/lib.rs"].contains("include_str!(\"../README.md\")"));
 }

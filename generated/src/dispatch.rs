@@ -477,7 +477,7 @@ pub fn a2a_task_state(
 }
 /// One MCP method row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct McpMethod {
+pub struct McpMethodRow {
     /// The JSON-RPC method, e.g. `tools/call`.
     pub method: &'static str,
     /// The v2 operation that serves it, if any.
@@ -488,68 +488,297 @@ pub struct McpMethod {
     pub extension: Option<&'static str>,
 }
 /// Every MCP method, core rows then tasks-extension rows.
-pub static MCP_METHODS: &[McpMethod] = &[
-    McpMethod {
+pub static MCP_METHODS: &[McpMethodRow] = &[
+    McpMethodRow {
         method: "server/discover",
         v2_operation: Some("getCapabilities"),
         requires: &[],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "tools/list",
         v2_operation: Some("listWorkflows"),
         requires: &["mcp.serverMount"],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "tools/call",
         v2_operation: Some("createRun"),
         requires: &["mcp.serverMount"],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "notifications/cancelled",
         v2_operation: Some("cancelRun"),
         requires: &["mcp.serverMount"],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "subscriptions/listen",
         v2_operation: None,
         requires: &["mcp.serverMount"],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "initialize",
         v2_operation: None,
         requires: &[],
         extension: None,
     },
-    McpMethod {
+    McpMethodRow {
         method: "tasks/get",
         v2_operation: Some("getRun"),
         requires: &["mcp.serverMount"],
         extension: Some("io.modelcontextprotocol/tasks"),
     },
-    McpMethod {
+    McpMethodRow {
         method: "tasks/update",
         v2_operation: Some("resolveInterruptByRun"),
         requires: &["mcp.serverMount"],
         extension: Some("io.modelcontextprotocol/tasks"),
     },
-    McpMethod {
+    McpMethodRow {
         method: "tasks/cancel",
         v2_operation: Some("cancelRun"),
         requires: &["mcp.serverMount"],
         extension: Some("io.modelcontextprotocol/tasks"),
     },
-    McpMethod {
+    McpMethodRow {
         method: "notifications/tasks",
         v2_operation: None,
         requires: &["mcp.serverMount"],
         extension: Some("io.modelcontextprotocol/tasks"),
     },
 ];
+/// A JSON-RPC method name that is not a row of the map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMethod(pub String);
+impl fmt::Display for UnknownMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not a method of the interop map", self.0)
+    }
+}
+impl std::error::Error for UnknownMethod {}
+/// An A2A JSON-RPC method of the interop map, for an exhaustive `match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum A2aMethod {
+    /// `SendMessage`
+    SendMessage,
+    /// `SendStreamingMessage`
+    SendStreamingMessage,
+    /// `GetTask`
+    GetTask,
+    /// `ListTasks`
+    ListTasks,
+    /// `CancelTask`
+    CancelTask,
+    /// `SubscribeToTask`
+    SubscribeToTask,
+    /// `CreateTaskPushNotificationConfig`
+    CreateTaskPushNotificationConfig,
+    /// `GetTaskPushNotificationConfig`
+    GetTaskPushNotificationConfig,
+    /// `ListTaskPushNotificationConfigs`
+    ListTaskPushNotificationConfigs,
+    /// `DeleteTaskPushNotificationConfig`
+    DeleteTaskPushNotificationConfig,
+    /// `GetExtendedAgentCard`
+    GetExtendedAgentCard,
+}
+impl A2aMethod {
+    /// Every method, in map order.
+    pub const ALL: &'static [A2aMethod] = &[
+        A2aMethod::SendMessage,
+        A2aMethod::SendStreamingMessage,
+        A2aMethod::GetTask,
+        A2aMethod::ListTasks,
+        A2aMethod::CancelTask,
+        A2aMethod::SubscribeToTask,
+        A2aMethod::CreateTaskPushNotificationConfig,
+        A2aMethod::GetTaskPushNotificationConfig,
+        A2aMethod::ListTaskPushNotificationConfigs,
+        A2aMethod::DeleteTaskPushNotificationConfig,
+        A2aMethod::GetExtendedAgentCard,
+    ];
+    /// The method as JSON-RPC names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            A2aMethod::SendMessage => "SendMessage",
+            A2aMethod::SendStreamingMessage => "SendStreamingMessage",
+            A2aMethod::GetTask => "GetTask",
+            A2aMethod::ListTasks => "ListTasks",
+            A2aMethod::CancelTask => "CancelTask",
+            A2aMethod::SubscribeToTask => "SubscribeToTask",
+            A2aMethod::CreateTaskPushNotificationConfig => {
+                "CreateTaskPushNotificationConfig"
+            }
+            A2aMethod::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            A2aMethod::ListTaskPushNotificationConfigs => {
+                "ListTaskPushNotificationConfigs"
+            }
+            A2aMethod::DeleteTaskPushNotificationConfig => {
+                "DeleteTaskPushNotificationConfig"
+            }
+            A2aMethod::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+    /// The method a JSON-RPC `method` names, if the map has a row for it.
+    pub fn from_method(method: &str) -> Option<Self> {
+        match method {
+            "SendMessage" => Some(A2aMethod::SendMessage),
+            "SendStreamingMessage" => Some(A2aMethod::SendStreamingMessage),
+            "GetTask" => Some(A2aMethod::GetTask),
+            "ListTasks" => Some(A2aMethod::ListTasks),
+            "CancelTask" => Some(A2aMethod::CancelTask),
+            "SubscribeToTask" => Some(A2aMethod::SubscribeToTask),
+            "CreateTaskPushNotificationConfig" => {
+                Some(A2aMethod::CreateTaskPushNotificationConfig)
+            }
+            "GetTaskPushNotificationConfig" => {
+                Some(A2aMethod::GetTaskPushNotificationConfig)
+            }
+            "ListTaskPushNotificationConfigs" => {
+                Some(A2aMethod::ListTaskPushNotificationConfigs)
+            }
+            "DeleteTaskPushNotificationConfig" => {
+                Some(A2aMethod::DeleteTaskPushNotificationConfig)
+            }
+            "GetExtendedAgentCard" => Some(A2aMethod::GetExtendedAgentCard),
+            _ => None,
+        }
+    }
+    /// The method's rows, in map order (a method may have several, told apart by `when`).
+    pub fn rows(self) -> impl Iterator<Item = &'static A2aOperation> {
+        A2A_OPERATIONS.iter().filter(move |row| row.method == self.as_str())
+    }
+    /// The method's first row.
+    pub fn row(self) -> &'static A2aOperation {
+        match self {
+            A2aMethod::SendMessage => &A2A_OPERATIONS[0],
+            A2aMethod::SendStreamingMessage => &A2A_OPERATIONS[6],
+            A2aMethod::GetTask => &A2A_OPERATIONS[7],
+            A2aMethod::ListTasks => &A2A_OPERATIONS[8],
+            A2aMethod::CancelTask => &A2A_OPERATIONS[9],
+            A2aMethod::SubscribeToTask => &A2A_OPERATIONS[10],
+            A2aMethod::CreateTaskPushNotificationConfig => &A2A_OPERATIONS[11],
+            A2aMethod::GetTaskPushNotificationConfig => &A2A_OPERATIONS[12],
+            A2aMethod::ListTaskPushNotificationConfigs => &A2A_OPERATIONS[13],
+            A2aMethod::DeleteTaskPushNotificationConfig => &A2A_OPERATIONS[14],
+            A2aMethod::GetExtendedAgentCard => &A2A_OPERATIONS[15],
+        }
+    }
+}
+impl FromStr for A2aMethod {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        A2aMethod::from_method(s).ok_or_else(|| UnknownMethod(s.to_owned()))
+    }
+}
+impl fmt::Display for A2aMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// An MCP method of the interop map (core and tasks-extension rows), for an exhaustive `match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum McpMethod {
+    /// `server/discover`
+    ServerDiscover,
+    /// `tools/list`
+    ToolsList,
+    /// `tools/call`
+    ToolsCall,
+    /// `notifications/cancelled`
+    NotificationsCancelled,
+    /// `subscriptions/listen`
+    SubscriptionsListen,
+    /// `initialize`
+    Initialize,
+    /// `tasks/get`
+    TasksGet,
+    /// `tasks/update`
+    TasksUpdate,
+    /// `tasks/cancel`
+    TasksCancel,
+    /// `notifications/tasks`
+    NotificationsTasks,
+}
+impl McpMethod {
+    /// Every method, in map order.
+    pub const ALL: &'static [McpMethod] = &[
+        McpMethod::ServerDiscover,
+        McpMethod::ToolsList,
+        McpMethod::ToolsCall,
+        McpMethod::NotificationsCancelled,
+        McpMethod::SubscriptionsListen,
+        McpMethod::Initialize,
+        McpMethod::TasksGet,
+        McpMethod::TasksUpdate,
+        McpMethod::TasksCancel,
+        McpMethod::NotificationsTasks,
+    ];
+    /// The method as JSON-RPC names it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpMethod::ServerDiscover => "server/discover",
+            McpMethod::ToolsList => "tools/list",
+            McpMethod::ToolsCall => "tools/call",
+            McpMethod::NotificationsCancelled => "notifications/cancelled",
+            McpMethod::SubscriptionsListen => "subscriptions/listen",
+            McpMethod::Initialize => "initialize",
+            McpMethod::TasksGet => "tasks/get",
+            McpMethod::TasksUpdate => "tasks/update",
+            McpMethod::TasksCancel => "tasks/cancel",
+            McpMethod::NotificationsTasks => "notifications/tasks",
+        }
+    }
+    /// The method a JSON-RPC `method` names, if the map has a row for it.
+    pub fn from_method(method: &str) -> Option<Self> {
+        match method {
+            "server/discover" => Some(McpMethod::ServerDiscover),
+            "tools/list" => Some(McpMethod::ToolsList),
+            "tools/call" => Some(McpMethod::ToolsCall),
+            "notifications/cancelled" => Some(McpMethod::NotificationsCancelled),
+            "subscriptions/listen" => Some(McpMethod::SubscriptionsListen),
+            "initialize" => Some(McpMethod::Initialize),
+            "tasks/get" => Some(McpMethod::TasksGet),
+            "tasks/update" => Some(McpMethod::TasksUpdate),
+            "tasks/cancel" => Some(McpMethod::TasksCancel),
+            "notifications/tasks" => Some(McpMethod::NotificationsTasks),
+            _ => None,
+        }
+    }
+    /// The method's rows, in map order (a method may have several, told apart by `when`).
+    pub fn rows(self) -> impl Iterator<Item = &'static McpMethodRow> {
+        MCP_METHODS.iter().filter(move |row| row.method == self.as_str())
+    }
+    /// The method's first row.
+    pub fn row(self) -> &'static McpMethodRow {
+        match self {
+            McpMethod::ServerDiscover => &MCP_METHODS[0],
+            McpMethod::ToolsList => &MCP_METHODS[1],
+            McpMethod::ToolsCall => &MCP_METHODS[2],
+            McpMethod::NotificationsCancelled => &MCP_METHODS[3],
+            McpMethod::SubscriptionsListen => &MCP_METHODS[4],
+            McpMethod::Initialize => &MCP_METHODS[5],
+            McpMethod::TasksGet => &MCP_METHODS[6],
+            McpMethod::TasksUpdate => &MCP_METHODS[7],
+            McpMethod::TasksCancel => &MCP_METHODS[8],
+            McpMethod::NotificationsTasks => &MCP_METHODS[9],
+        }
+    }
+}
+impl FromStr for McpMethod {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        McpMethod::from_method(s).ok_or_else(|| UnknownMethod(s.to_owned()))
+    }
+}
+impl fmt::Display for McpMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 /// The MCP task status of a run.
 pub fn mcp_task_status(status: RunStatus) -> &'static str {
     match status {

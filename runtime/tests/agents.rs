@@ -726,6 +726,7 @@ async fn the_generated_client_reads_the_inventory_as_the_openapi_document_types_
     let client = openwop_generated::client::Client::new(h.base.clone()).with_api_key(KEY_B);
     let list = client
         .list_agents()
+        .send()
         .await
         .expect("listAgents decodes as AgentList");
     let ids: Vec<String> = list.agents.iter().map(|a| a.agent_id.to_string()).collect();
@@ -733,16 +734,17 @@ async fn the_generated_client_reads_the_inventory_as_the_openapi_document_types_
     // The client projects `:` and `~` into the path; the host undoes it once.
     let one = client
         .get_agent("team:helper~1")
+        .send()
         .await
         .expect("getAgent decodes as Agent");
     assert_eq!(one.agent_id.to_string(), "team:helper~1");
     assert_eq!(
-        serde_json::to_value(&one).expect("json"),
+        serde_json::to_value(&*one).expect("json"),
         serde_json::to_value(&list.agents[1]).expect("json")
     );
-    match client.get_agent("approvals-desk").await {
-        Err(openwop_generated::client::Error::Api { status, envelope }) => {
-            assert_eq!((status, envelope.error.as_str()), (404, "not_found"));
+    match client.get_agent("approvals-desk").send().await {
+        Err(openwop_generated::client::Error::Api { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (404, "not_found"));
         }
         other => panic!("a hidden agent must be not_found: {other:?}"),
     }

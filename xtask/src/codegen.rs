@@ -18,12 +18,18 @@ pub(crate) fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode) -> anyhow::Result<()> {
+pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode, strict: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     let output = generate(spec_root, &mut |line| eprintln!("codegen: {line}"))
         .with_context(|| format!("generating from {}", spec_root.display()))?;
     for warning in &output.warnings {
         eprintln!("codegen: warning: {warning}");
+    }
+    if strict {
+        // Nothing is written or compared for a corpus --strict refuses.
+        output
+            .strict()
+            .with_context(|| format!("generating from {}", spec_root.display()))?;
     }
     match mode {
         Mode::Write => {
@@ -79,6 +85,11 @@ mod tests {
             Ok(output) => output,
             Err(e) => panic!("the corpus does not generate: {e}"),
         };
+        assert!(
+            output.warnings.is_empty(),
+            "our corpus must pass --strict: {:?}",
+            output.warnings
+        );
         let found = match stale(&root.join("generated"), &output) {
             Ok(found) => found,
             Err(e) => panic!("cannot compare generated/: {e}"),
@@ -95,22 +106,81 @@ mod tests {
         let root = workspace_root();
         let out = std::env::temp_dir().join(format!("openwop-xtask-check-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        if let Err(e) = run(&root, &out, Mode::Write) {
+        if let Err(e) = run(&root, &out, Mode::Write, true) {
             panic!("write failed: {e:#}");
         }
         assert!(
-            run(&root, &out, Mode::Check).is_ok(),
+            run(&root, &out, Mode::Check, true).is_ok(),
             "fresh output must pass"
         );
 
         let lib = out.join("src/lib.rs");
         let text = std::fs::read_to_string(&lib).unwrap_or_default();
         std::fs::write(&lib, format!("{text}// a hand edit\n")).unwrap_or_default();
-        let err = match run(&root, &out, Mode::Check) {
+        let err = match run(&root, &out, Mode::Check, true) {
             Ok(()) => panic!("a hand-edited file passed --check"),
             Err(e) => e.to_string(),
         };
         assert!(err.contains("run `cargo xtask codegen`"), "{err}");
         let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+#[cfg(test)]
+mod strict_tests {
+    use super::*;
+
+    fn copy_dir(src: &Path, dst: &Path) {
+        std::fs::create_dir_all(dst).unwrap_or_default();
+        for entry in std::fs::read_dir(src).into_iter().flatten().flatten() {
+            let target = dst.join(entry.file_name());
+            if entry.path().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap_or_default();
+            }
+        }
+    }
+
+    /// The mini fixture corpus with an `if`/`then` that types a member outside the tag →
+    /// payload pattern (and without its missing-file reference, so that is the only warning).
+    fn untypable_corpus(dir: &Path) {
+        copy_dir(&workspace_root().join("codegen/tests/fixtures/mini"), dir);
+        let path = dir.join("schemas/v2/run-snapshot.schema.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = text
+            .replace(
+                r#""owner": { "$ref": "missing-owner.schema.json" }"#,
+                r#""owner": { "type": "object" }"#,
+            )
+            .replace(
+                r#""additionalProperties": false,"#,
+                r#""additionalProperties": false, "allOf": [{ "if": { "required": ["kind"] }, "then": { "properties": { "owner": { "$ref": "ids.schema.json#/$defs/runId" } } }, "else": { "properties": { "owner": { "type": "string" } } } }],"#,
+            );
+        std::fs::write(&path, text).unwrap_or_default();
+    }
+
+    /// A corpus with an untypable construct fails --strict, naming where it is, and writes
+    /// nothing; without --strict it generates with the warning.
+    #[test]
+    fn strict_fails_on_an_untypable_construct() {
+        let base =
+            std::env::temp_dir().join(format!("openwop-xtask-strict-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let fixture = base.join("corpus");
+        untypable_corpus(&fixture);
+        let out = base.join("out");
+        let err = match run(&fixture, &out, Mode::Write, true) {
+            Ok(()) => panic!("--strict accepted an untypable construct"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(err.contains("under --strict"), "{err}");
+        assert!(
+            err.contains("schemas/v2/run-snapshot.schema.json#/$defs/runSnapshot/allOf/0"),
+            "{err}"
+        );
+        assert!(!out.exists(), "--strict wrote output");
+        assert!(run(&fixture, &out, Mode::Write, false).is_ok());
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

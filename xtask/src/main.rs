@@ -1,4 +1,4 @@
-//! Workspace tasks: `cargo xtask codegen [--check]` and `cargo xtask upstream-check`.
+//! Workspace tasks: `cargo xtask codegen [--check] [--strict]` and `cargo xtask upstream-check`.
 
 mod codegen;
 mod upstream;
@@ -21,6 +21,9 @@ enum Cmd {
         /// Write nothing; fail listing every stale file.
         #[arg(long)]
         check: bool,
+        /// Fail, listing them, on any warning (an untypable construct, a missing file).
+        #[arg(long)]
+        strict: bool,
         /// The corpus root (holds spec/, schemas/, api/).
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
@@ -40,6 +43,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Codegen {
             check,
+            strict,
             spec_root,
             out,
         } => {
@@ -51,7 +55,7 @@ fn main() -> anyhow::Result<()> {
             } else {
                 codegen::Mode::Write
             };
-            codegen::run(&spec_root, &out, mode)
+            codegen::run(&spec_root, &out, mode, strict)
         }
         Cmd::UpstreamCheck { spec_root } => upstream::run(spec_root),
     }

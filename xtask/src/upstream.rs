@@ -22,7 +22,7 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
         );
     }
     let out = root.join("target/upstream-generated");
-    codegen(&spec_root, &out, Mode::Write)?;
+    codegen(&spec_root, &out, Mode::Write, false)?;
 
     // The output sits under the workspace directory; its own empty [workspace] table keeps
     // cargo from treating it as an unlisted member of ours.

@@ -78,7 +78,7 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
         let v2 = opt_str(m.v2_operation.as_deref());
         let requires = str_slice(&m.requires);
         let extension = opt_str(m.extension.as_deref());
-        quote!(McpMethod { method: #method, v2_operation: #v2, requires: #requires, extension: #extension })
+        quote!(McpMethodRow { method: #method, v2_operation: #v2, requires: #requires, extension: #extension })
     });
 
     // Without task-status rows every status projects to `working`, MCP's neutral state.
@@ -91,6 +91,32 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
             .map_or("working", |r| r.task_status.as_str());
         quote!(#status => #task)
     });
+
+    // One variant per distinct JSON-RPC method, in map order, with the index of its rows.
+    let a2a_methods = distinct(map.a2a_operations.iter().map(|o| o.method.as_str()));
+    let mcp_method_names = distinct(map.mcp_methods.iter().map(|m| m.method.as_str()));
+    let a2a_enum = method_enum(
+        "A2aMethod",
+        " An A2A JSON-RPC method of the interop map, for an exhaustive `match`.",
+        &a2a_methods,
+        &map.a2a_operations
+            .iter()
+            .map(|o| o.method.clone())
+            .collect::<Vec<_>>(),
+        quote!(A2aOperation),
+        quote!(A2A_OPERATIONS),
+    );
+    let mcp_enum = method_enum(
+        "McpMethod",
+        " An MCP method of the interop map (core and tasks-extension rows), for an exhaustive `match`.",
+        &mcp_method_names,
+        &map.mcp_methods
+            .iter()
+            .map(|m| m.method.clone())
+            .collect::<Vec<_>>(),
+        quote!(McpMethodRow),
+        quote!(MCP_METHODS),
+    );
 
     let features = map.mcp_features.iter().map(|f| {
         let id = &f.id;
@@ -236,7 +262,7 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
 
         /// One MCP method row.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct McpMethod {
+        pub struct McpMethodRow {
             /// The JSON-RPC method, e.g. `tools/call`.
             pub method: &'static str,
             /// The v2 operation that serves it, if any.
@@ -248,7 +274,23 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
         }
 
         /// Every MCP method, core rows then tasks-extension rows.
-        pub static MCP_METHODS: &[McpMethod] = &[ #(#mcp_methods),* ];
+        pub static MCP_METHODS: &[McpMethodRow] = &[ #(#mcp_methods),* ];
+
+        /// A JSON-RPC method name that is not a row of the map.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct UnknownMethod(pub String);
+
+        impl fmt::Display for UnknownMethod {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "`{}` is not a method of the interop map", self.0)
+            }
+        }
+
+        impl std::error::Error for UnknownMethod {}
+
+        #a2a_enum
+
+        #mcp_enum
 
         /// The MCP task status of a run.
         pub fn mcp_task_status(status: RunStatus) -> &'static str {
@@ -274,6 +316,100 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
                 .filter(|f| f.required_for.contains(&profile))
                 .map(|f| f.id)
                 .collect()
+        }
+    }
+}
+
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.iter().any(|o| o == item) {
+            out.push(item.to_owned());
+        }
+    }
+    out
+}
+
+/// `enum <name>`: one variant per method, `ALL`, `as_str`, `from_method`, `rows`, `row`,
+/// `FromStr`, `Display`. `row_methods` is the method of each row of `table`, in order.
+fn method_enum(
+    name: &str,
+    doc: &str,
+    methods: &[String],
+    row_methods: &[String],
+    row_ty: TokenStream,
+    table: TokenStream,
+) -> TokenStream {
+    let name = ident(name);
+    let mut variants: Vec<String> = Vec::new();
+    for m in methods {
+        let v = crate::bundle::unique_name(&crate::shapes::variant_name(m), |n| {
+            variants.iter().any(|v| v == n)
+        });
+        variants.push(v);
+    }
+    let vids: Vec<_> = variants.iter().map(|v| ident(v)).collect();
+    let docs: Vec<String> = methods.iter().map(|m| format!(" `{m}`")).collect();
+    let first_rows: Vec<_> = methods
+        .iter()
+        .map(|m| {
+            let i = row_methods.iter().position(|r| r == m).unwrap_or_default();
+            proc_macro2::Literal::usize_unsuffixed(i)
+        })
+        .collect();
+    if methods.is_empty() {
+        return quote! {
+            #[doc = #doc]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+            pub enum #name {}
+        };
+    }
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum #name {
+            #( #[doc = #docs] #vids, )*
+        }
+
+        impl #name {
+            /// Every method, in map order.
+            pub const ALL: &'static [#name] = &[ #( #name::#vids ),* ];
+
+            /// The method as JSON-RPC names it.
+            pub const fn as_str(self) -> &'static str {
+                match self { #( #name::#vids => #methods, )* }
+            }
+
+            /// The method a JSON-RPC `method` names, if the map has a row for it.
+            pub fn from_method(method: &str) -> Option<Self> {
+                match method {
+                    #( #methods => Some(#name::#vids), )*
+                    _ => None,
+                }
+            }
+
+            /// The method's rows, in map order (a method may have several, told apart by `when`).
+            pub fn rows(self) -> impl Iterator<Item = &'static #row_ty> {
+                #table.iter().filter(move |row| row.method == self.as_str())
+            }
+
+            /// The method's first row.
+            pub fn row(self) -> &'static #row_ty {
+                match self { #( #name::#vids => &#table[#first_rows], )* }
+            }
+        }
+
+        impl FromStr for #name {
+            type Err = UnknownMethod;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                #name::from_method(s).ok_or_else(|| UnknownMethod(s.to_owned()))
+            }
+        }
+
+        impl fmt::Display for #name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
         }
     }
 }

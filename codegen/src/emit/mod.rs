@@ -6,5 +6,6 @@ pub(crate) mod dispatch;
 pub(crate) mod errors;
 pub(crate) mod lib_rs;
 pub(crate) mod models;
+pub(crate) mod models_post;
 pub(crate) mod schemas;
 pub(crate) mod validators;

@@ -13,9 +13,12 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use schemars::schema::{RootSchema, Schema, SchemaObject};
 use serde_json::{Map, Value};
-use typify::{TypeSpace, TypeSpaceSettings};
+use typify::{TypeSpace, TypeSpaceImpl, TypeSpaceSettings};
 
 use crate::bundle::Bundle;
+use crate::shapes::OpenEnum;
+
+use super::models_post as post;
 use crate::error::{Error, Result};
 use crate::format::ident;
 
@@ -23,14 +26,37 @@ use crate::format::ident;
 pub(crate) struct Models {
     pub tokens: TokenStream,
     pub warnings: Vec<String>,
-    /// Every named type typify emitted, plus the aliases.
+    /// Every named type typify emitted, plus the aliases and the generator's own types.
     pub type_names: std::collections::BTreeSet<String>,
     /// Bundle name → emitted name, for definitions renamed to dodge a clash.
     pub renames: BTreeMap<String, String>,
     pub count: usize,
+    /// typify's items after post-processing, for the client (body fields, enum or not).
+    pub items: syn::File,
+    /// The open enums, by emitted name.
+    pub open_enums: std::collections::BTreeSet<String>,
 }
 
-pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
+/// What the models step needs beyond the bundle.
+pub(crate) struct Inputs<'a> {
+    /// The open enums found in the bundle (already hoisted into its definitions).
+    pub open_enums: &'a [OpenEnum],
+    /// Types named by an OpenAPI request body: they, and what they reach, stay closed.
+    pub request_roots: &'a std::collections::BTreeSet<String>,
+    /// The codes of `errors.json`, to find the open enum that bridges to `errors::ErrorCode`.
+    pub registry_codes: &'a [String],
+}
+
+pub(crate) fn emit(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
+    REPLACED.with(|r| {
+        *r.borrow_mut() = inputs.open_enums.iter().map(|e| e.name.clone()).collect();
+    });
+    let result = emit_inner(bundle, inputs);
+    REPLACED.with(|r| r.borrow_mut().clear());
+    result
+}
+
+fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     let mut renames = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut defs: BTreeMap<String, Schema> = BTreeMap::new();
@@ -49,7 +75,7 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
         }
     }
 
-    let (stream, mut type_names) = match typify_unique(&mut defs, &mut warnings, &mut renames)? {
+    let (stream, type_names) = match typify_unique(&mut defs, &mut renames)? {
         Ok(done) => done,
         Err(first_panic) => {
             let names: Vec<String> = defs.keys().cloned().collect();
@@ -61,7 +87,7 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
                     let whole = serde_json::to_value(&defs[&name]).unwrap_or(Value::Null);
                     if let Some((narrowed, parts)) = narrow(&whole, &alone, &name) {
                         warnings.push(format!(
-                            "typify cannot type part of {name} ({}): {message}; {} is serde_json::Value",
+                            "{}: typify cannot type part of {name}: {message}; {} is serde_json::Value",
                             origin(bundle, &name),
                             parts.iter().map(|p| format!("{name}#{p}")).collect::<Vec<_>>().join(", ")
                         ));
@@ -69,34 +95,31 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
                         continue;
                     }
                     warnings.push(format!(
-                        "typify cannot type {name} ({}): {message}; it is serde_json::Value",
+                        "{}: typify cannot type {name}: {message}; it is serde_json::Value",
                         origin(bundle, &name)
                     ));
                     let doc = bundle.defs.get(&name).cloned().unwrap_or(Value::Null);
                     defs.insert(name, untyped(&doc));
                 }
             }
-            typify_unique(&mut defs, &mut warnings, &mut renames)?.map_err(|message| {
-                Error::Typify {
-                    schema: format!("the bundled namespace (first failure: {first_panic})"),
-                    message,
-                }
+            typify_unique(&mut defs, &mut renames)?.map_err(|message| Error::Typify {
+                schema: format!("the bundled namespace (first failure: {first_panic})"),
+                message,
             })?
         }
+    };
+    let mut type_names: std::collections::BTreeSet<String> = type_names.into_iter().collect();
+    let renamed = |name: &str| {
+        renames
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| name.to_owned())
     };
 
     let resolved: Vec<(String, String)> = bundle
         .aliases
         .iter()
-        .map(|(alias, target)| {
-            (
-                alias.clone(),
-                renames
-                    .get(target)
-                    .cloned()
-                    .unwrap_or_else(|| target.clone()),
-            )
-        })
+        .map(|(alias, target)| (alias.clone(), renamed(target)))
         .filter(|(alias, target)| type_names.contains(target) && !type_names.contains(alias))
         .collect();
     type_names.extend(resolved.iter().map(|(alias, _)| alias.clone()));
@@ -106,13 +129,68 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
         quote!(#[doc = #doc] pub type #alias = #target;)
     });
 
+    // typify's items, then the rules it has no settings for: fields in schema order,
+    // openness by position, `Default` for request bodies that need nothing.
+    let mut items: syn::File = syn::parse2(stream).map_err(|e| Error::Format {
+        file: "src/models.rs".to_owned(),
+        message: format!("typify's output does not parse: {e}"),
+    })?;
+    let schemas: BTreeMap<String, Value> = bundle
+        .defs
+        .iter()
+        .map(|(name, schema)| (renamed(name), schema.clone()))
+        .collect();
+    post::order_fields(&mut items, &schemas);
+    let roots: std::collections::BTreeSet<String> =
+        inputs.request_roots.iter().map(|n| renamed(n)).collect();
+    post::apply_openness(&mut items, &roots, &resolved);
+    post::default_for_bodies(&mut items, &roots);
+
+    let open_enums: std::collections::BTreeSet<String> =
+        inputs.open_enums.iter().map(|e| renamed(&e.name)).collect();
+    let own_enums = inputs.open_enums.iter().map(|e| {
+        let registry = !inputs.registry_codes.is_empty()
+            && inputs.registry_codes.iter().all(|c| e.values.contains(c));
+        let mut e = e.clone();
+        e.name = renamed(&e.name);
+        crate::shapes::emit_open_enum(&e, registry)
+    });
+    let mut payloads = Vec::new();
+    for (owner, d) in &bundle.discriminators {
+        let mut d = d.clone();
+        for (_, target) in d.variants.iter_mut() {
+            *target = renamed(target);
+        }
+        match post::typed_payload(&items, &renamed(owner), &d, &open_enums, &type_names) {
+            Ok((name, tokens)) => {
+                type_names.insert(name);
+                payloads.push(tokens);
+            }
+            Err(why) => warnings.push(format!(
+                "{}: the `{}` → `{}` binding of {owner} has no typed view: {why}",
+                d.origin, d.tag, d.payload
+            )),
+        }
+    }
+    type_names.extend(open_enums.iter().cloned());
+
     let count = defs.len();
     let tokens = quote! {
         //! serde types for every corpus schema definition and OpenAPI component.
+        //!
+        //! A type reachable from an OpenAPI request body keeps the schema's closedness
+        //! (`deny_unknown_fields`); every other type ignores members it does not know, so a
+        //! host that adds a field does not break older clients. Open enums (a listed value or
+        //! any string) have an `Other(String)` variant. A payload whose schema is chosen by a
+        //! tag (`type`, `kind`) has a typed view: `RunEvent::typed_payload()` and the like.
 
-        #stream
+        #items
 
         #(#aliases)*
+
+        #(#own_enums)*
+
+        #(#payloads)*
     };
     Ok(Models {
         tokens,
@@ -120,6 +198,8 @@ pub(crate) fn emit(bundle: &Bundle) -> Result<Models> {
         type_names: type_names.into_iter().collect(),
         renames,
         count,
+        items,
+        open_enums,
     })
 }
 
@@ -250,12 +330,12 @@ fn untyped(original: &Value) -> Schema {
 }
 
 /// Runs typify until no two types share a name. typify names an inline schema after its
-/// parent and property (`HostEvent.type` → `HostEventType`) without looking at definitions
-/// of that name; the definition yields and becomes `<Name>Def`, references included.
+/// parent and property without looking at definitions of that name; the definition yields
+/// and becomes `<Name>Def`, references included. (The shapes the generator hoists itself,
+/// such as `HostEvent.type`, never clash: see `crate::shapes`.)
 /// The outer error is a name clash no rename can fix; the inner one is a typify panic.
 fn typify_unique(
     defs: &mut BTreeMap<String, Schema>,
-    warnings: &mut Vec<String>,
     renames: &mut BTreeMap<String, String>,
 ) -> Result<std::result::Result<(TokenStream, Vec<String>), String>> {
     for _ in 0..8 {
@@ -279,8 +359,8 @@ fn typify_unique(
                     message: "typify gives two inline types this name".to_owned(),
                 });
             };
+            // Nothing is lost: both types stay typed, under names fixed by the corpus.
             let renamed = format!("{clash}Def");
-            warnings.push(format!("model {clash} is also the name typify gives an inline type; the definition is {renamed}"));
             defs.insert(renamed.clone(), schema);
             rename_refs(defs, &clash, &renamed);
             renames.insert(clash.clone(), renamed.clone());
@@ -328,10 +408,17 @@ fn replace_ref(v: &mut Value, old: &str, new: &str) -> bool {
     }
 }
 
+thread_local! {
+    /// The open-enum names of the current generation (typify replaces them with the
+    /// generator's own types). Per thread, so parallel generations in tests do not mix.
+    static REPLACED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One typify run over the whole namespace: the code and the name of every type it made.
 fn typify_all(
     defs: &BTreeMap<String, Schema>,
 ) -> std::result::Result<(TokenStream, Vec<String>), String> {
+    let replaced = REPLACED.with(|r| r.borrow().clone());
     let root = RootSchema {
         meta_schema: None,
         schema: SchemaObject::default(),
@@ -339,6 +426,14 @@ fn typify_all(
     };
     let mut settings = TypeSpaceSettings::default();
     settings.with_struct_builder(false);
+    // Open enums are emitted by the generator (crate::shapes); typify only refers to them.
+    for name in &replaced {
+        settings.with_replacement(
+            name,
+            name,
+            [TypeSpaceImpl::FromStr, TypeSpaceImpl::Display].into_iter(),
+        );
+    }
     // Keep typify's panic messages off stderr; they come back as the error string.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));

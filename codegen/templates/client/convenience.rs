@@ -1,0 +1,134 @@
+//! Convenience on top of the generated operations: follow a run to its end, answer its
+//! interrupts. Written by hand (`codegen/templates/client/convenience.rs`); everything it
+//! does goes through the generated builders, so it needs nothing the corpus does not say.
+// openwop-codegen: requires operation getRun
+// openwop-codegen: requires operation streamRunEvents
+// openwop-codegen: requires operation resolveInterruptByRun
+// openwop-codegen: requires model RunEvent
+// openwop-codegen: requires model RunEventPayload
+// openwop-codegen: requires model RunSnapshot
+// openwop-codegen: requires model InterruptRequested
+// openwop-codegen: requires model ResolveInterruptResponse
+
+use super::{Client, Conditional, Error};
+use crate::models::{
+    InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
+};
+
+/// An interrupt a run raised, as its `interrupt.requested` event carried it.
+#[derive(Debug, Clone)]
+pub struct RaisedInterrupt {
+    /// The run that is waiting.
+    pub run_id: String,
+    /// The suspended node (what `resolve_interrupt` needs).
+    pub node_id: String,
+    /// The interrupt as the node raised it (`kind`, `data`, `resumeSchema`, …);
+    /// `payload.typed_data()` gives the kind's own payload (`ApprovalData`, …).
+    pub payload: InterruptRequested,
+    /// The event itself.
+    pub event: RunEvent,
+}
+
+impl RaisedInterrupt {
+    /// The interrupt of an `interrupt.requested` event; `None` for any other event, or one
+    /// without a node.
+    pub fn from_event(event: &RunEvent) -> Option<Self> {
+        let Ok(RunEventPayload::InterruptRequested(payload)) = event.typed_payload() else {
+            return None;
+        };
+        Some(Self {
+            run_id: event.run_id.to_string(),
+            node_id: event.node_id.as_ref()?.to_string(),
+            payload,
+            event: event.clone(),
+        })
+    }
+}
+
+impl Client {
+    /// Resolves the open interrupt at `node_id` of `run_id` with `resume_value` (it must
+    /// satisfy the interrupt's `resumeSchema`; an approval takes `{"action": "accept"}`).
+    pub async fn resolve_interrupt(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: impl Into<serde_json::Value>,
+    ) -> Result<ResolveInterruptResponse, Error> {
+        self.resolve_interrupt_by_run(run_id, node_id)
+            .resume_value(resume_value)
+            .send()
+            .await
+            .map(|answer| answer.into_inner())
+    }
+
+    /// The run's snapshot as it is now.
+    pub async fn run_snapshot(&self, run_id: &str) -> Result<RunSnapshot, Error> {
+        match self.get_run(run_id).send().await?.into_inner() {
+            Conditional::Fresh(snapshot) => Ok(snapshot),
+            // Only a request carrying If-None-Match can be answered 304.
+            Conditional::NotModified => Err(Error::Decode {
+                status: 304,
+                message: "304 to a read without If-None-Match".to_owned(),
+                body: String::new(),
+            }),
+        }
+    }
+
+    /// Follows the run's event stream until the host ends it (after the terminal event),
+    /// then answers the final snapshot. A run waiting on an interrupt keeps this waiting
+    /// until someone resolves it; see [`Client::run_to_end`].
+    pub async fn wait_until_terminal(&self, run_id: &str) -> Result<RunSnapshot, Error> {
+        self.follow_run(run_id, |_| {}).await
+    }
+
+    /// As [`Client::wait_until_terminal`], calling `on_event` with every event in order
+    /// (events the crate cannot decode are skipped).
+    pub async fn follow_run(
+        &self,
+        run_id: &str,
+        mut on_event: impl FnMut(&RunEvent),
+    ) -> Result<RunSnapshot, Error> {
+        let mut events = self.stream_run_events(run_id).send().await?;
+        while let Some(item) = events.next().await {
+            match item {
+                Ok(event) => on_event(&event),
+                Err(Error::Decode { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.run_snapshot(run_id).await
+    }
+
+    /// Follows the run to its end, answering every interrupt it raises with the resume value
+    /// `answer` gives, and calling `on_event` with every event; answers the final snapshot.
+    /// An interrupt that is already resolved when it is answered (an earlier one replayed
+    /// from the log, or one another client answered first) is skipped.
+    pub async fn run_to_end(
+        &self,
+        run_id: &str,
+        mut answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
+        mut on_event: impl FnMut(&RunEvent),
+    ) -> Result<RunSnapshot, Error> {
+        let mut events = self.stream_run_events(run_id).send().await?;
+        while let Some(item) = events.next().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(Error::Decode { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            on_event(&event);
+            if let Some(raised) = RaisedInterrupt::from_event(&event) {
+                let value = answer(&raised);
+                match self.resolve_interrupt(run_id, &raised.node_id, value).await {
+                    Ok(_) => {}
+                    // Resolved already, expired or cancelled: the log goes on without us.
+                    Err(Error::Api {
+                        status: 409 | 410, ..
+                    }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.run_snapshot(run_id).await
+    }
+}
