@@ -287,7 +287,7 @@ fn dir_of(rel: &str) -> &str {
 }
 
 /// `dir` + a relative path, with `.` and `..` folded.
-fn join_rel(dir: &str, path: &str) -> String {
+pub(crate) fn join_rel(dir: &str, path: &str) -> String {
     let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
     for seg in path.split('/') {
         match seg {

@@ -162,7 +162,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         format::rust(
             "src/validators/mod.rs",
             &corpus.provenance(&schema_in),
-            emit::validators::emit(&uris, &names),
+            emit::validators::emit(&uris, &names, &ops),
         )?,
     );
     progress(&format!("validators with {} rule modules", names.len()));

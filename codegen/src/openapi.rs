@@ -42,6 +42,9 @@ pub(crate) struct Operation {
     pub anonymous: bool,
     /// The body is required (`requestBody.required`).
     pub body_required: bool,
+    /// Every documented answer with a JSON body: its status (`200`, `4XX`, `default`) and
+    /// the JSON pointer of its schema in the OpenAPI document.
+    pub json_responses: Vec<(String, String)>,
 }
 
 /// A response header the document declares somewhere: its name and JSON type.
@@ -212,6 +215,26 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
             let response = ok
                 .and_then(|r| r.pointer("/content/application~1json/schema"))
                 .cloned();
+            let mut json_responses = Vec::new();
+            for (code, answer) in op
+                .get("responses")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let base = match answer
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix('#'))
+                {
+                    Some(target) => target.to_owned(),
+                    None => format!("{pointer}/responses/{}", code.replace('~', "~0").replace('/', "~1")),
+                };
+                let schema = format!("{base}/content/application~1json/schema");
+                if doc.pointer(&schema).is_some() {
+                    json_responses.push((code.clone(), schema));
+                }
+            }
             out.push(Operation {
                 operation_id: operation_id.to_owned(),
                 method: verb.to_uppercase(),
@@ -225,6 +248,7 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                 not_modified,
                 anonymous,
                 body_required,
+                json_responses,
             });
         }
     }

@@ -19,6 +19,54 @@ pub(crate) struct SchemaUris {
     pub missing: BTreeMap<String, String>,
 }
 
+/// The URI the served OpenAPI document (as JSON) is registered and served under: beside
+/// the schema files' origin, at `/api/v2/openapi.json`.
+pub(crate) fn openapi_uri(uris: &SchemaUris) -> String {
+    let any = uris.by_file.values().next().map(String::as_str).unwrap_or("");
+    match any.find("://") {
+        Some(i) => {
+            let host_end = any[i + 3..].find('/').map_or(any.len(), |j| i + 3 + j);
+            format!("{}/api/v2/openapi.json", &any[..host_end])
+        }
+        None => "file:///corpus/api/v2/openapi.json".to_owned(),
+    }
+}
+
+/// The OpenAPI document with every `$ref` to a corpus file rewritten to that file's URI
+/// (the fragment kept), so the document stands alone: served as `/openapi.json` and
+/// registered beside the schemas for response validation.
+pub(crate) fn openapi_standalone(corpus: &Corpus, uris: &SchemaUris) -> Value {
+    fn walk(v: &mut Value, uris: &SchemaUris) {
+        match v {
+            Value::Object(obj) => {
+                for (k, child) in obj.iter_mut() {
+                    if k == "$ref"
+                        && let Value::String(r) = child
+                        && !r.starts_with('#')
+                    {
+                        let (path, fragment) = r.split_once('#').unwrap_or((r.as_str(), ""));
+                        let rel = crate::bundle::join_rel("api/v2", path);
+                        if let Some(uri) = uris.by_file.get(&rel) {
+                            *r = if fragment.is_empty() {
+                                uri.clone()
+                            } else {
+                                format!("{uri}#{fragment}")
+                            };
+                        }
+                    } else {
+                        walk(child, uris);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, uris)),
+            _ => {}
+        }
+    }
+    let mut doc = corpus.value(crate::load::OPENAPI).clone();
+    walk(&mut doc, uris);
+    doc
+}
+
 pub(crate) fn resolve(corpus: &Corpus) -> SchemaUris {
     let anchor = corpus.schema_files.iter().find_map(|rel| {
         let id = corpus.value(rel).get("$id")?.as_str()?;

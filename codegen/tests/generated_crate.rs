@@ -185,3 +185,43 @@ fn valid_discovery_documents_deserialize_into_the_model() {
         }
     }
 }
+
+/// Answers are validated against the schema the OpenAPI document gives the operation and
+/// status (exact code, then its range, then `default`); the standalone document resolves.
+#[test]
+fn answers_validate_against_the_openapi_document() {
+    use openwop_generated::validators::validate_response;
+    use serde_json::json;
+    let doc: serde_json::Value =
+        serde_json::from_str(openwop_generated::schemas::OPENAPI).expect("OpenAPI is JSON");
+    assert_eq!(doc["openapi"].as_str().map(|v| &v[..2]), Some("3."));
+    assert!(
+        !openwop_generated::schemas::OPENAPI.contains("../../schemas/"),
+        "relative file references are rewritten to the files' URIs"
+    );
+    let created = json!({
+        "runId": "acme/r-0123456789abcdef0123456789abcdef",
+        "status": "pending",
+        "eventsUrl": "/runs/acme~2Fr-0123456789abcdef0123456789abcdef/events",
+        "statusUrl": "/runs/acme~2Fr-0123456789abcdef0123456789abcdef",
+    });
+    assert_eq!(validate_response("createRun", 201, &created), vec![]);
+    let mut wrong = created.clone();
+    wrong["status"] = json!("sleeping");
+    assert!(
+        validate_response("createRun", 201, &wrong)
+            .iter()
+            .any(|f| f.pointer == "/status"),
+        "a wrong status is found at its pointer"
+    );
+    let envelope = json!({"error": "not_found", "message": "no run"});
+    assert_eq!(validate_response("getRun", 404, &envelope), vec![]);
+    assert!(!validate_response("getRun", 404, &json!({"oops": 1})).is_empty());
+    for (findings, rule) in [
+        (validate_response("getRun", 304, &json!({})), "response.undocumented"),
+        (validate_response("noSuchOperation", 200, &json!({})), "response.unknown-operation"),
+    ] {
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].rule, rule);
+    }
+}

@@ -142,6 +142,2105 @@ pub static ALL: &[SchemaFile] = &[
 /// URIs the corpus references but does not contain. The validators treat each as a
 /// schema that accepts anything.
 pub static MISSING: &[&str] = &[];
+/// The URI [`OPENAPI`] is registered under (and a host serves it from its own
+/// `/openapi.json`).
+pub const OPENAPI_URI: &str = "https://openwop.dev/api/v2/openapi.json";
+/// The OpenAPI document as JSON, standing alone: every reference to a corpus file
+/// names that file's URI, so the schemas resolve from [`ALL`].
+pub const OPENAPI: &str = r##"{
+  "openapi": "3.1.0",
+  "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+  "info": {
+    "title": "OpenWOP v2 host API",
+    "version": "2.0.0",
+    "description": "The REST and SSE wire of an OpenWOP v2 host. A2A and MCP are projections of these operations (spec/v2/interop-map.json) and have no paths here. Error bodies are the OpenWOP error envelope with the statuses of spec/v2/errors.json."
+  },
+  "servers": [
+    {
+      "url": "https://{host}",
+      "variables": {
+        "host": {
+          "default": "localhost:3838",
+          "description": "The host's origin; paths are unversioned."
+        }
+      }
+    }
+  ],
+  "security": [
+    {
+      "ApiKeyAuth": []
+    }
+  ],
+  "tags": [
+    {
+      "name": "discovery",
+      "description": "What the host offers."
+    },
+    {
+      "name": "runs",
+      "description": "Create, read, list and cancel runs."
+    },
+    {
+      "name": "interrupts",
+      "description": "Resume suspended runs."
+    },
+    {
+      "name": "events",
+      "description": "Run event logs and the host channel."
+    },
+    {
+      "name": "agents",
+      "description": "The agent inventory."
+    },
+    {
+      "name": "workflows",
+      "description": "Workflows the caller may start."
+    }
+  ],
+  "paths": {
+    "/.well-known/openwop": {
+      "get": {
+        "operationId": "getCapabilities",
+        "tags": [
+          "discovery"
+        ],
+        "summary": "Discovery document",
+        "description": "The host's discovery document. Served without authentication; OpenWOP-Version selects the representation (absent means the preferred version's major). Answers 304 when If-None-Match matches the current ETag.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IfNoneMatch"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "security": [],
+        "responses": {
+          "200": {
+            "description": "The discovery document.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              },
+              "ETag": {
+                "$ref": "#/components/headers/ETag"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities"
+                }
+              }
+            }
+          },
+          "304": {
+            "description": "Not modified: the client's copy is current.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              },
+              "ETag": {
+                "$ref": "#/components/headers/ETag"
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "426": {
+            "$ref": "#/components/responses/ClientTooOld"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/openapi.json": {
+      "get": {
+        "operationId": "getOpenApiSpec",
+        "tags": [
+          "discovery"
+        ],
+        "summary": "This API description",
+        "description": "This document as JSON. Served without authentication.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "security": [],
+        "responses": {
+          "200": {
+            "description": "The OpenAPI document.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/runs": {
+      "post": {
+        "operationId": "createRun",
+        "tags": [
+          "runs"
+        ],
+        "summary": "Start a run",
+        "description": "Creates a run of a workflow under the caller's Subject and tenant. There is no separate start call. A repeated Idempotency-Key with the same body returns the first answer (with OpenWOP-Idempotent-Replay: true); with another body it is refused. The links in the answer are on the same origin as the request.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          },
+          {
+            "$ref": "#/components/parameters/Dedup"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateRunRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The run was accepted.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              },
+              "OpenWOP-Idempotent-Replay": {
+                "$ref": "#/components/headers/IdempotentReplay"
+              },
+              "Location": {
+                "description": "The run's statusUrl, a reference resolved against the request's URL (RFC 9110 §10.2.2).",
+                "schema": {
+                  "type": "string",
+                  "format": "uri-reference"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/CreateRunResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The body is malformed or its inputs fail the workflow's input schema, the Idempotency-Key is malformed, or callbackUrl fails the egress guard. Codes: `validation_error`, `idempotency_key_invalid`, `webhook_url_rejected`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not create runs, or tenantId names another tenant. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No such workflow for the caller. Codes: `not_found`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "409": {
+            "description": "OpenWOP-Dedup found an active duplicate (with Retry-After), the Idempotency-Key was used with another body, or its first request is still running. Codes: `run_already_active`, `idempotency_key_mismatch`, `idempotency_in_flight`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      },
+      "get": {
+        "operationId": "listRuns",
+        "tags": [
+          "runs"
+        ],
+        "summary": "List runs",
+        "description": "The caller's tenant's runs, newest first, a page at a time. Served only when runList is advertised (else 404). Filters not named in runList.filters are ignored.",
+        "parameters": [
+          {
+            "in": "query",
+            "name": "cursor",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            },
+            "description": "The nextCursor of a previous page; opaque. A cursor from another tenant or query is validation_error."
+          },
+          {
+            "in": "query",
+            "name": "limit",
+            "required": false,
+            "schema": {
+              "type": "integer",
+              "minimum": 1
+            },
+            "description": "How many runs per page; a value above runList.maxPageSize is lowered to it."
+          },
+          {
+            "in": "query",
+            "name": "workflowId",
+            "required": false,
+            "schema": {
+              "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/workflowId"
+            },
+            "description": "Only runs of this workflow."
+          },
+          {
+            "in": "query",
+            "name": "status",
+            "required": false,
+            "schema": {
+              "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runStatus"
+            },
+            "description": "Only runs in this status."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "One page of runs.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RunList"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed or foreign cursor, or a bad limit. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read runs. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "runList is not advertised. Codes: `not_found`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/runs/{runId}": {
+      "get": {
+        "operationId": "getRun",
+        "tags": [
+          "runs"
+        ],
+        "summary": "Read a run",
+        "description": "The run's current snapshot. The ETag is strong and changes with every appended event; If-None-Match with the current value answers 304.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "$ref": "#/components/parameters/IfNoneMatch"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The run.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              },
+              "ETag": {
+                "$ref": "#/components/headers/ETag"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runSnapshot"
+                }
+              }
+            }
+          },
+          "304": {
+            "description": "Not modified.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              },
+              "ETag": {
+                "$ref": "#/components/headers/ETag"
+              }
+            }
+          },
+          "400": {
+            "description": "The runId is malformed. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "$ref": "#/components/responses/TenantMismatch"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/runs/{runId}/cancel": {
+      "post": {
+        "operationId": "cancelRun",
+        "tags": [
+          "runs"
+        ],
+        "summary": "Cancel a run",
+        "description": "Asks the run to stop. The answer is cancelling while the cancel cascades and cancelled once run.cancelled is appended. A run already terminal is refused; it is never echoed as success.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CancelRunRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The cancel was accepted.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/CancelRunResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The body or runId is malformed. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The runId names another tenant, or the caller may not cancel this run. Codes: `id_tenant_mismatch`, `forbidden`, `run_forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "409": {
+            "description": "The run is already completed, failed or cancelled. Codes: `run_terminal`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/runs/{runId}/interrupts/{nodeId}": {
+      "post": {
+        "operationId": "resolveInterruptByRun",
+        "tags": [
+          "interrupts"
+        ],
+        "summary": "Resolve an interrupt",
+        "description": "Resolves the open interrupt at a node with a resume value. Of two concurrent resolves exactly one wins; the other, and any resolve after the run ended, is refused as already resolved.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "in": "path",
+            "name": "nodeId",
+            "required": true,
+            "schema": {
+              "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/nodeId"
+            },
+            "description": "The suspended node."
+          },
+          {
+            "$ref": "#/components/parameters/IdempotencyKey"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ResolveInterruptRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The interrupt was resolved and the run resumes.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ResolveInterruptResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The resume value does not satisfy the interrupt's resumeSchema (a credential outcome of authorized that the host cannot confirm included). Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The runId names another tenant, or the caller is not an eligible approver. Codes: `id_tenant_mismatch`, `forbidden`, `run_forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No such run, or no open interrupt at that node. Codes: `not_found`, `interrupt_not_found`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "409": {
+            "description": "The interrupt was already resolved, including by the run ending. Codes: `interrupt_already_resolved`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "410": {
+            "description": "The interrupt expired, or the run was cancelled while it waited. Codes: `interrupt_expired`, `interrupt_cancelled`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/interrupts/{token}": {
+      "parameters": [
+        {
+          "in": "path",
+          "name": "token",
+          "required": true,
+          "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4096
+          },
+          "description": "The resume token from an interrupt notice: `ow2.<alg>.<kid>.<payload>.<mac>`, with `alg` one of interrupt.tokenAlgs. Opaque to callers."
+        }
+      ],
+      "get": {
+        "operationId": "inspectInterruptByToken",
+        "tags": [
+          "interrupts"
+        ],
+        "summary": "Inspect an interrupt by its resume token",
+        "description": "Shows the open interrupt a resume token names, changing nothing. The token is the whole credential; no Authorization header is needed or consulted. A malformed or forged token, or one naming an alg or kid the host does not use, gets one and the same 401 answer.",
+        "security": [],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The interrupt payload as it was raised.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/InterruptPayload"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/InterruptTokenInvalid"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "409": {
+            "$ref": "#/components/responses/InterruptAlreadyResolved"
+          },
+          "410": {
+            "$ref": "#/components/responses/InterruptTokenExpired"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      },
+      "post": {
+        "operationId": "resolveInterruptByToken",
+        "tags": [
+          "interrupts"
+        ],
+        "summary": "Resolve an interrupt by its resume token",
+        "description": "Resolves the interrupt a resume token names, exactly as resolveInterruptByRun would; the token alone authorizes. Of two concurrent resolves (by token or by run) exactly one wins. The token is checked before the body, so a bad token is a 401 whatever the body.",
+        "security": [],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ResolveInterruptRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The interrupt was resolved and the run resumes.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ResolveInterruptResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The body or the resume value is not acceptable. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/InterruptTokenInvalid"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "409": {
+            "$ref": "#/components/responses/InterruptAlreadyResolved"
+          },
+          "410": {
+            "$ref": "#/components/responses/InterruptTokenExpired"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          }
+        }
+      }
+    },
+    "/runs/{runId}/events": {
+      "get": {
+        "operationId": "streamRunEvents",
+        "tags": [
+          "events"
+        ],
+        "summary": "Stream a run's events",
+        "description": "Server-sent events: one frame per event with `id:` the sequence, `event:` the type and `data:` the run event. A keep-alive comment at least every 30 seconds; the stream closes after the terminal event. Last-Event-ID N resumes after N. Authorization is checked before the cursor.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "in": "query",
+            "name": "streamMode",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "pattern": "^(values|(updates|messages|debug)(,(updates|messages|debug))*)$",
+              "default": "updates"
+            },
+            "description": "values, or a comma list of updates, messages and debug. A mode the host does not serve is refused before content negotiation."
+          },
+          {
+            "in": "query",
+            "name": "resumable",
+            "required": false,
+            "schema": {
+              "type": "boolean"
+            },
+            "description": "Sent by clients that reconnect with Last-Event-ID; accepted and has no further effect."
+          },
+          {
+            "in": "header",
+            "name": "Last-Event-ID",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9]+$"
+            },
+            "description": "The last sequence the client holds; the stream resumes after it. On a terminal run with nothing newer the stream closes with no frames."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The event stream.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "text/event-stream": {
+                "schema": {
+                  "type": "string",
+                  "description": "SSE frames; each data line is a run event (run-event.schema.json)."
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "Unknown stream mode (details.supported lists the served modes) or a malformed Last-Event-ID. Codes: `unsupported_stream_mode`, `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "$ref": "#/components/responses/TenantMismatch"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/runs/{runId}/events/poll": {
+      "get": {
+        "operationId": "pollRunEvents",
+        "tags": [
+          "events"
+        ],
+        "summary": "Poll a run's events",
+        "description": "Long-polls the run's log: answers as soon as events after afterSequence exist, or after timeout seconds with none. A cursor past the end answers 200 with no events.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "in": "query",
+            "name": "afterSequence",
+            "required": false,
+            "schema": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "description": "Return events after this sequence; absent means from the first event."
+          },
+          {
+            "in": "query",
+            "name": "timeout",
+            "required": false,
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 60,
+              "default": 30
+            },
+            "description": "How many seconds to hold the request open while no new event exists."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Events after the cursor.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/PollEventsResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed query parameter. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "$ref": "#/components/responses/TenantMismatch"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/host/events": {
+      "get": {
+        "operationId": "streamHostEvents",
+        "tags": [
+          "events"
+        ],
+        "summary": "Stream host events",
+        "description": "Server-sent events of the host's own channel for the caller's tenant (for example negotiation.decided). Durable events carry `id:` and resume with Last-Event-ID; ephemeral ones carry none.",
+        "parameters": [
+          {
+            "in": "header",
+            "name": "Last-Event-ID",
+            "required": false,
+            "schema": {
+              "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/eventId"
+            },
+            "description": "The eventId of the last durable event the client holds."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The host event stream.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "text/event-stream": {
+                "schema": {
+                  "type": "string",
+                  "description": "SSE frames; each data line is a host event (host-event.schema.json)."
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read host events. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "hostEvents is not advertised. Codes: `not_found`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/agents": {
+      "get": {
+        "operationId": "listAgents",
+        "tags": [
+          "agents"
+        ],
+        "summary": "List agents",
+        "description": "The caller's agent inventory.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The inventory.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AgentList"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read agents. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "agents is not advertised. Codes: `not_found`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/agents/{agentId}": {
+      "get": {
+        "operationId": "getAgent",
+        "tags": [
+          "agents"
+        ],
+        "summary": "Read an agent",
+        "description": "One inventory entry. An agent outside the caller's inventory is answered exactly as an unknown one.",
+        "parameters": [
+          {
+            "in": "path",
+            "name": "agentId",
+            "required": true,
+            "schema": {
+              "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/agentId"
+            },
+            "description": "The agent."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The entry.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "https://openwop.dev/spec/v2/agent.schema.json#/$defs/agent"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read agents. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/workflows": {
+      "get": {
+        "operationId": "listWorkflows",
+        "tags": [
+          "workflows"
+        ],
+        "summary": "List workflows",
+        "description": "Workflows the caller may start, sorted by workflowId. MCP tools/list is this list.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The workflows.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WorkflowList"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read workflows. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/workflows/{workflowId}": {
+      "get": {
+        "operationId": "getWorkflow",
+        "tags": [
+          "workflows"
+        ],
+        "summary": "Read a workflow",
+        "description": "One workflow definition the caller may start.",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/WorkflowId"
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The definition.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WorkflowDefinition"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "403": {
+            "description": "The caller may not read workflows. Codes: `forbidden`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    }
+  },
+  "components": {
+    "securitySchemes": {
+      "ApiKeyAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "API key",
+        "description": "`Authorization: Bearer <key>` on the api-key lane. Scopes such as runs:create, runs:read, runs:cancel and approvals:respond are bound to the key."
+      }
+    },
+    "parameters": {
+      "OpenWOPVersion": {
+        "in": "header",
+        "name": "OpenWOP-Version",
+        "required": false,
+        "schema": {
+          "type": "string",
+          "pattern": "^(0|[1-9][0-9]*)(\\.(0|[1-9][0-9]*))?$"
+        },
+        "description": "Selects the contract by major (`2` or `2.0`); absent means the preferred version. An unlisted major is protocol_version_unsupported."
+      },
+      "RunId": {
+        "in": "path",
+        "name": "runId",
+        "required": true,
+        "schema": {
+          "type": "string",
+          "minLength": 1
+        },
+        "description": "The run id as ONE path segment: the bound `<tenant>/<opaque>` with every byte outside [A-Za-z0-9._-] written `~XX` (so `/` is `~2F`). The legacy `%2F` form is also accepted. Decoded before it is matched against the runId grammar."
+      },
+      "WorkflowId": {
+        "in": "path",
+        "name": "workflowId",
+        "required": true,
+        "schema": {
+          "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/workflowId"
+        },
+        "description": "The workflow."
+      },
+      "IdempotencyKey": {
+        "in": "header",
+        "name": "Idempotency-Key",
+        "required": false,
+        "schema": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 255
+        },
+        "description": "Makes the mutation safe to repeat: the same key with the same body returns the first answer; with another body it is idempotency_key_mismatch."
+      },
+      "Dedup": {
+        "in": "header",
+        "name": "OpenWOP-Dedup",
+        "required": false,
+        "schema": {
+          "type": "string",
+          "enum": [
+            "enforce"
+          ]
+        },
+        "description": "enforce: refuse with run_already_active while an equivalent run is active."
+      },
+      "IfNoneMatch": {
+        "in": "header",
+        "name": "If-None-Match",
+        "required": false,
+        "schema": {
+          "type": "string"
+        },
+        "description": "An ETag the client holds; a match answers 304."
+      }
+    },
+    "headers": {
+      "OpenWOPVersion": {
+        "description": "The major.minor of the contract used for this response.",
+        "required": true,
+        "schema": {
+          "type": "string",
+          "pattern": "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$"
+        }
+      },
+      "ETag": {
+        "description": "A strong validator of the representation.",
+        "schema": {
+          "type": "string"
+        }
+      },
+      "RetryAfter": {
+        "description": "Seconds to wait before retrying.",
+        "schema": {
+          "type": "integer",
+          "minimum": 0
+        }
+      },
+      "IdempotentReplay": {
+        "description": "true when the answer is the stored answer of an earlier request with the same Idempotency-Key.",
+        "schema": {
+          "type": "boolean"
+        }
+      }
+    },
+    "responses": {
+      "InterruptTokenInvalid": {
+        "description": "The resume token is malformed, forged, or names an alg or kid this host does not use; one answer for all of them. Codes: `interrupt_token_invalid`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "InterruptTokenExpired": {
+        "description": "The resume token is genuine but past its expiry (30 minutes after the notice, or the interrupt's own timeout when sooner). Codes: `interrupt_expired`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "InterruptAlreadyResolved": {
+        "description": "The token's interrupt is no longer open: resolved (by this token, another, or by run), or closed by the run ending. Codes: `interrupt_already_resolved`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "Unauthenticated": {
+        "description": "No valid credential. Carries `WWW-Authenticate: Bearer`. Codes: `unauthenticated`, `identity_unverified`, `identity_unresolvable`, `audience_mismatch`, `credential_revoked`, `credential_lifetime_exceeded`, `key_revoked`, `sender_constraint_missing`, `delegation_expired`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "TenantMismatch": {
+        "description": "The id names another tenant; whether it exists is not disclosed. Codes: `id_tenant_mismatch`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "NotFound": {
+        "description": "No such resource in the caller's tenant. Codes: `not_found`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "VersionUnsupported": {
+        "description": "OpenWOP-Version names an unlisted major; details.protocolVersions lists the served ones. Codes: `protocol_version_unsupported`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "ClientTooOld": {
+        "description": "OpenWOP-Client-Version is below minClientVersion. Codes: `client_version_unsupported`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "RateLimited": {
+        "description": "Too many requests or subscribers; wait for Retry-After. Codes: `rate_limited`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          },
+          "Retry-After": {
+            "$ref": "#/components/headers/RetryAfter"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "PayloadTooLarge": {
+        "description": "The body is too large. Codes: `payload_too_large`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "UnsupportedMediaType": {
+        "description": "The body is not application/json. Codes: `unsupported_media_type`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "InternalError": {
+        "description": "An unexpected failure. Codes: `internal_error`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      },
+      "ServiceUnavailable": {
+        "description": "The host cannot serve right now; Retry-After says when to retry. Codes: `service_unavailable`.",
+        "headers": {
+          "OpenWOP-Version": {
+            "$ref": "#/components/headers/OpenWOPVersion"
+          },
+          "Retry-After": {
+            "$ref": "#/components/headers/RetryAfter"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorEnvelope"
+            }
+          }
+        }
+      }
+    },
+    "schemas": {
+      "ErrorEnvelope": {
+        "$ref": "https://openwop.dev/spec/v2/error-envelope.schema.json#/$defs/errorEnvelope"
+      },
+      "WorkflowDefinition": {
+        "$ref": "https://openwop.dev/spec/v2/workflow-definition.schema.json"
+      },
+      "InterruptPayload": {
+        "$ref": "https://openwop.dev/spec/v2/interrupt.schema.json#/$defs/interruptPayload"
+      },
+      "InterruptNotice": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "nodeId",
+          "interruptId",
+          "kind",
+          "token",
+          "expiresAt"
+        ],
+        "description": "What the host POSTs (application/json) to createRun's callbackUrl when the run suspends. The token is a bearer credential for inspectInterruptByToken and resolveInterruptByToken; it appears nowhere else (not in the event log, snapshots, or A2A/MCP answers).",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "nodeId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/nodeId"
+          },
+          "interruptId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/interruptId"
+          },
+          "kind": {
+            "type": "string",
+            "description": "The interrupt kind."
+          },
+          "token": {
+            "type": "string",
+            "description": "The resume token, `ow2.<alg>.<kid>.<payload>.<mac>`."
+          },
+          "expiresAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the token stops working."
+          }
+        }
+      },
+      "CreateRunRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "workflowId"
+        ],
+        "description": "Body of createRun. Closed.",
+        "properties": {
+          "workflowId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/workflowId"
+          },
+          "inputs": {
+            "type": "object",
+            "description": "The workflow's inputs; `{}` when absent."
+          },
+          "tenantId": {
+            "allOf": [
+              {
+                "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/tenantId"
+              }
+            ],
+            "description": "Must equal the caller's tenant when given; the tenant always comes from the credential."
+          },
+          "agentId": {
+            "allOf": [
+              {
+                "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/agentId"
+              }
+            ],
+            "description": "The inventory agent the run is for."
+          },
+          "tags": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+              "type": "string",
+              "maxLength": 256
+            },
+            "description": "Free tags returned on the snapshot."
+          },
+          "metadata": {
+            "type": "object",
+            "description": "Free metadata returned on the snapshot."
+          },
+          "callbackUrl": {
+            "type": "string",
+            "format": "uri",
+            "pattern": "^https://",
+            "description": "Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 validation_error and nothing is created) and again at each delivery."
+          }
+        }
+      },
+      "CreateRunResponse": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "status",
+          "eventsUrl",
+          "statusUrl"
+        ],
+        "description": "Answer of createRun.",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "status": {
+            "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runStatus"
+          },
+          "eventsUrl": {
+            "type": "string",
+            "format": "uri-reference",
+            "description": "The run's SSE stream, with the id in path form; a reference resolved against the request's URL (the host answers the absolute path `/runs/{runId}/events`)."
+          },
+          "statusUrl": {
+            "type": "string",
+            "format": "uri-reference",
+            "description": "The run's snapshot; a reference resolved against the request's URL (the host answers the absolute path `/runs/{runId}`)."
+          }
+        }
+      },
+      "RunList": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runs"
+        ],
+        "description": "One page of listRuns.",
+        "properties": {
+          "runs": {
+            "type": "array",
+            "items": {
+              "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runSnapshot"
+            },
+            "description": "Newest first."
+          },
+          "nextCursor": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Pass as cursor for the next page; absent on the last page."
+          }
+        }
+      },
+      "CancelRunRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Body of cancelRun.",
+        "properties": {
+          "reason": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 256,
+            "description": "Recorded as run.cancelled.reason; caller-requested when absent."
+          }
+        }
+      },
+      "CancelRunResponse": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "status"
+        ],
+        "description": "Answer of cancelRun.",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "cancelling",
+              "cancelled"
+            ],
+            "description": "cancelling until run.cancelled is appended."
+          }
+        }
+      },
+      "ResolveInterruptRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "resumeValue"
+        ],
+        "description": "Body of resolveInterruptByRun.",
+        "properties": {
+          "resumeValue": {
+            "description": "The value the node resumes with; it must satisfy the interrupt's resumeSchema (for a credential interrupt, exactly {outcome})."
+          }
+        }
+      },
+      "ResolveInterruptResponse": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "nodeId",
+          "status"
+        ],
+        "description": "Answer of resolveInterruptByRun.",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "nodeId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/nodeId"
+          },
+          "interruptId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/interruptId"
+          },
+          "status": {
+            "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runStatus"
+          }
+        }
+      },
+      "PollEventsResponse": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "events",
+          "lastSequence",
+          "status",
+          "isTerminal"
+        ],
+        "description": "Answer of pollRunEvents.",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "events": {
+            "type": "array",
+            "items": {
+              "$ref": "https://openwop.dev/spec/v2/run-event.schema.json#/$defs/runEvent"
+            },
+            "description": "Events after the cursor, in sequence order."
+          },
+          "lastSequence": {
+            "type": "integer",
+            "minimum": -1,
+            "description": "The largest sequence number the log held when the answer was built; -1 for an empty log."
+          },
+          "status": {
+            "$ref": "https://openwop.dev/spec/v2/run-snapshot.schema.json#/$defs/runStatus"
+          },
+          "isTerminal": {
+            "type": "boolean",
+            "description": "True when status is completed, failed or cancelled; no further events will come."
+          }
+        }
+      },
+      "AgentList": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "agents"
+        ],
+        "description": "The caller's agent inventory.",
+        "properties": {
+          "agents": {
+            "type": "array",
+            "items": {
+              "$ref": "https://openwop.dev/spec/v2/agent.schema.json#/$defs/agent"
+            },
+            "description": "Sorted by agentId."
+          }
+        }
+      },
+      "WorkflowSummary": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "workflowId"
+        ],
+        "description": "A workflow the caller may start.",
+        "properties": {
+          "workflowId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/workflowId"
+          },
+          "name": {
+            "type": "string",
+            "description": "Display name; also the MCP tool title."
+          },
+          "description": {
+            "type": "string",
+            "description": "What the workflow does; also the MCP tool description."
+          },
+          "inputSchema": {
+            "type": "object",
+            "description": "JSON Schema of the run inputs; also the MCP tool inputSchema."
+          }
+        }
+      },
+      "WorkflowList": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "workflows"
+        ],
+        "description": "Workflows the caller may start.",
+        "properties": {
+          "workflows": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/WorkflowSummary"
+            },
+            "description": "Sorted by workflowId."
+          }
+        }
+      }
+    }
+  }
+}"##;
 /// The embedded file with this URI (fragment ignored).
 pub fn by_uri(uri: &str) -> Option<&'static SchemaFile> {
     let uri = uri.split('#').next().unwrap_or(uri);

@@ -51,6 +51,11 @@ pub(crate) fn emit(corpus: &Corpus, uris: &SchemaUris) -> TokenStream {
         quote!(SchemaFile { path: #rel, uri: #uri, text: #name })
     });
     let missing = uris.missing.keys();
+    let openapi_uri = crate::uris::openapi_uri(uris);
+    let openapi_text = raw_literal(
+        &serde_json::to_string_pretty(&crate::uris::openapi_standalone(corpus, uris))
+            .unwrap_or_default(),
+    );
     quote! {
         //! The corpus schema files, embedded for serving and for the validators' registry.
 
@@ -71,6 +76,14 @@ pub(crate) fn emit(corpus: &Corpus, uris: &SchemaUris) -> TokenStream {
         /// URIs the corpus references but does not contain. The validators treat each as a
         /// schema that accepts anything.
         pub static MISSING: &[&str] = &[ #(#missing),* ];
+
+        /// The URI [`OPENAPI`] is registered under (and a host serves it from its own
+        /// `/openapi.json`).
+        pub const OPENAPI_URI: &str = #openapi_uri;
+
+        /// The OpenAPI document as JSON, standing alone: every reference to a corpus file
+        /// names that file's URI, so the schemas resolve from [`ALL`].
+        pub const OPENAPI: &str = #openapi_text;
 
         /// The embedded file with this URI (fragment ignored).
         pub fn by_uri(uri: &str) -> Option<&'static SchemaFile> {

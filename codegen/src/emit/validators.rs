@@ -49,7 +49,34 @@ const KINDS: &[Kind] = &[
 ];
 
 /// `templates` are the rule-module names (`discovery_rules`, `agent_card_rules`, …).
-pub(crate) fn emit(uris: &SchemaUris, templates: &[String]) -> TokenStream {
+pub(crate) fn emit(
+    uris: &SchemaUris,
+    templates: &[String],
+    ops: &[crate::openapi::Operation],
+) -> TokenStream {
+    let responses: Vec<(&str, &str, &str)> = ops
+        .iter()
+        .flat_map(|op| {
+            op.json_responses
+                .iter()
+                .map(move |(status, pointer)| (op.operation_id.as_str(), status.as_str(), pointer.as_str()))
+        })
+        .collect();
+    let response_count = responses.len();
+    let response_rows = responses.iter().map(|(op, status, pointer)| {
+        // The pointer travels as a URI fragment: characters a fragment may not hold are
+        // percent-encoded (RFC 6901 §6), `{runId}` among them.
+        let pointer: String = pointer
+            .chars()
+            .map(|c| match c {
+                '{' | '}' | '%' | ' ' | '"' | '<' | '>' | '^' | '`' | '|' | '\\' => {
+                    format!("%{:02X}", c as u32)
+                }
+                c => c.to_string(),
+            })
+            .collect();
+        quote!(Response { operation_id: #op, status: #status, pointer: #pointer })
+    });
     let has = |m: &str| templates.iter().any(|t| t == m);
     let modules = templates.iter().map(|t| ident(t));
 
@@ -166,6 +193,9 @@ pub(crate) fn emit(uris: &SchemaUris, templates: &[String]) -> TokenStream {
             for uri in crate::schemas::MISSING {
                 resources.push((*uri, Value::Object(serde_json::Map::new())));
             }
+            let openapi = serde_json::from_str(crate::schemas::OPENAPI)
+                .map_err(|e| format!("the OpenAPI document: {e}"))?;
+            resources.push((crate::schemas::OPENAPI_URI, openapi));
             jsonschema::Registry::new()
                 .extend(resources)
                 .and_then(|builder| builder.prepare())
@@ -181,6 +211,68 @@ pub(crate) fn emit(uris: &SchemaUris, templates: &[String]) -> TokenStream {
                 .should_validate_formats(true)
                 .build(&Value::Object(root))
                 .map_err(|e| format!("cannot compile {uri}: {e}"))
+        }
+
+        /// A documented answer with a JSON body.
+        struct Response {
+            operation_id: &'static str,
+            /// `200`, a range such as `4XX`, or `default`.
+            status: &'static str,
+            /// Where its schema sits in the OpenAPI document.
+            pointer: &'static str,
+        }
+
+        /// Every documented JSON answer of every operation, in document order.
+        static RESPONSES: [Response; #response_count] = [ #(#response_rows),* ];
+
+        /// The answers' validators, compiled on first use.
+        static RESPONSE_VALIDATORS: [std::sync::OnceLock<Result<jsonschema::Validator, String>>; #response_count] =
+            [const { std::sync::OnceLock::new() }; #response_count];
+
+        /// Validates an answer's JSON body against the schema the OpenAPI document gives
+        /// `operation_id` for `status` (an exact code, else its `NXX` range, else
+        /// `default`). A status the document gives no JSON body for is the finding
+        /// `response.undocumented`, an unknown operation `response.unknown-operation`.
+        pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<Finding> {
+            if !RESPONSES.iter().any(|r| r.operation_id == operation_id) {
+                return vec![Finding {
+                    pointer: String::new(),
+                    rule: "response.unknown-operation".to_owned(),
+                    message: format!("the OpenAPI document has no operation `{operation_id}`"),
+                }];
+            }
+            let exact = status.to_string();
+            let range = format!("{}XX", status / 100);
+            let found = [exact.as_str(), range.as_str(), "default"].iter().find_map(|want| {
+                RESPONSES
+                    .iter()
+                    .position(|r| r.operation_id == operation_id && r.status.eq_ignore_ascii_case(want))
+            });
+            let Some(i) = found else {
+                return vec![Finding {
+                    pointer: String::new(),
+                    rule: "response.undocumented".to_owned(),
+                    message: format!("`{operation_id}` documents no JSON body for status {status}"),
+                }];
+            };
+            let validator = RESPONSE_VALIDATORS[i].get_or_init(|| {
+                compile(&format!("{}#{}", crate::schemas::OPENAPI_URI, RESPONSES[i].pointer))
+            });
+            match validator {
+                Ok(v) => v
+                    .iter_errors(body)
+                    .map(|e| Finding {
+                        pointer: e.instance_path().to_string(),
+                        rule: "schema".to_owned(),
+                        message: e.to_string(),
+                    })
+                    .collect(),
+                Err(message) => vec![Finding {
+                    pointer: String::new(),
+                    rule: "schema.compile".to_owned(),
+                    message: message.clone(),
+                }],
+            }
         }
 
         fn schema_findings(validator: &LazyLock<Result<jsonschema::Validator, String>>, doc: &Value) -> Vec<Finding> {

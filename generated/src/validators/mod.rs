@@ -34,6 +34,9 @@ static REGISTRY: LazyLock<Result<jsonschema::Registry<'static>, String>> = LazyL
     for uri in crate::schemas::MISSING {
         resources.push((*uri, Value::Object(serde_json::Map::new())));
     }
+    let openapi = serde_json::from_str(crate::schemas::OPENAPI)
+        .map_err(|e| format!("the OpenAPI document: {e}"))?;
+    resources.push((crate::schemas::OPENAPI_URI, openapi));
     jsonschema::Registry::new()
         .extend(resources)
         .and_then(|builder| builder.prepare())
@@ -48,6 +51,725 @@ fn compile(uri: &str) -> Result<jsonschema::Validator, String> {
         .should_validate_formats(true)
         .build(&Value::Object(root))
         .map_err(|e| format!("cannot compile {uri}: {e}"))
+}
+/// A documented answer with a JSON body.
+struct Response {
+    operation_id: &'static str,
+    /// `200`, a range such as `4XX`, or `default`.
+    status: &'static str,
+    /// Where its schema sits in the OpenAPI document.
+    pointer: &'static str,
+}
+/// Every documented JSON answer of every operation, in document order.
+static RESPONSES: [Response; 130usize] = [
+    Response {
+        operation_id: "getCapabilities",
+        status: "200",
+        pointer: "/paths/~1.well-known~1openwop/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getCapabilities",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getCapabilities",
+        status: "426",
+        pointer: "/components/responses/ClientTooOld/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getCapabilities",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getOpenApiSpec",
+        status: "200",
+        pointer: "/paths/~1openapi.json/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getOpenApiSpec",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getOpenApiSpec",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "200",
+        pointer: "/paths/~1runs/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "400",
+        pointer: "/paths/~1runs/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "403",
+        pointer: "/paths/~1runs/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "404",
+        pointer: "/paths/~1runs/get/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listRuns",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "201",
+        pointer: "/paths/~1runs/post/responses/201/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "400",
+        pointer: "/paths/~1runs/post/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "403",
+        pointer: "/paths/~1runs/post/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "404",
+        pointer: "/paths/~1runs/post/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "409",
+        pointer: "/paths/~1runs/post/responses/409/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "413",
+        pointer: "/components/responses/PayloadTooLarge/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "415",
+        pointer: "/components/responses/UnsupportedMediaType/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "403",
+        pointer: "/components/responses/TenantMismatch/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getRun",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1cancel/post/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1cancel/post/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "403",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1cancel/post/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "409",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1cancel/post/responses/409/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "cancelRun",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "403",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "404",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "409",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/409/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "410",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1interrupts~1%7BnodeId%7D/post/responses/410/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByRun",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "200",
+        pointer: "/paths/~1interrupts~1%7Btoken%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "401",
+        pointer: "/components/responses/InterruptTokenInvalid/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "409",
+        pointer: "/components/responses/InterruptAlreadyResolved/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "410",
+        pointer: "/components/responses/InterruptTokenExpired/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "inspectInterruptByToken",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "200",
+        pointer: "/paths/~1interrupts~1%7Btoken%7D/post/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "400",
+        pointer: "/paths/~1interrupts~1%7Btoken%7D/post/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "401",
+        pointer: "/components/responses/InterruptTokenInvalid/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "409",
+        pointer: "/components/responses/InterruptAlreadyResolved/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "410",
+        pointer: "/components/responses/InterruptTokenExpired/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "413",
+        pointer: "/components/responses/PayloadTooLarge/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "415",
+        pointer: "/components/responses/UnsupportedMediaType/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "resolveInterruptByToken",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1events/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "403",
+        pointer: "/components/responses/TenantMismatch/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamRunEvents",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1events~1poll/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1events~1poll/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "403",
+        pointer: "/components/responses/TenantMismatch/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "403",
+        pointer: "/paths/~1host~1events/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "404",
+        pointer: "/paths/~1host~1events/get/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "200",
+        pointer: "/paths/~1agents/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "403",
+        pointer: "/paths/~1agents/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "404",
+        pointer: "/paths/~1agents/get/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listAgents",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "200",
+        pointer: "/paths/~1agents~1%7BagentId%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "403",
+        pointer: "/paths/~1agents~1%7BagentId%7D/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getAgent",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "200",
+        pointer: "/paths/~1workflows/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "403",
+        pointer: "/paths/~1workflows/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "listWorkflows",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "200",
+        pointer: "/paths/~1workflows~1%7BworkflowId%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "403",
+        pointer: "/paths/~1workflows~1%7BworkflowId%7D/get/responses/403/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getWorkflow",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+];
+/// The answers' validators, compiled on first use.
+static RESPONSE_VALIDATORS: [std::sync::OnceLock<
+    Result<jsonschema::Validator, String>,
+>; 130usize] = [const { std::sync::OnceLock::new() }; 130usize];
+/// Validates an answer's JSON body against the schema the OpenAPI document gives
+/// `operation_id` for `status` (an exact code, else its `NXX` range, else
+/// `default`). A status the document gives no JSON body for is the finding
+/// `response.undocumented`, an unknown operation `response.unknown-operation`.
+pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<Finding> {
+    if !RESPONSES.iter().any(|r| r.operation_id == operation_id) {
+        return vec![
+            Finding { pointer : String::new(), rule : "response.unknown-operation"
+            .to_owned(), message :
+            format!("the OpenAPI document has no operation `{operation_id}`"), }
+        ];
+    }
+    let exact = status.to_string();
+    let range = format!("{}XX", status / 100);
+    let found = [exact.as_str(), range.as_str(), "default"]
+        .iter()
+        .find_map(|want| {
+            RESPONSES
+                .iter()
+                .position(|r| {
+                    r.operation_id == operation_id && r.status.eq_ignore_ascii_case(want)
+                })
+        });
+    let Some(i) = found else {
+        return vec![
+            Finding { pointer : String::new(), rule : "response.undocumented".to_owned(),
+            message :
+            format!("`{operation_id}` documents no JSON body for status {status}"), }
+        ];
+    };
+    let validator = RESPONSE_VALIDATORS[i]
+        .get_or_init(|| {
+            compile(
+                &format!("{}#{}", crate ::schemas::OPENAPI_URI, RESPONSES[i].pointer),
+            )
+        });
+    match validator {
+        Ok(v) => {
+            v.iter_errors(body)
+                .map(|e| Finding {
+                    pointer: e.instance_path().to_string(),
+                    rule: "schema".to_owned(),
+                    message: e.to_string(),
+                })
+                .collect()
+        }
+        Err(message) => {
+            vec![
+                Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
+                message : message.clone(), }
+            ]
+        }
+    }
 }
 fn schema_findings(
     validator: &LazyLock<Result<jsonschema::Validator, String>>,

@@ -35,3 +35,31 @@ pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) ->
     )
         .into_response()
 }
+
+/// The strong ETag of the served OpenAPI document (it changes only with the corpus).
+static OPENAPI_ETAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(crate::generated::schemas::OPENAPI.as_bytes());
+    format!("\"{}\"", hex::encode(&digest[..16]))
+});
+
+/// `GET /openapi.json`: the REST wire this host serves, as the corpus states it (the
+/// generated crate's standalone copy, references resolvable by URI). Unauthenticated.
+pub async fn get_openapi(headers: HeaderMap) -> Response {
+    let etag = HeaderValue::from_str(&OPENAPI_ETAG).unwrap_or(HeaderValue::from_static("\"0\""));
+    if etag_matches(&headers, &OPENAPI_ETAG) {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        StatusCode::OK,
+        [
+            (header::ETAG, etag),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+        ],
+        crate::generated::schemas::OPENAPI,
+    )
+        .into_response()
+}

@@ -27,6 +27,7 @@ pub use crate::app::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
+        .route("/openapi.json", get(discovery::get_openapi))
         .route("/runs", post(runs::create_run).get(runs::list_runs))
         .route("/runs/{run_id}", get(runs::get_run))
         .route("/runs/{run_id}/cancel", post(runs::cancel_run))

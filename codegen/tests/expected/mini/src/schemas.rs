@@ -44,6 +44,229 @@ pub static ALL: &[SchemaFile] = &[
 pub static MISSING: &[&str] = &[
     "https://example.test/spec/v2/missing-owner.schema.json",
 ];
+/// The URI [`OPENAPI`] is registered under (and a host serves it from its own
+/// `/openapi.json`).
+pub const OPENAPI_URI: &str = "https://example.test/api/v2/openapi.json";
+/// The OpenAPI document as JSON, standing alone: every reference to a corpus file
+/// names that file's URI, so the schemas resolve from [`ALL`].
+pub const OPENAPI: &str = r##"{
+  "openapi": "3.1.0",
+  "info": {
+    "title": "mini",
+    "version": "1"
+  },
+  "paths": {
+    "/runs/{runId}": {
+      "get": {
+        "operationId": "getRun",
+        "summary": "Read one run.",
+        "parameters": [
+          {
+            "name": "runId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "view",
+            "in": "query",
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "ok",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RunSnapshot"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/runs/{runId}/events": {
+      "get": {
+        "operationId": "streamRunEvents",
+        "responses": {
+          "200": {
+            "description": "ok",
+            "content": {
+              "text/event-stream": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/runs/{runId}/events/poll": {
+      "get": {
+        "operationId": "pollRunEvents",
+        "parameters": [
+          {
+            "name": "runId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "afterSequence",
+            "in": "query",
+            "schema": {
+              "type": "integer",
+              "minimum": 0
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "ok",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/EventPage"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "no",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/runs": {
+      "post": {
+        "operationId": "createRun",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/CreateRunRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "ok",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RunSnapshot"
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  },
+  "components": {
+    "schemas": {
+      "RunSnapshot": {
+        "$ref": "https://example.test/spec/v2/run-snapshot.schema.json#/$defs/runSnapshot"
+      },
+      "ErrorEnvelope": {
+        "$ref": "https://example.test/spec/v2/error-envelope.schema.json#/$defs/errorEnvelope"
+      },
+      "CreateRunRequest": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "workflowId"
+        ],
+        "properties": {
+          "workflowId": {
+            "type": "string",
+            "minLength": 1
+          },
+          "inputs": {
+            "type": "object"
+          },
+          "tags": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/Tag"
+            }
+          }
+        }
+      },
+      "Tag": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "name"
+        ],
+        "properties": {
+          "name": {
+            "type": "string"
+          }
+        }
+      },
+      "EventPage": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "events"
+        ],
+        "properties": {
+          "events": {
+            "type": "array",
+            "items": {
+              "$ref": "https://example.test/spec/v2/run-event.schema.json#/$defs/runEvent"
+            }
+          },
+          "status": {
+            "anyOf": [
+              {
+                "type": "string",
+                "enum": [
+                  "open",
+                  "closed"
+                ]
+              },
+              {
+                "type": "string"
+              }
+            ]
+          }
+        }
+      },
+      "Problem": {
+        "type": "object",
+        "description": "An error body.",
+        "properties": {
+          "error": {
+            "type": "string"
+          },
+          "message": {
+            "type": "string"
+          }
+        }
+      }
+    }
+  }
+}"##;
 /// The embedded file with this URI (fragment ignored).
 pub fn by_uri(uri: &str) -> Option<&'static SchemaFile> {
     let uri = uri.split('#').next().unwrap_or(uri);

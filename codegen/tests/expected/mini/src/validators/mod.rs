@@ -33,6 +33,9 @@ static REGISTRY: LazyLock<Result<jsonschema::Registry<'static>, String>> = LazyL
     for uri in crate::schemas::MISSING {
         resources.push((*uri, Value::Object(serde_json::Map::new())));
     }
+    let openapi = serde_json::from_str(crate::schemas::OPENAPI)
+        .map_err(|e| format!("the OpenAPI document: {e}"))?;
+    resources.push((crate::schemas::OPENAPI_URI, openapi));
     jsonschema::Registry::new()
         .extend(resources)
         .and_then(|builder| builder.prepare())
@@ -47,6 +50,95 @@ fn compile(uri: &str) -> Result<jsonschema::Validator, String> {
         .should_validate_formats(true)
         .build(&Value::Object(root))
         .map_err(|e| format!("cannot compile {uri}: {e}"))
+}
+/// A documented answer with a JSON body.
+struct Response {
+    operation_id: &'static str,
+    /// `200`, a range such as `4XX`, or `default`.
+    status: &'static str,
+    /// Where its schema sits in the OpenAPI document.
+    pointer: &'static str,
+}
+/// Every documented JSON answer of every operation, in document order.
+static RESPONSES: [Response; 4usize] = [
+    Response {
+        operation_id: "getRun",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1events~1poll/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "pollRunEvents",
+        status: "404",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1events~1poll/get/responses/404/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "createRun",
+        status: "201",
+        pointer: "/paths/~1runs/post/responses/201/content/application~1json/schema",
+    },
+];
+/// The answers' validators, compiled on first use.
+static RESPONSE_VALIDATORS: [std::sync::OnceLock<
+    Result<jsonschema::Validator, String>,
+>; 4usize] = [const { std::sync::OnceLock::new() }; 4usize];
+/// Validates an answer's JSON body against the schema the OpenAPI document gives
+/// `operation_id` for `status` (an exact code, else its `NXX` range, else
+/// `default`). A status the document gives no JSON body for is the finding
+/// `response.undocumented`, an unknown operation `response.unknown-operation`.
+pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<Finding> {
+    if !RESPONSES.iter().any(|r| r.operation_id == operation_id) {
+        return vec![
+            Finding { pointer : String::new(), rule : "response.unknown-operation"
+            .to_owned(), message :
+            format!("the OpenAPI document has no operation `{operation_id}`"), }
+        ];
+    }
+    let exact = status.to_string();
+    let range = format!("{}XX", status / 100);
+    let found = [exact.as_str(), range.as_str(), "default"]
+        .iter()
+        .find_map(|want| {
+            RESPONSES
+                .iter()
+                .position(|r| {
+                    r.operation_id == operation_id && r.status.eq_ignore_ascii_case(want)
+                })
+        });
+    let Some(i) = found else {
+        return vec![
+            Finding { pointer : String::new(), rule : "response.undocumented".to_owned(),
+            message :
+            format!("`{operation_id}` documents no JSON body for status {status}"), }
+        ];
+    };
+    let validator = RESPONSE_VALIDATORS[i]
+        .get_or_init(|| {
+            compile(
+                &format!("{}#{}", crate ::schemas::OPENAPI_URI, RESPONSES[i].pointer),
+            )
+        });
+    match validator {
+        Ok(v) => {
+            v.iter_errors(body)
+                .map(|e| Finding {
+                    pointer: e.instance_path().to_string(),
+                    rule: "schema".to_owned(),
+                    message: e.to_string(),
+                })
+                .collect()
+        }
+        Err(message) => {
+            vec![
+                Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
+                message : message.clone(), }
+            ]
+        }
+    }
 }
 fn schema_findings(
     validator: &LazyLock<Result<jsonschema::Validator, String>>,
