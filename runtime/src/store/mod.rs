@@ -5,6 +5,7 @@
 //! here? No: a status is the generated `RunStatus`, parsed once where a row is read, so no
 //! layer above ever sees a string it has to guess about.
 
+mod migrate;
 mod postgres;
 #[doc(hidden)]
 pub mod scratch;

@@ -9,98 +9,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-const READERS: usize = 3;
+mod schema;
 
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS runs (
-    list_order INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    workflow_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    transport TEXT NOT NULL,
-    inputs TEXT NOT NULL,
-    state TEXT NOT NULL,
-    outputs TEXT,
-    error TEXT,
-    node_index INTEGER NOT NULL,
-    wait_until INTEGER,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    last_sequence INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, list_order DESC);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    node_id TEXT,
-    payload TEXT NOT NULL,
-    ts_ms INTEGER NOT NULL,
-    PRIMARY KEY (run_id, sequence)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS interrupts (
-    run_id TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    interrupt_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL,
-    state TEXT NOT NULL,
-    resume_value TEXT,
-    PRIMARY KEY (run_id, node_id)
-);
-CREATE TABLE IF NOT EXISTS idempotency (
-    tenant TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    key TEXT NOT NULL,
-    body_hash TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    PRIMARY KEY (tenant, principal, key)
-);
-CREATE TABLE IF NOT EXISTS host_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant TEXT NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    delivery TEXT NOT NULL,
-    workspace_id TEXT,
-    payload TEXT NOT NULL,
-    ts_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS host_events_by_tenant ON host_events (tenant, seq);
-CREATE TABLE IF NOT EXISTS claims (
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (scope, key)
-);
-CREATE TABLE IF NOT EXISTS secrets (
-    name TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS a2a_tasks (
-    run_id TEXT PRIMARY KEY,
-    context_id TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS a2a_messages (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    message_id TEXT,
-    message TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq),
-    UNIQUE (run_id, message_id)
-);
-CREATE TABLE IF NOT EXISTS mcp_sessions (
-    id TEXT PRIMARY KEY,
-    principal_digest TEXT NOT NULL,
-    version TEXT NOT NULL,
-    expires_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS mcp_sessions_by_expiry ON mcp_sessions (expires_ms);
-"#;
+const READERS: usize = 3;
 
 struct Inner {
     writer: Mutex<Connection>,
@@ -133,8 +44,8 @@ impl SqliteStore {
             StoreError::Database(format!("cannot create data dir {}: {e}", dir.display()))
         })?;
         let path = dir.join("openwop.sqlite3");
-        let writer = open(&path)?;
-        writer.execute_batch(SCHEMA)?;
+        let mut writer = open(&path)?;
+        schema::migrate(&mut writer)?;
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             readers.push(Mutex::new(open(&path)?));
