@@ -13,7 +13,7 @@ use super::template;
 use crate::clock::now_ms;
 use crate::status::{DRIVABLE, Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
-    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError,
+    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, RunStore, StoreError,
     Wake,
 };
 use serde_json::{Map, Value, json};
@@ -60,7 +60,7 @@ pub type SuspendHook = Arc<dyn Fn(Suspended) + Send + Sync>;
 /// The executor and the workflows it knows.
 pub struct Engine {
     on_suspend: std::sync::OnceLock<SuspendHook>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn RunStore>,
     registry: Registry,
     /// Runs with a driving task, and whether it must look once more before stopping.
     active: Mutex<HashMap<String, bool>>,
@@ -148,7 +148,7 @@ fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
 
 impl Engine {
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RunStore>,
         registry: Registry,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
@@ -158,7 +158,7 @@ impl Engine {
     /// An engine whose run leases last `lease_ttl` without renewal: how long a run
     /// waits after its replica dies before another takes it over.
     pub fn with_lease_ttl(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RunStore>,
         registry: Registry,
         shutdown: watch::Receiver<bool>,
         lease_ttl: Duration,

@@ -17,8 +17,8 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
-    EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch,
-    RunRecord, Store, StoreError, Wake,
+    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, ListQuery, NewEvent,
+    NewRun, RunPatch, RunRecord, RunStore, StoreError, Stores, Wake,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -100,7 +100,8 @@ pub struct PollResult {
 
 /// The operations and what they need.
 pub struct Ops {
-    store: Arc<dyn Store>,
+    runs: Arc<dyn RunStore>,
+    interop: Arc<dyn InteropStore>,
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
@@ -119,9 +120,10 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 }
 
 impl Ops {
-    pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
+    pub fn new(stores: Stores, engine: Arc<Engine>) -> Self {
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
@@ -158,8 +160,14 @@ impl Ops {
         self.max_page_size
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+    /// The run store (runs, events, interrupts, host events, wake-ups).
+    pub fn runs(&self) -> &Arc<dyn RunStore> {
+        &self.runs
+    }
+
+    /// The interop store (A2A task side and push, MCP sessions and claims).
+    pub fn interop(&self) -> &Arc<dyn InteropStore> {
+        &self.interop
     }
 
     /// Loads a run the caller may see. A foreign tenant segment is refused before any
@@ -169,7 +177,7 @@ impl Ops {
             return Err(OpError::TenantMismatch);
         }
         let run_id = id.as_bound();
-        match self.store.get_run(&run_id).await? {
+        match self.runs.get_run(&run_id).await? {
             Some(run) if run.tenant == subject.tenant => Ok(run),
             _ => Err(OpError::NotFound(format!("no run `{run_id}`"))),
         }
@@ -266,7 +274,7 @@ impl Ops {
                 None => json!({}),
             },
         };
-        let created = self.store.create_run(new, claim).await?;
+        let created = self.runs.create_run(new, claim).await?;
         if !created.replay {
             self.engine.start(&created.run.run_id);
         }
@@ -286,7 +294,7 @@ impl Ops {
         &self,
         run: &RunRecord,
     ) -> Result<Option<crate::store::InterruptRecord>, OpError> {
-        Ok(self.store.open_interrupt(&run.run_id).await?)
+        Ok(self.runs.open_interrupt(&run.run_id).await?)
     }
 
     /// `listRuns`: the caller's tenant only, newest first.
@@ -301,7 +309,7 @@ impl Ops {
             Some(c) => Some(decode_cursor(c, &subject.tenant)?),
         };
         let runs = self
-            .store
+            .runs
             .list_runs(ListQuery {
                 tenant: subject.tenant.clone(),
                 workflow_id: params.workflow_id,
@@ -350,7 +358,7 @@ impl Ops {
             payload,
         };
         match self
-            .store
+            .runs
             .advance(&run.run_id, Guard::StatusNotIn(&TERMINAL), patch, vec![ev])
             .await
         {
@@ -386,7 +394,7 @@ impl Ops {
                 "node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
             )));
         }
-        if let Some(open) = self.store.open_interrupt(&run.run_id).await?
+        if let Some(open) = self.runs.open_interrupt(&run.run_id).await?
             && open.node_id == node_id
             && open.kind == "credential"
         {
@@ -404,7 +412,7 @@ impl Ops {
             }
         }
         match self
-            .store
+            .runs
             .resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve())
             .await
         {
@@ -437,10 +445,10 @@ impl Ops {
                 tokens::TokenError::Expired => OpError::InterruptExpired,
             })?;
         let run =
-            self.store.get_run(&claims.run_id).await?.ok_or_else(|| {
+            self.runs.get_run(&claims.run_id).await?.ok_or_else(|| {
                 OpError::NotFound("the run of this token no longer exists".into())
             })?;
-        match self.store.open_interrupt(&run.run_id).await? {
+        match self.runs.open_interrupt(&run.run_id).await? {
             Some(open)
                 if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id =>
             {
@@ -475,7 +483,7 @@ impl Ops {
         limit: usize,
     ) -> Result<PollResult, OpError> {
         let run = self.load(subject, id).await?;
-        let events = self.store.events_since(&run.run_id, after, limit).await?;
+        let events = self.runs.events_since(&run.run_id, after, limit).await?;
         Ok(PollResult { run, events })
     }
 
@@ -490,7 +498,7 @@ impl Ops {
     ) -> Result<PollResult, OpError> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Subscribe before the first read so no wake-up falls between read and wait.
-        let mut wakes = self.store.subscribe();
+        let mut wakes = self.runs.subscribe();
         loop {
             let res = self.events_since(subject, id, after, 1000).await?;
             if !res.events.is_empty() || res.run.status.is_terminal() {
@@ -515,10 +523,7 @@ impl Ops {
         after: i64,
         limit: usize,
     ) -> Result<Vec<HostEventRecord>, OpError> {
-        Ok(self
-            .store
-            .host_events(&subject.tenant, after, limit)
-            .await?)
+        Ok(self.runs.host_events(&subject.tenant, after, limit).await?)
     }
 
     /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).
@@ -539,7 +544,7 @@ impl Ops {
             payload,
             timestamp_ms: crate::clock::now_ms(),
         };
-        Ok(self.store.append_host_event(ev).await?)
+        Ok(self.runs.append_host_event(ev).await?)
     }
 }
 

@@ -1,31 +1,49 @@
-//! The shared store: PostgreSQL, so several host replicas can serve one set of runs.
+//! The shared store: PostgreSQL, so several host replicas can serve one set of runs and
+//! one set of interop state.
 //!
 //! Every change of a run locks its row first (`SELECT ... FOR UPDATE`), so sequences stay
 //! contiguous and two writers on two replicas serialise exactly as two tasks in one
 //! process do. Commits announce themselves with NOTIFY; a LISTEN connection per store
-//! turns them into the same [`Wake`]s the SQLite store publishes in process.
+//! turns them into the same [`Wake`]s the SQLite store publishes in process. Every
+//! statement is prepared once per pooled connection (`prepare_cached`).
 
+mod interop;
 mod listen;
 mod migrate;
 
+#[cfg(test)]
+pub(super) use interop::CLAIM_MS;
+
+use super::sql;
 use super::*;
 use crate::clock::now_ms;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde_json::Value;
 use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::broadcast;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
 
 /// Connections the pool keeps; each request holds one for a transaction or a read.
 const POOL_SIZE: usize = 16;
 
 /// Milliseconds since the epoch on the database's clock, so replicas with skewed clocks
 /// still agree on when a lease ran out.
-const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+macro_rules! db_now_ms {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
 
 /// Advisory lock class for serialising durable host events of one tenant, so their
 /// `seq` commits in order and a reader's cursor never passes a gap that fills later.
 const HOST_EVENTS_LOCK: i32 = 0x6f77_0001;
+
+/// Advisory lock class ordering the A2A history appends of one task.
+const A2A_HISTORY_LOCK: i32 = HOST_EVENTS_LOCK + 1;
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 struct Inner {
     pool: Pool,
@@ -40,7 +58,7 @@ impl Drop for Inner {
     }
 }
 
-/// PostgreSQL behind the [`Store`] trait.
+/// PostgreSQL behind [`RunStore`] and [`InteropStore`].
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
@@ -71,92 +89,39 @@ impl From<deadpool_postgres::PoolError> for StoreError {
     }
 }
 
-fn json_text(row: &Row, col: &str) -> Result<Value, StoreError> {
-    let text: String = row.try_get(col)?;
-    serde_json::from_str(&text)
-        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+/// Runs a statement (prepared once per connection); the number of rows it changed.
+async fn exec<C: GenericClient>(c: &C, sql: &str, p: Params<'_>) -> Result<u64, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.execute(&stmt, p).await?)
 }
 
-fn opt_json_text(row: &Row, col: &str) -> Result<Option<Value>, StoreError> {
-    let text: Option<String> = row.try_get(col)?;
-    text.map(|t| serde_json::from_str(&t))
-        .transpose()
-        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+/// The first row of a statement, mapped.
+async fn one<C: GenericClient, T>(
+    c: &C,
+    sql: &str,
+    p: Params<'_>,
+    map: impl FnOnce(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    match c.query_opt(&stmt, p).await? {
+        Some(row) => Ok(Some(map(&row)?)),
+        None => Ok(None),
+    }
 }
 
-fn status_strs(statuses: &[RunStatus]) -> Vec<&'static str> {
-    statuses.iter().map(|s| s.as_str()).collect()
-}
-
-const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
-
-fn run_row(row: &Row) -> Result<RunRecord, StoreError> {
-    Ok(RunRecord {
-        list_order: row.try_get("list_order")?,
-        run_id: row.try_get("run_id")?,
-        tenant: row.try_get("tenant")?,
-        workflow_id: row.try_get("workflow_id")?,
-        status: parse_status(&row.try_get::<_, String>("run_id")?, row.try_get("status")?)?,
-        owner: json_text(row, "owner")?,
-        transport: row.try_get("transport")?,
-        inputs: json_text(row, "inputs")?,
-        state: json_text(row, "state")?,
-        outputs: opt_json_text(row, "outputs")?,
-        error: opt_json_text(row, "error")?,
-        node_index: row.try_get("node_index")?,
-        wait_until: row.try_get("wait_until")?,
-        created_ms: row.try_get("created_ms")?,
-        updated_ms: row.try_get("updated_ms")?,
-        last_sequence: row.try_get("last_sequence")?,
-    })
-}
-
-fn event_row(row: &Row) -> Result<EventRecord, StoreError> {
-    Ok(EventRecord {
-        run_id: row.try_get("run_id")?,
-        sequence: row.try_get("sequence")?,
-        event_id: row.try_get("event_id")?,
-        event_type: row.try_get("type")?,
-        node_id: row.try_get("node_id")?,
-        payload: json_text(row, "payload")?,
-        timestamp_ms: row.try_get("ts_ms")?,
-    })
-}
-
-fn interrupt_row(row: &Row) -> Result<InterruptRecord, StoreError> {
-    Ok(InterruptRecord {
-        run_id: row.try_get("run_id")?,
-        node_id: row.try_get("node_id")?,
-        interrupt_id: row.try_get("interrupt_id")?,
-        kind: row.try_get("kind")?,
-        data: json_text(row, "data")?,
-        state: row.try_get("state")?,
-        resume_value: opt_json_text(row, "resume_value")?,
-    })
-}
-
-fn host_row(row: &Row) -> Result<HostEventRecord, StoreError> {
-    Ok(HostEventRecord {
-        seq: row.try_get("seq")?,
-        tenant: row.try_get("tenant")?,
-        event_id: row.try_get("event_id")?,
-        event_type: row.try_get("type")?,
-        delivery: row.try_get("delivery")?,
-        workspace_id: row.try_get("workspace_id")?,
-        payload: json_text(row, "payload")?,
-        timestamp_ms: row.try_get("ts_ms")?,
-    })
+/// Every row of a statement, mapped.
+async fn all<C: GenericClient, T>(
+    c: &C,
+    sql: &str,
+    p: Params<'_>,
+    map: impl Fn(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    c.query(&stmt, p).await?.iter().map(|r| map(r)).collect()
 }
 
 async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!("SELECT {RUN_COLS} FROM runs WHERE run_id = $1"))
-        .await?;
-    c.query_opt(&stmt, &[&run_id])
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()
+    one(c, sql::RUN_BY_ID, &[&run_id], sql::run).await
 }
 
 /// Inserts a new run (step 0, no events yet) and returns it as stored.
@@ -165,34 +130,29 @@ async fn insert_run<C: GenericClient>(
     run: &NewRun,
     now: i64,
 ) -> Result<RunRecord, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!(
-            "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
-        ))
-        .await?;
     let (owner, inputs, state) = (
         run.owner.to_string(),
         run.inputs.to_string(),
         run.state.to_string(),
     );
-    let row = c
-        .query_one(
-            &stmt,
-            &[
-                &run.run_id,
-                &run.tenant,
-                &run.workflow_id,
-                &run.status.as_str(),
-                &owner,
-                &run.transport,
-                &inputs,
-                &now,
-                &state,
-            ],
-        )
-        .await?;
-    run_row(&row)
+    one(
+        c,
+        sql::INSERT_RUN,
+        &[
+            &run.run_id,
+            &run.tenant,
+            &run.workflow_id,
+            &run.status.as_str(),
+            &owner,
+            &run.transport,
+            &inputs,
+            &state,
+            &now,
+        ],
+        sql::run,
+    )
+    .await?
+    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))
 }
 
 /// Locks the run's row for the rest of the transaction; also returns who holds its lease.
@@ -200,15 +160,15 @@ async fn lock_run<C: GenericClient>(
     c: &C,
     run_id: &str,
 ) -> Result<Option<(RunRecord, Option<String>)>, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!(
-            "SELECT {RUN_COLS}, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE"
-        ))
-        .await?;
-    match c.query_opt(&stmt, &[&run_id]).await? {
-        Some(row) => Ok(Some((run_row(&row)?, row.try_get("lease_owner")?))),
-        None => Ok(None),
-    }
+    const LOCK: &str = concat!(
+        "SELECT ",
+        sql::run_cols!(),
+        ", lease_owner FROM runs WHERE run_id = $1 FOR UPDATE"
+    );
+    one(c, LOCK, &[&run_id], |row| {
+        Ok((sql::run(row)?, row.opt_text("lease_owner")?))
+    })
+    .await
 }
 
 /// Queues a wake-up; PostgreSQL delivers it to every listener when the transaction commits.
@@ -243,19 +203,19 @@ async fn apply<C: GenericClient>(
     }
     if !stored.is_empty() {
         // One statement for all of a step's events: each round trip costs more than a row.
-        let insert = c
-            .prepare_cached(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms)
-                 SELECT $1, s, e, t, n, p, $7 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, e, t, n, p)",
-            )
-            .await?;
+        const INSERT_EVENTS: &str = concat!(
+            "INSERT INTO events (",
+            sql::event_cols!(),
+            ") SELECT $1, s, e, t, n, p, $7 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, e, t, n, p)"
+        );
         let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
         let ids: Vec<&str> = stored.iter().map(|e| e.event_id.as_str()).collect();
         let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
         let nodes: Vec<Option<&str>> = stored.iter().map(|e| e.node_id.as_deref()).collect();
         let payloads: Vec<String> = stored.iter().map(|e| e.payload.to_string()).collect();
-        c.execute(
-            &insert,
+        exec(
+            c,
+            INSERT_EVENTS,
             &[
                 &run.run_id,
                 &sequences,
@@ -269,19 +229,12 @@ async fn apply<C: GenericClient>(
         .await?;
     }
     if patch.close_interrupts {
-        let stmt = c
-            .prepare_cached(
-                "UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'",
-            )
-            .await?;
-        c.execute(&stmt, &[&run.run_id]).await?;
+        exec(c, sql::CLOSE_INTERRUPTS, &[&run.run_id]).await?;
     }
     if let Some(i) = &patch.open_interrupt {
-        let stmt = c
-            .prepare_cached("INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')")
-            .await?;
-        c.execute(
-            &stmt,
+        exec(
+            c,
+            sql::OPEN_INTERRUPT,
             &[
                 &run.run_id,
                 &i.node_id,
@@ -292,33 +245,37 @@ async fn apply<C: GenericClient>(
         )
         .await?;
     }
-    let next = patch.applied_to(run, seq, now);
     // The NOTIFY rides on the update: PostgreSQL sends it to every listener at commit.
-    let stmt = c
-        .prepare_cached(
-            "WITH changed AS (
-                UPDATE runs SET status = $2, node_index = $3, wait_until = $4, state = $5, outputs = $6, error = $7, last_sequence = $8, updated_ms = $9
-                WHERE run_id = $1 RETURNING run_id
-             ) SELECT pg_notify($10, $11) FROM changed",
-        )
-        .await?;
-    c.query(
-        &stmt,
+    const APPLY_AND_NOTIFY: &str = concat!(
+        "WITH changed AS (",
+        sql::apply_patch!(),
+        " RETURNING ",
+        sql::run_cols!(),
+        ") SELECT changed.*, pg_notify($11, $12) AS notified FROM changed"
+    );
+    let c2 = sql::patch(&patch);
+    let count = stored.len() as i64;
+    let next = one(
+        c,
+        APPLY_AND_NOTIFY,
         &[
-            &next.run_id,
-            &next.status.as_str(),
-            &next.node_index,
-            &next.wait_until,
-            &next.state.to_string(),
-            &next.outputs.as_ref().map(Value::to_string),
-            &next.error.as_ref().map(Value::to_string),
-            &next.last_sequence,
-            &next.updated_ms,
+            &run.run_id,
+            &c2.status,
+            &c2.node_index,
+            &c2.set_wait,
+            &c2.wait_until,
+            &c2.state,
+            &c2.outputs,
+            &c2.error,
+            &count,
+            &now,
             &channel,
-            &listen::run_payload(&next.run_id),
+            &listen::run_payload(&run.run_id),
         ],
+        sql::run,
     )
-    .await?;
+    .await?
+    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
     Ok(Advanced {
         run: next,
         events: stored,
@@ -333,12 +290,6 @@ impl PgStore {
             .parse()
             .map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
         Self::connect_with(config).await
-    }
-
-    /// The connection pool, for tables kept beside the runs' (A2A push) by code outside
-    /// this module.
-    pub(crate) fn pool(&self) -> Pool {
-        self.inner.pool.clone()
     }
 
     /// As [`PgStore::connect`], from a parsed configuration.
@@ -387,7 +338,7 @@ impl PgStore {
     }
 }
 
-impl Store for PgStore {
+impl RunStore for PgStore {
     fn create_run(
         &self,
         run: NewRun,
@@ -407,32 +358,28 @@ impl Store for PgStore {
             // The key goes in first: a concurrent request with the same key, on any
             // replica, waits on this row and then sees it, instead of racing to a
             // second run.
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            let inserted = tx
-                .execute(
-                    &stmt,
-                    &[
-                        &claim.tenant,
-                        &claim.principal,
-                        &claim.key,
-                        &claim.body_hash,
-                        &run.run_id,
-                        &now,
-                    ],
-                )
-                .await?;
+            let inserted = exec(
+                &tx,
+                sql::CLAIM_KEY,
+                &[
+                    &claim.tenant,
+                    &claim.principal,
+                    &claim.key,
+                    &claim.body_hash,
+                    &run.run_id,
+                    &now,
+                ],
+            )
+            .await?;
             if inserted == 0 {
-                let stmt = tx
-                    .prepare_cached("SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3")
-                    .await?;
-                let row = tx
-                    .query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key])
-                    .await?;
-                let (hash, run_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                let (hash, run_id) = one(
+                    &tx,
+                    sql::KEY_HELD,
+                    &[&claim.tenant, &claim.principal, &claim.key],
+                    |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
+                )
+                .await?
+                .ok_or_else(|| StoreError::Database("a claimed key vanished".into()))?;
                 if hash != claim.body_hash {
                     return Err(StoreError::IdempotencyMismatch);
                 }
@@ -464,43 +411,28 @@ impl Store for PgStore {
     fn list_runs(&self, q: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLS} FROM runs WHERE tenant = $1
-                       AND ($2::text IS NULL OR workflow_id = $2)
-                       AND ($3::text IS NULL OR status = $3)
-                       AND ($4::bigint IS NULL OR list_order < $4)
-                     ORDER BY list_order DESC LIMIT $5"
-                ))
-                .await?;
             let limit = q.limit as i64;
-            let rows = client
-                .query(
-                    &stmt,
-                    &[
-                        &q.tenant,
-                        &q.workflow_id,
-                        &q.status.map(RunStatus::as_str),
-                        &q.before,
-                        &limit,
-                    ],
-                )
-                .await?;
-            rows.iter().map(run_row).collect()
+            all(
+                &client,
+                sql::LIST_RUNS,
+                &[
+                    &q.tenant,
+                    &q.workflow_id,
+                    &q.status.map(RunStatus::as_str),
+                    &q.before,
+                    &limit,
+                ],
+                sql::run,
+            )
+            .await
         })
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
-        let finished = status_strs(&crate::status::TERMINAL);
+        let finished = sql::statuses(&crate::status::TERMINAL);
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLS} FROM runs WHERE status <> ALL($1) ORDER BY list_order"
-                ))
-                .await?;
-            let rows = client.query(&stmt, &[&finished]).await?;
-            rows.iter().map(run_row).collect()
+            all(&client, sql::RUNS_NOT_IN, &[&finished], sql::run).await
         })
     }
 
@@ -551,21 +483,17 @@ impl Store for PgStore {
             let Some((run, _)) = lock_run(&tx, &run_id).await? else {
                 return Err(StoreError::NoOpenInterrupt);
             };
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open'",
-                )
-                .await?;
-            let changed = tx
-                .execute(&stmt, &[&run_id, &node_id, &resume_value.to_string()])
-                .await?;
-            let stmt = tx
-                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND node_id = $2")
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&run_id, &node_id]).await? else {
+            let changed = exec(
+                &tx,
+                sql::RESOLVE_INTERRUPT,
+                &[&run_id, &node_id, &resume_value.to_string()],
+            )
+            .await?;
+            let Some(interrupt) =
+                one(&tx, sql::INTERRUPT_AT, &[&run_id, &node_id], sql::interrupt).await?
+            else {
                 return Err(StoreError::NoOpenInterrupt);
             };
-            let interrupt = interrupt_row(&row)?;
             if changed == 0 {
                 return Err(StoreError::InterruptAlreadyResolved);
             }
@@ -581,15 +509,7 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND state = 'open'")
-                .await?;
-            client
-                .query_opt(&stmt, &[&run_id])
-                .await?
-                .as_ref()
-                .map(interrupt_row)
-                .transpose()
+            one(&client, sql::OPEN_INTERRUPT_OF, &[&run_id], sql::interrupt).await
         })
     }
 
@@ -602,10 +522,14 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT * FROM events WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3").await?;
             let limit = limit as i64;
-            let rows = client.query(&stmt, &[&run_id, &after, &limit]).await?;
-            rows.iter().map(event_row).collect()
+            all(
+                &client,
+                sql::EVENTS_SINCE,
+                &[&run_id, &after, &limit],
+                sql::event,
+            )
+            .await
         })
     }
 
@@ -614,45 +538,11 @@ impl Store for PgStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             let stored = if event.delivery == "durable" {
-                let lock = tx
-                    .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                    .await?;
-                tx.query(&lock, &[&HOST_EVENTS_LOCK, &event.tenant]).await?;
-                let stmt = tx
-                    .prepare_cached(
-                        "INSERT INTO host_events (tenant, event_id, type, delivery, workspace_id, payload, ts_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
-                    )
-                    .await?;
-                let row = tx
-                    .query_one(
-                        &stmt,
-                        &[
-                            &event.tenant,
-                            &event.event_id,
-                            &event.event_type,
-                            &event.delivery,
-                            &event.workspace_id,
-                            &event.payload.to_string(),
-                            &event.timestamp_ms,
-                        ],
-                    )
-                    .await?;
-                HostEventRecord {
-                    seq: row.try_get(0)?,
-                    ..event
-                }
+                insert_host_event(&tx, event).await?
             } else {
                 event
             };
-            // Ephemeral events exist only in this notification, so they reach every
-            // replica's subscribers (this one's included) through LISTEN, exactly once.
-            match listen::host_payload(&stored) {
-                Some(payload) => notify(&tx, &self.inner.channel, &payload).await?,
-                None => {
-                    tracing::warn!(event_type = %stored.event_type, "host event too large to announce to other replicas; delivered locally");
-                    let _ = self.inner.wakes.send(Wake::Host(Box::new(stored.clone())));
-                }
-            }
+            self.announce_host_event(&tx, &stored).await?;
             tx.commit().await?;
             Ok(stored)
         })
@@ -667,10 +557,14 @@ impl Store for PgStore {
         let tenant = tenant.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT * FROM host_events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3").await?;
             let limit = limit as i64;
-            let rows = client.query(&stmt, &[&tenant, &after, &limit]).await?;
-            rows.iter().map(host_row).collect()
+            all(
+                &client,
+                sql::HOST_EVENTS_SINCE,
+                &[&tenant, &after, &limit],
+                sql::host_event,
+            )
+            .await
         })
     }
 
@@ -686,13 +580,14 @@ impl Store for PgStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "UPDATE runs SET lease_owner = $2, lease_expires_ms = {DB_NOW_MS} + $3
-                     WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_ms < {DB_NOW_MS})"
-                ))
-                .await?;
-            Ok(client.execute(&stmt, &[&run_id, &owner, &ttl_ms]).await? == 1)
+            const TAKE: &str = concat!(
+                "UPDATE runs SET lease_owner = $2, lease_expires_ms = ",
+                db_now_ms!(),
+                " + $3 WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_ms < ",
+                db_now_ms!(),
+                ")"
+            );
+            Ok(exec(&client, TAKE, &[&run_id, &owner, &ttl_ms]).await? == 1)
         })
     }
 
@@ -700,41 +595,27 @@ impl Store for PgStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1 AND lease_owner = $2")
-                .await?;
-            client.execute(&stmt, &[&run_id, &owner]).await?;
+            exec(
+                &client,
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1 AND lease_owner = $2",
+                &[&run_id, &owner],
+            )
+            .await?;
             Ok(())
         })
     }
 
     fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
-        let statuses = status_strs(statuses);
+        let statuses: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT run_id FROM runs WHERE status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < {DB_NOW_MS}) ORDER BY list_order"
-                ))
-                .await?;
-            let rows = client.query(&stmt, &[&statuses]).await?;
-            rows.iter()
-                .map(|r| r.try_get(0).map_err(StoreError::from))
-                .collect()
-        })
-    }
-
-    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let purge = client
-                .prepare_cached("DELETE FROM claims WHERE scope = $1 AND expires_ms < $2")
-                .await?;
-            client.execute(&purge, &[&scope, &now_ms()]).await?;
-            let stmt =
-                client.prepare_cached("INSERT INTO claims (scope, key, expires_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING").await?;
-            Ok(client.execute(&stmt, &[&scope, &key, &expires_ms]).await? == 1)
+            // `= ANY` of an array, so `runs_by_status` finds them: the sweep runs often.
+            const UNLEASED: &str = concat!(
+                "SELECT run_id FROM runs WHERE status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
+                db_now_ms!(),
+                ") ORDER BY list_order"
+            );
+            all(&client, UNLEASED, &[&statuses], |r| r.text("run_id")).await
         })
     }
 
@@ -742,163 +623,61 @@ impl Store for PgStore {
         let name = name.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(
-                    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            client.execute(&stmt, &[&name, &candidate]).await?;
-            let stmt = client
-                .prepare_cached("SELECT value FROM secrets WHERE name = $1")
-                .await?;
-            Ok(client.query_one(&stmt, &[&name]).await?.try_get(0)?)
-        })
-    }
-
-    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
-        let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client.prepare_cached("INSERT INTO a2a_tasks (run_id, context_id) VALUES ($1, $2) ON CONFLICT DO NOTHING").await?;
-            client.execute(&stmt, &[&run_id, &context_id]).await?;
-            let stmt = client
-                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
-                .await?;
-            Ok(client.query_one(&stmt, &[&run_id]).await?.try_get(0)?)
-        })
-    }
-
-    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
-        let run_id = run_id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
-                .await?;
-            Ok(client
-                .query_opt(&stmt, &[&run_id])
+            exec(&client, sql::OFFER_SECRET, &[&name, &candidate]).await?;
+            one(&client, sql::SECRET_BY_NAME, &[&name], |r| r.bytes("value"))
                 .await?
-                .map(|r| r.try_get(0))
-                .transpose()?)
+                .ok_or_else(|| StoreError::Database("a secret vanished".into()))
         })
     }
+}
 
-    fn a2a_append_message(
+/// Stores a durable host event in an open transaction, in its tenant's order.
+async fn insert_host_event<C: GenericClient>(
+    c: &C,
+    event: HostEventRecord,
+) -> Result<HostEventRecord, StoreError> {
+    exec(
+        c,
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&HOST_EVENTS_LOCK, &event.tenant],
+    )
+    .await?;
+    let seq = one(
+        c,
+        sql::INSERT_HOST_EVENT,
+        &[
+            &event.tenant,
+            &event.event_id,
+            &event.event_type,
+            &event.delivery,
+            &event.workspace_id,
+            &event.payload.to_string(),
+            &event.timestamp_ms,
+        ],
+        |r| r.int("seq"),
+    )
+    .await?
+    .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+    Ok(HostEventRecord { seq, ..event })
+}
+
+impl PgStore {
+    /// Announces a host event to every replica at commit. Ephemeral events exist only in
+    /// this notification, so they reach every replica's subscribers (this one's included)
+    /// through LISTEN, exactly once.
+    async fn announce_host_event<C: GenericClient>(
         &self,
-        run_id: &str,
-        message_id: &str,
-        message: Value,
-    ) -> StoreFuture<'_, bool> {
-        let run_id = run_id.to_owned();
-        let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
-        Box::pin(async move {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            // The task's row (or, before it exists, the advisory lock) orders appends, so
-            // two replicas never pick the same `seq`.
-            let lock = tx
-                .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                .await?;
-            tx.query(&lock, &[&(HOST_EVENTS_LOCK + 1), &run_id]).await?;
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO a2a_messages (run_id, seq, message_id, message)
-                     VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM a2a_messages WHERE run_id = $1), $2, $3)
-                     ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            let n = tx
-                .execute(&stmt, &[&run_id, &message_id, &message.to_string()])
-                .await?;
-            tx.commit().await?;
-            Ok(n == 1)
-        })
-    }
-
-    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
-        let run_id = run_id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT message FROM a2a_messages WHERE run_id = $1 ORDER BY seq")
-                .await?;
-            let rows = client.query(&stmt, &[&run_id]).await?;
-            rows.iter().map(|r| json_text(r, "message")).collect()
-        })
-    }
-
-    fn open_session(
-        &self,
-        id: &str,
-        principal_digest: &str,
-        version: &str,
-        expires_ms: i64,
-    ) -> StoreFuture<'_, ()> {
-        let (id, principal_digest, version) = (
-            id.to_owned(),
-            principal_digest.to_owned(),
-            version.to_owned(),
-        );
-        Box::pin(async move {
-            let client = self.client().await?;
-            let sweep = client
-                .prepare_cached("DELETE FROM mcp_sessions WHERE expires_ms < $1")
-                .await?;
-            client.execute(&sweep, &[&now_ms()]).await?;
-            let stmt = client
-                .prepare_cached("INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES ($1, $2, $3, $4)")
-                .await?;
-            client
-                .execute(&stmt, &[&id, &principal_digest, &version, &expires_ms])
-                .await?;
-            Ok(())
-        })
-    }
-
-    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
-        let id = id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT principal_digest, version, expires_ms FROM mcp_sessions WHERE id = $1 AND expires_ms >= $2")
-                .await?;
-            let Some(row) = client.query_opt(&stmt, &[&id, &now_ms()]).await? else {
-                return Ok(None);
-            };
-            Ok(Some(SessionRecord {
-                principal_digest: row.try_get(0)?,
-                version: row.try_get(1)?,
-                expires_ms: row.try_get(2)?,
-            }))
-        })
-    }
-
-    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let id = id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("UPDATE mcp_sessions SET expires_ms = GREATEST(expires_ms, $2) WHERE id = $1 AND expires_ms >= $3")
-                .await?;
-            Ok(client
-                .execute(&stmt, &[&id, &expires_ms, &now_ms()])
-                .await?
-                == 1)
-        })
-    }
-
-    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
-        let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("DELETE FROM mcp_sessions WHERE id = $1 AND principal_digest = $2 AND expires_ms >= $3")
-                .await?;
-            Ok(client
-                .execute(&stmt, &[&id, &principal_digest, &now_ms()])
-                .await?
-                == 1)
-        })
+        c: &C,
+        ev: &HostEventRecord,
+    ) -> Result<(), StoreError> {
+        match listen::host_payload(ev) {
+            Some(payload) => notify(c, &self.inner.channel, &payload).await,
+            None => {
+                tracing::warn!(event_type = %ev.event_type, "host event too large to announce to other replicas; delivered locally");
+                let _ = self.inner.wakes.send(Wake::Host(Box::new(ev.clone())));
+                Ok(())
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! One test suite for every store backend: each test below is written once against
-//! `Arc<dyn Store>` and run on SQLite and on PostgreSQL (a fresh schema per test).
+//! `Arc<dyn RunStore>` and run on SQLite and on PostgreSQL (a fresh schema per test); the
+//! interop side has its own (`interop_suite.rs`) on the same [`Backend`].
 //! PostgreSQL being unreachable fails its tests unless `OPENWOP_SKIP_POSTGRES=1`.
 
 use super::scratch::ScratchSchema;
@@ -10,50 +11,68 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A store under test and what it takes to open it again.
+/// A backend under test (both of its stores) and what it takes to open it again.
 pub struct Backend {
-    pub store: Arc<dyn Store>,
-    dir: Option<tempfile::TempDir>,
-    schema: Option<ScratchSchema>,
+    pub runs: Arc<dyn RunStore>,
+    pub interop: Arc<dyn InteropStore>,
+    pub dir: Option<tempfile::TempDir>,
+    pub schema: Option<ScratchSchema>,
 }
 
 impl Backend {
-    fn sqlite() -> Self {
+    pub fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Arc::new(
-            SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("open sqlite"),
-        );
+        let stores = Stores::of(SqliteStore::open(dir.path()).expect("open sqlite"));
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             dir: Some(dir),
             schema: None,
         }
     }
 
-    async fn postgres() -> Self {
+    pub async fn postgres() -> Self {
         let schema = ScratchSchema::create()
             .await
             .expect("PostgreSQL for the store suite");
-        let store = Arc::new(
+        let stores = Stores::of(
             PgStore::connect(&schema.url())
                 .await
                 .expect("connect PostgreSQL"),
         );
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             dir: None,
             schema: Some(schema),
         }
     }
 
     /// Another store on the same data: a restarted host, or a second replica.
-    async fn open_again(&self) -> Arc<dyn Store> {
+    pub async fn open_again(&self) -> Stores {
         match (&self.dir, &self.schema) {
-            (Some(dir), _) => Arc::new(
-                SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("reopen"),
-            ),
+            (Some(dir), _) => Stores::of(SqliteStore::open(dir.path()).expect("reopen")),
             (_, Some(schema)) => {
-                Arc::new(PgStore::connect(&schema.url()).await.expect("reconnect"))
+                Stores::of(PgStore::connect(&schema.url()).await.expect("reconnect"))
+            }
+            _ => unreachable!("a backend has a dir or a schema"),
+        }
+    }
+
+    /// Rows of `table`, counted over a connection of the test's own.
+    pub async fn rows(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        match (&self.dir, &self.schema) {
+            (Some(dir), _) => rusqlite::Connection::open(dir.path().join(sqlite::FILE))
+                .expect("open")
+                .query_row(&sql, [], |r| r.get(0))
+                .expect("count"),
+            (_, Some(schema)) => {
+                let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                    .await
+                    .expect("connect");
+                tokio::spawn(conn);
+                client.query_one(&sql, &[]).await.expect("count").get(0)
             }
             _ => unreachable!("a backend has a dir or a schema"),
         }
@@ -97,10 +116,7 @@ store_suite!(
     advance_wakes_subscribers,
     a_lease_is_exclusive_until_released_or_expired,
     a_write_under_a_lost_lease_changes_nothing,
-    claims_are_single_use_per_scope,
     a_shared_secret_is_the_first_one_stored,
-    a2a_context_binds_once_and_history_dedupes_by_message_id,
-    mcp_sessions_open_expire_close_and_stay_with_their_principal,
 );
 
 const RUN: &str = "t/0123456789abcdef";
@@ -139,7 +155,7 @@ fn claim(key: &str, body: &str) -> IdempotencyClaim {
     }
 }
 
-async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
+async fn suspend(store: &Arc<dyn RunStore>, run_id: &str) {
     let patch = RunPatch {
         status: Some(RunStatus::WaitingApproval),
         open_interrupt: Some(NewInterrupt {
@@ -175,7 +191,7 @@ fn resolve_with(value: &'static str) -> OnResolve {
 }
 
 async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     let tasks: Vec<_> = (0..16)
         .map(|_| {
@@ -197,7 +213,7 @@ async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
 }
 
 async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     let r = store
         .advance(
@@ -216,18 +232,18 @@ async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
 }
 
 async fn data_survives_reopening(b: Backend) {
-    b.store.create_run(new_run(RUN), None).await.unwrap();
-    b.store
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
+    b.runs
         .advance(RUN, running(), RunPatch::default(), vec![ev()])
         .await
         .unwrap();
-    let again = b.open_again().await;
+    let again = b.open_again().await.runs;
     assert_eq!(again.events_since(RUN, -1, 10).await.unwrap().len(), 1);
     assert_eq!(again.get_run(RUN).await.unwrap().unwrap().last_sequence, 0);
 }
 
 async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     let first = store
         .create_run(new_run("t/a"), Some(claim("k", "h1")))
         .await
@@ -249,7 +265,7 @@ async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
 
 async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     // Two stores on one database: for PostgreSQL, two replicas.
-    let stores = [b.store.clone(), b.open_again().await];
+    let stores = [b.runs.clone(), b.open_again().await.runs];
     let tasks: Vec<_> = (0..12)
         .map(|i| {
             let s = stores[i % 2].clone();
@@ -267,7 +283,7 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     ids.dedup();
     assert_eq!(ids.len(), 1, "every request got the one run: {ids:?}");
     let listed = b
-        .store
+        .runs
         .list_runs(ListQuery {
             tenant: "t".into(),
             workflow_id: None,
@@ -281,11 +297,11 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {
-    let stores = [b.store.clone(), b.open_again().await];
+    let stores = [b.runs.clone(), b.open_again().await.runs];
     for round in 0..5 {
         let run_id = format!("t/resolve{round}");
-        b.store.create_run(new_run(&run_id), None).await.unwrap();
-        suspend(&b.store, &run_id).await;
+        b.runs.create_run(new_run(&run_id), None).await.unwrap();
+        suspend(&b.runs, &run_id).await;
         let (s1, s2) = (stores[0].clone(), stores[1].clone());
         let (r1, r2) = (run_id.clone(), run_id.clone());
         let a = tokio::spawn(async move {
@@ -304,7 +320,7 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
                 .iter()
                 .any(|r| matches!(r, Err(StoreError::InterruptAlreadyResolved)))
         );
-        let events = b.store.events_since(&run_id, -1, 10).await.unwrap();
+        let events = b.runs.events_since(&run_id, -1, 10).await.unwrap();
         assert_eq!(
             events
                 .iter()
@@ -314,24 +330,24 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
         );
         let winner = wins[0].run.state["by"].clone();
         assert_eq!(
-            b.store.get_run(&run_id).await.unwrap().unwrap().state["by"],
+            b.runs.get_run(&run_id).await.unwrap().unwrap().state["by"],
             winner
         );
     }
     let none = b
-        .store
+        .runs
         .resolve_interrupt("t/resolve0", "other", json!(1), resolve_with("x"))
         .await;
     assert!(matches!(none, Err(StoreError::NoOpenInterrupt)));
     let missing = b
-        .store
+        .runs
         .resolve_interrupt("t/missing", "approve", json!(1), resolve_with("x"))
         .await;
     assert!(matches!(missing, Err(StoreError::NoOpenInterrupt)));
 }
 
 async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     for i in 0..5 {
         let mut r = new_run(&format!("t/r{i}"));
         r.workflow_id = if i % 2 == 0 {
@@ -365,7 +381,7 @@ async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
 }
 
 async fn unfinished_runs_skip_finished_ones(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run("t/live"), None).await.unwrap();
     store.create_run(new_run("t/done"), None).await.unwrap();
     let done = RunPatch {
@@ -423,7 +439,7 @@ async fn next_wake<T>(
 }
 
 async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     let mut rx = store.subscribe();
     for n in 0..3 {
         store
@@ -461,17 +477,17 @@ async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend
 }
 
 async fn advance_wakes_subscribers(b: Backend) {
-    b.store.create_run(new_run(RUN), None).await.unwrap();
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
     // A subscriber on another store on the same data: for PostgreSQL a second replica,
     // which only hears of the change through the database.
-    let other = b.open_again().await;
-    let watchers = if b.store.shared() {
-        vec![b.store.clone(), other.clone()]
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
     } else {
-        vec![b.store.clone()]
+        vec![b.runs.clone()]
     };
     let mut rxs: Vec<_> = watchers.iter().map(|s| s.subscribe()).collect();
-    b.store
+    b.runs
         .advance(RUN, running(), RunPatch::default(), vec![ev()])
         .await
         .unwrap();
@@ -484,7 +500,7 @@ async fn advance_wakes_subscribers(b: Backend) {
 }
 
 async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
     assert!(
@@ -538,7 +554,7 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
 }
 
 async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
     let as_a = RunPatch {
@@ -567,146 +583,10 @@ async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
     }
 }
 
-async fn claims_are_single_use_per_scope(b: Backend) {
-    let store = b.store.clone();
-    let later = now_ms() + 60_000;
-    assert!(store.claim_once("mcp", "n1", later).await.unwrap());
-    assert!(!store.claim_once("mcp", "n1", later).await.unwrap());
-    assert!(store.claim_once("other", "n1", later).await.unwrap());
-    // Expired claims are forgotten; their tokens are refused for expiry before this.
-    assert!(store.claim_once("old", "n2", now_ms() - 1).await.unwrap());
-    assert!(store.claim_once("old", "n3", later).await.unwrap());
-    assert!(store.claim_once("old", "n2", later).await.unwrap());
-    let stores = [store.clone(), store.clone()];
-    let tasks: Vec<_> = (0..8)
-        .map(|i| {
-            let s = stores[i % 2].clone();
-            tokio::spawn(async move { s.claim_once("race", "n", later).await.unwrap() })
-        })
-        .collect();
-    let mut won = 0;
-    for t in tasks {
-        won += usize::from(t.await.unwrap());
-    }
-    assert_eq!(won, 1);
-}
-
 async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
-    let first = b.store.shared_secret("k", vec![1, 2, 3]).await.unwrap();
+    let first = b.runs.shared_secret("k", vec![1, 2, 3]).await.unwrap();
     assert_eq!(first, [1, 2, 3]);
-    let again = b.open_again().await;
+    let again = b.open_again().await.runs;
     assert_eq!(again.shared_secret("k", vec![9]).await.unwrap(), [1, 2, 3]);
     assert_eq!(again.shared_secret("other", vec![9]).await.unwrap(), [9]);
-}
-
-async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {
-    let store = b.store.clone();
-    assert_eq!(
-        store.a2a_bind_context("t/r", "ctx-1").await.unwrap(),
-        "ctx-1"
-    );
-    assert_eq!(
-        store.a2a_bind_context("t/r", "ctx-2").await.unwrap(),
-        "ctx-1"
-    );
-    assert_eq!(
-        store.a2a_context_of("t/r").await.unwrap().as_deref(),
-        Some("ctx-1")
-    );
-    assert_eq!(store.a2a_context_of("t/other").await.unwrap(), None);
-    let m1 = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a"}]});
-    let m2 = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "b"}]});
-    assert!(
-        store
-            .a2a_append_message("t/r", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .a2a_append_message("t/r", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .a2a_append_message("t/r", "m2", m2.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .a2a_append_message("t/other", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert_eq!(store.a2a_history("t/r").await.unwrap(), vec![m1, m2]);
-    let again = b.open_again().await;
-    assert_eq!(
-        again.a2a_context_of("t/r").await.unwrap().as_deref(),
-        Some("ctx-1")
-    );
-    assert_eq!(again.a2a_history("t/r").await.unwrap().len(), 2);
-}
-
-async fn mcp_sessions_open_expire_close_and_stay_with_their_principal(b: Backend) {
-    let store = b.store.clone();
-    let later = now_ms() + 60_000;
-    assert_eq!(store.session("s1").await.unwrap(), None);
-    store
-        .open_session("s1", "alice", "2025-11-25", later)
-        .await
-        .unwrap();
-    let want = SessionRecord {
-        principal_digest: "alice".into(),
-        version: "2025-11-25".into(),
-        expires_ms: later,
-    };
-    assert_eq!(store.session("s1").await.unwrap(), Some(want.clone()));
-    // Another replica (or the host after a restart) sees the same session.
-    let again = b.open_again().await;
-    assert_eq!(again.session("s1").await.unwrap(), Some(want));
-
-    // Touching moves the expiry forward, never back.
-    assert!(store.touch_session("s1", later + 1_000).await.unwrap());
-    assert!(store.touch_session("s1", later - 5_000).await.unwrap());
-    assert_eq!(
-        store.session("s1").await.unwrap().unwrap().expires_ms,
-        later + 1_000
-    );
-    assert!(!store.touch_session("nope", later).await.unwrap());
-
-    // Only the principal that opened it closes it; closing is then final.
-    assert!(!store.close_session("s1", "mallory").await.unwrap());
-    assert!(store.session("s1").await.unwrap().is_some());
-    assert!(again.close_session("s1", "alice").await.unwrap());
-    assert_eq!(store.session("s1").await.unwrap(), None);
-    assert!(!store.close_session("s1", "alice").await.unwrap());
-    assert!(!store.touch_session("s1", later).await.unwrap());
-
-    // An expired session is dead to every call, and the next open sweeps it away.
-    store
-        .open_session("old", "alice", "2025-11-25", now_ms() - 1)
-        .await
-        .unwrap();
-    assert_eq!(store.session("old").await.unwrap(), None);
-    assert!(!store.touch_session("old", later).await.unwrap());
-    assert!(!store.close_session("old", "alice").await.unwrap());
-    store
-        .open_session("s2", "bob", "2025-11-25", later)
-        .await
-        .unwrap();
-    store
-        .open_session("old", "carol", "2025-11-25", later)
-        .await
-        .unwrap();
-    assert_eq!(
-        store
-            .session("old")
-            .await
-            .unwrap()
-            .unwrap()
-            .principal_digest,
-        "carol"
-    );
 }

@@ -15,7 +15,6 @@ use sha2::{Digest, Sha256};
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
-use super::tasks::TaskStore;
 use super::{A2aConfig, facet_of};
 use crate::edge::rest::AppState;
 use crate::identity::Subject;
@@ -27,7 +26,6 @@ use crate::store::RunRecord;
 #[derive(Clone)]
 pub struct A2aState {
     pub app: AppState,
-    pub tasks: TaskStore,
     pub config: Arc<A2aConfig>,
     /// The push side; `None` until the router has started its delivery workers.
     pub push: Option<super::push::Push>,
@@ -350,8 +348,10 @@ impl A2aState {
     /// The task's contextId: the bound one, else the run id (runs started over REST).
     async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
         Ok(self
-            .tasks
-            .context_of(&run.run_id)
+            .app
+            .ops
+            .interop()
+            .a2a_context_of(&run.run_id)
             .await
             .map_err(internal)?
             .unwrap_or_else(|| run.run_id.clone()))
@@ -364,7 +364,13 @@ impl A2aState {
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
-        let history = self.tasks.history(&run.run_id).await.map_err(internal)?;
+        let history = self
+            .app
+            .ops
+            .interop()
+            .a2a_history(&run.run_id)
+            .await
+            .map_err(internal)?;
         project::task(
             TaskSource {
                 snapshot: &snapshot,
@@ -518,10 +524,7 @@ impl A2aState {
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.tasks
-            .append_message(&run.run_id, &message)
-            .await
-            .map_err(internal)?;
+        self.append_message(&run.run_id, message).await?;
         Ok((resumed, send.history_length, send.return_immediately))
     }
 
@@ -578,8 +581,10 @@ impl A2aState {
         let (run, replay) = (created.run, created.replay);
         // A replayed messageId returns the task as it was bound the first time.
         let context = self
-            .tasks
-            .bind_context(
+            .app
+            .ops
+            .interop()
+            .a2a_bind_context(
                 &run.run_id,
                 send.context_id
                     .map(str::to_owned)
@@ -591,11 +596,25 @@ impl A2aState {
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.tasks
-            .append_message(&run.run_id, &message)
+        self.append_message(&run.run_id, message).await?;
+        Ok((run, replay))
+    }
+
+    /// Appends a message to the task's history unless one with the same messageId is
+    /// already there (a replayed SendMessage must not grow the history), on any replica.
+    async fn append_message(&self, run_id: &str, message: Value) -> Result<(), Fault> {
+        let message_id = message
+            .get("messageId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.app
+            .ops
+            .interop()
+            .a2a_append_message(run_id, &message_id, message)
             .await
             .map_err(internal)?;
-        Ok((run, replay))
+        Ok(())
     }
 
     /// The skill a new task runs: named in the message (or request) metadata as

@@ -45,7 +45,7 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
         super::service::Era::Legacy(_) => false,
     };
     // Subscribe before reading the tasks, so no change between the two is missed.
-    let mut wakes = state.app.ops.store().subscribe();
+    let mut wakes = state.app.ops.runs().subscribe();
     let mut watched: HashMap<String, String> = HashMap::new(); // runId -> taskId as asked
     if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
         for task_id in ids.iter().filter_map(Value::as_str) {

@@ -131,7 +131,7 @@ pub async fn stream_events(
     let cursor = last_event_id(&headers)?;
     let _ = run;
     let tail = Tail {
-        wakes: state.ops.store().subscribe(),
+        wakes: state.ops.runs().subscribe(),
         shutdown: state.shutdown.clone(),
         state,
         subject,

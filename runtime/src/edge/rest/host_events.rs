@@ -118,7 +118,7 @@ pub async fn host_events(
         Some(id) => seq_of(&state, &subject, id.trim()).await?,
     };
     let tail = HostTail {
-        wakes: state.ops.store().subscribe(),
+        wakes: state.ops.runs().subscribe(),
         shutdown: state.shutdown.clone(),
         state,
         subject,

@@ -125,7 +125,7 @@ async fn listen_once(
 mod tests {
     use super::*;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
-    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, Store};
+    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, RunStore};
     use serde_json::json;
 
     async fn wait_for(

@@ -1,0 +1,261 @@
+//! The runs side of the store: the [`RunStore`] trait and its records.
+
+use serde_json::Value;
+
+use super::{RunStatus, StoreFuture, Wake};
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub tenant: String,
+    pub workflow_id: String,
+    pub status: RunStatus,
+    pub owner: Value,
+    pub transport: String,
+    pub inputs: Value,
+    /// Values the engine carries between nodes (node outputs, resume values).
+    pub state: Value,
+    pub outputs: Option<Value>,
+    pub error: Option<Value>,
+    /// Index of the node the engine is on.
+    pub node_index: i64,
+    /// Absolute deadline (ms since epoch) of the wait in progress, if any.
+    pub wait_until: Option<i64>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    /// Sequence of the newest event, -1 when the log is empty.
+    pub last_sequence: i64,
+    /// Monotonic creation order, used for newest-first listing and cursors.
+    pub list_order: i64,
+}
+
+/// What `create_run` needs.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub run_id: String,
+    pub tenant: String,
+    pub workflow_id: String,
+    pub status: RunStatus,
+    pub owner: Value,
+    pub transport: String,
+    pub inputs: Value,
+    /// The engine state the run starts with (`{}` for most runs).
+    pub state: Value,
+}
+
+/// An `Idempotency-Key` claimed together with a run creation.
+#[derive(Debug, Clone)]
+pub struct IdempotencyClaim {
+    pub tenant: String,
+    pub principal: String,
+    pub key: String,
+    /// Digest of the canonical request body.
+    pub body_hash: String,
+}
+
+/// The result of `create_run`.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub run: RunRecord,
+    /// True when an earlier request with the same key and body created the run.
+    pub replay: bool,
+}
+
+/// An event before the store gives it its sequence, id and time.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub event_type: String,
+    pub node_id: Option<String>,
+    pub payload: Value,
+}
+
+/// An event as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    pub run_id: String,
+    pub sequence: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub node_id: Option<String>,
+    pub payload: Value,
+    pub timestamp_ms: i64,
+}
+
+/// An interrupt to open together with a run change.
+#[derive(Debug, Clone)]
+pub struct NewInterrupt {
+    pub node_id: String,
+    pub interrupt_id: String,
+    pub kind: String,
+    pub data: Value,
+}
+
+/// An interrupt as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterruptRecord {
+    pub run_id: String,
+    pub node_id: String,
+    pub interrupt_id: String,
+    pub kind: String,
+    pub data: Value,
+    /// `open`, `resolved` or `closed` (the run ended while it was open).
+    pub state: String,
+    pub resume_value: Option<Value>,
+}
+
+/// A condition on the run's current status, checked inside the transaction.
+#[derive(Debug, Clone)]
+pub enum Guard {
+    StatusIn(&'static [RunStatus]),
+    StatusNotIn(&'static [RunStatus]),
+}
+
+impl Guard {
+    pub(crate) fn admits(&self, status: RunStatus) -> bool {
+        match self {
+            Guard::StatusIn(list) => list.contains(&status),
+            Guard::StatusNotIn(list) => !list.contains(&status),
+        }
+    }
+}
+
+/// Fields of a run to change; `None` keeps the stored value. Both backends apply a patch
+/// with one shared statement (`sql::APPLY_PATCH`), so what a patch means is said once.
+#[derive(Debug, Clone, Default)]
+pub struct RunPatch {
+    pub status: Option<RunStatus>,
+    pub node_index: Option<i64>,
+    pub wait_until: Option<Option<i64>>,
+    pub state: Option<Value>,
+    pub outputs: Option<Value>,
+    pub error: Option<Value>,
+    pub open_interrupt: Option<NewInterrupt>,
+    /// Close every open interrupt (the run is ending).
+    pub close_interrupts: bool,
+    /// Apply only while this replica holds the run's lease (the engine's writes), so a
+    /// replica that lost its lease cannot append behind the one that took it over.
+    pub lease_owner: Option<String>,
+}
+
+/// The result of a run change.
+#[derive(Debug, Clone)]
+pub struct Advanced {
+    pub run: RunRecord,
+    pub events: Vec<EventRecord>,
+}
+
+/// Builds the change that resolving an interrupt makes, from the stored interrupt.
+pub type OnResolve =
+    Box<dyn FnOnce(&InterruptRecord, &RunRecord) -> (RunPatch, Vec<NewEvent>) + Send>;
+
+/// Filters and page position of `list_runs`.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub tenant: String,
+    pub workflow_id: Option<String>,
+    pub status: Option<RunStatus>,
+    /// Only runs strictly older than this `list_order`.
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+/// A durable host event as stored (ephemeral ones are only published).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostEventRecord {
+    /// Store-assigned order; 0 for ephemeral events.
+    pub seq: i64,
+    pub tenant: String,
+    pub event_id: String,
+    pub event_type: String,
+    pub delivery: String,
+    pub workspace_id: Option<String>,
+    pub payload: Value,
+    pub timestamp_ms: i64,
+}
+
+/// Persistence for runs: their rows, event logs and interrupts, idempotency keys, leases,
+/// host events and the secrets every replica shares, plus the wake-ups that announce
+/// their commits. Every change of a run is one transaction.
+pub trait RunStore: Send + Sync {
+    /// Inserts a run, claiming `idempotency` in the same transaction when given. A key
+    /// already held with the same body hash returns the earlier run with `replay: true`.
+    fn create_run(
+        &self,
+        run: NewRun,
+        idempotency: Option<IdempotencyClaim>,
+    ) -> StoreFuture<'_, Created>;
+
+    fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
+
+    /// Runs of one tenant, newest first.
+    fn list_runs(&self, query: ListQuery) -> StoreFuture<'_, Vec<RunRecord>>;
+
+    /// Runs that are not terminal: what the engine looks at after a start.
+    fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>>;
+
+    /// Applies `patch` and appends `events` (sequences continue without gaps) in one
+    /// transaction, if `guard` admits the current status.
+    fn advance(
+        &self,
+        run_id: &str,
+        guard: Guard,
+        patch: RunPatch,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<'_, Advanced>;
+
+    /// Resolves the open interrupt at `node_id` with a conditional update, so that of two
+    /// concurrent calls exactly one wins; the winner's change comes from `on_resolve`.
+    fn resolve_interrupt(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        on_resolve: OnResolve,
+    ) -> StoreFuture<'_, Advanced>;
+
+    /// The open interrupt of a run, if any.
+    fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>>;
+
+    /// Events with `sequence > after`, oldest first, at most `limit`.
+    fn events_since(
+        &self,
+        run_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<EventRecord>>;
+
+    /// Stores a durable host event (assigning `seq`) or publishes an ephemeral one.
+    fn append_host_event(&self, event: HostEventRecord) -> StoreFuture<'_, HostEventRecord>;
+
+    /// Durable host events of a tenant with `seq > after`, oldest first.
+    fn host_events(
+        &self,
+        tenant: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<HostEventRecord>>;
+
+    /// Wake-ups for new run events and host events; a hint to re-read, never the data.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
+
+    /// True when other processes may share this store, so runs need leases and a sweep
+    /// for runs whose driver died.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Takes or renews the lease on a run for `ttl_ms`: won when nobody holds it, `owner`
+    /// already does, or the holder let it expire. A single-process store always wins.
+    fn acquire_lease(&self, run_id: &str, owner: &str, ttl_ms: i64) -> StoreFuture<'_, bool>;
+
+    /// Gives the lease up if `owner` holds it.
+    fn release_lease(&self, run_id: &str, owner: &str) -> StoreFuture<'_, ()>;
+
+    /// Runs with a status in `statuses` that no replica holds a live lease on.
+    fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>>;
+
+    /// A secret every replica must share (a signing key): the first `candidate` stored
+    /// under `name` wins and is what every later call returns.
+    fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>>;
+}
