@@ -1,6 +1,10 @@
 //! The embedded default store: one SQLite file (`openwop.sqlite3` in the data dir) in WAL
-//! mode, holding the runs and the interop state alike; one writer connection and a few
-//! readers. Every statement is compiled once per connection and kept (`prepare_cached`).
+//! mode, holding the runs and the interop state alike.
+//!
+//! Store threads own the connections: one writer and a few readers, each fed calls
+//! through a channel and answering on a oneshot, so a store call is one hand-off to a
+//! thread that is already there (no blocking-pool task per call). Every statement is
+//! compiled once per connection and kept (`prepare_cached`).
 
 mod interop;
 mod legacy;
@@ -11,7 +15,8 @@ use super::*;
 use crate::clock::now_ms;
 use rusqlite::{Connection, Params, TransactionBehavior, params};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 const READERS: usize = 3;
@@ -23,10 +28,14 @@ const STATEMENT_CACHE: usize = 256;
 /// The database file in the data dir.
 pub const FILE: &str = "openwop.sqlite3";
 
+/// A store call, run on the thread that owns a connection.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
 struct Inner {
-    writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
-    next_reader: AtomicUsize,
+    /// The writer thread's queue: every write, in arrival order.
+    writer: mpsc::Sender<Job>,
+    /// The readers' shared queue: whichever reader is free takes the next read.
+    readers: mpsc::Sender<Job>,
     wakeups: Arc<dyn Wakeups>,
 }
 
@@ -116,15 +125,25 @@ impl SqliteStore {
         let mut writer = open(&path)?;
         schema::migrate(&mut writer)?;
         legacy::import_push_file(dir, &mut writer)?;
-        let mut readers = Vec::with_capacity(READERS);
-        for _ in 0..READERS {
-            readers.push(Mutex::new(open(&path)?));
+        let (writer_tx, writer_rx) = mpsc::channel::<Job>();
+        spawn_worker(
+            "openwop-sqlite-writer",
+            writer,
+            Arc::new(Mutex::new(writer_rx)),
+        )?;
+        let (readers_tx, readers_rx) = mpsc::channel::<Job>();
+        let readers_rx = Arc::new(Mutex::new(readers_rx));
+        for i in 0..READERS {
+            spawn_worker(
+                &format!("openwop-sqlite-reader-{i}"),
+                open(&path)?,
+                readers_rx.clone(),
+            )?;
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                writer: Mutex::new(writer),
-                readers,
-                next_reader: AtomicUsize::new(0),
+                writer: writer_tx,
+                readers: readers_tx,
                 wakeups: Arc::new(LocalWakeups::default()),
             }),
         })
@@ -134,37 +153,63 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut conn = inner
-                    .writer
-                    .lock()
-                    .map_err(|_| StoreError::Database("writer lock poisoned".into()))?;
-                f(&mut conn)
-            })
-            .await
-            .map_err(|e| StoreError::Database(format!("store task failed: {e}")))?
-        })
+        call(self.inner.writer.clone(), f)
     }
 
     fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-                let conn = inner.readers[i]
-                    .lock()
-                    .map_err(|_| StoreError::Database("reader lock poisoned".into()))?;
-                f(&conn)
-            })
-            .await
-            .map_err(|e| StoreError::Database(format!("store task failed: {e}")))?
-        })
+        call(self.inner.readers.clone(), move |conn| f(conn))
     }
+}
+
+/// Starts a thread that owns `conn` and runs the calls of `queue` until every sender is
+/// gone (the store was dropped).
+fn spawn_worker(
+    name: &str,
+    mut conn: Connection,
+    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
+) -> Result<(), StoreError> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            loop {
+                // The lock is held only while waiting: a free reader takes the next call.
+                let next = match queue.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                match next {
+                    Ok(job) => job(&mut conn),
+                    Err(_) => return,
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))
+}
+
+/// Hands `f` to the thread behind `queue` when first polled, and answers with its result.
+/// A call that panics fails alone (its transaction rolls back as it unwinds); the thread
+/// and its connection go on.
+fn call<T: Send + 'static>(
+    queue: mpsc::Sender<Job>,
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+) -> StoreFuture<'static, T> {
+    Box::pin(async move {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            let _ = tx.send(out);
+        });
+        queue
+            .send(job)
+            .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?
+    })
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
