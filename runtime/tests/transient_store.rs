@@ -8,7 +8,7 @@ use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
     Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
     ListQuery, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, RunStore, SqliteStore, StoreError,
-    StoreFuture, Wake,
+    StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -195,8 +195,8 @@ impl RunStore for Flaky {
         self.inner.host_events(tenant, after, limit)
     }
 
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        self.inner.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.subscribe(topics)
     }
 
     fn shared(&self) -> bool {

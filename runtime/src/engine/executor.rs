@@ -14,7 +14,7 @@ use crate::clock::now_ms;
 use crate::status::{DRIVABLE, Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
     Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, RunStore, StoreError,
-    Wake,
+    Topic,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -671,7 +671,7 @@ impl Engine {
                 deadline
             }
         };
-        let mut wakes = self.store.subscribe();
+        let mut wakes = self.store.subscribe(&[Topic::Run(run.run_id.clone())]);
         let mut shutdown = self.shutdown.clone();
         loop {
             let left = deadline - now_ms();
@@ -681,18 +681,12 @@ impl Engine {
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(left as u64)) => break,
                 _ = shutdown.changed() => return Ok(Step::Stop),
-                wake = wakes.recv() => {
-                    // Someone else changed this run (a cancel): look before sleeping on.
-                    let relevant = match &wake {
-                        Ok(Wake::Run(id)) => id == &run.run_id,
-                        Ok(Wake::Host(_)) => false,
-                        Ok(Wake::Resync) | Err(_) => true,
-                    };
-                    if relevant {
-                        let current = self.store.get_run(&run.run_id).await?;
-                        if current.is_none_or(|r| r.status != RunStatus::Running) {
-                            return Ok(Step::Stop);
-                        }
+                _ = wakes.recv() => {
+                    // Someone else changed this run (a cancel), or everything must be
+                    // re-read: look before sleeping on.
+                    let current = self.store.get_run(&run.run_id).await?;
+                    if current.is_none_or(|r| r.status != RunStatus::Running) {
+                        return Ok(Step::Stop);
                     }
                 }
             }

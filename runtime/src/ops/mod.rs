@@ -18,7 +18,7 @@ use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
     EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, ListQuery, NewEvent,
-    NewRun, RunPatch, RunRecord, RunStore, StoreError, Stores, Wake,
+    NewRun, RunPatch, RunRecord, RunStore, StoreError, Stores, Topic,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -498,7 +498,7 @@ impl Ops {
     ) -> Result<PollResult, OpError> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Subscribe before the first read so no wake-up falls between read and wait.
-        let mut wakes = self.runs.subscribe();
+        let mut wakes = self.runs.subscribe(&[Topic::Run(id.as_bound())]);
         loop {
             let res = self.events_since(subject, id, after, 1000).await?;
             if !res.events.is_empty() || res.run.status.is_terminal() {
@@ -507,11 +507,8 @@ impl Ops {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => return Ok(res),
                 _ = shutdown.changed() => return Ok(res),
-                w = wakes.recv() => {
-                    if let Ok(Wake::Host(_)) = w {
-                        continue;
-                    }
-                }
+                // This run changed (or everything must be re-read): look again.
+                _ = wakes.recv() => {}
             }
         }
     }

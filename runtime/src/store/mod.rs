@@ -33,7 +33,7 @@ pub use interop::*;
 pub use postgres::PgStore;
 pub use runs::*;
 pub use sqlite::SqliteStore;
-pub use wakeups::{LocalWakeups, Wake, Wakeups};
+pub use wakeups::{Subscription, Topic, Wake, WakeHub};
 
 pub use crate::status::RunStatus;
 use std::future::Future;

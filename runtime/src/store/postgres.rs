@@ -21,7 +21,6 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use serde_json::Value;
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
@@ -48,7 +47,7 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 struct Inner {
     pool: Pool,
     channel: String,
-    wakes: broadcast::Sender<Wake>,
+    wakes: WakeHub,
     listener: tokio::task::JoinHandle<()>,
 }
 
@@ -313,7 +312,7 @@ impl PgStore {
         };
         // Replicas on one schema share a channel; other schemas (tests) stay apart.
         let channel = listen::channel_for(&schema);
-        let wakes = broadcast::channel(1024).0;
+        let wakes = WakeHub::default();
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen::run(
             config,
@@ -461,7 +460,7 @@ impl RunStore for PgStore {
             let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
             tx.commit().await?;
             // The NOTIFY reaches this replica too, but a direct wake saves the round trip.
-            let _ = self.inner.wakes.send(Wake::Run(out.run.run_id.clone()));
+            self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
         })
     }
@@ -500,7 +499,7 @@ impl RunStore for PgStore {
             let (patch, events) = on_resolve(&interrupt, &run);
             let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
             tx.commit().await?;
-            let _ = self.inner.wakes.send(Wake::Run(out.run.run_id.clone()));
+            self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
         })
     }
@@ -568,8 +567,8 @@ impl RunStore for PgStore {
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<Wake> {
-        self.inner.wakes.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.wakes.subscribe(topics)
     }
 
     fn shared(&self) -> bool {
@@ -674,7 +673,7 @@ impl PgStore {
             Some(payload) => notify(c, &self.inner.channel, &payload).await,
             None => {
                 tracing::warn!(event_type = %ev.event_type, "host event too large to announce to other replicas; delivered locally");
-                let _ = self.inner.wakes.send(Wake::Host(Box::new(ev.clone())));
+                self.inner.wakes.publish(Wake::Host(Box::new(ev.clone())));
                 Ok(())
             }
         }

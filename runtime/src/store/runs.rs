@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{RunStatus, StoreFuture, Wake};
+use super::{RunStatus, StoreFuture, Subscription, Topic};
 
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,8 +236,10 @@ pub trait RunStore: Send + Sync {
         limit: usize,
     ) -> StoreFuture<'_, Vec<HostEventRecord>>;
 
-    /// Wake-ups for new run events and host events; a hint to re-read, never the data.
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
+    /// Wake-ups for the commits of `topics` (a run, a tenant's host log, every run), in
+    /// this process and, on a shared store, on every replica; a hint to re-read, never
+    /// the data (ephemeral host events excepted, which exist only as wake-ups).
+    fn subscribe(&self, topics: &[Topic]) -> Subscription;
 
     /// True when other processes may share this store, so runs need leases and a sweep
     /// for runs whose driver died.

@@ -36,7 +36,7 @@ struct Inner {
     writer: mpsc::Sender<Job>,
     /// The readers' shared queue: whichever reader is free takes the next read.
     readers: mpsc::Sender<Job>,
-    wakeups: Arc<dyn Wakeups>,
+    wakeups: WakeHub,
 }
 
 /// SQLite behind [`RunStore`] and [`InteropStore`].
@@ -144,7 +144,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 writer: writer_tx,
                 readers: readers_tx,
-                wakeups: Arc::new(LocalWakeups::default()),
+                wakeups: WakeHub::default(),
             }),
         })
     }
@@ -529,8 +529,8 @@ impl RunStore for SqliteStore {
         })
     }
 
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        self.inner.wakeups.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.wakeups.subscribe(topics)
     }
 
     // One process owns the file, so there is nobody to share a run with.

@@ -114,6 +114,7 @@ store_suite!(
     unfinished_runs_skip_finished_ones,
     host_events_keep_order_and_ephemeral_ones_are_only_published,
     advance_wakes_subscribers,
+    a_commit_on_one_run_does_not_wake_the_subscribers_of_another,
     a_lease_is_exclusive_until_released_or_expired,
     a_write_under_a_lost_lease_changes_nothing,
     a_shared_secret_is_the_first_one_stored,
@@ -421,15 +422,10 @@ fn host_event(tenant: &str, delivery: &str, n: i64) -> HostEventRecord {
 }
 
 /// Waits for a wake-up matching `pick`, failing after a few seconds.
-async fn next_wake<T>(
-    rx: &mut tokio::sync::broadcast::Receiver<Wake>,
-    pick: impl Fn(&Wake) -> Option<T>,
-) -> T {
+async fn next_wake<T>(rx: &mut Subscription, pick: impl Fn(&Wake) -> Option<T>) -> T {
     tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            if let Ok(w) = rx.recv().await
-                && let Some(t) = pick(&w)
-            {
+            if let Some(t) = pick(&rx.recv().await) {
                 return t;
             }
         }
@@ -440,7 +436,7 @@ async fn next_wake<T>(
 
 async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend) {
     let store = b.runs.clone();
-    let mut rx = store.subscribe();
+    let mut rx = store.subscribe(&[Topic::Tenant("t".into())]);
     for n in 0..3 {
         store
             .append_host_event(host_event("t", "durable", n))
@@ -486,7 +482,10 @@ async fn advance_wakes_subscribers(b: Backend) {
     } else {
         vec![b.runs.clone()]
     };
-    let mut rxs: Vec<_> = watchers.iter().map(|s| s.subscribe()).collect();
+    let mut rxs: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(RUN.into())]))
+        .collect();
     b.runs
         .advance(RUN, running(), RunPatch::default(), vec![ev()])
         .await
@@ -496,6 +495,54 @@ async fn advance_wakes_subscribers(b: Backend) {
             matches!(w, Wake::Run(id) if id == RUN).then_some(())
         })
         .await;
+    }
+}
+
+async fn a_commit_on_one_run_does_not_wake_the_subscribers_of_another(b: Backend) {
+    const OTHER: &str = "t/fedcba9876543210";
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
+    b.runs.create_run(new_run(OTHER), None).await.unwrap();
+    // On PostgreSQL the second store is another replica, woken only through the database.
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
+    } else {
+        vec![b.runs.clone()]
+    };
+    let mut on_other: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(OTHER.into())]))
+        .collect();
+    let mut on_run: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(RUN.into())]))
+        .collect();
+    for _ in 0..3 {
+        b.runs
+            .advance(RUN, running(), RunPatch::default(), vec![ev()])
+            .await
+            .unwrap();
+    }
+    // The commits reached the run's subscribers on every store...
+    for rx in &mut on_run {
+        next_wake(rx, |w| (*w == Wake::Run(RUN.into())).then_some(())).await;
+    }
+    // ...and, given as long again, none of the other run's.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for rx in &mut on_other {
+        assert_eq!(
+            rx.try_recv(),
+            None,
+            "a commit on {RUN} woke a subscriber of {OTHER}"
+        );
+    }
+    // Theirs still come through.
+    b.runs
+        .advance(OTHER, running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
+    for rx in &mut on_other {
+        next_wake(rx, |w| (*w == Wake::Run(OTHER.into())).then_some(())).await;
     }
 }
 

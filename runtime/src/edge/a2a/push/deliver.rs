@@ -14,8 +14,8 @@ use tokio::sync::{Notify, mpsc, watch};
 use super::super::project::Shape;
 use super::super::service::A2aState;
 use crate::egress::Egress;
-use crate::store::Wake;
 use crate::store::{Delivery, InteropStore, Secret};
+use crate::store::{Topic, Wake};
 
 /// How the wait between attempts grows (webhooks `retryPolicy.backoff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +127,8 @@ async fn watch_runs(
     mut kick: mpsc::UnboundedReceiver<String>,
     outbox: Arc<Notify>,
 ) {
-    let mut wakes = state.app.ops.runs().subscribe();
+    // Every run: any of them may have push configurations.
+    let mut wakes = state.app.ops.runs().subscribe(&[Topic::AllRuns]);
     let mut shutdown = state.app.shutdown.clone();
     // Changes made while the host was down: look at every run that still has configs.
     observe_all(&state, store.as_ref(), &outbox).await;
@@ -136,15 +137,14 @@ async fn watch_runs(
             _ = stopped(&mut shutdown) => return,
             Some(id) = kick.recv() => id,
             wake = wakes.recv() => match wake {
-                Ok(Wake::Run(id)) => id,
-                Ok(Wake::Host(_)) => continue,
-                // Missed wake-ups (a lagging receiver, or a shared store whose
+                Wake::Run(id) => id,
+                Wake::Host(_) => continue,
+                // Missed wake-ups (a lagging subscriber, or a shared store whose
                 // notifications were lost): look at every configured task again.
-                Ok(Wake::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Wake::Resync => {
                     observe_all(&state, store.as_ref(), &outbox).await;
                     continue;
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
         };
         observe(&state, store.as_ref(), &run_id, &outbox).await;
