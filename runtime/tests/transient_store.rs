@@ -7,8 +7,8 @@ use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
     Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
-    ListQuery, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, RunStore, SqliteStore, StoreError,
-    StoreFuture, Subscription, Topic,
+    NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore, SqliteStore,
+    StoreError, StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -118,8 +118,8 @@ impl RunStore for Flaky {
         })
     }
 
-    fn list_runs(&self, query: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
-        self.inner.list_runs(query)
+    fn query_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage> {
+        self.inner.query_runs(query)
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {

@@ -17,8 +17,8 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
-    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, ListQuery, NewEvent,
-    NewRun, RunPatch, RunRecord, RunStore, StoreError, Stores, Topic,
+    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewEvent, NewRun,
+    RunOrder, RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -310,15 +310,14 @@ impl Ops {
         };
         let runs = self
             .runs
-            .list_runs(ListQuery {
-                tenant: subject.tenant.clone(),
+            .query_runs(RunQuery {
+                statuses: params.status.into_iter().collect(),
                 workflow_id: params.workflow_id,
-                status: params.status,
-                before,
-                limit: limit + 1,
+                order: RunOrder::Created { before },
+                ..RunQuery::newest_first(subject.tenant.clone(), limit + 1)
             })
             .await?;
-        let mut runs = runs;
+        let mut runs = runs.runs;
         let next_cursor = if runs.len() > limit {
             runs.truncate(limit);
             runs.last()

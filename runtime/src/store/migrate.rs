@@ -38,6 +38,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "mcp_sessions",
         sql: include_str!("migrations/0004_mcp_sessions.sql"),
     },
+    Migration {
+        version: 5,
+        name: "run_listings",
+        sql: include_str!("migrations/0005_run_listings.sql"),
+    },
 ];
 
 /// The bookkeeping table, the same on both backends.

@@ -407,23 +407,64 @@ impl RunStore for PgStore {
         })
     }
 
-    fn list_runs(&self, q: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let limit = q.limit as i64;
-            all(
-                &client,
-                sql::LIST_RUNS,
-                &[
-                    &q.tenant,
-                    &q.workflow_id,
-                    &q.status.map(RunStatus::as_str),
-                    &q.before,
-                    &limit,
-                ],
-                sql::run,
-            )
-            .await
+            let mut client = self.client().await?;
+            let f = sql::filter(&q);
+            let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+            let (after_ms, after_id) = match &q.order {
+                RunOrder::Updated { after: Some(c) } => {
+                    (Some(c.updated_ms), Some(c.run_id.as_str()))
+                }
+                _ => (None, None),
+            };
+            let before = match &q.order {
+                RunOrder::Created { before } => *before,
+                RunOrder::Updated { .. } => None,
+            };
+            let filters: [&(dyn ToSql + Sync); 7] = [
+                &q.tenant,
+                &f.statuses,
+                &q.workflow_id,
+                &q.context_id,
+                &q.updated_since_ms,
+                &f.with_kinds,
+                &f.without_kinds,
+            ];
+            let by_creation: Vec<&(dyn ToSql + Sync)> = filters
+                .iter()
+                .copied()
+                .chain([&before as _, &limit as _])
+                .collect();
+            let by_update: Vec<&(dyn ToSql + Sync)> = filters
+                .iter()
+                .copied()
+                .chain([&after_ms as _, &after_id as _, &limit as _])
+                .collect();
+            let (page_sql, page_params) = match q.order {
+                RunOrder::Created { .. } => (sql::RUNS_BY_CREATION, by_creation.as_slice()),
+                RunOrder::Updated { .. } => (sql::RUNS_BY_UPDATE, by_update.as_slice()),
+            };
+            if !q.count_total {
+                let runs = all(&client, page_sql, page_params, sql::run).await?;
+                return Ok(RunPage { runs, total: None });
+            }
+            // The page and the count in one snapshot, sent together.
+            let tx = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await?;
+            let (runs, total) = tokio::try_join!(
+                all(&tx, page_sql, page_params, sql::run),
+                one(&tx, sql::COUNT_RUNS, &filters, |r| r.int("total")),
+            )?;
+            tx.commit().await?;
+            Ok(RunPage {
+                runs,
+                total: total.map(|n| u64::try_from(n).unwrap_or(0)),
+            })
         })
     }
 

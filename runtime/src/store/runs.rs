@@ -149,15 +149,90 @@ pub struct Advanced {
 pub type OnResolve =
     Box<dyn FnOnce(&InterruptRecord, &RunRecord) -> (RunPatch, Vec<NewEvent>) + Send>;
 
-/// Filters and page position of `list_runs`.
+/// Which runs [`RunStore::query_runs`] returns, in which order, and how many.
 #[derive(Debug, Clone)]
-pub struct ListQuery {
+pub struct RunQuery {
+    /// Runs of this tenant only.
     pub tenant: String,
+    /// Runs in one of these statuses; empty: any status.
+    pub statuses: Vec<RunStatus>,
     pub workflow_id: Option<String>,
-    pub status: Option<RunStatus>,
-    /// Only runs strictly older than this `list_order`.
-    pub before: Option<i64>,
+    /// Runs of this A2A contextId: the one bound to the run, else the run id itself (a
+    /// run started over REST is its own context).
+    pub context_id: Option<String>,
+    /// Runs last updated at or after this (ms since the epoch).
+    pub updated_since_ms: Option<i64>,
+    /// A condition on the run's open interrupt (A2A tells `auth-required`, a credential
+    /// interrupt, from `input-required` this way).
+    pub open_interrupt: Option<OpenInterrupt>,
+    pub order: RunOrder,
+    /// At most this many runs.
     pub limit: usize,
+    /// Also count every run the filters admit, whatever the page (A2A `totalSize`).
+    pub count_total: bool,
+}
+
+impl RunQuery {
+    /// Every run of `tenant`, newest first, `limit` at a time.
+    pub fn newest_first(tenant: impl Into<String>, limit: usize) -> RunQuery {
+        RunQuery {
+            tenant: tenant.into(),
+            statuses: Vec::new(),
+            workflow_id: None,
+            context_id: None,
+            updated_since_ms: None,
+            open_interrupt: None,
+            order: RunOrder::Created { before: None },
+            limit,
+            count_total: false,
+        }
+    }
+}
+
+/// A condition on the kind of a run's open interrupt (an empty list: no condition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenInterrupt {
+    /// The run has an open interrupt of one of these kinds.
+    OfKind(Vec<String>),
+    /// The run has no open interrupt of any of these kinds (or none at all).
+    NotOfKind(Vec<String>),
+}
+
+/// The order of a run listing, with its keyset cursor: a page starts strictly after the
+/// cursor, so runs created or updated meanwhile never shift a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOrder {
+    /// Newest created first (`list_order` descending); `before`: the `list_order` of the
+    /// last run of the previous page.
+    Created { before: Option<i64> },
+    /// Last updated first (`updated_ms` descending, then run id descending in byte
+    /// order); `after`: the last run of the previous page.
+    Updated { after: Option<UpdatedCursor> },
+}
+
+/// Where a listing by last update stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdatedCursor {
+    pub updated_ms: i64,
+    pub run_id: String,
+}
+
+impl UpdatedCursor {
+    /// The cursor after `run`.
+    pub fn after(run: &RunRecord) -> UpdatedCursor {
+        UpdatedCursor {
+            updated_ms: run.updated_ms,
+            run_id: run.run_id.clone(),
+        }
+    }
+}
+
+/// A page of runs.
+#[derive(Debug, Clone)]
+pub struct RunPage {
+    pub runs: Vec<RunRecord>,
+    /// Every run the filters admit, when [`RunQuery::count_total`] asked for it.
+    pub total: Option<u64>,
 }
 
 /// A durable host event as stored (ephemeral ones are only published).
@@ -188,8 +263,9 @@ pub trait RunStore: Send + Sync {
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;
 
-    /// Runs of one tenant, newest first.
-    fn list_runs(&self, query: ListQuery) -> StoreFuture<'_, Vec<RunRecord>>;
+    /// Runs of one tenant that the query's filters admit, in its order, one page at a
+    /// time (and how many in all, if asked, read in the same snapshot).
+    fn query_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage>;
 
     /// Runs that are not terminal: what the engine looks at after a start.
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>>;

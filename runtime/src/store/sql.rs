@@ -14,8 +14,8 @@
 use serde_json::Value;
 
 use super::{
-    DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, RunPatch, RunRecord,
-    RunStatus, Secret, SessionRecord, StoreError, StoredConfig, parse_status,
+    DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt, RunPatch,
+    RunQuery, RunRecord, RunStatus, Secret, SessionRecord, StoreError, StoredConfig, parse_status,
 };
 
 /// A row of either engine, read by column name.
@@ -321,17 +321,68 @@ pub(crate) const RUNS_NOT_IN: &str = concat!(
     " FROM runs WHERE strpos($1, ',' || status || ',') = 0 ORDER BY list_order"
 );
 
-/// Newest first: $1 tenant, $2 workflow id or NULL, $3 status or NULL, $4 list_order
-/// bound (exclusive) or NULL, $5 limit.
-pub(crate) const LIST_RUNS: &str = concat!(
+/// The filters of a run query: $1 tenant; $2 statuses ([`list`], empty: any); $3
+/// workflow id or NULL; $4 A2A contextId or NULL (the bound one, else the run id); $5
+/// updated at or after (ms) or NULL; $6 kinds of which an interrupt is open ([`list`],
+/// empty: no condition); $7 kinds of which none is open (likewise).
+macro_rules! run_filter {
+    () => {
+        " FROM runs WHERE tenant = $1
+           AND ($2 = '' OR strpos($2, ',' || status || ',') > 0)
+           AND (CAST($3 AS TEXT) IS NULL OR workflow_id = $3)
+           AND (CAST($4 AS TEXT) IS NULL
+                OR COALESCE((SELECT t.context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id), runs.run_id) = $4)
+           AND (CAST($5 AS BIGINT) IS NULL OR updated_ms >= $5)
+           AND ($6 = '' OR EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
+                AND i.state = 'open' AND strpos($6, ',' || i.kind || ',') > 0))
+           AND ($7 = '' OR NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
+                AND i.state = 'open' AND strpos($7, ',' || i.kind || ',') > 0))"
+    };
+}
+
+/// Newest created first: the filters, $8 `list_order` bound (exclusive) or NULL, $9 limit.
+pub(crate) const RUNS_BY_CREATION: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE tenant = $1
-       AND (CAST($2 AS TEXT) IS NULL OR workflow_id = $2)
-       AND (CAST($3 AS TEXT) IS NULL OR status = $3)
-       AND (CAST($4 AS BIGINT) IS NULL OR list_order < $4)
-     ORDER BY list_order DESC LIMIT $5"
+    run_filter!(),
+    " AND (CAST($8 AS BIGINT) IS NULL OR list_order < $8)
+     ORDER BY list_order DESC LIMIT $9"
 );
+
+/// Last updated first, the run id (byte order) breaking ties: the filters, $8/$9 the
+/// `updated_ms` and run id of the cursor (exclusive) or NULL, $10 limit.
+pub(crate) const RUNS_BY_UPDATE: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    run_filter!(),
+    " AND (CAST($8 AS BIGINT) IS NULL OR updated_ms < $8
+           OR (updated_ms = $8 AND run_id COLLATE \"C\" < $9))
+     ORDER BY updated_ms DESC, run_id COLLATE \"C\" DESC LIMIT $10"
+);
+
+/// How many runs the filters admit.
+pub(crate) const COUNT_RUNS: &str = concat!("SELECT COUNT(*) AS total", run_filter!());
+
+/// The filter parameters of a query ($2, $4..$7 as bound; $1 and $3 are its fields).
+pub(crate) struct QueryFilter {
+    pub statuses: String,
+    pub with_kinds: String,
+    pub without_kinds: String,
+}
+
+pub(crate) fn filter(q: &RunQuery) -> QueryFilter {
+    let kinds = |k: &[String]| list(k.iter().map(String::as_str));
+    let (with_kinds, without_kinds) = match &q.open_interrupt {
+        None => (String::new(), String::new()),
+        Some(OpenInterrupt::OfKind(k)) => (kinds(k), String::new()),
+        Some(OpenInterrupt::NotOfKind(k)) => (String::new(), kinds(k)),
+    };
+    QueryFilter {
+        statuses: statuses(&q.statuses),
+        with_kinds,
+        without_kinds,
+    }
+}
 
 /// A run change, the one place a `RunPatch` is applied: $1 run_id; $2 status, $3
 /// node_index, $5 wait_until (when $4), $6 state, $7 outputs, $8 error — NULL keeps the

@@ -365,20 +365,68 @@ impl RunStore for SqliteStore {
         self.read(move |conn| load_run(conn, &run_id))
     }
 
-    fn list_runs(&self, q: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
         self.read(move |conn| {
-            all(
-                conn,
-                sql::LIST_RUNS,
-                params![
-                    q.tenant,
-                    q.workflow_id,
-                    q.status.map(RunStatus::as_str),
-                    q.before,
-                    q.limit as i64
-                ],
-                sql::run,
-            )
+            let f = sql::filter(&q);
+            let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+            // One read transaction: the page and the count see the same snapshot.
+            let tx = conn.unchecked_transaction()?;
+            let runs = match &q.order {
+                RunOrder::Created { before } => all(
+                    &tx,
+                    sql::RUNS_BY_CREATION,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds,
+                        before,
+                        limit
+                    ],
+                    sql::run,
+                )?,
+                RunOrder::Updated { after } => all(
+                    &tx,
+                    sql::RUNS_BY_UPDATE,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds,
+                        after.as_ref().map(|c| c.updated_ms),
+                        after.as_ref().map(|c| c.run_id.as_str()),
+                        limit
+                    ],
+                    sql::run,
+                )?,
+            };
+            let total = if q.count_total {
+                one(
+                    &tx,
+                    sql::COUNT_RUNS,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds
+                    ],
+                    |r| r.int("total"),
+                )?
+                .map(|n| u64::try_from(n).unwrap_or(0))
+            } else {
+                None
+            };
+            tx.commit()?;
+            Ok(RunPage { runs, total })
         })
     }
 

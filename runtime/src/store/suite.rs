@@ -59,6 +59,26 @@ impl Backend {
         }
     }
 
+    /// Runs `sql` over a connection of the test's own (to set up what no store call does).
+    pub async fn execute(&self, sql: &str) {
+        match (&self.dir, &self.schema) {
+            (Some(dir), _) => {
+                rusqlite::Connection::open(dir.path().join(sqlite::FILE))
+                    .expect("open")
+                    .execute_batch(sql)
+                    .expect("execute");
+            }
+            (_, Some(schema)) => {
+                let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                    .await
+                    .expect("connect");
+                tokio::spawn(conn);
+                client.batch_execute(sql).await.expect("execute");
+            }
+            _ => unreachable!("a backend has a dir or a schema"),
+        }
+    }
+
     /// Rows of `table`, counted over a connection of the test's own.
     pub async fn rows(&self, table: &str) -> i64 {
         let sql = format!("SELECT COUNT(*) FROM {table}");
@@ -111,6 +131,8 @@ store_suite!(
     concurrent_creates_with_one_key_make_one_run,
     concurrent_resolves_exactly_one_wins,
     list_runs_newest_first_with_filters_and_cursor,
+    run_queries_filter_by_status_workflow_context_time_and_interrupt,
+    run_queries_page_by_update_with_a_stable_cursor_and_a_total,
     unfinished_runs_skip_finished_ones,
     host_events_keep_order_and_ephemeral_ones_are_only_published,
     advance_wakes_subscribers,
@@ -285,16 +307,10 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     assert_eq!(ids.len(), 1, "every request got the one run: {ids:?}");
     let listed = b
         .runs
-        .list_runs(ListQuery {
-            tenant: "t".into(),
-            workflow_id: None,
-            status: None,
-            before: None,
-            limit: 50,
-        })
+        .query_runs(RunQuery::newest_first("t", 50))
         .await
         .unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.runs.len(), 1);
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {
@@ -347,6 +363,10 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
     assert!(matches!(missing, Err(StoreError::NoOpenInterrupt)));
 }
 
+fn ids(page: &RunPage) -> Vec<&str> {
+    page.runs.iter().map(|r| r.run_id.as_str()).collect()
+}
+
 async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
     let store = b.runs.clone();
     for i in 0..5 {
@@ -361,24 +381,194 @@ async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
     let mut other = new_run("u/r9");
     other.tenant = "u".into();
     store.create_run(other, None).await.unwrap();
-    let q = |workflow_id: Option<&str>, before: Option<i64>, limit| ListQuery {
-        tenant: "t".into(),
+    let q = |workflow_id: Option<&str>, before: Option<i64>, limit| RunQuery {
         workflow_id: workflow_id.map(str::to_owned),
-        status: None,
-        before,
-        limit,
+        order: RunOrder::Created { before },
+        ..RunQuery::newest_first("t", limit)
     };
-    let all = store.list_runs(q(None, None, 10)).await.unwrap();
-    let ids: Vec<_> = all.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ids, ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
-    let even = store.list_runs(q(Some("even"), None, 10)).await.unwrap();
-    assert_eq!(even.len(), 3);
+    let all = store.query_runs(q(None, None, 10)).await.unwrap();
+    assert_eq!(ids(&all), ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
+    assert_eq!(all.total, None, "counted only when asked");
+    let even = store.query_runs(q(Some("even"), None, 10)).await.unwrap();
+    assert_eq!(even.runs.len(), 3);
     let page = store
-        .list_runs(q(None, Some(all[1].list_order), 2))
+        .query_runs(q(None, Some(all.runs[1].list_order), 2))
         .await
         .unwrap();
-    let ids: Vec<_> = page.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ids, ["t/r2", "t/r1"]);
+    assert_eq!(ids(&page), ["t/r2", "t/r1"]);
+}
+
+async fn run_queries_filter_by_status_workflow_context_time_and_interrupt(b: Backend) {
+    let store = b.runs.clone();
+    // t/a: waiting on a credential interrupt, bound to ctx-1; t/b: waiting on an
+    // approval, bound to ctx-1; t/c: running, no binding (its own context); t/d: done.
+    for (id, workflow) in [("t/a", "w1"), ("t/b", "w1"), ("t/c", "w2"), ("t/d", "w2")] {
+        let mut r = new_run(id);
+        r.workflow_id = workflow.into();
+        store.create_run(r, None).await.unwrap();
+    }
+    for (id, status, kind) in [
+        ("t/a", RunStatus::WaitingInput, "credential"),
+        ("t/b", RunStatus::WaitingApproval, "approval"),
+    ] {
+        let patch = RunPatch {
+            status: Some(status),
+            open_interrupt: Some(NewInterrupt {
+                node_id: "n".into(),
+                interrupt_id: format!("{id}-i"),
+                kind: kind.into(),
+                data: json!({}),
+            }),
+            ..Default::default()
+        };
+        store
+            .advance(id, running(), patch, vec![ev()])
+            .await
+            .unwrap();
+    }
+    let done = RunPatch {
+        status: Some(RunStatus::Completed),
+        ..Default::default()
+    };
+    store.advance("t/d", running(), done, vec![]).await.unwrap();
+    b.interop.a2a_bind_context("t/a", "ctx-1").await.unwrap();
+    b.interop.a2a_bind_context("t/b", "ctx-1").await.unwrap();
+    let mut foreign = new_run("u/a");
+    foreign.tenant = "u".into();
+    store.create_run(foreign, None).await.unwrap();
+    b.interop.a2a_bind_context("u/a", "ctx-1").await.unwrap();
+
+    let query = |f: &dyn Fn(&mut RunQuery)| {
+        let mut q = RunQuery::newest_first("t", 10);
+        q.count_total = true;
+        f(&mut q);
+        let store = store.clone();
+        async move {
+            let page = store.query_runs(q).await.unwrap();
+            let mut got: Vec<String> = page.runs.iter().map(|r| r.run_id.clone()).collect();
+            got.sort();
+            assert_eq!(
+                page.total,
+                Some(got.len() as u64),
+                "the total counts the same filter"
+            );
+            got
+        }
+    };
+    assert_eq!(query(&|_| {}).await, ["t/a", "t/b", "t/c", "t/d"]);
+    let waiting = [
+        RunStatus::WaitingApproval,
+        RunStatus::WaitingInput,
+        RunStatus::WaitingExternal,
+    ];
+    assert_eq!(
+        query(&|q| q.statuses = waiting.to_vec()).await,
+        ["t/a", "t/b"]
+    );
+    assert_eq!(
+        query(&|q| q.statuses = vec![RunStatus::Running, RunStatus::Completed]).await,
+        ["t/c", "t/d"]
+    );
+    assert_eq!(
+        query(&|q| q.workflow_id = Some("w2".into())).await,
+        ["t/c", "t/d"]
+    );
+    // The bound context, else the run id; never another tenant's run.
+    assert_eq!(
+        query(&|q| q.context_id = Some("ctx-1".into())).await,
+        ["t/a", "t/b"]
+    );
+    assert_eq!(query(&|q| q.context_id = Some("t/c".into())).await, ["t/c"]);
+    assert!(
+        query(&|q| q.context_id = Some("t/a".into()))
+            .await
+            .is_empty()
+    );
+    // auth-required and input-required: waiting on a credential, or on anything else.
+    let credential = || vec!["credential".to_owned()];
+    assert_eq!(
+        query(&|q| {
+            q.statuses = waiting.to_vec();
+            q.open_interrupt = Some(OpenInterrupt::OfKind(credential()));
+        })
+        .await,
+        ["t/a"]
+    );
+    assert_eq!(
+        query(&|q| {
+            q.statuses = waiting.to_vec();
+            q.open_interrupt = Some(OpenInterrupt::NotOfKind(credential()));
+        })
+        .await,
+        ["t/b"]
+    );
+    // Updated at or after: t/c was last touched by its creation, before the others.
+    let c = store.get_run("t/c").await.unwrap().unwrap();
+    let d = store.get_run("t/d").await.unwrap().unwrap();
+    b.execute(&format!(
+        "UPDATE runs SET updated_ms = {} WHERE run_id = 't/c'",
+        d.updated_ms - 1_000
+    ))
+    .await;
+    assert!(c.updated_ms <= d.updated_ms);
+    assert_eq!(
+        query(&|q| q.updated_since_ms = Some(d.updated_ms - 500)).await,
+        ["t/a", "t/b", "t/d"]
+    );
+}
+
+async fn run_queries_page_by_update_with_a_stable_cursor_and_a_total(b: Backend) {
+    let store = b.runs.clone();
+    let ids_made: Vec<String> = (0..7).map(|i| format!("t/u{i}")).collect();
+    for id in &ids_made {
+        store.create_run(new_run(id), None).await.unwrap();
+    }
+    // Ties on updated_ms are broken by the run id, descending in byte order.
+    b.execute("UPDATE runs SET updated_ms = 5000 WHERE run_id IN ('t/u0', 't/u3', 't/u5')")
+        .await;
+    b.execute("UPDATE runs SET updated_ms = 9000 WHERE run_id IN ('t/u1', 't/u6')")
+        .await;
+    b.execute("UPDATE runs SET updated_ms = 1000 WHERE run_id IN ('t/u2', 't/u4')")
+        .await;
+    let want = ["t/u6", "t/u1", "t/u5", "t/u3", "t/u0", "t/u4", "t/u2"];
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .query_runs(RunQuery {
+                order: RunOrder::Updated {
+                    after: after.clone(),
+                },
+                count_total: true,
+                ..RunQuery::newest_first("t", 3)
+            })
+            .await
+            .unwrap();
+        assert_eq!(page.total, Some(7), "the total ignores the cursor");
+        seen.extend(page.runs.iter().map(|r| r.run_id.clone()));
+        match page.runs.last() {
+            Some(last) if page.runs.len() == 3 => after = Some(UpdatedCursor::after(last)),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, want, "every run once, in order");
+    // A run updated meanwhile moves to the front; the next page just goes on after the
+    // cursor (no run repeated, none skipped).
+    b.execute("UPDATE runs SET updated_ms = 20000 WHERE run_id = 't/u2'")
+        .await;
+    let page = store
+        .query_runs(RunQuery {
+            order: RunOrder::Updated {
+                after: Some(UpdatedCursor {
+                    updated_ms: 5000,
+                    run_id: "t/u3".into(),
+                }),
+            },
+            ..RunQuery::newest_first("t", 10)
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["t/u0", "t/u4"]);
 }
 
 async fn unfinished_runs_skip_finished_ones(b: Backend) {
