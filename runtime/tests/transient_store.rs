@@ -6,9 +6,9 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
-    Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
-    NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore, SqliteStore,
-    StoreError, StoreFuture, Subscription, Topic,
+    Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
+    InterruptRecord, NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore,
+    SqliteStore, StoreError, StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -95,12 +95,13 @@ impl Flaky {
 }
 
 impl RunStore for Flaky {
-    fn create_run(
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
-        self.inner.create_run(run, idempotency)
+        self.inner.create_run_with(run, idempotency, with)
     }
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {

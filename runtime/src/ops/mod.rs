@@ -16,6 +16,7 @@ use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
+pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
     EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewEvent, NewRun,
     RunOrder, RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
@@ -73,6 +74,8 @@ pub struct CreateRunRequest {
 pub struct CreatedRun {
     pub run: RunRecord,
     pub replay: bool,
+    /// The A2A contextId bound to the run, when the creation carried one.
+    pub context_id: Option<String>,
 }
 
 /// `listRuns` parameters.
@@ -191,6 +194,26 @@ impl Ops {
         transport: Transport,
         idempotency_key: Option<&str>,
     ) -> Result<CreatedRun, OpError> {
+        self.create_run_with(
+            subject,
+            request,
+            transport,
+            idempotency_key,
+            CreateWith::default(),
+        )
+        .await
+    }
+
+    /// [`Ops::create_run`], writing `with` (a new A2A task's context and first message,
+    /// the operation's host events) in the creation's transaction: one commit.
+    pub async fn create_run_with(
+        &self,
+        subject: &Subject,
+        request: CreateRunRequest,
+        transport: Transport,
+        idempotency_key: Option<&str>,
+        with: CreateWith,
+    ) -> Result<CreatedRun, OpError> {
         if let Some(t) = &request.tenant_id
             && t != &subject.tenant
         {
@@ -274,13 +297,14 @@ impl Ops {
                 None => json!({}),
             },
         };
-        let created = self.runs.create_run(new, claim).await?;
+        let created = self.runs.create_run_with(new, claim, with).await?;
         if !created.replay {
             self.engine.start(&created.run.run_id);
         }
         Ok(CreatedRun {
             run: created.run,
             replay: created.replay,
+            context_id: created.context_id,
         })
     }
 

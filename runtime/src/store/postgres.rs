@@ -123,20 +123,55 @@ async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRec
     one(c, sql::RUN_BY_ID, &[&run_id], sql::run).await
 }
 
-/// Inserts a new run (step 0, no events yet) and returns it as stored.
-async fn insert_run<C: GenericClient>(
+/// Claims the key (if any) and inserts the run with its A2A context and first message,
+/// in one statement; `None` when the key is already held (nothing written).
+async fn insert_new_run<C: GenericClient>(
     c: &C,
     run: &NewRun,
+    claim: Option<&IdempotencyClaim>,
+    first: Option<&(String, String, Value)>,
     now: i64,
-) -> Result<RunRecord, StoreError> {
+) -> Result<Option<RunRecord>, StoreError> {
+    const CREATE: &str = concat!(
+        "WITH claim AS (INSERT INTO idempotency (",
+        sql::key_cols!(),
+        ") SELECT $2, $10, $11, $12, $1, CAST($9 AS BIGINT) WHERE CAST($11 AS TEXT) IS NOT NULL
+             ON CONFLICT DO NOTHING RETURNING run_id
+         ), created AS (INSERT INTO runs (",
+        sql::new_run_cols!(),
+        ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, 0, CAST($9 AS BIGINT), CAST($9 AS BIGINT), -1
+             WHERE CAST($11 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM claim)
+             RETURNING ",
+        sql::run_cols!(),
+        "), bound AS (INSERT INTO a2a_tasks (",
+        sql::task_cols!(),
+        ") SELECT run_id, $13 FROM created WHERE CAST($13 AS TEXT) IS NOT NULL
+         ), first AS (INSERT INTO a2a_messages (",
+        sql::message_cols!(),
+        ") SELECT run_id, 0, $14, $15 FROM created WHERE CAST($15 AS TEXT) IS NOT NULL
+         )
+         SELECT * FROM created"
+    );
     let (owner, inputs, state) = (
         run.owner.to_string(),
         run.inputs.to_string(),
         run.state.to_string(),
     );
+    let (principal, key, body_hash) = match claim {
+        Some(c) => (Some(&c.principal), Some(&c.key), Some(&c.body_hash)),
+        None => (None, None, None),
+    };
+    let (context, message_id, message) = match first {
+        Some((context, id, message)) => (
+            Some(context.as_str()),
+            (!id.is_empty()).then_some(id.as_str()),
+            Some(message.to_string()),
+        ),
+        None => (None, None, None),
+    };
     one(
         c,
-        sql::INSERT_RUN,
+        CREATE,
         &[
             &run.run_id,
             &run.tenant,
@@ -147,11 +182,16 @@ async fn insert_run<C: GenericClient>(
             &inputs,
             &state,
             &now,
+            &principal,
+            &key,
+            &body_hash,
+            &context,
+            &message_id,
+            &message,
         ],
         sql::run,
     )
-    .await?
-    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))
+    .await
 }
 
 /// Locks the run's row for the rest of the transaction; also returns who holds its lease.
@@ -338,63 +378,87 @@ impl PgStore {
 }
 
 impl RunStore for PgStore {
-    fn create_run(
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let now = now_ms();
-            let Some(claim) = &idempotency else {
-                // One statement is its own transaction.
-                return Ok(Created {
-                    run: insert_run(&client, &run, now).await?,
-                    replay: false,
-                });
-            };
-            let tx = client.transaction().await?;
-            // The key goes in first: a concurrent request with the same key, on any
-            // replica, waits on this row and then sees it, instead of racing to a
-            // second run.
-            let inserted = exec(
-                &tx,
-                sql::CLAIM_KEY,
-                &[
-                    &claim.tenant,
-                    &claim.principal,
-                    &claim.key,
-                    &claim.body_hash,
-                    &run.run_id,
-                    &now,
-                ],
-            )
-            .await?;
-            if inserted == 0 {
-                let (hash, run_id) = one(
-                    &tx,
-                    sql::KEY_HELD,
-                    &[&claim.tenant, &claim.principal, &claim.key],
-                    |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
-                )
-                .await?
-                .ok_or_else(|| StoreError::Database("a claimed key vanished".into()))?;
-                if hash != claim.body_hash {
-                    return Err(StoreError::IdempotencyMismatch);
+            // A new run's context is the one asked for, so its first message can be
+            // stamped before anything is written.
+            let mut a2a = with.a2a;
+            let first = a2a.as_mut().map(|start| {
+                let stamp = std::mem::replace(&mut start.message, Box::new(|_, _| Value::Null));
+                let message = stamp(&run.run_id, &start.context_id);
+                (start.context_id.clone(), start.message_id.clone(), message)
+            });
+            let durable = with.host_events.iter().any(|e| e.delivery == "durable");
+            // Without durable host events (which take their tenant's lock first) the
+            // claim, the run, its context and first message are one statement.
+            let created = if durable {
+                let tx = client.transaction().await?;
+                let created =
+                    insert_new_run(&tx, &run, idempotency.as_ref(), first.as_ref(), now).await?;
+                if created.is_some() {
+                    let events = self
+                        .write_host_events(&tx, with.host_events.clone())
+                        .await?;
+                    tx.commit().await?;
+                    created.map(|run| (run, events))
+                } else {
+                    None
                 }
-                let existing = load_run(&tx, &run_id)
+            } else {
+                insert_new_run(&client, &run, idempotency.as_ref(), first.as_ref(), now)
                     .await?
-                    .ok_or(StoreError::RunNotFound(run_id))?;
+                    .map(|run| (run, Vec::new()))
+            };
+            if let Some((run, events)) = created {
+                let host_events = if durable { events } else { with.host_events };
+                for ev in host_events.iter().filter(|e| e.delivery != "durable") {
+                    self.publish_host_event(ev).await;
+                }
                 return Ok(Created {
-                    run: existing,
-                    replay: true,
+                    run,
+                    replay: false,
+                    context_id: first.map(|(context, _, _)| context),
+                    host_events,
                 });
             }
-            let created = insert_run(&tx, &run, now).await?;
+            // The key is held (a concurrent request with it, on any replica, waited for
+            // this one's commit inside the statement): replay the earlier run.
+            let Some(claim) = &idempotency else {
+                return Err(StoreError::Database("a run was not created".into()));
+            };
+            let tx = client.transaction().await?;
+            let (hash, run_id) = one(
+                &tx,
+                sql::KEY_HELD,
+                &[&claim.tenant, &claim.principal, &claim.key],
+                |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
+            )
+            .await?
+            .ok_or_else(|| StoreError::Database("a claimed key vanished".into()))?;
+            if hash != claim.body_hash {
+                return Err(StoreError::IdempotencyMismatch);
+            }
+            let existing = load_run(&tx, &run_id)
+                .await?
+                .ok_or(StoreError::RunNotFound(run_id))?;
+            let context_id = match a2a {
+                Some(start) => Some(interop::start_task(&tx, &existing.run_id, start).await?),
+                None => None,
+            };
+            let host_events = self.write_host_events(&tx, with.host_events).await?;
             tx.commit().await?;
             Ok(Created {
-                run: created,
-                replay: false,
+                run: existing,
+                replay: true,
+                context_id,
+                host_events,
             })
         })
     }
@@ -702,6 +766,38 @@ async fn insert_host_event<C: GenericClient>(
 }
 
 impl PgStore {
+    /// Stores the durable ones of `events` in an open transaction and announces them all
+    /// at its commit.
+    async fn write_host_events<C: GenericClient>(
+        &self,
+        c: &C,
+        events: Vec<HostEventRecord>,
+    ) -> Result<Vec<HostEventRecord>, StoreError> {
+        let mut stored = Vec::with_capacity(events.len());
+        for ev in events {
+            let ev = if ev.delivery == "durable" {
+                insert_host_event(c, ev).await?
+            } else {
+                ev
+            };
+            self.announce_host_event(c, &ev).await?;
+            stored.push(ev);
+        }
+        Ok(stored)
+    }
+
+    /// Announces a host event outside any transaction.
+    async fn publish_host_event(&self, ev: &HostEventRecord) {
+        let announced = match self.client().await {
+            Ok(client) => self.announce_host_event(&client, ev).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = announced {
+            tracing::warn!(error = %e, "cannot announce a host event to other replicas; delivered locally");
+            self.inner.wakes.publish(Wake::Host(Box::new(ev.clone())));
+        }
+    }
+
     /// Announces a host event to every replica at commit. Ephemeral events exist only in
     /// this notification, so they reach every replica's subscribers (this one's included)
     /// through LISTEN, exactly once.

@@ -60,6 +60,36 @@ pub struct Created {
     pub run: RunRecord,
     /// True when an earlier request with the same key and body created the run.
     pub replay: bool,
+    /// The A2A contextId bound to the run, when the creation carried an [`A2aStart`]
+    /// (on a replay: the one bound the first time).
+    pub context_id: Option<String>,
+    /// The host events written with the creation, as stored (durable ones with `seq`).
+    pub host_events: Vec<HostEventRecord>,
+}
+
+/// What a creation writes beside the run, in the same transaction: a new A2A task's
+/// context and first message, and the host events its operation produced, so creating
+/// an A2A task is one commit.
+#[derive(Default)]
+pub struct CreateWith {
+    pub a2a: Option<A2aStart>,
+    /// Durable ones are stored with the run (and only if it is); ephemeral ones are
+    /// published once it is committed.
+    pub host_events: Vec<HostEventRecord>,
+}
+
+/// Builds a task's first A2A message from the run id and the contextId bound to it.
+pub type StampMessage = Box<dyn FnOnce(&str, &str) -> Value + Send>;
+
+/// The A2A side of a task started by a message: `context_id` is bound to the run (a
+/// replay keeps the first binding) and the message is appended to its history unless
+/// one with the same non-empty `message_id` is there already — exactly what
+/// `InteropStore::a2a_bind_context` and `a2a_append_message` do, in the creation's
+/// transaction.
+pub struct A2aStart {
+    pub context_id: String,
+    pub message_id: String,
+    pub message: StampMessage,
 }
 
 /// An event before the store gives it its sequence, id and time.
@@ -259,6 +289,17 @@ pub trait RunStore: Send + Sync {
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+    ) -> StoreFuture<'_, Created> {
+        self.create_run_with(run, idempotency, CreateWith::default())
+    }
+
+    /// [`RunStore::create_run`], writing `with` in the same transaction (on a replay
+    /// too, beside the earlier run); nothing of it is written when the creation fails.
+    fn create_run_with(
+        &self,
+        run: NewRun,
+        idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created>;
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>>;

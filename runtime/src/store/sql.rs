@@ -182,7 +182,33 @@ macro_rules! session_cols {
         "principal_digest, version, expires_ms"
     };
 }
-pub(crate) use {delivery_cols, event_cols, run_cols};
+/// Columns a new run is inserted with.
+macro_rules! new_run_cols {
+    () => {
+        "run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence"
+    };
+}
+/// Columns of `idempotency`.
+macro_rules! key_cols {
+    () => {
+        "tenant, principal, key, body_hash, run_id, created_ms"
+    };
+}
+/// Columns of `a2a_messages`.
+macro_rules! message_cols {
+    () => {
+        "run_id, seq, message_id, message"
+    };
+}
+/// Columns of `a2a_tasks`.
+macro_rules! task_cols {
+    () => {
+        "run_id, context_id"
+    };
+}
+pub(crate) use {
+    delivery_cols, event_cols, key_cols, message_cols, new_run_cols, run_cols, task_cols,
+};
 
 // ---- row mappers ----------------------------------------------------------------------
 
@@ -305,8 +331,9 @@ pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs W
 /// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
 /// $8 state, $9 now: step 0, no events yet.
 pub(crate) const INSERT_RUN: &str = concat!(
-    "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1) RETURNING ",
+    "INSERT INTO runs (",
+    new_run_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1) RETURNING ",
     run_cols!()
 );
 
@@ -434,7 +461,11 @@ pub(crate) const OPEN_INTERRUPT_OF: &str = concat!(
 );
 
 /// $1 tenant, $2 principal, $3 key, $4 body hash, $5 run id, $6 now.
-pub(crate) const CLAIM_KEY: &str = "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING";
+pub(crate) const CLAIM_KEY: &str = concat!(
+    "INSERT INTO idempotency (",
+    key_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING"
+);
 
 pub(crate) const KEY_HELD: &str =
     "SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3";
@@ -463,8 +494,11 @@ pub(crate) const PURGE_CLAIMS: &str = "DELETE FROM claims WHERE scope = $1 AND e
 pub(crate) const CLAIM: &str =
     "INSERT INTO claims (scope, key, expires_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 
-pub(crate) const BIND_CONTEXT: &str =
-    "INSERT INTO a2a_tasks (run_id, context_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+pub(crate) const BIND_CONTEXT: &str = concat!(
+    "INSERT INTO a2a_tasks (",
+    task_cols!(),
+    ") VALUES ($1, $2) ON CONFLICT DO NOTHING"
+);
 
 pub(crate) const CONTEXT_OF: &str = "SELECT context_id FROM a2a_tasks WHERE run_id = $1";
 

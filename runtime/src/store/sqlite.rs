@@ -212,6 +212,29 @@ fn call<T: Send + 'static>(
     })
 }
 
+/// Stores a durable host event, assigning its `seq`.
+fn insert_host_event(
+    conn: &Connection,
+    event: HostEventRecord,
+) -> Result<HostEventRecord, StoreError> {
+    let seq = one(
+        conn,
+        sql::INSERT_HOST_EVENT,
+        params![
+            event.tenant,
+            event.event_id,
+            event.event_type,
+            event.delivery,
+            event.workspace_id,
+            event.payload.to_string(),
+            event.timestamp_ms
+        ],
+        |r| r.int("seq"),
+    )?
+    .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+    Ok(HostEventRecord { seq, ..event })
+}
+
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
     one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
@@ -294,13 +317,17 @@ fn apply(
 }
 
 impl RunStore for SqliteStore {
-    fn create_run(
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
-        self.write(move |conn| {
+        let wakeups = self.inner.wakeups.clone();
+        let fut = self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = now_ms();
+            let mut replayed = None;
             if let Some(claim) = &idempotency {
                 let held = one(
                     &tx,
@@ -312,51 +339,74 @@ impl RunStore for SqliteStore {
                     if hash != claim.body_hash {
                         return Err(StoreError::IdempotencyMismatch);
                     }
-                    let existing =
-                        load_run(&tx, &run_id)?.ok_or(StoreError::RunNotFound(run_id))?;
-                    return Ok(Created {
-                        run: existing,
-                        replay: true,
-                    });
+                    replayed =
+                        Some(load_run(&tx, &run_id)?.ok_or(StoreError::RunNotFound(run_id))?);
                 }
             }
-            let now = now_ms();
-            let created = one(
-                &tx,
-                sql::INSERT_RUN,
-                params![
-                    run.run_id,
-                    run.tenant,
-                    run.workflow_id,
-                    run.status.as_str(),
-                    run.owner.to_string(),
-                    run.transport,
-                    run.inputs.to_string(),
-                    run.state.to_string(),
-                    now
-                ],
-                sql::run,
-            )?
-            .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
-            if let Some(claim) = &idempotency {
-                exec(
-                    &tx,
-                    sql::CLAIM_KEY,
-                    params![
-                        claim.tenant,
-                        claim.principal,
-                        claim.key,
-                        claim.body_hash,
-                        run.run_id,
-                        now
-                    ],
-                )?;
+            let replay = replayed.is_some();
+            let created = match replayed {
+                Some(existing) => existing,
+                None => {
+                    let created = one(
+                        &tx,
+                        sql::INSERT_RUN,
+                        params![
+                            run.run_id,
+                            run.tenant,
+                            run.workflow_id,
+                            run.status.as_str(),
+                            run.owner.to_string(),
+                            run.transport,
+                            run.inputs.to_string(),
+                            run.state.to_string(),
+                            now
+                        ],
+                        sql::run,
+                    )?
+                    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
+                    if let Some(claim) = &idempotency {
+                        exec(
+                            &tx,
+                            sql::CLAIM_KEY,
+                            params![
+                                claim.tenant,
+                                claim.principal,
+                                claim.key,
+                                claim.body_hash,
+                                run.run_id,
+                                now
+                            ],
+                        )?;
+                    }
+                    created
+                }
+            };
+            let context_id = match with.a2a {
+                Some(a2a) => Some(interop::start_task(&tx, &created.run_id, a2a)?),
+                None => None,
+            };
+            let mut host_events = Vec::with_capacity(with.host_events.len());
+            for ev in with.host_events {
+                host_events.push(if ev.delivery == "durable" {
+                    insert_host_event(&tx, ev)?
+                } else {
+                    ev
+                });
             }
             tx.commit()?;
             Ok(Created {
                 run: created,
-                replay: false,
+                replay,
+                context_id,
+                host_events,
             })
+        });
+        Box::pin(async move {
+            let created = fut.await?;
+            for ev in &created.host_events {
+                wakeups.publish(Wake::Host(Box::new(ev.clone())));
+            }
+            Ok(created)
         })
     }
 
@@ -535,24 +585,7 @@ impl RunStore for SqliteStore {
                 Ok(event)
             });
         }
-        let fut = self.write(move |conn| {
-            let seq = one(
-                conn,
-                sql::INSERT_HOST_EVENT,
-                params![
-                    event.tenant,
-                    event.event_id,
-                    event.event_type,
-                    event.delivery,
-                    event.workspace_id,
-                    event.payload.to_string(),
-                    event.timestamp_ms
-                ],
-                |r| r.int("seq"),
-            )?
-            .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
-            Ok(HostEventRecord { seq, ..event })
-        });
+        let fut = self.write(move |conn| insert_host_event(conn, event));
         Box::pin(async move {
             let stored = fut.await?;
             wakeups.publish(Wake::Host(Box::new(stored.clone())));

@@ -129,6 +129,7 @@ store_suite!(
     data_survives_reopening,
     idempotency_replays_the_same_body_and_refuses_another,
     concurrent_creates_with_one_key_make_one_run,
+    a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
     concurrent_resolves_exactly_one_wins,
     list_runs_newest_first_with_filters_and_cursor,
     run_queries_filter_by_status_workflow_context_time_and_interrupt,
@@ -311,6 +312,87 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
         .await
         .unwrap();
     assert_eq!(listed.runs.len(), 1);
+}
+
+fn a2a_start(context: &str, message_id: &str) -> CreateWith {
+    let message_id = message_id.to_owned();
+    CreateWith {
+        a2a: Some(A2aStart {
+            context_id: context.into(),
+            message_id: message_id.clone(),
+            message: Box::new(
+                move |run, ctx| json!({"messageId": message_id, "taskId": run, "contextId": ctx}),
+            ),
+        }),
+        host_events: vec![
+            host_event("t", "durable", 1),
+            host_event("t", "ephemeral", 2),
+        ],
+    }
+}
+
+async fn a_creation_writes_its_a2a_task_and_host_events_in_its_transaction(b: Backend) {
+    let store = b.runs.clone();
+    let mut tenant = store.subscribe(&[Topic::Tenant("t".into())]);
+    let created = store
+        .create_run_with(
+            new_run("t/a"),
+            Some(claim("k", "h")),
+            a2a_start("ctx-1", "m1"),
+        )
+        .await
+        .unwrap();
+    assert!(!created.replay);
+    assert_eq!(created.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(
+        b.interop.a2a_history("t/a").await.unwrap(),
+        [json!({"messageId": "m1", "taskId": "t/a", "contextId": "ctx-1"})]
+    );
+    let stored = store.host_events("t", 0, 10).await.unwrap();
+    assert_eq!(
+        stored.len(),
+        1,
+        "the durable event is stored, the ephemeral one is not"
+    );
+    assert_eq!(created.host_events[0].seq, stored[0].seq);
+    next_wake(&mut tenant, |w| match w {
+        Wake::Host(e) if e.delivery == "ephemeral" => Some(()),
+        _ => None,
+    })
+    .await;
+
+    // A replay keeps the first binding and history, and records its own host events.
+    let mut with = a2a_start("ctx-2", "m1");
+    with.host_events[0].event_id = "t-durable-again".into();
+    let again = store
+        .create_run_with(new_run("t/b"), Some(claim("k", "h")), with)
+        .await
+        .unwrap();
+    assert!(again.replay);
+    assert_eq!(again.run.run_id, "t/a");
+    assert_eq!(again.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(b.interop.a2a_history("t/a").await.unwrap().len(), 1);
+    assert_eq!(store.host_events("t", 0, 10).await.unwrap().len(), 2);
+
+    // A refused creation writes nothing of what came with it.
+    let mut with = a2a_start("ctx-3", "m3");
+    with.host_events[0].event_id = "t-durable-refused".into();
+    let refused = store
+        .create_run_with(new_run("t/c"), Some(claim("k", "other")), with)
+        .await;
+    assert!(matches!(refused, Err(StoreError::IdempotencyMismatch)));
+    assert_eq!(store.host_events("t", 0, 10).await.unwrap().len(), 2);
+    assert_eq!(b.interop.a2a_context_of("t/c").await.unwrap(), None);
+
+    // Without a key, the task side comes along just the same.
+    let mut with = a2a_start("ctx-4", "");
+    with.host_events.clear();
+    let plain = store
+        .create_run_with(new_run("t/d"), None, with)
+        .await
+        .unwrap();
+    assert_eq!(plain.context_id.as_deref(), Some("ctx-4"));
+    assert_eq!(b.interop.a2a_history("t/d").await.unwrap().len(), 1);
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {

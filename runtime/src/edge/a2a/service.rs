@@ -19,7 +19,9 @@ use super::{A2aConfig, facet_of};
 use crate::edge::rest::AppState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::ops::{CreateRunRequest, ListParams, OpError, Transport, run_view};
+use crate::ops::{
+    A2aStart, CreateRunRequest, CreateWith, ListParams, OpError, Transport, run_view,
+};
 use crate::store::RunRecord;
 
 /// Everything the A2A handlers reach.
@@ -549,14 +551,35 @@ impl A2aState {
             tags: None,
             metadata: None,
         };
+        // The task's context and first message are written with the run, in one
+        // transaction; a replayed messageId keeps the task as it was bound the first time.
+        let message = send.message.clone();
+        let start = A2aStart {
+            context_id: send
+                .context_id
+                .map(str::to_owned)
+                .unwrap_or_else(mint_context_id),
+            message_id: send.message_id.to_owned(),
+            message: Box::new(move |run_id, context| {
+                let mut message = message;
+                message["taskId"] = json!(run_id);
+                message["contextId"] = json!(context);
+                message
+            }),
+        };
+        let with = CreateWith {
+            a2a: Some(start),
+            ..CreateWith::default()
+        };
         let created = match self
             .app
             .ops
-            .create_run(
+            .create_run_with(
                 subject,
                 request,
                 Transport::A2a,
                 Some(&idempotency_key(send.message_id)),
+                with,
             )
             .await
         {
@@ -578,26 +601,7 @@ impl A2aState {
             }
             Err(e) => return Err(internal(e)),
         };
-        let (run, replay) = (created.run, created.replay);
-        // A replayed messageId returns the task as it was bound the first time.
-        let context = self
-            .app
-            .ops
-            .interop()
-            .a2a_bind_context(
-                &run.run_id,
-                send.context_id
-                    .map(str::to_owned)
-                    .unwrap_or_else(mint_context_id)
-                    .as_str(),
-            )
-            .await
-            .map_err(internal)?;
-        let mut message = send.message.clone();
-        message["taskId"] = json!(run.run_id);
-        message["contextId"] = json!(context);
-        self.append_message(&run.run_id, message).await?;
-        Ok((run, replay))
+        Ok((created.run, created.replay))
     }
 
     /// Appends a message to the task's history unless one with the same messageId is

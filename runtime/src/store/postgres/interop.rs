@@ -15,7 +15,7 @@ use super::{A2A_HISTORY_LOCK, PgStore, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
-    DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
+    A2aStart, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
     StoredConfig,
 };
 
@@ -31,6 +31,29 @@ const CONFIG_LOCK: i32 = 0x6f77_0002;
 /// The push attempt counters are INTEGER columns (migration 3).
 fn attempts(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// Binds a task's context and appends its first message inside an open transaction (a
+/// replayed creation); the contextId bound.
+pub(super) async fn start_task(
+    tx: &impl GenericClient,
+    run_id: &str,
+    a2a: A2aStart,
+) -> Result<String, StoreError> {
+    exec(tx, sql::BIND_CONTEXT, &[&run_id, &a2a.context_id]).await?;
+    let context = one(tx, sql::CONTEXT_OF, &[&run_id], |r| r.text("context_id"))
+        .await?
+        .ok_or_else(|| StoreError::Database("a bound context vanished".into()))?;
+    let message = (a2a.message)(run_id, &context).to_string();
+    let message_id = (!a2a.message_id.is_empty()).then_some(a2a.message_id);
+    exec(
+        tx,
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&A2A_HISTORY_LOCK, &run_id],
+    )
+    .await?;
+    exec(tx, sql::APPEND_MESSAGE, &[&run_id, &message_id, &message]).await?;
+    Ok(context)
 }
 
 /// Removes a configuration with its secret and its pending deliveries.

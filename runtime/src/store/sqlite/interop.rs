@@ -7,9 +7,29 @@ use super::{SqliteStore, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
-    DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
+    A2aStart, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
     StoredConfig,
 };
+
+/// Binds a task's context and appends its first message (inside a creation's
+/// transaction); the contextId bound.
+pub(super) fn start_task(
+    tx: &Connection,
+    run_id: &str,
+    a2a: A2aStart,
+) -> Result<String, StoreError> {
+    exec(tx, sql::BIND_CONTEXT, params![run_id, a2a.context_id])?;
+    let context = one(tx, sql::CONTEXT_OF, [run_id], |r| r.text("context_id"))?
+        .ok_or_else(|| StoreError::Database("a bound context vanished".into()))?;
+    let message = (a2a.message)(run_id, &context);
+    let message_id = (!a2a.message_id.is_empty()).then_some(a2a.message_id);
+    exec(
+        tx,
+        sql::APPEND_MESSAGE,
+        params![run_id, message_id, message.to_string()],
+    )?;
+    Ok(context)
+}
 
 /// Removes a configuration with its secret and its pending deliveries.
 fn discard(tx: &Connection, run_id: &str, config_id: &str) -> Result<bool, StoreError> {
