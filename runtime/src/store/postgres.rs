@@ -212,111 +212,138 @@ async fn lock_run<C: GenericClient>(
 
 /// Queues a wake-up; PostgreSQL delivers it to every listener when the transaction commits.
 async fn notify<C: GenericClient>(c: &C, channel: &str, payload: &str) -> Result<(), StoreError> {
-    let stmt = c.prepare_cached("SELECT pg_notify($1, $2)").await?;
-    c.query(&stmt, &[&channel, &payload]).await?;
+    exec(c, "SELECT pg_notify($1, $2)", &[&channel, &payload]).await?;
     Ok(())
 }
 
-/// Applies a patch and appends events inside an open transaction that holds the run's lock.
-async fn apply<C: GenericClient>(
+/// A run change in one statement (one round trip): lock the run's row, check the lease
+/// and the guard on it, apply the patch (`sql::apply_patch!`, as SQLite does), append
+/// the events after the run's last sequence, close and open interrupts, and queue the
+/// NOTIFY that wakes every replica at commit. The statement parameters:
+/// $1 run; $2..$10 the patch and its event count and time (as `APPLY_PATCH`); $11 lease
+/// owner or NULL; $12 guard statuses (`sql::list`), $13 true: the status must be in
+/// them, false: not; $14/$15 channel and payload; $16..$19 the events' ids, types, nodes
+/// and payloads; $20 close open interrupts; $21..$24 the interrupt to open (node, id,
+/// kind, data) or NULLs.
+const CHANGE_RUN: &str = concat!(
+    "WITH cur AS (
+         SELECT status, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE
+     ), ok AS (
+         SELECT 1 FROM cur
+         WHERE (CAST($11 AS TEXT) IS NULL OR lease_owner = $11)
+           AND (strpos($12, ',' || status || ',') > 0) = $13
+     ), changed AS (",
+    sql::apply_patch!(),
+    " AND EXISTS (SELECT 1 FROM ok) RETURNING ",
+    sql::run_cols!(),
+    ", pg_notify($14, $15) AS notified
+     ), appended AS (
+         INSERT INTO events (",
+    sql::event_cols!(),
+    ") SELECT changed.run_id, changed.last_sequence - $9 + u.n, u.e, u.t, u.nd, u.p, $10
+         FROM changed, unnest($16::text[], $17::text[], $18::text[], $19::text[])
+              WITH ORDINALITY AS u(e, t, nd, p, n)
+     ), closed AS (
+         UPDATE interrupts SET state = 'closed' FROM changed
+         WHERE interrupts.run_id = changed.run_id AND interrupts.state = 'open' AND $20
+     ), opened AS (
+         INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state)
+         SELECT changed.run_id, $21, $22, $23, $24, 'open' FROM changed
+         WHERE CAST($21 AS TEXT) IS NOT NULL
+     )
+     SELECT cur.status AS held_status, cur.lease_owner AS held_by, changed.*
+     FROM cur LEFT JOIN changed ON true"
+);
+
+/// What a run change is checked against.
+struct Check<'a> {
+    guard: &'a Guard,
+    lease_owner: Option<&'a str>,
+}
+
+/// Applies a run change with [`CHANGE_RUN`], inside a transaction or as its own.
+async fn change_run<C: GenericClient>(
     c: &C,
     channel: &str,
-    run: &RunRecord,
+    run_id: &str,
+    check: Check<'_>,
     patch: RunPatch,
     events: Vec<NewEvent>,
 ) -> Result<Advanced, StoreError> {
     let now = now_ms();
-    let mut stored = Vec::with_capacity(events.len());
-    let mut seq = run.last_sequence;
-    for ev in events {
-        seq += 1;
-        stored.push(EventRecord {
-            run_id: run.run_id.clone(),
-            sequence: seq,
-            event_id: crate::ids::mint_event_id(),
+    let ids: Vec<String> = events.iter().map(|_| crate::ids::mint_event_id()).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let nodes: Vec<Option<&str>> = events.iter().map(|e| e.node_id.as_deref()).collect();
+    let payloads: Vec<String> = events.iter().map(|e| e.payload.to_string()).collect();
+    let (guard_list, guard_in) = match check.guard {
+        Guard::StatusIn(list) => (sql::statuses(list), true),
+        Guard::StatusNotIn(list) => (sql::statuses(list), false),
+    };
+    let p = sql::patch(&patch);
+    let count = events.len() as i64;
+    let opening = patch.open_interrupt.as_ref();
+    let data = opening.map(|i| i.data.to_string());
+    let row = one(
+        c,
+        CHANGE_RUN,
+        &[
+            &run_id,
+            &p.status,
+            &p.node_index,
+            &p.set_wait,
+            &p.wait_until,
+            &p.state,
+            &p.outputs,
+            &p.error,
+            &count,
+            &now,
+            &check.lease_owner,
+            &guard_list,
+            &guard_in,
+            &channel,
+            &listen::run_payload(run_id),
+            &ids,
+            &types,
+            &nodes,
+            &payloads,
+            &patch.close_interrupts,
+            &opening.map(|i| i.node_id.as_str()),
+            &opening.map(|i| i.interrupt_id.as_str()),
+            &opening.map(|i| i.kind.as_str()),
+            &data,
+        ],
+        |r| {
+            if r.opt_text("run_id")?.is_some() {
+                return Ok(Ok(sql::run(r)?));
+            }
+            let held_by = r.opt_text("held_by")?;
+            if check.lease_owner.is_some() && held_by.as_deref() != check.lease_owner {
+                return Ok(Err(StoreError::LeaseLost));
+            }
+            Ok(Err(StoreError::Guard {
+                status: parse_status(run_id, &r.text("held_status")?)?,
+            }))
+        },
+    )
+    .await?
+    .ok_or_else(|| StoreError::RunNotFound(run_id.to_owned()))??;
+    let first = row.last_sequence - count;
+    let stored = events
+        .into_iter()
+        .zip(ids)
+        .enumerate()
+        .map(|(i, (ev, event_id))| EventRecord {
+            run_id: row.run_id.clone(),
+            sequence: first + 1 + i as i64,
+            event_id,
             event_type: ev.event_type,
             node_id: ev.node_id,
             payload: ev.payload,
             timestamp_ms: now,
-        });
-    }
-    if !stored.is_empty() {
-        // One statement for all of a step's events: each round trip costs more than a row.
-        const INSERT_EVENTS: &str = concat!(
-            "INSERT INTO events (",
-            sql::event_cols!(),
-            ") SELECT $1, s, e, t, n, p, $7 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, e, t, n, p)"
-        );
-        let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
-        let ids: Vec<&str> = stored.iter().map(|e| e.event_id.as_str()).collect();
-        let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
-        let nodes: Vec<Option<&str>> = stored.iter().map(|e| e.node_id.as_deref()).collect();
-        let payloads: Vec<String> = stored.iter().map(|e| e.payload.to_string()).collect();
-        exec(
-            c,
-            INSERT_EVENTS,
-            &[
-                &run.run_id,
-                &sequences,
-                &ids,
-                &types,
-                &nodes,
-                &payloads,
-                &now,
-            ],
-        )
-        .await?;
-    }
-    if patch.close_interrupts {
-        exec(c, sql::CLOSE_INTERRUPTS, &[&run.run_id]).await?;
-    }
-    if let Some(i) = &patch.open_interrupt {
-        exec(
-            c,
-            sql::OPEN_INTERRUPT,
-            &[
-                &run.run_id,
-                &i.node_id,
-                &i.interrupt_id,
-                &i.kind,
-                &i.data.to_string(),
-            ],
-        )
-        .await?;
-    }
-    // The NOTIFY rides on the update: PostgreSQL sends it to every listener at commit.
-    const APPLY_AND_NOTIFY: &str = concat!(
-        "WITH changed AS (",
-        sql::apply_patch!(),
-        " RETURNING ",
-        sql::run_cols!(),
-        ") SELECT changed.*, pg_notify($11, $12) AS notified FROM changed"
-    );
-    let c2 = sql::patch(&patch);
-    let count = stored.len() as i64;
-    let next = one(
-        c,
-        APPLY_AND_NOTIFY,
-        &[
-            &run.run_id,
-            &c2.status,
-            &c2.node_index,
-            &c2.set_wait,
-            &c2.wait_until,
-            &c2.state,
-            &c2.outputs,
-            &c2.error,
-            &count,
-            &now,
-            &channel,
-            &listen::run_payload(&run.run_id),
-        ],
-        sql::run,
-    )
-    .await?
-    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
+        })
+        .collect();
     Ok(Advanced {
-        run: next,
+        run: row,
         events: stored,
     })
 }
@@ -549,21 +576,14 @@ impl RunStore for PgStore {
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         Box::pin(async move {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let (run, holder) = lock_run(&tx, &run_id)
-                .await?
-                .ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
-            if let Some(owner) = &patch.lease_owner
-                && holder.as_ref() != Some(owner)
-            {
-                return Err(StoreError::LeaseLost);
-            }
-            if !guard.admits(run.status) {
-                return Err(StoreError::Guard { status: run.status });
-            }
-            let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
-            tx.commit().await?;
+            let client = self.client().await?;
+            let lease = patch.lease_owner.clone();
+            let check = Check {
+                guard: &guard,
+                lease_owner: lease.as_deref(),
+            };
+            let out =
+                change_run(&client, &self.inner.channel, &run_id, check, patch, events).await?;
             // The NOTIFY reaches this replica too, but a direct wake saves the round trip.
             self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
@@ -587,22 +607,29 @@ impl RunStore for PgStore {
             let Some((run, _)) = lock_run(&tx, &run_id).await? else {
                 return Err(StoreError::NoOpenInterrupt);
             };
-            let changed = exec(
+            let resolved = one(
                 &tx,
                 sql::RESOLVE_INTERRUPT,
                 &[&run_id, &node_id, &resume_value.to_string()],
+                sql::interrupt,
             )
             .await?;
-            let Some(interrupt) =
-                one(&tx, sql::INTERRUPT_AT, &[&run_id, &node_id], sql::interrupt).await?
-            else {
-                return Err(StoreError::NoOpenInterrupt);
+            let Some(interrupt) = resolved else {
+                let exists = one(&tx, sql::INTERRUPT_AT, &[&run_id, &node_id], |_| Ok(()))
+                    .await?
+                    .is_some();
+                return Err(if exists {
+                    StoreError::InterruptAlreadyResolved
+                } else {
+                    StoreError::NoOpenInterrupt
+                });
             };
-            if changed == 0 {
-                return Err(StoreError::InterruptAlreadyResolved);
-            }
             let (patch, events) = on_resolve(&interrupt, &run);
-            let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
+            let check = Check {
+                guard: &Guard::StatusNotIn(&[]),
+                lease_owner: None,
+            };
+            let out = change_run(&tx, &self.inner.channel, &run_id, check, patch, events).await?;
             tx.commit().await?;
             self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
@@ -640,12 +667,53 @@ impl RunStore for PgStore {
     fn append_host_event(&self, event: HostEventRecord) -> StoreFuture<'_, HostEventRecord> {
         Box::pin(async move {
             let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let stored = if event.delivery == "durable" {
-                insert_host_event(&tx, event).await?
-            } else {
-                event
+            if event.delivery != "durable" {
+                self.announce_host_event(&client, &event).await?;
+                return Ok(event);
+            }
+            // Lock, insert and announce in one statement, unless the announcement might
+            // not fit a NOTIFY (judged with the widest seq, which is not known yet).
+            let widest = HostEventRecord {
+                seq: i64::MAX,
+                ..event.clone()
             };
+            if listen::host_payload(&widest).is_some() {
+                const APPEND: &str = concat!(
+                    "WITH locked AS (SELECT pg_advisory_xact_lock($8, hashtext($1)))
+                     , stored AS (INSERT INTO host_events (",
+                    sql::host_event_cols!(),
+                    ") SELECT $1, $2, $3, $4, $5, $6, CAST($7 AS BIGINT) FROM locked
+                         RETURNING seq, ",
+                    sql::host_event_cols!(),
+                    ")
+                     SELECT seq, pg_notify($9, 'h' || json_build_object(
+                         'seq', seq, 'tenant', tenant, 'eventId', event_id, 'type', type,
+                         'delivery', delivery, 'workspaceId', workspace_id,
+                         'payload', CAST(payload AS json), 'ts', ts_ms)::text) AS notified
+                     FROM stored"
+                );
+                let seq = one(
+                    &client,
+                    APPEND,
+                    &[
+                        &event.tenant,
+                        &event.event_id,
+                        &event.event_type,
+                        &event.delivery,
+                        &event.workspace_id,
+                        &event.payload.to_string(),
+                        &event.timestamp_ms,
+                        &HOST_EVENTS_LOCK,
+                        &self.inner.channel,
+                    ],
+                    |r| r.int("seq"),
+                )
+                .await?
+                .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+                return Ok(HostEventRecord { seq, ..event });
+            }
+            let tx = client.transaction().await?;
+            let stored = insert_host_event(&tx, event).await?;
             self.announce_host_event(&tx, &stored).await?;
             tx.commit().await?;
             Ok(stored)

@@ -207,7 +207,8 @@ macro_rules! task_cols {
     };
 }
 pub(crate) use {
-    delivery_cols, event_cols, key_cols, message_cols, new_run_cols, run_cols, task_cols,
+    delivery_cols, event_cols, host_event_cols, key_cols, message_cols, new_run_cols, run_cols,
+    task_cols,
 };
 
 // ---- row mappers ----------------------------------------------------------------------
@@ -445,8 +446,12 @@ pub(crate) const CLOSE_INTERRUPTS: &str =
 
 pub(crate) const OPEN_INTERRUPT: &str = "INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')";
 
-/// Resolves the open interrupt at $1/$2 with resume value $3; changes one row or none.
-pub(crate) const RESOLVE_INTERRUPT: &str = "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open'";
+/// Resolves the open interrupt at $1/$2 with resume value $3: the interrupt as resolved,
+/// or no row when none is open there.
+pub(crate) const RESOLVE_INTERRUPT: &str = concat!(
+    "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open' RETURNING ",
+    interrupt_cols!()
+);
 
 pub(crate) const INTERRUPT_AT: &str = concat!(
     "SELECT ",

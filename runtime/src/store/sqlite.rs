@@ -524,23 +524,22 @@ impl RunStore for SqliteStore {
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = exec(
+            let resolved = one(
                 &tx,
                 sql::RESOLVE_INTERRUPT,
                 params![run_id, node_id, resume_value.to_string()],
-            )?;
-            let Some(interrupt) = one(
-                &tx,
-                sql::INTERRUPT_AT,
-                params![run_id, node_id],
                 sql::interrupt,
-            )?
-            else {
-                return Err(StoreError::NoOpenInterrupt);
+            )?;
+            let Some(interrupt) = resolved else {
+                return Err(
+                    if one(&tx, sql::INTERRUPT_AT, params![run_id, node_id], |_| Ok(()))?.is_some()
+                    {
+                        StoreError::InterruptAlreadyResolved
+                    } else {
+                        StoreError::NoOpenInterrupt
+                    },
+                );
             };
-            if changed == 0 {
-                return Err(StoreError::InterruptAlreadyResolved);
-            }
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             let (patch, events) = on_resolve(&interrupt, &run);

@@ -136,6 +136,7 @@ store_suite!(
     run_queries_page_by_update_with_a_stable_cursor_and_a_total,
     unfinished_runs_skip_finished_ones,
     host_events_keep_order_and_ephemeral_ones_are_only_published,
+    a_host_event_wakes_its_tenant_on_every_replica_and_no_other,
     advance_wakes_subscribers,
     a_commit_on_one_run_does_not_wake_the_subscribers_of_another,
     a_lease_is_exclusive_until_released_or_expired,
@@ -742,6 +743,40 @@ async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend
     })
     .await;
     assert_eq!(got, eph);
+}
+
+async fn a_host_event_wakes_its_tenant_on_every_replica_and_no_other(b: Backend) {
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
+    } else {
+        vec![b.runs.clone()]
+    };
+    let mut on_t: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Tenant("t".into())]))
+        .collect();
+    let mut on_u: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Tenant("u".into())]))
+        .collect();
+    let mut ev = host_event("t", "durable", 4);
+    ev.payload = json!({"nested": {"b": [1, 2], "a": "x"}, "n": 4});
+    let stored = b.runs.append_host_event(ev).await.unwrap();
+    assert!(stored.seq > 0);
+    // Every replica hears of it, the whole record as stored.
+    for rx in &mut on_t {
+        let got = next_wake(rx, |w| match w {
+            Wake::Host(e) => Some((**e).clone()),
+            _ => None,
+        })
+        .await;
+        assert_eq!(got, stored);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for rx in &mut on_u {
+        assert_eq!(rx.try_recv(), None, "another tenant's subscriber was woken");
+    }
 }
 
 async fn advance_wakes_subscribers(b: Backend) {
