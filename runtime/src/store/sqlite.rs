@@ -2,8 +2,9 @@
 //! mode, holding the runs and the interop state alike.
 //!
 //! Store threads own the connections: one writer and a few readers, each fed calls
-//! through a channel and answering on a oneshot, so a store call is one hand-off to a
-//! thread that is already there (no blocking-pool task per call). Every statement is
+//! through its own channel (reads go to the readers in turn) and answering on a oneshot,
+//! so a store call is one hand-off to a thread that is already there (no blocking-pool
+//! task per call). Every statement is
 //! compiled once per connection and kept (`prepare_cached`).
 
 mod interop;
@@ -13,11 +14,12 @@ mod schema;
 use super::sql;
 use super::*;
 use crate::clock::now_ms;
-use rusqlite::{Connection, Params, TransactionBehavior, params};
+use rusqlite::{Connection, Params, params};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 const READERS: usize = 3;
 
@@ -34,8 +36,10 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 struct Inner {
     /// The writer thread's queue: every write, in arrival order.
     writer: mpsc::Sender<Job>,
-    /// The readers' shared queue: whichever reader is free takes the next read.
-    readers: mpsc::Sender<Job>,
+    /// One queue per reader thread, taken in turn (a shared queue would make the idle
+    /// readers contend for it on every call).
+    readers: Vec<mpsc::Sender<Job>>,
+    next_reader: AtomicUsize,
     wakeups: WakeHub,
 }
 
@@ -56,6 +60,13 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     // Deleted push secrets are overwritten in the file, not merely unlinked.
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // One plan per statement, whatever is bound: without this (STAT4 is compiled in) a
+    // kept statement is compiled again whenever a parameter the planner looked at (a
+    // run id, a limit) takes a new value, which is every call.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(conn)
 }
 
@@ -114,6 +125,55 @@ pub(super) fn all<T>(
     Ok(out)
 }
 
+/// A transaction whose BEGIN, COMMIT and ROLLBACK are cached statements too (rusqlite's
+/// own transactions compile them on every call): rolled back when dropped uncommitted.
+pub(super) struct Tx<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Tx<'c> {
+    /// A write transaction: takes the write lock at once, so its reads stay current.
+    pub(super) fn write(conn: &'c Connection) -> Result<Tx<'c>, StoreError> {
+        Self::begin(conn, "BEGIN IMMEDIATE")
+    }
+
+    /// A read transaction: every read in it sees one snapshot.
+    pub(super) fn read(conn: &'c Connection) -> Result<Tx<'c>, StoreError> {
+        Self::begin(conn, "BEGIN DEFERRED")
+    }
+
+    fn begin(conn: &'c Connection, sql: &str) -> Result<Tx<'c>, StoreError> {
+        conn.prepare_cached(sql)?.execute([])?;
+        Ok(Tx { conn, open: true })
+    }
+
+    pub(super) fn commit(mut self) -> Result<(), StoreError> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open
+            && !self.conn.is_autocommit()
+            && let Ok(mut rollback) = self.conn.prepare_cached("ROLLBACK")
+        {
+            let _ = rollback.execute([]);
+        }
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) `dir/openwop.sqlite3`, brings its schema up to date and
     /// takes in the A2A push state an older release kept in `dir/a2a.sqlite` (once).
@@ -125,25 +185,19 @@ impl SqliteStore {
         let mut writer = open(&path)?;
         schema::migrate(&mut writer)?;
         legacy::import_push_file(dir, &mut writer)?;
-        let (writer_tx, writer_rx) = mpsc::channel::<Job>();
-        spawn_worker(
-            "openwop-sqlite-writer",
-            writer,
-            Arc::new(Mutex::new(writer_rx)),
-        )?;
-        let (readers_tx, readers_rx) = mpsc::channel::<Job>();
-        let readers_rx = Arc::new(Mutex::new(readers_rx));
+        let writer = spawn_worker("openwop-sqlite-writer", writer)?;
+        let mut readers = Vec::with_capacity(READERS);
         for i in 0..READERS {
-            spawn_worker(
+            readers.push(spawn_worker(
                 &format!("openwop-sqlite-reader-{i}"),
                 open(&path)?,
-                readers_rx.clone(),
-            )?;
+            )?);
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                writer: writer_tx,
-                readers: readers_tx,
+                writer,
+                readers,
+                next_reader: AtomicUsize::new(0),
                 wakeups: WakeHub::default(),
             }),
         })
@@ -160,34 +214,24 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        call(self.inner.readers.clone(), move |conn| f(conn))
+        let i = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % self.inner.readers.len();
+        call(self.inner.readers[i].clone(), move |conn| f(conn))
     }
 }
 
-/// Starts a thread that owns `conn` and runs the calls of `queue` until every sender is
-/// gone (the store was dropped).
-fn spawn_worker(
-    name: &str,
-    mut conn: Connection,
-    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
-) -> Result<(), StoreError> {
+/// Starts a thread that owns `conn` and runs the calls sent to the returned queue until
+/// every sender is gone (the store was dropped).
+fn spawn_worker(name: &str, mut conn: Connection) -> Result<mpsc::Sender<Job>, StoreError> {
+    let (tx, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(move || {
-            loop {
-                // The lock is held only while waiting: a free reader takes the next call.
-                let next = match queue.lock() {
-                    Ok(rx) => rx.recv(),
-                    Err(_) => return,
-                };
-                match next {
-                    Ok(job) => job(&mut conn),
-                    Err(_) => return,
-                }
+            while let Ok(job) = rx.recv() {
+                job(&mut conn);
             }
         })
-        .map(|_| ())
-        .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))
+        .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))?;
+    Ok(tx)
 }
 
 /// Hands `f` to the thread behind `queue` when first polled, and answers with its result.
@@ -325,7 +369,7 @@ impl RunStore for SqliteStore {
     ) -> StoreFuture<'_, Created> {
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let now = now_ms();
             let mut replayed = None;
             if let Some(claim) = &idempotency {
@@ -420,7 +464,7 @@ impl RunStore for SqliteStore {
             let f = sql::filter(&q);
             let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
             // One read transaction: the page and the count see the same snapshot.
-            let tx = conn.unchecked_transaction()?;
+            let tx = Tx::read(conn)?;
             let runs = match &q.order {
                 RunOrder::Created { before } => all(
                     &tx,
@@ -495,7 +539,7 @@ impl RunStore for SqliteStore {
         let run_id = run_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             if !guard.admits(run.status) {
@@ -523,7 +567,7 @@ impl RunStore for SqliteStore {
         let node_id = node_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let resolved = one(
                 &tx,
                 sql::RESOLVE_INTERRUPT,

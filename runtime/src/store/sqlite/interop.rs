@@ -1,9 +1,9 @@
 //! [`InteropStore`] on the SQLite file: the same file and connections as the runs.
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::{SqliteStore, all, exec, one};
+use super::{SqliteStore, Tx, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
@@ -45,7 +45,7 @@ fn settle(
     d: &Delivery,
     dead: Option<(u32, &str, i64)>,
 ) -> Result<(), StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::write(conn)?;
     exec(&tx, sql::SETTLE, [&d.delivery_id])?;
     if let Some((attempts, reason, now_ms)) = dead {
         exec(
@@ -108,7 +108,7 @@ impl InteropStore for SqliteStore {
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             discard(&tx, &config.run_id, &config.config_id)?;
             let secret_ref = format!("sec-{}", crate::ids::mint_opaque());
             exec(
@@ -153,7 +153,7 @@ impl InteropStore for SqliteStore {
     fn push_delete(&self, run_id: &str, config_id: &str) -> StoreFuture<'_, bool> {
         let (run_id, config_id) = (run_id.to_owned(), config_id.to_owned());
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let removed = discard(&tx, &run_id, &config_id)?;
             tx.commit()?;
             Ok(removed)
@@ -175,7 +175,7 @@ impl InteropStore for SqliteStore {
     ) -> StoreFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let targets = all(
                 &tx,
                 sql::MARK_PUSHED,
@@ -272,7 +272,7 @@ impl InteropStore for SqliteStore {
             version.to_owned(),
         );
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             exec(&tx, sql::SWEEP_SESSIONS, [now_ms()])?;
             exec(
                 &tx,
@@ -310,7 +310,7 @@ impl InteropStore for SqliteStore {
     fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
         let (scope, key) = (scope.to_owned(), key.to_owned());
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             exec(&tx, sql::PURGE_CLAIMS, params![scope, now_ms()])?;
             let n = exec(&tx, sql::CLAIM, params![scope, key, expires_ms])?;
             tx.commit()?;
