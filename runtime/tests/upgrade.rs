@@ -30,10 +30,13 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Each push received: its path, Authorization header and body.
+type Pushes = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
+
 /// A push receiver answering 200, recording each push's path and Authorization header.
 #[derive(Clone, Default)]
 struct Receiver {
-    got: Arc<Mutex<Vec<(String, Option<String>, Value)>>>,
+    got: Pushes,
 }
 
 impl Receiver {

@@ -292,9 +292,7 @@ fn apply(
 ) -> Result<Advanced, StoreError> {
     let now = now_ms();
     let mut stored = Vec::with_capacity(events.len());
-    let mut seq = run.last_sequence;
-    for ev in events {
-        seq += 1;
+    for (seq, ev) in (run.last_sequence + 1..).zip(events) {
         let rec = EventRecord {
             run_id: run.run_id.clone(),
             sequence: seq,
