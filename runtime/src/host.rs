@@ -10,7 +10,7 @@ use crate::egress;
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
 use crate::ops::{self, MAX_PAGE_SIZE, Ops};
-use crate::store::{LocalWakeups, PgStore, SqliteStore, Store, StoreError};
+use crate::store::Stores;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,8 +86,6 @@ pub enum StartError {
     RoutingKey(#[from] crate::agents::routing::RoutingKeyError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
-    #[error("cannot open the A2A task table: {0}")]
-    A2aTasks(#[from] a2a::tasks::TaskStoreError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -99,23 +97,6 @@ pub struct Host {
     app: axum::Router,
     limits: crate::server::Limits,
     shutdown_tx: watch::Sender<bool>,
-}
-
-/// SQLite in the data dir unless a database URL is configured.
-/// The run store, and the PostgreSQL one again when runs are shared, so the A2A push
-/// tables can sit beside them for every replica.
-async fn open_store(config: &HostConfig) -> Result<(Arc<dyn Store>, Option<PgStore>), StoreError> {
-    match config.database.as_deref() {
-        None => Ok((Arc::new(SqliteStore::open(&config.data_dir, Arc::new(LocalWakeups::default()))?), None)),
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PgStore::connect(url).await?;
-            tracing::info!("runs and A2A push configurations are stored in PostgreSQL, shared with any other replica on it");
-            Ok((Arc::new(store.clone()), Some(store)))
-        }
-        Some(_) => Err(StoreError::Database(
-            "--database takes a postgres:// URL (without it, runs are kept in SQLite in the data dir)".into(),
-        )),
-    }
 }
 
 impl Host {
@@ -143,7 +124,15 @@ impl Host {
         }
         agents.check_routes(|w| registry.get(w).is_some())?;
         let routing = RoutingKey::load_or_create(&config.data_dir)?;
-        let (store, shared_pg) = open_store(&config).await?;
+        // SQLite in the data dir unless a database URL is configured; runs and the interop
+        // state (A2A task side and push, MCP sessions) share the one database.
+        let stores = Stores::open(&config.data_dir, config.database.as_deref()).await?;
+        if config.database.is_some() {
+            tracing::info!(
+                "runs, A2A push configurations and MCP sessions are stored in PostgreSQL, shared with any other replica on it"
+            );
+        }
+        let store = stores.runs.clone();
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(
             store.clone(),
@@ -165,7 +154,7 @@ impl Host {
             tracing::info!(resumed, "resumed unfinished runs");
         }
         engine.spawn_sweeper();
-        let mut ops = Ops::new(store, engine.clone())
+        let mut ops = Ops::new(stores, engine.clone())
             .with_agents(Agents {
                 registry: agents,
                 routing,
@@ -186,20 +175,11 @@ impl Host {
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
-        // On a shared store every replica must see every push configuration and drain
-        // one outbox; the per-replica SQLite file would keep them apart.
-        a2a_config.push_store = shared_pg.map(|pg| {
-            Arc::new(a2a::push::PgPushStore::new(pg.pool())) as Arc<dyn a2a::push::PushStore>
-        });
-        let a2a = a2a::router(
-            state.clone(),
-            a2a_config,
-            Some(&config.data_dir.join("a2a.sqlite")),
-        )?;
+        let a2a = a2a::router(state.clone(), a2a_config);
         // One requestState key for every replica (and every restart) of this store.
         let key = state
             .ops
-            .store()
+            .runs()
             .shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec())
             .await?;
         let mcp = mcp::router_for(mcp::McpState::with_key(

@@ -89,7 +89,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         let key = host
             .state
             .ops
-            .store()
+            .runs()
             .shared_secret(
                 crate::edge::mcp::REQUEST_STATE_KEY,
                 crate::edge::mcp::fresh_key().to_vec(),

@@ -257,7 +257,7 @@ async fn rest_bytes(h: &TestHost, key: &str, method: Method, path: &str) -> (u16
 }
 
 fn db(h: &TestHost) -> rusqlite::Connection {
-    rusqlite::Connection::open(h.data_path.join("a2a.sqlite")).expect("a2a.sqlite")
+    rusqlite::Connection::open(h.data_path.join("openwop.sqlite3")).expect("openwop.sqlite3")
 }
 
 fn dead_letters(h: &TestHost) -> Vec<(String, i64, String)> {

@@ -19,7 +19,7 @@ pub struct TestHost {
     pub host_state: openwop::app::AppState,
     /// Stops the host's workers (engine, push delivery) as a shutdown would.
     pub stopper: tokio::sync::watch::Sender<bool>,
-    /// Where the host keeps its data (the run store, `a2a.sqlite`).
+    /// Where the host keeps its data (`openwop.sqlite3`: runs and interop state).
     pub data_path: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }

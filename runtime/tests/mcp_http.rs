@@ -635,7 +635,7 @@ async fn a_client_disconnect_before_the_answer_cancels_the_run() {
     let events = h
         .state
         .ops
-        .store()
+        .runs()
         .events_since(&run.run_id, -1, 100)
         .await
         .expect("events");

@@ -76,7 +76,7 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     let events = h
         .state
         .ops
-        .store()
+        .runs()
         .events_since(&run.run_id, -1, 100)
         .await
         .expect("events");

@@ -166,7 +166,7 @@ impl TestHost {
     pub async fn run(&self, run_id: &str) -> openwop::store::RunRecord {
         self.state
             .ops
-            .store()
+            .runs()
             .get_run(run_id)
             .await
             .expect("store")

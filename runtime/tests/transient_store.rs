@@ -6,9 +6,9 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
-    Advanced, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim, InterruptRecord,
-    ListQuery, LocalWakeups, NewEvent, NewRun, OnResolve, RunPatch, RunRecord, SessionRecord,
-    SqliteStore, Store, StoreError, StoreFuture, Wake,
+    Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
+    InterruptRecord, NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore,
+    SqliteStore, StoreError, StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -32,7 +32,7 @@ use Fault::{After, Before, Pass};
 
 /// The real store, with scripted failures of `advance` and `get_run` for one run.
 struct Flaky {
-    inner: Arc<dyn Store>,
+    inner: Arc<dyn RunStore>,
     target: Mutex<Option<String>>,
     advance_plan: Mutex<VecDeque<Fault>>,
     get_run_plan: Mutex<VecDeque<Fault>>,
@@ -51,7 +51,7 @@ struct Flaky {
 }
 
 impl Flaky {
-    fn new(inner: Arc<dyn Store>, pretend_shared: bool) -> Arc<Self> {
+    fn new(inner: Arc<dyn RunStore>, pretend_shared: bool) -> Arc<Self> {
         Arc::new(Self {
             down: AtomicBool::new(false),
             pretend_shared,
@@ -94,13 +94,14 @@ impl Flaky {
     }
 }
 
-impl Store for Flaky {
-    fn create_run(
+impl RunStore for Flaky {
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
-        self.inner.create_run(run, idempotency)
+        self.inner.create_run_with(run, idempotency, with)
     }
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
@@ -118,8 +119,8 @@ impl Store for Flaky {
         })
     }
 
-    fn list_runs(&self, query: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
-        self.inner.list_runs(query)
+    fn query_runs(&self, query: RunQuery) -> StoreFuture<'_, RunPage> {
+        self.inner.query_runs(query)
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
@@ -195,8 +196,8 @@ impl Store for Flaky {
         self.inner.host_events(tenant, after, limit)
     }
 
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        self.inner.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.subscribe(topics)
     }
 
     fn shared(&self) -> bool {
@@ -218,56 +219,8 @@ impl Store for Flaky {
         self.inner.unleased_runs(statuses)
     }
 
-    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        self.inner.claim_once(scope, key, expires_ms)
-    }
-
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         self.inner.shared_secret(name, candidate)
-    }
-
-    fn open_session(
-        &self,
-        id: &str,
-        principal_digest: &str,
-        version: &str,
-        expires_ms: i64,
-    ) -> StoreFuture<'_, ()> {
-        self.inner
-            .open_session(id, principal_digest, version, expires_ms)
-    }
-
-    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
-        self.inner.session(id)
-    }
-
-    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        self.inner.touch_session(id, expires_ms)
-    }
-
-    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
-        self.inner.close_session(id, principal_digest)
-    }
-
-    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
-        self.inner.a2a_bind_context(run_id, context_id)
-    }
-
-    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
-        self.inner.a2a_context_of(run_id)
-    }
-
-    fn a2a_append_message(
-        &self,
-        run_id: &str,
-        message_id: &str,
-        message: Value,
-    ) -> StoreFuture<'_, bool> {
-        self.inner.a2a_append_message(run_id, message_id, message)
-    }
-
-    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
-        self.inner.a2a_history(run_id)
     }
 }
 
@@ -318,8 +271,7 @@ fn bed_with(pretend_shared: bool) -> Bed {
     std::fs::write(workflows.join("breaks.yaml"), BREAKS).unwrap();
     let mut registry = Registry::bundled().unwrap();
     registry.load_dir(&workflows).unwrap();
-    let sqlite =
-        SqliteStore::open(&dir.path().join("data"), Arc::new(LocalWakeups::default())).unwrap();
+    let sqlite = SqliteStore::open(&dir.path().join("data")).unwrap();
     let store = Flaky::new(Arc::new(sqlite), pretend_shared);
     let (shutdown, shutdown_rx) = watch::channel(false);
     // The shortest lease, so a lost one is noticed within a renewal (a third of it).

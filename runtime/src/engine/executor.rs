@@ -13,8 +13,8 @@ use super::template;
 use crate::clock::now_ms;
 use crate::status::{DRIVABLE, Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
-    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, Store, StoreError,
-    Wake,
+    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, RunStore, StoreError,
+    Topic,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -60,7 +60,7 @@ pub type SuspendHook = Arc<dyn Fn(Suspended) + Send + Sync>;
 /// The executor and the workflows it knows.
 pub struct Engine {
     on_suspend: std::sync::OnceLock<SuspendHook>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn RunStore>,
     registry: Registry,
     /// Runs with a driving task, and whether it must look once more before stopping.
     active: Mutex<HashMap<String, bool>>,
@@ -148,7 +148,7 @@ fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
 
 impl Engine {
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RunStore>,
         registry: Registry,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
@@ -158,7 +158,7 @@ impl Engine {
     /// An engine whose run leases last `lease_ttl` without renewal: how long a run
     /// waits after its replica dies before another takes it over.
     pub fn with_lease_ttl(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RunStore>,
         registry: Registry,
         shutdown: watch::Receiver<bool>,
         lease_ttl: Duration,
@@ -671,7 +671,7 @@ impl Engine {
                 deadline
             }
         };
-        let mut wakes = self.store.subscribe();
+        let mut wakes = self.store.subscribe(&[Topic::Run(run.run_id.clone())]);
         let mut shutdown = self.shutdown.clone();
         loop {
             let left = deadline - now_ms();
@@ -681,18 +681,12 @@ impl Engine {
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(left as u64)) => break,
                 _ = shutdown.changed() => return Ok(Step::Stop),
-                wake = wakes.recv() => {
-                    // Someone else changed this run (a cancel): look before sleeping on.
-                    let relevant = match &wake {
-                        Ok(Wake::Run(id)) => id == &run.run_id,
-                        Ok(Wake::Host(_)) => false,
-                        Ok(Wake::Resync) | Err(_) => true,
-                    };
-                    if relevant {
-                        let current = self.store.get_run(&run.run_id).await?;
-                        if current.is_none_or(|r| r.status != RunStatus::Running) {
-                            return Ok(Step::Stop);
-                        }
+                _ = wakes.recv() => {
+                    // Someone else changed this run (a cancel), or everything must be
+                    // re-read: look before sleeping on.
+                    let current = self.store.get_run(&run.run_id).await?;
+                    if current.is_none_or(|r| r.status != RunStatus::Running) {
+                        return Ok(Step::Stop);
                     }
                 }
             }

@@ -16,9 +16,10 @@ use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
+pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
-    EventRecord, Guard, HostEventRecord, IdempotencyClaim, ListQuery, NewEvent, NewRun, RunPatch,
-    RunRecord, Store, StoreError, Wake,
+    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewEvent, NewRun,
+    RunOrder, RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -73,6 +74,8 @@ pub struct CreateRunRequest {
 pub struct CreatedRun {
     pub run: RunRecord,
     pub replay: bool,
+    /// The A2A contextId bound to the run, when the creation carried one.
+    pub context_id: Option<String>,
 }
 
 /// `listRuns` parameters.
@@ -100,7 +103,8 @@ pub struct PollResult {
 
 /// The operations and what they need.
 pub struct Ops {
-    store: Arc<dyn Store>,
+    runs: Arc<dyn RunStore>,
+    interop: Arc<dyn InteropStore>,
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
@@ -119,9 +123,10 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 }
 
 impl Ops {
-    pub fn new(store: Arc<dyn Store>, engine: Arc<Engine>) -> Self {
+    pub fn new(stores: Stores, engine: Arc<Engine>) -> Self {
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
@@ -158,8 +163,14 @@ impl Ops {
         self.max_page_size
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+    /// The run store (runs, events, interrupts, host events, wake-ups).
+    pub fn runs(&self) -> &Arc<dyn RunStore> {
+        &self.runs
+    }
+
+    /// The interop store (A2A task side and push, MCP sessions and claims).
+    pub fn interop(&self) -> &Arc<dyn InteropStore> {
+        &self.interop
     }
 
     /// Loads a run the caller may see. A foreign tenant segment is refused before any
@@ -169,7 +180,7 @@ impl Ops {
         if id.tenant() != subject.tenant {
             return Err(OpError::TenantMismatch { id: run_id });
         }
-        match self.store.get_run(&run_id).await? {
+        match self.runs.get_run(&run_id).await? {
             Some(run) if run.tenant == subject.tenant => Ok(run),
             _ => Err(OpError::RunNotFound { run_id }),
         }
@@ -182,6 +193,26 @@ impl Ops {
         request: CreateRunRequest,
         transport: Transport,
         idempotency_key: Option<&str>,
+    ) -> Result<CreatedRun, OpError> {
+        self.create_run_with(
+            subject,
+            request,
+            transport,
+            idempotency_key,
+            CreateWith::default(),
+        )
+        .await
+    }
+
+    /// [`Ops::create_run`], writing `with` (a new A2A task's context and first message,
+    /// the operation's host events) in the creation's transaction: one commit.
+    pub async fn create_run_with(
+        &self,
+        subject: &Subject,
+        request: CreateRunRequest,
+        transport: Transport,
+        idempotency_key: Option<&str>,
+        with: CreateWith,
     ) -> Result<CreatedRun, OpError> {
         if let Some(t) = &request.tenant_id
             && t != &subject.tenant
@@ -266,13 +297,14 @@ impl Ops {
                 None => json!({}),
             },
         };
-        let created = self.store.create_run(new, claim).await?;
+        let created = self.runs.create_run_with(new, claim, with).await?;
         if !created.replay {
             self.engine.start(&created.run.run_id);
         }
         Ok(CreatedRun {
             run: created.run,
             replay: created.replay,
+            context_id: created.context_id,
         })
     }
 
@@ -286,7 +318,7 @@ impl Ops {
         &self,
         run: &RunRecord,
     ) -> Result<Option<crate::store::InterruptRecord>, OpError> {
-        Ok(self.store.open_interrupt(&run.run_id).await?)
+        Ok(self.runs.open_interrupt(&run.run_id).await?)
     }
 
     /// `listRuns`: the caller's tenant only, newest first.
@@ -301,16 +333,15 @@ impl Ops {
             Some(c) => Some(decode_cursor(c, &subject.tenant)?),
         };
         let runs = self
-            .store
-            .list_runs(ListQuery {
-                tenant: subject.tenant.clone(),
+            .runs
+            .query_runs(RunQuery {
+                statuses: params.status.into_iter().collect(),
                 workflow_id: params.workflow_id,
-                status: params.status,
-                before,
-                limit: limit + 1,
+                order: RunOrder::Created { before },
+                ..RunQuery::newest_first(subject.tenant.clone(), limit + 1)
             })
             .await?;
-        let mut runs = runs;
+        let mut runs = runs.runs;
         let next_cursor = if runs.len() > limit {
             runs.truncate(limit);
             runs.last()
@@ -350,7 +381,7 @@ impl Ops {
             payload,
         };
         match self
-            .store
+            .runs
             .advance(&run.run_id, Guard::StatusNotIn(&TERMINAL), patch, vec![ev])
             .await
         {
@@ -386,7 +417,7 @@ impl Ops {
                 "node id `{node_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
             )));
         }
-        if let Some(open) = self.store.open_interrupt(&run.run_id).await?
+        if let Some(open) = self.runs.open_interrupt(&run.run_id).await?
             && open.node_id == node_id
             && open.kind == "credential"
         {
@@ -404,7 +435,7 @@ impl Ops {
             }
         }
         match self
-            .store
+            .runs
             .resolve_interrupt(&run.run_id, node_id, resume_value, self.engine.on_resolve())
             .await
         {
@@ -436,14 +467,14 @@ impl Ops {
                 tokens::TokenError::Invalid => OpError::InterruptTokenInvalid,
                 tokens::TokenError::Expired => OpError::InterruptExpired,
             })?;
-        let run =
-            self.store
-                .get_run(&claims.run_id)
-                .await?
-                .ok_or_else(|| OpError::RunNotFound {
-                    run_id: claims.run_id.clone(),
-                })?;
-        match self.store.open_interrupt(&run.run_id).await? {
+        let run = self
+            .runs
+            .get_run(&claims.run_id)
+            .await?
+            .ok_or_else(|| OpError::RunNotFound {
+                run_id: claims.run_id.clone(),
+            })?;
+        match self.runs.open_interrupt(&run.run_id).await? {
             Some(open)
                 if open.interrupt_id == claims.interrupt_id && open.node_id == claims.node_id =>
             {
@@ -482,7 +513,7 @@ impl Ops {
         limit: usize,
     ) -> Result<PollResult, OpError> {
         let run = self.load(subject, id).await?;
-        let events = self.store.events_since(&run.run_id, after, limit).await?;
+        let events = self.runs.events_since(&run.run_id, after, limit).await?;
         Ok(PollResult { run, events })
     }
 
@@ -497,7 +528,7 @@ impl Ops {
     ) -> Result<PollResult, OpError> {
         let deadline = tokio::time::Instant::now() + timeout;
         // Subscribe before the first read so no wake-up falls between read and wait.
-        let mut wakes = self.store.subscribe();
+        let mut wakes = self.runs.subscribe(&[Topic::Run(id.as_bound())]);
         loop {
             let res = self.events_since(subject, id, after, 1000).await?;
             if !res.events.is_empty() || res.run.status.is_terminal() {
@@ -506,11 +537,8 @@ impl Ops {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => return Ok(res),
                 _ = shutdown.changed() => return Ok(res),
-                w = wakes.recv() => {
-                    if let Ok(Wake::Host(_)) = w {
-                        continue;
-                    }
-                }
+                // This run changed (or everything must be re-read): look again.
+                _ = wakes.recv() => {}
             }
         }
     }
@@ -522,10 +550,7 @@ impl Ops {
         after: i64,
         limit: usize,
     ) -> Result<Vec<HostEventRecord>, OpError> {
-        Ok(self
-            .store
-            .host_events(&subject.tenant, after, limit)
-            .await?)
+        Ok(self.runs.host_events(&subject.tenant, after, limit).await?)
     }
 
     /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).
@@ -546,7 +571,7 @@ impl Ops {
             payload,
             timestamp_ms: crate::clock::now_ms(),
         };
-        Ok(self.store.append_host_event(ev).await?)
+        Ok(self.runs.append_host_event(ev).await?)
     }
 }
 

@@ -1,36 +1,53 @@
-//! The shared store: PostgreSQL, so several host replicas can serve one set of runs.
+//! The shared store: PostgreSQL, so several host replicas can serve one set of runs and
+//! one set of interop state.
 //!
 //! Every change of a run locks its row first (`SELECT ... FOR UPDATE`), so sequences stay
 //! contiguous and two writers on two replicas serialise exactly as two tasks in one
 //! process do. Commits announce themselves with NOTIFY; a LISTEN connection per store
-//! turns them into the same [`Wake`]s the SQLite store publishes in process.
+//! turns them into the same [`Wake`]s the SQLite store publishes in process. Every
+//! statement is prepared once per pooled connection (`prepare_cached`).
 
+mod interop;
 mod listen;
 mod migrate;
 
+#[cfg(test)]
+pub(super) use interop::CLAIM_MS;
+
+use super::sql;
 use super::*;
 use crate::clock::now_ms;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde_json::Value;
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::broadcast;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
 
 /// Connections the pool keeps; each request holds one for a transaction or a read.
 const POOL_SIZE: usize = 16;
 
 /// Milliseconds since the epoch on the database's clock, so replicas with skewed clocks
 /// still agree on when a lease ran out.
-const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+macro_rules! db_now_ms {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
 
 /// Advisory lock class for serialising durable host events of one tenant, so their
 /// `seq` commits in order and a reader's cursor never passes a gap that fills later.
 const HOST_EVENTS_LOCK: i32 = 0x6f77_0001;
 
+/// Advisory lock class ordering the A2A history appends of one task.
+const A2A_HISTORY_LOCK: i32 = HOST_EVENTS_LOCK + 1;
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
 struct Inner {
     pool: Pool,
     channel: String,
-    wakes: broadcast::Sender<Wake>,
+    wakes: WakeHub,
     listener: tokio::task::JoinHandle<()>,
 }
 
@@ -40,7 +57,7 @@ impl Drop for Inner {
     }
 }
 
-/// PostgreSQL behind the [`Store`] trait.
+/// PostgreSQL behind [`RunStore`] and [`InteropStore`].
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
@@ -71,128 +88,110 @@ impl From<deadpool_postgres::PoolError> for StoreError {
     }
 }
 
-fn json_text(row: &Row, col: &str) -> Result<Value, StoreError> {
-    let text: String = row.try_get(col)?;
-    serde_json::from_str(&text)
-        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+/// Runs a statement (prepared once per connection); the number of rows it changed.
+async fn exec<C: GenericClient>(c: &C, sql: &str, p: Params<'_>) -> Result<u64, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    Ok(c.execute(&stmt, p).await?)
 }
 
-fn opt_json_text(row: &Row, col: &str) -> Result<Option<Value>, StoreError> {
-    let text: Option<String> = row.try_get(col)?;
-    text.map(|t| serde_json::from_str(&t))
-        .transpose()
-        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+/// The first row of a statement, mapped.
+async fn one<C: GenericClient, T>(
+    c: &C,
+    sql: &str,
+    p: Params<'_>,
+    map: impl FnOnce(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    match c.query_opt(&stmt, p).await? {
+        Some(row) => Ok(Some(map(&row)?)),
+        None => Ok(None),
+    }
 }
 
-fn status_strs(statuses: &[RunStatus]) -> Vec<&'static str> {
-    statuses.iter().map(|s| s.as_str()).collect()
-}
-
-const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
-
-fn run_row(row: &Row) -> Result<RunRecord, StoreError> {
-    Ok(RunRecord {
-        list_order: row.try_get("list_order")?,
-        run_id: row.try_get("run_id")?,
-        tenant: row.try_get("tenant")?,
-        workflow_id: row.try_get("workflow_id")?,
-        status: parse_status(&row.try_get::<_, String>("run_id")?, row.try_get("status")?)?,
-        owner: json_text(row, "owner")?,
-        transport: row.try_get("transport")?,
-        inputs: json_text(row, "inputs")?,
-        state: json_text(row, "state")?,
-        outputs: opt_json_text(row, "outputs")?,
-        error: opt_json_text(row, "error")?,
-        node_index: row.try_get("node_index")?,
-        wait_until: row.try_get("wait_until")?,
-        created_ms: row.try_get("created_ms")?,
-        updated_ms: row.try_get("updated_ms")?,
-        last_sequence: row.try_get("last_sequence")?,
-    })
-}
-
-fn event_row(row: &Row) -> Result<EventRecord, StoreError> {
-    Ok(EventRecord {
-        run_id: row.try_get("run_id")?,
-        sequence: row.try_get("sequence")?,
-        event_id: row.try_get("event_id")?,
-        event_type: row.try_get("type")?,
-        node_id: row.try_get("node_id")?,
-        payload: json_text(row, "payload")?,
-        timestamp_ms: row.try_get("ts_ms")?,
-    })
-}
-
-fn interrupt_row(row: &Row) -> Result<InterruptRecord, StoreError> {
-    Ok(InterruptRecord {
-        run_id: row.try_get("run_id")?,
-        node_id: row.try_get("node_id")?,
-        interrupt_id: row.try_get("interrupt_id")?,
-        kind: row.try_get("kind")?,
-        data: json_text(row, "data")?,
-        state: row.try_get("state")?,
-        resume_value: opt_json_text(row, "resume_value")?,
-    })
-}
-
-fn host_row(row: &Row) -> Result<HostEventRecord, StoreError> {
-    Ok(HostEventRecord {
-        seq: row.try_get("seq")?,
-        tenant: row.try_get("tenant")?,
-        event_id: row.try_get("event_id")?,
-        event_type: row.try_get("type")?,
-        delivery: row.try_get("delivery")?,
-        workspace_id: row.try_get("workspace_id")?,
-        payload: json_text(row, "payload")?,
-        timestamp_ms: row.try_get("ts_ms")?,
-    })
+/// Every row of a statement, mapped.
+async fn all<C: GenericClient, T>(
+    c: &C,
+    sql: &str,
+    p: Params<'_>,
+    map: impl Fn(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let stmt = c.prepare_cached(sql).await?;
+    c.query(&stmt, p).await?.iter().map(|r| map(r)).collect()
 }
 
 async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!("SELECT {RUN_COLS} FROM runs WHERE run_id = $1"))
-        .await?;
-    c.query_opt(&stmt, &[&run_id])
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()
+    one(c, sql::RUN_BY_ID, &[&run_id], sql::run).await
 }
 
-/// Inserts a new run (step 0, no events yet) and returns it as stored.
-async fn insert_run<C: GenericClient>(
+/// Claims the key (if any) and inserts the run with its A2A context and first message,
+/// in one statement; `None` when the key is already held (nothing written).
+async fn insert_new_run<C: GenericClient>(
     c: &C,
     run: &NewRun,
+    claim: Option<&IdempotencyClaim>,
+    first: Option<&(String, String, Value)>,
     now: i64,
-) -> Result<RunRecord, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!(
-            "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 0, $8, $8, -1) RETURNING {RUN_COLS}"
-        ))
-        .await?;
+) -> Result<Option<RunRecord>, StoreError> {
+    const CREATE: &str = concat!(
+        "WITH claim AS (INSERT INTO idempotency (",
+        sql::key_cols!(),
+        ") SELECT $2, $10, $11, $12, $1, CAST($9 AS BIGINT) WHERE CAST($11 AS TEXT) IS NOT NULL
+             ON CONFLICT DO NOTHING RETURNING run_id
+         ), created AS (INSERT INTO runs (",
+        sql::new_run_cols!(),
+        ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, 0, CAST($9 AS BIGINT), CAST($9 AS BIGINT), -1
+             WHERE CAST($11 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM claim)
+             RETURNING ",
+        sql::run_cols!(),
+        "), bound AS (INSERT INTO a2a_tasks (",
+        sql::task_cols!(),
+        ") SELECT run_id, $13 FROM created WHERE CAST($13 AS TEXT) IS NOT NULL
+         ), first AS (INSERT INTO a2a_messages (",
+        sql::message_cols!(),
+        ") SELECT run_id, 0, $14, $15 FROM created WHERE CAST($15 AS TEXT) IS NOT NULL
+         )
+         SELECT * FROM created"
+    );
     let (owner, inputs, state) = (
         run.owner.to_string(),
         run.inputs.to_string(),
         run.state.to_string(),
     );
-    let row = c
-        .query_one(
-            &stmt,
-            &[
-                &run.run_id,
-                &run.tenant,
-                &run.workflow_id,
-                &run.status.as_str(),
-                &owner,
-                &run.transport,
-                &inputs,
-                &now,
-                &state,
-            ],
-        )
-        .await?;
-    run_row(&row)
+    let (principal, key, body_hash) = match claim {
+        Some(c) => (Some(&c.principal), Some(&c.key), Some(&c.body_hash)),
+        None => (None, None, None),
+    };
+    let (context, message_id, message) = match first {
+        Some((context, id, message)) => (
+            Some(context.as_str()),
+            (!id.is_empty()).then_some(id.as_str()),
+            Some(message.to_string()),
+        ),
+        None => (None, None, None),
+    };
+    one(
+        c,
+        CREATE,
+        &[
+            &run.run_id,
+            &run.tenant,
+            &run.workflow_id,
+            &run.status.as_str(),
+            &owner,
+            &run.transport,
+            &inputs,
+            &state,
+            &now,
+            &principal,
+            &key,
+            &body_hash,
+            &context,
+            &message_id,
+            &message,
+        ],
+        sql::run,
+    )
+    .await
 }
 
 /// Locks the run's row for the rest of the transaction; also returns who holds its lease.
@@ -200,127 +199,151 @@ async fn lock_run<C: GenericClient>(
     c: &C,
     run_id: &str,
 ) -> Result<Option<(RunRecord, Option<String>)>, StoreError> {
-    let stmt = c
-        .prepare_cached(&format!(
-            "SELECT {RUN_COLS}, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE"
-        ))
-        .await?;
-    match c.query_opt(&stmt, &[&run_id]).await? {
-        Some(row) => Ok(Some((run_row(&row)?, row.try_get("lease_owner")?))),
-        None => Ok(None),
-    }
+    const LOCK: &str = concat!(
+        "SELECT ",
+        sql::run_cols!(),
+        ", lease_owner FROM runs WHERE run_id = $1 FOR UPDATE"
+    );
+    one(c, LOCK, &[&run_id], |row| {
+        Ok((sql::run(row)?, row.opt_text("lease_owner")?))
+    })
+    .await
 }
 
 /// Queues a wake-up; PostgreSQL delivers it to every listener when the transaction commits.
 async fn notify<C: GenericClient>(c: &C, channel: &str, payload: &str) -> Result<(), StoreError> {
-    let stmt = c.prepare_cached("SELECT pg_notify($1, $2)").await?;
-    c.query(&stmt, &[&channel, &payload]).await?;
+    exec(c, "SELECT pg_notify($1, $2)", &[&channel, &payload]).await?;
     Ok(())
 }
 
-/// Applies a patch and appends events inside an open transaction that holds the run's lock.
-async fn apply<C: GenericClient>(
+/// A run change in one statement (one round trip): lock the run's row, check the lease
+/// and the guard on it, apply the patch (`sql::apply_patch!`, as SQLite does), append
+/// the events after the run's last sequence, close and open interrupts, and queue the
+/// NOTIFY that wakes every replica at commit. The statement parameters:
+/// $1 run; $2..$10 the patch and its event count and time (as `APPLY_PATCH`); $11 lease
+/// owner or NULL; $12 guard statuses (`sql::list`), $13 true: the status must be in
+/// them, false: not; $14/$15 channel and payload; $16..$19 the events' ids, types, nodes
+/// and payloads; $20 close open interrupts; $21..$24 the interrupt to open (node, id,
+/// kind, data) or NULLs.
+const CHANGE_RUN: &str = concat!(
+    "WITH cur AS (
+         SELECT status, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE
+     ), ok AS (
+         SELECT 1 FROM cur
+         WHERE (CAST($11 AS TEXT) IS NULL OR lease_owner = $11)
+           AND (strpos($12, ',' || status || ',') > 0) = $13
+     ), changed AS (",
+    sql::apply_patch!(),
+    " AND EXISTS (SELECT 1 FROM ok) RETURNING ",
+    sql::run_cols!(),
+    ", pg_notify($14, $15) AS notified
+     ), appended AS (
+         INSERT INTO events (",
+    sql::event_cols!(),
+    ") SELECT changed.run_id, changed.last_sequence - $9 + u.n, u.e, u.t, u.nd, u.p, $10
+         FROM changed, unnest($16::text[], $17::text[], $18::text[], $19::text[])
+              WITH ORDINALITY AS u(e, t, nd, p, n)
+     ), closed AS (
+         UPDATE interrupts SET state = 'closed' FROM changed
+         WHERE interrupts.run_id = changed.run_id AND interrupts.state = 'open' AND $20
+     ), opened AS (
+         INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state)
+         SELECT changed.run_id, $21, $22, $23, $24, 'open' FROM changed
+         WHERE CAST($21 AS TEXT) IS NOT NULL
+     )
+     SELECT cur.status AS held_status, cur.lease_owner AS held_by, changed.*
+     FROM cur LEFT JOIN changed ON true"
+);
+
+/// What a run change is checked against.
+struct Check<'a> {
+    guard: &'a Guard,
+    lease_owner: Option<&'a str>,
+}
+
+/// Applies a run change with [`CHANGE_RUN`], inside a transaction or as its own.
+async fn change_run<C: GenericClient>(
     c: &C,
     channel: &str,
-    run: &RunRecord,
+    run_id: &str,
+    check: Check<'_>,
     patch: RunPatch,
     events: Vec<NewEvent>,
 ) -> Result<Advanced, StoreError> {
     let now = now_ms();
-    let mut stored = Vec::with_capacity(events.len());
-    let mut seq = run.last_sequence;
-    for ev in events {
-        seq += 1;
-        stored.push(EventRecord {
-            run_id: run.run_id.clone(),
-            sequence: seq,
-            event_id: crate::ids::mint_event_id(),
+    let ids: Vec<String> = events.iter().map(|_| crate::ids::mint_event_id()).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let nodes: Vec<Option<&str>> = events.iter().map(|e| e.node_id.as_deref()).collect();
+    let payloads: Vec<String> = events.iter().map(|e| e.payload.to_string()).collect();
+    let (guard_list, guard_in) = match check.guard {
+        Guard::StatusIn(list) => (sql::statuses(list), true),
+        Guard::StatusNotIn(list) => (sql::statuses(list), false),
+    };
+    let p = sql::patch(&patch);
+    let count = events.len() as i64;
+    let opening = patch.open_interrupt.as_ref();
+    let data = opening.map(|i| i.data.to_string());
+    let row = one(
+        c,
+        CHANGE_RUN,
+        &[
+            &run_id,
+            &p.status,
+            &p.node_index,
+            &p.set_wait,
+            &p.wait_until,
+            &p.state,
+            &p.outputs,
+            &p.error,
+            &count,
+            &now,
+            &check.lease_owner,
+            &guard_list,
+            &guard_in,
+            &channel,
+            &listen::run_payload(run_id),
+            &ids,
+            &types,
+            &nodes,
+            &payloads,
+            &patch.close_interrupts,
+            &opening.map(|i| i.node_id.as_str()),
+            &opening.map(|i| i.interrupt_id.as_str()),
+            &opening.map(|i| i.kind.as_str()),
+            &data,
+        ],
+        |r| {
+            if r.opt_text("run_id")?.is_some() {
+                return Ok(Ok(sql::run(r)?));
+            }
+            let held_by = r.opt_text("held_by")?;
+            if check.lease_owner.is_some() && held_by.as_deref() != check.lease_owner {
+                return Ok(Err(StoreError::LeaseLost));
+            }
+            Ok(Err(StoreError::Guard {
+                status: parse_status(run_id, &r.text("held_status")?)?,
+            }))
+        },
+    )
+    .await?
+    .ok_or_else(|| StoreError::RunNotFound(run_id.to_owned()))??;
+    let first = row.last_sequence - count;
+    let stored = events
+        .into_iter()
+        .zip(ids)
+        .enumerate()
+        .map(|(i, (ev, event_id))| EventRecord {
+            run_id: row.run_id.clone(),
+            sequence: first + 1 + i as i64,
+            event_id,
             event_type: ev.event_type,
             node_id: ev.node_id,
             payload: ev.payload,
             timestamp_ms: now,
-        });
-    }
-    if !stored.is_empty() {
-        // One statement for all of a step's events: each round trip costs more than a row.
-        let insert = c
-            .prepare_cached(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms)
-                 SELECT $1, s, e, t, n, p, $7 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, e, t, n, p)",
-            )
-            .await?;
-        let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
-        let ids: Vec<&str> = stored.iter().map(|e| e.event_id.as_str()).collect();
-        let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
-        let nodes: Vec<Option<&str>> = stored.iter().map(|e| e.node_id.as_deref()).collect();
-        let payloads: Vec<String> = stored.iter().map(|e| e.payload.to_string()).collect();
-        c.execute(
-            &insert,
-            &[
-                &run.run_id,
-                &sequences,
-                &ids,
-                &types,
-                &nodes,
-                &payloads,
-                &now,
-            ],
-        )
-        .await?;
-    }
-    if patch.close_interrupts {
-        let stmt = c
-            .prepare_cached(
-                "UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'",
-            )
-            .await?;
-        c.execute(&stmt, &[&run.run_id]).await?;
-    }
-    if let Some(i) = &patch.open_interrupt {
-        let stmt = c
-            .prepare_cached("INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')")
-            .await?;
-        c.execute(
-            &stmt,
-            &[
-                &run.run_id,
-                &i.node_id,
-                &i.interrupt_id,
-                &i.kind,
-                &i.data.to_string(),
-            ],
-        )
-        .await?;
-    }
-    let next = patch.applied_to(run, seq, now);
-    // The NOTIFY rides on the update: PostgreSQL sends it to every listener at commit.
-    let stmt = c
-        .prepare_cached(
-            "WITH changed AS (
-                UPDATE runs SET status = $2, node_index = $3, wait_until = $4, state = $5, outputs = $6, error = $7, last_sequence = $8, updated_ms = $9
-                WHERE run_id = $1 RETURNING run_id
-             ) SELECT pg_notify($10, $11) FROM changed",
-        )
-        .await?;
-    c.query(
-        &stmt,
-        &[
-            &next.run_id,
-            &next.status.as_str(),
-            &next.node_index,
-            &next.wait_until,
-            &next.state.to_string(),
-            &next.outputs.as_ref().map(Value::to_string),
-            &next.error.as_ref().map(Value::to_string),
-            &next.last_sequence,
-            &next.updated_ms,
-            &channel,
-            &listen::run_payload(&next.run_id),
-        ],
-    )
-    .await?;
+        })
+        .collect();
     Ok(Advanced {
-        run: next,
+        run: row,
         events: stored,
     })
 }
@@ -333,12 +356,6 @@ impl PgStore {
             .parse()
             .map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
         Self::connect_with(config).await
-    }
-
-    /// The connection pool, for tables kept beside the runs' (A2A push) by code outside
-    /// this module.
-    pub(crate) fn pool(&self) -> Pool {
-        self.inner.pool.clone()
     }
 
     /// As [`PgStore::connect`], from a parsed configuration.
@@ -362,7 +379,7 @@ impl PgStore {
         };
         // Replicas on one schema share a channel; other schemas (tests) stay apart.
         let channel = listen::channel_for(&schema);
-        let wakes = broadcast::channel(1024).0;
+        let wakes = WakeHub::default();
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen::run(
             config,
@@ -387,68 +404,88 @@ impl PgStore {
     }
 }
 
-impl Store for PgStore {
-    fn create_run(
+impl RunStore for PgStore {
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let now = now_ms();
-            let Some(claim) = &idempotency else {
-                // One statement is its own transaction.
-                return Ok(Created {
-                    run: insert_run(&client, &run, now).await?,
-                    replay: false,
-                });
-            };
-            let tx = client.transaction().await?;
-            // The key goes in first: a concurrent request with the same key, on any
-            // replica, waits on this row and then sees it, instead of racing to a
-            // second run.
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            let inserted = tx
-                .execute(
-                    &stmt,
-                    &[
-                        &claim.tenant,
-                        &claim.principal,
-                        &claim.key,
-                        &claim.body_hash,
-                        &run.run_id,
-                        &now,
-                    ],
-                )
-                .await?;
-            if inserted == 0 {
-                let stmt = tx
-                    .prepare_cached("SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3")
-                    .await?;
-                let row = tx
-                    .query_one(&stmt, &[&claim.tenant, &claim.principal, &claim.key])
-                    .await?;
-                let (hash, run_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
-                if hash != claim.body_hash {
-                    return Err(StoreError::IdempotencyMismatch);
+            // A new run's context is the one asked for, so its first message can be
+            // stamped before anything is written.
+            let mut a2a = with.a2a;
+            let first = a2a.as_mut().map(|start| {
+                let stamp = std::mem::replace(&mut start.message, Box::new(|_, _| Value::Null));
+                let message = stamp(&run.run_id, &start.context_id);
+                (start.context_id.clone(), start.message_id.clone(), message)
+            });
+            let durable = with.host_events.iter().any(|e| e.delivery == "durable");
+            // Without durable host events (which take their tenant's lock first) the
+            // claim, the run, its context and first message are one statement.
+            let created = if durable {
+                let tx = client.transaction().await?;
+                let created =
+                    insert_new_run(&tx, &run, idempotency.as_ref(), first.as_ref(), now).await?;
+                if created.is_some() {
+                    let events = self
+                        .write_host_events(&tx, with.host_events.clone())
+                        .await?;
+                    tx.commit().await?;
+                    created.map(|run| (run, events))
+                } else {
+                    None
                 }
-                let existing = load_run(&tx, &run_id)
+            } else {
+                insert_new_run(&client, &run, idempotency.as_ref(), first.as_ref(), now)
                     .await?
-                    .ok_or(StoreError::RunNotFound(run_id))?;
+                    .map(|run| (run, Vec::new()))
+            };
+            if let Some((run, events)) = created {
+                let host_events = if durable { events } else { with.host_events };
+                for ev in host_events.iter().filter(|e| e.delivery != "durable") {
+                    self.publish_host_event(ev).await;
+                }
                 return Ok(Created {
-                    run: existing,
-                    replay: true,
+                    run,
+                    replay: false,
+                    context_id: first.map(|(context, _, _)| context),
+                    host_events,
                 });
             }
-            let created = insert_run(&tx, &run, now).await?;
+            // The key is held (a concurrent request with it, on any replica, waited for
+            // this one's commit inside the statement): replay the earlier run.
+            let Some(claim) = &idempotency else {
+                return Err(StoreError::Database("a run was not created".into()));
+            };
+            let tx = client.transaction().await?;
+            let (hash, run_id) = one(
+                &tx,
+                sql::KEY_HELD,
+                &[&claim.tenant, &claim.principal, &claim.key],
+                |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
+            )
+            .await?
+            .ok_or_else(|| StoreError::Database("a claimed key vanished".into()))?;
+            if hash != claim.body_hash {
+                return Err(StoreError::IdempotencyMismatch);
+            }
+            let existing = load_run(&tx, &run_id)
+                .await?
+                .ok_or(StoreError::RunNotFound(run_id))?;
+            let context_id = match a2a {
+                Some(start) => Some(interop::start_task(&tx, &existing.run_id, start).await?),
+                None => None,
+            };
+            let host_events = self.write_host_events(&tx, with.host_events).await?;
             tx.commit().await?;
             Ok(Created {
-                run: created,
-                replay: false,
+                run: existing,
+                replay: true,
+                context_id,
+                host_events,
             })
         })
     }
@@ -461,46 +498,72 @@ impl Store for PgStore {
         })
     }
 
-    fn list_runs(&self, q: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
         Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLS} FROM runs WHERE tenant = $1
-                       AND ($2::text IS NULL OR workflow_id = $2)
-                       AND ($3::text IS NULL OR status = $3)
-                       AND ($4::bigint IS NULL OR list_order < $4)
-                     ORDER BY list_order DESC LIMIT $5"
-                ))
+            let mut client = self.client().await?;
+            let f = sql::filter(&q);
+            let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+            let (after_ms, after_id) = match &q.order {
+                RunOrder::Updated { after: Some(c) } => {
+                    (Some(c.updated_ms), Some(c.run_id.as_str()))
+                }
+                _ => (None, None),
+            };
+            let before = match &q.order {
+                RunOrder::Created { before } => *before,
+                RunOrder::Updated { .. } => None,
+            };
+            let filters: [&(dyn ToSql + Sync); 7] = [
+                &q.tenant,
+                &f.statuses,
+                &q.workflow_id,
+                &q.context_id,
+                &q.updated_since_ms,
+                &f.with_kinds,
+                &f.without_kinds,
+            ];
+            let by_creation: Vec<&(dyn ToSql + Sync)> = filters
+                .iter()
+                .copied()
+                .chain([&before as _, &limit as _])
+                .collect();
+            let by_update: Vec<&(dyn ToSql + Sync)> = filters
+                .iter()
+                .copied()
+                .chain([&after_ms as _, &after_id as _, &limit as _])
+                .collect();
+            let (page_sql, page_params) = match q.order {
+                RunOrder::Created { .. } => (sql::RUNS_BY_CREATION, by_creation.as_slice()),
+                RunOrder::Updated { .. } => (sql::RUNS_BY_UPDATE, by_update.as_slice()),
+            };
+            if !q.count_total {
+                let runs = all(&client, page_sql, page_params, sql::run).await?;
+                return Ok(RunPage { runs, total: None });
+            }
+            // The page and the count in one snapshot, sent together.
+            let tx = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
                 .await?;
-            let limit = q.limit as i64;
-            let rows = client
-                .query(
-                    &stmt,
-                    &[
-                        &q.tenant,
-                        &q.workflow_id,
-                        &q.status.map(RunStatus::as_str),
-                        &q.before,
-                        &limit,
-                    ],
-                )
-                .await?;
-            rows.iter().map(run_row).collect()
+            let (runs, total) = tokio::try_join!(
+                all(&tx, page_sql, page_params, sql::run),
+                one(&tx, sql::COUNT_RUNS, &filters, |r| r.int("total")),
+            )?;
+            tx.commit().await?;
+            Ok(RunPage {
+                runs,
+                total: total.map(|n| u64::try_from(n).unwrap_or(0)),
+            })
         })
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
-        let finished = status_strs(&crate::status::TERMINAL);
+        let finished = sql::statuses(&crate::status::TERMINAL);
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLS} FROM runs WHERE status <> ALL($1) ORDER BY list_order"
-                ))
-                .await?;
-            let rows = client.query(&stmt, &[&finished]).await?;
-            rows.iter().map(run_row).collect()
+            all(&client, sql::RUNS_NOT_IN, &[&finished], sql::run).await
         })
     }
 
@@ -513,23 +576,16 @@ impl Store for PgStore {
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         Box::pin(async move {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let (run, holder) = lock_run(&tx, &run_id)
-                .await?
-                .ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
-            if let Some(owner) = &patch.lease_owner
-                && holder.as_ref() != Some(owner)
-            {
-                return Err(StoreError::LeaseLost);
-            }
-            if !guard.admits(run.status) {
-                return Err(StoreError::Guard { status: run.status });
-            }
-            let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
-            tx.commit().await?;
+            let client = self.client().await?;
+            let lease = patch.lease_owner.clone();
+            let check = Check {
+                guard: &guard,
+                lease_owner: lease.as_deref(),
+            };
+            let out =
+                change_run(&client, &self.inner.channel, &run_id, check, patch, events).await?;
             // The NOTIFY reaches this replica too, but a direct wake saves the round trip.
-            let _ = self.inner.wakes.send(Wake::Run(out.run.run_id.clone()));
+            self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
         })
     }
@@ -551,28 +607,31 @@ impl Store for PgStore {
             let Some((run, _)) = lock_run(&tx, &run_id).await? else {
                 return Err(StoreError::NoOpenInterrupt);
             };
-            let stmt = tx
-                .prepare_cached(
-                    "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open'",
-                )
-                .await?;
-            let changed = tx
-                .execute(&stmt, &[&run_id, &node_id, &resume_value.to_string()])
-                .await?;
-            let stmt = tx
-                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND node_id = $2")
-                .await?;
-            let Some(row) = tx.query_opt(&stmt, &[&run_id, &node_id]).await? else {
-                return Err(StoreError::NoOpenInterrupt);
+            let resolved = one(
+                &tx,
+                sql::RESOLVE_INTERRUPT,
+                &[&run_id, &node_id, &resume_value.to_string()],
+                sql::interrupt,
+            )
+            .await?;
+            let Some(interrupt) = resolved else {
+                let exists = one(&tx, sql::INTERRUPT_AT, &[&run_id, &node_id], |_| Ok(()))
+                    .await?
+                    .is_some();
+                return Err(if exists {
+                    StoreError::InterruptAlreadyResolved
+                } else {
+                    StoreError::NoOpenInterrupt
+                });
             };
-            let interrupt = interrupt_row(&row)?;
-            if changed == 0 {
-                return Err(StoreError::InterruptAlreadyResolved);
-            }
             let (patch, events) = on_resolve(&interrupt, &run);
-            let out = apply(&tx, &self.inner.channel, &run, patch, events).await?;
+            let check = Check {
+                guard: &Guard::StatusNotIn(&[]),
+                lease_owner: None,
+            };
+            let out = change_run(&tx, &self.inner.channel, &run_id, check, patch, events).await?;
             tx.commit().await?;
-            let _ = self.inner.wakes.send(Wake::Run(out.run.run_id.clone()));
+            self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
         })
     }
@@ -581,15 +640,7 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT * FROM interrupts WHERE run_id = $1 AND state = 'open'")
-                .await?;
-            client
-                .query_opt(&stmt, &[&run_id])
-                .await?
-                .as_ref()
-                .map(interrupt_row)
-                .transpose()
+            one(&client, sql::OPEN_INTERRUPT_OF, &[&run_id], sql::interrupt).await
         })
     }
 
@@ -602,57 +653,68 @@ impl Store for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT * FROM events WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3").await?;
             let limit = limit as i64;
-            let rows = client.query(&stmt, &[&run_id, &after, &limit]).await?;
-            rows.iter().map(event_row).collect()
+            all(
+                &client,
+                sql::EVENTS_SINCE,
+                &[&run_id, &after, &limit],
+                sql::event,
+            )
+            .await
         })
     }
 
     fn append_host_event(&self, event: HostEventRecord) -> StoreFuture<'_, HostEventRecord> {
         Box::pin(async move {
             let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let stored = if event.delivery == "durable" {
-                let lock = tx
-                    .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                    .await?;
-                tx.query(&lock, &[&HOST_EVENTS_LOCK, &event.tenant]).await?;
-                let stmt = tx
-                    .prepare_cached(
-                        "INSERT INTO host_events (tenant, event_id, type, delivery, workspace_id, payload, ts_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
-                    )
-                    .await?;
-                let row = tx
-                    .query_one(
-                        &stmt,
-                        &[
-                            &event.tenant,
-                            &event.event_id,
-                            &event.event_type,
-                            &event.delivery,
-                            &event.workspace_id,
-                            &event.payload.to_string(),
-                            &event.timestamp_ms,
-                        ],
-                    )
-                    .await?;
-                HostEventRecord {
-                    seq: row.try_get(0)?,
-                    ..event
-                }
-            } else {
-                event
-            };
-            // Ephemeral events exist only in this notification, so they reach every
-            // replica's subscribers (this one's included) through LISTEN, exactly once.
-            match listen::host_payload(&stored) {
-                Some(payload) => notify(&tx, &self.inner.channel, &payload).await?,
-                None => {
-                    tracing::warn!(event_type = %stored.event_type, "host event too large to announce to other replicas; delivered locally");
-                    let _ = self.inner.wakes.send(Wake::Host(Box::new(stored.clone())));
-                }
+            if event.delivery != "durable" {
+                self.announce_host_event(&client, &event).await?;
+                return Ok(event);
             }
+            // Lock, insert and announce in one statement, unless the announcement might
+            // not fit a NOTIFY (judged with the widest seq, which is not known yet).
+            let widest = HostEventRecord {
+                seq: i64::MAX,
+                ..event.clone()
+            };
+            if listen::host_payload(&widest).is_some() {
+                const APPEND: &str = concat!(
+                    "WITH locked AS (SELECT pg_advisory_xact_lock($8, hashtext($1)))
+                     , stored AS (INSERT INTO host_events (",
+                    sql::host_event_cols!(),
+                    ") SELECT $1, $2, $3, $4, $5, $6, CAST($7 AS BIGINT) FROM locked
+                         RETURNING seq, ",
+                    sql::host_event_cols!(),
+                    ")
+                     SELECT seq, pg_notify($9, 'h' || json_build_object(
+                         'seq', seq, 'tenant', tenant, 'eventId', event_id, 'type', type,
+                         'delivery', delivery, 'workspaceId', workspace_id,
+                         'payload', CAST(payload AS json), 'ts', ts_ms)::text) AS notified
+                     FROM stored"
+                );
+                let seq = one(
+                    &client,
+                    APPEND,
+                    &[
+                        &event.tenant,
+                        &event.event_id,
+                        &event.event_type,
+                        &event.delivery,
+                        &event.workspace_id,
+                        &event.payload.to_string(),
+                        &event.timestamp_ms,
+                        &HOST_EVENTS_LOCK,
+                        &self.inner.channel,
+                    ],
+                    |r| r.int("seq"),
+                )
+                .await?
+                .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+                return Ok(HostEventRecord { seq, ..event });
+            }
+            let tx = client.transaction().await?;
+            let stored = insert_host_event(&tx, event).await?;
+            self.announce_host_event(&tx, &stored).await?;
             tx.commit().await?;
             Ok(stored)
         })
@@ -667,15 +729,19 @@ impl Store for PgStore {
         let tenant = tenant.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client.prepare_cached("SELECT * FROM host_events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3").await?;
             let limit = limit as i64;
-            let rows = client.query(&stmt, &[&tenant, &after, &limit]).await?;
-            rows.iter().map(host_row).collect()
+            all(
+                &client,
+                sql::HOST_EVENTS_SINCE,
+                &[&tenant, &after, &limit],
+                sql::host_event,
+            )
+            .await
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<Wake> {
-        self.inner.wakes.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.wakes.subscribe(topics)
     }
 
     fn shared(&self) -> bool {
@@ -686,13 +752,14 @@ impl Store for PgStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "UPDATE runs SET lease_owner = $2, lease_expires_ms = {DB_NOW_MS} + $3
-                     WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_ms < {DB_NOW_MS})"
-                ))
-                .await?;
-            Ok(client.execute(&stmt, &[&run_id, &owner, &ttl_ms]).await? == 1)
+            const TAKE: &str = concat!(
+                "UPDATE runs SET lease_owner = $2, lease_expires_ms = ",
+                db_now_ms!(),
+                " + $3 WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_ms < ",
+                db_now_ms!(),
+                ")"
+            );
+            Ok(exec(&client, TAKE, &[&run_id, &owner, &ttl_ms]).await? == 1)
         })
     }
 
@@ -700,41 +767,27 @@ impl Store for PgStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1 AND lease_owner = $2")
-                .await?;
-            client.execute(&stmt, &[&run_id, &owner]).await?;
+            exec(
+                &client,
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1 AND lease_owner = $2",
+                &[&run_id, &owner],
+            )
+            .await?;
             Ok(())
         })
     }
 
     fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
-        let statuses = status_strs(statuses);
+        let statuses: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&format!(
-                    "SELECT run_id FROM runs WHERE status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < {DB_NOW_MS}) ORDER BY list_order"
-                ))
-                .await?;
-            let rows = client.query(&stmt, &[&statuses]).await?;
-            rows.iter()
-                .map(|r| r.try_get(0).map_err(StoreError::from))
-                .collect()
-        })
-    }
-
-    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let purge = client
-                .prepare_cached("DELETE FROM claims WHERE scope = $1 AND expires_ms < $2")
-                .await?;
-            client.execute(&purge, &[&scope, &now_ms()]).await?;
-            let stmt =
-                client.prepare_cached("INSERT INTO claims (scope, key, expires_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING").await?;
-            Ok(client.execute(&stmt, &[&scope, &key, &expires_ms]).await? == 1)
+            // `= ANY` of an array, so `runs_by_status` finds them: the sweep runs often.
+            const UNLEASED: &str = concat!(
+                "SELECT run_id FROM runs WHERE status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
+                db_now_ms!(),
+                ") ORDER BY list_order"
+            );
+            all(&client, UNLEASED, &[&statuses], |r| r.text("run_id")).await
         })
     }
 
@@ -742,163 +795,93 @@ impl Store for PgStore {
         let name = name.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(
-                    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            client.execute(&stmt, &[&name, &candidate]).await?;
-            let stmt = client
-                .prepare_cached("SELECT value FROM secrets WHERE name = $1")
-                .await?;
-            Ok(client.query_one(&stmt, &[&name]).await?.try_get(0)?)
-        })
-    }
-
-    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
-        let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client.prepare_cached("INSERT INTO a2a_tasks (run_id, context_id) VALUES ($1, $2) ON CONFLICT DO NOTHING").await?;
-            client.execute(&stmt, &[&run_id, &context_id]).await?;
-            let stmt = client
-                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
-                .await?;
-            Ok(client.query_one(&stmt, &[&run_id]).await?.try_get(0)?)
-        })
-    }
-
-    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
-        let run_id = run_id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT context_id FROM a2a_tasks WHERE run_id = $1")
-                .await?;
-            Ok(client
-                .query_opt(&stmt, &[&run_id])
+            exec(&client, sql::OFFER_SECRET, &[&name, &candidate]).await?;
+            one(&client, sql::SECRET_BY_NAME, &[&name], |r| r.bytes("value"))
                 .await?
-                .map(|r| r.try_get(0))
-                .transpose()?)
+                .ok_or_else(|| StoreError::Database("a secret vanished".into()))
         })
     }
+}
 
-    fn a2a_append_message(
+/// Stores a durable host event in an open transaction, in its tenant's order.
+async fn insert_host_event<C: GenericClient>(
+    c: &C,
+    event: HostEventRecord,
+) -> Result<HostEventRecord, StoreError> {
+    exec(
+        c,
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&HOST_EVENTS_LOCK, &event.tenant],
+    )
+    .await?;
+    let seq = one(
+        c,
+        sql::INSERT_HOST_EVENT,
+        &[
+            &event.tenant,
+            &event.event_id,
+            &event.event_type,
+            &event.delivery,
+            &event.workspace_id,
+            &event.payload.to_string(),
+            &event.timestamp_ms,
+        ],
+        |r| r.int("seq"),
+    )
+    .await?
+    .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+    Ok(HostEventRecord { seq, ..event })
+}
+
+impl PgStore {
+    /// Stores the durable ones of `events` in an open transaction and announces them all
+    /// at its commit.
+    async fn write_host_events<C: GenericClient>(
         &self,
-        run_id: &str,
-        message_id: &str,
-        message: Value,
-    ) -> StoreFuture<'_, bool> {
-        let run_id = run_id.to_owned();
-        let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
-        Box::pin(async move {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            // The task's row (or, before it exists, the advisory lock) orders appends, so
-            // two replicas never pick the same `seq`.
-            let lock = tx
-                .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                .await?;
-            tx.query(&lock, &[&(HOST_EVENTS_LOCK + 1), &run_id]).await?;
-            let stmt = tx
-                .prepare_cached(
-                    "INSERT INTO a2a_messages (run_id, seq, message_id, message)
-                     VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM a2a_messages WHERE run_id = $1), $2, $3)
-                     ON CONFLICT DO NOTHING",
-                )
-                .await?;
-            let n = tx
-                .execute(&stmt, &[&run_id, &message_id, &message.to_string()])
-                .await?;
-            tx.commit().await?;
-            Ok(n == 1)
-        })
-    }
-
-    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
-        let run_id = run_id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT message FROM a2a_messages WHERE run_id = $1 ORDER BY seq")
-                .await?;
-            let rows = client.query(&stmt, &[&run_id]).await?;
-            rows.iter().map(|r| json_text(r, "message")).collect()
-        })
-    }
-
-    fn open_session(
-        &self,
-        id: &str,
-        principal_digest: &str,
-        version: &str,
-        expires_ms: i64,
-    ) -> StoreFuture<'_, ()> {
-        let (id, principal_digest, version) = (
-            id.to_owned(),
-            principal_digest.to_owned(),
-            version.to_owned(),
-        );
-        Box::pin(async move {
-            let client = self.client().await?;
-            let sweep = client
-                .prepare_cached("DELETE FROM mcp_sessions WHERE expires_ms < $1")
-                .await?;
-            client.execute(&sweep, &[&now_ms()]).await?;
-            let stmt = client
-                .prepare_cached("INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES ($1, $2, $3, $4)")
-                .await?;
-            client
-                .execute(&stmt, &[&id, &principal_digest, &version, &expires_ms])
-                .await?;
-            Ok(())
-        })
-    }
-
-    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
-        let id = id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT principal_digest, version, expires_ms FROM mcp_sessions WHERE id = $1 AND expires_ms >= $2")
-                .await?;
-            let Some(row) = client.query_opt(&stmt, &[&id, &now_ms()]).await? else {
-                return Ok(None);
+        c: &C,
+        events: Vec<HostEventRecord>,
+    ) -> Result<Vec<HostEventRecord>, StoreError> {
+        let mut stored = Vec::with_capacity(events.len());
+        for ev in events {
+            let ev = if ev.delivery == "durable" {
+                insert_host_event(c, ev).await?
+            } else {
+                ev
             };
-            Ok(Some(SessionRecord {
-                principal_digest: row.try_get(0)?,
-                version: row.try_get(1)?,
-                expires_ms: row.try_get(2)?,
-            }))
-        })
+            self.announce_host_event(c, &ev).await?;
+            stored.push(ev);
+        }
+        Ok(stored)
     }
 
-    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let id = id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("UPDATE mcp_sessions SET expires_ms = GREATEST(expires_ms, $2) WHERE id = $1 AND expires_ms >= $3")
-                .await?;
-            Ok(client
-                .execute(&stmt, &[&id, &expires_ms, &now_ms()])
-                .await?
-                == 1)
-        })
+    /// Announces a host event outside any transaction.
+    async fn publish_host_event(&self, ev: &HostEventRecord) {
+        let announced = match self.client().await {
+            Ok(client) => self.announce_host_event(&client, ev).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = announced {
+            tracing::warn!(error = %e, "cannot announce a host event to other replicas; delivered locally");
+            self.inner.wakes.publish(Wake::Host(Box::new(ev.clone())));
+        }
     }
 
-    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
-        let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
-        Box::pin(async move {
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached("DELETE FROM mcp_sessions WHERE id = $1 AND principal_digest = $2 AND expires_ms >= $3")
-                .await?;
-            Ok(client
-                .execute(&stmt, &[&id, &principal_digest, &now_ms()])
-                .await?
-                == 1)
-        })
+    /// Announces a host event to every replica at commit. Ephemeral events exist only in
+    /// this notification, so they reach every replica's subscribers (this one's included)
+    /// through LISTEN, exactly once.
+    async fn announce_host_event<C: GenericClient>(
+        &self,
+        c: &C,
+        ev: &HostEventRecord,
+    ) -> Result<(), StoreError> {
+        match listen::host_payload(ev) {
+            Some(payload) => notify(c, &self.inner.channel, &payload).await,
+            None => {
+                tracing::warn!(event_type = %ev.event_type, "host event too large to announce to other replicas; delivered locally");
+                self.inner.wakes.publish(Wake::Host(Box::new(ev.clone())));
+                Ok(())
+            }
+        }
     }
 }
 

@@ -1,115 +1,49 @@
-//! The embedded default store: one SQLite file in WAL mode, one writer connection and a
-//! few readers, every call on a blocking thread.
+//! The embedded default store: one SQLite file (`openwop.sqlite3` in the data dir) in WAL
+//! mode, holding the runs and the interop state alike.
+//!
+//! Store threads own the connections: one writer and a few readers, each fed calls
+//! through its own channel (reads go to the readers in turn) and answering on a oneshot,
+//! so a store call is one hand-off to a thread that is already there (no blocking-pool
+//! task per call). Every statement is
+//! compiled once per connection and kept (`prepare_cached`).
 
+mod interop;
+mod legacy;
+mod schema;
+
+use super::sql;
 use super::*;
 use crate::clock::now_ms;
-use crate::status::Lifecycle;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
-use std::path::Path;
+use rusqlite::{Connection, Params, params};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use std::sync::{Arc, OnceLock, RwLock};
 
 const READERS: usize = 3;
 
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS runs (
-    list_order INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    workflow_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    transport TEXT NOT NULL,
-    inputs TEXT NOT NULL,
-    state TEXT NOT NULL,
-    outputs TEXT,
-    error TEXT,
-    node_index INTEGER NOT NULL,
-    wait_until INTEGER,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    last_sequence INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, list_order DESC);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    node_id TEXT,
-    payload TEXT NOT NULL,
-    ts_ms INTEGER NOT NULL,
-    PRIMARY KEY (run_id, sequence)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS interrupts (
-    run_id TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    interrupt_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL,
-    state TEXT NOT NULL,
-    resume_value TEXT,
-    PRIMARY KEY (run_id, node_id)
-);
-CREATE TABLE IF NOT EXISTS idempotency (
-    tenant TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    key TEXT NOT NULL,
-    body_hash TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    PRIMARY KEY (tenant, principal, key)
-);
-CREATE TABLE IF NOT EXISTS host_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant TEXT NOT NULL,
-    event_id TEXT NOT NULL UNIQUE,
-    type TEXT NOT NULL,
-    delivery TEXT NOT NULL,
-    workspace_id TEXT,
-    payload TEXT NOT NULL,
-    ts_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS host_events_by_tenant ON host_events (tenant, seq);
-CREATE TABLE IF NOT EXISTS claims (
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    PRIMARY KEY (scope, key)
-);
-CREATE TABLE IF NOT EXISTS secrets (
-    name TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS a2a_tasks (
-    run_id TEXT PRIMARY KEY,
-    context_id TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS a2a_messages (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    message_id TEXT,
-    message TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq),
-    UNIQUE (run_id, message_id)
-);
-CREATE TABLE IF NOT EXISTS mcp_sessions (
-    id TEXT PRIMARY KEY,
-    principal_digest TEXT NOT NULL,
-    version TEXT NOT NULL,
-    expires_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS mcp_sessions_by_expiry ON mcp_sessions (expires_ms);
-"#;
+/// Statements each connection keeps compiled: more than the host runs, so none is ever
+/// compiled twice.
+const STATEMENT_CACHE: usize = 256;
+
+/// The database file in the data dir.
+pub const FILE: &str = "openwop.sqlite3";
+
+/// A store call, run on the thread that owns a connection.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 struct Inner {
-    writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    /// The writer thread's queue: every write, in arrival order.
+    writer: mpsc::Sender<Job>,
+    /// One queue per reader thread, taken in turn (a shared queue would make the idle
+    /// readers contend for it on every call).
+    readers: Vec<mpsc::Sender<Job>>,
     next_reader: AtomicUsize,
-    wakeups: Arc<dyn Wakeups>,
+    wakeups: WakeHub,
 }
 
-/// SQLite behind the [`Store`] trait.
+/// SQLite behind [`RunStore`] and [`InteropStore`].
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -123,28 +57,148 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     // SIGKILL (the WAL is written before commit returns); only an OS crash or power loss
     // can drop the last transactions. FULL would fsync each commit, several per run.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Deleted push secrets are overwritten in the file, not merely unlinked.
+    conn.pragma_update(None, "secure_delete", "ON")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // One plan per statement, whatever is bound: without this (STAT4 is compiled in) a
+    // kept statement is compiled again whenever a parameter the planner looked at (a
+    // run id, a limit) takes a new value, which is every call.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(conn)
 }
 
+/// The SQLite spelling of a shared statement (`migrate::to_sqlite`), made once per
+/// statement for the life of the process.
+pub(super) fn lite(pg: &'static str) -> &'static str {
+    static SPELLED: OnceLock<RwLock<HashMap<&'static str, &'static str>>> = OnceLock::new();
+    let map = SPELLED.get_or_init(Default::default);
+    if let Some(s) = map.read().ok().and_then(|m| m.get(pg).copied()) {
+        return s;
+    }
+    let spelled: &'static str = Box::leak(migrate::to_sqlite(pg).into_boxed_str());
+    if let Ok(mut m) = map.write() {
+        return m.entry(pg).or_insert(spelled);
+    }
+    spelled
+}
+
+/// Runs a shared statement; the number of rows it changed.
+pub(super) fn exec(
+    conn: &Connection,
+    pg: &'static str,
+    p: impl Params,
+) -> Result<usize, StoreError> {
+    Ok(conn.prepare_cached(lite(pg))?.execute(p)?)
+}
+
+/// The first row of a shared statement, mapped.
+pub(super) fn one<T>(
+    conn: &Connection,
+    pg: &'static str,
+    p: impl Params,
+    map: impl FnOnce(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(lite(pg))?;
+    let mut rows = stmt.query(p)?;
+    match rows.next()? {
+        Some(r) => Ok(Some(map(r)?)),
+        None => Ok(None),
+    }
+}
+
+/// Every row of a shared statement, mapped.
+pub(super) fn all<T>(
+    conn: &Connection,
+    pg: &'static str,
+    p: impl Params,
+    map: impl Fn(&dyn sql::Row) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(lite(pg))?;
+    let mut rows = stmt.query(p)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(map(r)?);
+    }
+    Ok(out)
+}
+
+/// A transaction whose BEGIN, COMMIT and ROLLBACK are cached statements too (rusqlite's
+/// own transactions compile them on every call): rolled back when dropped uncommitted.
+pub(super) struct Tx<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Tx<'c> {
+    /// A write transaction: takes the write lock at once, so its reads stay current.
+    pub(super) fn write(conn: &'c Connection) -> Result<Tx<'c>, StoreError> {
+        Self::begin(conn, "BEGIN IMMEDIATE")
+    }
+
+    /// A read transaction: every read in it sees one snapshot.
+    pub(super) fn read(conn: &'c Connection) -> Result<Tx<'c>, StoreError> {
+        Self::begin(conn, "BEGIN DEFERRED")
+    }
+
+    fn begin(conn: &'c Connection, sql: &str) -> Result<Tx<'c>, StoreError> {
+        conn.prepare_cached(sql)?.execute([])?;
+        Ok(Tx { conn, open: true })
+    }
+
+    pub(super) fn commit(mut self) -> Result<(), StoreError> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open
+            && !self.conn.is_autocommit()
+            && let Ok(mut rollback) = self.conn.prepare_cached("ROLLBACK")
+        {
+            let _ = rollback.execute([]);
+        }
+    }
+}
+
 impl SqliteStore {
-    /// Opens (creating if needed) `dir/openwop.sqlite3`.
-    pub fn open(dir: &Path, wakeups: Arc<dyn Wakeups>) -> Result<Self, StoreError> {
+    /// Opens (creating if needed) `dir/openwop.sqlite3`, brings its schema up to date and
+    /// takes in the A2A push state an older release kept in `dir/a2a.sqlite` (once).
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Database(format!("cannot create data dir {}: {e}", dir.display()))
         })?;
-        let path = dir.join("openwop.sqlite3");
-        let writer = open(&path)?;
-        writer.execute_batch(SCHEMA)?;
+        let path = dir.join(FILE);
+        let mut writer = open(&path)?;
+        schema::migrate(&mut writer)?;
+        legacy::import_push_file(dir, &mut writer)?;
+        let writer = spawn_worker("openwop-sqlite-writer", writer)?;
         let mut readers = Vec::with_capacity(READERS);
-        for _ in 0..READERS {
-            readers.push(Mutex::new(open(&path)?));
+        for i in 0..READERS {
+            readers.push(spawn_worker(
+                &format!("openwop-sqlite-reader-{i}"),
+                open(&path)?,
+            )?);
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                writer: Mutex::new(writer),
+                writer,
                 readers,
                 next_reader: AtomicUsize::new(0),
-                wakeups,
+                wakeups: WakeHub::default(),
             }),
         })
     }
@@ -153,146 +207,92 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut conn = inner
-                    .writer
-                    .lock()
-                    .map_err(|_| StoreError::Database("writer lock poisoned".into()))?;
-                f(&mut conn)
-            })
-            .await
-            .map_err(|e| StoreError::Database(format!("store task failed: {e}")))?
-        })
+        call(self.inner.writer.clone(), f)
     }
 
     fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-                let conn = inner.readers[i]
-                    .lock()
-                    .map_err(|_| StoreError::Database("reader lock poisoned".into()))?;
-                f(&conn)
-            })
-            .await
-            .map_err(|e| StoreError::Database(format!("store task failed: {e}")))?
-        })
+        let i = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % self.inner.readers.len();
+        call(self.inner.readers[i].clone(), move |conn| f(conn))
     }
 }
 
-fn json_col(row: &Row<'_>, idx: &str) -> rusqlite::Result<Value> {
-    let text: String = row.get(idx)?;
-    serde_json::from_str(&text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-fn opt_json_col(row: &Row<'_>, idx: &str) -> rusqlite::Result<Option<Value>> {
-    let text: Option<String> = row.get(idx)?;
-    text.map(|t| serde_json::from_str(&t))
-        .transpose()
-        .map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+/// Starts a thread that owns `conn` and runs the calls sent to the returned queue until
+/// every sender is gone (the store was dropped).
+fn spawn_worker(name: &str, mut conn: Connection) -> Result<mpsc::Sender<Job>, StoreError> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job(&mut conn);
+            }
         })
+        .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))?;
+    Ok(tx)
 }
 
-/// The status column, parsed once here; an unknown one fails the read, naming the run.
-fn status_col(row: &Row<'_>) -> rusqlite::Result<RunStatus> {
-    let raw: String = row.get("status")?;
-    let run_id: String = row.get("run_id")?;
-    parse_status(&run_id, &raw).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+/// Hands `f` to the thread behind `queue` when first polled, and answers with its result.
+/// A call that panics fails alone (its transaction rolls back as it unwinds); the thread
+/// and its connection go on.
+fn call<T: Send + 'static>(
+    queue: mpsc::Sender<Job>,
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+) -> StoreFuture<'static, T> {
+    Box::pin(async move {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            let _ = tx.send(out);
+        });
+        queue
+            .send(job)
+            .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?
     })
 }
 
-const RUN_COLS: &str = "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence";
-
-fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
-    Ok(RunRecord {
-        list_order: row.get("list_order")?,
-        run_id: row.get("run_id")?,
-        tenant: row.get("tenant")?,
-        workflow_id: row.get("workflow_id")?,
-        status: status_col(row)?,
-        owner: json_col(row, "owner")?,
-        transport: row.get("transport")?,
-        inputs: json_col(row, "inputs")?,
-        state: json_col(row, "state")?,
-        outputs: opt_json_col(row, "outputs")?,
-        error: opt_json_col(row, "error")?,
-        node_index: row.get("node_index")?,
-        wait_until: row.get("wait_until")?,
-        created_ms: row.get("created_ms")?,
-        updated_ms: row.get("updated_ms")?,
-        last_sequence: row.get("last_sequence")?,
-    })
-}
-
-fn event_row(row: &Row<'_>) -> rusqlite::Result<EventRecord> {
-    Ok(EventRecord {
-        run_id: row.get("run_id")?,
-        sequence: row.get("sequence")?,
-        event_id: row.get("event_id")?,
-        event_type: row.get("type")?,
-        node_id: row.get("node_id")?,
-        payload: json_col(row, "payload")?,
-        timestamp_ms: row.get("ts_ms")?,
-    })
-}
-
-fn interrupt_row(row: &Row<'_>) -> rusqlite::Result<InterruptRecord> {
-    Ok(InterruptRecord {
-        run_id: row.get("run_id")?,
-        node_id: row.get("node_id")?,
-        interrupt_id: row.get("interrupt_id")?,
-        kind: row.get("kind")?,
-        data: json_col(row, "data")?,
-        state: row.get("state")?,
-        resume_value: opt_json_col(row, "resume_value")?,
-    })
-}
-
-fn host_row(row: &Row<'_>) -> rusqlite::Result<HostEventRecord> {
-    Ok(HostEventRecord {
-        seq: row.get("seq")?,
-        tenant: row.get("tenant")?,
-        event_id: row.get("event_id")?,
-        event_type: row.get("type")?,
-        delivery: row.get("delivery")?,
-        workspace_id: row.get("workspace_id")?,
-        payload: json_col(row, "payload")?,
-        timestamp_ms: row.get("ts_ms")?,
-    })
+/// Stores a durable host event, assigning its `seq`.
+fn insert_host_event(
+    conn: &Connection,
+    event: HostEventRecord,
+) -> Result<HostEventRecord, StoreError> {
+    let seq = one(
+        conn,
+        sql::INSERT_HOST_EVENT,
+        params![
+            event.tenant,
+            event.event_id,
+            event.event_type,
+            event.delivery,
+            event.workspace_id,
+            event.payload.to_string(),
+            event.timestamp_ms
+        ],
+        |r| r.int("seq"),
+    )?
+    .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
+    Ok(HostEventRecord { seq, ..event })
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-    Ok(conn
-        .query_row(
-            &format!("SELECT {RUN_COLS} FROM runs WHERE run_id = ?1"),
-            [run_id],
-            run_row,
-        )
-        .optional()?)
+    one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
 
 /// Applies a patch and appends events inside an open transaction.
 fn apply(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     run: &RunRecord,
     patch: RunPatch,
     events: Vec<NewEvent>,
 ) -> Result<Advanced, StoreError> {
     let now = now_ms();
     let mut stored = Vec::with_capacity(events.len());
-    let mut seq = run.last_sequence;
-    for ev in events {
-        seq += 1;
+    for (seq, ev) in (run.last_sequence + 1..).zip(events) {
         let rec = EventRecord {
             run_id: run.run_id.clone(),
             sequence: seq,
@@ -302,84 +302,153 @@ fn apply(
             payload: ev.payload,
             timestamp_ms: now,
         };
-        tx.execute(
-            "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![rec.run_id, rec.sequence, rec.event_id, rec.event_type, rec.node_id, rec.payload.to_string(), rec.timestamp_ms],
+        exec(
+            tx,
+            sql::INSERT_EVENT,
+            params![
+                rec.run_id,
+                rec.sequence,
+                rec.event_id,
+                rec.event_type,
+                rec.node_id,
+                rec.payload.to_string(),
+                rec.timestamp_ms
+            ],
         )?;
         stored.push(rec);
     }
     if patch.close_interrupts {
-        tx.execute(
-            "UPDATE interrupts SET state = 'closed' WHERE run_id = ?1 AND state = 'open'",
-            [&run.run_id],
-        )?;
+        exec(tx, sql::CLOSE_INTERRUPTS, [&run.run_id])?;
     }
     if let Some(i) = &patch.open_interrupt {
-        tx.execute(
-            "INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES (?1, ?2, ?3, ?4, ?5, 'open')",
-            params![run.run_id, i.node_id, i.interrupt_id, i.kind, i.data.to_string()],
+        exec(
+            tx,
+            sql::OPEN_INTERRUPT,
+            params![
+                run.run_id,
+                i.node_id,
+                i.interrupt_id,
+                i.kind,
+                i.data.to_string()
+            ],
         )?;
     }
-    let next = patch.applied_to(run, seq, now);
-    tx.execute(
-        "UPDATE runs SET status = ?2, node_index = ?3, wait_until = ?4, state = ?5, outputs = ?6, error = ?7, last_sequence = ?8, updated_ms = ?9 WHERE run_id = ?1",
+    let c = sql::patch(&patch);
+    let next = one(
+        tx,
+        sql::APPLY_PATCH,
         params![
-            next.run_id,
-            next.status.as_str(),
-            next.node_index,
-            next.wait_until,
-            next.state.to_string(),
-            next.outputs.as_ref().map(Value::to_string),
-            next.error.as_ref().map(Value::to_string),
-            next.last_sequence,
-            next.updated_ms
+            run.run_id,
+            c.status,
+            c.node_index,
+            c.set_wait,
+            c.wait_until,
+            c.state,
+            c.outputs,
+            c.error,
+            stored.len() as i64,
+            now
         ],
-    )?;
+        sql::run,
+    )?
+    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
     Ok(Advanced {
         run: next,
         events: stored,
     })
 }
 
-impl Store for SqliteStore {
-    fn create_run(
+impl RunStore for SqliteStore {
+    fn create_run_with(
         &self,
         run: NewRun,
         idempotency: Option<IdempotencyClaim>,
+        with: CreateWith,
     ) -> StoreFuture<'_, Created> {
-        self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let wakeups = self.inner.wakeups.clone();
+        let fut = self.write(move |conn| {
+            let tx = Tx::write(conn)?;
+            let now = now_ms();
+            let mut replayed = None;
             if let Some(claim) = &idempotency {
-                let held: Option<(String, String)> = tx
-                    .query_row(
-                        "SELECT body_hash, run_id FROM idempotency WHERE tenant = ?1 AND principal = ?2 AND key = ?3",
-                        params![claim.tenant, claim.principal, claim.key],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .optional()?;
+                let held = one(
+                    &tx,
+                    sql::KEY_HELD,
+                    params![claim.tenant, claim.principal, claim.key],
+                    |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
+                )?;
                 if let Some((hash, run_id)) = held {
                     if hash != claim.body_hash {
                         return Err(StoreError::IdempotencyMismatch);
                     }
-                    let existing = load_run(&tx, &run_id)?.ok_or(StoreError::RunNotFound(run_id))?;
-                    return Ok(Created { run: existing, replay: true });
+                    replayed =
+                        Some(load_run(&tx, &run_id)?.ok_or(StoreError::RunNotFound(run_id))?);
                 }
             }
-            let now = now_ms();
-            tx.execute(
-                "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, 0, ?8, ?8, -1)",
-                params![run.run_id, run.tenant, run.workflow_id, run.status.as_str(), run.owner.to_string(), run.transport, run.inputs.to_string(), now, run.state.to_string()],
-            )?;
-            if let Some(claim) = &idempotency {
-                tx.execute(
-                    "INSERT INTO idempotency (tenant, principal, key, body_hash, run_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![claim.tenant, claim.principal, claim.key, claim.body_hash, run.run_id, now],
-                )?;
+            let replay = replayed.is_some();
+            let created = match replayed {
+                Some(existing) => existing,
+                None => {
+                    let created = one(
+                        &tx,
+                        sql::INSERT_RUN,
+                        params![
+                            run.run_id,
+                            run.tenant,
+                            run.workflow_id,
+                            run.status.as_str(),
+                            run.owner.to_string(),
+                            run.transport,
+                            run.inputs.to_string(),
+                            run.state.to_string(),
+                            now
+                        ],
+                        sql::run,
+                    )?
+                    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
+                    if let Some(claim) = &idempotency {
+                        exec(
+                            &tx,
+                            sql::CLAIM_KEY,
+                            params![
+                                claim.tenant,
+                                claim.principal,
+                                claim.key,
+                                claim.body_hash,
+                                run.run_id,
+                                now
+                            ],
+                        )?;
+                    }
+                    created
+                }
+            };
+            let context_id = match with.a2a {
+                Some(a2a) => Some(interop::start_task(&tx, &created.run_id, a2a)?),
+                None => None,
+            };
+            let mut host_events = Vec::with_capacity(with.host_events.len());
+            for ev in with.host_events {
+                host_events.push(if ev.delivery == "durable" {
+                    insert_host_event(&tx, ev)?
+                } else {
+                    ev
+                });
             }
-            let created = load_run(&tx, &run.run_id)?.ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
             tx.commit()?;
-            Ok(Created { run: created, replay: false })
+            Ok(Created {
+                run: created,
+                replay,
+                context_id,
+                host_events,
+            })
+        });
+        Box::pin(async move {
+            let created = fut.await?;
+            for ev in &created.host_events {
+                wakeups.publish(Wake::Host(Box::new(ev.clone())));
+            }
+            Ok(created)
         })
     }
 
@@ -388,43 +457,74 @@ impl Store for SqliteStore {
         self.read(move |conn| load_run(conn, &run_id))
     }
 
-    fn list_runs(&self, q: ListQuery) -> StoreFuture<'_, Vec<RunRecord>> {
+    fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {RUN_COLS} FROM runs WHERE tenant = ?1
-                   AND (?2 IS NULL OR workflow_id = ?2)
-                   AND (?3 IS NULL OR status = ?3)
-                   AND (?4 IS NULL OR list_order < ?4)
-                 ORDER BY list_order DESC LIMIT ?5"
-            ))?;
-            let rows = stmt.query_map(
-                params![
-                    q.tenant,
-                    q.workflow_id,
-                    q.status.map(RunStatus::as_str),
-                    q.before,
-                    q.limit as i64
-                ],
-                run_row,
-            )?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let f = sql::filter(&q);
+            let limit = i64::try_from(q.limit).unwrap_or(i64::MAX);
+            // One read transaction: the page and the count see the same snapshot.
+            let tx = Tx::read(conn)?;
+            let runs = match &q.order {
+                RunOrder::Created { before } => all(
+                    &tx,
+                    sql::RUNS_BY_CREATION,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds,
+                        before,
+                        limit
+                    ],
+                    sql::run,
+                )?,
+                RunOrder::Updated { after } => all(
+                    &tx,
+                    sql::RUNS_BY_UPDATE,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds,
+                        after.as_ref().map(|c| c.updated_ms),
+                        after.as_ref().map(|c| c.run_id.as_str()),
+                        limit
+                    ],
+                    sql::run,
+                )?,
+            };
+            let total = if q.count_total {
+                one(
+                    &tx,
+                    sql::COUNT_RUNS,
+                    params![
+                        q.tenant,
+                        f.statuses,
+                        q.workflow_id,
+                        q.context_id,
+                        q.updated_since_ms,
+                        f.with_kinds,
+                        f.without_kinds
+                    ],
+                    |r| r.int("total"),
+                )?
+                .map(|n| u64::try_from(n).unwrap_or(0))
+            } else {
+                None
+            };
+            tx.commit()?;
+            Ok(RunPage { runs, total })
         })
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
-        self.read(move |conn| {
-            let mut stmt =
-                conn.prepare(&format!("SELECT {RUN_COLS} FROM runs ORDER BY list_order"))?;
-            let rows = stmt.query_map([], run_row)?;
-            let mut out = Vec::new();
-            for r in rows {
-                let r = r?;
-                if !r.status.is_terminal() {
-                    out.push(r);
-                }
-            }
-            Ok(out)
-        })
+        let finished = sql::statuses(&crate::status::TERMINAL);
+        self.read(move |conn| all(conn, sql::RUNS_NOT_IN, [finished], sql::run))
     }
 
     fn advance(
@@ -437,7 +537,7 @@ impl Store for SqliteStore {
         let run_id = run_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::write(conn)?;
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             if !guard.admits(run.status) {
@@ -458,28 +558,32 @@ impl Store for SqliteStore {
         &self,
         run_id: &str,
         node_id: &str,
-        resume_value: Value,
+        resume_value: serde_json::Value,
         on_resolve: OnResolve,
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         let node_id = node_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
         let fut = self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
-                "UPDATE interrupts SET state = 'resolved', resume_value = ?3 WHERE run_id = ?1 AND node_id = ?2 AND state = 'open'",
+            let tx = Tx::write(conn)?;
+            let resolved = one(
+                &tx,
+                sql::RESOLVE_INTERRUPT,
                 params![run_id, node_id, resume_value.to_string()],
+                sql::interrupt,
             )?;
-            let interrupt = tx
-                .query_row("SELECT * FROM interrupts WHERE run_id = ?1 AND node_id = ?2", params![run_id, node_id], interrupt_row)
-                .optional()?;
-            let Some(interrupt) = interrupt else {
-                return Err(StoreError::NoOpenInterrupt);
+            let Some(interrupt) = resolved else {
+                return Err(
+                    if one(&tx, sql::INTERRUPT_AT, params![run_id, node_id], |_| Ok(()))?.is_some()
+                    {
+                        StoreError::InterruptAlreadyResolved
+                    } else {
+                        StoreError::NoOpenInterrupt
+                    },
+                );
             };
-            if changed == 0 {
-                return Err(StoreError::InterruptAlreadyResolved);
-            }
-            let run = load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
+            let run =
+                load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             let (patch, events) = on_resolve(&interrupt, &run);
             let out = apply(&tx, &run, patch, events)?;
             tx.commit()?;
@@ -494,15 +598,7 @@ impl Store for SqliteStore {
 
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT * FROM interrupts WHERE run_id = ?1 AND state = 'open'",
-                    [run_id],
-                    interrupt_row,
-                )
-                .optional()?)
-        })
+        self.read(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))
     }
 
     fn events_since(
@@ -513,11 +609,12 @@ impl Store for SqliteStore {
     ) -> StoreFuture<'_, Vec<EventRecord>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT * FROM events WHERE run_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![run_id, after, limit as i64], event_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            all(
+                conn,
+                sql::EVENTS_SINCE,
+                params![run_id, after, limit as i64],
+                sql::event,
+            )
         })
     }
 
@@ -529,13 +626,7 @@ impl Store for SqliteStore {
                 Ok(event)
             });
         }
-        let fut = self.write(move |conn| {
-            conn.execute(
-                "INSERT INTO host_events (tenant, event_id, type, delivery, workspace_id, payload, ts_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![event.tenant, event.event_id, event.event_type, event.delivery, event.workspace_id, event.payload.to_string(), event.timestamp_ms],
-            )?;
-            Ok(HostEventRecord { seq: conn.last_insert_rowid(), ..event })
-        });
+        let fut = self.write(move |conn| insert_host_event(conn, event));
         Box::pin(async move {
             let stored = fut.await?;
             wakeups.publish(Wake::Host(Box::new(stored.clone())));
@@ -551,16 +642,17 @@ impl Store for SqliteStore {
     ) -> StoreFuture<'_, Vec<HostEventRecord>> {
         let tenant = tenant.to_owned();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT * FROM host_events WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![tenant, after, limit as i64], host_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            all(
+                conn,
+                sql::HOST_EVENTS_SINCE,
+                params![tenant, after, limit as i64],
+                sql::host_event,
+            )
         })
     }
 
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        self.inner.wakeups.subscribe()
+    fn subscribe(&self, topics: &[Topic]) -> Subscription {
+        self.inner.wakeups.subscribe(topics)
     }
 
     // One process owns the file, so there is nobody to share a run with.
@@ -573,181 +665,16 @@ impl Store for SqliteStore {
     }
 
     fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
-        self.read(move |conn| {
-            let mut stmt = conn.prepare("SELECT run_id, status FROM runs ORDER BY list_order")?;
-            let rows =
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-            let mut out = Vec::new();
-            for r in rows {
-                let (id, status) = r?;
-                if statuses.iter().any(|s| s.as_str() == status) {
-                    out.push(id);
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let (scope, key) = (scope.to_owned(), key.to_owned());
-        self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-                "DELETE FROM claims WHERE scope = ?1 AND expires_ms < ?2",
-                params![scope, now_ms()],
-            )?;
-            let n = tx.execute(
-                "INSERT OR IGNORE INTO claims (scope, key, expires_ms) VALUES (?1, ?2, ?3)",
-                params![scope, key, expires_ms],
-            )?;
-            tx.commit()?;
-            Ok(n == 1)
-        })
+        let statuses = sql::statuses(statuses);
+        self.read(move |conn| all(conn, sql::RUN_IDS_IN, [statuses], |r| r.text("run_id")))
     }
 
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         let name = name.to_owned();
         self.write(move |conn| {
-            conn.execute(
-                "INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)",
-                params![name, candidate],
-            )?;
-            Ok(
-                conn.query_row("SELECT value FROM secrets WHERE name = ?1", [name], |r| {
-                    r.get(0)
-                })?,
-            )
-        })
-    }
-
-    fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
-        let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
-        self.write(move |conn| {
-            conn.execute(
-                "INSERT OR IGNORE INTO a2a_tasks (run_id, context_id) VALUES (?1, ?2)",
-                params![run_id, context_id],
-            )?;
-            Ok(conn.query_row(
-                "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
-                [run_id],
-                |r| r.get(0),
-            )?)
-        })
-    }
-
-    fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
-        let run_id = run_id.to_owned();
-        self.read(move |conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT context_id FROM a2a_tasks WHERE run_id = ?1",
-                    [run_id],
-                    |r| r.get(0),
-                )
-                .optional()?)
-        })
-    }
-
-    fn a2a_append_message(
-        &self,
-        run_id: &str,
-        message_id: &str,
-        message: Value,
-    ) -> StoreFuture<'_, bool> {
-        let run_id = run_id.to_owned();
-        // NULLs never collide under UNIQUE, so messages without an id always append.
-        let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
-        self.write(move |conn| {
-            let n = conn.execute(
-                "INSERT OR IGNORE INTO a2a_messages (run_id, seq, message_id, message)
-                 VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM a2a_messages WHERE run_id = ?1), ?2, ?3)",
-                params![run_id, message_id, message.to_string()],
-            )?;
-            Ok(n == 1)
-        })
-    }
-
-    fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
-        let run_id = run_id.to_owned();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT message FROM a2a_messages WHERE run_id = ?1 ORDER BY seq",
-            )?;
-            let rows = stmt.query_map([run_id], |r| r.get::<_, String>(0))?;
-            let mut out = Vec::new();
-            for text in rows {
-                out.push(serde_json::from_str(&text?).map_err(|e| {
-                    StoreError::Database(format!("a stored A2A message is not JSON: {e}"))
-                })?);
-            }
-            Ok(out)
-        })
-    }
-
-    fn open_session(
-        &self,
-        id: &str,
-        principal_digest: &str,
-        version: &str,
-        expires_ms: i64,
-    ) -> StoreFuture<'_, ()> {
-        let (id, principal_digest, version) = (
-            id.to_owned(),
-            principal_digest.to_owned(),
-            version.to_owned(),
-        );
-        self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-                "DELETE FROM mcp_sessions WHERE expires_ms < ?1",
-                params![now_ms()],
-            )?;
-            tx.execute(
-                "INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES (?1, ?2, ?3, ?4)",
-                params![id, principal_digest, version, expires_ms],
-            )?;
-            tx.commit()?;
-            Ok(())
-        })
-    }
-
-    fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
-        let id = id.to_owned();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "SELECT principal_digest, version, expires_ms FROM mcp_sessions WHERE id = ?1 AND expires_ms >= ?2",
-                )?
-                .query_row(params![id, now_ms()], |r| {
-                    Ok(SessionRecord {
-                        principal_digest: r.get(0)?,
-                        version: r.get(1)?,
-                        expires_ms: r.get(2)?,
-                    })
-                })
-                .optional()?)
-        })
-    }
-
-    fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
-        let id = id.to_owned();
-        self.write(move |conn| {
-            let n = conn.execute(
-                "UPDATE mcp_sessions SET expires_ms = max(expires_ms, ?2) WHERE id = ?1 AND expires_ms >= ?3",
-                params![id, expires_ms, now_ms()],
-            )?;
-            Ok(n == 1)
-        })
-    }
-
-    fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
-        let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
-        self.write(move |conn| {
-            let n = conn.execute(
-                "DELETE FROM mcp_sessions WHERE id = ?1 AND principal_digest = ?2 AND expires_ms >= ?3",
-                params![id, principal_digest, now_ms()],
-            )?;
-            Ok(n == 1)
+            exec(conn, sql::OFFER_SECRET, params![name, candidate])?;
+            one(conn, sql::SECRET_BY_NAME, [name], |r| r.bytes("value"))?
+                .ok_or_else(|| StoreError::Database("a secret vanished".into()))
         })
     }
 }

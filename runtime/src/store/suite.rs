@@ -1,5 +1,6 @@
 //! One test suite for every store backend: each test below is written once against
-//! `Arc<dyn Store>` and run on SQLite and on PostgreSQL (a fresh schema per test).
+//! `Arc<dyn RunStore>` and run on SQLite and on PostgreSQL (a fresh schema per test); the
+//! interop side has its own (`interop_suite.rs`) on the same [`Backend`].
 //! PostgreSQL being unreachable fails its tests unless `OPENWOP_SKIP_POSTGRES=1`.
 
 use super::scratch::ScratchSchema;
@@ -10,50 +11,88 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A store under test and what it takes to open it again.
+/// A backend under test (both of its stores) and what it takes to open it again.
 pub struct Backend {
-    pub store: Arc<dyn Store>,
-    dir: Option<tempfile::TempDir>,
-    schema: Option<ScratchSchema>,
+    pub runs: Arc<dyn RunStore>,
+    pub interop: Arc<dyn InteropStore>,
+    pub dir: Option<tempfile::TempDir>,
+    pub schema: Option<ScratchSchema>,
 }
 
 impl Backend {
-    fn sqlite() -> Self {
+    pub fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Arc::new(
-            SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("open sqlite"),
-        );
+        let stores = Stores::of(SqliteStore::open(dir.path()).expect("open sqlite"));
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             dir: Some(dir),
             schema: None,
         }
     }
 
-    async fn postgres() -> Self {
+    pub async fn postgres() -> Self {
         let schema = ScratchSchema::create()
             .await
             .expect("PostgreSQL for the store suite");
-        let store = Arc::new(
+        let stores = Stores::of(
             PgStore::connect(&schema.url())
                 .await
                 .expect("connect PostgreSQL"),
         );
         Self {
-            store,
+            runs: stores.runs,
+            interop: stores.interop,
             dir: None,
             schema: Some(schema),
         }
     }
 
     /// Another store on the same data: a restarted host, or a second replica.
-    async fn open_again(&self) -> Arc<dyn Store> {
+    pub async fn open_again(&self) -> Stores {
         match (&self.dir, &self.schema) {
-            (Some(dir), _) => Arc::new(
-                SqliteStore::open(dir.path(), Arc::new(LocalWakeups::default())).expect("reopen"),
-            ),
+            (Some(dir), _) => Stores::of(SqliteStore::open(dir.path()).expect("reopen")),
             (_, Some(schema)) => {
-                Arc::new(PgStore::connect(&schema.url()).await.expect("reconnect"))
+                Stores::of(PgStore::connect(&schema.url()).await.expect("reconnect"))
+            }
+            _ => unreachable!("a backend has a dir or a schema"),
+        }
+    }
+
+    /// Runs `sql` over a connection of the test's own (to set up what no store call does).
+    pub async fn execute(&self, sql: &str) {
+        match (&self.dir, &self.schema) {
+            (Some(dir), _) => {
+                rusqlite::Connection::open(dir.path().join(sqlite::FILE))
+                    .expect("open")
+                    .execute_batch(sql)
+                    .expect("execute");
+            }
+            (_, Some(schema)) => {
+                let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                    .await
+                    .expect("connect");
+                tokio::spawn(conn);
+                client.batch_execute(sql).await.expect("execute");
+            }
+            _ => unreachable!("a backend has a dir or a schema"),
+        }
+    }
+
+    /// Rows of `table`, counted over a connection of the test's own.
+    pub async fn rows(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        match (&self.dir, &self.schema) {
+            (Some(dir), _) => rusqlite::Connection::open(dir.path().join(sqlite::FILE))
+                .expect("open")
+                .query_row(&sql, [], |r| r.get(0))
+                .expect("count"),
+            (_, Some(schema)) => {
+                let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                    .await
+                    .expect("connect");
+                tokio::spawn(conn);
+                client.query_one(&sql, &[]).await.expect("count").get(0)
             }
             _ => unreachable!("a backend has a dir or a schema"),
         }
@@ -90,17 +129,19 @@ store_suite!(
     data_survives_reopening,
     idempotency_replays_the_same_body_and_refuses_another,
     concurrent_creates_with_one_key_make_one_run,
+    a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
     concurrent_resolves_exactly_one_wins,
     list_runs_newest_first_with_filters_and_cursor,
+    run_queries_filter_by_status_workflow_context_time_and_interrupt,
+    run_queries_page_by_update_with_a_stable_cursor_and_a_total,
     unfinished_runs_skip_finished_ones,
     host_events_keep_order_and_ephemeral_ones_are_only_published,
+    a_host_event_wakes_its_tenant_on_every_replica_and_no_other,
     advance_wakes_subscribers,
+    a_commit_on_one_run_does_not_wake_the_subscribers_of_another,
     a_lease_is_exclusive_until_released_or_expired,
     a_write_under_a_lost_lease_changes_nothing,
-    claims_are_single_use_per_scope,
     a_shared_secret_is_the_first_one_stored,
-    a2a_context_binds_once_and_history_dedupes_by_message_id,
-    mcp_sessions_open_expire_close_and_stay_with_their_principal,
 );
 
 const RUN: &str = "t/0123456789abcdef";
@@ -139,7 +180,7 @@ fn claim(key: &str, body: &str) -> IdempotencyClaim {
     }
 }
 
-async fn suspend(store: &Arc<dyn Store>, run_id: &str) {
+async fn suspend(store: &Arc<dyn RunStore>, run_id: &str) {
     let patch = RunPatch {
         status: Some(RunStatus::WaitingApproval),
         open_interrupt: Some(NewInterrupt {
@@ -175,7 +216,7 @@ fn resolve_with(value: &'static str) -> OnResolve {
 }
 
 async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     let tasks: Vec<_> = (0..16)
         .map(|_| {
@@ -197,7 +238,7 @@ async fn concurrent_appends_get_contiguous_sequences(b: Backend) {
 }
 
 async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     let r = store
         .advance(
@@ -216,18 +257,18 @@ async fn guard_refuses_and_leaves_the_log_unchanged(b: Backend) {
 }
 
 async fn data_survives_reopening(b: Backend) {
-    b.store.create_run(new_run(RUN), None).await.unwrap();
-    b.store
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
+    b.runs
         .advance(RUN, running(), RunPatch::default(), vec![ev()])
         .await
         .unwrap();
-    let again = b.open_again().await;
+    let again = b.open_again().await.runs;
     assert_eq!(again.events_since(RUN, -1, 10).await.unwrap().len(), 1);
     assert_eq!(again.get_run(RUN).await.unwrap().unwrap().last_sequence, 0);
 }
 
 async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     let first = store
         .create_run(new_run("t/a"), Some(claim("k", "h1")))
         .await
@@ -249,7 +290,7 @@ async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
 
 async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     // Two stores on one database: for PostgreSQL, two replicas.
-    let stores = [b.store.clone(), b.open_again().await];
+    let stores = [b.runs.clone(), b.open_again().await.runs];
     let tasks: Vec<_> = (0..12)
         .map(|i| {
             let s = stores[i % 2].clone();
@@ -267,25 +308,100 @@ async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {
     ids.dedup();
     assert_eq!(ids.len(), 1, "every request got the one run: {ids:?}");
     let listed = b
-        .store
-        .list_runs(ListQuery {
-            tenant: "t".into(),
-            workflow_id: None,
-            status: None,
-            before: None,
-            limit: 50,
-        })
+        .runs
+        .query_runs(RunQuery::newest_first("t", 50))
         .await
         .unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.runs.len(), 1);
+}
+
+fn a2a_start(context: &str, message_id: &str) -> CreateWith {
+    let message_id = message_id.to_owned();
+    CreateWith {
+        a2a: Some(A2aStart {
+            context_id: context.into(),
+            message_id: message_id.clone(),
+            message: Box::new(
+                move |run, ctx| json!({"messageId": message_id, "taskId": run, "contextId": ctx}),
+            ),
+        }),
+        host_events: vec![
+            host_event("t", "durable", 1),
+            host_event("t", "ephemeral", 2),
+        ],
+    }
+}
+
+async fn a_creation_writes_its_a2a_task_and_host_events_in_its_transaction(b: Backend) {
+    let store = b.runs.clone();
+    let mut tenant = store.subscribe(&[Topic::Tenant("t".into())]);
+    let created = store
+        .create_run_with(
+            new_run("t/a"),
+            Some(claim("k", "h")),
+            a2a_start("ctx-1", "m1"),
+        )
+        .await
+        .unwrap();
+    assert!(!created.replay);
+    assert_eq!(created.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(
+        b.interop.a2a_history("t/a").await.unwrap(),
+        [json!({"messageId": "m1", "taskId": "t/a", "contextId": "ctx-1"})]
+    );
+    let stored = store.host_events("t", 0, 10).await.unwrap();
+    assert_eq!(
+        stored.len(),
+        1,
+        "the durable event is stored, the ephemeral one is not"
+    );
+    assert_eq!(created.host_events[0].seq, stored[0].seq);
+    next_wake(&mut tenant, |w| match w {
+        Wake::Host(e) if e.delivery == "ephemeral" => Some(()),
+        _ => None,
+    })
+    .await;
+
+    // A replay keeps the first binding and history, and records its own host events.
+    let mut with = a2a_start("ctx-2", "m1");
+    with.host_events[0].event_id = "t-durable-again".into();
+    let again = store
+        .create_run_with(new_run("t/b"), Some(claim("k", "h")), with)
+        .await
+        .unwrap();
+    assert!(again.replay);
+    assert_eq!(again.run.run_id, "t/a");
+    assert_eq!(again.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(b.interop.a2a_history("t/a").await.unwrap().len(), 1);
+    assert_eq!(store.host_events("t", 0, 10).await.unwrap().len(), 2);
+
+    // A refused creation writes nothing of what came with it.
+    let mut with = a2a_start("ctx-3", "m3");
+    with.host_events[0].event_id = "t-durable-refused".into();
+    let refused = store
+        .create_run_with(new_run("t/c"), Some(claim("k", "other")), with)
+        .await;
+    assert!(matches!(refused, Err(StoreError::IdempotencyMismatch)));
+    assert_eq!(store.host_events("t", 0, 10).await.unwrap().len(), 2);
+    assert_eq!(b.interop.a2a_context_of("t/c").await.unwrap(), None);
+
+    // Without a key, the task side comes along just the same.
+    let mut with = a2a_start("ctx-4", "");
+    with.host_events.clear();
+    let plain = store
+        .create_run_with(new_run("t/d"), None, with)
+        .await
+        .unwrap();
+    assert_eq!(plain.context_id.as_deref(), Some("ctx-4"));
+    assert_eq!(b.interop.a2a_history("t/d").await.unwrap().len(), 1);
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {
-    let stores = [b.store.clone(), b.open_again().await];
+    let stores = [b.runs.clone(), b.open_again().await.runs];
     for round in 0..5 {
         let run_id = format!("t/resolve{round}");
-        b.store.create_run(new_run(&run_id), None).await.unwrap();
-        suspend(&b.store, &run_id).await;
+        b.runs.create_run(new_run(&run_id), None).await.unwrap();
+        suspend(&b.runs, &run_id).await;
         let (s1, s2) = (stores[0].clone(), stores[1].clone());
         let (r1, r2) = (run_id.clone(), run_id.clone());
         let a = tokio::spawn(async move {
@@ -304,7 +420,7 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
                 .iter()
                 .any(|r| matches!(r, Err(StoreError::InterruptAlreadyResolved)))
         );
-        let events = b.store.events_since(&run_id, -1, 10).await.unwrap();
+        let events = b.runs.events_since(&run_id, -1, 10).await.unwrap();
         assert_eq!(
             events
                 .iter()
@@ -314,24 +430,28 @@ async fn concurrent_resolves_exactly_one_wins(b: Backend) {
         );
         let winner = wins[0].run.state["by"].clone();
         assert_eq!(
-            b.store.get_run(&run_id).await.unwrap().unwrap().state["by"],
+            b.runs.get_run(&run_id).await.unwrap().unwrap().state["by"],
             winner
         );
     }
     let none = b
-        .store
+        .runs
         .resolve_interrupt("t/resolve0", "other", json!(1), resolve_with("x"))
         .await;
     assert!(matches!(none, Err(StoreError::NoOpenInterrupt)));
     let missing = b
-        .store
+        .runs
         .resolve_interrupt("t/missing", "approve", json!(1), resolve_with("x"))
         .await;
     assert!(matches!(missing, Err(StoreError::NoOpenInterrupt)));
 }
 
+fn ids(page: &RunPage) -> Vec<&str> {
+    page.runs.iter().map(|r| r.run_id.as_str()).collect()
+}
+
 async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     for i in 0..5 {
         let mut r = new_run(&format!("t/r{i}"));
         r.workflow_id = if i % 2 == 0 {
@@ -344,28 +464,198 @@ async fn list_runs_newest_first_with_filters_and_cursor(b: Backend) {
     let mut other = new_run("u/r9");
     other.tenant = "u".into();
     store.create_run(other, None).await.unwrap();
-    let q = |workflow_id: Option<&str>, before: Option<i64>, limit| ListQuery {
-        tenant: "t".into(),
+    let q = |workflow_id: Option<&str>, before: Option<i64>, limit| RunQuery {
         workflow_id: workflow_id.map(str::to_owned),
-        status: None,
-        before,
-        limit,
+        order: RunOrder::Created { before },
+        ..RunQuery::newest_first("t", limit)
     };
-    let all = store.list_runs(q(None, None, 10)).await.unwrap();
-    let ids: Vec<_> = all.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ids, ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
-    let even = store.list_runs(q(Some("even"), None, 10)).await.unwrap();
-    assert_eq!(even.len(), 3);
+    let all = store.query_runs(q(None, None, 10)).await.unwrap();
+    assert_eq!(ids(&all), ["t/r4", "t/r3", "t/r2", "t/r1", "t/r0"]);
+    assert_eq!(all.total, None, "counted only when asked");
+    let even = store.query_runs(q(Some("even"), None, 10)).await.unwrap();
+    assert_eq!(even.runs.len(), 3);
     let page = store
-        .list_runs(q(None, Some(all[1].list_order), 2))
+        .query_runs(q(None, Some(all.runs[1].list_order), 2))
         .await
         .unwrap();
-    let ids: Vec<_> = page.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ids, ["t/r2", "t/r1"]);
+    assert_eq!(ids(&page), ["t/r2", "t/r1"]);
+}
+
+async fn run_queries_filter_by_status_workflow_context_time_and_interrupt(b: Backend) {
+    let store = b.runs.clone();
+    // t/a: waiting on a credential interrupt, bound to ctx-1; t/b: waiting on an
+    // approval, bound to ctx-1; t/c: running, no binding (its own context); t/d: done.
+    for (id, workflow) in [("t/a", "w1"), ("t/b", "w1"), ("t/c", "w2"), ("t/d", "w2")] {
+        let mut r = new_run(id);
+        r.workflow_id = workflow.into();
+        store.create_run(r, None).await.unwrap();
+    }
+    for (id, status, kind) in [
+        ("t/a", RunStatus::WaitingInput, "credential"),
+        ("t/b", RunStatus::WaitingApproval, "approval"),
+    ] {
+        let patch = RunPatch {
+            status: Some(status),
+            open_interrupt: Some(NewInterrupt {
+                node_id: "n".into(),
+                interrupt_id: format!("{id}-i"),
+                kind: kind.into(),
+                data: json!({}),
+            }),
+            ..Default::default()
+        };
+        store
+            .advance(id, running(), patch, vec![ev()])
+            .await
+            .unwrap();
+    }
+    let done = RunPatch {
+        status: Some(RunStatus::Completed),
+        ..Default::default()
+    };
+    store.advance("t/d", running(), done, vec![]).await.unwrap();
+    b.interop.a2a_bind_context("t/a", "ctx-1").await.unwrap();
+    b.interop.a2a_bind_context("t/b", "ctx-1").await.unwrap();
+    let mut foreign = new_run("u/a");
+    foreign.tenant = "u".into();
+    store.create_run(foreign, None).await.unwrap();
+    b.interop.a2a_bind_context("u/a", "ctx-1").await.unwrap();
+
+    let query = |f: &dyn Fn(&mut RunQuery)| {
+        let mut q = RunQuery::newest_first("t", 10);
+        q.count_total = true;
+        f(&mut q);
+        let store = store.clone();
+        async move {
+            let page = store.query_runs(q).await.unwrap();
+            let mut got: Vec<String> = page.runs.iter().map(|r| r.run_id.clone()).collect();
+            got.sort();
+            assert_eq!(
+                page.total,
+                Some(got.len() as u64),
+                "the total counts the same filter"
+            );
+            got
+        }
+    };
+    assert_eq!(query(&|_| {}).await, ["t/a", "t/b", "t/c", "t/d"]);
+    let waiting = [
+        RunStatus::WaitingApproval,
+        RunStatus::WaitingInput,
+        RunStatus::WaitingExternal,
+    ];
+    assert_eq!(
+        query(&|q| q.statuses = waiting.to_vec()).await,
+        ["t/a", "t/b"]
+    );
+    assert_eq!(
+        query(&|q| q.statuses = vec![RunStatus::Running, RunStatus::Completed]).await,
+        ["t/c", "t/d"]
+    );
+    assert_eq!(
+        query(&|q| q.workflow_id = Some("w2".into())).await,
+        ["t/c", "t/d"]
+    );
+    // The bound context, else the run id; never another tenant's run.
+    assert_eq!(
+        query(&|q| q.context_id = Some("ctx-1".into())).await,
+        ["t/a", "t/b"]
+    );
+    assert_eq!(query(&|q| q.context_id = Some("t/c".into())).await, ["t/c"]);
+    assert!(
+        query(&|q| q.context_id = Some("t/a".into()))
+            .await
+            .is_empty()
+    );
+    // auth-required and input-required: waiting on a credential, or on anything else.
+    let credential = || vec!["credential".to_owned()];
+    assert_eq!(
+        query(&|q| {
+            q.statuses = waiting.to_vec();
+            q.open_interrupt = Some(OpenInterrupt::OfKind(credential()));
+        })
+        .await,
+        ["t/a"]
+    );
+    assert_eq!(
+        query(&|q| {
+            q.statuses = waiting.to_vec();
+            q.open_interrupt = Some(OpenInterrupt::NotOfKind(credential()));
+        })
+        .await,
+        ["t/b"]
+    );
+    // Updated at or after: t/c was last touched by its creation, before the others.
+    let c = store.get_run("t/c").await.unwrap().unwrap();
+    let d = store.get_run("t/d").await.unwrap().unwrap();
+    b.execute(&format!(
+        "UPDATE runs SET updated_ms = {} WHERE run_id = 't/c'",
+        d.updated_ms - 1_000
+    ))
+    .await;
+    assert!(c.updated_ms <= d.updated_ms);
+    assert_eq!(
+        query(&|q| q.updated_since_ms = Some(d.updated_ms - 500)).await,
+        ["t/a", "t/b", "t/d"]
+    );
+}
+
+async fn run_queries_page_by_update_with_a_stable_cursor_and_a_total(b: Backend) {
+    let store = b.runs.clone();
+    let ids_made: Vec<String> = (0..7).map(|i| format!("t/u{i}")).collect();
+    for id in &ids_made {
+        store.create_run(new_run(id), None).await.unwrap();
+    }
+    // Ties on updated_ms are broken by the run id, descending in byte order.
+    b.execute("UPDATE runs SET updated_ms = 5000 WHERE run_id IN ('t/u0', 't/u3', 't/u5')")
+        .await;
+    b.execute("UPDATE runs SET updated_ms = 9000 WHERE run_id IN ('t/u1', 't/u6')")
+        .await;
+    b.execute("UPDATE runs SET updated_ms = 1000 WHERE run_id IN ('t/u2', 't/u4')")
+        .await;
+    let want = ["t/u6", "t/u1", "t/u5", "t/u3", "t/u0", "t/u4", "t/u2"];
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .query_runs(RunQuery {
+                order: RunOrder::Updated {
+                    after: after.clone(),
+                },
+                count_total: true,
+                ..RunQuery::newest_first("t", 3)
+            })
+            .await
+            .unwrap();
+        assert_eq!(page.total, Some(7), "the total ignores the cursor");
+        seen.extend(page.runs.iter().map(|r| r.run_id.clone()));
+        match page.runs.last() {
+            Some(last) if page.runs.len() == 3 => after = Some(UpdatedCursor::after(last)),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, want, "every run once, in order");
+    // A run updated meanwhile moves to the front; the next page just goes on after the
+    // cursor (no run repeated, none skipped).
+    b.execute("UPDATE runs SET updated_ms = 20000 WHERE run_id = 't/u2'")
+        .await;
+    let page = store
+        .query_runs(RunQuery {
+            order: RunOrder::Updated {
+                after: Some(UpdatedCursor {
+                    updated_ms: 5000,
+                    run_id: "t/u3".into(),
+                }),
+            },
+            ..RunQuery::newest_first("t", 10)
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["t/u0", "t/u4"]);
 }
 
 async fn unfinished_runs_skip_finished_ones(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run("t/live"), None).await.unwrap();
     store.create_run(new_run("t/done"), None).await.unwrap();
     let done = RunPatch {
@@ -405,15 +695,10 @@ fn host_event(tenant: &str, delivery: &str, n: i64) -> HostEventRecord {
 }
 
 /// Waits for a wake-up matching `pick`, failing after a few seconds.
-async fn next_wake<T>(
-    rx: &mut tokio::sync::broadcast::Receiver<Wake>,
-    pick: impl Fn(&Wake) -> Option<T>,
-) -> T {
+async fn next_wake<T>(rx: &mut Subscription, pick: impl Fn(&Wake) -> Option<T>) -> T {
     tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            if let Ok(w) = rx.recv().await
-                && let Some(t) = pick(&w)
-            {
+            if let Some(t) = pick(&rx.recv().await) {
                 return t;
             }
         }
@@ -423,8 +708,8 @@ async fn next_wake<T>(
 }
 
 async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend) {
-    let store = b.store.clone();
-    let mut rx = store.subscribe();
+    let store = b.runs.clone();
+    let mut rx = store.subscribe(&[Topic::Tenant("t".into())]);
     for n in 0..3 {
         store
             .append_host_event(host_event("t", "durable", n))
@@ -460,18 +745,55 @@ async fn host_events_keep_order_and_ephemeral_ones_are_only_published(b: Backend
     assert_eq!(got, eph);
 }
 
+async fn a_host_event_wakes_its_tenant_on_every_replica_and_no_other(b: Backend) {
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
+    } else {
+        vec![b.runs.clone()]
+    };
+    let mut on_t: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Tenant("t".into())]))
+        .collect();
+    let mut on_u: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Tenant("u".into())]))
+        .collect();
+    let mut ev = host_event("t", "durable", 4);
+    ev.payload = json!({"nested": {"b": [1, 2], "a": "x"}, "n": 4});
+    let stored = b.runs.append_host_event(ev).await.unwrap();
+    assert!(stored.seq > 0);
+    // Every replica hears of it, the whole record as stored.
+    for rx in &mut on_t {
+        let got = next_wake(rx, |w| match w {
+            Wake::Host(e) => Some((**e).clone()),
+            _ => None,
+        })
+        .await;
+        assert_eq!(got, stored);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for rx in &mut on_u {
+        assert_eq!(rx.try_recv(), None, "another tenant's subscriber was woken");
+    }
+}
+
 async fn advance_wakes_subscribers(b: Backend) {
-    b.store.create_run(new_run(RUN), None).await.unwrap();
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
     // A subscriber on another store on the same data: for PostgreSQL a second replica,
     // which only hears of the change through the database.
-    let other = b.open_again().await;
-    let watchers = if b.store.shared() {
-        vec![b.store.clone(), other.clone()]
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
     } else {
-        vec![b.store.clone()]
+        vec![b.runs.clone()]
     };
-    let mut rxs: Vec<_> = watchers.iter().map(|s| s.subscribe()).collect();
-    b.store
+    let mut rxs: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(RUN.into())]))
+        .collect();
+    b.runs
         .advance(RUN, running(), RunPatch::default(), vec![ev()])
         .await
         .unwrap();
@@ -483,8 +805,56 @@ async fn advance_wakes_subscribers(b: Backend) {
     }
 }
 
+async fn a_commit_on_one_run_does_not_wake_the_subscribers_of_another(b: Backend) {
+    const OTHER: &str = "t/fedcba9876543210";
+    b.runs.create_run(new_run(RUN), None).await.unwrap();
+    b.runs.create_run(new_run(OTHER), None).await.unwrap();
+    // On PostgreSQL the second store is another replica, woken only through the database.
+    let other = b.open_again().await.runs;
+    let watchers = if b.runs.shared() {
+        vec![b.runs.clone(), other.clone()]
+    } else {
+        vec![b.runs.clone()]
+    };
+    let mut on_other: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(OTHER.into())]))
+        .collect();
+    let mut on_run: Vec<_> = watchers
+        .iter()
+        .map(|s| s.subscribe(&[Topic::Run(RUN.into())]))
+        .collect();
+    for _ in 0..3 {
+        b.runs
+            .advance(RUN, running(), RunPatch::default(), vec![ev()])
+            .await
+            .unwrap();
+    }
+    // The commits reached the run's subscribers on every store...
+    for rx in &mut on_run {
+        next_wake(rx, |w| (*w == Wake::Run(RUN.into())).then_some(())).await;
+    }
+    // ...and, given as long again, none of the other run's.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for rx in &mut on_other {
+        assert_eq!(
+            rx.try_recv(),
+            None,
+            "a commit on {RUN} woke a subscriber of {OTHER}"
+        );
+    }
+    // Theirs still come through.
+    b.runs
+        .advance(OTHER, running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
+    for rx in &mut on_other {
+        next_wake(rx, |w| (*w == Wake::Run(OTHER.into())).then_some(())).await;
+    }
+}
+
 async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
     assert!(
@@ -538,7 +908,7 @@ async fn a_lease_is_exclusive_until_released_or_expired(b: Backend) {
 }
 
 async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
-    let store = b.store.clone();
+    let store = b.runs.clone();
     store.create_run(new_run(RUN), None).await.unwrap();
     assert!(store.acquire_lease(RUN, "a", 60_000).await.unwrap());
     let as_a = RunPatch {
@@ -567,146 +937,10 @@ async fn a_write_under_a_lost_lease_changes_nothing(b: Backend) {
     }
 }
 
-async fn claims_are_single_use_per_scope(b: Backend) {
-    let store = b.store.clone();
-    let later = now_ms() + 60_000;
-    assert!(store.claim_once("mcp", "n1", later).await.unwrap());
-    assert!(!store.claim_once("mcp", "n1", later).await.unwrap());
-    assert!(store.claim_once("other", "n1", later).await.unwrap());
-    // Expired claims are forgotten; their tokens are refused for expiry before this.
-    assert!(store.claim_once("old", "n2", now_ms() - 1).await.unwrap());
-    assert!(store.claim_once("old", "n3", later).await.unwrap());
-    assert!(store.claim_once("old", "n2", later).await.unwrap());
-    let stores = [store.clone(), store.clone()];
-    let tasks: Vec<_> = (0..8)
-        .map(|i| {
-            let s = stores[i % 2].clone();
-            tokio::spawn(async move { s.claim_once("race", "n", later).await.unwrap() })
-        })
-        .collect();
-    let mut won = 0;
-    for t in tasks {
-        won += usize::from(t.await.unwrap());
-    }
-    assert_eq!(won, 1);
-}
-
 async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
-    let first = b.store.shared_secret("k", vec![1, 2, 3]).await.unwrap();
+    let first = b.runs.shared_secret("k", vec![1, 2, 3]).await.unwrap();
     assert_eq!(first, [1, 2, 3]);
-    let again = b.open_again().await;
+    let again = b.open_again().await.runs;
     assert_eq!(again.shared_secret("k", vec![9]).await.unwrap(), [1, 2, 3]);
     assert_eq!(again.shared_secret("other", vec![9]).await.unwrap(), [9]);
-}
-
-async fn a2a_context_binds_once_and_history_dedupes_by_message_id(b: Backend) {
-    let store = b.store.clone();
-    assert_eq!(
-        store.a2a_bind_context("t/r", "ctx-1").await.unwrap(),
-        "ctx-1"
-    );
-    assert_eq!(
-        store.a2a_bind_context("t/r", "ctx-2").await.unwrap(),
-        "ctx-1"
-    );
-    assert_eq!(
-        store.a2a_context_of("t/r").await.unwrap().as_deref(),
-        Some("ctx-1")
-    );
-    assert_eq!(store.a2a_context_of("t/other").await.unwrap(), None);
-    let m1 = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a"}]});
-    let m2 = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "b"}]});
-    assert!(
-        store
-            .a2a_append_message("t/r", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .a2a_append_message("t/r", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .a2a_append_message("t/r", "m2", m2.clone())
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .a2a_append_message("t/other", "m1", m1.clone())
-            .await
-            .unwrap()
-    );
-    assert_eq!(store.a2a_history("t/r").await.unwrap(), vec![m1, m2]);
-    let again = b.open_again().await;
-    assert_eq!(
-        again.a2a_context_of("t/r").await.unwrap().as_deref(),
-        Some("ctx-1")
-    );
-    assert_eq!(again.a2a_history("t/r").await.unwrap().len(), 2);
-}
-
-async fn mcp_sessions_open_expire_close_and_stay_with_their_principal(b: Backend) {
-    let store = b.store.clone();
-    let later = now_ms() + 60_000;
-    assert_eq!(store.session("s1").await.unwrap(), None);
-    store
-        .open_session("s1", "alice", "2025-11-25", later)
-        .await
-        .unwrap();
-    let want = SessionRecord {
-        principal_digest: "alice".into(),
-        version: "2025-11-25".into(),
-        expires_ms: later,
-    };
-    assert_eq!(store.session("s1").await.unwrap(), Some(want.clone()));
-    // Another replica (or the host after a restart) sees the same session.
-    let again = b.open_again().await;
-    assert_eq!(again.session("s1").await.unwrap(), Some(want));
-
-    // Touching moves the expiry forward, never back.
-    assert!(store.touch_session("s1", later + 1_000).await.unwrap());
-    assert!(store.touch_session("s1", later - 5_000).await.unwrap());
-    assert_eq!(
-        store.session("s1").await.unwrap().unwrap().expires_ms,
-        later + 1_000
-    );
-    assert!(!store.touch_session("nope", later).await.unwrap());
-
-    // Only the principal that opened it closes it; closing is then final.
-    assert!(!store.close_session("s1", "mallory").await.unwrap());
-    assert!(store.session("s1").await.unwrap().is_some());
-    assert!(again.close_session("s1", "alice").await.unwrap());
-    assert_eq!(store.session("s1").await.unwrap(), None);
-    assert!(!store.close_session("s1", "alice").await.unwrap());
-    assert!(!store.touch_session("s1", later).await.unwrap());
-
-    // An expired session is dead to every call, and the next open sweeps it away.
-    store
-        .open_session("old", "alice", "2025-11-25", now_ms() - 1)
-        .await
-        .unwrap();
-    assert_eq!(store.session("old").await.unwrap(), None);
-    assert!(!store.touch_session("old", later).await.unwrap());
-    assert!(!store.close_session("old", "alice").await.unwrap());
-    store
-        .open_session("s2", "bob", "2025-11-25", later)
-        .await
-        .unwrap();
-    store
-        .open_session("old", "carol", "2025-11-25", later)
-        .await
-        .unwrap();
-    assert_eq!(
-        store
-            .session("old")
-            .await
-            .unwrap()
-            .unwrap()
-            .principal_digest,
-        "carol"
-    );
 }

@@ -18,9 +18,7 @@ pub mod push;
 mod rest;
 pub mod service;
 mod stream;
-pub mod tasks;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +37,6 @@ use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
 use errors::Fault;
 pub use service::A2aState;
-use tasks::{TaskStore, TaskStoreError};
 
 /// The largest request body an A2A interface reads (413, in A2A's shape, beyond).
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -62,9 +59,6 @@ pub struct A2aConfig {
     pub egress: crate::egress::Egress,
     /// How failed pushes are retried before they are dead-lettered.
     pub push_retry: push::RetryPolicy,
-    /// Where push configurations and the outbox live when they must be shared by
-    /// replicas (PostgreSQL); `None` keeps them in the router's SQLite file.
-    pub push_store: Option<Arc<dyn push::PushStore>>,
 }
 
 impl A2aConfig {
@@ -77,7 +71,6 @@ impl A2aConfig {
             description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
             egress: crate::egress::Egress::default(),
             push_retry: push::RetryPolicy::default(),
-            push_store: None,
         }
     }
 }
@@ -113,27 +106,13 @@ pub fn facet_of(discovery: &Value) -> Value {
         .unwrap_or_else(crate::discovery::a2a_fields)
 }
 
-/// Builds the A2A routes. `task_db` is the SQLite file of the A2A side table (`None`:
-/// in memory, for tests).
-pub fn router(
-    app: AppState,
-    config: A2aConfig,
-    task_db: Option<&Path>,
-) -> Result<Router, TaskStoreError> {
-    let runs = app.ops.store().clone();
-    let tasks = match task_db {
-        Some(path) => TaskStore::open(path, runs)?,
-        None => TaskStore::in_memory(runs)?,
-    };
-    let push_store: Arc<dyn push::PushStore> = match (&config.push_store, task_db) {
-        (Some(shared), _) => shared.clone(),
-        (None, Some(path)) => Arc::new(push::SqlitePushStore::open(path)?),
-        (None, None) => Arc::new(push::SqlitePushStore::in_memory()?),
-    };
+/// Builds the A2A routes. The A2A task side and push state live in the host's interop
+/// store (`ops.interop()`), beside its runs.
+pub fn router(app: AppState, config: A2aConfig) -> Router {
+    let push_store = app.ops.interop().clone();
     let (egress, retry) = (config.egress.clone(), config.push_retry);
     let mut state = A2aState {
         app,
-        tasks,
         config: Arc::new(config),
         push: None,
     };
@@ -160,7 +139,7 @@ pub fn router(
         .route(card::REST_PATH, any(rest::handle))
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
         .layer(rest_panic);
-    Ok(jsonrpc_routes.merge(rest_routes).with_state(state))
+    jsonrpc_routes.merge(rest_routes).with_state(state)
 }
 
 /// The `A2A-Version` a request asks for: the header, else the `A2A-Version` query value.

@@ -15,19 +15,19 @@ use sha2::{Digest, Sha256};
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
-use super::tasks::TaskStore;
 use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::ops::{CreateRunRequest, ListParams, OpError, Transport, run_view};
+use crate::ops::{
+    A2aStart, CreateRunRequest, CreateWith, ListParams, OpError, Transport, run_view,
+};
 use crate::store::RunRecord;
 
 /// Everything the A2A handlers reach.
 #[derive(Clone)]
 pub struct A2aState {
     pub app: AppState,
-    pub tasks: TaskStore,
     pub config: Arc<A2aConfig>,
     /// The push side; `None` until the router has started its delivery workers.
     pub push: Option<super::push::Push>,
@@ -352,8 +352,10 @@ impl A2aState {
     /// The task's contextId: the bound one, else the run id (runs started over REST).
     async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
         Ok(self
-            .tasks
-            .context_of(&run.run_id)
+            .app
+            .ops
+            .interop()
+            .a2a_context_of(&run.run_id)
             .await
             .map_err(internal)?
             .unwrap_or_else(|| run.run_id.clone()))
@@ -366,7 +368,13 @@ impl A2aState {
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
-        let history = self.tasks.history(&run.run_id).await.map_err(internal)?;
+        let history = self
+            .app
+            .ops
+            .interop()
+            .a2a_history(&run.run_id)
+            .await
+            .map_err(internal)?;
         project::task(
             TaskSource {
                 snapshot: &snapshot,
@@ -507,10 +515,7 @@ impl A2aState {
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.tasks
-            .append_message(&run.run_id, &message)
-            .await
-            .map_err(internal)?;
+        self.append_message(&run.run_id, message).await?;
         Ok((resumed, send.history_length, send.return_immediately))
     }
 
@@ -535,14 +540,35 @@ impl A2aState {
             tags: None,
             metadata: None,
         };
+        // The task's context and first message are written with the run, in one
+        // transaction; a replayed messageId keeps the task as it was bound the first time.
+        let message = send.message.clone();
+        let start = A2aStart {
+            context_id: send
+                .context_id
+                .map(str::to_owned)
+                .unwrap_or_else(mint_context_id),
+            message_id: send.message_id.to_owned(),
+            message: Box::new(move |run_id, context| {
+                let mut message = message;
+                message["taskId"] = json!(run_id);
+                message["contextId"] = json!(context);
+                message
+            }),
+        };
+        let with = CreateWith {
+            a2a: Some(start),
+            ..CreateWith::default()
+        };
         let created = self
             .app
             .ops
-            .create_run(
+            .create_run_with(
                 subject,
                 request,
                 Transport::A2a,
                 Some(&idempotency_key(send.message_id)),
+                with,
             )
             .await
             .map_err(|e| match e {
@@ -551,27 +577,24 @@ impl A2aState {
                 }
                 e => e.into(),
             })?;
-        let (run, replay) = (created.run, created.replay);
-        // A replayed messageId returns the task as it was bound the first time.
-        let context = self
-            .tasks
-            .bind_context(
-                &run.run_id,
-                send.context_id
-                    .map(str::to_owned)
-                    .unwrap_or_else(mint_context_id)
-                    .as_str(),
-            )
+        Ok((created.run, created.replay))
+    }
+
+    /// Appends a message to the task's history unless one with the same messageId is
+    /// already there (a replayed SendMessage must not grow the history), on any replica.
+    async fn append_message(&self, run_id: &str, message: Value) -> Result<(), Fault> {
+        let message_id = message
+            .get("messageId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.app
+            .ops
+            .interop()
+            .a2a_append_message(run_id, &message_id, message)
             .await
             .map_err(internal)?;
-        let mut message = send.message.clone();
-        message["taskId"] = json!(run.run_id);
-        message["contextId"] = json!(context);
-        self.tasks
-            .append_message(&run.run_id, &message)
-            .await
-            .map_err(internal)?;
-        Ok((run, replay))
+        Ok(())
     }
 
     /// The skill a new task runs: named in the message (or request) metadata as

@@ -18,7 +18,8 @@ use super::McpState;
 use super::gate::TASKS_EXTENSION;
 use super::rpc::{Message, result_body};
 use super::service::Ctx;
-use crate::store::Wake;
+use crate::ids::BoundId;
+use crate::store::{Topic, Wake};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -44,8 +45,18 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
         super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
         super::service::Era::Legacy(_) => false,
     };
-    // Subscribe before reading the tasks, so no change between the two is missed.
-    let mut wakes = state.app.ops.store().subscribe();
+    // Subscribe to the runs asked for before reading them, so no change between the two
+    // is missed; wake-ups of those the caller cannot read are ignored below.
+    let asked_runs: Vec<Topic> = match asked.get("taskIds").and_then(Value::as_array) {
+        Some(ids) if tasks_declared => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|id| BoundId::parse_bound(id).ok())
+            .map(|id| Topic::Run(id.as_bound()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut wakes = state.app.ops.runs().subscribe(&asked_runs);
     let mut watched: HashMap<String, String> = HashMap::new(); // runId -> taskId as asked
     if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
         for task_id in ids.iter().filter_map(Value::as_str) {
@@ -84,12 +95,9 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
                 _ = tx.closed() => return,
                 _ = shutdown.wait_for(|v| *v) => break,
                 wake = wakes.recv() => match wake {
-                    Ok(Wake::Run(run_id)) if watched.contains_key(&run_id) => vec![run_id],
-                    Ok(Wake::Run(_) | Wake::Host(_)) => continue,
-                    Ok(Wake::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        watched.keys().cloned().collect()
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    Wake::Run(run_id) if watched.contains_key(&run_id) => vec![run_id],
+                    Wake::Run(_) | Wake::Host(_) => continue,
+                    Wake::Resync => watched.keys().cloned().collect(),
                 },
             };
             for run_id in changed {

@@ -60,7 +60,7 @@ impl McpState {
     /// A mount sealing requestStates with `key`: the host passes the key kept in the run
     /// store, so a state opens on every replica and after a restart.
     pub fn with_key(app: AppState, engine: Arc<Engine>, config: McpConfig, key: &[u8]) -> McpState {
-        let sessions = Arc::new(Sessions::new(app.ops.store().clone()));
+        let sessions = Arc::new(Sessions::new(app.ops.interop().clone()));
         McpState {
             app,
             engine,

@@ -528,12 +528,12 @@ impl McpState {
                 now,
             )
             .map_err(refused_state)?;
-        // Single use is recorded in the run store, so a state spent on one replica is
+        // Single use is recorded in the interop store, so a state spent on one replica is
         // spent on all of them; the record outlives the state's own expiry.
         let fresh = self
             .app
             .ops
-            .store()
+            .interop()
             .claim_once(SPENT_SCOPE, &claims.nonce, claims.exp)
             .await
             .map_err(|e| {

@@ -1,4 +1,4 @@
-//! 2025-11-25 sessions opened by `initialize`, kept in the run store so that every replica
+//! 2025-11-25 sessions opened by `initialize`, kept in the interop store so that every replica
 //! on one database knows them and they outlive a restart. 2026-07-28 requests never touch
 //! this.
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::clock::now_ms;
-use crate::store::{Store, StoreError};
+use crate::store::{InteropStore, StoreError};
 
 /// A session lives this long after its last use.
 pub const IDLE_MS: i64 = 60 * 60 * 1000;
@@ -22,7 +22,7 @@ pub struct Session {
 }
 
 pub struct Sessions {
-    store: Arc<dyn Store>,
+    store: Arc<dyn InteropStore>,
 }
 
 /// The stored form of `issuer#subjectId`: the table holds no identity in the clear.
@@ -37,7 +37,7 @@ fn principal_digest(principal: &str) -> String {
 }
 
 impl Sessions {
-    pub fn new(store: Arc<dyn Store>) -> Sessions {
+    pub fn new(store: Arc<dyn InteropStore>) -> Sessions {
         Sessions { store }
     }
 

@@ -9,7 +9,7 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{event_view, is_terminal_event};
 use crate::status::Lifecycle;
-use crate::store::{EventRecord, Wake};
+use crate::store::{EventRecord, Subscription, Topic};
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -63,7 +63,7 @@ struct Tail {
     id: BoundId,
     cursor: i64,
     buffer: VecDeque<EventRecord>,
-    wakes: tokio::sync::broadcast::Receiver<Wake>,
+    wakes: Subscription,
     shutdown: tokio::sync::watch::Receiver<bool>,
     done: bool,
 }
@@ -109,9 +109,8 @@ impl Tail {
             }
             tokio::select! {
                 _ = self.shutdown.changed() => return None,
-                w = self.wakes.recv() => {
-                    if let Ok(Wake::Host(_)) = w { continue; }
-                }
+                // This run changed (or everything must be re-read): look again.
+                _ = self.wakes.recv() => {}
             }
         }
     }
@@ -131,7 +130,7 @@ pub async fn stream_events(
     let cursor = last_event_id(&headers)?;
     let _ = run;
     let tail = Tail {
-        wakes: state.ops.store().subscribe(),
+        wakes: state.ops.runs().subscribe(&[Topic::Run(id.as_bound())]),
         shutdown: state.shutdown.clone(),
         state,
         subject,

@@ -7,7 +7,7 @@ use super::extract::{Caller, QueryMap};
 use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ops::host_event_view;
-use crate::store::{HostEventRecord, Wake};
+use crate::store::{HostEventRecord, Subscription, Topic, Wake};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -51,7 +51,7 @@ struct HostTail {
     subject: Subject,
     cursor: i64,
     buffer: VecDeque<HostEventRecord>,
-    wakes: tokio::sync::broadcast::Receiver<Wake>,
+    wakes: Subscription,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -80,7 +80,7 @@ impl HostTail {
             tokio::select! {
                 _ = self.shutdown.changed() => return None,
                 w = self.wakes.recv() => {
-                    if let Ok(Wake::Host(ev)) = w
+                    if let Wake::Host(ev) = w
                         && ev.delivery != "durable"
                         && ev.tenant == self.subject.tenant
                     {
@@ -118,7 +118,10 @@ pub async fn host_events(
         Some(id) => seq_of(&state, &subject, id.trim()).await?,
     };
     let tail = HostTail {
-        wakes: state.ops.store().subscribe(),
+        wakes: state
+            .ops
+            .runs()
+            .subscribe(&[Topic::Tenant(subject.tenant.clone())]),
         shutdown: state.shutdown.clone(),
         state,
         subject,

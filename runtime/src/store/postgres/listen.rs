@@ -2,10 +2,10 @@
 //! drops, subscribers get [`Wake::Resync`] every half second until it is back (the poll
 //! fallback), and once more after, for whatever was announced while nobody listened.
 
-use super::{HostEventRecord, Value, Wake, host_event_json};
+use super::{HostEventRecord, Value, Wake, WakeHub, host_event_json};
 use futures::StreamExt;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// NOTIFY payloads must stay under 8000 bytes.
@@ -62,7 +62,7 @@ fn decode(payload: &str) -> Option<Wake> {
 pub(super) async fn run(
     config: tokio_postgres::Config,
     channel: String,
-    wakes: broadcast::Sender<Wake>,
+    wakes: WakeHub,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
@@ -73,7 +73,7 @@ pub(super) async fn run(
             }
             tracing::warn!(error = %e, "lost the LISTEN connection; polling until it is back");
         }
-        let _ = wakes.send(Wake::Resync);
+        wakes.publish(Wake::Resync);
         tokio::time::sleep(RETRY).await;
     }
 }
@@ -81,7 +81,7 @@ pub(super) async fn run(
 async fn listen_once(
     config: &tokio_postgres::Config,
     channel: &str,
-    wakes: &broadcast::Sender<Wake>,
+    wakes: &WakeHub,
     ready: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
@@ -108,13 +108,13 @@ async fn listen_once(
     client
         .batch_execute(&format!("LISTEN \"{channel}\""))
         .await?;
-    let _ = wakes.send(Wake::Resync);
+    wakes.publish(Wake::Resync);
     if let Some(r) = ready.take() {
         let _ = r.send(());
     }
     while let Some(n) = rx.recv().await {
         if let Some(w) = decode(n.payload()) {
-            let _ = wakes.send(w);
+            wakes.publish(w);
         }
     }
     driver.abort();
@@ -125,19 +125,13 @@ async fn listen_once(
 mod tests {
     use super::*;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
-    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, Store};
+    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, RunStore, Subscription, Topic};
     use serde_json::json;
 
-    async fn wait_for(
-        rx: &mut broadcast::Receiver<Wake>,
-        what: &str,
-        pick: impl Fn(&Wake) -> bool,
-    ) {
+    async fn wait_for(rx: &mut Subscription, what: &str, pick: impl Fn(&Wake) -> bool) {
         tokio::time::timeout(Duration::from_secs(5), async {
             loop {
-                if let Ok(w) = rx.recv().await
-                    && pick(&w)
-                {
+                if pick(&rx.recv().await) {
                     return;
                 }
             }
@@ -167,7 +161,7 @@ mod tests {
             state: json!({}),
         };
         writer.create_run(run, None).await.expect("create");
-        let mut rx = watcher.subscribe();
+        let mut rx = watcher.subscribe(&[Topic::Run("t/r".into())]);
 
         // Cut the watcher's LISTEN connection from the server side.
         let (admin, conn) = tokio_postgres::connect(&schema.base_url, NoTls)
@@ -200,9 +194,7 @@ mod tests {
                 .expect("advance");
             let got = tokio::time::timeout(Duration::from_millis(300), async {
                 loop {
-                    if let Ok(Wake::Run(id)) = rx.recv().await
-                        && id == "t/r"
-                    {
+                    if rx.recv().await == Wake::Run("t/r".into()) {
                         return;
                     }
                 }

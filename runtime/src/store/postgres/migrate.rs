@@ -1,22 +1,8 @@
-//! Versioned migrations, applied in order at start. Replicas starting together take one
-//! advisory lock, so each migration runs exactly once.
+//! Applies the shared migrations (`store/migrations`, see `store::migrate`) at start.
+//! Replicas starting together take one advisory lock, so each migration runs exactly once.
 
 use super::StoreError;
-
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "init", include_str!("migrations/0001_init.sql")),
-    (
-        2,
-        "claims_and_a2a",
-        include_str!("migrations/0002_claims_and_a2a.sql"),
-    ),
-    (3, "a2a_push", include_str!("migrations/0003_a2a_push.sql")),
-    (
-        4,
-        "mcp_sessions",
-        include_str!("migrations/0004_mcp_sessions.sql"),
-    ),
-];
+use crate::store::migrate::{APPLIED, CREATE_HISTORY, MIGRATIONS, RECORD};
 
 const MIGRATION_LOCK: i64 = 0x6f77_6d69_6772;
 
@@ -24,32 +10,28 @@ pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), St
     let tx = client.transaction().await?;
     tx.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)",
-    )
-    .await?;
+    tx.batch_execute(CREATE_HISTORY).await?;
     let applied: Vec<i64> = tx
-        .query("SELECT version FROM schema_migrations", &[])
+        .query(APPLIED, &[])
         .await?
         .iter()
         .map(|r| r.get(0))
         .collect();
-    for (version, name, sql) in MIGRATIONS {
-        if applied.contains(version) {
+    for m in MIGRATIONS {
+        if applied.contains(&m.version) {
             continue;
         }
-        tx.batch_execute(sql).await.map_err(|e| {
+        tx.batch_execute(m.sql).await.map_err(|e| {
             StoreError::Database(format!(
-                "migration {version} ({name}) failed: {}",
+                "migration {} ({}) failed: {}",
+                m.version,
+                m.name,
                 super::db_error(e)
             ))
         })?;
-        tx.execute(
-            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
-            &[version, name, &crate::clock::now_ms()],
-        )
-        .await?;
-        tracing::info!(version, name, "applied migration");
+        tx.execute(RECORD, &[&m.version, &m.name, &crate::clock::now_ms()])
+            .await?;
+        tracing::info!(version = m.version, name = m.name, "applied migration");
     }
     tx.commit().await?;
     Ok(())
@@ -58,6 +40,7 @@ pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use crate::store::PgStore;
+    use crate::store::migrate::MIGRATIONS;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
 
     #[tokio::test(flavor = "multi_thread")]
@@ -89,8 +72,8 @@ mod tests {
         let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
         assert_eq!(
             versions,
-            super::MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>()
+            MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4]);
+        assert_eq!(versions, [1, 2, 3, 4, 5]);
     }
 }

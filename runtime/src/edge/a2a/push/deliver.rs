@@ -13,9 +13,9 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::super::project::Shape;
 use super::super::service::A2aState;
-use super::store::{Delivery, PushStore, Secret};
 use crate::egress::Egress;
-use crate::store::Wake;
+use crate::store::{Delivery, InteropStore, Secret};
+use crate::store::{Topic, Wake};
 
 /// How the wait between attempts grows (webhooks `retryPolicy.backoff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub fn authorization(scheme: Option<&str>, secret: &Secret) -> Option<String> {
 /// next event.
 pub fn spawn(
     state: A2aState,
-    store: Arc<dyn PushStore>,
+    store: Arc<dyn InteropStore>,
     egress: Egress,
     policy: RetryPolicy,
     kick: mpsc::UnboundedReceiver<String>,
@@ -123,11 +123,12 @@ pub fn spawn(
 /// configurations are keyed by run id, so a fork starts with none.
 async fn watch_runs(
     state: A2aState,
-    store: Arc<dyn PushStore>,
+    store: Arc<dyn InteropStore>,
     mut kick: mpsc::UnboundedReceiver<String>,
     outbox: Arc<Notify>,
 ) {
-    let mut wakes = state.app.ops.store().subscribe();
+    // Every run: any of them may have push configurations.
+    let mut wakes = state.app.ops.runs().subscribe(&[Topic::AllRuns]);
     let mut shutdown = state.app.shutdown.clone();
     // Changes made while the host was down: look at every run that still has configs.
     observe_all(&state, store.as_ref(), &outbox).await;
@@ -136,15 +137,14 @@ async fn watch_runs(
             _ = stopped(&mut shutdown) => return,
             Some(id) = kick.recv() => id,
             wake = wakes.recv() => match wake {
-                Ok(Wake::Run(id)) => id,
-                Ok(Wake::Host(_)) => continue,
-                // Missed wake-ups (a lagging receiver, or a shared store whose
+                Wake::Run(id) => id,
+                Wake::Host(_) => continue,
+                // Missed wake-ups (a lagging subscriber, or a shared store whose
                 // notifications were lost): look at every configured task again.
-                Ok(Wake::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Wake::Resync => {
                     observe_all(&state, store.as_ref(), &outbox).await;
                     continue;
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
         };
         observe(&state, store.as_ref(), &run_id, &outbox).await;
@@ -156,8 +156,8 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
-async fn observe_all(state: &A2aState, store: &dyn PushStore, outbox: &Notify) {
-    match store.runs_with_configs().await {
+async fn observe_all(state: &A2aState, store: &dyn InteropStore, outbox: &Notify) {
+    match store.push_runs().await {
         Ok(runs) => {
             for run_id in runs {
                 observe(state, store, &run_id, outbox).await;
@@ -168,8 +168,8 @@ async fn observe_all(state: &A2aState, store: &dyn PushStore, outbox: &Notify) {
 }
 
 /// Enqueues the run's current state for every config that has not pushed it yet.
-async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: &Notify) {
-    let configured = match store.list(run_id).await {
+async fn observe(state: &A2aState, store: &dyn InteropStore, run_id: &str, outbox: &Notify) {
+    let configured = match store.push_list(run_id).await {
         Ok(list) => !list.is_empty(),
         Err(e) => {
             tracing::error!(error = %e, "push: cannot read configs");
@@ -179,7 +179,7 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
     if !configured {
         return;
     }
-    let run = match state.app.ops.store().get_run(run_id).await {
+    let run = match state.app.ops.runs().get_run(run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return,
         Err(e) => {
@@ -208,7 +208,7 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
         projected.as_status_update()
     };
     match store
-        .enqueue_change(
+        .push_enqueue(
             run_id,
             projected.wire_state,
             &body.to_string(),
@@ -233,7 +233,7 @@ async fn observe(state: &A2aState, store: &dyn PushStore, run_id: &str, outbox: 
 }
 
 async fn send_pushes(
-    store: Arc<dyn PushStore>,
+    store: Arc<dyn InteropStore>,
     egress: Egress,
     policy: RetryPolicy,
     outbox: Arc<Notify>,
@@ -244,7 +244,7 @@ async fn send_pushes(
             return;
         }
         let now = crate::clock::now_ms();
-        let due = match store.due(now, 32).await {
+        let due = match store.push_due(now, 32).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(error = %e, "push: cannot read the outbox");
@@ -252,7 +252,7 @@ async fn send_pushes(
             }
         };
         if due.is_empty() {
-            let wait = match store.next_due_ms().await {
+            let wait = match store.push_next_due_ms().await {
                 Ok(Some(at)) => Duration::from_millis((at - now).clamp(1, 60_000) as u64),
                 _ => Duration::from_secs(60),
             };
@@ -274,16 +274,23 @@ async fn send_pushes(
     }
 }
 
-async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, delivery: Delivery) {
+async fn attempt(
+    store: &dyn InteropStore,
+    egress: &Egress,
+    policy: &RetryPolicy,
+    delivery: Delivery,
+) {
     let (config, secret) = match (
-        store.get(&delivery.run_id, &delivery.config_id).await,
-        store.secret(&delivery.run_id, &delivery.config_id).await,
+        store.push_get(&delivery.run_id, &delivery.config_id).await,
+        store
+            .push_secret(&delivery.run_id, &delivery.config_id)
+            .await,
     ) {
         (Ok(Some(c)), Ok(Some(s))) => (c, s),
         (Ok(None), _) | (_, Ok(None)) => {
             // Deleted since it was enqueued: its credential is gone, and so is the push.
             let _ = store
-                .delivered(&Delivery {
+                .push_delivered(&Delivery {
                     last: false,
                     ..delivery
                 })
@@ -316,7 +323,7 @@ async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, d
     let settled = match outcome {
         Ok(status) => {
             tracing::debug!(delivery_id = %delivery.delivery_id, status, attempts, "push delivered");
-            store.delivered(&delivery).await
+            store.push_delivered(&delivery).await
         }
         Err(e) if attempts >= policy.max_attempts => {
             tracing::warn!(
@@ -324,14 +331,14 @@ async fn attempt(store: &dyn PushStore, egress: &Egress, policy: &RetryPolicy, d
                 attempts, reason = %e, "push dead-lettered"
             );
             store
-                .dead_letter(&delivery, attempts, &e.to_string(), now)
+                .push_dead_letter(&delivery, attempts, &e.to_string(), now)
                 .await
         }
         Err(e) => {
             let next = now + policy.delay_after(attempts).as_millis() as i64;
             tracing::info!(delivery_id = %delivery.delivery_id, attempts, reason = %e, "push failed; will retry");
             store
-                .retry_later(&delivery.delivery_id, attempts, next)
+                .push_retry_later(&delivery.delivery_id, attempts, next)
                 .await
         }
     };

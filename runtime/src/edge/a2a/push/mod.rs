@@ -10,10 +10,6 @@
 //!   answers one byte-identical TaskNotFoundError; delete of an absent config succeeds.
 
 pub mod deliver;
-pub mod pg_store;
-pub mod store;
-#[cfg(test)]
-mod suite;
 
 use crate::status::Lifecycle;
 use std::sync::Arc;
@@ -27,15 +23,14 @@ use super::gate::{self, Facts};
 use super::service::A2aState;
 use crate::egress::{Egress, Refused};
 use crate::identity::Subject;
-use crate::store::RunRecord;
+use crate::store::{InteropStore, RunRecord};
+pub use crate::store::{Secret, StoredConfig};
 pub use deliver::{Backoff, RetryPolicy};
-pub use pg_store::PgPushStore;
-pub use store::{PushStore, Secret, SqlitePushStore, StoredConfig};
 
 /// What the push side of the A2A edge holds.
 #[derive(Clone)]
 pub struct Push {
-    pub store: Arc<dyn PushStore>,
+    pub store: Arc<dyn InteropStore>,
     pub egress: Egress,
     kick: mpsc::UnboundedSender<String>,
 }
@@ -44,7 +39,7 @@ impl Push {
     /// Builds the push side and starts its delivery workers on `state`'s runs.
     pub fn start(
         state: &A2aState,
-        store: Arc<dyn PushStore>,
+        store: Arc<dyn InteropStore>,
         egress: Egress,
         policy: RetryPolicy,
     ) -> Push {
@@ -243,7 +238,7 @@ impl A2aState {
             created_ms: crate::clock::now_ms(),
         };
         push.store
-            .put(stored.clone(), config.secret)
+            .push_put(stored.clone(), config.secret)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "push config could not be stored");
@@ -283,7 +278,7 @@ impl A2aState {
         )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
-        match self.push()?.store.get(&run.run_id, id).await {
+        match self.push()?.store.push_get(&run.run_id, id).await {
             Ok(Some(config)) => Ok(view(&config)),
             Ok(None) => Err(not_found()),
             Err(e) => {
@@ -305,10 +300,15 @@ impl A2aState {
         )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
-        let configs = self.push()?.store.list(&run.run_id).await.map_err(|e| {
-            tracing::error!(error = %e, "push configs could not be read");
-            Fault::internal()
-        })?;
+        let configs = self
+            .push()?
+            .store
+            .push_list(&run.run_id)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "push configs could not be read");
+                Fault::internal()
+            })?;
         // One page holds them all: a task has few configurations.
         Ok(json!({"configs": configs.iter().map(view).collect::<Vec<_>>(), "nextPageToken": ""}))
     }
@@ -328,7 +328,7 @@ impl A2aState {
         // Absent (or another task's) is the same success: delete is idempotent.
         self.push()?
             .store
-            .delete(&run.run_id, id)
+            .push_delete(&run.run_id, id)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "push config could not be deleted");

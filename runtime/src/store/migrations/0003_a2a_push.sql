@@ -1,7 +1,7 @@
 -- A2A push notifications, shared by replicas: a configuration registered through one
 -- replica is known to all, and any replica may deliver a pending push. Secrets sit in
 -- their own table, named by reference from the configuration.
-CREATE TABLE push_configs (
+CREATE TABLE IF NOT EXISTS push_configs (
     run_id TEXT NOT NULL,
     config_id TEXT NOT NULL,
     url TEXT NOT NULL,
@@ -16,7 +16,7 @@ CREATE TABLE push_configs (
     PRIMARY KEY (run_id, config_id)
 );
 
-CREATE TABLE push_secrets (
+CREATE TABLE IF NOT EXISTS push_secrets (
     secret_ref TEXT PRIMARY KEY,
     token TEXT,
     credentials TEXT
@@ -24,7 +24,7 @@ CREATE TABLE push_secrets (
 
 -- next_ms doubles as the claim: a replica taking a delivery moves it past the attempt's
 -- longest duration, so a replica that dies mid-attempt leaves it due again for another.
-CREATE TABLE push_outbox (
+CREATE TABLE IF NOT EXISTS push_outbox (
     seq BIGSERIAL PRIMARY KEY,
     delivery_id TEXT NOT NULL UNIQUE,
     run_id TEXT NOT NULL,
@@ -36,9 +36,9 @@ CREATE TABLE push_outbox (
     last BOOLEAN NOT NULL
 );
 
-CREATE INDEX push_outbox_by_config ON push_outbox (run_id, config_id, seq);
+CREATE INDEX IF NOT EXISTS push_outbox_by_config ON push_outbox (run_id, config_id, seq);
 
-CREATE TABLE push_dead_letters (
+CREATE TABLE IF NOT EXISTS push_dead_letters (
     delivery_id TEXT PRIMARY KEY,
     run_id TEXT NOT NULL,
     config_id TEXT NOT NULL,

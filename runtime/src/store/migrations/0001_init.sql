@@ -1,6 +1,6 @@
 -- Runs, their event logs, interrupts, idempotency keys and host events. JSON is kept as
 -- text, byte for byte what the host wrote (jsonb would reorder keys).
-CREATE TABLE runs (
+CREATE TABLE IF NOT EXISTS runs (
     list_order BIGSERIAL PRIMARY KEY,
     run_id TEXT NOT NULL UNIQUE,
     tenant TEXT NOT NULL,
@@ -20,10 +20,10 @@ CREATE TABLE runs (
     lease_owner TEXT,
     lease_expires_ms BIGINT
 );
-CREATE INDEX runs_by_tenant ON runs (tenant, list_order DESC);
-CREATE INDEX runs_by_status ON runs (status);
+CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, list_order DESC);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
 
-CREATE TABLE events (
+CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
     sequence BIGINT NOT NULL,
     event_id TEXT NOT NULL UNIQUE,
@@ -34,7 +34,7 @@ CREATE TABLE events (
     PRIMARY KEY (run_id, sequence)
 );
 
-CREATE TABLE interrupts (
+CREATE TABLE IF NOT EXISTS interrupts (
     run_id TEXT NOT NULL,
     node_id TEXT NOT NULL,
     interrupt_id TEXT NOT NULL UNIQUE,
@@ -45,7 +45,7 @@ CREATE TABLE interrupts (
     PRIMARY KEY (run_id, node_id)
 );
 
-CREATE TABLE idempotency (
+CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL,
     principal TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -55,7 +55,7 @@ CREATE TABLE idempotency (
     PRIMARY KEY (tenant, principal, key)
 );
 
-CREATE TABLE host_events (
+CREATE TABLE IF NOT EXISTS host_events (
     seq BIGSERIAL PRIMARY KEY,
     tenant TEXT NOT NULL,
     event_id TEXT NOT NULL UNIQUE,
@@ -65,4 +65,4 @@ CREATE TABLE host_events (
     payload TEXT NOT NULL,
     ts_ms BIGINT NOT NULL
 );
-CREATE INDEX host_events_by_tenant ON host_events (tenant, seq);
+CREATE INDEX IF NOT EXISTS host_events_by_tenant ON host_events (tenant, seq);

@@ -1,0 +1,121 @@
+//! The one schema history both backends apply: numbered migrations in `migrations/`,
+//! recorded in `schema_migrations` on SQLite and on PostgreSQL alike.
+//!
+//! Every file is written in PostgreSQL's dialect and kept to SQL both engines read, and
+//! every statement is idempotent (`IF NOT EXISTS`), so a database made before this history
+//! existed can be adopted by applying them all (see `sqlite::legacy`). SQLite reads a
+//! file after [`to_sqlite`], which rewrites the handful of spellings that differ; the same
+//! function turns the shared statements of `sql.rs` into SQLite's.
+
+/// One migration: applied once, in order, and recorded with its version.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first. Append only: an applied file is never edited in a way
+/// that changes what it creates.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("migrations/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "claims_and_a2a",
+        sql: include_str!("migrations/0002_claims_and_a2a.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "a2a_push",
+        sql: include_str!("migrations/0003_a2a_push.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "mcp_sessions",
+        sql: include_str!("migrations/0004_mcp_sessions.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "run_listings",
+        sql: include_str!("migrations/0005_run_listings.sql"),
+    },
+];
+
+/// The bookkeeping table, the same on both backends.
+pub(crate) const CREATE_HISTORY: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)";
+pub(crate) const APPLIED: &str = "SELECT version FROM schema_migrations ORDER BY version";
+pub(crate) const RECORD: &str =
+    "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)";
+
+/// The SQLite spelling of SQL written for PostgreSQL. The whole difference, applied in
+/// this order (nothing else is rewritten, so shared SQL sticks to what both engines read):
+///
+/// | PostgreSQL | SQLite | why |
+/// | --- | --- | --- |
+/// | `$N` | `?N` | numbered parameters (SQLite would number `$N` by first appearance) |
+/// | `BIGSERIAL PRIMARY KEY` | `INTEGER PRIMARY KEY AUTOINCREMENT` | an ever-growing key (SQLite's rowid alias) |
+/// | `BYTEA` | `BLOB` | bytes |
+/// | `COLLATE "C"` | `COLLATE BINARY` | byte-order comparison of text |
+/// | `strpos(` | `instr(` | position of a substring (same argument order) |
+/// | `GREATEST(` | `max(` | the larger of two values |
+pub(crate) fn to_sqlite(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    for (pg, lite) in [
+        ("BIGSERIAL PRIMARY KEY", "INTEGER PRIMARY KEY AUTOINCREMENT"),
+        ("BYTEA", "BLOB"),
+        ("COLLATE \"C\"", "COLLATE BINARY"),
+        ("strpos(", "instr("),
+        ("GREATEST(", "max("),
+    ] {
+        if out.contains(pg) {
+            out = out.replace(pg, lite);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_contiguous_from_one() {
+        let versions: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+        assert_eq!(versions, (1..=MIGRATIONS.len() as i64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn sqlite_spelling_rewrites_only_the_listed_forms() {
+        assert_eq!(
+            to_sqlite("SELECT strpos($12, x) FROM t WHERE a = $1 AND b = '$' COLLATE \"C\""),
+            "SELECT instr(?12, x) FROM t WHERE a = ?1 AND b = '$' COLLATE BINARY"
+        );
+        assert_eq!(
+            to_sqlite("seq BIGSERIAL PRIMARY KEY, v BYTEA, m = GREATEST(a, $2)"),
+            "seq INTEGER PRIMARY KEY AUTOINCREMENT, v BLOB, m = max(a, ?2)"
+        );
+    }
+
+    #[test]
+    fn every_migration_reads_on_sqlite_and_applies_twice() {
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        for _ in 0..2 {
+            for m in MIGRATIONS {
+                conn.execute_batch(&to_sqlite(m.sql))
+                    .unwrap_or_else(|e| panic!("migration {} on SQLite: {e}", m.version));
+            }
+        }
+    }
+}

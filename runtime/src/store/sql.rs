@@ -1,0 +1,628 @@
+//! The SQL both backends run and the one mapping of rows to records, so a column is
+//! added in one place: its migration, its column list here, its mapper here.
+//!
+//! Statements are written in PostgreSQL's dialect with `$N` parameters and kept to SQL
+//! SQLite also reads; the SQLite backend runs them through `migrate::to_sqlite` (once per
+//! statement, see `sqlite::lite`). What only one engine can say (row locks, `SKIP LOCKED`,
+//! advisory locks, NOTIFY, array parameters) stays in that backend, built from the column
+//! lists below.
+//!
+//! A set of values (statuses, interrupt kinds) travels as one text parameter, the values
+//! between commas (`",running,pending,"`, see [`list`]), tested with
+//! `strpos($N, ',' || col || ',') > 0`; the empty string means "no filter".
+
+use serde_json::Value;
+
+use super::{
+    DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt, RunPatch,
+    RunQuery, RunRecord, RunStatus, Secret, SessionRecord, StoreError, StoredConfig, parse_status,
+};
+
+/// A row of either engine, read by column name.
+pub(crate) trait Row {
+    fn text(&self, col: &str) -> Result<String, StoreError>;
+    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError>;
+    fn int(&self, col: &str) -> Result<i64, StoreError>;
+    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError>;
+    fn flag(&self, col: &str) -> Result<bool, StoreError>;
+    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError>;
+
+    /// A JSON column: kept as text, byte for byte what the host wrote.
+    fn json(&self, col: &str) -> Result<Value, StoreError> {
+        let text = self.text(col)?;
+        serde_json::from_str(&text)
+            .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+    }
+
+    fn opt_json(&self, col: &str) -> Result<Option<Value>, StoreError> {
+        self.opt_text(col)?
+            .map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+    }
+}
+
+impl Row for rusqlite::Row<'_> {
+    fn text(&self, col: &str) -> Result<String, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn int(&self, col: &str) -> Result<i64, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn flag(&self, col: &str) -> Result<bool, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError> {
+        Ok(self.get(col)?)
+    }
+}
+
+impl Row for tokio_postgres::Row {
+    fn text(&self, col: &str) -> Result<String, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+    // Most integer columns are BIGINT; the push attempt counters of migration 3 are INTEGER.
+    fn int(&self, col: &str) -> Result<i64, StoreError> {
+        match self.try_get::<_, i64>(col) {
+            Ok(v) => Ok(v),
+            Err(_) => Ok(i64::from(self.try_get::<_, i32>(col)?)),
+        }
+    }
+    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        match self.try_get::<_, Option<i64>>(col) {
+            Ok(v) => Ok(v),
+            Err(_) => Ok(self.try_get::<_, Option<i32>>(col)?.map(i64::from)),
+        }
+    }
+    fn flag(&self, col: &str) -> Result<bool, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+/// The values [`APPLY_PATCH`] binds as $2..$8, in order.
+pub(crate) struct PatchColumns {
+    pub status: Option<&'static str>,
+    pub node_index: Option<i64>,
+    pub set_wait: bool,
+    pub wait_until: Option<i64>,
+    pub state: Option<String>,
+    pub outputs: Option<String>,
+    pub error: Option<String>,
+}
+
+pub(crate) fn patch(p: &RunPatch) -> PatchColumns {
+    PatchColumns {
+        status: p.status.map(RunStatus::as_str),
+        node_index: p.node_index,
+        set_wait: p.wait_until.is_some(),
+        wait_until: p.wait_until.flatten(),
+        state: p.state.as_ref().map(Value::to_string),
+        outputs: p.outputs.as_ref().map(Value::to_string),
+        error: p.error.as_ref().map(Value::to_string),
+    }
+}
+
+/// A set of values as one parameter: `",a,b,"`; empty for "no filter".
+pub(crate) fn list<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for v in values {
+        if out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(v);
+        out.push(',');
+    }
+    out
+}
+
+/// Statuses as a [`list`].
+pub(crate) fn statuses(statuses: &[RunStatus]) -> String {
+    list(statuses.iter().map(|s| s.as_str()))
+}
+
+// ---- column lists ---------------------------------------------------------------------
+
+/// Columns of `runs` read into a [`RunRecord`] (`run`).
+macro_rules! run_cols {
+    () => {
+        "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence"
+    };
+}
+/// Columns of `events`, written and read ([`event`]).
+macro_rules! event_cols {
+    () => {
+        "run_id, sequence, event_id, type, node_id, payload, ts_ms"
+    };
+}
+/// Columns of `interrupts` read into an [`InterruptRecord`] ([`interrupt`]).
+macro_rules! interrupt_cols {
+    () => {
+        "run_id, node_id, interrupt_id, kind, data, state, resume_value"
+    };
+}
+/// Columns of `host_events` written (the store assigns `seq`).
+macro_rules! host_event_cols {
+    () => {
+        "tenant, event_id, type, delivery, workspace_id, payload, ts_ms"
+    };
+}
+/// Columns of `push_configs` read into a [`StoredConfig`] ([`push_config`]).
+macro_rules! config_cols {
+    () => {
+        "run_id, config_id, url, scheme, created_ms"
+    };
+}
+/// Columns of `push_outbox` read into a [`Delivery`] ([`delivery`]).
+macro_rules! delivery_cols {
+    () => {
+        "delivery_id, run_id, config_id, state, body, attempts, last"
+    };
+}
+/// Columns of `push_dead_letters`, written and read ([`dead_letter`]).
+macro_rules! dead_letter_cols {
+    () => {
+        "delivery_id, run_id, config_id, state, attempts, reason, at_ms"
+    };
+}
+/// Columns of `mcp_sessions` read into a [`SessionRecord`] ([`session`]).
+macro_rules! session_cols {
+    () => {
+        "principal_digest, version, expires_ms"
+    };
+}
+/// Columns a new run is inserted with.
+macro_rules! new_run_cols {
+    () => {
+        "run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence"
+    };
+}
+/// Columns of `idempotency`.
+macro_rules! key_cols {
+    () => {
+        "tenant, principal, key, body_hash, run_id, created_ms"
+    };
+}
+/// Columns of `a2a_messages`.
+macro_rules! message_cols {
+    () => {
+        "run_id, seq, message_id, message"
+    };
+}
+/// Columns of `a2a_tasks`.
+macro_rules! task_cols {
+    () => {
+        "run_id, context_id"
+    };
+}
+pub(crate) use {
+    delivery_cols, event_cols, host_event_cols, key_cols, message_cols, new_run_cols, run_cols,
+    task_cols,
+};
+
+// ---- row mappers ----------------------------------------------------------------------
+
+pub(crate) fn run(r: &dyn Row) -> Result<RunRecord, StoreError> {
+    let run_id = r.text("run_id")?;
+    Ok(RunRecord {
+        list_order: r.int("list_order")?,
+        status: parse_status(&run_id, &r.text("status")?)?,
+        run_id,
+        tenant: r.text("tenant")?,
+        workflow_id: r.text("workflow_id")?,
+        owner: r.json("owner")?,
+        transport: r.text("transport")?,
+        inputs: r.json("inputs")?,
+        state: r.json("state")?,
+        outputs: r.opt_json("outputs")?,
+        error: r.opt_json("error")?,
+        node_index: r.int("node_index")?,
+        wait_until: r.opt_int("wait_until")?,
+        created_ms: r.int("created_ms")?,
+        updated_ms: r.int("updated_ms")?,
+        last_sequence: r.int("last_sequence")?,
+    })
+}
+
+pub(crate) fn event(r: &dyn Row) -> Result<EventRecord, StoreError> {
+    Ok(EventRecord {
+        run_id: r.text("run_id")?,
+        sequence: r.int("sequence")?,
+        event_id: r.text("event_id")?,
+        event_type: r.text("type")?,
+        node_id: r.opt_text("node_id")?,
+        payload: r.json("payload")?,
+        timestamp_ms: r.int("ts_ms")?,
+    })
+}
+
+pub(crate) fn interrupt(r: &dyn Row) -> Result<InterruptRecord, StoreError> {
+    Ok(InterruptRecord {
+        run_id: r.text("run_id")?,
+        node_id: r.text("node_id")?,
+        interrupt_id: r.text("interrupt_id")?,
+        kind: r.text("kind")?,
+        data: r.json("data")?,
+        state: r.text("state")?,
+        resume_value: r.opt_json("resume_value")?,
+    })
+}
+
+pub(crate) fn host_event(r: &dyn Row) -> Result<HostEventRecord, StoreError> {
+    Ok(HostEventRecord {
+        seq: r.int("seq")?,
+        tenant: r.text("tenant")?,
+        event_id: r.text("event_id")?,
+        event_type: r.text("type")?,
+        delivery: r.text("delivery")?,
+        workspace_id: r.opt_text("workspace_id")?,
+        payload: r.json("payload")?,
+        timestamp_ms: r.int("ts_ms")?,
+    })
+}
+
+pub(crate) fn session(r: &dyn Row) -> Result<SessionRecord, StoreError> {
+    Ok(SessionRecord {
+        principal_digest: r.text("principal_digest")?,
+        version: r.text("version")?,
+        expires_ms: r.int("expires_ms")?,
+    })
+}
+
+pub(crate) fn push_config(r: &dyn Row) -> Result<StoredConfig, StoreError> {
+    Ok(StoredConfig {
+        run_id: r.text("run_id")?,
+        config_id: r.text("config_id")?,
+        url: r.text("url")?,
+        scheme: r.opt_text("scheme")?,
+        created_ms: r.int("created_ms")?,
+    })
+}
+
+fn attempts(r: &dyn Row) -> Result<u32, StoreError> {
+    Ok(u32::try_from(r.int("attempts")?.max(0)).unwrap_or(u32::MAX))
+}
+
+pub(crate) fn delivery(r: &dyn Row) -> Result<Delivery, StoreError> {
+    Ok(Delivery {
+        delivery_id: r.text("delivery_id")?,
+        run_id: r.text("run_id")?,
+        config_id: r.text("config_id")?,
+        state: r.text("state")?,
+        body: r.text("body")?,
+        attempts: attempts(r)?,
+        last: r.flag("last")?,
+    })
+}
+
+pub(crate) fn dead_letter(r: &dyn Row) -> Result<DeadLetter, StoreError> {
+    Ok(DeadLetter {
+        delivery_id: r.text("delivery_id")?,
+        run_id: r.text("run_id")?,
+        config_id: r.text("config_id")?,
+        state: r.text("state")?,
+        attempts: attempts(r)?,
+        reason: r.text("reason")?,
+        at_ms: r.int("at_ms")?,
+    })
+}
+
+pub(crate) fn secret(r: &dyn Row) -> Result<Secret, StoreError> {
+    Ok(Secret {
+        token: r.opt_text("token")?,
+        credentials: r.opt_text("credentials")?,
+    })
+}
+
+// ---- runs -----------------------------------------------------------------------------
+
+pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE run_id = $1");
+
+/// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
+/// $8 state, $9 now: step 0, no events yet.
+pub(crate) const INSERT_RUN: &str = concat!(
+    "INSERT INTO runs (",
+    new_run_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1) RETURNING ",
+    run_cols!()
+);
+
+/// The ids of every run whose status is in the [`list`] $1, oldest first.
+pub(crate) const RUN_IDS_IN: &str =
+    "SELECT run_id FROM runs WHERE strpos($1, ',' || status || ',') > 0 ORDER BY list_order";
+
+/// Every run whose status is not in the [`list`] $1, oldest first.
+pub(crate) const RUNS_NOT_IN: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE strpos($1, ',' || status || ',') = 0 ORDER BY list_order"
+);
+
+/// The filters of a run query: $1 tenant; $2 statuses ([`list`], empty: any); $3
+/// workflow id or NULL; $4 A2A contextId or NULL (the bound one, else the run id); $5
+/// updated at or after (ms) or NULL; $6 kinds of which an interrupt is open ([`list`],
+/// empty: no condition); $7 kinds of which none is open (likewise).
+macro_rules! run_filter {
+    () => {
+        " FROM runs WHERE tenant = $1
+           AND ($2 = '' OR strpos($2, ',' || status || ',') > 0)
+           AND (CAST($3 AS TEXT) IS NULL OR workflow_id = $3)
+           AND (CAST($4 AS TEXT) IS NULL
+                OR COALESCE((SELECT t.context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id), runs.run_id) = $4)
+           AND (CAST($5 AS BIGINT) IS NULL OR updated_ms >= $5)
+           AND ($6 = '' OR EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
+                AND i.state = 'open' AND strpos($6, ',' || i.kind || ',') > 0))
+           AND ($7 = '' OR NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
+                AND i.state = 'open' AND strpos($7, ',' || i.kind || ',') > 0))"
+    };
+}
+
+/// Newest created first: the filters, $8 `list_order` bound (exclusive) or NULL, $9 limit.
+pub(crate) const RUNS_BY_CREATION: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    run_filter!(),
+    " AND (CAST($8 AS BIGINT) IS NULL OR list_order < $8)
+     ORDER BY list_order DESC LIMIT $9"
+);
+
+/// Last updated first, the run id (byte order) breaking ties: the filters, $8/$9 the
+/// `updated_ms` and run id of the cursor (exclusive) or NULL, $10 limit.
+pub(crate) const RUNS_BY_UPDATE: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    run_filter!(),
+    " AND (CAST($8 AS BIGINT) IS NULL OR updated_ms < $8
+           OR (updated_ms = $8 AND run_id COLLATE \"C\" < $9))
+     ORDER BY updated_ms DESC, run_id COLLATE \"C\" DESC LIMIT $10"
+);
+
+/// How many runs the filters admit.
+pub(crate) const COUNT_RUNS: &str = concat!("SELECT COUNT(*) AS total", run_filter!());
+
+/// The filter parameters of a query ($2, $4..$7 as bound; $1 and $3 are its fields).
+pub(crate) struct QueryFilter {
+    pub statuses: String,
+    pub with_kinds: String,
+    pub without_kinds: String,
+}
+
+pub(crate) fn filter(q: &RunQuery) -> QueryFilter {
+    let kinds = |k: &[String]| list(k.iter().map(String::as_str));
+    let (with_kinds, without_kinds) = match &q.open_interrupt {
+        None => (String::new(), String::new()),
+        Some(OpenInterrupt::OfKind(k)) => (kinds(k), String::new()),
+        Some(OpenInterrupt::NotOfKind(k)) => (String::new(), kinds(k)),
+    };
+    QueryFilter {
+        statuses: statuses(&q.statuses),
+        with_kinds,
+        without_kinds,
+    }
+}
+
+/// A run change, the one place a `RunPatch` is applied: $1 run_id; $2 status, $3
+/// node_index, $5 wait_until (when $4), $6 state, $7 outputs, $8 error — NULL keeps the
+/// stored value; $9 events appended; $10 now. (`apply_patch!` is the statement without
+/// its `RETURNING`, for PostgreSQL's compositions.)
+macro_rules! apply_patch {
+    () => {
+        "UPDATE runs SET status = COALESCE($2, status), node_index = COALESCE($3, node_index),
+        wait_until = CASE WHEN $4 THEN $5 ELSE wait_until END, state = COALESCE($6, state),
+        outputs = COALESCE($7, outputs), error = COALESCE($8, error),
+        last_sequence = last_sequence + $9, updated_ms = $10
+     WHERE run_id = $1"
+    };
+}
+pub(crate) use apply_patch;
+
+pub(crate) const APPLY_PATCH: &str = concat!(apply_patch!(), " RETURNING ", run_cols!());
+
+pub(crate) const INSERT_EVENT: &str = concat!(
+    "INSERT INTO events (",
+    event_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7)"
+);
+
+pub(crate) const EVENTS_SINCE: &str = concat!(
+    "SELECT ",
+    event_cols!(),
+    " FROM events WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3"
+);
+
+pub(crate) const CLOSE_INTERRUPTS: &str =
+    "UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'";
+
+pub(crate) const OPEN_INTERRUPT: &str = "INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')";
+
+/// Resolves the open interrupt at $1/$2 with resume value $3: the interrupt as resolved,
+/// or no row when none is open there.
+pub(crate) const RESOLVE_INTERRUPT: &str = concat!(
+    "UPDATE interrupts SET state = 'resolved', resume_value = $3 WHERE run_id = $1 AND node_id = $2 AND state = 'open' RETURNING ",
+    interrupt_cols!()
+);
+
+pub(crate) const INTERRUPT_AT: &str = concat!(
+    "SELECT ",
+    interrupt_cols!(),
+    " FROM interrupts WHERE run_id = $1 AND node_id = $2"
+);
+
+pub(crate) const OPEN_INTERRUPT_OF: &str = concat!(
+    "SELECT ",
+    interrupt_cols!(),
+    " FROM interrupts WHERE run_id = $1 AND state = 'open'"
+);
+
+/// $1 tenant, $2 principal, $3 key, $4 body hash, $5 run id, $6 now.
+pub(crate) const CLAIM_KEY: &str = concat!(
+    "INSERT INTO idempotency (",
+    key_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING"
+);
+
+pub(crate) const KEY_HELD: &str =
+    "SELECT body_hash, run_id FROM idempotency WHERE tenant = $1 AND principal = $2 AND key = $3";
+
+pub(crate) const INSERT_HOST_EVENT: &str = concat!(
+    "INSERT INTO host_events (",
+    host_event_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq"
+);
+
+pub(crate) const HOST_EVENTS_SINCE: &str = concat!(
+    "SELECT seq, ",
+    host_event_cols!(),
+    " FROM host_events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+);
+
+pub(crate) const OFFER_SECRET: &str =
+    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+
+pub(crate) const SECRET_BY_NAME: &str = "SELECT value FROM secrets WHERE name = $1";
+
+// ---- interop: claims, A2A task side, MCP sessions --------------------------------------
+
+pub(crate) const PURGE_CLAIMS: &str = "DELETE FROM claims WHERE scope = $1 AND expires_ms < $2";
+
+pub(crate) const CLAIM: &str =
+    "INSERT INTO claims (scope, key, expires_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+
+pub(crate) const BIND_CONTEXT: &str = concat!(
+    "INSERT INTO a2a_tasks (",
+    task_cols!(),
+    ") VALUES ($1, $2) ON CONFLICT DO NOTHING"
+);
+
+pub(crate) const CONTEXT_OF: &str = "SELECT context_id FROM a2a_tasks WHERE run_id = $1";
+
+/// Appends at the next `seq` of the run; a repeated non-NULL message id appends nothing
+/// (NULLs never collide, so messages without an id always append).
+pub(crate) const APPEND_MESSAGE: &str =
+    "INSERT INTO a2a_messages (run_id, seq, message_id, message)
+     VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM a2a_messages WHERE run_id = $1), $2, $3)
+     ON CONFLICT DO NOTHING";
+
+pub(crate) const HISTORY: &str = "SELECT message FROM a2a_messages WHERE run_id = $1 ORDER BY seq";
+
+pub(crate) const SWEEP_SESSIONS: &str = "DELETE FROM mcp_sessions WHERE expires_ms < $1";
+
+pub(crate) const INSERT_SESSION: &str =
+    "INSERT INTO mcp_sessions (id, principal_digest, version, expires_ms) VALUES ($1, $2, $3, $4)";
+
+pub(crate) const LIVE_SESSION: &str = concat!(
+    "SELECT ",
+    session_cols!(),
+    " FROM mcp_sessions WHERE id = $1 AND expires_ms >= $2"
+);
+
+pub(crate) const TOUCH_SESSION: &str = "UPDATE mcp_sessions SET expires_ms = GREATEST(expires_ms, $2) WHERE id = $1 AND expires_ms >= $3";
+
+pub(crate) const CLOSE_SESSION: &str =
+    "DELETE FROM mcp_sessions WHERE id = $1 AND principal_digest = $2 AND expires_ms >= $3";
+
+// ---- interop: A2A push ------------------------------------------------------------------
+
+pub(crate) const DISCARD_SECRET: &str = "DELETE FROM push_secrets WHERE secret_ref IN (SELECT secret_ref FROM push_configs WHERE run_id = $1 AND config_id = $2)";
+pub(crate) const DISCARD_DELIVERIES: &str =
+    "DELETE FROM push_outbox WHERE run_id = $1 AND config_id = $2";
+pub(crate) const DISCARD_CONFIG: &str =
+    "DELETE FROM push_configs WHERE run_id = $1 AND config_id = $2";
+
+pub(crate) const INSERT_PUSH_SECRET: &str =
+    "INSERT INTO push_secrets (secret_ref, token, credentials) VALUES ($1, $2, $3)";
+
+/// $1..$5 as [`config_cols`], $6 the secret's reference.
+pub(crate) const INSERT_CONFIG: &str = concat!(
+    "INSERT INTO push_configs (",
+    config_cols!(),
+    ", secret_ref) VALUES ($1, $2, $3, $4, $5, $6)"
+);
+
+pub(crate) const CONFIG: &str = concat!(
+    "SELECT ",
+    config_cols!(),
+    " FROM push_configs WHERE run_id = $1 AND config_id = $2"
+);
+
+pub(crate) const CONFIGS_OF: &str = concat!(
+    "SELECT ",
+    config_cols!(),
+    " FROM push_configs WHERE run_id = $1 ORDER BY created_ms, config_id"
+);
+
+pub(crate) const CONFIGURED_RUNS: &str =
+    "SELECT DISTINCT run_id FROM push_configs WHERE NOT closed ORDER BY run_id";
+
+/// Marks the run's open configurations that have not pushed state $2, and saw no later
+/// reading than $4, as pushing it ($3: the last push closes them); returns their ids. The
+/// update takes the rows' locks, so on PostgreSQL a replica that waited re-checks the
+/// condition on the committed row and a state is enqueued once.
+pub(crate) const MARK_PUSHED: &str =
+    "UPDATE push_configs SET last_state = $2, closed = $3, last_seq = $4
+     WHERE run_id = $1 AND NOT closed AND last_state IS DISTINCT FROM $2
+       AND (last_seq IS NULL OR last_seq <= $4)
+     RETURNING config_id";
+
+/// $1 delivery id, $2 run, $3 config, $4 state, $5 body, $6 due at, $7 last.
+pub(crate) const ENQUEUE: &str = "INSERT INTO push_outbox (delivery_id, run_id, config_id, state, body, next_ms, last) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// Due deliveries, each configuration's oldest only ($1 now, $2 limit). PostgreSQL claims
+/// them instead (its own statement, with `SKIP LOCKED`).
+pub(crate) const DUE: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM push_outbox o
+     WHERE next_ms <= $1
+       AND seq = (SELECT MIN(seq) FROM push_outbox p WHERE p.run_id = o.run_id AND p.config_id = o.config_id)
+     ORDER BY next_ms, seq LIMIT $2"
+);
+
+pub(crate) const NEXT_DUE: &str = "SELECT MIN(next_ms) AS next_ms FROM push_outbox";
+
+pub(crate) const PUSH_SECRET: &str = "SELECT s.token, s.credentials FROM push_configs p JOIN push_secrets s ON s.secret_ref = p.secret_ref
+     WHERE p.run_id = $1 AND p.config_id = $2";
+
+pub(crate) const RETRY_LATER: &str =
+    "UPDATE push_outbox SET attempts = $2, next_ms = $3 WHERE delivery_id = $1";
+
+pub(crate) const SETTLE: &str = "DELETE FROM push_outbox WHERE delivery_id = $1";
+
+pub(crate) const DEAD_LETTER: &str = concat!(
+    "INSERT INTO push_dead_letters (",
+    dead_letter_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (delivery_id) DO UPDATE SET attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, at_ms = EXCLUDED.at_ms"
+);
+
+pub(crate) const DEAD_LETTERS: &str = concat!(
+    "SELECT ",
+    dead_letter_cols!(),
+    " FROM push_dead_letters ORDER BY at_ms, delivery_id"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_put_every_value_between_commas() {
+        assert_eq!(list([]), "");
+        assert_eq!(list(["a"]), ",a,");
+        assert_eq!(
+            statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
+            ",running,waiting-input,"
+        );
+    }
+}
