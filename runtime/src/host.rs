@@ -160,7 +160,8 @@ impl Host {
                 routing,
             })
             .with_tokens(tokens)
-            .with_egress(egress.clone());
+            .with_egress(egress.clone())
+            .with_shutdown(shutdown_rx.clone());
         if let Some(filter) = config.workflow_filter.clone() {
             ops = ops.with_workflow_filter(filter);
         }

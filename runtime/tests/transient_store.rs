@@ -196,6 +196,10 @@ impl RunStore for Flaky {
         self.inner.host_events(tenant, after, limit)
     }
 
+    fn host_event_seq(&self, tenant: &str, event_id: &str) -> StoreFuture<'_, Option<i64>> {
+        self.inner.host_event_seq(tenant, event_id)
+    }
+
     fn subscribe(&self, topics: &[Topic]) -> Subscription {
         self.inner.subscribe(topics)
     }

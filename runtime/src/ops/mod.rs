@@ -6,11 +6,15 @@ pub mod callback;
 mod error;
 pub mod tokens;
 mod views;
+mod watch;
 
+/// The records `ops` hands out: edges read them, never the store they come from.
+pub use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunRecord};
 pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view};
+pub use watch::{HostWatch, RunWatch, Update};
 
 use crate::engine::Engine;
 use crate::identity::Subject;
@@ -18,8 +22,8 @@ use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
-    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewEvent, NewRun,
-    RunOrder, RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
+    Guard, IdempotencyClaim, InteropStore, NewEvent, NewRun, RunOrder, RunPatch, RunQuery,
+    RunStore, StoreError, Stores,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -112,6 +116,8 @@ pub struct Ops {
     tokens: TokenKey,
     /// Judges `callbackUrl` at create time (delivery judges it again).
     egress: crate::egress::Egress,
+    /// Flips to true when the host stops: every watch and wait ends.
+    shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The largest page `listRuns` returns.
@@ -134,7 +140,15 @@ impl Ops {
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),
             egress: crate::egress::Egress::default(),
+            // Never flips (its sender is gone) until the host installs its own.
+            shutdown: tokio::sync::watch::channel(false).1,
         }
+    }
+
+    /// The same operations, ending watches and waits when `shutdown` flips to true.
+    pub fn with_shutdown(mut self, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// The same operations, signing resume tokens with `tokens`.
@@ -504,46 +518,35 @@ impl Ops {
         }
     }
 
-    /// Events after `after` (exclusive), at most `limit`, plus the run as read after them.
-    pub async fn events_since(
-        &self,
-        subject: &Subject,
-        id: &BoundId,
-        after: i64,
-        limit: usize,
-    ) -> Result<PollResult, OpError> {
-        let run = self.load(subject, id).await?;
-        let events = self.runs.events_since(&run.run_id, after, limit).await?;
-        Ok(PollResult { run, events })
-    }
-
-    /// Long-poll: waits up to `timeout` for events after `after`.
-    pub async fn wait_for_events(
+    /// Long-poll: the events after `after` and the run as read after them, as soon as
+    /// there are any, or the run as it stands (no events) once `timeout` passes.
+    pub async fn poll(
         &self,
         subject: &Subject,
         id: &BoundId,
         after: i64,
         timeout: Duration,
-        mut shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<PollResult, OpError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        // Subscribe before the first read so no wake-up falls between read and wait.
-        let mut wakes = self.runs.subscribe(&[Topic::Run(id.as_bound())]);
-        loop {
-            let res = self.events_since(subject, id, after, 1000).await?;
-            if !res.events.is_empty() || res.run.status.is_terminal() {
-                return Ok(res);
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => return Ok(res),
-                _ = shutdown.changed() => return Ok(res),
-                // This run changed (or everything must be re-read): look again.
-                _ = wakes.recv() => {}
-            }
+        let mut watch = self.watch(subject, id, after).await?;
+        // One look whatever the timeout; a wait only when there is nothing yet.
+        let found = match watch.try_next().await? {
+            Some(update) => Some(Ok(update)),
+            None => watch.next_within(timeout).await,
+        };
+        match found {
+            Some(Ok(update)) => Ok(PollResult {
+                run: update.run,
+                events: update.events,
+            }),
+            Some(Err(e)) => Err(e),
+            None => Ok(PollResult {
+                run: self.load(subject, id).await?,
+                events: Vec::new(),
+            }),
         }
     }
 
-    /// Durable host events of the caller's tenant after `after`.
+    /// Durable host events of the caller's tenant after `after`, at most `limit`.
     pub async fn host_events(
         &self,
         subject: &Subject,
@@ -551,6 +554,21 @@ impl Ops {
         limit: usize,
     ) -> Result<Vec<HostEventRecord>, OpError> {
         Ok(self.runs.host_events(&subject.tenant, after, limit).await?)
+    }
+
+    /// Where a durable host event of the caller's tenant sits in its log, for `after` and
+    /// `Last-Event-ID`; an unknown id, or another tenant's, is a validation error.
+    pub async fn host_event_position(
+        &self,
+        subject: &Subject,
+        event_id: &str,
+    ) -> Result<i64, OpError> {
+        self.runs
+            .host_event_seq(&subject.tenant, event_id)
+            .await?
+            .ok_or_else(|| {
+                OpError::validation("`Last-Event-ID` names no host event of this tenant")
+            })
     }
 
     /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).

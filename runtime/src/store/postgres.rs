@@ -740,6 +740,17 @@ impl RunStore for PgStore {
         })
     }
 
+    fn host_event_seq(&self, tenant: &str, event_id: &str) -> StoreFuture<'_, Option<i64>> {
+        let (tenant, event_id) = (tenant.to_owned(), event_id.to_owned());
+        Box::pin(async move {
+            let client = self.client().await?;
+            one(&client, sql::HOST_EVENT_SEQ, &[&event_id, &tenant], |r| {
+                r.int("seq")
+            })
+            .await
+        })
+    }
+
     fn subscribe(&self, topics: &[Topic]) -> Subscription {
         self.inner.wakes.subscribe(topics)
     }

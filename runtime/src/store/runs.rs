@@ -353,6 +353,10 @@ pub trait RunStore: Send + Sync {
         limit: usize,
     ) -> StoreFuture<'_, Vec<HostEventRecord>>;
 
+    /// The stored position of a tenant's durable host event, by its id; `None` for an id
+    /// that is unknown or another tenant's. One lookup, whatever the length of the log.
+    fn host_event_seq(&self, tenant: &str, event_id: &str) -> StoreFuture<'_, Option<i64>>;
+
     /// Wake-ups for the commits of `topics` (a run, a tenant's host log, every run), in
     /// this process and, on a shared store, on every replica; a hint to re-read, never
     /// the data (ephemeral host events excepted, which exist only as wake-ups).

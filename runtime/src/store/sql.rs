@@ -487,6 +487,10 @@ pub(crate) const HOST_EVENTS_SINCE: &str = concat!(
     " FROM host_events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 );
 
+/// A durable host event's position, by its id (unique, so one index lookup).
+pub(crate) const HOST_EVENT_SEQ: &str =
+    "SELECT seq FROM host_events WHERE event_id = $1 AND tenant = $2";
+
 pub(crate) const OFFER_SECRET: &str =
     "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 

@@ -651,6 +651,15 @@ impl RunStore for SqliteStore {
         })
     }
 
+    fn host_event_seq(&self, tenant: &str, event_id: &str) -> StoreFuture<'_, Option<i64>> {
+        let (tenant, event_id) = (tenant.to_owned(), event_id.to_owned());
+        self.read(move |conn| {
+            one(conn, sql::HOST_EVENT_SEQ, params![event_id, tenant], |r| {
+                r.int("seq")
+            })
+        })
+    }
+
     fn subscribe(&self, topics: &[Topic]) -> Subscription {
         self.inner.wakeups.subscribe(topics)
     }

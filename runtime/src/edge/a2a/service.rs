@@ -4,7 +4,6 @@
 
 use crate::status::Lifecycle;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use openwop_generated::dispatch::A2A_TASK_STATES;
@@ -386,44 +385,6 @@ impl A2aState {
         .map_err(internal)
     }
 
-    /// Waits until the run is terminal, suspended, or `timeout` passes; returns it then.
-    pub async fn settle(
-        &self,
-        subject: &Subject,
-        run: RunRecord,
-        timeout: Duration,
-    ) -> Result<RunRecord, Fault> {
-        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut run = run;
-        loop {
-            let status = run.status;
-            if status.is_terminal() || status.is_suspended() {
-                return Ok(run);
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Ok(run);
-            }
-            let polled = self
-                .app
-                .ops
-                .wait_for_events(
-                    subject,
-                    &id,
-                    run.last_sequence,
-                    left,
-                    self.app.shutdown.clone(),
-                )
-                .await
-                .map_err(internal)?;
-            if *self.app.shutdown.borrow() {
-                return Ok(polled.run);
-            }
-            run = polled.run;
-        }
-    }
-
     /// SendMessage up to the point where the task exists (created, resumed or replayed);
     /// the caller decides whether to wait for it.
     pub async fn accept_message(
@@ -623,7 +584,14 @@ impl A2aState {
         let run = if immediate {
             run
         } else {
-            self.settle(subject, run, self.config.blocking_timeout)
+            self.app
+                .ops
+                .settle(
+                    subject,
+                    run,
+                    |s| s.is_suspended(),
+                    self.config.blocking_timeout,
+                )
                 .await?
         };
         let projected = self

@@ -3,7 +3,6 @@
 //! terminal state, or at an interrupted one where the peer has to act.
 
 use crate::status::Lifecycle;
-use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Value;
@@ -16,9 +15,6 @@ use super::service::A2aState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::store::RunRecord;
-
-/// How long one wait for new events lasts before the task is re-read anyway.
-const POLL: Duration = Duration::from_secs(15);
 
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.
@@ -51,31 +47,30 @@ pub async fn open(
         };
         let mut last_state = first.task["status"]["state"].clone();
         let mut sent_artifacts = first.task.get("artifacts").is_some();
-        let mut after = run.last_sequence;
-        loop {
-            if *state.app.shutdown.borrow() {
+        let mut watch = match state.app.ops.watch(&subject, &id, run.last_sequence).await {
+            Ok(watch) => watch,
+            Err(e) => {
+                tracing::warn!(error = %e, "A2A stream ended early");
                 return;
             }
-            let polled = match state
-                .app
-                .ops
-                .wait_for_events(&subject, &id, after, POLL, state.app.shutdown.clone())
-                .await
-            {
-                Ok(p) => p,
-                Err(e) => {
+        };
+        loop {
+            // A client that went away ends the task at once, not at the run's next event.
+            let next = tokio::select! {
+                _ = tx.closed() => return,
+                next = watch.next() => next,
+            };
+            let update = match next {
+                Some(Ok(update)) => update,
+                Some(Err(e)) => {
                     tracing::warn!(error = %e, "A2A stream ended early");
                     return;
                 }
+                None => return,
             };
-            // The run in a poll result is read before its events, so it can predate them.
-            // Waiting from the run's own last sequence makes the next poll return at once
-            // with a fresh run whenever that happened, instead of sleeping on a status
-            // change (to waiting-*) that appends nothing further.
-            after = polled.run.last_sequence;
             let Ok(now) = state
                 .project(
-                    &polled.run,
+                    &update.run,
                     Shape {
                         history_length: Some(0),
                         include_artifacts: true,

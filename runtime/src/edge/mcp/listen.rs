@@ -19,7 +19,7 @@ use super::gate::TASKS_EXTENSION;
 use super::rpc::{Message, result_body};
 use super::service::Ctx;
 use crate::ids::BoundId;
-use crate::store::{Topic, Wake};
+use futures::StreamExt;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -45,34 +45,40 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
         super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
         super::service::Era::Legacy(_) => false,
     };
-    // Subscribe to the runs asked for before reading them, so no change between the two
-    // is missed; wake-ups of those the caller cannot read are ignored below.
-    let asked_runs: Vec<Topic> = match asked.get("taskIds").and_then(Value::as_array) {
-        Some(ids) if tasks_declared => ids
-            .iter()
-            .filter_map(Value::as_str)
-            .filter_map(|id| BoundId::parse_bound(id).ok())
-            .map(|id| Topic::Run(id.as_bound()))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut wakes = state.app.ops.runs().subscribe(&asked_runs);
-    let mut watched: HashMap<String, String> = HashMap::new(); // runId -> taskId as asked
+    // One watch per task the caller may read, from its state now; the others are left
+    // out of the acknowledgement exactly as unknown ids.
+    let mut watches = futures::stream::SelectAll::new();
+    let mut honoured_ids: Vec<String> = Vec::new();
     if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
         for task_id in ids.iter().filter_map(Value::as_str) {
-            if let Ok(run) = state
+            let Ok(run) = state
                 .load_task(&ctx.subject, &json!({"taskId": task_id}))
                 .await
-            {
-                watched.insert(run.run_id.clone(), task_id.to_owned());
-            }
+            else {
+                continue;
+            };
+            let Ok(bound) = BoundId::parse_bound(&run.run_id) else {
+                continue;
+            };
+            let Ok(watch) = state
+                .app
+                .ops
+                .watch(&ctx.subject, &bound, run.last_sequence)
+                .await
+            else {
+                continue;
+            };
+            honoured_ids.push(task_id.to_owned());
+            watches.push(Box::pin(futures::stream::unfold(
+                watch,
+                |mut w| async move { w.next().await.map(|update| (update, w)) },
+            )));
         }
     }
     let mut honoured = json!({});
-    if !watched.is_empty() {
-        let mut ids: Vec<&String> = watched.values().collect();
-        ids.sort();
-        honoured["taskIds"] = json!(ids);
+    if !honoured_ids.is_empty() {
+        honoured_ids.sort();
+        honoured["taskIds"] = json!(honoured_ids);
     }
     let mut shutdown = state.app.shutdown.clone();
     // A task feeds the stream through a channel; when the client goes away the receiver
@@ -87,47 +93,37 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
         if tx.send(ack).await.is_err() {
             return;
         }
-        // Where each watched task stood when last told, so a wake-up that changed nothing
-        // for it sends nothing.
+        // Where each watched task stood when last told, so an update that changed nothing
+        // the client sees sends nothing.
         let mut last: HashMap<String, Value> = HashMap::new();
         loop {
-            let changed: Vec<String> = tokio::select! {
+            let update = tokio::select! {
                 _ = tx.closed() => return,
                 _ = shutdown.wait_for(|v| *v) => break,
-                wake = wakes.recv() => match wake {
-                    Wake::Run(run_id) if watched.contains_key(&run_id) => vec![run_id],
-                    Wake::Run(_) | Wake::Host(_) => continue,
-                    Wake::Resync => watched.keys().cloned().collect(),
-                },
+                // Every watched task ended: the stream stays open until the client or
+                // the host ends it.
+                Some(update) = watches.next(), if !watches.is_empty() => update,
             };
-            for run_id in changed {
-                let Some(task_id) = watched.get(&run_id).cloned() else {
-                    continue;
-                };
-                // Authorized again on every notification: what tasks/get would answer now.
-                let Ok(run) = state
-                    .load_task(&ctx.subject, &json!({"taskId": task_id}))
-                    .await
-                else {
-                    continue;
-                };
-                let Ok(mut view) = state.task_view(&run, true).await else {
-                    continue;
-                };
-                if let Some(obj) = view.as_object_mut() {
-                    obj.remove("resultType");
-                }
-                if last.get(&run_id) == Some(&view) {
-                    continue;
-                }
-                last.insert(run_id.clone(), view.clone());
-                if tx
-                    .send(notification("notifications/tasks", view, &id))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+            let Ok(update) = update else {
+                continue;
+            };
+            let run = update.run;
+            let Ok(mut view) = state.task_view(&run, true).await else {
+                continue;
+            };
+            if let Some(obj) = view.as_object_mut() {
+                obj.remove("resultType");
+            }
+            if last.get(&run.run_id) == Some(&view) {
+                continue;
+            }
+            last.insert(run.run_id.clone(), view.clone());
+            if tx
+                .send(notification("notifications/tasks", view, &id))
+                .await
+                .is_err()
+            {
+                return;
             }
         }
         // A graceful end: the final result to the listen id.

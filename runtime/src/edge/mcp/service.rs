@@ -2,8 +2,6 @@
 //! HTTP mount and `openwop mcp-stdio` both call [`McpState::dispatch`] with an
 //! authenticated Subject and the request's negotiated context.
 
-use std::time::Duration;
-
 use serde_json::{Map, Value, json};
 
 use super::gate::{Declared, TASKS_EXTENSION};
@@ -304,7 +302,11 @@ impl McpState {
             self.config.call_timeout
         };
         let guard = RunGuard::arm(self.app.ops.clone(), ctx.subject.clone(), &run.run_id);
-        let run = self.settle(&ctx.subject, run, wait).await?;
+        let run = self
+            .app
+            .ops
+            .settle(&ctx.subject, run, |s| s.asks_for_input(), wait)
+            .await?;
         let status = run.status;
         let answer = if status.is_terminal() {
             self.call_result(&run).await?
@@ -326,39 +328,6 @@ impl McpState {
         // The answer exists; from here on the transport decides when it was sent.
         guard.hand_over();
         Ok(answer)
-    }
-
-    async fn settle(
-        &self,
-        subject: &Subject,
-        mut run: RunRecord,
-        timeout: Duration,
-    ) -> Result<RunRecord, RpcError> {
-        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let status = run.status;
-            if status.is_terminal() || status.asks_for_input() {
-                return Ok(run);
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() || *self.app.shutdown.borrow() {
-                return Ok(run);
-            }
-            let polled = self
-                .app
-                .ops
-                .wait_for_events(
-                    subject,
-                    &id,
-                    run.last_sequence,
-                    left,
-                    self.app.shutdown.clone(),
-                )
-                .await
-                .map_err(internal)?;
-            run = polled.run;
-        }
     }
 
     /// `CallToolResult` of a finished run: completed is a success, failed and cancelled

@@ -5,11 +5,8 @@ use super::error::ApiError;
 use super::extract::{Caller, PathParams, QueryMap, run_id};
 use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
-use crate::identity::Subject;
-use crate::ids::BoundId;
-use crate::ops::{event_view, is_terminal_event};
+use crate::ops::{EventRecord, RunWatch, event_view};
 use crate::status::Lifecycle;
-use crate::store::{EventRecord, Subscription, Topic};
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -57,29 +54,17 @@ fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
     }
 }
 
+/// One SSE frame per event; the stream closes after the run's last event (or at once
+/// for a finished run with nothing after the cursor).
 struct Tail {
-    state: AppState,
-    subject: Subject,
-    id: BoundId,
-    cursor: i64,
-    buffer: VecDeque<EventRecord>,
-    wakes: Subscription,
-    shutdown: tokio::sync::watch::Receiver<bool>,
-    done: bool,
+    watch: RunWatch,
+    ready: VecDeque<EventRecord>,
 }
 
 impl Tail {
-    /// The next frame, or `None` when the stream should close.
     async fn next(&mut self) -> Option<Event> {
         loop {
-            if self.done || *self.shutdown.borrow() {
-                return None;
-            }
-            if let Some(ev) = self.buffer.pop_front() {
-                self.cursor = ev.sequence;
-                if is_terminal_event(&ev.event_type) {
-                    self.done = true;
-                }
+            if let Some(ev) = self.ready.pop_front() {
                 return Some(
                     Event::default()
                         .id(ev.sequence.to_string())
@@ -87,30 +72,12 @@ impl Tail {
                         .data(event_view(&ev).to_string()),
                 );
             }
-            let page = match self
-                .state
-                .ops
-                .events_since(&self.subject, &self.id, self.cursor, 500)
-                .await
-            {
-                Ok(p) => p,
+            match self.watch.next().await? {
+                Ok(update) => self.ready.extend(update.events),
                 Err(e) => {
                     tracing::warn!(error = %e, "event stream ended by a read failure");
                     return None;
                 }
-            };
-            if !page.events.is_empty() {
-                self.buffer.extend(page.events);
-                continue;
-            }
-            if page.run.status.is_terminal() {
-                // Nothing after the cursor on a finished run: close without frames.
-                return None;
-            }
-            tokio::select! {
-                _ = self.shutdown.changed() => return None,
-                // This run changed (or everything must be re-read): look again.
-                _ = self.wakes.recv() => {}
             }
         }
     }
@@ -125,19 +92,12 @@ pub async fn stream_events(
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
     // Authorization first: a foreign or unknown run answers the same whatever the cursor.
-    let run = state.ops.get_run(&subject, &id).await?;
+    state.ops.get_run(&subject, &id).await?;
     check_stream_mode(q.get("streamMode"))?;
     let cursor = last_event_id(&headers)?;
-    let _ = run;
     let tail = Tail {
-        wakes: state.ops.runs().subscribe(&[Topic::Run(id.as_bound())]),
-        shutdown: state.shutdown.clone(),
-        state,
-        subject,
-        id,
-        cursor,
-        buffer: VecDeque::new(),
-        done: false,
+        watch: state.ops.watch(&subject, &id, cursor).await?,
+        ready: VecDeque::new(),
     };
     let stream = futures::stream::unfold(tail, |mut tail| async move {
         tail.next().await.map(|ev| (Ok::<_, Infallible>(ev), tail))
@@ -175,13 +135,7 @@ pub async fn poll_events(
     };
     let res = state
         .ops
-        .wait_for_events(
-            &subject,
-            &id,
-            after,
-            Duration::from_secs(timeout),
-            state.shutdown.clone(),
-        )
+        .poll(&subject, &id, after, Duration::from_secs(timeout))
         .await?;
     let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
     let status = res.run.status.as_str();

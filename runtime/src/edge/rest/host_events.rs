@@ -5,16 +5,13 @@
 use super::error::ApiError;
 use super::extract::{Caller, QueryMap};
 use crate::app::AppState;
-use crate::identity::Subject;
-use crate::ops::host_event_view;
-use crate::store::{HostEventRecord, Subscription, Topic, Wake};
+use crate::ops::{HostEventRecord, HostWatch, host_event_view};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -29,65 +26,13 @@ fn frame(ev: &HostEventRecord) -> Event {
     }
 }
 
-/// The stored order of a durable event id of this tenant, for `Last-Event-ID`.
-async fn seq_of(state: &AppState, subject: &Subject, event_id: &str) -> Result<i64, ApiError> {
-    let mut after = 0;
-    loop {
-        let page = state.ops.host_events(subject, after, 1000).await?;
-        if page.is_empty() {
-            return Err(ApiError::validation(
-                "`Last-Event-ID` names no host event of this tenant",
-            ));
-        }
-        if let Some(ev) = page.iter().find(|e| e.event_id == event_id) {
-            return Ok(ev.seq);
-        }
-        after = page.last().map(|e| e.seq).unwrap_or(after);
-    }
-}
-
-struct HostTail {
-    state: AppState,
-    subject: Subject,
-    cursor: i64,
-    buffer: VecDeque<HostEventRecord>,
-    wakes: Subscription,
-    shutdown: tokio::sync::watch::Receiver<bool>,
-}
-
-impl HostTail {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if *self.shutdown.borrow() {
-                return None;
-            }
-            if let Some(ev) = self.buffer.pop_front() {
-                if ev.delivery == "durable" {
-                    self.cursor = ev.seq;
-                }
-                return Some(frame(&ev));
-            }
-            let page = self
-                .state
-                .ops
-                .host_events(&self.subject, self.cursor, 500)
-                .await
-                .ok()?;
-            if !page.is_empty() {
-                self.buffer.extend(page);
-                continue;
-            }
-            tokio::select! {
-                _ = self.shutdown.changed() => return None,
-                w = self.wakes.recv() => {
-                    if let Wake::Host(ev) = w
-                        && ev.delivery != "durable"
-                        && ev.tenant == self.subject.tenant
-                    {
-                        self.buffer.push_back(*ev);
-                    }
-                }
-            }
+/// One SSE frame per host event; durable ones carry their id.
+async fn next_frame(watch: &mut HostWatch) -> Option<Event> {
+    match watch.next().await? {
+        Ok(ev) => Some(frame(&ev)),
+        Err(e) => {
+            tracing::warn!(error = %e, "host event stream ended by a read failure");
+            None
         }
     }
 }
@@ -105,7 +50,7 @@ pub async fn host_events(
     if !wants_sse {
         let after = match q.get("after") {
             None => 0,
-            Some(id) => seq_of(&state, &subject, id).await?,
+            Some(id) => state.ops.host_event_position(&subject, id).await?,
         };
         let events = state.ops.host_events(&subject, after, 1000).await?;
         return Ok(
@@ -115,21 +60,13 @@ pub async fn host_events(
     }
     let cursor = match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
         None => 0,
-        Some(id) => seq_of(&state, &subject, id.trim()).await?,
+        Some(id) => state.ops.host_event_position(&subject, id.trim()).await?,
     };
-    let tail = HostTail {
-        wakes: state
-            .ops
-            .runs()
-            .subscribe(&[Topic::Tenant(subject.tenant.clone())]),
-        shutdown: state.shutdown.clone(),
-        state,
-        subject,
-        cursor,
-        buffer: VecDeque::new(),
-    };
-    let stream = futures::stream::unfold(tail, |mut t| async move {
-        t.next().await.map(|e| (Ok::<_, Infallible>(e), t))
+    let watch = state.ops.watch_host(&subject, cursor);
+    let stream = futures::stream::unfold(watch, |mut w| async move {
+        next_frame(&mut w)
+            .await
+            .map(|e| (Ok::<_, Infallible>(e), w))
     });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

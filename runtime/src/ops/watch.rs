@@ -1,0 +1,266 @@
+//! Following a run, and a tenant's host log: the one way every edge waits for what
+//! happens next (REST SSE and long-poll, A2A streams and blocking sends, MCP calls and
+//! `subscriptions/listen`).
+//!
+//! A watch subscribes to its run's wake-ups before it first reads, so nothing committed
+//! between a read and the wait is missed, and it wakes only for its own run (or tenant):
+//! the cost of a commit does not grow with the streams open on other runs. Wake-ups are
+//! hints; a watch always re-reads the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{OpError, Ops};
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::status::{Lifecycle, RunStatus};
+use crate::store::{EventRecord, HostEventRecord, RunRecord, RunStore, Subscription, Topic, Wake};
+
+/// How many events one read takes at most.
+const PAGE: usize = 500;
+
+/// What a follower of a run sees next: the events after its cursor (oldest first), and
+/// the run as read after them (so never older than its newest event).
+#[derive(Debug, Clone)]
+pub struct Update {
+    pub run: RunRecord,
+    pub events: Vec<EventRecord>,
+}
+
+/// A run being followed from a cursor. Ends after the update that holds the run's last
+/// event once the run is terminal, or at once for a terminal run with nothing after the
+/// cursor, or when the host shuts down.
+pub struct RunWatch {
+    runs: Arc<dyn RunStore>,
+    run_id: String,
+    cursor: i64,
+    wakes: Subscription,
+    shutdown: watch::Receiver<bool>,
+    done: bool,
+}
+
+impl RunWatch {
+    /// The sequence of the last event handed out (`-1` before the first).
+    pub fn cursor(&self) -> i64 {
+        self.cursor
+    }
+
+    /// The next update: at once when there are events after the cursor, else when some
+    /// arrive. `None` when the watch has ended. Cancel-safe: dropping the future loses
+    /// nothing (the cursor moves only when an update is returned).
+    pub async fn next(&mut self) -> Option<Result<Update, OpError>> {
+        loop {
+            if self.done || *self.shutdown.borrow() {
+                return None;
+            }
+            match self.read().await {
+                Read::Update(update) => return Some(Ok(update)),
+                Read::Failed(e) => return Some(Err(e)),
+                Read::Ended => return None,
+                Read::Nothing => {}
+            }
+            tokio::select! {
+                _ = stopped(&mut self.shutdown) => {}
+                _ = self.wakes.recv() => {}
+            }
+        }
+    }
+
+    /// One look without waiting: an update when there are events after the cursor,
+    /// `Ok(None)` when there are none yet (or the watch has ended).
+    pub async fn try_next(&mut self) -> Result<Option<Update>, OpError> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.read().await {
+            Read::Update(update) => Ok(Some(update)),
+            Read::Failed(e) => Err(e),
+            Read::Ended | Read::Nothing => Ok(None),
+        }
+    }
+
+    async fn read(&mut self) -> Read {
+        loop {
+            let events = match self
+                .runs
+                .events_since(&self.run_id, self.cursor, PAGE)
+                .await
+            {
+                Ok(events) => events,
+                Err(e) => return Read::Failed(e.into()),
+            };
+            let run = match self.runs.get_run(&self.run_id).await {
+                Ok(Some(run)) => run,
+                // Deleted under the watch: nothing more will happen to it.
+                Ok(None) => {
+                    self.done = true;
+                    return Read::Ended;
+                }
+                Err(e) => return Read::Failed(e.into()),
+            };
+            if let Some(last) = events.last() {
+                self.cursor = last.sequence;
+                self.done = run.status.is_terminal() && self.cursor >= run.last_sequence;
+                return Read::Update(Update { run, events });
+            }
+            // The run was read after its events: a commit that landed between the two
+            // reads shows as a newer run than the events say. Read the events again.
+            if run.last_sequence > self.cursor {
+                continue;
+            }
+            if run.status.is_terminal() {
+                self.done = true;
+                return Read::Ended;
+            }
+            return Read::Nothing;
+        }
+    }
+
+    /// [`RunWatch::next`], giving up after `timeout` (`None` then, the watch still usable).
+    pub async fn next_within(&mut self, timeout: Duration) -> Option<Result<Update, OpError>> {
+        tokio::time::timeout(timeout, self.next())
+            .await
+            .unwrap_or(None)
+    }
+}
+
+enum Read {
+    Update(Update),
+    Nothing,
+    Ended,
+    Failed(OpError),
+}
+
+/// A tenant's durable host events from a cursor; never ends on its own (only at
+/// shutdown). Ephemeral events reach a watcher too, without a cursor of their own.
+pub struct HostWatch {
+    runs: Arc<dyn RunStore>,
+    tenant: String,
+    cursor: i64,
+    wakes: Subscription,
+    shutdown: watch::Receiver<bool>,
+    ready: std::collections::VecDeque<HostEventRecord>,
+}
+
+impl HostWatch {
+    /// The next host event, or `None` at shutdown.
+    pub async fn next(&mut self) -> Option<Result<HostEventRecord, OpError>> {
+        loop {
+            if *self.shutdown.borrow() {
+                return None;
+            }
+            if let Some(event) = self.ready.pop_front() {
+                return Some(Ok(event));
+            }
+            match self.runs.host_events(&self.tenant, self.cursor, PAGE).await {
+                Ok(events) if !events.is_empty() => {
+                    self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                    self.ready.extend(events);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => return Some(Err(e.into())),
+            }
+            tokio::select! {
+                _ = stopped(&mut self.shutdown) => {}
+                wake = self.wakes.recv() => {
+                    // An ephemeral event exists only in its wake-up.
+                    if let Wake::Host(event) = wake
+                        && event.delivery == "ephemeral"
+                        && event.tenant == self.tenant
+                    {
+                        self.ready.push_back(*event);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Resolves once the host is stopping; never, when nothing can stop it (no sender).
+pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
+    if rx.wait_for(|v| *v).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+impl Ops {
+    /// Whether the host is stopping.
+    pub fn stopping(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Follows a run the caller may read, from just after event `after` (`-1`: from the
+    /// start). Authorized once, here; a foreign or unknown run is refused as `get_run`
+    /// refuses it.
+    pub async fn watch(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+        after: i64,
+    ) -> Result<RunWatch, OpError> {
+        // Subscribe before the first read, so no commit falls between read and wait.
+        let wakes = self.runs.subscribe(&[Topic::Run(id.as_bound())]);
+        let run = self.load(subject, id).await?;
+        Ok(RunWatch {
+            runs: self.runs.clone(),
+            run_id: run.run_id,
+            cursor: after,
+            wakes,
+            shutdown: self.shutdown.clone(),
+            done: false,
+        })
+    }
+
+    /// Follows the caller's tenant's host log from just after `after` (`-1`: the start).
+    pub fn watch_host(&self, subject: &Subject, after: i64) -> HostWatch {
+        HostWatch {
+            wakes: self
+                .runs
+                .subscribe(&[Topic::Tenant(subject.tenant.clone())]),
+            runs: self.runs.clone(),
+            tenant: subject.tenant.clone(),
+            cursor: after,
+            shutdown: self.shutdown.clone(),
+            ready: Default::default(),
+        }
+    }
+
+    /// Waits until `run`'s status satisfies `until`, the run ends, `timeout` passes or the
+    /// host shuts down, and returns the run as last read. The one wait behind A2A's
+    /// blocking SendMessage and MCP's tools/call.
+    pub async fn settle(
+        &self,
+        subject: &Subject,
+        run: RunRecord,
+        until: impl Fn(RunStatus) -> bool,
+        timeout: Duration,
+    ) -> Result<RunRecord, OpError> {
+        if until(run.status) || run.status.is_terminal() {
+            return Ok(run);
+        }
+        let id = BoundId::parse_bound(&run.run_id).map_err(OpError::internal)?;
+        let mut watch = self.watch(subject, &id, run.last_sequence).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut latest = run;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(latest);
+            }
+            match watch.next_within(left).await {
+                Some(Ok(update)) => {
+                    latest = update.run;
+                    if until(latest.status) || latest.status.is_terminal() {
+                        return Ok(latest);
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                // Timed out, shut down, or the run ended (its last update was seen).
+                None => return Ok(latest),
+            }
+        }
+    }
+}
