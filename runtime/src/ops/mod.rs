@@ -4,6 +4,7 @@
 mod agents;
 pub mod callback;
 mod error;
+mod interop;
 pub mod tokens;
 mod views;
 mod watch;
@@ -12,6 +13,7 @@ mod watch;
 pub use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunRecord};
 pub use agents::WorkflowFilter;
 pub use error::OpError;
+pub use interop::{SESSION_IDLE_MS, Session};
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view};
 pub use watch::{HostWatch, RunWatch, Update};

@@ -350,14 +350,7 @@ impl A2aState {
 
     /// The task's contextId: the bound one, else the run id (runs started over REST).
     async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
-        Ok(self
-            .app
-            .ops
-            .interop()
-            .a2a_context_of(&run.run_id)
-            .await
-            .map_err(internal)?
-            .unwrap_or_else(|| run.run_id.clone()))
+        self.app.ops.a2a_context(run).await.map_err(internal)
     }
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
@@ -367,13 +360,7 @@ impl A2aState {
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
-        let history = self
-            .app
-            .ops
-            .interop()
-            .a2a_history(&run.run_id)
-            .await
-            .map_err(internal)?;
+        let history = self.app.ops.a2a_history(run).await.map_err(internal)?;
         project::task(
             TaskSource {
                 snapshot: &snapshot,
@@ -476,7 +463,11 @@ impl A2aState {
         let mut message = send.message.clone();
         message["taskId"] = json!(run.run_id);
         message["contextId"] = json!(context);
-        self.append_message(&run.run_id, message).await?;
+        self.app
+            .ops
+            .a2a_append_message(&run, message)
+            .await
+            .map_err(internal)?;
         Ok((resumed, send.history_length, send.return_immediately))
     }
 
@@ -539,23 +530,6 @@ impl A2aState {
                 e => e.into(),
             })?;
         Ok((created.run, created.replay))
-    }
-
-    /// Appends a message to the task's history unless one with the same messageId is
-    /// already there (a replayed SendMessage must not grow the history), on any replica.
-    async fn append_message(&self, run_id: &str, message: Value) -> Result<(), Fault> {
-        let message_id = message
-            .get("messageId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        self.app
-            .ops
-            .interop()
-            .a2a_append_message(run_id, &message_id, message)
-            .await
-            .map_err(internal)?;
-        Ok(())
     }
 
     /// The skill a new task runs: named in the message (or request) metadata as

@@ -147,7 +147,12 @@ pub async fn end_session(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    match state.sessions.close(id, &principal(&subject)).await {
+    match state
+        .app
+        .ops
+        .close_mcp_session(id, &principal(&subject))
+        .await
+    {
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
         Ok(false) => error_response(
             &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
@@ -191,7 +196,12 @@ async fn serve_message(
             .await
         {
             Ok((result, version)) => {
-                let session = match state.sessions.open(&principal(&subject), &version).await {
+                let session = match state
+                    .app
+                    .ops
+                    .open_mcp_session(&principal(&subject), &version)
+                    .await
+                {
                     Ok(id) => id,
                     Err(e) => {
                         tracing::error!(error = %e, "an MCP session could not be stored");
@@ -268,8 +278,9 @@ async fn select_era(
     let has_meta_version = message.meta().contains_key(gate::META_VERSION);
     if !has_meta_version && let Some(session_id) = gate::header_text(headers, SESSION_HEADER)? {
         let found = state
-            .sessions
-            .get(&session_id, &principal(subject))
+            .app
+            .ops
+            .mcp_session(&session_id, &principal(subject))
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "an MCP session could not be read");

@@ -15,7 +15,6 @@ mod listen;
 pub mod request_state;
 pub mod rpc;
 pub mod service;
-mod sessions;
 
 use std::sync::Arc;
 
@@ -31,7 +30,6 @@ pub use http::is_stateless;
 use request_state::Codec;
 use rpc::{RpcError, UNSUPPORTED_VERSION};
 pub use service::{Ctx, Era};
-use sessions::Sessions;
 
 /// Where the mount answers.
 pub const PATH: &str = "/mcp";
@@ -48,7 +46,6 @@ pub struct McpState {
     pub engine: Arc<Engine>,
     pub config: Arc<McpConfig>,
     codec: Arc<Codec>,
-    sessions: Arc<Sessions>,
 }
 
 impl McpState {
@@ -60,13 +57,11 @@ impl McpState {
     /// A mount sealing requestStates with `key`: the host passes the key kept in the run
     /// store, so a state opens on every replica and after a restart.
     pub fn with_key(app: AppState, engine: Arc<Engine>, config: McpConfig, key: &[u8]) -> McpState {
-        let sessions = Arc::new(Sessions::new(app.ops.interop().clone()));
         McpState {
             app,
             engine,
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
-            sessions,
         }
     }
 

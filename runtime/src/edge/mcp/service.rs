@@ -21,8 +21,6 @@ pub const REQUEST_CANCELLED: &str = "mcp-request-cancelled";
 
 /// How long a list result may be cached.
 const LIST_TTL_MS: u64 = 60_000;
-/// The claim scope of spent requestState nonces.
-const SPENT_SCOPE: &str = "mcp.requestState";
 
 /// How long a requestState stays usable.
 const STATE_TTL_MS: i64 = 10 * 60 * 1000;
@@ -502,8 +500,7 @@ impl McpState {
         let fresh = self
             .app
             .ops
-            .interop()
-            .claim_once(SPENT_SCOPE, &claims.nonce, claims.exp)
+            .spend_request_state(&claims.nonce, claims.exp)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "cannot record a spent requestState");
