@@ -42,7 +42,7 @@ pub struct HostConfig {
     /// How outbound names are resolved; the system resolver unless a test injects one.
     pub resolver: Arc<dyn egress::Resolve>,
     /// How failed A2A pushes are retried before they are dead-lettered.
-    pub push_retry: a2a::push::RetryPolicy,
+    pub push_retry: crate::ops::push::RetryPolicy,
     /// How long a resume token lives (30 minutes unless a test shortens it).
     pub interrupt_token_ttl: Duration,
     /// Connection cap, header-read timeout, shutdown grace.
@@ -64,7 +64,7 @@ impl HostConfig {
             a2a_blocking_timeout: Duration::from_secs(30),
             egress_allow_loopback: false,
             resolver: Arc::new(egress::SystemResolver),
-            push_retry: a2a::push::RetryPolicy::default(),
+            push_retry: crate::ops::push::RetryPolicy::default(),
             interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
             server: crate::server::Limits::default(),
         }

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use a2a_support::{KEY_A, KEY_B, TestHost, start_configured, user_message};
 use axum::http::{HeaderMap, StatusCode};
-use openwop::edge::a2a::push::{Backoff, RetryPolicy};
 use openwop::egress::{Resolve, Resolving};
 use openwop::host::HostConfig;
+use openwop::ops::push::{Backoff, RetryPolicy};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;

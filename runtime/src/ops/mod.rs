@@ -5,6 +5,7 @@ mod agents;
 pub mod callback;
 mod error;
 mod interop;
+pub mod push;
 pub mod tokens;
 mod views;
 mod watch;
@@ -120,6 +121,8 @@ pub struct Ops {
     egress: crate::egress::Egress,
     /// Flips to true when the host stops: every watch and wait ends.
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The push side, once the A2A edge has started it.
+    push: push::PushSlot,
 }
 
 /// The largest page `listRuns` returns.
@@ -144,6 +147,7 @@ impl Ops {
             egress: crate::egress::Egress::default(),
             // Never flips (its sender is gone) until the host installs its own.
             shutdown: tokio::sync::watch::channel(false).1,
+            push: push::PushSlot::new(),
         }
     }
 

@@ -58,7 +58,7 @@ pub struct A2aConfig {
     /// The outbound guard every push goes through.
     pub egress: crate::egress::Egress,
     /// How failed pushes are retried before they are dead-lettered.
-    pub push_retry: push::RetryPolicy,
+    pub push_retry: crate::ops::push::RetryPolicy,
 }
 
 impl A2aConfig {
@@ -70,7 +70,7 @@ impl A2aConfig {
             name: "openwop".into(),
             description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
             egress: crate::egress::Egress::default(),
-            push_retry: push::RetryPolicy::default(),
+            push_retry: crate::ops::push::RetryPolicy::default(),
         }
     }
 }
@@ -106,17 +106,17 @@ pub fn facet_of(discovery: &Value) -> Value {
         .unwrap_or_else(crate::discovery::a2a_fields)
 }
 
-/// Builds the A2A routes. The A2A task side and push state live in the host's interop
-/// store (`ops.interop()`), beside its runs.
+/// Builds the A2A routes, and starts push delivery with the A2A projection as its body.
 pub fn router(app: AppState, config: A2aConfig) -> Router {
-    let push_store = app.ops.interop().clone();
     let (egress, retry) = (config.egress.clone(), config.push_retry);
-    let mut state = A2aState {
+    let state = A2aState {
         app,
         config: Arc::new(config),
-        push: None,
     };
-    state.push = Some(push::Push::start(&state, push_store, egress, retry));
+    state
+        .app
+        .ops
+        .start_push(Arc::new(push::Render(state.clone())), egress, retry);
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_jsonrpc_response(&Value::Null)

@@ -28,8 +28,6 @@ use crate::store::RunRecord;
 pub struct A2aState {
     pub app: AppState,
     pub config: Arc<A2aConfig>,
-    /// The push side; `None` until the router has started its delivery workers.
-    pub push: Option<super::push::Push>,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -405,7 +403,7 @@ impl A2aState {
             if let Some(config) = inline
                 && !replay
             {
-                self.store_push_config(&run.run_id, config).await?;
+                self.store_push_config(&run, config).await?;
             }
             return Ok((run, send.history_length, send.return_immediately));
         };

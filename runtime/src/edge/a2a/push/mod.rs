@@ -1,5 +1,6 @@
-//! A2A push notifications: the four configuration operations (both bindings call these),
-//! the inline configuration of SendMessage, and delivery (`deliver`).
+//! A2A push notifications on the A2A edge: reading the four configuration operations
+//! (both bindings call these) and SendMessage's inline configuration, rendering their
+//! answers and the push bodies. Storing, guarding and delivering are `ops::push`'s.
 //!
 //! Rules kept here (interop.md §"A2A push delivery", map rows of the four methods):
 //! - a URL passes the egress guard at registration, and again at every delivery;
@@ -9,60 +10,52 @@
 //! - every failed lookup (unknown or unreadable task, unknown or foreign configId)
 //!   answers one byte-identical TaskNotFoundError; delete of an absent config succeeds.
 
-pub mod deliver;
-
-use crate::status::Lifecycle;
-use std::sync::Arc;
-
 use openwop_generated::errors::A2aError;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::errors::Fault;
 use super::gate::{self, Facts};
+use super::project::Shape;
 use super::service::A2aState;
-use crate::egress::{Egress, Refused};
 use crate::identity::Subject;
-use crate::store::{InteropStore, RunRecord};
-pub use crate::store::{Secret, StoredConfig};
-pub use deliver::{Backoff, RetryPolicy};
+use crate::ops::push::{NewPushConfig, PushRender, Rendered, Secret, StoredConfig};
+use crate::ops::{OpError, RunRecord};
+use crate::status::Lifecycle;
 
-/// What the push side of the A2A edge holds.
-#[derive(Clone)]
-pub struct Push {
-    pub store: Arc<dyn InteropStore>,
-    pub egress: Egress,
-    kick: mpsc::UnboundedSender<String>,
-}
+/// Push bodies are A2A `StreamResponse`s: the projection of the task as it stands.
+pub struct Render(pub A2aState);
 
-impl Push {
-    /// Builds the push side and starts its delivery workers on `state`'s runs.
-    pub fn start(
-        state: &A2aState,
-        store: Arc<dyn InteropStore>,
-        egress: Egress,
-        policy: RetryPolicy,
-    ) -> Push {
-        let (kick, rx) = mpsc::unbounded_channel();
-        let push = Push {
-            store: store.clone(),
-            egress: egress.clone(),
-            kick,
-        };
-        let mut with_push = state.clone();
-        with_push.push = Some(push.clone());
-        deliver::spawn(with_push, store, egress, policy, rx);
-        push
+impl PushRender for Render {
+    fn render<'a>(
+        &'a self,
+        run: &'a RunRecord,
+    ) -> futures::future::BoxFuture<'a, Option<Rendered>> {
+        Box::pin(async move {
+            let projected = self
+                .0
+                .project(
+                    run,
+                    Shape {
+                        history_length: Some(0),
+                        include_artifacts: true,
+                    },
+                )
+                .await
+                .ok()?;
+            let last = projected.status.is_terminal();
+            // A final state carries the whole task (outputs included); others a status update.
+            let body = if last {
+                projected.as_stream_task()
+            } else {
+                projected.as_status_update()
+            };
+            Some(Rendered {
+                state: projected.wire_state,
+                body: body.to_string(),
+                last,
+            })
+        })
     }
-}
-
-/// A configuration as a request carries it, validated.
-#[derive(Debug, Clone)]
-pub struct NewConfig {
-    pub id: Option<String>,
-    pub url: String,
-    pub scheme: Option<String>,
-    pub secret: Secret,
 }
 
 /// The one answer for every push-config lookup that finds nothing the caller may see.
@@ -93,7 +86,7 @@ fn secret_text(v: Option<&Value>, field: &str) -> Result<Option<String>, Fault> 
 }
 
 /// Reads a `TaskPushNotificationConfig` (taskId is the caller's business).
-pub fn parse_config(v: &Value, at: &str) -> Result<NewConfig, Fault> {
+pub fn parse_config(v: &Value, at: &str) -> Result<NewPushConfig, Fault> {
     let field = |f: &str| {
         if at.is_empty() {
             f.to_owned()
@@ -154,7 +147,7 @@ pub fn parse_config(v: &Value, at: &str) -> Result<NewConfig, Fault> {
             ));
         }
     };
-    Ok(NewConfig {
+    Ok(NewPushConfig {
         id,
         url,
         scheme,
@@ -171,15 +164,6 @@ pub fn view(config: &StoredConfig) -> Value {
     v
 }
 
-fn refused(e: Refused, at: &str) -> Fault {
-    let field = if at.is_empty() {
-        "url".to_owned()
-    } else {
-        format!("{at}.url")
-    };
-    Fault::invalid_params(&field, format!("refused by the egress guard: {e}"))
-}
-
 fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, Fault> {
     params
         .get(key)
@@ -189,17 +173,8 @@ fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, Fault> {
 }
 
 impl A2aState {
-    fn push(&self) -> Result<&Push, Fault> {
-        // The facet says push is served exactly when this is set; the gate has already
-        // refused otherwise.
-        self.push.as_ref().ok_or_else(|| {
-            Fault::a2a(
-                A2aError::PushNotificationNotSupported,
-                "push notifications are not served",
-            )
-        })
-    }
-
+    /// A task the caller may read, for a push-config operation: anything else is the one
+    /// not-found answer, whichever id was unknown.
     async fn push_task(&self, subject: &Subject, task_id: &str) -> Result<RunRecord, Fault> {
         self.load(subject, task_id).await.map_err(|f| {
             if f.reason() == Some("TASK_NOT_FOUND") {
@@ -210,42 +185,30 @@ impl A2aState {
         })
     }
 
-    /// Checks a new configuration's URL now; the answer names the field at `at`.
-    pub async fn check_push_url(&self, config: &NewConfig, at: &str) -> Result<(), Fault> {
-        self.push()?
-            .egress
-            .check(&config.url)
+    /// Checks a new configuration's URL now; a refusal names the field at `at`.
+    pub async fn check_push_url(&self, config: &NewPushConfig, at: &str) -> Result<(), Fault> {
+        let field = if at.is_empty() {
+            "url".to_owned()
+        } else {
+            format!("{at}.url")
+        };
+        self.app
+            .ops
+            .check_push_url(&config.url)
             .await
-            .map(|_| ())
-            .map_err(|e| refused(e, at))
+            .map_err(|e| match e {
+                OpError::Validation { message, .. } => Fault::invalid_params(&field, message),
+                e => e.into(),
+            })
     }
 
-    /// Stores a configuration that already passed [`Self::check_push_url`] and pushes the
-    /// task's current state to it.
+    /// Stores a configuration that already passed [`Self::check_push_url`].
     pub async fn store_push_config(
         &self,
-        run_id: &str,
-        config: NewConfig,
+        run: &RunRecord,
+        config: NewPushConfig,
     ) -> Result<StoredConfig, Fault> {
-        let push = self.push()?;
-        let stored = StoredConfig {
-            run_id: run_id.to_owned(),
-            config_id: config
-                .id
-                .unwrap_or_else(|| format!("pc-{}", crate::ids::mint_opaque())),
-            url: config.url,
-            scheme: config.scheme,
-            created_ms: crate::clock::now_ms(),
-        };
-        push.store
-            .push_put(stored.clone(), config.secret)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "push config could not be stored");
-                Fault::internal()
-            })?;
-        let _ = push.kick.send(run_id.to_owned());
-        Ok(stored)
+        Ok(self.app.ops.add_push_config(run, config).await?)
     }
 
     pub async fn create_push_config(
@@ -267,7 +230,7 @@ impl A2aState {
             ));
         }
         self.check_push_url(&config, "").await?;
-        Ok(view(&self.store_push_config(&run.run_id, config).await?))
+        Ok(view(&self.store_push_config(&run, config).await?))
     }
 
     pub async fn get_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
@@ -278,13 +241,9 @@ impl A2aState {
         )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
-        match self.push()?.store.push_get(&run.run_id, id).await {
-            Ok(Some(config)) => Ok(view(&config)),
-            Ok(None) => Err(not_found()),
-            Err(e) => {
-                tracing::error!(error = %e, "push config could not be read");
-                Err(Fault::internal())
-            }
+        match self.app.ops.push_config(&run, id).await? {
+            Some(config) => Ok(view(&config)),
+            None => Err(not_found()),
         }
     }
 
@@ -300,15 +259,7 @@ impl A2aState {
         )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
-        let configs = self
-            .push()?
-            .store
-            .push_list(&run.run_id)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "push configs could not be read");
-                Fault::internal()
-            })?;
+        let configs = self.app.ops.push_configs(&run).await?;
         // One page holds them all: a task has few configurations.
         Ok(json!({"configs": configs.iter().map(view).collect::<Vec<_>>(), "nextPageToken": ""}))
     }
@@ -326,14 +277,7 @@ impl A2aState {
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
         // Absent (or another task's) is the same success: delete is idempotent.
-        self.push()?
-            .store
-            .push_delete(&run.run_id, id)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "push config could not be deleted");
-                Fault::internal()
-            })?;
+        self.app.ops.delete_push_config(&run, id).await?;
         Ok(json!({}))
     }
 }

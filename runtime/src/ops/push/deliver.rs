@@ -1,8 +1,8 @@
 //! Push delivery: a watcher turns task state changes into outbox rows, a sender posts
 //! them through the egress guard, retrying per the retry policy and dead-lettering what
-//! is exhausted. Both resume from the persisted outbox and configurations at start.
+//! is exhausted. Both resume from the persisted outbox and configurations at start. The
+//! body is the A2A edge's (a [`PushRender`]); when and how it travels is decided here.
 
-use crate::status::Lifecycle;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,11 +11,9 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::super::project::Shape;
-use super::super::service::A2aState;
+use super::{PushRender, Rendered};
 use crate::egress::Egress;
-use crate::store::{Delivery, InteropStore, Secret};
-use crate::store::{Topic, Wake};
+use crate::store::{Delivery, InteropStore, RunStore, Secret, Topic, Wake};
 
 /// How the wait between attempts grows (webhooks `retryPolicy.backoff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,17 +99,25 @@ pub fn authorization(scheme: Option<&str>, secret: &Secret) -> Option<String> {
 /// Starts the watcher and the sender. `kick` receives run ids whose configurations just
 /// changed (a registration) so their current state is pushed without waiting for the
 /// next event.
-pub fn spawn(
-    state: A2aState,
-    store: Arc<dyn InteropStore>,
+pub(super) fn spawn(
+    watcher: Watcher,
     egress: Egress,
     policy: RetryPolicy,
     kick: mpsc::UnboundedReceiver<String>,
 ) {
     let outbox = Arc::new(Notify::new());
-    let shutdown = state.app.shutdown.clone();
-    tokio::spawn(watch_runs(state, store.clone(), kick, outbox.clone()));
+    let (store, shutdown) = (watcher.store.clone(), watcher.shutdown.clone());
+    tokio::spawn(watch_runs(watcher, kick, outbox.clone()));
     tokio::spawn(send_pushes(store, egress, policy, outbox, shutdown));
+}
+
+/// What the watcher reads: the runs, the push configurations, and how a run becomes a
+/// push body.
+pub(super) struct Watcher {
+    pub runs: Arc<dyn RunStore>,
+    pub store: Arc<dyn InteropStore>,
+    pub render: Arc<dyn PushRender>,
+    pub shutdown: watch::Receiver<bool>,
 }
 
 /// One task at a time, in wake-up order, so a config never gets an older state enqueued
@@ -122,16 +128,15 @@ pub fn spawn(
 /// inherit its source run's push configurations (interop.md §"A2A push delivery"); the
 /// configurations are keyed by run id, so a fork starts with none.
 async fn watch_runs(
-    state: A2aState,
-    store: Arc<dyn InteropStore>,
+    watcher: Watcher,
     mut kick: mpsc::UnboundedReceiver<String>,
     outbox: Arc<Notify>,
 ) {
     // Every run: any of them may have push configurations.
-    let mut wakes = state.app.ops.runs().subscribe(&[Topic::AllRuns]);
-    let mut shutdown = state.app.shutdown.clone();
+    let mut wakes = watcher.runs.subscribe(&[Topic::AllRuns]);
+    let mut shutdown = watcher.shutdown.clone();
     // Changes made while the host was down: look at every run that still has configs.
-    observe_all(&state, store.as_ref(), &outbox).await;
+    observe_all(&watcher, &outbox).await;
     loop {
         let run_id = tokio::select! {
             _ = stopped(&mut shutdown) => return,
@@ -142,25 +147,22 @@ async fn watch_runs(
                 // Missed wake-ups (a lagging subscriber, or a shared store whose
                 // notifications were lost): look at every configured task again.
                 Wake::Resync => {
-                    observe_all(&state, store.as_ref(), &outbox).await;
+                    observe_all(&watcher, &outbox).await;
                     continue;
                 }
             },
         };
-        observe(&state, store.as_ref(), &run_id, &outbox).await;
+        observe(&watcher, &run_id, &outbox).await;
     }
 }
 
-/// Resolves once the host is stopping (the guard `wait_for` returns is not `Send`).
-async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
+use crate::ops::watch::stopped;
 
-async fn observe_all(state: &A2aState, store: &dyn InteropStore, outbox: &Notify) {
-    match store.push_runs().await {
+async fn observe_all(watcher: &Watcher, outbox: &Notify) {
+    match watcher.store.push_runs().await {
         Ok(runs) => {
             for run_id in runs {
-                observe(state, store, &run_id, outbox).await;
+                observe(watcher, &run_id, outbox).await;
             }
         }
         Err(e) => tracing::error!(error = %e, "push: cannot list configured tasks"),
@@ -168,7 +170,8 @@ async fn observe_all(state: &A2aState, store: &dyn InteropStore, outbox: &Notify
 }
 
 /// Enqueues the run's current state for every config that has not pushed it yet.
-async fn observe(state: &A2aState, store: &dyn InteropStore, run_id: &str, outbox: &Notify) {
+async fn observe(watcher: &Watcher, run_id: &str, outbox: &Notify) {
+    let store = watcher.store.as_ref();
     let configured = match store.push_list(run_id).await {
         Ok(list) => !list.is_empty(),
         Err(e) => {
@@ -179,7 +182,7 @@ async fn observe(state: &A2aState, store: &dyn InteropStore, run_id: &str, outbo
     if !configured {
         return;
     }
-    let run = match state.app.ops.runs().get_run(run_id).await {
+    let run = match watcher.runs.get_run(run_id).await {
         Ok(Some(run)) => run,
         Ok(None) => return,
         Err(e) => {
@@ -187,31 +190,14 @@ async fn observe(state: &A2aState, store: &dyn InteropStore, run_id: &str, outbo
             return;
         }
     };
-    let projected = match state
-        .project(
-            &run,
-            Shape {
-                history_length: Some(0),
-                include_artifacts: true,
-            },
-        )
-        .await
-    {
-        Ok(p) => p,
-        Err(_) => return,
-    };
-    let last = projected.status.is_terminal();
-    // A final state carries the whole task (outputs included); others a status update.
-    let body = if last {
-        projected.as_stream_task()
-    } else {
-        projected.as_status_update()
+    let Some(Rendered { state, body, last }) = watcher.render.render(&run).await else {
+        return;
     };
     match store
         .push_enqueue(
             run_id,
-            projected.wire_state,
-            &body.to_string(),
+            state,
+            &body,
             last,
             run.last_sequence,
             crate::clock::now_ms(),
@@ -220,12 +206,7 @@ async fn observe(state: &A2aState, store: &dyn InteropStore, run_id: &str, outbo
     {
         Ok(0) => {}
         Ok(n) => {
-            tracing::debug!(
-                run_id,
-                state = projected.wire_state,
-                deliveries = n,
-                "push enqueued"
-            );
+            tracing::debug!(run_id, state, deliveries = n, "push enqueued");
             outbox.notify_one();
         }
         Err(e) => tracing::error!(error = %e, "push: cannot enqueue"),
