@@ -10,7 +10,7 @@ use crate::egress;
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
 use crate::ops::{self, MAX_PAGE_SIZE, Ops};
-use crate::store::Stores;
+use crate::store::{StoreError, Stores};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +95,8 @@ pub struct Host {
     pub state: AppState,
     pub engine: Arc<Engine>,
     app: axum::Router,
+    /// The key MCP requestStates are sealed with, shared through the store.
+    mcp_key: Vec<u8>,
     limits: crate::server::Limits,
     shutdown_tx: watch::Sender<bool>,
 }
@@ -123,10 +125,20 @@ impl Host {
             agents.load_dir(dir)?;
         }
         agents.check_routes(|w| registry.get(w).is_some())?;
-        let routing = RoutingKey::load_or_create(&config.data_dir)?;
         // SQLite in the data dir unless a database URL is configured; runs and the interop
         // state (A2A task side and push, MCP sessions) share the one database.
         let stores = Stores::open(&config.data_dir, config.database.as_deref()).await?;
+        // R must be the same on every replica of one database: the data dir's secret is
+        // offered to the store, and the first one it holds is everybody's.
+        let local = RoutingKey::load_or_create(&config.data_dir)?;
+        let routing = RoutingKey::from_shared(
+            &stores
+                .runs
+                .shared_secret(RoutingKey::SHARED_NAME, local.candidate())
+                .await?,
+            env!("CARGO_PKG_VERSION"),
+        )
+        .ok_or_else(|| StoreError::Database("the shared agent routing secret is damaged".into()))?;
         if config.database.is_some() {
             tracing::info!(
                 "runs, A2A push configurations and MCP sessions are stored in PostgreSQL, shared with any other replica on it"
@@ -147,6 +159,11 @@ impl Host {
             .shared_secret(ops::tokens::TOKEN_KEY, ops::tokens::fresh_key())
             .await?;
         let tokens = ops::TokenKey::new(token_key, config.interrupt_token_ttl);
+        // One MCP requestState key for every replica (and every restart) of this store, so
+        // a state opens on any of them, over HTTP or stdio.
+        let mcp_key = store
+            .shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec())
+            .await?;
         // Before any run is resumed, so a run that suspends on resumption still notifies.
         engine.set_on_suspend(ops::callback::notifier(tokens.clone(), egress.clone()));
         let resumed = engine.resume_unfinished().await?;
@@ -172,23 +189,12 @@ impl Host {
             discovery: Arc::new(Discovery::new(document)),
             shutdown: shutdown_rx,
         };
-        let mut a2a_config = a2a::A2aConfig::new(a2a::skills_from_registry(engine.registry()));
+        let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
         let a2a = a2a::router(state.clone(), a2a_config);
-        // One requestState key for every replica (and every restart) of this store.
-        let key = state
-            .ops
-            .runs()
-            .shared_secret(mcp::REQUEST_STATE_KEY, mcp::fresh_key().to_vec())
-            .await?;
-        let mcp = mcp::router_for(mcp::McpState::with_key(
-            state.clone(),
-            engine.clone(),
-            config.mcp,
-            &key,
-        ));
+        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key));
         let metrics = Arc::new(crate::observe::Metrics::default());
         let app = rest::router(state.clone())
             .merge(a2a)
@@ -209,9 +215,16 @@ impl Host {
             state,
             engine,
             app,
+            mcp_key,
             limits: config.server,
             shutdown_tx,
         })
+    }
+
+    /// An MCP mount of this host with `config` (the stdio transport serves one), sealing
+    /// requestStates with the key every replica shares.
+    pub fn mcp_state(&self, config: mcp::McpConfig) -> mcp::McpState {
+        mcp::McpState::with_key(self.state.clone(), config, &self.mcp_key)
     }
 
     /// Every route the host serves: REST and SSE, A2A (card, JSON-RPC, HTTP+JSON), MCP.

@@ -84,24 +84,9 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         })
         .await
         .map_err(|e| e.to_string())?;
-        // The same key `openwop serve` uses on this store, so states cross transports,
-        // replicas and restarts alike.
-        let key = host
-            .state
-            .ops
-            .runs()
-            .shared_secret(
-                crate::edge::mcp::REQUEST_STATE_KEY,
-                crate::edge::mcp::fresh_key().to_vec(),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        let state = McpState::with_key(
-            host.state.clone(),
-            host.engine.clone(),
-            McpConfig::default(),
-            &key,
-        );
+        // The same mount `openwop serve` has, with the key every replica of this store
+        // shares, so states cross transports, replicas and restarts alike.
+        let state = host.mcp_state(McpConfig::default());
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.

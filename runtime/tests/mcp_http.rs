@@ -632,13 +632,7 @@ async fn a_client_disconnect_before_the_answer_cancels_the_run() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let run = run.expect("the abandoned run was cancelled");
-    let events = h
-        .state
-        .ops
-        .runs()
-        .events_since(&run.run_id, -1, 100)
-        .await
-        .expect("events");
+    let events = h.events(&run.run_id).await;
     let cancelled = events
         .iter()
         .find(|e| e.event_type == "run.cancelled")

@@ -13,12 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[tokio::test]
 async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     let h = start().await;
-    let state = McpState::with_key(
-        h.state.clone(),
-        h.engine.clone(),
-        McpConfig::default(),
-        &[7u8; 32],
-    );
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
     let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
     let (host_out, from_host) = tokio::io::duplex(64 * 1024);
     let subject = h.subject("acme");
@@ -73,13 +68,7 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
     };
     send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow-1"}})).await;
     let run = h.wait_status(&slow, "cancelled").await;
-    let events = h
-        .state
-        .ops
-        .runs()
-        .events_since(&run.run_id, -1, 100)
-        .await
-        .expect("events");
+    let events = h.events(&run.run_id).await;
     let cancelled = events
         .iter()
         .find(|e| e.event_type == "run.cancelled")
@@ -106,7 +95,7 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
         .remove("serverMount");
     let mut app = h.state.clone();
     app.discovery = std::sync::Arc::new(openwop::discovery::Discovery::new(document));
-    let state = McpState::with_key(app, h.engine.clone(), McpConfig::default(), &[7u8; 32]);
+    let state = McpState::with_key(app, McpConfig::default(), &[7u8; 32]);
     let ctx = openwop::edge::mcp::Ctx {
         subject: h.subject("acme"),
         era: openwop::edge::mcp::Era::Legacy("2025-11-25".into()),

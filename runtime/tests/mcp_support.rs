@@ -163,14 +163,27 @@ impl TestHost {
         .await
     }
 
-    pub async fn run(&self, run_id: &str) -> openwop::store::RunRecord {
+    /// A run as its own tenant reads it through `ops`.
+    pub async fn run(&self, run_id: &str) -> openwop::ops::RunRecord {
+        let id = openwop::ids::BoundId::parse_bound(run_id).expect("run id");
+        let tenant = id.tenant().to_owned();
         self.state
             .ops
-            .runs()
-            .get_run(run_id)
+            .get_run(&self.subject(&tenant), &id)
             .await
-            .expect("store")
             .expect("run")
+    }
+
+    /// A run's whole event log as its own tenant reads it through `ops`.
+    pub async fn events(&self, run_id: &str) -> Vec<openwop::ops::EventRecord> {
+        let id = openwop::ids::BoundId::parse_bound(run_id).expect("run id");
+        let tenant = id.tenant().to_owned();
+        self.state
+            .ops
+            .poll(&self.subject(&tenant), &id, -1, std::time::Duration::ZERO)
+            .await
+            .expect("events")
+            .events
     }
 
     pub async fn negotiations(&self, tenant: &str) -> Vec<Value> {

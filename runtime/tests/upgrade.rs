@@ -188,6 +188,15 @@ async fn a_data_dir_of_the_previous_release_is_taken_over_whole() {
             ],
         )
         .expect("repoint");
+    // The session was live when the fixture was made; an MCP session lives an hour after
+    // its last use, so keep it live as of now (only its expiry, never its identity).
+    rusqlite::Connection::open(data.join("openwop.sqlite3"))
+        .expect("main file")
+        .execute(
+            "UPDATE mcp_sessions SET expires_ms = ?1",
+            [openwop::clock::now_ms() + 3_600_000],
+        )
+        .expect("keep the session live");
 
     let mut host = Host::start(&data, &key).await;
 

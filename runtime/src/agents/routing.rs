@@ -51,6 +51,22 @@ impl RoutingKey {
         }
     }
 
+    /// The store's name for the secret every replica shares.
+    pub const SHARED_NAME: &'static str = "agents.routing.key";
+
+    /// This key as the store shares it: the data dir's secret is offered, and the first
+    /// one a store holds is every replica's (one host keeps its own, so R never changes
+    /// on an upgrade).
+    pub fn candidate(&self) -> Vec<u8> {
+        self.key.to_vec()
+    }
+
+    /// The key the store settled on.
+    pub fn from_shared(bytes: &[u8], version: &str) -> Option<Self> {
+        let key: [u8; 32] = bytes.try_into().ok()?;
+        Some(Self::new(key, version))
+    }
+
     /// A key that lives only in memory (tests of other layers; never a served host).
     pub fn ephemeral() -> Self {
         let mut key = [0u8; 32];

@@ -34,6 +34,19 @@ impl Ops {
             .collect()
     }
 
+    /// Every workflow the host has, sorted by id: what its public card advertises as
+    /// skills (public, so not narrowed to a caller).
+    pub fn host_workflows(&self) -> Vec<Arc<Workflow>> {
+        let registry = self.engine.registry();
+        registry.ids().filter_map(|id| registry.get(id)).collect()
+    }
+
+    /// Whether a failed run was failed by the host itself (a step it could not execute)
+    /// rather than by the workflow's own outcome.
+    pub fn failed_by_host(&self, run: &crate::store::RunRecord) -> bool {
+        self.engine.failed_by_host(run)
+    }
+
     /// `getWorkflow`: one workflow `subject` may run; any other is answered as unknown.
     pub fn get_workflow(
         &self,

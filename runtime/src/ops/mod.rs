@@ -183,16 +183,6 @@ impl Ops {
         self.max_page_size
     }
 
-    /// The run store (runs, events, interrupts, host events, wake-ups).
-    pub fn runs(&self) -> &Arc<dyn RunStore> {
-        &self.runs
-    }
-
-    /// The interop store (A2A task side and push, MCP sessions and claims).
-    pub fn interop(&self) -> &Arc<dyn InteropStore> {
-        &self.interop
-    }
-
     /// Loads a run the caller may see. A foreign tenant segment is refused before any
     /// lookup, so the answer cannot depend on whether the run exists.
     async fn load(&self, subject: &Subject, id: &BoundId) -> Result<RunRecord, OpError> {

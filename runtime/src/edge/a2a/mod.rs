@@ -75,12 +75,10 @@ impl A2aConfig {
     }
 }
 
-/// One skill per workflow of the engine's registry, sorted by workflow id.
-pub fn skills_from_registry(registry: &crate::engine::registry::Registry) -> Vec<Skill> {
-    let mut ids: Vec<&str> = registry.ids().collect();
-    ids.sort_unstable();
-    ids.into_iter()
-        .filter_map(|id| registry.get(id))
+/// One skill per workflow of the host, sorted by workflow id.
+pub fn skills_of_host(ops: &crate::ops::Ops) -> Vec<Skill> {
+    ops.host_workflows()
+        .iter()
         .map(|w| Skill {
             workflow_id: w.definition.id.clone(),
             name: w

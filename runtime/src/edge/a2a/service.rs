@@ -18,10 +18,10 @@ use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
+use crate::ops::RunRecord;
 use crate::ops::{
     A2aStart, CreateRunRequest, CreateWith, ListParams, OpError, Transport, run_view,
 };
-use crate::store::RunRecord;
 
 /// Everything the A2A handlers reach.
 #[derive(Clone)]

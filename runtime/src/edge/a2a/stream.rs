@@ -14,7 +14,7 @@ use super::project::{self, Shape};
 use super::service::A2aState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::store::RunRecord;
+use crate::ops::RunRecord;
 
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.

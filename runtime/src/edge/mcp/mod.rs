@@ -6,7 +6,7 @@
 //! statelessly; `initialize` opens a 2025-11-25 session. Every request is authenticated
 //! before anything else, and every refusal is a JSON-RPC error.
 //!
-//! Mount with `Router::merge(edge::mcp::router(app_state, engine, McpConfig::default()))`.
+//! Mount with `Router::merge(edge::mcp::router(app_state, McpConfig::default()))`.
 
 mod cancel;
 pub mod gate;
@@ -23,7 +23,6 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::engine::Engine;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Offer, Protocol};
 pub use http::is_stateless;
@@ -43,23 +42,21 @@ pub use crate::settings::McpConfig;
 #[derive(Clone)]
 pub struct McpState {
     pub app: AppState,
-    pub engine: Arc<Engine>,
     pub config: Arc<McpConfig>,
     codec: Arc<Codec>,
 }
 
 impl McpState {
     /// A mount with a key of its own: its requestStates open only in this process.
-    pub fn new(app: AppState, engine: Arc<Engine>, config: McpConfig) -> McpState {
-        Self::with_key(app, engine, config, &fresh_key())
+    pub fn new(app: AppState, config: McpConfig) -> McpState {
+        Self::with_key(app, config, &fresh_key())
     }
 
     /// A mount sealing requestStates with `key`: the host passes the key kept in the run
     /// store, so a state opens on every replica and after a restart.
-    pub fn with_key(app: AppState, engine: Arc<Engine>, config: McpConfig, key: &[u8]) -> McpState {
+    pub fn with_key(app: AppState, config: McpConfig, key: &[u8]) -> McpState {
         McpState {
             app,
-            engine,
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
         }
@@ -136,8 +133,8 @@ pub fn fresh_key() -> [u8; 32] {
 }
 
 /// The `/mcp` routes, with a key of their own.
-pub fn router(app: AppState, engine: Arc<Engine>, config: McpConfig) -> Router {
-    router_for(McpState::new(app, engine, config))
+pub fn router(app: AppState, config: McpConfig) -> Router {
+    router_for(McpState::new(app, config))
 }
 
 /// The `/mcp` routes of `state`.

@@ -12,9 +12,9 @@ use crate::generated::dispatch::{MCP_METHODS, RunStatus, mcp_task_status};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
+use crate::ops::RunRecord;
 use crate::ops::{CreateRunRequest, OpError, Transport};
 use crate::status::Lifecycle;
-use crate::store::RunRecord;
 
 /// The reason a run owned by an abandoned request is cancelled with.
 pub const REQUEST_CANCELLED: &str = "mcp-request-cancelled";
@@ -609,7 +609,7 @@ impl McpState {
         detailed: bool,
     ) -> Result<Value, RpcError> {
         let status = run.status;
-        let by_host = self.engine.failed_by_host(run);
+        let by_host = self.app.ops.failed_by_host(run);
         let mut task = json!({
             "resultType": if detailed { "complete" } else { "task" },
             "taskId": run.run_id,
