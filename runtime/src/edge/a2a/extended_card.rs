@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::card::{self, CardInputs};
 use super::errors::Fault;
-use super::gate::{self, Facts};
 use super::service::A2aState;
 use crate::agents::AgentEntry;
 use crate::identity::Subject;
@@ -105,11 +104,6 @@ pub async fn get(
     headers: &HeaderMap,
     params: &Value,
 ) -> Result<Value, Fault> {
-    gate::check(
-        "GetExtendedAgentCard",
-        &Facts::default(),
-        &state.app.discovery.document,
-    )?;
     let tenant = match params.get("tenant") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,

@@ -22,6 +22,34 @@ pub struct Facts {
     pub task_terminal: bool,
 }
 
+impl Facts {
+    /// What a request says about itself before anything is read: whether its message
+    /// names a task, and what its configuration asks for. The named task's state is not
+    /// known yet (those rows are judged again once the task is read).
+    pub fn of_request(params: &Value) -> Facts {
+        let configuration = params.get("configuration");
+        let set = |key: &str| {
+            configuration
+                .and_then(|c| c.get(key))
+                .is_some_and(|v| !v.is_null())
+        };
+        Facts {
+            has_task_id: params
+                .get("message")
+                .and_then(|m| m.get("taskId"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.is_empty()),
+            return_immediately: configuration
+                .and_then(|c| c.get("returnImmediately"))
+                .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true")),
+            // The 1.0 name, or the pre-1.0 one some clients still send.
+            inline_push_config: set("taskPushNotificationConfig") || set("pushNotificationConfig"),
+            task_suspended: false,
+            task_terminal: false,
+        }
+    }
+}
+
 /// Whether a row's `when` holds for `facts`; `None` for a `when` text we cannot read.
 pub fn applies(when: Option<&str>, facts: &Facts) -> Option<bool> {
     let Some(when) = when else { return Some(true) };

@@ -11,7 +11,7 @@ use tracing::Instrument;
 use super::errors::{Fault, Transport};
 use super::extract::{Call, Caller, JsonRpc};
 use super::service::A2aState;
-use super::{negotiate, stream};
+use super::{Answer, negotiate};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
@@ -41,51 +41,26 @@ pub async fn handle(
         return fault.into_jsonrpc_response(&id);
     }
     let span = super::request_span(&method, &params, &headers);
-    if matches!(method.as_str(), "SendStreamingMessage" | "SubscribeToTask") {
-        return streaming(state, subject, &method, params, id)
-            .instrument(span)
-            .await;
-    }
-    let result = super::call(&state, &subject, &headers, &method, &params);
-    match result.instrument(span).await {
-        Ok(result) => {
+    let answer = async {
+        let method = super::method_of(&method)?;
+        super::dispatch(&state, &subject, &headers, method, &params).await
+    };
+    match answer.instrument(span).await {
+        Ok(Answer::Value(result)) => {
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }
+        Ok(Answer::Stream(events)) => {
+            // Every SSE event is a whole JSON-RPC response echoing the request's id.
+            let frames = events.map(move |response| {
+                Ok::<_, std::convert::Infallible>(
+                    Event::default()
+                        .data(json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string()),
+                )
+            });
+            Sse::new(frames)
+                .keep_alive(KeepAlive::default())
+                .into_response()
         }
         Err(fault) => fault.into_jsonrpc_response(&id),
     }
-}
-
-async fn streaming(
-    state: A2aState,
-    subject: crate::identity::Subject,
-    method: &str,
-    params: Value,
-    id: Value,
-) -> Response {
-    let start = if method == "SendStreamingMessage" {
-        state
-            .accept_message(&subject, method, &params)
-            .await
-            .map(|(run, history, _)| (run, history))
-    } else {
-        state.subscribe(&subject, &params).await
-    };
-    let (run, history) = match start {
-        Ok(started) => started,
-        Err(fault) => return fault.into_jsonrpc_response(&id),
-    };
-    let events = match stream::open(state, subject, run, history).await {
-        Ok(events) => events,
-        Err(fault) => return fault.into_jsonrpc_response(&id),
-    };
-    // Every SSE event is a whole JSON-RPC response echoing the request's id.
-    let frames = events.map(move |response| {
-        Ok::<_, std::convert::Infallible>(
-            Event::default()
-                .data(json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string()),
-        )
-    });
-    Sse::new(frames)
-        .keep_alive(KeepAlive::default())
-        .into_response()
 }

@@ -35,7 +35,8 @@ use crate::app::AppState;
 use crate::identity::Subject;
 use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
-use errors::Fault;
+use errors::{Fault, Transport};
+use openwop_generated::dispatch::A2aMethod;
 pub use service::A2aState;
 
 /// The largest request body an A2A interface reads (413, in A2A's shape, beyond).
@@ -151,38 +152,74 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     })
 }
 
-/// Answers one unary A2A operation, whichever binding carried it: the bindings differ in
-/// how they read the request and render the answer, never in what the operation does.
-pub(crate) async fn call(
+/// What an operation answers: a value, or a stream of `StreamResponse` objects.
+pub(crate) enum Answer {
+    Value(Value),
+    Stream(futures::stream::BoxStream<'static, Value>),
+}
+
+/// Answers one A2A operation, whichever binding carried it: the bindings differ in how
+/// they read the request and render the answer, never in what the operation does. The
+/// map's rule "refuse a row whose `requires` is not advertised, with the row's error"
+/// runs here, once, for every method (the rows that depend on a named task's state are
+/// judged again once the task is read); the match is exhaustive over the map's methods.
+pub(crate) async fn dispatch(
     state: &A2aState,
     subject: &Subject,
     headers: &HeaderMap,
-    method: &str,
+    method: A2aMethod,
     params: &Value,
-) -> Result<Value, Fault> {
-    match method {
-        "SendMessage" => state.send_message(subject, params).await,
-        "GetTask" => state.get_task(subject, params).await,
-        "ListTasks" => state.list_tasks(subject, params).await,
-        "CancelTask" => state.cancel_task(subject, params).await,
-        "CreateTaskPushNotificationConfig" => state.create_push_config(subject, params).await,
-        "GetTaskPushNotificationConfig" => state.get_push_config(subject, params).await,
-        "ListTaskPushNotificationConfigs" => state.list_push_configs(subject, params).await,
-        "DeleteTaskPushNotificationConfig" => state.delete_push_config(subject, params).await,
-        "GetExtendedAgentCard" => extended_card::get(state, subject, headers, params).await,
-        // Any other row of the map needs a facet this host does not advertise: the
-        // table's refusal answers it.
-        other => match gate::check(
-            other,
-            &gate::Facts::default(),
-            &state.app.discovery.document,
-        ) {
-            Err(fault) => Err(fault),
-            Ok(_) => Err(Fault::unsupported(format!(
-                "{other} is not served by this host"
-            ))),
-        },
-    }
+) -> Result<Answer, Fault> {
+    gate::check(
+        method.as_str(),
+        &gate::Facts::of_request(params),
+        &state.app.discovery.document,
+    )?;
+    let value = match method {
+        A2aMethod::SendMessage => state.send_message(subject, params).await?,
+        A2aMethod::SendStreamingMessage => {
+            let (run, history, _) = state.accept_message(subject, method, params).await?;
+            return stream_of(state, subject, run, history).await;
+        }
+        A2aMethod::SubscribeToTask => {
+            let (run, history) = state.subscribe(subject, params).await?;
+            return stream_of(state, subject, run, history).await;
+        }
+        A2aMethod::GetTask => state.get_task(subject, params).await?,
+        A2aMethod::ListTasks => state.list_tasks(subject, params).await?,
+        A2aMethod::CancelTask => state.cancel_task(subject, params).await?,
+        A2aMethod::CreateTaskPushNotificationConfig => {
+            state.create_push_config(subject, params).await?
+        }
+        A2aMethod::GetTaskPushNotificationConfig => state.get_push_config(subject, params).await?,
+        A2aMethod::ListTaskPushNotificationConfigs => {
+            state.list_push_configs(subject, params).await?
+        }
+        A2aMethod::DeleteTaskPushNotificationConfig => {
+            state.delete_push_config(subject, params).await?
+        }
+        A2aMethod::GetExtendedAgentCard => {
+            extended_card::get(state, subject, headers, params).await?
+        }
+    };
+    Ok(Answer::Value(value))
+}
+
+async fn stream_of(
+    state: &A2aState,
+    subject: &Subject,
+    run: crate::ops::RunRecord,
+    history: Option<usize>,
+) -> Result<Answer, Fault> {
+    let events = stream::open(state.clone(), subject.clone(), run, history).await?;
+    Ok(Answer::Stream(futures::StreamExt::boxed(events)))
+}
+
+/// The method a request names, or the binding's method-not-found.
+pub(crate) fn method_of(name: &str) -> Result<A2aMethod, Fault> {
+    A2aMethod::from_method(name).ok_or_else(|| {
+        Fault::transport(Transport::MethodNotFound, format!("no A2A method `{name}`"))
+    })
 }
 
 /// Negotiates the version of one authenticated exchange and records the outcome as a

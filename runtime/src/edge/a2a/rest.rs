@@ -18,7 +18,7 @@ use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
 use super::extract::{Caller, HttpJson, Refusal, RestCall, read_body};
 use super::service::A2aState;
-use super::{negotiate, stream};
+use super::{Answer, negotiate};
 use crate::ids::BoundId;
 
 /// A route of the table: `(HTTP method, path template, JSON-RPC method)`.
@@ -228,37 +228,13 @@ pub async fn handle(
     } = call;
     negotiate(&state, &subject, &headers, query.as_deref()).await?;
     let span = super::request_span(method, &params, &headers);
-    if matches!(method, "SendStreamingMessage" | "SubscribeToTask") {
-        return Ok(streaming(state, subject, method, params)
-            .instrument(span)
-            .await);
-    }
-    let result = super::call(&state, &subject, &headers, method, &params)
+    let method = super::method_of(method)?;
+    let answer = super::dispatch(&state, &subject, &headers, method, &params)
         .instrument(span)
         .await?;
-    Ok((StatusCode::OK, axum::Json(result)).into_response())
-}
-
-async fn streaming(
-    state: A2aState,
-    subject: crate::identity::Subject,
-    method: &str,
-    params: Value,
-) -> Response {
-    let start = if method == "SendStreamingMessage" {
-        state
-            .accept_message(&subject, method, &params)
-            .await
-            .map(|(run, history, _)| (run, history))
-    } else {
-        state.subscribe(&subject, &params).await
-    };
-    let (run, history) = match start {
-        Ok(started) => started,
-        Err(fault) => return fault.into_rest_response(),
-    };
-    match stream::open(state, subject, run, history).await {
-        Ok(events) => {
+    Ok(match answer {
+        Answer::Value(result) => (StatusCode::OK, axum::Json(result)).into_response(),
+        Answer::Stream(events) => {
             let frames = events.map(|response| {
                 Ok::<_, std::convert::Infallible>(Event::default().data(response.to_string()))
             });
@@ -266,8 +242,7 @@ async fn streaming(
                 .keep_alive(KeepAlive::default())
                 .into_response()
         }
-        Err(fault) => fault.into_rest_response(),
-    }
+    })
 }
 
 #[cfg(test)]

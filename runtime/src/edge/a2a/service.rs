@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use openwop_generated::dispatch::A2A_TASK_STATES;
+use openwop_generated::dispatch::A2aMethod;
 use openwop_generated::errors::A2aError;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -375,7 +376,7 @@ impl A2aState {
     pub async fn accept_message(
         &self,
         subject: &Subject,
-        method: &str,
+        method: A2aMethod,
         params: &Value,
     ) -> Result<(RunRecord, Option<usize>, bool), Fault> {
         let send = parse_send(params)?;
@@ -386,7 +387,6 @@ impl A2aState {
             ..Facts::default()
         };
         let Some(task_id) = send.task_id else {
-            gate::check(method, &facts, &self.app.discovery.document)?;
             // The inline configuration is judged before the run exists, so a refused URL
             // changes nothing.
             let inline = match params.get("configuration").and_then(inline_push_config) {
@@ -411,7 +411,9 @@ impl A2aState {
         let status = run.status;
         facts.task_suspended = status.is_suspended();
         facts.task_terminal = status.is_terminal();
-        gate::check(method, &facts, &self.app.discovery.document)?;
+        // The dispatcher judged the rows a request alone decides; these depend on the
+        // named task's state, known only now.
+        gate::check(method.as_str(), &facts, &self.app.discovery.document)?;
         let context = self.context_of(&run).await?;
         if send.context_id.is_some_and(|c| c != context) {
             return Err(Fault::invalid_params(
@@ -552,7 +554,9 @@ impl A2aState {
 
     /// SendMessage: accept, then wait (unless returnImmediately), then answer the Task.
     pub async fn send_message(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        let (run, history, immediate) = self.accept_message(subject, "SendMessage", params).await?;
+        let (run, history, immediate) = self
+            .accept_message(subject, A2aMethod::SendMessage, params)
+            .await?;
         let run = if immediate {
             run
         } else {
@@ -584,11 +588,6 @@ impl A2aState {
         subject: &Subject,
         params: &Value,
     ) -> Result<(RunRecord, Option<usize>), Fault> {
-        gate::check(
-            "SubscribeToTask",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -603,7 +602,6 @@ impl A2aState {
     }
 
     pub async fn get_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("GetTask", &Facts::default(), &self.app.discovery.document)?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -623,11 +621,6 @@ impl A2aState {
     }
 
     pub async fn cancel_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check(
-            "CancelTask",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let id = params
             .get("id")
             .and_then(Value::as_str)
@@ -652,7 +645,6 @@ impl A2aState {
 
     /// ListTasks: exactly the runs `listRuns` gives this Subject, filtered and paged here.
     pub async fn list_tasks(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check("ListTasks", &Facts::default(), &self.app.discovery.document)?;
         let page_size = match params.get("pageSize") {
             None | Some(Value::Null) => 50,
             Some(v) => match v

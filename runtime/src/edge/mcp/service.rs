@@ -8,7 +8,7 @@ use super::gate::{Declared, TASKS_EXTENSION};
 use super::request_state::{Claims, Refusal, request_digest};
 use super::rpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::{McpState, cancel::RunGuard};
-use crate::generated::dispatch::{MCP_METHODS, RunStatus, mcp_task_status};
+use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus, mcp_task_status};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
@@ -72,7 +72,7 @@ fn refused_state(why: Refusal) -> RpcError {
 
 /// Whether a method has a row in the map (or is the legacy era's `ping`).
 pub fn is_routed(method: &str) -> bool {
-    method == "ping" || MCP_METHODS.iter().any(|m| m.method == method)
+    method == "ping" || McpMethod::from_method(method).is_some()
 }
 
 impl McpState {
@@ -82,7 +82,7 @@ impl McpState {
         if message.method == "ping" && matches!(ctx.era, Era::Legacy(_)) {
             return Ok((!message.is_notification()).then(|| json!({})));
         }
-        let Some(row) = MCP_METHODS.iter().find(|m| m.method == message.method) else {
+        let Some(method) = McpMethod::from_method(&message.method) else {
             if message.is_notification() {
                 return Ok(None);
             }
@@ -91,6 +91,7 @@ impl McpState {
                 format!("no method `{}`", message.method),
             ));
         };
+        let row = method.row();
         // The map's rule for every row: one whose `requires` is not advertised is refused.
         if let Some(missing) = row
             .requires
@@ -125,20 +126,19 @@ impl McpState {
             }
         }
         let params = &message.params;
-        let result = match row.method {
-            "server/discover" => self.discover(),
-            "tools/list" => self.list_tools(&ctx.subject),
-            "tools/call" => self.call_tool(ctx, params).await?,
-            "tasks/get" => self.get_task(ctx, params).await?,
-            "tasks/update" => self.update_task(ctx, params).await?,
-            "tasks/cancel" => self.cancel_task(ctx, params).await?,
+        let result = match method {
+            McpMethod::ServerDiscover => self.discover(),
+            McpMethod::ToolsList => self.list_tools(&ctx.subject),
+            McpMethod::ToolsCall => self.call_tool(ctx, params).await?,
+            McpMethod::TasksGet => self.get_task(ctx, params).await?,
+            McpMethod::TasksUpdate => self.update_task(ctx, params).await?,
+            McpMethod::TasksCancel => self.cancel_task(ctx, params).await?,
             // Notifications: over HTTP the cancel is the closed stream, on stdio the
             // transport handles it before dispatch; nothing is answered either way.
-            "notifications/cancelled" | "notifications/tasks" => return Ok(None),
-            // initialize is answered by the transport, which owns the session;
-            // subscriptions/listen by the HTTP transport, which owns the stream (stdio does
-            // not serve it yet).
-            _ => {
+            McpMethod::NotificationsCancelled | McpMethod::NotificationsTasks => return Ok(None),
+            // Answered by the transport, which owns what they open: initialize the
+            // session, subscriptions/listen the stream (served on streamable HTTP only).
+            McpMethod::Initialize | McpMethod::SubscriptionsListen => {
                 return Err(RpcError::new(
                     METHOD_NOT_FOUND,
                     format!("`{}` is not served here", message.method),

@@ -14,7 +14,6 @@ use openwop_generated::errors::A2aError;
 use serde_json::{Value, json};
 
 use super::errors::Fault;
-use super::gate::{self, Facts};
 use super::project::Shape;
 use super::service::A2aState;
 use crate::identity::Subject;
@@ -216,11 +215,6 @@ impl A2aState {
         subject: &Subject,
         params: &Value,
     ) -> Result<Value, Fault> {
-        gate::check(
-            "CreateTaskPushNotificationConfig",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
         let config = parse_config(params, "")?;
@@ -234,11 +228,6 @@ impl A2aState {
     }
 
     pub async fn get_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        gate::check(
-            "GetTaskPushNotificationConfig",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
         match self.app.ops.push_config(&run, id).await? {
@@ -252,11 +241,6 @@ impl A2aState {
         subject: &Subject,
         params: &Value,
     ) -> Result<Value, Fault> {
-        gate::check(
-            "ListTaskPushNotificationConfigs",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
         let configs = self.app.ops.push_configs(&run).await?;
@@ -269,11 +253,6 @@ impl A2aState {
         subject: &Subject,
         params: &Value,
     ) -> Result<Value, Fault> {
-        gate::check(
-            "DeleteTaskPushNotificationConfig",
-            &Facts::default(),
-            &self.app.discovery.document,
-        )?;
         let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
         let run = self.push_task(subject, task_id).await?;
         // Absent (or another task's) is the same success: delete is idempotent.
