@@ -11,7 +11,9 @@ mod views;
 mod watch;
 
 /// The records `ops` hands out: edges read them, never the store they come from.
-pub use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunRecord};
+pub use crate::store::{
+    EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt, RunRecord, UpdatedCursor,
+};
 pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use interop::{SESSION_IDLE_MS, Session};
@@ -99,6 +101,19 @@ pub struct ListParams {
 pub struct RunPage {
     pub runs: Vec<RunRecord>,
     pub next_cursor: Option<String>,
+}
+
+/// What [`Ops::runs_by_update`] narrows a listing by (each unset part: no condition).
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Runs in one of these statuses; empty: any.
+    pub statuses: Vec<RunStatus>,
+    /// A condition on the kind of the run's open interrupt.
+    pub open_interrupt: Option<OpenInterrupt>,
+    /// Runs of this A2A contextId (a run not started over A2A is its own context).
+    pub context_id: Option<String>,
+    /// Runs last updated at or after this (ms since the epoch).
+    pub updated_since_ms: Option<i64>,
 }
 
 /// The answer of a long-poll.
@@ -360,6 +375,32 @@ impl Ops {
             None
         };
         Ok(RunPage { runs, next_cursor })
+    }
+
+    /// The caller's runs by last update, newest first, filtered in the store (A2A
+    /// `ListTasks`): exactly the runs `listRuns` would give the same Subject, narrowed by
+    /// `filter`; a page after `after`, and the count of every run the filter admits.
+    pub async fn runs_by_update(
+        &self,
+        subject: &Subject,
+        filter: RunFilter,
+        after: Option<UpdatedCursor>,
+        limit: usize,
+    ) -> Result<(Vec<RunRecord>, u64), OpError> {
+        let page = self
+            .runs
+            .query_runs(RunQuery {
+                statuses: filter.statuses,
+                context_id: filter.context_id,
+                updated_since_ms: filter.updated_since_ms,
+                open_interrupt: filter.open_interrupt,
+                order: RunOrder::Updated { after },
+                count_total: true,
+                ..RunQuery::newest_first(subject.tenant.clone(), limit.clamp(1, self.max_page_size))
+            })
+            .await?;
+        let total = page.total.unwrap_or(page.runs.len() as u64);
+        Ok((page.runs, total))
     }
 
     /// `cancelRun`: a live run becomes `cancelled` at once (its waits and interrupts

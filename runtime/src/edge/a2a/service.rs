@@ -21,8 +21,10 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
 use crate::ops::{
-    A2aStart, CreateRunRequest, CreateWith, ListParams, OpError, Transport, run_view,
+    A2aStart, CreateRunRequest, CreateWith, OpError, OpenInterrupt, RunFilter, Transport,
+    UpdatedCursor, run_view,
 };
+use crate::status::RunStatus;
 
 /// Everything the A2A handlers reach.
 #[derive(Clone)]
@@ -687,78 +689,43 @@ impl A2aState {
                 Fault::invalid_params("statusTimestampAfter", "is not an RFC 3339 timestamp")
             })?),
         };
-        let offset = match params
+        let after = match params
             .get("pageToken")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
         {
-            None => 0,
-            Some(token) => decode_page_token(token).ok_or_else(|| {
+            None => None,
+            Some(token) => Some(decode_page_token(token).ok_or_else(|| {
                 Fault::invalid_params("pageToken", "is not a token this host issued")
-            })?,
+            })?),
         };
-
-        // The candidate set is listRuns under this Subject, every page of it.
-        let mut runs = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .app
-                .ops
-                .list_runs(
-                    subject,
-                    ListParams {
-                        limit: Some(self.app.ops.max_page_size()),
-                        cursor,
-                        workflow_id: None,
-                        status: None,
-                    },
-                )
-                .await
-                .map_err(internal)?;
-            runs.extend(page.runs);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => break,
-            }
-        }
-        let mut matching = Vec::new();
-        for run in runs {
-            if after_ms.is_some_and(|after| run.updated_ms < after) {
-                continue;
-            }
-            if let Some(ctx) = context_filter
-                && self.context_of(&run).await? != ctx
-            {
-                continue;
-            }
+        // The candidate set is listRuns under this Subject; every filter runs in the
+        // store, newest status change first (the run id breaks ties, so paging never
+        // skips or repeats).
+        let mut filter = status_filter.map(filter_for_state).unwrap_or_default();
+        filter.context_id = context_filter.map(str::to_owned);
+        filter.updated_since_ms = after_ms;
+        let (runs, total) = self
+            .app
+            .ops
+            .runs_by_update(subject, filter, after, page_size)
+            .await?;
+        let mut tasks = Vec::with_capacity(runs.len());
+        for run in &runs {
             let projected = self
                 .project(
-                    &run,
+                    run,
                     Shape {
                         history_length: history,
                         include_artifacts,
                     },
                 )
                 .await?;
-            if status_filter.is_some_and(|s| s != projected.wire_state) {
-                continue;
-            }
-            matching.push((run.updated_ms, run.run_id.clone(), projected.task));
+            tasks.push(projected.task);
         }
-        // Newest status first; the run id breaks ties so paging never skips or repeats.
-        matching.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-        let total = matching.len();
-        let tasks: Vec<Value> = matching
-            .into_iter()
-            .skip(offset)
-            .take(page_size)
-            .map(|(_, _, t)| t)
-            .collect();
-        let next = if offset + tasks.len() < total {
-            encode_page_token(offset + tasks.len())
-        } else {
-            String::new()
+        let next = match runs.last() {
+            Some(last) if runs.len() == page_size => encode_page_token(&UpdatedCursor::after(last)),
+            _ => String::new(),
         };
         Ok(
             json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}),
@@ -766,19 +733,50 @@ impl A2aState {
     }
 }
 
-fn encode_page_token(offset: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("a2a-list:{offset}"))
+/// The runs whose projected A2A state is `wire`, as the generated task-state table
+/// says: the statuses of its rows, and, where a row of another state overrides one of
+/// them for an interrupt kind (waiting-input with a credential interrupt is
+/// auth-required), that kind excluded, or required when `wire` is the override's.
+fn filter_for_state(wire: &str) -> RunFilter {
+    let rows: Vec<_> = A2A_TASK_STATES.iter().filter(|r| r.wire == wire).collect();
+    let statuses: Vec<RunStatus> = rows.iter().map(|r| r.run_status).collect();
+    let required: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.interrupt_kind.map(str::to_owned))
+        .collect();
+    let open_interrupt = if !required.is_empty() {
+        Some(OpenInterrupt::OfKind(required))
+    } else {
+        let excluded: Vec<String> = A2A_TASK_STATES
+            .iter()
+            .filter(|r| r.wire != wire && statuses.contains(&r.run_status))
+            .filter_map(|r| r.interrupt_kind.map(str::to_owned))
+            .collect();
+        (!excluded.is_empty()).then_some(OpenInterrupt::NotOfKind(excluded))
+    };
+    RunFilter {
+        statuses,
+        open_interrupt,
+        ..RunFilter::default()
+    }
 }
 
-fn decode_page_token(token: &str) -> Option<usize> {
+/// A page token: where the previous page stopped, by last update then run id.
+fn encode_page_token(cursor: &UpdatedCursor) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("a2a-list:{}:{}", cursor.updated_ms, cursor.run_id))
+}
+
+fn decode_page_token(token: &str) -> Option<UpdatedCursor> {
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .ok()?;
-    String::from_utf8(raw)
-        .ok()?
-        .strip_prefix("a2a-list:")?
-        .parse()
-        .ok()
+    let text = String::from_utf8(raw).ok()?;
+    let (updated_ms, run_id) = text.strip_prefix("a2a-list:")?.split_once(':')?;
+    Some(UpdatedCursor {
+        updated_ms: updated_ms.parse().ok()?,
+        run_id: run_id.to_owned(),
+    })
 }
 
 /// Re-exported for the bindings' tests.
@@ -894,7 +892,54 @@ mod tests {
 
     #[test]
     fn page_tokens_round_trip_and_reject_foreign_ones() {
-        assert_eq!(decode_page_token(&encode_page_token(150)), Some(150));
+        let cursor = UpdatedCursor {
+            updated_ms: 150,
+            run_id: "acme/r-1".into(),
+        };
+        assert_eq!(decode_page_token(&encode_page_token(&cursor)), Some(cursor));
         assert_eq!(decode_page_token("bm9wZQ"), None);
+    }
+
+    /// Every wire state's filter admits exactly the runs the generated table projects to
+    /// that state, over every run that can exist: a suspended run has the open interrupt
+    /// whose kind put it in its status, any other run has none.
+    #[test]
+    fn state_filters_select_exactly_the_runs_that_project_to_the_state() {
+        use crate::engine::definition::InterruptKind;
+        use crate::engine::status::suspended_status;
+        let mut runs: Vec<(RunStatus, Option<&str>)> = RunStatus::ALL
+            .iter()
+            .filter(|s| !s.is_suspended())
+            .map(|s| (*s, None))
+            .collect();
+        for kind in [
+            InterruptKind::Approval,
+            InterruptKind::Clarification,
+            InterruptKind::Credential,
+            InterruptKind::ExternalEvent,
+        ] {
+            runs.push((suspended_status(kind), Some(kind.as_str())));
+        }
+        let mut wires: Vec<&str> = A2A_TASK_STATES.iter().map(|r| r.wire).collect();
+        wires.sort_unstable();
+        wires.dedup();
+        for wire in wires {
+            let filter = filter_for_state(wire);
+            for &(status, kind) in &runs {
+                let projected = openwop_generated::dispatch::a2a_task_state(status, kind).wire;
+                let has = |kinds: &[String]| kind.is_some_and(|k| kinds.iter().any(|x| x == k));
+                let admitted = filter.statuses.contains(&status)
+                    && match &filter.open_interrupt {
+                        None => true,
+                        Some(OpenInterrupt::OfKind(k)) => has(k),
+                        Some(OpenInterrupt::NotOfKind(k)) => !has(k),
+                    };
+                assert_eq!(
+                    admitted,
+                    projected == wire,
+                    "{wire}: {status:?} with {kind:?}"
+                );
+            }
+        }
     }
 }
