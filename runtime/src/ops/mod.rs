@@ -379,14 +379,16 @@ impl Ops {
 
     /// The caller's runs by last update, newest first, filtered in the store (A2A
     /// `ListTasks`): exactly the runs `listRuns` would give the same Subject, narrowed by
-    /// `filter`; a page after `after`, and the count of every run the filter admits.
+    /// `filter`; a page after `after`, the cursor of the next page when there is one, and
+    /// the count of every run the filter admits.
     pub async fn runs_by_update(
         &self,
         subject: &Subject,
         filter: RunFilter,
         after: Option<UpdatedCursor>,
         limit: usize,
-    ) -> Result<(Vec<RunRecord>, u64), OpError> {
+    ) -> Result<(Vec<RunRecord>, Option<UpdatedCursor>, u64), OpError> {
+        let limit = limit.clamp(1, self.max_page_size);
         let page = self
             .runs
             .query_runs(RunQuery {
@@ -396,11 +398,17 @@ impl Ops {
                 open_interrupt: filter.open_interrupt,
                 order: RunOrder::Updated { after },
                 count_total: true,
-                ..RunQuery::newest_first(subject.tenant.clone(), limit.clamp(1, self.max_page_size))
+                // One more than the page: whether another page follows.
+                ..RunQuery::newest_first(subject.tenant.clone(), limit + 1)
             })
             .await?;
         let total = page.total.unwrap_or(page.runs.len() as u64);
-        Ok((page.runs, total))
+        let mut runs = page.runs;
+        let next = (runs.len() > limit).then(|| {
+            runs.truncate(limit);
+            runs.last().map(UpdatedCursor::after)
+        });
+        Ok((runs, next.flatten(), total))
     }
 
     /// `cancelRun`: a live run becomes `cancelled` at once (its waits and interrupts

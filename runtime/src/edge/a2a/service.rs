@@ -705,7 +705,7 @@ impl A2aState {
         let mut filter = status_filter.map(filter_for_state).unwrap_or_default();
         filter.context_id = context_filter.map(str::to_owned);
         filter.updated_since_ms = after_ms;
-        let (runs, total) = self
+        let (runs, next, total) = self
             .app
             .ops
             .runs_by_update(subject, filter, after, page_size)
@@ -723,10 +723,7 @@ impl A2aState {
                 .await?;
             tasks.push(projected.task);
         }
-        let next = match runs.last() {
-            Some(last) if runs.len() == page_size => encode_page_token(&UpdatedCursor::after(last)),
-            _ => String::new(),
-        };
+        let next = next.as_ref().map(encode_page_token).unwrap_or_default();
         Ok(
             json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}),
         )
