@@ -228,7 +228,10 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                     .and_then(|r| r.strip_prefix('#'))
                 {
                     Some(target) => target.to_owned(),
-                    None => format!("{pointer}/responses/{}", code.replace('~', "~0").replace('/', "~1")),
+                    None => format!(
+                        "{pointer}/responses/{}",
+                        code.replace('~', "~0").replace('/', "~1")
+                    ),
                 };
                 let schema = format!("{base}/content/application~1json/schema");
                 if doc.pointer(&schema).is_some() {

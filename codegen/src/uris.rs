@@ -22,7 +22,12 @@ pub(crate) struct SchemaUris {
 /// The URI the served OpenAPI document (as JSON) is registered and served under: beside
 /// the schema files' origin, at `/api/v2/openapi.json`.
 pub(crate) fn openapi_uri(uris: &SchemaUris) -> String {
-    let any = uris.by_file.values().next().map(String::as_str).unwrap_or("");
+    let any = uris
+        .by_file
+        .values()
+        .next()
+        .map(String::as_str)
+        .unwrap_or("");
     match any.find("://") {
         Some(i) => {
             let host_end = any[i + 3..].find('/').map_or(any.len(), |j| i + 3 + j);

@@ -218,8 +218,14 @@ fn answers_validate_against_the_openapi_document() {
     assert_eq!(validate_response("getRun", 404, &envelope), vec![]);
     assert!(!validate_response("getRun", 404, &json!({"oops": 1})).is_empty());
     for (findings, rule) in [
-        (validate_response("getRun", 304, &json!({})), "response.undocumented"),
-        (validate_response("noSuchOperation", 200, &json!({})), "response.unknown-operation"),
+        (
+            validate_response("getRun", 304, &json!({})),
+            "response.undocumented",
+        ),
+        (
+            validate_response("noSuchOperation", 200, &json!({})),
+            "response.unknown-operation",
+        ),
     ] {
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].rule, rule);

@@ -12014,93 +12014,6 @@ impl ::std::convert::TryFrom<::std::string::String> for RunStartedTransport {
         value.parse()
     }
 }
-///A run's lifecycle status. completed, failed and cancelled are terminal; waiting-external is used exactly when the open interrupt is an external-event one; a credential interrupt waits in waiting-input; cancelling lies between an accepted cancel and run.cancelled.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum RunStatus {
-    #[serde(rename = "pending")]
-    Pending,
-    #[serde(rename = "running")]
-    Running,
-    #[serde(rename = "paused")]
-    Paused,
-    #[serde(rename = "waiting-approval")]
-    WaitingApproval,
-    #[serde(rename = "waiting-input")]
-    WaitingInput,
-    #[serde(rename = "waiting-external")]
-    WaitingExternal,
-    #[serde(rename = "completed")]
-    Completed,
-    #[serde(rename = "failed")]
-    Failed,
-    #[serde(rename = "cancelling")]
-    Cancelling,
-    #[serde(rename = "cancelled")]
-    Cancelled,
-}
-impl ::std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Pending => f.write_str("pending"),
-            Self::Running => f.write_str("running"),
-            Self::Paused => f.write_str("paused"),
-            Self::WaitingApproval => f.write_str("waiting-approval"),
-            Self::WaitingInput => f.write_str("waiting-input"),
-            Self::WaitingExternal => f.write_str("waiting-external"),
-            Self::Completed => f.write_str("completed"),
-            Self::Failed => f.write_str("failed"),
-            Self::Cancelling => f.write_str("cancelling"),
-            Self::Cancelled => f.write_str("cancelled"),
-        }
-    }
-}
-impl ::std::str::FromStr for RunStatus {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "pending" => Ok(Self::Pending),
-            "running" => Ok(Self::Running),
-            "paused" => Ok(Self::Paused),
-            "waiting-approval" => Ok(Self::WaitingApproval),
-            "waiting-input" => Ok(Self::WaitingInput),
-            "waiting-external" => Ok(Self::WaitingExternal),
-            "completed" => Ok(Self::Completed),
-            "failed" => Ok(Self::Failed),
-            "cancelling" => Ok(Self::Cancelling),
-            "cancelled" => Ok(Self::Cancelled),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///Present when POST /webhooks/{webhookId}/rotate-secret is served.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct SecretRotation {
@@ -13663,6 +13576,8 @@ pub mod error {
         }
     }
 }
+/// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
+pub use crate::dispatch::RunStatus;
 /// A code registered in spec/v2/errors.json, or a vendor code `<org>.<code>`. Clients route on it, never on the message.
 ///
 /// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.

@@ -57,9 +57,9 @@ pub(crate) fn emit(
     let responses: Vec<(&str, &str, &str)> = ops
         .iter()
         .flat_map(|op| {
-            op.json_responses
-                .iter()
-                .map(move |(status, pointer)| (op.operation_id.as_str(), status.as_str(), pointer.as_str()))
+            op.json_responses.iter().map(move |(status, pointer)| {
+                (op.operation_id.as_str(), status.as_str(), pointer.as_str())
+            })
         })
         .collect();
     let response_count = responses.len();

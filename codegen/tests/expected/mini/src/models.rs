@@ -309,65 +309,6 @@ pub struct RunStarted {
     #[serde(rename = "workflowId")]
     pub workflow_id: ::std::string::String,
 }
-///Where the run is.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum RunStatus {
-    #[serde(rename = "running")]
-    Running,
-    #[serde(rename = "waiting-input")]
-    WaitingInput,
-    #[serde(rename = "completed")]
-    Completed,
-}
-impl ::std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Running => f.write_str("running"),
-            Self::WaitingInput => f.write_str("waiting-input"),
-            Self::Completed => f.write_str("completed"),
-        }
-    }
-}
-impl ::std::str::FromStr for RunStatus {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "running" => Ok(Self::Running),
-            "waiting-input" => Ok(Self::WaitingInput),
-            "completed" => Ok(Self::Completed),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///`Tag`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -406,6 +347,8 @@ pub mod error {
         }
     }
 }
+/// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
+pub use crate::dispatch::RunStatus;
 /// A registered code or a vendor code.
 ///
 /// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
