@@ -3531,8 +3531,10 @@ pub struct ClarificationQuestion {
     ///The question text.
     pub question: ClarificationQuestionQuestion,
     ///A JSON Schema the answer must satisfy, when the question constrains it.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub schema: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///Key of the answer in the resume value.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -3712,8 +3714,10 @@ pub struct CreateRunRequest {
     #[serde(rename = "workflowId")]
     pub workflow_id: WorkflowId,
     ///The workflow's inputs; `{}` when absent.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub inputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub inputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///Must equal the caller's tenant when given; the tenant always comes from the credential.
     #[serde(rename = "tenantId", skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant_id: ::std::option::Option<TenantId>,
@@ -3724,8 +3728,10 @@ pub struct CreateRunRequest {
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<CreateRunRequestTagsItem>,
     ///Free metadata returned on the snapshot.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 validation_error and nothing is created) and again at each delivery.
     #[serde(
         rename = "callbackUrl",
@@ -3871,10 +3877,11 @@ pub struct CredentialData {
     ///The stored credential reference being re-authorized, as the host names it; never material.
     #[serde(
         rename = "credentialRef",
-        default,
-        skip_serializing_if = "::serde_json::Map::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub credential_ref: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    pub credential_ref: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///An https URL served from the host's own origin; opening it begins the grant, which must be completed by the same Subject. Never pre-authenticated and never embeds a token; A2A carries it in the auth-required status message, MCP as a URL-mode elicitation.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -6949,8 +6956,10 @@ pub struct InterruptNodeInterrupt {
     ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
     pub kind: InterruptNodeInterruptKind,
     ///Template of the per-kind data (interrupt.schema.json); a credential's connectUrl must be https.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub data: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub data: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
 #[derive(
@@ -7092,10 +7101,11 @@ pub struct InterruptPayload {
     ///Optional JSON Schema the resume value must satisfy; checked before the node resumes.
     #[serde(
         rename = "resumeSchema",
-        default,
-        skip_serializing_if = "::serde_json::Map::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub resume_schema: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    pub resume_schema: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///How long the interrupt may stay open; 0 means no timeout.
     #[serde(
         rename = "timeoutMs",
@@ -9311,8 +9321,10 @@ pub struct NodeCompleted {
     #[serde(rename = "nodeId")]
     pub node_id: NodeId,
     ///What the node produced.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub outputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub outputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///How long the node ran.
     #[serde(
         rename = "durationMs",
@@ -9629,8 +9641,10 @@ impl<'de> ::serde::Deserialize<'de> for NodeVariant2Message {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct NodeVariant3Interrupt {
     ///Template of the per-kind data (interrupt.schema.json); a credential's connectUrl must be https.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub data: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub data: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
     pub kind: NodeVariant3InterruptKind,
 }
@@ -11746,11 +11760,15 @@ pub struct RunSnapshot {
     )]
     pub current_node_id: ::std::option::Option<NodeId>,
     ///The inputs the run was created with.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub inputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub inputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///The run's outputs; present once it has completed (possibly `{}`).
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub outputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub outputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub error: ::std::option::Option<RunError>,
     ///The interrupts the run is suspended on; empty or absent unless the status is a waiting one.
@@ -11769,8 +11787,10 @@ pub struct RunSnapshot {
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<RunSnapshotTagsItem>,
     ///Caller-supplied metadata from createRun, returned as given.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///The engine version the run started under.
     #[serde(
         rename = "engineVersion",
@@ -11936,8 +11956,10 @@ pub struct RunStarted {
     ///Which interface started the run: rest, mcp (tools/call), a2a (SendMessage) or ui.
     pub transport: RunStartedTransport,
     ///The inputs the run starts with.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub inputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub inputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     ///The engine version executing the run.
     #[serde(
         rename = "engineVersion",
@@ -11948,8 +11970,10 @@ pub struct RunStarted {
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<::std::string::String>,
     ///Caller-supplied metadata.
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///Which interface started the run: rest, mcp (tools/call), a2a (SendMessage) or ui.
 #[derive(
@@ -13470,10 +13494,11 @@ pub struct WorkflowSummary {
     ///JSON Schema of the run inputs; also the MCP tool inputSchema.
     #[serde(
         rename = "inputSchema",
-        default,
-        skip_serializing_if = "::serde_json::Map::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub input_schema: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    pub input_schema: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///A workspace identifier inside a tenant.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]

@@ -153,6 +153,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         .map(|(name, schema)| (renamed(name), schema.clone()))
         .collect();
     post::order_fields(&mut items, &schemas);
+    post::optional_objects(&mut items);
     let roots: std::collections::BTreeSet<String> =
         inputs.request_roots.iter().map(|n| renamed(n)).collect();
     post::apply_openness(&mut items, &roots, &resolved);

@@ -20,8 +20,10 @@ pub struct A2aFacet {
 pub struct CreateRunRequest {
     #[serde(rename = "workflowId")]
     pub workflow_id: CreateRunRequestWorkflowId,
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub inputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub inputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<Tag>,
 }
@@ -84,8 +86,10 @@ impl<'de> ::serde::Deserialize<'de> for CreateRunRequestWorkflowId {
 pub struct ErrorEnvelope {
     pub error: ErrorCode,
     pub message: ::std::string::String,
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub details: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub details: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///`EventPage`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
