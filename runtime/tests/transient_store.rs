@@ -301,6 +301,7 @@ impl Bed {
             transport: "rest".into(),
             inputs,
             state: json!({}),
+            annotations: Default::default(),
         };
         self.store.inner.create_run(run, None).await.unwrap();
         run_id

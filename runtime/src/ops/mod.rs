@@ -10,7 +10,11 @@ mod views;
 pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use tokens::TokenKey;
-pub use views::{event_view, host_event_view, run_view};
+pub use views::{event_view, host_event_view, run_view, to_json};
+
+/// The closed `createRun` body: the generated model, which every edge builds (REST
+/// decodes it, A2A and MCP fill it in through [`run_request`]).
+pub use crate::generated::models::CreateRunRequest;
 
 use crate::engine::Engine;
 use crate::identity::Subject;
@@ -18,11 +22,10 @@ use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
-    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewEvent, NewRun,
-    RunOrder, RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
+    EventRecord, Guard, HostEventRecord, IdempotencyClaim, InteropStore, NewRun, RunOrder,
+    RunPatch, RunQuery, RunRecord, RunStore, StoreError, Stores, Topic,
 };
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,24 +53,26 @@ impl Transport {
     }
 }
 
-/// The closed `createRun` body.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateRunRequest {
-    pub workflow_id: Option<String>,
-    #[serde(default)]
-    pub inputs: Option<Value>,
-    pub tenant_id: Option<String>,
-    pub residency: Option<Value>,
-    pub scope_id: Option<String>,
-    pub callback_url: Option<String>,
-    pub mode: Option<String>,
-    pub eval_suite_ref: Option<Value>,
-    pub agent_id: Option<String>,
-    pub configurable: Option<Value>,
-    pub tags: Option<Vec<String>>,
-    pub metadata: Option<Map<String, Value>>,
+/// A `createRun` body naming a workflow and its inputs, and nothing else: what the A2A
+/// and MCP edges start a run with.
+pub fn run_request(workflow_id: &str, inputs: Value) -> Result<CreateRunRequest, OpError> {
+    let Value::Object(inputs) = inputs else {
+        return Err(OpError::validation("`inputs` must be a JSON object"));
+    };
+    Ok(CreateRunRequest {
+        workflow_id: crate::engine::events::wire("workflowId", workflow_id)
+            .map_err(OpError::validation)?,
+        inputs: Some(inputs),
+        tenant_id: None,
+        agent_id: None,
+        tags: Vec::new(),
+        metadata: None,
+        callback_url: None,
+    })
 }
+
+/// The most tags a run carries (`tags.maxItems` of the createRun body).
+const MAX_TAGS: usize = 100;
 
 /// What `create_run` returns.
 #[derive(Debug, Clone)]
@@ -215,14 +220,15 @@ impl Ops {
         with: CreateWith,
     ) -> Result<CreatedRun, OpError> {
         if let Some(t) = &request.tenant_id
-            && t != &subject.tenant
+            && t.as_str() != subject.tenant
         {
-            return Err(OpError::TenantMismatch { id: t.clone() });
+            return Err(OpError::TenantMismatch { id: t.to_string() });
         }
-        if request.mode.as_deref().is_some_and(|m| m != "standard") {
-            return Err(OpError::validation(
-                "`mode` other than standard is not supported by this host",
-            ));
+        if request.tags.len() > MAX_TAGS {
+            return Err(OpError::validation(format!(
+                "`tags` has {} entries; at most {MAX_TAGS} are accepted",
+                request.tags.len()
+            )));
         }
         if let Some(url) = &request.callback_url {
             // Refused before anything is created; delivery checks again, since what a
@@ -233,15 +239,8 @@ impl Ops {
                 )));
             }
         }
-        let workflow_id = request
-            .workflow_id
-            .clone()
-            .ok_or_else(|| OpError::validation("`workflowId` is required"))?;
-        if !crate::ids::is_author_id(&workflow_id) {
-            return Err(OpError::validation(format!(
-                "`workflowId` `{workflow_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
-            )));
-        }
+        // The model holds the id grammar already.
+        let workflow_id = request.workflow_id.to_string();
         let workflow = self
             .engine
             .registry()
@@ -250,10 +249,15 @@ impl Ops {
             .ok_or_else(|| OpError::WorkflowNotFound {
                 workflow_id: workflow_id.clone(),
             })?;
-        let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
-        if !inputs.is_object() {
-            return Err(OpError::validation("`inputs` must be a JSON object"));
+        if let Some(agent_id) = &request.agent_id
+            && !self.agent_runs(subject, agent_id, &workflow_id)
+        {
+            return Err(OpError::validation(format!(
+                "`agentId` `{}` names no agent of the caller's inventory that runs `{workflow_id}`",
+                agent_id.as_str()
+            )));
         }
+        let inputs = Value::Object(request.inputs.clone().unwrap_or_default());
         let problems = workflow.check_inputs(&inputs);
         if !problems.is_empty() {
             return Err(OpError::Validation {
@@ -293,8 +297,13 @@ impl Ops {
             inputs,
             // Engine state, never projected: where interrupt notices go.
             state: match &request.callback_url {
-                Some(url) => json!({ callback::STATE_KEY: url }),
+                Some(url) => json!({ callback::STATE_KEY: url.as_str() }),
                 None => json!({}),
+            },
+            annotations: crate::store::RunAnnotations {
+                agent_id: request.agent_id.as_ref().map(|a| a.to_string()),
+                tags: (!request.tags.is_empty()).then(|| json!(request.tags)),
+                metadata: request.metadata.clone().map(Value::Object),
             },
         };
         let created = self.runs.create_run_with(new, claim, with).await?;
@@ -364,21 +373,16 @@ impl Ops {
         if run.status.is_terminal() {
             return Err(OpError::RunTerminal { status: run.status });
         }
-        let payload = json!({
-            "reason": reason.unwrap_or_else(|| "caller-requested".to_owned()),
-            "cancelledBy": subject.subject_id,
-            "durationMs": crate::clock::now_ms() - run.created_ms,
-        });
+        let ev = crate::engine::events::run_cancelled(
+            &run,
+            reason.as_deref().unwrap_or("caller-requested"),
+            &subject.subject_id,
+        );
         let patch = RunPatch {
             status: Some(RunStatus::Cancelled),
             wait_until: Some(None),
             close_interrupts: true,
             ..Default::default()
-        };
-        let ev = NewEvent {
-            event_type: "run.cancelled".into(),
-            node_id: None,
-            payload,
         };
         match self
             .runs
@@ -561,6 +565,16 @@ impl Ops {
         delivery: &str,
         payload: Value,
     ) -> Result<HostEventRecord, OpError> {
+        // A type the corpus binds a payload to (`negotiation.decided`) carries that
+        // payload (`models::HostEventPayload`), or nothing is recorded.
+        let fits = payload.as_object().is_some_and(|map| {
+            crate::generated::models::HostEventPayload::decode(event_type, map).is_ok()
+        });
+        if !fits {
+            return Err(OpError::internal(format!(
+                "a `{event_type}` host event ({delivery}) does not fit its schema"
+            )));
+        }
         let ev = HostEventRecord {
             seq: 0,
             tenant: tenant.to_owned(),
@@ -593,11 +607,15 @@ fn body_hash(req: &CreateRunRequest) -> String {
             other => other.clone(),
         }
     }
+    // The keys (and nulls for absent members) of the body this host accepted before it
+    // read createRun into the generated model, so a key claimed then still replays;
+    // `residency`, `scopeId`, `mode`, `evalSuiteRef` and `configurable` are no longer
+    // accepted and stay null.
     let mut v = json!({
         "workflowId": req.workflow_id, "inputs": req.inputs, "tenantId": req.tenant_id,
-        "residency": req.residency, "scopeId": req.scope_id, "mode": req.mode,
-        "evalSuiteRef": req.eval_suite_ref, "agentId": req.agent_id, "configurable": req.configurable,
-        "tags": req.tags, "metadata": req.metadata,
+        "residency": null, "scopeId": null, "mode": null,
+        "evalSuiteRef": null, "agentId": req.agent_id, "configurable": null,
+        "tags": (!req.tags.is_empty()).then_some(&req.tags), "metadata": req.metadata,
     });
     // Only when given, so keys claimed before callbackUrl existed still replay.
     if let Some(url) = &req.callback_url {

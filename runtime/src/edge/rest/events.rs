@@ -5,9 +5,10 @@ use super::error::ApiError;
 use super::extract::{Caller, PathParams, QueryMap, run_id};
 use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
+use crate::generated::models::PollEventsResponse;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::ops::{event_view, is_terminal_event};
+use crate::ops::{OpError, event_view, is_terminal_event, to_json};
 use crate::status::Lifecycle;
 use crate::store::{EventRecord, Subscription, Topic};
 use axum::Json;
@@ -15,7 +16,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -80,11 +81,18 @@ impl Tail {
                 if is_terminal_event(&ev.event_type) {
                     self.done = true;
                 }
+                let view = match event_view(&ev) {
+                    Ok(view) => view,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "event stream ended by an event it cannot show");
+                        return None;
+                    }
+                };
                 return Some(
                     Event::default()
                         .id(ev.sequence.to_string())
                         .event(ev.event_type.clone())
-                        .data(event_view(&ev).to_string()),
+                        .data(to_json(&view)),
                 );
             }
             let page = match self
@@ -152,7 +160,7 @@ pub async fn poll_events(
     Caller(subject): Caller,
     path: PathParams,
     QueryMap(q): QueryMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PollEventsResponse>, ApiError> {
     let id = run_id(path.get("run_id"))?;
     state.ops.get_run(&subject, &id).await?;
     let after = match q.get("afterSequence") {
@@ -184,13 +192,16 @@ pub async fn poll_events(
         )
         .await?;
     let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
-    let status = res.run.status.as_str();
-    let terminal = res.run.status.is_terminal();
-    Ok(Json(json!({
-        "runId": res.run.run_id,
-        "events": res.events.iter().map(event_view).collect::<Vec<_>>(),
-        "lastSequence": last,
-        "status": status,
-        "isTerminal": terminal,
-    })))
+    Ok(Json(PollEventsResponse {
+        run_id: crate::engine::events::wire("runId", res.run.run_id.as_str())
+            .map_err(OpError::internal)?,
+        events: res
+            .events
+            .iter()
+            .map(event_view)
+            .collect::<Result<_, _>>()?,
+        last_sequence: last,
+        status: res.run.status,
+        is_terminal: res.run.status.is_terminal(),
+    }))
 }
