@@ -188,6 +188,17 @@ async fn a_data_dir_of_the_previous_release_is_taken_over_whole() {
             ],
         )
         .expect("repoint");
+    // The fixture's MCP session was stored live for an hour after the fixture was made;
+    // keep it live for this run, or the test turns red an hour after its fixture's birth.
+    let hour_from_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+        + 3_600_000;
+    rusqlite::Connection::open(data.join("openwop.sqlite3"))
+        .expect("main file")
+        .execute("UPDATE mcp_sessions SET expires_ms = ?1", [hour_from_now])
+        .expect("keep the session live");
 
     let mut host = Host::start(&data, &key).await;
 
