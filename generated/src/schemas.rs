@@ -2015,7 +2015,7 @@ pub const OPENAPI: &str = r##"{
           "callbackUrl": {
             "type": "string",
             "format": "uri",
-            "description": "Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 validation_error and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations[]), so that it is decided in one place and a refusal names the guard's reason."
+            "description": "Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations[]), so that it is decided in one place and a refusal names the guard's reason."
           }
         }
       },

@@ -917,6 +917,28 @@ async fn every_error_status_answers_the_generated_envelope() {
         )
         .await;
     expect_error(&h, "createRun", raw, 400, C::ValidationError).await;
+    // 400: a malformed Idempotency-Key, and a callbackUrl the egress guard refuses: the
+    // codes the registry has for them.
+    let raw = h
+        .raw(
+            Method::POST,
+            "/runs",
+            Some(KEY_A),
+            Some(&json!({"workflowId": "echo"})),
+            &[("Idempotency-Key", &"k".repeat(256))],
+        )
+        .await;
+    expect_error(&h, "createRun", raw, 400, C::IdempotencyKeyInvalid).await;
+    let raw = h
+        .raw(
+            Method::POST,
+            "/runs",
+            Some(KEY_A),
+            Some(&json!({"workflowId": "echo", "callbackUrl": "https://10.1.2.3/notices"})),
+            &[],
+        )
+        .await;
+    expect_error(&h, "createRun", raw, 400, C::WebhookUrlRejected).await;
     // 400: an unserved stream mode (details.supported is required there).
     let raw = h
         .raw(

@@ -17,6 +17,7 @@ pub use views::{event_view, host_event_view, run_view, to_json};
 pub use crate::generated::models::CreateRunRequest;
 
 use crate::engine::Engine;
+use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
@@ -234,9 +235,10 @@ impl Ops {
             // Refused before anything is created; delivery checks again, since what a
             // name resolves to can change.
             if let Err(refused) = self.egress.check(url).await {
-                return Err(OpError::validation(format!(
-                    "`callbackUrl` is refused by the egress guard: {refused}"
-                )));
+                return Err(OpError::BadInput {
+                    code: ErrorCode::WebhookUrlRejected,
+                    message: format!("`callbackUrl` is refused by the egress guard: {refused}"),
+                });
             }
         }
         // The model holds the id grammar already.
@@ -274,9 +276,10 @@ impl Ops {
                     || key.len() > 255
                     || !key.bytes().all(|b| (0x21..0x7f).contains(&b))
                 {
-                    return Err(OpError::validation(
-                        "`Idempotency-Key` must be 1-255 visible ASCII characters",
-                    ));
+                    return Err(OpError::BadInput {
+                        code: ErrorCode::IdempotencyKeyInvalid,
+                        message: "`Idempotency-Key` must be 1-255 visible ASCII characters".into(),
+                    });
                 }
                 Some(IdempotencyClaim {
                     tenant: subject.tenant.clone(),

@@ -34,10 +34,12 @@ pub async fn create_run(
 ) -> Result<Response, ApiError> {
     let key = match headers.get("idempotency-key") {
         None => None,
-        Some(v) => Some(
-            v.to_str()
-                .map_err(|_| ApiError::validation("`Idempotency-Key` must be visible ASCII"))?,
-        ),
+        Some(v) => Some(v.to_str().map_err(|_| {
+            ApiError::new(
+                crate::generated::errors::ErrorCode::IdempotencyKeyInvalid,
+                "`Idempotency-Key` must be visible ASCII",
+            )
+        })?),
     };
     let created = state
         .ops
