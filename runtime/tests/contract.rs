@@ -347,9 +347,16 @@ impl Host {
     }
 }
 
-/// The bundled workflows, the resume value each interrupt takes (node, value), and the
+/// A bundled workflow, the interrupt it raises (node, resume value as JSON text), and the
 /// status it ends in.
-const WORKFLOWS: &[(&str, Option<(&str, &str)>, m::RunStatus)] = &[
+type Bundled = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    m::RunStatus,
+);
+
+/// The bundled workflows.
+const WORKFLOWS: &[Bundled] = &[
     ("echo", None, m::RunStatus::Completed),
     ("slow", None, m::RunStatus::Completed),
     ("fail", None, m::RunStatus::Failed),

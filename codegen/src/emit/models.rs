@@ -187,7 +187,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     }
     type_names.extend(open_enums.iter().cloned());
     let reexported_enums: std::collections::BTreeSet<String> =
-        inputs.run_status.map(|n| renamed(n)).into_iter().collect();
+        inputs.run_status.map(renamed).into_iter().collect();
     type_names.extend(reexported_enums.iter().cloned());
     let reexports = reexported_enums.iter().map(|name| {
         let doc = " A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so \

@@ -407,7 +407,7 @@ pub(crate) fn optional_objects(file: &mut syn::File) {
             continue;
         };
         for field in named.named.iter_mut() {
-            if !outer(&field.ty).is_some_and(|(name, _)| name == "Map")
+            if outer(&field.ty).is_none_or(|(name, _)| name != "Map")
                 || !field.attrs.iter().any(skip_empty)
             {
                 continue;
