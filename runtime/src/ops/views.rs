@@ -4,7 +4,7 @@
 //! corpus's grammar, which the host never writes) is an internal error, never a
 //! half-valid document on the wire.
 
-use super::{EVENT_LOG_SCHEMA_VERSION, OpError};
+use super::{EVENT_LOG_SCHEMA_VERSION, OpError, Ops};
 use crate::clock::rfc3339;
 use crate::engine::events::{object, wire};
 use crate::generated::models::{self as m, HostEvent, RunEvent, RunSnapshot};
@@ -45,7 +45,7 @@ pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Result<RunSn
         outputs: run.outputs.as_ref().map(object),
         error: run.error.as_ref().map(|e| decode("error", e)).transpose()?,
         interrupts,
-        // The A2A edge adds the contextId of an A2A task; REST snapshots leave it out.
+        // Bound by `Ops::snapshot` for a run started over A2A.
         context_id: None,
         agent_id: a
             .agent_id
@@ -64,6 +64,19 @@ pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Result<RunSn
         event_log_schema_version: wire("eventLogSchemaVersion", EVENT_LOG_SCHEMA_VERSION)
             .map_err(stored)?,
     })
+}
+
+impl Ops {
+    /// The snapshot of a run the caller may see, as REST answers it: the open interrupt
+    /// when it waits on one, and the A2A `contextId` when the run was started over A2A.
+    pub async fn snapshot(&self, run: &RunRecord) -> Result<RunSnapshot, OpError> {
+        let open = self.runs.open_interrupt(&run.run_id).await?;
+        let mut snapshot = run_view(run, open.as_ref())?;
+        if let Some(context) = self.interop.a2a_context_of(&run.run_id).await? {
+            snapshot.context_id = Some(wire("contextId", context).map_err(stored)?);
+        }
+        Ok(snapshot)
+    }
 }
 
 /// The run event envelope.

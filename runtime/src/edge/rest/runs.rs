@@ -11,7 +11,7 @@ use crate::generated::models::{
     ResolveInterruptResponse, RunList,
 };
 use crate::ids::project;
-use crate::ops::{CreateRunRequest, ListParams, OpError, Transport, run_view};
+use crate::ops::{CreateRunRequest, ListParams, OpError, Transport};
 use crate::store::RunRecord;
 use axum::Json;
 use axum::extract::State;
@@ -71,8 +71,7 @@ pub async fn get_run(
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
     let run = state.ops.get_run(&subject, &id).await?;
-    let open = state.ops.open_interrupt(&run).await?;
-    let view = run_view(&run, open.as_ref())?;
+    let view = state.ops.snapshot(&run).await?;
     let body = serde_json::to_vec(&view)
         .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
     let etag = format!(
@@ -126,8 +125,7 @@ pub async fn list_runs(
     let page = state.ops.list_runs(&subject, params).await?;
     let mut runs = Vec::with_capacity(page.runs.len());
     for run in &page.runs {
-        let open = state.ops.open_interrupt(run).await?;
-        runs.push(run_view(run, open.as_ref())?);
+        runs.push(state.ops.snapshot(run).await?);
     }
     Ok(Json(RunList {
         runs,
