@@ -11,7 +11,7 @@ use crate::map::InteropMap;
 use crate::openapi::Operation;
 use crate::registry::ErrorRow;
 
-const RUN_SNAPSHOT: &str = "schemas/v2/run-snapshot.schema.json";
+pub(crate) const RUN_SNAPSHOT: &str = "schemas/v2/run-snapshot.schema.json";
 const ERROR_ENVELOPE: &str = "schemas/v2/error-envelope.schema.json";
 
 fn cross(pointer: &str, message: String) -> Error {

@@ -180,12 +180,37 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         .filter(|e| !e.code.contains('.'))
         .map(|e| e.code.clone())
         .collect();
+    // The definition `dispatch::RunStatus` is made from: the run-snapshot file's string
+    // enum with exactly the dispatch statuses (the cross-checks made them one set).
+    let run_status = bundled
+        .defs
+        .iter()
+        .find(|(name, schema)| {
+            bundled
+                .origin
+                .get(*name)
+                .is_some_and(|o| o.starts_with(&format!("{}#", check::RUN_SNAPSHOT)))
+                && schema.get("type").and_then(serde_json::Value::as_str) == Some("string")
+                && schema
+                    .get("enum")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|values| {
+                        let values: std::collections::BTreeSet<&str> = values
+                            .iter()
+                            .filter_map(serde_json::Value::as_str)
+                            .collect();
+                        values.len() == statuses.len()
+                            && statuses.iter().all(|s| values.contains(s.as_str()))
+                    })
+        })
+        .map(|(name, _)| name.clone());
     let models = emit::models::emit(
         &bundled,
         &emit::models::Inputs {
             open_enums: &open_enums,
             request_roots: &request_roots,
             registry_codes: &registry_codes,
+            run_status: run_status.as_deref(),
         },
     )?;
     out.warnings.extend(models.warnings.iter().cloned());
@@ -263,6 +288,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
                 stream_item: &stream_item,
                 models: &models.items,
                 open_enums: &models.open_enums,
+                reexported_enums: &models.reexported_enums,
                 headers: &headers,
                 helper_modules: &helper_names,
             }),

@@ -282,7 +282,12 @@ fn models_take_descriptions_and_projection() {
         "doc comment from description"
     );
     assert!(models.contains("pub struct RunSnapshot"));
-    assert!(models.contains("pub enum RunStatus"));
+    // The run status is the dispatch tables' type, re-exported, not a second enum.
+    assert!(
+        models.contains("pub use crate::dispatch::RunStatus;"),
+        "{models}"
+    );
+    assert!(!models.contains("pub enum RunStatus"), "{models}");
     // `const: "snapshot"` became a one-value enum rather than an untyped Value.
     assert!(models.contains("Snapshot,"), "{models}");
     // The reference to a missing file is an untyped value, not a failure.

@@ -278,3 +278,28 @@ fn host_events_have_an_open_type_and_a_typed_payload() {
         Ok(HostEventPayload::Other(_))
     ));
 }
+
+#[test]
+fn an_empty_object_and_an_absent_one_stay_apart() {
+    use openwop_generated::models::{RunSnapshot, RunStatus};
+    let snapshot = json!({
+        "runId": "acme/run_0123456789abcdef", "workflowId": "echo", "status": "completed",
+        "owner": {"tenant": "acme", "subject": subject()},
+        "inputs": {}, "outputs": {}, "eventLogSchemaVersion": 3
+    });
+    let decoded: RunSnapshot = serde_json::from_value(snapshot.clone()).expect("decodes");
+    assert_eq!(decoded.status, RunStatus::Completed);
+    assert_eq!(decoded.outputs, Some(serde_json::Map::new()));
+    assert!(decoded.metadata.is_none());
+    // `{}` is written back, an absent member stays absent.
+    assert_eq!(serde_json::to_value(&decoded).expect("encodes"), snapshot);
+    // The status is the dispatch tables' own type.
+    let _: openwop_generated::dispatch::RunStatus = decoded.status;
+
+    let request: CreateRunRequest =
+        serde_json::from_value(json!({"workflowId": "echo"})).expect("decodes");
+    assert!(request.inputs.is_none());
+    let request: CreateRunRequest =
+        serde_json::from_value(json!({"workflowId": "echo", "inputs": {}})).expect("decodes");
+    assert_eq!(request.inputs, Some(serde_json::Map::new()));
+}

@@ -1,6 +1,8 @@
-//! The host's discovery document at `/.well-known/openwop`: the closed v2 root, the
-//! families this host serves, and a strong ETag over the exact bytes served.
+//! The host's discovery document at `/.well-known/openwop`: the v2 root
+//! (`models::Capabilities`), the families this host serves (their generated family
+//! models), and a strong ETag over the exact bytes served.
 
+use crate::generated::models as m;
 use crate::identity::API_KEY_ISSUER;
 use crate::settings::McpConfig;
 use serde_json::{Value, json};
@@ -22,67 +24,137 @@ pub mod bytes_body {
     pub type Body = std::sync::Arc<[u8]>;
 }
 
-fn family(witness: &str, facets: Value) -> Value {
-    let mut v = json!({"status": "stable", "since": PROTOCOL_VERSION, "witness": witness});
-    if let (Some(o), Value::Object(f)) = (v.as_object_mut(), facets) {
-        o.extend(f);
-    }
-    v
+/// A model value from a literal of this module. Every literal is the host's own and the
+/// tests hold the whole document to the validator, so a refusal here is a bug in this
+/// file, reported by the first test that builds the document.
+fn lit<T, S>(what: &str, value: S) -> T
+where
+    T: TryFrom<S>,
+    T::Error: std::fmt::Display,
+{
+    T::try_from(value).unwrap_or_else(|e| panic!("discovery literal `{what}`: {e}"))
 }
 
-/// Builds the document for a host whose list endpoint caps pages at `max_page_size` and
-/// whose MCP mount runs with `mcp`.
-pub fn document(max_page_size: usize, mcp: &McpConfig) -> Value {
-    json!({
-        "protocolVersions": [PROTOCOL_VERSION],
-        "preferredVersion": PROTOCOL_VERSION,
-        "protocolVersion": PROTOCOL_VERSION,
-        "implementation": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
-        "eventLogSchemaVersion": crate::ops::EVENT_LOG_SCHEMA_VERSION,
-        "auth": family("witnessable-unaided", json!({
-            "lanes": [{
-                "lane": "api-key",
-                "issuers": [API_KEY_ISSUER],
-                "revocation": "next-request",
-                "minimumAssurance": "bearer"
-            }]
+/// A family's common fields (`familyRecord`): stable since 2.0, witnessable unaided.
+macro_rules! family {
+    ($module:ident :: $ty:ident { $($field:ident : $value:expr),* $(,)? }) => {
+        $module::$ty {
+            status: lit("status", "stable"),
+            since: lit("since", PROTOCOL_VERSION),
+            until: None,
+            witness: lit("witness", "witnessable-unaided"),
+            $($field: $value,)*
+        }
+    };
+}
+
+/// The document (`models::Capabilities`) for a host whose list endpoint caps pages at
+/// `max_page_size` and whose MCP mount runs with `mcp`.
+pub fn capabilities(max_page_size: usize, mcp: &McpConfig) -> m::Capabilities {
+    m::Capabilities {
+        protocol_versions: vec![lit("protocolVersions", PROTOCOL_VERSION)],
+        preferred_version: lit("preferredVersion", PROTOCOL_VERSION),
+        protocol_version: Some(lit("protocolVersion", PROTOCOL_VERSION)),
+        implementation: Some(m::Implementation {
+            name: Some("openwop".into()),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            vendor: None,
+            url: None,
+        }),
+        engine_version: None,
+        event_log_schema_version: Some(crate::ops::EVENT_LOG_SCHEMA_VERSION),
+        min_client_version: None,
+        extensions: Default::default(),
+        conformance: None,
+        host: None,
+        supported_transports: None,
+        grpc: None,
+        profiles: None,
+        a2a: Some(m::A2aFamily {
+            agent_cards: Some(true),
+            ..a2a_family()
+        }),
+        mcp: Some(mcp_family(mcp)),
+        auth: Some(family!(m::AuthFamily {
+            lanes: vec![m::Lane {
+                lane: lit("lane", "api-key"),
+                issuers: vec![lit("issuers", API_KEY_ISSUER)],
+                revocation: lit("revocation", "next-request"),
+                revocation_window_seconds: None,
+                minimum_assurance: lit("minimumAssurance", "bearer"),
+                delegation_proofs: None,
+            }],
+            subject_link_key: None,
         })),
-        "interrupt": family("witnessable-unaided", json!({
-            "kinds": ["approval", "clarification", "credential", "external-event"],
-            "tokenAlgs": ["hs256"],
+        interrupt: Some(family!(m::InterruptFamily {
+            kinds: Some(
+                ["approval", "clarification", "credential", "external-event"]
+                    .into_iter()
+                    .map(|k| lit("kinds", k))
+                    .collect()
+            ),
+            token_algs: vec![lit("tokenAlgs", "hs256")],
+            ref_kinds: None,
             // createRun's callbackUrl gets interrupt notices (ops::callback).
-            "callbackDelivery": true
+            callback_delivery: Some(true),
         })),
-        "runList": family("witnessable-unaided", json!({
-            "maxPageSize": max_page_size,
-            "filters": ["workflowId", "status"]
+        run_list: Some(family!(m::RunListFamily {
+            max_page_size: lit(
+                "maxPageSize",
+                u64::try_from(max_page_size.max(1)).unwrap_or(u64::MAX)
+            ),
+            filters: Some(vec![lit("filters", "workflowId"), lit("filters", "status")]),
         })),
-        "hostEvents": family("witnessable-unaided", json!({
-            "types": [{"type": "negotiation.decided", "delivery": "durable"}]
+        host_events: Some(family!(m::HostEventsFamily {
+            types: vec![m::HostEventType {
+                type_: lit("type", "negotiation.decided"),
+                delivery: lit("delivery", "durable"),
+            }],
         })),
-        "eventLog": family("witnessable-unaided", json!({})),
-        "idempotency": family("witnessable-unaided", json!({"crossRegion": "single-region"})),
-        "agents": family("witnessable-unaided", json!({
+        agents: Some(family!(m::AgentsFamily {
             // One inventory for every caller today; entries still list only the workflows
             // the caller may run (`Ops::may_run`).
-            "manifestRuntime": {"installScope": "host"}
+            manifest_runtime: Some(m::ManifestRuntime {
+                handoff_validation: false,
+                install_scope: lit("installScope", "host"),
+            }),
+            profile: None,
         })),
-        "a2a": a2a_family(),
-        "mcp": family("witnessable-unaided", mcp_fields(mcp)),
-    })
+        webhooks: None,
+        idempotency: Some(family!(m::IdempotencyFamily {
+            cross_region: Some(lit("crossRegion", "single-region")),
+        })),
+        event_log: Some(family!(m::EventLogFamily {
+            cross_engine_ordering: None,
+        })),
+        oauth: None,
+    }
+}
+
+/// [`capabilities`] as the JSON document the edges read families back from.
+pub fn document(max_page_size: usize, mcp: &McpConfig) -> Value {
+    to_json(&capabilities(max_page_size, mcp))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_else(|e| panic!("a discovery model does not serialise: {e}"))
 }
 
 /// The relaxation `--egress-allow-loopback` records: the guard admits loopback receivers.
-pub fn egress_loopback_relaxation() -> Value {
-    json!({
-        "obligation": crate::egress::RELAXED_OBLIGATION,
-        "durability": "session",
-        "reason": "egress guard opened for loopback receivers (--egress-allow-loopback), for tests"
-    })
+pub fn egress_loopback_relaxation() -> m::Relaxation {
+    m::Relaxation {
+        obligation: lit("obligation", crate::egress::RELAXED_OBLIGATION),
+        durability: lit("durability", "session"),
+        reason: lit(
+            "reason",
+            "egress guard opened for loopback receivers (--egress-allow-loopback), for tests",
+        ),
+    }
 }
 
 /// Records an operator relaxation in `host.relaxations[]`, so it is never silent.
-pub fn add_relaxation(document: &mut Value, relaxation: Value) {
+pub fn add_relaxation(document: &mut Value, relaxation: m::Relaxation) {
+    let relaxation = to_json(&relaxation);
     if let Some(root) = document.as_object_mut() {
         let host = root.entry("host").or_insert_with(|| json!({}));
         if let Some(items) = host
@@ -95,56 +167,66 @@ pub fn add_relaxation(document: &mut Value, relaxation: Value) {
     }
 }
 
-/// The A2A edge's family plus `agentCards`: every inventory entry is also served as a
-/// per-agent card, which the rules allow only beside `a2a-1.0` and `agents.manifestRuntime`
-/// (both advertised here; the self-check holds us to it).
-fn a2a_family() -> Value {
-    let mut a2a = a2a_fields();
-    if let Some(o) = a2a.as_object_mut() {
-        o.insert("agentCards".into(), Value::Bool(true));
-    }
-    a2a
+/// The `a2a` family the A2A edge serves (without `agentCards`, which the host's document
+/// adds: every inventory entry is also a per-agent card, which the rules allow only beside
+/// `a2a-1.0` and `agents.manifestRuntime`, both advertised; the self-check holds us to it).
+fn a2a_family() -> m::A2aFamily {
+    family!(m::A2aFamily {
+        versions: vec![lit("versions", "1.0")],
+        preferred_version: lit("preferredVersion", "1.0"),
+        minimum_version: lit("minimumVersion", "1.0"),
+        refreshed_at: lit("refreshedAt", "2026-11-20"),
+        refresh_window_days: lit("refreshWindowDays", 90u64),
+        profiles: Some(vec![lit("profiles", "a2a-1.0")]),
+        agent_card_url: None,
+        streaming: Some(true),
+        push_notifications: Some(true),
+        durable_tasks: Some(true),
+        agent_cards: None,
+    })
 }
 
-/// The `a2a` family the A2A edge serves. The card and the
-/// refusal rule read the family back from the document, so the two cannot disagree.
+/// The `a2a` family as JSON. The card and the refusal rule read the family back from the
+/// document, so the two cannot disagree.
 pub fn a2a_fields() -> Value {
-    json!({
-        "status": "stable",
-        "since": "2.0",
-        "witness": "witnessable-unaided",
-        "versions": ["1.0"],
-        "preferredVersion": "1.0",
-        "minimumVersion": "1.0",
-        "refreshedAt": "2026-11-20",
-        "profiles": ["a2a-1.0"],
-        "streaming": true,
-        "pushNotifications": true,
-        "durableTasks": true
-    })
+    to_json(&a2a_family())
 }
 
 /// The revisions served: 2026-07-28 stateless (preferred) and the 2025-11-25 initialize
 /// era as the floor.
 pub const MCP_REVISIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
 
-/// The `mcp` family the MCP mount serves with `config`. The mount and the refusal rules
-/// read the family back from the document, so the two cannot disagree.
-pub fn mcp_fields(config: &McpConfig) -> Value {
+fn mcp_family(config: &McpConfig) -> m::McpFamily {
     let mut features = vec!["server-discover", "mrtr", "cacheable-lists"];
     if config.tasks {
         features.push("extensions");
     }
-    json!({
-        "revisions": MCP_REVISIONS,
-        "preferredVersion": "2026-07-28",
-        "minimumRevision": "2025-11-25",
-        "refreshedAt": "2026-12-02",
-        "profiles": ["mcp-2026-07-28"],
-        "features": features,
-        "serverMount": {"transports": ["streamable-http", "stdio"]},
-        "mrtr": {"maxRounds": config.max_rounds.clamp(1, 16)},
+    family!(m::McpFamily {
+        revisions: MCP_REVISIONS.iter().map(|r| lit("revisions", *r)).collect(),
+        preferred_version: lit("preferredVersion", "2026-07-28"),
+        minimum_revision: lit("minimumRevision", "2025-11-25"),
+        refreshed_at: lit("refreshedAt", "2026-12-02"),
+        refresh_window_days: lit("refreshWindowDays", 90u64),
+        profiles: Some(vec![lit("profiles", "mcp-2026-07-28")]),
+        features: Some(features.into_iter().map(|f| lit("features", f)).collect()),
+        server_urls: None,
+        server_mount: Some(m::ServerMount {
+            transports: Some(vec![
+                lit("transports", "streamable-http"),
+                lit("transports", "stdio"),
+            ]),
+        }),
+        mrtr: Some(m::Mrtr {
+            max_rounds: lit("maxRounds", u64::from(config.max_rounds.clamp(1, 16))),
+        }),
+        client: None,
     })
+}
+
+/// The `mcp` family the MCP mount serves with `config`, as JSON. The mount and the refusal
+/// rules read the family back from the document, so the two cannot disagree.
+pub fn mcp_fields(config: &McpConfig) -> Value {
+    to_json(&mcp_family(config))
 }
 
 /// Whether a document advertises a `requires` entry of the interop map (`family.field`):

@@ -27,3 +27,4 @@ pub mod status;
 pub mod store;
 pub mod validate;
 pub mod validate_cmd;
+pub mod wire;

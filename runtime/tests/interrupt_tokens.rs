@@ -476,7 +476,7 @@ async fn a_private_callback_url_is_refused_and_nothing_is_created() {
         let (status, body) = h.create(Some(url)).await;
         assert_eq!(
             (status, body["error"].clone()),
-            (400, json!("validation_error")),
+            (400, json!("webhook_url_rejected")),
             "{url}: {body}"
         );
     }

@@ -301,10 +301,15 @@ impl Bed {
             tenant: "acme".into(),
             workflow_id: workflow_id.into(),
             status: RunStatus::Pending,
-            owner: json!({"principal": "tester"}),
+            // The owner block of the snapshot and run.started, as the corpus shapes it.
+            owner: json!({"tenant": "acme", "subject": {
+                "issuer": "openwop:api-key", "subjectId": "tester", "tenant": "acme",
+                "lane": "api-key", "kind": "user"
+            }}),
             transport: "rest".into(),
             inputs,
             state: json!({}),
+            annotations: Default::default(),
         };
         self.store.inner.create_run(run, None).await.unwrap();
         run_id

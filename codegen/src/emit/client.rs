@@ -40,6 +40,8 @@ pub(crate) struct Inputs<'a> {
     /// typify's items (after post-processing): body fields, enums.
     pub models: &'a syn::File,
     pub open_enums: &'a BTreeSet<String>,
+    /// Closed enums the models re-export from another module (`RunStatus`).
+    pub reexported_enums: &'a BTreeSet<String>,
     pub headers: &'a [ResponseHeader],
     /// Hand-written modules under `client/` (from `codegen/templates/client/`).
     pub helper_modules: &'a [String],
@@ -179,6 +181,7 @@ fn query_setter(
     p: &crate::openapi::Parameter,
     named: &dyn Fn(&Value) -> Option<String>,
     models: &syn::File,
+    reexported: &BTreeSet<String>,
 ) -> (TokenStream, TokenStream) {
     let kind = p.schema.get("type").and_then(Value::as_str);
     let minimum = p.schema.get("minimum").and_then(Value::as_f64);
@@ -191,7 +194,10 @@ fn query_setter(
         Some("boolean") => (quote!(bool), quote!(value.to_string())),
         _ => match named(&p.schema) {
             // A model enum (e.g. `RunStatus`) is taken as itself; its Display is the wire string.
-            Some(model) if matches!(find_item(models, &model), Some(Item::Enum(_))) => {
+            Some(model)
+                if reexported.contains(&model)
+                    || matches!(find_item(models, &model), Some(Item::Enum(_))) =>
+            {
                 let path = model_path(&model);
                 (quote!(#path), quote!(value.to_string()))
             }
@@ -252,7 +258,7 @@ fn operation(
     let mut required_names = Vec::new();
     for p in op.parameters.iter().filter(|p| p.location == "query") {
         let key = &p.name;
-        let (ty, render) = query_setter(p, inputs.named, inputs.models);
+        let (ty, render) = query_setter(p, inputs.named, inputs.models, inputs.reexported_enums);
         let doc = p.description.clone().map(|d| format!(" {d}"));
         let doc = doc.iter();
         let name = names.take(&p.name, "query");
@@ -640,6 +646,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             _ => None,
         })
         .chain(inputs.open_enums.iter().cloned())
+        .chain(inputs.reexported_enums.iter().cloned())
         .collect();
     let parts: Vec<OpParts> = inputs
         .ops

@@ -35,6 +35,8 @@ pub(crate) struct Models {
     pub items: syn::File,
     /// The open enums, by emitted name.
     pub open_enums: std::collections::BTreeSet<String>,
+    /// Closed enums emitted in another module and re-exported here (`RunStatus`).
+    pub reexported_enums: std::collections::BTreeSet<String>,
 }
 
 /// What the models step needs beyond the bundle.
@@ -45,11 +47,21 @@ pub(crate) struct Inputs<'a> {
     pub request_roots: &'a std::collections::BTreeSet<String>,
     /// The codes of `errors.json`, to find the open enum that bridges to `errors::ErrorCode`.
     pub registry_codes: &'a [String],
+    /// The definition that is the run-status enum `dispatch::RunStatus` is generated from
+    /// (same values): it is not typed again, `models` re-exports the dispatch type under
+    /// its name, so a run status has one Rust type in the models, the tables and any code
+    /// built on both.
+    pub run_status: Option<&'a str>,
 }
 
 pub(crate) fn emit(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     REPLACED.with(|r| {
-        *r.borrow_mut() = inputs.open_enums.iter().map(|e| e.name.clone()).collect();
+        *r.borrow_mut() = inputs
+            .open_enums
+            .iter()
+            .map(|e| e.name.clone())
+            .chain(inputs.run_status.map(str::to_owned))
+            .collect();
     });
     let result = emit_inner(bundle, inputs);
     REPLACED.with(|r| r.borrow_mut().clear());
@@ -141,6 +153,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         .map(|(name, schema)| (renamed(name), schema.clone()))
         .collect();
     post::order_fields(&mut items, &schemas);
+    post::optional_objects(&mut items);
     let roots: std::collections::BTreeSet<String> =
         inputs.request_roots.iter().map(|n| renamed(n)).collect();
     post::apply_openness(&mut items, &roots, &resolved);
@@ -173,6 +186,19 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         }
     }
     type_names.extend(open_enums.iter().cloned());
+    let reexported_enums: std::collections::BTreeSet<String> =
+        inputs.run_status.map(renamed).into_iter().collect();
+    type_names.extend(reexported_enums.iter().cloned());
+    let reexports = reexported_enums.iter().map(|name| {
+        let doc = " A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so \
+                   a status read from a model indexes the dispatch tables as it is.";
+        if name == "RunStatus" {
+            quote!(#[doc = #doc] pub use crate::dispatch::RunStatus;)
+        } else {
+            let name = ident(name);
+            quote!(#[doc = #doc] pub use crate::dispatch::RunStatus as #name;)
+        }
+    });
 
     let count = defs.len();
     let tokens = quote! {
@@ -188,6 +214,8 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
 
         #(#aliases)*
 
+        #(#reexports)*
+
         #(#own_enums)*
 
         #(#payloads)*
@@ -200,6 +228,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         count,
         items,
         open_enums,
+        reexported_enums,
     })
 }
 
@@ -409,8 +438,9 @@ fn replace_ref(v: &mut Value, old: &str, new: &str) -> bool {
 }
 
 thread_local! {
-    /// The open-enum names of the current generation (typify replaces them with the
-    /// generator's own types). Per thread, so parallel generations in tests do not mix.
+    /// The open-enum names of the current generation, and the run-status definition
+    /// (typify replaces them with the generator's own types). Per thread, so parallel
+    /// generations in tests do not mix.
     static REPLACED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -426,7 +456,8 @@ fn typify_all(
     };
     let mut settings = TypeSpaceSettings::default();
     settings.with_struct_builder(false);
-    // Open enums are emitted by the generator (crate::shapes); typify only refers to them.
+    // Open enums are emitted by the generator (crate::shapes), the run status by
+    // `emit::dispatch`; typify only refers to them.
     for name in &replaced {
         settings.with_replacement(
             name,

@@ -9,6 +9,10 @@
 //!   schema refuses, and it is the host, not the client, that decodes requests. A struct that
 //!   is a branch of an untagged union also stays closed, since closedness is how serde tells
 //!   the branches apart;
+//! - **absent is not empty**: an optional free-form object (`serde_json::Map`, which typify
+//!   makes `#[serde(default)]` and skips when empty) becomes `Option<Map>`, so `{}` and an
+//!   absent member stay apart in both directions (a snapshot's `outputs: {}` on a completed
+//!   run says something an absent `outputs` does not);
 //! - **`Default`** for a request body whose fields are all optional;
 //! - **typed payloads** for tag → payload bindings ([`crate::bundle::Discriminator`]).
 
@@ -385,6 +389,55 @@ pub(crate) fn apply_openness(
 
 /// `impl Default` for a request body struct whose every field may be absent, unless typify
 /// already gave it one.
+/// Optional free-form objects keep absence apart from `{}`: typify writes such a member
+/// as `#[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")] Map<…>`,
+/// which reads an absent member and `{}` alike and never writes `{}`. It becomes
+/// `Option<Map<…>>`, skipped only when `None`, so a value decoded from the wire is written
+/// back as it came and a writer can send `{}`.
+pub(crate) fn optional_objects(file: &mut syn::File) {
+    let skip_empty = |attr: &Attribute| {
+        attr.path().is_ident("serde") && {
+            let text = quote!(#attr).to_string().replace(' ', "");
+            text.contains("skip_serializing_if=\"::serde_json::Map::is_empty\"")
+        }
+    };
+    for item in &mut file.items {
+        let Item::Struct(s) = item else { continue };
+        let Fields::Named(named) = &mut s.fields else {
+            continue;
+        };
+        for field in named.named.iter_mut() {
+            if outer(&field.ty).is_none_or(|(name, _)| name != "Map")
+                || !field.attrs.iter().any(skip_empty)
+            {
+                continue;
+            }
+            let ty = field.ty.clone();
+            field.ty = syn::parse_quote!(::std::option::Option<#ty>);
+            for attr in field
+                .attrs
+                .iter_mut()
+                .filter(|a| a.path().is_ident("serde"))
+            {
+                let Ok(list) =
+                    attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                else {
+                    continue;
+                };
+                let kept: Vec<Meta> = list
+                    .into_iter()
+                    .filter(|m| {
+                        !m.path().is_ident("default") && !m.path().is_ident("skip_serializing_if")
+                    })
+                    .collect();
+                *attr = syn::parse_quote!(
+                    #[serde(#(#kept,)* skip_serializing_if = "::std::option::Option::is_none")]
+                );
+            }
+        }
+    }
+}
+
 pub(crate) fn default_for_bodies(file: &mut syn::File, request_roots: &BTreeSet<String>) {
     let has_default: BTreeSet<String> = file
         .items

@@ -8,7 +8,7 @@
 
 pub mod routing;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -39,28 +39,10 @@ pub struct AgentDefinition {
     pub workflows: Vec<String>,
 }
 
-/// One inventory entry as the wire carries it (`schemas/v2/agent.schema.json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentEntry {
-    pub agent_id: String,
-    pub persona: String,
-    pub label: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub pack_version: String,
-    pub workflows: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub a2a_tenant: Option<String>,
-    /// Capabilities of the agent not working right now. Agents of this host have no
-    /// optional capability that can fail on its own, so nothing fills it yet; it exists so
-    /// the card builder is written (and tested) never to copy it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<Vec<String>>,
-    /// This host gives agents no memory, so there is none to be degraded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_degraded: Option<bool>,
-}
+/// One inventory entry as the wire carries it: the generated `models::Agent`
+/// (`schemas/v2/agent.schema.json`). Agents of this host have no optional capability that
+/// can fail on its own and no memory, so `degraded` and `memoryDegraded` stay unset.
+pub use crate::generated::models::Agent as AgentEntry;
 
 /// Why agent definitions could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -230,17 +212,31 @@ impl Agents {
         if workflows.is_empty() {
             return None;
         }
-        Some(AgentEntry {
-            agent_id: def.agent_id.clone(),
-            persona: def.persona.clone(),
-            label: def.label.clone(),
-            description: def.description.clone(),
-            pack_version: def.pack_version.clone(),
-            workflows,
-            a2a_tenant: Some(self.routing.mint(&def.agent_id)),
-            degraded: None,
-            memory_degraded: None,
-        })
+        // `AgentDefinition::parse` held every field to the agent schema's grammar.
+        let entry = (|| -> Result<AgentEntry, String> {
+            use crate::wire::wire;
+            Ok(AgentEntry {
+                agent_id: wire("agentId", def.agent_id.as_str())?,
+                persona: wire("persona", def.persona.as_str())?,
+                label: wire("label", def.label.as_str())?,
+                description: def
+                    .description
+                    .as_deref()
+                    .map(|d| wire("description", d))
+                    .transpose()?,
+                pack_version: wire("packVersion", def.pack_version.as_str())?,
+                workflows: workflows
+                    .iter()
+                    .map(|w| wire("workflows", w.as_str()))
+                    .collect::<Result<_, _>>()?,
+                a2a_tenant: Some(wire("a2aTenant", self.routing.mint(&def.agent_id))?),
+                degraded: None,
+                memory_degraded: None,
+            })
+        })();
+        entry
+            .map_err(|e| tracing::error!(agent_id = %def.agent_id, error = %e, "an agent does not fit the inventory entry model"))
+            .ok()
     }
 }
 
@@ -297,7 +293,8 @@ mod tests {
         )
         .unwrap();
         let entry = agents.entry(&def, |w| w == "slow").unwrap();
-        assert_eq!(entry.workflows, ["slow"]);
+        assert_eq!(entry.workflows.len(), 1);
+        assert_eq!(entry.workflows[0].as_str(), "slow");
         assert!(agents.entry(&def, |_| false).is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! run, only the workflow's own outcome or a definition the engine cannot execute do.
 
 use super::definition::{Action, InterruptKind};
+use super::events;
 use super::registry::{Registry, Workflow};
 use super::retry::Backoff;
 use super::status;
@@ -35,6 +36,10 @@ pub enum EngineError {
     /// A definition error: the run's workflow is gone from this host.
     #[error("run `{run_id}` names workflow `{workflow_id}`, which this host no longer has")]
     MissingWorkflow { run_id: String, workflow_id: String },
+    /// A value the run would put into an event is not one its payload model accepts (a
+    /// stored run from before a corpus change, or a host bug): retrying would fail alike.
+    #[error("run `{run_id}`: an event payload cannot be built: {message}")]
+    Payload { run_id: String, message: String },
 }
 
 enum Step {
@@ -77,23 +82,11 @@ fn running() -> Guard {
     Guard::StatusIn(&[RunStatus::Running])
 }
 
-fn node_started(node_id: &str, type_id: &str) -> NewEvent {
-    NewEvent {
-        event_type: "node.started".into(),
-        node_id: Some(node_id.to_owned()),
-        payload: json!({"nodeId": node_id, "typeId": type_id}),
-    }
-}
-
-fn node_completed(node_id: &str, outputs: Option<&Value>) -> NewEvent {
-    let mut payload = json!({"nodeId": node_id});
-    if let Some(Value::Object(o)) = outputs {
-        payload["outputs"] = Value::Object(o.clone());
-    }
-    NewEvent {
-        event_type: "node.completed".into(),
-        node_id: Some(node_id.to_owned()),
-        payload,
+/// A payload the models refused, as the engine's error for the run.
+fn payload_error(run_id: &str) -> impl FnOnce(String) -> EngineError + '_ {
+    move |message| EngineError::Payload {
+        run_id: run_id.to_owned(),
+        message,
     }
 }
 
@@ -104,26 +97,17 @@ fn failure(
     message: &str,
     node_id: Option<&str>,
 ) -> (RunPatch, Vec<NewEvent>) {
-    let error = json!({"code": code, "message": message});
-    let mut payload = json!({"error": error, "durationMs": now_ms() - run.created_ms});
-    if let Some(n) = node_id {
-        payload["failedNodeId"] = json!(n);
-    }
+    let error = events::error_object(code, message);
+    // The snapshot's `error` is the same {code, message} the event carries.
+    let stored = serde_json::to_value(&error).unwrap_or_else(|_| json!({}));
     let patch = RunPatch {
         status: Some(RunStatus::Failed),
-        error: Some(error),
+        error: Some(stored),
         wait_until: Some(None),
         close_interrupts: true,
         ..Default::default()
     };
-    (
-        patch,
-        vec![NewEvent {
-            event_type: "run.failed".into(),
-            node_id: node_id.map(str::to_owned),
-            payload,
-        }],
-    )
+    (patch, vec![events::run_failed(run, error, node_id)])
 }
 
 /// The template context of a run.
@@ -360,12 +344,13 @@ impl Engine {
                 }
                 Ok(Step::Stop) => return,
                 Err(EngineError::Store(e)) => e,
-                Err(definition @ EngineError::MissingWorkflow { .. }) => {
-                    match self.fail_by_host(run_id, &definition).await {
-                        Ok(()) => return,
-                        Err(e) => e,
-                    }
-                }
+                Err(
+                    definition
+                    @ (EngineError::MissingWorkflow { .. } | EngineError::Payload { .. }),
+                ) => match self.fail_by_host(run_id, &definition).await {
+                    Ok(()) => return,
+                    Err(e) => e,
+                },
             };
             match error {
                 // The run changed under the engine (a cancel, a takeover, a deletion):
@@ -458,20 +443,10 @@ impl Engine {
         self.confirm_suspend(&run).await?;
         match run.status {
             RunStatus::Pending => {
-                let payload = json!({
-                    "workflowId": run.workflow_id,
-                    "inputs": run.inputs,
-                    "transport": run.transport,
-                    "owner": run.owner,
-                });
+                let ev = events::run_started(&run).map_err(payload_error(run_id))?;
                 let patch = RunPatch {
                     status: Some(RunStatus::Running),
                     ..Default::default()
-                };
-                let ev = NewEvent {
-                    event_type: "run.started".into(),
-                    node_id: None,
-                    payload,
                 };
                 let guard = Guard::StatusIn(&[RunStatus::Pending]);
                 self.advance(run_id, guard, patch, vec![ev]).await?;
@@ -527,22 +502,19 @@ impl Engine {
                 Value::Null => json!({}),
                 other => json!({"value": other}),
             };
-            let payload = json!({"outputs": outputs, "durationMs": now_ms() - run.created_ms});
+            let ev = events::run_completed(&run, &outputs);
             let patch = RunPatch {
                 status: Some(RunStatus::Completed),
                 outputs: Some(outputs),
                 ..Default::default()
-            };
-            let ev = NewEvent {
-                event_type: "run.completed".into(),
-                node_id: None,
-                payload,
             };
             self.advance(&run.run_id, running(), patch, vec![ev])
                 .await?;
             return Ok(Step::Stop);
         };
         let next = run.node_index + 1;
+        let run_id = run.run_id.clone();
+        let invalid = payload_error(&run_id);
         match &node.action {
             Action::Transform { value } => {
                 let out = template::render(value, &ctx);
@@ -552,8 +524,9 @@ impl Engine {
                     ..Default::default()
                 };
                 let events = vec![
-                    node_started(&node.id, "core.transform"),
-                    node_completed(&node.id, Some(&out)),
+                    events::node_started(&node.id, "core.transform").map_err(invalid)?,
+                    events::node_completed(&node.id, Some(&out))
+                        .map_err(payload_error(&run.run_id))?,
                 ];
                 self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Continue)
@@ -566,7 +539,10 @@ impl Engine {
                     message.as_str().unwrap_or_default(),
                     Some(&node.id),
                 );
-                events.insert(0, node_started(&node.id, "core.fail"));
+                events.insert(
+                    0,
+                    events::node_started(&node.id, "core.fail").map_err(invalid)?,
+                );
                 self.advance(&run.run_id, running(), patch, events).await?;
                 Ok(Step::Stop)
             }
@@ -579,11 +555,8 @@ impl Engine {
                 let kind = interrupt.kind.as_str();
                 // The payload is the interrupt as raised (the corpus closes it); the
                 // interrupt id travels in the snapshot and in interrupt.resolved.
-                let payload = json!({
-                    "kind": kind,
-                    "key": format!("{}:{}", run.run_id, node.id),
-                    "data": data,
-                });
+                let payload = events::interrupt_payload(&run.run_id, &node.id, kind, &data)
+                    .map_err(payload_error(&run.run_id))?;
                 let patch = RunPatch {
                     status: Some(status::suspended_status(interrupt.kind)),
                     open_interrupt: Some(NewInterrupt {
@@ -595,12 +568,8 @@ impl Engine {
                     ..Default::default()
                 };
                 let events = vec![
-                    node_started(&node.id, "core.interrupt"),
-                    NewEvent {
-                        event_type: "interrupt.requested".into(),
-                        node_id: Some(node.id.clone()),
-                        payload,
-                    },
+                    events::node_started(&node.id, "core.interrupt").map_err(invalid)?,
+                    events::interrupt_requested(payload, &node.id),
                 ];
                 let advanced = match self.advance(&run.run_id, running(), patch, events).await {
                     Ok(advanced) => advanced,
@@ -661,13 +630,10 @@ impl Engine {
                     wait_until: Some(Some(deadline)),
                     ..Default::default()
                 };
-                self.advance(
-                    &run.run_id,
-                    running(),
-                    patch,
-                    vec![node_started(node_id, "core.wait")],
-                )
-                .await?;
+                let started = events::node_started(node_id, "core.wait")
+                    .map_err(payload_error(&run.run_id))?;
+                self.advance(&run.run_id, running(), patch, vec![started])
+                    .await?;
                 deadline
             }
         };
@@ -696,13 +662,10 @@ impl Engine {
             wait_until: Some(None),
             ..Default::default()
         };
-        self.advance(
-            &run.run_id,
-            running(),
-            patch,
-            vec![node_completed(node_id, None)],
-        )
-        .await?;
+        let completed =
+            events::node_completed(node_id, None).map_err(payload_error(&run.run_id))?;
+        self.advance(&run.run_id, running(), patch, vec![completed])
+            .await?;
         Ok(Step::Continue)
     }
 
@@ -710,17 +673,18 @@ impl Engine {
     pub fn on_resolve(&self) -> OnResolve {
         Box::new(move |interrupt, run| {
             let resume = interrupt.resume_value.clone().unwrap_or(Value::Null);
-            let payload = json!({
-                "nodeId": interrupt.node_id,
-                "interruptId": interrupt.interrupt_id,
-                "kind": interrupt.kind,
-                "resumeValue": resume,
+            // The interrupt's ids and kind were checked when it was raised; a stored one
+            // the model refuses still resolves (the resolve is the caller's), and the
+            // host says so in its log.
+            let resolved = events::interrupt_resolved(interrupt, &resume).unwrap_or_else(|e| {
+                tracing::error!(run_id = %run.run_id, error = %e, "interrupt.resolved does not fit its model");
+                NewEvent {
+                    event_type: "interrupt.resolved".into(),
+                    node_id: Some(interrupt.node_id.clone()),
+                    payload: json!({"nodeId": interrupt.node_id, "interruptId": interrupt.interrupt_id}),
+                }
             });
-            let mut events = vec![NewEvent {
-                event_type: "interrupt.resolved".into(),
-                node_id: Some(interrupt.node_id.clone()),
-                payload,
-            }];
+            let mut events = vec![resolved];
             let declined = interrupt.kind == InterruptKind::Credential.as_str()
                 && resume.get("outcome").and_then(Value::as_str) == Some("declined");
             if declined {
@@ -733,7 +697,9 @@ impl Engine {
                 events.extend(more);
                 return (patch, events);
             }
-            events.push(node_completed(&interrupt.node_id, None));
+            if let Ok(completed) = events::node_completed(&interrupt.node_id, None) {
+                events.push(completed);
+            }
             let patch = RunPatch {
                 status: Some(RunStatus::Running),
                 node_index: Some(run.node_index + 1),

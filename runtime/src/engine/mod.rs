@@ -2,6 +2,7 @@
 //! appending events, and picks unfinished runs up again after a restart.
 
 pub mod definition;
+pub mod events;
 mod executor;
 pub mod registry;
 mod retry;

@@ -10,7 +10,8 @@ mod version;
 
 pub use version::{Protocol, Version, compare};
 
-use serde_json::{Map, Value, json};
+use crate::generated::models::NegotiationDecided;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// What the host offers for one protocol, read from its discovery facet.
@@ -272,6 +273,11 @@ pub fn peer_digest(origin: &str) -> String {
     hex::encode(Sha256::digest(origin.as_bytes()))
 }
 
+/// A string model of the payload, or `None` when the model refuses the value.
+fn text<T: TryFrom<String>>(v: &str) -> Option<T> {
+    T::try_from(v.to_owned()).ok()
+}
+
 impl Decision {
     /// Records who the peer was, as a digest only.
     pub fn with_peer_origin(mut self, origin: &str) -> Self {
@@ -290,24 +296,40 @@ impl Decision {
             .is_some_and(|v| v != offer.preferred())
     }
 
-    /// The `negotiation.decided` payload (`$defs/negotiationDecided`), stamped `at`.
+    /// The `negotiation.decided` payload (`models::NegotiationDecided`), stamped `at`.
+    /// A value its model refuses (a requested version is kept printable and bounded, the
+    /// others are the host's own) is left out rather than sent outside the schema.
+    pub fn decided(&self, at: &str) -> NegotiationDecided {
+        use crate::generated::models::{
+            NegotiationDecidedOutcome as O, NegotiationDecidedProtocol as P,
+            NegotiationDecidedReason as R,
+        };
+        NegotiationDecided {
+            protocol: match self.protocol {
+                Protocol::A2a => P::A2a,
+                Protocol::Mcp => P::Mcp,
+            },
+            outcome: match self.outcome {
+                Outcome::Accepted => O::Accepted,
+                Outcome::Refused => O::Refused,
+            },
+            requested: self.requested.as_deref().and_then(text),
+            version: self.version.as_deref().and_then(text),
+            floor: text(&self.floor),
+            peer_digest: self.peer_digest.as_deref().and_then(text),
+            reason: Some(match self.reason {
+                Reason::Ok => R::Ok,
+                Reason::BelowFloor => R::BelowFloor,
+                Reason::Unauthenticated => R::Unauthenticated,
+                Reason::Unsupported => R::Unsupported,
+            }),
+            at: at.to_owned(),
+        }
+    }
+
+    /// [`Decision::decided`] as the JSON a host event carries.
     pub fn payload(&self, at: &str) -> Value {
-        let mut out = Map::new();
-        out.insert("protocol".into(), json!(self.protocol.as_str()));
-        out.insert("outcome".into(), json!(self.outcome.as_str()));
-        if let Some(requested) = &self.requested {
-            out.insert("requested".into(), json!(requested));
-        }
-        if let Some(version) = &self.version {
-            out.insert("version".into(), json!(version));
-        }
-        out.insert("floor".into(), json!(self.floor));
-        if let Some(digest) = &self.peer_digest {
-            out.insert("peerDigest".into(), json!(digest));
-        }
-        out.insert("reason".into(), json!(self.reason.as_str()));
-        out.insert("at".into(), json!(at));
-        Value::Object(out)
+        serde_json::to_value(self.decided(at)).unwrap_or_else(|_| Value::Object(Map::new()))
     }
 }
 

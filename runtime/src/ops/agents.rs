@@ -82,8 +82,15 @@ impl Ops {
     pub fn get_agent(&self, subject: &Subject, agent_id: &str) -> Result<AgentEntry, OpError> {
         self.list_agents(subject)
             .into_iter()
-            .find(|e| e.agent_id == agent_id)
+            .find(|e| e.agent_id.as_str() == agent_id)
             .ok_or(OpError::AgentNotFound)
+    }
+
+    /// Whether `agent_id` is in the caller's inventory and routes `workflow_id`: what a
+    /// createRun naming an `agentId` must satisfy.
+    pub fn agent_runs(&self, subject: &Subject, agent_id: &str, workflow_id: &str) -> bool {
+        self.get_agent(subject, agent_id)
+            .is_ok_and(|e| e.workflows.iter().any(|w| w.as_str() == workflow_id))
     }
 
     /// The inventory entry whose `a2aTenant` is `value`, searched only among the caller's

@@ -8,8 +8,10 @@
 use super::tokens::TokenKey;
 use crate::egress::{Egress, SendError};
 use crate::engine::{SuspendHook, Suspended};
+use crate::generated::models::InterruptNotice;
+use crate::wire::wire;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,17 +25,24 @@ const RETRY_DELAYS: [Duration; 3] = [
     Duration::from_secs(5),
 ];
 
-/// The notice a suspension sends, with a fresh token for its interrupt.
-pub fn notice(tokens: &TokenKey, s: &Suspended, now_ms: i64) -> Value {
+/// The notice a suspension sends (`models::InterruptNotice`), with a fresh token for its
+/// interrupt; `None` (logged) for a suspension whose ids the model refuses, which the
+/// engine never raises.
+pub fn notice(tokens: &TokenKey, s: &Suspended, now_ms: i64) -> Option<InterruptNotice> {
     let (token, claims) = tokens.mint(&s.run.run_id, &s.node_id, &s.interrupt_id, now_ms, None);
-    json!({
-        "runId": s.run.run_id,
-        "nodeId": s.node_id,
-        "interruptId": s.interrupt_id,
-        "kind": s.kind,
-        "token": token,
-        "expiresAt": crate::clock::rfc3339(claims.exp),
-    })
+    let typed = (|| -> Result<InterruptNotice, String> {
+        Ok(InterruptNotice {
+            run_id: wire("runId", s.run.run_id.as_str())?,
+            node_id: wire("nodeId", s.node_id.as_str())?,
+            interrupt_id: wire("interruptId", s.interrupt_id.as_str())?,
+            kind: s.kind.clone(),
+            token,
+            expires_at: crate::clock::rfc3339(claims.exp),
+        })
+    })();
+    typed
+        .map_err(|e| tracing::error!(run_id = %s.run.run_id, error = %e, "an interrupt notice does not fit its model; not sent"))
+        .ok()
 }
 
 /// The engine hook that sends notices for runs that asked for them.
@@ -48,9 +57,11 @@ pub fn notifier(tokens: TokenKey, egress: Egress) -> SuspendHook {
         else {
             return;
         };
-        let body = notice(&tokens, &s, crate::clock::now_ms())
-            .to_string()
-            .into_bytes();
+        let Some(body) =
+            notice(&tokens, &s, crate::clock::now_ms()).and_then(|n| serde_json::to_vec(&n).ok())
+        else {
+            return;
+        };
         let egress = egress.clone();
         tokio::spawn(async move { deliver(&egress, &url, &s.run.run_id, body).await });
     })

@@ -14,6 +14,11 @@ pub enum OpError {
         message: String,
         details: Option<Value>,
     },
+    /// Bad input the registry has a code of its own for (a malformed `Idempotency-Key`,
+    /// a `callbackUrl` the egress guard refuses). REST answers the code; A2A and MCP, which
+    /// never carry either, would answer it as invalid params.
+    #[error("{message}")]
+    BadInput { code: ErrorCode, message: String },
     /// No run the caller may read has this id (never says whether another tenant's does).
     #[error("no run `{run_id}`")]
     RunNotFound { run_id: String },
@@ -63,6 +68,7 @@ impl OpError {
     pub fn code(&self) -> ErrorCode {
         match self {
             OpError::Validation { .. } => ErrorCode::ValidationError,
+            OpError::BadInput { code, .. } => *code,
             OpError::RunNotFound { .. }
             | OpError::WorkflowNotFound { .. }
             | OpError::AgentNotFound => ErrorCode::NotFound,

@@ -18,20 +18,24 @@ pub use agents::WorkflowFilter;
 pub use error::OpError;
 pub use interop::{SESSION_IDLE_MS, Session};
 pub use tokens::TokenKey;
-pub use views::{event_view, host_event_view, run_view};
+pub use views::{event_view, host_event_view, run_view, to_json};
 pub use watch::{HostWatch, RunWatch, Update};
 
+/// The closed `createRun` body: the generated model, which every edge builds (REST
+/// decodes it, A2A and MCP fill it in through [`run_request`]).
+pub use crate::generated::models::CreateRunRequest;
+
 use crate::engine::Engine;
+use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::status::{Lifecycle, RunStatus, TERMINAL};
 pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
-    Guard, IdempotencyClaim, InteropStore, NewEvent, NewRun, RunOrder, RunPatch, RunQuery,
-    RunStore, StoreError, Stores,
+    Guard, IdempotencyClaim, InteropStore, NewRun, RunOrder, RunPatch, RunQuery, RunStore,
+    StoreError, Stores,
 };
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,24 +63,25 @@ impl Transport {
     }
 }
 
-/// The closed `createRun` body.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateRunRequest {
-    pub workflow_id: Option<String>,
-    #[serde(default)]
-    pub inputs: Option<Value>,
-    pub tenant_id: Option<String>,
-    pub residency: Option<Value>,
-    pub scope_id: Option<String>,
-    pub callback_url: Option<String>,
-    pub mode: Option<String>,
-    pub eval_suite_ref: Option<Value>,
-    pub agent_id: Option<String>,
-    pub configurable: Option<Value>,
-    pub tags: Option<Vec<String>>,
-    pub metadata: Option<Map<String, Value>>,
+/// A `createRun` body naming a workflow and its inputs, and nothing else: what the A2A
+/// and MCP edges start a run with.
+pub fn run_request(workflow_id: &str, inputs: Value) -> Result<CreateRunRequest, OpError> {
+    let Value::Object(inputs) = inputs else {
+        return Err(OpError::validation("`inputs` must be a JSON object"));
+    };
+    Ok(CreateRunRequest {
+        workflow_id: crate::wire::wire("workflowId", workflow_id).map_err(OpError::validation)?,
+        inputs: Some(inputs),
+        tenant_id: None,
+        agent_id: None,
+        tags: Vec::new(),
+        metadata: None,
+        callback_url: None,
+    })
 }
+
+/// The most tags a run carries (`tags.maxItems` of the createRun body).
+const MAX_TAGS: usize = 100;
 
 /// What `create_run` returns.
 #[derive(Debug, Clone)]
@@ -240,33 +245,28 @@ impl Ops {
         with: CreateWith,
     ) -> Result<CreatedRun, OpError> {
         if let Some(t) = &request.tenant_id
-            && t != &subject.tenant
+            && t.as_str() != subject.tenant
         {
-            return Err(OpError::TenantMismatch { id: t.clone() });
+            return Err(OpError::TenantMismatch { id: t.to_string() });
         }
-        if request.mode.as_deref().is_some_and(|m| m != "standard") {
-            return Err(OpError::validation(
-                "`mode` other than standard is not supported by this host",
-            ));
+        if request.tags.len() > MAX_TAGS {
+            return Err(OpError::validation(format!(
+                "`tags` has {} entries; at most {MAX_TAGS} are accepted",
+                request.tags.len()
+            )));
         }
         if let Some(url) = &request.callback_url {
             // Refused before anything is created; delivery checks again, since what a
             // name resolves to can change.
             if let Err(refused) = self.egress.check(url).await {
-                return Err(OpError::validation(format!(
-                    "`callbackUrl` is refused by the egress guard: {refused}"
-                )));
+                return Err(OpError::BadInput {
+                    code: ErrorCode::WebhookUrlRejected,
+                    message: format!("`callbackUrl` is refused by the egress guard: {refused}"),
+                });
             }
         }
-        let workflow_id = request
-            .workflow_id
-            .clone()
-            .ok_or_else(|| OpError::validation("`workflowId` is required"))?;
-        if !crate::ids::is_author_id(&workflow_id) {
-            return Err(OpError::validation(format!(
-                "`workflowId` `{workflow_id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"
-            )));
-        }
+        // The model holds the id grammar already.
+        let workflow_id = request.workflow_id.to_string();
         let workflow = self
             .engine
             .registry()
@@ -275,10 +275,15 @@ impl Ops {
             .ok_or_else(|| OpError::WorkflowNotFound {
                 workflow_id: workflow_id.clone(),
             })?;
-        let inputs = request.inputs.clone().unwrap_or_else(|| json!({}));
-        if !inputs.is_object() {
-            return Err(OpError::validation("`inputs` must be a JSON object"));
+        if let Some(agent_id) = &request.agent_id
+            && !self.agent_runs(subject, agent_id, &workflow_id)
+        {
+            return Err(OpError::validation(format!(
+                "`agentId` `{}` names no agent of the caller's inventory that runs `{workflow_id}`",
+                agent_id.as_str()
+            )));
         }
+        let inputs = Value::Object(request.inputs.clone().unwrap_or_default());
         let problems = workflow.check_inputs(&inputs);
         if !problems.is_empty() {
             return Err(OpError::Validation {
@@ -295,9 +300,10 @@ impl Ops {
                     || key.len() > 255
                     || !key.bytes().all(|b| (0x21..0x7f).contains(&b))
                 {
-                    return Err(OpError::validation(
-                        "`Idempotency-Key` must be 1-255 visible ASCII characters",
-                    ));
+                    return Err(OpError::BadInput {
+                        code: ErrorCode::IdempotencyKeyInvalid,
+                        message: "`Idempotency-Key` must be 1-255 visible ASCII characters".into(),
+                    });
                 }
                 Some(IdempotencyClaim {
                     tenant: subject.tenant.clone(),
@@ -318,8 +324,13 @@ impl Ops {
             inputs,
             // Engine state, never projected: where interrupt notices go.
             state: match &request.callback_url {
-                Some(url) => json!({ callback::STATE_KEY: url }),
+                Some(url) => json!({ callback::STATE_KEY: url.as_str() }),
                 None => json!({}),
+            },
+            annotations: crate::store::RunAnnotations {
+                agent_id: request.agent_id.as_ref().map(|a| a.to_string()),
+                tags: (!request.tags.is_empty()).then(|| json!(request.tags)),
+                metadata: request.metadata.clone().map(Value::Object),
             },
         };
         let created = self.runs.create_run_with(new, claim, with).await?;
@@ -423,21 +434,16 @@ impl Ops {
         if run.status.is_terminal() {
             return Err(OpError::RunTerminal { status: run.status });
         }
-        let payload = json!({
-            "reason": reason.unwrap_or_else(|| "caller-requested".to_owned()),
-            "cancelledBy": subject.subject_id,
-            "durationMs": crate::clock::now_ms() - run.created_ms,
-        });
+        let ev = crate::engine::events::run_cancelled(
+            &run,
+            reason.as_deref().unwrap_or("caller-requested"),
+            &subject.subject_id,
+        );
         let patch = RunPatch {
             status: Some(RunStatus::Cancelled),
             wait_until: Some(None),
             close_interrupts: true,
             ..Default::default()
-        };
-        let ev = NewEvent {
-            event_type: "run.cancelled".into(),
-            node_id: None,
-            payload,
         };
         match self
             .runs
@@ -545,6 +551,17 @@ impl Ops {
         }
     }
 
+    /// The open interrupt a resume token names, as raised: the payload
+    /// `interrupt.requested` carries.
+    pub async fn interrupt_view_by_token(
+        &self,
+        token: &str,
+    ) -> Result<crate::generated::models::InterruptPayload, OpError> {
+        let (run, open) = self.interrupt_by_token(token).await?;
+        crate::engine::events::interrupt_payload(&run.run_id, &open.node_id, &open.kind, &open.data)
+            .map_err(OpError::internal)
+    }
+
     /// Resolves the interrupt a resume token names, through the same resolve as
     /// `resolveInterruptByRun`.
     pub async fn resolve_by_token(
@@ -624,6 +641,16 @@ impl Ops {
         delivery: &str,
         payload: Value,
     ) -> Result<HostEventRecord, OpError> {
+        // A type the corpus binds a payload to (`negotiation.decided`) carries that
+        // payload (`models::HostEventPayload`), or nothing is recorded.
+        let fits = payload.as_object().is_some_and(|map| {
+            crate::generated::models::HostEventPayload::decode(event_type, map).is_ok()
+        });
+        if !fits {
+            return Err(OpError::internal(format!(
+                "a `{event_type}` host event ({delivery}) does not fit its schema"
+            )));
+        }
         let ev = HostEventRecord {
             seq: 0,
             tenant: tenant.to_owned(),
@@ -656,11 +683,15 @@ fn body_hash(req: &CreateRunRequest) -> String {
             other => other.clone(),
         }
     }
+    // The keys (and nulls for absent members) of the body this host accepted before it
+    // read createRun into the generated model, so a key claimed then still replays;
+    // `residency`, `scopeId`, `mode`, `evalSuiteRef` and `configurable` are no longer
+    // accepted and stay null.
     let mut v = json!({
         "workflowId": req.workflow_id, "inputs": req.inputs, "tenantId": req.tenant_id,
-        "residency": req.residency, "scopeId": req.scope_id, "mode": req.mode,
-        "evalSuiteRef": req.eval_suite_ref, "agentId": req.agent_id, "configurable": req.configurable,
-        "tags": req.tags, "metadata": req.metadata,
+        "residency": null, "scopeId": null, "mode": null,
+        "evalSuiteRef": null, "agentId": req.agent_id, "configurable": null,
+        "tags": (!req.tags.is_empty()).then_some(&req.tags), "metadata": req.metadata,
     });
     // Only when given, so keys claimed before callbackUrl existed still replay.
     if let Some(url) = &req.callback_url {

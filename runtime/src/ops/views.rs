@@ -1,66 +1,128 @@
-//! Wire views of stored records: the run snapshot, the run event envelope and the host
-//! event envelope, in their closed v2 shapes.
+//! Wire views of stored records, as the generated models: the run snapshot
+//! (`models::RunSnapshot`), the run event envelope (`models::RunEvent`) and the host event
+//! envelope (`models::HostEvent`). A record the models refuse (a value outside the
+//! corpus's grammar, which the host never writes) is an internal error, never a
+//! half-valid document on the wire.
 
-use super::EVENT_LOG_SCHEMA_VERSION;
+use super::{EVENT_LOG_SCHEMA_VERSION, OpError, Ops};
 use crate::clock::rfc3339;
+use crate::generated::models::{self as m, HostEvent, RunEvent, RunSnapshot};
 use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunRecord};
-use serde_json::{Value, json};
+use crate::wire::{object, wire};
 
-/// The closed run snapshot.
-pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Value {
-    let mut v = json!({
-        "runId": run.run_id,
-        "workflowId": run.workflow_id,
-        "status": run.status.as_str(),
-        "owner": run.owner,
-        "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
-        "createdAt": rfc3339(run.created_ms),
-        "updatedAt": rfc3339(run.updated_ms),
-        "inputs": run.inputs,
-    });
-    if let Some(o) = &run.outputs {
-        v["outputs"] = o.clone();
+fn stored(e: String) -> OpError {
+    OpError::internal(format!("a stored record does not fit its wire model: {e}"))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(what: &str, v: &serde_json::Value) -> Result<T, OpError> {
+    serde_json::from_value(v.clone()).map_err(|e| stored(format!("{what}: {e}")))
+}
+
+/// The run snapshot, with the open interrupt when the run waits on one.
+pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Result<RunSnapshot, OpError> {
+    let interrupts = match open {
+        None => Vec::new(),
+        Some(i) => vec![m::OpenInterrupt {
+            interrupt_id: wire("interruptId", i.interrupt_id.as_str()).map_err(stored)?,
+            node_id: wire("nodeId", i.node_id.as_str()).map_err(stored)?,
+            kind: wire("kind", i.kind.as_str()).map_err(stored)?,
+            requested_at: None,
+            expires_at: None,
+        }],
+    };
+    let a = &run.annotations;
+    Ok(RunSnapshot {
+        run_id: wire("runId", run.run_id.as_str()).map_err(stored)?,
+        workflow_id: wire("workflowId", run.workflow_id.as_str()).map_err(stored)?,
+        status: run.status,
+        owner: decode("owner", &run.owner)?,
+        created_at: Some(rfc3339(run.created_ms)),
+        updated_at: Some(rfc3339(run.updated_ms)),
+        started_at: None,
+        completed_at: None,
+        current_node_id: interrupts.first().map(|i| i.node_id.clone()),
+        inputs: Some(object(&run.inputs)),
+        outputs: run.outputs.as_ref().map(object),
+        error: run.error.as_ref().map(|e| decode("error", e)).transpose()?,
+        interrupts,
+        // Bound by `Ops::snapshot` for a run started over A2A.
+        context_id: None,
+        agent_id: a
+            .agent_id
+            .as_deref()
+            .map(|id| wire("agentId", id))
+            .transpose()
+            .map_err(stored)?,
+        tags: a
+            .tags
+            .as_ref()
+            .map(|t| decode("tags", t))
+            .transpose()?
+            .unwrap_or_default(),
+        metadata: a.metadata.as_ref().map(object),
+        engine_version: None,
+        event_log_schema_version: wire("eventLogSchemaVersion", EVENT_LOG_SCHEMA_VERSION)
+            .map_err(stored)?,
+    })
+}
+
+impl Ops {
+    /// The snapshot of a run the caller may see, as REST answers it: the open interrupt
+    /// when it waits on one, and the A2A `contextId` when the run was started over A2A.
+    pub async fn snapshot(&self, run: &RunRecord) -> Result<RunSnapshot, OpError> {
+        let open = self.runs.open_interrupt(&run.run_id).await?;
+        let mut snapshot = run_view(run, open.as_ref())?;
+        if let Some(context) = self.interop.a2a_context_of(&run.run_id).await? {
+            snapshot.context_id = Some(wire("contextId", context).map_err(stored)?);
+        }
+        Ok(snapshot)
     }
-    if let Some(e) = &run.error {
-        v["error"] = e.clone();
-    }
-    if let Some(i) = open {
-        v["currentNodeId"] = json!(i.node_id);
-        v["interrupts"] =
-            json!([{"interruptId": i.interrupt_id, "nodeId": i.node_id, "kind": i.kind}]);
-    }
-    v
 }
 
 /// The run event envelope.
-pub fn event_view(e: &EventRecord) -> Value {
-    let mut v = json!({
-        "eventId": e.event_id,
-        "runId": e.run_id,
-        "type": e.event_type,
-        "payload": e.payload,
-        "timestamp": rfc3339(e.timestamp_ms),
-        "sequence": e.sequence,
-        "schemaVersion": EVENT_LOG_SCHEMA_VERSION,
-    });
-    if let Some(n) = &e.node_id {
-        v["nodeId"] = json!(n);
-    }
-    v
+pub fn event_view(e: &EventRecord) -> Result<RunEvent, OpError> {
+    Ok(RunEvent {
+        event_id: wire("eventId", e.event_id.as_str()).map_err(stored)?,
+        run_id: wire("runId", e.run_id.as_str()).map_err(stored)?,
+        type_: e.event_type.as_str().into(),
+        payload: object(&e.payload),
+        timestamp: rfc3339(e.timestamp_ms),
+        sequence: u64::try_from(e.sequence).map_err(|x| stored(format!("sequence: {x}")))?,
+        schema_version: std::num::NonZeroU64::new(EVENT_LOG_SCHEMA_VERSION.unsigned_abs())
+            .ok_or_else(|| stored("schemaVersion: 0".into()))?,
+        node_id: e
+            .node_id
+            .as_deref()
+            .map(|n| wire("nodeId", n))
+            .transpose()
+            .map_err(stored)?,
+        engine_version: None,
+        causation_id: None,
+    })
 }
 
 /// The host event envelope.
-pub fn host_event_view(e: &HostEventRecord) -> Value {
-    let mut v = json!({
-        "eventId": e.event_id,
-        "type": e.event_type,
-        "timestamp": rfc3339(e.timestamp_ms),
-        "delivery": e.delivery,
-        "tenant": e.tenant,
-        "payload": e.payload,
-    });
-    if let Some(w) = &e.workspace_id {
-        v["workspaceId"] = json!(w);
-    }
-    v
+pub fn host_event_view(e: &HostEventRecord) -> Result<HostEvent, OpError> {
+    Ok(HostEvent {
+        event_id: wire("eventId", e.event_id.as_str()).map_err(stored)?,
+        type_: e.event_type.as_str().into(),
+        timestamp: rfc3339(e.timestamp_ms),
+        delivery: wire("delivery", e.delivery.as_str()).map_err(stored)?,
+        workspace_id: e
+            .workspace_id
+            .as_deref()
+            .map(|w| wire("workspaceId", w))
+            .transpose()
+            .map_err(stored)?,
+        tenant: Some(wire("tenant", e.tenant.as_str()).map_err(stored)?),
+        payload: object(&e.payload),
+    })
+}
+
+/// The JSON text of a view, for SSE `data:` lines.
+pub fn to_json<T: serde::Serialize>(view: &T) -> String {
+    serde_json::to_string(view).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a wire view does not serialise");
+        "{}".to_owned()
+    })
 }

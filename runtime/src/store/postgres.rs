@@ -139,7 +139,8 @@ async fn insert_new_run<C: GenericClient>(
              ON CONFLICT DO NOTHING RETURNING run_id
          ), created AS (INSERT INTO runs (",
         sql::new_run_cols!(),
-        ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, 0, CAST($9 AS BIGINT), CAST($9 AS BIGINT), -1
+        ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, 0, CAST($9 AS BIGINT), CAST($9 AS BIGINT), -1,
+                CAST($16 AS TEXT), CAST($17 AS TEXT), CAST($18 AS TEXT)
              WHERE CAST($11 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM claim)
              RETURNING ",
         sql::run_cols!(),
@@ -156,6 +157,10 @@ async fn insert_new_run<C: GenericClient>(
         run.owner.to_string(),
         run.inputs.to_string(),
         run.state.to_string(),
+    );
+    let (tags, metadata) = (
+        run.annotations.tags.as_ref().map(Value::to_string),
+        run.annotations.metadata.as_ref().map(Value::to_string),
     );
     let (principal, key, body_hash) = match claim {
         Some(c) => (Some(&c.principal), Some(&c.key), Some(&c.body_hash)),
@@ -188,6 +193,9 @@ async fn insert_new_run<C: GenericClient>(
             &context,
             &message_id,
             &message,
+            &run.annotations.agent_id,
+            &tags,
+            &metadata,
         ],
         sql::run,
     )

@@ -28,6 +28,19 @@ pub struct RunRecord {
     pub last_sequence: i64,
     /// Monotonic creation order, used for newest-first listing and cursors.
     pub list_order: i64,
+    /// What the creator attached to the run, returned on its snapshot.
+    pub annotations: RunAnnotations,
+}
+
+/// createRun's `agentId`, `tags` and `metadata`, kept with the run and returned on its
+/// snapshot (tags and metadata also on `run.started`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunAnnotations {
+    pub agent_id: Option<String>,
+    /// A JSON array of strings, when given.
+    pub tags: Option<Value>,
+    /// A JSON object, when given.
+    pub metadata: Option<Value>,
 }
 
 /// What `create_run` needs.
@@ -42,6 +55,7 @@ pub struct NewRun {
     pub inputs: Value,
     /// The engine state the run starts with (`{}` for most runs).
     pub state: Value,
+    pub annotations: RunAnnotations,
 }
 
 /// An `Idempotency-Key` claimed together with a run creation.

@@ -14,8 +14,9 @@
 use serde_json::Value;
 
 use super::{
-    DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt, RunPatch,
-    RunQuery, RunRecord, RunStatus, Secret, SessionRecord, StoreError, StoredConfig, parse_status,
+    DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt,
+    RunAnnotations, RunPatch, RunQuery, RunRecord, RunStatus, Secret, SessionRecord, StoreError,
+    StoredConfig, parse_status,
 };
 
 /// A row of either engine, read by column name.
@@ -137,7 +138,7 @@ pub(crate) fn statuses(statuses: &[RunStatus]) -> String {
 /// Columns of `runs` read into a [`RunRecord`] (`run`).
 macro_rules! run_cols {
     () => {
-        "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence"
+        "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata"
     };
 }
 /// Columns of `events`, written and read ([`event`]).
@@ -185,7 +186,7 @@ macro_rules! session_cols {
 /// Columns a new run is inserted with.
 macro_rules! new_run_cols {
     () => {
-        "run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence"
+        "run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence, agent_id, tags, metadata"
     };
 }
 /// Columns of `idempotency`.
@@ -232,6 +233,11 @@ pub(crate) fn run(r: &dyn Row) -> Result<RunRecord, StoreError> {
         created_ms: r.int("created_ms")?,
         updated_ms: r.int("updated_ms")?,
         last_sequence: r.int("last_sequence")?,
+        annotations: RunAnnotations {
+            agent_id: r.opt_text("agent_id")?,
+            tags: r.opt_json("tags")?,
+            metadata: r.opt_json("metadata")?,
+        },
     })
 }
 
@@ -330,11 +336,11 @@ pub(crate) fn secret(r: &dyn Row) -> Result<Secret, StoreError> {
 pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE run_id = $1");
 
 /// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
-/// $8 state, $9 now: step 0, no events yet.
+/// $8 state, $9 now, $10 agent_id, $11 tags, $12 metadata: step 0, no events yet.
 pub(crate) const INSERT_RUN: &str = concat!(
     "INSERT INTO runs (",
     new_run_cols!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1) RETURNING ",
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1, $10, $11, $12) RETURNING ",
     run_cols!()
 );
 

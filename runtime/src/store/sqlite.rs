@@ -401,7 +401,16 @@ impl RunStore for SqliteStore {
                             run.transport,
                             run.inputs.to_string(),
                             run.state.to_string(),
-                            now
+                            now,
+                            run.annotations.agent_id,
+                            run.annotations
+                                .tags
+                                .as_ref()
+                                .map(serde_json::Value::to_string),
+                            run.annotations
+                                .metadata
+                                .as_ref()
+                                .map(serde_json::Value::to_string)
                         ],
                         sql::run,
                     )?

@@ -127,6 +127,7 @@ store_suite!(
     concurrent_appends_get_contiguous_sequences,
     guard_refuses_and_leaves_the_log_unchanged,
     data_survives_reopening,
+    a_run_keeps_what_its_creator_attached,
     idempotency_replays_the_same_body_and_refuses_another,
     concurrent_creates_with_one_key_make_one_run,
     a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
@@ -156,6 +157,7 @@ fn new_run(id: &str) -> NewRun {
         transport: "rest".into(),
         inputs: json!({}),
         state: json!({}),
+        annotations: Default::default(),
     }
 }
 
@@ -265,6 +267,39 @@ async fn data_survives_reopening(b: Backend) {
     let again = b.open_again().await.runs;
     assert_eq!(again.events_since(RUN, -1, 10).await.unwrap().len(), 1);
     assert_eq!(again.get_run(RUN).await.unwrap().unwrap().last_sequence, 0);
+}
+
+async fn a_run_keeps_what_its_creator_attached(b: Backend) {
+    let annotations = crate::store::RunAnnotations {
+        agent_id: Some("approvals-desk".into()),
+        tags: Some(json!(["a", "b"])),
+        metadata: Some(json!({"order": 42, "nested": {"k": [1, 2]}})),
+    };
+    let created = b
+        .runs
+        .create_run(
+            NewRun {
+                annotations: annotations.clone(),
+                ..new_run(RUN)
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.run.annotations, annotations);
+    b.runs
+        .advance(RUN, running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
+    let again = b.open_again().await.runs;
+    assert_eq!(
+        again.get_run(RUN).await.unwrap().unwrap().annotations,
+        annotations
+    );
+    // A run created with none has none.
+    b.runs.create_run(new_run("t/b"), None).await.unwrap();
+    let plain = b.runs.get_run("t/b").await.unwrap().unwrap();
+    assert_eq!(plain.annotations, crate::store::RunAnnotations::default());
 }
 
 async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {

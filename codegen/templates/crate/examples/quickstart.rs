@@ -92,7 +92,8 @@ async fn run() -> Result<(), Failure> {
         page.is_terminal
     );
     let echo = client.run_snapshot(&created.run_id).await?;
-    if echo.status != RunStatus::Completed || echo.outputs.get("hello") != Some(&json!("world")) {
+    let hello = echo.outputs.as_ref().and_then(|o| o.get("hello"));
+    if echo.status != RunStatus::Completed || hello != Some(&json!("world")) {
         return Err(format!("echo ended {} with outputs {:?}", echo.status, echo.outputs).into());
     }
 
@@ -117,10 +118,11 @@ async fn run() -> Result<(), Failure> {
             print_event,
         )
         .await?;
+    // A snapshot's `outputs` is absent until the run completes (then `{}` at least).
     println!(
         "approval ended {} with outputs {}",
         done.status,
-        serde_json::Value::Object(done.outputs.clone())
+        serde_json::Value::Object(done.outputs.clone().unwrap_or_default())
     );
     if done.status != RunStatus::Completed || answered != 1 {
         return Err(format!("approval ended {} after {answered} answers", done.status).into());

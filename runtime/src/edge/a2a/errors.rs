@@ -178,7 +178,9 @@ impl From<OpError> for Fault {
             return Fault::task_not_found(id);
         }
         match e {
-            OpError::Validation { message, .. } => Fault::invalid_params("params", message),
+            OpError::Validation { message, .. } | OpError::BadInput { message, .. } => {
+                Fault::invalid_params("params", message)
+            }
             OpError::WorkflowNotFound { workflow_id } => Fault::invalid_params(
                 "message.metadata.openwop.skill",
                 format!("no skill `{workflow_id}` on this host"),

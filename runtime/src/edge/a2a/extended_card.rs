@@ -62,13 +62,13 @@ pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, 
 /// `degraded` and `memoryDegraded` stay on the entry.
 pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) -> Value {
     let mut card = host_card.clone();
-    card["name"] = Value::String(entry.persona.clone());
-    card["version"] = Value::String(entry.pack_version.clone());
+    card["name"] = Value::String(entry.persona.to_string());
+    card["version"] = Value::String(entry.pack_version.to_string());
     card["description"] = Value::String(
         entry
             .description
-            .clone()
-            .unwrap_or_else(|| entry.label.clone()),
+            .as_ref()
+            .map_or_else(|| entry.label.to_string(), |d| d.to_string()),
     );
     if let Some(interfaces) = card
         .get_mut("supportedInterfaces")
@@ -91,7 +91,11 @@ pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) ->
             })
             .cloned()
     };
-    let skills: Vec<Value> = entry.workflows.iter().filter_map(|w| by_id(w)).collect();
+    let skills: Vec<Value> = entry
+        .workflows
+        .iter()
+        .filter_map(|w| by_id(w.as_str()))
+        .collect();
     card["skills"] = Value::Array(skills);
     card
 }
@@ -147,17 +151,12 @@ mod tests {
     }
 
     fn entry() -> AgentEntry {
-        AgentEntry {
-            agent_id: "a".into(),
-            persona: "Persona".into(),
-            label: "Label".into(),
-            description: None,
-            pack_version: "3.1.4".into(),
-            workflows: vec!["fail".into(), "echo".into()],
-            a2a_tenant: Some("ag-R".into()),
-            degraded: Some(vec!["memory".into()]),
-            memory_degraded: Some(true),
-        }
+        serde_json::from_value(json!({
+            "agentId": "a", "persona": "Persona", "label": "Label", "packVersion": "3.1.4",
+            "workflows": ["fail", "echo"], "a2aTenant": "ag-R",
+            "degraded": ["memory"], "memoryDegraded": true,
+        }))
+        .expect("an inventory entry")
     }
 
     #[test]
@@ -191,7 +190,7 @@ mod tests {
             "{text}"
         );
         let mut described = entry();
-        described.description = Some("Longer".into());
+        described.description = Some("Longer".try_into().expect("a description"));
         assert_eq!(
             agent_card(&host, &described, "ag-R")["description"],
             "Longer"

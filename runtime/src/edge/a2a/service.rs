@@ -19,10 +19,9 @@ use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::ops::RunRecord;
 use crate::ops::{
-    A2aStart, CreateRunRequest, CreateWith, OpError, OpenInterrupt, RunFilter, Transport,
-    UpdatedCursor, run_view,
+    A2aStart, CreateWith, OpError, OpenInterrupt, RunFilter, RunRecord, Transport, UpdatedCursor,
+    run_view,
 };
 use crate::status::RunStatus;
 
@@ -356,7 +355,8 @@ impl A2aState {
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
         let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
-        let mut snapshot = run_view(run, open.as_ref());
+        // The snapshot model, as the JSON the A2A projection reads.
+        let mut snapshot = serde_json::to_value(run_view(run, open.as_ref())?).map_err(internal)?;
         snapshot["contextId"] = json!(self.context_of(run).await?);
         let payload = open
             .as_ref()
@@ -480,20 +480,7 @@ impl A2aState {
         params: &Value,
     ) -> Result<(RunRecord, bool), Fault> {
         let workflow_id = self.skill_for(send.message, params)?;
-        let request = CreateRunRequest {
-            workflow_id: Some(workflow_id.clone()),
-            inputs: Some(inputs_of(send.message)),
-            tenant_id: None,
-            residency: None,
-            scope_id: None,
-            callback_url: None,
-            mode: None,
-            eval_suite_ref: None,
-            agent_id: None,
-            configurable: None,
-            tags: None,
-            metadata: None,
-        };
+        let request = crate::ops::run_request(&workflow_id, inputs_of(send.message))?;
         // The task's context and first message are written with the run, in one
         // transaction; a replayed messageId keeps the task as it was bound the first time.
         let message = send.message.clone();

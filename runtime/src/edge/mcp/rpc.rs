@@ -131,6 +131,7 @@ impl From<OpError> for RpcError {
                     None => error,
                 }
             }
+            OpError::BadInput { message, .. } => RpcError::invalid_params(message),
             OpError::WorkflowNotFound { workflow_id } => {
                 RpcError::invalid_params(format!("no tool `{workflow_id}`"))
             }

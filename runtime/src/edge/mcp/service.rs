@@ -12,8 +12,7 @@ use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus, mcp_task_sta
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::ops::RunRecord;
-use crate::ops::{CreateRunRequest, OpError, Transport};
+use crate::ops::{OpError, RunRecord, Transport};
 use crate::status::Lifecycle;
 
 /// The reason a run owned by an abandoned request is cancelled with.
@@ -256,20 +255,7 @@ impl McpState {
             return Err(RpcError::invalid_params(format!("the arguments do not match the input schema of `{name}`"))
                 .with_data(json!({"errors": problems.iter().map(|p| json!({"pointer": p.pointer, "message": p.message})).collect::<Vec<_>>()})));
         }
-        let request = CreateRunRequest {
-            workflow_id: Some(name.to_owned()),
-            inputs: Some(arguments.clone()),
-            tenant_id: None,
-            residency: None,
-            scope_id: None,
-            callback_url: None,
-            mode: None,
-            eval_suite_ref: None,
-            agent_id: None,
-            configurable: None,
-            tags: None,
-            metadata: None,
-        };
+        let request = crate::ops::run_request(name, arguments.clone())?;
         let run = self
             .app
             .ops

@@ -1,6 +1,8 @@
-//! The REST error envelope `{error, message, details?}` with the registered status.
+//! The REST error envelope `{error, message, details?}` (`models::ErrorEnvelope`, its
+//! `error` the open `models::ErrorCode`) with the registered status.
 
 use crate::generated::errors::ErrorCode;
+use crate::generated::models::{ErrorEnvelope, ErrorEnvelopeMessage};
 use crate::identity::AuthError;
 use crate::ops::OpError;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -77,7 +79,18 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.code.http_status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut body = json!({"error": self.code.as_str(), "message": self.message});
+        let envelope = ErrorEnvelope {
+            error: self.code.into(),
+            // Every message the host writes says something; an empty one still gets words.
+            message: ErrorEnvelopeMessage::try_from(self.message)
+                .or_else(|_| ErrorEnvelopeMessage::try_from(self.code.as_str()))
+                .unwrap_or_else(|_| unreachable_message()),
+            details: None,
+        };
+        let mut body = serde_json::to_value(&envelope).unwrap_or_else(|_| json!({}));
+        // `details` is open (errorDetails admits any key, such as an input-schema refusal's
+        // `errors`), and the model types only the keys a few codes fix, dropping the rest;
+        // so it travels as the JSON object it is.
         if let Some(d) = self.details {
             body["details"] = d;
         }
@@ -88,4 +101,9 @@ impl IntoResponse for ApiError {
         }
         resp
     }
+}
+
+/// A message the envelope model accepts, for the case no other can be made.
+fn unreachable_message() -> ErrorEnvelopeMessage {
+    serde_json::from_value(json!("error")).unwrap_or_else(|e| panic!("a literal message: {e}"))
 }

@@ -5,14 +5,15 @@ use super::error::ApiError;
 use super::extract::{Caller, PathParams, QueryMap, run_id};
 use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
-use crate::ops::{EventRecord, RunWatch, event_view};
+use crate::generated::models::PollEventsResponse;
+use crate::ops::{EventRecord, OpError, RunWatch, event_view, to_json};
 use crate::status::Lifecycle;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -65,11 +66,18 @@ impl Tail {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(ev) = self.ready.pop_front() {
+                let view = match event_view(&ev) {
+                    Ok(view) => view,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "event stream ended by an event it cannot show");
+                        return None;
+                    }
+                };
                 return Some(
                     Event::default()
                         .id(ev.sequence.to_string())
                         .event(ev.event_type.clone())
-                        .data(event_view(&ev).to_string()),
+                        .data(to_json(&view)),
                 );
             }
             match self.watch.next().await? {
@@ -112,7 +120,7 @@ pub async fn poll_events(
     Caller(subject): Caller,
     path: PathParams,
     QueryMap(q): QueryMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PollEventsResponse>, ApiError> {
     let id = run_id(path.get("run_id"))?;
     state.ops.get_run(&subject, &id).await?;
     let after = match q.get("afterSequence") {
@@ -138,13 +146,15 @@ pub async fn poll_events(
         .poll(&subject, &id, after, Duration::from_secs(timeout))
         .await?;
     let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
-    let status = res.run.status.as_str();
-    let terminal = res.run.status.is_terminal();
-    Ok(Json(json!({
-        "runId": res.run.run_id,
-        "events": res.events.iter().map(event_view).collect::<Vec<_>>(),
-        "lastSequence": last,
-        "status": status,
-        "isTerminal": terminal,
-    })))
+    Ok(Json(PollEventsResponse {
+        run_id: crate::wire::wire("runId", res.run.run_id.as_str()).map_err(OpError::internal)?,
+        events: res
+            .events
+            .iter()
+            .map(event_view)
+            .collect::<Result<_, _>>()?,
+        last_sequence: last,
+        status: res.run.status,
+        is_terminal: res.run.status.is_terminal(),
+    }))
 }

@@ -4,35 +4,31 @@
 
 use super::error::ApiError;
 use super::extract::{JsonBody, PathParams};
-use super::runs::ResolveBody;
+use super::runs::resolved;
 use crate::app::AppState;
+use crate::generated::models::{
+    InterruptPayload, ResolveInterruptRequest, ResolveInterruptResponse,
+};
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
 
 pub async fn inspect(
     State(state): State<AppState>,
     path: PathParams,
-) -> Result<Json<Value>, ApiError> {
-    let (run, open) = state.ops.interrupt_by_token(path.get("token")).await?;
-    // The interrupt payload as raised, the same shape `interrupt.requested` carries.
-    Ok(Json(json!({
-        "kind": open.kind,
-        "key": format!("{}:{}", run.run_id, open.node_id),
-        "data": open.data,
-    })))
+) -> Result<Json<InterruptPayload>, ApiError> {
+    Ok(Json(
+        state.ops.interrupt_view_by_token(path.get("token")).await?,
+    ))
 }
 
 pub async fn resolve(
     State(state): State<AppState>,
     path: PathParams,
-    body: Result<JsonBody<ResolveBody>, ApiError>,
-) -> Result<Json<Value>, ApiError> {
+    body: Result<JsonBody<ResolveInterruptRequest>, ApiError>,
+) -> Result<Json<ResolveInterruptResponse>, ApiError> {
     let token = path.get("token");
     state.ops.interrupt_by_token(token).await?;
     let JsonBody(body) = body?;
     let (run, node_id) = state.ops.resolve_by_token(token, body.resume_value).await?;
-    Ok(Json(
-        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status.as_str()}),
-    ))
+    Ok(Json(resolved(&run, &node_id)?))
 }

@@ -1,18 +1,21 @@
-//! `/runs` handlers: create, get, list, cancel, resolve an interrupt.
+//! `/runs` handlers: create, get, list, cancel, resolve an interrupt. Requests are read
+//! into, and answers written from, the generated models of the OpenAPI document.
 
 use super::discovery::etag_matches;
 use super::error::ApiError;
 use super::extract::{Caller, JsonBody, PathParams, QueryMap, run_id};
 use crate::app::AppState;
+use crate::generated::models::{
+    CancelRunRequest, CancelRunResponse, CreateRunResponse, ResolveInterruptRequest,
+    ResolveInterruptResponse, RunList,
+};
 use crate::ids::project;
-use crate::ops::RunRecord;
-use crate::ops::{CreateRunRequest, ListParams, Transport, run_view};
+use crate::ops::{CreateRunRequest, ListParams, OpError, RunRecord, Transport};
+use crate::wire::wire;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 const IDEMPOTENT_REPLAY: HeaderName = HeaderName::from_static("openwop-idempotent-replay");
@@ -30,22 +33,24 @@ pub async fn create_run(
 ) -> Result<Response, ApiError> {
     let key = match headers.get("idempotency-key") {
         None => None,
-        Some(v) => Some(
-            v.to_str()
-                .map_err(|_| ApiError::validation("`Idempotency-Key` must be visible ASCII"))?,
-        ),
+        Some(v) => Some(v.to_str().map_err(|_| {
+            ApiError::new(
+                crate::generated::errors::ErrorCode::IdempotencyKeyInvalid,
+                "`Idempotency-Key` must be visible ASCII",
+            )
+        })?),
     };
     let created = state
         .ops
         .create_run(&subject, body, Transport::Rest, key)
         .await?;
     let (status_url, events_url) = links(&created.run);
-    let body = json!({
-        "runId": created.run.run_id,
-        "status": created.run.status.as_str(),
-        "eventsUrl": events_url,
-        "statusUrl": status_url,
-    });
+    let body = CreateRunResponse {
+        run_id: wire("runId", created.run.run_id.as_str()).map_err(OpError::internal)?,
+        status: created.run.status,
+        events_url,
+        status_url: status_url.clone(),
+    };
     let mut resp = (StatusCode::CREATED, Json(body)).into_response();
     if let Ok(loc) = HeaderValue::from_str(&status_url) {
         resp.headers_mut().insert(header::LOCATION, loc);
@@ -65,8 +70,7 @@ pub async fn get_run(
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
     let run = state.ops.get_run(&subject, &id).await?;
-    let open = state.ops.open_interrupt(&run).await?;
-    let view = run_view(&run, open.as_ref());
+    let view = state.ops.snapshot(&run).await?;
     let body = serde_json::to_vec(&view)
         .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
     let etag = format!(
@@ -96,7 +100,7 @@ pub async fn list_runs(
     State(state): State<AppState>,
     Caller(subject): Caller,
     QueryMap(q): QueryMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunList>, ApiError> {
     let limit = match q.get("limit") {
         None => None,
         Some(l) => Some(
@@ -120,58 +124,73 @@ pub async fn list_runs(
     let page = state.ops.list_runs(&subject, params).await?;
     let mut runs = Vec::with_capacity(page.runs.len());
     for run in &page.runs {
-        let open = state.ops.open_interrupt(run).await?;
-        runs.push(run_view(run, open.as_ref()));
+        runs.push(state.ops.snapshot(run).await?);
     }
-    let mut body = json!({"runs": runs});
-    if let Some(c) = page.next_cursor {
-        body["nextCursor"] = json!(c);
-    }
-    Ok(Json(body))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelBody {
-    reason: Option<String>,
+    Ok(Json(RunList {
+        runs,
+        next_cursor: page
+            .next_cursor
+            .map(|c| wire("nextCursor", c))
+            .transpose()
+            .map_err(OpError::internal)?,
+    }))
 }
 
 pub async fn cancel_run(
     State(state): State<AppState>,
     Caller(subject): Caller,
     path: PathParams,
-    JsonBody(body): JsonBody<Option<CancelBody>>,
-) -> Result<Json<Value>, ApiError> {
+    JsonBody(body): JsonBody<Option<CancelRunRequest>>,
+) -> Result<Json<CancelRunResponse>, ApiError> {
     let id = run_id(path.get("run_id"))?;
-    let reason = body.and_then(|b| b.reason);
-    if reason.as_deref().is_some_and(str::is_empty) {
-        return Err(ApiError::validation("`reason` must not be empty"));
-    }
+    // The model holds `reason` to 1..=256 characters.
+    let reason = body.and_then(|b| b.reason).map(String::from);
     let run = state.ops.cancel_run(&subject, &id, reason).await?;
-    Ok(Json(
-        json!({"runId": run.run_id, "status": run.status.as_str()}),
-    ))
+    Ok(Json(cancel_response(&run)?))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ResolveBody {
-    pub resume_value: Value,
+/// The answer of a cancel: `cancelled` once `run.cancelled` is appended (this host appends
+/// it in the cancel's own transaction), `cancelling` while it cascades.
+fn cancel_response(run: &RunRecord) -> Result<CancelRunResponse, ApiError> {
+    use crate::generated::models::CancelRunResponseStatus as S;
+    use crate::status::RunStatus;
+    let status = match run.status {
+        RunStatus::Cancelled => S::Cancelled,
+        RunStatus::Cancelling => S::Cancelling,
+        other => {
+            return Err(
+                OpError::internal(format!("a cancel answered with status `{other}`")).into(),
+            );
+        }
+    };
+    Ok(CancelRunResponse {
+        run_id: wire("runId", run.run_id.as_str()).map_err(OpError::internal)?,
+        status,
+    })
+}
+
+/// The answer of a resolve, by run or by token.
+pub fn resolved(run: &RunRecord, node_id: &str) -> Result<ResolveInterruptResponse, ApiError> {
+    Ok(ResolveInterruptResponse {
+        run_id: wire("runId", run.run_id.as_str()).map_err(OpError::internal)?,
+        // Checked against the id grammar by the resolve.
+        node_id: wire("nodeId", node_id).map_err(OpError::internal)?,
+        interrupt_id: None,
+        status: run.status,
+    })
 }
 
 pub async fn resolve_interrupt(
     State(state): State<AppState>,
     Caller(subject): Caller,
     path: PathParams,
-    JsonBody(body): JsonBody<ResolveBody>,
-) -> Result<Json<Value>, ApiError> {
+    JsonBody(body): JsonBody<ResolveInterruptRequest>,
+) -> Result<Json<ResolveInterruptResponse>, ApiError> {
     let id = run_id(path.get("run_id"))?;
     let node_id = path.get("node_id").to_owned();
     let run = state
         .ops
         .resolve_interrupt(&subject, &id, &node_id, body.resume_value)
         .await?;
-    Ok(Json(
-        json!({"runId": run.run_id, "nodeId": node_id, "status": run.status.as_str()}),
-    ))
+    Ok(Json(resolved(&run, &node_id)?))
 }

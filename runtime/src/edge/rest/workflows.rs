@@ -1,32 +1,41 @@
-//! `/workflows` handlers: the workflows the caller may start, and one definition.
+//! `/workflows` handlers: the workflows the caller may start (`models::WorkflowList`), and
+//! one definition.
 
 use super::error::ApiError;
 use super::extract::{Caller, PathParams};
 use crate::app::AppState;
+use crate::generated::models::{WorkflowList, WorkflowSummary};
+use crate::ops::OpError;
+use crate::wire::{object, wire};
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub async fn list_workflows(State(state): State<AppState>, Caller(subject): Caller) -> Json<Value> {
-    let workflows: Vec<Value> = state
+pub async fn list_workflows(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+) -> Result<Json<WorkflowList>, ApiError> {
+    let workflows = state
         .ops
         .list_workflows(&subject)
         .iter()
         .map(|w| {
             let d = &w.definition;
-            let mut summary = json!({"workflowId": d.id, "inputSchema": d.input_schema});
-            if let Some(name) = &d.name {
-                summary["name"] = json!(name);
-            }
-            if let Some(description) = &d.description {
-                summary["description"] = json!(description);
-            }
-            summary
+            Ok(WorkflowSummary {
+                // Held to the id grammar when the definition was loaded.
+                workflow_id: wire("workflowId", d.id.as_str()).map_err(OpError::internal)?,
+                name: d.name.clone(),
+                description: d.description.clone(),
+                input_schema: Some(object(&d.input_schema)),
+            })
         })
-        .collect();
-    Json(json!({ "workflows": workflows }))
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Json(WorkflowList { workflows }))
 }
 
+/// The definition as its author wrote it (JSON or YAML, answered as JSON): the document
+/// itself, which `schemas/v2/workflow-definition.schema.json` describes, not a view the
+/// host builds.
 pub async fn get_workflow(
     State(state): State<AppState>,
     Caller(subject): Caller,

@@ -159,6 +159,7 @@ mod tests {
             transport: "rest".into(),
             inputs: json!({}),
             state: json!({}),
+            annotations: Default::default(),
         };
         writer.create_run(run, None).await.expect("create");
         let mut rx = watcher.subscribe(&[Topic::Run("t/r".into())]);

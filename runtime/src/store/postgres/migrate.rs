@@ -74,6 +74,6 @@ mod tests {
             versions,
             MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4, 5]);
+        assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     }
 }

@@ -20,8 +20,10 @@ pub struct A2aFacet {
 pub struct CreateRunRequest {
     #[serde(rename = "workflowId")]
     pub workflow_id: CreateRunRequestWorkflowId,
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub inputs: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub inputs: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub tags: ::std::vec::Vec<Tag>,
 }
@@ -84,8 +86,10 @@ impl<'de> ::serde::Deserialize<'de> for CreateRunRequestWorkflowId {
 pub struct ErrorEnvelope {
     pub error: ErrorCode,
     pub message: ::std::string::String,
-    #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-    pub details: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub details: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
 }
 ///`EventPage`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -309,65 +313,6 @@ pub struct RunStarted {
     #[serde(rename = "workflowId")]
     pub workflow_id: ::std::string::String,
 }
-///Where the run is.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum RunStatus {
-    #[serde(rename = "running")]
-    Running,
-    #[serde(rename = "waiting-input")]
-    WaitingInput,
-    #[serde(rename = "completed")]
-    Completed,
-}
-impl ::std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Running => f.write_str("running"),
-            Self::WaitingInput => f.write_str("waiting-input"),
-            Self::Completed => f.write_str("completed"),
-        }
-    }
-}
-impl ::std::str::FromStr for RunStatus {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "running" => Ok(Self::Running),
-            "waiting-input" => Ok(Self::WaitingInput),
-            "completed" => Ok(Self::Completed),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for RunStatus {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///`Tag`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -406,6 +351,8 @@ pub mod error {
         }
     }
 }
+/// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
+pub use crate::dispatch::RunStatus;
 /// A registered code or a vendor code.
 ///
 /// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
