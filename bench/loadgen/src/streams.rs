@@ -50,11 +50,13 @@ pub struct CommitCostArgs {
     /// The server process.
     #[arg(long)]
     pid: u32,
-    /// Open streams at each step, ascending (streams stay open from one step to the next).
-    #[arg(long, value_delimiter = ',', default_value = "0,1000,10000")]
+    /// Open streams at each step (streams stay open from one step to the next; a step
+    /// lower than the one before closes them all first, e.g. a last 0 as a control for
+    /// drift such as the database growing).
+    #[arg(long, value_delimiter = ',', default_value = "0,1000,9999,0")]
     levels: Vec<usize>,
     /// Echo runs (A2A blocking SendMessage, one at a time) measured at each step.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 2000)]
     runs: usize,
     /// Seconds of idle CPU measured at each step (subtracted from the runs' CPU): the
     /// streams' keep-alive comments cost something even with no run going.
@@ -74,6 +76,7 @@ struct Holder {
     ended: Arc<AtomicUsize>,
     connecting: Arc<Semaphore>,
     opened: usize,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Holder {
@@ -87,6 +90,7 @@ impl Holder {
             // Connects and header reads in flight at once: the listen backlog is finite.
             connecting: Arc::new(Semaphore::new(128)),
             opened: 0,
+            tasks: Vec::new(),
         }
     }
 
@@ -104,7 +108,7 @@ impl Holder {
             "GET {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: {}\r\naccept: text/event-stream\r\n\r\n",
             self.auth
         );
-        tokio::spawn(async move {
+        self.tasks.push(tokio::spawn(async move {
             let stream = {
                 let _permit = connecting.acquire().await;
                 match subscribe(addr, request).await {
@@ -127,7 +131,19 @@ impl Holder {
                 }
             }
             ended.fetch_add(1, Ordering::Relaxed);
-        });
+        }));
+    }
+
+    /// Closes every stream (the server sees each connection end).
+    async fn close_all(&mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
+        self.ready = Arc::default();
+        self.failed = Arc::default();
+        self.ended = Arc::default();
+        self.opened = 0;
     }
 
     /// Waits until every stream opened is ready or failed (at most `limit`).
@@ -328,6 +344,10 @@ pub async fn commit_cost(args: CommitCostArgs) -> anyhow::Result<()> {
         // The echo connection is closed while streams open: at the top level every
         // connection the host allows may be needed.
         worker.conns = vec![Conn::new(addr)];
+        if level < holder.opened {
+            holder.close_all().await;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
         while holder.opened < level {
             let path = waiting[holder.opened % waiting.len()].clone();
             holder.open(&path);
