@@ -125,6 +125,7 @@ for line in open(sys.argv[1]):
     print(f'  {r["label"]:<28} {r["rps"]:>9.1f} req/s  cpu {r["server_cpu_ms_per_req"] or 0:>7.3f} ms/req'
           f'  (server util {r["server_cpu_util"]:.2f}, loadgen util {r["loadgen_cpu_util"]:.2f})'
           f'  p50 {lat["p50"]:.2f} p99 {lat["p99"]:.2f} ms  errors {r["errors"]}'
+          f'  per req: {r["server_context_switches_per_req"]} ctx switches, {r["server_write_syscalls_per_req"]} write syscalls'
           + (f'  {r["also_name"]} {r["also_cpu_ms_per_req"]:.3f} ms/req' if r.get("also_name") else ''))
 PY
 }

@@ -91,6 +91,14 @@ pub fn split_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
     Ok((addr, path))
 }
 
+fn ratio(n: u64, d: u64) -> Value {
+    if d == 0 {
+        Value::Null
+    } else {
+        json!((n as f64 / d as f64 * 100.0).round() / 100.0)
+    }
+}
+
 pub fn percentiles(mut lat: Vec<Duration>) -> Value {
     lat.sort_unstable();
     let pick = |q: f64| -> f64 {
@@ -260,6 +268,10 @@ async fn http(args: HttpArgs) -> anyhow::Result<()> {
         "server_cpu_ms": server_cpu.as_secs_f64() * 1e3,
         "server_cpu_ms_per_req": per(server_cpu),
         "server_cpu_util": (server_cpu.as_secs_f64() / secs * 1000.0).round() / 1000.0,
+        // Counted on the servers' threads alive at both samples.
+        "server_context_switches_per_req": ratio(c1.switches.saturating_sub(c0.switches), requests),
+        "server_read_syscalls_per_req": ratio(c1.syscr.saturating_sub(c0.syscr), requests),
+        "server_write_syscalls_per_req": ratio(c1.syscw.saturating_sub(c0.syscw), requests),
         "also_name": args.also_name,
         "also_cpu_ms_per_req": args.also_name.as_ref().map(|_| per(named_cpu)),
         "loadgen_cpus": procfs::own_cpus(),

@@ -50,6 +50,36 @@ pub fn ticks_by_name(name: &str) -> Vec<(u32, u64)> {
         .collect()
 }
 
+/// Context switches (voluntary + involuntary) of every live thread of `pid`.
+pub fn context_switches(pid: u32) -> u64 {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("status")).ok())
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| {
+                    l.strip_prefix("voluntary_ctxt_switches:")
+                        .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                })
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// (read, write) system calls of `pid` so far (`/proc/<pid>/io` syscr, syscw).
+pub fn syscalls(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field("syscr:"), field("syscw:"))
+}
+
 /// Resident set size of `pid` in bytes.
 pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -99,6 +129,11 @@ pub struct CpuSample {
     /// count (a process that ended in between takes its ticks with it).
     named: Vec<(u32, u64)>,
     own: u64,
+    /// Context switches of the servers' live threads.
+    pub switches: u64,
+    /// The servers' read and write system calls.
+    pub syscr: u64,
+    pub syscw: u64,
 }
 
 impl CpuSample {
@@ -108,10 +143,18 @@ impl CpuSample {
             .map(|&p| Ok((p, cpu_ticks(p)?)))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let named = name.map(ticks_by_name).unwrap_or_default();
+        let switches = pids.iter().map(|(p, _)| context_switches(*p)).sum();
+        let (syscr, syscw) = pids
+            .iter()
+            .map(|(p, _)| syscalls(*p))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         Ok(CpuSample {
             pids,
             named,
             own: cpu_ticks(std::process::id())?,
+            switches,
+            syscr,
+            syscw,
         })
     }
 
