@@ -30,8 +30,31 @@ sleep 2.5
 perf record -q -e cpu-clock -F 499 --call-graph dwarf,32768 -p "$server_pid" \
   -o "$out_dir/$path.perf.data" -- sleep "$(( DURATION - 1 ))" 2>/dev/null
 wait "$load"
-stop_server "$server_pid"
 report_rows "$bench_tmp/load.json"
+if command -v strace >/dev/null; then
+  # System calls per request: a second load with `strace -c -f` attached for 4 s (strace
+  # slows the server; the counts per request are what matter). One recvfrom per request.
+  loadgen http --label "$path" "${args[@]}" --auth "$bench_auth" --pid "$server_pid" \
+    --concurrency "$CONCURRENCY" --duration 6 --warmup 1 >/dev/null &
+  load=$!
+  sleep 1.5
+  timeout 4 strace -c -f -p "$server_pid" -o "$out_dir/$path.strace.txt" 2>/dev/null || true
+  wait "$load"
+  echo "-- system calls per request (strace -c -f, 4 s under load)"
+  python3 - "$out_dir/$path.strace.txt" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+        rows[f[-1]] = int(f[3])
+n = rows.get("recvfrom", 0)
+print(f"  requests traced (recvfrom calls): {n}")
+for name, calls in sorted(rows.items(), key=lambda kv: -kv[1])[:12]:
+    print(f"  {name:<16} {calls / n if n else 0:>8.1f} per request")
+PY
+fi
+stop_server "$server_pid"
 trim() { sed -E 's/ +-? +-? *$//' | cut -c1-200; }
 echo "-- self time (top $top symbols)"
 perf report -i "$out_dir/$path.perf.data" --no-children --stdio --sort symbol -g none \
