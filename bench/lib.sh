@@ -5,6 +5,9 @@
 #   LOADGEN_CPU  the core the load generator is pinned to (default 0)
 #   DURATION     seconds measured per scenario (default 10), WARMUP seconds before (3)
 #   CONCURRENCY  requests in flight (default 16)
+#   ROUNDS       a2a, mcp, rest: how many times each side is measured, alternating
+#                (default 1; a fresh host and data dir each time); the ratios
+#                pool the rounds (against drift in what else the shared machine runs)
 #   MAX_SERVER_SECONDS  every server is killed after this long whatever happens (900)
 set -euo pipefail
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +19,7 @@ DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 MAX_SERVER_SECONDS=${MAX_SERVER_SECONDS:-900}
+ROUNDS=${ROUNDS:-1}
 bench_key=bench-key-0123456789abcdef
 bench_auth="Bearer $bench_key"
 bench_tmp=$(mktemp -d "${TMPDIR:-/tmp}/openwop-bench.XXXXXX")
@@ -85,6 +89,7 @@ wait_http() {
 start_openwop() {
   local name=$1 port=$2
   shift 2
+  rm -rf "$bench_tmp/$name-data"
   mkdir -p "$bench_tmp/$name-data"
   RUST_LOG=${RUST_LOG:-warn} start_server "$name" "$openwop_bin" serve --listen "127.0.0.1:$port" \
     --data-dir "$bench_tmp/$name-data" --api-key "acme:$bench_key" "$@"
@@ -125,21 +130,26 @@ for line in open(sys.argv[1]):
     print(f'  {r["label"]:<28} {r["rps"]:>9.1f} req/s  cpu {r["server_cpu_ms_per_req"] or 0:>7.3f} ms/req'
           f'  (server util {r["server_cpu_util"]:.2f}, loadgen util {r["loadgen_cpu_util"]:.2f})'
           f'  p50 {lat["p50"]:.2f} p99 {lat["p99"]:.2f} ms  errors {r["errors"]}'
-          f'  per req: {r["server_context_switches_per_req"]} ctx switches, {r["server_write_syscalls_per_req"]} write syscalls'
+          f'  per req: {r["server_context_switches_per_req"]} ctx switches, {r["server_write_syscalls_per_req"]} write/pwrite syscalls'
           + (f'  {r["also_name"]} {r["also_cpu_ms_per_req"]:.3f} ms/req' if r.get("also_name") else ''))
 PY
 }
 
-# compare FILE OURS PEER — throughput and CPU-per-request ratios of two labels of FILE.
+# compare FILE OURS PEER — throughput and CPU-per-request ratios of two labels of FILE
+# (several rows of one label, from ROUNDS > 1, are pooled: requests, seconds and CPU summed).
 compare() {
   python3 - "$@" <<'PY'
 import json, sys
 path, ours, peer = sys.argv[1:4]
-rows = {r["label"]: r for r in map(json.loads, open(path))}
-a, b = rows[ours], rows[peer]
-t = a["rps"] / b["rps"] if b["rps"] else float("nan")
-ca, cb = a["server_cpu_ms_per_req"], b["server_cpu_ms_per_req"]
-c = ca / cb if ca and cb else float("nan")
-print(f"  {ours} / {peer}: throughput {t:.2f}x, server CPU per request {c:.3f}x ({ca:.3f} vs {cb:.3f} ms)")
+pooled = {}
+for r in map(json.loads, open(path)):
+    p = pooled.setdefault(r["label"], {"requests": 0, "seconds": 0.0, "cpu": 0.0, "rounds": 0})
+    p["requests"] += r["requests"]; p["seconds"] += r["seconds"]; p["cpu"] += r["server_cpu_ms"]; p["rounds"] += 1
+a, b = pooled[ours], pooled[peer]
+ra, rb = a["requests"] / a["seconds"], b["requests"] / b["seconds"]
+ca, cb = a["cpu"] / max(a["requests"], 1), b["cpu"] / max(b["requests"], 1)
+rounds = f" over {a['rounds']} rounds" if a["rounds"] > 1 else ""
+print(f"  {ours} / {peer}{rounds}: throughput {ra / rb:.2f}x ({ra:.0f} vs {rb:.0f} req/s), "
+      f"server CPU per request {ca / cb:.3f}x ({ca:.3f} vs {cb:.3f} ms)")
 PY
 }

@@ -15,15 +15,17 @@ build_release
 
 machine_header "A2A blocking SendMessage (echo), concurrency $CONCURRENCY, ${DURATION}s after ${WARMUP}s warm-up"
 out=$bench_tmp/a2a.jsonl
-start_openwop ours "$ours_port"
-http_load openwop a2a "$server_pid" "http://127.0.0.1:$ours_port/a2a/jsonrpc" \
-  --auth "$bench_auth" --a2a-skill echo >>"$out"
-stop_server "$server_pid"
+for round in $(seq 1 "$ROUNDS"); do
+  start_openwop ours "$ours_port"
+  http_load openwop a2a "$server_pid" "http://127.0.0.1:$ours_port/a2a/jsonrpc" \
+    --auth "$bench_auth" --a2a-skill echo >>"$out"
+  stop_server "$server_pid"
 
-start_server sdk "$venv/bin/python" bench/a2a/sdk_echo_server.py "$sdk_port"
-wait_http "http://127.0.0.1:$sdk_port/.well-known/agent-card.json"
-http_load a2a-sdk-1.3.0 a2a "$server_pid" "http://127.0.0.1:$sdk_port/a2a/jsonrpc" >>"$out"
-stop_server "$server_pid"
+  start_server sdk "$venv/bin/python" bench/a2a/sdk_echo_server.py "$sdk_port"
+  wait_http "http://127.0.0.1:$sdk_port/.well-known/agent-card.json"
+  http_load a2a-sdk-1.3.0 a2a "$server_pid" "http://127.0.0.1:$sdk_port/a2a/jsonrpc" >>"$out"
+  stop_server "$server_pid"
+done
 
 report_rows "$out"
 compare "$out" openwop a2a-sdk-1.3.0

@@ -19,15 +19,17 @@ build_release
 
 machine_header "MCP tools/call (echo), concurrency $CONCURRENCY, ${DURATION}s after ${WARMUP}s warm-up"
 out=$bench_tmp/mcp.jsonl
-start_openwop ours "$ours_port"
-http_load openwop mcp-openwop "$server_pid" "http://127.0.0.1:$ours_port/mcp" --auth "$bench_auth" >>"$out"
-stop_server "$server_pid"
-
-for mode in stateful stateless; do
-  start_server "sdk-$mode" "$node" "$node_dir/sdk_echo_server.mjs" "$sdk_port" "$mode" "$MAX_SERVER_SECONDS"
-  for _ in $(seq 1 100); do grep -q listening "$bench_tmp/sdk-$mode.log" && break; sleep 0.1; done
-  http_load "ts-sdk-1.32.2-$mode" mcp-sdk "$server_pid" "http://127.0.0.1:$sdk_port/mcp" >>"$out"
+for round in $(seq 1 "$ROUNDS"); do
+  start_openwop ours "$ours_port"
+  http_load openwop mcp-openwop "$server_pid" "http://127.0.0.1:$ours_port/mcp" --auth "$bench_auth" >>"$out"
   stop_server "$server_pid"
+
+  for mode in stateful stateless; do
+    start_server "sdk-$mode" "$node" "$node_dir/sdk_echo_server.mjs" "$sdk_port" "$mode" "$MAX_SERVER_SECONDS"
+    for _ in $(seq 1 100); do grep -q listening "$bench_tmp/sdk-$mode.log" && break; sleep 0.1; done
+    http_load "ts-sdk-1.32.2-$mode" mcp-sdk "$server_pid" "http://127.0.0.1:$sdk_port/mcp" >>"$out"
+    stop_server "$server_pid"
+  done
 done
 
 report_rows "$out"

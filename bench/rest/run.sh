@@ -12,15 +12,17 @@ build_release
 
 machine_header "REST get-only and create+get vs a bare axum handler, concurrency $CONCURRENCY, ${DURATION}s after ${WARMUP}s warm-up"
 out=$bench_tmp/rest.jsonl
-start_server bare "$bare_bin" --listen "127.0.0.1:$bare_port" --max-seconds "$MAX_SERVER_SECONDS"
-wait_http "http://127.0.0.1:$bare_port/fixed"
-http_load bare-axum bare "$server_pid" "http://127.0.0.1:$bare_port/fixed" >>"$out"
-stop_server "$server_pid"
+for round in $(seq 1 "$ROUNDS"); do
+  start_server bare "$bare_bin" --listen "127.0.0.1:$bare_port" --max-seconds "$MAX_SERVER_SECONDS"
+  wait_http "http://127.0.0.1:$bare_port/fixed"
+  http_load bare-axum bare "$server_pid" "http://127.0.0.1:$bare_port/fixed" >>"$out"
+  stop_server "$server_pid"
 
-start_openwop ours "$ours_port"
-http_load openwop-get-only rest-get "$server_pid" "http://127.0.0.1:$ours_port" --auth "$bench_auth" >>"$out"
-http_load openwop-create+get rest-create-get "$server_pid" "http://127.0.0.1:$ours_port" --auth "$bench_auth" >>"$out"
-stop_server "$server_pid"
+  start_openwop ours "$ours_port"
+  http_load openwop-get-only rest-get "$server_pid" "http://127.0.0.1:$ours_port" --auth "$bench_auth" >>"$out"
+  http_load openwop-create+get rest-create-get "$server_pid" "http://127.0.0.1:$ours_port" --auth "$bench_auth" >>"$out"
+  stop_server "$server_pid"
+done
 
 report_rows "$out"
 compare "$out" openwop-get-only bare-axum
