@@ -47,6 +47,18 @@ pub struct Worker {
     pub n: u64,
 }
 
+/// This process's tag: its id and start time.
+fn run_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{}-{nanos}", std::process::id())
+    })
+}
+
 fn check(ok: bool, what: &str, a: &Answer) -> anyhow::Result<()> {
     if ok {
         Ok(())
@@ -175,8 +187,11 @@ impl Scenario {
                     Some(s) => format!(r#","metadata":{{"openwop":{{"skill":"{s}"}}}}"#),
                     None => String::new(),
                 };
+                // Unique across generator processes too: a messageId the host has seen
+                // answers the task it made then, without a new run.
+                let run = run_tag();
                 let body = format!(
-                    r#"{{"jsonrpc":"2.0","id":{n},"method":"SendMessage","params":{{"message":{{"messageId":"lg-{id}-{n}","role":"ROLE_USER","parts":[{{"data":{{"n":{n}}}}}]{metadata}}}}}}}"#
+                    r#"{{"jsonrpc":"2.0","id":{n},"method":"SendMessage","params":{{"message":{{"messageId":"lg-{run}-{id}-{n}","role":"ROLE_USER","parts":[{{"data":{{"n":{n}}}}}]{metadata}}}}}}}"#
                 );
                 let t = Instant::now();
                 let a = w.conns[0]
