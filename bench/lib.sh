@@ -8,6 +8,15 @@
 #   ROUNDS       a2a, mcp, rest: how many times each side is measured, alternating
 #                (default 1; a fresh host and data dir each time); the ratios
 #                pool the rounds (against drift in what else the shared machine runs)
+#   BENCH_NICE   niceness of every server and of the generator (default -10): the cores are
+#                shared with other people's builds, and a process with more threads gets
+#                more of a contended core; a raised priority keeps a single-threaded
+#                baseline (axum with one worker, Python, Node) from being starved beside a
+#                host with store threads. 0 measures them as the machine schedules them.
+#   BENCH_SCHED  "rr": run every server and the generator under SCHED_RR (chrt -r 10)
+#                instead, so each pinned core is in effect theirs while they want it (the
+#                kernel still leaves 5% of every second to others). Only for a quick run:
+#                it slows whatever else the machine runs on those cores meanwhile.
 #   MAX_SERVER_SECONDS  every server is killed after this long whatever happens (900)
 set -euo pipefail
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +29,15 @@ WARMUP=${WARMUP:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 MAX_SERVER_SECONDS=${MAX_SERVER_SECONDS:-900}
 ROUNDS=${ROUNDS:-1}
+BENCH_NICE=${BENCH_NICE:--10}
+BENCH_SCHED=${BENCH_SCHED:-}
+if [[ $BENCH_SCHED == rr ]]; then
+  bench_prio=(chrt -r 10)
+  bench_prio_text="SCHED_RR priority 10"
+else
+  bench_prio=(nice -n "$BENCH_NICE")
+  bench_prio_text="nice $BENCH_NICE"
+fi
 bench_key=bench-key-0123456789abcdef
 bench_auth="Bearer $bench_key"
 bench_tmp=$(mktemp -d "${TMPDIR:-/tmp}/openwop-bench.XXXXXX")
@@ -51,7 +69,7 @@ build_release() {
 start_server() {
   local name=$1
   shift
-  taskset -c "$SERVER_CPU" timeout -k 5 "$MAX_SERVER_SECONDS" "$@" >"$bench_tmp/$name.log" 2>&1 &
+  "${bench_prio[@]}" taskset -c "$SERVER_CPU" timeout -k 5 "$MAX_SERVER_SECONDS" "$@" >"$bench_tmp/$name.log" 2>&1 &
   local wrapper=$!
   bench_wrappers+=("$wrapper")
   server_pid=
@@ -98,7 +116,7 @@ start_openwop() {
 
 # loadgen ARGS... — the load generator pinned to LOADGEN_CPU.
 loadgen() {
-  taskset -c "$LOADGEN_CPU" "$loadgen_bin" "$@"
+  "${bench_prio[@]}" taskset -c "$LOADGEN_CPU" "$loadgen_bin" "$@"
 }
 
 # http_load LABEL SCENARIO PID URL [more loadgen args...] — one measurement, one JSON line.
@@ -112,7 +130,7 @@ http_load() {
 machine_header() {
   echo "== $1"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   commit: $(git rev-parse --short HEAD)   profile: release"
-  echo "cores: $(nproc)   server pinned to CPU $SERVER_CPU, load generator to CPU $LOADGEN_CPU"
+  echo "cores: $(nproc)   server pinned to CPU $SERVER_CPU, load generator to CPU $LOADGEN_CPU, both at $bench_prio_text"
   echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 

@@ -9,6 +9,9 @@
 #   bench/replicas/run.sh       (DURATION, WARMUP, CONCURRENCY, SERVER_CPU, LOADGEN_CPU)
 # Needs PostgreSQL at OPENWOP_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres);
 # the benchmark works in a schema of its own and drops it at the end.
+# PostgreSQL runs at the machine's priority: unless BENCH_NICE is given, so do the replicas
+# and the generator (a raised priority for them alone would starve PostgreSQL's backends).
+BENCH_NICE=${BENCH_NICE:-0}
 source "$(dirname "$0")/../lib.sh"
 db=${OPENWOP_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 schema=openwop_bench_$$

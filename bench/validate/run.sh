@@ -18,17 +18,17 @@ build_release
 cargo bench --locked -p openwop --bench validate --no-run >&2
 
 machine_header "validation per document, in memory (Rust library vs ajv), and the CLI's per-file overhead"
-OPENWOP_BENCH_SECONDS=$seconds taskset -c "$SERVER_CPU" \
+OPENWOP_BENCH_SECONDS=$seconds "${bench_prio[@]}" taskset -c "$SERVER_CPU" \
   cargo bench --locked -q -p openwop --bench validate 2>/dev/null | grep '^{' >"$bench_tmp/rust.json"
 mapfile -t schema_files < <(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["schema_files"]))' "$bench_tmp/rust.json")
-taskset -c "$SERVER_CPU" "$node" "$node_dir/ajv_bench.mjs" "$bench_root" "$seconds" "${schema_files[@]}" >"$bench_tmp/ajv.json"
+"${bench_prio[@]}" taskset -c "$SERVER_CPU" "$node" "$node_dir/ajv_bench.mjs" "$bench_root" "$seconds" "${schema_files[@]}" >"$bench_tmp/ajv.json"
 
 # The CLI: one process per file vs one process for COUNT files.
 mapfile -t files < <(ls tests/vectors/discovery/valid/*.json tests/vectors/discovery/invalid/*.json)
 batch=()
 while [ "${#batch[@]}" -lt "$count" ]; do batch+=("${files[@]}"); done
 printf '%s\n' "${batch[@]:0:$count}" >"$bench_tmp/batch.txt"
-taskset -c "$SERVER_CPU" python3 - "$openwop_bin" "${files[0]}" "$bench_tmp/batch.txt" >"$bench_tmp/cli.json" <<'PY'
+"${bench_prio[@]}" taskset -c "$SERVER_CPU" python3 - "$openwop_bin" "${files[0]}" "$bench_tmp/batch.txt" >"$bench_tmp/cli.json" <<'PY'
 import json, subprocess, sys, time
 binary, one, batch_file = sys.argv[1:4]
 batch = open(batch_file).read().split()
