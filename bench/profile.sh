@@ -3,7 +3,8 @@
 # SERVER_CPU, drives the path with the load generator (LOADGEN_CPU), and samples the server
 # with `perf record -e cpu-clock` (a software clock: this machine's VM exposes no hardware
 # counters) while the load runs. Prints the top symbols by self time and by inclusive
-# time (DWARF call graphs: the release build has no frame pointers).
+# time (DWARF call graphs: the release build has no frame pointers), system calls per
+# request (strace -c), and the state of each server thread under load.
 #   bench/profile.sh a2a|mcp|rest-create-get|rest-get   (DURATION=10 TOP=25)
 # Needs perf; the raw data stays in target/bench-profile/<path>.perf.data.
 source "$(dirname "$0")/lib.sh"
@@ -54,6 +55,30 @@ for name, calls in sorted(rows.items(), key=lambda kv: -kv[1])[:12]:
     print(f"  {name:<16} {calls / n if n else 0:>8.1f} per request")
 PY
 fi
+# Thread states under load (R runnable, S sleeping, D in disk sleep), sampled 300 times.
+loadgen http --label "$path" "${args[@]}" --auth "$bench_auth" --pid "$server_pid" \
+  --concurrency "$CONCURRENCY" --duration 5 --warmup 1 >/dev/null &
+load=$!
+sleep 2
+echo "-- thread states under load (share of 300 samples over 3 s)"
+python3 - "$server_pid" <<'PY'
+import collections, os, sys, time
+pid = sys.argv[1]
+seen = collections.Counter()
+for _ in range(300):
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            s = open(f"/proc/{pid}/task/{t}/stat").read()
+        except OSError:
+            continue
+        seen[(s[s.index("(") + 1:s.rindex(")")] + " " + t, s[s.rindex(")") + 2])] += 1
+    time.sleep(0.01)
+threads = sorted({k[0] for k in seen}, key=lambda n: int(n.split()[-1]))
+for name in threads:
+    states = "  ".join(f"{st} {seen[(name, st)] / 3:.0f}%" for st in "RDS" if seen[(name, st)])
+    print(f"  {name:<28} {states}")
+PY
+wait "$load"
 stop_server "$server_pid"
 trim() { sed -E 's/ +-? +-? *$//' | cut -c1-200; }
 echo "-- self time (top $top symbols)"
