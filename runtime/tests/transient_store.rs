@@ -357,18 +357,16 @@ fn step(event_type: &str, node: Option<&str>) -> (String, Option<String>) {
 async fn store_failures_during_steps_are_retried_and_the_run_completes_once() {
     let bed = bed();
     let run_id = bed.create("steps", json!({"x": 7})).await;
-    // Failures in most steps: before the call (nothing written) and after the commit (the
-    // answer lost), on the writes and on the reads each step starts with.
+    // The run takes two commits: everything up to the wait's deadline, then the wait's
+    // completion through the end. Failures before the call (nothing written) and after a
+    // commit (the answer lost), on the writes and on the reads a driver starts from.
     bed.store.aim(
         &run_id,
         &[
-            Before, Before, Pass, // run.started
-            Before, After, // node a: the second try commits but looks failed
-            Pass, Before, Pass,  // wait: deadline stored, completion retried
-            After, // node b commits, answer lost
-            Before, Before, Before, Pass, // run.completed
+            Before, Before, Pass, // run.started, node a, the wait's deadline
+            Before, After, // the completion through run.completed: lands, answer lost
         ],
-        &[Pass, Before, Pass, After, Pass, Before],
+        &[Pass, Before, Pass, Pass, Before, Pass],
     );
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
@@ -385,9 +383,10 @@ async fn store_failures_during_steps_are_retried_and_the_run_completes_once() {
     );
     assert!(
         bed.store.get_run_plan.lock().unwrap().is_empty(),
-        "every fault was met"
+        "every fault was met: {:?}",
+        bed.store.get_run_plan.lock().unwrap()
     );
-    assert_eq!(*bed.store.injected.lock().unwrap(), 12);
+    assert_eq!(*bed.store.injected.lock().unwrap(), 6);
     let events = bed.log(&run_id).await;
     assert_eq!(
         shape(&events),
@@ -430,8 +429,8 @@ async fn a_wait_that_does_not_resolve_fails_the_run_at_once() {
         bed.engine.failed_by_host(&run),
         "a definition error is the host's"
     );
-    // run.started and run.failed: one attempt, no retry.
-    assert_eq!(*bed.store.advance_calls.lock().unwrap(), 2);
+    // run.started and run.failed in one commit: one attempt, no retry.
+    assert_eq!(*bed.store.advance_calls.lock().unwrap(), 1);
     let events = bed.log(&run_id).await;
     assert_eq!(
         shape(&events),
@@ -444,8 +443,9 @@ async fn a_wait_that_does_not_resolve_fails_the_run_at_once() {
 async fn a_missing_workflow_fails_the_run_even_when_the_failing_write_must_be_retried() {
     let bed = bed();
     let run_id = bed.create("gone", json!({})).await;
-    // The run starts, then the write that fails it meets a dropped connection first.
-    bed.store.aim(&run_id, &[Pass, Before, Pass], &[]);
+    // The write that fails it (the run's start and its failure) meets a dropped
+    // connection first.
+    bed.store.aim(&run_id, &[Before, Pass], &[]);
     bed.engine.start(&run_id);
     let run = bed.finished(&run_id).await;
 

@@ -42,9 +42,95 @@ pub enum EngineError {
     Payload { run_id: String, message: String },
 }
 
+/// What a step leaves for the next one.
 enum Step {
-    Continue,
+    /// Go on from the run as this commit left it.
+    Continue(RunRecord),
     Stop,
+}
+
+/// How many nodes one commit may cover: a long chain of instant nodes still shows
+/// progress, and a transaction stays small.
+const MAX_NODES_PER_COMMIT: usize = 64;
+
+/// What one node does to the run, decided in memory.
+enum Planned {
+    /// Applied, and the next node may follow in the same commit.
+    Next(RunPatch, Vec<NewEvent>),
+    /// Applied, then committed; the run has ended (completed or failed).
+    End(RunPatch, Vec<NewEvent>),
+    /// Applied, then committed; the run waits on a deadline it now stores.
+    Wait(RunPatch, Vec<NewEvent>),
+    /// Applied, then committed; the run is suspended on this interrupt.
+    Suspend(RunPatch, Vec<NewEvent>, SuspendedAt),
+}
+
+/// The interrupt a suspending commit opens, for the suspend hook.
+struct SuspendedAt {
+    node_id: String,
+    interrupt_id: String,
+    kind: String,
+}
+
+/// Steps decided in memory, committed together: the run as it will stand, the one
+/// patch that gets it there from the stored run, and every event in order. The guard is
+/// the stored status the batch started from, so a cancel committed meanwhile wins.
+struct Batch {
+    run: RunRecord,
+    guard: Guard,
+    patch: RunPatch,
+    events: Vec<NewEvent>,
+    nodes: usize,
+}
+
+impl Batch {
+    fn new(run: RunRecord) -> Batch {
+        let guard = match run.status {
+            RunStatus::Pending => Guard::StatusIn(&[RunStatus::Pending]),
+            _ => running(),
+        };
+        Batch {
+            run,
+            guard,
+            patch: RunPatch::default(),
+            events: Vec::new(),
+            nodes: 0,
+        }
+    }
+
+    /// Adds one step: later fields win, events append, and the in-memory run follows.
+    fn apply(&mut self, step: RunPatch, events: Vec<NewEvent>) {
+        let run = &mut self.run;
+        if let Some(s) = step.status {
+            run.status = s;
+            self.patch.status = Some(s);
+        }
+        if let Some(n) = step.node_index {
+            run.node_index = n;
+            self.patch.node_index = Some(n);
+        }
+        if let Some(w) = step.wait_until {
+            run.wait_until = w;
+            self.patch.wait_until = Some(w);
+        }
+        if let Some(state) = step.state {
+            run.state = state.clone();
+            self.patch.state = Some(state);
+        }
+        if let Some(outputs) = step.outputs {
+            run.outputs = Some(outputs.clone());
+            self.patch.outputs = Some(outputs);
+        }
+        if let Some(error) = step.error {
+            run.error = Some(error.clone());
+            self.patch.error = Some(error);
+        }
+        if step.open_interrupt.is_some() {
+            self.patch.open_interrupt = step.open_interrupt;
+        }
+        self.patch.close_interrupts |= step.close_interrupts;
+        self.events.extend(events);
+    }
 }
 
 /// How long a replica's claim on a run lasts without renewal, unless configured.
@@ -333,12 +419,17 @@ impl Engine {
     /// and every write is fenced by the lease besides.
     async fn drive(self: &Arc<Self>, run_id: &str) {
         let mut backoff = Backoff::default();
+        // The run as this driver's last commit left it: the next step starts from it
+        // instead of reading it again (the commit's guard and lease fence any change made
+        // meanwhile). After a failure it is read afresh.
+        let mut known: Option<RunRecord> = None;
         loop {
             if *self.shutdown.borrow() {
                 return;
             }
-            let error = match self.step(run_id).await {
-                Ok(Step::Continue) => {
+            let error = match self.step(run_id, known.take()).await {
+                Ok(Step::Continue(run)) => {
+                    known = Some(run);
                     backoff.reset();
                     continue;
                 }
@@ -400,7 +491,14 @@ impl Engine {
         let Some(run) = self.store.get_run(run_id).await? else {
             return Ok(());
         };
-        let (patch, events) = failure(&run, "internal_error", &e.to_string(), None);
+        let (patch, mut events) = failure(&run, "internal_error", &e.to_string(), None);
+        // A run that never got to start still starts before it fails, so its log reads
+        // as every other run's does.
+        if run.status == RunStatus::Pending
+            && let Ok(started) = events::run_started(&run)
+        {
+            events.insert(0, started);
+        }
         let guard = Guard::StatusNotIn(&TERMINAL);
         self.advance(run_id, guard, patch, events).await?;
         Ok(())
@@ -436,25 +534,106 @@ impl Engine {
             })
     }
 
-    async fn step(&self, run_id: &str) -> Result<Step, EngineError> {
-        let Some(run) = self.store.get_run(run_id).await? else {
-            return Ok(Step::Stop);
-        };
-        self.confirm_suspend(&run).await?;
-        match run.status {
-            RunStatus::Pending => {
-                let ev = events::run_started(&run).map_err(payload_error(run_id))?;
-                let patch = RunPatch {
-                    status: Some(RunStatus::Running),
-                    ..Default::default()
+    /// Takes the run as far as it goes without waiting, and commits that once: a run that
+    /// needs no wait, input or outside call completes in one transaction.
+    async fn step(&self, run_id: &str, known: Option<RunRecord>) -> Result<Step, EngineError> {
+        let run = match known {
+            Some(run) => run,
+            None => {
+                let Some(run) = self.store.get_run(run_id).await? else {
+                    return Ok(Step::Stop);
                 };
-                let guard = Guard::StatusIn(&[RunStatus::Pending]);
-                self.advance(run_id, guard, patch, vec![ev]).await?;
-                Ok(Step::Continue)
+                self.confirm_suspend(&run).await?;
+                run
             }
-            RunStatus::Running => self.run_node(run).await,
-            _ => Ok(Step::Stop),
+        };
+        if !matches!(run.status, RunStatus::Pending | RunStatus::Running) {
+            return Ok(Step::Stop);
         }
+        let wf = self.workflow_of(&run)?;
+        let waiting = run.status == RunStatus::Running && run.wait_until.is_some();
+        let mut batch = Batch::new(run);
+        if waiting {
+            // A wait in progress (its deadline stored, so a restart keeps it): wait it
+            // out, then its completion starts the batch.
+            let node_id = usize::try_from(batch.run.node_index)
+                .ok()
+                .and_then(|i| wf.definition.nodes.get(i))
+                .map(|n| n.id.clone())
+                .unwrap_or_default();
+            match self.wait_out(&batch.run, &node_id).await? {
+                Some(done) => batch.apply(done.0, done.1),
+                None => return Ok(Step::Stop),
+            }
+        }
+        let mut suspended = None;
+        let more = loop {
+            match batch.run.status {
+                RunStatus::Pending => {
+                    let ev = events::run_started(&batch.run).map_err(payload_error(run_id))?;
+                    let start = RunPatch {
+                        status: Some(RunStatus::Running),
+                        ..Default::default()
+                    };
+                    batch.apply(start, vec![ev]);
+                }
+                RunStatus::Running => match self.plan_node(&wf, &batch.run)? {
+                    Planned::Next(patch, events) => batch.apply(patch, events),
+                    Planned::End(patch, events) => {
+                        batch.apply(patch, events);
+                        break false;
+                    }
+                    Planned::Wait(patch, events) => {
+                        batch.apply(patch, events);
+                        break true;
+                    }
+                    Planned::Suspend(patch, events, at) => {
+                        batch.apply(patch, events);
+                        suspended = Some(at);
+                        break false;
+                    }
+                },
+                _ => break false,
+            }
+            batch.nodes += 1;
+            if batch.nodes >= MAX_NODES_PER_COMMIT {
+                break true;
+            }
+        };
+        let Batch {
+            guard,
+            patch,
+            events,
+            ..
+        } = batch;
+        let advanced = match self.advance(run_id, guard, patch, events).await {
+            Ok(advanced) => advanced,
+            Err(e) => {
+                if let Some(at) = &suspended
+                    && matches!(e, StoreError::Database(_))
+                    && let Ok(mut pending) = self.unconfirmed_suspends.lock()
+                {
+                    pending.insert(run_id.to_owned(), at.interrupt_id.clone());
+                }
+                return Err(e.into());
+            }
+        };
+        if let Some(at) = suspended {
+            if let Some(hook) = self.on_suspend.get() {
+                hook(Suspended {
+                    run: advanced.run,
+                    node_id: at.node_id,
+                    interrupt_id: at.interrupt_id,
+                    kind: at.kind,
+                });
+            }
+            return Ok(Step::Stop);
+        }
+        Ok(if more {
+            Step::Continue(advanced.run)
+        } else {
+            Step::Stop
+        })
     }
 
     /// After a suspending write whose answer was lost: if the interrupt it opened is the
@@ -485,11 +664,12 @@ impl Engine {
         Ok(())
     }
 
-    async fn run_node(&self, run: RunRecord) -> Result<Step, EngineError> {
-        let wf = self.workflow_of(&run)?;
+    /// What the run's current node does, decided in memory from the run as it stands.
+    fn plan_node(&self, wf: &Workflow, run: &RunRecord) -> Result<Planned, EngineError> {
         let def = &wf.definition;
-        let ctx = context(&run);
+        let ctx = context(run);
         let index = usize::try_from(run.node_index).unwrap_or(usize::MAX);
+        let invalid = payload_error(&run.run_id);
         let Some(node) = def.nodes.get(index) else {
             // Past the last node: the run is done.
             let rendered = def
@@ -502,39 +682,34 @@ impl Engine {
                 Value::Null => json!({}),
                 other => json!({"value": other}),
             };
-            let ev = events::run_completed(&run, &outputs);
+            let ev = events::run_completed(run, &outputs);
             let patch = RunPatch {
                 status: Some(RunStatus::Completed),
                 outputs: Some(outputs),
                 ..Default::default()
             };
-            self.advance(&run.run_id, running(), patch, vec![ev])
-                .await?;
-            return Ok(Step::Stop);
+            return Ok(Planned::End(patch, vec![ev]));
         };
         let next = run.node_index + 1;
-        let run_id = run.run_id.clone();
-        let invalid = payload_error(&run_id);
-        match &node.action {
+        Ok(match &node.action {
             Action::Transform { value } => {
                 let out = template::render(value, &ctx);
-                let patch = RunPatch {
-                    node_index: Some(next),
-                    state: Some(with_node_result(&run.state, &node.id, out.clone())),
-                    ..Default::default()
-                };
                 let events = vec![
                     events::node_started(&node.id, "core.transform").map_err(invalid)?,
                     events::node_completed(&node.id, Some(&out))
                         .map_err(payload_error(&run.run_id))?,
                 ];
-                self.advance(&run.run_id, running(), patch, events).await?;
-                Ok(Step::Continue)
+                let patch = RunPatch {
+                    node_index: Some(next),
+                    state: Some(with_node_result(&run.state, &node.id, out)),
+                    ..Default::default()
+                };
+                Planned::Next(patch, events)
             }
             Action::Fail { code, message } => {
                 let message = template::render(&json!(message), &ctx);
                 let (patch, mut events) = failure(
-                    &run,
+                    run,
                     code,
                     message.as_str().unwrap_or_default(),
                     Some(&node.id),
@@ -543,11 +718,36 @@ impl Engine {
                     0,
                     events::node_started(&node.id, "core.fail").map_err(invalid)?,
                 );
-                self.advance(&run.run_id, running(), patch, events).await?;
-                Ok(Step::Stop)
+                Planned::End(patch, events)
             }
             Action::Wait { amount, unit_ms } => {
-                self.wait(run, &node.id, amount, *unit_ms, &ctx).await
+                let amount = match amount {
+                    Value::String(s) => template::render(&json!(s), &ctx),
+                    other => other.clone(),
+                };
+                let ms = amount
+                    .as_u64()
+                    .and_then(|v| v.checked_mul(*unit_ms))
+                    .and_then(|v| i64::try_from(v).ok());
+                let Some(amount) = ms else {
+                    let (patch, events) = failure(
+                        run,
+                        "validation_error",
+                        &format!(
+                            "node `{}`: the wait time is not a non-negative integer",
+                            node.id
+                        ),
+                        Some(&node.id),
+                    );
+                    return Ok(Planned::End(patch, events));
+                };
+                // The deadline is stored with the commit, so a restarted host keeps it.
+                let patch = RunPatch {
+                    wait_until: Some(Some(now_ms().saturating_add(amount))),
+                    ..Default::default()
+                };
+                let started = events::node_started(&node.id, "core.wait").map_err(invalid)?;
+                Planned::Wait(patch, vec![started])
             }
             Action::Interrupt { interrupt } => {
                 let data = template::render(&interrupt.data, &ctx);
@@ -571,71 +771,29 @@ impl Engine {
                     events::node_started(&node.id, "core.interrupt").map_err(invalid)?,
                     events::interrupt_requested(payload, &node.id),
                 ];
-                let advanced = match self.advance(&run.run_id, running(), patch, events).await {
-                    Ok(advanced) => advanced,
-                    Err(e) => {
-                        if matches!(e, StoreError::Database(_))
-                            && let Ok(mut pending) = self.unconfirmed_suspends.lock()
-                        {
-                            pending.insert(run.run_id.clone(), interrupt_id);
-                        }
-                        return Err(e.into());
-                    }
-                };
-                if let Some(hook) = self.on_suspend.get() {
-                    hook(Suspended {
-                        run: advanced.run,
+                Planned::Suspend(
+                    patch,
+                    events,
+                    SuspendedAt {
                         node_id: node.id.clone(),
                         interrupt_id,
                         kind: kind.to_owned(),
-                    });
-                }
-                Ok(Step::Stop)
+                    },
+                )
             }
-        }
+        })
     }
 
-    async fn wait(
+    /// Waits until the run's stored deadline. `None` when the run stopped being one to
+    /// drive meanwhile (a cancel) or the host stops; else the wait's completion, to start
+    /// the next commit with.
+    async fn wait_out(
         &self,
-        run: RunRecord,
+        run: &RunRecord,
         node_id: &str,
-        amount: &Value,
-        unit_ms: u64,
-        ctx: &Value,
-    ) -> Result<Step, EngineError> {
-        let deadline = match run.wait_until {
-            // A restarted host keeps the deadline the killed one stored.
-            Some(d) => d,
-            None => {
-                let amount = match amount {
-                    Value::String(s) => template::render(&json!(s), ctx),
-                    other => other.clone(),
-                };
-                let ms = amount
-                    .as_u64()
-                    .and_then(|v| v.checked_mul(unit_ms))
-                    .and_then(|v| i64::try_from(v).ok());
-                let Some(amount) = ms else {
-                    let (patch, events) = failure(
-                        &run,
-                        "validation_error",
-                        &format!("node `{node_id}`: the wait time is not a non-negative integer"),
-                        Some(node_id),
-                    );
-                    self.advance(&run.run_id, running(), patch, events).await?;
-                    return Ok(Step::Stop);
-                };
-                let deadline = now_ms().saturating_add(amount);
-                let patch = RunPatch {
-                    wait_until: Some(Some(deadline)),
-                    ..Default::default()
-                };
-                let started = events::node_started(node_id, "core.wait")
-                    .map_err(payload_error(&run.run_id))?;
-                self.advance(&run.run_id, running(), patch, vec![started])
-                    .await?;
-                deadline
-            }
+    ) -> Result<Option<(RunPatch, Vec<NewEvent>)>, EngineError> {
+        let Some(deadline) = run.wait_until else {
+            return Ok(None);
         };
         let mut wakes = self.store.subscribe(&[Topic::Run(run.run_id.clone())]);
         let mut shutdown = self.shutdown.clone();
@@ -646,27 +804,25 @@ impl Engine {
             }
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(left as u64)) => break,
-                _ = shutdown.changed() => return Ok(Step::Stop),
+                _ = shutdown.changed() => return Ok(None),
                 _ = wakes.recv() => {
                     // Someone else changed this run (a cancel), or everything must be
                     // re-read: look before sleeping on.
                     let current = self.store.get_run(&run.run_id).await?;
                     if current.is_none_or(|r| r.status != RunStatus::Running) {
-                        return Ok(Step::Stop);
+                        return Ok(None);
                     }
                 }
             }
         }
+        let completed =
+            events::node_completed(node_id, None).map_err(payload_error(&run.run_id))?;
         let patch = RunPatch {
             node_index: Some(run.node_index + 1),
             wait_until: Some(None),
             ..Default::default()
         };
-        let completed =
-            events::node_completed(node_id, None).map_err(payload_error(&run.run_id))?;
-        self.advance(&run.run_id, running(), patch, vec![completed])
-            .await?;
-        Ok(Step::Continue)
+        Ok(Some((patch, vec![completed])))
     }
 
     /// The change that resolving an interrupt makes, built inside the store's transaction.
