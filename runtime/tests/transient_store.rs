@@ -6,6 +6,7 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
+    RunDetail,
     Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
     InterruptRecord, NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore,
     SqliteStore, StoreError, StoreFuture, Subscription, Topic,
@@ -194,6 +195,10 @@ impl RunStore for Flaky {
         limit: usize,
     ) -> StoreFuture<'_, Vec<HostEventRecord>> {
         self.inner.host_events(tenant, after, limit)
+    }
+
+    fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
+        self.inner.run_detail(run_id)
     }
 
     fn host_event_seq(&self, tenant: &str, event_id: &str) -> StoreFuture<'_, Option<i64>> {

@@ -7,7 +7,9 @@
 use super::{EVENT_LOG_SCHEMA_VERSION, OpError, Ops};
 use crate::clock::rfc3339;
 use crate::generated::models::{self as m, HostEvent, RunEvent, RunSnapshot};
-use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunRecord};
+use crate::identity::Subject;
+use crate::ids::BoundId;
+use crate::store::{EventRecord, HostEventRecord, InterruptRecord, RunDetail, RunRecord};
 use crate::wire::{object, wire};
 
 fn stored(e: String) -> OpError {
@@ -66,16 +68,45 @@ pub fn run_view(run: &RunRecord, open: Option<&InterruptRecord>) -> Result<RunSn
     })
 }
 
+/// The snapshot of a run with what it shows beside it: the open interrupt when it waits
+/// on one, and the A2A `contextId` when the run was started over A2A.
+fn detail_view(detail: &RunDetail) -> Result<RunSnapshot, OpError> {
+    let mut snapshot = run_view(&detail.run, detail.open_interrupt.as_ref())?;
+    if let Some(context) = &detail.context_id {
+        snapshot.context_id = Some(wire("contextId", context.as_str()).map_err(stored)?);
+    }
+    Ok(snapshot)
+}
+
 impl Ops {
-    /// The snapshot of a run the caller may see, as REST answers it: the open interrupt
-    /// when it waits on one, and the A2A `contextId` when the run was started over A2A.
+    /// The snapshot of a run the caller may see, as REST answers it.
     pub async fn snapshot(&self, run: &RunRecord) -> Result<RunSnapshot, OpError> {
-        let open = self.runs.open_interrupt(&run.run_id).await?;
-        let mut snapshot = run_view(run, open.as_ref())?;
-        if let Some(context) = self.interop.a2a_context_of(&run.run_id).await? {
-            snapshot.context_id = Some(wire("contextId", context).map_err(stored)?);
+        match self.runs.run_detail(&run.run_id).await? {
+            Some(detail) => detail_view(&detail),
+            None => Err(OpError::RunNotFound {
+                run_id: run.run_id.clone(),
+            }),
         }
-        Ok(snapshot)
+    }
+
+    /// `getRun`: a run the caller may see and its snapshot, read in one store call. A
+    /// foreign tenant segment is refused before any lookup, as `get_run` refuses it.
+    pub async fn get_snapshot(
+        &self,
+        subject: &Subject,
+        id: &BoundId,
+    ) -> Result<(RunRecord, RunSnapshot), OpError> {
+        let run_id = id.as_bound();
+        if id.tenant() != subject.tenant {
+            return Err(OpError::TenantMismatch { id: run_id });
+        }
+        match self.runs.run_detail(&run_id).await? {
+            Some(detail) if detail.run.tenant == subject.tenant => {
+                let view = detail_view(&detail)?;
+                Ok((detail.run, view))
+            }
+            _ => Err(OpError::RunNotFound { run_id }),
+        }
     }
 }
 

@@ -644,6 +644,25 @@ impl RunStore for PgStore {
         })
     }
 
+    fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
+        let run_id = run_id.to_owned();
+        Box::pin(async move {
+            let client = self.client().await?;
+            let params: Params<'_> = &[&run_id];
+            // Three statements, sent together: one round trip's wait, not three.
+            let (run, open, context) = futures::try_join!(
+                one(&client, sql::RUN_BY_ID, params, sql::run),
+                one(&client, sql::OPEN_INTERRUPT_OF, params, sql::interrupt),
+                one(&client, sql::CONTEXT_OF, params, |r| r.text("context_id")),
+            )?;
+            Ok(run.map(|run| RunDetail {
+                run,
+                open_interrupt: open,
+                context_id: context,
+            }))
+        })
+    }
+
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
         Box::pin(async move {

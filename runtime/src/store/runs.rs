@@ -193,6 +193,15 @@ pub struct Advanced {
 pub type OnResolve =
     Box<dyn FnOnce(&InterruptRecord, &RunRecord) -> (RunPatch, Vec<NewEvent>) + Send>;
 
+/// A run and what its snapshot shows beside it ([`RunStore::run_detail`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDetail {
+    pub run: RunRecord,
+    pub open_interrupt: Option<InterruptRecord>,
+    /// The A2A contextId bound when the run was started over A2A.
+    pub context_id: Option<String>,
+}
+
 /// Which runs [`RunStore::query_runs`] returns, in which order, and how many.
 #[derive(Debug, Clone)]
 pub struct RunQuery {
@@ -344,6 +353,10 @@ pub trait RunStore: Send + Sync {
         resume_value: Value,
         on_resolve: OnResolve,
     ) -> StoreFuture<'_, Advanced>;
+
+    /// A run with what its snapshot shows beside it (the open interrupt, the A2A contextId
+    /// it was started with), read in one store call: a snapshot read is one hop, not three.
+    fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>>;
 
     /// The open interrupt of a run, if any.
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>>;

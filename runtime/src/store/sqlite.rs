@@ -605,6 +605,20 @@ impl RunStore for SqliteStore {
         })
     }
 
+    fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
+        let run_id = run_id.to_owned();
+        self.read(move |conn| {
+            let Some(run) = one(conn, sql::RUN_BY_ID, [&run_id], sql::run)? else {
+                return Ok(None);
+            };
+            Ok(Some(RunDetail {
+                open_interrupt: one(conn, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?,
+                context_id: one(conn, sql::CONTEXT_OF, [&run_id], |r| r.text("context_id"))?,
+                run,
+            }))
+        })
+    }
+
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))

@@ -69,8 +69,7 @@ pub async fn get_run(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
-    let run = state.ops.get_run(&subject, &id).await?;
-    let view = state.ops.snapshot(&run).await?;
+    let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
     let body = serde_json::to_vec(&view)
         .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
     let etag = format!(
