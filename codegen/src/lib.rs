@@ -170,6 +170,11 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let mut bundled = bundle::bundle(&corpus, &uris)?;
     out.warnings.extend(bundled.warnings.iter().cloned());
     let open_enums = shapes::open_enums(&mut bundled);
+    let unions = shapes::closed_unions(&mut bundled);
+    progress(&format!(
+        "{} closed unions typed as tagged enums",
+        unions.len()
+    ));
     let request_roots: std::collections::BTreeSet<String> = ops
         .iter()
         .filter_map(|op| op.body.as_ref())

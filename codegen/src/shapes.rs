@@ -117,6 +117,150 @@ pub(crate) fn open_enums(bundle: &mut Bundle) -> Vec<OpenEnum> {
     found
 }
 
+/// Closed unions: a definition that is a `oneOf` of references to closed objects (each
+/// `additionalProperties: false`) which all fix one shared property to a single value (the
+/// tag, e.g. `kind: const "wait"`), optionally with the shared members also stated beside
+/// the `oneOf`. typify merges those shared members into every branch and names the result
+/// `Variant0..n` of an untagged enum; written as the plain `oneOf`, it emits an internally
+/// tagged enum whose variants are named after the tag values, which is what a reader wants
+/// (`Node::Wait { .. }`). Branch members that are only `true` ("as stated beside the
+/// `oneOf`") take the shared member's schema, so `id` keeps its type. Returns the rewritten
+/// definitions' names. Validators still use the corpus as written.
+pub(crate) fn closed_unions(bundle: &mut Bundle) -> Vec<String> {
+    let mut rewritten = Vec::new();
+    let names: Vec<String> = bundle.defs.keys().cloned().collect();
+    for name in names {
+        // An earlier union may have taken this definition inline.
+        let Some(schema) = bundle.defs.get(&name) else {
+            continue;
+        };
+        let Some(branches) = schema.get("oneOf").and_then(Value::as_array) else {
+            continue;
+        };
+        let targets: Option<Vec<String>> = branches
+            .iter()
+            .map(|b| {
+                let reference = b.get("$ref")?.as_str()?;
+                (b.as_object()?.len() == 1).then_some(())?;
+                reference.strip_prefix("#/$defs/").map(str::to_owned)
+            })
+            .collect();
+        let Some(targets) = targets.filter(|t| t.len() > 1) else {
+            continue;
+        };
+        let closed = |t: &String| {
+            bundle.defs.get(t).is_some_and(|b| {
+                b.get("additionalProperties") == Some(&Value::Bool(false))
+                    && b.get("properties").is_some_and(Value::is_object)
+            })
+        };
+        if !targets.iter().all(closed) {
+            continue;
+        }
+        let single = |v: &Value| -> Option<String> {
+            if let Some(c) = v.get("const") {
+                return c.as_str().map(str::to_owned);
+            }
+            match v.get("enum")?.as_array()?.as_slice() {
+                [only] => only.as_str().map(str::to_owned),
+                _ => None,
+            }
+        };
+        let first = &bundle.defs[&targets[0]]["properties"];
+        let tag = first.as_object().and_then(|props| {
+            props.keys().find(|key| {
+                targets.iter().all(|t| {
+                    bundle.defs[t]["properties"]
+                        .get(key.as_str())
+                        .and_then(single)
+                        .is_some()
+                })
+            })
+        });
+        let Some(_tag) = tag.cloned() else {
+            continue;
+        };
+        let shared = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        // Whatever else sits beside the `oneOf` must be what the branches restate.
+        let beside_ok = schema.as_object().is_some_and(|o| {
+            o.keys().all(|k| {
+                matches!(
+                    k.as_str(),
+                    "oneOf" | "type" | "properties" | "required" | "description" | "title"
+                )
+            })
+        });
+        if !beside_ok {
+            continue;
+        }
+        for t in &targets {
+            let Some(props) = bundle
+                .defs
+                .get_mut(t)
+                .and_then(|b| b.get_mut("properties"))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            for (key, member) in props.iter_mut() {
+                if member == &Value::Bool(true) {
+                    if let Some(s) = shared.get(key) {
+                        *member = s.clone();
+                    }
+                }
+            }
+        }
+        // typify recognises the tag only on inline branches, so the branches move inline;
+        // a branch definition nothing else names goes (it would be an unused second type).
+        let mut plain = Map::new();
+        if let Some(d) = bundle.defs[&name].get("description") {
+            plain.insert("description".into(), d.clone());
+        }
+        // Member counts are value checks typify reads as "not a plain object"; the
+        // validators keep them.
+        let inline: Vec<Value> = targets
+            .iter()
+            .map(|t| {
+                let mut branch = bundle.defs[t].clone();
+                if let Some(o) = branch.as_object_mut() {
+                    o.remove("minProperties");
+                    o.remove("maxProperties");
+                }
+                branch
+            })
+            .collect();
+        plain.insert("oneOf".into(), Value::Array(inline));
+        bundle.defs.insert(name.clone(), Value::Object(plain));
+        for t in &targets {
+            let needle = Value::String(format!("#/$defs/{t}"));
+            let named_elsewhere = bundle
+                .defs
+                .iter()
+                .any(|(other, schema)| other != t && mentions(schema, &needle));
+            if !named_elsewhere {
+                bundle.defs.remove(t);
+                bundle.origin.remove(t);
+            }
+        }
+        rewritten.push(name);
+    }
+    rewritten
+}
+
+fn mentions(schema: &Value, needle: &Value) -> bool {
+    match schema {
+        Value::Object(o) => o
+            .iter()
+            .any(|(k, v)| (k == "$ref" && v == needle) || mentions(v, needle)),
+        Value::Array(a) => a.iter().any(|v| mentions(v, needle)),
+        _ => false,
+    }
+}
+
 struct Hoist<'a> {
     defs: &'a std::collections::BTreeMap<String, Value>,
     hoisted: &'a mut Vec<(String, Value, String)>,
@@ -482,6 +626,57 @@ mod tests {
         assert!(!validation_only(
             &json!({"not": {"type": "object", "properties": {"a": {"type": "string"}}}})
         ));
+    }
+
+    #[test]
+    fn closed_unions_go_inline_with_shared_members_typed() {
+        let mut bundle = Bundle::default();
+        bundle.defs.insert(
+            "Node".into(),
+            json!({"type": "object", "required": ["id", "kind"],
+                "properties": {"id": {"$ref": "#/$defs/NodeId"}, "kind": {"enum": ["a", "b"]}},
+                "oneOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]}),
+        );
+        bundle.defs.insert(
+            "A".into(),
+            json!({"type": "object", "additionalProperties": false,
+                "properties": {"id": true, "kind": {"const": "a"}}, "maxProperties": 2}),
+        );
+        bundle.defs.insert(
+            "B".into(),
+            json!({"type": "object", "additionalProperties": false,
+                "properties": {"id": true, "kind": {"enum": ["b"]}, "x": {"type": "integer"}}}),
+        );
+        // B is also named elsewhere, so its definition stays.
+        bundle
+            .defs
+            .insert("Holder".into(), json!({"$ref": "#/$defs/B"}));
+        assert_eq!(closed_unions(&mut bundle), ["Node"]);
+        let node = &bundle.defs["Node"];
+        assert!(node.get("properties").is_none());
+        assert_eq!(
+            node["oneOf"][0]["properties"]["id"],
+            json!({"$ref": "#/$defs/NodeId"})
+        );
+        assert!(node["oneOf"][0].get("maxProperties").is_none());
+        assert!(!bundle.defs.contains_key("A"));
+        assert!(bundle.defs.contains_key("B"));
+
+        // An open branch is not a closed union: left to typify as written.
+        let mut open = Bundle::default();
+        open.defs.insert(
+            "U".into(),
+            json!({"oneOf": [{"$ref": "#/$defs/P"}, {"$ref": "#/$defs/Q"}]}),
+        );
+        open.defs.insert(
+            "P".into(),
+            json!({"type": "object", "properties": {"k": {"const": "p"}}}),
+        );
+        open.defs.insert(
+            "Q".into(),
+            json!({"type": "object", "additionalProperties": false, "properties": {"k": {"const": "q"}}}),
+        );
+        assert!(closed_unions(&mut open).is_empty());
     }
 
     #[test]

@@ -5032,175 +5032,6 @@ impl<'de> ::serde::Deserialize<'de> for ExternalEventDataEventType {
             })
     }
 }
-///Ends the run as failed.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct FailNode {
-    pub id: ::serde_json::Value,
-    pub kind: FailNodeKind,
-    ///The run error's code: a registered code or a vendor code `<org>.<code>`.
-    pub code: FailNodeCode,
-    ///The run error's message (a template string).
-    pub message: FailNodeMessage,
-}
-///The run error's code: a registered code or a vendor code `<org>.<code>`.
-#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[serde(transparent)]
-pub struct FailNodeCode(::std::string::String);
-impl ::std::ops::Deref for FailNodeCode {
-    type Target = ::std::string::String;
-    fn deref(&self) -> &::std::string::String {
-        &self.0
-    }
-}
-impl ::std::convert::From<FailNodeCode> for ::std::string::String {
-    fn from(value: FailNodeCode) -> Self {
-        value.0
-    }
-}
-impl ::std::str::FromStr for FailNodeCode {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        if value.chars().count() < 1usize {
-            return Err("shorter than 1 characters".into());
-        }
-        Ok(Self(value.to_string()))
-    }
-}
-impl ::std::convert::TryFrom<&str> for FailNodeCode {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for FailNodeCode {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for FailNodeCode {
-    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-    where
-        D: ::serde::Deserializer<'de>,
-    {
-        ::std::string::String::deserialize(deserializer)?
-            .parse()
-            .map_err(|e: self::error::ConversionError| {
-                <D::Error as ::serde::de::Error>::custom(e.to_string())
-            })
-    }
-}
-///`FailNodeKind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum FailNodeKind {
-    #[serde(rename = "fail")]
-    Fail,
-}
-impl ::std::fmt::Display for FailNodeKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Fail => f.write_str("fail"),
-        }
-    }
-}
-impl ::std::str::FromStr for FailNodeKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "fail" => Ok(Self::Fail),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for FailNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for FailNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///The run error's message (a template string).
-#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[serde(transparent)]
-pub struct FailNodeMessage(::std::string::String);
-impl ::std::ops::Deref for FailNodeMessage {
-    type Target = ::std::string::String;
-    fn deref(&self) -> &::std::string::String {
-        &self.0
-    }
-}
-impl ::std::convert::From<FailNodeMessage> for ::std::string::String {
-    fn from(value: FailNodeMessage) -> Self {
-        value.0
-    }
-}
-impl ::std::str::FromStr for FailNodeMessage {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        if value.chars().count() < 1usize {
-            return Err("shorter than 1 characters".into());
-        }
-        Ok(Self(value.to_string()))
-    }
-}
-impl ::std::convert::TryFrom<&str> for FailNodeMessage {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for FailNodeMessage {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for FailNodeMessage {
-    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-    where
-        D: ::serde::Deserializer<'de>,
-    {
-        ::std::string::String::deserialize(deserializer)?
-            .parse()
-            .map_err(|e: self::error::ConversionError| {
-                <D::Error as ::serde::de::Error>::custom(e.to_string())
-            })
-    }
-}
 ///What every family record carries besides its facets. Presence of the family key is the advertisement; there is no `supported` flag.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct FamilyRecord {
@@ -6880,138 +6711,6 @@ impl ::std::convert::TryFrom<&str> for InterruptKind {
     }
 }
 impl ::std::convert::TryFrom<::std::string::String> for InterruptKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///Suspends the run until the interrupt is resolved; the resume value becomes this node's value.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct InterruptNode {
-    pub id: ::serde_json::Value,
-    pub kind: InterruptNodeKind,
-    pub interrupt: InterruptNodeInterrupt,
-}
-///`InterruptNodeInterrupt`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct InterruptNodeInterrupt {
-    ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
-    pub kind: InterruptNodeInterruptKind,
-    ///Template of the per-kind data (interrupt.schema.json); a credential's connectUrl must be https.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub data: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
-}
-///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum InterruptNodeInterruptKind {
-    #[serde(rename = "approval")]
-    Approval,
-    #[serde(rename = "clarification")]
-    Clarification,
-    #[serde(rename = "credential")]
-    Credential,
-    #[serde(rename = "external-event")]
-    ExternalEvent,
-}
-impl ::std::fmt::Display for InterruptNodeInterruptKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Approval => f.write_str("approval"),
-            Self::Clarification => f.write_str("clarification"),
-            Self::Credential => f.write_str("credential"),
-            Self::ExternalEvent => f.write_str("external-event"),
-        }
-    }
-}
-impl ::std::str::FromStr for InterruptNodeInterruptKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "approval" => Ok(Self::Approval),
-            "clarification" => Ok(Self::Clarification),
-            "credential" => Ok(Self::Credential),
-            "external-event" => Ok(Self::ExternalEvent),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for InterruptNodeInterruptKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for InterruptNodeInterruptKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///`InterruptNodeKind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum InterruptNodeKind {
-    #[serde(rename = "interrupt")]
-    Interrupt,
-}
-impl ::std::fmt::Display for InterruptNodeKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Interrupt => f.write_str("interrupt"),
-        }
-    }
-}
-impl ::std::str::FromStr for InterruptNodeKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "interrupt" => Ok(Self::Interrupt),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for InterruptNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for InterruptNodeKind {
     type Error = self::error::ConversionError;
     fn try_from(
         value: ::std::string::String,
@@ -9234,17 +8933,19 @@ impl<'de> ::serde::Deserialize<'de> for NegotiationDecidedVersion {
 }
 ///One step; `kind` selects which of the closed shapes applies.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-#[serde(untagged)]
+#[serde(tag = "kind")]
 pub enum Node {
-    Variant0 {
+    ///Computes a value from the inputs and earlier nodes.
+    #[serde(rename = "transform")]
+    Transform {
         id: NodeId,
-        kind: NodeVariant0Kind,
         ///Template whose rendering becomes this node's value (`nodes.<id>`).
         value: ::serde_json::Value,
     },
-    Variant1 {
+    ///Waits, then continues; exactly one of `ms` and `seconds` gives the time: with `id` and `kind` (required) and no other member allowed, exactly three members. Said so rather than as a `oneOf` of two `required`s, which generators type as an enum no value fits.
+    #[serde(rename = "wait")]
+    Wait {
         id: NodeId,
-        kind: NodeVariant1Kind,
         ///Milliseconds to wait. The absolute deadline is stored, so a restarted host keeps it.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         ms: ::std::option::Option<WaitAmount>,
@@ -9252,15 +8953,72 @@ pub enum Node {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         seconds: ::std::option::Option<WaitAmount>,
     },
-    Variant2 {
+    ///Ends the run as failed.
+    #[serde(rename = "fail")]
+    Fail {
         ///The run error's code: a registered code or a vendor code `<org>.<code>`.
-        code: NodeVariant2Code,
+        code: NodeCode,
         id: NodeId,
-        kind: NodeVariant2Kind,
         ///The run error's message (a template string).
-        message: NodeVariant2Message,
+        message: NodeMessage,
     },
-    Variant3 { id: NodeId, interrupt: NodeVariant3Interrupt, kind: NodeVariant3Kind },
+    ///Suspends the run until the interrupt is resolved; the resume value becomes this node's value.
+    #[serde(rename = "interrupt")]
+    Interrupt { id: NodeId, interrupt: NodeInterrupt },
+}
+///The run error's code: a registered code or a vendor code `<org>.<code>`.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct NodeCode(::std::string::String);
+impl ::std::ops::Deref for NodeCode {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<NodeCode> for ::std::string::String {
+    fn from(value: NodeCode) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for NodeCode {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for NodeCode {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for NodeCode {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NodeCode {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
 }
 ///A node finished successfully.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -9347,290 +9105,16 @@ impl<'de> ::serde::Deserialize<'de> for NodeId {
             })
     }
 }
-///A node began executing.
+///`NodeInterrupt`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct NodeStarted {
-    ///The node.
-    #[serde(rename = "nodeId")]
-    pub node_id: NodeId,
-    ///The node's type.
-    #[serde(rename = "typeId")]
-    pub type_id: TypeId,
-    ///Which attempt this is, the first being 0.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub attempt: ::std::option::Option<u64>,
-}
-///`NodeVariant0Kind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum NodeVariant0Kind {
-    #[serde(rename = "transform")]
-    Transform,
-}
-impl ::std::fmt::Display for NodeVariant0Kind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Transform => f.write_str("transform"),
-        }
-    }
-}
-impl ::std::str::FromStr for NodeVariant0Kind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "transform" => Ok(Self::Transform),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for NodeVariant0Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant0Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///`NodeVariant1Kind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum NodeVariant1Kind {
-    #[serde(rename = "wait")]
-    Wait,
-}
-impl ::std::fmt::Display for NodeVariant1Kind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Wait => f.write_str("wait"),
-        }
-    }
-}
-impl ::std::str::FromStr for NodeVariant1Kind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "wait" => Ok(Self::Wait),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for NodeVariant1Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant1Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///The run error's code: a registered code or a vendor code `<org>.<code>`.
-#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[serde(transparent)]
-pub struct NodeVariant2Code(::std::string::String);
-impl ::std::ops::Deref for NodeVariant2Code {
-    type Target = ::std::string::String;
-    fn deref(&self) -> &::std::string::String {
-        &self.0
-    }
-}
-impl ::std::convert::From<NodeVariant2Code> for ::std::string::String {
-    fn from(value: NodeVariant2Code) -> Self {
-        value.0
-    }
-}
-impl ::std::str::FromStr for NodeVariant2Code {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        if value.chars().count() < 1usize {
-            return Err("shorter than 1 characters".into());
-        }
-        Ok(Self(value.to_string()))
-    }
-}
-impl ::std::convert::TryFrom<&str> for NodeVariant2Code {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant2Code {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for NodeVariant2Code {
-    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-    where
-        D: ::serde::Deserializer<'de>,
-    {
-        ::std::string::String::deserialize(deserializer)?
-            .parse()
-            .map_err(|e: self::error::ConversionError| {
-                <D::Error as ::serde::de::Error>::custom(e.to_string())
-            })
-    }
-}
-///`NodeVariant2Kind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum NodeVariant2Kind {
-    #[serde(rename = "fail")]
-    Fail,
-}
-impl ::std::fmt::Display for NodeVariant2Kind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Fail => f.write_str("fail"),
-        }
-    }
-}
-impl ::std::str::FromStr for NodeVariant2Kind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "fail" => Ok(Self::Fail),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for NodeVariant2Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant2Kind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-///The run error's message (a template string).
-#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[serde(transparent)]
-pub struct NodeVariant2Message(::std::string::String);
-impl ::std::ops::Deref for NodeVariant2Message {
-    type Target = ::std::string::String;
-    fn deref(&self) -> &::std::string::String {
-        &self.0
-    }
-}
-impl ::std::convert::From<NodeVariant2Message> for ::std::string::String {
-    fn from(value: NodeVariant2Message) -> Self {
-        value.0
-    }
-}
-impl ::std::str::FromStr for NodeVariant2Message {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        if value.chars().count() < 1usize {
-            return Err("shorter than 1 characters".into());
-        }
-        Ok(Self(value.to_string()))
-    }
-}
-impl ::std::convert::TryFrom<&str> for NodeVariant2Message {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant2Message {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for NodeVariant2Message {
-    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-    where
-        D: ::serde::Deserializer<'de>,
-    {
-        ::std::string::String::deserialize(deserializer)?
-            .parse()
-            .map_err(|e: self::error::ConversionError| {
-                <D::Error as ::serde::de::Error>::custom(e.to_string())
-            })
-    }
-}
-///`NodeVariant3Interrupt`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct NodeVariant3Interrupt {
+pub struct NodeInterrupt {
     ///Template of the per-kind data (interrupt.schema.json); a credential's connectUrl must be https.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub data: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
-    pub kind: NodeVariant3InterruptKind,
+    pub kind: NodeInterruptKind,
 }
 ///approval waits in waiting-approval, clarification and credential in waiting-input, external-event in waiting-external.
 #[derive(
@@ -9645,7 +9129,7 @@ pub struct NodeVariant3Interrupt {
     PartialEq,
     PartialOrd
 )]
-pub enum NodeVariant3InterruptKind {
+pub enum NodeInterruptKind {
     #[serde(rename = "approval")]
     Approval,
     #[serde(rename = "clarification")]
@@ -9655,7 +9139,7 @@ pub enum NodeVariant3InterruptKind {
     #[serde(rename = "external-event")]
     ExternalEvent,
 }
-impl ::std::fmt::Display for NodeVariant3InterruptKind {
+impl ::std::fmt::Display for NodeInterruptKind {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         match *self {
             Self::Approval => f.write_str("approval"),
@@ -9665,7 +9149,7 @@ impl ::std::fmt::Display for NodeVariant3InterruptKind {
         }
     }
 }
-impl ::std::str::FromStr for NodeVariant3InterruptKind {
+impl ::std::str::FromStr for NodeInterruptKind {
     type Err = self::error::ConversionError;
     fn from_str(
         value: &str,
@@ -9679,7 +9163,7 @@ impl ::std::str::FromStr for NodeVariant3InterruptKind {
         }
     }
 }
-impl ::std::convert::TryFrom<&str> for NodeVariant3InterruptKind {
+impl ::std::convert::TryFrom<&str> for NodeInterruptKind {
     type Error = self::error::ConversionError;
     fn try_from(
         value: &str,
@@ -9687,7 +9171,7 @@ impl ::std::convert::TryFrom<&str> for NodeVariant3InterruptKind {
         value.parse()
     }
 }
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant3InterruptKind {
+impl ::std::convert::TryFrom<::std::string::String> for NodeInterruptKind {
     type Error = self::error::ConversionError;
     fn try_from(
         value: ::std::string::String,
@@ -9695,42 +9179,33 @@ impl ::std::convert::TryFrom<::std::string::String> for NodeVariant3InterruptKin
         value.parse()
     }
 }
-///`NodeVariant3Kind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum NodeVariant3Kind {
-    #[serde(rename = "interrupt")]
-    Interrupt,
-}
-impl ::std::fmt::Display for NodeVariant3Kind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Interrupt => f.write_str("interrupt"),
-        }
+///The run error's message (a template string).
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct NodeMessage(::std::string::String);
+impl ::std::ops::Deref for NodeMessage {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
     }
 }
-impl ::std::str::FromStr for NodeVariant3Kind {
+impl ::std::convert::From<NodeMessage> for ::std::string::String {
+    fn from(value: NodeMessage) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for NodeMessage {
     type Err = self::error::ConversionError;
     fn from_str(
         value: &str,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "interrupt" => Ok(Self::Interrupt),
-            _ => Err("invalid value".into()),
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
         }
+        Ok(Self(value.to_string()))
     }
 }
-impl ::std::convert::TryFrom<&str> for NodeVariant3Kind {
+impl ::std::convert::TryFrom<&str> for NodeMessage {
     type Error = self::error::ConversionError;
     fn try_from(
         value: &str,
@@ -9738,13 +9213,38 @@ impl ::std::convert::TryFrom<&str> for NodeVariant3Kind {
         value.parse()
     }
 }
-impl ::std::convert::TryFrom<::std::string::String> for NodeVariant3Kind {
+impl ::std::convert::TryFrom<::std::string::String> for NodeMessage {
     type Error = self::error::ConversionError;
     fn try_from(
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
     }
+}
+impl<'de> ::serde::Deserialize<'de> for NodeMessage {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///A node began executing.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct NodeStarted {
+    ///The node.
+    #[serde(rename = "nodeId")]
+    pub node_id: NodeId,
+    ///The node's type.
+    #[serde(rename = "typeId")]
+    pub type_id: TypeId,
+    ///Which attempt this is, the first being 0.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub attempt: ::std::option::Option<u64>,
 }
 ///Facet fields of the `oauth` family: the host acquires provider tokens on a node's behalf.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -12667,65 +12167,6 @@ impl<'de> ::serde::Deserialize<'de> for Traceparent {
             })
     }
 }
-///Computes a value from the inputs and earlier nodes.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct TransformNode {
-    pub id: ::serde_json::Value,
-    pub kind: TransformNodeKind,
-    ///Template whose rendering becomes this node's value (`nodes.<id>`).
-    pub value: ::serde_json::Value,
-}
-///`TransformNodeKind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum TransformNodeKind {
-    #[serde(rename = "transform")]
-    Transform,
-}
-impl ::std::fmt::Display for TransformNodeKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Transform => f.write_str("transform"),
-        }
-    }
-}
-impl ::std::str::FromStr for TransformNodeKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "transform" => Ok(Self::Transform),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for TransformNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for TransformNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///A node type identifier such as `core.transform`.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
@@ -12896,69 +12337,6 @@ impl<'de> ::serde::Deserialize<'de> for WaitAmountString {
             .map_err(|e: self::error::ConversionError| {
                 <D::Error as ::serde::de::Error>::custom(e.to_string())
             })
-    }
-}
-///Waits, then continues; exactly one of `ms` and `seconds` gives the time: with `id` and `kind` (required) and no other member allowed, exactly three members. Said so rather than as a `oneOf` of two `required`s, which generators type as an enum no value fits.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct WaitNode {
-    pub id: ::serde_json::Value,
-    pub kind: WaitNodeKind,
-    ///Milliseconds to wait. The absolute deadline is stored, so a restarted host keeps it.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub ms: ::std::option::Option<WaitAmount>,
-    ///Seconds to wait, for amounts a caller states in seconds; otherwise as `ms`.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub seconds: ::std::option::Option<WaitAmount>,
-}
-///`WaitNodeKind`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum WaitNodeKind {
-    #[serde(rename = "wait")]
-    Wait,
-}
-impl ::std::fmt::Display for WaitNodeKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Wait => f.write_str("wait"),
-        }
-    }
-}
-impl ::std::str::FromStr for WaitNodeKind {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "wait" => Ok(Self::Wait),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for WaitNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for WaitNodeKind {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
     }
 }
 ///Facet fields of the `webhooks` family: subscriptions that deliver run events to an https URL, signed, retried and dead-lettered.

@@ -74,7 +74,7 @@ fn the_mcp_conformance_fixture_pack_matches_the_schema_and_loads() {
             .collect();
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
         let text = std::fs::read_to_string(&path).unwrap();
-        openwop::engine::definition::Definition::parse(&path.display().to_string(), &text).unwrap();
+        openwop::engine::definition::parse(&path.display().to_string(), &text).unwrap();
         n += 1;
     }
     assert!(n >= 10);
@@ -97,7 +97,7 @@ fn schema_refuses_unknown_fields_and_kinds() {
         assert!(!v.is_valid(&doc), "{doc}");
         // The loader refuses the same documents.
         assert!(
-            openwop::engine::definition::Definition::parse("t.json", &doc.to_string()).is_err(),
+            openwop::engine::definition::parse("t.json", &doc.to_string()).is_err(),
             "{doc}"
         );
     }

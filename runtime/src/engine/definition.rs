@@ -1,140 +1,18 @@
-//! Workflow definitions: the document shape (`schemas/v2/workflow-definition.schema.json`)
-//! and the checks a schema cannot express (unique node ids, well-formed templates).
+//! Workflow definitions: the generated model of `schemas/v2/workflow-definition.schema.json`
+//! is the engine's vocabulary; this module loads a document into it and adds the checks a
+//! schema cannot express (unique node ids, a usable input schema).
+//!
+//! A document is held to the corpus schema first (the generated validator, so an author
+//! sees the JSON pointer of every mistake, and closed shapes stay closed even though the
+//! generated models tolerate unknown members), then read into the model.
 
-use serde::Deserialize;
+use openwop_generated::validators;
 use serde_json::Value;
 
-/// A workflow definition as loaded from JSON or YAML.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Definition {
-    pub id: String,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// JSON Schema the run's `inputs` must satisfy.
-    pub input_schema: Value,
-    pub nodes: Vec<Node>,
-    /// Template of the run's outputs; `{}` when absent.
-    #[serde(default)]
-    pub outputs: Option<Value>,
-}
-
-/// One step.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(from = "RawNode")]
-pub struct Node {
-    pub id: String,
-    pub action: Action,
-}
-
-/// What a node does.
-#[derive(Debug, Clone)]
-pub enum Action {
-    /// Computes a value from a template; the value becomes `nodes.<id>`.
-    Transform { value: Value },
-    /// Waits `amount` times `unit_ms` milliseconds: a number or a `${...}` reference
-    /// resolving to one.
-    Wait { amount: Value, unit_ms: u64 },
-    /// Ends the run as failed.
-    Fail { code: String, message: String },
-    /// Suspends until someone resolves the interrupt; the resume value becomes `nodes.<id>`.
-    Interrupt { interrupt: InterruptSpec },
-}
-
-/// The document form of a node: closed per kind (serde cannot combine `flatten` with
-/// `deny_unknown_fields`, so the id repeats in every variant).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-enum RawNode {
-    Transform {
-        id: String,
-        value: Value,
-    },
-    Wait {
-        id: String,
-        #[serde(default)]
-        ms: Option<Value>,
-        #[serde(default)]
-        seconds: Option<Value>,
-    },
-    Fail {
-        id: String,
-        code: String,
-        message: String,
-    },
-    Interrupt {
-        id: String,
-        interrupt: InterruptSpec,
-    },
-}
-
-impl From<RawNode> for Node {
-    fn from(raw: RawNode) -> Self {
-        match raw {
-            RawNode::Transform { id, value } => Node {
-                id,
-                action: Action::Transform { value },
-            },
-            // Both or neither is refused by `check` (the amount is then null).
-            RawNode::Wait { id, ms, seconds } => {
-                let (amount, unit_ms) = match (ms, seconds) {
-                    (Some(ms), None) => (ms, 1),
-                    (None, Some(s)) => (s, 1000),
-                    _ => (Value::Null, 0),
-                };
-                Node {
-                    id,
-                    action: Action::Wait { amount, unit_ms },
-                }
-            }
-            RawNode::Fail { id, code, message } => Node {
-                id,
-                action: Action::Fail { code, message },
-            },
-            RawNode::Interrupt { id, interrupt } => Node {
-                id,
-                action: Action::Interrupt { interrupt },
-            },
-        }
-    }
-}
-
-/// The interrupt a node raises.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct InterruptSpec {
-    pub kind: InterruptKind,
-    /// Per-kind data (a template).
-    #[serde(default = "empty_object")]
-    pub data: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
-}
-
-/// The interrupt kinds our engine raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum InterruptKind {
-    Approval,
-    Clarification,
-    Credential,
-    ExternalEvent,
-}
-
-impl InterruptKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InterruptKind::Approval => "approval",
-            InterruptKind::Clarification => "clarification",
-            InterruptKind::Credential => "credential",
-            InterruptKind::ExternalEvent => "external-event",
-        }
-    }
-}
+pub use openwop_generated::models::{
+    Node, NodeInterrupt, NodeInterruptKind as InterruptKind, WaitAmount,
+    WorkflowDefinition as Definition,
+};
 
 /// Why a definition was refused.
 #[derive(Debug, thiserror::Error)]
@@ -151,70 +29,143 @@ pub enum DefinitionError {
     },
 }
 
-impl Definition {
-    /// Parses JSON (when the text starts with `{`) or YAML, then checks it.
-    pub fn parse(source_name: &str, text: &str) -> Result<Self, DefinitionError> {
-        Self::parse_document(source_name, text).map(|(def, _)| def)
-    }
+/// Parses JSON (when the text starts with `{`) or YAML, then checks it.
+pub fn parse(source_name: &str, text: &str) -> Result<Definition, DefinitionError> {
+    parse_document(source_name, text).map(|(def, _)| def)
+}
 
-    /// [`Definition::parse`], also returning the document as JSON (what `getWorkflow`
-    /// answers: the definition as its author wrote it, whichever syntax they used).
-    pub fn parse_document(source_name: &str, text: &str) -> Result<(Self, Value), DefinitionError> {
-        let parse_err = |message: String| DefinitionError::Parse {
-            source_name: source_name.to_owned(),
-            message,
-        };
-        let document: Value = if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
-        } else {
-            yaml_serde::from_str(text).map_err(|e| parse_err(e.to_string()))?
-        };
-        let def: Definition =
-            serde_json::from_value(document.clone()).map_err(|e| parse_err(e.to_string()))?;
-        def.check().map_err(|message| DefinitionError::Invalid {
-            source_name: source_name.to_owned(),
-            message,
-        })?;
-        Ok((def, document))
+/// [`parse`], also returning the document as JSON (what `getWorkflow` answers: the
+/// definition as its author wrote it, whichever syntax they used).
+pub fn parse_document(
+    source_name: &str,
+    text: &str,
+) -> Result<(Definition, Value), DefinitionError> {
+    let parse_err = |message: String| DefinitionError::Parse {
+        source_name: source_name.to_owned(),
+        message,
+    };
+    let invalid = |message: String| DefinitionError::Invalid {
+        source_name: source_name.to_owned(),
+        message,
+    };
+    let document: Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
+    } else {
+        yaml_serde::from_str(text).map_err(|e| parse_err(e.to_string()))?
+    };
+    let findings = validators::validate_workflow_definition(&document);
+    if !findings.is_empty() {
+        let lines: Vec<String> = findings
+            .iter()
+            .map(|f| {
+                let at = if f.pointer.is_empty() {
+                    "/"
+                } else {
+                    &f.pointer
+                };
+                format!("at {at}: {}", f.message)
+            })
+            .collect();
+        return Err(invalid(lines.join("; ")));
     }
+    // The schema held, so this only fails where the model and the schema disagree (a
+    // generator defect), still reported as the document's problem, never a panic.
+    let def: Definition =
+        serde_json::from_value(document.clone()).map_err(|e| parse_err(e.to_string()))?;
+    check(&def).map_err(invalid)?;
+    Ok((def, document))
+}
 
-    fn check(&self) -> Result<(), String> {
-        if !crate::ids::is_author_id(&self.id) {
+/// The node's id, whatever its kind.
+pub fn node_id(node: &Node) -> &str {
+    match node {
+        Node::Transform { id, .. }
+        | Node::Wait { id, .. }
+        | Node::Fail { id, .. }
+        | Node::Interrupt { id, .. } => id,
+    }
+}
+
+/// A wait node's amount as the engine reads it: the literal or `${...}` reference, and the
+/// milliseconds one unit stands for. `None` for any other node, or a wait that names both
+/// or neither (the schema's member count refuses those).
+pub fn wait_amount(node: &Node) -> Option<(Value, u64)> {
+    let Node::Wait { ms, seconds, .. } = node else {
+        return None;
+    };
+    let (amount, unit_ms) = match (ms, seconds) {
+        (Some(ms), None) => (ms, 1),
+        (None, Some(s)) => (s, 1000),
+        _ => return None,
+    };
+    let amount = match amount {
+        WaitAmount::Integer(n) => Value::from(*n),
+        WaitAmount::String(reference) => Value::String(reference.to_string()),
+    };
+    Some((amount, unit_ms))
+}
+
+/// The wire spelling of an interrupt kind (the generated enum's serde name), borrowed for
+/// as long as the program runs, as the interrupt rows and projections want it.
+pub fn kind_str(kind: InterruptKind) -> &'static str {
+    match kind {
+        InterruptKind::Approval => "approval",
+        InterruptKind::Clarification => "clarification",
+        InterruptKind::Credential => "credential",
+        InterruptKind::ExternalEvent => "external-event",
+    }
+}
+
+fn check(def: &Definition) -> Result<(), String> {
+    jsonschema::validator_for(&Value::Object(def.input_schema.clone()))
+        .map_err(|e| format!("inputSchema is not a usable JSON Schema: {e}"))?;
+    let mut seen = std::collections::HashSet::new();
+    for node in &def.nodes {
+        let id = node_id(node);
+        if !seen.insert(id) {
+            return Err(format!("node id `{id}` appears twice"));
+        }
+        if matches!(node, Node::Wait { .. }) && wait_amount(node).is_none() {
             return Err(format!(
-                "workflow id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
-                self.id
+                "node `{id}`: a wait takes exactly one of `ms` and `seconds`"
             ));
         }
-        jsonschema::validator_for(&self.input_schema)
-            .map_err(|e| format!("inputSchema is not a usable JSON Schema: {e}"))?;
-        let mut seen = std::collections::HashSet::new();
-        for node in &self.nodes {
-            if !crate::ids::is_author_id(&node.id) {
-                return Err(format!(
-                    "node id `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
-                    node.id
-                ));
-            }
-            if !seen.insert(node.id.as_str()) {
-                return Err(format!("node id `{}` appears twice", node.id));
-            }
-            if let Action::Wait { amount, unit_ms } = &node.action {
-                if *unit_ms == 0 {
-                    return Err(format!(
-                        "node `{}`: a wait takes exactly one of `ms` and `seconds`",
-                        node.id
-                    ));
-                }
-                let ok = amount.as_u64().is_some()
-                    || amount.as_str().is_some_and(super::template::is_reference);
-                if !ok {
-                    return Err(format!(
-                        "node `{}`: the wait time must be a non-negative integer or a `${{...}}` reference",
-                        node.id
-                    ));
-                }
-            }
-        }
-        Ok(())
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_is_held_to_the_corpus_schema_with_pointers() {
+        let unknown_member = r#"{"id":"w","inputSchema":{},"nodes":[{"id":"a","kind":"transform","value":1,"extra":2}]}"#;
+        let err = parse("w.json", unknown_member).unwrap_err().to_string();
+        assert!(err.contains("/nodes/0"), "{err}");
+        let both_waits =
+            "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: wait, ms: 1, seconds: 1}\n";
+        assert!(parse("w.yaml", both_waits).is_err());
+        let bad_id = r#"{"id":"has space","inputSchema":{},"nodes":[]}"#;
+        let err = parse("w.json", bad_id).unwrap_err().to_string();
+        assert!(err.contains("at /id"), "{err}");
+    }
+
+    #[test]
+    fn node_ids_are_unique_and_waits_read_their_unit() {
+        let twice = r#"{"id":"w","inputSchema":{},"nodes":[{"id":"a","kind":"transform","value":1},{"id":"a","kind":"wait","ms":1}]}"#;
+        let err = parse("w.json", twice).unwrap_err().to_string();
+        assert!(err.contains("appears twice"), "{err}");
+        let def = parse(
+            "w.yaml",
+            "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: wait, seconds: \"${inputs.s}\"}\n  - {id: b, kind: wait, ms: 5}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            wait_amount(&def.nodes[0]),
+            Some((Value::from("${inputs.s}"), 1000))
+        );
+        assert_eq!(wait_amount(&def.nodes[1]), Some((Value::from(5), 1)));
+        assert_eq!(node_id(&def.nodes[1]), "b");
     }
 }

@@ -5,7 +5,7 @@
 //! database) left nothing behind and is retried with backoff: store errors never fail a
 //! run, only the workflow's own outcome or a definition the engine cannot execute do.
 
-use super::definition::{Action, InterruptKind};
+use super::definition::{self, InterruptKind, Node};
 use super::events;
 use super::registry::{Registry, Workflow};
 use super::retry::Backoff;
@@ -519,10 +519,7 @@ impl Engine {
         let node = usize::try_from(run.node_index)
             .ok()
             .and_then(|i| wf.definition.nodes.get(i));
-        !matches!(
-            node.map(|n| &n.action),
-            Some(Action::Fail { .. } | Action::Interrupt { .. })
-        )
+        !matches!(node, Some(Node::Fail { .. } | Node::Interrupt { .. }))
     }
 
     fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
@@ -559,7 +556,7 @@ impl Engine {
             let node_id = usize::try_from(batch.run.node_index)
                 .ok()
                 .and_then(|i| wf.definition.nodes.get(i))
-                .map(|n| n.id.clone())
+                .map(|n| definition::node_id(n).to_owned())
                 .unwrap_or_default();
             match self.wait_out(&batch.run, &node_id).await? {
                 Some(done) => batch.apply(done.0, done.1),
@@ -691,43 +688,46 @@ impl Engine {
             return Ok(Planned::End(patch, vec![ev]));
         };
         let next = run.node_index + 1;
-        Ok(match &node.action {
-            Action::Transform { value } => {
+        let node_id = definition::node_id(node);
+        Ok(match node {
+            Node::Transform { value, .. } => {
                 let out = template::render(value, &ctx);
                 let events = vec![
-                    events::node_started(&node.id, "core.transform").map_err(invalid)?,
-                    events::node_completed(&node.id, Some(&out))
+                    events::node_started(node_id, "core.transform").map_err(invalid)?,
+                    events::node_completed(node_id, Some(&out))
                         .map_err(payload_error(&run.run_id))?,
                 ];
                 let patch = RunPatch {
                     node_index: Some(next),
-                    state: Some(with_node_result(&run.state, &node.id, out)),
+                    state: Some(with_node_result(&run.state, node_id, out)),
                     ..Default::default()
                 };
                 Planned::Next(patch, events)
             }
-            Action::Fail { code, message } => {
-                let message = template::render(&json!(message), &ctx);
+            Node::Fail { code, message, .. } => {
+                let message = template::render(&json!(message.as_str()), &ctx);
                 let (patch, mut events) = failure(
                     run,
                     code,
                     message.as_str().unwrap_or_default(),
-                    Some(&node.id),
+                    Some(node_id),
                 );
                 events.insert(
                     0,
-                    events::node_started(&node.id, "core.fail").map_err(invalid)?,
+                    events::node_started(node_id, "core.fail").map_err(invalid)?,
                 );
                 Planned::End(patch, events)
             }
-            Action::Wait { amount, unit_ms } => {
+            Node::Wait { .. } => {
+                // `definition::parse` refused a wait without exactly one amount.
+                let (amount, unit_ms) = definition::wait_amount(node).unwrap_or((Value::Null, 0));
                 let amount = match amount {
                     Value::String(s) => template::render(&json!(s), &ctx),
                     other => other.clone(),
                 };
                 let ms = amount
                     .as_u64()
-                    .and_then(|v| v.checked_mul(*unit_ms))
+                    .and_then(|v| v.checked_mul(unit_ms))
                     .and_then(|v| i64::try_from(v).ok());
                 let Some(amount) = ms else {
                     let (patch, events) = failure(
@@ -735,9 +735,9 @@ impl Engine {
                         "validation_error",
                         &format!(
                             "node `{}`: the wait time is not a non-negative integer",
-                            node.id
+                            node_id
                         ),
-                        Some(&node.id),
+                        Some(node_id),
                     );
                     return Ok(Planned::End(patch, events));
                 };
@@ -746,21 +746,25 @@ impl Engine {
                     wait_until: Some(Some(now_ms().saturating_add(amount))),
                     ..Default::default()
                 };
-                let started = events::node_started(&node.id, "core.wait").map_err(invalid)?;
+                let started = events::node_started(node_id, "core.wait").map_err(invalid)?;
                 Planned::Wait(patch, vec![started])
             }
-            Action::Interrupt { interrupt } => {
-                let data = template::render(&interrupt.data, &ctx);
+            Node::Interrupt { interrupt, .. } => {
+                let data = interrupt
+                    .data
+                    .clone()
+                    .map_or_else(|| json!({}), Value::Object);
+                let data = template::render(&data, &ctx);
                 let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
-                let kind = interrupt.kind.as_str();
+                let kind = definition::kind_str(interrupt.kind);
                 // The payload is the interrupt as raised (the corpus closes it); the
                 // interrupt id travels in the snapshot and in interrupt.resolved.
-                let payload = events::interrupt_payload(&run.run_id, &node.id, kind, &data)
+                let payload = events::interrupt_payload(&run.run_id, node_id, kind, &data)
                     .map_err(payload_error(&run.run_id))?;
                 let patch = RunPatch {
                     status: Some(status::suspended_status(interrupt.kind)),
                     open_interrupt: Some(NewInterrupt {
-                        node_id: node.id.clone(),
+                        node_id: node_id.to_owned(),
                         interrupt_id: interrupt_id.clone(),
                         kind: kind.into(),
                         data,
@@ -768,14 +772,14 @@ impl Engine {
                     ..Default::default()
                 };
                 let events = vec![
-                    events::node_started(&node.id, "core.interrupt").map_err(invalid)?,
-                    events::interrupt_requested(payload, &node.id),
+                    events::node_started(node_id, "core.interrupt").map_err(invalid)?,
+                    events::interrupt_requested(payload, node_id),
                 ];
                 Planned::Suspend(
                     patch,
                     events,
                     SuspendedAt {
-                        node_id: node.id.clone(),
+                        node_id: node_id.to_owned(),
                         interrupt_id,
                         kind: kind.to_owned(),
                     },
@@ -841,7 +845,7 @@ impl Engine {
                 }
             });
             let mut events = vec![resolved];
-            let declined = interrupt.kind == InterruptKind::Credential.as_str()
+            let declined = interrupt.kind == definition::kind_str(InterruptKind::Credential)
                 && resume.get("outcome").and_then(Value::as_str) == Some("declined");
             if declined {
                 let (patch, more) = failure(

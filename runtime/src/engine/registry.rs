@@ -1,6 +1,6 @@
 //! The workflows a host can run: the bundled examples plus a directory of definitions.
 
-use super::definition::{Definition, DefinitionError};
+use super::definition::{self, Definition, DefinitionError};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,11 +42,12 @@ pub struct InputProblem {
 
 impl Workflow {
     fn new(definition: Definition, document: Value) -> Result<Self, DefinitionError> {
-        let input_validator = jsonschema::validator_for(&definition.input_schema).map_err(|e| {
-            DefinitionError::Invalid {
-                source_name: definition.id.clone(),
-                message: format!("inputSchema: {e}"),
-            }
+        let input_validator = jsonschema::validator_for(&Value::Object(
+            definition.input_schema.clone(),
+        ))
+        .map_err(|e| DefinitionError::Invalid {
+            source_name: definition.id.to_string(),
+            message: format!("inputSchema: {e}"),
         })?;
         Ok(Self {
             definition,
@@ -87,7 +88,7 @@ impl Registry {
     pub fn bundled() -> Result<Self, RegistryError> {
         let mut reg = Registry::default();
         for (name, text) in BUNDLED {
-            reg.insert(Definition::parse_document(name, text)?)?;
+            reg.insert(definition::parse_document(name, text)?)?;
         }
         Ok(reg)
     }
@@ -95,7 +96,7 @@ impl Registry {
     fn insert(&mut self, (def, document): (Definition, Value)) -> Result<(), RegistryError> {
         let wf = Workflow::new(def, document)?;
         self.workflows
-            .insert(wf.definition.id.clone(), Arc::new(wf));
+            .insert(wf.definition.id.to_string(), Arc::new(wf));
         Ok(())
     }
 
@@ -107,7 +108,7 @@ impl Registry {
             message: u.message,
         })?;
         for (path, text) in files {
-            self.insert(Definition::parse_document(&path, &text)?)?;
+            self.insert(definition::parse_document(&path, &text)?)?;
         }
         Ok(())
     }
@@ -146,6 +147,6 @@ mod tests {
     #[test]
     fn duplicate_node_ids_are_refused() {
         let text = r#"{"id":"d","inputSchema":{},"nodes":[{"id":"a","kind":"fail","code":"x.y","message":"m"},{"id":"a","kind":"fail","code":"x.y","message":"m"}]}"#;
-        assert!(Definition::parse("d.json", text).is_err());
+        assert!(definition::parse("d.json", text).is_err());
     }
 }

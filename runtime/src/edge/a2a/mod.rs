@@ -81,17 +81,17 @@ pub fn skills_of_host(ops: &crate::ops::Ops) -> Vec<Skill> {
     ops.host_workflows()
         .iter()
         .map(|w| Skill {
-            workflow_id: w.definition.id.clone(),
+            workflow_id: w.definition.id.to_string(),
             name: w
                 .definition
                 .name
                 .clone()
-                .unwrap_or_else(|| w.definition.id.clone()),
+                .unwrap_or_else(|| w.definition.id.to_string()),
             description: w
                 .definition
                 .description
                 .clone()
-                .unwrap_or_else(|| format!("Runs workflow {}", w.definition.id)),
+                .unwrap_or_else(|| format!("Runs workflow {}", *w.definition.id)),
         })
         .collect()
 }

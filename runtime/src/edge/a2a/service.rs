@@ -889,7 +889,7 @@ mod tests {
     /// whose kind put it in its status, any other run has none.
     #[test]
     fn state_filters_select_exactly_the_runs_that_project_to_the_state() {
-        use crate::engine::definition::InterruptKind;
+        use crate::engine::definition::{InterruptKind, kind_str};
         use crate::engine::status::suspended_status;
         let mut runs: Vec<(RunStatus, Option<&str>)> = RunStatus::ALL
             .iter()
@@ -902,7 +902,7 @@ mod tests {
             InterruptKind::Credential,
             InterruptKind::ExternalEvent,
         ] {
-            runs.push((suspended_status(kind), Some(kind.as_str())));
+            runs.push((suspended_status(kind), Some(kind_str(kind))));
         }
         let mut wires: Vec<&str> = A2A_TASK_STATES.iter().map(|r| r.wire).collect();
         wires.sort_unstable();

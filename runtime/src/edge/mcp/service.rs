@@ -205,11 +205,7 @@ impl McpState {
                 let d = &w.definition;
                 let mut schema = d.input_schema.clone();
                 // A tool's inputSchema is an object schema; runs take object inputs anyway.
-                if let Some(obj) = schema.as_object_mut() {
-                    obj.entry("type").or_insert_with(|| json!("object"));
-                } else {
-                    schema = json!({"type": "object"});
-                }
+                schema.entry("type").or_insert_with(|| json!("object"));
                 let mut tool = json!({"name": d.id, "inputSchema": schema});
                 if let Some(name) = &d.name {
                     tool["title"] = json!(name);

@@ -5,8 +5,6 @@ use super::error::ApiError;
 use super::extract::{Caller, PathParams};
 use crate::app::AppState;
 use crate::generated::models::{WorkflowList, WorkflowSummary};
-use crate::ops::OpError;
-use crate::wire::{object, wire};
 use axum::Json;
 use axum::extract::State;
 use serde_json::Value;
@@ -22,11 +20,10 @@ pub async fn list_workflows(
         .map(|w| {
             let d = &w.definition;
             Ok(WorkflowSummary {
-                // Held to the id grammar when the definition was loaded.
-                workflow_id: wire("workflowId", d.id.as_str()).map_err(OpError::internal)?,
+                workflow_id: d.id.clone(),
                 name: d.name.clone(),
                 description: d.description.clone(),
-                input_schema: Some(object(&d.input_schema)),
+                input_schema: Some(d.input_schema.clone()),
             })
         })
         .collect::<Result<_, ApiError>>()?;
