@@ -12907,6 +12907,3821 @@ pub mod error {
         }
     }
 }
+impl ::std::fmt::Display for A2aFacetMinimumVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFacetMinimumVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetMinimumVersion> for str {
+    fn eq(&self, other: &A2aFacetMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFacetMinimumVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetMinimumVersion> for &str {
+    fn eq(&self, other: &A2aFacetMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFacetMinimumVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetMinimumVersion> for ::std::string::String {
+    fn eq(&self, other: &A2aFacetMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFacetPreferredVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFacetPreferredVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetPreferredVersion> for str {
+    fn eq(&self, other: &A2aFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFacetPreferredVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetPreferredVersion> for &str {
+    fn eq(&self, other: &A2aFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFacetPreferredVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetPreferredVersion> for ::std::string::String {
+    fn eq(&self, other: &A2aFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFacetProfilesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFacetProfilesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetProfilesItem> for str {
+    fn eq(&self, other: &A2aFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFacetProfilesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetProfilesItem> for &str {
+    fn eq(&self, other: &A2aFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFacetProfilesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetProfilesItem> for ::std::string::String {
+    fn eq(&self, other: &A2aFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFacetRefreshedAt {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFacetRefreshedAt {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetRefreshedAt> for str {
+    fn eq(&self, other: &A2aFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFacetRefreshedAt {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetRefreshedAt> for &str {
+    fn eq(&self, other: &A2aFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFacetRefreshedAt {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetRefreshedAt> for ::std::string::String {
+    fn eq(&self, other: &A2aFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFacetVersionsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFacetVersionsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetVersionsItem> for str {
+    fn eq(&self, other: &A2aFacetVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFacetVersionsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetVersionsItem> for &str {
+    fn eq(&self, other: &A2aFacetVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFacetVersionsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFacetVersionsItem> for ::std::string::String {
+    fn eq(&self, other: &A2aFacetVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyMinimumVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyMinimumVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyMinimumVersion> for str {
+    fn eq(&self, other: &A2aFamilyMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyMinimumVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyMinimumVersion> for &str {
+    fn eq(&self, other: &A2aFamilyMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyMinimumVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyMinimumVersion> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyMinimumVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyPreferredVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyPreferredVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyPreferredVersion> for str {
+    fn eq(&self, other: &A2aFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyPreferredVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyPreferredVersion> for &str {
+    fn eq(&self, other: &A2aFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyPreferredVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyPreferredVersion> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyProfilesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyProfilesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyProfilesItem> for str {
+    fn eq(&self, other: &A2aFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyProfilesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyProfilesItem> for &str {
+    fn eq(&self, other: &A2aFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyProfilesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyProfilesItem> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyRefreshedAt {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyRefreshedAt {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyRefreshedAt> for str {
+    fn eq(&self, other: &A2aFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyRefreshedAt {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyRefreshedAt> for &str {
+    fn eq(&self, other: &A2aFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyRefreshedAt {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyRefreshedAt> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyUntil> for str {
+    fn eq(&self, other: &A2aFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyUntil> for &str {
+    fn eq(&self, other: &A2aFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aFamilyVersionsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aFamilyVersionsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyVersionsItem> for str {
+    fn eq(&self, other: &A2aFamilyVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aFamilyVersionsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyVersionsItem> for &str {
+    fn eq(&self, other: &A2aFamilyVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aFamilyVersionsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aFamilyVersionsItem> for ::std::string::String {
+    fn eq(&self, other: &A2aFamilyVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aTaskStateContextId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aTaskStateContextId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateContextId> for str {
+    fn eq(&self, other: &A2aTaskStateContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aTaskStateContextId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateContextId> for &str {
+    fn eq(&self, other: &A2aTaskStateContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aTaskStateContextId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateContextId> for ::std::string::String {
+    fn eq(&self, other: &A2aTaskStateContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aTaskStateTaskId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aTaskStateTaskId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateTaskId> for str {
+    fn eq(&self, other: &A2aTaskStateTaskId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aTaskStateTaskId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateTaskId> for &str {
+    fn eq(&self, other: &A2aTaskStateTaskId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aTaskStateTaskId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTaskStateTaskId> for ::std::string::String {
+    fn eq(&self, other: &A2aTaskStateTaskId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for A2aTenant {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for A2aTenant {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTenant> for str {
+    fn eq(&self, other: &A2aTenant) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for A2aTenant {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTenant> for &str {
+    fn eq(&self, other: &A2aTenant) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for A2aTenant {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<A2aTenant> for ::std::string::String {
+    fn eq(&self, other: &A2aTenant) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ActorLevel2KeyClass {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ActorLevel2KeyClass {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel2KeyClass> for str {
+    fn eq(&self, other: &ActorLevel2KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ActorLevel2KeyClass {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel2KeyClass> for &str {
+    fn eq(&self, other: &ActorLevel2KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ActorLevel2KeyClass {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel2KeyClass> for ::std::string::String {
+    fn eq(&self, other: &ActorLevel2KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ActorLevel3KeyClass {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ActorLevel3KeyClass {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel3KeyClass> for str {
+    fn eq(&self, other: &ActorLevel3KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ActorLevel3KeyClass {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel3KeyClass> for &str {
+    fn eq(&self, other: &ActorLevel3KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ActorLevel3KeyClass {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel3KeyClass> for ::std::string::String {
+    fn eq(&self, other: &ActorLevel3KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ActorLevel4KeyClass {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ActorLevel4KeyClass {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel4KeyClass> for str {
+    fn eq(&self, other: &ActorLevel4KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ActorLevel4KeyClass {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel4KeyClass> for &str {
+    fn eq(&self, other: &ActorLevel4KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ActorLevel4KeyClass {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ActorLevel4KeyClass> for ::std::string::String {
+    fn eq(&self, other: &ActorLevel4KeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentDegradedItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentDegradedItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDegradedItem> for str {
+    fn eq(&self, other: &AgentDegradedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentDegradedItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDegradedItem> for &str {
+    fn eq(&self, other: &AgentDegradedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentDegradedItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDegradedItem> for ::std::string::String {
+    fn eq(&self, other: &AgentDegradedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentDescription {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentDescription {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDescription> for str {
+    fn eq(&self, other: &AgentDescription) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentDescription {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDescription> for &str {
+    fn eq(&self, other: &AgentDescription) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentDescription {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentDescription> for ::std::string::String {
+    fn eq(&self, other: &AgentDescription) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentId> for str {
+    fn eq(&self, other: &AgentId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentId> for &str {
+    fn eq(&self, other: &AgentId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentId> for ::std::string::String {
+    fn eq(&self, other: &AgentId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentLabel {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentLabel {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentLabel> for str {
+    fn eq(&self, other: &AgentLabel) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentLabel {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentLabel> for &str {
+    fn eq(&self, other: &AgentLabel) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentLabel {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentLabel> for ::std::string::String {
+    fn eq(&self, other: &AgentLabel) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentPackVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentPackVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPackVersion> for str {
+    fn eq(&self, other: &AgentPackVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentPackVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPackVersion> for &str {
+    fn eq(&self, other: &AgentPackVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentPackVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPackVersion> for ::std::string::String {
+    fn eq(&self, other: &AgentPackVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentPersona {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentPersona {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPersona> for str {
+    fn eq(&self, other: &AgentPersona) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentPersona {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPersona> for &str {
+    fn eq(&self, other: &AgentPersona) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentPersona {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentPersona> for ::std::string::String {
+    fn eq(&self, other: &AgentPersona) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentsFacetProfile {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentsFacetProfile {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFacetProfile> for str {
+    fn eq(&self, other: &AgentsFacetProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentsFacetProfile {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFacetProfile> for &str {
+    fn eq(&self, other: &AgentsFacetProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentsFacetProfile {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFacetProfile> for ::std::string::String {
+    fn eq(&self, other: &AgentsFacetProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentsFamilyProfile {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentsFamilyProfile {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyProfile> for str {
+    fn eq(&self, other: &AgentsFamilyProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentsFamilyProfile {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyProfile> for &str {
+    fn eq(&self, other: &AgentsFamilyProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentsFamilyProfile {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyProfile> for ::std::string::String {
+    fn eq(&self, other: &AgentsFamilyProfile) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AgentsFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AgentsFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyUntil> for str {
+    fn eq(&self, other: &AgentsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AgentsFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyUntil> for &str {
+    fn eq(&self, other: &AgentsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AgentsFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AgentsFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &AgentsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ApprovalDataArtifactId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ApprovalDataArtifactId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactId> for str {
+    fn eq(&self, other: &ApprovalDataArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ApprovalDataArtifactId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactId> for &str {
+    fn eq(&self, other: &ApprovalDataArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ApprovalDataArtifactId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactId> for ::std::string::String {
+    fn eq(&self, other: &ApprovalDataArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ApprovalDataArtifactType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ApprovalDataArtifactType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactType> for str {
+    fn eq(&self, other: &ApprovalDataArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ApprovalDataArtifactType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactType> for &str {
+    fn eq(&self, other: &ApprovalDataArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ApprovalDataArtifactType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataArtifactType> for ::std::string::String {
+    fn eq(&self, other: &ApprovalDataArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ApprovalDataTitle {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ApprovalDataTitle {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataTitle> for str {
+    fn eq(&self, other: &ApprovalDataTitle) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ApprovalDataTitle {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataTitle> for &str {
+    fn eq(&self, other: &ApprovalDataTitle) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ApprovalDataTitle {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ApprovalDataTitle> for ::std::string::String {
+    fn eq(&self, other: &ApprovalDataTitle) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for AuthFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for AuthFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AuthFamilyUntil> for str {
+    fn eq(&self, other: &AuthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for AuthFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AuthFamilyUntil> for &str {
+    fn eq(&self, other: &AuthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for AuthFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<AuthFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &AuthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CancelRunRequestReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CancelRunRequestReason {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CancelRunRequestReason> for str {
+    fn eq(&self, other: &CancelRunRequestReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CancelRunRequestReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CancelRunRequestReason> for &str {
+    fn eq(&self, other: &CancelRunRequestReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CancelRunRequestReason {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CancelRunRequestReason> for ::std::string::String {
+    fn eq(&self, other: &CancelRunRequestReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CapabilitiesExtensionsKey {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CapabilitiesExtensionsKey {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesExtensionsKey> for str {
+    fn eq(&self, other: &CapabilitiesExtensionsKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CapabilitiesExtensionsKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesExtensionsKey> for &str {
+    fn eq(&self, other: &CapabilitiesExtensionsKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CapabilitiesExtensionsKey {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesExtensionsKey> for ::std::string::String {
+    fn eq(&self, other: &CapabilitiesExtensionsKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ClarificationQuestionId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ClarificationQuestionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionId> for str {
+    fn eq(&self, other: &ClarificationQuestionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ClarificationQuestionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionId> for &str {
+    fn eq(&self, other: &ClarificationQuestionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ClarificationQuestionId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionId> for ::std::string::String {
+    fn eq(&self, other: &ClarificationQuestionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ClarificationQuestionQuestion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ClarificationQuestionQuestion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionQuestion> for str {
+    fn eq(&self, other: &ClarificationQuestionQuestion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ClarificationQuestionQuestion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionQuestion> for &str {
+    fn eq(&self, other: &ClarificationQuestionQuestion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ClarificationQuestionQuestion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ClarificationQuestionQuestion> for ::std::string::String {
+    fn eq(&self, other: &ClarificationQuestionQuestion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CreateRunRequestTagsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CreateRunRequestTagsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestTagsItem> for str {
+    fn eq(&self, other: &CreateRunRequestTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CreateRunRequestTagsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestTagsItem> for &str {
+    fn eq(&self, other: &CreateRunRequestTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CreateRunRequestTagsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestTagsItem> for ::std::string::String {
+    fn eq(&self, other: &CreateRunRequestTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CredentialDataConnectUrl {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CredentialDataConnectUrl {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataConnectUrl> for str {
+    fn eq(&self, other: &CredentialDataConnectUrl) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CredentialDataConnectUrl {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataConnectUrl> for &str {
+    fn eq(&self, other: &CredentialDataConnectUrl) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CredentialDataConnectUrl {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataConnectUrl> for ::std::string::String {
+    fn eq(&self, other: &CredentialDataConnectUrl) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CredentialDataProvider {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CredentialDataProvider {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataProvider> for str {
+    fn eq(&self, other: &CredentialDataProvider) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CredentialDataProvider {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataProvider> for &str {
+    fn eq(&self, other: &CredentialDataProvider) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CredentialDataProvider {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataProvider> for ::std::string::String {
+    fn eq(&self, other: &CredentialDataProvider) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CredentialDataScopesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CredentialDataScopesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataScopesItem> for str {
+    fn eq(&self, other: &CredentialDataScopesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CredentialDataScopesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataScopesItem> for &str {
+    fn eq(&self, other: &CredentialDataScopesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CredentialDataScopesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CredentialDataScopesItem> for ::std::string::String {
+    fn eq(&self, other: &CredentialDataScopesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for DeliveryId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for DeliveryId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<DeliveryId> for str {
+    fn eq(&self, other: &DeliveryId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for DeliveryId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<DeliveryId> for &str {
+    fn eq(&self, other: &DeliveryId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for DeliveryId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<DeliveryId> for ::std::string::String {
+    fn eq(&self, other: &DeliveryId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorDetailsCorrelationId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorDetailsCorrelationId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsCorrelationId> for str {
+    fn eq(&self, other: &ErrorDetailsCorrelationId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorDetailsCorrelationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsCorrelationId> for &str {
+    fn eq(&self, other: &ErrorDetailsCorrelationId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsCorrelationId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsCorrelationId> for ::std::string::String {
+    fn eq(&self, other: &ErrorDetailsCorrelationId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorDetailsMinClientVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorDetailsMinClientVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsMinClientVersion> for str {
+    fn eq(&self, other: &ErrorDetailsMinClientVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorDetailsMinClientVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsMinClientVersion> for &str {
+    fn eq(&self, other: &ErrorDetailsMinClientVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsMinClientVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsMinClientVersion> for ::std::string::String {
+    fn eq(&self, other: &ErrorDetailsMinClientVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorDetailsProtocolVersionsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorDetailsProtocolVersionsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsProtocolVersionsItem> for str {
+    fn eq(&self, other: &ErrorDetailsProtocolVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorDetailsProtocolVersionsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsProtocolVersionsItem> for &str {
+    fn eq(&self, other: &ErrorDetailsProtocolVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsProtocolVersionsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsProtocolVersionsItem> for ::std::string::String {
+    fn eq(&self, other: &ErrorDetailsProtocolVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorEnvelopeMessage {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorEnvelopeMessage {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorEnvelopeMessage> for str {
+    fn eq(&self, other: &ErrorEnvelopeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorEnvelopeMessage {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorEnvelopeMessage> for &str {
+    fn eq(&self, other: &ErrorEnvelopeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorEnvelopeMessage {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorEnvelopeMessage> for ::std::string::String {
+    fn eq(&self, other: &ErrorEnvelopeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorObjectCode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorObjectCode {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectCode> for str {
+    fn eq(&self, other: &ErrorObjectCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorObjectCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectCode> for &str {
+    fn eq(&self, other: &ErrorObjectCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorObjectCode {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectCode> for ::std::string::String {
+    fn eq(&self, other: &ErrorObjectCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorObjectMessage {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorObjectMessage {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectMessage> for str {
+    fn eq(&self, other: &ErrorObjectMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorObjectMessage {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectMessage> for &str {
+    fn eq(&self, other: &ErrorObjectMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorObjectMessage {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorObjectMessage> for ::std::string::String {
+    fn eq(&self, other: &ErrorObjectMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for EventId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventId> for str {
+    fn eq(&self, other: &EventId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for EventId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventId> for &str {
+    fn eq(&self, other: &EventId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for EventId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventId> for ::std::string::String {
+    fn eq(&self, other: &EventId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for EventLogFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for EventLogFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventLogFamilyUntil> for str {
+    fn eq(&self, other: &EventLogFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for EventLogFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventLogFamilyUntil> for &str {
+    fn eq(&self, other: &EventLogFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for EventLogFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<EventLogFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &EventLogFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ExternalEventDataEventType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ExternalEventDataEventType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ExternalEventDataEventType> for str {
+    fn eq(&self, other: &ExternalEventDataEventType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ExternalEventDataEventType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ExternalEventDataEventType> for &str {
+    fn eq(&self, other: &ExternalEventDataEventType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ExternalEventDataEventType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ExternalEventDataEventType> for ::std::string::String {
+    fn eq(&self, other: &ExternalEventDataEventType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for FamilyRecordUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for FamilyRecordUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<FamilyRecordUntil> for str {
+    fn eq(&self, other: &FamilyRecordUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for FamilyRecordUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<FamilyRecordUntil> for &str {
+    fn eq(&self, other: &FamilyRecordUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for FamilyRecordUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<FamilyRecordUntil> for ::std::string::String {
+    fn eq(&self, other: &FamilyRecordUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for HostEventTypeType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for HostEventTypeType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventTypeType> for str {
+    fn eq(&self, other: &HostEventTypeType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for HostEventTypeType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventTypeType> for &str {
+    fn eq(&self, other: &HostEventTypeType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for HostEventTypeType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventTypeType> for ::std::string::String {
+    fn eq(&self, other: &HostEventTypeType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for HostEventsFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for HostEventsFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventsFamilyUntil> for str {
+    fn eq(&self, other: &HostEventsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for HostEventsFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventsFamilyUntil> for &str {
+    fn eq(&self, other: &HostEventsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for HostEventsFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<HostEventsFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &HostEventsFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for IdempotencyFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for IdempotencyFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<IdempotencyFamilyUntil> for str {
+    fn eq(&self, other: &IdempotencyFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for IdempotencyFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<IdempotencyFamilyUntil> for &str {
+    fn eq(&self, other: &IdempotencyFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for IdempotencyFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<IdempotencyFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &IdempotencyFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for InterruptFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for InterruptFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptFamilyUntil> for str {
+    fn eq(&self, other: &InterruptFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for InterruptFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptFamilyUntil> for &str {
+    fn eq(&self, other: &InterruptFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for InterruptFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &InterruptFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for InterruptId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for InterruptId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptId> for str {
+    fn eq(&self, other: &InterruptId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for InterruptId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptId> for &str {
+    fn eq(&self, other: &InterruptId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for InterruptId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptId> for ::std::string::String {
+    fn eq(&self, other: &InterruptId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for InterruptPayloadKey {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for InterruptPayloadKey {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptPayloadKey> for str {
+    fn eq(&self, other: &InterruptPayloadKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for InterruptPayloadKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptPayloadKey> for &str {
+    fn eq(&self, other: &InterruptPayloadKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for InterruptPayloadKey {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<InterruptPayloadKey> for ::std::string::String {
+    fn eq(&self, other: &InterruptPayloadKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for Issuer {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for Issuer {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Issuer> for str {
+    fn eq(&self, other: &Issuer) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for Issuer {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Issuer> for &str {
+    fn eq(&self, other: &Issuer) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for Issuer {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Issuer> for ::std::string::String {
+    fn eq(&self, other: &Issuer) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for KeyId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for KeyId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<KeyId> for str {
+    fn eq(&self, other: &KeyId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for KeyId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<KeyId> for &str {
+    fn eq(&self, other: &KeyId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for KeyId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<KeyId> for ::std::string::String {
+    fn eq(&self, other: &KeyId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for LaneIssuersItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for LaneIssuersItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<LaneIssuersItem> for str {
+    fn eq(&self, other: &LaneIssuersItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for LaneIssuersItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<LaneIssuersItem> for &str {
+    fn eq(&self, other: &LaneIssuersItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for LaneIssuersItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<LaneIssuersItem> for ::std::string::String {
+    fn eq(&self, other: &LaneIssuersItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for MajorMinor {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for MajorMinor {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<MajorMinor> for str {
+    fn eq(&self, other: &MajorMinor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for MajorMinor {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<MajorMinor> for &str {
+    fn eq(&self, other: &MajorMinor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for MajorMinor {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<MajorMinor> for ::std::string::String {
+    fn eq(&self, other: &MajorMinor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetFeaturesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetFeaturesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetFeaturesItem> for str {
+    fn eq(&self, other: &McpFacetFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetFeaturesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetFeaturesItem> for &str {
+    fn eq(&self, other: &McpFacetFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetFeaturesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetFeaturesItem> for ::std::string::String {
+    fn eq(&self, other: &McpFacetFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetMinimumRevision {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetMinimumRevision {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetMinimumRevision> for str {
+    fn eq(&self, other: &McpFacetMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetMinimumRevision {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetMinimumRevision> for &str {
+    fn eq(&self, other: &McpFacetMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetMinimumRevision {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetMinimumRevision> for ::std::string::String {
+    fn eq(&self, other: &McpFacetMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetPreferredVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetPreferredVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetPreferredVersion> for str {
+    fn eq(&self, other: &McpFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetPreferredVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetPreferredVersion> for &str {
+    fn eq(&self, other: &McpFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetPreferredVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetPreferredVersion> for ::std::string::String {
+    fn eq(&self, other: &McpFacetPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetProfilesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetProfilesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetProfilesItem> for str {
+    fn eq(&self, other: &McpFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetProfilesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetProfilesItem> for &str {
+    fn eq(&self, other: &McpFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetProfilesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetProfilesItem> for ::std::string::String {
+    fn eq(&self, other: &McpFacetProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetRefreshedAt {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetRefreshedAt {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRefreshedAt> for str {
+    fn eq(&self, other: &McpFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetRefreshedAt {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRefreshedAt> for &str {
+    fn eq(&self, other: &McpFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetRefreshedAt {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRefreshedAt> for ::std::string::String {
+    fn eq(&self, other: &McpFacetRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFacetRevisionsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFacetRevisionsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRevisionsItem> for str {
+    fn eq(&self, other: &McpFacetRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFacetRevisionsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRevisionsItem> for &str {
+    fn eq(&self, other: &McpFacetRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFacetRevisionsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFacetRevisionsItem> for ::std::string::String {
+    fn eq(&self, other: &McpFacetRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyFeaturesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyFeaturesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyFeaturesItem> for str {
+    fn eq(&self, other: &McpFamilyFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyFeaturesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyFeaturesItem> for &str {
+    fn eq(&self, other: &McpFamilyFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyFeaturesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyFeaturesItem> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyFeaturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyMinimumRevision {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyMinimumRevision {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyMinimumRevision> for str {
+    fn eq(&self, other: &McpFamilyMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyMinimumRevision {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyMinimumRevision> for &str {
+    fn eq(&self, other: &McpFamilyMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyMinimumRevision {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyMinimumRevision> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyMinimumRevision) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyPreferredVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyPreferredVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyPreferredVersion> for str {
+    fn eq(&self, other: &McpFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyPreferredVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyPreferredVersion> for &str {
+    fn eq(&self, other: &McpFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyPreferredVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyPreferredVersion> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyPreferredVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyProfilesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyProfilesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyProfilesItem> for str {
+    fn eq(&self, other: &McpFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyProfilesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyProfilesItem> for &str {
+    fn eq(&self, other: &McpFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyProfilesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyProfilesItem> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyProfilesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyRefreshedAt {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyRefreshedAt {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRefreshedAt> for str {
+    fn eq(&self, other: &McpFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyRefreshedAt {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRefreshedAt> for &str {
+    fn eq(&self, other: &McpFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyRefreshedAt {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRefreshedAt> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyRefreshedAt) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyRevisionsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyRevisionsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRevisionsItem> for str {
+    fn eq(&self, other: &McpFamilyRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyRevisionsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRevisionsItem> for &str {
+    fn eq(&self, other: &McpFamilyRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyRevisionsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyRevisionsItem> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyRevisionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for McpFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for McpFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyUntil> for str {
+    fn eq(&self, other: &McpFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for McpFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyUntil> for &str {
+    fn eq(&self, other: &McpFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for McpFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<McpFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &McpFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NegotiationDecidedFloor {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NegotiationDecidedFloor {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedFloor> for str {
+    fn eq(&self, other: &NegotiationDecidedFloor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NegotiationDecidedFloor {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedFloor> for &str {
+    fn eq(&self, other: &NegotiationDecidedFloor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NegotiationDecidedFloor {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedFloor> for ::std::string::String {
+    fn eq(&self, other: &NegotiationDecidedFloor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NegotiationDecidedPeerDigest {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NegotiationDecidedPeerDigest {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedPeerDigest> for str {
+    fn eq(&self, other: &NegotiationDecidedPeerDigest) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NegotiationDecidedPeerDigest {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedPeerDigest> for &str {
+    fn eq(&self, other: &NegotiationDecidedPeerDigest) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NegotiationDecidedPeerDigest {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedPeerDigest> for ::std::string::String {
+    fn eq(&self, other: &NegotiationDecidedPeerDigest) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NegotiationDecidedRequested {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NegotiationDecidedRequested {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedRequested> for str {
+    fn eq(&self, other: &NegotiationDecidedRequested) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NegotiationDecidedRequested {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedRequested> for &str {
+    fn eq(&self, other: &NegotiationDecidedRequested) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NegotiationDecidedRequested {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedRequested> for ::std::string::String {
+    fn eq(&self, other: &NegotiationDecidedRequested) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NegotiationDecidedVersion {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NegotiationDecidedVersion {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedVersion> for str {
+    fn eq(&self, other: &NegotiationDecidedVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NegotiationDecidedVersion {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedVersion> for &str {
+    fn eq(&self, other: &NegotiationDecidedVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NegotiationDecidedVersion {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NegotiationDecidedVersion> for ::std::string::String {
+    fn eq(&self, other: &NegotiationDecidedVersion) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NodeCode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NodeCode {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeCode> for str {
+    fn eq(&self, other: &NodeCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NodeCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeCode> for &str {
+    fn eq(&self, other: &NodeCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NodeCode {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeCode> for ::std::string::String {
+    fn eq(&self, other: &NodeCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NodeId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeId> for str {
+    fn eq(&self, other: &NodeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NodeId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeId> for &str {
+    fn eq(&self, other: &NodeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NodeId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeId> for ::std::string::String {
+    fn eq(&self, other: &NodeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NodeMessage {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NodeMessage {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeMessage> for str {
+    fn eq(&self, other: &NodeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NodeMessage {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeMessage> for &str {
+    fn eq(&self, other: &NodeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NodeMessage {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeMessage> for ::std::string::String {
+    fn eq(&self, other: &NodeMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for OauthFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for OauthFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<OauthFamilyUntil> for str {
+    fn eq(&self, other: &OauthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for OauthFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<OauthFamilyUntil> for &str {
+    fn eq(&self, other: &OauthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for OauthFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<OauthFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &OauthFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for Opaque {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for Opaque {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Opaque> for str {
+    fn eq(&self, other: &Opaque) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for Opaque {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Opaque> for &str {
+    fn eq(&self, other: &Opaque) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for Opaque {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Opaque> for ::std::string::String {
+    fn eq(&self, other: &Opaque) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ProviderId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ProviderId> for str {
+    fn eq(&self, other: &ProviderId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ProviderId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ProviderId> for &str {
+    fn eq(&self, other: &ProviderId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ProviderId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ProviderId> for ::std::string::String {
+    fn eq(&self, other: &ProviderId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for PushConfigRefAuthScheme {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for PushConfigRefAuthScheme {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefAuthScheme> for str {
+    fn eq(&self, other: &PushConfigRefAuthScheme) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for PushConfigRefAuthScheme {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefAuthScheme> for &str {
+    fn eq(&self, other: &PushConfigRefAuthScheme) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for PushConfigRefAuthScheme {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefAuthScheme> for ::std::string::String {
+    fn eq(&self, other: &PushConfigRefAuthScheme) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for PushConfigRefConfigId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for PushConfigRefConfigId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefConfigId> for str {
+    fn eq(&self, other: &PushConfigRefConfigId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for PushConfigRefConfigId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefConfigId> for &str {
+    fn eq(&self, other: &PushConfigRefConfigId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for PushConfigRefConfigId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefConfigId> for ::std::string::String {
+    fn eq(&self, other: &PushConfigRefConfigId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for PushConfigRefSecretRef {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for PushConfigRefSecretRef {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefSecretRef> for str {
+    fn eq(&self, other: &PushConfigRefSecretRef) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for PushConfigRefSecretRef {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefSecretRef> for &str {
+    fn eq(&self, other: &PushConfigRefSecretRef) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for PushConfigRefSecretRef {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefSecretRef> for ::std::string::String {
+    fn eq(&self, other: &PushConfigRefSecretRef) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for PushConfigRefTokenFingerprint {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for PushConfigRefTokenFingerprint {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefTokenFingerprint> for str {
+    fn eq(&self, other: &PushConfigRefTokenFingerprint) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for PushConfigRefTokenFingerprint {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefTokenFingerprint> for &str {
+    fn eq(&self, other: &PushConfigRefTokenFingerprint) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for PushConfigRefTokenFingerprint {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<PushConfigRefTokenFingerprint> for ::std::string::String {
+    fn eq(&self, other: &PushConfigRefTokenFingerprint) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RelaxationObligation {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RelaxationObligation {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationObligation> for str {
+    fn eq(&self, other: &RelaxationObligation) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RelaxationObligation {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationObligation> for &str {
+    fn eq(&self, other: &RelaxationObligation) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RelaxationObligation {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationObligation> for ::std::string::String {
+    fn eq(&self, other: &RelaxationObligation) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RelaxationReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RelaxationReason {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationReason> for str {
+    fn eq(&self, other: &RelaxationReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RelaxationReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationReason> for &str {
+    fn eq(&self, other: &RelaxationReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RelaxationReason {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RelaxationReason> for ::std::string::String {
+    fn eq(&self, other: &RelaxationReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunCancelledCancelledBy {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunCancelledCancelledBy {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledCancelledBy> for str {
+    fn eq(&self, other: &RunCancelledCancelledBy) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunCancelledCancelledBy {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledCancelledBy> for &str {
+    fn eq(&self, other: &RunCancelledCancelledBy) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunCancelledCancelledBy {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledCancelledBy> for ::std::string::String {
+    fn eq(&self, other: &RunCancelledCancelledBy) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunCancelledReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunCancelledReason {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledReason> for str {
+    fn eq(&self, other: &RunCancelledReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunCancelledReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledReason> for &str {
+    fn eq(&self, other: &RunCancelledReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunCancelledReason {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunCancelledReason> for ::std::string::String {
+    fn eq(&self, other: &RunCancelledReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunErrorCode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorCode> for str {
+    fn eq(&self, other: &RunErrorCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorCode> for &str {
+    fn eq(&self, other: &RunErrorCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunErrorCode {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorCode> for ::std::string::String {
+    fn eq(&self, other: &RunErrorCode) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunErrorMessage {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunErrorMessage {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorMessage> for str {
+    fn eq(&self, other: &RunErrorMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunErrorMessage {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorMessage> for &str {
+    fn eq(&self, other: &RunErrorMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunErrorMessage {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunErrorMessage> for ::std::string::String {
+    fn eq(&self, other: &RunErrorMessage) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for str {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for &str {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for ::std::string::String {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunListFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunListFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListFamilyUntil> for str {
+    fn eq(&self, other: &RunListFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunListFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListFamilyUntil> for &str {
+    fn eq(&self, other: &RunListFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunListFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &RunListFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunListNextCursor {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunListNextCursor {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListNextCursor> for str {
+    fn eq(&self, other: &RunListNextCursor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunListNextCursor {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListNextCursor> for &str {
+    fn eq(&self, other: &RunListNextCursor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunListNextCursor {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunListNextCursor> for ::std::string::String {
+    fn eq(&self, other: &RunListNextCursor) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunSnapshotContextId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunSnapshotContextId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotContextId> for str {
+    fn eq(&self, other: &RunSnapshotContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunSnapshotContextId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotContextId> for &str {
+    fn eq(&self, other: &RunSnapshotContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunSnapshotContextId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotContextId> for ::std::string::String {
+    fn eq(&self, other: &RunSnapshotContextId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunSnapshotTagsItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunSnapshotTagsItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotTagsItem> for str {
+    fn eq(&self, other: &RunSnapshotTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunSnapshotTagsItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotTagsItem> for &str {
+    fn eq(&self, other: &RunSnapshotTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunSnapshotTagsItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunSnapshotTagsItem> for ::std::string::String {
+    fn eq(&self, other: &RunSnapshotTagsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for SpanId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for SpanId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SpanId> for str {
+    fn eq(&self, other: &SpanId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for SpanId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SpanId> for &str {
+    fn eq(&self, other: &SpanId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for SpanId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SpanId> for ::std::string::String {
+    fn eq(&self, other: &SpanId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for SubjectId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for SubjectId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectId> for str {
+    fn eq(&self, other: &SubjectId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for SubjectId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectId> for &str {
+    fn eq(&self, other: &SubjectId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for SubjectId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectId> for ::std::string::String {
+    fn eq(&self, other: &SubjectId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for SubjectKeyClass {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for SubjectKeyClass {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectKeyClass> for str {
+    fn eq(&self, other: &SubjectKeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for SubjectKeyClass {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectKeyClass> for &str {
+    fn eq(&self, other: &SubjectKeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for SubjectKeyClass {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubjectKeyClass> for ::std::string::String {
+    fn eq(&self, other: &SubjectKeyClass) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for SubscriptionId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for SubscriptionId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubscriptionId> for str {
+    fn eq(&self, other: &SubscriptionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for SubscriptionId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubscriptionId> for &str {
+    fn eq(&self, other: &SubscriptionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for SubscriptionId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<SubscriptionId> for ::std::string::String {
+    fn eq(&self, other: &SubscriptionId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for TenantId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for TenantId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TenantId> for str {
+    fn eq(&self, other: &TenantId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for TenantId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TenantId> for &str {
+    fn eq(&self, other: &TenantId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for TenantId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TenantId> for ::std::string::String {
+    fn eq(&self, other: &TenantId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for TraceId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for TraceId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TraceId> for str {
+    fn eq(&self, other: &TraceId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for TraceId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TraceId> for &str {
+    fn eq(&self, other: &TraceId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for TraceId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TraceId> for ::std::string::String {
+    fn eq(&self, other: &TraceId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for Traceparent {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for Traceparent {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Traceparent> for str {
+    fn eq(&self, other: &Traceparent) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for Traceparent {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Traceparent> for &str {
+    fn eq(&self, other: &Traceparent) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for Traceparent {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<Traceparent> for ::std::string::String {
+    fn eq(&self, other: &Traceparent) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for TypeId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for TypeId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TypeId> for str {
+    fn eq(&self, other: &TypeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for TypeId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TypeId> for &str {
+    fn eq(&self, other: &TypeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for TypeId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<TypeId> for ::std::string::String {
+    fn eq(&self, other: &TypeId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for WaitAmountString {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for WaitAmountString {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WaitAmountString> for str {
+    fn eq(&self, other: &WaitAmountString) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for WaitAmountString {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WaitAmountString> for &str {
+    fn eq(&self, other: &WaitAmountString) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for WaitAmountString {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WaitAmountString> for ::std::string::String {
+    fn eq(&self, other: &WaitAmountString) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for WebhooksFamilyUntil {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for WebhooksFamilyUntil {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WebhooksFamilyUntil> for str {
+    fn eq(&self, other: &WebhooksFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for WebhooksFamilyUntil {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WebhooksFamilyUntil> for &str {
+    fn eq(&self, other: &WebhooksFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for WebhooksFamilyUntil {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WebhooksFamilyUntil> for ::std::string::String {
+    fn eq(&self, other: &WebhooksFamilyUntil) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for WorkflowId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for WorkflowId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkflowId> for str {
+    fn eq(&self, other: &WorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for WorkflowId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkflowId> for &str {
+    fn eq(&self, other: &WorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for WorkflowId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkflowId> for ::std::string::String {
+    fn eq(&self, other: &WorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for WorkspaceId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkspaceId> for str {
+    fn eq(&self, other: &WorkspaceId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for WorkspaceId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkspaceId> for &str {
+    fn eq(&self, other: &WorkspaceId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for WorkspaceId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<WorkspaceId> for ::std::string::String {
+    fn eq(&self, other: &WorkspaceId) -> bool {
+        *self == other.0
+    }
+}
 /// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
 pub use crate::dispatch::RunStatus;
 /// A code registered in spec/v2/errors.json, or a vendor code `<org>.<code>`. Clients route on it, never on the message.

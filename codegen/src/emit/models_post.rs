@@ -14,6 +14,8 @@
 //!   absent member stay apart in both directions (a snapshot's `outputs: {}` on a completed
 //!   run says something an absent `outputs` does not);
 //! - **`Default`** for a request body whose fields are all optional;
+//! - **string newtypes** (`WorkflowId`, `TenantId`) print and compare as the string they hold:
+//!   `Display` (`format!("{id}")`) and `==` against `str`, `&str` and `String` both ways;
 //! - **typed payloads** for tag → payload bindings ([`crate::bundle::Discriminator`]).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -434,6 +436,67 @@ pub(crate) fn optional_objects(file: &mut syn::File) {
                     #[serde(#(#kept,)* skip_serializing_if = "::std::option::Option::is_none")]
                 );
             }
+        }
+    }
+}
+
+/// `Display` and string comparisons for every `struct X(String)` typify emitted (its
+/// constrained strings have `Deref<Target = String>` but neither).
+pub(crate) fn string_newtype_impls(file: &mut syn::File) {
+    let displayed: BTreeSet<String> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Impl(i)
+                if i.trait_
+                    .as_ref()
+                    .and_then(|t| t.0.segments.last())
+                    .is_some_and(|seg| seg.ident == "Display") =>
+            {
+                local_name(&i.self_ty)
+            }
+            _ => None,
+        })
+        .collect();
+    let newtypes: Vec<syn::Ident> = file
+        .items
+        .iter()
+        .filter_map(|item| {
+            let Item::Struct(s) = item else { return None };
+            let Fields::Unnamed(fields) = &s.fields else {
+                return None;
+            };
+            let [field] = fields.unnamed.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let is_string =
+                outer(&field.ty).is_some_and(|(name, args)| name == "String" && args.is_empty());
+            (is_string && !displayed.contains(&s.ident.to_string())).then(|| s.ident.clone())
+        })
+        .collect();
+    for name in newtypes {
+        file.items.push(syn::parse_quote! {
+            impl ::std::fmt::Display for #name {
+                fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str(&self.0)
+                }
+            }
+        });
+        for other in [quote!(str), quote!(&str), quote!(::std::string::String)] {
+            file.items.push(syn::parse_quote! {
+                impl ::std::cmp::PartialEq<#other> for #name {
+                    fn eq(&self, other: &#other) -> bool {
+                        self.0 == *other
+                    }
+                }
+            });
+            file.items.push(syn::parse_quote! {
+                impl ::std::cmp::PartialEq<#name> for #other {
+                    fn eq(&self, other: &#name) -> bool {
+                        *self == other.0
+                    }
+                }
+            });
         }
     }
 }

@@ -3,22 +3,14 @@
 //! Only the api-key lane exists today. Keys are never kept: we hold SHA-256 digests and
 //! compare digests in constant time, so neither memory nor timing gives a key away.
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The issuer recorded for subjects of our api-key lane.
 pub const API_KEY_ISSUER: &str = "urn:openwop-rs:api-key";
 
-/// Who is calling: the closed v2 Subject.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Subject {
-    pub issuer: String,
-    pub subject_id: String,
-    pub tenant: String,
-    pub lane: String,
-    pub kind: String,
-}
+/// Who is calling: the generated v2 Subject (`schemas/v2/subject.schema.json`).
+pub use openwop_generated::models::Subject;
+use openwop_generated::models::{SubjectKind, SubjectLane};
 
 /// Why a request carries no usable identity. Every variant is `401 unauthenticated`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,19 +76,28 @@ impl KeyRing {
         }
         let digest = digest(key);
         if let Some(held) = self.entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
-            let held = held.subject.tenant.clone();
+            let held = held.subject.tenant.to_string();
             return Err(if held == tenant {
                 KeySpecError::RepeatedKey(held)
             } else {
                 KeySpecError::SharedKey(held, tenant.to_owned())
             });
         }
+        // Every part is held to its grammar: the tenant by `is_tenant_id` above, the
+        // issuer and the hex subject id by construction.
+        let wire = |what: &str| format!("api-key subject: {what} does not fit the Subject schema");
         let subject = Subject {
-            issuer: API_KEY_ISSUER.to_owned(),
-            subject_id: format!("key-{}", hex::encode(&digest[..8])),
-            tenant: tenant.to_owned(),
-            lane: "api-key".to_owned(),
-            kind: "user".to_owned(),
+            issuer: API_KEY_ISSUER.parse().expect(&wire("issuer")),
+            subject_id: format!("key-{}", hex::encode(&digest[..8]))
+                .parse()
+                .expect(&wire("subjectId")),
+            tenant: tenant
+                .parse()
+                .map_err(|_| KeySpecError::BadTenant(tenant.to_owned()))?,
+            lane: SubjectLane::ApiKey,
+            kind: SubjectKind::User,
+            key_class: None,
+            actor: None,
         };
         self.entries.push(Entry { digest, subject });
         Ok(())
@@ -160,21 +161,21 @@ mod tests {
             .authenticate(Some("Bearer globex-key-0123456789"))
             .unwrap();
         assert_eq!(s.tenant, "globex");
-        assert_eq!(s.lane, "api-key");
+        assert_eq!(s.lane, SubjectLane::ApiKey);
         assert_eq!(
             ring.authenticate(Some("bearer acme-key-0123456789"))
                 .unwrap()
                 .tenant,
             "acme"
         );
-        assert_eq!(ring.authenticate(None), Err(AuthError::Missing));
+        assert_eq!(ring.authenticate(None).err(), Some(AuthError::Missing));
         assert_eq!(
-            ring.authenticate(Some("Basic abc")),
-            Err(AuthError::Malformed)
+            ring.authenticate(Some("Basic abc")).err(),
+            Some(AuthError::Malformed)
         );
         assert_eq!(
-            ring.authenticate(Some("Bearer nope-nope-nope-nope")),
-            Err(AuthError::Unknown)
+            ring.authenticate(Some("Bearer nope-nope-nope-nope")).err(),
+            Some(AuthError::Unknown)
         );
     }
 
@@ -193,12 +194,13 @@ mod tests {
             "Bearer acme-key-0123456789".parse().unwrap(),
         );
         assert_eq!(
-            ring.authenticate_headers(&headers),
-            Err(AuthError::Ambiguous)
+            ring.authenticate_headers(&headers).err(),
+            Some(AuthError::Ambiguous)
         );
         assert_eq!(
-            ring.authenticate_headers(&axum::http::HeaderMap::new()),
-            Err(AuthError::Missing)
+            ring.authenticate_headers(&axum::http::HeaderMap::new())
+                .err(),
+            Some(AuthError::Missing)
         );
     }
 

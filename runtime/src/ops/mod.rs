@@ -306,7 +306,7 @@ impl Ops {
                     });
                 }
                 Some(IdempotencyClaim {
-                    tenant: subject.tenant.clone(),
+                    tenant: subject.tenant.to_string(),
                     principal: format!("{}|{}", subject.issuer, subject.subject_id),
                     key: key.to_owned(),
                     body_hash: body_hash(&request),
@@ -316,7 +316,7 @@ impl Ops {
         let owner = json!({"tenant": subject.tenant, "subject": subject});
         let new = NewRun {
             run_id: crate::ids::mint_bound(&subject.tenant).as_bound(),
-            tenant: subject.tenant.clone(),
+            tenant: subject.tenant.to_string(),
             workflow_id,
             status: RunStatus::Pending,
             owner,

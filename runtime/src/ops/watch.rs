@@ -219,9 +219,9 @@ impl Ops {
         HostWatch {
             wakes: self
                 .runs
-                .subscribe(&[Topic::Tenant(subject.tenant.clone())]),
+                .subscribe(&[Topic::Tenant(subject.tenant.to_string())]),
             runs: self.runs.clone(),
-            tenant: subject.tenant.clone(),
+            tenant: subject.tenant.to_string(),
             cursor: after,
             shutdown: self.shutdown.clone(),
             ready: Default::default(),

@@ -351,6 +351,76 @@ pub mod error {
         }
     }
 }
+impl ::std::fmt::Display for CreateRunRequestWorkflowId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CreateRunRequestWorkflowId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestWorkflowId> for str {
+    fn eq(&self, other: &CreateRunRequestWorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CreateRunRequestWorkflowId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestWorkflowId> for &str {
+    fn eq(&self, other: &CreateRunRequestWorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CreateRunRequestWorkflowId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CreateRunRequestWorkflowId> for ::std::string::String {
+    fn eq(&self, other: &CreateRunRequestWorkflowId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for str {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for &str {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunId> for ::std::string::String {
+    fn eq(&self, other: &RunId) -> bool {
+        *self == other.0
+    }
+}
 /// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
 pub use crate::dispatch::RunStatus;
 /// A registered code or a vendor code.
