@@ -8,6 +8,7 @@ mod interop;
 pub mod push;
 pub mod tokens;
 mod views;
+pub mod visibility;
 mod watch;
 
 /// The records `ops` hands out: edges read them, never the store they come from.
@@ -135,6 +136,8 @@ pub struct Ops {
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
+    /// Per-tenant visibility from the config file (empty: everyone sees everything).
+    visibility: Arc<crate::settings::Visibility>,
     max_page_size: usize,
     tokens: TokenKey,
     /// Judges `callbackUrl` at create time (delivery judges it again).
@@ -161,6 +164,7 @@ impl Ops {
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
+            visibility: Arc::default(),
             max_page_size: MAX_PAGE_SIZE,
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),
@@ -309,7 +313,14 @@ impl Ops {
                     tenant: subject.tenant.clone(),
                     principal: format!("{}|{}", subject.issuer, subject.subject_id),
                     key: key.to_owned(),
-                    body_hash: body_hash(&request),
+                    // A new A2A task is keyed by its messageId, and the interop map's
+                    // SendMessage row returns the existing task for a repeated one,
+                    // whatever that message says: its claim binds no body.
+                    body_hash: if with.a2a.is_some() {
+                        A2A_MESSAGE_CLAIM.to_owned()
+                    } else {
+                        body_hash(&request)
+                    },
                 })
             }
         };
@@ -664,6 +675,9 @@ impl Ops {
         Ok(self.runs.append_host_event(ev).await?)
     }
 }
+
+/// The body hash of every A2A messageId claim: the first message with an id wins.
+const A2A_MESSAGE_CLAIM: &str = "a2a-message-id";
 
 /// A digest of the request body, stable across key order, for idempotency comparison.
 fn body_hash(req: &CreateRunRequest) -> String {
