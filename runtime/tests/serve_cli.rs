@@ -28,11 +28,52 @@ fn help_teaches_with_examples() {
         "--agents",
         "--database",
         "--egress-allow-loopback",
+        "--public-url",
         "Examples:",
         "RUST_LOG",
     ] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
+}
+
+/// Starts `openwop serve` with `args` and a config file holding `config`, expecting it to
+/// refuse; returns its stderr.
+fn refused_start(args: &[&str], config: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openwop.yaml");
+    std::fs::write(&file, config).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{config}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_public_url_default_skill_or_visibility_name_stops_the_start() {
+    assert!(refused_start(&["--public-url", "ftp://x.example"], "{}").contains("public URL"));
+    assert!(refused_start(&[], "publicUrl: https://u:p@x.example\n").contains("public URL"));
+    assert!(refused_start(&[], "a2a:\n  defaultSkill: nope\n").contains("a2a.defaultSkill"));
+    let typo = refused_start(&[], "tenants:\n  t:\n    workflows: [ecko]\n");
+    assert!(
+        typo.contains("tenants.t.workflows") && typo.contains("ecko"),
+        "{typo}"
+    );
+    let typo = refused_start(&[], "tenants:\n  t:\n    agents: [nobody]\n");
+    assert!(typo.contains("tenants.t.agents"), "{typo}");
+    assert!(refused_start(&[], "tenants:\n  t:\n    tools: []\n").contains("tools"));
 }
 
 #[test]
