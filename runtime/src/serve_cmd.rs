@@ -34,6 +34,10 @@ use std::process::ExitCode;
       exist, or the host refuses to start). GET /agents lists them; each is also an A2A
       card reached with its a2aTenant.
 
+  openwop serve --listen 0.0.0.0:8080 --public-url https://wop.example.com
+      Behind a proxy: the A2A card and discovery name https://wop.example.com, never the
+      Host a request came with.
+
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
