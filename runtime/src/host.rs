@@ -49,8 +49,9 @@ pub struct HostConfig {
     pub server: crate::server::Limits,
     /// The origin peers reach the host at (`--public-url`, config `publicUrl`): the A2A
     /// card's interface URLs and discovery's `a2a.agentCardUrl` / `mcp.serverUrls` are
-    /// built from it. Unset: the card uses the address the host listens on and discovery
-    /// names no URL; never a request's `Host` header.
+    /// built from it (`openwop serve` sets the listen address when none is configured).
+    /// Unset: the card uses the address the host serves on and discovery names no URL;
+    /// never a request's `Host` header.
     pub public_url: Option<String>,
     /// The skill a plain A2A message starts through the host card (`a2a.defaultSkill`);
     /// `None`: a message must name one, unless the caller may run exactly one.

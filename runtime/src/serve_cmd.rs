@@ -230,22 +230,24 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        // Without a public URL, the card and discovery name the address listened on.
+        let public_url = public_url.unwrap_or_else(|| format!("http://{addr}"));
         let config = HostConfig {
             workflows_dir,
             egress_allow_loopback,
             agents_dir,
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
-            public_url,
+            public_url: Some(public_url),
             a2a_default_skill,
             visibility,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
-            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }
