@@ -622,3 +622,50 @@ async fn card_and_discovery_urls_come_from_the_public_url_never_from_the_host_he
         "https://wop.example.com/a2a/jsonrpc"
     );
 }
+
+#[tokio::test]
+async fn subscribe_to_an_auth_required_task_streams_until_it_is_terminal() {
+    let h = start().await;
+    let asked = h
+        .rpc(
+            "SendMessage",
+            json!({"message": user_message("m-auth-1", Some("credential"), json!([{"data": {}}]))}),
+        )
+        .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_AUTH_REQUIRED",
+        "{asked}"
+    );
+    let id = task["id"].as_str().expect("id").to_owned();
+    let stream = open_stream(&h, "SubscribeToTask", json!({"id": id})).await;
+    let reader = tokio::spawn(async move { stream.text().await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !reader.is_finished(),
+        "the stream must not end at AUTH_REQUIRED"
+    );
+    let mut reply = user_message(
+        "m-auth-2",
+        None,
+        json!([{"data": {"outcome": "authorized"}}]),
+    );
+    reply["taskId"] = json!(id);
+    let done = h.rpc("SendMessage", json!({"message": reply})).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    let text = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .expect("the stream ends at the terminal state")
+        .expect("join")
+        .expect("body");
+    let got = frames(&text);
+    assert_eq!(state_of(&got[0]), Some("TASK_STATE_AUTH_REQUIRED"));
+    assert_eq!(
+        state_of(got.last().expect("last")),
+        Some("TASK_STATE_COMPLETED"),
+        "{text}"
+    );
+}
