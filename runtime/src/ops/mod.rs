@@ -313,14 +313,11 @@ impl Ops {
                     tenant: subject.tenant.clone(),
                     principal: format!("{}|{}", subject.issuer, subject.subject_id),
                     key: key.to_owned(),
+                    body_hash: body_hash(&request),
                     // A new A2A task is keyed by its messageId, and the interop map's
                     // SendMessage row returns the existing task for a repeated one,
-                    // whatever that message says: its claim binds no body.
-                    body_hash: if with.a2a.is_some() {
-                        A2A_MESSAGE_CLAIM.to_owned()
-                    } else {
-                        body_hash(&request)
-                    },
+                    // whatever that message says (keys claimed earlier included).
+                    any_body: with.a2a.is_some(),
                 })
             }
         };
@@ -675,9 +672,6 @@ impl Ops {
         Ok(self.runs.append_host_event(ev).await?)
     }
 }
-
-/// The body hash of every A2A messageId claim: the first message with an id wins.
-const A2A_MESSAGE_CLAIM: &str = "a2a-message-id";
 
 /// A digest of the request body, stable across key order, for idempotency comparison.
 fn body_hash(req: &CreateRunRequest) -> String {
