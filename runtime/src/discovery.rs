@@ -152,6 +152,24 @@ pub fn egress_loopback_relaxation() -> m::Relaxation {
     }
 }
 
+/// Writes the URLs a peer reaches the host's protocols at, from the configured public
+/// base URL (never from a request): `a2a.agentCardUrl` and `mcp.serverUrls`.
+pub fn set_public_urls(document: &mut Value, base_url: &str) {
+    let base = base_url.trim_end_matches('/');
+    if let Some(a2a) = document.get_mut("a2a").and_then(Value::as_object_mut) {
+        a2a.insert(
+            "agentCardUrl".into(),
+            json!(format!("{base}{}", crate::edge::a2a::card::CARD_PATH)),
+        );
+    }
+    if let Some(mcp) = document.get_mut("mcp").and_then(Value::as_object_mut) {
+        mcp.insert(
+            "serverUrls".into(),
+            json!([format!("{base}{}", crate::edge::mcp::PATH)]),
+        );
+    }
+}
+
 /// Records an operator relaxation in `host.relaxations[]`, so it is never silent.
 pub fn add_relaxation(document: &mut Value, relaxation: m::Relaxation) {
     let relaxation = to_json(&relaxation);

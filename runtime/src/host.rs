@@ -47,6 +47,17 @@ pub struct HostConfig {
     pub interrupt_token_ttl: Duration,
     /// Connection cap, header-read timeout, shutdown grace.
     pub server: crate::server::Limits,
+    /// The origin peers reach the host at (`--public-url`, config `publicUrl`): the A2A
+    /// card's interface URLs and discovery's `a2a.agentCardUrl` / `mcp.serverUrls` are
+    /// built from it (`openwop serve` sets the listen address when none is configured).
+    /// Unset: the card uses the address the host serves on and discovery names no URL;
+    /// never a request's `Host` header.
+    pub public_url: Option<String>,
+    /// The skill a plain A2A message starts through the host card (`a2a.defaultSkill`);
+    /// `None`: a message must name one, unless the caller may run exactly one.
+    pub a2a_default_skill: Option<String>,
+    /// Which workflows and agents each tenant may see and run (config `tenants`).
+    pub visibility: crate::settings::Visibility,
 }
 
 impl HostConfig {
@@ -67,8 +78,29 @@ impl HostConfig {
             push_retry: crate::ops::push::RetryPolicy::default(),
             interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
             server: crate::server::Limits::default(),
+            public_url: None,
+            a2a_default_skill: Some(crate::settings::DEFAULT_SKILL.to_owned()),
+            visibility: crate::settings::Visibility::default(),
         }
     }
+}
+
+/// Checks a public base URL: absolute http(s), no query, fragment or userinfo; returned
+/// without a trailing `/`.
+pub fn public_url(raw: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(raw).map_err(|e| format!("public URL `{raw}`: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(format!(
+            "public URL `{raw}` must be an absolute http(s) URL without userinfo, query or fragment"
+        ));
+    }
+    Ok(raw.trim_end_matches('/').to_owned())
 }
 
 /// Why a host could not start.
@@ -88,6 +120,8 @@ pub enum StartError {
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A built host, not yet serving.
@@ -99,12 +133,24 @@ pub struct Host {
     mcp_key: Vec<u8>,
     limits: crate::server::Limits,
     shutdown_tx: watch::Sender<bool>,
+    /// Where the A2A card points when no public URL is configured: set once the
+    /// listener is known.
+    listen_base: Arc<std::sync::OnceLock<String>>,
 }
 
 impl Host {
     /// Opens the store, loads workflows, checks discovery, and resumes unfinished runs.
     pub async fn build(config: HostConfig) -> Result<Self, StartError> {
         let mut document = discovery::document(MAX_PAGE_SIZE, &config.mcp);
+        let public_url = config
+            .public_url
+            .as_deref()
+            .map(public_url)
+            .transpose()
+            .map_err(StartError::Config)?;
+        if let Some(base) = &public_url {
+            discovery::set_public_urls(&mut document, base);
+        }
         if config.egress_allow_loopback {
             tracing::warn!(
                 obligation = egress::RELAXED_OBLIGATION,
@@ -125,6 +171,22 @@ impl Host {
             agents.load_dir(dir)?;
         }
         agents.check_routes(|w| registry.get(w).is_some())?;
+        let unknown = ops::visibility::unknown_names(
+            &config.visibility,
+            |w| registry.get(w).is_some(),
+            |a| agents.get(a).is_some(),
+        );
+        if !unknown.is_empty() {
+            return Err(StartError::Config(unknown.join("; ")));
+        }
+        let default_skill = config.a2a_default_skill.clone().filter(|s| !s.is_empty());
+        if let Some(skill) = &default_skill
+            && registry.get(skill).is_none()
+        {
+            return Err(StartError::Config(format!(
+                "a2a.defaultSkill: no workflow `{skill}`"
+            )));
+        }
         // SQLite in the data dir unless a database URL is configured; runs and the interop
         // state (A2A task side and push, MCP sessions) share the one database.
         let stores = Stores::open(&config.data_dir, config.database.as_deref()).await?;
@@ -178,7 +240,8 @@ impl Host {
             })
             .with_tokens(tokens)
             .with_egress(egress.clone())
-            .with_shutdown(shutdown_rx.clone());
+            .with_shutdown(shutdown_rx.clone())
+            .with_visibility(config.visibility.clone());
         if let Some(filter) = config.workflow_filter.clone() {
             ops = ops.with_workflow_filter(filter);
         }
@@ -193,6 +256,9 @@ impl Host {
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
+        a2a_config.public_base_url = public_url;
+        a2a_config.default_skill = default_skill;
+        let listen_base = a2a_config.listen_base.clone();
         let a2a = a2a::router(state.clone(), a2a_config);
         let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key));
         let metrics = Arc::new(crate::observe::Metrics::default());
@@ -218,6 +284,7 @@ impl Host {
             mcp_key,
             limits: config.server,
             shutdown_tx,
+            listen_base,
         })
     }
 
@@ -243,6 +310,9 @@ impl Host {
         listener: TcpListener,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        if let Ok(addr) = listener.local_addr() {
+            let _ = self.listen_base.set(format!("http://{addr}"));
+        }
         let app = self.app;
         let tx = self.shutdown_tx.clone();
         let mut rx = self.state.shutdown.clone();

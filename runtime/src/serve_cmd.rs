@@ -34,6 +34,10 @@ use std::process::ExitCode;
       exist, or the host refuses to start). GET /agents lists them; each is also an A2A
       card reached with its a2aTenant.
 
+  openwop serve --listen 0.0.0.0:8080 --public-url https://wop.example.com
+      Behind a proxy: the A2A card and discovery name https://wop.example.com, never the
+      Host a request came with.
+
   curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\
        -d '{\"workflowId\":\"echo\",\"inputs\":{\"hello\":\"world\"}}' http://127.0.0.1:8080/runs
 
@@ -61,7 +65,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false).
+    /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill}), tenants
+    /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run).
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -82,6 +87,12 @@ pub struct ServeArgs {
     /// description, packVersion, workflows. A bundled agent with the same id is replaced.
     #[arg(long, value_name = "DIR")]
     agents: Option<PathBuf>,
+    /// The origin peers reach this host at (e.g. https://wop.example.com): the A2A card's
+    /// interface URLs and discovery's agentCardUrl and MCP serverUrls are built from it.
+    /// Without it the card names the address the host listens on. Set it behind a proxy or
+    /// when listening on 0.0.0.0; a request's Host header is never used.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
     /// How log lines are written to stderr: text (colours only on a terminal) or json (one
     /// object per line, with the request's method, route, tenant, status and latency).
     #[arg(long, value_enum, default_value_t, env = "OPENWOP_LOG_FORMAT")]
@@ -100,6 +111,13 @@ struct FileConfig {
     #[serde(default)]
     egress_allow_loopback: bool,
     agents: Option<PathBuf>,
+    public_url: Option<String>,
+    /// A2A routing (its own section).
+    #[serde(default)]
+    a2a: crate::settings::A2aSettings,
+    /// Per-tenant visibility of workflows and agents (its own section).
+    #[serde(default)]
+    tenants: crate::settings::Visibility,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -186,6 +204,17 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
+    let public_url = args
+        .public_url
+        .or(file.public_url)
+        .map(|u| crate::host::public_url(&u))
+        .transpose()?;
+    let a2a_default_skill = match file.a2a.default_skill {
+        None => Some(crate::settings::DEFAULT_SKILL.to_owned()),
+        Some(s) if s.is_empty() => None,
+        Some(s) => Some(s),
+    };
+    let visibility = file.tenants;
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -201,19 +230,24 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        // Without a public URL, the card and discovery name the address listened on.
+        let public_url = public_url.unwrap_or_else(|| format!("http://{addr}"));
         let config = HostConfig {
             workflows_dir,
             egress_allow_loopback,
             agents_dir,
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
+            public_url: Some(public_url),
+            a2a_default_skill,
+            visibility,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
-            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }

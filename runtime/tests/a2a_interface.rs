@@ -903,8 +903,10 @@ async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
         .await
         .expect("json");
     // The edge's family, plus `agentCards` (the host serves per-agent cards).
+    // (and the card URL of the configured public URL).
     let mut served = openwop::discovery::a2a_fields();
     served["agentCards"] = json!(true);
+    served["agentCardUrl"] = json!(format!("{}/.well-known/agent-card.json", h.base));
     assert_eq!(discovery["a2a"], served);
     let findings = openwop_generated::validators::validate_discovery(
         &discovery,
@@ -916,7 +918,7 @@ async fn the_a2a_family_this_edge_serves_keeps_discovery_valid() {
 }
 
 #[tokio::test]
-async fn a_message_id_reused_for_different_content_is_invalid_params() {
+async fn a_message_id_reused_for_a_different_message_returns_the_existing_task() {
     let h = start().await;
     let first = h
         .rpc(
@@ -931,7 +933,15 @@ async fn a_message_id_reused_for_different_content_is_invalid_params() {
             json!({"message": user_message("m-reuse", Some("echo"), json!([{"data": {"v": 2}}]))}),
         )
         .await;
-    assert_eq!(second["error"]["code"], -32602, "{second}");
+    // The map's SendMessage row: a repeated messageId returns the existing task, as it was.
+    assert_eq!(
+        second["result"]["task"]["id"], first["result"]["task"]["id"],
+        "{second}"
+    );
+    assert_eq!(
+        second["result"]["task"]["artifacts"][0]["parts"][0]["data"],
+        json!({"v": 1})
+    );
     assert_eq!(
         h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
         1

@@ -57,12 +57,14 @@ pub async fn start_configured(
         a2a_blocking_timeout: Duration::from_secs(5),
         ..HostConfig::new(data_dir.clone(), keys)
     };
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    // The card names the host where the tests reach it (a test may name another origin).
+    config.public_url = Some(base.clone());
     configure(&mut config);
     let host = Host::build(config).await.expect("host");
     let stopper = host.stopper();
     let app = host.router();
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();
     // The engine keeps running while the host value lives; leak it into the server task.
     tokio::spawn(async move {

@@ -28,11 +28,52 @@ fn help_teaches_with_examples() {
         "--agents",
         "--database",
         "--egress-allow-loopback",
+        "--public-url",
         "Examples:",
         "RUST_LOG",
     ] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
+}
+
+/// Starts `openwop serve` with `args` and a config file holding `config`, expecting it to
+/// refuse; returns its stderr.
+fn refused_start(args: &[&str], config: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openwop.yaml");
+    std::fs::write(&file, config).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{config}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_public_url_default_skill_or_visibility_name_stops_the_start() {
+    assert!(refused_start(&["--public-url", "ftp://x.example"], "{}").contains("public URL"));
+    assert!(refused_start(&[], "publicUrl: https://u:p@x.example\n").contains("public URL"));
+    assert!(refused_start(&[], "a2a:\n  defaultSkill: nope\n").contains("a2a.defaultSkill"));
+    let typo = refused_start(&[], "tenants:\n  t:\n    workflows: [ecko]\n");
+    assert!(
+        typo.contains("tenants.t.workflows") && typo.contains("ecko"),
+        "{typo}"
+    );
+    let typo = refused_start(&[], "tenants:\n  t:\n    agents: [nobody]\n");
+    assert!(typo.contains("tenants.t.agents"), "{typo}");
+    assert!(refused_start(&[], "tenants:\n  t:\n    tools: []\n").contains("tools"));
 }
 
 #[test]
@@ -463,4 +504,77 @@ async fn requests_are_logged_as_json_lines_and_counted_in_metrics() {
     assert!(!text.contains(key), "the key reached the log");
     assert!(!text.contains("secretish"), "a path id reached the log");
     assert!(!text.contains("\u{1b}["), "colours written to a pipe");
+}
+
+/// The card's interface URLs and discovery's `a2a.agentCardUrl` / `mcp.serverUrls` for a
+/// host started with `extra` flags, asked with a forged `Host` header.
+async fn urls_of(extra: &[&str]) -> (String, Vec<String>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .header("Host", "evil.example")
+            .send()
+    };
+    let card: Value = get("/.well-known/agent-card.json")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let discovery: Value = get("/.well-known/openwop")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let urls = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["url"].as_str().map(str::to_owned))
+        .collect();
+    let named = json!({"agentCardUrl": discovery["a2a"]["agentCardUrl"], "serverUrls": discovery["mcp"]["serverUrls"]});
+    (base, urls, named)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn card_and_discovery_urls_come_from_public_url_else_the_listen_address_never_from_host() {
+    let (base, urls, named) = urls_of(&[]).await;
+    assert_eq!(
+        urls,
+        [format!("{base}/a2a/jsonrpc"), format!("{base}/a2a/rest")]
+    );
+    assert_eq!(
+        named,
+        json!({"agentCardUrl": format!("{base}/.well-known/agent-card.json"), "serverUrls": [format!("{base}/mcp")]})
+    );
+    let (_, urls, named) = urls_of(&["--public-url", "https://wop.example.com"]).await;
+    assert_eq!(
+        urls,
+        [
+            "https://wop.example.com/a2a/jsonrpc",
+            "https://wop.example.com/a2a/rest"
+        ]
+    );
+    assert_eq!(
+        named,
+        json!({"agentCardUrl": "https://wop.example.com/.well-known/agent-card.json", "serverUrls": ["https://wop.example.com/mcp"]})
+    );
 }

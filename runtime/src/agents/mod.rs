@@ -37,6 +37,20 @@ pub struct AgentDefinition {
     pub pack_version: String,
     /// The workflows routed to this agent, in the order its card lists them.
     pub workflows: Vec<String>,
+    /// The workflow an A2A message naming no skill starts on this agent's card (one of
+    /// `workflows`); the first of them when unset.
+    #[serde(default)]
+    pub default_skill: Option<String>,
+}
+
+impl AgentDefinition {
+    /// The workflow a message naming no skill starts through this agent's card.
+    pub fn default_skill(&self) -> &str {
+        self.default_skill
+            .as_deref()
+            .or(self.workflows.first().map(String::as_str))
+            .unwrap_or_default()
+    }
 }
 
 /// One inventory entry as the wire carries it: the generated `models::Agent`
@@ -124,6 +138,14 @@ impl AgentDefinition {
                 ));
             }
         }
+        if let Some(skill) = &def.default_skill
+            && !def.workflows.contains(skill)
+        {
+            return Err(invalid(
+                source_name,
+                format!("`defaultSkill` `{skill}` is not one of the agent's `workflows`"),
+            ));
+        }
         Ok(def)
     }
 }
@@ -172,6 +194,11 @@ impl AgentRegistry {
             }
         }
         Ok(())
+    }
+
+    /// One agent by id.
+    pub fn get(&self, agent_id: &str) -> Option<&AgentDefinition> {
+        self.agents.get(agent_id)
     }
 
     /// Every agent, sorted by id.

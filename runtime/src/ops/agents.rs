@@ -17,6 +17,7 @@ impl Ops {
     /// per caller with [`Ops::with_workflow_filter`].
     pub fn may_run(&self, subject: &Subject, workflow_id: &str) -> bool {
         self.engine.registry().get(workflow_id).is_some()
+            && self.tenant_sees_workflow(subject, workflow_id)
             && self
                 .workflow_filter
                 .as_ref()
@@ -24,7 +25,8 @@ impl Ops {
     }
 
     /// `listWorkflows`: the workflows `subject` may run, sorted by id. MCP `tools/list`,
-    /// the agent inventory and the A2A skills show exactly these.
+    /// the agent inventory and the A2A skills show exactly these. Narrowed per tenant by
+    /// the config file's `tenants` section and by an embedder's filter.
     pub fn list_workflows(&self, subject: &Subject) -> Vec<Arc<Workflow>> {
         let registry = self.engine.registry();
         registry
@@ -74,8 +76,24 @@ impl Ops {
         self.agents
             .registry
             .iter()
+            .filter(|def| self.may_see_agent(subject, &def.agent_id))
             .filter_map(|def| self.agents.entry(def, |w| self.may_run(subject, w)))
             .collect()
+    }
+
+    /// The workflow a message naming no skill starts through `entry`'s card: the agent's
+    /// `defaultSkill` (else its first workflow) when the caller may run it, else the first
+    /// workflow of the entry (the caller's own narrowing of the agent).
+    pub fn agent_default_skill(&self, entry: &AgentEntry) -> Option<String> {
+        let configured = self
+            .agents
+            .registry
+            .get(entry.agent_id.as_str())
+            .map(|def| def.default_skill().to_owned());
+        let listed = |w: &str| entry.workflows.iter().any(|x| x.as_str() == w);
+        configured
+            .filter(|w| listed(w))
+            .or_else(|| entry.workflows.first().map(|w| w.to_string()))
     }
 
     /// `getAgent`: an agent outside the caller's inventory is answered as an unknown one.

@@ -8,6 +8,7 @@ mod interop;
 pub mod push;
 pub mod tokens;
 mod views;
+pub mod visibility;
 mod watch;
 
 /// The records `ops` hands out: edges read them, never the store they come from.
@@ -135,6 +136,8 @@ pub struct Ops {
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
+    /// Per-tenant visibility from the config file (empty: everyone sees everything).
+    visibility: Arc<crate::settings::Visibility>,
     max_page_size: usize,
     tokens: TokenKey,
     /// Judges `callbackUrl` at create time (delivery judges it again).
@@ -161,6 +164,7 @@ impl Ops {
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
+            visibility: Arc::default(),
             max_page_size: MAX_PAGE_SIZE,
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),
@@ -310,6 +314,10 @@ impl Ops {
                     principal: format!("{}|{}", subject.issuer, subject.subject_id),
                     key: key.to_owned(),
                     body_hash: body_hash(&request),
+                    // A new A2A task is keyed by its messageId, and the interop map's
+                    // SendMessage row returns the existing task for a repeated one,
+                    // whatever that message says (keys claimed earlier included).
+                    any_body: with.a2a.is_some(),
                 })
             }
         };

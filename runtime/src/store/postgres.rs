@@ -477,7 +477,7 @@ impl RunStore for PgStore {
             )
             .await?
             .ok_or_else(|| StoreError::Database("a claimed key vanished".into()))?;
-            if hash != claim.body_hash {
+            if hash != claim.body_hash && !claim.any_body {
                 return Err(StoreError::IdempotencyMismatch);
             }
             let existing = load_run(&tx, &run_id)

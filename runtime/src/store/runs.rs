@@ -66,6 +66,9 @@ pub struct IdempotencyClaim {
     pub key: String,
     /// Digest of the canonical request body.
     pub body_hash: String,
+    /// The first claim wins whatever its body: a replay with another body returns the
+    /// claimed run instead of a mismatch (an A2A messageId: the map's SendMessage row).
+    pub any_body: bool,
 }
 
 /// The result of `create_run`.

@@ -378,7 +378,7 @@ impl RunStore for SqliteStore {
                     |r| Ok((r.text("body_hash")?, r.text("run_id")?)),
                 )?;
                 if let Some((hash, run_id)) = held {
-                    if hash != claim.body_hash {
+                    if hash != claim.body_hash && !claim.any_body {
                         return Err(StoreError::IdempotencyMismatch);
                     }
                     replayed =

@@ -179,6 +179,7 @@ fn claim(key: &str, body: &str) -> IdempotencyClaim {
         principal: "p".into(),
         key: key.into(),
         body_hash: body.into(),
+        any_body: false,
     }
 }
 
@@ -321,6 +322,19 @@ async fn idempotency_replays_the_same_body_and_refuses_another(b: Backend) {
     assert!(matches!(other, Err(StoreError::IdempotencyMismatch)));
     assert!(store.get_run("t/b").await.unwrap().is_none());
     assert!(store.get_run("t/c").await.unwrap().is_none());
+    // A claim that binds no body (an A2A messageId): the first run, whatever the body,
+    // also for a key claimed with a body before.
+    let first_wins = IdempotencyClaim {
+        any_body: true,
+        ..claim("k", "h3")
+    };
+    let replayed = store
+        .create_run(new_run("t/d"), Some(first_wins))
+        .await
+        .unwrap();
+    assert!(replayed.replay);
+    assert_eq!(replayed.run.run_id, "t/a");
+    assert!(store.get_run("t/d").await.unwrap().is_none());
 }
 
 async fn concurrent_creates_with_one_key_make_one_run(b: Backend) {

@@ -37,6 +37,54 @@ pub struct CardInputs<'a> {
     pub version: &'a str,
     /// `(organization, url)` of the operator, when configured.
     pub provider: Option<(&'a str, &'a str)>,
+    /// The skill a message naming none starts.
+    pub default_skill: Option<&'a str>,
+}
+
+/// The tag the default skill carries.
+pub const DEFAULT_TAG: &str = "default";
+
+/// What the default skill's `examples` say.
+const DEFAULT_EXAMPLE: &str = "Any message that names no skill starts this one; set message.metadata.openwop.skill to a skill id to start another.";
+
+/// Says on a card how its skills are chosen. A2A has no skill field on a message, so a
+/// client that knows nothing of OpenWOP gets the default skill; one that does names
+/// another in `message.metadata.openwop.skill`. The default skill (when it is on the card)
+/// is tagged [`DEFAULT_TAG`] and its `examples` say so; any earlier marking is removed.
+/// Returns the sentence a card's own description may carry.
+pub fn mark_default_skill(card: &mut Value, default: Option<&str>) -> String {
+    let mut listed_default = None;
+    if let Some(skills) = card.get_mut("skills").and_then(Value::as_array_mut) {
+        for skill in skills.iter_mut() {
+            let is_default =
+                default.is_some() && skill.get("id").and_then(Value::as_str) == default;
+            if let Some(tags) = skill.get_mut("tags").and_then(Value::as_array_mut) {
+                tags.retain(|t| t != DEFAULT_TAG);
+                if is_default {
+                    tags.push(json!(DEFAULT_TAG));
+                }
+            }
+            if let Some(obj) = skill.as_object_mut() {
+                obj.remove("examples");
+                if is_default {
+                    listed_default = default;
+                    obj.insert("examples".into(), json!([DEFAULT_EXAMPLE]));
+                }
+            }
+        }
+    }
+    match listed_default {
+        Some(id) => format!(
+            "A message that names no skill starts the default skill `{id}` (tagged `{DEFAULT_TAG}`); to start another, set message.metadata.openwop.skill to its id. A message with a taskId continues that task."
+        ),
+        None => "To start a task, set message.metadata.openwop.skill to the id of one of these skills. A message with a taskId continues that task.".to_owned(),
+    }
+}
+
+/// The host card's description: the configured one, then how skills are chosen.
+pub fn describe_host(card: &mut Value, description: &str, default: Option<&str>) {
+    let rule = mark_default_skill(card, default);
+    card["description"] = json!(format!("{} {rule}", description.trim_end()));
 }
 
 fn flag(facet: &Value, key: &str) -> bool {
@@ -103,7 +151,9 @@ pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
     );
     card.insert("defaultOutputModes".into(), json!(["application/json"]));
     card.insert("skills".into(), Value::Array(skills));
-    Ok(Value::Object(card))
+    let mut card = Value::Object(card);
+    describe_host(&mut card, inputs.description, inputs.default_skill);
+    Ok(card)
 }
 
 #[cfg(test)]
@@ -141,6 +191,7 @@ mod tests {
             description: "OpenWOP host",
             version: "0.1.0",
             provider: None,
+            default_skill: Some("approval"),
         })
         .expect("card")
     }
@@ -211,6 +262,44 @@ mod tests {
     }
 
     #[test]
+    fn the_card_says_how_skills_are_chosen_and_tags_the_default() {
+        let card = card_for(&facet());
+        let description = card["description"].as_str().expect("description");
+        assert!(description.starts_with("OpenWOP host "), "{description}");
+        assert!(
+            description.contains("default skill `approval`")
+                && description.contains("message.metadata.openwop.skill"),
+            "{description}"
+        );
+        let tagged: Vec<&str> = card["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .filter(|s| {
+                s["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!(DEFAULT_TAG)))
+            })
+            .filter_map(|s| s["id"].as_str())
+            .collect();
+        assert_eq!(tagged, ["approval"]);
+        // Re-saying it for another default moves the tag; no default names the rule only.
+        let mut again = card.clone();
+        describe_host(&mut again, "Agent", Some("echo"));
+        assert_eq!(again["skills"][0]["tags"], json!(["workflow", "default"]));
+        assert_eq!(again["skills"][1]["tags"], json!(["workflow"]));
+        assert!(again["skills"][1].get("examples").is_none());
+        describe_host(&mut again, "Agent", None);
+        assert!(!again.to_string().contains("\"default\""));
+        assert!(
+            again["description"]
+                .as_str()
+                .unwrap()
+                .contains("set message.metadata.openwop.skill")
+        );
+    }
+
+    #[test]
     fn security_scheme_is_the_bearer_the_edge_enforces() {
         let card = card_for(&facet());
         let schemes = card["securitySchemes"].as_object().expect("schemes");
@@ -238,6 +327,7 @@ mod tests {
             description: "d",
             version: "v",
             provider: None,
+            default_skill: None,
         };
         assert!(public_card(&inputs).is_err());
     }

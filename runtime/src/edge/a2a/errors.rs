@@ -31,6 +31,8 @@ pub enum Transport {
     InvalidRequest,
     /// No such JSON-RPC method, or no such HTTP+JSON route.
     MethodNotFound,
+    /// An HTTP+JSON route that exists, asked with an HTTP method it does not take.
+    MethodNotAllowed,
     Unauthenticated,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -46,6 +48,7 @@ impl Transport {
             // JSON-RPC has no code for these; they are requests the server will not take
             // as sent, and the HTTP status says which.
             Transport::InvalidRequest
+            | Transport::MethodNotAllowed
             | Transport::Unauthenticated
             | Transport::PayloadTooLarge
             | Transport::UnsupportedMediaType => -32600,
@@ -56,6 +59,7 @@ impl Transport {
         match self {
             Transport::Parse | Transport::InvalidRequest => 400,
             Transport::MethodNotFound => 404,
+            Transport::MethodNotAllowed => 405,
             Transport::Unauthenticated => 401,
             Transport::PayloadTooLarge => 413,
             Transport::UnsupportedMediaType => 415,
@@ -65,11 +69,13 @@ impl Transport {
 
     fn grpc_status(self) -> &'static str {
         match self {
-            Transport::Parse
-            | Transport::InvalidRequest
-            | Transport::PayloadTooLarge
-            | Transport::UnsupportedMediaType => "INVALID_ARGUMENT",
+            Transport::Parse | Transport::InvalidRequest | Transport::UnsupportedMediaType => {
+                "INVALID_ARGUMENT"
+            }
+            // google.rpc's code for a request over a size limit.
+            Transport::PayloadTooLarge => "RESOURCE_EXHAUSTED",
             Transport::MethodNotFound => "NOT_FOUND",
+            Transport::MethodNotAllowed => "UNIMPLEMENTED",
             Transport::Unauthenticated => "UNAUTHENTICATED",
             Transport::Internal => "INTERNAL",
         }
@@ -97,6 +103,8 @@ pub struct Fault {
     /// `ErrorInfo.metadata`: string values only, as `google.rpc.ErrorInfo` defines it.
     pub metadata: BTreeMap<String, String>,
     pub violations: Vec<FieldViolation>,
+    /// The `Allow` header of a 405: the HTTP methods the route takes.
+    pub allow: Option<String>,
 }
 
 impl Fault {
@@ -106,6 +114,7 @@ impl Fault {
             message: message.into(),
             metadata: BTreeMap::new(),
             violations: Vec::new(),
+            allow: None,
         }
     }
 
@@ -115,6 +124,7 @@ impl Fault {
             message: message.into(),
             metadata: BTreeMap::new(),
             violations: Vec::new(),
+            allow: None,
         }
     }
 
@@ -287,6 +297,7 @@ impl Fault {
         match self.kind {
             Kind::Transport(
                 t @ (Transport::Unauthenticated
+                | Transport::MethodNotAllowed
                 | Transport::PayloadTooLarge
                 | Transport::UnsupportedMediaType),
             ) => t.http_status(),
@@ -307,24 +318,40 @@ impl Fault {
         json!({"error": status})
     }
 
+    /// A 405 naming the methods the route takes.
+    pub fn method_not_allowed(message: impl Into<String>, allow: &[&str]) -> Fault {
+        let mut fault = Fault::transport(Transport::MethodNotAllowed, message);
+        fault.allow = Some(allow.join(", "));
+        fault
+    }
+
     pub fn into_jsonrpc_response(self, id: &Value) -> Response {
         let status = self.jsonrpc_http_status();
-        respond(status, self.jsonrpc_body(id), self.kind)
+        let body = self.jsonrpc_body(id);
+        respond(status, body, &self)
     }
 
     pub fn into_rest_response(self) -> Response {
         let status = self.http_status();
-        respond(status, self.rest_body(), self.kind)
+        let body = self.rest_body();
+        respond(status, body, &self)
     }
 }
 
-fn respond(status: u16, body: Value, kind: Kind) -> Response {
+fn respond(status: u16, body: Value, fault: &Fault) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(body)).into_response();
-    if kind == Kind::Transport(Transport::Unauthenticated) {
+    if fault.kind == Kind::Transport(Transport::Unauthenticated) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if let Some(allow) = fault
+        .allow
+        .as_deref()
+        .and_then(|a| HeaderValue::from_str(a).ok())
+    {
+        response.headers_mut().insert(header::ALLOW, allow);
     }
     response
 }
@@ -450,10 +477,15 @@ mod tests {
         assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
         let parse = Fault::transport(Transport::Parse, "not JSON").jsonrpc_body(&Value::Null);
         assert_eq!(parse["error"]["code"], json!(-32700));
+        let big = Fault::transport(Transport::PayloadTooLarge, "big");
+        assert_eq!(big.http_status(), 413);
         assert_eq!(
-            Fault::transport(Transport::PayloadTooLarge, "big").http_status(),
-            413
+            big.rest_body()["error"]["status"],
+            json!("RESOURCE_EXHAUSTED")
         );
+        let verb = Fault::transport(Transport::MethodNotAllowed, "no DELETE here");
+        assert_eq!(verb.http_status(), 405);
+        assert_eq!(verb.jsonrpc_http_status(), 405);
         // An A2A error on JSON-RPC travels with HTTP 200, as JSON-RPC servers answer.
         assert_eq!(
             Fault::task_not_found("a/bbbbbbbbbbbbbbbb").jsonrpc_http_status(),

@@ -6,7 +6,7 @@
 //! (`Ops::agent_by_routing_value`), so an R minted for an agent the caller cannot see and
 //! an R the host never minted take the same path to the same constant refusal.
 
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use openwop_generated::errors::A2aError;
 use serde_json::Value;
 
@@ -25,21 +25,21 @@ fn unknown_routing_value() -> Fault {
     )
 }
 
-/// The origin the card's interface URLs start with: the configured public base URL, or
-/// the request's `Host`.
-pub(crate) fn base_url(state: &A2aState, headers: &HeaderMap) -> String {
-    state.config.public_base_url.clone().unwrap_or_else(|| {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost");
-        format!("http://{host}")
-    })
+/// The origin the card's interface URLs start with: the configured public base URL, else
+/// the address the host listens on. Never a request header: a card is the same for every
+/// caller, whatever `Host` it sent.
+pub(crate) fn base_url(state: &A2aState) -> String {
+    state
+        .config
+        .public_base_url
+        .clone()
+        .or_else(|| state.config.listen_base.get().cloned())
+        .unwrap_or_else(|| "http://localhost".to_owned())
 }
 
 /// The host's public card, as served at the well-known path.
-pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, Fault> {
-    let base = base_url(state, headers);
+pub(crate) fn host_card(state: &A2aState) -> Result<Value, Fault> {
+    let base = base_url(state);
     let facet = state.facet();
     card::public_card(&CardInputs {
         base_url: &base,
@@ -49,6 +49,7 @@ pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, 
         description: &state.config.description,
         version: env!("CARGO_PKG_VERSION"),
         provider: None,
+        default_skill: state.config.default_skill.as_deref(),
     })
     .map_err(|e| {
         tracing::error!(error = %e, "the agent card cannot be built");
@@ -60,16 +61,19 @@ pub(crate) fn host_card(state: &A2aState, headers: &HeaderMap) -> Result<Value, 
 /// security, with the entry's persona, pack version and description (else label), and
 /// one skill per workflow the entry lists. Only entry fields the card defines are read;
 /// `degraded` and `memoryDegraded` stay on the entry.
-pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) -> Value {
+pub fn agent_card(
+    host_card: &Value,
+    entry: &AgentEntry,
+    routing_value: &str,
+    default_skill: Option<&str>,
+) -> Value {
     let mut card = host_card.clone();
     card["name"] = Value::String(entry.persona.to_string());
     card["version"] = Value::String(entry.pack_version.to_string());
-    card["description"] = Value::String(
-        entry
-            .description
-            .as_ref()
-            .map_or_else(|| entry.label.to_string(), |d| d.to_string()),
-    );
+    let description = entry
+        .description
+        .as_ref()
+        .map_or_else(|| entry.label.to_string(), |d| d.to_string());
     if let Some(interfaces) = card
         .get_mut("supportedInterfaces")
         .and_then(Value::as_array_mut)
@@ -97,6 +101,10 @@ pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) ->
         .filter_map(|w| by_id(w.as_str()))
         .collect();
     card["skills"] = Value::Array(skills);
+    // The description stays the entry's (interop.md); the default skill's tag and
+    // examples say how a skill is chosen.
+    card::mark_default_skill(&mut card, default_skill);
+    card["description"] = Value::String(description);
     card
 }
 
@@ -105,7 +113,7 @@ pub fn agent_card(host_card: &Value, entry: &AgentEntry, routing_value: &str) ->
 pub async fn get(
     state: &A2aState,
     subject: &Subject,
-    headers: &HeaderMap,
+    _headers: &HeaderMap,
     params: &Value,
 ) -> Result<Value, Fault> {
     let tenant = match params.get("tenant") {
@@ -114,16 +122,32 @@ pub async fn get(
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return Err(Fault::invalid_params("tenant", "must be a string")),
     };
-    let host = host_card(state, headers)?;
+    let host = host_card(state)?;
     let Some(r) = tenant else {
-        return Ok(host);
+        // The caller's own view of the host card: the skills it may run.
+        let mut card = host;
+        if let Some(skills) = card.get_mut("skills").and_then(Value::as_array_mut) {
+            skills.retain(|s| {
+                s.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| state.app.ops.may_run(subject, id))
+            });
+        }
+        let default = state
+            .config
+            .default_skill
+            .as_deref()
+            .filter(|d| state.app.ops.may_run(subject, d));
+        card::describe_host(&mut card, &state.config.description, default);
+        return Ok(card);
     };
     let entry = state
         .app
         .ops
         .agent_by_routing_value(subject, r)
         .ok_or_else(unknown_routing_value)?;
-    Ok(agent_card(&host, &entry, r))
+    let default = state.app.ops.agent_default_skill(&entry);
+    Ok(agent_card(&host, &entry, r, default.as_deref()))
 }
 
 #[cfg(test)]
@@ -162,10 +186,12 @@ mod tests {
     #[test]
     fn the_agent_card_follows_the_entry_and_the_host_card() {
         let host = host();
-        let card = agent_card(&host, &entry(), "ag-R");
+        let card = agent_card(&host, &entry(), "ag-R", Some("echo"));
         assert_eq!(card["name"], "Persona");
         assert_eq!(card["version"], "3.1.4");
         assert_eq!(card["description"], "Label", "no description: the label");
+        assert_eq!(card["skills"][1]["tags"], json!(["workflow", "default"]));
+        assert!(card["skills"][0].get("examples").is_none());
         assert_eq!(card["capabilities"], host["capabilities"]);
         assert_eq!(card["securitySchemes"], host["securitySchemes"]);
         let ids: Vec<&str> = card["skills"]
@@ -192,7 +218,7 @@ mod tests {
         let mut described = entry();
         described.description = Some("Longer".try_into().expect("a description"));
         assert_eq!(
-            agent_card(&host, &described, "ag-R")["description"],
+            agent_card(&host, &described, "ag-R", None)["description"],
             "Longer"
         );
     }

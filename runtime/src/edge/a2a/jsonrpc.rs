@@ -8,24 +8,15 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use super::errors::{Fault, Transport};
+use super::errors::Fault;
 use super::extract::{Call, Caller, JsonRpc};
 use super::service::A2aState;
 use super::{Answer, negotiate};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
-    let mut response = Fault::transport(
-        Transport::InvalidRequest,
-        "JSON-RPC requests are sent with POST",
-    )
-    .into_jsonrpc_response(&Value::Null);
-    *response.status_mut() = axum::http::StatusCode::METHOD_NOT_ALLOWED;
-    response.headers_mut().insert(
-        axum::http::header::ALLOW,
-        axum::http::HeaderValue::from_static("POST"),
-    );
-    response
+    Fault::method_not_allowed("JSON-RPC requests are sent with POST", &["POST"])
+        .into_jsonrpc_response(&Value::Null)
 }
 
 pub async fn handle(
@@ -35,6 +26,12 @@ pub async fn handle(
     query: RawQuery,
     Call(request): Call,
 ) -> Response {
+    // A request without `id` is a notification: JSON-RPC 2.0 §4.1 forbids any answer,
+    // and every A2A method is a request whose result the caller would never see, so
+    // nothing is executed (not even negotiation) and the HTTP answer is an empty 204.
+    if request.is_notification() {
+        return axum::http::StatusCode::NO_CONTENT.into_response();
+    }
     let id = request.echo_id();
     let (method, params) = (request.method, request.params);
     if let Err(fault) = negotiate(&state, &subject, &headers, query.0.as_deref()).await {

@@ -14,6 +14,7 @@ pub mod extract;
 pub mod gate;
 mod jsonrpc;
 pub mod project;
+mod proto_names;
 pub mod push;
 mod rest;
 pub mod service;
@@ -52,14 +53,21 @@ pub struct A2aConfig {
     pub skills: Vec<Skill>,
     /// How long a blocking SendMessage waits for the run to finish or ask for input.
     pub blocking_timeout: Duration,
-    /// The origin written into the card; when `None`, the request's `Host` is used.
+    /// The origin written into the card (`--public-url`); when `None`, the address the
+    /// host listens on ([`A2aConfig::listen_base`]). Never a request header.
     pub public_base_url: Option<String>,
+    /// `http://ADDR` of the listener, once the host serves.
+    pub listen_base: Arc<std::sync::OnceLock<String>>,
+    /// The skill a message naming none starts through the host card.
+    pub default_skill: Option<String>,
     pub name: String,
     pub description: String,
     /// The outbound guard every push goes through.
     pub egress: crate::egress::Egress,
     /// How failed pushes are retried before they are dead-lettered.
     pub push_retry: crate::ops::push::RetryPolicy,
+    /// When the card was last set up (the host's start): its `Last-Modified`.
+    pub card_modified_ms: i64,
 }
 
 impl A2aConfig {
@@ -68,10 +76,13 @@ impl A2aConfig {
             skills,
             blocking_timeout: Duration::from_secs(30),
             public_base_url: None,
+            listen_base: Arc::default(),
+            default_skill: None,
             name: "openwop".into(),
             description: "An OpenWOP v2 host; each skill runs one of its workflows.".into(),
             egress: crate::egress::Egress::default(),
             push_retry: crate::ops::push::RetryPolicy::default(),
+            card_modified_ms: crate::clock::now_ms(),
         }
     }
 }
@@ -170,6 +181,8 @@ pub(crate) async fn dispatch(
     method: A2aMethod,
     params: &Value,
 ) -> Result<Answer, Fault> {
+    // Either spelling of a field, as ProtoJSON parsers accept (`task_id` or `taskId`).
+    let params = &proto_names::json_names(params);
     gate::check(
         method.as_str(),
         &gate::Facts::of_request(params),
@@ -179,11 +192,15 @@ pub(crate) async fn dispatch(
         A2aMethod::SendMessage => state.send_message(subject, params).await?,
         A2aMethod::SendStreamingMessage => {
             let (run, history, _) = state.accept_message(subject, method, params).await?;
-            return stream_of(state, subject, run, history).await;
+            // As the SDK servers do: the sender is the one who answers an interrupt, so its
+            // stream ends there and the answer is a new message.
+            return stream_of(state, subject, run, history, stream::Until::Interrupted).await;
         }
         A2aMethod::SubscribeToTask => {
             let (run, history) = state.subscribe(subject, params).await?;
-            return stream_of(state, subject, run, history).await;
+            // A subscriber follows the task to its end: an input or auth request is a
+            // state the task passes through (A2A 1.0 §3.1.6), not the end of the stream.
+            return stream_of(state, subject, run, history, stream::Until::Terminal).await;
         }
         A2aMethod::GetTask => state.get_task(subject, params).await?,
         A2aMethod::ListTasks => state.list_tasks(subject, params).await?,
@@ -210,8 +227,9 @@ async fn stream_of(
     subject: &Subject,
     run: crate::ops::RunRecord,
     history: Option<usize>,
+    until: stream::Until,
 ) -> Result<Answer, Fault> {
-    let events = stream::open(state.clone(), subject.clone(), run, history).await?;
+    let events = stream::open(state.clone(), subject.clone(), run, history, until).await?;
     Ok(Answer::Stream(futures::StreamExt::boxed(events)))
 }
 
@@ -283,9 +301,9 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
 
 /// `GET /.well-known/agent-card.json`: public, the same card for every served version
 /// (so also the `preferredVersion` card when no `A2A-Version` is sent), with a strong
-/// ETag and a cache lifetime.
+/// ETag, a cache lifetime and `Last-Modified` (the card is set up once, at start).
 async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    let card = match extended_card::host_card(&state, &headers) {
+    let card = match extended_card::host_card(&state) {
         Ok(card) => card,
         Err(fault) => return fault.into_rest_response(),
     };
@@ -295,6 +313,8 @@ async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response
         hex::encode(&Sha256::digest(body.as_bytes())[..16])
     );
     let cache = HeaderValue::from_static("public, max-age=300");
+    let modified = HeaderValue::from_str(&crate::clock::http_date(state.config.card_modified_ms))
+        .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
     let etag_value =
         HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"card\""));
     if headers
@@ -304,7 +324,11 @@ async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response
     {
         return (
             StatusCode::NOT_MODIFIED,
-            [(header::ETAG, etag_value), (header::CACHE_CONTROL, cache)],
+            [
+                (header::ETAG, etag_value),
+                (header::CACHE_CONTROL, cache),
+                (header::LAST_MODIFIED, modified),
+            ],
         )
             .into_response();
     }
@@ -317,6 +341,7 @@ async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response
             ),
             (header::ETAG, etag_value),
             (header::CACHE_CONTROL, cache),
+            (header::LAST_MODIFIED, modified),
         ],
         body,
     )

@@ -175,7 +175,10 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
         Some(n) => &source.history[source.history.len().saturating_sub(n)..],
     };
     if !history.is_empty() {
-        out.insert("history".into(), Value::Array(history.to_vec()));
+        out.insert(
+            "history".into(),
+            Value::Array(history.iter().map(a2a_message).collect()),
+        );
     }
     if let Some(i) = interrupt {
         out.insert(
@@ -188,6 +191,55 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
         status,
         wire_state: row.wire,
     })
+}
+
+/// The fields A2A 1.0 defines on a `Message`.
+const MESSAGE_FIELDS: [&str; 8] = [
+    "messageId",
+    "contextId",
+    "taskId",
+    "role",
+    "parts",
+    "metadata",
+    "extensions",
+    "referenceTaskIds",
+];
+
+/// The fields A2A 1.0 defines on a `Part` (one content member and its companions).
+const PART_FIELDS: [&str; 7] = [
+    "text",
+    "raw",
+    "url",
+    "data",
+    "metadata",
+    "filename",
+    "mediaType",
+];
+
+fn only(value: &Value, fields: &[&str]) -> Map<String, Value> {
+    value
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| fields.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A stored message as A2A defines one: only A2A's own fields, on the message and on each
+/// part, so what a client added of its own is never sent back and every history entry
+/// validates against A2A's schema. `metadata` and `extensions` are A2A's fields whose
+/// contents are opaque: they round-trip untouched, as interop.md requires.
+pub fn a2a_message(stored: &Value) -> Value {
+    let mut message = only(stored, &MESSAGE_FIELDS);
+    if let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) {
+        for part in parts.iter_mut() {
+            *part = Value::Object(only(part, &PART_FIELDS));
+        }
+    }
+    Value::Object(message)
 }
 
 /// `metadata.openwop.interrupt`: what a peer needs to answer the interrupt, nothing more.
@@ -449,6 +501,29 @@ mod tests {
         )
         .expect("p");
         assert!(without.task.get("artifacts").is_none(), "omitted, not []");
+    }
+
+    #[test]
+    fn history_carries_only_the_fields_a2a_defines_and_opaque_values_round_trip() {
+        let stored = json!({
+            "messageId": "m1", "role": "ROLE_USER", "taskId": "t", "contextId": "c",
+            "parts": [{"text": "hi", "mediaType": "text/plain", "vendorHint": 1}],
+            "metadata": {"mine": {"deep": [1, 2]}, "openwop": {"skill": "echo"}},
+            "extensions": ["https://ext.example/x"],
+            "referenceTaskIds": ["t0"],
+            "kind": "message", "clientOwn": {"x": 1}
+        });
+        let shown = a2a_message(&stored);
+        assert_eq!(
+            shown,
+            json!({
+                "messageId": "m1", "role": "ROLE_USER", "taskId": "t", "contextId": "c",
+                "parts": [{"text": "hi", "mediaType": "text/plain"}],
+                "metadata": {"mine": {"deep": [1, 2]}, "openwop": {"skill": "echo"}},
+                "extensions": ["https://ext.example/x"],
+                "referenceTaskIds": ["t0"]
+            })
+        );
     }
 
     #[test]

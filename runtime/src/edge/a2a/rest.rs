@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -99,22 +99,28 @@ fn match_template(
     }
 }
 
-/// Finds the route for a path (with or without a leading `/{tenant}` routing segment).
-/// When several templates match, the one with more template segments wins, so
-/// `/tasks/{id}/pushNotificationConfigs` is never read as a task id with a slash.
-/// `Err(true)` when the path exists but not for this HTTP method.
 /// Path parameters bound by a template, in template order.
 type Bound = Vec<(String, String)>;
 
-fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Bound), bool> {
-    let mut path_exists = false;
+/// Finds the route for a path (with or without a leading `/{tenant}` routing segment).
+/// When several templates match, the one with more template segments wins, so
+/// `/tasks/{id}/pushNotificationConfigs` is never read as a task id with a slash.
+/// `Err(methods)` when no route takes this HTTP method: the methods the path does take
+/// (empty when the path does not exist at all).
+fn find(
+    http_method: &str,
+    segments: &[String],
+) -> Result<(&'static str, Bound), Vec<&'static str>> {
+    let mut allowed: Vec<&'static str> = Vec::new();
     for skip in 0..=1.min(segments.len()) {
         let mut best: Option<(usize, &'static str, Bound)> = None;
         for (m, template, method) in routes() {
             let parts: Vec<&str> = template.trim_start_matches('/').split('/').collect();
             let mut bound = Vec::new();
             if match_template(&parts, &segments[skip..], &mut bound) {
-                path_exists = true;
+                if !allowed.contains(&m) {
+                    allowed.push(m);
+                }
                 if m == http_method && best.as_ref().is_none_or(|(rank, _, _)| parts.len() > *rank)
                 {
                     best = Some((parts.len(), method, bound));
@@ -128,11 +134,25 @@ fn find(http_method: &str, segments: &[String]) -> Result<(&'static str, Bound),
             }
             return Ok((method, bound));
         }
-        if path_exists {
+        if !allowed.is_empty() {
             break;
         }
     }
-    Err(path_exists)
+    Err(allowed)
+}
+
+/// Whether a `Content-Type` names A2A's JSON (parameters such as `charset` ignored).
+fn is_json_media_type(value: &str) -> bool {
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "application/json" | "application/a2a+json"
+    )
 }
 
 /// A task id from a path: the projected form (`~2F`) is undone once; anything that is
@@ -171,17 +191,31 @@ pub(super) async fn read_call(request: Request) -> Result<RestCall, Fault> {
         .map(percent_decode)
         .collect::<Option<Vec<String>>>()
         .ok_or_else(|| Fault::invalid_params("path", "has a malformed percent escape"))?;
-    let (method, bound) = find(http_method.as_str(), &segments).map_err(|path_exists| {
-        if path_exists {
-            Fault::transport(
-                Transport::MethodNotFound,
-                format!("this A2A route does not accept {http_method}"),
-            )
-        } else {
+    let (method, bound) = find(http_method.as_str(), &segments).map_err(|allowed| {
+        if allowed.is_empty() {
             Fault::transport(Transport::MethodNotFound, "no such A2A route")
+        } else {
+            Fault::method_not_allowed(
+                format!("this A2A route does not accept {http_method}"),
+                &allowed,
+            )
         }
     })?;
+    let json_body = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_json_media_type);
     let body = read_body(request).await?;
+    // A body is A2A's JSON (`application/a2a+json`, or `application/json` as both SDK
+    // clients send it); anything else is refused before it is read as JSON.
+    let has_body = !body.iter().all(u8::is_ascii_whitespace);
+    if has_body && http_method == Method::POST && !json_body {
+        return Err(Fault::transport(
+            Transport::UnsupportedMediaType,
+            "the request body must be application/a2a+json or application/json",
+        ));
+    }
     let mut params = Map::new();
     if http_method == Method::POST && !body.iter().all(u8::is_ascii_whitespace) {
         match serde_json::from_slice::<Value>(&body) {
@@ -307,8 +341,8 @@ mod tests {
                 .0,
             "SendMessage"
         );
-        assert_eq!(find("DELETE", &segs("/message:send")), Err(true));
-        assert_eq!(find("GET", &segs("/nothing/here/at/all")), Err(false));
+        assert_eq!(find("DELETE", &segs("/message:send")), Err(vec!["POST"]));
+        assert_eq!(find("GET", &segs("/nothing/here/at/all")), Err(vec![]));
     }
 
     #[test]
@@ -319,6 +353,14 @@ mod tests {
         assert_eq!(bound, vec![("tenant".to_owned(), "ag-R0123".to_owned())]);
         let (_, bound) = find("GET", &segs("/extendedAgentCard")).expect("no prefix");
         assert!(bound.is_empty());
+    }
+
+    #[test]
+    fn json_media_types_with_parameters_are_a2a_bodies() {
+        assert!(is_json_media_type("application/json"));
+        assert!(is_json_media_type("Application/A2A+JSON; charset=utf-8"));
+        assert!(!is_json_media_type("text/plain"));
+        assert!(!is_json_media_type("application/x-www-form-urlencoded"));
     }
 
     #[test]

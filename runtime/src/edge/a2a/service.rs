@@ -479,7 +479,7 @@ impl A2aState {
         send: &Send<'_>,
         params: &Value,
     ) -> Result<(RunRecord, bool), Fault> {
-        let workflow_id = self.skill_for(send.message, params)?;
+        let workflow_id = self.skill_for(subject, send.message, params)?;
         let request = crate::ops::run_request(&workflow_id, inputs_of(send.message))?;
         // The task's context and first message are written with the run, in one
         // transaction; a replayed messageId keeps the task as it was bound the first time.
@@ -521,23 +521,61 @@ impl A2aState {
         Ok((created.run, created.replay))
     }
 
-    /// The skill a new task runs: named in the message (or request) metadata as
-    /// `openwop.skill`, or the only skill when the host routes exactly one.
-    fn skill_for(&self, message: &Value, params: &Value) -> Result<String, Fault> {
+    /// The skill a new task runs. Through an agent's card (`tenant` set to its routing
+    /// value R): the skill `metadata.openwop.skill` names among that agent's workflows,
+    /// else the agent's default. Through the host card: the named skill, else the host's
+    /// default skill, else the caller's only workflow. An R outside the caller's
+    /// inventory is refused exactly as one never minted; a skill the caller may not run
+    /// is refused exactly as one the host does not have.
+    fn skill_for(
+        &self,
+        subject: &Subject,
+        message: &Value,
+        params: &Value,
+    ) -> Result<String, Fault> {
+        const FIELD: &str = "message.metadata.openwop.skill";
         let named = str_at(message, &["metadata", "openwop", "skill"])
             .or_else(|| str_at(params, &["metadata", "openwop", "skill"]));
-        let skills = &self.config.skills;
-        match named {
-            Some(id) if skills.iter().any(|s| s.workflow_id == id) => Ok(id.to_owned()),
-            Some(id) => Err(Fault::invalid_params(
-                "message.metadata.openwop.skill",
-                format!("no skill `{id}` on this host"),
-            )),
-            None if skills.len() == 1 => Ok(skills[0].workflow_id.clone()),
-            None => Err(Fault::invalid_params(
-                "message.metadata.openwop.skill",
-                "name one of the card's skills",
-            )),
+        let no_skill =
+            |id: &str| Fault::invalid_params(FIELD, format!("no skill `{id}` on this host"));
+        let ops = &self.app.ops;
+        let agent = match params.get("tenant") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) if r.is_empty() => None,
+            Some(Value::String(r)) => {
+                Some(ops.agent_by_routing_value(subject, r).ok_or_else(|| {
+                    Fault::invalid_params("tenant", "names no agent card this caller can reach")
+                })?)
+            }
+            Some(_) => return Err(Fault::invalid_params("tenant", "must be a string")),
+        };
+        match (named, agent) {
+            (Some(id), Some(entry)) if entry.workflows.iter().any(|w| w.as_str() == id) => {
+                Ok(id.to_owned())
+            }
+            (Some(id), Some(_)) => Err(no_skill(id)),
+            // Whether the caller may run it is decided once, by createRun (the same answer).
+            (Some(id), None) => Ok(id.to_owned()),
+            (None, Some(entry)) => ops
+                .agent_default_skill(&entry)
+                .ok_or_else(|| Fault::invalid_params(FIELD, "name one of the card's skills")),
+            (None, None) => {
+                if let Some(default) = self
+                    .config
+                    .default_skill
+                    .as_deref()
+                    .filter(|d| ops.may_run(subject, d))
+                {
+                    return Ok(default.to_owned());
+                }
+                match ops.list_workflows(subject).as_slice() {
+                    [only] => Ok(only.definition.id.to_string()),
+                    _ => Err(Fault::invalid_params(
+                        FIELD,
+                        "name one of the card's skills",
+                    )),
+                }
+            }
         }
     }
 

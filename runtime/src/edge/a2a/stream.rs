@@ -16,6 +16,15 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
 
+/// Where a stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// At a terminal state (SubscribeToTask).
+    Terminal,
+    /// At a terminal state or one where the peer has to act (SendStreamingMessage).
+    Interrupted,
+}
+
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.
 pub async fn open(
@@ -23,6 +32,7 @@ pub async fn open(
     subject: Subject,
     run: RunRecord,
     history: Option<usize>,
+    until: Until,
 ) -> Result<impl Stream<Item = Value>, Fault> {
     let first = state
         .project(
@@ -38,7 +48,9 @@ pub async fn open(
         if tx.send(first.as_stream_task()).await.is_err() {
             return;
         }
-        let ends = |p: &project::Projected| p.status.is_terminal() || p.status.is_suspended();
+        let ends = |p: &project::Projected| {
+            p.status.is_terminal() || (until == Until::Interrupted && p.status.is_suspended())
+        };
         if ends(&first) {
             return;
         }

@@ -252,3 +252,101 @@ for (const binding of ["JSONRPC", "HTTP+JSON"]) {
     await assert.rejects(stranger.getAgentCard(), (e) => e instanceof ExtendedAgentCardNotConfiguredError);
   });
 }
+
+// A plain A2A client: it knows nothing of OpenWOP, so its messages carry no metadata at
+// all. The host card's default skill (tagged `default`; `clarify`, which asks one question
+// and completes with the answer) starts its tasks.
+const plain = (text, taskId = "") => message([textPart(text)], { taskId });
+const stateOf = (event) => event.payload.value.status.state;
+
+test("plain: the card names its default skill", async () => {
+  const card = (await clientFor("JSONRPC")).agentCard;
+  assert.deepEqual(card.skills.filter((s) => s.tags.includes("default")).map((s) => s.id), ["clarify"]);
+  assert.ok(card.description.includes("message.metadata.openwop.skill"));
+});
+
+for (const binding of ["JSONRPC", "HTTP+JSON"]) {
+  test(`${binding}: plain send and multi-turn on the same task`, async () => {
+    const client = await clientFor(binding);
+    const first = await client.sendMessage(request(plain("hello")));
+    assert.equal(first.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const done = await client.sendMessage(request(plain("ship it", first.id)));
+    assert.equal(done.id, first.id);
+    assert.equal(done.contextId, first.contextId);
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(done.history.length, 2);
+    assert.deepEqual(done.artifacts[0].parts[0].content.value, { answer: "ship it" });
+  });
+
+  test(`${binding}: plain stream, then continue the task streaming`, async () => {
+    const client = await clientFor(binding);
+    const events = [];
+    for await (const e of client.sendMessageStream(request(plain("stream it")))) events.push(e);
+    assert.equal(events[0].payload.$case, "task");
+    assert.equal(stateOf(events.at(-1)), TaskState.TASK_STATE_INPUT_REQUIRED);
+    const more = [];
+    for await (const e of client.sendMessageStream(request(plain("go on", events[0].payload.value.id)))) more.push(e);
+    assert.equal(stateOf(more.at(-1)), TaskState.TASK_STATE_COMPLETED);
+  });
+
+  test(`${binding}: plain subscribe to an input-required task, followed to completion`, async () => {
+    const client = await clientFor(binding);
+    const task = await client.sendMessage(request(plain("wait for me")));
+    assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    let ended = false;
+    const following = (async () => {
+      const events = [];
+      for await (const e of client.resubscribeTask({ tenant: "", id: task.id })) events.push(e);
+      ended = true;
+      return events;
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(ended, false, "the stream stays open while the task waits for input");
+    const done = await client.sendMessage(request(plain("done now", task.id)));
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
+    const events = await following;
+    assert.equal(events[0].payload.$case, "task");
+    assert.equal(stateOf(events[0]), TaskState.TASK_STATE_INPUT_REQUIRED);
+    assert.equal(stateOf(events.at(-1)), TaskState.TASK_STATE_COMPLETED);
+  });
+
+  test(`${binding}: plain push config create, get, list, delete`, async () => {
+    const receiver = await pushReceiver();
+    try {
+      const client = await clientFor(binding);
+      const task = await client.sendMessage(request(plain("push me")));
+      const created = await client.createTaskPushNotificationConfig({
+        tenant: "",
+        id: "",
+        taskId: task.id,
+        url: `${receiver.url}/plain/${binding}`,
+        token: "plain-token",
+        authentication: undefined,
+      });
+      assert.ok(created.id);
+      const got = await client.getTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: created.id });
+      assert.equal(got.url, created.url);
+      assert.equal(got.token, "");
+      const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 0, pageToken: "" });
+      assert.deepEqual(listed.configs.map((c) => c.id), [created.id]);
+      for (let i = 0; i < 2; i++) {
+        await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: created.id });
+      }
+      const after = await client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 0, pageToken: "" });
+      assert.deepEqual(after.configs, []);
+      // Finished, the task still takes a config (it never fires).
+      await client.sendMessage(request(plain("finish", task.id)));
+      const late = await client.createTaskPushNotificationConfig({
+        tenant: "",
+        id: "",
+        taskId: task.id,
+        url: `${receiver.url}/late`,
+        token: "",
+        authentication: undefined,
+      });
+      assert.equal(late.taskId, task.id);
+    } finally {
+      receiver.close();
+    }
+  });
+}

@@ -29,6 +29,7 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     Message,
+    SubscribeToTaskRequest,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
@@ -377,5 +378,143 @@ def test_extended_card_with_an_agents_routing_value(base_url, api_key, binding):
         finally:
             await agent_client.close()
             await http.aclose()
+
+    run(go())
+
+
+# ---------------------------------------------------------------------------------------
+# A plain A2A client: it knows nothing of OpenWOP, so its messages carry no metadata at
+# all. The host card's default skill (tagged `default`; `clarify`, which asks one question
+# and completes with the answer) starts its tasks.
+
+
+def plain(text, task_id=None):
+    m = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[new_text_part(text)])
+    if task_id:
+        m.task_id = task_id
+    return m
+
+
+def final_state(events):
+    last = events[-1]
+    return last.task.status.state if last.HasField("task") else last.status_update.status.state
+
+
+def test_plain_the_card_names_its_default_skill(base_url):
+    async def go():
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, base_url).get_agent_card()
+        assert [s.id for s in card.skills if "default" in s.tags] == ["clarify"]
+        assert "message.metadata.openwop.skill" in card.description
+
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_plain_send_and_multi_turn_on_the_same_task(base_url, api_key, binding):
+    async def go():
+        client, http = await client_for(base_url, api_key, binding)
+        try:
+            first = (await send(client, plain("hello")))[0].task
+            assert first.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            done = (await send(client, plain("ship it", task_id=first.id)))[0].task
+            assert done.id == first.id and done.context_id == first.context_id
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            assert [m.message_id for m in done.history] == [m.message_id for m in first.history] + [done.history[-1].message_id]
+            assert len(done.history) == 2
+            assert get_data_parts(done.artifacts[0].parts) == [{"answer": "ship it"}]
+        finally:
+            await client.close()
+            await http.aclose()
+
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_plain_stream_then_continue_the_task_streaming(base_url, api_key, binding):
+    async def go():
+        client, http = await client_for(base_url, api_key, binding, streaming=True)
+        try:
+            events = await send(client, plain("stream it"))
+            assert events[0].HasField("task")
+            assert final_state(events) == TaskState.TASK_STATE_INPUT_REQUIRED
+            task_id = events[0].task.id
+            more = await send(client, plain("go on", task_id=task_id))
+            assert final_state(more) == TaskState.TASK_STATE_COMPLETED
+        finally:
+            await client.close()
+            await http.aclose()
+
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_plain_subscribe_to_an_input_required_task_and_follow_it_to_completion(base_url, api_key, binding):
+    async def go():
+        client, http = await client_for(base_url, api_key, binding)
+        watcher, watcher_http = await client_for(base_url, api_key, binding, streaming=True)
+        try:
+            task = (await send(client, plain("wait for me")))[0].task
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+            async def follow():
+                return [e async for e in watcher.subscribe(SubscribeToTaskRequest(id=task.id))]
+
+            following = asyncio.create_task(follow())
+            await asyncio.sleep(0.5)
+            assert not following.done(), "the stream stays open while the task waits for input"
+            done = (await send(client, plain("done now", task_id=task.id)))[0].task
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            events = await asyncio.wait_for(following, 15)
+            assert events[0].HasField("task")
+            assert events[0].task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            assert final_state(events) == TaskState.TASK_STATE_COMPLETED
+        finally:
+            await client.close()
+            await http.aclose()
+            await watcher.close()
+            await watcher_http.aclose()
+
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_plain_push_config_crud(base_url, api_key, binding):
+    receiver = PushReceiver()
+
+    async def go():
+        client, http_client = await client_for(base_url, api_key, binding)
+        try:
+            task = (await send(client, plain("push me")))[0].task
+            created = await client.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task.id, url=f"{receiver.url}/plain/{binding}", token="plain-token")
+            )
+            assert created.id and created.task_id == task.id
+            got = await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id=created.id)
+            )
+            assert got.url == created.url and got.token == ""
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task.id)
+            )
+            assert [c.id for c in listed.configs] == [created.id]
+            for _ in range(2):
+                await client.delete_task_push_notification_config(
+                    DeleteTaskPushNotificationConfigRequest(task_id=task.id, id=created.id)
+                )
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task.id)
+            )
+            assert list(listed.configs) == []
+            # Finished, the task still takes a config (it never fires).
+            await send(client, plain("finish", task_id=task.id))
+            late = await client.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task.id, url=f"{receiver.url}/late")
+            )
+            assert late.id and late.task_id == task.id
+        finally:
+            await client.close()
+            await http_client.aclose()
+            receiver.close()
 
     run(go())

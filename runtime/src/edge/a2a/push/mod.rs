@@ -217,13 +217,14 @@ impl A2aState {
     ) -> Result<Value, Fault> {
         let task_id = str_param(params, "taskId")?;
         let run = self.push_task(subject, task_id).await?;
-        let config = parse_config(params, "")?;
-        if run.status.is_terminal() {
-            return Err(Fault::unsupported(
-                "the task is in a terminal state; no further pushes would be sent",
-            ));
-        }
+        let mut config = parse_config(params, "")?;
         self.check_push_url(&config, "").await?;
+        // A2A 1.0 §3.1.7 has no error for a finished task: the configuration is kept (read,
+        // listed and deleted as any other) and simply never fires. Its secrets would never
+        // be sent, so they are not stored.
+        if run.status.is_terminal() {
+            config.secret = Default::default();
+        }
         Ok(view(&self.store_push_config(&run, config).await?))
     }
 

@@ -1,0 +1,52 @@
+//! Per-tenant visibility: which workflows and agents each tenant may see and run, as the
+//! config file's `tenants` section says (`crate::settings::TenantVisibility`). Read only
+//! through [`Ops::may_run`] and [`Ops::may_see_agent`], so every operation that lists,
+//! reads, starts or routes to a workflow or an agent narrows alike.
+
+use super::Ops;
+use crate::identity::Subject;
+use crate::settings::Visibility;
+
+impl Ops {
+    /// The same operations, narrowing each tenant to what `visibility` names for it.
+    pub fn with_visibility(mut self, visibility: Visibility) -> Self {
+        self.visibility = std::sync::Arc::new(visibility);
+        self
+    }
+
+    /// Whether the tenant's configuration lets it see `workflow_id` (part of `may_run`).
+    pub(super) fn tenant_sees_workflow(&self, subject: &Subject, workflow_id: &str) -> bool {
+        self.visibility
+            .get(subject.tenant.as_str())
+            .and_then(|v| v.workflows.as_ref())
+            .is_none_or(|ids| ids.iter().any(|w| w == workflow_id))
+    }
+
+    /// Whether `agent_id` may be in the caller's inventory at all (it is listed only when
+    /// it also routes a workflow the caller may run).
+    pub fn may_see_agent(&self, subject: &Subject, agent_id: &str) -> bool {
+        self.visibility
+            .get(subject.tenant.as_str())
+            .and_then(|v| v.agents.as_ref())
+            .is_none_or(|ids| ids.iter().any(|a| a == agent_id))
+    }
+}
+
+/// Every workflow and agent a visibility section names that the host does not have: a
+/// typo would otherwise hide something silently.
+pub fn unknown_names(
+    visibility: &Visibility,
+    has_workflow: impl Fn(&str) -> bool,
+    has_agent: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (tenant, v) in visibility {
+        for w in v.workflows.iter().flatten().filter(|w| !has_workflow(w)) {
+            out.push(format!("tenants.{tenant}.workflows: no workflow `{w}`"));
+        }
+        for a in v.agents.iter().flatten().filter(|a| !has_agent(a)) {
+            out.push(format!("tenants.{tenant}.agents: no agent `{a}`"));
+        }
+    }
+    out
+}
