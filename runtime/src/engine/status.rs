@@ -11,3 +11,42 @@ pub fn suspended_status(kind: InterruptKind) -> RunStatus {
         InterruptKind::ExternalEvent => RunStatus::WaitingExternal,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::definition::kind_str;
+
+    /// The rule the workflow definition schema states for `interrupt.kind`, which the A2A
+    /// edge's state-filter test restates as a table.
+    #[test]
+    fn each_interrupt_kind_suspends_in_its_schema_status() {
+        let table = [
+            (
+                InterruptKind::Approval,
+                RunStatus::WaitingApproval,
+                "approval",
+            ),
+            (
+                InterruptKind::Clarification,
+                RunStatus::WaitingInput,
+                "clarification",
+            ),
+            (
+                InterruptKind::Credential,
+                RunStatus::WaitingInput,
+                "credential",
+            ),
+            (
+                InterruptKind::ExternalEvent,
+                RunStatus::WaitingExternal,
+                "external-event",
+            ),
+        ];
+        for (kind, status, wire) in table {
+            assert_eq!(suspended_status(kind), status);
+            assert_eq!(kind_str(kind), wire);
+            assert_eq!(kind.to_string(), wire);
+        }
+    }
+}
