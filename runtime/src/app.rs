@@ -13,6 +13,8 @@ pub struct AppState {
     pub ops: Arc<Ops>,
     pub keys: Arc<KeyRing>,
     pub discovery: Arc<Discovery>,
+    /// Per-principal rate limits, checked by each edge once the caller is known.
+    pub rate: Arc<crate::identity::rate::RateLimiter>,
     /// Flips to true on shutdown so SSE streams and long-polls end.
     pub shutdown: watch::Receiver<bool>,
 }

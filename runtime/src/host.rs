@@ -47,6 +47,8 @@ pub struct HostConfig {
     pub interrupt_token_ttl: Duration,
     /// Connection cap, header-read timeout, shutdown grace.
     pub server: crate::server::Limits,
+    /// Requests per second (and burst) each principal may make.
+    pub rate: crate::identity::rate::RateConfig,
 }
 
 impl HostConfig {
@@ -67,6 +69,7 @@ impl HostConfig {
             push_retry: crate::ops::push::RetryPolicy::default(),
             interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
             server: crate::server::Limits::default(),
+            rate: crate::identity::rate::RateConfig::default(),
         }
     }
 }
@@ -187,6 +190,7 @@ impl Host {
             ops,
             keys: Arc::new(config.keys),
             discovery: Arc::new(Discovery::new(document)),
+            rate: Arc::new(crate::identity::rate::RateLimiter::new(config.rate)),
             shutdown: shutdown_rx,
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
@@ -201,11 +205,13 @@ impl Host {
             .merge(mcp)
             .route("/healthz", axum::routing::get(crate::observe::healthz))
             .route(
+                "/readyz",
+                axum::routing::get(crate::observe::readyz).with_state(state.ops.clone()),
+            )
+            .route(
                 "/metrics",
-                axum::routing::get({
-                    let metrics = metrics.clone();
-                    move || async move { metrics.render(&[]) }
-                }),
+                axum::routing::get(crate::observe::metrics)
+                    .with_state((metrics.clone(), state.ops.clone())),
             )
             .layer(axum::middleware::from_fn_with_state(
                 metrics,

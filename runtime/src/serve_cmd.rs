@@ -41,8 +41,14 @@ use std::process::ExitCode;
       One JSON object per log line; every request is logged once (method, route template,
       status, latency, tenant; never a credential, a body or a query string).
 
-Health and metrics: GET /healthz answers while the process is up; GET /metrics serves
-request counts and latencies in the Prometheus text format (aggregate, no tenant labels).
+Health and metrics: GET /healthz answers while the process is up; GET /readyz answers 200
+when the store is reachable and has every migration applied (503 with the reason
+otherwise); GET /metrics serves, in the Prometheus text format (aggregate, no tenant
+labels), request counts and latencies, runs by status, the A2A push queue depth and dead
+letters, and store call latency.
+
+One process per SQLite data dir: a second `serve` (or `mcp-stdio`) on a dir another
+process holds stops at start, touching nothing. Replicas share PostgreSQL instead.
 
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
@@ -61,7 +67,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false).
+    /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -86,6 +92,13 @@ pub struct ServeArgs {
     /// object per line, with the request's method, route, tenant, status and latency).
     #[arg(long, value_enum, default_value_t, env = "OPENWOP_LOG_FORMAT")]
     log_format: crate::observe::LogFormat,
+    /// Requests per second each api key may sustain on REST, A2A and MCP (0: no limit).
+    /// Past it a request is refused with 429 and Retry-After, in the edge's own shape.
+    #[arg(long, value_name = "N", env = "OPENWOP_RATE_LIMIT")]
+    rate_limit: Option<f64>,
+    /// Requests an api key may make at once after being idle.
+    #[arg(long, value_name = "N", env = "OPENWOP_RATE_BURST")]
+    rate_burst: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -100,6 +113,8 @@ struct FileConfig {
     #[serde(default)]
     egress_allow_loopback: bool,
     agents: Option<PathBuf>,
+    rate_limit: Option<f64>,
+    rate_burst: Option<f64>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -186,10 +201,29 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
+    let defaults = crate::identity::rate::RateConfig::default();
+    let rate = crate::identity::rate::RateConfig {
+        per_second: args
+            .rate_limit
+            .or(file.rate_limit)
+            .unwrap_or(defaults.per_second),
+        burst: args
+            .rate_burst
+            .or(file.rate_burst)
+            .unwrap_or(defaults.burst),
+    };
+    if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
+        return Err("--rate-limit and --rate-burst take numbers >= 0".into());
+    }
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
+    // The port first: a start that cannot serve touches nothing (no dev key minted, no
+    // data dir opened, no run resumed or push delivered).
+    let listener = std::net::TcpListener::bind(&listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let mut dev = None;
     if keys.is_empty() {
         let key = dev_key(&data_dir)?;
@@ -207,12 +241,12 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             agents_dir,
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
+            rate,
             ..HostConfig::new(data_dir, keys)
         };
-        let host = Host::build(config).await.map_err(|e| e.to_string())?;
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
+        let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let host = Host::build(config).await.map_err(|e| e.to_string())?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");

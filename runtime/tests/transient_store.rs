@@ -6,10 +6,9 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
-    RunDetail,
     Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
-    InterruptRecord, NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore,
-    SqliteStore, StoreError, StoreFuture, Subscription, Topic,
+    InterruptRecord, NewEvent, NewRun, OnResolve, RunDetail, RunPage, RunPatch, RunQuery,
+    RunRecord, RunStore, SqliteStore, StoreError, StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -230,6 +229,14 @@ impl RunStore for Flaky {
 
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         self.inner.shared_secret(name, candidate)
+    }
+
+    fn schema_version(&self) -> StoreFuture<'_, i64> {
+        self.inner.schema_version()
+    }
+
+    fn gauges(&self) -> StoreFuture<'_, openwop::store::StoreGauges> {
+        self.inner.gauges()
     }
 }
 

@@ -171,6 +171,30 @@ impl Ops {
         }
     }
 
+    /// Readiness (`/readyz`): the store answers within `within` and has applied every
+    /// migration this host knows. `Err` says why not, for the operator.
+    pub async fn readiness(&self, within: Duration) -> Result<i64, String> {
+        if *self.shutdown.borrow() {
+            return Err("the host is shutting down".into());
+        }
+        let applied = tokio::time::timeout(within, self.runs.schema_version())
+            .await
+            .map_err(|_| format!("the store did not answer within {} ms", within.as_millis()))?
+            .map_err(|e| format!("the store is unreachable: {e}"))?;
+        let wanted = crate::store::latest_migration();
+        if applied < wanted {
+            return Err(format!(
+                "the database has applied migrations through {applied}; this host needs {wanted}"
+            ));
+        }
+        Ok(applied)
+    }
+
+    /// Runs by status, the push outbox depth and dead letters (`/metrics`).
+    pub async fn gauges(&self) -> Result<crate::store::StoreGauges, OpError> {
+        Ok(self.runs.gauges().await?)
+    }
+
     /// The same operations, ending watches and waits when `shutdown` flips to true.
     pub fn with_shutdown(mut self, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
         self.shutdown = shutdown;

@@ -90,8 +90,11 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 /// Runs a statement (prepared once per connection); the number of rows it changed.
 async fn exec<C: GenericClient>(c: &C, sql: &str, p: Params<'_>) -> Result<u64, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    Ok(c.execute(&stmt, p).await?)
+    let n = c.execute(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    Ok(n)
 }
 
 /// The first row of a statement, mapped.
@@ -101,8 +104,11 @@ async fn one<C: GenericClient, T>(
     p: Params<'_>,
     map: impl FnOnce(&dyn sql::Row) -> Result<T, StoreError>,
 ) -> Result<Option<T>, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    match c.query_opt(&stmt, p).await? {
+    let row = c.query_opt(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    match row {
         Some(row) => Ok(Some(map(&row)?)),
         None => Ok(None),
     }
@@ -115,8 +121,11 @@ async fn all<C: GenericClient, T>(
     p: Params<'_>,
     map: impl Fn(&dyn sql::Row) -> Result<T, StoreError>,
 ) -> Result<Vec<T>, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    c.query(&stmt, p).await?.iter().map(|r| map(r)).collect()
+    let rows = c.query(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    rows.iter().map(|r| map(r)).collect()
 }
 
 async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -837,6 +846,31 @@ impl RunStore for PgStore {
             one(&client, sql::SECRET_BY_NAME, &[&name], |r| r.bytes("value"))
                 .await?
                 .ok_or_else(|| StoreError::Database("a secret vanished".into()))
+        })
+    }
+
+    fn schema_version(&self) -> StoreFuture<'_, i64> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            Ok(one(&client, sql::SCHEMA_VERSION, &[], |r| r.int("version"))
+                .await?
+                .unwrap_or(0))
+        })
+    }
+
+    fn gauges(&self) -> StoreFuture<'_, StoreGauges> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let runs = all(&client, sql::RUN_COUNTS, &[], |r| {
+                Ok((r.text("status")?, r.int("n")?))
+            })
+            .await?;
+            let push = one(&client, sql::PUSH_COUNTS, &[], |r| {
+                Ok((r.int("pending")?, r.int("dead")?))
+            })
+            .await?
+            .unwrap_or((0, 0));
+            sql::gauges(runs, push)
         })
     }
 }

@@ -408,4 +408,10 @@ pub trait RunStore: Send + Sync {
     /// A secret every replica must share (a signing key): the first `candidate` stored
     /// under `name` wins and is what every later call returns.
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>>;
+
+    /// The newest migration the database has applied (a round trip: `/readyz` reads it).
+    fn schema_version(&self) -> StoreFuture<'_, i64>;
+
+    /// Runs by status, the push outbox depth and the dead letters (`/metrics`).
+    fn gauges(&self) -> StoreFuture<'_, super::StoreGauges>;
 }

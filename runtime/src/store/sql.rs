@@ -636,3 +636,27 @@ mod tests {
         );
     }
 }
+
+/// The newest migration applied (`/readyz`).
+pub(crate) const SCHEMA_VERSION: &str =
+    "SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations";
+/// Runs by status (`/metrics`).
+pub(crate) const RUN_COUNTS: &str = "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
+/// The push outbox depth and the dead letters (`/metrics`).
+pub(crate) const PUSH_COUNTS: &str = "SELECT (SELECT COUNT(*) FROM push_outbox) AS pending, (SELECT COUNT(*) FROM push_dead_letters) AS dead";
+
+/// [`RunStore::gauges`] from the rows of [`RUN_COUNTS`] and [`PUSH_COUNTS`].
+pub(crate) fn gauges(
+    runs: Vec<(String, i64)>,
+    push: (i64, i64),
+) -> Result<super::StoreGauges, StoreError> {
+    let mut runs_by_status = Vec::with_capacity(runs.len());
+    for (status, n) in runs {
+        runs_by_status.push((super::parse_status("(count)", &status)?, n));
+    }
+    Ok(super::StoreGauges {
+        runs_by_status,
+        push_pending: push.0,
+        push_dead_letters: push.1,
+    })
+}

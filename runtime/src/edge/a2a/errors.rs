@@ -34,6 +34,8 @@ pub enum Transport {
     Unauthenticated,
     PayloadTooLarge,
     UnsupportedMediaType,
+    /// The caller's rate limit is spent (`429`, `Retry-After`).
+    RateLimited,
     Internal,
 }
 
@@ -43,6 +45,8 @@ impl Transport {
             Transport::Parse => -32700,
             Transport::MethodNotFound => -32601,
             Transport::Internal => -32603,
+            // JSON-RPC's generic server error (A2A reserves -32001..-32099 for its own).
+            Transport::RateLimited => -32000,
             // JSON-RPC has no code for these; they are requests the server will not take
             // as sent, and the HTTP status says which.
             Transport::InvalidRequest
@@ -59,6 +63,7 @@ impl Transport {
             Transport::Unauthenticated => 401,
             Transport::PayloadTooLarge => 413,
             Transport::UnsupportedMediaType => 415,
+            Transport::RateLimited => 429,
             Transport::Internal => 500,
         }
     }
@@ -71,6 +76,7 @@ impl Transport {
             | Transport::UnsupportedMediaType => "INVALID_ARGUMENT",
             Transport::MethodNotFound => "NOT_FOUND",
             Transport::Unauthenticated => "UNAUTHENTICATED",
+            Transport::RateLimited => "RESOURCE_EXHAUSTED",
             Transport::Internal => "INTERNAL",
         }
     }
@@ -97,6 +103,8 @@ pub struct Fault {
     /// `ErrorInfo.metadata`: string values only, as `google.rpc.ErrorInfo` defines it.
     pub metadata: BTreeMap<String, String>,
     pub violations: Vec<FieldViolation>,
+    /// `Retry-After` (seconds), on a rate-limit refusal.
+    pub retry_after: Option<u64>,
 }
 
 impl Fault {
@@ -106,6 +114,7 @@ impl Fault {
             message: message.into(),
             metadata: BTreeMap::new(),
             violations: Vec::new(),
+            retry_after: None,
         }
     }
 
@@ -115,6 +124,7 @@ impl Fault {
             message: message.into(),
             metadata: BTreeMap::new(),
             violations: Vec::new(),
+            retry_after: None,
         }
     }
 
@@ -156,6 +166,13 @@ impl Fault {
             field: field.to_owned(),
             description,
         });
+        fault
+    }
+
+    /// The caller's rate limit is spent: `429` on both bindings, with `Retry-After`.
+    pub fn rate_limited(limited: crate::identity::rate::Limited) -> Fault {
+        let mut fault = Fault::transport(Transport::RateLimited, limited.message());
+        fault.retry_after = Some(limited.retry_after_secs);
         fault
     }
 
@@ -288,7 +305,8 @@ impl Fault {
             Kind::Transport(
                 t @ (Transport::Unauthenticated
                 | Transport::PayloadTooLarge
-                | Transport::UnsupportedMediaType),
+                | Transport::UnsupportedMediaType
+                | Transport::RateLimited),
             ) => t.http_status(),
             _ => 200,
         }
@@ -309,22 +327,27 @@ impl Fault {
 
     pub fn into_jsonrpc_response(self, id: &Value) -> Response {
         let status = self.jsonrpc_http_status();
-        respond(status, self.jsonrpc_body(id), self.kind)
+        respond(status, self.jsonrpc_body(id), self.kind, self.retry_after)
     }
 
     pub fn into_rest_response(self) -> Response {
         let status = self.http_status();
-        respond(status, self.rest_body(), self.kind)
+        respond(status, self.rest_body(), self.kind, self.retry_after)
     }
 }
 
-fn respond(status: u16, body: Value, kind: Kind) -> Response {
+fn respond(status: u16, body: Value, kind: Kind, retry_after: Option<u64>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(body)).into_response();
     if kind == Kind::Transport(Transport::Unauthenticated) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }
