@@ -49,10 +49,10 @@ interop_suite!(
         configs_are_scoped_to_their_task_and_deletes_take_the_secret,
         a_state_is_enqueued_once_and_deliveries_come_in_order_per_config,
         a_stale_reading_never_follows_a_newer_one,
+        a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out,
     ],
     postgres_only: [
         a_change_seen_by_two_replicas_is_enqueued_once,
-        a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out,
     ]
 );
 

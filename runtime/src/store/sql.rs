@@ -599,6 +599,15 @@ pub(crate) const DUE: &str = concat!(
      ORDER BY next_ms, seq LIMIT $2"
 );
 
+/// How long a delivery handed out by `push_due` stays with whoever took it. Longer than an
+/// attempt can take (the egress timeout, 15 s, plus two reads), so a live sender is never
+/// overtaken.
+pub(crate) const PUSH_CLAIM_MS: i64 = 60_000;
+
+/// Claims a due delivery ($1 delivery id, $2 claimed until).
+pub(crate) const CLAIM_DELIVERY: &str =
+    "UPDATE push_outbox SET next_ms = $2 WHERE delivery_id = $1";
+
 pub(crate) const NEXT_DUE: &str = "SELECT MIN(next_ms) AS next_ms FROM push_outbox";
 
 pub(crate) const PUSH_SECRET: &str = "SELECT s.token, s.credentials FROM push_configs p JOIN push_secrets s ON s.secret_ref = p.secret_ref

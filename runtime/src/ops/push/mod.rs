@@ -19,6 +19,10 @@ use crate::store::RunRecord;
 pub use crate::store::{Secret, StoredConfig};
 pub use deliver::{Backoff, PUSH_CONTENT_TYPE, RetryPolicy, authorization};
 
+/// Push configurations one task may hold: each is a delivery per state change, so an
+/// unbounded number would let one task multiply the host's outbound traffic.
+pub const MAX_CONFIGS_PER_TASK: usize = 16;
+
 /// A configuration as a request carries it, already validated by its edge.
 #[derive(Debug, Clone)]
 pub struct NewPushConfig {
@@ -107,7 +111,8 @@ impl Ops {
             .map_err(|e| OpError::validation(format!("refused by the egress guard: {e}")))
     }
 
-    /// Stores a configuration for a task the caller may read, after
+    /// Stores a configuration for a task the caller may read (at most
+    /// [`MAX_CONFIGS_PER_TASK`]; replacing one by its id is always allowed), after
     /// [`Ops::check_push_url`], and pushes the task's current state to it.
     pub async fn add_push_config(
         &self,
@@ -115,6 +120,16 @@ impl Ops {
         config: NewPushConfig,
     ) -> Result<StoredConfig, OpError> {
         let push = self.push()?;
+        let held = self.interop.push_list(&run.run_id).await?;
+        let replaces = config
+            .id
+            .as_ref()
+            .is_some_and(|id| held.iter().any(|c| &c.config_id == id));
+        if !replaces && held.len() >= MAX_CONFIGS_PER_TASK {
+            return Err(OpError::validation(format!(
+                "a task takes at most {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+            )));
+        }
         let stored = StoredConfig {
             run_id: run.run_id.clone(),
             config_id: config

@@ -19,10 +19,8 @@ use crate::store::{
     StoredConfig,
 };
 
-/// How long a claimed delivery stays with the replica that took it. Longer than an
-/// attempt can take (the egress timeout, 15 s, plus two reads), so a live replica is
-/// never overtaken.
-pub const CLAIM_MS: i64 = 60_000;
+/// How long a claimed delivery stays with the replica that took it (`sql::PUSH_CLAIM_MS`).
+pub const CLAIM_MS: i64 = sql::PUSH_CLAIM_MS;
 
 /// Advisory lock class serialising writes of one configuration across replicas, so two
 /// concurrent registrations of one id cannot leave an orphaned secret behind.

@@ -203,7 +203,19 @@ impl InteropStore for SqliteStore {
     }
 
     fn push_due(&self, now_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Delivery>> {
-        self.read(move |conn| all(conn, sql::DUE, params![now_ms, limit as i64], sql::delivery))
+        // Claimed as on PostgreSQL: a delivery handed out is not due again until it is
+        // settled, rescheduled or its claim runs out, so an attempt still in flight (a
+        // receiver that never answers) never sits at the head of the next batch.
+        self.write(move |conn| {
+            let tx = Tx::write(conn)?;
+            let due = all(&tx, sql::DUE, params![now_ms, limit as i64], sql::delivery)?;
+            let until = now_ms.saturating_add(sql::PUSH_CLAIM_MS);
+            for d in &due {
+                exec(&tx, sql::CLAIM_DELIVERY, params![d.delivery_id, until])?;
+            }
+            tx.commit()?;
+            Ok(due)
+        })
     }
 
     fn push_next_due_ms(&self) -> StoreFuture<'_, Option<i64>> {
