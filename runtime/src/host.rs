@@ -49,6 +49,8 @@ pub struct HostConfig {
     pub server: crate::server::Limits,
     /// Requests per second (and burst) each principal may make.
     pub rate: crate::identity::rate::RateConfig,
+    /// How long any request may take to its answer's head (streams run on after it).
+    pub request_deadline: Duration,
 }
 
 impl HostConfig {
@@ -70,6 +72,7 @@ impl HostConfig {
             interrupt_token_ttl: crate::ops::tokens::DEFAULT_TTL,
             server: crate::server::Limits::default(),
             rate: crate::identity::rate::RateConfig::default(),
+            request_deadline: crate::edge::deadline::DEFAULT,
         }
     }
 }
@@ -91,6 +94,17 @@ pub enum StartError {
     Engine(#[from] crate::engine::EngineError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The MCP edge's answer to a request past its deadline: a JSON-RPC error on HTTP 503.
+fn mcp_deadline(within: Duration) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    mcp::rpc::RpcError::new(
+        mcp::rpc::INTERNAL_ERROR,
+        crate::edge::deadline::message(within),
+    )
+    .with_http(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+    .into_response()
 }
 
 /// A built host, not yet serving.
@@ -191,6 +205,7 @@ impl Host {
             keys: Arc::new(config.keys),
             discovery: Arc::new(Discovery::new(document)),
             rate: Arc::new(crate::identity::rate::RateLimiter::new(config.rate)),
+            request_deadline: config.request_deadline,
             shutdown: shutdown_rx,
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
@@ -198,7 +213,11 @@ impl Host {
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
         let a2a = a2a::router(state.clone(), a2a_config);
-        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key));
+        let within = config.request_deadline;
+        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key))
+            .layer(axum::middleware::from_fn(move |req, next| {
+                crate::edge::deadline::run(within, mcp_deadline, req, next)
+            }));
         let metrics = Arc::new(crate::observe::Metrics::default());
         let app = rest::router(state.clone())
             .merge(a2a)

@@ -67,7 +67,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst.
+    /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst, requestDeadlineSecs.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -99,6 +99,11 @@ pub struct ServeArgs {
     /// Requests an api key may make at once after being idle.
     #[arg(long, value_name = "N", env = "OPENWOP_RATE_BURST")]
     rate_burst: Option<f64>,
+    /// Seconds any request may take to its answer's head (503 in the edge's shape past
+    /// it); streams run on once started. Default 90, above the longest wait a route
+    /// offers (a 60 s long-poll).
+    #[arg(long, value_name = "SECS", env = "OPENWOP_REQUEST_DEADLINE_SECS")]
+    request_deadline_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -115,6 +120,7 @@ struct FileConfig {
     agents: Option<PathBuf>,
     rate_limit: Option<f64>,
     rate_burst: Option<f64>,
+    request_deadline_secs: Option<u64>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -212,6 +218,11 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             .or(file.rate_burst)
             .unwrap_or(defaults.burst),
     };
+    let request_deadline = match args.request_deadline_secs.or(file.request_deadline_secs) {
+        Some(0) => return Err("--request-deadline-secs takes a number of seconds >= 1".into()),
+        Some(secs) => std::time::Duration::from_secs(secs),
+        None => crate::edge::deadline::DEFAULT,
+    };
     if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
@@ -242,6 +253,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
             rate,
+            request_deadline,
             ..HostConfig::new(data_dir, keys)
         };
         let listener = tokio::net::TcpListener::from_std(listener)

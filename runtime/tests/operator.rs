@@ -161,3 +161,66 @@ async fn a_principal_past_its_rate_gets_429_in_each_edges_shape_and_others_go_on
     assert_eq!(r.status(), 200);
     assert_eq!(get_text(&h, "/.well-known/openwop").await.0, 200);
 }
+
+#[tokio::test]
+async fn a_request_past_its_deadline_is_refused_in_its_edges_shape_and_streams_run_on() {
+    let deadline = std::time::Duration::from_millis(300);
+    let h = start_with(|c| c.request_deadline = deadline).await;
+
+    // REST: a long-poll that would wait 5 s.
+    let run = h.create(KEY_A, "slow", json!({"ms": 3000})).await;
+    let started = std::time::Instant::now();
+    let r = h
+        .get(
+            &format!(
+                "/runs/{}/events/poll?afterSequence=1000&timeout=5",
+                openwop::ids::project(&run)
+            ),
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["openwop-version"], "2.0");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "service_unavailable", "{body}");
+
+    // A2A JSON-RPC: a blocking send that waits for a 3 s run.
+    let r = h
+        .client
+        .post(format!("{}/a2a/jsonrpc", h.base))
+        .bearer_auth(KEY_A)
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {
+            "message": {"messageId": "m-deadline-1", "role": "ROLE_USER",
+                        "parts": [{"data": {"ms": 3000}}],
+                        "metadata": {"openwop": {"skill": "slow"}}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+
+    // A stream outlives the deadline: its head came in time.
+    let run = h.create(KEY_A, "slow", json!({"ms": 800})).await;
+    let started = std::time::Instant::now();
+    let r = h
+        .get(
+            &format!("/runs/{}/events", openwop::ids::project(&run)),
+            KEY_A,
+        )
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(started.elapsed() > deadline);
+    assert!(text.contains("run.completed"), "{text}");
+}

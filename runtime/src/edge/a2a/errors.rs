@@ -36,6 +36,8 @@ pub enum Transport {
     UnsupportedMediaType,
     /// The caller's rate limit is spent (`429`, `Retry-After`).
     RateLimited,
+    /// The request passed its deadline (`503`).
+    Unavailable,
     Internal,
 }
 
@@ -44,7 +46,7 @@ impl Transport {
         match self {
             Transport::Parse => -32700,
             Transport::MethodNotFound => -32601,
-            Transport::Internal => -32603,
+            Transport::Internal | Transport::Unavailable => -32603,
             // JSON-RPC's generic server error (A2A reserves -32001..-32099 for its own).
             Transport::RateLimited => -32000,
             // JSON-RPC has no code for these; they are requests the server will not take
@@ -65,6 +67,7 @@ impl Transport {
             Transport::UnsupportedMediaType => 415,
             Transport::RateLimited => 429,
             Transport::Internal => 500,
+            Transport::Unavailable => 503,
         }
     }
 
@@ -78,6 +81,7 @@ impl Transport {
             Transport::Unauthenticated => "UNAUTHENTICATED",
             Transport::RateLimited => "RESOURCE_EXHAUSTED",
             Transport::Internal => "INTERNAL",
+            Transport::Unavailable => "UNAVAILABLE",
         }
     }
 }
@@ -306,7 +310,8 @@ impl Fault {
                 t @ (Transport::Unauthenticated
                 | Transport::PayloadTooLarge
                 | Transport::UnsupportedMediaType
-                | Transport::RateLimited),
+                | Transport::RateLimited
+                | Transport::Unavailable),
             ) => t.http_status(),
             _ => 200,
         }
