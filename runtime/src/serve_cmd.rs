@@ -67,14 +67,29 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst, requestDeadlineSecs.
+    /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst, requestDeadlineSecs,
+    /// apiKeyFile, databaseUrlFile.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any, a dev key for
-    /// tenant "dev" is minted.
+    /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any (here, in
+    /// --api-key-file, OPENWOP_API_KEYS or the config file), a dev key for tenant "dev" is
+    /// minted. Keys on the command line are visible to other users in `ps`: prefer the
+    /// file or the environment.
     #[arg(long = "api-key", value_name = "TENANT:KEY")]
     api_keys: Vec<String>,
+    /// A file of TENANT:KEY entries (one per line, or separated by commas or spaces; `#`
+    /// comments). OPENWOP_API_KEYS holds the same list in the environment; all are added.
+    #[arg(long, value_name = "FILE", env = "OPENWOP_API_KEY_FILE")]
+    api_key_file: Option<PathBuf>,
+    /// A file holding the PostgreSQL URL (with its password), instead of --database.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_DATABASE_URL_FILE",
+        conflicts_with = "database"
+    )]
+    database_url_file: Option<PathBuf>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
@@ -121,6 +136,8 @@ struct FileConfig {
     rate_limit: Option<f64>,
     rate_burst: Option<f64>,
     request_deadline_secs: Option<u64>,
+    api_key_file: Option<PathBuf>,
+    database_url_file: Option<PathBuf>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -202,8 +219,13 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
+    let database_file = match args.database_url_file.or(file.database_url_file) {
+        Some(path) => Some(crate::secret_file::read_secret(&path)?.trim().to_owned()),
+        None => None,
+    };
     let database = args
         .database
+        .or(database_file)
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
@@ -227,7 +249,17 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
     let mut keys = KeyRing::default();
-    for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
+    let outside = crate::secret_file::outside_key_specs(
+        args.api_key_file
+            .as_deref()
+            .or(file.api_key_file.as_deref()),
+    )?;
+    for spec in file
+        .api_keys
+        .iter()
+        .chain(args.api_keys.iter())
+        .chain(outside.iter())
+    {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
     // The port first: a start that cannot serve touches nothing (no dev key minted, no

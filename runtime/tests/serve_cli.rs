@@ -464,3 +464,68 @@ async fn requests_are_logged_as_json_lines_and_counted_in_metrics() {
     assert!(!text.contains("secretish"), "a path id reached the log");
     assert!(!text.contains("\u{1b}["), "colours written to a pipe");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_keys_come_from_a_file_and_the_environment_off_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::write(&keys, "# tenants\nfile:file-key-0123456789\n").unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key-file"])
+        .arg(&keys)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env(
+            "OPENWOP_API_KEYS",
+            "env:env-key-0123456789, other:other-key-0123456789",
+        )
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let (_child, base) = listening(child).await;
+    let c = reqwest::Client::new();
+    for key in [
+        "file-key-0123456789",
+        "env-key-0123456789",
+        "other-key-0123456789",
+    ] {
+        let r = c
+            .get(format!("{base}/runs"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{key}");
+    }
+    // With keys given, no dev key is minted; and none is on the command line.
+    assert!(!dir.path().join("data").join("dev-api-key").exists());
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("key-0123456789"));
+}
+
+#[test]
+fn the_database_url_is_read_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("db-url");
+    std::fs::write(&url, "mysql://secret@db.invalid/x\n").unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url-file"])
+        .arg(&url)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env_remove("OPENWOP_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("postgres://"),
+        "the file's URL was used: {stderr}"
+    );
+    assert!(
+        !stderr.contains("secret@"),
+        "the URL is not echoed: {stderr}"
+    );
+}
