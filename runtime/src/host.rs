@@ -51,6 +51,8 @@ pub struct HostConfig {
     pub rate: crate::identity::rate::RateConfig,
     /// How long any request may take to its answer's head (streams run on after it).
     pub request_deadline: Duration,
+    /// How long durable host events are kept (age, count per tenant).
+    pub host_events: crate::ops::HostEventRetention,
 }
 
 impl HostConfig {
@@ -73,6 +75,7 @@ impl HostConfig {
             server: crate::server::Limits::default(),
             rate: crate::identity::rate::RateConfig::default(),
             request_deadline: crate::edge::deadline::DEFAULT,
+            host_events: crate::ops::HostEventRetention::default(),
         }
     }
 }
@@ -200,6 +203,7 @@ impl Host {
             ops = ops.with_workflow_filter(filter);
         }
         let ops = Arc::new(ops);
+        ops.spawn_host_event_retention(config.host_events);
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),

@@ -68,7 +68,7 @@ pub struct ServeArgs {
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
     /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst, requestDeadlineSecs,
-    /// apiKeyFile, databaseUrlFile.
+    /// apiKeyFile, databaseUrlFile, hostEventsMaxAgeSecs, hostEventsMaxCount.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -119,6 +119,13 @@ pub struct ServeArgs {
     /// offers (a 60 s long-poll).
     #[arg(long, value_name = "SECS", env = "OPENWOP_REQUEST_DEADLINE_SECS")]
     request_deadline_secs: Option<u64>,
+    /// Seconds durable host events (GET /host/events) are kept; default 7 days. An event a
+    /// connected stream has not read yet is kept regardless.
+    #[arg(long, value_name = "SECS", env = "OPENWOP_HOST_EVENTS_MAX_AGE_SECS")]
+    host_events_max_age_secs: Option<u64>,
+    /// Durable host events kept per tenant (the newest); default 10000.
+    #[arg(long, value_name = "N", env = "OPENWOP_HOST_EVENTS_MAX_COUNT")]
+    host_events_max_count: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +145,8 @@ struct FileConfig {
     request_deadline_secs: Option<u64>,
     api_key_file: Option<PathBuf>,
     database_url_file: Option<PathBuf>,
+    host_events_max_age_secs: Option<u64>,
+    host_events_max_count: Option<u64>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -245,6 +254,16 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         Some(secs) => std::time::Duration::from_secs(secs),
         None => crate::edge::deadline::DEFAULT,
     };
+    let mut host_events = crate::ops::HostEventRetention::default();
+    if let Some(secs) = args
+        .host_events_max_age_secs
+        .or(file.host_events_max_age_secs)
+    {
+        host_events.max_age = std::time::Duration::from_secs(secs);
+    }
+    if let Some(n) = args.host_events_max_count.or(file.host_events_max_count) {
+        host_events.max_per_tenant = n;
+    }
     if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
@@ -286,6 +305,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
             rate,
             request_deadline,
+            host_events,
             ..HostConfig::new(data_dir, keys)
         };
         let listener = tokio::net::TcpListener::from_std(listener)

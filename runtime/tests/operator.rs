@@ -224,3 +224,103 @@ async fn a_request_past_its_deadline_is_refused_in_its_edges_shape_and_streams_r
     assert!(started.elapsed() > deadline);
     assert!(text.contains("run.completed"), "{text}");
 }
+
+fn decided() -> Value {
+    json!({"protocol": "a2a", "outcome": "accepted", "version": "1.0", "at": "2026-12-02T00:00:00Z"})
+}
+
+async fn host_log(h: &TestHost, key: &str) -> Vec<Value> {
+    let v: Value = h
+        .get("/host/events", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["events"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn host_event_retention_bounds_the_log_but_never_drops_what_a_stream_has_not_read() {
+    let h = start_with(|c| {
+        c.host_events = openwop::ops::HostEventRetention {
+            max_age: std::time::Duration::from_secs(3600),
+            max_per_tenant: 5,
+            every: std::time::Duration::from_millis(50),
+        };
+    })
+    .await;
+    let acme = openwop::identity::Subject {
+        issuer: "test".into(),
+        subject_id: "s".into(),
+        tenant: "acme".into(),
+        lane: "api-key".into(),
+        kind: "user".into(),
+    };
+    // A stream connected from the start of the log, not reading yet.
+    let mut stream = h.ops.watch_host(&acme, 0);
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let ev = h
+            .ops
+            .emit_host_event("acme", "negotiation.decided", "durable", decided())
+            .await
+            .unwrap();
+        ids.push(ev.event_id);
+    }
+    for _ in 0..3 {
+        h.ops
+            .emit_host_event("globex", "negotiation.decided", "durable", decided())
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    // Several rounds of retention later, the stream still gets every event, in order.
+    assert_eq!(
+        host_log(&h, KEY_A).await.len(),
+        20,
+        "nothing dropped under a stream"
+    );
+    let mut seqs = Vec::new();
+    for _ in 0..20 {
+        seqs.push(stream.next().await.unwrap().unwrap().seq);
+    }
+    assert!(seqs.windows(2).all(|w| w[1] > w[0]), "{seqs:?}");
+
+    // Once read (and once the stream is gone), the log is cut to its bound.
+    drop(stream);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let kept = host_log(&h, KEY_A).await;
+    let kept: Vec<&str> = kept
+        .iter()
+        .map(|e| e["eventId"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ids[15..], "the newest five are kept");
+    assert_eq!(
+        host_log(&h, KEY_B).await.len(),
+        3,
+        "under its bound, untouched"
+    );
+}
+
+#[tokio::test]
+async fn host_events_older_than_the_age_bound_are_dropped() {
+    let h = start_with(|c| {
+        c.host_events = openwop::ops::HostEventRetention {
+            max_age: std::time::Duration::from_millis(200),
+            max_per_tenant: 1000,
+            every: std::time::Duration::from_millis(50),
+        };
+    })
+    .await;
+    for _ in 0..3 {
+        h.ops
+            .emit_host_event("acme", "negotiation.decided", "durable", decided())
+            .await
+            .unwrap();
+    }
+    assert_eq!(host_log(&h, KEY_A).await.len(), 3);
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert!(host_log(&h, KEY_A).await.is_empty());
+}

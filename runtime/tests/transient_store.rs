@@ -235,6 +235,15 @@ impl RunStore for Flaky {
         self.inner.schema_version()
     }
 
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        self.inner.prune_host_events(keep, before_ms, floors)
+    }
+
     fn gauges(&self) -> StoreFuture<'_, openwop::store::StoreGauges> {
         self.inner.gauges()
     }

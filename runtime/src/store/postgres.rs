@@ -849,6 +849,39 @@ impl RunStore for PgStore {
         })
     }
 
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let tenants = all(&client, sql::HOST_EVENT_TENANTS, &[], |r| r.text("tenant")).await?;
+            let mut dropped = 0u64;
+            for tenant in tenants {
+                let count_cut = one(&client, sql::HOST_EVENT_COUNT_CUT, &[&tenant, &keep], |r| {
+                    r.int("seq")
+                })
+                .await?;
+                let age_cut = one(
+                    &client,
+                    sql::HOST_EVENT_AGE_CUT,
+                    &[&tenant, &before_ms],
+                    |r| r.opt_int("seq"),
+                )
+                .await?
+                .flatten();
+                if let Some(cut) =
+                    sql::host_event_cut(count_cut, age_cut, floors.get(&tenant).copied())
+                {
+                    dropped += exec(&client, sql::PRUNE_HOST_EVENTS, &[&tenant, &cut]).await?;
+                }
+            }
+            Ok(dropped)
+        })
+    }
+
     fn schema_version(&self) -> StoreFuture<'_, i64> {
         Box::pin(async move {
             let client = self.client().await?;

@@ -669,3 +669,28 @@ pub(crate) fn gauges(
         push_dead_letters: push.1,
     })
 }
+
+// ---- host events retention ----------------------------------------------------------
+
+/// Tenants with durable host events.
+pub(crate) const HOST_EVENT_TENANTS: &str = "SELECT DISTINCT tenant FROM host_events";
+/// The newest seq past a tenant's count bound ($1 tenant, $2 events kept).
+pub(crate) const HOST_EVENT_COUNT_CUT: &str =
+    "SELECT seq FROM host_events WHERE tenant = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2";
+/// The newest seq past a tenant's age bound ($1 tenant, $2 oldest timestamp kept).
+pub(crate) const HOST_EVENT_AGE_CUT: &str =
+    "SELECT MAX(seq) AS seq FROM host_events WHERE tenant = $1 AND ts_ms < $2";
+/// Drops a tenant's host events through a seq ($1 tenant, $2 seq).
+pub(crate) const PRUNE_HOST_EVENTS: &str =
+    "DELETE FROM host_events WHERE tenant = $1 AND seq <= $2";
+
+/// Where a tenant's host log is cut: past the count or the age bound, whichever reaches
+/// further, but never past `floor` (what a connected stream has read).
+pub(crate) fn host_event_cut(
+    count_cut: Option<i64>,
+    age_cut: Option<i64>,
+    floor: Option<i64>,
+) -> Option<i64> {
+    let cut = count_cut.max(age_cut)?;
+    Some(floor.map_or(cut, |f| cut.min(f)))
+}

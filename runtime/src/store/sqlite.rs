@@ -720,6 +720,38 @@ impl RunStore for SqliteStore {
         })
     }
 
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        self.write(move |conn| {
+            let tx = Tx::write(conn)?;
+            let tenants = all(&tx, sql::HOST_EVENT_TENANTS, [], |r| r.text("tenant"))?;
+            let mut dropped = 0u64;
+            for tenant in tenants {
+                let count_cut = one(&tx, sql::HOST_EVENT_COUNT_CUT, params![tenant, keep], |r| {
+                    r.int("seq")
+                })?;
+                let age_cut = one(
+                    &tx,
+                    sql::HOST_EVENT_AGE_CUT,
+                    params![tenant, before_ms],
+                    |r| r.opt_int("seq"),
+                )?
+                .flatten();
+                if let Some(cut) =
+                    sql::host_event_cut(count_cut, age_cut, floors.get(&tenant).copied())
+                {
+                    dropped += exec(&tx, sql::PRUNE_HOST_EVENTS, params![tenant, cut])? as u64;
+                }
+            }
+            tx.commit()?;
+            Ok(dropped)
+        })
+    }
+
     fn schema_version(&self) -> StoreFuture<'_, i64> {
         self.read(|conn| Ok(one(conn, sql::SCHEMA_VERSION, [], |r| r.int("version"))?.unwrap_or(0)))
     }
