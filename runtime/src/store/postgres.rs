@@ -10,6 +10,7 @@
 mod interop;
 mod listen;
 mod migrate;
+pub mod tls;
 
 #[cfg(test)]
 pub(super) use interop::CLAIM_MS;
@@ -368,22 +369,38 @@ async fn change_run<C: GenericClient>(
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`), applies pending migrations and
     /// starts listening for other replicas' changes.
+    ///
+    /// `sslmode=require` (or `verify-ca`, `verify-full`, with `sslrootcert=FILE`) in the
+    /// URL connects over TLS (rustls); see [`tls`].
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config = url
+        let parsed = tls::parse(url)?;
+        let tls = tls::PgTls::for_url(&parsed)?;
+        let config: tokio_postgres::Config = parsed
+            .url
             .parse()
             .map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
-        Self::connect_with(config).await
+        Self::connect_with_tls(config, tls).await
     }
 
-    /// As [`PgStore::connect`], from a parsed configuration.
+    /// As [`PgStore::connect`], from a parsed configuration, in plain TCP.
     pub async fn connect_with(config: tokio_postgres::Config) -> Result<Self, StoreError> {
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        Self::connect_with_tls(config, tls::PgTls::Plain).await
+    }
+
+    /// As [`PgStore::connect`], from a parsed configuration and a connector.
+    pub async fn connect_with_tls(
+        config: tokio_postgres::Config,
+        tls: tls::PgTls,
+    ) -> Result<Self, StoreError> {
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &tls {
+            tls::PgTls::Plain => Manager::from_config(config.clone(), NoTls, recycling()),
+            tls::PgTls::Rustls(make) => {
+                Manager::from_config(config.clone(), make.clone(), recycling())
+            }
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .build()
@@ -400,6 +417,7 @@ impl PgStore {
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen::run(
             config,
+            tls,
             channel.clone(),
             wakes.clone(),
             ready_tx,
