@@ -12,6 +12,10 @@
 //! - Graceful shutdown with a deadline: no new connections, in-flight requests finish,
 //!   and whatever is still open when the deadline passes is dropped.
 //! - An accept error (`EMFILE`) is logged and retried after a pause instead of spinning.
+//! - The refusals hyper writes itself (431, 414, 400 for a head it cannot parse) carry an
+//!   error envelope and `OpenWOP-Version` (`refusals.rs`).
+
+mod refusals;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -98,7 +102,10 @@ pub async fn serve(
             tokio::spawn(refuse(stream));
             continue;
         };
-        let connection = builder.serve_connection(TokioIo::new(stream), service.clone());
+        let connection = builder.serve_connection(
+            TokioIo::new(refusals::Refusals::new(stream)),
+            service.clone(),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
