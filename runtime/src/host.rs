@@ -53,6 +53,8 @@ pub struct HostConfig {
     pub request_deadline: Duration,
     /// How long durable host events are kept (age, count per tenant).
     pub host_events: crate::ops::HostEventRetention,
+    /// Serve HTTPS with this (`server::tls::acceptor`); plain HTTP when `None`.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl HostConfig {
@@ -76,6 +78,7 @@ impl HostConfig {
             rate: crate::identity::rate::RateConfig::default(),
             request_deadline: crate::edge::deadline::DEFAULT,
             host_events: crate::ops::HostEventRetention::default(),
+            tls: None,
         }
     }
 }
@@ -118,6 +121,7 @@ pub struct Host {
     /// The key MCP requestStates are sealed with, shared through the store.
     mcp_key: Vec<u8>,
     limits: crate::server::Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown_tx: watch::Sender<bool>,
 }
 
@@ -246,6 +250,7 @@ impl Host {
             app,
             mcp_key,
             limits: config.server,
+            tls: config.tls,
             shutdown_tx,
         })
     }
@@ -282,6 +287,6 @@ impl Host {
             }
             let _ = tx.send(true);
         };
-        crate::server::serve(listener, app, self.limits, signal).await
+        crate::server::serve(listener, app, self.limits, self.tls, signal).await
     }
 }

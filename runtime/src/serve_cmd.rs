@@ -68,7 +68,7 @@ pub struct ServeArgs {
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
     /// agents, egressAllowLoopback (true/false), rateLimit, rateBurst, requestDeadlineSecs,
-    /// apiKeyFile, databaseUrlFile, hostEventsMaxAgeSecs, hostEventsMaxCount.
+    /// apiKeyFile, databaseUrlFile, hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -126,6 +126,22 @@ pub struct ServeArgs {
     /// Durable host events kept per tenant (the newest); default 10000.
     #[arg(long, value_name = "N", env = "OPENWOP_HOST_EVENTS_MAX_COUNT")]
     host_events_max_count: Option<u64>,
+    /// Serve HTTPS: the certificate chain (PEM, leaf first). Needs --tls-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_TLS_CERT",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -147,6 +163,8 @@ struct FileConfig {
     database_url_file: Option<PathBuf>,
     host_events_max_age_secs: Option<u64>,
     host_events_max_count: Option<u64>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -254,6 +272,15 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         Some(secs) => std::time::Duration::from_secs(secs),
         None => crate::edge::deadline::DEFAULT,
     };
+    let tls = match (
+        args.tls_cert.or(file.tls_cert),
+        args.tls_key.or(file.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some(crate::server::tls::acceptor(&cert, &key)?),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let mut host_events = crate::ops::HostEventRetention::default();
     if let Some(secs) = args
         .host_events_max_age_secs
@@ -306,6 +333,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             rate,
             request_deadline,
             host_events,
+            tls,
             ..HostConfig::new(data_dir, keys)
         };
         let listener = tokio::net::TcpListener::from_std(listener)
@@ -315,7 +343,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }
-        println!("openwop listening on http://{addr}");
+        println!("openwop listening on {scheme}://{addr}");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         host.serve(listener, stop_signal())

@@ -529,3 +529,75 @@ fn the_database_url_is_read_from_a_file() {
         "the URL is not echoed: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_speaks_https_with_a_certificate_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "acme:acme-key-0123456789",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
+    let root = reqwest::Certificate::from_pem(&std::fs::read(&cert).unwrap()).unwrap();
+    let c = reqwest::Client::builder()
+        .add_root_certificate(root)
+        .build()
+        .unwrap();
+    let r = c
+        .get(format!("{base}/runs"))
+        .bearer_auth("acme-key-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["openwop-version"], "2.0");
+    // Plain HTTP is not served beside it.
+    let plain = base.replacen("https://", "http://", 1);
+    let refused = reqwest::Client::new()
+        .get(format!("{plain}/healthz"))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(refused.is_err() || !refused.unwrap().status().is_success());
+}
