@@ -694,3 +694,8 @@ pub(crate) fn host_event_cut(
     let cut = count_cut.max(age_cut)?;
     Some(floor.map_or(cut, |f| cut.min(f)))
 }
+
+/// Configurations of a task other than one ($1 run id, $2 config id): the bound on
+/// configurations per task.
+pub(crate) const OTHER_CONFIGS: &str =
+    "SELECT COUNT(*) AS n FROM push_configs WHERE run_id = $1 AND config_id <> $2";

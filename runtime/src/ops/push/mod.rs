@@ -120,16 +120,6 @@ impl Ops {
         config: NewPushConfig,
     ) -> Result<StoredConfig, OpError> {
         let push = self.push()?;
-        let held = self.interop.push_list(&run.run_id).await?;
-        let replaces = config
-            .id
-            .as_ref()
-            .is_some_and(|id| held.iter().any(|c| &c.config_id == id));
-        if !replaces && held.len() >= MAX_CONFIGS_PER_TASK {
-            return Err(OpError::validation(format!(
-                "a task takes at most {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
-            )));
-        }
         let stored = StoredConfig {
             run_id: run.run_id.clone(),
             config_id: config
@@ -139,7 +129,15 @@ impl Ops {
             scheme: config.scheme,
             created_ms: crate::clock::now_ms(),
         };
-        self.interop.push_put(stored.clone(), config.secret).await?;
+        if !self
+            .interop
+            .push_put_within(stored.clone(), config.secret, MAX_CONFIGS_PER_TASK)
+            .await?
+        {
+            return Err(OpError::validation(format!(
+                "a task takes at most {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+            )));
+        }
         let _ = push.kick.send(run.run_id.clone());
         Ok(stored)
     }

@@ -107,8 +107,28 @@ impl InteropStore for SqliteStore {
     }
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
+        let put = self.push_put_within(config, secret, usize::MAX);
+        Box::pin(async move { put.await.map(|_| ()) })
+    }
+
+    fn push_put_within(
+        &self,
+        config: StoredConfig,
+        secret: Secret,
+        max: usize,
+    ) -> StoreFuture<'_, bool> {
         self.write(move |conn| {
             let tx = Tx::write(conn)?;
+            let others = one(
+                &tx,
+                sql::OTHER_CONFIGS,
+                params![config.run_id, config.config_id],
+                |r| r.int("n"),
+            )?
+            .unwrap_or(0);
+            if usize::try_from(others).unwrap_or(usize::MAX) >= max {
+                return Ok(false);
+            }
             discard(&tx, &config.run_id, &config.config_id)?;
             let secret_ref = format!("sec-{}", crate::ids::mint_opaque());
             exec(
@@ -129,7 +149,7 @@ impl InteropStore for SqliteStore {
                 ],
             )?;
             tx.commit()?;
-            Ok(())
+            Ok(true)
         })
     }
 
