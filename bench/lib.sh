@@ -103,14 +103,15 @@ wait_http() {
   return 1
 }
 
-# start_openwop NAME PORT [serve flags...] — our host, release build, one tenant.
+# start_openwop NAME PORT [serve flags...] — our host, release build, one tenant, no
+# per-key rate limit (the load generator is one key).
 start_openwop() {
   local name=$1 port=$2
   shift 2
   rm -rf "$bench_tmp/$name-data"
   mkdir -p "$bench_tmp/$name-data"
   RUST_LOG=${RUST_LOG:-warn} start_server "$name" "$openwop_bin" serve --listen "127.0.0.1:$port" \
-    --data-dir "$bench_tmp/$name-data" --api-key "acme:$bench_key" "$@"
+    --data-dir "$bench_tmp/$name-data" --api-key "acme:$bench_key" --rate-limit 0 "$@"
   wait_http "http://127.0.0.1:$port/.well-known/openwop"
 }
 

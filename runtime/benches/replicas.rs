@@ -42,6 +42,9 @@ async fn spawn(database: Option<&str>) -> Replica {
         "127.0.0.1:0",
         "--api-key",
         &format!("bench:{KEY}"),
+        // One key drives the whole load: no per-key rate limit.
+        "--rate-limit",
+        "0",
     ])
     .arg("--data-dir")
     .arg(dir.path());

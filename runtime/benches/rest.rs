@@ -52,9 +52,16 @@ async fn main() {
 
     let mut keys = KeyRing::default();
     keys.add("bench", KEY).expect("key");
-    let host = Host::build(HostConfig::new(dir.path().to_path_buf(), keys))
-        .await
-        .expect("host");
+    let host = Host::build(HostConfig {
+        // One key drives the whole load: no per-key rate limit.
+        rate: openwop::identity::rate::RateConfig {
+            per_second: 0.0,
+            burst: 0.0,
+        },
+        ..HostConfig::new(dir.path().to_path_buf(), keys)
+    })
+    .await
+    .expect("host");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -13,6 +13,10 @@ pub struct AppState {
     pub ops: Arc<Ops>,
     pub keys: Arc<KeyRing>,
     pub discovery: Arc<Discovery>,
+    /// Per-principal rate limits, checked by each edge once the caller is known.
+    pub rate: Arc<crate::identity::rate::RateLimiter>,
+    /// How long a request may take to its answer's head (`edge::deadline`).
+    pub request_deadline: std::time::Duration,
     /// Flips to true on shutdown so SSE streams and long-polls end.
     pub shutdown: watch::Receiver<bool>,
 }

@@ -58,6 +58,14 @@ pub struct HostConfig {
     pub a2a_default_skill: Option<String>,
     /// Which workflows and agents each tenant may see and run (config `tenants`).
     pub visibility: crate::settings::Visibility,
+    /// Requests per second (and burst) each principal may make.
+    pub rate: crate::identity::rate::RateConfig,
+    /// How long any request may take to its answer's head (streams run on after it).
+    pub request_deadline: Duration,
+    /// How long durable host events are kept (age, count per tenant).
+    pub host_events: crate::ops::HostEventRetention,
+    /// Serve HTTPS with this (`server::tls::acceptor`); plain HTTP when `None`.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl HostConfig {
@@ -81,6 +89,10 @@ impl HostConfig {
             public_url: None,
             a2a_default_skill: Some(crate::settings::DEFAULT_SKILL.to_owned()),
             visibility: crate::settings::Visibility::default(),
+            rate: crate::identity::rate::RateConfig::default(),
+            request_deadline: crate::edge::deadline::DEFAULT,
+            host_events: crate::ops::HostEventRetention::default(),
+            tls: None,
         }
     }
 }
@@ -124,6 +136,17 @@ pub enum StartError {
     Config(String),
 }
 
+/// The MCP edge's answer to a request past its deadline: a JSON-RPC error on HTTP 503.
+fn mcp_deadline(within: Duration) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    mcp::rpc::RpcError::new(
+        mcp::rpc::INTERNAL_ERROR,
+        crate::edge::deadline::message(within),
+    )
+    .with_http(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+    .into_response()
+}
+
 /// A built host, not yet serving.
 pub struct Host {
     pub state: AppState,
@@ -132,6 +155,7 @@ pub struct Host {
     /// The key MCP requestStates are sealed with, shared through the store.
     mcp_key: Vec<u8>,
     limits: crate::server::Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown_tx: watch::Sender<bool>,
     /// Where the A2A card points when no public URL is configured: set once the
     /// listener is known.
@@ -246,10 +270,13 @@ impl Host {
             ops = ops.with_workflow_filter(filter);
         }
         let ops = Arc::new(ops);
+        ops.spawn_host_event_retention(config.host_events);
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),
             discovery: Arc::new(Discovery::new(document)),
+            rate: Arc::new(crate::identity::rate::RateLimiter::new(config.rate)),
+            request_deadline: config.request_deadline,
             shutdown: shutdown_rx,
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
@@ -260,18 +287,24 @@ impl Host {
         a2a_config.default_skill = default_skill;
         let listen_base = a2a_config.listen_base.clone();
         let a2a = a2a::router(state.clone(), a2a_config);
-        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key));
+        let within = config.request_deadline;
+        let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key))
+            .layer(axum::middleware::from_fn(move |req, next| {
+                crate::edge::deadline::run(within, mcp_deadline, req, next)
+            }));
         let metrics = Arc::new(crate::observe::Metrics::default());
         let app = rest::router(state.clone())
             .merge(a2a)
             .merge(mcp)
             .route("/healthz", axum::routing::get(crate::observe::healthz))
             .route(
+                "/readyz",
+                axum::routing::get(crate::observe::readyz).with_state(state.ops.clone()),
+            )
+            .route(
                 "/metrics",
-                axum::routing::get({
-                    let metrics = metrics.clone();
-                    move || async move { metrics.render(&[]) }
-                }),
+                axum::routing::get(crate::observe::metrics)
+                    .with_state((metrics.clone(), state.ops.clone())),
             )
             .layer(axum::middleware::from_fn_with_state(
                 metrics,
@@ -283,6 +316,7 @@ impl Host {
             app,
             mcp_key,
             limits: config.server,
+            tls: config.tls,
             shutdown_tx,
             listen_base,
         })
@@ -323,6 +357,6 @@ impl Host {
             }
             let _ = tx.send(true);
         };
-        crate::server::serve(listener, app, self.limits, signal).await
+        crate::server::serve(listener, app, self.limits, self.tls, signal).await
     }
 }

@@ -34,8 +34,9 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
       so runs started here are visible (and resumable) over HTTP too.
 
-With SQLite, give mcp-stdio a data dir of its own: two processes on one SQLite data dir
-would both drive its unfinished runs. Logs go to stderr; stdout carries only JSON-RPC.")]
+With SQLite, give mcp-stdio a data dir of its own: one process holds a SQLite data dir, and
+a second one (a serve, or another mcp-stdio) stops at start. Logs go to stderr; stdout
+carries only JSON-RPC.")]
 pub struct McpStdioArgs {
     /// Directory for the SQLite database (and the dev files of this host).
     #[arg(long, value_name = "DIR", default_value = "./openwop-data")]
@@ -44,8 +45,12 @@ pub struct McpStdioArgs {
     #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
     database: Option<String>,
     /// Accept KEY for TENANT (repeatable); the caller's key comes from OPENWOP_API_KEY.
-    #[arg(long = "api-key", value_name = "TENANT:KEY", required = true)]
+    /// --api-key-file and OPENWOP_API_KEYS add keys without putting them on the command line.
+    #[arg(long = "api-key", value_name = "TENANT:KEY")]
     api_keys: Vec<String>,
+    /// A file of TENANT:KEY entries (one per line, or separated by commas or spaces).
+    #[arg(long, value_name = "FILE", env = "OPENWOP_API_KEY_FILE")]
+    api_key_file: Option<PathBuf>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
@@ -64,8 +69,15 @@ pub fn run(args: McpStdioArgs) -> ExitCode {
 
 fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     let mut keys = KeyRing::default();
-    for spec in &args.api_keys {
+    let outside = crate::secret_file::outside_key_specs(args.api_key_file.as_deref())?;
+    for spec in args.api_keys.iter().chain(outside.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
+    }
+    if keys.is_empty() {
+        return Err(
+            "give the accepted keys with --api-key TENANT:KEY, --api-key-file or OPENWOP_API_KEYS"
+                .into(),
+        );
     }
     let key =
         std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;

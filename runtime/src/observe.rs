@@ -180,6 +180,121 @@ pub async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({"status": "ok"}))
 }
 
+/// How long `/readyz` waits for the store.
+const READY_WITHIN: Duration = Duration::from_secs(2);
+
+/// `GET /readyz`: 200 when the store answers and has applied every migration this host
+/// knows, else 503 with the reason (and while the host shuts down).
+pub async fn readyz(State(ops): State<std::sync::Arc<crate::ops::Ops>>) -> Response {
+    let (status, body) = match ops.readiness(READY_WITHIN).await {
+        Ok(version) => (
+            axum::http::StatusCode::OK,
+            serde_json::json!({"status": "ready", "schemaVersion": version}),
+        ),
+        Err(reason) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({"status": "unavailable", "reason": reason}),
+        ),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// `GET /metrics`: the request series, runs by status, the push queue and dead letters
+/// (read from the store: a scrape is one store call), store latency.
+pub async fn metrics(
+    State((metrics, ops)): State<(std::sync::Arc<Metrics>, std::sync::Arc<crate::ops::Ops>)>,
+) -> Response {
+    let mut gauges = Vec::new();
+    match ops.gauges().await {
+        Ok(g) => {
+            for &status in crate::status::RunStatus::ALL {
+                let n = g
+                    .runs_by_status
+                    .iter()
+                    .find(|(s, _)| *s == status)
+                    .map_or(0, |(_, n)| *n);
+                gauges.push(Gauge {
+                    name: "openwop_runs",
+                    help: "Runs in the store, by status.",
+                    labels: vec![("status", status.as_str().to_owned())],
+                    value: n as f64,
+                });
+            }
+            gauges.push(Gauge {
+                name: "openwop_push_pending",
+                help: "A2A push deliveries waiting to be delivered or retried (the outbox depth).",
+                labels: vec![],
+                value: g.push_pending as f64,
+            });
+            gauges.push(Gauge {
+                name: "openwop_push_dead_letters",
+                help: "A2A push deliveries given up on.",
+                labels: vec![],
+                value: g.push_dead_letters as f64,
+            });
+            gauges.push(Gauge {
+                name: "openwop_store_up",
+                help: "1 when the store answered this scrape.",
+                labels: vec![],
+                value: 1.0,
+            });
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: the store did not answer");
+            gauges.push(Gauge {
+                name: "openwop_store_up",
+                help: "1 when the store answered this scrape.",
+                labels: vec![],
+                value: 0.0,
+            });
+        }
+    }
+    let mut text = metrics.render(&gauges);
+    render_store_latency(&mut text);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn render_store_latency(out: &mut String) {
+    use crate::store::latency;
+    let snaps = latency::snapshot();
+    if snaps.is_empty() {
+        return;
+    }
+    out.push_str("# HELP openwop_store_call_duration_seconds Store calls (SQLite: a call, queueing included; PostgreSQL: a statement), by backend.\n");
+    out.push_str("# TYPE openwop_store_call_duration_seconds histogram\n");
+    for s in snaps {
+        let backend = s.backend.label();
+        for (bound, n) in latency::BUCKETS.iter().zip(s.buckets) {
+            let _ = writeln!(
+                out,
+                "openwop_store_call_duration_seconds_bucket{{backend=\"{backend}\",le=\"{bound}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "openwop_store_call_duration_seconds_bucket{{backend=\"{backend}\",le=\"+Inf\"}} {}",
+            s.count
+        );
+        let _ = writeln!(
+            out,
+            "openwop_store_call_duration_seconds_sum{{backend=\"{backend}\"}} {}",
+            s.seconds
+        );
+        let _ = writeln!(
+            out,
+            "openwop_store_call_duration_seconds_count{{backend=\"{backend}\"}} {}",
+            s.count
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,7 @@
 //! Secrets the host keeps in its data dir (the dev API key, the agent routing secret):
-//! written once, readable by their owner only.
+//! written once, readable by their owner only. And secrets an operator hands the host
+//! outside the command line (where `ps` shows them): api keys in a file or in
+//! `OPENWOP_API_KEYS`, the database URL in a file.
 
 use std::path::Path;
 
@@ -33,6 +35,73 @@ pub fn restrict(path: &Path) {
         {
             tracing::warn!(path = %path.display(), error = %e, "cannot make a secret file private");
         }
+    }
+}
+
+/// The environment variable holding api keys: `TENANT:KEY` entries separated by commas,
+/// whitespace or newlines.
+pub const API_KEYS_ENV: &str = "OPENWOP_API_KEYS";
+
+/// `TENANT:KEY` entries of a list: separated by commas, whitespace or newlines; blank
+/// entries and lines starting with `#` are skipped.
+pub fn key_specs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.split(|c: char| c == ',' || c.is_whitespace()))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Reads a secret file (api keys, a database URL), warning when others may read it.
+pub fn read_secret(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(path = %path.display(), "a secret file is readable by other users; chmod 600 it");
+        }
+    }
+    Ok(text)
+}
+
+/// Every api key spec given outside `--api-key`: the file's, then the environment's.
+pub fn outside_key_specs(file: Option<&Path>) -> Result<Vec<String>, String> {
+    let mut specs = Vec::new();
+    if let Some(path) = file {
+        let found = key_specs(&read_secret(path)?);
+        if found.is_empty() {
+            return Err(format!("{} holds no TENANT:KEY entry", path.display()));
+        }
+        specs.extend(found);
+    }
+    if let Ok(text) = std::env::var(API_KEYS_ENV) {
+        specs.extend(key_specs(&text));
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+
+    #[test]
+    fn key_lists_split_on_commas_whitespace_and_lines_and_skip_comments() {
+        assert_eq!(
+            key_specs(
+                "# keys
+acme:k1, globex:k2
+
+  initech:k3	umbrella:k4
+#x:y
+"
+            ),
+            ["acme:k1", "globex:k2", "initech:k3", "umbrella:k4"]
+        );
     }
 }
 

@@ -45,8 +45,14 @@ use std::process::ExitCode;
       One JSON object per log line; every request is logged once (method, route template,
       status, latency, tenant; never a credential, a body or a query string).
 
-Health and metrics: GET /healthz answers while the process is up; GET /metrics serves
-request counts and latencies in the Prometheus text format (aggregate, no tenant labels).
+Health and metrics: GET /healthz answers while the process is up; GET /readyz answers 200
+when the store is reachable and has every migration applied (503 with the reason
+otherwise); GET /metrics serves, in the Prometheus text format (aggregate, no tenant
+labels), request counts and latencies, runs by status, the A2A push queue depth and dead
+letters, and store call latency.
+
+One process per SQLite data dir: a second `serve` (or `mcp-stdio`) on a dir another
+process holds stops at start, touching nothing. Replicas share PostgreSQL instead.
 
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
@@ -66,14 +72,30 @@ pub struct ServeArgs {
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
     /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill}), tenants
-    /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run).
+    /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
+    /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
+    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey.
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any, a dev key for
-    /// tenant "dev" is minted.
+    /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any (here, in
+    /// --api-key-file, OPENWOP_API_KEYS or the config file), a dev key for tenant "dev" is
+    /// minted. Keys on the command line are visible to other users in `ps`: prefer the
+    /// file or the environment.
     #[arg(long = "api-key", value_name = "TENANT:KEY")]
     api_keys: Vec<String>,
+    /// A file of TENANT:KEY entries (one per line, or separated by commas or spaces; `#`
+    /// comments). OPENWOP_API_KEYS holds the same list in the environment; all are added.
+    #[arg(long, value_name = "FILE", env = "OPENWOP_API_KEY_FILE")]
+    api_key_file: Option<PathBuf>,
+    /// A file holding the PostgreSQL URL (with its password), instead of --database.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_DATABASE_URL_FILE",
+        conflicts_with = "database"
+    )]
+    database_url_file: Option<PathBuf>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
@@ -97,6 +119,41 @@ pub struct ServeArgs {
     /// object per line, with the request's method, route, tenant, status and latency).
     #[arg(long, value_enum, default_value_t, env = "OPENWOP_LOG_FORMAT")]
     log_format: crate::observe::LogFormat,
+    /// Requests per second each api key may sustain on REST, A2A and MCP (0: no limit).
+    /// Past it a request is refused with 429 and Retry-After, in the edge's own shape.
+    #[arg(long, value_name = "N", env = "OPENWOP_RATE_LIMIT")]
+    rate_limit: Option<f64>,
+    /// Requests an api key may make at once after being idle.
+    #[arg(long, value_name = "N", env = "OPENWOP_RATE_BURST")]
+    rate_burst: Option<f64>,
+    /// Seconds any request may take to its answer's head (503 in the edge's shape past
+    /// it); streams run on once started. Default 90, above the longest wait a route
+    /// offers (a 60 s long-poll).
+    #[arg(long, value_name = "SECS", env = "OPENWOP_REQUEST_DEADLINE_SECS")]
+    request_deadline_secs: Option<u64>,
+    /// Seconds durable host events (GET /host/events) are kept; default 7 days. An event a
+    /// connected stream has not read yet is kept regardless.
+    #[arg(long, value_name = "SECS", env = "OPENWOP_HOST_EVENTS_MAX_AGE_SECS")]
+    host_events_max_age_secs: Option<u64>,
+    /// Durable host events kept per tenant (the newest); default 10000.
+    #[arg(long, value_name = "N", env = "OPENWOP_HOST_EVENTS_MAX_COUNT")]
+    host_events_max_count: Option<u64>,
+    /// Serve HTTPS: the certificate chain (PEM, leaf first). Needs --tls-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_TLS_CERT",
+        requires = "tls_key"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "OPENWOP_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -118,6 +175,15 @@ struct FileConfig {
     /// Per-tenant visibility of workflows and agents (its own section).
     #[serde(default)]
     tenants: crate::settings::Visibility,
+    rate_limit: Option<f64>,
+    rate_burst: Option<f64>,
+    request_deadline_secs: Option<u64>,
+    api_key_file: Option<PathBuf>,
+    database_url_file: Option<PathBuf>,
+    host_events_max_age_secs: Option<u64>,
+    host_events_max_count: Option<u64>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -199,8 +265,13 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
+    let database_file = match args.database_url_file.or(file.database_url_file) {
+        Some(path) => Some(crate::secret_file::read_secret(&path)?.trim().to_owned()),
+        None => None,
+    };
     let database = args
         .database
+        .or(database_file)
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
@@ -215,10 +286,63 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         Some(s) => Some(s),
     };
     let visibility = file.tenants;
+    let defaults = crate::identity::rate::RateConfig::default();
+    let rate = crate::identity::rate::RateConfig {
+        per_second: args
+            .rate_limit
+            .or(file.rate_limit)
+            .unwrap_or(defaults.per_second),
+        burst: args
+            .rate_burst
+            .or(file.rate_burst)
+            .unwrap_or(defaults.burst),
+    };
+    let request_deadline = match args.request_deadline_secs.or(file.request_deadline_secs) {
+        Some(0) => return Err("--request-deadline-secs takes a number of seconds >= 1".into()),
+        Some(secs) => std::time::Duration::from_secs(secs),
+        None => crate::edge::deadline::DEFAULT,
+    };
+    let tls = match (
+        args.tls_cert.or(file.tls_cert),
+        args.tls_key.or(file.tls_key),
+    ) {
+        (Some(cert), Some(key)) => Some(crate::server::tls::acceptor(&cert, &key)?),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut host_events = crate::ops::HostEventRetention::default();
+    if let Some(secs) = args
+        .host_events_max_age_secs
+        .or(file.host_events_max_age_secs)
+    {
+        host_events.max_age = std::time::Duration::from_secs(secs);
+    }
+    if let Some(n) = args.host_events_max_count.or(file.host_events_max_count) {
+        host_events.max_per_tenant = n;
+    }
+    if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
+        return Err("--rate-limit and --rate-burst take numbers >= 0".into());
+    }
     let mut keys = KeyRing::default();
-    for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
+    let outside = crate::secret_file::outside_key_specs(
+        args.api_key_file
+            .as_deref()
+            .or(file.api_key_file.as_deref()),
+    )?;
+    for spec in file
+        .api_keys
+        .iter()
+        .chain(args.api_keys.iter())
+        .chain(outside.iter())
+    {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
+    // The port first: a start that cannot serve touches nothing (no dev key minted, no
+    // data dir opened, no run resumed or push delivered).
+    let listener = std::net::TcpListener::bind(&listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let mut dev = None;
     if keys.is_empty() {
         let key = dev_key(&data_dir)?;
@@ -230,12 +354,11 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
+        let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         // Without a public URL, the card and discovery name the address listened on.
-        let public_url = public_url.unwrap_or_else(|| format!("http://{addr}"));
+        let public_url = public_url.unwrap_or_else(|| format!("{scheme}://{addr}"));
         let config = HostConfig {
             workflows_dir,
             egress_allow_loopback,
@@ -245,13 +368,17 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             public_url: Some(public_url),
             a2a_default_skill,
             visibility,
+            rate,
+            request_deadline,
+            host_events,
+            tls,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }
-        println!("openwop listening on http://{addr}");
+        println!("openwop listening on {scheme}://{addr}");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         host.serve(listener, stop_signal())

@@ -12,6 +12,11 @@
 //! - Graceful shutdown with a deadline: no new connections, in-flight requests finish,
 //!   and whatever is still open when the deadline passes is dropped.
 //! - An accept error (`EMFILE`) is logged and retried after a pause instead of spinning.
+//! - The refusals hyper writes itself (431, 414, 400 for a head it cannot parse) carry an
+//!   error envelope and `OpenWOP-Version` (`refusals.rs`).
+
+mod refusals;
+pub mod tls;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -62,10 +67,14 @@ content-length: 82\r\n\
 {\"error\":\"service_unavailable\",\"message\":\"the host has too many open connections\"}";
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains within the grace.
+///
+/// With `tls`, every connection is a TLS one (the handshake bounded like a request's
+/// headers); plain HTTP is not served beside it.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let service = TowerToHyperService::new(app);
@@ -95,13 +104,41 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let Ok(permit) = permits.clone().try_acquire_owned() else {
             tracing::warn!(%peer, limit = limits.max_connections, "connection refused: at the connection cap");
-            tokio::spawn(refuse(stream));
+            // Over TLS a plaintext answer would be noise: the connection is just closed.
+            if tls.is_none() {
+                tokio::spawn(refuse(stream));
+            }
             continue;
         };
-        let connection = builder.serve_connection(TokioIo::new(stream), service.clone());
-        let connection = graceful.watch(connection);
+        let (builder, service, watcher) = (builder.clone(), service.clone(), graceful.watcher());
+        let tls = tls.clone();
+        let handshake_within = limits.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            let ended = match tls {
+                None => {
+                    let io = TokioIo::new(refusals::Refusals::new(stream));
+                    watcher.watch(builder.serve_connection(io, service)).await
+                }
+                Some(acceptor) => {
+                    // The handshake gets the time a request's headers get.
+                    let stream =
+                        match tokio::time::timeout(handshake_within, acceptor.accept(stream)).await
+                        {
+                            Ok(Ok(stream)) => stream,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        };
+                    let io = TokioIo::new(refusals::Refusals::new(stream));
+                    watcher.watch(builder.serve_connection(io, service)).await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             drop(permit);

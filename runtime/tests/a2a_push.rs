@@ -1061,3 +1061,72 @@ async fn discovery_and_card_advertise_push_and_the_opened_guard_is_never_silent(
         .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
+
+/// A receiver that accepts connections and never answers (nor reads): every attempt to it
+/// waits for the egress timeout.
+async fn tarpit() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_tenant_whose_receivers_never_answer_cannot_delay_another_tenants_push() {
+    let h = host(true, Scripted::default(), fast_retries(5)).await;
+    let pit = tarpit().await;
+    // Tenant A: four tasks, each with as many configurations as a task may hold, all
+    // pointing at receivers that accept TCP and never answer.
+    for t in 0..4 {
+        let task = waiting_task(&h, KEY_A, &format!("m-pit-{t}")).await;
+        for c in 0..openwop::ops::push::MAX_CONFIGS_PER_TASK {
+            let (_, body) = h
+                .rpc_with(
+                    Some(KEY_A),
+                    Some("1.0"),
+                    "CreateTaskPushNotificationConfig",
+                    json!({"taskId": task, "url": format!("http://127.0.0.1:{pit}/hook-{t}-{c}")}),
+                )
+                .await;
+            assert!(body["result"]["id"].is_string(), "{body}");
+        }
+        // One more is refused: configurations per task are bounded.
+        let (_, body) = h
+            .rpc_with(
+                Some(KEY_A),
+                Some("1.0"),
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task, "url": format!("http://127.0.0.1:{pit}/one-too-many")}),
+            )
+            .await;
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+    }
+    // Let A's attempts take every slot they can.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Tenant B's push to a live receiver arrives promptly all the same.
+    let receiver = Receiver::start().await;
+    let started = std::time::Instant::now();
+    let task = waiting_task(&h, KEY_B, "m-live-1").await;
+    let (_, body) = h
+        .rpc_with(
+            Some(KEY_B),
+            Some("1.0"),
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": format!("{}/live", receiver.base)}),
+        )
+        .await;
+    assert!(body["result"]["id"].is_string(), "{body}");
+    let got = receiver.wait_for(1).await;
+    let took = started.elapsed();
+    assert_eq!(got[0].path, "/live");
+    assert!(
+        took < Duration::from_secs(3),
+        "another tenant's push took {took:?} behind a tarpit"
+    );
+}

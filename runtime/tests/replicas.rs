@@ -798,3 +798,122 @@ async fn an_mcp_session_opened_on_one_replica_serves_on_the_other() {
     let (status, _, body) = legacy_mcp(&c, &a.base, Some(&session), list).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 }
+
+/// How many of the server's sessions named `app` are encrypted, and how many there are.
+async fn sessions_by_tls(base_url: &str, app: &str) -> (i64, i64) {
+    let (client, conn) = tokio_postgres::connect(base_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let row = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_activity a
+             JOIN pg_stat_ssl s ON s.pid = a.pid WHERE a.application_name = $1",
+            &[&app],
+        )
+        .await
+        .expect("pg_stat_ssl");
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_over_tls_answer_readyz_and_share_runs() {
+    if skip_postgres("two_replicas_over_tls_answer_readyz_and_share_runs") {
+        return;
+    }
+    let schema = ScratchSchema::create()
+        .await
+        .expect("PostgreSQL for the replica tests");
+    let app = format!("openwop-tls-{}", std::process::id());
+    let url = format!("{}&sslmode=require&application_name={app}", schema.url());
+    let a = spawn(&url).await;
+    let b = spawn(&url).await;
+    let c = client();
+    for r in [&a, &b] {
+        let ready = c.get(format!("{}/readyz", r.base)).send().await.unwrap();
+        assert_eq!(ready.status(), StatusCode::OK);
+        let body: Value = ready.json().await.unwrap();
+        assert_eq!(body["status"], "ready", "{body}");
+    }
+    // Work through one, read through the other: both on encrypted sessions only.
+    let run = create(&c, &a.base, "echo", json!({"tls": true})).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let snap: Value = c
+            .get(format!("{}/runs/{}", b.base, project(&run)))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if snap["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{snap}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (encrypted, all) = sessions_by_tls(&schema.base_url, &app).await;
+    assert!(all >= 2, "both replicas hold sessions ({all})");
+    assert_eq!(encrypted, all, "every session of the replicas is encrypted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_full_with_a_root_that_did_not_sign_the_server_is_refused_at_start() {
+    if skip_postgres("verify_full_with_a_root_that_did_not_sign_the_server_is_refused_at_start") {
+        return;
+    }
+    let schema = ScratchSchema::create()
+        .await
+        .expect("PostgreSQL for the replica tests");
+    // A root of our own making: no server certificate chains to it.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root.pem");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=not-your-server",
+        ])
+        .arg("-keyout")
+        .arg(dir.path().join("root.key"))
+        .arg("-out")
+        .arg(&root)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success());
+    let url = format!(
+        "{}&sslmode=verify-full&sslrootcert={}",
+        schema.url(),
+        root.display()
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        Command::new(env!("CARGO_BIN_EXE_openwop"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--api-key",
+                &format!("acme:{KEY}"),
+            ])
+            .args(["--database", &url])
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .env_remove("OPENWOP_DATABASE_URL")
+            .output(),
+    )
+    .await
+    .expect("a refused start ends")
+    .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+}

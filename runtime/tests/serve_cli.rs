@@ -578,3 +578,140 @@ async fn card_and_discovery_urls_come_from_public_url_else_the_listen_address_ne
         json!({"agentCardUrl": "https://wop.example.com/.well-known/agent-card.json", "serverUrls": ["https://wop.example.com/mcp"]})
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_keys_come_from_a_file_and_the_environment_off_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::write(&keys, "# tenants\nfile:file-key-0123456789\n").unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--api-key-file"])
+        .arg(&keys)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env(
+            "OPENWOP_API_KEYS",
+            "env:env-key-0123456789, other:other-key-0123456789",
+        )
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let (_child, base) = listening(child).await;
+    let c = reqwest::Client::new();
+    for key in [
+        "file-key-0123456789",
+        "env-key-0123456789",
+        "other-key-0123456789",
+    ] {
+        let r = c
+            .get(format!("{base}/runs"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{key}");
+    }
+    // With keys given, no dev key is minted; and none is on the command line.
+    assert!(!dir.path().join("data").join("dev-api-key").exists());
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("key-0123456789"));
+}
+
+#[test]
+fn the_database_url_is_read_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("db-url");
+    std::fs::write(&url, "mysql://secret@db.invalid/x\n").unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url-file"])
+        .arg(&url)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env_remove("OPENWOP_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("postgres://"),
+        "the file's URL was used: {stderr}"
+    );
+    assert!(
+        !stderr.contains("secret@"),
+        "the URL is not echoed: {stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_speaks_https_with_a_certificate_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "acme:acme-key-0123456789",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
+    let root = reqwest::Certificate::from_pem(&std::fs::read(&cert).unwrap()).unwrap();
+    let c = reqwest::Client::builder()
+        .add_root_certificate(root)
+        .build()
+        .unwrap();
+    let r = c
+        .get(format!("{base}/runs"))
+        .bearer_auth("acme-key-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["openwop-version"], "2.0");
+    // Plain HTTP is not served beside it.
+    let plain = base.replacen("https://", "http://", 1);
+    let refused = reqwest::Client::new()
+        .get(format!("{plain}/healthz"))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(refused.is_err() || !refused.unwrap().status().is_success());
+}

@@ -203,3 +203,49 @@ async fn two_authorization_headers_are_refused_on_every_edge() {
     let body: serde_json::Value = mcp.json().await.expect("json");
     assert_eq!(body["error"]["code"], -32600, "{body}");
 }
+
+/// Sends raw bytes and reads the whole answer (the server closes after a refusal).
+async fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    // The server may answer (and close) before all of an oversized request is sent.
+    let _ = stream.write_all(request).await;
+    let (bytes, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
+    assert!(closed, "a refused connection is closed");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[tokio::test]
+async fn http_layer_refusals_carry_an_envelope_and_the_protocol_version() {
+    let served = serve(Limits::default()).await;
+    let mut huge_header = b"GET /runs HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    huge_header.extend(std::iter::repeat_n(b'a', 500_000));
+    huge_header.extend_from_slice(b"\r\n\r\n");
+    let mut long_uri = b"GET /".to_vec();
+    long_uri.extend(std::iter::repeat_n(b'a', 70_000));
+    long_uri.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+    let cases: [(&[u8], &str); 3] = [
+        (&huge_header, "431"),
+        (&long_uri, "414"),
+        (
+            b"GET /runs HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n",
+            "400",
+        ),
+    ];
+    for (request, status) in cases {
+        let answer = raw(served.addr, request).await;
+        let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("openwop-version: 2.0"), "{head}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let json: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        assert_eq!(json["error"], "validation_error", "{body}");
+        assert!(json["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    // The host is unharmed: the next request is served.
+    let ok = raw(
+        served.addr,
+        b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(ok.starts_with("HTTP/1.1 200 "), "{ok}");
+}

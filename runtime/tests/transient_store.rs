@@ -230,6 +230,23 @@ impl RunStore for Flaky {
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         self.inner.shared_secret(name, candidate)
     }
+
+    fn schema_version(&self) -> StoreFuture<'_, i64> {
+        self.inner.schema_version()
+    }
+
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        self.inner.prune_host_events(keep, before_ms, floors)
+    }
+
+    fn gauges(&self) -> StoreFuture<'_, openwop::store::StoreGauges> {
+        self.inner.gauges()
+    }
 }
 
 const STEPS: &str = r#"

@@ -464,7 +464,8 @@ impl Engine {
                 // Answers to interrupt and idempotency calls the executor never makes.
                 StoreError::NoOpenInterrupt
                 | StoreError::InterruptAlreadyResolved
-                | StoreError::IdempotencyMismatch => {
+                | StoreError::IdempotencyMismatch
+                | StoreError::DataDirInUse(_) => {
                     tracing::error!(run_id, error = %error, "unexpected store answer to an engine step; leaving the run as it is");
                     return;
                 }

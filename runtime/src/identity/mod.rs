@@ -3,6 +3,8 @@
 //! Only the api-key lane exists today. Keys are never kept: we hold SHA-256 digests and
 //! compare digests in constant time, so neither memory nor timing gives a key away.
 
+pub mod rate;
+
 use sha2::{Digest, Sha256};
 
 /// The issuer recorded for subjects of our api-key lane.

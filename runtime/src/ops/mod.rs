@@ -146,6 +146,29 @@ pub struct Ops {
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// The push side, once the A2A edge has started it.
     push: push::PushSlot,
+    /// Where the connected host-log streams stand (retention keeps what they have not read).
+    host_floors: Arc<watch::HostFloors>,
+}
+
+/// How long durable host events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostEventRetention {
+    /// Events older than this are dropped.
+    pub max_age: Duration,
+    /// At most this many of a tenant's newest events are kept.
+    pub max_per_tenant: u64,
+    /// How often retention runs.
+    pub every: Duration,
+}
+
+impl Default for HostEventRetention {
+    fn default() -> Self {
+        HostEventRetention {
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            max_per_tenant: 10_000,
+            every: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The largest page `listRuns` returns.
@@ -172,7 +195,63 @@ impl Ops {
             // Never flips (its sender is gone) until the host installs its own.
             shutdown: tokio::sync::watch::channel(false).1,
             push: push::PushSlot::new(),
+            host_floors: Arc::default(),
         }
+    }
+
+    /// Drops durable host events past `retention`, except what a stream connected to this
+    /// process has not read yet. Returns how many were dropped.
+    pub async fn prune_host_events(&self, retention: HostEventRetention) -> Result<u64, OpError> {
+        let before_ms = crate::clock::now_ms()
+            .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+        let keep = i64::try_from(retention.max_per_tenant).unwrap_or(i64::MAX);
+        Ok(self
+            .runs
+            .prune_host_events(keep, before_ms, self.host_floors.by_tenant())
+            .await?)
+    }
+
+    /// Runs [`Ops::prune_host_events`] every `retention.every` until the host stops.
+    pub fn spawn_host_event_retention(self: &Arc<Self>, retention: HostEventRetention) {
+        let ops = self.clone();
+        let mut shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                match ops.prune_host_events(retention).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(dropped = n, "host events past retention dropped"),
+                    Err(e) => tracing::warn!(error = %e, "host event retention failed; will retry"),
+                }
+                tokio::select! {
+                    _ = watch::stopped(&mut shutdown) => return,
+                    _ = tokio::time::sleep(retention.every) => {}
+                }
+            }
+        });
+    }
+
+    /// Readiness (`/readyz`): the store answers within `within` and has applied every
+    /// migration this host knows. `Err` says why not, for the operator.
+    pub async fn readiness(&self, within: Duration) -> Result<i64, String> {
+        if *self.shutdown.borrow() {
+            return Err("the host is shutting down".into());
+        }
+        let applied = tokio::time::timeout(within, self.runs.schema_version())
+            .await
+            .map_err(|_| format!("the store did not answer within {} ms", within.as_millis()))?
+            .map_err(|e| format!("the store is unreachable: {e}"))?;
+        let wanted = crate::store::latest_migration();
+        if applied < wanted {
+            return Err(format!(
+                "the database has applied migrations through {applied}; this host needs {wanted}"
+            ));
+        }
+        Ok(applied)
+    }
+
+    /// Runs by status, the push outbox depth and dead letters (`/metrics`).
+    pub async fn gauges(&self) -> Result<crate::store::StoreGauges, OpError> {
+        Ok(self.runs.gauges().await?)
     }
 
     /// The same operations, ending watches and waits when `shutdown` flips to true.

@@ -139,6 +139,8 @@ pub struct HostWatch {
     runs: Arc<dyn RunStore>,
     tenant: String,
     cursor: i64,
+    /// This stream's place in the host log, which retention never cuts past.
+    floor: HostFloor,
     wakes: Subscription,
     shutdown: watch::Receiver<bool>,
     ready: std::collections::VecDeque<HostEventRecord>,
@@ -157,6 +159,8 @@ impl HostWatch {
             match self.runs.host_events(&self.tenant, self.cursor, PAGE).await {
                 Ok(events) if !events.is_empty() => {
                     self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                    // Read into memory: the store may let them go now.
+                    self.floor.advance(self.cursor);
                     self.ready.extend(events);
                     continue;
                 }
@@ -175,6 +179,63 @@ impl HostWatch {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Where every connected host-log stream of this process stands, by tenant: retention
+/// (`Ops::prune_host_events`) never drops an event a stream has not read yet.
+#[derive(Default)]
+pub(crate) struct HostFloors {
+    next: std::sync::atomic::AtomicU64,
+    streams: std::sync::Mutex<std::collections::HashMap<u64, (String, i64)>>,
+}
+
+impl HostFloors {
+    fn register(self: &Arc<Self>, tenant: &str, cursor: i64) -> HostFloor {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut s) = self.streams.lock() {
+            s.insert(id, (tenant.to_owned(), cursor));
+        }
+        HostFloor {
+            floors: self.clone(),
+            id,
+        }
+    }
+
+    /// The least advanced position of each tenant's streams.
+    pub(crate) fn by_tenant(&self) -> std::collections::HashMap<String, i64> {
+        let mut out: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        if let Ok(s) = self.streams.lock() {
+            for (tenant, cursor) in s.values() {
+                let e = out.entry(tenant.clone()).or_insert(*cursor);
+                *e = (*e).min(*cursor);
+            }
+        }
+        out
+    }
+}
+
+/// One stream's entry in [`HostFloors`], removed when the stream ends.
+pub(crate) struct HostFloor {
+    floors: Arc<HostFloors>,
+    id: u64,
+}
+
+impl HostFloor {
+    fn advance(&self, cursor: i64) {
+        if let Ok(mut s) = self.floors.streams.lock()
+            && let Some(entry) = s.get_mut(&self.id)
+        {
+            entry.1 = cursor;
+        }
+    }
+}
+
+impl Drop for HostFloor {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.floors.streams.lock() {
+            s.remove(&self.id);
         }
     }
 }
@@ -217,6 +278,7 @@ impl Ops {
     /// Follows the caller's tenant's host log from just after `after` (`-1`: the start).
     pub fn watch_host(&self, subject: &Subject, after: i64) -> HostWatch {
         HostWatch {
+            floor: self.host_floors.register(&subject.tenant, after),
             wakes: self
                 .runs
                 .subscribe(&[Topic::Tenant(subject.tenant.to_string())]),

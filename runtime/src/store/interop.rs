@@ -101,6 +101,17 @@ pub trait InteropStore: Send + Sync {
     /// Stores a configuration (replacing one with the same task and id, and its secret).
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()>;
 
+    /// [`InteropStore::push_put`] unless the task already holds `max` other
+    /// configurations (a replacement of one by its id always passes); `false` when
+    /// refused, nothing written. Checked and written in one transaction, serialised per
+    /// task, so concurrent registrations cannot pass the bound together.
+    fn push_put_within(
+        &self,
+        config: StoredConfig,
+        secret: Secret,
+        max: usize,
+    ) -> StoreFuture<'_, bool>;
+
     fn push_get(&self, run_id: &str, config_id: &str) -> StoreFuture<'_, Option<StoredConfig>>;
 
     /// The task's configurations, oldest first.

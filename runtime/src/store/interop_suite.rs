@@ -49,10 +49,11 @@ interop_suite!(
         configs_are_scoped_to_their_task_and_deletes_take_the_secret,
         a_state_is_enqueued_once_and_deliveries_come_in_order_per_config,
         a_stale_reading_never_follows_a_newer_one,
+        a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out,
+        concurrent_registrations_never_pass_the_bound_on_configs_per_task,
     ],
     postgres_only: [
         a_change_seen_by_two_replicas_is_enqueued_once,
-        a_claimed_delivery_goes_to_one_replica_until_its_claim_runs_out,
     ]
 );
 
@@ -485,4 +486,50 @@ fn config_basic() -> StoredConfig {
         scheme: Some("Basic".into()),
         ..config("t/a", "c1")
     }
+}
+
+async fn concurrent_registrations_never_pass_the_bound_on_configs_per_task(b: Backend) {
+    let other = b.open_again().await.interop;
+    let puts: Vec<_> = (0..12)
+        .map(|i| {
+            let store = if i % 2 == 0 {
+                b.interop.clone()
+            } else {
+                other.clone()
+            };
+            tokio::spawn(async move {
+                store
+                    .push_put_within(config("t/a", &format!("c{i}")), Secret::default(), 5)
+                    .await
+                    .expect("put")
+            })
+        })
+        .collect();
+    let mut accepted = 0;
+    for p in puts {
+        accepted += usize::from(p.await.expect("join"));
+    }
+    assert_eq!(accepted, 5, "exactly the bound, whoever raced");
+    assert_eq!(b.interop.push_list("t/a").await.expect("list").len(), 5);
+    // Replacing a held one by its id passes at the bound; another task has its own.
+    let held = b.interop.push_list("t/a").await.expect("list")[0]
+        .config_id
+        .clone();
+    assert!(
+        b.interop
+            .push_put_within(config("t/a", &held), Secret::default(), 5)
+            .await
+            .expect("replace")
+    );
+    assert!(
+        b.interop
+            .push_put_within(config("t/b", "c0"), Secret::default(), 5)
+            .await
+            .expect("other task")
+    );
+    assert_eq!(
+        b.rows("push_secrets").await,
+        6,
+        "no secret left behind by a refusal"
+    );
 }

@@ -15,6 +15,7 @@
 //! a row is read.
 
 mod interop;
+pub mod latency;
 mod migrate;
 mod postgres;
 mod runs;
@@ -61,6 +62,9 @@ pub enum StoreError {
     LeaseLost,
     #[error("database error: {0}")]
     Database(String),
+    /// The SQLite data dir is held by another process (it was not opened).
+    #[error("{0}")]
+    DataDirInUse(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -74,6 +78,22 @@ impl From<rusqlite::Error> for StoreError {
 pub(crate) fn parse_status(run_id: &str, raw: &str) -> Result<RunStatus, StoreError> {
     raw.parse()
         .map_err(|_| StoreError::Database(format!("run `{run_id}` has the unknown status `{raw}`")))
+}
+
+/// The newest migration this host knows: a database that has applied it is ready for it.
+pub fn latest_migration() -> i64 {
+    migrate::MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Counts an operator watches (`/metrics`), read from the database in one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreGauges {
+    /// Runs by status (statuses with no run are absent).
+    pub runs_by_status: Vec<(RunStatus, i64)>,
+    /// A2A push deliveries not yet delivered or dead-lettered (due or waiting to retry).
+    pub push_pending: i64,
+    /// Push deliveries given up on.
+    pub push_dead_letters: i64,
 }
 
 /// Both stores of one backend, on one database.

@@ -10,6 +10,7 @@
 mod interop;
 mod listen;
 mod migrate;
+pub mod tls;
 
 #[cfg(test)]
 pub(super) use interop::CLAIM_MS;
@@ -90,8 +91,11 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 /// Runs a statement (prepared once per connection); the number of rows it changed.
 async fn exec<C: GenericClient>(c: &C, sql: &str, p: Params<'_>) -> Result<u64, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    Ok(c.execute(&stmt, p).await?)
+    let n = c.execute(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    Ok(n)
 }
 
 /// The first row of a statement, mapped.
@@ -101,8 +105,11 @@ async fn one<C: GenericClient, T>(
     p: Params<'_>,
     map: impl FnOnce(&dyn sql::Row) -> Result<T, StoreError>,
 ) -> Result<Option<T>, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    match c.query_opt(&stmt, p).await? {
+    let row = c.query_opt(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    match row {
         Some(row) => Ok(Some(map(&row)?)),
         None => Ok(None),
     }
@@ -115,8 +122,11 @@ async fn all<C: GenericClient, T>(
     p: Params<'_>,
     map: impl Fn(&dyn sql::Row) -> Result<T, StoreError>,
 ) -> Result<Vec<T>, StoreError> {
+    let started = std::time::Instant::now();
     let stmt = c.prepare_cached(sql).await?;
-    c.query(&stmt, p).await?.iter().map(|r| map(r)).collect()
+    let rows = c.query(&stmt, p).await?;
+    latency::record(latency::Backend::Postgres, started.elapsed());
+    rows.iter().map(|r| map(r)).collect()
 }
 
 async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -359,22 +369,38 @@ async fn change_run<C: GenericClient>(
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`), applies pending migrations and
     /// starts listening for other replicas' changes.
+    ///
+    /// `sslmode=require` (or `verify-ca`, `verify-full`, with `sslrootcert=FILE`) in the
+    /// URL connects over TLS (rustls); see [`tls`].
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config = url
+        let parsed = tls::parse(url)?;
+        let tls = tls::PgTls::for_url(&parsed)?;
+        let config: tokio_postgres::Config = parsed
+            .url
             .parse()
             .map_err(|e| StoreError::Database(format!("invalid PostgreSQL URL: {e}")))?;
-        Self::connect_with(config).await
+        Self::connect_with_tls(config, tls).await
     }
 
-    /// As [`PgStore::connect`], from a parsed configuration.
+    /// As [`PgStore::connect`], from a parsed configuration, in plain TCP.
     pub async fn connect_with(config: tokio_postgres::Config) -> Result<Self, StoreError> {
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        Self::connect_with_tls(config, tls::PgTls::Plain).await
+    }
+
+    /// As [`PgStore::connect`], from a parsed configuration and a connector.
+    pub async fn connect_with_tls(
+        config: tokio_postgres::Config,
+        tls: tls::PgTls,
+    ) -> Result<Self, StoreError> {
+        let recycling = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &tls {
+            tls::PgTls::Plain => Manager::from_config(config.clone(), NoTls, recycling()),
+            tls::PgTls::Rustls(make) => {
+                Manager::from_config(config.clone(), make.clone(), recycling())
+            }
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .build()
@@ -391,6 +417,7 @@ impl PgStore {
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen::run(
             config,
+            tls,
             channel.clone(),
             wakes.clone(),
             ready_tx,
@@ -837,6 +864,64 @@ impl RunStore for PgStore {
             one(&client, sql::SECRET_BY_NAME, &[&name], |r| r.bytes("value"))
                 .await?
                 .ok_or_else(|| StoreError::Database("a secret vanished".into()))
+        })
+    }
+
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let tenants = all(&client, sql::HOST_EVENT_TENANTS, &[], |r| r.text("tenant")).await?;
+            let mut dropped = 0u64;
+            for tenant in tenants {
+                let count_cut = one(&client, sql::HOST_EVENT_COUNT_CUT, &[&tenant, &keep], |r| {
+                    r.int("seq")
+                })
+                .await?;
+                let age_cut = one(
+                    &client,
+                    sql::HOST_EVENT_AGE_CUT,
+                    &[&tenant, &before_ms],
+                    |r| r.opt_int("seq"),
+                )
+                .await?
+                .flatten();
+                if let Some(cut) =
+                    sql::host_event_cut(count_cut, age_cut, floors.get(&tenant).copied())
+                {
+                    dropped += exec(&client, sql::PRUNE_HOST_EVENTS, &[&tenant, &cut]).await?;
+                }
+            }
+            Ok(dropped)
+        })
+    }
+
+    fn schema_version(&self) -> StoreFuture<'_, i64> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            Ok(one(&client, sql::SCHEMA_VERSION, &[], |r| r.int("version"))
+                .await?
+                .unwrap_or(0))
+        })
+    }
+
+    fn gauges(&self) -> StoreFuture<'_, StoreGauges> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let runs = all(&client, sql::RUN_COUNTS, &[], |r| {
+                Ok((r.text("status")?, r.int("n")?))
+            })
+            .await?;
+            let push = one(&client, sql::PUSH_COUNTS, &[], |r| {
+                Ok((r.int("pending")?, r.int("dead")?))
+            })
+            .await?
+            .unwrap_or((0, 0));
+            sql::gauges(runs, push)
         })
     }
 }

@@ -411,4 +411,20 @@ pub trait RunStore: Send + Sync {
     /// A secret every replica must share (a signing key): the first `candidate` stored
     /// under `name` wins and is what every later call returns.
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>>;
+
+    /// Drops durable host events beyond each tenant's `keep` newest or older than
+    /// `before_ms`, never one after its tenant's floor in `floors` (the position of the
+    /// least advanced stream following that log). Returns how many were dropped.
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64>;
+
+    /// The newest migration the database has applied (a round trip: `/readyz` reads it).
+    fn schema_version(&self) -> StoreFuture<'_, i64>;
+
+    /// Runs by status, the push outbox depth and the dead letters (`/metrics`).
+    fn gauges(&self) -> StoreFuture<'_, super::StoreGauges>;
 }

@@ -599,6 +599,15 @@ pub(crate) const DUE: &str = concat!(
      ORDER BY next_ms, seq LIMIT $2"
 );
 
+/// How long a delivery handed out by `push_due` stays with whoever took it. Longer than an
+/// attempt can take (the egress timeout, 15 s, plus two reads), so a live sender is never
+/// overtaken.
+pub(crate) const PUSH_CLAIM_MS: i64 = 60_000;
+
+/// Claims a due delivery ($1 delivery id, $2 claimed until).
+pub(crate) const CLAIM_DELIVERY: &str =
+    "UPDATE push_outbox SET next_ms = $2 WHERE delivery_id = $1";
+
 pub(crate) const NEXT_DUE: &str = "SELECT MIN(next_ms) AS next_ms FROM push_outbox";
 
 pub(crate) const PUSH_SECRET: &str = "SELECT s.token, s.credentials FROM push_configs p JOIN push_secrets s ON s.secret_ref = p.secret_ref
@@ -636,3 +645,57 @@ mod tests {
         );
     }
 }
+
+/// The newest migration applied (`/readyz`).
+pub(crate) const SCHEMA_VERSION: &str =
+    "SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations";
+/// Runs by status (`/metrics`).
+pub(crate) const RUN_COUNTS: &str = "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
+/// The push outbox depth and the dead letters (`/metrics`).
+pub(crate) const PUSH_COUNTS: &str = "SELECT (SELECT COUNT(*) FROM push_outbox) AS pending, (SELECT COUNT(*) FROM push_dead_letters) AS dead";
+
+/// [`RunStore::gauges`] from the rows of [`RUN_COUNTS`] and [`PUSH_COUNTS`].
+pub(crate) fn gauges(
+    runs: Vec<(String, i64)>,
+    push: (i64, i64),
+) -> Result<super::StoreGauges, StoreError> {
+    let mut runs_by_status = Vec::with_capacity(runs.len());
+    for (status, n) in runs {
+        runs_by_status.push((super::parse_status("(count)", &status)?, n));
+    }
+    Ok(super::StoreGauges {
+        runs_by_status,
+        push_pending: push.0,
+        push_dead_letters: push.1,
+    })
+}
+
+// ---- host events retention ----------------------------------------------------------
+
+/// Tenants with durable host events.
+pub(crate) const HOST_EVENT_TENANTS: &str = "SELECT DISTINCT tenant FROM host_events";
+/// The newest seq past a tenant's count bound ($1 tenant, $2 events kept).
+pub(crate) const HOST_EVENT_COUNT_CUT: &str =
+    "SELECT seq FROM host_events WHERE tenant = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2";
+/// The newest seq past a tenant's age bound ($1 tenant, $2 oldest timestamp kept).
+pub(crate) const HOST_EVENT_AGE_CUT: &str =
+    "SELECT MAX(seq) AS seq FROM host_events WHERE tenant = $1 AND ts_ms < $2";
+/// Drops a tenant's host events through a seq ($1 tenant, $2 seq).
+pub(crate) const PRUNE_HOST_EVENTS: &str =
+    "DELETE FROM host_events WHERE tenant = $1 AND seq <= $2";
+
+/// Where a tenant's host log is cut: past the count or the age bound, whichever reaches
+/// further, but never past `floor` (what a connected stream has read).
+pub(crate) fn host_event_cut(
+    count_cut: Option<i64>,
+    age_cut: Option<i64>,
+    floor: Option<i64>,
+) -> Option<i64> {
+    let cut = count_cut.max(age_cut)?;
+    Some(floor.map_or(cut, |f| cut.min(f)))
+}
+
+/// Configurations of a task other than one ($1 run id, $2 config id): the bound on
+/// configurations per task.
+pub(crate) const OTHER_CONFIGS: &str =
+    "SELECT COUNT(*) AS n FROM push_configs WHERE run_id = $1 AND config_id <> $2";

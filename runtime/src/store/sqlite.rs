@@ -7,6 +7,7 @@
 //! task per call). Every statement is
 //! compiled once per connection and kept (`prepare_cached`).
 
+mod dir_lock;
 mod interop;
 mod legacy;
 mod schema;
@@ -41,6 +42,8 @@ struct Inner {
     readers: Vec<mpsc::Sender<Job>>,
     next_reader: AtomicUsize,
     wakeups: WakeHub,
+    /// This process's exclusive hold on the data dir (released with the last store).
+    _lock: Arc<dir_lock::DirLock>,
 }
 
 /// SQLite behind [`RunStore`] and [`InteropStore`].
@@ -181,6 +184,8 @@ impl SqliteStore {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Database(format!("cannot create data dir {}: {e}", dir.display()))
         })?;
+        // Before the file is opened: a second process touches nothing.
+        let lock = dir_lock::acquire(dir)?;
         let path = dir.join(FILE);
         let mut writer = open(&path)?;
         schema::migrate(&mut writer)?;
@@ -199,6 +204,7 @@ impl SqliteStore {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 wakeups: WakeHub::default(),
+                _lock: lock,
             }),
         })
     }
@@ -242,6 +248,7 @@ fn call<T: Send + 'static>(
     f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
 ) -> StoreFuture<'static, T> {
     Box::pin(async move {
+        let started = std::time::Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
             let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
@@ -251,8 +258,11 @@ fn call<T: Send + 'static>(
         queue
             .send(job)
             .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
-        rx.await
-            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?
+        let out = rx
+            .await
+            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?;
+        super::latency::record(super::latency::Backend::Sqlite, started.elapsed());
+        out
     })
 }
 
@@ -707,6 +717,56 @@ impl RunStore for SqliteStore {
             exec(conn, sql::OFFER_SECRET, params![name, candidate])?;
             one(conn, sql::SECRET_BY_NAME, [name], |r| r.bytes("value"))?
                 .ok_or_else(|| StoreError::Database("a secret vanished".into()))
+        })
+    }
+
+    fn prune_host_events(
+        &self,
+        keep: i64,
+        before_ms: i64,
+        floors: std::collections::HashMap<String, i64>,
+    ) -> StoreFuture<'_, u64> {
+        self.write(move |conn| {
+            let tx = Tx::write(conn)?;
+            let tenants = all(&tx, sql::HOST_EVENT_TENANTS, [], |r| r.text("tenant"))?;
+            let mut dropped = 0u64;
+            for tenant in tenants {
+                let count_cut = one(&tx, sql::HOST_EVENT_COUNT_CUT, params![tenant, keep], |r| {
+                    r.int("seq")
+                })?;
+                let age_cut = one(
+                    &tx,
+                    sql::HOST_EVENT_AGE_CUT,
+                    params![tenant, before_ms],
+                    |r| r.opt_int("seq"),
+                )?
+                .flatten();
+                if let Some(cut) =
+                    sql::host_event_cut(count_cut, age_cut, floors.get(&tenant).copied())
+                {
+                    dropped += exec(&tx, sql::PRUNE_HOST_EVENTS, params![tenant, cut])? as u64;
+                }
+            }
+            tx.commit()?;
+            Ok(dropped)
+        })
+    }
+
+    fn schema_version(&self) -> StoreFuture<'_, i64> {
+        self.read(|conn| Ok(one(conn, sql::SCHEMA_VERSION, [], |r| r.int("version"))?.unwrap_or(0)))
+    }
+
+    fn gauges(&self) -> StoreFuture<'_, StoreGauges> {
+        self.read(|conn| {
+            let tx = Tx::read(conn)?;
+            let runs = all(&tx, sql::RUN_COUNTS, [], |r| {
+                Ok((r.text("status")?, r.int("n")?))
+            })?;
+            let push = one(&tx, sql::PUSH_COUNTS, [], |r| {
+                Ok((r.int("pending")?, r.int("dead")?))
+            })?
+            .unwrap_or((0, 0));
+            sql::gauges(runs, push)
         })
     }
 }

@@ -143,7 +143,65 @@ store_suite!(
     a_lease_is_exclusive_until_released_or_expired,
     a_write_under_a_lost_lease_changes_nothing,
     a_shared_secret_is_the_first_one_stored,
+    host_events_are_pruned_by_count_and_age_never_past_a_floor,
+    store_gauges_and_schema_version_read_the_database,
 );
+
+async fn host_events_are_pruned_by_count_and_age_never_past_a_floor(b: Backend) {
+    let s = b.runs.clone();
+    let mut seqs = Vec::new();
+    for n in 0..10 {
+        seqs.push(
+            s.append_host_event(host_event("t", "durable", n))
+                .await
+                .expect("append")
+                .seq,
+        );
+    }
+    let mut old = host_event("u", "durable", 0);
+    old.timestamp_ms = 1_000;
+    s.append_host_event(old).await.expect("old");
+    s.append_host_event(host_event("u", "durable", 1))
+        .await
+        .expect("new");
+    // A stream of `t` has read up to the third event: nothing after it goes.
+    let floors = std::collections::HashMap::from([("t".to_owned(), seqs[2])]);
+    let dropped = s.prune_host_events(4, 2_000, floors).await.expect("prune");
+    assert_eq!(dropped, 3 + 1, "t through its floor, u's old one");
+    let left = s.host_events("t", -1, 100).await.expect("t");
+    assert_eq!(left.first().map(|e| e.seq), Some(seqs[3]));
+    assert_eq!(s.host_events("u", -1, 100).await.expect("u").len(), 1);
+    // Without a stream the count bound applies in full; the newest are kept.
+    s.prune_host_events(4, 2_000, Default::default())
+        .await
+        .expect("prune");
+    let left: Vec<i64> = s
+        .host_events("t", -1, 100)
+        .await
+        .expect("t")
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(left, seqs[6..]);
+    // New events still get higher positions than any ever handed out.
+    let next = s
+        .append_host_event(host_event("t", "durable", 99))
+        .await
+        .expect("append");
+    assert!(next.seq > seqs[9]);
+}
+
+async fn store_gauges_and_schema_version_read_the_database(b: Backend) {
+    let s = b.runs.clone();
+    assert_eq!(
+        s.schema_version().await.expect("version"),
+        crate::store::latest_migration()
+    );
+    s.create_run(new_run(RUN), None).await.expect("create");
+    let g = s.gauges().await.expect("gauges");
+    assert_eq!(g.runs_by_status, [(RunStatus::Running, 1)]);
+    assert_eq!((g.push_pending, g.push_dead_letters), (0, 0));
+}
 
 const RUN: &str = "t/0123456789abcdef";
 

@@ -27,13 +27,18 @@ impl Drop for TestHost {
 }
 
 pub async fn start() -> TestHost {
+    start_with(|_| {}).await
+}
+
+/// A host as [`start`] makes it, with `adjust` applied to its configuration first.
+pub async fn start_with(adjust: impl FnOnce(&mut HostConfig)) -> TestHost {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).unwrap();
     keys.add("globex", KEY_B).unwrap();
-    let host = Host::build(HostConfig::new(dir.path().to_path_buf(), keys))
-        .await
-        .expect("host builds");
+    let mut config = HostConfig::new(dir.path().to_path_buf(), keys);
+    adjust(&mut config);
+    let host = Host::build(config).await.expect("host builds");
     let ops = host.state.ops.clone();
     let stop = host.stopper();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -53,6 +58,11 @@ pub async fn start() -> TestHost {
 }
 
 impl TestHost {
+    /// The host's data dir.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     pub fn get(&self, path: &str, key: &str) -> RequestBuilder {
         self.client
             .get(format!("{}{path}", self.base))

@@ -36,6 +36,10 @@ pub enum Transport {
     Unauthenticated,
     PayloadTooLarge,
     UnsupportedMediaType,
+    /// The caller's rate limit is spent (`429`, `Retry-After`).
+    RateLimited,
+    /// The request passed its deadline (`503`).
+    Unavailable,
     Internal,
 }
 
@@ -44,7 +48,9 @@ impl Transport {
         match self {
             Transport::Parse => -32700,
             Transport::MethodNotFound => -32601,
-            Transport::Internal => -32603,
+            Transport::Internal | Transport::Unavailable => -32603,
+            // JSON-RPC's generic server error (A2A reserves -32001..-32099 for its own).
+            Transport::RateLimited => -32000,
             // JSON-RPC has no code for these; they are requests the server will not take
             // as sent, and the HTTP status says which.
             Transport::InvalidRequest
@@ -63,7 +69,9 @@ impl Transport {
             Transport::Unauthenticated => 401,
             Transport::PayloadTooLarge => 413,
             Transport::UnsupportedMediaType => 415,
+            Transport::RateLimited => 429,
             Transport::Internal => 500,
+            Transport::Unavailable => 503,
         }
     }
 
@@ -77,7 +85,9 @@ impl Transport {
             Transport::MethodNotFound => "NOT_FOUND",
             Transport::MethodNotAllowed => "UNIMPLEMENTED",
             Transport::Unauthenticated => "UNAUTHENTICATED",
+            Transport::RateLimited => "RESOURCE_EXHAUSTED",
             Transport::Internal => "INTERNAL",
+            Transport::Unavailable => "UNAVAILABLE",
         }
     }
 }
@@ -105,6 +115,8 @@ pub struct Fault {
     pub violations: Vec<FieldViolation>,
     /// The `Allow` header of a 405: the HTTP methods the route takes.
     pub allow: Option<String>,
+    /// `Retry-After` (seconds), on a rate-limit refusal.
+    pub retry_after: Option<u64>,
 }
 
 impl Fault {
@@ -115,6 +127,7 @@ impl Fault {
             metadata: BTreeMap::new(),
             violations: Vec::new(),
             allow: None,
+            retry_after: None,
         }
     }
 
@@ -125,6 +138,7 @@ impl Fault {
             metadata: BTreeMap::new(),
             violations: Vec::new(),
             allow: None,
+            retry_after: None,
         }
     }
 
@@ -166,6 +180,13 @@ impl Fault {
             field: field.to_owned(),
             description,
         });
+        fault
+    }
+
+    /// The caller's rate limit is spent: `429` on both bindings, with `Retry-After`.
+    pub fn rate_limited(limited: crate::identity::rate::Limited) -> Fault {
+        let mut fault = Fault::transport(Transport::RateLimited, limited.message());
+        fault.retry_after = Some(limited.retry_after_secs);
         fault
     }
 
@@ -299,7 +320,9 @@ impl Fault {
                 t @ (Transport::Unauthenticated
                 | Transport::MethodNotAllowed
                 | Transport::PayloadTooLarge
-                | Transport::UnsupportedMediaType),
+                | Transport::UnsupportedMediaType
+                | Transport::RateLimited
+                | Transport::Unavailable),
             ) => t.http_status(),
             _ => 200,
         }
@@ -352,6 +375,11 @@ fn respond(status: u16, body: Value, fault: &Fault) -> Response {
         .and_then(|a| HeaderValue::from_str(a).ok())
     {
         response.headers_mut().insert(header::ALLOW, allow);
+    }
+    if let Some(secs) = fault.retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }

@@ -83,16 +83,21 @@ impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
             .app
             .keys
             .authenticate_headers(&parts.headers)
-            .map(|subject| {
-                crate::observe::record_tenant(&subject.tenant);
-                Caller(subject, PhantomData)
-            })
             .map_err(|e| {
                 let kind = match e {
                     AuthError::Ambiguous => Transport::InvalidRequest,
                     _ => Transport::Unauthenticated,
                 };
                 Refusal::new(Fault::transport(kind, e.to_string()))
+            })
+            .and_then(|subject| {
+                crate::observe::record_tenant(&subject.tenant);
+                state
+                    .app
+                    .rate
+                    .admit(&subject)
+                    .map_err(|l| Refusal::new(Fault::rate_limited(l)))?;
+                Ok(Caller(subject, PhantomData))
             })
     }
 }

@@ -127,6 +127,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         .app
         .ops
         .start_push(Arc::new(push::Render(state.clone())), egress, retry);
+    let within = state.app.request_deadline;
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_jsonrpc_response(&Value::Null)
@@ -143,13 +144,32 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
             &format!("{}/", card::JSONRPC_PATH),
             post(jsonrpc::handle).fallback(jsonrpc::wrong_method),
         )
-        .layer(jsonrpc_panic);
+        .layer(jsonrpc_panic)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::deadline::run(
+                within,
+                |w| past_deadline(w).into_jsonrpc_response(&Value::Null),
+                req,
+                next,
+            )
+        }));
     let rest_routes = Router::new()
         .route(card::CARD_PATH, get(get_card))
         .route(card::REST_PATH, any(rest::handle))
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
-        .layer(rest_panic);
+        .layer(rest_panic)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::deadline::run(within, |w| past_deadline(w).into_rest_response(), req, next)
+        }));
     jsonrpc_routes.merge(rest_routes).with_state(state)
+}
+
+/// A request past its deadline: 503 on both bindings (`UNAVAILABLE`).
+fn past_deadline(within: std::time::Duration) -> Fault {
+    Fault::transport(
+        Transport::Unavailable,
+        crate::edge::deadline::message(within),
+    )
 }
 
 /// The `A2A-Version` a request asks for: the header, else the `A2A-Version` query value.

@@ -28,8 +28,20 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
         resp.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
+    if error.http == StatusCode::TOO_MANY_REQUESTS
+        && let Some(secs) = error
+            .data
+            .as_ref()
+            .and_then(|d| d["retryAfterSeconds"].as_u64())
+    {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     resp
 }
+
+/// JSON-RPC's generic server error, for a spent rate limit (MCP defines no code for it).
+const RATE_LIMITED: i64 = -32000;
 
 impl IntoResponse for RpcError {
     /// A refusal before the request's id is known, or carrying it in `self.id`.
@@ -57,15 +69,24 @@ impl FromRequestParts<McpState> for McpCaller {
             .app
             .keys
             .authenticate_headers(&parts.headers)
-            .map(|subject| {
-                crate::observe::record_tenant(&subject.tenant);
-                McpCaller(subject)
-            })
             .map_err(|e| match e {
                 AuthError::Ambiguous => RpcError::new(INVALID_REQUEST, e.to_string()),
                 _ => RpcError::new(UNAUTHENTICATED, e.to_string()),
             })
+            .and_then(|subject| {
+                crate::observe::record_tenant(&subject.tenant);
+                state.app.rate.admit(&subject).map_err(rate_limited)?;
+                Ok(McpCaller(subject))
+            })
     }
+}
+
+/// The caller's rate limit is spent: a JSON-RPC error (the generic server error code)
+/// on HTTP `429`, with `Retry-After` (as `error_response` writes it).
+fn rate_limited(l: crate::identity::rate::Limited) -> RpcError {
+    RpcError::new(RATE_LIMITED, l.message())
+        .with_data(serde_json::json!({"retryAfterSeconds": l.retry_after_secs}))
+        .with_http(StatusCode::TOO_MANY_REQUESTS)
 }
 
 /// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes.

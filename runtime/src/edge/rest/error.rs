@@ -17,6 +17,8 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// `WWW-Authenticate: Bearer` on 401s.
     pub challenge: bool,
+    /// `Retry-After` (seconds) on a 429.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -26,6 +28,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             challenge: false,
+            retry_after: None,
         }
     }
 
@@ -51,6 +54,7 @@ impl From<OpError> for ApiError {
             message,
             details: e.details(),
             challenge: false,
+            retry_after: None,
         }
     }
 }
@@ -65,6 +69,16 @@ impl From<AuthError> for ApiError {
             message: e.to_string(),
             details: None,
             challenge: true,
+            retry_after: None,
+        }
+    }
+}
+
+impl From<crate::identity::rate::Limited> for ApiError {
+    fn from(l: crate::identity::rate::Limited) -> Self {
+        Self {
+            retry_after: Some(l.retry_after_secs),
+            ..Self::new(ErrorCode::RateLimited, l.message())
         }
     }
 }
@@ -98,6 +112,10 @@ impl IntoResponse for ApiError {
         if self.challenge {
             resp.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

@@ -22,6 +22,7 @@ impl FromRequestParts<AppState> for Caller {
     ) -> Result<Self, Self::Rejection> {
         let subject = state.keys.authenticate_headers(&parts.headers)?;
         crate::observe::record_tenant(&subject.tenant);
+        state.rate.admit(&subject)?;
         Ok(Caller(subject))
     }
 }

@@ -24,7 +24,18 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 pub use crate::app::AppState;
 
 /// The REST router.
+/// A request past its deadline: `503 service_unavailable`.
+fn past_deadline(within: std::time::Duration) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    ApiError::new(
+        ErrorCode::ServiceUnavailable,
+        crate::edge::deadline::message(within),
+    )
+    .into_response()
+}
+
 pub fn router(state: AppState) -> Router {
+    let within = state.request_deadline;
     Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/openapi.json", get(discovery::get_openapi))
@@ -54,6 +65,9 @@ pub fn router(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::deadline::run(within, past_deadline, req, next)
+        }))
         .layer(axum::middleware::from_fn(version::negotiate))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, watch};
@@ -79,9 +78,6 @@ impl RetryPolicy {
         })
     }
 }
-
-/// Attempts in flight at once.
-const MAX_CONCURRENT_ATTEMPTS: usize = 8;
 
 /// The media type of a push body.
 pub const PUSH_CONTENT_TYPE: &str = "application/a2a+json";
@@ -213,6 +209,139 @@ async fn observe(watcher: &Watcher, run_id: &str, outbox: &Notify) {
     }
 }
 
+/// Attempts in flight at once, all tenants together.
+const MAX_IN_FLIGHT: usize = 64;
+/// Attempts one tenant may have in flight: a tenant whose receivers never answer holds
+/// at most this many of [`MAX_IN_FLIGHT`], and the rest stay free for everyone else.
+const PER_TENANT: usize = 8;
+/// Attempts in flight to one destination (scheme, host and port), across tenants.
+const PER_DESTINATION: usize = 4;
+/// Due deliveries taken from the outbox per round.
+const DUE_BATCH: usize = 32;
+/// How far a delivery over its tenant's or destination's share is put back: behind every
+/// delivery already due, so the next round reaches other tenants first.
+const DEFER_MS: i64 = 1_000;
+
+/// What is in flight, by tenant and by destination; each attempt is its own task, so
+/// the sender never waits for one before starting the next.
+#[derive(Default)]
+struct Lanes {
+    counts: std::sync::Mutex<LaneCounts>,
+    /// An attempt ended: a slot is free.
+    freed: Notify,
+}
+
+#[derive(Default)]
+struct LaneCounts {
+    total: usize,
+    tenants: std::collections::HashMap<String, usize>,
+    destinations: std::collections::HashMap<String, usize>,
+}
+
+fn bump(map: &mut std::collections::HashMap<String, usize>, key: &str, cap: usize) -> bool {
+    let n = map.entry(key.to_owned()).or_default();
+    if *n >= cap {
+        return false;
+    }
+    *n += 1;
+    true
+}
+
+fn drop_one(map: &mut std::collections::HashMap<String, usize>, key: &str) {
+    if let Some(n) = map.get_mut(key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
+}
+
+impl Lanes {
+    fn total(&self) -> usize {
+        self.counts.lock().map_or(MAX_IN_FLIGHT, |c| c.total)
+    }
+
+    /// A slot for one of `tenant`'s attempts, if the tenant and the host have room.
+    fn take_tenant(self: &Arc<Self>, tenant: &str) -> Option<TenantSlot> {
+        let mut c = self.counts.lock().ok()?;
+        if c.total >= MAX_IN_FLIGHT || !bump(&mut c.tenants, tenant, PER_TENANT) {
+            return None;
+        }
+        c.total += 1;
+        Some(TenantSlot {
+            lanes: self.clone(),
+            tenant: tenant.to_owned(),
+        })
+    }
+
+    /// A slot at `destination`, if it has room.
+    fn take_destination(self: &Arc<Self>, destination: &str) -> Option<DestinationSlot> {
+        let mut c = self.counts.lock().ok()?;
+        bump(&mut c.destinations, destination, PER_DESTINATION).then(|| DestinationSlot {
+            lanes: self.clone(),
+            destination: destination.to_owned(),
+        })
+    }
+}
+
+struct TenantSlot {
+    lanes: Arc<Lanes>,
+    tenant: String,
+}
+
+impl Drop for TenantSlot {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.lanes.counts.lock() {
+            c.total = c.total.saturating_sub(1);
+            drop_one(&mut c.tenants, &self.tenant);
+        }
+        self.lanes.freed.notify_one();
+    }
+}
+
+struct DestinationSlot {
+    lanes: Arc<Lanes>,
+    destination: String,
+}
+
+impl Drop for DestinationSlot {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.lanes.counts.lock() {
+            drop_one(&mut c.destinations, &self.destination);
+        }
+    }
+}
+
+/// The tenant of a run id (`tenant/opaque`).
+fn tenant_of(run_id: &str) -> &str {
+    run_id.split_once('/').map_or(run_id, |(t, _)| t)
+}
+
+/// Where a push goes, for the per-destination share: scheme, host and port.
+fn destination_of(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => format!(
+            "{}://{}:{}",
+            u.scheme(),
+            u.host_str().unwrap_or(""),
+            u.port_or_known_default().unwrap_or(0)
+        ),
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Puts a delivery back without counting an attempt: it is due again after every
+/// delivery that is due now.
+async fn defer(store: &dyn InteropStore, delivery: &Delivery) {
+    let next = crate::clock::now_ms() + DEFER_MS;
+    if let Err(e) = store
+        .push_retry_later(&delivery.delivery_id, delivery.attempts, next)
+        .await
+    {
+        tracing::error!(error = %e, "push: cannot put a delivery back");
+    }
+}
+
 async fn send_pushes(
     store: Arc<dyn InteropStore>,
     egress: Egress,
@@ -220,12 +349,23 @@ async fn send_pushes(
     outbox: Arc<Notify>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let lanes = Arc::new(Lanes::default());
     loop {
         if *shutdown.borrow() {
             return;
         }
+        let free = MAX_IN_FLIGHT.saturating_sub(lanes.total());
+        if free == 0 {
+            tokio::select! {
+                _ = stopped(&mut shutdown) => return,
+                _ = lanes.freed.notified() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            continue;
+        }
         let now = crate::clock::now_ms();
-        let due = match store.push_due(now, 32).await {
+        // Claimed: nothing handed out here is due again while its attempt runs.
+        let due = match store.push_due(now, free.min(DUE_BATCH)).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(error = %e, "push: cannot read the outbox");
@@ -240,18 +380,27 @@ async fn send_pushes(
             tokio::select! {
                 _ = stopped(&mut shutdown) => return,
                 _ = outbox.notified() => {}
+                // An attempt ended (a retry may now be due sooner than any claim ends).
+                _ = lanes.freed.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
             }
             continue;
         }
-        // `due` holds at most one delivery per configuration, so attempts can run side by
-        // side without reordering any receiver's pushes, and one slow receiver does not
-        // hold up the others.
-        futures::stream::iter(due)
-            .for_each_concurrent(MAX_CONCURRENT_ATTEMPTS, |delivery| {
-                attempt(store.as_ref(), &egress, &policy, delivery)
-            })
-            .await;
+        // `due` holds at most one delivery per configuration, so attempts run side by
+        // side without reordering any receiver's pushes. Each is its own task: a
+        // receiver that never answers holds its own slot, never the queue behind it.
+        for delivery in due {
+            match lanes.take_tenant(tenant_of(&delivery.run_id)) {
+                Some(slot) => {
+                    let (store, egress, lanes) = (store.clone(), egress.clone(), lanes.clone());
+                    tokio::spawn(async move {
+                        attempt(store.as_ref(), &egress, &policy, delivery, &lanes).await;
+                        drop(slot);
+                    });
+                }
+                None => defer(store.as_ref(), &delivery).await,
+            }
+        }
     }
 }
 
@@ -260,6 +409,7 @@ async fn attempt(
     egress: &Egress,
     policy: &RetryPolicy,
     delivery: Delivery,
+    lanes: &Arc<Lanes>,
 ) {
     let (config, secret) = match (
         store.push_get(&delivery.run_id, &delivery.config_id).await,
@@ -282,6 +432,11 @@ async fn attempt(
             tracing::error!(error = %e, "push: cannot read the config");
             return;
         }
+    };
+    let Some(_destination) = lanes.take_destination(&destination_of(&config.url)) else {
+        // The receiver already has its share in flight: another round.
+        defer(store, &delivery).await;
+        return;
     };
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PUSH_CONTENT_TYPE));

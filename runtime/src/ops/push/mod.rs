@@ -19,6 +19,10 @@ use crate::store::RunRecord;
 pub use crate::store::{Secret, StoredConfig};
 pub use deliver::{Backoff, PUSH_CONTENT_TYPE, RetryPolicy, authorization};
 
+/// Push configurations one task may hold: each is a delivery per state change, so an
+/// unbounded number would let one task multiply the host's outbound traffic.
+pub const MAX_CONFIGS_PER_TASK: usize = 16;
+
 /// A configuration as a request carries it, already validated by its edge.
 #[derive(Debug, Clone)]
 pub struct NewPushConfig {
@@ -107,7 +111,8 @@ impl Ops {
             .map_err(|e| OpError::validation(format!("refused by the egress guard: {e}")))
     }
 
-    /// Stores a configuration for a task the caller may read, after
+    /// Stores a configuration for a task the caller may read (at most
+    /// [`MAX_CONFIGS_PER_TASK`]; replacing one by its id is always allowed), after
     /// [`Ops::check_push_url`], and pushes the task's current state to it.
     pub async fn add_push_config(
         &self,
@@ -124,7 +129,15 @@ impl Ops {
             scheme: config.scheme,
             created_ms: crate::clock::now_ms(),
         };
-        self.interop.push_put(stored.clone(), config.secret).await?;
+        if !self
+            .interop
+            .push_put_within(stored.clone(), config.secret, MAX_CONFIGS_PER_TASK)
+            .await?
+        {
+            return Err(OpError::validation(format!(
+                "a task takes at most {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+            )));
+        }
         let _ = push.kick.send(run.run_id.clone());
         Ok(stored)
     }

@@ -19,14 +19,16 @@ use crate::store::{
     StoredConfig,
 };
 
-/// How long a claimed delivery stays with the replica that took it. Longer than an
-/// attempt can take (the egress timeout, 15 s, plus two reads), so a live replica is
-/// never overtaken.
-pub const CLAIM_MS: i64 = 60_000;
+/// How long a claimed delivery stays with the replica that took it (`sql::PUSH_CLAIM_MS`).
+pub const CLAIM_MS: i64 = sql::PUSH_CLAIM_MS;
 
 /// Advisory lock class serialising writes of one configuration across replicas, so two
 /// concurrent registrations of one id cannot leave an orphaned secret behind.
 const CONFIG_LOCK: i32 = 0x6f77_0002;
+
+/// Advisory lock class serialising the registrations of one task, so the bound on its
+/// configurations holds across concurrent requests and replicas.
+const TASK_CONFIGS_LOCK: i32 = 0x6f77_0003;
 
 /// The push attempt counters are INTEGER columns (migration 3).
 fn attempts(n: u32) -> i32 {
@@ -178,9 +180,39 @@ impl InteropStore for PgStore {
     }
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
+        let put = self.push_put_within(config, secret, usize::MAX);
+        Box::pin(async move { put.await.map(|_| ()) })
+    }
+
+    fn push_put_within(
+        &self,
+        config: StoredConfig,
+        secret: Secret,
+        max: usize,
+    ) -> StoreFuture<'_, bool> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
+            if max != usize::MAX {
+                // One registration of a task at a time, so the count below holds.
+                exec(
+                    &tx,
+                    "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                    &[&TASK_CONFIGS_LOCK, &config.run_id],
+                )
+                .await?;
+                let others = one(
+                    &tx,
+                    sql::OTHER_CONFIGS,
+                    &[&config.run_id, &config.config_id],
+                    |r| r.int("n"),
+                )
+                .await?
+                .unwrap_or(0);
+                if usize::try_from(others).unwrap_or(usize::MAX) >= max {
+                    return Ok(false);
+                }
+            }
             lock_config(&tx, &config.run_id, &config.config_id).await?;
             discard(&tx, &config.run_id, &config.config_id).await?;
             let secret_ref = format!("sec-{}", crate::ids::mint_opaque());
@@ -204,7 +236,7 @@ impl InteropStore for PgStore {
             )
             .await?;
             tx.commit().await?;
-            Ok(())
+            Ok(true)
         })
     }
 

@@ -61,13 +61,22 @@ fn decode(payload: &str) -> Option<Wake> {
 /// first LISTEN is in place, or the first attempt failed.
 pub(super) async fn run(
     config: tokio_postgres::Config,
+    tls: super::tls::PgTls,
     channel: String,
     wakes: WakeHub,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
     loop {
-        if let Err(e) = listen_once(&config, &channel, &wakes, &mut ready).await {
+        let listened = match &tls {
+            super::tls::PgTls::Plain => {
+                listen_once(&config, NoTls, &channel, &wakes, &mut ready).await
+            }
+            super::tls::PgTls::Rustls(make) => {
+                listen_once(&config, make.clone(), &channel, &wakes, &mut ready).await
+            }
+        };
+        if let Err(e) = listened {
             if let Some(r) = ready.take() {
                 let _ = r.send(());
             }
@@ -78,13 +87,18 @@ pub(super) async fn run(
     }
 }
 
-async fn listen_once(
+async fn listen_once<T>(
     config: &tokio_postgres::Config,
+    tls: T,
     channel: &str,
     wakes: &WakeHub,
     ready: &mut Option<tokio::sync::oneshot::Sender<()>>,
-) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+) -> Result<(), tokio_postgres::Error>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, mut connection) = config.connect(tls).await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     // The connection must be polled for the LISTEN below to complete and for
     // notifications to arrive; it ends when `client` is dropped.

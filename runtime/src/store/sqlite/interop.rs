@@ -107,8 +107,28 @@ impl InteropStore for SqliteStore {
     }
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
+        let put = self.push_put_within(config, secret, usize::MAX);
+        Box::pin(async move { put.await.map(|_| ()) })
+    }
+
+    fn push_put_within(
+        &self,
+        config: StoredConfig,
+        secret: Secret,
+        max: usize,
+    ) -> StoreFuture<'_, bool> {
         self.write(move |conn| {
             let tx = Tx::write(conn)?;
+            let others = one(
+                &tx,
+                sql::OTHER_CONFIGS,
+                params![config.run_id, config.config_id],
+                |r| r.int("n"),
+            )?
+            .unwrap_or(0);
+            if usize::try_from(others).unwrap_or(usize::MAX) >= max {
+                return Ok(false);
+            }
             discard(&tx, &config.run_id, &config.config_id)?;
             let secret_ref = format!("sec-{}", crate::ids::mint_opaque());
             exec(
@@ -129,7 +149,7 @@ impl InteropStore for SqliteStore {
                 ],
             )?;
             tx.commit()?;
-            Ok(())
+            Ok(true)
         })
     }
 
@@ -203,7 +223,19 @@ impl InteropStore for SqliteStore {
     }
 
     fn push_due(&self, now_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Delivery>> {
-        self.read(move |conn| all(conn, sql::DUE, params![now_ms, limit as i64], sql::delivery))
+        // Claimed as on PostgreSQL: a delivery handed out is not due again until it is
+        // settled, rescheduled or its claim runs out, so an attempt still in flight (a
+        // receiver that never answers) never sits at the head of the next batch.
+        self.write(move |conn| {
+            let tx = Tx::write(conn)?;
+            let due = all(&tx, sql::DUE, params![now_ms, limit as i64], sql::delivery)?;
+            let until = now_ms.saturating_add(sql::PUSH_CLAIM_MS);
+            for d in &due {
+                exec(&tx, sql::CLAIM_DELIVERY, params![d.delivery_id, until])?;
+            }
+            tx.commit()?;
+            Ok(due)
+        })
     }
 
     fn push_next_due_ms(&self) -> StoreFuture<'_, Option<i64>> {
