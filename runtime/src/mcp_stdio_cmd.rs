@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::edge::mcp::gate::META_VERSION;
 use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
-use crate::edge::mcp::{Ctx, Era, McpConfig, McpState, gate};
+use crate::edge::mcp::{Ctx, Era, McpConfig, McpState, Outbound, gate};
 use crate::host::{Host, HostConfig};
 use crate::identity::{KeyRing, Subject};
 
@@ -143,8 +143,8 @@ fn std_pipes() -> (
     (input, output, writer)
 }
 
-/// Serves one stdio connection until its input ends. In-flight requests are abandoned
-/// then, which cancels the runs they hold.
+/// Serves one stdio connection until its input ends; requests in flight then are still
+/// answered before it returns.
 pub async fn serve<R, W>(state: McpState, subject: Subject, input: R, output: W)
 where
     R: tokio::io::AsyncRead + Unpin,
@@ -215,6 +215,7 @@ where
         let ctx = Ctx {
             subject: subject.clone(),
             era,
+            outbound: Some(Outbound::new(tx.clone(), &message)),
         };
         let state = state.clone();
         let tx = tx.clone();
@@ -249,6 +250,8 @@ where
                 .insert(k, handle);
         }
     }
+    // The end of input is not a cancel: requests already read are answered (a piped
+    // `initialize` + `tools/list` gets both answers), each within its own wait.
     let pending: Vec<JoinHandle<()>> = in_flight
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -256,7 +259,6 @@ where
         .map(|(_, h)| h)
         .collect();
     for handle in pending {
-        handle.abort();
         let _ = handle.await;
     }
     drop(tx);

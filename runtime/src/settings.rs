@@ -14,6 +14,9 @@ pub struct McpConfig {
     pub task_answer_within: Duration,
     /// `mcp.mrtr.maxRounds` advertised (and enforced) when discovery carries no `mcp` family.
     pub max_rounds: u32,
+    /// While a call waits with a `progressToken`, how long it stays silent at most: a
+    /// `notifications/progress` is sent at least this often.
+    pub progress_every: Duration,
 }
 
 impl Default for McpConfig {
@@ -23,6 +26,7 @@ impl Default for McpConfig {
             call_timeout: Duration::from_secs(30),
             task_answer_within: Duration::from_millis(200),
             max_rounds: 4,
+            progress_every: Duration::from_secs(5),
         }
     }
 }

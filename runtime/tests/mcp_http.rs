@@ -1090,7 +1090,7 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
         .ops
         .cancel_run(
             &h.subject("other"),
-            &openwop::ids::BoundId::parse_bound(&theirs).unwrap(),
+            &openwop::ids::BoundId::parse_path(&theirs).unwrap(),
             None,
         )
         .await;
@@ -1122,4 +1122,303 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
     }
     let last = frames.last().unwrap();
     assert_eq!(last["params"]["result"]["isError"], false, "{last}");
+}
+
+/// The `reason` of a run's `run.cancelled` event, if it was cancelled.
+async fn cancel_reason(h: &mcp_support::TestHost, run_id: &str) -> Option<Value> {
+    h.events(run_id)
+        .await
+        .into_iter()
+        .find(|e| e.event_type == "run.cancelled")
+        .map(|e| e.payload["reason"].clone())
+}
+
+/// One input_required round of `tool`: (interrupt key, requestState, the request).
+async fn ask(h: &mcp_support::TestHost, tool: &str, caps: Value) -> (String, String, Value) {
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": tool}), caps)
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", r.body);
+    let (key, request) = result["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .iter()
+        .next()
+        .expect("one");
+    (
+        key.clone(),
+        result["requestState"].as_str().expect("state").to_owned(),
+        request.clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_refused_without_spending_the_request_state() {
+    let h = start().await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "approval", caps.clone()).await;
+    for bad in [
+        json!({"action": "bogus"}),
+        json!({"action": "accept", "content": {"decision": "maybe"}}),
+        json!({"action": "accept"}),
+    ] {
+        let r = h
+            .call(
+                KEY_A,
+                "tools/call",
+                json!({"name": "approval", "requestState": state, "inputResponses": {key.clone(): bad}}),
+                caps.clone(),
+            )
+            .await;
+        assert_eq!(err_code(&r.body), -32602, "{}", r.body);
+        let message = r.body["error"]["message"].as_str().expect("message");
+        assert!(message.contains(&key), "names the input: {message}");
+    }
+    // The corrected retry with the same state goes through.
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval", "requestState": state, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}),
+            caps,
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
+    let run_id = r.body["result"]["structuredContent"]["decision"].clone();
+    assert_eq!(run_id["decision"], "accept");
+}
+
+#[tokio::test]
+async fn a_request_state_reveals_no_principal_run_or_interrupt() {
+    let h = start().await;
+    let (key, state, _) = ask(&h, "approval", json!({"elicitation": {}})).await;
+    for needle in [key.as_str(), "acme", "alice", "approval"] {
+        assert!(!state.contains(needle), "{needle} readable in {state}");
+    }
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(state.trim_start_matches("v2."))
+        .expect("base64url");
+    let text = String::from_utf8_lossy(&raw);
+    for needle in [key.as_str(), "acme/", "\"run\"", "principal"] {
+        assert!(
+            !text.contains(needle),
+            "{needle} readable in the decoded state"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_answered_cancel_leaves_the_run_waiting_and_says_how_to_come_back() {
+    let h = start().await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "approval", caps.clone()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval", "requestState": state, "inputResponses": {key: {"action": "cancel"}}}),
+            caps,
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["isError"], true, "{}", r.body);
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("tasks/get"), "{text}");
+    let task_id = result["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert!(task_id.contains("~2F"), "projected: {task_id}");
+    assert!(text.contains(task_id), "{text}");
+    let run = h.run(task_id).await;
+    assert_eq!(run.status.as_str(), "waiting-approval");
+    assert_eq!(cancel_reason(&h, task_id).await, None);
+    // The task path picks the question up again.
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["status"], "input_required", "{}", r.body);
+    assert!(r.body["result"]["inputRequests"].is_object(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_refusal_after_the_run_started_ends_it_with_its_own_reason_on_http_400() {
+    let h = start().await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "approval"}), json!({}))
+        .await;
+    assert_eq!(err_code(&r.body), -32021, "{}", r.body);
+    assert_eq!(
+        r.status, 400,
+        "the stateless row's status, not a 200 stream"
+    );
+    let run_id = r.body["error"]["data"]["runId"].as_str().expect("runId");
+    assert_eq!(h.run(run_id).await.status.as_str(), "cancelled");
+    assert_eq!(
+        cancel_reason(&h, run_id).await,
+        Some(json!("mcp-missing-capability"))
+    );
+}
+
+#[tokio::test]
+async fn a_round_beyond_max_rounds_ends_the_run_as_rounds_exceeded_not_request_cancelled() {
+    let workflows = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        workflows.path().join("twice.yaml"),
+        "id: twice\ninputSchema: { type: object }\nnodes:\n  - id: one\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: one } }\n  - id: two\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: two } }\n",
+    )
+    .expect("write");
+    let config = openwop::edge::mcp::McpConfig {
+        max_rounds: 1,
+        ..Default::default()
+    };
+    let h = mcp_support::start_full(config, Some(workflows.path().to_path_buf())).await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "twice", caps.clone()).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "twice", "requestState": state, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), caps)
+        .await;
+    assert_eq!(err_code(&r.body), -32602, "{}", r.body);
+    let run_id = r.body["error"]["data"]["runId"].as_str().expect("runId");
+    assert_eq!(
+        cancel_reason(&h, run_id).await,
+        Some(json!("mcp-mrtr-rounds-exceeded"))
+    );
+}
+
+#[tokio::test]
+async fn a_task_id_is_the_projected_run_id_and_either_form_reads_the_task() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            tasks_caps(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    assert!(task_id.starts_with("acme~2F"), "{task_id}");
+    let bound = task_id.replacen("~2F", "/", 1);
+    for id in [&task_id, &bound] {
+        let r = h
+            .call(KEY_A, "tasks/get", json!({"taskId": id}), tasks_caps())
+            .await;
+        assert_eq!(r.body["result"]["taskId"], json!(task_id), "{}", r.body);
+    }
+    h.call(
+        KEY_A,
+        "tasks/cancel",
+        json!({"taskId": task_id}),
+        tasks_caps(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_offers_input_only_to_a_client_that_declared_elicitation() {
+    let h = start().await;
+    let no_elicitation = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval"}),
+            no_elicitation.clone(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let r = h
+        .call(
+            KEY_A,
+            "tasks/get",
+            json!({"taskId": task_id}),
+            no_elicitation,
+        )
+        .await;
+    let task = &r.body["result"];
+    assert_eq!(task["status"], "input_required", "{}", r.body);
+    assert!(task.get("inputRequests").is_none(), "{}", r.body);
+    assert!(
+        task["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("elicitation")),
+        "{}",
+        r.body
+    );
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert!(r.body["result"]["inputRequests"].is_object(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_credential_interrupt_is_asked_in_url_mode_of_a_client_that_declared_it() {
+    let h = start().await;
+    // Without url mode: a tool error saying what to declare; the run waits.
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential"}),
+            json!({"elicitation": {}}),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
+    let text = r.body["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.contains("url"), "{text}");
+    let caps = json!({"elicitation": {"form": {}, "url": {}}});
+    let (key, state, request) = ask(&h, "credential", caps.clone()).await;
+    assert_eq!(request["params"]["mode"], "url", "{request}");
+    assert_eq!(
+        request["params"]["url"],
+        "https://localhost/connect/example"
+    );
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential", "requestState": state, "inputResponses": {key: {"action": "accept"}}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
+    assert_eq!(
+        r.body["result"]["structuredContent"]["grant"]["outcome"],
+        "authorized"
+    );
+    // With tasks, the task shows the same URL-mode request.
+    let mut with_tasks = caps;
+    with_tasks["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential"}),
+            with_tasks.clone(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), with_tasks)
+        .await;
+    let requests = r.body["result"]["inputRequests"]
+        .as_object()
+        .expect("requests");
+    assert_eq!(
+        requests.values().next().expect("one")["params"]["mode"],
+        "url"
+    );
 }

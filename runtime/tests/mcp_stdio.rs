@@ -96,10 +96,10 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
     let mut app = h.state.clone();
     app.discovery = std::sync::Arc::new(openwop::discovery::Discovery::new(document));
     let state = McpState::with_key(app, McpConfig::default(), &[7u8; 32]);
-    let ctx = openwop::edge::mcp::Ctx {
-        subject: h.subject("acme"),
-        era: openwop::edge::mcp::Era::Legacy("2025-11-25".into()),
-    };
+    let ctx = openwop::edge::mcp::Ctx::new(
+        h.subject("acme"),
+        openwop::edge::mcp::Era::Legacy("2025-11-25".into()),
+    );
     let list = openwop::edge::mcp::rpc::parse_message(
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
     )

@@ -16,10 +16,119 @@ use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
     parse_message, result_body,
 };
-use super::service::{Ctx, Era};
+use super::service::{Ctx, Era, Outbound};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::identity::{AuthError, Subject};
 use crate::negotiation::{Protocol, compare};
+use tokio::sync::{mpsc, oneshot};
+
+/// Aborts the request's work when the request goes away (the handler before its answer,
+/// or the SSE stream the client closed): the work's hold on its run is dropped with it,
+/// which cancels the run as the request's own.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn sse_event(body: &Value) -> Event {
+    Event::default().event("message").data(body.to_string())
+}
+
+fn sse_response<S>(stream: S) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// A call that may talk before it answers (progress, server-to-client requests). The
+/// work runs in a task the request owns. Until it says something, nothing is sent: an
+/// answer that comes first is sent alone, a refusal with its own HTTP status (-32021 is
+/// a 400, never an error inside a 200 stream). The first message opens the SSE stream,
+/// which then carries every message and the answer last.
+async fn streamed(
+    state: McpState,
+    ctx: Ctx,
+    message: Message,
+    id: Value,
+    mut rx: mpsc::UnboundedReceiver<Value>,
+) -> Response {
+    let (done_tx, mut done_rx) = oneshot::channel();
+    let work = tokio::spawn(
+        async move {
+            let _ = done_tx.send(state.dispatch(&ctx, &message).await);
+        }
+        .in_current_span(),
+    );
+    let owner = AbortOnDrop(work.abort_handle());
+    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Value| match outcome {
+        Ok(Some(result)) => result_body(id, result),
+        Ok(None) => result_body(id, json!({})),
+        Err(e) => e.body(Some(id)),
+    };
+    let first = tokio::select! {
+        biased;
+        Some(first) = rx.recv() => first,
+        outcome = &mut done_rx => {
+            return match outcome {
+                Ok(Err(e)) if e.http != StatusCode::OK => error_response(&e, Some(&id)),
+                Ok(outcome) => {
+                    let body = answer(outcome, &id);
+                    sse_response(futures::stream::once(async move {
+                        Ok::<Event, Infallible>(sse_event(&body))
+                    }))
+                }
+                Err(_) => error_response(&RpcError::internal(), Some(&id)),
+            };
+        }
+    };
+    // From here the answer goes last on the stream; `owner` lives as long as the stream.
+    struct Open {
+        pending: Option<Value>,
+        rx: mpsc::UnboundedReceiver<Value>,
+        done_rx: oneshot::Receiver<Result<Option<Value>, RpcError>>,
+        finished: bool,
+        id: Value,
+        _owner: AbortOnDrop,
+    }
+    let open = Open {
+        pending: Some(first),
+        rx,
+        done_rx,
+        finished: false,
+        id,
+        _owner: owner,
+    };
+    let stream = futures::stream::unfold(open, move |mut open| async move {
+        if let Some(next) = open.pending.take() {
+            return Some((Ok::<Event, Infallible>(sse_event(&next)), open));
+        }
+        if open.finished {
+            return None;
+        }
+        let body = tokio::select! {
+            biased;
+            Some(next) = open.rx.recv() => next,
+            outcome = &mut open.done_rx => {
+                open.finished = true;
+                match outcome {
+                    Ok(outcome) => answer(outcome, &open.id),
+                    Err(_) => RpcError::internal().body(Some(&open.id)),
+                }
+            }
+        };
+        Some((Ok(sse_event(&body)), open))
+    });
+    sse_response(stream)
+}
 
 /// A JSON-RPC error as an HTTP response.
 pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
@@ -231,7 +340,7 @@ async fn serve_message(
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
-    let ctx = Ctx { subject, era };
+    let mut ctx = Ctx::new(subject, era);
     if message.is_notification() {
         return match state.dispatch(&ctx, &message).await {
             Ok(_) => StatusCode::ACCEPTED.into_response(),
@@ -243,22 +352,9 @@ async fn serve_message(
     }
     let id = id.unwrap_or(Value::Null);
     if wants_sse(&headers, &message.method) {
-        // The work lives in the stream: if the client goes away the stream is dropped,
-        // and with it the request's hold on the run (which then is cancelled).
-        let stream = futures::stream::once(async move {
-            let body = match state.dispatch(&ctx, &message).await {
-                Ok(Some(result)) => result_body(&id, result),
-                Ok(None) => result_body(&id, json!({})),
-                Err(e) => e.body(Some(&id)),
-            };
-            Ok::<Event, Infallible>(Event::default().event("message").data(body.to_string()))
-        });
-        let mut resp = Sse::new(stream)
-            .keep_alive(KeepAlive::default())
-            .into_response();
-        resp.headers_mut()
-            .insert("x-accel-buffering", HeaderValue::from_static("no"));
-        return resp;
+        let (tx, rx) = mpsc::unbounded_channel::<Value>();
+        ctx.outbound = Some(Outbound::new(tx, &message));
+        return streamed(state, ctx, message, id, rx).await;
     }
     match state.dispatch(&ctx, &message).await {
         Ok(Some(result)) => axum::Json(result_body(&id, result)).into_response(),

@@ -41,6 +41,7 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
         .get("notifications")
         .cloned()
         .unwrap_or(json!({}));
+    let modes = ctx.modes();
     let tasks_declared = match &ctx.era {
         super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
         super::service::Era::Legacy(_) => false,
@@ -108,7 +109,7 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
                 continue;
             };
             let run = update.run;
-            let Ok(mut view) = state.task_view(&run, true).await else {
+            let Ok(mut view) = state.task_view(&run, true, modes).await else {
                 continue;
             };
             if let Some(obj) = view.as_object_mut() {

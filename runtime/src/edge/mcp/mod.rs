@@ -9,6 +9,7 @@
 //! Mount with `Router::merge(edge::mcp::router(app_state, McpConfig::default()))`.
 
 mod cancel;
+pub mod elicit;
 pub mod gate;
 mod http;
 mod listen;
@@ -28,7 +29,7 @@ use crate::negotiation::{self, Decision, Offer, Protocol};
 pub use http::is_stateless;
 use request_state::Codec;
 use rpc::{RpcError, UNSUPPORTED_VERSION};
-pub use service::{Ctx, Era};
+pub use service::{Ctx, Era, Outbound};
 
 /// Where the mount answers.
 pub const PATH: &str = "/mcp";
