@@ -1422,3 +1422,106 @@ async fn a_credential_interrupt_is_asked_in_url_mode_of_a_client_that_declared_i
         "url"
     );
 }
+
+#[tokio::test]
+async fn a_call_with_a_progress_token_reports_progress_while_the_run_goes_on() {
+    let config = openwop::edge::mcp::McpConfig {
+        progress_every: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let mut m = meta(MODERN, json!({}));
+    m["progressToken"] = json!("tok-1");
+    let resp = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "slow")
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"ms": 1200}, "_meta": m}}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.expect("body");
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .map(|d| serde_json::from_str(d).expect("json"))
+        .collect();
+    let (last, notes) = messages.split_last().expect("messages");
+    assert_eq!(last["id"], 9, "the answer comes last: {text}");
+    assert_eq!(last["result"]["isError"], false, "{last}");
+    assert!(notes.len() >= 2, "node events and heartbeats: {text}");
+    let mut previous = 0.0;
+    for n in notes {
+        assert_eq!(n["method"], "notifications/progress", "{n}");
+        assert_eq!(n["params"]["progressToken"], "tok-1");
+        let p = n["params"]["progress"].as_f64().expect("progress");
+        assert!(p > previous, "progress increases: {text}");
+        previous = p;
+    }
+    assert!(
+        notes.iter().any(|n| n["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("started"))),
+        "a node event is reported: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_without_a_progress_token_gets_no_notifications() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 300}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r.body["id"], 7,
+        "the first message is the answer: {}",
+        r.body
+    );
+    assert_eq!(r.body["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn the_call_timeout_is_configurable_and_the_answer_says_how_to_come_back() {
+    let config = openwop::edge::mcp::McpConfig {
+        call_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            json!({}),
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["isError"], true, "{}", r.body);
+    let text = result["content"][0]["text"].as_str().expect("text");
+    let task_id = result["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert!(
+        text.contains("tasks/get") && text.contains(task_id),
+        "{text}"
+    );
+    assert!(text.contains(&format!("GET /runs/{task_id}")), "{text}");
+    // The run goes on: the answer was sent, so nothing cancelled it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.run(task_id).await.status.as_str(), "running");
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["status"], "working", "{}", r.body);
+}
