@@ -61,7 +61,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false).
+    /// agents, egressAllowLoopback (true/false), mcp ({tasks, callTimeoutMs,
+    /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
+    /// allowedOrigins}).
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -90,7 +92,7 @@ pub struct ServeArgs {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FileConfig {
+pub(crate) struct FileConfig {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
     database: Option<String>,
@@ -100,9 +102,12 @@ struct FileConfig {
     #[serde(default)]
     egress_allow_loopback: bool,
     agents: Option<PathBuf>,
+    /// The MCP mount and its facet: floor, revisions, mrtr.maxRounds, tasks, timeouts,
+    /// allowed origins.
+    mcp: Option<crate::settings::McpFileConfig>,
 }
 
-fn read_config(path: &Path) -> Result<FileConfig, String> {
+pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text.trim_start().starts_with('{') {
@@ -186,6 +191,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
+    let mcp = file.mcp.unwrap_or_default().to_config()?;
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -207,6 +213,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             agents_dir,
             database,
             lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
+            mcp,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;

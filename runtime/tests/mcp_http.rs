@@ -723,17 +723,103 @@ async fn legacy_clients_initialize_and_use_their_session() {
 }
 
 #[tokio::test]
-async fn below_the_floor_is_refused_even_for_authenticated_callers() {
+async fn initialize_below_the_floor_gets_a_counter_offer_and_the_refusal_is_recorded() {
     let h = start().await;
+    for asked in ["2025-06-18", "2024-11-05", "1999-01-01"] {
+        let r = h
+            .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        assert_eq!(
+            r.body["result"]["protocolVersion"], LEGACY,
+            "{asked}: {}",
+            r.body
+        );
+        assert!(r.headers.get("mcp-session-id").is_some(), "{asked}");
+    }
+    let decided = h.negotiations("acme").await;
+    // The floor decided: each asked revision was refused, then the counter-offer accepted.
+    for asked in ["2025-06-18", "2024-11-05"] {
+        assert!(
+            decided.iter().any(|p| p["requested"] == asked
+                && p["outcome"] == "refused"
+                && p["reason"] == "below-floor"),
+            "{decided:?}"
+        );
+    }
+    assert!(
+        !decided.iter().any(|p| p["outcome"] == "accepted"
+            && p["version"] != LEGACY
+            && p["version"] != MODERN),
+        "nothing below the floor was accepted: {decided:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_an_initialize_era_revision_initialize_is_refused_with_32022() {
+    let config = openwop::settings::McpFileConfig {
+        revisions: Some(vec![MODERN.to_owned()]),
+        ..Default::default()
+    }
+    .to_config()
+    .expect("config");
+    let h = mcp_support::start_with(config).await;
     let r = h
         .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}))
         .await;
     assert_eq!(err_code(&r.body), -32022, "{}", r.body);
-    let decided = h.negotiations("acme").await;
-    assert!(
-        decided.iter().any(|p| p["reason"] == "below-floor"),
-        "{decided:?}"
+    assert_eq!(r.body["error"]["data"]["supported"], json!([MODERN]));
+    let r = h.call(KEY_A, "server/discover", json!({}), json!({})).await;
+    assert_eq!(
+        r.body["result"]["supportedVersions"],
+        json!([MODERN]),
+        "{}",
+        r.body
     );
+}
+
+#[tokio::test]
+async fn the_origin_guard_uses_the_allow_list_and_never_trusts_host() {
+    let config = openwop::edge::mcp::McpConfig {
+        allowed_origins: vec!["https://app.example.com".into()],
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let port = h.base.rsplit(':').next().expect("port").to_owned();
+    let discover = |origin: String, host: Option<String>| {
+        let mut req = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .bearer_auth(KEY_A)
+            .header("accept", "application/json")
+            .header("MCP-Protocol-Version", MODERN)
+            .header("Mcp-Method", "server/discover")
+            .header("Origin", origin)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta(MODERN, json!({}))}}));
+        if let Some(host) = host {
+            req = req.header("Host", host);
+        }
+        req.send()
+    };
+    for (origin, host) in [
+        (format!("http://127.0.0.1:{port}.evil.example"), None),
+        (
+            "http://evil.example".to_owned(),
+            Some("evil.example".to_owned()),
+        ),
+        ("https://app.example.com.evil.example".to_owned(), None),
+    ] {
+        let resp = discover(origin.clone(), host).await.expect("send");
+        assert_eq!(resp.status().as_u16(), 403, "{origin}");
+        let body: Value = resp.json().await.expect("json");
+        assert_eq!(body["error"]["code"], -32600, "a JSON-RPC refusal: {body}");
+    }
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        "https://app.example.com".to_owned(),
+    ] {
+        let resp = discover(origin.clone(), None).await.expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "{origin}");
+    }
 }
 
 #[tokio::test]

@@ -156,7 +156,7 @@ impl FromRequestParts<McpState> for McpCaller {
     type Rejection = RpcError;
 
     async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, RpcError> {
-        if !origin_allowed(&parts.headers) {
+        if !origin_allowed(&parts.headers, &state.config.allowed_origins) {
             return Err(
                 RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
                     .with_http(StatusCode::FORBIDDEN),
@@ -213,28 +213,14 @@ fn principal(subject: &Subject) -> String {
     format!("{}#{}", subject.issuer, subject.subject_id)
 }
 
-/// DNS-rebinding guard: a browser Origin must name this host (or loopback).
-fn origin_allowed(headers: &HeaderMap) -> bool {
+/// DNS-rebinding guard: no Origin (not a browser), or one `origin::allowed` accepts.
+fn origin_allowed(headers: &HeaderMap, allow_list: &[String]) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
-    let Ok(origin) = origin.to_str() else {
-        return false;
-    };
-    let authority = origin.split("://").nth(1).unwrap_or("");
-    let host_of = |a: &str| -> String {
-        if let Some(rest) = a.strip_prefix('[') {
-            return rest.split(']').next().unwrap_or("").to_owned();
-        }
-        a.split(':').next().unwrap_or("").to_owned()
-    };
-    let origin_host = host_of(authority);
-    let own = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(host_of);
-    matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "::1")
-        || own.as_deref() == Some(origin_host.as_str())
+    origin
+        .to_str()
+        .is_ok_and(|o| super::origin::allowed(o, allow_list))
 }
 
 /// SSE is used for `tools/call` when the client takes it: the call may wait long, and
@@ -425,6 +411,21 @@ pub fn is_stateless(version: &str) -> bool {
 }
 
 impl McpState {
+    /// The initialize-era revision offered to a client that asked for one this host does
+    /// not serve: the newest one served at or above the floor, if any.
+    fn counter_offer(&self) -> Option<String> {
+        let facet = self.facet();
+        let floor = facet["minimumRevision"].as_str()?;
+        facet["revisions"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !is_stateless(r))
+            .filter(|r| compare(Protocol::Mcp, r, floor).is_some_and(|o| o.is_ge()))
+            .max()
+            .map(str::to_owned)
+    }
+
     /// `initialize`: negotiates an initialize-era revision and describes the server.
     /// The transport opens the session.
     pub async fn initialize(
@@ -445,7 +446,18 @@ impl McpState {
             )
             .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
         }
-        let version = self.negotiate(subject, requested, origin).await?;
+        let version = match self.negotiate(subject, requested, origin).await {
+            Ok(v) => v,
+            // The MCP lifecycle: a revision the server does not speak is answered with one
+            // it does, and the client decides whether to go on. The floor still decides:
+            // the request was refused (and recorded so); the counter-offer is the newest
+            // initialize-era revision served, negotiated and recorded in its own right.
+            Err(e) if e.code == UNSUPPORTED_VERSION => match self.counter_offer() {
+                Some(counter) => self.negotiate(subject, &counter, origin).await?,
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
         let result = json!({
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": false}},

@@ -13,6 +13,7 @@ pub mod elicit;
 pub mod gate;
 mod http;
 mod listen;
+pub mod origin;
 pub mod request_state;
 pub mod rpc;
 pub mod service;
