@@ -31,10 +31,29 @@ async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
         "never the OpenWOP envelope: {}",
         r.body
     );
-    assert_eq!(
-        r.headers.get("www-authenticate").map(|v| v.to_str().ok()),
-        Some(Some("Bearer"))
+    // The MCP authorization challenge: where the protected resource metadata is.
+    let challenge = r
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .expect("challenge")
+        .to_owned();
+    let url = format!("{}/.well-known/oauth-protected-resource/mcp", h.base);
+    assert!(
+        challenge.starts_with(&format!("Bearer resource_metadata=\"{url}\"")),
+        "{challenge}"
     );
+    let prm: Value = h
+        .http
+        .get(&url)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(prm["resource"], json!(format!("{}/mcp", h.base)), "{prm}");
+    assert_eq!(prm["bearer_methods_supported"], json!(["header"]));
 }
 
 #[tokio::test]
@@ -269,6 +288,40 @@ async fn bad_arguments_are_32602_and_create_no_run() {
         .await
         .expect("runs");
     assert!(runs.runs.is_empty());
+}
+
+#[tokio::test]
+async fn a_schema_violation_says_in_the_message_which_argument_is_wrong_and_why() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": "soon"}}),
+            json!({}),
+        )
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(message.contains("argument `ms`"), "{message}");
+    assert!(message.contains("integer"), "{message}");
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {}}),
+            json!({}),
+        )
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("ms") && message.contains("required"),
+        "{message}"
+    );
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "nope"}), json!({}))
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(message.contains("nope"), "{message}");
 }
 
 #[tokio::test]

@@ -140,6 +140,54 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
     resp
 }
 
+/// Where the mount's protected resource metadata (RFC 9728) is served.
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// The mount's public URL as the request reached it (`Host` names where the client sent
+/// it; it decides nothing here but the URLs written back).
+fn base_url(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    ok.then(|| format!("http://{host}"))
+}
+
+/// A refused credential: the JSON-RPC error, and the MCP authorization challenge
+/// `WWW-Authenticate: Bearer resource_metadata="…"` so a client knows this is a protected
+/// resource of the current revision (not a legacy server) and where to read about it.
+fn unauthenticated(error: &RpcError, headers: &HeaderMap) -> Response {
+    let mut resp = error_response(error, None);
+    let mut challenge = String::from("Bearer");
+    if let Some(base) = base_url(headers) {
+        challenge.push_str(&format!(
+            " resource_metadata=\"{base}{RESOURCE_METADATA_PATH}\","
+        ));
+    }
+    challenge.push_str(
+        " error=\"invalid_token\", error_description=\"send Authorization: Bearer <api key>\"",
+    );
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    resp
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: the mount as an RFC 9728 protected
+/// resource. The credential is an api key issued by the host's operator, so no
+/// authorization server is listed; `bearer_methods_supported` says how to send it.
+pub async fn resource_metadata(headers: HeaderMap) -> Response {
+    let resource = base_url(&headers).map(|b| format!("{b}{}", super::PATH));
+    axum::Json(json!({
+        "resource": resource,
+        "resource_name": "openwop MCP mount",
+        "bearer_methods_supported": ["header"],
+        "authorization_servers": [],
+    }))
+    .into_response()
+}
+
 impl IntoResponse for RpcError {
     /// A refusal before the request's id is known, or carrying it in `self.id`.
     fn into_response(self) -> Response {
@@ -153,14 +201,15 @@ impl IntoResponse for RpcError {
 pub struct McpCaller(pub Subject);
 
 impl FromRequestParts<McpState> for McpCaller {
-    type Rejection = RpcError;
+    type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, RpcError> {
+    async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, Response> {
         if !origin_allowed(&parts.headers, &state.config.allowed_origins) {
-            return Err(
-                RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
+            return Err(error_response(
+                &RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
                     .with_http(StatusCode::FORBIDDEN),
-            );
+                None,
+            ));
         }
         state
             .app
@@ -171,8 +220,13 @@ impl FromRequestParts<McpState> for McpCaller {
                 McpCaller(subject)
             })
             .map_err(|e| match e {
-                AuthError::Ambiguous => RpcError::new(INVALID_REQUEST, e.to_string()),
-                _ => RpcError::new(UNAUTHENTICATED, e.to_string()),
+                AuthError::Ambiguous => {
+                    error_response(&RpcError::new(INVALID_REQUEST, e.to_string()), None)
+                }
+                _ => unauthenticated(
+                    &RpcError::new(UNAUTHENTICATED, e.to_string()),
+                    &parts.headers,
+                ),
             })
     }
 }

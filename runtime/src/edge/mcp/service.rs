@@ -306,7 +306,25 @@ impl McpState {
         // Arguments are checked before anything is created; create_run checks again.
         let problems = workflow.check_inputs(&arguments);
         if !problems.is_empty() {
-            return Err(RpcError::invalid_params(format!("the arguments do not match the input schema of `{name}`"))
+            // Clients show the message, not `data`: it says which argument and why.
+            let said: Vec<String> = problems
+                .iter()
+                .take(5)
+                .map(|p| {
+                    let at = p.pointer.trim_start_matches('/').replace('/', ".");
+                    if at.is_empty() {
+                        format!("arguments: {}", p.message)
+                    } else {
+                        format!("argument `{at}`: {}", p.message)
+                    }
+                })
+                .collect();
+            let more = problems.len().saturating_sub(said.len());
+            let mut message = format!("invalid arguments for tool `{name}`: {}", said.join("; "));
+            if more > 0 {
+                message.push_str(&format!(" (and {more} more)"));
+            }
+            return Err(RpcError::invalid_params(message)
                 .with_data(json!({"errors": problems.iter().map(|p| json!({"pointer": p.pointer, "message": p.message})).collect::<Vec<_>>()})));
         }
         let request = crate::ops::run_request(name, arguments.clone())?;
