@@ -212,11 +212,8 @@ where
                 continue;
             }
         };
-        let ctx = Ctx {
-            subject: subject.clone(),
-            era,
-            outbound: Some(Outbound::new(tx.clone(), &message)),
-        };
+        let mut ctx = Ctx::new(subject.clone(), era);
+        ctx.outbound = Some(Outbound::new(tx.clone(), &message));
         let state = state.clone();
         let tx = tx.clone();
         let id = message.id.clone();

@@ -1664,3 +1664,120 @@ async fn the_call_timeout_is_configurable_and_the_answer_says_how_to_come_back()
         .await;
     assert_eq!(r.body["result"]["status"], "working", "{}", r.body);
 }
+
+/// Opens a 2025-11-25 session declaring `capabilities`; returns its id.
+async fn legacy_session(h: &mcp_support::TestHost, capabilities: Value) -> String {
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+    r.headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("session")
+        .to_owned()
+}
+
+/// A tools/call on a session, as an open SSE response.
+async fn legacy_call(h: &mcp_support::TestHost, session: &str, tool: &str) -> reqwest::Response {
+    h.http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": tool, "arguments": {}}}))
+        .send()
+        .await
+        .expect("send")
+}
+
+async fn post_response(h: &mcp_support::TestHost, session: &str, body: Value) -> u16 {
+    h.http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_legacy_session_that_declared_elicitation_is_asked_on_the_calls_stream() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({"elicitation": {}})).await;
+    let mut resp = legacy_call(&h, &session, "approval").await;
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut buf = String::new();
+    let frames = sse_frames(&mut resp, 1, &mut buf).await;
+    let request = &frames[0];
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert_eq!(request["params"]["mode"], "form");
+    assert!(request["params"]["requestedSchema"]["properties"]["decision"].is_object());
+    let id = request["id"].clone();
+    // A malformed answer is refused and spends nothing; the corrected one is taken.
+    let bad = post_response(
+        &h,
+        &session,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"action": "bogus"}}),
+    )
+    .await;
+    assert_eq!(bad, 400);
+    let ok = post_response(&h, &session, json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    assert_eq!(ok, 202);
+    // The same answer again: spent.
+    let again = post_response(&h, &session, json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    assert_eq!(again, 400);
+    let frames = sse_frames(&mut resp, 2, &mut buf).await;
+    let answer = &frames[1];
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["decision"]["decision"],
+        "accept"
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_elicitation_dismissed_leaves_the_run_waiting() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({"elicitation": {}})).await;
+    let mut resp = legacy_call(&h, &session, "clarify").await;
+    let mut buf = String::new();
+    let frames = sse_frames(&mut resp, 1, &mut buf).await;
+    let id = frames[0]["id"].clone();
+    assert_eq!(
+        post_response(
+            &h,
+            &session,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}})
+        )
+        .await,
+        202
+    );
+    let frames = sse_frames(&mut resp, 2, &mut buf).await;
+    let answer = &frames[1]["result"];
+    assert_eq!(answer["isError"], true, "{answer}");
+    let task_id = answer["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert_eq!(h.run(task_id).await.status.as_str(), "waiting-input");
+}
+
+#[tokio::test]
+async fn a_legacy_session_without_elicitation_is_not_asked_and_is_told_how_to_come_back() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({})).await;
+    let resp = legacy_call(&h, &session, "approval").await;
+    let text = resp.text().await.expect("body");
+    assert!(!text.contains("elicitation/create"), "{text}");
+    assert!(text.contains("\"isError\":true"), "{text}");
+    assert!(text.contains("GET /runs/"), "{text}");
+}

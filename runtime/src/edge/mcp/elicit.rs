@@ -41,6 +41,36 @@ impl Modes {
     pub fn any(self) -> bool {
         self.form || self.url
     }
+
+    /// The suffix a 2025-11-25 session id carries for the modes its `initialize` declared
+    /// (the store knows the whole id, so the suffix cannot be changed by the client).
+    pub fn session_tag(self) -> &'static str {
+        match (self.form, self.url) {
+            (false, false) => "",
+            (true, false) => ".e-f",
+            (false, true) => ".e-u",
+            (true, true) => ".e-fu",
+        }
+    }
+
+    /// The modes a session id's suffix says its `initialize` declared.
+    pub fn of_session(id: &str) -> Modes {
+        match id.rsplit_once(".e-").map(|(_, t)| t) {
+            Some("f") => Modes {
+                form: true,
+                url: false,
+            },
+            Some("u") => Modes {
+                form: false,
+                url: true,
+            },
+            Some("fu") => Modes {
+                form: true,
+                url: true,
+            },
+            _ => Modes::default(),
+        }
+    }
 }
 
 /// The open interrupt being asked about.
@@ -246,6 +276,28 @@ mod tests {
             interrupt_id: "int-1",
             kind,
             data,
+        }
+    }
+
+    #[test]
+    fn a_session_id_carries_the_modes_its_initialize_declared() {
+        for modes in [
+            Modes::default(),
+            Modes {
+                form: true,
+                url: false,
+            },
+            Modes {
+                form: false,
+                url: true,
+            },
+            Modes {
+                form: true,
+                url: true,
+            },
+        ] {
+            let id = format!("AAAAAAAAAAAAAAAAAAAAAA{}", modes.session_tag());
+            assert_eq!(Modes::of_session(&id), modes);
         }
     }
 

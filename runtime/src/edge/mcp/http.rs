@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
@@ -231,8 +232,15 @@ impl FromRequestParts<McpState> for McpCaller {
     }
 }
 
+/// What a POST carries: a request or notification, or a response to a request the host
+/// sent (the answer to an `elicitation/create` in a 2025-11-25 session).
+pub enum Incoming {
+    Message(Message),
+    Response(Value),
+}
+
 /// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes.
-pub struct McpMessage(pub Message);
+pub struct McpMessage(pub Incoming);
 
 impl FromRequest<McpState> for McpMessage {
     type Rejection = RpcError;
@@ -247,7 +255,15 @@ impl FromRequest<McpState> for McpMessage {
                 )
                 .with_http(StatusCode::PAYLOAD_TOO_LARGE)
             })?;
-        parse_message(&body).map(McpMessage)
+        if let Ok(value) = serde_json::from_slice::<Value>(&body)
+            && let Some(obj) = value.as_object()
+            && !obj.contains_key("method")
+            && obj.contains_key("id")
+            && (obj.contains_key("result") || obj.contains_key("error"))
+        {
+            return Ok(McpMessage(Incoming::Response(value)));
+        }
+        parse_message(&body).map(|m| McpMessage(Incoming::Message(m)))
     }
 }
 
@@ -318,12 +334,73 @@ pub async fn handle(
     State(state): State<McpState>,
     McpCaller(subject): McpCaller,
     headers: HeaderMap,
-    McpMessage(message): McpMessage,
+    McpMessage(incoming): McpMessage,
 ) -> Response {
+    let message = match incoming {
+        Incoming::Message(m) => m,
+        Incoming::Response(response) => {
+            return take_response(state, subject, headers, response).await;
+        }
+    };
     let span = super::trace_span(&message, &headers);
     serve_message(state, subject, headers, message)
         .instrument(span)
         .await
+}
+
+/// A response POSTed on a 2025-11-25 session: 202 once taken, a JSON-RPC error (HTTP 400)
+/// when it cannot be.
+async fn take_response(
+    state: McpState,
+    subject: Subject,
+    headers: HeaderMap,
+    response: Value,
+) -> Response {
+    let session = match gate::header_text(&headers, SESSION_HEADER) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return error_response(
+                &RpcError::new(
+                    INVALID_REQUEST,
+                    "a response is only taken on a session (Mcp-Session-Id)",
+                ),
+                None,
+            );
+        }
+        Err(e) => return error_response(&e, None),
+    };
+    match state
+        .app
+        .ops
+        .mcp_session(&session, &principal(&subject))
+        .await
+    {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return error_response(
+                &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
+                None,
+            );
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "an MCP session could not be read");
+            return error_response(&RpcError::internal(), None);
+        }
+    }
+    match state
+        .take_response(&subject, Modes::of_session(&session), &response)
+        .await
+    {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => {
+            let http = if e.http == StatusCode::OK {
+                StatusCode::BAD_REQUEST
+            } else {
+                e.http
+            };
+            error_response(&e.with_http(http), None)
+        }
+    }
 }
 
 async fn serve_message(
@@ -348,7 +425,11 @@ async fn serve_message(
                 let session = match state
                     .app
                     .ops
-                    .open_mcp_session(&principal(&subject), &version)
+                    .open_mcp_session(
+                        &principal(&subject),
+                        &version,
+                        Modes::of(&message.params["capabilities"]).session_tag(),
+                    )
                     .await
                 {
                     Ok(id) => id,
@@ -381,6 +462,11 @@ async fn serve_message(
         Err(e) => return error_response(&e, id.as_ref()),
     };
     let mut ctx = Ctx::new(subject, era);
+    if matches!(ctx.era, Era::Legacy(_))
+        && let Ok(Some(session)) = gate::header_text(&headers, SESSION_HEADER)
+    {
+        ctx.session_modes = Modes::of_session(&session);
+    }
     if message.is_notification() {
         return match state.dispatch(&ctx, &message).await {
             Ok(_) => StatusCode::ACCEPTED.into_response(),

@@ -17,6 +17,7 @@ pub mod origin;
 pub mod request_state;
 pub mod rpc;
 pub mod service;
+mod session_elicit;
 
 use std::sync::Arc;
 
@@ -46,6 +47,10 @@ pub struct McpState {
     pub app: AppState,
     pub config: Arc<McpConfig>,
     codec: Arc<Codec>,
+    /// Calls of this process waiting on an `elicitation/create` they sent, by the state's
+    /// nonce: told when the client dismissed it (an answer shows in the run itself).
+    waiters:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<()>>>>,
 }
 
 impl McpState {
@@ -61,6 +66,7 @@ impl McpState {
             app,
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
+            waiters: Arc::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::gate::{Declared, TASKS_EXTENSION};
 use super::request_state::{Claims, Refusal, request_digest};
 use super::rpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
-use super::{McpState, cancel::RunGuard};
+use super::{McpState, cancel::RunGuard, session_elicit};
 use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus, mcp_task_status};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
@@ -30,7 +30,7 @@ pub const ROUNDS_EXCEEDED_REASON: &str = "mcp-mrtr-rounds-exceeded";
 const LIST_TTL_MS: u64 = 60_000;
 
 /// How long a requestState stays usable.
-const STATE_TTL_MS: i64 = 10 * 60 * 1000;
+pub(crate) const STATE_TTL_MS: i64 = 10 * 60 * 1000;
 /// What a task's poller is told to wait between polls.
 const POLL_INTERVAL_MS: u64 = 500;
 
@@ -47,6 +47,8 @@ pub enum Era {
 pub struct Ctx {
     pub subject: Subject,
     pub era: Era,
+    /// The elicitation modes a 2025-11-25 session's `initialize` declared.
+    pub session_modes: Modes,
     /// Where messages to the client go while this request is open (its SSE stream, or
     /// stdout on stdio); `None` when the transport cannot carry any (a JSON answer).
     pub outbound: Option<Outbound>,
@@ -58,6 +60,7 @@ impl Ctx {
         Ctx {
             subject,
             era,
+            session_modes: Modes::default(),
             outbound: None,
         }
     }
@@ -82,7 +85,7 @@ impl Outbound {
         Outbound { tx, progress_token }
     }
 
-    fn send(&self, message: Value) -> bool {
+    pub(crate) fn send(&self, message: Value) -> bool {
         self.tx.send(message).is_ok()
     }
 }
@@ -95,7 +98,7 @@ impl Ctx {
         }
     }
 
-    fn principal(&self) -> String {
+    pub(crate) fn principal(&self) -> String {
         format!("{}#{}", self.subject.issuer, self.subject.subject_id)
     }
 
@@ -103,12 +106,12 @@ impl Ctx {
     pub(crate) fn modes(&self) -> Modes {
         match &self.era {
             Era::Modern(d) => Modes::of(&d.capabilities),
-            Era::Legacy(_) => Modes::default(),
+            Era::Legacy(_) => self.session_modes,
         }
     }
 }
 
-fn internal(e: impl std::fmt::Display) -> RpcError {
+pub(crate) fn internal(e: impl std::fmt::Display) -> RpcError {
     tracing::error!(error = %e, "mcp request failed");
     RpcError::internal()
 }
@@ -118,7 +121,7 @@ fn unknown_task(task_id: &str) -> RpcError {
     RpcError::invalid_params(format!("no task `{task_id}`"))
 }
 
-fn refused_state(why: Refusal) -> RpcError {
+pub(crate) fn refused_state(why: Refusal) -> RpcError {
     tracing::info!(?why, "requestState refused");
     RpcError::invalid_params("requestState is not valid for this request")
 }
@@ -277,7 +280,7 @@ impl McpState {
         json!({"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private"})
     }
 
-    fn max_rounds(&self) -> u32 {
+    pub(crate) fn max_rounds(&self) -> u32 {
         self.facet()["mrtr"]["maxRounds"]
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
@@ -358,27 +361,62 @@ impl McpState {
             self.config.call_timeout
         };
         let guard = RunGuard::arm(self.app.ops.clone(), ctx.subject.clone(), &run.run_id);
-        let run = self.settle(ctx, run, wait).await?;
-        let status = run.status;
-        let answer = if status.is_terminal() {
-            self.call_result(&run).await
-        } else if tasks {
-            self.task_view(&run, false, ctx.modes()).await
-        } else if status.asks_for_input() {
-            self.input_required(ctx, tool, arguments, &run, round + 1)
-                .await
-        } else {
-            // Still running (or waiting on something outside MCP) when the call gives up:
-            // the run goes on, and the caller learns how to come back for it.
-            Ok(self.still_open(
-                &run,
-                format!(
-                    "Run {} is still {} after {} s, the most this call waits; it goes on.",
-                    run.run_id,
-                    run.status.as_str(),
-                    wait.as_secs()
-                ),
-            ))
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut run = run;
+        let mut round = round;
+        let answer = loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            run = self.settle(ctx, run, left).await?;
+            let status = run.status;
+            if status.is_terminal() {
+                break self.call_result(&run).await;
+            }
+            if tasks {
+                break self.task_view(&run, false, ctx.modes()).await;
+            }
+            if !status.asks_for_input() {
+                // Still running (or waiting on something outside MCP) when the call gives
+                // up: the run goes on, and the caller learns how to come back for it.
+                break Ok(self.still_open(
+                    &run,
+                    format!(
+                        "Run {} is still {} after {} s, the most this call waits; it goes on.",
+                        run.run_id,
+                        run.status.as_str(),
+                        wait.as_secs()
+                    ),
+                ));
+            }
+            // A 2025-11-25 session is asked on the call's own stream, as the stateless
+            // era is asked through InputRequiredResult: same mapping, same round ceiling.
+            if self.session_can_be_asked(ctx, &run).await? {
+                round += 1;
+                if round > self.max_rounds() {
+                    break Err(self.rounds_exceeded(ctx, &run).await);
+                }
+                match self.ask_in_session(ctx, &run, round, deadline).await? {
+                    session_elicit::Outcome::Answered(next) => {
+                        run = next;
+                        continue;
+                    }
+                    session_elicit::Outcome::Dismissed(interrupt_id) => {
+                        break Ok(self.dismissed(&run, &interrupt_id));
+                    }
+                    session_elicit::Outcome::Unanswered(interrupt_id) => {
+                        break Ok(self.still_open(
+                            &run,
+                            format!(
+                                "Run {} still waits at interrupt {interrupt_id}: the question was not answered within {} s.",
+                                run.run_id,
+                                wait.as_secs()
+                            ),
+                        ));
+                    }
+                }
+            }
+            break self
+                .input_required(ctx, tool, arguments, &run, round + 1)
+                .await;
         };
         // The answer exists (a refusal included, which settles the run itself); from here
         // on the transport decides when it was sent.
@@ -571,6 +609,17 @@ impl McpState {
         RpcError { message, ..error }.with_data(data)
     }
 
+    /// The refusal of an input round beyond `mcp.mrtr.maxRounds`; the run ends with it.
+    pub(crate) async fn rounds_exceeded(&self, ctx: &Ctx, run: &RunRecord) -> RpcError {
+        let error = RpcError::invalid_params(format!(
+            "more than {} input rounds for one call",
+            self.max_rounds()
+        ))
+        .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str()}));
+        self.refuse_started(ctx, run, ROUNDS_EXCEEDED_REASON, error)
+            .await
+    }
+
     async fn input_required(
         &self,
         ctx: &Ctx,
@@ -630,14 +679,7 @@ impl McpState {
                 .await);
         };
         if round > self.max_rounds() {
-            let error = RpcError::invalid_params(format!(
-                "more than {} input rounds for one call",
-                self.max_rounds()
-            ))
-            .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str()}));
-            return Err(self
-                .refuse_started(ctx, run, ROUNDS_EXCEEDED_REASON, error)
-                .await);
+            return Err(self.rounds_exceeded(ctx, run).await);
         }
         let claims = Claims {
             principal: ctx.principal(),
@@ -721,7 +763,7 @@ impl McpState {
     }
 
     /// Spends a state on every replica; a second use is refused.
-    async fn spend(&self, claims: &Claims) -> Result<(), RpcError> {
+    pub(crate) async fn spend(&self, claims: &Claims) -> Result<(), RpcError> {
         // Single use is recorded in the interop store, so a state spent on one replica is
         // spent on all of them; the record outlives the state's own expiry.
         let fresh = self
@@ -742,7 +784,7 @@ impl McpState {
 
     /// The answer to an elicitation the user dismissed (`cancel`): the question is left
     /// open and the run keeps waiting; nothing is cancelled.
-    fn dismissed(&self, run: &RunRecord, interrupt_id: &str) -> Value {
+    pub(crate) fn dismissed(&self, run: &RunRecord, interrupt_id: &str) -> Value {
         self.still_open(
             run,
             format!(
@@ -753,7 +795,7 @@ impl McpState {
     }
 
     /// Resolves the open interrupt `interrupt_id` (at `node_id`) with `resume`.
-    async fn resolve(
+    pub(crate) async fn resolve(
         &self,
         ctx: &Ctx,
         run: &RunRecord,
