@@ -26,11 +26,15 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
 /// Serve MCP on stdin/stdout.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --api-key acme:acme-secret-key-123
+  OPENWOP_API_KEY=acme:acme-secret-key-123 openwop mcp-stdio
       Serve MCP to the client that spawned this process, as tenant acme, with runs kept in
       ./openwop-data. A client configuration names this command and sets the variable.
 
-  OPENWOP_API_KEY=... openwop mcp-stdio --api-key acme:... --database postgres://postgres@127.0.0.1:5432/test
+  OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --config openwop.yaml
+      The keys (apiKeys), workflows, agents, database and mcp settings of the config file
+      `openwop serve --config` reads; the variable names which key to act as.
+
+  OPENWOP_API_KEY=acme:... openwop mcp-stdio --database postgres://postgres@127.0.0.1:5432/test
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
       so runs started here are visible (and resumable) over HTTP too.
 
@@ -38,17 +42,25 @@ With SQLite, give mcp-stdio a data dir of its own: two processes on one SQLite d
 would both drive its unfinished runs. Logs go to stderr; stdout carries only JSON-RPC.")]
 pub struct McpStdioArgs {
     /// Directory for the SQLite database (and the dev files of this host).
-    #[arg(long, value_name = "DIR", default_value = "./openwop-data")]
-    data_dir: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// PostgreSQL URL to keep runs in (shared with `openwop serve --database` replicas).
     #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
     database: Option<String>,
-    /// Accept KEY for TENANT (repeatable); the caller's key comes from OPENWOP_API_KEY.
-    #[arg(long = "api-key", value_name = "TENANT:KEY", required = true)]
+    /// Accept KEY for TENANT (repeatable). Not needed when OPENWOP_API_KEY is itself
+    /// TENANT:KEY, or the config file lists apiKeys.
+    #[arg(long = "api-key", value_name = "TENANT:KEY")]
     api_keys: Vec<String>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
+    /// Directory of extra agent definitions (*.json, *.yaml).
+    #[arg(long, value_name = "DIR")]
+    agents: Option<PathBuf>,
+    /// The JSON or YAML config file `openwop serve --config` reads (listen and
+    /// egressAllowLoopback do not apply here); flags win.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 pub fn run(args: McpStdioArgs) -> ExitCode {
@@ -62,31 +74,71 @@ pub fn run(args: McpStdioArgs) -> ExitCode {
     }
 }
 
-fn run_inner(args: McpStdioArgs) -> Result<(), String> {
+/// The key ring and the caller: `OPENWOP_API_KEY` is the caller's key, or `TENANT:KEY`,
+/// which is then also the one key accepted when nothing else configures keys.
+pub fn caller(specs: &[String], env_key: &str) -> Result<(KeyRing, Subject), String> {
     let mut keys = KeyRing::default();
-    for spec in &args.api_keys {
+    for spec in specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
-    let key =
-        std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;
+    let mut key = env_key.trim().to_owned();
+    if keys.is_empty() {
+        keys.add_spec(&key).map_err(|e| {
+            format!("{KEY_ENV}: {e} (with no --api-key or apiKeys, give TENANT:KEY)")
+        })?;
+    }
+    if let Some((_, k)) = key.split_once(':')
+        && keys.authenticate(Some(&format!("Bearer {key}"))).is_err()
+    {
+        key = k.to_owned();
+    }
     let subject = keys
         .authenticate(Some(&format!("Bearer {key}")))
         .map_err(|e| format!("{KEY_ENV}: {e}"))?;
+    Ok((keys, subject))
+}
+
+fn run_inner(args: McpStdioArgs) -> Result<(), String> {
+    let file = match &args.config {
+        Some(p) => crate::serve_cmd::read_config(p)?,
+        None => crate::serve_cmd::FileConfig::default(),
+    };
+    let env_key = std::env::var(KEY_ENV).map_err(|_| {
+        format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
+    })?;
+    let specs: Vec<String> = file
+        .api_keys
+        .iter()
+        .chain(args.api_keys.iter())
+        .cloned()
+        .collect();
+    let (keys, subject) = caller(&specs, &env_key)?;
+    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from("./openwop-data"));
+    let database = args
+        .database
+        .or(file.database.clone())
+        .filter(|d| !d.trim().is_empty());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
         let host = Host::build(HostConfig {
-            workflows_dir: args.workflows,
-            database: args.database.filter(|d| !d.trim().is_empty()),
-            ..HostConfig::new(args.data_dir, keys)
+            workflows_dir: args.workflows.or(file.workflows.clone()),
+            agents_dir: args.agents.or(file.agents.clone()),
+            database,
+            mcp: mcp.clone(),
+            ..HostConfig::new(data_dir, keys)
         })
         .await
         .map_err(|e| e.to_string())?;
         // The same mount `openwop serve` has, with the key every replica of this store
         // shares, so states cross transports, replicas and restarts alike.
-        let state = host.mcp_state(McpConfig::default());
+        let state = host.mcp_state(mcp);
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.
@@ -220,7 +272,8 @@ where
         let key = id.as_ref().map(Value::to_string);
         let registry = in_flight.clone();
         let done_key = key.clone();
-        let span = tracing::info_span!("mcp-stdio", method = %message.method);
+        // stdio has no headers: `_meta` is the only trace carrier.
+        let span = crate::edge::mcp::trace_span(&message, &axum::http::HeaderMap::new());
         let handle = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let reply = match state.dispatch(&ctx, &message).await {

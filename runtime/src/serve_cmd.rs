@@ -94,17 +94,17 @@ pub struct ServeArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct FileConfig {
     listen: Option<String>,
-    data_dir: Option<PathBuf>,
-    database: Option<String>,
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) database: Option<String>,
     #[serde(default)]
-    api_keys: Vec<String>,
-    workflows: Option<PathBuf>,
+    pub(crate) api_keys: Vec<String>,
+    pub(crate) workflows: Option<PathBuf>,
     #[serde(default)]
     egress_allow_loopback: bool,
-    agents: Option<PathBuf>,
+    pub(crate) agents: Option<PathBuf>,
     /// The MCP mount and its facet: floor, revisions, mrtr.maxRounds, tasks, timeouts,
     /// allowed origins.
-    mcp: Option<crate::settings::McpFileConfig>,
+    pub(crate) mcp: Option<crate::settings::McpFileConfig>,
 }
 
 pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
@@ -191,7 +191,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
     let agents_dir = args.agents.or(file.agents);
-    let mcp = file.mcp.unwrap_or_default().to_config()?;
+    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let mut keys = KeyRing::default();
     for spec in file.api_keys.iter().chain(args.api_keys.iter()) {
         keys.add_spec(spec).map_err(|e| e.to_string())?;

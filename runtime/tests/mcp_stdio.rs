@@ -118,3 +118,58 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
     .expect("message");
     assert!(state.dispatch(&ctx, &discover).await.is_ok());
 }
+
+/// Piping requests and closing stdin at once (`printf '...' | openwop mcp-stdio`): every
+/// request read before the end of input is answered.
+#[tokio::test]
+async fn stdio_answers_every_request_read_before_stdin_closed() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let piped = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 300}}}),
+    ];
+    let text: String = piped.iter().map(|v| format!("{v}\n")).collect();
+    to_host.write_all(text.as_bytes()).await.expect("write");
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("exits once answered")
+        .expect("join");
+    let mut lines = BufReader::new(from_host).lines();
+    let mut ids = Vec::new();
+    while let Some(line) = lines.next_line().await.expect("read") {
+        let v: Value = serde_json::from_str(&line).expect("json");
+        assert!(v.get("error").is_none(), "{v}");
+        ids.push(v["id"].clone());
+    }
+    assert_eq!(ids, vec![json!(1), json!(2), json!(3)]);
+}
+
+#[test]
+fn the_api_key_is_given_once_as_tenant_colon_key() {
+    let (_, subject) =
+        openwop::mcp_stdio_cmd::caller(&[], "acme:acme-secret-key-123").expect("caller");
+    assert_eq!(subject.tenant, "acme");
+    // With keys configured, the variable may be the bare key or TENANT:KEY.
+    let specs = vec!["acme:acme-secret-key-123".to_owned()];
+    for env in ["acme-secret-key-123", "acme:acme-secret-key-123"] {
+        let (_, subject) = openwop::mcp_stdio_cmd::caller(&specs, env).expect(env);
+        assert_eq!(subject.tenant, "acme");
+    }
+    let Err(e) = openwop::mcp_stdio_cmd::caller(&[], "just-a-key-without-tenant") else {
+        panic!("a bare key with no keys configured is refused");
+    };
+    assert!(e.contains("TENANT:KEY"), "{e}");
+    assert!(openwop::mcp_stdio_cmd::caller(&specs, "wrong-key-0123456789").is_err());
+}
