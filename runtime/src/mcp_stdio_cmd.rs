@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::edge::mcp::gate::META_VERSION;
 use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
-use crate::edge::mcp::{Ctx, Era, McpConfig, McpState, Outbound, gate};
+use crate::edge::mcp::{Ctx, Era, McpState, Outbound, gate};
 use crate::host::{Host, HostConfig};
 use crate::identity::{KeyRing, Subject};
 
@@ -216,6 +216,7 @@ where
     let mut lines = BufReader::new(input).lines();
     let mut session: Option<String> = None;
     let in_flight: Arc<std::sync::Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
+    let mut listens: HashMap<String, Listen> = HashMap::new();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
             continue;
@@ -230,6 +231,12 @@ where
         if message.method == "notifications/cancelled" {
             // Dropping the request's future releases its hold on the run: cancelled.
             let key = message.params.get("requestId").map(Value::to_string);
+            // A subscription named by the cancel ends (its feed stops).
+            if let Some(k) = &key
+                && let Some(feed) = listens.remove(k)
+            {
+                feed.abort();
+            }
             if let Some(handle) = key.and_then(|k| {
                 in_flight
                     .lock()
@@ -265,6 +272,25 @@ where
             }
         };
         let mut ctx = Ctx::new(subject.clone(), era);
+        if message.method == "subscriptions/listen"
+            && matches!(ctx.era, Era::Modern(_))
+            && let Some(id) = message.id.clone()
+        {
+            // The acknowledgement and every notification go to stdout, until the client
+            // sends notifications/cancelled for this request or stdin closes.
+            let (feed_tx, mut feed_rx) = mpsc::channel::<Value>(16);
+            let out = tx.clone();
+            let feed = tokio::spawn(async move {
+                while let Some(v) = feed_rx.recv().await {
+                    if out.send(v).is_err() {
+                        break;
+                    }
+                }
+            });
+            let task = crate::edge::mcp::listen::start(state.clone(), ctx, message, feed_tx).await;
+            listens.insert(id.to_string(), Listen { task, feed });
+            continue;
+        }
         ctx.outbound = Some(Outbound::new(tx.clone(), &message));
         let state = state.clone();
         let tx = tx.clone();
@@ -300,6 +326,10 @@ where
                 .insert(k, handle);
         }
     }
+    // Subscriptions end with the input; nobody is left to read them.
+    for (_, listen) in listens.drain() {
+        listen.abort();
+    }
     // The end of input is not a cancel: requests already read are answered (a piped
     // `initialize` + `tools/list` gets both answers), each within its own wait.
     let pending: Vec<JoinHandle<()>> = in_flight
@@ -313,6 +343,19 @@ where
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// A `subscriptions/listen` served on stdio: the subscription and the feed to stdout.
+struct Listen {
+    task: JoinHandle<()>,
+    feed: JoinHandle<()>,
+}
+
+impl Listen {
+    fn abort(self) {
+        self.task.abort();
+        self.feed.abort();
+    }
 }
 
 /// stdio has no headers: a request names its revision in `_meta`, or rides the

@@ -173,3 +173,71 @@ fn the_api_key_is_given_once_as_tenant_colon_key() {
     assert!(e.contains("TENANT:KEY"), "{e}");
     assert!(openwop::mcp_stdio_cmd::caller(&specs, "wrong-key-0123456789").is_err());
 }
+
+/// `subscriptions/listen` on stdio: the acknowledgement, then the named task's changes on
+/// stdout, each tagged with the subscription id; a cancel of the listen request ends it.
+#[tokio::test]
+async fn stdio_serves_subscriptions_listen() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let mut lines = BufReader::new(from_host).lines();
+    let mut send = async |v: Value| {
+        to_host
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .expect("write");
+    };
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 60000}, "_meta": meta(MODERN, tasks.clone())}})).await;
+    let reply: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let task_id = reply["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    send(json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen", "params": {"notifications": {"taskIds": [task_id]}, "_meta": meta(MODERN, tasks.clone())}})).await;
+    let ack: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task_id]));
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub"
+    );
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel", "params": {"taskId": task_id, "_meta": meta(MODERN, tasks)}})).await;
+    let mut seen_cancelled = false;
+    for _ in 0..4 {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("in time")
+            .expect("read")
+            .expect("line");
+        let v: Value = serde_json::from_str(&line).expect("json");
+        if v["method"] == "notifications/tasks" && v["params"]["status"] == "cancelled" {
+            assert_eq!(
+                v["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                "sub"
+            );
+            seen_cancelled = true;
+            break;
+        }
+    }
+    assert!(seen_cancelled, "the task's change reached stdout");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sub"}})).await;
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("exits on EOF")
+        .expect("join");
+}

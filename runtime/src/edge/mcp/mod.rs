@@ -12,7 +12,7 @@ mod cancel;
 pub mod elicit;
 pub mod gate;
 mod http;
-mod listen;
+pub(crate) mod listen;
 pub mod origin;
 pub mod request_state;
 pub mod rpc;

@@ -193,7 +193,7 @@ impl McpState {
             // transport handles it before dispatch; nothing is answered either way.
             McpMethod::NotificationsCancelled | McpMethod::NotificationsTasks => return Ok(None),
             // Answered by the transport, which owns what they open: initialize the
-            // session, subscriptions/listen the stream (served on streamable HTTP only).
+            // session, subscriptions/listen the stream (streamable HTTP and stdio).
             McpMethod::Initialize | McpMethod::SubscriptionsListen => {
                 return Err(RpcError::new(
                     METHOD_NOT_FOUND,
