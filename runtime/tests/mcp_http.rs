@@ -1300,7 +1300,7 @@ async fn a_malformed_answer_is_refused_without_spending_the_request_state() {
     for bad in [
         json!({"action": "bogus"}),
         json!({"action": "accept", "content": {"decision": "maybe"}}),
-        json!({"action": "accept"}),
+        json!({"action": "accept", "content": "yes"}),
     ] {
         let r = h
             .call(

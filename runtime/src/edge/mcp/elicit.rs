@@ -220,42 +220,31 @@ pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
     }
 }
 
-/// The content of an `accept` must fill the form it answers: an object, every required
-/// field a string, enum fields one of their values. Fields the form did not ask for are
-/// dropped (they never reach the run).
+/// The content of an `accept` must be an object, and a field the form offered choices for
+/// must hold one of them. Anything else is passed on as the resume value, as a REST
+/// resolve would pass it (clients fill forms loosely: booleans for strings, fields left
+/// out), and never becomes authority.
 fn check_content(asked: &Asked<'_>, content: Value) -> Result<Value, RpcError> {
     let key = asked.interrupt_id;
-    let Some((_, properties, required)) = form(asked.kind, asked.data) else {
-        return Ok(content);
-    };
     let bad =
         |why: String| RpcError::invalid_params(format!("inputResponses[\"{key}\"].content {why}"));
-    let Value::Object(mut content) = content else {
+    let Value::Object(content) = content else {
         return Err(bad("must be an object".into()));
     };
-    content.retain(|field, _| properties.get(field).is_some());
-    for field in required
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        if !content.contains_key(field) {
-            return Err(bad(format!("is missing the required field `{field}`")));
-        }
-    }
+    let Some((_, properties, _)) = form(asked.kind, asked.data) else {
+        return Ok(Value::Object(content));
+    };
     for (field, value) in &content {
-        let Some(spec) = properties.get(field) else {
+        let Some(options) = properties
+            .get(field)
+            .and_then(|spec| spec.get("enum"))
+            .and_then(Value::as_array)
+        else {
             continue;
         };
-        let Some(text) = value.as_str() else {
-            return Err(bad(format!("field `{field}` must be a string")));
-        };
-        if let Some(options) = spec.get("enum").and_then(Value::as_array)
-            && !options.iter().any(|o| o.as_str() == Some(text))
-        {
+        if !options.contains(value) {
             return Err(bad(format!(
-                "field `{field}` must be one of {}, not \"{text}\"",
+                "field `{field}` must be one of {}, not {value}",
                 Value::Array(options.clone())
             )));
         }
@@ -375,8 +364,8 @@ mod tests {
             (json!({}), "missing"),
             (json!("accept"), "must be an elicitation result object"),
             (
-                json!({"action": "accept"}),
-                "missing the required field `decision`",
+                json!({"action": "accept", "content": "yes"}),
+                "must be an object",
             ),
             (
                 json!({"action": "accept", "content": {"decision": "maybe"}}),
@@ -384,7 +373,7 @@ mod tests {
             ),
             (
                 json!({"action": "accept", "content": {"decision": 1}}),
-                "must be a string",
+                "must be one of",
             ),
         ] {
             let e = answer(&a, &bad).expect_err("refused");
@@ -392,15 +381,17 @@ mod tests {
             assert!(e.message.contains(says), "{} lacks {says}", e.message);
             assert!(e.message.contains("int-1"), "{}", e.message);
         }
-        // What the form did not ask for never reaches the run.
         assert_eq!(
             answer(
                 &a,
-                &json!({"action": "accept", "content": {"decision": "reject", "admin": "yes"}})
+                &json!({"action": "accept", "content": {"decision": "reject"}})
             )
             .expect("ok"),
             Answer::Resume(json!({"decision": "reject"}))
         );
+        // Loosely filled forms pass (a client's boolean, a field left out).
+        assert!(answer(&a, &json!({"action": "accept", "content": {"note": true}})).is_ok());
+        assert!(answer(&a, &json!({"action": "accept"})).is_ok());
     }
 
     #[test]
