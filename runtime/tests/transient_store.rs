@@ -6,10 +6,9 @@
 use openwop::engine::{Engine, Registry, Suspended};
 use openwop::status::{Lifecycle, RunStatus};
 use openwop::store::{
-    RunDetail,
     Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
-    InterruptRecord, NewEvent, NewRun, OnResolve, RunPage, RunPatch, RunQuery, RunRecord, RunStore,
-    SqliteStore, StoreError, StoreFuture, Subscription, Topic,
+    InterruptRecord, NewEvent, NewRun, OnResolve, RunDetail, RunPage, RunPatch, RunQuery,
+    RunRecord, RunStore, SqliteStore, StoreError, StoreFuture, Subscription, Topic,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
