@@ -72,6 +72,9 @@ pub struct Outbound {
     tx: tokio::sync::mpsc::UnboundedSender<Value>,
     /// `params._meta.progressToken` of the request: progress is reported only when set.
     progress_token: Option<Value>,
+    /// The last `progress` sent for the request: every notification's is larger, across
+    /// every wait of the call (input rounds included).
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Outbound {
@@ -82,7 +85,11 @@ impl Outbound {
             .get("progressToken")
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        Outbound { tx, progress_token }
+        Outbound {
+            tx,
+            progress_token,
+            progress: Default::default(),
+        }
     }
 
     pub(crate) fn send(&self, message: Value) -> bool {
@@ -458,9 +465,11 @@ impl McpState {
         let started = tokio::time::Instant::now();
         let deadline = started + wait;
         let mut latest = run;
-        let mut progress: u64 = 0;
-        let mut report = |message: String| {
-            progress += 1;
+        let report = |message: String| {
+            let progress = out
+                .progress
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
             out.send(json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/progress",
