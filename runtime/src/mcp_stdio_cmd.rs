@@ -14,6 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::edge::mcp::elicit::Modes;
 use crate::edge::mcp::gate::META_VERSION;
 use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
 use crate::edge::mcp::{Ctx, Era, McpState, Outbound, gate};
@@ -215,10 +216,28 @@ where
     });
     let mut lines = BufReader::new(input).lines();
     let mut session: Option<String> = None;
+    // The elicitation modes the session's initialize declared: its calls are asked with
+    // elicitation/create on stdout, and the answers come back as responses on stdin.
+    let mut session_modes = Modes::default();
     let in_flight: Arc<std::sync::Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
     let mut listens: HashMap<String, Listen> = HashMap::new();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
+            continue;
+        }
+        if let Ok(value) = serde_json::from_str::<Value>(&line)
+            && let Some(obj) = value.as_object()
+            && !obj.contains_key("method")
+            && obj.contains_key("id")
+            && (obj.contains_key("result") || obj.contains_key("error"))
+        {
+            // A response to a request the host sent: the answer to an elicitation/create.
+            // Nothing is written back for a response; a refusal is logged.
+            if session.is_some()
+                && let Err(e) = state.take_response(&subject, session_modes, &value).await
+            {
+                tracing::warn!(error = %e.message, "an elicitation answer on stdin was refused");
+            }
             continue;
         }
         let message = match crate::edge::mcp::rpc::parse_message(line.as_bytes()) {
@@ -251,6 +270,7 @@ where
             match state.initialize(&subject, &message.params, None).await {
                 Ok((result, version)) => {
                     session = Some(version);
+                    session_modes = Modes::of(&message.params["capabilities"]);
                     let _ = tx.send(result_body(
                         message.id.as_ref().unwrap_or(&Value::Null),
                         result,
@@ -272,6 +292,7 @@ where
             }
         };
         let mut ctx = Ctx::new(subject.clone(), era);
+        ctx.session_modes = session_modes;
         if message.method == "subscriptions/listen"
             && matches!(ctx.era, Era::Modern(_))
             && let Some(id) = message.id.clone()

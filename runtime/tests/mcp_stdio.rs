@@ -241,3 +241,49 @@ async fn stdio_serves_subscriptions_listen() {
         .expect("exits on EOF")
         .expect("join");
 }
+
+/// A 2025-11-25 session on stdio whose initialize declared elicitation is asked with
+/// elicitation/create on stdout; the answer on stdin resolves the interrupt and the call
+/// completes.
+#[tokio::test]
+async fn a_legacy_stdio_session_is_asked_with_elicitation_create() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let mut lines = BufReader::new(from_host).lines();
+    let mut send = async |v: Value| {
+        to_host
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .expect("write");
+    };
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("in time")
+            .expect("read")
+            .expect("line");
+        serde_json::from_str(&line).expect("json")
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})).await;
+    assert_eq!(next().await["result"]["protocolVersion"], "2025-11-25");
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "approval", "arguments": {}}})).await;
+    let request = next().await;
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    let answer = next().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("exits on EOF")
+        .expect("join");
+}
