@@ -112,6 +112,10 @@ async def main():
             await exercise(client, "stdio-2026")
         async with Client(params, mode="legacy", raise_exceptions=True) as client:
             await exercise(client, "stdio-legacy")
+        async with Client(params, mode="2026-07-28", elicitation_callback=on_elicit, raise_exceptions=True) as client:
+            await human_in_the_loop(client, "stdio-2026")
+        async with Client(params, mode="legacy", elicitation_callback=on_elicit, raise_exceptions=True) as client:
+            await human_in_the_loop(client, "stdio-legacy")
 
 
 asyncio.run(main())
