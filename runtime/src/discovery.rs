@@ -210,9 +210,9 @@ pub fn a2a_fields() -> Value {
     to_json(&a2a_family())
 }
 
-/// The revisions served: 2026-07-28 stateless (preferred) and the 2025-11-25 initialize
-/// era as the floor.
-pub const MCP_REVISIONS: [&str; 2] = ["2026-07-28", "2025-11-25"];
+/// The revisions served by default: 2026-07-28 stateless (preferred) and the 2025-11-25
+/// initialize era as the floor (`mcp.revisions` in the config file offers a subset).
+pub const MCP_REVISIONS: [&str; 2] = crate::settings::MCP_SPOKEN;
 
 fn mcp_family(config: &McpConfig) -> m::McpFamily {
     let mut features = vec!["server-discover", "mrtr", "cacheable-lists"];
@@ -220,9 +220,13 @@ fn mcp_family(config: &McpConfig) -> m::McpFamily {
         features.push("extensions");
     }
     family!(m::McpFamily {
-        revisions: MCP_REVISIONS.iter().map(|r| lit("revisions", *r)).collect(),
-        preferred_version: lit("preferredVersion", "2026-07-28"),
-        minimum_revision: lit("minimumRevision", "2025-11-25"),
+        revisions: config
+            .revisions
+            .iter()
+            .map(|r| lit("revisions", r.as_str()))
+            .collect(),
+        preferred_version: lit("preferredVersion", config.preferred()),
+        minimum_revision: lit("minimumRevision", config.minimum_revision.as_str()),
         refreshed_at: lit("refreshedAt", "2026-12-02"),
         refresh_window_days: lit("refreshWindowDays", 90u64),
         profiles: Some(vec![lit("profiles", "mcp-2026-07-28")]),

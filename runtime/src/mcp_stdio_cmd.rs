@@ -14,9 +14,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::edge::mcp::elicit::Modes;
 use crate::edge::mcp::gate::META_VERSION;
 use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
-use crate::edge::mcp::{Ctx, Era, McpConfig, McpState, gate};
+use crate::edge::mcp::{Ctx, Era, McpState, Outbound, gate};
 use crate::host::{Host, HostConfig};
 use crate::identity::{KeyRing, Subject};
 
@@ -26,11 +27,15 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
 /// Serve MCP on stdin/stdout.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --api-key acme:acme-secret-key-123
+  OPENWOP_API_KEY=acme:acme-secret-key-123 openwop mcp-stdio
       Serve MCP to the client that spawned this process, as tenant acme, with runs kept in
       ./openwop-data. A client configuration names this command and sets the variable.
 
-  OPENWOP_API_KEY=... openwop mcp-stdio --api-key acme:... --database postgres://postgres@127.0.0.1:5432/test
+  OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --config openwop.yaml
+      The keys (apiKeys), workflows, agents, database and mcp settings of the config file
+      `openwop serve --config` reads; the variable names which key to act as.
+
+  OPENWOP_API_KEY=acme:... openwop mcp-stdio --database postgres://postgres@127.0.0.1:5432/test
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
       so runs started here are visible (and resumable) over HTTP too.
 
@@ -39,13 +44,14 @@ a second one (a serve, or another mcp-stdio) stops at start. Logs go to stderr; 
 carries only JSON-RPC.")]
 pub struct McpStdioArgs {
     /// Directory for the SQLite database (and the dev files of this host).
-    #[arg(long, value_name = "DIR", default_value = "./openwop-data")]
-    data_dir: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// PostgreSQL URL to keep runs in (shared with `openwop serve --database` replicas).
     #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
     database: Option<String>,
-    /// Accept KEY for TENANT (repeatable); the caller's key comes from OPENWOP_API_KEY.
-    /// --api-key-file and OPENWOP_API_KEYS add keys without putting them on the command line.
+    /// Accept KEY for TENANT (repeatable). Not needed when OPENWOP_API_KEY is itself
+    /// TENANT:KEY, or the config file lists apiKeys; --api-key-file and OPENWOP_API_KEYS
+    /// add keys without putting them on the command line.
     #[arg(long = "api-key", value_name = "TENANT:KEY")]
     api_keys: Vec<String>,
     /// A file of TENANT:KEY entries (one per line, or separated by commas or spaces).
@@ -54,6 +60,13 @@ pub struct McpStdioArgs {
     /// Directory of extra workflow definitions (*.json, *.yaml).
     #[arg(long, value_name = "DIR")]
     workflows: Option<PathBuf>,
+    /// Directory of extra agent definitions (*.json, *.yaml).
+    #[arg(long, value_name = "DIR")]
+    agents: Option<PathBuf>,
+    /// The JSON or YAML config file `openwop serve --config` reads (listen and
+    /// egressAllowLoopback do not apply here); flags win.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 pub fn run(args: McpStdioArgs) -> ExitCode {
@@ -67,38 +80,77 @@ pub fn run(args: McpStdioArgs) -> ExitCode {
     }
 }
 
-fn run_inner(args: McpStdioArgs) -> Result<(), String> {
+/// The key ring and the caller: `OPENWOP_API_KEY` is the caller's key, or `TENANT:KEY`,
+/// which is then also the one key accepted when nothing else configures keys.
+pub fn caller(specs: &[String], env_key: &str) -> Result<(KeyRing, Subject), String> {
     let mut keys = KeyRing::default();
-    let outside = crate::secret_file::outside_key_specs(args.api_key_file.as_deref())?;
-    for spec in args.api_keys.iter().chain(outside.iter()) {
+    for spec in specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
+    let mut key = env_key.trim().to_owned();
     if keys.is_empty() {
-        return Err(
-            "give the accepted keys with --api-key TENANT:KEY, --api-key-file or OPENWOP_API_KEYS"
-                .into(),
-        );
+        keys.add_spec(&key).map_err(|e| {
+            format!("{KEY_ENV}: {e} (with no --api-key or apiKeys, give TENANT:KEY)")
+        })?;
     }
-    let key =
-        std::env::var(KEY_ENV).map_err(|_| format!("set {KEY_ENV} to the api key to act as"))?;
+    if let Some((_, k)) = key.split_once(':')
+        && keys.authenticate(Some(&format!("Bearer {key}"))).is_err()
+    {
+        key = k.to_owned();
+    }
     let subject = keys
         .authenticate(Some(&format!("Bearer {key}")))
         .map_err(|e| format!("{KEY_ENV}: {e}"))?;
+    Ok((keys, subject))
+}
+
+fn run_inner(args: McpStdioArgs) -> Result<(), String> {
+    let file = match &args.config {
+        Some(p) => crate::serve_cmd::read_config(p)?,
+        None => crate::serve_cmd::FileConfig::default(),
+    };
+    let env_key = std::env::var(KEY_ENV).map_err(|_| {
+        format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
+    })?;
+    let outside = crate::secret_file::outside_key_specs(
+        args.api_key_file
+            .as_deref()
+            .or(file.api_key_file.as_deref()),
+    )?;
+    let specs: Vec<String> = file
+        .api_keys
+        .iter()
+        .chain(args.api_keys.iter())
+        .chain(outside.iter())
+        .cloned()
+        .collect();
+    let (keys, subject) = caller(&specs, &env_key)?;
+    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from("./openwop-data"));
+    let database = args
+        .database
+        .or(file.database.clone())
+        .filter(|d| !d.trim().is_empty());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
         let host = Host::build(HostConfig {
-            workflows_dir: args.workflows,
-            database: args.database.filter(|d| !d.trim().is_empty()),
-            ..HostConfig::new(args.data_dir, keys)
+            workflows_dir: args.workflows.or(file.workflows.clone()),
+            agents_dir: args.agents.or(file.agents.clone()),
+            database,
+            mcp: mcp.clone(),
+            ..HostConfig::new(data_dir, keys)
         })
         .await
         .map_err(|e| e.to_string())?;
         // The same mount `openwop serve` has, with the key every replica of this store
         // shares, so states cross transports, replicas and restarts alike.
-        let state = host.mcp_state(McpConfig::default());
+        let state = host.mcp_state(mcp);
         let (input, output, writer) = std_pipes();
         serve(state, subject, input, output).await;
         // The output side is closed once serve returns; let the last lines reach stdout.
@@ -155,8 +207,8 @@ fn std_pipes() -> (
     (input, output, writer)
 }
 
-/// Serves one stdio connection until its input ends. In-flight requests are abandoned
-/// then, which cancels the runs they hold.
+/// Serves one stdio connection until its input ends; requests in flight then are still
+/// answered before it returns.
 pub async fn serve<R, W>(state: McpState, subject: Subject, input: R, output: W)
 where
     R: tokio::io::AsyncRead + Unpin,
@@ -175,9 +227,28 @@ where
     });
     let mut lines = BufReader::new(input).lines();
     let mut session: Option<String> = None;
+    // The elicitation modes the session's initialize declared: its calls are asked with
+    // elicitation/create on stdout, and the answers come back as responses on stdin.
+    let mut session_modes = Modes::default();
     let in_flight: Arc<std::sync::Mutex<HashMap<String, JoinHandle<()>>>> = Arc::default();
+    let mut listens: HashMap<String, Listen> = HashMap::new();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
+            continue;
+        }
+        if let Ok(value) = serde_json::from_str::<Value>(&line)
+            && let Some(obj) = value.as_object()
+            && !obj.contains_key("method")
+            && obj.contains_key("id")
+            && (obj.contains_key("result") || obj.contains_key("error"))
+        {
+            // A response to a request the host sent: the answer to an elicitation/create.
+            // Nothing is written back for a response; a refusal is logged.
+            if session.is_some()
+                && let Err(e) = state.take_response(&subject, session_modes, &value).await
+            {
+                tracing::warn!(error = %e.message, "an elicitation answer on stdin was refused");
+            }
             continue;
         }
         let message = match crate::edge::mcp::rpc::parse_message(line.as_bytes()) {
@@ -190,6 +261,12 @@ where
         if message.method == "notifications/cancelled" {
             // Dropping the request's future releases its hold on the run: cancelled.
             let key = message.params.get("requestId").map(Value::to_string);
+            // A subscription named by the cancel ends (its feed stops).
+            if let Some(k) = &key
+                && let Some(feed) = listens.remove(k)
+            {
+                feed.abort();
+            }
             if let Some(handle) = key.and_then(|k| {
                 in_flight
                     .lock()
@@ -204,6 +281,7 @@ where
             match state.initialize(&subject, &message.params, None).await {
                 Ok((result, version)) => {
                     session = Some(version);
+                    session_modes = Modes::of(&message.params["capabilities"]);
                     let _ = tx.send(result_body(
                         message.id.as_ref().unwrap_or(&Value::Null),
                         result,
@@ -224,17 +302,36 @@ where
                 continue;
             }
         };
-        let ctx = Ctx {
-            subject: subject.clone(),
-            era,
-        };
+        let mut ctx = Ctx::new(subject.clone(), era);
+        ctx.session_modes = session_modes;
+        if message.method == "subscriptions/listen"
+            && matches!(ctx.era, Era::Modern(_))
+            && let Some(id) = message.id.clone()
+        {
+            // The acknowledgement and every notification go to stdout, until the client
+            // sends notifications/cancelled for this request or stdin closes.
+            let (feed_tx, mut feed_rx) = mpsc::channel::<Value>(16);
+            let out = tx.clone();
+            let feed = tokio::spawn(async move {
+                while let Some(v) = feed_rx.recv().await {
+                    if out.send(v).is_err() {
+                        break;
+                    }
+                }
+            });
+            let task = crate::edge::mcp::listen::start(state.clone(), ctx, message, feed_tx).await;
+            listens.insert(id.to_string(), Listen { task, feed });
+            continue;
+        }
+        ctx.outbound = Some(Outbound::new(tx.clone(), &message));
         let state = state.clone();
         let tx = tx.clone();
         let id = message.id.clone();
         let key = id.as_ref().map(Value::to_string);
         let registry = in_flight.clone();
         let done_key = key.clone();
-        let span = tracing::info_span!("mcp-stdio", method = %message.method);
+        // stdio has no headers: `_meta` is the only trace carrier.
+        let span = crate::edge::mcp::trace_span(&message, &axum::http::HeaderMap::new());
         let handle = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let reply = match state.dispatch(&ctx, &message).await {
@@ -261,6 +358,12 @@ where
                 .insert(k, handle);
         }
     }
+    // Subscriptions end with the input; nobody is left to read them.
+    for (_, listen) in listens.drain() {
+        listen.abort();
+    }
+    // The end of input is not a cancel: requests already read are answered (a piped
+    // `initialize` + `tools/list` gets both answers), each within its own wait.
     let pending: Vec<JoinHandle<()>> = in_flight
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -268,11 +371,23 @@ where
         .map(|(_, h)| h)
         .collect();
     for handle in pending {
-        handle.abort();
         let _ = handle.await;
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// A `subscriptions/listen` served on stdio: the subscription and the feed to stdout.
+struct Listen {
+    task: JoinHandle<()>,
+    feed: JoinHandle<()>,
+}
+
+impl Listen {
+    fn abort(self) {
+        self.task.abort();
+        self.feed.abort();
+    }
 }
 
 /// stdio has no headers: a request names its revision in `_meta`, or rides the

@@ -74,7 +74,9 @@ pub struct ServeArgs {
     /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill}), tenants
     /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
     /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
-    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey.
+    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, mcp ({tasks, callTimeoutMs,
+    /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
+    /// allowedOrigins}).
     /// Command-line flags win over the file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -158,35 +160,38 @@ pub struct ServeArgs {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FileConfig {
-    listen: Option<String>,
-    data_dir: Option<PathBuf>,
-    database: Option<String>,
+pub(crate) struct FileConfig {
+    pub(crate) listen: Option<String>,
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) database: Option<String>,
     #[serde(default)]
-    api_keys: Vec<String>,
-    workflows: Option<PathBuf>,
+    pub(crate) api_keys: Vec<String>,
+    pub(crate) workflows: Option<PathBuf>,
     #[serde(default)]
-    egress_allow_loopback: bool,
-    agents: Option<PathBuf>,
-    public_url: Option<String>,
+    pub(crate) egress_allow_loopback: bool,
+    pub(crate) agents: Option<PathBuf>,
+    /// The MCP mount and its facet: floor, revisions, mrtr.maxRounds, tasks, timeouts,
+    /// allowed origins.
+    pub(crate) mcp: Option<crate::settings::McpFileConfig>,
+    pub(crate) public_url: Option<String>,
     /// A2A routing (its own section).
     #[serde(default)]
-    a2a: crate::settings::A2aSettings,
+    pub(crate) a2a: crate::settings::A2aSettings,
     /// Per-tenant visibility of workflows and agents (its own section).
     #[serde(default)]
-    tenants: crate::settings::Visibility,
-    rate_limit: Option<f64>,
-    rate_burst: Option<f64>,
-    request_deadline_secs: Option<u64>,
-    api_key_file: Option<PathBuf>,
-    database_url_file: Option<PathBuf>,
-    host_events_max_age_secs: Option<u64>,
-    host_events_max_count: Option<u64>,
-    tls_cert: Option<PathBuf>,
-    tls_key: Option<PathBuf>,
+    pub(crate) tenants: crate::settings::Visibility,
+    pub(crate) rate_limit: Option<f64>,
+    pub(crate) rate_burst: Option<f64>,
+    pub(crate) request_deadline_secs: Option<u64>,
+    pub(crate) api_key_file: Option<PathBuf>,
+    pub(crate) database_url_file: Option<PathBuf>,
+    pub(crate) host_events_max_age_secs: Option<u64>,
+    pub(crate) host_events_max_count: Option<u64>,
+    pub(crate) tls_cert: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
-fn read_config(path: &Path) -> Result<FileConfig, String> {
+pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text.trim_start().starts_with('{') {
@@ -324,6 +329,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
+    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let mut keys = KeyRing::default();
     let outside = crate::secret_file::outside_key_specs(
         args.api_key_file
@@ -372,6 +378,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             request_deadline,
             host_events,
             tls,
+            mcp,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;

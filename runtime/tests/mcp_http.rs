@@ -31,10 +31,29 @@ async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
         "never the OpenWOP envelope: {}",
         r.body
     );
-    assert_eq!(
-        r.headers.get("www-authenticate").map(|v| v.to_str().ok()),
-        Some(Some("Bearer"))
+    // The MCP authorization challenge: where the protected resource metadata is.
+    let challenge = r
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .expect("challenge")
+        .to_owned();
+    let url = format!("{}/.well-known/oauth-protected-resource/mcp", h.base);
+    assert!(
+        challenge.starts_with(&format!("Bearer resource_metadata=\"{url}\"")),
+        "{challenge}"
     );
+    let prm: Value = h
+        .http
+        .get(&url)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(prm["resource"], json!(format!("{}/mcp", h.base)), "{prm}");
+    assert_eq!(prm["bearer_methods_supported"], json!(["header"]));
 }
 
 #[tokio::test]
@@ -269,6 +288,40 @@ async fn bad_arguments_are_32602_and_create_no_run() {
         .await
         .expect("runs");
     assert!(runs.runs.is_empty());
+}
+
+#[tokio::test]
+async fn a_schema_violation_says_in_the_message_which_argument_is_wrong_and_why() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": "soon"}}),
+            json!({}),
+        )
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(message.contains("argument `ms`"), "{message}");
+    assert!(message.contains("integer"), "{message}");
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {}}),
+            json!({}),
+        )
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("ms") && message.contains("required"),
+        "{message}"
+    );
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "nope"}), json!({}))
+        .await;
+    let message = r.body["error"]["message"].as_str().expect("message");
+    assert!(message.contains("nope"), "{message}");
 }
 
 #[tokio::test]
@@ -723,17 +776,103 @@ async fn legacy_clients_initialize_and_use_their_session() {
 }
 
 #[tokio::test]
-async fn below_the_floor_is_refused_even_for_authenticated_callers() {
+async fn initialize_below_the_floor_gets_a_counter_offer_and_the_refusal_is_recorded() {
     let h = start().await;
+    for asked in ["2025-06-18", "2024-11-05", "1999-01-01"] {
+        let r = h
+            .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        assert_eq!(
+            r.body["result"]["protocolVersion"], LEGACY,
+            "{asked}: {}",
+            r.body
+        );
+        assert!(r.headers.get("mcp-session-id").is_some(), "{asked}");
+    }
+    let decided = h.negotiations("acme").await;
+    // The floor decided: each asked revision was refused, then the counter-offer accepted.
+    for asked in ["2025-06-18", "2024-11-05"] {
+        assert!(
+            decided.iter().any(|p| p["requested"] == asked
+                && p["outcome"] == "refused"
+                && p["reason"] == "below-floor"),
+            "{decided:?}"
+        );
+    }
+    assert!(
+        !decided.iter().any(|p| p["outcome"] == "accepted"
+            && p["version"] != LEGACY
+            && p["version"] != MODERN),
+        "nothing below the floor was accepted: {decided:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_an_initialize_era_revision_initialize_is_refused_with_32022() {
+    let config = openwop::settings::McpFileConfig {
+        revisions: Some(vec![MODERN.to_owned()]),
+        ..Default::default()
+    }
+    .to_config()
+    .expect("config");
+    let h = mcp_support::start_with(config).await;
     let r = h
         .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}))
         .await;
     assert_eq!(err_code(&r.body), -32022, "{}", r.body);
-    let decided = h.negotiations("acme").await;
-    assert!(
-        decided.iter().any(|p| p["reason"] == "below-floor"),
-        "{decided:?}"
+    assert_eq!(r.body["error"]["data"]["supported"], json!([MODERN]));
+    let r = h.call(KEY_A, "server/discover", json!({}), json!({})).await;
+    assert_eq!(
+        r.body["result"]["supportedVersions"],
+        json!([MODERN]),
+        "{}",
+        r.body
     );
+}
+
+#[tokio::test]
+async fn the_origin_guard_uses_the_allow_list_and_never_trusts_host() {
+    let config = openwop::edge::mcp::McpConfig {
+        allowed_origins: vec!["https://app.example.com".into()],
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let port = h.base.rsplit(':').next().expect("port").to_owned();
+    let discover = |origin: String, host: Option<String>| {
+        let mut req = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .bearer_auth(KEY_A)
+            .header("accept", "application/json")
+            .header("MCP-Protocol-Version", MODERN)
+            .header("Mcp-Method", "server/discover")
+            .header("Origin", origin)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta(MODERN, json!({}))}}));
+        if let Some(host) = host {
+            req = req.header("Host", host);
+        }
+        req.send()
+    };
+    for (origin, host) in [
+        (format!("http://127.0.0.1:{port}.evil.example"), None),
+        (
+            "http://evil.example".to_owned(),
+            Some("evil.example".to_owned()),
+        ),
+        ("https://app.example.com.evil.example".to_owned(), None),
+    ] {
+        let resp = discover(origin.clone(), host).await.expect("send");
+        assert_eq!(resp.status().as_u16(), 403, "{origin}");
+        let body: Value = resp.json().await.expect("json");
+        assert_eq!(body["error"]["code"], -32600, "a JSON-RPC refusal: {body}");
+    }
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        "https://app.example.com".to_owned(),
+    ] {
+        let resp = discover(origin.clone(), None).await.expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "{origin}");
+    }
 }
 
 #[tokio::test]
@@ -1090,7 +1229,7 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
         .ops
         .cancel_run(
             &h.subject("other"),
-            &openwop::ids::BoundId::parse_bound(&theirs).unwrap(),
+            &openwop::ids::BoundId::parse_path(&theirs).unwrap(),
             None,
         )
         .await;
@@ -1122,4 +1261,523 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
     }
     let last = frames.last().unwrap();
     assert_eq!(last["params"]["result"]["isError"], false, "{last}");
+}
+
+/// The `reason` of a run's `run.cancelled` event, if it was cancelled.
+async fn cancel_reason(h: &mcp_support::TestHost, run_id: &str) -> Option<Value> {
+    h.events(run_id)
+        .await
+        .into_iter()
+        .find(|e| e.event_type == "run.cancelled")
+        .map(|e| e.payload["reason"].clone())
+}
+
+/// One input_required round of `tool`: (interrupt key, requestState, the request).
+async fn ask(h: &mcp_support::TestHost, tool: &str, caps: Value) -> (String, String, Value) {
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": tool}), caps)
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", r.body);
+    let (key, request) = result["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .iter()
+        .next()
+        .expect("one");
+    (
+        key.clone(),
+        result["requestState"].as_str().expect("state").to_owned(),
+        request.clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_malformed_answer_is_refused_without_spending_the_request_state() {
+    let h = start().await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "approval", caps.clone()).await;
+    for bad in [
+        json!({"action": "bogus"}),
+        json!({"action": "accept", "content": {"decision": "maybe"}}),
+        json!({"action": "accept", "content": "yes"}),
+    ] {
+        let r = h
+            .call(
+                KEY_A,
+                "tools/call",
+                json!({"name": "approval", "requestState": state, "inputResponses": {key.clone(): bad}}),
+                caps.clone(),
+            )
+            .await;
+        assert_eq!(err_code(&r.body), -32602, "{}", r.body);
+        let message = r.body["error"]["message"].as_str().expect("message");
+        assert!(message.contains(&key), "names the input: {message}");
+    }
+    // The corrected retry with the same state goes through.
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval", "requestState": state, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}),
+            caps,
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
+    let run_id = r.body["result"]["structuredContent"]["decision"].clone();
+    assert_eq!(run_id["decision"], "accept");
+}
+
+#[tokio::test]
+async fn a_request_state_reveals_no_principal_run_or_interrupt() {
+    let h = start().await;
+    let (key, state, _) = ask(&h, "approval", json!({"elicitation": {}})).await;
+    for needle in [key.as_str(), "acme", "alice", "approval"] {
+        assert!(!state.contains(needle), "{needle} readable in {state}");
+    }
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(state.trim_start_matches("v2."))
+        .expect("base64url");
+    let text = String::from_utf8_lossy(&raw);
+    for needle in [key.as_str(), "acme/", "\"run\"", "principal"] {
+        assert!(
+            !text.contains(needle),
+            "{needle} readable in the decoded state"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_answered_cancel_leaves_the_run_waiting_and_says_how_to_come_back() {
+    let h = start().await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "approval", caps.clone()).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval", "requestState": state, "inputResponses": {key: {"action": "cancel"}}}),
+            caps,
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["isError"], true, "{}", r.body);
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("tasks/get"), "{text}");
+    let task_id = result["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert!(task_id.contains("~2F"), "projected: {task_id}");
+    assert!(text.contains(task_id), "{text}");
+    let run = h.run(task_id).await;
+    assert_eq!(run.status.as_str(), "waiting-approval");
+    assert_eq!(cancel_reason(&h, task_id).await, None);
+    // The task path picks the question up again.
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["status"], "input_required", "{}", r.body);
+    assert!(r.body["result"]["inputRequests"].is_object(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_refusal_after_the_run_started_ends_it_with_its_own_reason_on_http_400() {
+    let h = start().await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "approval"}), json!({}))
+        .await;
+    assert_eq!(err_code(&r.body), -32021, "{}", r.body);
+    assert_eq!(
+        r.status, 400,
+        "the stateless row's status, not a 200 stream"
+    );
+    let run_id = r.body["error"]["data"]["runId"].as_str().expect("runId");
+    assert_eq!(h.run(run_id).await.status.as_str(), "cancelled");
+    assert_eq!(
+        cancel_reason(&h, run_id).await,
+        Some(json!("mcp-missing-capability"))
+    );
+}
+
+#[tokio::test]
+async fn a_round_beyond_max_rounds_ends_the_run_as_rounds_exceeded_not_request_cancelled() {
+    let workflows = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        workflows.path().join("twice.yaml"),
+        "id: twice\ninputSchema: { type: object }\nnodes:\n  - id: one\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: one } }\n  - id: two\n    kind: interrupt\n    interrupt: { kind: approval, data: { title: two } }\n",
+    )
+    .expect("write");
+    let config = openwop::edge::mcp::McpConfig {
+        max_rounds: 1,
+        ..Default::default()
+    };
+    let h = mcp_support::start_full(config, Some(workflows.path().to_path_buf())).await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "twice", caps.clone()).await;
+    let r = h
+        .call(KEY_A, "tools/call", json!({"name": "twice", "requestState": state, "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}}}), caps)
+        .await;
+    assert_eq!(err_code(&r.body), -32602, "{}", r.body);
+    let run_id = r.body["error"]["data"]["runId"].as_str().expect("runId");
+    assert_eq!(
+        cancel_reason(&h, run_id).await,
+        Some(json!("mcp-mrtr-rounds-exceeded"))
+    );
+}
+
+#[tokio::test]
+async fn a_task_id_is_the_projected_run_id_and_either_form_reads_the_task() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            tasks_caps(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    assert!(task_id.starts_with("acme~2F"), "{task_id}");
+    let bound = task_id.replacen("~2F", "/", 1);
+    for id in [&task_id, &bound] {
+        let r = h
+            .call(KEY_A, "tasks/get", json!({"taskId": id}), tasks_caps())
+            .await;
+        assert_eq!(r.body["result"]["taskId"], json!(task_id), "{}", r.body);
+    }
+    h.call(
+        KEY_A,
+        "tasks/cancel",
+        json!({"taskId": task_id}),
+        tasks_caps(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_offers_input_only_to_a_client_that_declared_elicitation() {
+    let h = start().await;
+    let no_elicitation = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "approval"}),
+            no_elicitation.clone(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let r = h
+        .call(
+            KEY_A,
+            "tasks/get",
+            json!({"taskId": task_id}),
+            no_elicitation,
+        )
+        .await;
+    let task = &r.body["result"];
+    assert_eq!(task["status"], "input_required", "{}", r.body);
+    assert!(task.get("inputRequests").is_none(), "{}", r.body);
+    assert!(
+        task["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("elicitation")),
+        "{}",
+        r.body
+    );
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert!(r.body["result"]["inputRequests"].is_object(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_credential_interrupt_is_asked_in_url_mode_of_a_client_that_declared_it() {
+    let h = start().await;
+    // Without url mode: a tool error saying what to declare; the run waits.
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential"}),
+            json!({"elicitation": {}}),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
+    let text = r.body["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.contains("url"), "{text}");
+    let caps = json!({"elicitation": {"form": {}, "url": {}}});
+    let (key, state, request) = ask(&h, "credential", caps.clone()).await;
+    assert_eq!(request["params"]["mode"], "url", "{request}");
+    assert_eq!(
+        request["params"]["url"],
+        "https://localhost/connect/example"
+    );
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential", "requestState": state, "inputResponses": {key: {"action": "accept"}}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
+    assert_eq!(
+        r.body["result"]["structuredContent"]["grant"]["outcome"],
+        "authorized"
+    );
+    // With tasks, the task shows the same URL-mode request.
+    let mut with_tasks = caps;
+    with_tasks["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "credential"}),
+            with_tasks.clone(),
+        )
+        .await;
+    let task_id = r.body["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), with_tasks)
+        .await;
+    let requests = r.body["result"]["inputRequests"]
+        .as_object()
+        .expect("requests");
+    assert_eq!(
+        requests.values().next().expect("one")["params"]["mode"],
+        "url"
+    );
+}
+
+#[tokio::test]
+async fn a_call_with_a_progress_token_reports_progress_while_the_run_goes_on() {
+    let config = openwop::edge::mcp::McpConfig {
+        progress_every: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let mut m = meta(MODERN, json!({}));
+    m["progressToken"] = json!("tok-1");
+    let resp = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "slow")
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"ms": 1200}, "_meta": m}}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.expect("body");
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .map(|d| serde_json::from_str(d).expect("json"))
+        .collect();
+    let (last, notes) = messages.split_last().expect("messages");
+    assert_eq!(last["id"], 9, "the answer comes last: {text}");
+    assert_eq!(last["result"]["isError"], false, "{last}");
+    assert!(notes.len() >= 2, "node events and heartbeats: {text}");
+    let mut previous = 0.0;
+    for n in notes {
+        assert_eq!(n["method"], "notifications/progress", "{n}");
+        assert_eq!(n["params"]["progressToken"], "tok-1");
+        let p = n["params"]["progress"].as_f64().expect("progress");
+        assert!(p > previous, "progress increases: {text}");
+        previous = p;
+    }
+    assert!(
+        notes.iter().any(|n| n["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("started"))),
+        "a node event is reported: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_without_a_progress_token_gets_no_notifications() {
+    let h = start().await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 300}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        r.body["id"], 7,
+        "the first message is the answer: {}",
+        r.body
+    );
+    assert_eq!(r.body["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn the_call_timeout_is_configurable_and_the_answer_says_how_to_come_back() {
+    let config = openwop::edge::mcp::McpConfig {
+        call_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let h = mcp_support::start_with(config).await;
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60000}}),
+            json!({}),
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["isError"], true, "{}", r.body);
+    let text = result["content"][0]["text"].as_str().expect("text");
+    let task_id = result["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert!(
+        text.contains("tasks/get") && text.contains(task_id),
+        "{text}"
+    );
+    assert!(text.contains(&format!("GET /runs/{task_id}")), "{text}");
+    // The run goes on: the answer was sent, so nothing cancelled it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.run(task_id).await.status.as_str(), "running");
+    let r = h
+        .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
+        .await;
+    assert_eq!(r.body["result"]["status"], "working", "{}", r.body);
+}
+
+/// Opens a 2025-11-25 session declaring `capabilities`; returns its id.
+async fn legacy_session(h: &mcp_support::TestHost, capabilities: Value) -> String {
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+    r.headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("session")
+        .to_owned()
+}
+
+/// A tools/call on a session, as an open SSE response.
+async fn legacy_call(h: &mcp_support::TestHost, session: &str, tool: &str) -> reqwest::Response {
+    h.http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": tool, "arguments": {}}}))
+        .send()
+        .await
+        .expect("send")
+}
+
+async fn post_response(h: &mcp_support::TestHost, session: &str, body: Value) -> u16 {
+    h.http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", LEGACY)
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_legacy_session_that_declared_elicitation_is_asked_on_the_calls_stream() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({"elicitation": {}})).await;
+    let mut resp = legacy_call(&h, &session, "approval").await;
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut buf = String::new();
+    let frames = sse_frames(&mut resp, 1, &mut buf).await;
+    let request = &frames[0];
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert_eq!(request["params"]["mode"], "form");
+    assert!(request["params"]["requestedSchema"]["properties"]["decision"].is_object());
+    let id = request["id"].clone();
+    // A malformed answer is refused and spends nothing; the corrected one is taken.
+    let bad = post_response(
+        &h,
+        &session,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"action": "bogus"}}),
+    )
+    .await;
+    assert_eq!(bad, 400);
+    let ok = post_response(&h, &session, json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    assert_eq!(ok, 202);
+    // The same answer again: spent.
+    let again = post_response(&h, &session, json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    assert_eq!(again, 400);
+    let frames = sse_frames(&mut resp, 2, &mut buf).await;
+    let answer = &frames[1];
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["decision"]["decision"],
+        "accept"
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_elicitation_dismissed_leaves_the_run_waiting() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({"elicitation": {}})).await;
+    let mut resp = legacy_call(&h, &session, "clarify").await;
+    let mut buf = String::new();
+    let frames = sse_frames(&mut resp, 1, &mut buf).await;
+    let id = frames[0]["id"].clone();
+    assert_eq!(
+        post_response(
+            &h,
+            &session,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}})
+        )
+        .await,
+        202
+    );
+    let frames = sse_frames(&mut resp, 2, &mut buf).await;
+    let answer = &frames[1]["result"];
+    assert_eq!(answer["isError"], true, "{answer}");
+    let task_id = answer["structuredContent"]["taskId"]
+        .as_str()
+        .expect("taskId");
+    assert_eq!(h.run(task_id).await.status.as_str(), "waiting-input");
+}
+
+#[tokio::test]
+async fn a_legacy_session_without_elicitation_is_not_asked_and_is_told_how_to_come_back() {
+    let h = start().await;
+    let session = legacy_session(&h, json!({})).await;
+    let resp = legacy_call(&h, &session, "approval").await;
+    let text = resp.text().await.expect("body");
+    assert!(!text.contains("elicitation/create"), "{text}");
+    assert!(text.contains("\"isError\":true"), "{text}");
+    assert!(text.contains("GET /runs/"), "{text}");
 }

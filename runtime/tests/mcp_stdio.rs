@@ -96,10 +96,10 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
     let mut app = h.state.clone();
     app.discovery = std::sync::Arc::new(openwop::discovery::Discovery::new(document));
     let state = McpState::with_key(app, McpConfig::default(), &[7u8; 32]);
-    let ctx = openwop::edge::mcp::Ctx {
-        subject: h.subject("acme"),
-        era: openwop::edge::mcp::Era::Legacy("2025-11-25".into()),
-    };
+    let ctx = openwop::edge::mcp::Ctx::new(
+        h.subject("acme"),
+        openwop::edge::mcp::Era::Legacy("2025-11-25".into()),
+    );
     let list = openwop::edge::mcp::rpc::parse_message(
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
     )
@@ -117,4 +117,173 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
     )
     .expect("message");
     assert!(state.dispatch(&ctx, &discover).await.is_ok());
+}
+
+/// Piping requests and closing stdin at once (`printf '...' | openwop mcp-stdio`): every
+/// request read before the end of input is answered.
+#[tokio::test]
+async fn stdio_answers_every_request_read_before_stdin_closed() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let piped = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 300}}}),
+    ];
+    let text: String = piped.iter().map(|v| format!("{v}\n")).collect();
+    to_host.write_all(text.as_bytes()).await.expect("write");
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("exits once answered")
+        .expect("join");
+    let mut lines = BufReader::new(from_host).lines();
+    let mut ids = Vec::new();
+    while let Some(line) = lines.next_line().await.expect("read") {
+        let v: Value = serde_json::from_str(&line).expect("json");
+        assert!(v.get("error").is_none(), "{v}");
+        ids.push(v["id"].clone());
+    }
+    assert_eq!(ids, vec![json!(1), json!(2), json!(3)]);
+}
+
+#[test]
+fn the_api_key_is_given_once_as_tenant_colon_key() {
+    let (_, subject) =
+        openwop::mcp_stdio_cmd::caller(&[], "acme:acme-secret-key-123").expect("caller");
+    assert_eq!(subject.tenant, "acme");
+    // With keys configured, the variable may be the bare key or TENANT:KEY.
+    let specs = vec!["acme:acme-secret-key-123".to_owned()];
+    for env in ["acme-secret-key-123", "acme:acme-secret-key-123"] {
+        let (_, subject) = openwop::mcp_stdio_cmd::caller(&specs, env).expect(env);
+        assert_eq!(subject.tenant, "acme");
+    }
+    let Err(e) = openwop::mcp_stdio_cmd::caller(&[], "just-a-key-without-tenant") else {
+        panic!("a bare key with no keys configured is refused");
+    };
+    assert!(e.contains("TENANT:KEY"), "{e}");
+    assert!(openwop::mcp_stdio_cmd::caller(&specs, "wrong-key-0123456789").is_err());
+}
+
+/// `subscriptions/listen` on stdio: the acknowledgement, then the named task's changes on
+/// stdout, each tagged with the subscription id; a cancel of the listen request ends it.
+#[tokio::test]
+async fn stdio_serves_subscriptions_listen() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let mut lines = BufReader::new(from_host).lines();
+    let mut send = async |v: Value| {
+        to_host
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .expect("write");
+    };
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 60000}, "_meta": meta(MODERN, tasks.clone())}})).await;
+    let reply: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    let task_id = reply["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    send(json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen", "params": {"notifications": {"taskIds": [task_id]}, "_meta": meta(MODERN, tasks.clone())}})).await;
+    let ack: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("line")).expect("json");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task_id]));
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub"
+    );
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel", "params": {"taskId": task_id, "_meta": meta(MODERN, tasks)}})).await;
+    let mut seen_cancelled = false;
+    for _ in 0..4 {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("in time")
+            .expect("read")
+            .expect("line");
+        let v: Value = serde_json::from_str(&line).expect("json");
+        if v["method"] == "notifications/tasks" && v["params"]["status"] == "cancelled" {
+            assert_eq!(
+                v["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                "sub"
+            );
+            seen_cancelled = true;
+            break;
+        }
+    }
+    assert!(seen_cancelled, "the task's change reached stdout");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sub"}})).await;
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("exits on EOF")
+        .expect("join");
+}
+
+/// A 2025-11-25 session on stdio whose initialize declared elicitation is asked with
+/// elicitation/create on stdout; the answer on stdin resolves the interrupt and the call
+/// completes.
+#[tokio::test]
+async fn a_legacy_stdio_session_is_asked_with_elicitation_create() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let mut lines = BufReader::new(from_host).lines();
+    let mut send = async |v: Value| {
+        to_host
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .expect("write");
+    };
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("in time")
+            .expect("read")
+            .expect("line");
+        serde_json::from_str(&line).expect("json")
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})).await;
+    assert_eq!(next().await["result"]["protocolVersion"], "2025-11-25");
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "approval", "arguments": {}}})).await;
+    let request = next().await;
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"decision": "accept"}}})).await;
+    let answer = next().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("exits on EOF")
+        .expect("join");
 }

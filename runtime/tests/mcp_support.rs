@@ -165,7 +165,7 @@ impl TestHost {
 
     /// A run as its own tenant reads it through `ops`.
     pub async fn run(&self, run_id: &str) -> openwop::ops::RunRecord {
-        let id = openwop::ids::BoundId::parse_bound(run_id).expect("run id");
+        let id = openwop::ids::BoundId::parse_path(run_id).expect("run id");
         let tenant = id.tenant().to_owned();
         self.state
             .ops
@@ -176,7 +176,7 @@ impl TestHost {
 
     /// A run's whole event log as its own tenant reads it through `ops`.
     pub async fn events(&self, run_id: &str) -> Vec<openwop::ops::EventRecord> {
-        let id = openwop::ids::BoundId::parse_bound(run_id).expect("run id");
+        let id = openwop::ids::BoundId::parse_path(run_id).expect("run id");
         let tenant = id.tenant().to_owned();
         self.state
             .ops

@@ -715,3 +715,57 @@ async fn serve_speaks_https_with_a_certificate_and_key() {
         .await;
     assert!(refused.is_err() || !refused.unwrap().status().is_success());
 }
+
+#[test]
+fn mcp_stdio_reads_the_config_file_and_takes_the_key_once() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("openwop.yaml");
+    std::fs::write(
+        &config,
+        "apiKeys: ['acme:acme-secret-key-123']\nmcp:\n  revisions: ['2026-07-28']\n  mrtr: { maxRounds: 2 }\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["mcp-stdio", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("OPENWOP_API_KEY", "acme:acme-secret-key-123")
+        .env_remove("OPENWOP_DATABASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let input = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{{\"_meta\":{meta}}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{{\"_meta\":{meta}}}}}\n"
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut answers: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Requests are served concurrently: answers come in any order.
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(
+        answers.len(),
+        2,
+        "both piped requests answered: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        answers[0]["result"]["supportedVersions"],
+        serde_json::json!(["2026-07-28"]),
+        "{stdout}"
+    );
+    assert!(answers[1]["result"]["tools"].is_array(), "{stdout}");
+}

@@ -72,13 +72,16 @@ impl Ops {
             .await?)
     }
 
-    /// Opens an MCP session for `principal`; its id is 128 random bits.
+    /// Opens an MCP session for `principal`; its id is 128 random bits followed by `tag`
+    /// (what the edge wants to read back from the id itself; the whole id is what the
+    /// store knows, so a client cannot change the tag and keep the session).
     pub async fn open_mcp_session(
         &self,
         principal: &str,
         version: &str,
+        tag: &str,
     ) -> Result<String, OpError> {
-        let id = crate::ids::mint_opaque();
+        let id = format!("{}{tag}", crate::ids::mint_opaque());
         self.interop
             .open_session(
                 &id,

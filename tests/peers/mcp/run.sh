@@ -19,7 +19,7 @@ source tests/peers/host.sh
 
 if [[ -z ${OPENWOP_MCP_URL:-} ]]; then
   start_openwop "${OPENWOP_MCP_PEER_PORT:-38280}" "$target_dir/mcp-peer-host.log" \
-    --workflows "$root/tests/fixtures/mcp-conformance"
+    --workflows "$root/tests/fixtures/mcp-conformance" --config "$root/tests/peers/mcp/host-config.yaml"
   export OPENWOP_MCP_URL=$OPENWOP_BASE_URL/mcp
 fi
 
@@ -27,7 +27,7 @@ venv=$target_dir/mcp-peer-venv
 [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
 step "installing the pinned Python MCP client"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/peers/mcp/python/requirements.txt
-step "peer: Python mcp (2026-07-28, legacy, auto; HTTP and stdio)"
+step "peer: Python mcp (2026-07-28, legacy, auto; HTTP and stdio; elicitation in both eras; a 60 s run with progress)"
 "$venv/bin/python" tests/peers/mcp/python/mcp_python_peer.py
 
 step "installing the pinned TypeScript clients, Node 22 and the conformance suite"

@@ -11,15 +11,125 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
     parse_message, result_body,
 };
-use super::service::{Ctx, Era};
+use super::service::{Ctx, Era, Outbound};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::identity::{AuthError, Subject};
 use crate::negotiation::{Protocol, compare};
+use tokio::sync::{mpsc, oneshot};
+
+/// Aborts the request's work when the request goes away (the handler before its answer,
+/// or the SSE stream the client closed): the work's hold on its run is dropped with it,
+/// which cancels the run as the request's own.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn sse_event(body: &Value) -> Event {
+    Event::default().event("message").data(body.to_string())
+}
+
+fn sse_response<S>(stream: S) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// A call that may talk before it answers (progress, server-to-client requests). The
+/// work runs in a task the request owns. Until it says something, nothing is sent: an
+/// answer that comes first is sent alone, a refusal with its own HTTP status (-32021 is
+/// a 400, never an error inside a 200 stream). The first message opens the SSE stream,
+/// which then carries every message and the answer last.
+async fn streamed(
+    state: McpState,
+    ctx: Ctx,
+    message: Message,
+    id: Value,
+    mut rx: mpsc::UnboundedReceiver<Value>,
+) -> Response {
+    let (done_tx, mut done_rx) = oneshot::channel();
+    let work = tokio::spawn(
+        async move {
+            let _ = done_tx.send(state.dispatch(&ctx, &message).await);
+        }
+        .in_current_span(),
+    );
+    let owner = AbortOnDrop(work.abort_handle());
+    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Value| match outcome {
+        Ok(Some(result)) => result_body(id, result),
+        Ok(None) => result_body(id, json!({})),
+        Err(e) => e.body(Some(id)),
+    };
+    let first = tokio::select! {
+        biased;
+        Some(first) = rx.recv() => first,
+        outcome = &mut done_rx => {
+            return match outcome {
+                Ok(Err(e)) if e.http != StatusCode::OK => error_response(&e, Some(&id)),
+                Ok(outcome) => {
+                    let body = answer(outcome, &id);
+                    sse_response(futures::stream::once(async move {
+                        Ok::<Event, Infallible>(sse_event(&body))
+                    }))
+                }
+                Err(_) => error_response(&RpcError::internal(), Some(&id)),
+            };
+        }
+    };
+    // From here the answer goes last on the stream; `owner` lives as long as the stream.
+    struct Open {
+        pending: Option<Value>,
+        rx: mpsc::UnboundedReceiver<Value>,
+        done_rx: oneshot::Receiver<Result<Option<Value>, RpcError>>,
+        finished: bool,
+        id: Value,
+        _owner: AbortOnDrop,
+    }
+    let open = Open {
+        pending: Some(first),
+        rx,
+        done_rx,
+        finished: false,
+        id,
+        _owner: owner,
+    };
+    let stream = futures::stream::unfold(open, move |mut open| async move {
+        if let Some(next) = open.pending.take() {
+            return Some((Ok::<Event, Infallible>(sse_event(&next)), open));
+        }
+        if open.finished {
+            return None;
+        }
+        let body = tokio::select! {
+            biased;
+            Some(next) = open.rx.recv() => next,
+            outcome = &mut open.done_rx => {
+                open.finished = true;
+                match outcome {
+                    Ok(outcome) => answer(outcome, &open.id),
+                    Err(_) => RpcError::internal().body(Some(&open.id)),
+                }
+            }
+        };
+        Some((Ok(sse_event(&body)), open))
+    });
+    sse_response(stream)
+}
 
 /// A JSON-RPC error as an HTTP response.
 pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
@@ -43,6 +153,54 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
 /// JSON-RPC's generic server error, for a spent rate limit (MCP defines no code for it).
 const RATE_LIMITED: i64 = -32000;
 
+/// Where the mount's protected resource metadata (RFC 9728) is served.
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// The mount's public URL as the request reached it (`Host` names where the client sent
+/// it; it decides nothing here but the URLs written back).
+fn base_url(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    ok.then(|| format!("http://{host}"))
+}
+
+/// A refused credential: the JSON-RPC error, and the MCP authorization challenge
+/// `WWW-Authenticate: Bearer resource_metadata="…"` so a client knows this is a protected
+/// resource of the current revision (not a legacy server) and where to read about it.
+fn unauthenticated(error: &RpcError, headers: &HeaderMap) -> Response {
+    let mut resp = error_response(error, None);
+    let mut challenge = String::from("Bearer");
+    if let Some(base) = base_url(headers) {
+        challenge.push_str(&format!(
+            " resource_metadata=\"{base}{RESOURCE_METADATA_PATH}\","
+        ));
+    }
+    challenge.push_str(
+        " error=\"invalid_token\", error_description=\"send Authorization: Bearer <api key>\"",
+    );
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    resp
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: the mount as an RFC 9728 protected
+/// resource. The credential is an api key issued by the host's operator, so no
+/// authorization server is listed; `bearer_methods_supported` says how to send it.
+pub async fn resource_metadata(headers: HeaderMap) -> Response {
+    let resource = base_url(&headers).map(|b| format!("{b}{}", super::PATH));
+    axum::Json(json!({
+        "resource": resource,
+        "resource_name": "openwop MCP mount",
+        "bearer_methods_supported": ["header"],
+        "authorization_servers": [],
+    }))
+    .into_response()
+}
+
 impl IntoResponse for RpcError {
     /// A refusal before the request's id is known, or carrying it in `self.id`.
     fn into_response(self) -> Response {
@@ -56,26 +214,36 @@ impl IntoResponse for RpcError {
 pub struct McpCaller(pub Subject);
 
 impl FromRequestParts<McpState> for McpCaller {
-    type Rejection = RpcError;
+    type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, RpcError> {
-        if !origin_allowed(&parts.headers) {
-            return Err(
-                RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
+    async fn from_request_parts(parts: &mut Parts, state: &McpState) -> Result<Self, Response> {
+        if !origin_allowed(&parts.headers, &state.config.allowed_origins) {
+            return Err(error_response(
+                &RpcError::new(INVALID_REQUEST, "this Origin may not call the mount")
                     .with_http(StatusCode::FORBIDDEN),
-            );
+                None,
+            ));
         }
         state
             .app
             .keys
             .authenticate_headers(&parts.headers)
             .map_err(|e| match e {
-                AuthError::Ambiguous => RpcError::new(INVALID_REQUEST, e.to_string()),
-                _ => RpcError::new(UNAUTHENTICATED, e.to_string()),
+                AuthError::Ambiguous => {
+                    error_response(&RpcError::new(INVALID_REQUEST, e.to_string()), None)
+                }
+                _ => unauthenticated(
+                    &RpcError::new(UNAUTHENTICATED, e.to_string()),
+                    &parts.headers,
+                ),
             })
             .and_then(|subject| {
                 crate::observe::record_tenant(&subject.tenant);
-                state.app.rate.admit(&subject).map_err(rate_limited)?;
+                state
+                    .app
+                    .rate
+                    .admit(&subject)
+                    .map_err(|l| error_response(&rate_limited(l), None))?;
                 Ok(McpCaller(subject))
             })
     }
@@ -89,8 +257,15 @@ fn rate_limited(l: crate::identity::rate::Limited) -> RpcError {
         .with_http(StatusCode::TOO_MANY_REQUESTS)
 }
 
+/// What a POST carries: a request or notification, or a response to a request the host
+/// sent (the answer to an `elicitation/create` in a 2025-11-25 session).
+pub enum Incoming {
+    Message(Message),
+    Response(Value),
+}
+
 /// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes.
-pub struct McpMessage(pub Message);
+pub struct McpMessage(pub Incoming);
 
 impl FromRequest<McpState> for McpMessage {
     type Rejection = RpcError;
@@ -105,7 +280,15 @@ impl FromRequest<McpState> for McpMessage {
                 )
                 .with_http(StatusCode::PAYLOAD_TOO_LARGE)
             })?;
-        parse_message(&body).map(McpMessage)
+        if let Ok(value) = serde_json::from_slice::<Value>(&body)
+            && let Some(obj) = value.as_object()
+            && !obj.contains_key("method")
+            && obj.contains_key("id")
+            && (obj.contains_key("result") || obj.contains_key("error"))
+        {
+            return Ok(McpMessage(Incoming::Response(value)));
+        }
+        parse_message(&body).map(|m| McpMessage(Incoming::Message(m)))
     }
 }
 
@@ -125,28 +308,14 @@ fn principal(subject: &Subject) -> String {
     format!("{}#{}", subject.issuer, subject.subject_id)
 }
 
-/// DNS-rebinding guard: a browser Origin must name this host (or loopback).
-fn origin_allowed(headers: &HeaderMap) -> bool {
+/// DNS-rebinding guard: no Origin (not a browser), or one `origin::allowed` accepts.
+fn origin_allowed(headers: &HeaderMap, allow_list: &[String]) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
-    let Ok(origin) = origin.to_str() else {
-        return false;
-    };
-    let authority = origin.split("://").nth(1).unwrap_or("");
-    let host_of = |a: &str| -> String {
-        if let Some(rest) = a.strip_prefix('[') {
-            return rest.split(']').next().unwrap_or("").to_owned();
-        }
-        a.split(':').next().unwrap_or("").to_owned()
-    };
-    let origin_host = host_of(authority);
-    let own = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(host_of);
-    matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "::1")
-        || own.as_deref() == Some(origin_host.as_str())
+    origin
+        .to_str()
+        .is_ok_and(|o| super::origin::allowed(o, allow_list))
 }
 
 /// SSE is used for `tools/call` when the client takes it: the call may wait long, and
@@ -190,12 +359,73 @@ pub async fn handle(
     State(state): State<McpState>,
     McpCaller(subject): McpCaller,
     headers: HeaderMap,
-    McpMessage(message): McpMessage,
+    McpMessage(incoming): McpMessage,
 ) -> Response {
+    let message = match incoming {
+        Incoming::Message(m) => m,
+        Incoming::Response(response) => {
+            return take_response(state, subject, headers, response).await;
+        }
+    };
     let span = super::trace_span(&message, &headers);
     serve_message(state, subject, headers, message)
         .instrument(span)
         .await
+}
+
+/// A response POSTed on a 2025-11-25 session: 202 once taken, a JSON-RPC error (HTTP 400)
+/// when it cannot be.
+async fn take_response(
+    state: McpState,
+    subject: Subject,
+    headers: HeaderMap,
+    response: Value,
+) -> Response {
+    let session = match gate::header_text(&headers, SESSION_HEADER) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return error_response(
+                &RpcError::new(
+                    INVALID_REQUEST,
+                    "a response is only taken on a session (Mcp-Session-Id)",
+                ),
+                None,
+            );
+        }
+        Err(e) => return error_response(&e, None),
+    };
+    match state
+        .app
+        .ops
+        .mcp_session(&session, &principal(&subject))
+        .await
+    {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return error_response(
+                &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
+                None,
+            );
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "an MCP session could not be read");
+            return error_response(&RpcError::internal(), None);
+        }
+    }
+    match state
+        .take_response(&subject, Modes::of_session(&session), &response)
+        .await
+    {
+        Ok(()) => StatusCode::ACCEPTED.into_response(),
+        Err(e) => {
+            let http = if e.http == StatusCode::OK {
+                StatusCode::BAD_REQUEST
+            } else {
+                e.http
+            };
+            error_response(&e.with_http(http), None)
+        }
+    }
 }
 
 async fn serve_message(
@@ -220,7 +450,11 @@ async fn serve_message(
                 let session = match state
                     .app
                     .ops
-                    .open_mcp_session(&principal(&subject), &version)
+                    .open_mcp_session(
+                        &principal(&subject),
+                        &version,
+                        Modes::of(&message.params["capabilities"]).session_tag(),
+                    )
                     .await
                 {
                     Ok(id) => id,
@@ -252,7 +486,12 @@ async fn serve_message(
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
-    let ctx = Ctx { subject, era };
+    let mut ctx = Ctx::new(subject, era);
+    if matches!(ctx.era, Era::Legacy(_))
+        && let Ok(Some(session)) = gate::header_text(&headers, SESSION_HEADER)
+    {
+        ctx.session_modes = Modes::of_session(&session);
+    }
     if message.is_notification() {
         return match state.dispatch(&ctx, &message).await {
             Ok(_) => StatusCode::ACCEPTED.into_response(),
@@ -264,22 +503,9 @@ async fn serve_message(
     }
     let id = id.unwrap_or(Value::Null);
     if wants_sse(&headers, &message.method) {
-        // The work lives in the stream: if the client goes away the stream is dropped,
-        // and with it the request's hold on the run (which then is cancelled).
-        let stream = futures::stream::once(async move {
-            let body = match state.dispatch(&ctx, &message).await {
-                Ok(Some(result)) => result_body(&id, result),
-                Ok(None) => result_body(&id, json!({})),
-                Err(e) => e.body(Some(&id)),
-            };
-            Ok::<Event, Infallible>(Event::default().event("message").data(body.to_string()))
-        });
-        let mut resp = Sse::new(stream)
-            .keep_alive(KeepAlive::default())
-            .into_response();
-        resp.headers_mut()
-            .insert("x-accel-buffering", HeaderValue::from_static("no"));
-        return resp;
+        let (tx, rx) = mpsc::unbounded_channel::<Value>();
+        ctx.outbound = Some(Outbound::new(tx, &message));
+        return streamed(state, ctx, message, id, rx).await;
     }
     match state.dispatch(&ctx, &message).await {
         Ok(Some(result)) => axum::Json(result_body(&id, result)).into_response(),
@@ -350,6 +576,21 @@ pub fn is_stateless(version: &str) -> bool {
 }
 
 impl McpState {
+    /// The initialize-era revision offered to a client that asked for one this host does
+    /// not serve: the newest one served at or above the floor, if any.
+    fn counter_offer(&self) -> Option<String> {
+        let facet = self.facet();
+        let floor = facet["minimumRevision"].as_str()?;
+        facet["revisions"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !is_stateless(r))
+            .filter(|r| compare(Protocol::Mcp, r, floor).is_some_and(|o| o.is_ge()))
+            .max()
+            .map(str::to_owned)
+    }
+
     /// `initialize`: negotiates an initialize-era revision and describes the server.
     /// The transport opens the session.
     pub async fn initialize(
@@ -370,7 +611,18 @@ impl McpState {
             )
             .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
         }
-        let version = self.negotiate(subject, requested, origin).await?;
+        let version = match self.negotiate(subject, requested, origin).await {
+            Ok(v) => v,
+            // The MCP lifecycle: a revision the server does not speak is answered with one
+            // it does, and the client decides whether to go on. The floor still decides:
+            // the request was refused (and recorded so); the counter-offer is the newest
+            // initialize-era revision served, negotiated and recorded in its own right.
+            Err(e) if e.code == UNSUPPORTED_VERSION => match self.counter_offer() {
+                Some(counter) => self.negotiate(subject, &counter, origin).await?,
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
         let result = json!({
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": false}},

@@ -23,24 +23,48 @@ use futures::StreamExt;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-fn notification(method: &str, mut params: Value, id: &Value) -> Event {
+fn notification(method: &str, mut params: Value, id: &Value) -> Value {
     if let Some(obj) = params.as_object_mut() {
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
         meta[SUBSCRIPTION_ID] = id.clone();
     }
-    let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
-    Event::default().event("message").data(body.to_string())
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
 }
 
-/// Opens the stream. Ends when the client goes away (the stream is dropped) or, with a
-/// final result to the listen id, when the host shuts down.
+/// Opens the stream on streamable HTTP. Ends when the client goes away (the stream is
+/// dropped) or, with a final result to the listen id, when the host shuts down.
 pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(16);
+    let _ = start(state, ctx, message, tx).await;
+    let stream = futures::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |v| {
+        Ok::<Event, Infallible>(Event::default().event("message").data(v.to_string()))
+    });
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    resp
+}
+
+/// Starts a subscription whose messages (the acknowledgement first, then the
+/// notifications, then a final result at shutdown) go to `tx`, on any transport (the SSE
+/// stream above, stdout on stdio). It ends when `tx`'s receiver is dropped.
+pub async fn start(
+    state: McpState,
+    ctx: Ctx,
+    message: Message,
+    tx: tokio::sync::mpsc::Sender<Value>,
+) -> tokio::task::JoinHandle<()> {
     let id = message.id.clone().unwrap_or(Value::Null);
     let asked = message
         .params
         .get("notifications")
         .cloned()
         .unwrap_or(json!({}));
+    let modes = ctx.modes();
     let tasks_declared = match &ctx.era {
         super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
         super::service::Era::Legacy(_) => false,
@@ -83,7 +107,6 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
     let mut shutdown = state.app.shutdown.clone();
     // A task feeds the stream through a channel; when the client goes away the receiver
     // is dropped and `tx.closed()` ends the task.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(16);
     tokio::spawn(async move {
         let ack = notification(
             "notifications/subscriptions/acknowledged",
@@ -108,7 +131,7 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
                 continue;
             };
             let run = update.run;
-            let Ok(mut view) = state.task_view(&run, true).await else {
+            let Ok(mut view) = state.task_view(&run, true, modes).await else {
                 continue;
             };
             if let Some(obj) = view.as_object_mut() {
@@ -131,20 +154,6 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
             &id,
             json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}),
         );
-        let _ = tx
-            .send(Event::default().event("message").data(end.to_string()))
-            .await;
-    });
-    let stream = futures::StreamExt::map(
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-        Ok::<Event, Infallible>,
-    );
-    let mut resp = Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response();
-    resp.headers_mut().insert(
-        "x-accel-buffering",
-        axum::http::HeaderValue::from_static("no"),
-    );
-    resp
+        let _ = tx.send(end).await;
+    })
 }

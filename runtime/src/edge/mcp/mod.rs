@@ -9,12 +9,15 @@
 //! Mount with `Router::merge(edge::mcp::router(app_state, McpConfig::default()))`.
 
 mod cancel;
+pub mod elicit;
 pub mod gate;
 mod http;
-mod listen;
+pub(crate) mod listen;
+pub mod origin;
 pub mod request_state;
 pub mod rpc;
 pub mod service;
+mod session_elicit;
 
 use std::sync::Arc;
 
@@ -28,7 +31,7 @@ use crate::negotiation::{self, Decision, Offer, Protocol};
 pub use http::is_stateless;
 use request_state::Codec;
 use rpc::{RpcError, UNSUPPORTED_VERSION};
-pub use service::{Ctx, Era};
+pub use service::{Ctx, Era, Outbound};
 
 /// Where the mount answers.
 pub const PATH: &str = "/mcp";
@@ -44,6 +47,10 @@ pub struct McpState {
     pub app: AppState,
     pub config: Arc<McpConfig>,
     codec: Arc<Codec>,
+    /// Calls of this process waiting on an `elicitation/create` they sent, by the state's
+    /// nonce: told when the client dismissed it (an answer shows in the run itself).
+    waiters:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<()>>>>,
 }
 
 impl McpState {
@@ -59,6 +66,7 @@ impl McpState {
             app,
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
+            waiters: Arc::default(),
         }
     }
 
@@ -149,6 +157,14 @@ pub fn router_for(state: McpState) -> Router {
             post(http::handle)
                 .delete(http::end_session)
                 .fallback(http::wrong_method),
+        )
+        .route(
+            http::RESOURCE_METADATA_PATH,
+            axum::routing::get(http::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(http::resource_metadata),
         )
         .layer(panic)
         .with_state(state)

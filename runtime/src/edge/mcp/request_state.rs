@@ -1,14 +1,28 @@
 //! MRTR `requestState`: an opaque token the client echoes on its retry. It is ours, so it
-//! is HMAC-SHA256 protected and binds everything the retry must not change: who asked,
-//! until when, which call (a digest of the tool name and arguments), which run, which
-//! interrupt, and which round. Single use is enforced by the run store's `claim_once`.
+//! is sealed with XChaCha20-Poly1305 (an AEAD: integrity and confidentiality at once) and
+//! binds everything the retry must not change: who asked, until when, which call (a digest
+//! of the tool name and arguments), which run, which interrupt, and which round. The client
+//! can read none of it (no principal, run id or interrupt id shows through). Single use is
+//! enforced by the interop store's `claim_once`.
+//!
+//! Wire form: `v2.` + base64url(24-byte random nonce ‖ ciphertext ‖ tag). The AEAD key is
+//! derived from the key kept in the run store (`mcp.requestState.key`, shared by every
+//! replica), so a state opens on any replica and after a restart.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
+use chacha20poly1305::XChaCha20Poly1305;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+/// The prefix of every state this codec seals.
+const PREFIX: &str = "v2.";
+/// Bound into every seal as associated data, so a ciphertext made for another purpose with
+/// the same key never opens as a requestState.
+const AAD: &[u8] = b"openwop mcp requestState v2";
+const NONCE_LEN: usize = 24;
 
 /// What a `requestState` carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,35 +62,47 @@ pub fn request_digest(tool: &str, arguments: &Value) -> String {
     hex::encode(h.finalize())
 }
 
-/// Signs and checks states with one key.
+/// Seals and opens states with one key.
 pub struct Codec {
-    key: Vec<u8>,
+    cipher: XChaCha20Poly1305,
 }
 
 impl Codec {
+    /// A codec whose AEAD key is derived from `key` (any length; the host's is 32 random
+    /// bytes from the store).
     pub fn new(key: &[u8]) -> Codec {
-        Codec { key: key.to_vec() }
-    }
-
-    fn mac(&self, payload: &[u8]) -> Hmac<Sha256> {
-        // HMAC takes keys of any length; this cannot fail.
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
-            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
-        mac.update(payload);
-        mac
+        let derived =
+            Sha256::digest([b"openwop mcp requestState aead key\n".as_slice(), key].concat());
+        let cipher = XChaCha20Poly1305::new_from_slice(&derived)
+            .unwrap_or_else(|_| unreachable!("a SHA-256 digest is a 32-byte key"));
+        Codec { cipher }
     }
 
     pub fn seal(&self, claims: &Claims) -> String {
-        let payload = serde_json::to_vec(claims).unwrap_or_default();
-        let tag = self.mac(&payload).finalize().into_bytes();
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(&payload),
-            URL_SAFE_NO_PAD.encode(tag)
-        )
+        let plaintext = serde_json::to_vec(claims).unwrap_or_default();
+        let mut nonce = [0u8; NONCE_LEN];
+        if getrandom::fill(&mut nonce).is_err() {
+            // Without randomness no state is minted that could repeat a nonce: the empty
+            // state below never opens.
+            tracing::error!("no randomness for a requestState nonce");
+            return String::new();
+        }
+        let Ok(sealed) = self.cipher.encrypt(
+            (&nonce).into(),
+            Payload {
+                msg: &plaintext,
+                aad: AAD,
+            },
+        ) else {
+            tracing::error!("a requestState could not be sealed");
+            return String::new();
+        };
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&sealed);
+        format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
     }
 
-    /// Checks integrity first (nothing in a forged state is read), then the bindings.
+    /// Checks integrity first (nothing of a forged state is read), then the bindings.
     pub fn open(
         &self,
         token: &str,
@@ -84,17 +110,26 @@ impl Codec {
         digest: &str,
         now_ms: i64,
     ) -> Result<Claims, Refusal> {
-        let (payload, tag) = token.split_once('.').ok_or(Refusal::Malformed)?;
-        let payload = URL_SAFE_NO_PAD
-            .decode(payload)
+        let body = token.strip_prefix(PREFIX).ok_or(Refusal::Malformed)?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(body)
             .map_err(|_| Refusal::Malformed)?;
-        let tag = URL_SAFE_NO_PAD
-            .decode(tag)
-            .map_err(|_| Refusal::Malformed)?;
-        self.mac(&payload)
-            .verify_slice(&tag)
+        if bytes.len() <= NONCE_LEN {
+            return Err(Refusal::Malformed);
+        }
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| Refusal::Malformed)?;
+        let plaintext = self
+            .cipher
+            .decrypt(
+                (&nonce).into(),
+                Payload {
+                    msg: sealed,
+                    aad: AAD,
+                },
+            )
             .map_err(|_| Refusal::Forged)?;
-        let claims: Claims = serde_json::from_slice(&payload).map_err(|_| Refusal::Malformed)?;
+        let claims: Claims = serde_json::from_slice(&plaintext).map_err(|_| Refusal::Malformed)?;
         if claims.exp <= now_ms {
             return Err(Refusal::Expired);
         }
@@ -156,21 +191,43 @@ mod tests {
             Codec::new(b"other").open(&token, "iss#alice", "", 5),
             Err(Refusal::Forged)
         );
-        let (payload, tag) = token.split_once('.').expect("two parts");
-        let mut forged: Claims =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).expect("b64")).expect("json");
-        forged.round = 0;
-        let forged = format!(
-            "{}.{tag}",
-            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).expect("json"))
-        );
+        // Flip one bit of the ciphertext: it no longer opens.
+        let mut bytes = URL_SAFE_NO_PAD
+            .decode(token.strip_prefix(PREFIX).expect("prefix"))
+            .expect("b64");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let forged = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(&bytes));
         assert_eq!(
             Codec::new(b"k").open(&forged, "iss#alice", "", 5),
             Err(Refusal::Forged)
         );
+        for junk in ["junk", "v2.", "v2.AAAA", "v2.!!"] {
+            assert_eq!(
+                Codec::new(b"k").open(junk, "iss#alice", "", 5),
+                Err(Refusal::Malformed)
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_state_is_encrypted_so_nothing_it_binds_is_readable() {
+        let c = claims();
+        let token = Codec::new(b"k").seal(&c);
+        let bytes = URL_SAFE_NO_PAD
+            .decode(token.strip_prefix(PREFIX).expect("prefix"))
+            .expect("b64");
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in [&c.principal, &c.run, &c.interrupt, &c.nonce, &c.digest] {
+            assert!(!text.contains(secret.as_str()), "{secret} shows through");
+            assert!(!token.contains(secret.as_str()), "{secret} shows through");
+        }
+        // Two seals of the same claims differ (a fresh nonce each), and both open.
+        let again = Codec::new(b"k").seal(&c);
+        assert_ne!(token, again);
         assert_eq!(
-            Codec::new(b"k").open("junk", "iss#alice", "", 5),
-            Err(Refusal::Malformed)
+            Codec::new(b"k").open(&again, "iss#alice", &c.digest, 5),
+            Ok(c)
         );
     }
 }

@@ -4,10 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::gate::{Declared, TASKS_EXTENSION};
 use super::request_state::{Claims, Refusal, request_digest};
 use super::rpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
-use super::{McpState, cancel::RunGuard};
+use super::{McpState, cancel::RunGuard, session_elicit};
 use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus, mcp_task_status};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
@@ -18,11 +19,18 @@ use crate::status::Lifecycle;
 /// The reason a run owned by an abandoned request is cancelled with.
 pub const REQUEST_CANCELLED: &str = "mcp-request-cancelled";
 
+/// The reason a run is cancelled with when the call that owns it is refused because the
+/// client cannot be asked for the input the run needs.
+pub const MISSING_CAPABILITY_REASON: &str = "mcp-missing-capability";
+/// The reason a run is cancelled with when its call needs more input rounds than
+/// `mcp.mrtr.maxRounds`.
+pub const ROUNDS_EXCEEDED_REASON: &str = "mcp-mrtr-rounds-exceeded";
+
 /// How long a list result may be cached.
 const LIST_TTL_MS: u64 = 60_000;
 
 /// How long a requestState stays usable.
-const STATE_TTL_MS: i64 = 10 * 60 * 1000;
+pub(crate) const STATE_TTL_MS: i64 = 10 * 60 * 1000;
 /// What a task's poller is told to wait between polls.
 const POLL_INTERVAL_MS: u64 = 500;
 
@@ -39,6 +47,54 @@ pub enum Era {
 pub struct Ctx {
     pub subject: Subject,
     pub era: Era,
+    /// The elicitation modes a 2025-11-25 session's `initialize` declared.
+    pub session_modes: Modes,
+    /// Where messages to the client go while this request is open (its SSE stream, or
+    /// stdout on stdio); `None` when the transport cannot carry any (a JSON answer).
+    pub outbound: Option<Outbound>,
+}
+
+impl Ctx {
+    /// A request with no channel back to the client but its answer.
+    pub fn new(subject: Subject, era: Era) -> Ctx {
+        Ctx {
+            subject,
+            era,
+            session_modes: Modes::default(),
+            outbound: None,
+        }
+    }
+}
+
+/// The channel a request's notifications travel on before its answer.
+#[derive(Clone)]
+pub struct Outbound {
+    tx: tokio::sync::mpsc::UnboundedSender<Value>,
+    /// `params._meta.progressToken` of the request: progress is reported only when set.
+    progress_token: Option<Value>,
+    /// The last `progress` sent for the request: every notification's is larger, across
+    /// every wait of the call (input rounds included).
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Outbound {
+    /// A channel for the request `message`; each value sent is one JSON-RPC message.
+    pub fn new(tx: tokio::sync::mpsc::UnboundedSender<Value>, message: &Message) -> Outbound {
+        let progress_token = message
+            .meta()
+            .get("progressToken")
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        Outbound {
+            tx,
+            progress_token,
+            progress: Default::default(),
+        }
+    }
+
+    pub(crate) fn send(&self, message: Value) -> bool {
+        self.tx.send(message).is_ok()
+    }
 }
 
 impl Ctx {
@@ -49,12 +105,20 @@ impl Ctx {
         }
     }
 
-    fn principal(&self) -> String {
+    pub(crate) fn principal(&self) -> String {
         format!("{}#{}", self.subject.issuer, self.subject.subject_id)
+    }
+
+    /// The elicitation modes this request (2026) declared.
+    pub(crate) fn modes(&self) -> Modes {
+        match &self.era {
+            Era::Modern(d) => Modes::of(&d.capabilities),
+            Era::Legacy(_) => self.session_modes,
+        }
     }
 }
 
-fn internal(e: impl std::fmt::Display) -> RpcError {
+pub(crate) fn internal(e: impl std::fmt::Display) -> RpcError {
     tracing::error!(error = %e, "mcp request failed");
     RpcError::internal()
 }
@@ -64,7 +128,7 @@ fn unknown_task(task_id: &str) -> RpcError {
     RpcError::invalid_params(format!("no task `{task_id}`"))
 }
 
-fn refused_state(why: Refusal) -> RpcError {
+pub(crate) fn refused_state(why: Refusal) -> RpcError {
     tracing::info!(?why, "requestState refused");
     RpcError::invalid_params("requestState is not valid for this request")
 }
@@ -136,7 +200,7 @@ impl McpState {
             // transport handles it before dispatch; nothing is answered either way.
             McpMethod::NotificationsCancelled | McpMethod::NotificationsTasks => return Ok(None),
             // Answered by the transport, which owns what they open: initialize the
-            // session, subscriptions/listen the stream (served on streamable HTTP only).
+            // session, subscriptions/listen the stream (streamable HTTP and stdio).
             McpMethod::Initialize | McpMethod::SubscriptionsListen => {
                 return Err(RpcError::new(
                     METHOD_NOT_FOUND,
@@ -219,7 +283,7 @@ impl McpState {
         json!({"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private"})
     }
 
-    fn max_rounds(&self) -> u32 {
+    pub(crate) fn max_rounds(&self) -> u32 {
         self.facet()["mrtr"]["maxRounds"]
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
@@ -248,7 +312,25 @@ impl McpState {
         // Arguments are checked before anything is created; create_run checks again.
         let problems = workflow.check_inputs(&arguments);
         if !problems.is_empty() {
-            return Err(RpcError::invalid_params(format!("the arguments do not match the input schema of `{name}`"))
+            // Clients show the message, not `data`: it says which argument and why.
+            let said: Vec<String> = problems
+                .iter()
+                .take(5)
+                .map(|p| {
+                    let at = p.pointer.trim_start_matches('/').replace('/', ".");
+                    if at.is_empty() {
+                        format!("arguments: {}", p.message)
+                    } else {
+                        format!("argument `{at}`: {}", p.message)
+                    }
+                })
+                .collect();
+            let more = problems.len().saturating_sub(said.len());
+            let mut message = format!("invalid arguments for tool `{name}`: {}", said.join("; "));
+            if more > 0 {
+                message.push_str(&format!(" (and {more} more)"));
+            }
+            return Err(RpcError::invalid_params(message)
                 .with_data(json!({"errors": problems.iter().map(|p| json!({"pointer": p.pointer, "message": p.message})).collect::<Vec<_>>()})));
         }
         let request = crate::ops::run_request(name, arguments.clone())?;
@@ -282,32 +364,153 @@ impl McpState {
             self.config.call_timeout
         };
         let guard = RunGuard::arm(self.app.ops.clone(), ctx.subject.clone(), &run.run_id);
-        let run = self
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut run = run;
+        let mut round = round;
+        let answer = loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            run = self.settle(ctx, run, left).await?;
+            let status = run.status;
+            if status.is_terminal() {
+                break self.call_result(&run).await;
+            }
+            if tasks {
+                break self.task_view(&run, false, ctx.modes()).await;
+            }
+            if !status.asks_for_input() {
+                // Still running (or waiting on something outside MCP) when the call gives
+                // up: the run goes on, and the caller learns how to come back for it.
+                break Ok(self.still_open(
+                    &run,
+                    format!(
+                        "Run {} is still {} after {} s, the most this call waits; it goes on.",
+                        run.run_id,
+                        run.status.as_str(),
+                        wait.as_secs()
+                    ),
+                ));
+            }
+            // A 2025-11-25 session is asked on the call's own stream, as the stateless
+            // era is asked through InputRequiredResult: same mapping, same round ceiling.
+            if self.session_can_be_asked(ctx, &run).await? {
+                round += 1;
+                if round > self.max_rounds() {
+                    break Err(self.rounds_exceeded(ctx, &run).await);
+                }
+                match self.ask_in_session(ctx, &run, round, deadline).await? {
+                    session_elicit::Outcome::Answered(next) => {
+                        run = next;
+                        continue;
+                    }
+                    session_elicit::Outcome::Dismissed(interrupt_id) => {
+                        break Ok(self.dismissed(&run, &interrupt_id));
+                    }
+                    session_elicit::Outcome::Unanswered(interrupt_id) => {
+                        break Ok(self.still_open(
+                            &run,
+                            format!(
+                                "Run {} still waits at interrupt {interrupt_id}: the question was not answered within {} s.",
+                                run.run_id,
+                                wait.as_secs()
+                            ),
+                        ));
+                    }
+                }
+            }
+            break self
+                .input_required(ctx, tool, arguments, &run, round + 1)
+                .await;
+        };
+        // The answer exists (a refusal included, which settles the run itself); from here
+        // on the transport decides when it was sent.
+        guard.hand_over();
+        answer
+    }
+
+    /// Waits for the run as `ops.settle` does (until it ends or asks for input, or `wait`
+    /// passes); a request that sent a `progressToken` is told what the run does meanwhile:
+    /// one `notifications/progress` per node started or completed, and one every
+    /// `progress_every` while nothing happens, each with a larger `progress`.
+    async fn settle(
+        &self,
+        ctx: &Ctx,
+        run: RunRecord,
+        wait: std::time::Duration,
+    ) -> Result<RunRecord, RpcError> {
+        let reporting = ctx
+            .outbound
+            .as_ref()
+            .and_then(|o| o.progress_token.clone().map(|t| (o, t)));
+        let Some((out, token)) = reporting else {
+            return Ok(self
+                .app
+                .ops
+                .settle(&ctx.subject, run, |s| s.asks_for_input(), wait)
+                .await?);
+        };
+        let settled = |r: &RunRecord| r.status.asks_for_input() || r.status.is_terminal();
+        if settled(&run) {
+            return Ok(run);
+        }
+        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
+        let mut watch = self
             .app
             .ops
-            .settle(&ctx.subject, run, |s| s.asks_for_input(), wait)
+            .watch(&ctx.subject, &id, run.last_sequence)
             .await?;
-        let status = run.status;
-        let answer = if status.is_terminal() {
-            self.call_result(&run).await?
-        } else if tasks {
-            self.task_view(&run, false).await?
-        } else if status.asks_for_input() {
-            self.input_required(ctx, tool, arguments, &run, round + 1)
-                .await?
-        } else {
-            // Still running (or waiting on something outside MCP) when the call gives up:
-            // the run goes on and the caller learns its id.
-            json!({
-                "resultType": "complete",
-                "content": [{"type": "text", "text": format!("run {} is still {}; it was not finished within the call", run.run_id, run.status.as_str())}],
-                "structuredContent": {"runId": run.run_id, "status": run.status.as_str()},
-                "isError": true,
-            })
+        let started = tokio::time::Instant::now();
+        let deadline = started + wait;
+        let mut latest = run;
+        let report = |message: String| {
+            let progress = out
+                .progress
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            out.send(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": progress, "message": message},
+            }))
         };
-        // The answer exists; from here on the transport decides when it was sent.
-        guard.hand_over();
-        Ok(answer)
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(latest);
+            }
+            let step = left.min(
+                self.config
+                    .progress_every
+                    .max(std::time::Duration::from_millis(100)),
+            );
+            match tokio::time::timeout(step, watch.next()).await {
+                Ok(Some(Ok(update))) => {
+                    latest = update.run;
+                    for event in &update.events {
+                        let node = event.payload.get("nodeId").and_then(Value::as_str);
+                        let what = match (event.event_type.as_str(), node) {
+                            ("node.started", Some(n)) => format!("node `{n}` started"),
+                            ("node.completed", Some(n)) => format!("node `{n}` completed"),
+                            _ => continue,
+                        };
+                        report(what);
+                    }
+                    if settled(&latest) {
+                        return Ok(latest);
+                    }
+                }
+                Ok(Some(Err(e))) => return Err(e.into()),
+                // The run ended (its last update was seen) or the host is stopping.
+                Ok(None) => return Ok(latest),
+                Err(_) => {
+                    report(format!(
+                        "run {} is {} ({} s)",
+                        latest.run_id,
+                        latest.status.as_str(),
+                        started.elapsed().as_secs()
+                    ));
+                }
+            }
+        }
     }
 
     /// `CallToolResult` of a finished run: completed is a success, failed and cancelled
@@ -351,51 +554,75 @@ impl McpState {
         Ok(result)
     }
 
-    /// The elicitation that answers an interrupt, or `None` when the interrupt cannot be
-    /// answered through a form (credentials and external waits).
-    fn elicitation(kind: &str, data: &Value) -> Option<Value> {
-        let (message, properties, required) = match kind {
-            "approval" => {
-                let actions = data
-                    .get("actions")
-                    .cloned()
-                    .unwrap_or_else(|| json!(["accept", "reject"]));
-                (
-                    data.get("title")
-                        .and_then(Value::as_str)
-                        .unwrap_or("Approve?")
-                        .to_owned(),
-                    json!({"decision": {"type": "string", "enum": actions}}),
-                    json!(["decision"]),
-                )
-            }
-            "clarification" => {
-                let questions = data.get("questions").and_then(Value::as_array)?;
-                let mut props = Map::new();
-                let mut text = Vec::new();
-                for q in questions {
-                    let id = q.get("id").and_then(Value::as_str)?;
-                    let question = q.get("question").and_then(Value::as_str).unwrap_or(id);
-                    props.insert(
-                        id.to_owned(),
-                        json!({"type": "string", "description": question}),
-                    );
-                    text.push(question.to_owned());
+    /// How a caller comes back for a run that outlived its call, said in every answer
+    /// that leaves a run going.
+    fn come_back(&self, run: &RunRecord) -> String {
+        let task = crate::ids::project(&run.run_id);
+        if self.served_extensions().contains(&TASKS_EXTENSION) {
+            format!(
+                "Come back for it with tasks/get {{\"taskId\": \"{task}\"}} (declare the {TASKS_EXTENSION} extension; tasks/update answers its input, tasks/cancel ends it), or over REST with GET /runs/{task}."
+            )
+        } else {
+            format!("Come back for it over REST with GET /runs/{task}.")
+        }
+    }
+
+    /// A tool error about a run that goes on: what it waits for and how to come back.
+    fn still_open(&self, run: &RunRecord, why: String) -> Value {
+        json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": format!("{why} {}", self.come_back(run))}],
+            "structuredContent": {
+                "runId": run.run_id,
+                "taskId": crate::ids::project(&run.run_id),
+                "status": run.status.as_str(),
+            },
+            "isError": true,
+        })
+    }
+
+    /// Refuses a call that cannot go on over MCP after its run started, ending the run
+    /// with the refusal's own reason (the client cancelled nothing) so it is not left
+    /// waiting for an answer that cannot come.
+    async fn refuse_started(
+        &self,
+        ctx: &Ctx,
+        run: &RunRecord,
+        reason: &str,
+        error: RpcError,
+    ) -> RpcError {
+        if let Ok(id) = BoundId::parse_bound(&run.run_id) {
+            match self
+                .app
+                .ops
+                .cancel_run(&ctx.subject, &id, Some(reason.into()))
+                .await
+            {
+                Ok(_) | Err(OpError::RunTerminal { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, run_id = run.run_id, "a refused call's run could not be cancelled")
                 }
-                let required: Vec<&String> = props.keys().collect();
-                let required = json!(required);
-                (text.join("\n"), Value::Object(props), required)
             }
-            _ => return None,
-        };
-        Some(json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {"type": "object", "properties": properties, "required": required},
-            }
-        }))
+        }
+        let mut data = error.data.as_deref().cloned().unwrap_or_else(|| json!({}));
+        data["runId"] = json!(run.run_id);
+        data["runCancelledReason"] = json!(reason);
+        let message = format!(
+            "{} (run {} was cancelled: {reason})",
+            error.message, run.run_id
+        );
+        RpcError { message, ..error }.with_data(data)
+    }
+
+    /// The refusal of an input round beyond `mcp.mrtr.maxRounds`; the run ends with it.
+    pub(crate) async fn rounds_exceeded(&self, ctx: &Ctx, run: &RunRecord) -> RpcError {
+        let error = RpcError::invalid_params(format!(
+            "more than {} input rounds for one call",
+            self.max_rounds()
+        ))
+        .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str()}));
+        self.refuse_started(ctx, run, ROUNDS_EXCEEDED_REASON, error)
+            .await
     }
 
     async fn input_required(
@@ -409,37 +636,55 @@ impl McpState {
         let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)? else {
             return self.call_result(run).await;
         };
-        let Some(request) = Self::elicitation(&open.kind, &open.data) else {
-            return Ok(json!({
-                "resultType": "complete",
-                "content": [{"type": "text", "text": format!("run {} waits on a {} interrupt, which cannot be answered here", run.run_id, open.kind)}],
-                "structuredContent": {"runId": run.run_id, "status": run.status.as_str()},
-                "isError": true,
-            }));
+        let asked = Asked {
+            interrupt_id: &open.interrupt_id,
+            kind: &open.kind,
+            data: &open.data,
         };
+        if elicit::needs(&open.kind) == Needs::Nothing {
+            return Ok(self.still_open(
+                run,
+                format!(
+                    "Run {} waits on a {} interrupt, which no MCP request can answer.",
+                    run.run_id, open.kind
+                ),
+            ));
+        }
         let Some(declared) = ctx.declared() else {
             // The initialize era has no input_required; the run stays suspended.
-            return Ok(json!({
-                "content": [{"type": "text", "text": format!("run {} waits for input at interrupt {}", run.run_id, open.interrupt_id)}],
-                "structuredContent": {"runId": run.run_id, "status": run.status.as_str(), "interruptId": open.interrupt_id},
-                "isError": true,
-            }));
-        };
-        if declared.capabilities.get("elicitation").is_none() {
-            return Err(RpcError::new(
-                MISSING_CAPABILITY,
-                "this tool asks for input: declare the elicitation capability",
-            )
-            .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
-        }
-        if round > self.max_rounds() {
-            return Err(RpcError::invalid_params(format!(
-                "more than {} input rounds for one call",
-                self.max_rounds()
-            ))
-            .with_data(
-                json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str(), "runId": run.run_id}),
+            return Ok(self.still_open(
+                run,
+                format!(
+                    "Run {} waits for input at interrupt {} ({}), and this session cannot be asked for it.",
+                    run.run_id, open.interrupt_id, open.kind
+                ),
             ));
+        };
+        let modes = Modes::of(&declared.capabilities);
+        let Some(request) = elicit::input_request(&asked, modes) else {
+            if elicit::needs(&open.kind) == Needs::Url {
+                // The map's rule: a credential interrupt without URL-mode elicitation is a
+                // tool error, and the run waits for the credential elsewhere.
+                return Ok(self.still_open(
+                    run,
+                    format!(
+                        "Run {} waits for a credential ({}); declare the elicitation capability with `url` to be asked for it here.",
+                        run.run_id,
+                        open.data.get("provider").and_then(Value::as_str).unwrap_or("a provider")
+                    ),
+                ));
+            }
+            let error = RpcError::new(
+                MISSING_CAPABILITY,
+                "this tool asks for input: declare the elicitation capability (form mode) in clientCapabilities",
+            )
+            .with_data(json!({"requiredCapabilities": {"elicitation": {}}}));
+            return Err(self
+                .refuse_started(ctx, run, MISSING_CAPABILITY_REASON, error)
+                .await);
+        };
+        if round > self.max_rounds() {
+            return Err(self.rounds_exceeded(ctx, run).await);
         }
         let claims = Claims {
             principal: ctx.principal(),
@@ -457,8 +702,9 @@ impl McpState {
         }))
     }
 
-    /// The retry of an input_required round: checks the state, resolves the interrupt
-    /// with the answer, and waits for the run again.
+    /// The retry of an input_required round: checks the state, reads the answer, and only
+    /// then spends the state and resolves the interrupt, so a malformed answer leaves the
+    /// state usable for the corrected retry.
     async fn continue_call(
         &self,
         ctx: &Ctx,
@@ -477,6 +723,52 @@ impl McpState {
                 now,
             )
             .map_err(refused_state)?;
+        let id =
+            BoundId::parse_bound(&claims.run).map_err(|_| refused_state(Refusal::Malformed))?;
+        let run = self
+            .app
+            .ops
+            .get_run(&ctx.subject, &id)
+            .await
+            .map_err(|_| refused_state(Refusal::OtherRequest))?;
+        if let Some(responses) = responses
+            && !responses.is_object()
+        {
+            return Err(RpcError::invalid_params(
+                "`inputResponses` must be an object keyed by the inputRequests keys",
+            ));
+        }
+        let Some(answer) = responses.and_then(|r| r.get(&claims.interrupt)) else {
+            // Not answered: ask again, in the same round, with a fresh state.
+            self.spend(&claims).await?;
+            return self
+                .input_required(ctx, tool, arguments, &run, claims.round)
+                .await;
+        };
+        // A state for an interrupt that is no longer open is stale, whatever the answer.
+        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?;
+        let Some(open) = open.filter(|o| o.interrupt_id == claims.interrupt) else {
+            return Err(refused_state(Refusal::Spent));
+        };
+        let asked = Asked {
+            interrupt_id: &open.interrupt_id,
+            kind: &open.kind,
+            data: &open.data,
+        };
+        let answer = elicit::answer(&asked, answer)?;
+        self.spend(&claims).await?;
+        let Answer::Resume(resume) = answer else {
+            return Ok(self.dismissed(&run, &open.interrupt_id));
+        };
+        let run = self
+            .resolve(ctx, &run, &open.node_id, &open.interrupt_id, resume)
+            .await?;
+        self.answer_run(ctx, tool, arguments, run, claims.round)
+            .await
+    }
+
+    /// Spends a state on every replica; a second use is refused.
+    pub(crate) async fn spend(&self, claims: &Claims) -> Result<(), RpcError> {
         // Single use is recorded in the interop store, so a state spent on one replica is
         // spent on all of them; the record outlives the state's own expiry.
         let fresh = self
@@ -488,79 +780,55 @@ impl McpState {
                 tracing::error!(error = %e, "cannot record a spent requestState");
                 RpcError::internal()
             })?;
-        if !fresh {
-            return Err(refused_state(Refusal::Spent));
+        if fresh {
+            Ok(())
+        } else {
+            Err(refused_state(Refusal::Spent))
         }
-        let id =
-            BoundId::parse_bound(&claims.run).map_err(|_| refused_state(Refusal::Malformed))?;
-        let run = self
-            .app
-            .ops
-            .get_run(&ctx.subject, &id)
-            .await
-            .map_err(|_| refused_state(Refusal::OtherRequest))?;
-        let answer = responses.and_then(|r| r.get(&claims.interrupt));
-        let Some(answer) = answer else {
-            // Not answered: ask again, in the same round.
-            return self
-                .input_required(ctx, tool, arguments, &run, claims.round)
-                .await;
-        };
-        let run = self
-            .apply_answer(ctx, &run, &claims.interrupt, answer)
-            .await?;
-        self.answer_run(ctx, tool, arguments, run, claims.round)
-            .await
     }
 
-    /// Applies one elicitation result to the run's open interrupt `interrupt_id`.
-    async fn apply_answer(
+    /// The answer to an elicitation the user dismissed (`cancel`): the question is left
+    /// open and the run keeps waiting; nothing is cancelled.
+    pub(crate) fn dismissed(&self, run: &RunRecord, interrupt_id: &str) -> Value {
+        self.still_open(
+            run,
+            format!(
+                "The input was dismissed; run {} still waits at interrupt {interrupt_id}.",
+                run.run_id
+            ),
+        )
+    }
+
+    /// Resolves the open interrupt `interrupt_id` (at `node_id`) with `resume`.
+    pub(crate) async fn resolve(
         &self,
         ctx: &Ctx,
         run: &RunRecord,
+        node_id: &str,
         interrupt_id: &str,
-        answer: &Value,
+        resume: Value,
     ) -> Result<RunRecord, RpcError> {
-        let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
-        let Some(open) = open.filter(|o| o.interrupt_id == interrupt_id) else {
-            return Err(RpcError::invalid_params(format!(
-                "interrupt `{interrupt_id}` is not open"
-            )));
-        };
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let action = answer.get("action").and_then(Value::as_str);
-        let resume = match action {
-            Some("accept") => answer.get("content").cloned().unwrap_or_else(|| json!({})),
-            Some("decline") => json!({"action": "decline"}),
-            Some("cancel") => {
-                // No interrupt-only cancel exists in the core; cancelling the answer ends the run.
-                return self
-                    .app
-                    .ops
-                    .cancel_run(&ctx.subject, &id, Some("mcp-input-cancelled".into()))
-                    .await
-                    .map_err(internal);
-            }
-            _ => {
-                return Err(RpcError::invalid_params(
-                    "an input response must have action accept, decline or cancel",
-                ));
-            }
-        };
         self.app
             .ops
-            .resolve_interrupt(&ctx.subject, &id, &open.node_id, resume)
+            .resolve_interrupt(&ctx.subject, &id, node_id, resume)
             .await
             .map_err(|e| match e {
-                OpError::Validation { message, .. } => RpcError::invalid_params(message),
-                OpError::InterruptAlreadyResolved { .. } => RpcError::invalid_params(format!(
-                    "interrupt `{interrupt_id}` was already answered"
+                OpError::Validation { message, .. } => RpcError::invalid_params(format!(
+                    "the answer to `{interrupt_id}` was refused: {message}"
                 )),
+                OpError::InterruptAlreadyResolved { .. } | OpError::InterruptNotFound { .. } => {
+                    RpcError::invalid_params(format!(
+                        "interrupt `{interrupt_id}` was already answered"
+                    ))
+                }
                 e => e.into(),
             })
     }
 
-    /// A run the caller may read, or the one unknown-task answer.
+    /// A run the caller may read, or the one unknown-task answer. The taskId is the run id
+    /// in its projected form (`acme~2F…`, the form every answer gives); the bound form
+    /// (`acme/…`) is read too.
     pub(crate) async fn load_task(
         &self,
         subject: &Subject,
@@ -570,7 +838,7 @@ impl McpState {
             .get("taskId")
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
-        let Ok(id) = BoundId::parse_bound(task_id) else {
+        let Ok(id) = BoundId::parse_bound(task_id).or_else(|_| BoundId::parse_path(task_id)) else {
             return Err(unknown_task(task_id));
         };
         self.app
@@ -584,17 +852,19 @@ impl McpState {
             })
     }
 
-    /// The Task of a run; `detailed` adds the result, error or input requests.
+    /// The Task of a run; `detailed` adds the result, error or the input requests a client
+    /// with `modes` can be asked (none to one that declared no elicitation).
     pub(crate) async fn task_view(
         &self,
         run: &RunRecord,
         detailed: bool,
+        modes: Modes,
     ) -> Result<Value, RpcError> {
         let status = run.status;
         let by_host = self.app.ops.failed_by_host(run);
         let mut task = json!({
             "resultType": if detailed { "complete" } else { "task" },
-            "taskId": run.run_id,
+            "taskId": crate::ids::project(&run.run_id),
             "status": if by_host { "failed" } else { mcp_task_status(status) },
             "createdAt": crate::clock::rfc3339(run.created_ms),
             "lastUpdatedAt": crate::clock::rfc3339(run.updated_ms),
@@ -621,9 +891,26 @@ impl McpState {
             task["result"] = self.call_result(run).await?;
         } else if status.asks_for_input()
             && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)?
-            && let Some(request) = Self::elicitation(&open.kind, &open.data)
         {
-            task["inputRequests"] = json!({open.interrupt_id: request});
+            let asked = Asked {
+                interrupt_id: &open.interrupt_id,
+                kind: &open.kind,
+                data: &open.data,
+            };
+            match elicit::input_request(&asked, modes) {
+                Some(request) => task["inputRequests"] = json!({open.interrupt_id: request}),
+                // Never offered to a client that cannot take it; the status says why the
+                // task waits (nothing from inside the run).
+                None => {
+                    task["statusMessage"] = json!(match elicit::needs(&open.kind) {
+                        Needs::Form =>
+                            "waiting for input; declare the elicitation capability to be asked for it",
+                        Needs::Url =>
+                            "waiting for a credential; declare the elicitation capability with `url` to be asked for it",
+                        Needs::Nothing => "waiting for input no MCP request can give",
+                    });
+                }
+            }
         }
         Ok(task)
     }
@@ -631,7 +918,7 @@ impl McpState {
     /// `tasks/get`: a read; nothing is appended to the run's log.
     async fn get_task(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
         let run = self.load_task(&ctx.subject, params).await?;
-        self.task_view(&run, true).await
+        self.task_view(&run, true, ctx.modes()).await
     }
 
     /// `tasks/update`: each input response resolves the interrupt it is keyed by.
@@ -647,8 +934,15 @@ impl McpState {
         if let Some(open) = open
             && let Some(answer) = responses.get(&open.interrupt_id)
         {
-            self.apply_answer(ctx, &run, &open.interrupt_id, answer)
-                .await?;
+            let asked = Asked {
+                interrupt_id: &open.interrupt_id,
+                kind: &open.kind,
+                data: &open.data,
+            };
+            if let Answer::Resume(resume) = elicit::answer(&asked, answer)? {
+                self.resolve(ctx, &run, &open.node_id, &open.interrupt_id, resume)
+                    .await?;
+            }
         }
         Ok(json!({"resultType": "complete"}))
     }

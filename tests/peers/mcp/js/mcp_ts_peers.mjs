@@ -4,18 +4,40 @@
 //  - @modelcontextprotocol/ext-tasks 0.2.2 on that client: a task-backed call settled
 //    through the package's requester session (its 2026 path needs a raw dispatcher, which
 //    posts the package's own frames with the SEP-2243 headers mirrored from the body);
-//  - @modelcontextprotocol/sdk 1.32.2 (2025-11-25 initialize era only): list + call.
+//  - @modelcontextprotocol/sdk 1.32.2 (2025-11-25 initialize era only): list + call, and an
+//    approval and a clarification run answered through its elicitation/create handler;
+//  - @modelcontextprotocol/client 2.4.0 with an elicitation handler: the same two runs as
+//    2026-07-28 InputRequiredResult rounds.
 // Env: OPENWOP_MCP_URL, OPENWOP_API_KEY. Exits non-zero on the first broken expectation.
 import assert from 'node:assert/strict';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 
 const url = new URL(process.env.OPENWOP_MCP_URL);
 const key = process.env.OPENWOP_API_KEY;
 const requestInit = { headers: { Authorization: `Bearer ${key}` } };
 const ok = (what) => console.log(`ok: ${what}`);
+
+// A user who approves and answers every question.
+function answerEveryQuestion(params) {
+  const props = params.requestedSchema?.properties ?? {};
+  if ('decision' in props) return { action: 'accept', content: { decision: 'accept' } };
+  return { action: 'accept', content: Object.fromEntries(Object.keys(props).map((k) => [k, `answer to ${k}`])) };
+}
+
+async function humanInTheLoop(client, label) {
+  const approved = await client.callTool({ name: 'approval', arguments: {} });
+  assert.equal(approved.isError ?? false, false, JSON.stringify(approved));
+  assert.equal(approved.structuredContent.decision.decision, 'accept');
+  ok(`${label}: an approval run answered through the elicitation handler`);
+  const clarified = await client.callTool({ name: 'clarify', arguments: {} });
+  assert.equal(clarified.isError ?? false, false, JSON.stringify(clarified));
+  assert.equal(clarified.structuredContent.answer.q1, 'answer to q1');
+  ok(`${label}: a clarification run answered through the elicitation handler`);
+}
 
 async function exercise(client, label) {
   const { tools } = await client.listTools();
@@ -130,3 +152,28 @@ const v1 = new ClientV1({ name: 'openwop-peer-legacy', version: '1.0.0' });
 await v1.connect(new HttpV1(url, { requestInit }));
 await exercise(v1, 'ts-v1-legacy');
 await v1.close();
+
+const v1Hitl = new ClientV1({ name: 'openwop-peer-legacy', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+let v1Asked = 0;
+v1Hitl.setRequestHandler(ElicitRequestSchema, async (request) => {
+  v1Asked += 1;
+  return answerEveryQuestion(request.params);
+});
+await v1Hitl.connect(new HttpV1(url, { requestInit }));
+await humanInTheLoop(v1Hitl, 'ts-v1-legacy (2025-11-25)');
+assert.equal(v1Asked, 2, 'asked once per run');
+await v1Hitl.close();
+
+const v2Hitl = new ClientV2(
+  { name: 'openwop-peer', version: '1.0.0' },
+  { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } },
+);
+let v2Asked = 0;
+v2Hitl.setRequestHandler('elicitation/create', async (request) => {
+  v2Asked += 1;
+  return answerEveryQuestion(request.params);
+});
+await v2Hitl.connect(new HttpV2(url, { requestInit }));
+await humanInTheLoop(v2Hitl, 'ts-v2 (2026-07-28)');
+assert.equal(v2Asked, 2, 'asked once per run');
+await v2Hitl.close();

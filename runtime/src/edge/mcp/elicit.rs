@@ -1,0 +1,410 @@
+//! How an open interrupt is asked of an MCP client, and how the client's answer becomes
+//! the interrupt's resume value. One mapping for every path that asks: the stateless
+//! `InputRequiredResult`, a task's `inputRequests`, and the `elicitation/create` request a
+//! 2025-11-25 session gets on its call's SSE stream.
+//!
+//! - approval and clarification: form mode (a flat object of string properties);
+//! - credential: URL mode (the interrupt's `connectUrl`) when the client declared
+//!   `elicitation.url`; otherwise it cannot be asked;
+//! - anything else (external events): never asked.
+
+use serde_json::{Map, Value, json};
+
+use super::rpc::RpcError;
+
+/// Which elicitation modes a client declared (`capabilities.elicitation`). An empty
+/// `elicitation: {}` is form mode, as the 2025-06-18 revision defined it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Modes {
+    pub form: bool,
+    pub url: bool,
+}
+
+impl Modes {
+    /// The modes declared in a client capabilities object.
+    pub fn of(capabilities: &Value) -> Modes {
+        let Some(e) = capabilities.get("elicitation").and_then(Value::as_object) else {
+            return Modes::default();
+        };
+        if !e.contains_key("form") && !e.contains_key("url") {
+            return Modes {
+                form: true,
+                url: false,
+            };
+        }
+        Modes {
+            form: e.contains_key("form"),
+            url: e.contains_key("url"),
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.form || self.url
+    }
+
+    /// The suffix a 2025-11-25 session id carries for the modes its `initialize` declared
+    /// (the store knows the whole id, so the suffix cannot be changed by the client).
+    pub fn session_tag(self) -> &'static str {
+        match (self.form, self.url) {
+            (false, false) => "",
+            (true, false) => ".e-f",
+            (false, true) => ".e-u",
+            (true, true) => ".e-fu",
+        }
+    }
+
+    /// The modes a session id's suffix says its `initialize` declared.
+    pub fn of_session(id: &str) -> Modes {
+        match id.rsplit_once(".e-").map(|(_, t)| t) {
+            Some("f") => Modes {
+                form: true,
+                url: false,
+            },
+            Some("u") => Modes {
+                form: false,
+                url: true,
+            },
+            Some("fu") => Modes {
+                form: true,
+                url: true,
+            },
+            _ => Modes::default(),
+        }
+    }
+}
+
+/// The open interrupt being asked about.
+pub struct Asked<'a> {
+    pub interrupt_id: &'a str,
+    pub kind: &'a str,
+    pub data: &'a Value,
+}
+
+/// What an interrupt needs from the client to be asked at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    Form,
+    Url,
+    /// No MCP request can answer it (an external event).
+    Nothing,
+}
+
+/// The mode an interrupt of `kind` is asked in.
+pub fn needs(kind: &str) -> Needs {
+    match kind {
+        "approval" | "clarification" => Needs::Form,
+        "credential" => Needs::Url,
+        _ => Needs::Nothing,
+    }
+}
+
+/// Whether a client with `modes` can be asked about an interrupt of `kind`.
+pub fn can_ask(kind: &str, modes: Modes) -> bool {
+    match needs(kind) {
+        Needs::Form => modes.form,
+        Needs::Url => modes.url,
+        Needs::Nothing => false,
+    }
+}
+
+/// The `elicitation/create` params of the form an interrupt is asked with.
+fn form(kind: &str, data: &Value) -> Option<(String, Value, Value)> {
+    match kind {
+        "approval" => {
+            let actions = data
+                .get("actions")
+                .filter(|a| a.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
+                .cloned()
+                .unwrap_or_else(|| json!(["accept", "reject"]));
+            Some((
+                data.get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Approve?")
+                    .to_owned(),
+                json!({"decision": {"type": "string", "title": "Decision", "enum": actions}}),
+                json!(["decision"]),
+            ))
+        }
+        "clarification" => {
+            let questions = data.get("questions").and_then(Value::as_array)?;
+            let mut props = Map::new();
+            let mut text = Vec::new();
+            for q in questions {
+                let id = q.get("id").and_then(Value::as_str)?;
+                let question = q.get("question").and_then(Value::as_str).unwrap_or(id);
+                props.insert(
+                    id.to_owned(),
+                    json!({"type": "string", "description": question}),
+                );
+                text.push(question.to_owned());
+            }
+            let required: Vec<&String> = props.keys().collect();
+            let required = json!(required);
+            Some((text.join("\n"), Value::Object(props), required))
+        }
+        _ => None,
+    }
+}
+
+/// The `elicitation/create` params that ask about `asked` of a client with `modes`, or
+/// `None` when it cannot be asked of that client.
+pub fn params(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
+    if !can_ask(asked.kind, modes) {
+        return None;
+    }
+    match needs(asked.kind) {
+        Needs::Form => {
+            let (message, properties, required) = form(asked.kind, asked.data)?;
+            Some(json!({
+                "mode": "form",
+                "message": message,
+                "requestedSchema": {"type": "object", "properties": properties, "required": required},
+            }))
+        }
+        Needs::Url => {
+            let url = asked.data.get("connectUrl").and_then(Value::as_str)?;
+            let provider = asked
+                .data
+                .get("provider")
+                .and_then(Value::as_str)
+                .unwrap_or("the provider");
+            Some(json!({
+                "mode": "url",
+                "message": format!("Connect {provider} to let the run go on, then accept."),
+                "url": url,
+                "elicitationId": asked.interrupt_id,
+            }))
+        }
+        Needs::Nothing => None,
+    }
+}
+
+/// The `inputRequests` entry (an `elicitation/create` request) for `asked`.
+pub fn input_request(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
+    params(asked, modes).map(|p| json!({"method": "elicitation/create", "params": p}))
+}
+
+/// What a client's elicitation result does to the interrupt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Resolve the interrupt with this resume value.
+    Resume(Value),
+    /// The user dismissed the question (`cancel`): the interrupt stays open, unanswered.
+    Dismissed,
+}
+
+/// Reads one elicitation result (`{action, content?}`) for `asked`, checking the content
+/// against the form it was asked with. Every refusal says what is wrong, and nothing is
+/// spent or resolved by a refused answer.
+pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
+    let key = asked.interrupt_id;
+    let Some(result) = result.as_object() else {
+        return Err(RpcError::invalid_params(format!(
+            "inputResponses[\"{key}\"] must be an elicitation result object {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}"
+        )));
+    };
+    let action = result.get("action").and_then(Value::as_str);
+    match (action, needs(asked.kind)) {
+        (Some("cancel"), _) => Ok(Answer::Dismissed),
+        (Some("decline"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "declined"}))),
+        (Some("decline"), _) => Ok(Answer::Resume(json!({"action": "decline"}))),
+        (Some("accept"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "authorized"}))),
+        (Some("accept"), _) => {
+            let content = result.get("content").cloned().unwrap_or_else(|| json!({}));
+            Ok(Answer::Resume(check_content(asked, content)?))
+        }
+        (other, _) => Err(RpcError::invalid_params(format!(
+            "inputResponses[\"{key}\"].action must be \"accept\", \"decline\" or \"cancel\", not {}",
+            other.map_or_else(|| "missing".to_owned(), |a| format!("\"{a}\""))
+        ))),
+    }
+}
+
+/// The content of an `accept` must be an object, and a field the form offered choices for
+/// must hold one of them. Anything else is passed on as the resume value, as a REST
+/// resolve would pass it (clients fill forms loosely: booleans for strings, fields left
+/// out), and never becomes authority.
+fn check_content(asked: &Asked<'_>, content: Value) -> Result<Value, RpcError> {
+    let key = asked.interrupt_id;
+    let bad =
+        |why: String| RpcError::invalid_params(format!("inputResponses[\"{key}\"].content {why}"));
+    let Value::Object(content) = content else {
+        return Err(bad("must be an object".into()));
+    };
+    let Some((_, properties, _)) = form(asked.kind, asked.data) else {
+        return Ok(Value::Object(content));
+    };
+    for (field, value) in &content {
+        let Some(options) = properties
+            .get(field)
+            .and_then(|spec| spec.get("enum"))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        if !options.contains(value) {
+            return Err(bad(format!(
+                "field `{field}` must be one of {}, not {value}",
+                Value::Array(options.clone())
+            )));
+        }
+    }
+    Ok(Value::Object(content))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approval() -> Value {
+        json!({"title": "Ship it?", "actions": ["accept", "reject"]})
+    }
+
+    fn asked<'a>(kind: &'a str, data: &'a Value) -> Asked<'a> {
+        Asked {
+            interrupt_id: "int-1",
+            kind,
+            data,
+        }
+    }
+
+    #[test]
+    fn a_session_id_carries_the_modes_its_initialize_declared() {
+        for modes in [
+            Modes::default(),
+            Modes {
+                form: true,
+                url: false,
+            },
+            Modes {
+                form: false,
+                url: true,
+            },
+            Modes {
+                form: true,
+                url: true,
+            },
+        ] {
+            let id = format!("AAAAAAAAAAAAAAAAAAAAAA{}", modes.session_tag());
+            assert_eq!(Modes::of_session(&id), modes);
+        }
+    }
+
+    #[test]
+    fn declared_modes_follow_the_elicitation_capability() {
+        assert_eq!(Modes::of(&json!({})), Modes::default());
+        assert_eq!(
+            Modes::of(&json!({"elicitation": {}})),
+            Modes {
+                form: true,
+                url: false
+            }
+        );
+        assert_eq!(
+            Modes::of(&json!({"elicitation": {"url": {}}})),
+            Modes {
+                form: false,
+                url: true
+            }
+        );
+        assert_eq!(
+            Modes::of(&json!({"elicitation": {"form": {}, "url": {}}})),
+            Modes {
+                form: true,
+                url: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_credential_interrupt_is_asked_in_url_mode_only_of_clients_that_declared_it() {
+        let data = json!({"provider": "example", "connectUrl": "https://example.test/connect"});
+        let form_only = Modes {
+            form: true,
+            url: false,
+        };
+        assert_eq!(input_request(&asked("credential", &data), form_only), None);
+        let with_url = Modes {
+            form: true,
+            url: true,
+        };
+        let request = input_request(&asked("credential", &data), with_url).expect("asked");
+        assert_eq!(request["params"]["mode"], "url");
+        assert_eq!(request["params"]["url"], "https://example.test/connect");
+        assert_eq!(request["params"]["elicitationId"], "int-1");
+        let a = asked("credential", &data);
+        assert_eq!(
+            answer(&a, &json!({"action": "accept"})).expect("ok"),
+            Answer::Resume(json!({"outcome": "authorized"}))
+        );
+        assert_eq!(
+            answer(&a, &json!({"action": "decline"})).expect("ok"),
+            Answer::Resume(json!({"outcome": "declined"}))
+        );
+    }
+
+    #[test]
+    fn an_external_wait_is_never_asked() {
+        let all = Modes {
+            form: true,
+            url: true,
+        };
+        assert_eq!(input_request(&asked("external", &json!({})), all), None);
+    }
+
+    #[test]
+    fn a_malformed_answer_is_refused_with_a_message_saying_what_is_wrong() {
+        let data = approval();
+        let a = asked("approval", &data);
+        for (bad, says) in [
+            (
+                json!({"action": "bogus"}),
+                "must be \"accept\", \"decline\" or \"cancel\"",
+            ),
+            (json!({}), "missing"),
+            (json!("accept"), "must be an elicitation result object"),
+            (
+                json!({"action": "accept", "content": "yes"}),
+                "must be an object",
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": "maybe"}}),
+                "must be one of",
+            ),
+            (
+                json!({"action": "accept", "content": {"decision": 1}}),
+                "must be one of",
+            ),
+        ] {
+            let e = answer(&a, &bad).expect_err("refused");
+            assert_eq!(e.code, super::super::rpc::INVALID_PARAMS);
+            assert!(e.message.contains(says), "{} lacks {says}", e.message);
+            assert!(e.message.contains("int-1"), "{}", e.message);
+        }
+        assert_eq!(
+            answer(
+                &a,
+                &json!({"action": "accept", "content": {"decision": "reject"}})
+            )
+            .expect("ok"),
+            Answer::Resume(json!({"decision": "reject"}))
+        );
+        // Loosely filled forms pass (a client's boolean, a field left out).
+        assert!(answer(&a, &json!({"action": "accept", "content": {"note": true}})).is_ok());
+        assert!(answer(&a, &json!({"action": "accept"})).is_ok());
+    }
+
+    #[test]
+    fn cancel_dismisses_the_question_and_decline_takes_the_decline_path() {
+        let data = approval();
+        let a = asked("approval", &data);
+        assert_eq!(
+            answer(&a, &json!({"action": "cancel"})).expect("ok"),
+            Answer::Dismissed
+        );
+        assert_eq!(
+            answer(&a, &json!({"action": "decline"})).expect("ok"),
+            Answer::Resume(json!({"action": "decline"}))
+        );
+    }
+}
