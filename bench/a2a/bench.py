@@ -57,7 +57,7 @@ async def measure(url: str, headers: dict, skill: bool, requests: int, concurren
 
 async def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--ours", required=True, help="our JSON-RPC URL, e.g. http://127.0.0.1:38080/a2a/jsonrpc")
+    p.add_argument("--ours", required=True, help="our JSON-RPC URL, e.g. http://127.0.0.1:18080/a2a/jsonrpc")
     p.add_argument("--key", required=True)
     p.add_argument("--sdk", required=True, help="the SDK server's JSON-RPC URL")
     p.add_argument("--requests", type=int, default=400)

