@@ -669,3 +669,56 @@ async fn subscribe_to_an_auth_required_task_streams_until_it_is_terminal() {
         "{text}"
     );
 }
+
+fn answers_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/answers")
+}
+
+/// A workflow that declares its answer (`answer.artifacts`) is answered with those parts,
+/// text and files included, as A2A agents answer; one that declares `asMessage` answers a
+/// quick run with a Message (A2A 1.0 SendMessageResponse is a Task or a Message).
+#[tokio::test]
+async fn declared_answers_are_artifacts_of_text_file_and_data_parts_or_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = a2a_support::start_configured(dir.path().to_path_buf(), 0, |c| {
+        c.workflows_dir = Some(answers_dir());
+    })
+    .await;
+    let mut m = user_message(
+        "m-greet-task",
+        Some("greet_task"),
+        json!([{"data": {"name": "Ada"}}]),
+    );
+    m["parts"] = json!([{"data": {"name": "Ada"}}]);
+    let r = h.rpc("SendMessage", json!({"message": m})).await;
+    let task = &r["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(
+        task["artifacts"],
+        json!([{"artifactId": "answer-0", "name": "greeting", "parts": [{"text": "Hello, Ada!"}]}])
+    );
+    // The same artifacts on a later read.
+    let got = h.rpc("GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(got["result"]["artifacts"], task["artifacts"], "{got}");
+
+    let m = user_message("m-greet", Some("greet"), json!([{"data": {"name": "Ada"}}]));
+    let r = h.rpc("SendMessage", json!({"message": m})).await;
+    let message = &r["result"]["message"];
+    assert!(r["result"].get("task").is_none(), "{r}");
+    assert_eq!(message["role"], "ROLE_AGENT", "{r}");
+    assert_eq!(
+        message["parts"],
+        json!([
+            {"text": "Hello, Ada!"},
+            {"url": "https://files.example.com/Ada.txt", "mediaType": "text/plain", "filename": "Ada.txt"},
+            {"raw": "aGk=", "mediaType": "image/png"},
+            {"data": {"who": "Ada"}, "mediaType": "application/json"}
+        ])
+    );
+    // The run behind the Message is still a task the caller can read.
+    let got = h.rpc("GetTask", json!({"id": message["taskId"]})).await;
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+}

@@ -1781,3 +1781,53 @@ async fn a_legacy_session_without_elicitation_is_not_asked_and_is_told_how_to_co
     assert!(text.contains("\"isError\":true"), "{text}");
     assert!(text.contains("GET /runs/"), "{text}");
 }
+
+/// A workflow's declared answer and tool metadata reach MCP: `outputSchema` and
+/// `annotations` in tools/list, the answer's parts as content blocks (text, resource_link,
+/// image, text of data) with the outputs as structuredContent.
+#[tokio::test]
+async fn declared_answers_are_content_blocks_and_tool_metadata_is_listed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/answers");
+    let h = mcp_support::start_full(Default::default(), Some(dir)).await;
+    let r = h.call(KEY_A, "tools/list", json!({}), json!({})).await;
+    let tools = r.body["result"]["tools"].as_array().expect("tools").clone();
+    let greet = tools
+        .iter()
+        .find(|t| t["name"] == "greet")
+        .expect("greet listed");
+    assert_eq!(
+        greet["annotations"],
+        json!({"readOnlyHint": true, "idempotentHint": true})
+    );
+    assert_eq!(greet["outputSchema"]["type"], "object");
+    assert_eq!(greet["outputSchema"]["required"], json!(["greeting"]));
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .expect("echo listed");
+    assert!(echo.get("outputSchema").is_none() && echo.get("annotations").is_none());
+
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "Ada"}}),
+            json!({}),
+        )
+        .await;
+    let result = &r.body["result"];
+    assert_eq!(result["isError"], false, "{}", r.body);
+    assert_eq!(
+        result["structuredContent"],
+        json!({"greeting": "Hello, Ada!"})
+    );
+    assert_eq!(
+        result["content"],
+        json!([
+            {"type": "text", "text": "Hello, Ada!"},
+            {"type": "resource_link", "uri": "https://files.example.com/Ada.txt", "name": "Ada.txt", "mimeType": "text/plain"},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "text", "text": "{\"who\":\"Ada\"}"}
+        ])
+    );
+}

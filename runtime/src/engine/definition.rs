@@ -10,7 +10,7 @@ use openwop_generated::validators;
 use serde_json::Value;
 
 pub use openwop_generated::models::{
-    Node, NodeInterrupt, NodeInterruptKind as InterruptKind, WaitAmount,
+    AnswerPart, Node, NodeInterrupt, NodeInterruptKind as InterruptKind, WaitAmount,
     WorkflowDefinition as Definition,
 };
 
@@ -119,6 +119,26 @@ pub fn kind_str(kind: InterruptKind) -> &'static str {
 fn check(def: &Definition) -> Result<(), String> {
     jsonschema::validator_for(&Value::Object(def.input_schema.clone()))
         .map_err(|e| format!("inputSchema is not a usable JSON Schema: {e}"))?;
+    if let Some(schema) = def.tool.as_ref().and_then(|t| t.output_schema.as_ref()) {
+        jsonschema::validator_for(&Value::Object(schema.clone()))
+            .map_err(|e| format!("tool.outputSchema is not a usable JSON Schema: {e}"))?;
+    }
+    for (i, artifact) in def
+        .answer
+        .iter()
+        .flat_map(|a| a.artifacts.iter())
+        .enumerate()
+    {
+        for (j, part) in artifact.parts.iter().enumerate() {
+            if let AnswerPart::File { url, bytes, .. } = part
+                && url.is_some() == bytes.is_some()
+            {
+                return Err(format!(
+                    "answer.artifacts[{i}].parts[{j}]: a file part takes exactly one of `url` and `bytes`"
+                ));
+            }
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     for node in &def.nodes {
         let id = node_id(node);
@@ -149,6 +169,24 @@ mod tests {
         let bad_id = r#"{"id":"has space","inputSchema":{},"nodes":[]}"#;
         let err = parse("w.json", bad_id).unwrap_err().to_string();
         assert!(err.contains("at /id"), "{err}");
+    }
+
+    #[test]
+    fn a_file_part_names_exactly_one_source() {
+        let doc = |part: &str| {
+            format!(
+                r#"{{"id":"w","inputSchema":{{}},"nodes":[],"answer":{{"artifacts":[{{"parts":[{part}]}}]}}}}"#
+            )
+        };
+        let both = doc(
+            r#"{"kind":"file","mediaType":"text/plain","url":"https://x.example/a","bytes":"aGk="}"#,
+        );
+        let err = parse("w.json", &both).unwrap_err().to_string();
+        assert!(err.contains("exactly one of `url` and `bytes`"), "{err}");
+        let neither = doc(r#"{"kind":"file","mediaType":"text/plain"}"#);
+        assert!(parse("w.json", &neither).is_err());
+        let one = doc(r#"{"kind":"file","mediaType":"image/png","bytes":"${outputs.png}"}"#);
+        assert!(parse("w.json", &one).is_ok());
     }
 
     #[test]

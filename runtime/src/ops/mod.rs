@@ -2,6 +2,7 @@
 //! Subject. Tenant isolation is enforced here and nowhere else.
 
 mod agents;
+mod answer;
 pub mod callback;
 mod error;
 mod interop;
@@ -16,6 +17,7 @@ pub use crate::store::{
     EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt, RunRecord, UpdatedCursor,
 };
 pub use agents::WorkflowFilter;
+pub use answer::{Answer, Artifact, Part};
 pub use error::OpError;
 pub use interop::{SESSION_IDLE_MS, Session};
 pub use tokens::TokenKey;

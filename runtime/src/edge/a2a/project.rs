@@ -22,6 +22,9 @@ pub struct TaskSource<'a> {
     /// The A2A messages exchanged on the task, oldest first. Never model transcripts or
     /// run events: only what peers and this host said over A2A.
     pub history: &'a [Value],
+    /// The completed run's answer as its workflow declares it; `None`: the outputs, as
+    /// one `data` artifact.
+    pub answer: Option<&'a [crate::ops::Artifact]>,
 }
 
 /// Caller-chosen trimming; it shortens the answer and never the stored state.
@@ -54,6 +57,61 @@ pub enum ProjectError {
 /// The artifact id of a run's outputs. Fixed, so it is the same on every read and in
 /// every artifactUpdate of the task.
 pub const OUTPUTS_ARTIFACT_ID: &str = "outputs";
+
+/// A declared answer's artifacts, ids fixed by position (`answer-0`, …) so every read and
+/// every artifactUpdate names the same artifact.
+fn declared_artifacts(declared: &[crate::ops::Artifact]) -> Value {
+    Value::Array(
+        declared
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let mut artifact = Map::new();
+                artifact.insert("artifactId".into(), json!(format!("answer-{i}")));
+                if let Some(name) = &a.name {
+                    artifact.insert("name".into(), json!(name));
+                }
+                if let Some(description) = &a.description {
+                    artifact.insert("description".into(), json!(description));
+                }
+                artifact.insert("parts".into(), parts(&a.parts));
+                Value::Object(artifact)
+            })
+            .collect(),
+    )
+}
+
+/// A2A 1.0 Parts of rendered answer parts: `text`, `url` or `raw` (with `mediaType` and
+/// `filename`), `data`.
+pub fn parts(parts: &[crate::ops::Part]) -> Value {
+    use crate::ops::Part;
+    Value::Array(
+        parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(text) => json!({"text": text}),
+                Part::Data(data) => json!({"data": data, "mediaType": "application/json"}),
+                Part::File {
+                    url,
+                    bytes,
+                    media_type,
+                    filename,
+                } => {
+                    let mut part = Map::new();
+                    match (url, bytes) {
+                        (Some(url), _) => part.insert("url".into(), json!(url)),
+                        (None, bytes) => part.insert("raw".into(), json!(bytes)),
+                    };
+                    part.insert("mediaType".into(), json!(media_type));
+                    if let Some(f) = filename {
+                        part.insert("filename".into(), json!(f));
+                    }
+                    Value::Object(part)
+                }
+            })
+            .collect(),
+    )
+}
 
 /// The fields of a Task the projection reads more than once.
 #[derive(Debug, Clone)]
@@ -163,6 +221,10 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
     );
     out.insert("status".into(), Value::Object(task_status));
     if shape.include_artifacts
+        && let Some(declared) = source.answer
+    {
+        out.insert("artifacts".into(), declared_artifacts(declared));
+    } else if shape.include_artifacts
         && let Some(outputs) = snapshot.get("outputs").filter(|o| o.is_object())
     {
         out.insert(
@@ -372,6 +434,7 @@ mod tests {
                 snapshot: s,
                 open_interrupt_payload: payload,
                 history: &[],
+                answer: None,
             },
             Shape::default(),
         )
@@ -440,6 +503,7 @@ mod tests {
                 snapshot: &waiting("waiting-input", "credential"),
                 open_interrupt_payload: None,
                 history: &[],
+                answer: None,
             },
             Shape::default(),
         );
@@ -493,6 +557,7 @@ mod tests {
                 snapshot: &s,
                 open_interrupt_payload: None,
                 history: &[],
+                answer: None,
             },
             Shape {
                 history_length: None,
@@ -536,6 +601,7 @@ mod tests {
                     snapshot: &s,
                     open_interrupt_payload: None,
                     history: &history,
+                    answer: None,
                 },
                 Shape {
                     history_length: n,
@@ -597,7 +663,8 @@ mod tests {
                 TaskSource {
                     snapshot: &s,
                     open_interrupt_payload: None,
-                    history: &[]
+                    history: &[],
+                    answer: None,
                 },
                 Shape::default()
             ),

@@ -362,11 +362,13 @@ impl A2aState {
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
         let history = self.app.ops.a2a_history(run).await.map_err(internal)?;
+        let answer = self.app.ops.answer(run);
         project::task(
             TaskSource {
                 snapshot: &snapshot,
                 open_interrupt_payload: payload.as_ref(),
                 history: &history,
+                answer: answer.as_ref().map(|a| a.artifacts.as_slice()),
             },
             shape,
         )
@@ -597,6 +599,21 @@ impl A2aState {
                 )
                 .await?
         };
+        // A workflow that answers quickly as a Message (`answer.asMessage`) does so when
+        // its run completed within this call; anything else is a Task.
+        if let Some(answer) = self.app.ops.answer(&run).filter(|a| a.as_message) {
+            let parts: Vec<crate::ops::Part> =
+                answer.artifacts.into_iter().flat_map(|a| a.parts).collect();
+            let context_id = self.context_of(&run).await?;
+            return Ok(json!({"message": {
+                // Derived from the task, so a re-read names the same message.
+                "messageId": format!("{}:answer", run.run_id),
+                "contextId": context_id,
+                "taskId": run.run_id,
+                "role": "ROLE_AGENT",
+                "parts": project::parts(&parts),
+            }}));
+        }
         let projected = self
             .project(
                 &run,

@@ -277,6 +277,18 @@ impl McpState {
                 if let Some(description) = &d.description {
                     tool["description"] = json!(description);
                 }
+                if let Some(hints) = &d.tool {
+                    if let Some(output) = &hints.output_schema {
+                        // Like inputSchema, an object schema: structuredContent is the
+                        // run's outputs object.
+                        let mut output = output.clone();
+                        output.entry("type").or_insert_with(|| json!("object"));
+                        tool["outputSchema"] = Value::Object(output);
+                    }
+                    if let Some(annotations) = &hints.annotations {
+                        tool["annotations"] = json!(annotations);
+                    }
+                }
                 tool
             })
             .collect();
@@ -530,9 +542,15 @@ impl McpState {
                     Some(Value::String(t)) => t.clone(),
                     _ => outputs.to_string(),
                 };
+                // A workflow that declares its answer shows it as content blocks; the
+                // outputs stay the structuredContent either way.
+                let content = match self.app.ops.answer(run) {
+                    Some(answer) => content_blocks(&answer),
+                    None => json!([{"type": "text", "text": text}]),
+                };
                 json!({
                     "resultType": "complete",
-                    "content": [{"type": "text", "text": text}],
+                    "content": content,
                     "structuredContent": outputs,
                     "isError": false,
                 })
@@ -958,4 +976,56 @@ impl McpState {
             Err(e) => Err(internal(e)),
         }
     }
+}
+
+/// MCP content blocks of a declared answer, its artifacts' parts in order: text as
+/// `text`; a file by URL as a `resource_link`; a file by content as `image` or `audio`
+/// for those media types, else an embedded `resource` blob; data as `text` holding its
+/// JSON (the outputs are the structuredContent already).
+fn content_blocks(answer: &crate::ops::Answer) -> Value {
+    use crate::ops::Part;
+    let blocks = answer
+        .artifacts
+        .iter()
+        .flat_map(|a| a.parts.iter().map(move |p| (a, p)))
+        .map(|(artifact, part)| match part {
+            Part::Text(text) => json!({"type": "text", "text": text}),
+            Part::Data(data) => json!({"type": "text", "text": data.to_string()}),
+            Part::File {
+                url: Some(url),
+                media_type,
+                filename,
+                ..
+            } => {
+                let name = filename
+                    .clone()
+                    .or_else(|| artifact.name.clone())
+                    .unwrap_or_else(|| url.clone());
+                json!({"type": "resource_link", "uri": url, "name": name, "mimeType": media_type})
+            }
+            Part::File {
+                bytes,
+                media_type,
+                filename,
+                ..
+            } => {
+                let data = bytes.clone().unwrap_or_default();
+                let kind = media_type.split('/').next().unwrap_or_default();
+                match kind {
+                    "image" | "audio" => {
+                        json!({"type": kind, "data": data, "mimeType": media_type})
+                    }
+                    _ => {
+                        let name = filename.clone().unwrap_or_else(|| "answer".to_owned());
+                        json!({"type": "resource", "resource": {
+                            "uri": format!("openwop:answer/{name}"),
+                            "mimeType": media_type,
+                            "blob": data,
+                        }})
+                    }
+                }
+            }
+        })
+        .collect();
+    Value::Array(blocks)
 }
