@@ -54,6 +54,18 @@ async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
         .expect("json");
     assert_eq!(prm["resource"], json!(format!("{}/mcp", h.base)), "{prm}");
     assert_eq!(prm["bearer_methods_supported"], json!(["header"]));
+    // A forged Host changes nothing: the URLs are the host's own (its public URL).
+    let forged = h
+        .http
+        .get(&url)
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .expect("get")
+        .json::<Value>()
+        .await
+        .expect("json");
+    assert_eq!(forged["resource"], prm["resource"], "{forged}");
 }
 
 #[tokio::test]

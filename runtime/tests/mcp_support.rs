@@ -53,16 +53,18 @@ async fn start_inner(
     let mut keys = KeyRing::default();
     keys.add("acme", KEY_A).expect("key a");
     keys.add("other", KEY_B).expect("key b");
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    // As `openwop serve` does: the URLs the host names are where it listens.
     let host = Host::build(HostConfig {
         workflows_dir,
         mcp: config,
+        public_url: Some(base.clone()),
         ..HostConfig::new(dir.path().to_path_buf(), keys)
     })
     .await
     .expect("host");
     let app = host.router();
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
     let state = host.state.clone();
     let engine = host.engine.clone();
     tokio::spawn(async move {

@@ -156,24 +156,24 @@ const RATE_LIMITED: i64 = -32000;
 /// Where the mount's protected resource metadata (RFC 9728) is served.
 pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 
-/// The mount's public URL as the request reached it (`Host` names where the client sent
-/// it; it decides nothing here but the URLs written back).
-fn base_url(headers: &HeaderMap) -> Option<String> {
-    let host = headers.get(header::HOST)?.to_str().ok()?;
-    let ok = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
-    ok.then(|| format!("http://{host}"))
+/// The mount's public URL: discovery's `mcp.serverUrls` (built from the configured public
+/// URL, `--public-url` or the listen address), never a request's `Host` header, which a
+/// client may forge. `None` when the host names no URL (then the challenge names none).
+fn mount_url(state: &McpState) -> Option<String> {
+    state.app.discovery.document["mcp"]["serverUrls"][0]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// A refused credential: the JSON-RPC error, and the MCP authorization challenge
 /// `WWW-Authenticate: Bearer resource_metadata="…"` so a client knows this is a protected
 /// resource of the current revision (not a legacy server) and where to read about it.
-fn unauthenticated(error: &RpcError, headers: &HeaderMap) -> Response {
+fn unauthenticated(error: &RpcError, state: &McpState) -> Response {
     let mut resp = error_response(error, None);
     let mut challenge = String::from("Bearer");
-    if let Some(base) = base_url(headers) {
+    if let Some(base) =
+        mount_url(state).and_then(|u| u.strip_suffix(super::PATH).map(str::to_owned))
+    {
         challenge.push_str(&format!(
             " resource_metadata=\"{base}{RESOURCE_METADATA_PATH}\","
         ));
@@ -190,8 +190,8 @@ fn unauthenticated(error: &RpcError, headers: &HeaderMap) -> Response {
 /// `GET /.well-known/oauth-protected-resource[/mcp]`: the mount as an RFC 9728 protected
 /// resource. The credential is an api key issued by the host's operator, so no
 /// authorization server is listed; `bearer_methods_supported` says how to send it.
-pub async fn resource_metadata(headers: HeaderMap) -> Response {
-    let resource = base_url(&headers).map(|b| format!("{b}{}", super::PATH));
+pub async fn resource_metadata(State(state): State<McpState>) -> Response {
+    let resource = mount_url(&state);
     axum::Json(json!({
         "resource": resource,
         "resource_name": "openwop MCP mount",
@@ -232,10 +232,7 @@ impl FromRequestParts<McpState> for McpCaller {
                 AuthError::Ambiguous => {
                     error_response(&RpcError::new(INVALID_REQUEST, e.to_string()), None)
                 }
-                _ => unauthenticated(
-                    &RpcError::new(UNAUTHENTICATED, e.to_string()),
-                    &parts.headers,
-                ),
+                _ => unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), state),
             })
             .and_then(|subject| {
                 crate::observe::record_tenant(&subject.tenant);
