@@ -71,6 +71,35 @@ async fn a_jsonrpc_request_without_id_is_a_notification_never_executed_nor_answe
     assert_eq!((status, body["id"].clone()), (200, json!("req-1")));
 }
 
+/// JSON-RPC 2.0 §4.1: a notification gets no answer even when its params are malformed
+/// (by-position params here), while the same request with an id is told -32602.
+#[tokio::test]
+async fn a_notification_with_malformed_params_is_still_not_answered() {
+    let h = start().await;
+    let post = |body: Value| {
+        h.http
+            .post(format!("{}/a2a/jsonrpc", h.base))
+            .bearer_auth(KEY_A)
+            .header("A2A-Version", "1.0")
+            .json(&body)
+            .send()
+    };
+    let resp = post(json!({"jsonrpc": "2.0", "method": "SendMessage", "params": [1, 2]}))
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 204);
+    assert!(resp.text().await.expect("body").is_empty());
+    let resp = post(json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": [1, 2]}))
+        .await
+        .expect("send");
+    let body: Value = resp.json().await.expect("json");
+    assert_eq!(
+        (body["id"].clone(), body["error"]["code"].clone()),
+        (json!(7), json!(-32602)),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn http_json_bodies_must_be_a2a_json_or_415() {
     let h = start().await;

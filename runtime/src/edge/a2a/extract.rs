@@ -136,10 +136,21 @@ impl FromRequest<A2aState> for Call {
 
     async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<JsonRpc>> {
         let body = read_body(request).await?;
-        jsonrpc::parse(&body).map(Call).map_err(|m| {
-            let id = m.id().cloned().unwrap_or(Value::Null);
-            Refusal::with_id(m.into(), id)
-        })
+        match jsonrpc::parse(&body) {
+            Ok(request) => Ok(Call(request)),
+            // A notification is never answered, even when its params are malformed
+            // (JSON-RPC 2.0 §4.1: "the Client would not be aware of any errors"); the
+            // handler answers every notification 204 without reading it.
+            Err(Malformed::ParamsNotObject { id: None }) => Ok(Call(jsonrpc::Request {
+                id: None,
+                method: String::new(),
+                params: Value::Null,
+            })),
+            Err(m) => {
+                let id = m.id().cloned().unwrap_or(Value::Null);
+                Err(Refusal::with_id(m.into(), id))
+            }
+        }
     }
 }
 
