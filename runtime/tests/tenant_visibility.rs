@@ -212,6 +212,18 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
         String::from_utf8_lossy(&hidden).replace("clarify", "X"),
         String::from_utf8_lossy(&unknown).replace("nope", "X")
     );
+    // The public card is read without a credential: it names only what every tenant
+    // may see, never a workflow the config hides from one of them.
+    let public: Value = h
+        .http
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .expect("card")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(ids(&public, "skills", "id"), ["echo", "fail", "slow"]);
     let (_, _, card) = h.rpc(GLOBEX, "GetExtendedAgentCard", json!({})).await;
     let card: Value = serde_json::from_slice(&card).expect("json");
     assert_eq!(

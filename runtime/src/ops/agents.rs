@@ -36,11 +36,17 @@ impl Ops {
             .collect()
     }
 
-    /// Every workflow the host has, sorted by id: what its public card advertises as
-    /// skills (public, so not narrowed to a caller).
+    /// The workflows every tenant may see, sorted by id: what the public card advertises
+    /// as skills. The card is read without a credential, so a workflow the config file's
+    /// `tenants` section hides from any tenant stays off it (a hidden name is never
+    /// disclosed); the extended card lists what the caller may run.
     pub fn host_workflows(&self) -> Vec<Arc<Workflow>> {
         let registry = self.engine.registry();
-        registry.ids().filter_map(|id| registry.get(id)).collect()
+        registry
+            .ids()
+            .filter(|id| self.visible_to_every_tenant(id))
+            .filter_map(|id| registry.get(id))
+            .collect()
     }
 
     /// Whether a failed run was failed by the host itself (a step it could not execute)

@@ -22,6 +22,16 @@ impl Ops {
             .is_none_or(|ids| ids.iter().any(|w| w == workflow_id))
     }
 
+    /// Whether no tenant's configuration hides `workflow_id` (what a public, unauthenticated
+    /// listing may name).
+    pub(super) fn visible_to_every_tenant(&self, workflow_id: &str) -> bool {
+        self.visibility.values().all(|v| {
+            v.workflows
+                .as_ref()
+                .is_none_or(|ids| ids.iter().any(|w| w == workflow_id))
+        })
+    }
+
     /// Whether `agent_id` may be in the caller's inventory at all (it is listed only when
     /// it also routes a workflow the caller may run).
     pub fn may_see_agent(&self, subject: &Subject, agent_id: &str) -> bool {
