@@ -112,18 +112,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     let env_key = std::env::var(KEY_ENV).map_err(|_| {
         format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
     })?;
-    let outside = crate::secret_file::outside_key_specs(
-        args.api_key_file
-            .as_deref()
-            .or(file.api_key_file.as_deref()),
-    )?;
-    let specs: Vec<String> = file
-        .api_keys
-        .iter()
-        .chain(args.api_keys.iter())
-        .chain(outside.iter())
-        .cloned()
-        .collect();
+    let specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
     let (keys, subject) = caller(&specs, &env_key)?;
     let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let data_dir = args

@@ -191,6 +191,27 @@ pub(crate) struct FileConfig {
     pub(crate) tls_key: Option<PathBuf>,
 }
 
+impl FileConfig {
+    /// Every `TENANT:KEY` given: the file's `apiKeys`, the `--api-key` flags, then the key
+    /// file (the flag's, else the config's) and `OPENWOP_API_KEYS`. `serve` and
+    /// `mcp-stdio` accept keys alike.
+    pub(crate) fn key_specs(
+        &self,
+        flags: &[String],
+        flag_file: Option<&Path>,
+    ) -> Result<Vec<String>, String> {
+        let outside =
+            crate::secret_file::outside_key_specs(flag_file.or(self.api_key_file.as_deref()))?;
+        Ok(self
+            .api_keys
+            .iter()
+            .chain(flags)
+            .cloned()
+            .chain(outside)
+            .collect())
+    }
+}
+
 pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -260,6 +281,8 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         Some(p) => read_config(p)?,
         None => FileConfig::default(),
     };
+    // Read before the settings below take their fields out of `file`.
+    let key_specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
     let listen = args
         .listen
         .or(file.listen)
@@ -331,17 +354,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     }
     let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let mut keys = KeyRing::default();
-    let outside = crate::secret_file::outside_key_specs(
-        args.api_key_file
-            .as_deref()
-            .or(file.api_key_file.as_deref()),
-    )?;
-    for spec in file
-        .api_keys
-        .iter()
-        .chain(args.api_keys.iter())
-        .chain(outside.iter())
-    {
+    for spec in &key_specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
     // The port first: a start that cannot serve touches nothing (no dev key minted, no

@@ -354,6 +354,17 @@ impl A2aState {
     }
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
+        self.project_answered(run, shape, self.app.ops.answer(run))
+            .await
+    }
+
+    /// [`Self::project`] with the run's declared answer already rendered.
+    async fn project_answered(
+        &self,
+        run: &RunRecord,
+        shape: Shape,
+        answer: Option<crate::ops::Answer>,
+    ) -> Result<Projected, Fault> {
         let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
         // The snapshot model, as the JSON the A2A projection reads.
         let mut snapshot = serde_json::to_value(run_view(run, open.as_ref())?).map_err(internal)?;
@@ -362,7 +373,6 @@ impl A2aState {
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
         let history = self.app.ops.a2a_history(run).await.map_err(internal)?;
-        let answer = self.app.ops.answer(run);
         project::task(
             TaskSource {
                 snapshot: &snapshot,
@@ -601,9 +611,13 @@ impl A2aState {
         };
         // A workflow that answers quickly as a Message (`answer.asMessage`) does so when
         // its run completed within this call; anything else is a Task.
-        if let Some(answer) = self.app.ops.answer(&run).filter(|a| a.as_message) {
-            let parts: Vec<crate::ops::Part> =
-                answer.artifacts.into_iter().flat_map(|a| a.parts).collect();
+        let answer = self.app.ops.answer(&run);
+        if let Some(answer) = answer.as_ref().filter(|a| a.as_message) {
+            let parts: Vec<crate::ops::Part> = answer
+                .artifacts
+                .iter()
+                .flat_map(|a| a.parts.iter().cloned())
+                .collect();
             let context_id = self.context_of(&run).await?;
             return Ok(json!({"message": {
                 // Derived from the task, so a re-read names the same message.
@@ -614,15 +628,11 @@ impl A2aState {
                 "parts": project::parts(&parts),
             }}));
         }
-        let projected = self
-            .project(
-                &run,
-                Shape {
-                    history_length: history,
-                    include_artifacts: true,
-                },
-            )
-            .await?;
+        let shape = Shape {
+            history_length: history,
+            include_artifacts: true,
+        };
+        let projected = self.project_answered(&run, shape, answer).await?;
         Ok(json!({"task": projected.task}))
     }
 
