@@ -235,6 +235,27 @@ fn task_states(corpus: &Corpus, map: &InteropMap) -> Result<Vec<String>> {
             ));
         }
     }
+    let mut wires = BTreeMap::new();
+    for row in &map.task_state_reverse {
+        if !seen.contains_key(row.run_status.as_str()) {
+            return Err(cross(
+                &format!("{}/runStatus", row.pointer),
+                format!(
+                    "`{}` in a2a.taskStateReverse is not a run status a2a.taskState maps",
+                    row.run_status
+                ),
+            ));
+        }
+        if let Some(first) = wires.insert(row.wire.as_str(), row.pointer.as_str()) {
+            return Err(cross(
+                &format!("{}/wire", row.pointer),
+                format!(
+                    "`{}` is repeated in a2a.taskStateReverse (first at {first})",
+                    row.wire
+                ),
+            ));
+        }
+    }
     Ok(ordered)
 }
 

@@ -70,6 +70,14 @@ pub(crate) struct McpTaskStatus {
     pub pointer: String,
 }
 
+/// One `a2a.taskStateReverse` row.
+#[derive(Debug, Clone)]
+pub(crate) struct ReverseRow {
+    pub wire: String,
+    pub run_status: String,
+    pub pointer: String,
+}
+
 /// A reference from the map to an error code, wherever it sits.
 #[derive(Debug, Clone)]
 pub(crate) struct ErrorRef {
@@ -81,6 +89,9 @@ pub(crate) struct ErrorRef {
 pub(crate) struct InteropMap {
     pub a2a_operations: Vec<A2aOperation>,
     pub task_states: Vec<TaskStateRow>,
+    /// `a2a.taskStateReverse`: how a remote agent's task state reads as a run status
+    /// (the client direction). Optional in a corpus.
+    pub task_state_reverse: Vec<ReverseRow>,
     pub a2a_errors: Vec<A2aErrorRow>,
     pub mcp_methods: Vec<McpMethod>,
     pub mcp_features: Vec<McpFeature>,
@@ -107,6 +118,17 @@ pub(crate) fn load(corpus: &Corpus) -> Result<InteropMap> {
             wire: field_str(&at, row, &p, "wire")?,
             pointer: p,
         });
+    }
+
+    if doc.pointer("/a2a/taskStateReverse").is_some() {
+        for (i, row) in at.array(doc, "/a2a/taskStateReverse")?.iter().enumerate() {
+            let p = format!("/a2a/taskStateReverse/{i}");
+            map.task_state_reverse.push(ReverseRow {
+                wire: field_str(&at, row, &p, "wire")?,
+                run_status: field_str(&at, row, &p, "runStatus")?,
+                pointer: p,
+            });
+        }
     }
 
     for (i, row) in at.array(doc, "/a2a/errors")?.iter().enumerate() {

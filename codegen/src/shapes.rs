@@ -10,7 +10,7 @@
 use heck::ToUpperCamelCase;
 use proc_macro2::TokenStream;
 use quote::quote;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::bundle::{Bundle, unique_name};
 use crate::format::ident;
@@ -220,7 +220,8 @@ pub(crate) fn closed_unions(bundle: &mut Bundle) -> Vec<String> {
         if let Some(d) = bundle.defs[&name].get("description") {
             plain.insert("description".into(), d.clone());
         }
-        // Member counts are value checks typify reads as "not a plain object"; the
+        // Member counts and presence rules ("one of `ms` and `seconds`") are value checks
+        // typify reads as "not a plain object"; they change no member's type, and the
         // validators keep them.
         let inline: Vec<Value> = targets
             .iter()
@@ -229,6 +230,12 @@ pub(crate) fn closed_unions(bundle: &mut Bundle) -> Vec<String> {
                 if let Some(o) = branch.as_object_mut() {
                     o.remove("minProperties");
                     o.remove("maxProperties");
+                    for key in ["anyOf", "oneOf", "not"] {
+                        let check = o.get(key).map(|c| json!({ key: c }));
+                        if check.as_ref().is_some_and(validation_only) {
+                            o.remove(key);
+                        }
+                    }
                 }
                 branch
             })
@@ -640,7 +647,10 @@ mod tests {
         bundle.defs.insert(
             "A".into(),
             json!({"type": "object", "additionalProperties": false,
-                "properties": {"id": true, "kind": {"const": "a"}}, "maxProperties": 2}),
+                "properties": {"id": true, "kind": {"const": "a"}, "ms": {}, "s": {}},
+                "maxProperties": 3,
+                "anyOf": [{"required": ["ms"]}, {"required": ["s"]}],
+                "not": {"required": ["ms", "s"]}}),
         );
         bundle.defs.insert(
             "B".into(),
@@ -658,7 +668,9 @@ mod tests {
             node["oneOf"][0]["properties"]["id"],
             json!({"$ref": "#/$defs/NodeId"})
         );
-        assert!(node["oneOf"][0].get("maxProperties").is_none());
+        for check in ["maxProperties", "anyOf", "not"] {
+            assert!(node["oneOf"][0].get(check).is_none(), "{check}");
+        }
         assert!(!bundle.defs.contains_key("A"));
         assert!(bundle.defs.contains_key("B"));
 

@@ -162,6 +162,48 @@ fn a_repeated_run_status_fails_but_an_override_row_does_not() {
 }
 
 #[test]
+fn reverse_rows_must_read_as_a_mapped_status_and_name_each_wire_once() {
+    let root = mini_copy("reverse-ok");
+    edit_json(&root.join("spec/v2/interop-map.json"), |doc| {
+        doc["a2a"]["taskStateReverse"] = serde_json::json!([
+            {"wire": "TASK_STATE_WORKING", "runStatus": "running"},
+            {"wire": "TASK_STATE_REJECTED", "runStatus": "completed"}
+        ]);
+    });
+    let output = gen_mini(&root).expect("generates");
+    let dispatch = &output.files["src/dispatch.rs"];
+    assert!(
+        dispatch.contains("wire: \"TASK_STATE_REJECTED\"")
+            && dispatch.contains("run_status: RunStatus::Completed"),
+        "{dispatch}"
+    );
+
+    let root = mini_copy("reverse-unmapped");
+    edit_json(&root.join("spec/v2/interop-map.json"), |doc| {
+        doc["a2a"]["taskStateReverse"] =
+            serde_json::json!([{"wire": "TASK_STATE_FAILED", "runStatus": "failed"}]);
+    });
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("#/a2a/taskStateReverse/0/runStatus"),
+        "{message}"
+    );
+
+    let root = mini_copy("reverse-repeated");
+    edit_json(&root.join("spec/v2/interop-map.json"), |doc| {
+        doc["a2a"]["taskStateReverse"] = serde_json::json!([
+            {"wire": "TASK_STATE_WORKING", "runStatus": "running"},
+            {"wire": "TASK_STATE_WORKING", "runStatus": "completed"}
+        ]);
+    });
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("#/a2a/taskStateReverse/1/wire"),
+        "{message}"
+    );
+}
+
+#[test]
 fn check_fails_on_a_hand_edited_file_and_on_extra_files() {
     let output = gen_mini(&fixtures().join("mini")).expect("generates");
     let out = scratch("check");

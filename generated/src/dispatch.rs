@@ -475,6 +475,57 @@ pub fn a2a_task_state(
         RunStatus::Cancelled => &A2A_TASK_STATES[9],
     }
 }
+/// How a remote agent's task state reads as a run status (the client direction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskStateReverseRow {
+    /// The wire enum name, e.g. `TASK_STATE_INPUT_REQUIRED`.
+    pub wire: &'static str,
+    /// The run status it reads as.
+    pub run_status: RunStatus,
+}
+/// Every reverse row, in map order (`a2a.taskStateReverse`).
+pub static A2A_TASK_STATE_REVERSE: &[TaskStateReverseRow] = &[
+    TaskStateReverseRow {
+        wire: "TASK_STATE_SUBMITTED",
+        run_status: RunStatus::Pending,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_WORKING",
+        run_status: RunStatus::Running,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_INPUT_REQUIRED",
+        run_status: RunStatus::WaitingInput,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_AUTH_REQUIRED",
+        run_status: RunStatus::WaitingInput,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_COMPLETED",
+        run_status: RunStatus::Completed,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_FAILED",
+        run_status: RunStatus::Failed,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_CANCELED",
+        run_status: RunStatus::Cancelled,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_REJECTED",
+        run_status: RunStatus::Failed,
+    },
+    TaskStateReverseRow {
+        wire: "TASK_STATE_UNSPECIFIED",
+        run_status: RunStatus::Pending,
+    },
+];
+/// The run status a remote task state reads as; `None` for a state the map does not name.
+pub fn a2a_task_state_reverse(wire: &str) -> Option<RunStatus> {
+    A2A_TASK_STATE_REVERSE.iter().find(|r| r.wire == wire).map(|r| r.run_status)
+}
 /// One MCP method row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpMethodRow {

@@ -60,6 +60,11 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
         let (stored, wire) = (&r.stored, &r.wire);
         quote!(TaskStateRow { run_status: #status, interrupt_kind: #kind, stored: #stored, wire: #wire })
     });
+    let reverse_rows = map.task_state_reverse.iter().map(|r| {
+        let status = status_of(&r.run_status);
+        let wire = &r.wire;
+        quote!(TaskStateReverseRow { wire: #wire, run_status: #status })
+    });
     // The plain row of each status, by index into A2A_TASK_STATES; the cross-check
     // guarantees exactly one per status.
     let plain_arms = statuses.iter().map(|s| {
@@ -258,6 +263,23 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
                 }
             }
             match status { #(#plain_arms,)* }
+        }
+
+        /// How a remote agent's task state reads as a run status (the client direction).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct TaskStateReverseRow {
+            /// The wire enum name, e.g. `TASK_STATE_INPUT_REQUIRED`.
+            pub wire: &'static str,
+            /// The run status it reads as.
+            pub run_status: RunStatus,
+        }
+
+        /// Every reverse row, in map order (`a2a.taskStateReverse`).
+        pub static A2A_TASK_STATE_REVERSE: &[TaskStateReverseRow] = &[ #(#reverse_rows),* ];
+
+        /// The run status a remote task state reads as; `None` for a state the map does not name.
+        pub fn a2a_task_state_reverse(wire: &str) -> Option<RunStatus> {
+            A2A_TASK_STATE_REVERSE.iter().find(|r| r.wire == wire).map(|r| r.run_status)
         }
 
         /// One MCP method row.

@@ -219,6 +219,20 @@ pub fn a2a_task_state(
         RunStatus::Completed => &A2A_TASK_STATES[3],
     }
 }
+/// How a remote agent's task state reads as a run status (the client direction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskStateReverseRow {
+    /// The wire enum name, e.g. `TASK_STATE_INPUT_REQUIRED`.
+    pub wire: &'static str,
+    /// The run status it reads as.
+    pub run_status: RunStatus,
+}
+/// Every reverse row, in map order (`a2a.taskStateReverse`).
+pub static A2A_TASK_STATE_REVERSE: &[TaskStateReverseRow] = &[];
+/// The run status a remote task state reads as; `None` for a state the map does not name.
+pub fn a2a_task_state_reverse(wire: &str) -> Option<RunStatus> {
+    A2A_TASK_STATE_REVERSE.iter().find(|r| r.wire == wire).map(|r| r.run_status)
+}
 /// One MCP method row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpMethodRow {
