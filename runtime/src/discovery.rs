@@ -170,6 +170,14 @@ pub fn set_public_urls(document: &mut Value, base_url: &str) {
     }
 }
 
+/// Advertises `mcp.client`: workflows on this host may call MCP servers (some are
+/// configured). Only then; without peers the member stays absent.
+pub fn set_mcp_client(document: &mut Value) {
+    if let Some(mcp) = document.get_mut("mcp").and_then(Value::as_object_mut) {
+        mcp.insert("client".into(), json!(true));
+    }
+}
+
 /// Records an operator relaxation in `host.relaxations[]`, so it is never silent.
 pub fn add_relaxation(document: &mut Value, relaxation: m::Relaxation) {
     let relaxation = to_json(&relaxation);

@@ -9,6 +9,7 @@ use crate::edge::{a2a, mcp};
 use crate::egress;
 use crate::engine::{Engine, Registry};
 use crate::identity::KeyRing;
+use crate::negotiation::{Offer, Protocol};
 use crate::ops::{self, MAX_PAGE_SIZE, Ops};
 use crate::store::{StoreError, Stores};
 use std::path::PathBuf;
@@ -66,6 +67,9 @@ pub struct HostConfig {
     pub host_events: crate::ops::HostEventRetention,
     /// Serve HTTPS with this (`server::tls::acceptor`); plain HTTP when `None`.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The remote A2A agents, MCP servers and HTTP services workflow nodes may call
+    /// (config `peers`).
+    pub peers: Vec<crate::peers::PeerFileConfig>,
 }
 
 impl HostConfig {
@@ -93,6 +97,7 @@ impl HostConfig {
             request_deadline: crate::edge::deadline::DEFAULT,
             host_events: crate::ops::HostEventRetention::default(),
             tls: None,
+            peers: Vec::new(),
         }
     }
 }
@@ -182,6 +187,13 @@ impl Host {
             );
             discovery::add_relaxation(&mut document, discovery::egress_loopback_relaxation());
         }
+        if config
+            .peers
+            .iter()
+            .any(|p| p.kind == crate::peers::PeerKind::Mcp)
+        {
+            discovery::set_mcp_client(&mut document);
+        }
         let findings = discovery::self_check(&document);
         if !findings.is_empty() {
             return Err(StartError::InvalidDiscovery(findings.join("\n")));
@@ -195,6 +207,21 @@ impl Host {
             agents.load_dir(dir)?;
         }
         agents.check_routes(|w| registry.get(w).is_some())?;
+        // Peers are judged now (ids, secrets, and every URL by the egress guard), and every
+        // workflow's peers must exist: a missing one is a start-up error, not a failed run.
+        let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        let peers = crate::peers::Peers::from_config(&config.peers, egress.clone())
+            .map_err(StartError::Config)?
+            .with_offers(
+                Offer::from_facet(Protocol::A2a, &a2a::facet_of(&document)).ok(),
+                Offer::from_facet(Protocol::Mcp, &mcp::facet_of(&document, &config.mcp)).ok(),
+            )
+            .with_max_rounds(config.mcp.max_rounds);
+        peers.check_urls().await.map_err(StartError::Config)?;
+        let unknown = registry.unknown_peers(&peers);
+        if !unknown.is_empty() {
+            return Err(StartError::Config(unknown.join("; ")));
+        }
         let unknown = ops::visibility::unknown_names(
             &config.visibility,
             |w| registry.get(w).is_some(),
@@ -238,7 +265,7 @@ impl Host {
             shutdown_rx.clone(),
             config.lease_ttl,
         );
-        let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        engine.set_peers(peers);
         // One token key for every replica (and every restart) of this store, so a token
         // minted by one resolves on any.
         let token_key = store

@@ -19,6 +19,7 @@ pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod observe;
 pub mod ops;
+pub mod peers;
 pub mod secret_file;
 pub mod serve_cmd;
 pub mod server;

@@ -133,6 +133,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
             agents_dir: args.agents.or(file.agents.clone()),
             database,
             mcp: mcp.clone(),
+            peers: file.peers.clone(),
             ..HostConfig::new(data_dir, keys)
         })
         .await

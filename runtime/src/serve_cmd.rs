@@ -189,6 +189,9 @@ pub(crate) struct FileConfig {
     pub(crate) host_events_max_count: Option<u64>,
     pub(crate) tls_cert: Option<PathBuf>,
     pub(crate) tls_key: Option<PathBuf>,
+    /// Remote A2A agents, MCP servers and HTTP services workflow nodes may call.
+    #[serde(default)]
+    pub(crate) peers: Vec<crate::peers::PeerFileConfig>,
 }
 
 impl FileConfig {
@@ -353,6 +356,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
     let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
+    let peers = file.peers;
     let mut keys = KeyRing::default();
     for spec in &key_specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -392,6 +396,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             host_events,
             tls,
             mcp,
+            peers,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;

@@ -1,10 +1,11 @@
 //! The one outbound guard. Every call the host makes to a URL someone else chose (A2A
-//! pushes today; webhooks, callbacks and outbound A2A/MCP later) goes through [`Egress`]:
+//! pushes, interrupt notices, and the workflow nodes that call remote A2A agents, MCP
+//! servers and HTTP services) goes through [`Egress`]:
 //!
 //! - at registration, [`Egress::check`] refuses a URL that is not https, names
 //!   `localhost` (or `*.localhost`) or a cloud metadata host, carries userinfo, or whose
 //!   host is or resolves to an address [`ranges::classify`] refuses;
-//! - at delivery, [`Egress::post`] checks again from scratch (fresh resolution, every
+//! - at delivery, [`Egress::request`] checks again from scratch (fresh resolution, every
 //!   address), then connects only to the addresses it just checked (the client is pinned
 //!   to them and cannot resolve any name itself) and never follows a redirect: a 3xx is a
 //!   failed delivery.
@@ -96,6 +97,8 @@ pub enum SendError {
     Status(u16),
     #[error("the request failed: {0}")]
     Transport(String),
+    #[error("the answer is larger than the host reads ({MAX_RESPONSE_BYTES} bytes)")]
+    TooLarge,
 }
 
 /// A URL that passed the guard, with the addresses it was judged by.
@@ -221,13 +224,35 @@ impl Egress {
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<u16, SendError> {
+        let response = self
+            .request(reqwest::Method::POST, raw, headers, Some(body), None)
+            .await?;
+        match response.status {
+            200..=299 => Ok(response.status),
+            status => Err(SendError::Status(status)),
+        }
+    }
+
+    /// Any request to `raw`, judged again from scratch and connected only to the addresses
+    /// just checked; a redirect is an error (never followed). Every other status is the
+    /// caller's to judge. The body is read up to [`MAX_RESPONSE_BYTES`]; `timeout`
+    /// overrides the guard's own for calls that may legitimately take long (a remote
+    /// tool).
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        raw: &str,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        timeout: Option<Duration>,
+    ) -> Result<Response, SendError> {
         let checked = self.check(raw).await.inspect_err(|e| {
             tracing::warn!(reason = %e, "egress refused at delivery time");
         })?;
         let mut builder = reqwest::Client::builder()
             .redirect(Policy::none())
             .no_proxy()
-            .timeout(self.timeout)
+            .timeout(timeout.unwrap_or(self.timeout))
             .connect_timeout(self.timeout)
             // A name the pin does not cover has nowhere to go.
             .dns_resolver(Arc::new(NoResolution));
@@ -237,19 +262,63 @@ impl Egress {
         let client = builder
             .build()
             .map_err(|e| SendError::Transport(e.to_string()))?;
-        let response = client
-            .post(checked.url.clone())
-            .headers(headers)
-            .body(body)
+        let mut request = client.request(method, checked.url.clone()).headers(headers);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let mut response = request
             .send()
             .await
             .map_err(|e| SendError::Transport(without_url(&e)))?;
         let status = response.status().as_u16();
-        match status {
-            200..=299 => Ok(status),
-            300..=399 => Err(SendError::Redirect(status)),
-            _ => Err(SendError::Status(status)),
+        if (300..=399).contains(&status) {
+            return Err(SendError::Redirect(status));
         }
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| SendError::Transport(without_url(&e)))?
+        {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(SendError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// The most of a response body an outbound call reads: a peer cannot make the host
+/// buffer without bound.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A response that passed the guard, read whole.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The media type, lower-cased, without parameters.
+    pub fn media_type(&self) -> String {
+        self.headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .unwrap_or_default()
     }
 }
 

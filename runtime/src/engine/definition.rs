@@ -10,8 +10,8 @@ use openwop_generated::validators;
 use serde_json::Value;
 
 pub use openwop_generated::models::{
-    AnswerPart, Node, NodeInterrupt, NodeInterruptKind as InterruptKind, WaitAmount,
-    WorkflowDefinition as Definition,
+    AnswerPart, Node, NodeInterrupt, NodeInterruptKind as InterruptKind,
+    NodeOnToolError as OnToolError, WaitAmount, WorkflowDefinition as Definition,
 };
 
 /// Why a definition was refused.
@@ -82,7 +82,120 @@ pub fn node_id(node: &Node) -> &str {
         Node::Transform { id, .. }
         | Node::Wait { id, .. }
         | Node::Fail { id, .. }
-        | Node::Interrupt { id, .. } => id,
+        | Node::Interrupt { id, .. }
+        | Node::A2a { id, .. }
+        | Node::Mcp { id, .. }
+        | Node::Http { id, .. }
+        | Node::Repeat { id, .. } => id,
+    }
+}
+
+/// The node's `when` template, if it has one.
+pub fn when_of(node: &Node) -> Option<&Value> {
+    match node {
+        Node::Transform { when, .. }
+        | Node::Wait { when, .. }
+        | Node::Fail { when, .. }
+        | Node::Interrupt { when, .. }
+        | Node::A2a { when, .. }
+        | Node::Mcp { when, .. }
+        | Node::Http { when, .. }
+        | Node::Repeat { when, .. } => when.as_ref().map(|w| &w.0),
+    }
+}
+
+/// Which peer a calling node names, and of what kind.
+pub fn peer_of(node: &Node) -> Option<(&str, crate::peers::PeerKind)> {
+    use crate::peers::PeerKind;
+    match node {
+        Node::A2a { peer, .. } => Some((peer, PeerKind::A2a)),
+        Node::Mcp { peer, .. } => Some((peer, PeerKind::Mcp)),
+        Node::Http { peer, .. } => Some((peer, PeerKind::Http)),
+        _ => None,
+    }
+}
+
+/// Every node of the definition, those inside `repeat` blocks included, in order.
+pub fn all_nodes(nodes: &[Node]) -> Vec<&Node> {
+    let mut out = Vec::new();
+    for node in nodes {
+        out.push(node);
+        if let Node::Repeat { nodes, .. } = node {
+            out.extend(all_nodes(nodes));
+        }
+    }
+    out
+}
+
+/// One step of a compiled workflow. A run's `node_index` points into this flat list,
+/// so a block (`repeat`) is a pair of markers around its nodes rather than a nested
+/// position, and a workflow without blocks compiles to its node list unchanged (stored
+/// runs keep their position).
+#[derive(Debug, Clone)]
+pub enum Instr {
+    Node(Node),
+    /// Enters a `repeat` block (unless its `when` is falsy: then past `end`).
+    LoopStart {
+        id: String,
+        when: Option<Value>,
+        end: usize,
+    },
+    /// Ends one pass: back to `start + 1`, or on once `until` holds or `max` passes ran.
+    LoopEnd {
+        id: String,
+        start: usize,
+        max: u64,
+        until: Option<Value>,
+    },
+}
+
+impl Instr {
+    /// The id of the node this step belongs to.
+    pub fn id(&self) -> &str {
+        match self {
+            Instr::Node(n) => node_id(n),
+            Instr::LoopStart { id, .. } | Instr::LoopEnd { id, .. } => id,
+        }
+    }
+}
+
+/// Flattens the node tree into the steps a run walks.
+pub fn compile(nodes: &[Node]) -> Vec<Instr> {
+    let mut out = Vec::new();
+    compile_into(nodes, &mut out);
+    out
+}
+
+fn compile_into(nodes: &[Node], out: &mut Vec<Instr>) {
+    for node in nodes {
+        match node {
+            Node::Repeat {
+                id,
+                max,
+                nodes,
+                until,
+                when,
+            } => {
+                let start = out.len();
+                out.push(Instr::LoopStart {
+                    id: id.to_string(),
+                    when: when.as_ref().map(|w| w.0.clone()),
+                    end: 0,
+                });
+                compile_into(nodes, out);
+                let end = out.len();
+                out.push(Instr::LoopEnd {
+                    id: id.to_string(),
+                    start,
+                    max: max.get(),
+                    until: until.clone(),
+                });
+                if let Some(Instr::LoopStart { end: e, .. }) = out.get_mut(start) {
+                    *e = end;
+                }
+            }
+            other => out.push(Instr::Node(other.clone())),
+        }
     }
 }
 
@@ -140,7 +253,7 @@ fn check(def: &Definition) -> Result<(), String> {
         }
     }
     let mut seen = std::collections::HashSet::new();
-    for node in &def.nodes {
+    for node in all_nodes(&def.nodes) {
         let id = node_id(node);
         if !seen.insert(id) {
             return Err(format!("node id `{id}` appears twice"));
@@ -187,6 +300,49 @@ mod tests {
         assert!(parse("w.json", &neither).is_err());
         let one = doc(r#"{"kind":"file","mediaType":"image/png","bytes":"${outputs.png}"}"#);
         assert!(parse("w.json", &one).is_ok());
+    }
+
+    #[test]
+    fn a_repeat_block_compiles_to_markers_around_its_nodes_and_ids_stay_unique_inside() {
+        let def = parse(
+            "w.yaml",
+            "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: transform, value: 1}\n  - id: r\n    kind: repeat\n    max: 2\n    until: true\n    nodes:\n      - {id: b, kind: transform, value: 2}\n      - {id: c, kind: wait, ms: 1}\n  - {id: d, kind: transform, value: 3}\n",
+        )
+        .unwrap();
+        let program = compile(&def.nodes);
+        let ids: Vec<&str> = program.iter().map(Instr::id).collect();
+        assert_eq!(ids, ["a", "r", "b", "c", "r", "d"]);
+        assert!(matches!(program[1], Instr::LoopStart { end: 4, .. }));
+        assert!(matches!(
+            program[4],
+            Instr::LoopEnd {
+                start: 1,
+                max: 2,
+                ..
+            }
+        ));
+        // A workflow without blocks compiles to its node list, index for index.
+        assert_eq!(compile(&def.nodes[..1]).len(), 1);
+        let nested_twice = "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: transform, value: 1}\n  - {id: r, kind: repeat, max: 1, nodes: [{id: a, kind: transform, value: 2}]}\n";
+        let err = parse("w.yaml", nested_twice).unwrap_err().to_string();
+        assert!(err.contains("appears twice"), "{err}");
+        let zero = "id: w\ninputSchema: {}\nnodes:\n  - {id: r, kind: repeat, max: 0, nodes: [{id: a, kind: transform, value: 2}]}\n";
+        assert!(parse("w.yaml", zero).is_err());
+    }
+
+    #[test]
+    fn calling_nodes_name_a_peer_and_close_their_shapes() {
+        let ok = "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: a2a, peer: p, parts: [{kind: text, text: hi}]}\n  - {id: b, kind: mcp, peer: q, tool: t, onToolError: value}\n  - {id: c, kind: http, peer: r, method: POST, path: /x, body: {a: 1}}\n";
+        let def = parse("w.yaml", ok).unwrap();
+        let peers: Vec<_> = def.nodes.iter().filter_map(peer_of).collect();
+        assert_eq!(peers.len(), 3);
+        let no_parts =
+            "id: w\ninputSchema: {}\nnodes:\n  - {id: a, kind: a2a, peer: p, parts: []}\n";
+        assert!(parse("w.yaml", no_parts).is_err());
+        let relative = "id: w\ninputSchema: {}\nnodes:\n  - {id: c, kind: http, peer: r, method: GET, path: x}\n";
+        assert!(parse("w.yaml", relative).is_err());
+        let url_in_workflow = "id: w\ninputSchema: {}\nnodes:\n  - {id: c, kind: http, peer: r, method: GET, path: /x, url: \"https://elsewhere.example\"}\n";
+        assert!(parse("w.yaml", url_in_workflow).is_err());
     }
 
     #[test]

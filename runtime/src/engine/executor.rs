@@ -5,7 +5,8 @@
 //! database) left nothing behind and is retried with backoff: store errors never fail a
 //! run, only the workflow's own outcome or a definition the engine cannot execute do.
 
-use super::definition::{self, InterruptKind, Node};
+use super::calls::{self, CallStep};
+use super::definition::{self, Instr, InterruptKind, Node};
 use super::events;
 use super::registry::{Registry, Workflow};
 use super::retry::Backoff;
@@ -63,13 +64,15 @@ enum Planned {
     Wait(RunPatch, Vec<NewEvent>),
     /// Applied, then committed; the run is suspended on this interrupt.
     Suspend(RunPatch, Vec<NewEvent>, SuspendedAt),
+    /// Applied, then committed; the next step makes the node's outside call.
+    Call(RunPatch, Vec<NewEvent>),
 }
 
 /// The interrupt a suspending commit opens, for the suspend hook.
-struct SuspendedAt {
-    node_id: String,
-    interrupt_id: String,
-    kind: String,
+pub(super) struct SuspendedAt {
+    pub(super) node_id: String,
+    pub(super) interrupt_id: String,
+    pub(super) kind: String,
 }
 
 /// Steps decided in memory, committed together: the run as it will stand, the one
@@ -162,6 +165,8 @@ pub struct Engine {
     /// This process's name on run leases.
     replica: String,
     lease_ttl: Duration,
+    /// The remote peers calling nodes reach (none unless configured).
+    peers: std::sync::OnceLock<crate::peers::Peers>,
 }
 
 fn running() -> Guard {
@@ -177,7 +182,7 @@ fn payload_error(run_id: &str) -> impl FnOnce(String) -> EngineError + '_ {
 }
 
 /// `run.failed` plus the patch that ends the run.
-fn failure(
+pub(super) fn failure(
     run: &RunRecord,
     code: &str,
     message: &str,
@@ -197,21 +202,65 @@ fn failure(
 }
 
 /// The template context of a run.
-fn context(run: &RunRecord) -> Value {
+pub(super) fn context(run: &RunRecord) -> Value {
     json!({
         "inputs": run.inputs,
         "nodes": run.state.get("nodes").cloned().unwrap_or_else(|| json!({})),
+        // The passes each open `repeat` block has completed.
+        "loops": run.state.get("loops").cloned().unwrap_or_else(|| json!({})),
         "run": {"id": run.run_id, "workflowId": run.workflow_id},
     })
 }
 
-fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
+pub(super) fn with_node_result(state: &Value, node_id: &str, value: Value) -> Value {
     let mut state = state.as_object().cloned().unwrap_or_default();
     let nodes = state
         .entry("nodes")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(m) = nodes {
         m.insert(node_id.to_owned(), value);
+    }
+    Value::Object(state)
+}
+
+/// A node (or block) whose `when` rendered falsy: no events, no value, on to `next`.
+fn skipped(run: &RunRecord, id: &str, next: i64) -> Planned {
+    let mut state = run.state.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(nodes)) = state.get_mut("nodes") {
+        nodes.remove(id);
+    }
+    Planned::Next(
+        RunPatch {
+            node_index: Some(next),
+            state: Some(Value::Object(state)),
+            ..Default::default()
+        },
+        vec![],
+    )
+}
+
+/// The state with a block's pass count set, or removed once the block is done.
+fn with_passes(state: &Value, id: &str, passes: Option<u64>) -> Value {
+    let mut state = state.as_object().cloned().unwrap_or_default();
+    let loops = state
+        .entry("loops")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = loops {
+        match passes {
+            Some(n) => {
+                m.insert(id.to_owned(), json!(n));
+            }
+            None => {
+                m.remove(id);
+            }
+        }
+    }
+    if state
+        .get("loops")
+        .and_then(Value::as_object)
+        .is_some_and(Map::is_empty)
+    {
+        state.remove("loops");
     }
     Value::Object(state)
 }
@@ -244,7 +293,30 @@ impl Engine {
             shutdown,
             replica,
             lease_ttl,
+            peers: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Installs the remote peers calling nodes reach; the first set stays.
+    pub fn set_peers(&self, peers: crate::peers::Peers) {
+        if self.peers.set(peers).is_err() {
+            tracing::warn!("the engine's peers were already set");
+        }
+    }
+
+    pub(super) fn peers(&self) -> &crate::peers::Peers {
+        static NONE: std::sync::OnceLock<crate::peers::Peers> = std::sync::OnceLock::new();
+        self.peers
+            .get()
+            .unwrap_or_else(|| NONE.get_or_init(crate::peers::Peers::default))
+    }
+
+    pub(super) fn store(&self) -> &Arc<dyn RunStore> {
+        &self.store
+    }
+
+    pub(super) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.clone()
     }
 
     /// Installs what happens after a run suspends; the first hook set stays.
@@ -519,11 +591,21 @@ impl Engine {
         };
         let node = usize::try_from(run.node_index)
             .ok()
-            .and_then(|i| wf.definition.nodes.get(i));
-        !matches!(node, Some(Node::Fail { .. } | Node::Interrupt { .. }))
+            .and_then(|i| wf.program.get(i));
+        // A calling node fails on the remote side's answer: the workflow's outcome too.
+        !matches!(
+            node,
+            Some(Instr::Node(
+                Node::Fail { .. }
+                    | Node::Interrupt { .. }
+                    | Node::A2a { .. }
+                    | Node::Mcp { .. }
+                    | Node::Http { .. }
+            ))
+        )
     }
 
-    fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
+    pub(super) fn workflow_of(&self, run: &RunRecord) -> Result<Arc<Workflow>, EngineError> {
         self.registry
             .get(&run.workflow_id)
             .ok_or_else(|| EngineError::MissingWorkflow {
@@ -556,8 +638,8 @@ impl Engine {
             // out, then its completion starts the batch.
             let node_id = usize::try_from(batch.run.node_index)
                 .ok()
-                .and_then(|i| wf.definition.nodes.get(i))
-                .map(|n| definition::node_id(n).to_owned())
+                .and_then(|i| wf.program.get(i))
+                .map(|n| n.id().to_owned())
                 .unwrap_or_default();
             match self.wait_out(&batch.run, &node_id).await? {
                 Some(done) => batch.apply(done.0, done.1),
@@ -565,37 +647,76 @@ impl Engine {
             }
         }
         let mut suspended = None;
-        let more = loop {
-            match batch.run.status {
-                RunStatus::Pending => {
-                    let ev = events::run_started(&batch.run).map_err(payload_error(run_id))?;
-                    let start = RunPatch {
-                        status: Some(RunStatus::Running),
-                        ..Default::default()
-                    };
-                    batch.apply(start, vec![ev]);
+        // A calling node with its call under way: the outside call comes first (outside
+        // any transaction), and its outcome starts the batch.
+        let mut planning = true;
+        let mut more_after_call = false;
+        let current = usize::try_from(batch.run.node_index)
+            .ok()
+            .and_then(|i| wf.program.get(i));
+        if batch.run.status == RunStatus::Running
+            && !waiting
+            && let Some(Instr::Node(node)) = current
+            && calls::call_state(&batch.run.state, definition::node_id(node)).is_some()
+        {
+            match self.call_out(&batch.run, node).await? {
+                CallStep::Done(patch, events) => batch.apply(patch, events),
+                CallStep::Checkpoint(patch, events) => {
+                    batch.apply(patch, events);
+                    planning = false;
+                    more_after_call = true;
                 }
-                RunStatus::Running => match self.plan_node(&wf, &batch.run)? {
-                    Planned::Next(patch, events) => batch.apply(patch, events),
-                    Planned::End(patch, events) => {
-                        batch.apply(patch, events);
-                        break false;
-                    }
-                    Planned::Wait(patch, events) => {
-                        batch.apply(patch, events);
-                        break true;
-                    }
-                    Planned::Suspend(patch, events, at) => {
-                        batch.apply(patch, events);
-                        suspended = Some(at);
-                        break false;
-                    }
-                },
-                _ => break false,
+                CallStep::End(patch, events) => {
+                    batch.apply(patch, events);
+                    planning = false;
+                }
+                CallStep::Suspend(patch, events, at) => {
+                    batch.apply(patch, events);
+                    suspended = Some(at);
+                    planning = false;
+                }
+                CallStep::Stopped => return Ok(Step::Stop),
             }
-            batch.nodes += 1;
-            if batch.nodes >= MAX_NODES_PER_COMMIT {
-                break true;
+        }
+        let more = if !planning {
+            more_after_call
+        } else {
+            loop {
+                match batch.run.status {
+                    RunStatus::Pending => {
+                        let ev = events::run_started(&batch.run).map_err(payload_error(run_id))?;
+                        let start = RunPatch {
+                            status: Some(RunStatus::Running),
+                            ..Default::default()
+                        };
+                        batch.apply(start, vec![ev]);
+                    }
+                    RunStatus::Running => match self.plan_node(&wf, &batch.run)? {
+                        Planned::Next(patch, events) => batch.apply(patch, events),
+                        Planned::End(patch, events) => {
+                            batch.apply(patch, events);
+                            break false;
+                        }
+                        Planned::Wait(patch, events) => {
+                            batch.apply(patch, events);
+                            break true;
+                        }
+                        Planned::Suspend(patch, events, at) => {
+                            batch.apply(patch, events);
+                            suspended = Some(at);
+                            break false;
+                        }
+                        Planned::Call(patch, events) => {
+                            batch.apply(patch, events);
+                            break true;
+                        }
+                    },
+                    _ => break false,
+                }
+                batch.nodes += 1;
+                if batch.nodes >= MAX_NODES_PER_COMMIT {
+                    break true;
+                }
             }
         };
         let Batch {
@@ -668,7 +789,7 @@ impl Engine {
         let ctx = context(run);
         let index = usize::try_from(run.node_index).unwrap_or(usize::MAX);
         let invalid = payload_error(&run.run_id);
-        let Some(node) = def.nodes.get(index) else {
+        let Some(instr) = wf.program.get(index) else {
             // Past the last node: the run is done.
             let rendered = def
                 .outputs
@@ -689,8 +810,90 @@ impl Engine {
             return Ok(Planned::End(patch, vec![ev]));
         };
         let next = run.node_index + 1;
+        let node = match instr {
+            Instr::LoopStart { id, when, end } => {
+                if let Some(when) = when
+                    && !template::truthy(&template::render(when, &ctx))
+                {
+                    return Ok(skipped(run, id, *end as i64 + 1));
+                }
+                let state = with_passes(&run.state, id, Some(0));
+                let patch = RunPatch {
+                    node_index: Some(next),
+                    state: Some(state),
+                    ..Default::default()
+                };
+                let started = events::node_started(id, "core.repeat").map_err(invalid)?;
+                return Ok(Planned::Next(patch, vec![started]));
+            }
+            Instr::LoopEnd {
+                id,
+                start,
+                max,
+                until,
+            } => {
+                let passes = run
+                    .state
+                    .get("loops")
+                    .and_then(|l| l.get(id.as_str()))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    + 1;
+                let satisfied = until
+                    .as_ref()
+                    .is_some_and(|u| template::truthy(&template::render(u, &ctx)));
+                if !satisfied && passes < *max {
+                    let patch = RunPatch {
+                        node_index: Some(*start as i64 + 1),
+                        state: Some(with_passes(&run.state, id, Some(passes))),
+                        ..Default::default()
+                    };
+                    return Ok(Planned::Next(patch, vec![]));
+                }
+                let value = json!({"passes": passes, "satisfied": satisfied});
+                let completed = events::node_completed(id, Some(&value)).map_err(invalid)?;
+                let state = with_node_result(&with_passes(&run.state, id, None), id, value);
+                let patch = RunPatch {
+                    node_index: Some(next),
+                    state: Some(state),
+                    ..Default::default()
+                };
+                return Ok(Planned::Next(patch, vec![completed]));
+            }
+            Instr::Node(node) => node,
+        };
         let node_id = definition::node_id(node);
+        if let Some(when) = definition::when_of(node)
+            && !template::truthy(&template::render(when, &ctx))
+        {
+            return Ok(skipped(run, node_id, next));
+        }
+        let invalid = payload_error(&run.run_id);
         Ok(match node {
+            Node::A2a { .. } | Node::Mcp { .. } | Node::Http { .. } => {
+                // The call itself happens outside the transaction: first the node starts
+                // and what its call needs is stored, so a restart resumes it.
+                let kind = match node {
+                    Node::A2a { .. } => "core.a2a",
+                    Node::Mcp { .. } => "core.mcp",
+                    _ => "core.http",
+                };
+                let patch = RunPatch {
+                    state: Some(calls::begin(&run.state, node_id)),
+                    ..Default::default()
+                };
+                Planned::Call(
+                    patch,
+                    vec![events::node_started(node_id, kind).map_err(invalid)?],
+                )
+            }
+            Node::Repeat { .. } => {
+                // `definition::compile` turns every block into markers.
+                return Err(EngineError::Payload {
+                    run_id: run.run_id.clone(),
+                    message: format!("node `{node_id}`: a block reached the executor uncompiled"),
+                });
+            }
             Node::Transform { value, .. } => {
                 let out = template::render(value, &ctx);
                 let events = vec![
@@ -858,6 +1061,11 @@ impl Engine {
                 events.extend(more);
                 return (patch, events);
             }
+            // A remote peer's question: the answer goes back to it, and the run stays on
+            // the calling node until the remote side finishes.
+            if let Some(patch) = calls::on_answer(run, &interrupt.node_id, &resume) {
+                return (patch, events);
+            }
             if let Ok(completed) = events::node_completed(&interrupt.node_id, None) {
                 events.push(completed);
             }
@@ -875,6 +1083,10 @@ impl Engine {
     pub fn after_change(self: &Arc<Self>, advanced: &Advanced) {
         if matches!(advanced.run.status, RunStatus::Pending | RunStatus::Running) {
             self.start(&advanced.run.run_id);
+        } else if advanced.run.status.is_terminal() {
+            // Ended here (a cancel, a declined credential) while a remote task it called
+            // was still open: the remote side is told.
+            self.cancel_remote_calls(&advanced.run);
         }
     }
 }

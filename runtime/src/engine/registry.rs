@@ -28,6 +28,8 @@ const BUNDLED: &[(&str, &str)] = &[
 /// A definition with its compiled input schema.
 pub struct Workflow {
     pub definition: Definition,
+    /// The nodes as the steps a run walks (`repeat` blocks flattened).
+    pub program: Vec<definition::Instr>,
     /// The definition document as loaded, as JSON.
     pub document: Value,
     input_validator: jsonschema::Validator,
@@ -50,6 +52,7 @@ impl Workflow {
             message: format!("inputSchema: {e}"),
         })?;
         Ok(Self {
+            program: definition::compile(&definition.nodes),
             definition,
             document,
             input_validator,
@@ -119,6 +122,27 @@ impl Registry {
 
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.workflows.keys().map(String::as_str)
+    }
+
+    /// Every peer a workflow names that `peers` does not have (with that kind), as
+    /// start-up errors: a workflow must not find out at run time that its peer is missing.
+    pub fn unknown_peers(&self, peers: &crate::peers::Peers) -> Vec<String> {
+        let mut out = Vec::new();
+        for wf in self.workflows.values() {
+            for node in definition::all_nodes(&wf.definition.nodes) {
+                if let Some((peer, kind)) = definition::peer_of(node)
+                    && !peers.has(peer, kind)
+                {
+                    out.push(format!(
+                        "workflow `{}` node `{}` calls {} peer `{peer}`, which `peers` does not configure",
+                        wf.definition.id,
+                        definition::node_id(node),
+                        kind.as_str()
+                    ));
+                }
+            }
+        }
+        out
     }
 }
 

@@ -3,6 +3,8 @@
 //! - A string that is exactly `${path}` becomes the value at `path` (any JSON type).
 //! - `${path}` inside a longer string is replaced by the value's text.
 //! - An object `{"$merge": [t1, t2, ...]}` merges the objects its templates produce.
+//! - `{"$eq": [a, b]}`, `{"$ne": [a, b]}`, `{"$not": t}`, `{"$and": [...]}` and
+//!   `{"$or": [...]}` render to a boolean (for `when` and `until`).
 //! - Everything else is copied, with templates inside arrays and objects expanded.
 //!
 //! Paths are dotted names rooted at the context: `inputs`, `nodes`, `run`.
@@ -32,12 +34,31 @@ pub fn lookup<'a>(ctx: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
+/// Whether a rendered value counts as true for `when` and `until`: anything but null,
+/// false, 0, "", `[]` and `{}`.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
 /// Expands `template` against `ctx`.
 pub fn render(template: &Value, ctx: &Value) -> Value {
     match template {
         Value::String(s) => render_str(s, ctx),
         Value::Array(items) => Value::Array(items.iter().map(|t| render(t, ctx)).collect()),
         Value::Object(m) => {
+            if m.len() == 1
+                && let Some((op, arg)) = m.iter().next()
+                && let Some(v) = logic(op, arg, ctx)
+            {
+                return v;
+            }
             if let (1, Some(Value::Array(parts))) = (m.len(), m.get("$merge")) {
                 let mut out = Map::new();
                 for part in parts {
@@ -51,6 +72,29 @@ pub fn render(template: &Value, ctx: &Value) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// The comparison operators `when` and `until` need, as one-member objects: `$eq` and
+/// `$ne` (two templates, compared as JSON values), `$not` (one), `$and` and `$or` (a
+/// list, read with [`truthy`]). `None` for any other member name.
+fn logic(op: &str, arg: &Value, ctx: &Value) -> Option<Value> {
+    let list = |arg: &Value| -> Vec<Value> {
+        match arg {
+            Value::Array(items) => items.iter().map(|t| render(t, ctx)).collect(),
+            other => vec![render(other, ctx)],
+        }
+    };
+    Some(Value::Bool(match op {
+        "$eq" | "$ne" => {
+            let items = list(arg);
+            let equal = items.len() == 2 && items[0] == items[1];
+            (op == "$eq") == equal
+        }
+        "$not" => !truthy(&render(arg, ctx)),
+        "$and" => list(arg).iter().all(truthy),
+        "$or" => list(arg).iter().any(truthy),
+        _ => return None,
+    }))
 }
 
 fn render_str(s: &str, ctx: &Value) -> Value {
@@ -85,6 +129,54 @@ fn render_str(s: &str, ctx: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn comparison_operators_render_booleans_and_truthiness_is_json_emptiness() {
+        let ctx = json!({"inputs": {"a": 1, "b": "1", "s": "x"}});
+        assert_eq!(
+            render(&json!({"$eq": ["${inputs.a}", 1]}), &ctx),
+            json!(true)
+        );
+        // Compared as JSON values: the number 1 is not the string "1".
+        assert_eq!(
+            render(&json!({"$eq": ["${inputs.a}", "${inputs.b}"]}), &ctx),
+            json!(false)
+        );
+        assert_eq!(
+            render(&json!({"$ne": ["${inputs.s}", "y"]}), &ctx),
+            json!(true)
+        );
+        assert_eq!(
+            render(&json!({"$not": "${inputs.missing}"}), &ctx),
+            json!(true)
+        );
+        assert_eq!(
+            render(&json!({"$and": [true, "${inputs.s}"]}), &ctx),
+            json!(true)
+        );
+        assert_eq!(render(&json!({"$or": [0, "", [], {}]}), &ctx), json!(false));
+        // Any other member name is data, rendered as before.
+        assert_eq!(render(&json!({"$other": 1}), &ctx), json!({"$other": 1}));
+        for falsy in [
+            json!(null),
+            json!(false),
+            json!(0),
+            json!(""),
+            json!([]),
+            json!({}),
+        ] {
+            assert!(!truthy(&falsy), "{falsy}");
+        }
+        for t in [
+            json!(true),
+            json!(-1),
+            json!("0"),
+            json!([0]),
+            json!({"a": null}),
+        ] {
+            assert!(truthy(&t), "{t}");
+        }
+    }
 
     #[test]
     fn whole_references_keep_their_type() {

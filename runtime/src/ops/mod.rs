@@ -539,7 +539,11 @@ impl Ops {
             .advance(&run.run_id, Guard::StatusNotIn(&TERMINAL), patch, vec![ev])
             .await
         {
-            Ok(adv) => Ok(adv.run),
+            Ok(adv) => {
+                // A remote task the run was following or answering is cancelled too.
+                self.engine.after_change(&adv);
+                Ok(adv.run)
+            }
             Err(StoreError::Guard { status }) => Err(OpError::RunTerminal { status }),
             Err(e) => Err(e.into()),
         }

@@ -1,0 +1,302 @@
+//! The A2A 1.0 client an `a2a` node uses: read the agent card, pick its JSON-RPC
+//! interface, send a message without blocking, then follow the task by `GetTask`.
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::{Map, Value, json};
+
+use super::rpc;
+use super::{CallError, Caller, Peer, Peers};
+
+/// Where and how a remote agent is spoken to, as its card says.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    /// The JSON-RPC interface's URL.
+    pub endpoint: String,
+    /// The interface's `protocolVersion` (what we send as `A2A-Version`).
+    pub version: String,
+    /// The interface's routing value, sent as `params.tenant` when present.
+    pub tenant: Option<String>,
+}
+
+/// The card's URL: the peer URL itself when it names a JSON document, else the
+/// well-known card under it.
+fn card_url(peer: &Peer) -> String {
+    if peer.url.ends_with(".json") {
+        peer.url.clone()
+    } else {
+        format!(
+            "{}/.well-known/agent-card.json",
+            peer.url.trim_end_matches('/')
+        )
+    }
+}
+
+/// Reads the card and picks the first JSON-RPC interface (the card lists the preferred
+/// one first). The card's own `A2A-Version` negotiation is ours to decide; see
+/// [`crate::engine`]'s call nodes.
+pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remote, CallError> {
+    let url = card_url(peer);
+    let response = peers
+        .send(
+            peer,
+            caller,
+            reqwest::Method::GET,
+            &url,
+            HeaderMap::new(),
+            None,
+        )
+        .await?;
+    if !response.is_success() {
+        return Err(CallError::Status {
+            status: response.status,
+            detail: " to the agent card request".into(),
+        });
+    }
+    let card: Value = serde_json::from_slice(&response.body)
+        .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
+    let interfaces = card
+        .get("supportedInterfaces")
+        .and_then(Value::as_array)
+        .ok_or_else(|| CallError::Protocol("the agent card lists no supportedInterfaces".into()))?;
+    let jsonrpc = interfaces
+        .iter()
+        .find(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC"))
+        .ok_or_else(|| CallError::Protocol("the agent card offers no JSONRPC interface".into()))?;
+    let endpoint = jsonrpc
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| CallError::Protocol("the JSONRPC interface has no url".into()))?;
+    let version = jsonrpc
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("1.0");
+    Ok(Remote {
+        endpoint: endpoint.to_owned(),
+        version: version.to_owned(),
+        tenant: jsonrpc
+            .get("tenant")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+fn headers(remote: &Remote) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&remote.version) {
+        h.insert("A2A-Version", v);
+    }
+    h
+}
+
+fn with_tenant(remote: &Remote, mut params: Map<String, Value>) -> Value {
+    if let Some(t) = &remote.tenant {
+        params.insert("tenant".into(), json!(t));
+    }
+    Value::Object(params)
+}
+
+/// What `SendMessage` answered.
+pub enum Sent {
+    Task(Value),
+    Message(Value),
+}
+
+/// `SendMessage` without blocking: the answer is the task as it starts (or a direct
+/// Message reply), so its id can be stored before anything else happens.
+pub async fn send(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    remote: &Remote,
+    message: Value,
+) -> Result<Sent, CallError> {
+    let mut params = Map::new();
+    params.insert("message".into(), message);
+    params.insert("configuration".into(), json!({"returnImmediately": true}));
+    let answer = rpc::call(
+        peers,
+        peer,
+        caller,
+        &remote.endpoint,
+        headers(remote),
+        "SendMessage",
+        with_tenant(remote, params),
+    )
+    .await?;
+    if let Some(task) = answer.result.get("task") {
+        return Ok(Sent::Task(task.clone()));
+    }
+    if let Some(message) = answer.result.get("message") {
+        return Ok(Sent::Message(message.clone()));
+    }
+    // Pre-1.0 servers answer the Task itself.
+    if answer.result.get("status").is_some() && answer.result.get("id").is_some() {
+        return Ok(Sent::Task(answer.result));
+    }
+    Err(CallError::Protocol(
+        "SendMessage answered neither a task nor a message".into(),
+    ))
+}
+
+/// `GetTask`, without history (the node reads status and artifacts).
+pub async fn get_task(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    remote: &Remote,
+    task_id: &str,
+) -> Result<Value, CallError> {
+    let mut params = Map::new();
+    params.insert("id".into(), json!(task_id));
+    let answer = rpc::call(
+        peers,
+        peer,
+        caller,
+        &remote.endpoint,
+        headers(remote),
+        "GetTask",
+        with_tenant(remote, params),
+    )
+    .await?;
+    Ok(answer.result)
+}
+
+/// `CancelTask`; a task that already ended is not an error worth more than a log line.
+pub async fn cancel_task(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    remote: &Remote,
+    task_id: &str,
+) -> Result<(), CallError> {
+    let mut params = Map::new();
+    params.insert("id".into(), json!(task_id));
+    rpc::call(
+        peers,
+        peer,
+        caller,
+        &remote.endpoint,
+        headers(remote),
+        "CancelTask",
+        with_tenant(remote, params),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// The wire state of a task (`status.state`).
+pub fn state_of(task: &Value) -> &str {
+    task.get("status")
+        .and_then(|s| s.get("state"))
+        .and_then(Value::as_str)
+        .unwrap_or("TASK_STATE_UNSPECIFIED")
+}
+
+/// The text of a message's text parts, joined by newlines.
+pub fn message_text(message: &Value) -> String {
+    parts_text(message.get("parts"))
+}
+
+fn parts_text(parts: Option<&Value>) -> String {
+    parts
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn first_data(parts: Option<&Value>) -> Option<Value> {
+    parts
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|p| p.get("data").cloned())
+}
+
+/// The node's value for a finished task: `{taskId, contextId, state, artifacts, text,
+/// data}`, `text` and `data` read from the artifacts, else from the status message.
+pub fn task_value(task: &Value) -> Value {
+    let artifacts = task.get("artifacts").cloned().unwrap_or_else(|| json!([]));
+    let all_parts: Vec<Value> = artifacts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("parts").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect();
+    let status_message = task.get("status").and_then(|s| s.get("message"));
+    let (text, data) = if all_parts.is_empty() {
+        (
+            status_message.map(message_text).unwrap_or_default(),
+            first_data(status_message.and_then(|m| m.get("parts"))),
+        )
+    } else {
+        let parts = Value::Array(all_parts);
+        (parts_text(Some(&parts)), first_data(Some(&parts)))
+    };
+    json!({
+        "taskId": task.get("id"),
+        "contextId": task.get("contextId"),
+        "state": state_of(task),
+        "artifacts": artifacts,
+        "text": text,
+        "data": data,
+    })
+}
+
+/// The node's value for a direct Message reply.
+pub fn message_value(message: &Value) -> Value {
+    json!({
+        "taskId": Value::Null,
+        "contextId": message.get("contextId"),
+        "state": "TASK_STATE_COMPLETED",
+        "artifacts": [],
+        "text": message_text(message),
+        "data": first_data(message.get("parts")),
+    })
+}
+
+/// A resume value as the next message's parts: a string is a text part, `{text}` a text
+/// part, any other value a data part.
+pub fn reply_parts(resume: &Value) -> Vec<Value> {
+    match resume {
+        Value::String(s) => vec![json!({"text": s})],
+        Value::Object(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+            vec![json!({"text": o["text"]})]
+        }
+        other => vec![json!({"data": other, "mediaType": "application/json"})],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_task_reads_as_text_and_data_from_artifacts_else_the_status_message() {
+        let task = json!({"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "one"}, {"data": {"n": 1}}]}, {"artifactId": "b", "parts": [{"text": "two"}]}]});
+        let v = task_value(&task);
+        assert_eq!(v["text"], "one\ntwo");
+        assert_eq!(v["data"], json!({"n": 1}));
+        assert_eq!(v["state"], "TASK_STATE_COMPLETED");
+        let bare = json!({"id": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "done"}]}}});
+        assert_eq!(task_value(&bare)["text"], "done");
+    }
+
+    #[test]
+    fn a_resume_value_becomes_text_or_data_parts() {
+        assert_eq!(reply_parts(&json!("Ada")), vec![json!({"text": "Ada"})]);
+        assert_eq!(
+            reply_parts(&json!({"text": "Ada"})),
+            vec![json!({"text": "Ada"})]
+        );
+        assert_eq!(
+            reply_parts(&json!({"outcome": "authorized"}))[0]["data"],
+            json!({"outcome": "authorized"})
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! The MCP client an `mcp` node uses. It speaks 2026-07-28 (stateless: `server/discover`,
+//! every request self-describing in `params._meta`, SEP-2243 headers, input rounds with
+//! `requestState`) and falls back to the 2025-11-25 lifecycle (`initialize`, a session)
+//! for a server that is not modern. Which revision is spoken is decided by the host's own
+//! negotiation ([`crate::negotiation::decide`]), the floor included.
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Map, Value, json};
+
+use super::rpc;
+use super::{CallError, Caller, Peer, Peers};
+use crate::negotiation::{self, Decision, Offer, Protocol};
+
+const MODERN: &str = "2026-07-28";
+
+/// A connection decided for one call: the revision, and the legacy session if any.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub version: String,
+    /// Set in the initialize era.
+    session_id: Option<String>,
+}
+
+impl Session {
+    fn modern(&self) -> bool {
+        self.session_id.is_none() && self.version.as_str() >= MODERN
+    }
+}
+
+fn base_headers(version: &str, method: &str, name: Option<&str>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(
+        reqwest::header::ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    if let Ok(v) = HeaderValue::from_str(version) {
+        h.insert(HeaderName::from_static("mcp-protocol-version"), v);
+    }
+    if let Ok(v) = HeaderValue::from_str(method) {
+        h.insert(HeaderName::from_static("mcp-method"), v);
+    }
+    if let Some(name) = name {
+        // SEP-2243: a value that is not header-safe travels base64-encoded.
+        let v = if name.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+            HeaderValue::from_str(name).ok()
+        } else {
+            use base64::Engine as _;
+            HeaderValue::from_str(&format!(
+                "=?base64?{}?=",
+                base64::engine::general_purpose::STANDARD.encode(name)
+            ))
+            .ok()
+        };
+        if let Some(v) = v {
+            h.insert(HeaderName::from_static("mcp-name"), v);
+        }
+    }
+    h
+}
+
+/// What this host declares as an MCP client: it can answer elicitation (form) rounds,
+/// relayed to whoever waits on the calling run.
+fn client_capabilities() -> Value {
+    json!({"elicitation": {"form": {}}})
+}
+
+fn modern_meta(version: &str, caller: &Caller) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": client_capabilities(),
+        "io.modelcontextprotocol/clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
+        "traceparent": caller.traceparent,
+    })
+}
+
+/// The newest revision both sides speak, else the peer's newest (so the floor can refuse
+/// it by name).
+fn pick(offer: &Offer, theirs: &[String]) -> Option<String> {
+    let ours = offer.served();
+    let mut common: Vec<&String> = theirs
+        .iter()
+        .filter(|v| ours.contains(&v.as_str()))
+        .collect();
+    common.sort();
+    common
+        .last()
+        .map(|v| (*v).clone())
+        .or_else(|| theirs.iter().max().cloned())
+}
+
+/// Decides the revision with the server: `server/discover` first; a server that is not
+/// modern gets `initialize`. The decision (the refusal included) is returned for the
+/// calling run's log; a refused one comes with no session.
+pub async fn connect(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    offer: &Offer,
+) -> Result<(Option<Session>, Decision), CallError> {
+    let preferred = offer.preferred().to_owned();
+    let discovered = rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        base_headers(&preferred, "server/discover", None),
+        "server/discover",
+        json!({"_meta": modern_meta(&preferred, caller)}),
+    )
+    .await;
+    let theirs: Option<Vec<String>> = match &discovered {
+        Ok(answer) => answer
+            .result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }),
+        // -32022 names what the server speaks.
+        Err(CallError::Rpc {
+            code: -32022, data, ..
+        }) => data
+            .as_ref()
+            .and_then(|d| d.get("supported"))
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }),
+        Err(CallError::Refused(r)) => return Err(CallError::Refused(r.clone())),
+        Err(_) => None,
+    };
+    let decide = |asked: &str| {
+        negotiation::decide(Protocol::Mcp, Some(asked), true, offer)
+            .with_peer_origin(&peer.origin())
+    };
+    if let Some(theirs) = theirs.filter(|t| !t.is_empty()) {
+        let asked = pick(offer, &theirs).unwrap_or_default();
+        let decision = decide(&asked);
+        let session = decision.version.clone().map(|version| Session {
+            version,
+            session_id: None,
+        });
+        return Ok((session, decision));
+    }
+    // Not a modern server: the initialize lifecycle, asking for the newest legacy
+    // revision we speak; the server's counter-offer is what is negotiated.
+    let legacy = offer
+        .served()
+        .into_iter()
+        .filter(|v| *v < MODERN)
+        .max()
+        .unwrap_or("2025-11-25")
+        .to_owned();
+    let init = rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        base_headers(&legacy, "initialize", None),
+        "initialize",
+        json!({
+            "protocolVersion": legacy,
+            "capabilities": {},
+            "clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
+            "_meta": {"traceparent": caller.traceparent},
+        }),
+    )
+    .await?;
+    let answered = init
+        .result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let decision = decide(&answered);
+    let Some(version) = decision.version.clone() else {
+        return Ok((None, decision));
+    };
+    let session_id = init
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let session = Session {
+        version,
+        session_id: Some(session_id),
+    };
+    // The lifecycle's acknowledgement; its answer (202) carries nothing.
+    let mut headers = base_headers(&session.version, "notifications/initialized", None);
+    session_headers(&session, &mut headers);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    peers
+        .send(
+            peer,
+            caller,
+            reqwest::Method::POST,
+            &peer.url,
+            headers,
+            Some(&note),
+        )
+        .await?;
+    Ok((Some(session), decision))
+}
+
+fn session_headers(session: &Session, headers: &mut HeaderMap) {
+    if let Some(id) = session.session_id.as_deref().filter(|s| !s.is_empty())
+        && let Ok(v) = HeaderValue::from_str(id)
+    {
+        headers.insert(HeaderName::from_static("mcp-session-id"), v);
+    }
+}
+
+/// What `tools/call` answered.
+pub enum Called {
+    /// The `CallToolResult`.
+    Complete(Value),
+    /// An input round: the server's questions and the state to echo.
+    InputRequired {
+        input_requests: Map<String, Value>,
+        request_state: Option<String>,
+    },
+}
+
+/// `tools/call`, with the answers of an earlier round when there are some.
+pub async fn call_tool(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    tool: &str,
+    arguments: &Value,
+    round: Option<(Value, Option<String>)>,
+) -> Result<Called, CallError> {
+    let mut params = Map::new();
+    params.insert("name".into(), json!(tool));
+    params.insert("arguments".into(), arguments.clone());
+    let mut headers = base_headers(&session.version, "tools/call", Some(tool));
+    if session.modern() {
+        params.insert("_meta".into(), modern_meta(&session.version, caller));
+        if let Some((responses, state)) = round {
+            params.insert("inputResponses".into(), responses);
+            if let Some(state) = state {
+                params.insert("requestState".into(), json!(state));
+            }
+        }
+    } else {
+        session_headers(session, &mut headers);
+        params.insert("_meta".into(), json!({"traceparent": caller.traceparent}));
+    }
+    let answer = rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        headers,
+        "tools/call",
+        Value::Object(params),
+    )
+    .await?;
+    let result = answer.result;
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        return Ok(Called::InputRequired {
+            input_requests: result
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            request_state: result
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+    }
+    Ok(Called::Complete(result))
+}
+
+/// The node's value of a `CallToolResult`: `structuredContent`, else the text content
+/// joined by newlines.
+pub fn result_value(result: &Value) -> Value {
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+        return structured.clone();
+    }
+    Value::String(result_text(result))
+}
+
+/// The text blocks of a `CallToolResult`.
+pub fn result_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The round's answers from a resume value. One elicitation: the value is its content
+/// (`accept`), or a whole `{action, content}` result. Several: an object keyed like
+/// `inputRequests`, each member read the same way.
+pub fn input_responses(requests: &Map<String, Value>, resume: &Value) -> Value {
+    fn one(v: &Value) -> Value {
+        match v {
+            Value::Object(o)
+                if o.get("action")
+                    .and_then(Value::as_str)
+                    .is_some_and(|a| ["accept", "decline", "cancel"].contains(&a)) =>
+            {
+                v.clone()
+            }
+            Value::Object(_) => json!({"action": "accept", "content": v}),
+            other => json!({"action": "accept", "content": {"value": other}}),
+        }
+    }
+    let mut out = Map::new();
+    if requests.len() == 1 {
+        if let Some(key) = requests.keys().next() {
+            // Keyed by the question's id (the request key), or the content itself.
+            let value = match resume {
+                Value::Object(o) if o.len() == 1 && o.contains_key(key) => &o[key],
+                other => other,
+            };
+            out.insert(key.clone(), one(value));
+        }
+    } else {
+        for key in requests.keys() {
+            out.insert(key.clone(), one(resume.get(key).unwrap_or(&Value::Null)));
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_reads_as_structured_content_else_its_text() {
+        let structured =
+            json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}});
+        assert_eq!(result_value(&structured), json!({"a": 1}));
+        let text = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": ""}, {"type": "text", "text": "b"}]});
+        assert_eq!(result_value(&text), json!("a\nb"));
+    }
+
+    #[test]
+    fn a_resume_value_answers_the_round() {
+        let mut one = Map::new();
+        one.insert("confirm".into(), json!({"method": "elicitation/create"}));
+        // Keyed by the question's id (the request key), as a clarification answer is.
+        assert_eq!(
+            input_responses(&one, &json!({"confirm": {"ok": true}})),
+            json!({"confirm": {"action": "accept", "content": {"ok": true}}})
+        );
+        // Or the form's content itself.
+        assert_eq!(
+            input_responses(&one, &json!({"ok": true})),
+            json!({"confirm": {"action": "accept", "content": {"ok": true}}})
+        );
+        // A bare value is wrapped so the content stays an object.
+        assert_eq!(
+            input_responses(&one, &json!({"confirm": "yes"})),
+            json!({"confirm": {"action": "accept", "content": {"value": "yes"}}})
+        );
+        assert_eq!(
+            input_responses(&one, &json!({"action": "decline"})),
+            json!({"confirm": {"action": "decline"}})
+        );
+    }
+
+    #[test]
+    fn the_newest_common_revision_is_picked_else_the_peers_newest() {
+        let offer = Offer::new(
+            Protocol::Mcp,
+            &["2026-07-28", "2025-11-25"],
+            "2026-07-28",
+            "2025-11-25",
+        )
+        .unwrap();
+        assert_eq!(
+            pick(&offer, &["2025-11-25".into(), "2026-07-28".into()]).as_deref(),
+            Some("2026-07-28")
+        );
+        assert_eq!(
+            pick(&offer, &["2025-06-18".into()]).as_deref(),
+            Some("2025-06-18")
+        );
+    }
+}

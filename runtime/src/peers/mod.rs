@@ -1,0 +1,397 @@
+//! The client direction: the remote A2A agents, MCP servers and HTTP services a workflow's
+//! `a2a`, `mcp` and `http` nodes call.
+//!
+//! Peers are host configuration (`peers` in the config file), never workflow text: a
+//! workflow names a peer by id, and the operator decides where that id points, which
+//! credential the host presents there and which tenants may use it. Every call goes
+//! through the egress guard ([`crate::egress::Egress::request`]), so a peer URL is judged
+//! at start and again at every call. The only credential a call carries is the peer's
+//! own (read from an environment variable or a file at start); nothing a caller sent this
+//! host (its Bearer key, a resume token, a push credential) is within reach of this
+//! module, and the secret never leaves it: not in events, snapshots, answers or logs.
+
+pub mod a2a;
+pub mod mcp;
+pub mod rpc;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::egress::{Egress, Response, SendError};
+use crate::negotiation::{Offer, Protocol};
+
+/// What a peer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerKind {
+    A2a,
+    Mcp,
+    Http,
+}
+
+impl PeerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerKind::A2a => "a2a",
+            PeerKind::Mcp => "mcp",
+            PeerKind::Http => "http",
+        }
+    }
+}
+
+/// One `peers[]` entry of the config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PeerFileConfig {
+    pub id: String,
+    pub kind: PeerKind,
+    /// A2A: the agent card's URL, or a base URL whose `/.well-known/agent-card.json` is
+    /// the card. MCP: the server's endpoint. HTTP: the base URL paths are appended to.
+    pub url: String,
+    /// Where the secret the host presents (`Authorization: Bearer`) is read from.
+    pub credential: Option<CredentialSource>,
+    /// The tenants whose runs may call this peer; absent: every tenant.
+    pub tenants: Option<Vec<String>>,
+    /// How long one call may take (a remote tool, a blocking request); 300 s by default.
+    pub timeout_secs: Option<u64>,
+}
+
+/// Exactly one of `env` and `file`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSource {
+    pub env: Option<String>,
+    pub file: Option<PathBuf>,
+}
+
+/// A configured peer, its secret resolved.
+pub struct Peer {
+    pub id: String,
+    pub kind: PeerKind,
+    pub url: String,
+    secret: Option<String>,
+    tenants: Option<BTreeSet<String>>,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret is never printed, not even in a debug log.
+        f.debug_struct("Peer")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("url", &self.url)
+            .field("has_credential", &self.secret.is_some())
+            .finish()
+    }
+}
+
+impl Peer {
+    /// The peer's origin (`scheme://host:port`), what a negotiation digest is taken of.
+    pub fn origin(&self) -> String {
+        reqwest::Url::parse(&self.url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+}
+
+/// Why a call to a peer did not give an answer the node can use.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("the egress guard refused the peer's URL: {0}")]
+    Refused(String),
+    #[error("{0}")]
+    Transport(String),
+    #[error("the peer answered HTTP {status}{detail}")]
+    Status { status: u16, detail: String },
+    #[error("the peer's answer is not what its protocol says: {0}")]
+    Protocol(String),
+    /// A JSON-RPC error from the peer, as the client rules read it (code, and the
+    /// ErrorInfo `reason` when one came in `data` as an array or an object).
+    #[error("the peer refused the call: {message} (code {code}{})", reason.as_deref().map(|r| format!(", reason {r}")).unwrap_or_default())]
+    Rpc {
+        code: i64,
+        message: String,
+        reason: Option<String>,
+        data: Option<Value>,
+    },
+}
+
+impl From<SendError> for CallError {
+    fn from(e: SendError) -> Self {
+        match e {
+            SendError::Refused(r) => CallError::Refused(r.to_string()),
+            other => CallError::Transport(other.to_string()),
+        }
+    }
+}
+
+/// The outbound side of one run: who is calling (for tracing), never a credential.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub run_id: String,
+    /// A W3C `traceparent` naming a new span of the run's trace for this request.
+    pub traceparent: String,
+}
+
+impl Caller {
+    /// The run's trace (a stable id derived from the run, so a restarted host continues
+    /// the same trace) with a fresh span for this outbound request.
+    pub fn for_run(run_id: &str) -> Caller {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(run_id.as_bytes());
+        let trace_id = hex::encode(&digest[..16]);
+        let span = Sha256::digest(format!("{run_id}/{}", crate::ids::mint_opaque()).as_bytes());
+        // An all-zero span id is invalid; a digest is that with negligible odds, but the
+        // last byte is forced odd all the same.
+        let mut span: [u8; 8] = span[..8].try_into().unwrap_or([1; 8]);
+        span[7] |= 1;
+        Caller {
+            run_id: run_id.to_owned(),
+            traceparent: format!("00-{trace_id}-{}-01", hex::encode(span)),
+        }
+    }
+}
+
+/// The configured peers and the one way to reach them.
+#[derive(Clone)]
+pub struct Peers {
+    by_id: BTreeMap<String, Arc<Peer>>,
+    egress: Egress,
+    /// What the host itself speaks, negotiated against each peer as the server side is.
+    a2a_offer: Option<Offer>,
+    mcp_offer: Option<Offer>,
+    /// How many input rounds one tool call may take (`mcp.mrtr.maxRounds`).
+    max_rounds: u32,
+}
+
+impl Default for Peers {
+    /// No peers: every calling node fails with `peer_call_failed`.
+    fn default() -> Peers {
+        Peers {
+            by_id: BTreeMap::new(),
+            egress: Egress::default(),
+            a2a_offer: None,
+            mcp_offer: None,
+            max_rounds: 4,
+        }
+    }
+}
+
+impl std::fmt::Debug for Peers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.by_id.values()).finish()
+    }
+}
+
+impl Peers {
+    /// Reads the config entries: unique ids, URLs that parse, secrets that can be read.
+    /// The guard's own judgement of each URL is [`Peers::check_urls`] (it resolves names).
+    pub fn from_config(entries: &[PeerFileConfig], egress: Egress) -> Result<Peers, String> {
+        let mut by_id = BTreeMap::new();
+        for e in entries {
+            let at = format!("peers[{}]", e.id);
+            if e.id.is_empty()
+                || e.id.len() > 64
+                || !e
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            {
+                return Err(format!(
+                    "{at}: an id is 1-64 letters, digits, `.`, `_` or `-`"
+                ));
+            }
+            reqwest::Url::parse(&e.url).map_err(|err| format!("{at}.url: {err}"))?;
+            let secret = match &e.credential {
+                None => None,
+                Some(CredentialSource {
+                    env: Some(var),
+                    file: None,
+                }) => Some(
+                    std::env::var(var)
+                        .map_err(|_| {
+                            format!("{at}.credential: environment variable {var} is not set")
+                        })?
+                        .trim()
+                        .to_owned(),
+                ),
+                Some(CredentialSource {
+                    env: None,
+                    file: Some(path),
+                }) => Some(
+                    crate::secret_file::read_secret(path)
+                        .map_err(|err| format!("{at}.credential: {err}"))?,
+                ),
+                Some(_) => {
+                    return Err(format!(
+                        "{at}.credential: give exactly one of `env` and `file`"
+                    ));
+                }
+            };
+            if secret.as_deref().is_some_and(str::is_empty) {
+                return Err(format!("{at}.credential: the secret is empty"));
+            }
+            let peer = Peer {
+                id: e.id.clone(),
+                kind: e.kind,
+                url: e.url.clone(),
+                secret,
+                tenants: e.tenants.as_ref().map(|t| t.iter().cloned().collect()),
+                timeout: Duration::from_secs(e.timeout_secs.unwrap_or(300).max(1)),
+            };
+            if by_id.insert(e.id.clone(), Arc::new(peer)).is_some() {
+                return Err(format!("{at}: the id appears twice"));
+            }
+        }
+        Ok(Peers {
+            by_id,
+            egress,
+            a2a_offer: None,
+            mcp_offer: None,
+            max_rounds: 4,
+        })
+    }
+
+    /// The most input rounds one tool call may take before the node fails.
+    pub fn with_max_rounds(mut self, rounds: u32) -> Peers {
+        self.max_rounds = rounds;
+        self
+    }
+
+    pub fn max_rounds(&self) -> u32 {
+        self.max_rounds
+    }
+
+    /// The versions the host speaks (its discovery facets), used as a client too.
+    pub fn with_offers(mut self, a2a: Option<Offer>, mcp: Option<Offer>) -> Peers {
+        self.a2a_offer = a2a;
+        self.mcp_offer = mcp;
+        self
+    }
+
+    pub fn offer(&self, protocol: Protocol) -> Option<&Offer> {
+        match protocol {
+            Protocol::A2a => self.a2a_offer.as_ref(),
+            Protocol::Mcp => self.mcp_offer.as_ref(),
+        }
+    }
+
+    /// Judges every peer URL with the egress guard now, so a peer the guard would refuse
+    /// stops the host at start instead of failing runs later.
+    pub async fn check_urls(&self) -> Result<(), String> {
+        for peer in self.by_id.values() {
+            self.egress
+                .check(&peer.url)
+                .await
+                .map_err(|e| format!("peers[{}].url: refused by the egress guard: {e}", peer.id))?;
+        }
+        Ok(())
+    }
+
+    /// A peer of `kind` by id, as the run's tenant may use it. A peer the tenant may not
+    /// use is answered exactly as one that does not exist.
+    pub fn get(&self, id: &str, kind: PeerKind, tenant: &str) -> Option<Arc<Peer>> {
+        self.by_id
+            .get(id)
+            .filter(|p| p.kind == kind)
+            .filter(|p| p.tenants.as_ref().is_none_or(|t| t.contains(tenant)))
+            .cloned()
+    }
+
+    /// Whether a peer of `kind` with this id exists at all (for checking definitions at
+    /// start, whatever tenant runs them).
+    pub fn has(&self, id: &str, kind: PeerKind) -> bool {
+        self.by_id.get(id).is_some_and(|p| p.kind == kind)
+    }
+
+    /// True when any MCP server is configured (discovery's `mcp.client`).
+    pub fn any(&self, kind: PeerKind) -> bool {
+        self.by_id.values().any(|p| p.kind == kind)
+    }
+
+    /// The headers every outbound request carries: the peer's own credential (and no
+    /// other), the run's trace, and who is calling.
+    fn headers(&self, peer: &Peer, caller: &Caller, json_body: bool) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("openwop/", env!("CARGO_PKG_VERSION"))),
+        );
+        if json_body {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        h.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(secret) = &peer.secret
+            && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {secret}"))
+        {
+            v.set_sensitive(true);
+            h.insert(AUTHORIZATION, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&caller.traceparent) {
+            h.insert("traceparent", v);
+        }
+        h
+    }
+
+    /// One request to `url` on behalf of `peer`, through the guard.
+    pub(crate) async fn send(
+        &self,
+        peer: &Peer,
+        caller: &Caller,
+        method: reqwest::Method,
+        url: &str,
+        extra: HeaderMap,
+        body: Option<&Value>,
+    ) -> Result<Response, CallError> {
+        let mut headers = self.headers(peer, caller, body.is_some());
+        for (name, value) in extra.iter() {
+            headers.insert(name, value.clone());
+        }
+        let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+        Ok(self
+            .egress
+            .request(method, url, headers, body, Some(peer.timeout))
+            .await?)
+    }
+
+    /// An `http` node's request: `path` appended to the peer's base URL, a JSON body, the
+    /// answer as `{status, body}`; a status outside 2xx is an error.
+    pub async fn http(
+        &self,
+        peer: &Peer,
+        caller: &Caller,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, CallError> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| CallError::Protocol(format!("`{method}` is not an HTTP method")))?;
+        let url = format!("{}{}", peer.url.trim_end_matches('/'), path);
+        let response = self
+            .send(peer, caller, method, &url, HeaderMap::new(), body)
+            .await?;
+        let parsed = if response.media_type().ends_with("json") {
+            serde_json::from_slice(&response.body).unwrap_or_else(|_| {
+                Value::String(String::from_utf8_lossy(&response.body).into_owned())
+            })
+        } else if response.body.is_empty() {
+            Value::Null
+        } else {
+            Value::String(String::from_utf8_lossy(&response.body).into_owned())
+        };
+        if !response.is_success() {
+            return Err(CallError::Status {
+                status: response.status,
+                detail: String::new(),
+            });
+        }
+        Ok(serde_json::json!({"status": response.status, "body": parsed}))
+    }
+}

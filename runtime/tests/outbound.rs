@@ -1,0 +1,615 @@
+//! The host as a client: workflows whose `a2a`, `mcp` and `http` nodes call configured
+//! peers. The remote side here is a second OpenWOP host (its A2A, MCP and REST edges are
+//! real servers on loopback); the Python and JavaScript SDK servers as remotes run in
+//! `tests/peers/outbound/run.sh`.
+
+mod a2a_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use a2a_support::{KEY_A, KEY_B, TestHost, start_configured};
+use openwop::host::{Host, HostConfig};
+use openwop::identity::KeyRing;
+use openwop::peers::{CredentialSource, PeerFileConfig, PeerKind};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// The workflows host A runs: each calls host B (named peer `b`, or `b-mcp`, `b-rest`).
+const WORKFLOWS: &[(&str, &str)] = &[
+    (
+        "delegate.yaml",
+        r#"
+id: delegate
+inputSchema: {type: object}
+nodes:
+  - id: ask
+    kind: a2a
+    peer: b
+    parts:
+      - {kind: data, data: {greeting: "${inputs.text}"}}
+    metadata: {openwop: {skill: "${inputs.skill}"}}
+outputs:
+  state: "${nodes.ask.state}"
+  data: "${nodes.ask.data}"
+  remoteTask: "${nodes.ask.taskId}"
+"#,
+    ),
+    (
+        "tool.yaml",
+        r#"
+id: tool
+inputSchema: {type: object}
+nodes:
+  - id: call
+    kind: mcp
+    peer: b-mcp
+    tool: "echo"
+    arguments: {said: "${inputs.text}"}
+outputs: {result: "${nodes.call}"}
+"#,
+    ),
+    (
+        "tool-ask.yaml",
+        r#"
+id: tool-ask
+inputSchema: {type: object}
+nodes:
+  - id: call
+    kind: mcp
+    peer: b-mcp
+    tool: "clarify"
+outputs: {result: "${nodes.call}"}
+"#,
+    ),
+    (
+        "rest.yaml",
+        r#"
+id: rest
+inputSchema: {type: object}
+nodes:
+  - id: get
+    kind: http
+    peer: b-rest
+    method: GET
+    path: "/workflows/${inputs.workflow}"
+outputs: {status: "${nodes.get.status}", id: "${nodes.get.body.id}"}
+"#,
+    ),
+    (
+        "loop.yaml",
+        r#"
+id: loop
+inputSchema: {type: object}
+nodes:
+  - id: again
+    kind: repeat
+    max: 5
+    until: {$eq: ["${nodes.count.n}", "${inputs.stop}"]}
+    nodes:
+      - id: count
+        kind: transform
+        value: {n: "${inputs.n}", pass: "${loops.again}"}
+        when: {$eq: ["${nodes.again}", null]}
+      - id: skipped
+        kind: fail
+        code: x.never
+        message: never
+        when: false
+  - id: after
+    kind: transform
+    value: "${nodes.again}"
+outputs: {loop: "${nodes.after}", skippedValue: "${nodes.skipped}"}
+"#,
+    ),
+];
+
+fn write_workflows(dir: &Path) {
+    for (name, text) in WORKFLOWS {
+        std::fs::write(dir.join(name), text).expect("workflow file");
+    }
+}
+
+fn peer(id: &str, kind: PeerKind, url: String, secret_file: &Path) -> PeerFileConfig {
+    PeerFileConfig {
+        id: id.into(),
+        kind,
+        url,
+        credential: Some(CredentialSource {
+            env: None,
+            file: Some(secret_file.to_path_buf()),
+        }),
+        tenants: None,
+        timeout_secs: Some(30),
+    }
+}
+
+/// Host B (the remote: an ordinary host) and host A, whose peers point at B with B's
+/// key for tenant `other` (KEY_B) as the credential A holds for that destination.
+struct Pair {
+    a: TestHost,
+    b: TestHost,
+    a_dir: tempfile::TempDir,
+    config_dir: tempfile::TempDir,
+}
+
+fn peers_of(b: &TestHost, secret: &Path) -> Vec<PeerFileConfig> {
+    vec![
+        peer("b", PeerKind::A2a, b.base.clone(), secret),
+        peer("b-mcp", PeerKind::Mcp, format!("{}/mcp", b.base), secret),
+        peer("b-rest", PeerKind::Http, b.base.clone(), secret),
+    ]
+}
+
+async fn start_a(a_dir: &Path, config_dir: &Path, b: &TestHost) -> TestHost {
+    let workflows = config_dir.join("workflows");
+    let secret = config_dir.join("b.key");
+    let peers = peers_of(b, &secret);
+    start_configured(a_dir.to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(workflows);
+        c.egress_allow_loopback = true;
+        c.peers = peers;
+    })
+    .await
+}
+
+async fn pair() -> Pair {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b = start_configured(b_dir.path().to_path_buf(), 0, |_| {}).await;
+    std::mem::forget(b_dir);
+    let config_dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(config_dir.path().join("workflows")).expect("dir");
+    write_workflows(&config_dir.path().join("workflows"));
+    std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+    let a_dir = tempfile::tempdir().expect("dir");
+    let a = start_a(a_dir.path(), config_dir.path(), &b).await;
+    Pair {
+        a,
+        b,
+        a_dir,
+        config_dir,
+    }
+}
+
+async fn create(host: &TestHost, key: &str, workflow: &str, inputs: Value) -> String {
+    let resp = host
+        .http
+        .post(format!("{}/runs", host.base))
+        .bearer_auth(key)
+        .json(&json!({"workflowId": workflow, "inputs": inputs}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 201, "createRun {workflow}");
+    let body: Value = resp.json().await.expect("json");
+    body["runId"].as_str().expect("runId").to_owned()
+}
+
+/// Polls getRun until the run's status is one of `want` (20 s at most).
+async fn wait_for(host: &TestHost, key: &str, run_id: &str, want: &[&str]) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, snap) = host.get_run(key, run_id).await;
+        let status = snap["status"].as_str().unwrap_or_default().to_owned();
+        if want.contains(&status.as_str()) {
+            return snap;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run {run_id} stayed {status}, wanted {want:?}: {snap}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn events(host: &TestHost, key: &str, run_id: &str) -> Vec<Value> {
+    let projected = run_id.replace('/', "~2F");
+    let resp = host
+        .http
+        .get(format!("{}/runs/{projected}/events/poll", host.base))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("send");
+    let body: Value = resp.json().await.expect("json");
+    body["events"].as_array().cloned().unwrap_or_default()
+}
+
+async fn resolve(host: &TestHost, key: &str, run_id: &str, node: &str, value: Value) -> u16 {
+    let projected = run_id.replace('/', "~2F");
+    host.http
+        .post(format!("{}/runs/{projected}/interrupts/{node}", host.base))
+        .bearer_auth(key)
+        .json(&json!({"resumeValue": value}))
+        .send()
+        .await
+        .expect("send")
+        .status()
+        .as_u16()
+}
+
+/// The runs host B holds for a key.
+async fn runs_on(host: &TestHost, key: &str) -> Vec<Value> {
+    let resp = host
+        .http
+        .get(format!("{}/runs", host.base))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("send");
+    let body: Value = resp.json().await.expect("json");
+    body["runs"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_node_delegates_with_the_peers_own_credential_and_reads_the_remote_answer() {
+    let p = pair().await;
+    let run = create(
+        &p.a,
+        KEY_A,
+        "delegate",
+        json!({"text": "hi", "skill": "echo"}),
+    )
+    .await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["state"], "TASK_STATE_COMPLETED");
+    // The remote echo ran on B with what A sent.
+    assert_eq!(snap["outputs"]["data"]["greeting"], "hi", "{snap}");
+    // B filed the task under the tenant of the credential A holds for B (`other`), never
+    // under A's caller (`acme`): the caller's key was not forwarded.
+    assert_eq!(runs_on(&p.b, KEY_B).await.len(), 1);
+    assert!(runs_on(&p.b, KEY_A).await.is_empty());
+    // The negotiation is audited on the calling run's own log, content-free.
+    let log = events(&p.a, KEY_A, &run).await;
+    let decided: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["type"] == "negotiation.decided")
+        .collect();
+    assert_eq!(decided.len(), 1, "{log:?}");
+    let payload = &decided[0]["payload"];
+    assert_eq!(payload["protocol"], "a2a");
+    assert_eq!(payload["outcome"], "accepted");
+    assert!(!payload.to_string().contains("127.0.0.1"), "{payload}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_question_suspends_the_calling_run_and_its_answer_goes_back_to_the_same_task() {
+    let p = pair().await;
+    let run = create(
+        &p.a,
+        KEY_A,
+        "delegate",
+        json!({"text": "approve me", "skill": "approval"}),
+    )
+    .await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["waiting-input", "failed"]).await;
+    assert_eq!(snap["status"], "waiting-input", "{snap}");
+    let remote_runs = runs_on(&p.b, KEY_B).await;
+    assert_eq!(remote_runs.len(), 1);
+    assert_eq!(remote_runs[0]["status"], "waiting-approval");
+    // The question travels with the interrupt A raised.
+    let log = events(&p.a, KEY_A, &run).await;
+    let asked = log
+        .iter()
+        .find(|e| e["type"] == "interrupt.requested")
+        .expect("interrupt.requested");
+    assert_eq!(asked["payload"]["kind"], "clarification");
+    // In the generated clarification shape, so any client of A decodes it: one question,
+    // `answer`, carrying the remote agent's text.
+    let data: openwop_generated::models::ClarificationData =
+        serde_json::from_value(asked["payload"]["data"].clone()).expect("clarification data");
+    assert_eq!(data.questions.len(), 1);
+    assert_eq!(data.questions[0].id.as_str(), "answer");
+    assert!(!data.questions[0].question.is_empty());
+    assert_eq!(data.context_type.as_deref(), Some("remote-agent"));
+    every_event_fits_its_schema(&log);
+
+    // Host A restarts while its run waits: the remote task is followed, never re-sent.
+    let a_dir = p.a_dir.path().to_path_buf();
+    let _ = p.a.stopper.send(true);
+    drop(p.a);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let a = start_a(&a_dir, p.config_dir.path(), &p.b).await;
+
+    assert_eq!(
+        resolve(
+            &a,
+            KEY_A,
+            &run,
+            "ask",
+            json!({"answer": {"decision": "accept"}})
+        )
+        .await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    let remote_runs = runs_on(&p.b, KEY_B).await;
+    assert_eq!(
+        remote_runs.len(),
+        1,
+        "one remote task, never a second message"
+    );
+    assert_eq!(remote_runs[0]["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_auth_request_becomes_a_credential_interrupt_and_the_grant_goes_back() {
+    let p = pair().await;
+    let run = create(
+        &p.a,
+        KEY_A,
+        "delegate",
+        json!({"text": "connect", "skill": "credential"}),
+    )
+    .await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["waiting-input", "failed"]).await;
+    assert_eq!(snap["status"], "waiting-input", "{snap}");
+    let log = events(&p.a, KEY_A, &run).await;
+    let asked = log
+        .iter()
+        .find(|e| e["type"] == "interrupt.requested")
+        .expect("interrupt.requested");
+    assert_eq!(asked["payload"]["kind"], "credential");
+    // B's grant (its connectUrl, provider, scopes, reason), in the generated shape.
+    let data: openwop_generated::models::CredentialData =
+        serde_json::from_value(asked["payload"]["data"].clone()).expect("credential data");
+    assert_eq!(
+        data.connect_url.as_str(),
+        "https://localhost/connect/example"
+    );
+    assert_eq!(data.provider.as_str(), "example");
+    every_event_fits_its_schema(&log);
+
+    // Anything but exactly {outcome} is refused and changes nothing.
+    assert_eq!(
+        resolve(&p.a, KEY_A, &run, "ask", json!({"outcome": "granted"})).await,
+        400
+    );
+    assert_eq!(
+        resolve(&p.a, KEY_A, &run, "ask", json!({"outcome": "authorized"})).await,
+        200
+    );
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    // B's run resumed with the outcome A's caller gave.
+    let remote_runs = runs_on(&p.b, KEY_B).await;
+    assert_eq!(remote_runs.len(), 1);
+    assert_eq!(remote_runs[0]["status"], "completed", "{remote_runs:?}");
+
+    // Declined here: A's run fails as a declined credential, and B's task is cancelled.
+    let run = create(
+        &p.a,
+        KEY_A,
+        "delegate",
+        json!({"text": "connect", "skill": "credential"}),
+    )
+    .await;
+    wait_for(&p.a, KEY_A, &run, &["waiting-input"]).await;
+    assert_eq!(
+        resolve(&p.a, KEY_A, &run, "ask", json!({"outcome": "declined"})).await,
+        200
+    );
+    let snap = wait_for(&p.a, KEY_A, &run, &["failed"]).await;
+    assert_eq!(snap["error"]["code"], "connector_auth_declined", "{snap}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let remote = runs_on(&p.b, KEY_B).await;
+        if remote.iter().any(|r| r["status"] == "cancelled") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{remote:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_calling_run_cancels_the_remote_task() {
+    let p = pair().await;
+    let run = create(
+        &p.a,
+        KEY_A,
+        "delegate",
+        json!({"text": "x", "skill": "approval"}),
+    )
+    .await;
+    wait_for(&p.a, KEY_A, &run, &["waiting-input"]).await;
+    let projected = run.replace('/', "~2F");
+    let status =
+        p.a.http
+            .post(format!("{}/runs/{projected}/cancel", p.a.base))
+            .bearer_auth(KEY_A)
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("send")
+            .status()
+            .as_u16();
+    assert_eq!(status, 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let remote = runs_on(&p.b, KEY_B).await;
+        if remote.first().map(|r| r["status"].clone()) == Some(json!("cancelled")) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{remote:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_node_calls_a_tool_and_relays_an_input_round() {
+    let p = pair().await;
+    let run = create(&p.a, KEY_A, "tool", json!({"text": "hello"})).await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["result"]["said"], "hello", "{snap}");
+    let log = events(&p.a, KEY_A, &run).await;
+    let decided = log
+        .iter()
+        .find(|e| e["type"] == "negotiation.decided")
+        .expect("negotiation.decided");
+    assert_eq!(decided["payload"]["protocol"], "mcp");
+    assert_eq!(decided["payload"]["version"], "2026-07-28");
+
+    // B's `clarify` tool asks a question (an input_required round); it reaches A's caller.
+    let run = create(&p.a, KEY_A, "tool-ask", json!({})).await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["waiting-input", "failed"]).await;
+    assert_eq!(snap["status"], "waiting-input", "{snap}");
+    let log = events(&p.a, KEY_A, &run).await;
+    let asked = log
+        .iter()
+        .find(|e| e["type"] == "interrupt.requested")
+        .expect("interrupt.requested");
+    let data: openwop_generated::models::ClarificationData =
+        serde_json::from_value(asked["payload"]["data"].clone()).expect("clarification data");
+    assert_eq!(data.context_type.as_deref(), Some("remote-tool"));
+    // One question per input request, keyed by the request's key, with its form.
+    assert_eq!(data.questions.len(), 1);
+    let key = data.questions[0].id.to_string();
+    let form = data.questions[0].schema.as_ref().expect("requestedSchema");
+    assert!(form["properties"].get("q1").is_some(), "{form:?}");
+    every_event_fits_its_schema(&log);
+    assert_eq!(
+        resolve(
+            &a_or(&p),
+            KEY_A,
+            &run,
+            "call",
+            json!({ key: {"q1": "carry on"} })
+        )
+        .await,
+        200
+    );
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    // B's run completed with the answer A's caller gave, and A has B's result.
+    assert!(
+        snap["outputs"]["result"].to_string().contains("carry on"),
+        "{snap}"
+    );
+}
+
+/// Every event of a log validates against the generated run-event schema.
+fn every_event_fits_its_schema(log: &[Value]) {
+    for event in log {
+        let findings = openwop_generated::validators::validate_run_event(event);
+        assert!(findings.is_empty(), "{event}: {findings:?}");
+    }
+}
+
+fn a_or(p: &Pair) -> &TestHost {
+    &p.a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_node_reads_a_json_service_and_when_and_repeat_steer_the_nodes() {
+    let p = pair().await;
+    let run = create(&p.a, KEY_A, "rest", json!({"workflow": "echo"})).await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(
+        snap["outputs"],
+        json!({"status": 200, "id": "echo"}),
+        "{snap}"
+    );
+
+    let run = create(&p.a, KEY_A, "loop", json!({"n": 3, "stop": 3})).await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    // The block ran once: `until` held after the first pass; the `when: false` node
+    // never ran and has no value.
+    assert_eq!(
+        snap["outputs"]["loop"],
+        json!({"passes": 1, "satisfied": true})
+    );
+    assert_eq!(snap["outputs"]["skippedValue"], Value::Null);
+    // Never satisfied: the block runs `max` times, then the workflow goes on.
+    let run = create(&p.a, KEY_A, "loop", json!({"n": 1, "stop": 2})).await;
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(
+        snap["outputs"]["loop"],
+        json!({"passes": 5, "satisfied": false}),
+        "{snap}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_the_egress_guard_refuses_or_a_workflow_naming_no_peer_stops_the_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let keys = || {
+        let mut keys = KeyRing::default();
+        keys.add("acme", KEY_A).expect("key");
+        keys
+    };
+    let mut config = HostConfig::new(dir.path().to_path_buf(), keys());
+    config.peers = vec![PeerFileConfig {
+        id: "inside".into(),
+        kind: PeerKind::Http,
+        url: "https://10.0.0.7/".into(),
+        credential: None,
+        tenants: None,
+        timeout_secs: None,
+    }];
+    let err = Host::build(config).await.err().expect("refused");
+    assert!(err.to_string().contains("egress guard"), "{err}");
+
+    let wf_dir = tempfile::tempdir().expect("dir");
+    write_workflows(wf_dir.path());
+    let mut config = HostConfig::new(dir.path().to_path_buf(), keys());
+    config.workflows_dir = Some(wf_dir.path().to_path_buf());
+    let err = Host::build(config).await.err().expect("refused");
+    assert!(
+        err.to_string().contains("`peers` does not configure"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_a_peer_is_not_configured_for_fails_the_node_as_if_it_did_not_exist() {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b = start_configured(b_dir.path().to_path_buf(), 0, |_| {}).await;
+    let config_dir = tempfile::tempdir().expect("dir");
+    write_workflows(config_dir.path());
+    std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+    let mut peers = peers_of(&b, &config_dir.path().join("b.key"));
+    for p in &mut peers {
+        p.tenants = Some(vec!["other".into()]);
+    }
+    let a_dir = tempfile::tempdir().expect("dir");
+    let workflows = config_dir.path().to_path_buf();
+    let a = start_configured(a_dir.path().to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(workflows);
+        c.egress_allow_loopback = true;
+        c.peers = peers;
+    })
+    .await;
+    let run = create(&a, KEY_A, "rest", json!({"workflow": "echo"})).await;
+    let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "failed");
+    assert_eq!(snap["error"]["code"], "peer_call_failed");
+    assert!(runs_on(&b, KEY_B).await.is_empty());
+    // Discovery says the host is an MCP client: MCP peers are configured.
+    let (_, disc) = a.rest_root(Method::GET, "/.well-known/openwop").await;
+    assert_eq!(disc["mcp"]["client"], true, "{disc}");
+    let (_, disc) = b.rest_root(Method::GET, "/.well-known/openwop").await;
+    assert!(disc["mcp"].get("client").is_none(), "{disc}");
+}
+
+trait Root {
+    async fn rest_root(&self, method: Method, path: &str) -> (u16, Value);
+}
+
+impl Root for TestHost {
+    async fn rest_root(&self, method: Method, path: &str) -> (u16, Value) {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(KEY_A)
+            .send()
+            .await
+            .expect("send");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
