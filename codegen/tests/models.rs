@@ -142,7 +142,7 @@ fn samples() -> Vec<(&'static str, Value)> {
         ),
         (
             "negotiation.decided",
-            json!({"protocol": "a2a", "outcome": "accepted", "version": "1.0", "at": "2026-12-01T00:00:00Z"}),
+            json!({"protocol": "a2a", "peer": "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f", "negotiated": "1.0", "outcome": "accepted", "reason": "ok", "at": "2026-12-01T00:00:00Z"}),
         ),
     ]
 }
@@ -205,7 +205,7 @@ fn every_run_event_type_has_a_typed_payload_and_envelopes_round_trip() {
                 p.resume_value == Some(json!({"action": "accept"}))
             }
             RunEventPayload::NegotiationDecided(p) => {
-                p.version.as_deref().map(|v| v.as_str()) == Some("1.0")
+                p.negotiated.as_deref().map(|v| v.as_str()) == Some("1.0")
             }
             RunEventPayload::Other(_) => false,
         };
@@ -253,7 +253,7 @@ fn host_events_have_an_open_type_and_a_typed_payload() {
     let wire = json!({
         "eventId": "hev_0123456789abcdef", "type": "negotiation.decided",
         "timestamp": "2026-12-01T00:00:00.000Z", "delivery": "durable", "tenant": "dev",
-        "payload": {"protocol": "mcp", "outcome": "refused", "reason": "below-floor", "at": "2026-12-01T00:00:00Z"}
+        "payload": {"protocol": "mcp", "peer": "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f", "negotiated": null, "outcome": "refused", "reason": "below-floor", "at": "2026-12-01T00:00:00Z"}
     });
     assert!(validators::validate_host_event(&wire).is_empty());
     let event: HostEvent = serde_json::from_value(wire.clone()).expect("decodes");

@@ -258,6 +258,17 @@ impl Host {
             );
         }
         let store = stores.runs.clone();
+        // One negotiation peer key for every replica of this store, so a peer digests
+        // alike whichever replica it reached.
+        let peer_key = crate::negotiation::PeerKey::new(
+            store
+                .shared_secret(
+                    crate::negotiation::PEER_KEY,
+                    crate::negotiation::PeerKey::fresh(),
+                )
+                .await?,
+        );
+        let peers = peers.with_peer_key(peer_key.clone());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(
             store.clone(),
@@ -290,6 +301,7 @@ impl Host {
                 routing,
             })
             .with_tokens(tokens)
+            .with_peer_key(peer_key)
             .with_egress(egress.clone())
             .with_shutdown(shutdown_rx.clone())
             .with_visibility(config.visibility.clone());

@@ -268,7 +268,7 @@ where
             continue;
         }
         if message.method == "initialize" && !message.meta().contains_key(META_VERSION) {
-            match state.initialize(&subject, &message.params, None).await {
+            match state.initialize(&subject, &message.params).await {
                 Ok((result, version)) => {
                     session = Some(version);
                     session_modes = Modes::of(&message.params["capabilities"]);
@@ -390,7 +390,7 @@ async fn stdio_era(
 ) -> Result<Era, RpcError> {
     if message.meta().contains_key(META_VERSION) {
         let declared = gate::declared(message)?;
-        let version = state.negotiate(subject, &declared.version, None).await?;
+        let version = state.negotiate(subject, &declared.version).await?;
         if !crate::edge::mcp::is_stateless(&version) {
             return Err(RpcError::new(
                 INVALID_PARAMS,

@@ -597,6 +597,17 @@ async fn version_negotiation_fails_closed_and_every_outcome_is_a_durable_host_ev
         patch.get("result").is_some(),
         "patch versions are ignored: {patch}"
     );
+    // A caller-chosen Origin header does not change who the peer is.
+    let with_origin = h
+        .http
+        .post(format!("{}/a2a/jsonrpc", h.base))
+        .bearer_auth(KEY_A)
+        .header("Origin", "https://claimed.example")
+        .json(&json!({"jsonrpc": "2.0", "id": "o", "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(with_origin.status().as_u16(), 200);
 
     let events: Value = h
         .http
@@ -614,7 +625,7 @@ async fn version_negotiation_fails_closed_and_every_outcome_is_a_durable_host_ev
         .iter()
         .filter(|e| e["type"] == "negotiation.decided")
         .collect();
-    assert_eq!(decided.len(), 4, "{events}");
+    assert_eq!(decided.len(), 5, "{events}");
     assert!(
         decided
             .iter()
@@ -635,21 +646,27 @@ async fn version_negotiation_fails_closed_and_every_outcome_is_a_durable_host_ev
             ("refused", "unsupported"),
             ("refused", "below-floor"),
             ("accepted", "ok"),
+            ("accepted", "ok"),
             ("accepted", "ok")
         ]
     );
     for e in &decided {
         let findings = openwop_generated::validators::validate_host_event(e);
         assert!(findings.is_empty(), "{e}: {findings:?}");
-        let digest = e["payload"]["peerDigest"].as_str().expect("digest");
+        let digest = e["payload"]["peer"].as_str().expect("digest");
         assert_eq!(digest.len(), 64);
+        // One authenticated caller, one peer: the digest keys its Subject, whatever
+        // Origin it claimed.
+        assert_eq!(digest, decided[0]["payload"]["peer"], "{e}");
         assert!(
-            !e.to_string().contains("urn:openwop"),
+            !e.to_string().contains("urn:openwop") && !e.to_string().contains("claimed"),
             "the peer is recorded only as a digest"
         );
+        let refused = e["payload"]["outcome"] == "refused";
+        assert_eq!(e["payload"]["negotiated"].is_null(), refused, "{e}");
     }
     assert!(decided[2]["payload"].get("requested").is_none());
-    assert_eq!(decided[2]["payload"]["version"], "1.0");
+    assert_eq!(decided[2]["payload"]["negotiated"], "1.0");
     // The other tenant sees none of them.
     let theirs: Value = h
         .http

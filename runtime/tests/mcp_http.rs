@@ -206,7 +206,7 @@ async fn every_accepted_modern_request_is_a_recorded_negotiation() {
     assert!(
         decided
             .iter()
-            .any(|p| p["outcome"] == "accepted" && p["version"] == MODERN),
+            .any(|p| p["outcome"] == "accepted" && p["negotiated"] == MODERN),
         "{decided:?}"
     );
 }
@@ -782,8 +782,8 @@ async fn legacy_clients_initialize_and_use_their_session() {
     assert!(
         decided
             .iter()
-            .any(|p| p["outcome"] == "accepted" && p["version"] == LEGACY),
-        "the downgrade is recorded"
+            .any(|p| p["outcome"] == "downgraded" && p["negotiated"] == LEGACY),
+        "the downgrade is recorded as one (interop.md: \"the event then reports outcome: downgraded\"): {decided:?}"
     );
 }
 
@@ -812,9 +812,9 @@ async fn initialize_below_the_floor_gets_a_counter_offer_and_the_refusal_is_reco
         );
     }
     assert!(
-        !decided.iter().any(|p| p["outcome"] == "accepted"
-            && p["version"] != LEGACY
-            && p["version"] != MODERN),
+        !decided.iter().any(|p| p["outcome"] != "refused"
+            && p["negotiated"] != LEGACY
+            && p["negotiated"] != MODERN),
         "nothing below the floor was accepted: {decided:?}"
     );
 }

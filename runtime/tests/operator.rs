@@ -226,7 +226,7 @@ async fn a_request_past_its_deadline_is_refused_in_its_edges_shape_and_streams_r
 }
 
 fn decided() -> Value {
-    json!({"protocol": "a2a", "outcome": "accepted", "version": "1.0", "at": "2026-12-02T00:00:00Z"})
+    json!({"protocol": "a2a", "peer": "abababababababababababababababababababababababababababababababab", "negotiated": "1.0", "outcome": "accepted", "reason": "ok", "at": "2026-12-02T00:00:00Z"})
 }
 
 async fn host_log(h: &TestHost, key: &str) -> Vec<Value> {

@@ -270,6 +270,12 @@ async fn an_a2a_node_delegates_with_the_peers_own_credential_and_reads_the_remot
     let payload = &decided[0]["payload"];
     assert_eq!(payload["protocol"], "a2a");
     assert_eq!(payload["outcome"], "accepted");
+    assert_eq!(payload["negotiated"], "1.0");
+    assert_eq!(
+        payload["peer"].as_str().map(str::len),
+        Some(64),
+        "{payload}"
+    );
     assert!(!payload.to_string().contains("127.0.0.1"), "{payload}");
 }
 
@@ -451,7 +457,7 @@ async fn an_mcp_node_calls_a_tool_and_relays_an_input_round() {
         .find(|e| e["type"] == "negotiation.decided")
         .expect("negotiation.decided");
     assert_eq!(decided["payload"]["protocol"], "mcp");
-    assert_eq!(decided["payload"]["version"], "2026-07-28");
+    assert_eq!(decided["payload"]["negotiated"], "2026-07-28");
 
     // B's `clarify` tool asks a question (an input_required round); it reaches A's caller.
     let run = create(&p.a, KEY_A, "tool-ask", json!({})).await;

@@ -305,7 +305,7 @@ async fn sequences_start_at_zero_without_gaps() {
 #[tokio::test(flavor = "multi_thread")]
 async fn host_events_are_tenant_scoped() {
     let h = start().await;
-    let payload = json!({"protocol": "a2a", "outcome": "accepted", "version": "1.0", "at": "2026-12-02T00:00:00Z"});
+    let payload = json!({"protocol": "a2a", "peer": "abababababababababababababababababababababababababababababababab", "negotiated": "1.0", "outcome": "accepted", "reason": "ok", "at": "2026-12-02T00:00:00Z"});
     h.ops
         .emit_host_event("acme", "negotiation.decided", "durable", payload.clone())
         .await
@@ -348,7 +348,7 @@ async fn host_events_sse_sends_durable_with_id_and_ephemeral_live() {
             "acme",
             "negotiation.decided",
             "durable",
-            json!({"protocol": "mcp", "outcome": "refused", "at": "2026-12-02T00:00:00Z"}),
+            json!({"protocol": "mcp", "peer": "abababababababababababababababababababababababababababababababab", "negotiated": null, "outcome": "refused", "reason": "unsupported", "at": "2026-12-02T00:00:00Z"}),
         )
         .await
         .unwrap();
@@ -437,7 +437,7 @@ async fn host_events_sse_resumes_after_last_event_id() {
     let h = start().await;
     let mut ids = Vec::new();
     for i in 0..3 {
-        let ev = h.ops.emit_host_event("acme", "negotiation.decided", "durable", json!({"protocol": "a2a", "outcome": "accepted", "at": "2026-12-02T00:00:00Z", "version": format!("1.{i}")})).await.unwrap();
+        let ev = h.ops.emit_host_event("acme", "negotiation.decided", "durable", json!({"protocol": "a2a", "peer": "abababababababababababababababababababababababababababababababab", "outcome": "accepted", "reason": "ok", "at": "2026-12-02T00:00:00Z", "negotiated": format!("1.{i}")})).await.unwrap();
         ids.push(ev.event_id);
     }
     let mut r = h
@@ -465,7 +465,7 @@ async fn host_events_sse_resumes_after_last_event_id() {
             "globex",
             "negotiation.decided",
             "durable",
-            json!({"protocol": "a2a", "outcome": "accepted", "at": "2026-12-02T00:00:00Z"}),
+            json!({"protocol": "a2a", "peer": "abababababababababababababababababababababababababababababababab", "negotiated": "1.0", "outcome": "accepted", "reason": "ok", "at": "2026-12-02T00:00:00Z"}),
         )
         .await
         .unwrap();

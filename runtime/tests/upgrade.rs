@@ -319,6 +319,29 @@ async fn a_data_dir_of_the_previous_release_is_taken_over_whole() {
         )
         .expect("dead letters");
     assert_eq!(dead, 1);
+    // negotiation.decided events recorded under the old field names (`version`,
+    // `peerDigest`) read as today's payload: the generated model decodes them and the
+    // generated validator accepts them, so an SDK user can read the whole host log.
+    let payloads: Vec<String> = db
+        .prepare("SELECT payload FROM host_events WHERE type = 'negotiation.decided'")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert!(!payloads.is_empty(), "the fixture has negotiations");
+    for text in &payloads {
+        let value: Value = serde_json::from_str(text).expect("json");
+        let decided: openwop_generated::models::NegotiationDecided =
+            serde_json::from_value(value.clone())
+                .unwrap_or_else(|e| panic!("{text} does not decode: {e}"));
+        assert_eq!(decided.negotiated.is_some(), value["outcome"] != "refused");
+        assert!(value.get("peerDigest").is_none() && value.get("version").is_none());
+        let event = json!({"eventId": "01JZ0000000000000000000000", "type": "negotiation.decided",
+            "timestamp": "2026-12-03T15:20:05.722Z", "delivery": "durable", "payload": value});
+        let findings = openwop_generated::validators::validate_host_event(&event);
+        assert!(findings.is_empty(), "{text}: {findings:?}");
+    }
     drop(db);
 
     // A restart reads the same data and takes nothing in twice.

@@ -515,7 +515,7 @@ impl Engine {
                 };
                 let decision =
                     negotiation::decide(Protocol::A2a, Some(&remote.version), true, offer)
-                        .with_peer_origin(&peer.origin());
+                        .with_peer(peers.peer_digest(peer));
                 let audit = vec![self.negotiation_event(id, &decision)];
                 if !decision.is_accepted() {
                     return self.fail(

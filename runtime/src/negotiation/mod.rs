@@ -4,15 +4,71 @@
 //! `preferredVersion`; nothing lands below the floor, whatever policy says; only an
 //! authenticated peer may go below `preferredVersion`; every outcome, refusals included,
 //! becomes a `negotiation.decided` payload. The decision is pure: the edge supplies the
-//! clock and writes the event.
+//! clock and writes the event. The peer appears in the payload only as a [`PeerKey`]
+//! digest: the caller's Subject when the host serves, the peer's origin when it calls out.
 
 mod version;
 
 pub use version::{Protocol, Version, compare};
 
 use crate::generated::models::NegotiationDecided;
+use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
+
+/// The store secret `peer` digests are keyed with ([`PeerKey`]), shared by every replica.
+pub const PEER_KEY: &str = "negotiation.peer.key";
+
+/// Keys the `peer` digest of `negotiation.decided`. A plain hash of an origin or a subject
+/// id can be confirmed by anyone who guesses the input (origins are public, subject ids
+/// are few); an HMAC under a secret only the host's store holds cannot, and every replica
+/// of one store digests the same peer alike, so an operator can still group a peer's
+/// negotiations.
+#[derive(Clone)]
+pub struct PeerKey {
+    key: Vec<u8>,
+}
+
+impl std::fmt::Debug for PeerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerKey(..)")
+    }
+}
+
+impl PeerKey {
+    pub fn new(key: Vec<u8>) -> PeerKey {
+        PeerKey { key }
+    }
+
+    /// 32 fresh random bytes, offered to the store the first time.
+    pub fn fresh() -> Vec<u8> {
+        let mut key = vec![0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            // No randomness: the store keeps whichever key it already has; a new store
+            // would get a weak key, so say so loudly rather than stop serving.
+            tracing::error!("no randomness for the negotiation peer key");
+        }
+        key
+    }
+
+    /// The caller of an inbound exchange, by who it authenticated as (never by a header
+    /// it chose, such as `Origin`).
+    pub fn subject(&self, issuer: &str, subject_id: &str) -> String {
+        self.digest(&format!("subject\n{issuer}\n{subject_id}"))
+    }
+
+    /// A peer the host calls, by its origin (`https://host:port`).
+    pub fn origin(&self, origin: &str) -> String {
+        self.digest(&format!("origin\n{origin}"))
+    }
+
+    fn digest(&self, identity: &str) -> String {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(identity.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+}
 
 /// What the host offers for one protocol, read from its discovery facet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,11 +208,13 @@ impl Offer {
     }
 }
 
-/// `negotiation.decided.outcome`. A downgrade is `Accepted` with a version other than
-/// the preferred one; there is no third outcome in the payload schema.
+/// `negotiation.decided.outcome` (interop.md, "The audit event").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// `preferredVersion`, or an offered version above it.
     Accepted,
+    /// An authenticated peer got a version between the floor and `preferredVersion`.
+    Downgraded,
     Refused,
 }
 
@@ -164,6 +222,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Accepted => "accepted",
+            Outcome::Downgraded => "downgraded",
             Outcome::Refused => "refused",
         }
     }
@@ -203,8 +262,8 @@ pub struct Decision {
     pub requested: Option<String>,
     pub floor: String,
     pub reason: Reason,
-    /// Lower-case hex SHA-256 of the peer origin, set by [`Decision::with_peer_origin`].
-    pub peer_digest: Option<String>,
+    /// The [`PeerKey`] digest of the peer, set by [`Decision::with_peer`].
+    pub peer: Option<String>,
 }
 
 /// The longest `requested` value recorded. The header is peer-controlled text; the event
@@ -237,7 +296,7 @@ pub fn decide(
         requested: requested_raw.and_then(recordable),
         floor: offer.floor.1.clone(),
         reason: Reason::Unsupported,
-        peer_digest: None,
+        peer: None,
     };
     let Some(raw) = requested_raw else {
         decision.outcome = Outcome::Accepted;
@@ -262,15 +321,14 @@ pub fn decide(
         decision.reason = Reason::Unauthenticated;
         return decision;
     }
-    decision.outcome = Outcome::Accepted;
+    decision.outcome = if asked < offer.preferred.0 {
+        Outcome::Downgraded
+    } else {
+        Outcome::Accepted
+    };
     decision.version = Some(spelled.clone());
     decision.reason = Reason::Ok;
     decision
-}
-
-/// Lower-case hex SHA-256 of a peer origin.
-pub fn peer_digest(origin: &str) -> String {
-    hex::encode(Sha256::digest(origin.as_bytes()))
 }
 
 /// A string model of the payload, or `None` when the model refuses the value.
@@ -279,26 +337,23 @@ fn text<T: TryFrom<String>>(v: &str) -> Option<T> {
 }
 
 impl Decision {
-    /// Records who the peer was, as a digest only.
-    pub fn with_peer_origin(mut self, origin: &str) -> Self {
-        self.peer_digest = Some(peer_digest(origin));
+    /// Records who the peer was, as a [`PeerKey`] digest ([`PeerKey::subject`] or
+    /// [`PeerKey::origin`]).
+    pub fn with_peer(mut self, digest: String) -> Self {
+        self.peer = Some(digest);
         self
     }
 
+    /// A version was decided (accepted or downgraded).
     pub fn is_accepted(&self) -> bool {
-        self.outcome == Outcome::Accepted
-    }
-
-    /// True when the peer got a version other than the preferred one.
-    pub fn is_downgrade(&self, offer: &Offer) -> bool {
-        self.version
-            .as_deref()
-            .is_some_and(|v| v != offer.preferred())
+        self.outcome != Outcome::Refused
     }
 
     /// The `negotiation.decided` payload (`models::NegotiationDecided`), stamped `at`.
     /// A value its model refuses (a requested version is kept printable and bounded, the
-    /// others are the host's own) is left out rather than sent outside the schema.
+    /// others are the host's own) is left out rather than sent outside the schema. A
+    /// decision without [`Decision::with_peer`] is a bug of ours; it is recorded under the
+    /// digest of nothing rather than not at all.
     pub fn decided(&self, at: &str) -> NegotiationDecided {
         use crate::generated::models::{
             NegotiationDecidedOutcome as O, NegotiationDecidedProtocol as P,
@@ -311,18 +366,23 @@ impl Decision {
             },
             outcome: match self.outcome {
                 Outcome::Accepted => O::Accepted,
+                Outcome::Downgraded => O::Downgraded,
                 Outcome::Refused => O::Refused,
             },
+            peer: self
+                .peer
+                .as_deref()
+                .and_then(text)
+                .unwrap_or_else(|| text(&"0".repeat(64)).expect("64 hex digits")),
             requested: self.requested.as_deref().and_then(text),
-            version: self.version.as_deref().and_then(text),
+            negotiated: self.version.as_deref().and_then(text),
             floor: text(&self.floor),
-            peer_digest: self.peer_digest.as_deref().and_then(text),
-            reason: Some(match self.reason {
+            reason: match self.reason {
                 Reason::Ok => R::Ok,
                 Reason::BelowFloor => R::BelowFloor,
                 Reason::Unauthenticated => R::Unauthenticated,
                 Reason::Unsupported => R::Unsupported,
-            }),
+            },
             at: at.to_owned(),
         }
     }

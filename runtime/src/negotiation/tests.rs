@@ -26,12 +26,19 @@ fn unauthenticated_exchange_never_lands_below_preferred_version() {
 }
 
 #[test]
-fn authenticated_downgrade_between_floor_and_preferred_is_accepted() {
-    let offer = a2a(&["1.0", "1.1"], "1.1", "1.0");
+fn authenticated_downgrade_between_floor_and_preferred_is_reported_as_downgraded() {
+    let offer = a2a(&["1.0", "1.1", "1.2"], "1.1", "1.0");
     let d = decide(Protocol::A2a, Some("1.0"), true, &offer);
-    assert_eq!(d.outcome, Outcome::Accepted);
+    assert_eq!(d.outcome, Outcome::Downgraded);
     assert_eq!(d.version.as_deref(), Some("1.0"));
-    assert!(d.is_downgrade(&offer));
+    assert!(d.is_accepted());
+    assert_eq!(
+        d.payload("2026-12-02T18:00:00.000Z")["outcome"],
+        "downgraded"
+    );
+    // Above preferredVersion is no downgrade.
+    let d = decide(Protocol::A2a, Some("1.2"), true, &offer);
+    assert_eq!(d.outcome, Outcome::Accepted);
 }
 
 #[test]
@@ -113,18 +120,33 @@ fn served_versions_put_preferred_first_and_skip_those_below_floor() {
 }
 
 #[test]
-fn peer_digest_is_sha256_hex_never_the_origin() {
+fn peer_is_a_keyed_digest_never_the_identity_nor_its_plain_hash() {
+    use sha2::Digest;
     let offer = a2a(&["1.0"], "1.0", "1.0");
-    let d = decide(Protocol::A2a, None, true, &offer).with_peer_origin("https://peer.example");
-    let digest = d.peer_digest.clone().expect("digest");
+    let key = PeerKey::new(b"host secret of this store".to_vec());
+    let d = decide(Protocol::A2a, None, true, &offer).with_peer(key.origin("https://peer.example"));
+    let digest = d.peer.clone().expect("digest");
     assert_eq!(digest.len(), 64);
     assert!(
         digest
             .bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     );
-    let payload = d.payload("2026-12-02T18:00:00.000Z").to_string();
-    assert!(!payload.contains("peer.example"));
+    let payload = d.payload("2026-12-02T18:00:00.000Z");
+    assert_eq!(payload["peer"], digest.as_str());
+    assert!(!payload.to_string().contains("peer.example"));
+    // Whoever guesses the origin cannot confirm it from the log without the key.
+    let plain = hex::encode(sha2::Sha256::digest(b"https://peer.example"));
+    assert_ne!(digest, plain);
+    // Same key, same peer: same digest (every replica of one store agrees); another key or
+    // another peer differs, and a subject never digests like an origin.
+    assert_eq!(digest, key.origin("https://peer.example"));
+    assert_ne!(
+        digest,
+        PeerKey::new(b"another".to_vec()).origin("https://peer.example")
+    );
+    assert_ne!(digest, key.origin("https://other.example"));
+    assert_ne!(key.subject("iss", "sub"), key.origin("iss#sub"));
 }
 
 #[test]
@@ -154,7 +176,8 @@ fn negotiation_decided_payload_matches_the_corpus_schema() {
     let offer = a2a(&["0.3", "1.0", "1.1"], "1.1", "1.0");
     let cases = [
         decide(Protocol::A2a, None, false, &offer),
-        decide(Protocol::A2a, Some("1.0"), true, &offer).with_peer_origin("o"),
+        decide(Protocol::A2a, Some("1.0"), true, &offer)
+            .with_peer(PeerKey::new(vec![1]).origin("o")),
         decide(Protocol::A2a, Some("1.0"), false, &offer),
         decide(Protocol::A2a, Some("0.3"), true, &offer),
         decide(Protocol::A2a, Some("nope"), true, &offer),
@@ -175,11 +198,11 @@ fn negotiation_decided_payload_matches_the_corpus_schema() {
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
                 assert!(allowed.contains(value), "{key}={value} not in {allowed:?}");
             }
-            if prop.get("minLength").is_some() {
+            if prop.get("minLength").is_some() && !value.is_null() {
                 assert!(!value.as_str().expect("string").is_empty());
             }
         }
-        if let Some(digest) = obj.get("peerDigest").and_then(Value::as_str) {
+        if let Some(digest) = obj.get("peer").and_then(Value::as_str) {
             assert!(
                 digest.len() == 64
                     && digest
@@ -188,9 +211,9 @@ fn negotiation_decided_payload_matches_the_corpus_schema() {
             );
         }
         assert_eq!(
-            obj.contains_key("version"),
+            !obj["negotiated"].is_null(),
             d.is_accepted(),
-            "version present iff accepted"
+            "negotiated is a version iff one was decided, else null"
         );
     }
 }

@@ -142,6 +142,8 @@ pub struct Ops {
     visibility: Arc<crate::settings::Visibility>,
     max_page_size: usize,
     tokens: TokenKey,
+    /// Keys the `peer` digest of inbound `negotiation.decided` events.
+    peer_key: crate::negotiation::PeerKey,
     /// Judges `callbackUrl` at create time (delivery judges it again).
     egress: crate::egress::Egress,
     /// Flips to true when the host stops: every watch and wait ends.
@@ -193,6 +195,7 @@ impl Ops {
             max_page_size: MAX_PAGE_SIZE,
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),
+            peer_key: crate::negotiation::PeerKey::new(crate::negotiation::PeerKey::fresh()),
             egress: crate::egress::Egress::default(),
             // Never flips (its sender is gone) until the host installs its own.
             shutdown: tokio::sync::watch::channel(false).1,
@@ -276,6 +279,17 @@ impl Ops {
 
     pub fn tokens(&self) -> &TokenKey {
         &self.tokens
+    }
+
+    /// The same operations, digesting negotiation peers with `key` (the store's shared
+    /// one, so every replica digests a peer alike).
+    pub fn with_peer_key(mut self, key: crate::negotiation::PeerKey) -> Self {
+        self.peer_key = key;
+        self
+    }
+
+    pub fn peer_key(&self) -> &crate::negotiation::PeerKey {
+        &self.peer_key
     }
 
     /// The same operations, with `agents` as the agent inventory.

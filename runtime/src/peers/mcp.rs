@@ -137,7 +137,7 @@ pub async fn connect(
     };
     let decide = |asked: &str| {
         negotiation::decide(Protocol::Mcp, Some(asked), true, offer)
-            .with_peer_origin(&peer.origin())
+            .with_peer(peers.peer_digest(peer))
     };
     if let Some(theirs) = theirs.filter(|t| !t.is_empty()) {
         let asked = pick(offer, &theirs).unwrap_or_default();

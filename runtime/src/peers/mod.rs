@@ -169,6 +169,8 @@ pub struct Peers {
     mcp_offer: Option<Offer>,
     /// How many input rounds one tool call may take (`mcp.mrtr.maxRounds`).
     max_rounds: u32,
+    /// Keys the `peer` digest of the calling run's `negotiation.decided` events.
+    peer_key: crate::negotiation::PeerKey,
 }
 
 impl Default for Peers {
@@ -180,6 +182,7 @@ impl Default for Peers {
             a2a_offer: None,
             mcp_offer: None,
             max_rounds: 4,
+            peer_key: crate::negotiation::PeerKey::new(crate::negotiation::PeerKey::fresh()),
         }
     }
 }
@@ -253,9 +256,7 @@ impl Peers {
         Ok(Peers {
             by_id,
             egress,
-            a2a_offer: None,
-            mcp_offer: None,
-            max_rounds: 4,
+            ..Peers::default()
         })
     }
 
@@ -274,6 +275,17 @@ impl Peers {
         self.a2a_offer = a2a;
         self.mcp_offer = mcp;
         self
+    }
+
+    /// The store's shared key for negotiation peer digests.
+    pub fn with_peer_key(mut self, key: crate::negotiation::PeerKey) -> Peers {
+        self.peer_key = key;
+        self
+    }
+
+    /// The digest `negotiation.decided` records for `peer` (its origin, keyed).
+    pub fn peer_digest(&self, peer: &Peer) -> String {
+        self.peer_key.origin(&peer.origin())
     }
 
     pub fn offer(&self, protocol: Protocol) -> Option<&Offer> {

@@ -49,6 +49,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "run_annotations",
         sql: include_str!("migrations/0006_run_annotations.sql"),
     },
+    Migration {
+        version: 7,
+        name: "negotiation_payload",
+        sql: include_str!("migrations/0007_negotiation_payload.sql"),
+    },
 ];
 
 /// The newest migration a database made before the history may already hold the

@@ -273,15 +273,15 @@ pub(crate) async fn negotiate(
         Fault::internal()
     })?;
     let requested = requested_version(headers, query);
-    // The peer is known by its Origin when it sends one, else by who it authenticated as;
-    // only the digest is recorded.
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
-    let decision = negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer)
-        .with_peer_origin(&origin);
+    // The peer is who it authenticated as, never a header it chose (such as Origin); only
+    // a keyed digest is recorded.
+    let peer = state
+        .app
+        .ops
+        .peer_key()
+        .subject(&subject.issuer, &subject.subject_id);
+    let decision =
+        negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer).with_peer(peer);
     let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
     state
         .app

@@ -432,17 +432,10 @@ async fn serve_message(
     message: Message,
 ) -> Response {
     let id = message.id.clone();
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     // An initialize that carries 2026 `_meta` is a modern request for a method that
     // revision removed (404 below); only a bare one opens a legacy session.
     if message.method == "initialize" && !message.meta().contains_key(gate::META_VERSION) {
-        return match state
-            .initialize(&subject, &message.params, origin.as_deref())
-            .await
-        {
+        return match state.initialize(&subject, &message.params).await {
             Ok((result, version)) => {
                 let session = match state
                     .app
@@ -479,7 +472,7 @@ async fn serve_message(
         );
         return error_response(&e, id.as_ref());
     }
-    let era = match select_era(&state, &subject, &headers, &message, origin.as_deref()).await {
+    let era = match select_era(&state, &subject, &headers, &message).await {
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
@@ -517,7 +510,6 @@ async fn select_era(
     subject: &Subject,
     headers: &HeaderMap,
     message: &Message,
-    origin: Option<&str>,
 ) -> Result<Era, RpcError> {
     let has_meta_version = message.meta().contains_key(gate::META_VERSION);
     if !has_meta_version && let Some(session_id) = gate::header_text(headers, SESSION_HEADER)? {
@@ -557,7 +549,7 @@ async fn select_era(
     let declared = gate::declared(message)?;
     gate::check_version_header(headers, &declared)?;
     gate::check_mirrors(headers, message)?;
-    let version = state.negotiate(subject, &declared.version, origin).await?;
+    let version = state.negotiate(subject, &declared.version).await?;
     if !is_stateless(&version) {
         return Err(RpcError::new(
             INVALID_REQUEST,
@@ -594,7 +586,6 @@ impl McpState {
         &self,
         subject: &Subject,
         params: &Value,
-        origin: Option<&str>,
     ) -> Result<(Value, String), RpcError> {
         let requested = params
             .get("protocolVersion")
@@ -608,14 +599,14 @@ impl McpState {
             )
             .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
         }
-        let version = match self.negotiate(subject, requested, origin).await {
+        let version = match self.negotiate(subject, requested).await {
             Ok(v) => v,
             // The MCP lifecycle: a revision the server does not speak is answered with one
             // it does, and the client decides whether to go on. The floor still decides:
             // the request was refused (and recorded so); the counter-offer is the newest
             // initialize-era revision served, negotiated and recorded in its own right.
             Err(e) if e.code == UNSUPPORTED_VERSION => match self.counter_offer() {
-                Some(counter) => self.negotiate(subject, &counter, origin).await?,
+                Some(counter) => self.negotiate(subject, &counter).await?,
                 None => return Err(e),
             },
             Err(e) => return Err(e),

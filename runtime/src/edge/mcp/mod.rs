@@ -85,18 +85,16 @@ impl McpState {
     /// Negotiates the revision a request asks for and records the outcome as a
     /// `negotiation.decided` host event of the caller's tenant, refusals included. The
     /// caller is always authenticated here: the mount refuses anonymous requests first.
-    pub async fn negotiate(
-        &self,
-        subject: &Subject,
-        requested: &str,
-        origin: Option<&str>,
-    ) -> Result<String, RpcError> {
+    pub async fn negotiate(&self, subject: &Subject, requested: &str) -> Result<String, RpcError> {
         let offer = self.offer()?;
-        let peer = origin
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("{}#{}", subject.issuer, subject.subject_id));
-        let decision: Decision = negotiation::decide(Protocol::Mcp, Some(requested), true, &offer)
-            .with_peer_origin(&peer);
+        // The peer is who it authenticated as, never a header it chose (such as Origin).
+        let peer = self
+            .app
+            .ops
+            .peer_key()
+            .subject(&subject.issuer, &subject.subject_id);
+        let decision: Decision =
+            negotiation::decide(Protocol::Mcp, Some(requested), true, &offer).with_peer(peer);
         let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
         self.app
             .ops

@@ -74,6 +74,60 @@ mod tests {
             versions,
             MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+
+        // Migration 7 in PostgreSQL's dialect: a negotiation recorded under the old names
+        // reads with today's (`peer`, `negotiated`, null when refused); other types and
+        // a quoted look-alike inside a value are left alone.
+        let old = [
+            (
+                "e1",
+                "negotiation.decided",
+                r#"{"protocol":"a2a","outcome":"accepted","requested":"1.0","version":"1.0","floor":"1.0","peerDigest":"ab","reason":"ok","at":"t"}"#,
+            ),
+            (
+                "e2",
+                "negotiation.decided",
+                r#"{"protocol":"mcp","outcome":"refused","requested":"\"version\":","floor":"x","peerDigest":"ab","reason":"unsupported","at":"t"}"#,
+            ),
+            ("e3", "other.event", r#"{"version":"1.0"}"#),
+        ];
+        for (id, ty, payload) in old {
+            client
+                .execute(
+                    "INSERT INTO host_events (tenant, event_id, type, delivery, payload, ts_ms) VALUES ('t', $1, $2, 'durable', $3, 0)",
+                    &[&id, &ty, &payload],
+                )
+                .await
+                .expect("insert");
+        }
+        let seven = MIGRATIONS.iter().find(|m| m.version == 7).expect("7");
+        client.batch_execute(seven.sql).await.expect("migration 7");
+        let read = |id: &'static str| {
+            let client = &client;
+            async move {
+                let row = client
+                    .query_one(
+                        "SELECT payload FROM host_events WHERE event_id = $1",
+                        &[&id],
+                    )
+                    .await
+                    .expect("row");
+                serde_json::from_str::<serde_json::Value>(&row.get::<_, String>(0)).expect("json")
+            }
+        };
+        let e1 = read("e1").await;
+        assert_eq!(
+            (&e1["negotiated"], &e1["peer"]),
+            (&serde_json::json!("1.0"), &serde_json::json!("ab"))
+        );
+        assert!(e1.get("version").is_none() && e1.get("peerDigest").is_none());
+        let e2 = read("e2").await;
+        assert!(
+            e2["negotiated"].is_null() && e2.get("negotiated").is_some(),
+            "{e2}"
+        );
+        assert_eq!(e2["requested"], "\"version\":");
+        assert_eq!(read("e3").await["version"], "1.0");
     }
 }
