@@ -324,7 +324,19 @@ where
         let span = crate::edge::mcp::trace_span(&message, &axum::http::HeaderMap::new());
         let handle = tokio::spawn(tracing::Instrument::instrument(
             async move {
-                let reply = match state.dispatch(&ctx, &message).await {
+                let took = std::time::Instant::now();
+                let answer = state.dispatch(&ctx, &message).await;
+                // The request log of stdio, as the HTTP edge logs each request: inside
+                // the request's span, so the caller's trace id (from `_meta`) is on it.
+                let latency_ms = took.elapsed().as_secs_f64() * 1000.0;
+                match &answer {
+                    Err(e) if e.code == crate::edge::mcp::rpc::INTERNAL_ERROR => {
+                        tracing::error!(code = e.code, latency_ms, "request failed")
+                    }
+                    Err(e) => tracing::warn!(code = e.code, latency_ms, "request refused"),
+                    Ok(_) => tracing::info!(latency_ms, "request"),
+                }
+                let reply = match answer {
                     Ok(Some(result)) => id.as_ref().map(|id| result_body(id, result)),
                     Ok(None) => None,
                     Err(e) => id.as_ref().map(|id| e.body(Some(id))),

@@ -287,3 +287,67 @@ async fn a_legacy_stdio_session_is_asked_with_elicitation_create() {
         .expect("exits on EOF")
         .expect("join");
 }
+
+/// stdio has no headers: `_meta.traceparent` is the only trace carrier (interop.md, "Trace
+/// context"), and the request log of `openwop mcp-stdio` (stderr) carries the caller's
+/// trace id, as the HTTP edge's request log does. A malformed one is ignored, never an
+/// error.
+#[tokio::test]
+async fn stdio_continues_the_trace_a_request_names_in_its_meta() {
+    use std::process::Stdio;
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let data = tempfile::tempdir().expect("dir");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+        .arg("mcp-stdio")
+        .arg("--data-dir")
+        .arg(data.path())
+        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn openwop mcp-stdio");
+    let mut traced = meta(MODERN, json!({}));
+    traced["traceparent"] = json!(format!("00-{TRACE}-00f067aa0ba902b7-01"));
+    let mut malformed = meta(MODERN, json!({}));
+    malformed["traceparent"] = json!("00-not-a-trace-01");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}, "_meta": traced}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 2}, "_meta": malformed}}),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for r in &requests {
+        stdin
+            .write_all(format!("{r}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("exits once answered")
+        .expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answers: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(answers.len(), 2, "{stdout}");
+    for a in &answers {
+        assert_eq!(a["result"]["isError"], false, "{a}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let logged: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("request") && l.contains("mcp{"))
+        .collect();
+    assert_eq!(logged.len(), 2, "one request log line each: {stderr}");
+    assert_eq!(
+        logged.iter().filter(|l| l.contains(TRACE)).count(),
+        1,
+        "the traced request's log carries its trace id: {stderr}"
+    );
+    assert!(!stderr.contains("not-a-trace"), "{stderr}");
+}
