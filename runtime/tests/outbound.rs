@@ -613,3 +613,117 @@ impl Root for TestHost {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 }
+
+/// A stateful MCP server of the initialize era, as the SDKs of that era serve streamable
+/// HTTP: `server/discover` is unknown before a session (HTTP 400), `initialize` answers
+/// `version` and opens a session (`Mcp-Session-Id`), `tools/call` needs the session,
+/// `DELETE` ends it. It keeps which sessions it opened and which were closed.
+#[derive(Clone, Default)]
+struct LegacyMcp {
+    version: &'static str,
+    opened: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    closed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+async fn start_legacy_mcp(version: &'static str) -> (String, LegacyMcp) {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    let server = LegacyMcp {
+        version,
+        ..Default::default()
+    };
+    let s = server.clone();
+    let post = move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+        let s = s.clone();
+        async move {
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let id = body.get("id").cloned();
+            match body["method"].as_str().unwrap_or_default() {
+                "initialize" => {
+                    let sid = format!("session-{}", s.opened.lock().unwrap().len() + 1);
+                    s.opened.lock().unwrap().push(sid.clone());
+                    let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": s.version, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "legacy", "version": "1"}}});
+                    ([("mcp-session-id", sid)], axum::Json(result)).into_response()
+                }
+                m if m.starts_with("notifications/") && session.is_some() => {
+                    StatusCode::ACCEPTED.into_response()
+                }
+                "tools/call" if session.is_some() => axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": "done"}], "structuredContent": {"said": "done"}}}))
+                .into_response(),
+                _ => (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"jsonrpc": "2.0", "id": "server-error",
+                        "error": {"code": -32600, "message": "Bad Request: Missing session ID"}})),
+                )
+                    .into_response(),
+            }
+        }
+    };
+    let s = server.clone();
+    let delete = move |headers: HeaderMap| {
+        let s = s.clone();
+        async move {
+            if let Some(sid) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                s.closed.lock().unwrap().push(sid.to_owned());
+            }
+            StatusCode::OK
+        }
+    };
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).delete(delete));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, server)
+}
+
+/// MCP 2025-11-25, streamable HTTP, session management: a client that no longer needs a
+/// session SHOULD send DELETE with its `Mcp-Session-Id`. Every `mcp` node call in the
+/// initialize era opens its own session, so each is closed when its call is over, and so
+/// is the one an `initialize` opened before our floor refused the server's revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_era_mcp_session_is_closed_with_delete_when_its_call_is_over() {
+    for (version, want) in [("2025-11-25", "completed"), ("2025-06-18", "failed")] {
+        let (base, server) = start_legacy_mcp(version).await;
+        let config_dir = tempfile::tempdir().expect("dir");
+        write_workflows(config_dir.path());
+        std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+        let secret = config_dir.path().join("b.key");
+        let peers = vec![
+            peer("b", PeerKind::A2a, base.clone(), &secret),
+            peer("b-mcp", PeerKind::Mcp, format!("{base}/mcp"), &secret),
+            peer("b-rest", PeerKind::Http, base.clone(), &secret),
+        ];
+        let a_dir = tempfile::tempdir().expect("dir");
+        let workflows = config_dir.path().to_path_buf();
+        let a = start_configured(a_dir.path().to_path_buf(), 0, move |c| {
+            c.workflows_dir = Some(workflows);
+            c.egress_allow_loopback = true;
+            c.peers = peers;
+        })
+        .await;
+        let run = create(&a, KEY_A, "tool", json!({"text": "x"})).await;
+        let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+        assert_eq!(snap["status"], want, "{version}: {snap}");
+        if want == "completed" {
+            assert_eq!(snap["outputs"]["result"], json!({"said": "done"}), "{snap}");
+        } else {
+            assert_eq!(
+                snap["error"]["code"], "interop_version_unsupported",
+                "{snap}"
+            );
+        }
+        let opened = server.opened.lock().unwrap().clone();
+        assert_eq!(opened.len(), 1, "{version}: one session per call");
+        assert_eq!(*server.closed.lock().unwrap(), opened, "{version}");
+    }
+}

@@ -799,18 +799,28 @@ impl Engine {
         // A tool call may have effects: it is sent once, never retried blindly. A cancel
         // of this run meanwhile drops the request, which closes its stream: MCP's cancel.
         let mut wakes = self.store().subscribe(&[Topic::Run(run.run_id.clone())]);
-        let request = mcp::call_tool(peers, peer, caller, &session, tool, &arguments, answered);
-        tokio::pin!(request);
-        let called = loop {
-            tokio::select! {
-                r = &mut request => break r,
-                _ = wakes.recv() => {
-                    let current = self.store().get_run(&run.run_id).await?;
-                    if current.is_none_or(|r| r.status != RunStatus::Running) {
-                        return Ok(CallStep::Stopped);
+        let called = {
+            // In a block of its own: a cancelled request is dropped (its stream closed)
+            // before the session is closed below.
+            let request = mcp::call_tool(peers, peer, caller, &session, tool, &arguments, answered);
+            tokio::pin!(request);
+            loop {
+                tokio::select! {
+                    r = &mut request => break Some(r),
+                    _ = wakes.recv() => {
+                        let current = self.store().get_run(&run.run_id).await?;
+                        if current.is_none_or(|r| r.status != RunStatus::Running) {
+                            break None;
+                        }
                     }
                 }
             }
+        };
+        // A legacy session serves this one call: it is closed whatever the call came to
+        // (a later round or a retry opens its own).
+        mcp::close(peers, peer, caller, &session).await;
+        let Some(called) = called else {
+            return Ok(CallStep::Stopped);
         };
         match called {
             Ok(mcp::Called::Complete(result)) => {

@@ -222,6 +222,10 @@ def ts_mcp_tool_answers():
     assert out["result"] == {"sum": 5}, out
     decided = one(events(run_id), "negotiation.decided")["payload"]
     assert (decided["outcome"], decided["version"]) == ("accepted", "2025-11-25"), decided
+    # The session `initialize` opened is closed when the call is over (DELETE).
+    with urllib.request.urlopen("http://127.0.0.1:18885/sessions", timeout=5) as resp:
+        sessions = json.loads(resp.read())
+    assert sessions["opened"] >= 1 and sessions["open"] == 0, sessions
 
 
 # --- two peers in one run -------------------------------------------------------------

@@ -1,11 +1,13 @@
 // A remote MCP server built with the TypeScript SDK @modelcontextprotocol/sdk (McpServer,
-// stateless streamable HTTP), for an openwop workflow to call: one tool, `add`, answering
+// streamable HTTP with sessions), for an openwop workflow to call: one tool, `add`, answering
 // text and structuredContent.
 // Usage: node mcp_server.mjs PORT
 import express from 'express';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
 import { recordHeaders } from './record.mjs';
 
 const port = Number(process.argv[2]);
@@ -29,13 +31,35 @@ function server() {
 
 const app = express();
 app.use(express.json());
+// The driver's own question (before the recorder: not a request from the host).
+app.get('/sessions', (_req, res) => res.json({ opened, open: sessions.size }));
 app.use(recordHeaders('ts-mcp'));
-// Stateless: a new server and transport per request, as the SDK's stateless example does.
+// Sessions, as the SDK's stateful example keeps them: `initialize` opens one (its id in
+// Mcp-Session-Id), later requests name it, DELETE closes it. Open sessions are counted
+// at GET /sessions so the driver can check the host closed each one it opened.
+const sessions = new Map();
+let opened = 0;
 app.post('/mcp', async (req, res) => {
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  const s = server();
-  res.on('close', () => { transport.close(); s.close(); });
-  await s.connect(transport);
+  const id = req.headers['mcp-session-id'];
+  if (id && sessions.has(id)) {
+    await sessions.get(id).handleRequest(req, res, req.body);
+    return;
+  }
+  if (id || !isInitializeRequest(req.body)) {
+    res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null });
+    return;
+  }
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (sid) => { sessions.set(sid, transport); opened += 1; },
+  });
+  transport.onclose = () => { if (transport.sessionId) sessions.delete(transport.sessionId); };
+  await server().connect(transport);
   await transport.handleRequest(req, res, req.body);
+});
+app.delete('/mcp', async (req, res) => {
+  const transport = sessions.get(req.headers['mcp-session-id']);
+  if (!transport) { res.status(404).end(); return; }
+  await transport.handleRequest(req, res);
 });
 app.listen(port, '127.0.0.1');

@@ -7,6 +7,7 @@ export function recordHeaders(name) {
   const file = join(process.env.OUTBOUND_RECORD_DIR, `${name}.jsonl`);
   return (req, _res, next) => {
     const line = {
+      method: req.method,
       path: req.path,
       authorization: req.headers.authorization ?? null,
       traceparent: req.headers.traceparent ?? null,

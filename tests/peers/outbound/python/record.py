@@ -17,6 +17,7 @@ class RecordHeaders:
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             line = {
+                "method": scope.get("method"),
                 "path": scope["path"],
                 "authorization": headers.get("authorization"),
                 "traceparent": headers.get("traceparent"),
