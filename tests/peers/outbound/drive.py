@@ -144,6 +144,48 @@ def py_agent_rejection_fails_the_run_rejected_by_remote():
     assert "I do not take that kind of work." in snap["error"]["message"], snap["error"]
 
 
+def remote_tasks_saying(port, text):
+    """The tasks the A2A agent on `port` holds whose first message says `text` (ListTasks,
+    asked by the driver itself, which the peer does not record)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"historyLength": 10}}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/a2a/jsonrpc", data=json.dumps(body).encode(), method="POST")
+    for k, v in {"Content-Type": "application/json", "A2A-Version": "1.0", "X-Outbound-Driver": "1"}.items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        answer = json.loads(resp.read())
+    assert "result" in answer, answer
+    tasks = answer["result"].get("tasks", [])
+    return [t for t in tasks if any(p.get("text") == text for p in (t.get("history") or [{}])[0].get("parts", []))]
+
+
+def remote_state_becomes(port, text, state, seconds=10):
+    deadline = time.monotonic() + seconds
+    while True:
+        tasks = remote_tasks_saying(port, text)
+        assert len(tasks) == 1, f"{len(tasks)} remote tasks say {text!r}: one message, never a second task"
+        if tasks[0]["status"]["state"] == state:
+            return
+        assert time.monotonic() < deadline, tasks[0]["status"]
+        time.sleep(0.1)
+
+
+def py_agent_task_is_cancelled_with_the_calling_run():
+    text = f"ask, then be cancelled {time.time_ns()}"
+    run_id, _ = suspended("py-agent", {"text": text})
+    status, body = request("POST", f"/runs/{projected(run_id)}/cancel", {})
+    assert status == 200, body
+    remote_state_becomes(18881, text, "TASK_STATE_CANCELED")
+
+
+def py_agent_declined_grant_fails_the_run_and_cancels_the_remote_task():
+    text = f"auth, then decline {time.time_ns()}"
+    run_id, asked = suspended("py-agent", {"text": text})
+    assert asked["kind"] == "credential", asked
+    resolve(run_id, "ask", {"outcome": "declined"})
+    fails_with(wait(run_id, ["completed", "failed"]), "connector_auth_declined")
+    remote_state_becomes(18881, text, "TASK_STATE_CANCELED")
+
+
 # --- A2A: the @a2a-js/sdk server ------------------------------------------------------
 
 
@@ -172,6 +214,16 @@ def py_mcp_tool_answers_structured_content():
     assert out["forecast"] == {"city": "Lisbon", "sky": "clear", "highC": 21}, out
     decided = one(events(run_id), "negotiation.decided")["payload"]
     assert (decided["protocol"], decided["outcome"], decided["version"]) == ("mcp", "accepted", "2026-07-28"), decided
+
+
+def py_mcp_declined_input_round_fails_the_run():
+    run_id, asked = suspended("py-book", {"day": "Sunday"})
+    key = asked["data"]["questions"][0]["id"]
+    resolve(run_id, "call", {key: {"action": "decline"}})
+    snap = wait(run_id, ["completed", "failed", "waiting-input"])
+    # The SDK aborts a call whose Resolve(...) elicitation is declined; the tool never ran.
+    assert snap["status"] == "failed", snap
+    assert snap["error"]["code"] == "mcp_error", snap["error"]
 
 
 def py_mcp_tool_error_fails_the_run_with_mcp_error():
@@ -258,12 +310,15 @@ CHECKS = [
     py_agent_question_suspends_and_the_answer_completes_the_same_task,
     py_agent_auth_request_becomes_a_credential_interrupt,
     py_agent_rejection_fails_the_run_rejected_by_remote,
+    py_agent_task_is_cancelled_with_the_calling_run,
+    py_agent_declined_grant_fails_the_run_and_cancels_the_remote_task,
     js_agent_completes_with_its_artifact,
     js_agent_question_suspends_and_the_answer_completes_the_same_task,
     py_mcp_tool_answers_structured_content,
     py_mcp_tool_error_fails_the_run_with_mcp_error,
     py_mcp_tool_error_is_kept_as_a_value_when_the_node_says_so,
     py_mcp_input_round_suspends_and_the_answer_reaches_the_tool,
+    py_mcp_declined_input_round_fails_the_run,
     legacy_mcp_server_is_refused_below_the_floor,
     ts_mcp_tool_answers,
     one_run_calls_an_mcp_tool_then_an_agent,

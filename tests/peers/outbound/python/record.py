@@ -14,7 +14,8 @@ class RecordHeaders:
         self.path = os.path.join(os.environ["OUTBOUND_RECORD_DIR"], f"{name}.jsonl")
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
+        # The driver's own look-ups (x-outbound-driver) are not requests from the host.
+        if scope["type"] == "http" and not any(k == b"x-outbound-driver" for k, _ in scope["headers"]):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             line = {
                 "method": scope.get("method"),
