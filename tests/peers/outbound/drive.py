@@ -169,6 +169,20 @@ def remote_state_becomes(port, text, state, seconds=10):
         time.sleep(0.1)
 
 
+def py_agent_failure_fails_the_run_peer_call_failed():
+    _, snap = run_to_end("py-agent", {"text": "break it"})
+    fails_with(snap, "peer_call_failed")
+    assert "TASK_STATE_FAILED" in snap["error"]["message"], snap["error"]
+
+
+def py_agent_direct_message_reply_is_the_nodes_value():
+    _, snap = run_to_end("py-agent", {"text": "just say hi"})
+    out = completes(snap)
+    assert out["state"] == "TASK_STATE_COMPLETED", out
+    assert out["text"] == "said: just say hi", out
+    assert out["remoteTask"] is None, out
+
+
 def py_agent_task_is_cancelled_with_the_calling_run():
     text = f"ask, then be cancelled {time.time_ns()}"
     run_id, _ = suspended("py-agent", {"text": text})
@@ -303,6 +317,10 @@ def peers_got_their_own_credential_and_a_traceparent_never_the_callers_key():
             assert KEY not in json.dumps(r), f"{name} received the caller's key: {r}"
             assert r["authorization"] == f"Bearer {token}", f"{name}: {r}"
             assert r["traceparent"] and TRACEPARENT.match(r["traceparent"]), f"{name}: {r}"
+            # The body carries the same trace context where the host puts it (A2A messages'
+            # metadata.openwop, MCP params._meta); the Python peers record it.
+            if r.get("rpc") in ("SendMessage", "tools/call", "server/discover"):
+                assert r["bodyTraceparent"] == r["traceparent"], f"{name}: {r}"
 
 
 CHECKS = [
@@ -310,6 +328,8 @@ CHECKS = [
     py_agent_question_suspends_and_the_answer_completes_the_same_task,
     py_agent_auth_request_becomes_a_credential_interrupt,
     py_agent_rejection_fails_the_run_rejected_by_remote,
+    py_agent_failure_fails_the_run_peer_call_failed,
+    py_agent_direct_message_reply_is_the_nodes_value,
     py_agent_task_is_cancelled_with_the_calling_run,
     py_agent_declined_grant_fails_the_run_and_cancels_the_remote_task,
     js_agent_completes_with_its_artifact,

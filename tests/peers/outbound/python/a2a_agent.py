@@ -6,6 +6,8 @@ to call. What it does depends on the first message's text:
 - contains "auth": AUTH_REQUIRED whose status message carries a data part with an https
   connectUrl, provider and scopes; the next message (the grant) completes it;
 - contains "reject": REJECTED with a reason;
+- contains "break": FAILED with a reason;
+- starts with "just say" (a new task): a direct Message reply, no task;
 - anything else: COMPLETED with one artifact of a text part and a data part.
 
 Usage: python a2a_agent.py PORT
@@ -21,6 +23,7 @@ from a2a.helpers.proto_helpers import (
     get_message_text,
     new_data_part,
     new_task_from_user_message,
+    new_text_message,
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -40,6 +43,11 @@ class Agent(AgentExecutor):
         message = context.message
         text = get_message_text(message)
         task = context.current_task
+        if task is None and "just say" in text:
+            # A direct Message reply: no task at all.
+            reply = new_text_message(f"said: {text}", context_id=message.context_id or None)
+            await event_queue.enqueue_event(reply)
+            return
         if task is None:
             task = new_task_from_user_message(message)
             await event_queue.enqueue_event(task)
@@ -59,6 +67,8 @@ class Agent(AgentExecutor):
             await updater.requires_auth(
                 updater.new_agent_message([new_text_part("Connect your calendar first."), new_data_part(grant)])
             )
+        elif "break" in text:
+            await updater.failed(updater.new_agent_message([new_text_part("The kettle broke.")]))
         elif "reject" in text:
             await updater.reject(updater.new_agent_message([new_text_part("I do not take that kind of work.")]))
         else:
