@@ -88,8 +88,12 @@ def app(port: int):
         name="outbound-py-agent",
         description="The remote agent an openwop workflow calls (tests/peers/outbound)",
         version="1.0.0",
+        # An agent part-way through the 1.0 migration: the SDK's 0.3 compatibility on the
+        # same endpoint, and the card lists the 0.3 interface first (for old clients).
+        # A2A 1.0 §5 allows interfaces of different versions; a 1.0 client must find its own.
         supported_interfaces=[
-            AgentInterface(url=f"http://127.0.0.1:{port}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0")
+            AgentInterface(url=f"http://127.0.0.1:{port}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=f"http://127.0.0.1:{port}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0"),
         ],
         capabilities=AgentCapabilities(streaming=False, push_notifications=False),
         default_input_modes=["text/plain", "application/json"],
@@ -97,7 +101,7 @@ def app(port: int):
         skills=[AgentSkill(id="echo", name="Echo", description="Answers, asks, or refuses", tags=["test"])],
     )
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=card)
-    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/a2a/jsonrpc")
+    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/a2a/jsonrpc", enable_v0_3_compat=True)
     return RecordHeaders(Starlette(routes=routes), "py-a2a")
 
 
