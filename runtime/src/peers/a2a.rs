@@ -95,9 +95,12 @@ pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, Cal
     Ok(Remote {
         endpoint: endpoint.to_owned(),
         version: version_of(chosen),
+        // An empty tenant is proto3's default, i.e. none (SDK-built cards such as
+        // @a2a-js/sdk's carry `tenant: ""`): nothing is sent then.
         tenant: chosen
             .get("tenant")
             .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
             .map(str::to_owned),
     })
 }
@@ -336,6 +339,9 @@ mod tests {
             (r.endpoint.as_str(), r.version.as_str()),
             ("https://a.example/v03", "0.3")
         );
+        // An empty tenant (proto3's default) is no tenant.
+        let empty = json!({"supportedInterfaces": [{"url": "u", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": ""}]});
+        assert_eq!(pick_interface(&empty, Some(&offer)).unwrap().tenant, None);
         let none = json!({"supportedInterfaces": [{"url": "u", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]});
         assert!(matches!(
             pick_interface(&none, Some(&offer)),

@@ -219,6 +219,12 @@ def js_agent_question_suspends_and_the_answer_completes_the_same_task():
     assert out["text"] == "Painted blue.", out
 
 
+def js_agent_rejection_fails_the_run_rejected_by_remote():
+    _, snap = run_to_end("js-agent", {"text": "reject this"})
+    fails_with(snap, "rejected_by_remote")
+    assert "Not my kind of job." in snap["error"]["message"], snap["error"]
+
+
 # --- MCP: the Python mcp 2.3.0 server -------------------------------------------------
 
 
@@ -321,6 +327,8 @@ def peers_got_their_own_credential_and_a_traceparent_never_the_callers_key():
             # metadata.openwop, MCP params._meta); the Python peers record it.
             if r.get("rpc") in ("SendMessage", "tools/call", "server/discover"):
                 assert r["bodyTraceparent"] == r["traceparent"], f"{name}: {r}"
+            # No card here names a tenant (the JS card's `tenant: ""` is proto3's none).
+            assert not r.get("hasTenant"), f"{name}: {r}"
 
 
 CHECKS = [
@@ -334,6 +342,7 @@ CHECKS = [
     py_agent_declined_grant_fails_the_run_and_cancels_the_remote_task,
     js_agent_completes_with_its_artifact,
     js_agent_question_suspends_and_the_answer_completes_the_same_task,
+    js_agent_rejection_fails_the_run_rejected_by_remote,
     py_mcp_tool_answers_structured_content,
     py_mcp_tool_error_fails_the_run_with_mcp_error,
     py_mcp_tool_error_is_kept_as_a_value_when_the_node_says_so,

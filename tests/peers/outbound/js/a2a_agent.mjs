@@ -1,7 +1,8 @@
 // A remote A2A agent served by @a2a-js/sdk's own server (Express), for an openwop
 // workflow to call. A first message containing "ask" gets INPUT_REQUIRED with a question,
 // and the next message of the same task completes it with an artifact quoting the answer;
-// any other message completes at once with a text and a data part.
+// one containing "reject" is REJECTED; any other message completes at once with a text
+// and a data part. Its card carries `tenant: ""` (the SDK's types require the field).
 // Usage: node a2a_agent.mjs PORT
 import express from 'express';
 import { AGENT_CARD_PATH, TaskState, Role } from '@a2a-js/sdk';
@@ -53,6 +54,12 @@ class Agent {
         status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
       }));
     }
+    if (!asked && said.includes('reject')) {
+      bus.publish(status(taskId, contextId, TaskState.TASK_STATE_REJECTED,
+        agentMessage(taskId, contextId, [text('Not my kind of job.')])));
+      bus.finished();
+      return;
+    }
     if (!asked && said.includes('ask')) {
       bus.publish(status(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED,
         agentMessage(taskId, contextId, [text('Which colour?')])));
@@ -76,6 +83,7 @@ class Agent {
 
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Agent());
 const app = express();
+app.use(express.json());
 app.use(recordHeaders('js-a2a'));
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
 app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));

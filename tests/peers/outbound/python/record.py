@@ -12,19 +12,19 @@ def _body_trace(body: bytes):
     try:
         rpc = json.loads(body)
     except ValueError:
-        return None, None
+        return None, None, False
     if not isinstance(rpc, dict):
-        return None, None
+        return None, None, False
     params = rpc.get("params") or {}
     meta = params.get("_meta") or {}
     message = params.get("message") or {}
     openwop = (message.get("metadata") or {}).get("openwop") or {}
-    return rpc.get("method"), meta.get("traceparent") or openwop.get("traceparent")
+    return rpc.get("method"), meta.get("traceparent") or openwop.get("traceparent"), "tenant" in params
 
 
 class RecordHeaders:
     """ASGI middleware: appends {method, path, authorization, traceparent, rpc,
-    bodyTraceparent} per HTTP request, then hands the request on unchanged."""
+    bodyTraceparent, hasTenant} per HTTP request, then hands the request on unchanged."""
 
     def __init__(self, app, name: str):
         self.app = app
@@ -43,7 +43,7 @@ class RecordHeaders:
             if m["type"] != "http.request" or not m.get("more_body"):
                 break
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        rpc, body_trace = _body_trace(body) if body else (None, None)
+        rpc, body_trace, has_tenant = _body_trace(body) if body else (None, None, False)
         line = {
             "method": scope.get("method"),
             "path": scope["path"],
@@ -51,6 +51,7 @@ class RecordHeaders:
             "traceparent": headers.get("traceparent"),
             "rpc": rpc,
             "bodyTraceparent": body_trace,
+            "hasTenant": has_tenant,
         }
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
