@@ -727,3 +727,62 @@ async fn an_initialize_era_mcp_session_is_closed_with_delete_when_its_call_is_ov
         assert_eq!(*server.closed.lock().unwrap(), opened, "{version}");
     }
 }
+
+/// The store keeps one interrupt per (run, node) for a run's whole life, so a call node
+/// cannot suspend a second time. A remote agent that asks a second question (here host
+/// B's workflow with two clarifications, through one A2A task) fails the calling node at
+/// once with the reason, instead of leaving the run `running` while the step's commit
+/// fails again and again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_remote_question_in_one_call_fails_the_node_instead_of_wedging_the_run() {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b_workflows = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        b_workflows.path().join("twice.yaml"),
+        r#"
+id: twice
+inputSchema: {type: object}
+nodes:
+  - id: first
+    kind: interrupt
+    interrupt: {kind: clarification, data: {questions: [{id: q1, question: "First?"}]}}
+  - id: second
+    kind: interrupt
+    interrupt: {kind: clarification, data: {questions: [{id: q1, question: "Second?"}]}}
+outputs: {a: "${nodes.first}", b: "${nodes.second}"}
+"#,
+    )
+    .expect("workflow");
+    let dir = b_workflows.path().to_path_buf();
+    let b = start_configured(b_dir.path().to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(dir);
+    })
+    .await;
+    let config_dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(config_dir.path().join("workflows")).expect("dir");
+    write_workflows(&config_dir.path().join("workflows"));
+    std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+    let a_dir = tempfile::tempdir().expect("dir");
+    let a = start_a(a_dir.path(), config_dir.path(), &b).await;
+
+    let run = create(
+        &a,
+        KEY_A,
+        "delegate",
+        json!({"text": "x", "skill": "twice"}),
+    )
+    .await;
+    wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "one"})).await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
+    assert!(
+        snap["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("second question")),
+        "{snap}"
+    );
+}

@@ -179,6 +179,14 @@ fn a2a_part(part: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Why a call's second question fails its node. The store keeps one interrupt row per
+/// (run, node) for the run's whole life (the `interrupts` primary key), so a second
+/// interrupt on the node that already had one cannot be opened: the step's commit fails
+/// and the engine would retry it forever, leaving the run `running`. Until the store can
+/// reopen a node's interrupt, the node fails at once and says why (found with the Python
+/// `mcp` 2.3.0 server: a question built from an earlier answer takes a second round).
+const SECOND_QUESTION: &str = "the remote side asked a second question in the same call; this host relays one question per call node for now";
+
 /// The id of the one question a remote A2A agent's INPUT_REQUIRED becomes; its answer
 /// (`{"answer": ...}`) is what goes back to the remote task.
 const ANSWER: &str = "answer";
@@ -676,6 +684,15 @@ impl Engine {
                     );
                 }
                 Some(Reverse::WaitingInput) => {
+                    if round(&call) >= 1 {
+                        return self.fail(
+                            run,
+                            id,
+                            "peer_call_failed",
+                            &format!("node `{id}`: {SECOND_QUESTION}"),
+                            vec![],
+                        );
+                    }
                     call.insert("phase".into(), json!("asking"));
                     return match remote_question(&task, &wire, &peer.id) {
                         Ok((kind, data)) => self.suspend(run, id, kind, data, call, vec![]),
@@ -849,6 +866,15 @@ impl Engine {
                 request_state,
             }) => {
                 let next_round = round(call) + 1;
+                if next_round > 1 {
+                    return self.fail(
+                        run,
+                        id,
+                        "peer_call_failed",
+                        &format!("node `{id}`: tool `{tool}`: {SECOND_QUESTION}"),
+                        audit,
+                    );
+                }
                 let max = self.peers().max_rounds();
                 if next_round > u64::from(max) {
                     return self.fail(

@@ -236,6 +236,28 @@ def py_mcp_tool_answers_structured_content():
     assert (decided["protocol"], decided["outcome"], decided["version"]) == ("mcp", "accepted", "2026-07-28"), decided
 
 
+def py_mcp_two_questions_of_one_round_are_one_clarification():
+    run_id, asked = suspended("py-party", {"day": "Monday"})
+    questions = {q["question"]: q["id"] for q in asked["data"]["questions"]}
+    assert set(questions) == {"Who is the booking for?", "How many seats?"}, asked
+    resolve(run_id, "call", {questions["Who is the booking for?"]: {"name": "Ada"}, questions["How many seats?"]: {"seats": 4}})
+    out = completes(wait(run_id, ["completed", "failed"]))
+    assert out["booking"] == {"day": "Monday", "guest": "Ada x4", "confirmed": True}, out
+
+
+def py_mcp_a_second_round_fails_the_node_for_now():
+    """A question built from an earlier answer takes a second input round. The host cannot
+    open a second interrupt on the node yet (README: findings), so the node fails at once,
+    saying why, instead of leaving the run `running`."""
+    run_id, asked = suspended("py-dinner", {"day": "Tuesday"})
+    first = asked["data"]["questions"]
+    assert [q["question"] for q in first] == ["Who is the booking for?"], asked
+    resolve(run_id, "call", {first[0]["id"]: {"name": "Ada"}})
+    snap = wait(run_id, ["waiting-input", "completed", "failed"])
+    fails_with(snap, "peer_call_failed")
+    assert "second question" in snap["error"]["message"], snap["error"]
+
+
 def py_mcp_declined_input_round_fails_the_run():
     run_id, asked = suspended("py-book", {"day": "Sunday"})
     key = asked["data"]["questions"][0]["id"]
@@ -347,6 +369,8 @@ CHECKS = [
     py_mcp_tool_error_fails_the_run_with_mcp_error,
     py_mcp_tool_error_is_kept_as_a_value_when_the_node_says_so,
     py_mcp_input_round_suspends_and_the_answer_reaches_the_tool,
+    py_mcp_two_questions_of_one_round_are_one_clarification,
+    py_mcp_a_second_round_fails_the_node_for_now,
     py_mcp_declined_input_round_fails_the_run,
     legacy_mcp_server_is_refused_below_the_floor,
     ts_mcp_tool_answers,

@@ -5,7 +5,9 @@ an openwop workflow to call. Tools:
 - `explode()`: a tool error (isError);
 - `book(day)`: asks who the booking is for (a Resolve/Elicit dependency: at 2026-07-28
   the SDK answers `input_required` with the question and a sealed `requestState`, and
-  runs the tool when the call comes again with the answer).
+  runs the tool when the call comes again with the answer);
+- `party(day)`: two independent questions, asked together in one round;
+- `dinner(day)`: a question built from an earlier answer, so two rounds.
 
 Usage: python mcp_server.py PORT
 """
@@ -60,6 +62,38 @@ def ask_guest() -> Elicit[Guest]:
 def book(day: str, guest: Annotated[Guest, Resolve(ask_guest)]) -> Booking:
     """Books a table; asks the user who it is for."""
     return Booking(day=day, guest=guest.name, confirmed=True)
+
+
+class Size(BaseModel):
+    seats: int
+
+
+class Diet(BaseModel):
+    diet: str
+
+
+def ask_size() -> Elicit[Size]:
+    return Elicit("How many seats?", Size)
+
+
+@server.tool()
+def party(
+    day: str,
+    guest: Annotated[Guest, Resolve(ask_guest)],
+    size: Annotated[Size, Resolve(ask_size)],
+) -> Booking:
+    """Two independent questions: the SDK asks both in one round."""
+    return Booking(day=day, guest=f"{guest.name} x{size.seats}", confirmed=True)
+
+
+def ask_diet(guest: Annotated[Guest, Resolve(ask_guest)]) -> Elicit[Diet]:
+    return Elicit(f"What does {guest.name} eat?", Diet)
+
+
+@server.tool()
+def dinner(day: str, diet: Annotated[Diet, Resolve(ask_diet)]) -> Booking:
+    """A question that depends on an earlier answer: two rounds."""
+    return Booking(day=day, guest=diet.diet, confirmed=True)
 
 
 if __name__ == "__main__":
