@@ -77,6 +77,25 @@ outputs: {status: "${nodes.get.status}", id: "${nodes.get.body.id}"}
 "#,
     ),
     (
+        "delegate-loop.yaml",
+        r#"
+id: delegate-loop
+inputSchema: {type: object}
+nodes:
+  - id: again
+    kind: repeat
+    max: 2
+    until: false
+    nodes:
+      - id: ask
+        kind: a2a
+        peer: b
+        parts: [{kind: text, text: "pass ${loops.again}"}]
+        metadata: {openwop: {skill: clarify}}
+outputs: {loop: "${nodes.again}"}
+"#,
+    ),
+    (
         "loop.yaml",
         r#"
 id: loop
@@ -730,9 +749,9 @@ async fn an_initialize_era_mcp_session_is_closed_with_delete_when_its_call_is_ov
 
 /// The store keeps one interrupt per (run, node) for a run's whole life, so a call node
 /// cannot suspend a second time. A remote agent that asks a second question (here host
-/// B's workflow with two clarifications, through one A2A task) fails the calling node at
-/// once with the reason, instead of leaving the run `running` while the step's commit
-/// fails again and again.
+/// B's workflow with two clarifications, through one A2A task), or asks again in a later
+/// `repeat` pass, fails the calling node at once with the reason, instead of leaving the
+/// run `running` while the step's commit fails again and again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_remote_question_in_one_call_fails_the_node_instead_of_wedging_the_run() {
     let b_dir = tempfile::tempdir().expect("dir");
@@ -775,6 +794,23 @@ outputs: {a: "${nodes.first}", b: "${nodes.second}"}
     wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
     assert_eq!(
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "one"})).await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
+    assert!(
+        snap["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("second question")),
+        "{snap}"
+    );
+
+    // The same node asking again in a later pass of a `repeat` block: the first pass's
+    // question is relayed and answered, the second pass's fails the node.
+    let run = create(&a, KEY_A, "delegate-loop", json!({})).await;
+    wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "first"})).await,
         200
     );
     let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;

@@ -179,13 +179,33 @@ fn a2a_part(part: &Value) -> Value {
     Value::Object(out)
 }
 
-/// Why a call's second question fails its node. The store keeps one interrupt row per
+/// Why a call node's second question fails it. The store keeps one interrupt row per
 /// (run, node) for the run's whole life (the `interrupts` primary key), so a second
-/// interrupt on the node that already had one cannot be opened: the step's commit fails
-/// and the engine would retry it forever, leaving the run `running`. Until the store can
-/// reopen a node's interrupt, the node fails at once and says why (found with the Python
-/// `mcp` 2.3.0 server: a question built from an earlier answer takes a second round).
-const SECOND_QUESTION: &str = "the remote side asked a second question in the same call; this host relays one question per call node for now";
+/// interrupt on a node that already had one cannot be opened: the step's commit fails
+/// and the engine would retry it forever, leaving the run `running`. That happens on a
+/// second question in one call (found with the Python `mcp` 2.3.0 server: a question
+/// built from an earlier answer takes a second round) and on a question in a later pass
+/// of a `repeat` block. Until the store can reopen a node's interrupt, the node fails at
+/// once and says why. `state.asked` lists the call nodes that have had an interrupt.
+const SECOND_QUESTION: &str = "the remote side asked a second question of this node; this host relays one question per call node and run for now";
+
+fn asked_before(state: &Value, id: &str) -> bool {
+    state
+        .get("asked")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(id)))
+}
+
+fn mark_asked(state: &Value, id: &str) -> Value {
+    let mut state = state.as_object().cloned().unwrap_or_default();
+    let asked = state.entry("asked").or_insert_with(|| json!([]));
+    if let Value::Array(a) = asked
+        && !a.iter().any(|v| v.as_str() == Some(id))
+    {
+        a.push(json!(id));
+    }
+    Value::Object(state)
+}
 
 /// The id of the one question a remote A2A agent's INPUT_REQUIRED becomes; its answer
 /// (`{"answer": ...}`) is what goes back to the remote task.
@@ -443,6 +463,15 @@ impl Engine {
         call: Map<String, Value>,
         mut before: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
+        if asked_before(&run.state, id) {
+            return self.fail(
+                run,
+                id,
+                "peer_call_failed",
+                &format!("node `{id}`: {SECOND_QUESTION}"),
+                before,
+            );
+        }
         let kind_name = kind_str(kind);
         let payload = match events::interrupt_payload(&run.run_id, id, kind_name, &data) {
             Ok(p) => p,
@@ -460,7 +489,10 @@ impl Engine {
         before.push(events::interrupt_requested(payload, id));
         let patch = RunPatch {
             status: Some(suspended_status(kind)),
-            state: Some(with_call(&run.state, id, Some(Value::Object(call)))),
+            state: Some(mark_asked(
+                &with_call(&run.state, id, Some(Value::Object(call))),
+                id,
+            )),
             open_interrupt: Some(NewInterrupt {
                 node_id: id.to_owned(),
                 interrupt_id: interrupt_id.clone(),
@@ -684,15 +716,6 @@ impl Engine {
                     );
                 }
                 Some(Reverse::WaitingInput) => {
-                    if round(&call) >= 1 {
-                        return self.fail(
-                            run,
-                            id,
-                            "peer_call_failed",
-                            &format!("node `{id}`: {SECOND_QUESTION}"),
-                            vec![],
-                        );
-                    }
                     call.insert("phase".into(), json!("asking"));
                     return match remote_question(&task, &wire, &peer.id) {
                         Ok((kind, data)) => self.suspend(run, id, kind, data, call, vec![]),
@@ -866,15 +889,6 @@ impl Engine {
                 request_state,
             }) => {
                 let next_round = round(call) + 1;
-                if next_round > 1 {
-                    return self.fail(
-                        run,
-                        id,
-                        "peer_call_failed",
-                        &format!("node `{id}`: tool `{tool}`: {SECOND_QUESTION}"),
-                        audit,
-                    );
-                }
                 let max = self.peers().max_rounds();
                 if next_round > u64::from(max) {
                     return self.fail(
