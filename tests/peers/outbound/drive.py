@@ -169,6 +169,12 @@ def remote_state_becomes(port, text, state, seconds=10):
         time.sleep(0.1)
 
 
+def py_agent_working_task_is_followed_until_it_completes():
+    _, snap = run_to_end("py-agent", {"text": "work slowly"})
+    out = completes(snap)
+    assert out["text"] == "done: work slowly", out
+
+
 def py_agent_failure_fails_the_run_peer_call_failed():
     _, snap = run_to_end("py-agent", {"text": "break it"})
     fails_with(snap, "peer_call_failed")
@@ -358,6 +364,7 @@ CHECKS = [
     py_agent_question_suspends_and_the_answer_completes_the_same_task,
     py_agent_auth_request_becomes_a_credential_interrupt,
     py_agent_rejection_fails_the_run_rejected_by_remote,
+    py_agent_working_task_is_followed_until_it_completes,
     py_agent_failure_fails_the_run_peer_call_failed,
     py_agent_direct_message_reply_is_the_nodes_value,
     py_agent_task_is_cancelled_with_the_calling_run,

@@ -1,6 +1,6 @@
 // A remote MCP server built with the TypeScript SDK @modelcontextprotocol/sdk (McpServer,
 // streamable HTTP with sessions), for an openwop workflow to call: one tool, `add`, answering
-// text and structuredContent.
+// text and structuredContent, after a log notification on the same event stream.
 // Usage: node mcp_server.mjs PORT
 import express from 'express';
 import { z } from 'zod';
@@ -13,7 +13,7 @@ import { recordHeaders } from './record.mjs';
 const port = Number(process.argv[2]);
 
 function server() {
-  const s = new McpServer({ name: 'outbound-ts-tools', version: '1.0.0' });
+  const s = new McpServer({ name: 'outbound-ts-tools', version: '1.0.0' }, { capabilities: { logging: {} } });
   s.registerTool(
     'add',
     {
@@ -21,10 +21,12 @@ function server() {
       inputSchema: { a: z.number(), b: z.number() },
       outputSchema: { sum: z.number() },
     },
-    async ({ a, b }) => ({
-      content: [{ type: 'text', text: String(a + b) }],
-      structuredContent: { sum: a + b },
-    }),
+    async ({ a, b }, extra) => {
+      // A log notification on the request's event stream before the result, as a
+      // chatty server sends: the client must pass over it to the response.
+      await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `adding ${a} and ${b}` } });
+      return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
+    },
   );
   return s;
 }

@@ -7,12 +7,14 @@ to call. What it does depends on the first message's text:
   connectUrl, provider and scopes; the next message (the grant) completes it;
 - contains "reject": REJECTED with a reason;
 - contains "break": FAILED with a reason;
+- contains "slowly": WORKING for 1.5 s, then COMPLETED;
 - starts with "just say" (a new task): a direct Message reply, no task;
 - anything else: COMPLETED with one artifact of a text part and a data part.
 
 Usage: python a2a_agent.py PORT
 """
 
+import asyncio
 import sys
 
 import uvicorn
@@ -67,6 +69,12 @@ class Agent(AgentExecutor):
             await updater.requires_auth(
                 updater.new_agent_message([new_text_part("Connect your calendar first."), new_data_part(grant)])
             )
+        elif "slowly" in text:
+            # WORKING for a while before the answer: the host follows the task by GetTask.
+            await updater.start_work()
+            await asyncio.sleep(1.5)
+            await updater.add_artifact([new_text_part(f"done: {text}")], name="answer")
+            await updater.complete()
         elif "break" in text:
             await updater.failed(updater.new_agent_message([new_text_part("The kettle broke.")]))
         elif "reject" in text:
