@@ -328,6 +328,16 @@ def ts_mcp_tool_answers():
     assert sessions["opened"] >= 1 and sessions["open"] == 0, sessions
 
 
+def ts_mcp_legacy_elicitation_fails_closed():
+    """In the initialize era a server asks by a request of its own mid-call; the host
+    declares no elicitation capability there, so the SDK refuses to ask and the tool
+    call fails: the run fails with mcp_error, nothing waits forever."""
+    _, snap = run_to_end("ts-confirm", {})
+    fails_with(snap, "mcp_error")
+    # The SDK's own words: "Client does not support form elicitation."
+    assert "elicitation" in snap["error"]["message"], snap["error"]
+
+
 # --- two peers in one run -------------------------------------------------------------
 
 
@@ -381,6 +391,7 @@ CHECKS = [
     py_mcp_declined_input_round_fails_the_run,
     legacy_mcp_server_is_refused_below_the_floor,
     ts_mcp_tool_answers,
+    ts_mcp_legacy_elicitation_fails_closed,
     one_run_calls_an_mcp_tool_then_an_agent,
     # Last: it reads what every check above made the peers receive.
     peers_got_their_own_credential_and_a_traceparent_never_the_callers_key,

@@ -1,6 +1,7 @@
 // A remote MCP server built with the TypeScript SDK @modelcontextprotocol/sdk (McpServer,
 // streamable HTTP with sessions), for an openwop workflow to call: one tool, `add`, answering
-// text and structuredContent, after a log notification on the same event stream.
+// text and structuredContent, after a log notification on the same event stream; and
+// `confirm`, which asks the client with an elicitation request mid-call.
 // Usage: node mcp_server.mjs PORT
 import express from 'express';
 import { z } from 'zod';
@@ -26,6 +27,17 @@ function server() {
       // chatty server sends: the client must pass over it to the response.
       await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `adding ${a} and ${b}` } });
       return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
+    },
+  );
+  s.registerTool(
+    'confirm',
+    { description: 'Asks the user to confirm (an elicitation request, the 2025-11-25 way)', inputSchema: {} },
+    async () => {
+      const answer = await s.server.elicitInput({
+        message: 'Really?',
+        requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+      });
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     },
   );
   return s;
