@@ -46,9 +46,13 @@ def projected(run_id):
     return run_id.replace("/", "~2F")
 
 
+CREATED = []
+
+
 def create(workflow, inputs):
     status, body = request("POST", "/runs", {"workflowId": workflow, "inputs": inputs})
     assert status == 201, f"createRun {workflow}: {status} {body}"
+    CREATED.append(body["runId"])
     return body["runId"]
 
 
@@ -369,6 +373,18 @@ def peers_got_their_own_credential_and_a_traceparent_never_the_callers_key():
             assert not r.get("hasTenant"), f"{name}: {r}"
 
 
+def no_peer_secret_in_snapshots_events_or_the_host_log():
+    assert CREATED, "no run was created"
+    seen = []
+    for run_id in CREATED:
+        seen.append(json.dumps(request("GET", f"/runs/{projected(run_id)}")[1]))
+        seen.append(json.dumps(events(run_id)))
+    with open(os.environ["OUTBOUND_HOST_LOG"], encoding="utf-8") as f:
+        seen.append(f.read())
+    for name, token in TOKENS.items():
+        assert not any(token in text for text in seen), f"{name}'s credential leaked"
+
+
 CHECKS = [
     py_agent_completes_with_its_artifact,
     py_agent_question_suspends_and_the_answer_completes_the_same_task,
@@ -393,8 +409,9 @@ CHECKS = [
     ts_mcp_tool_answers,
     ts_mcp_legacy_elicitation_fails_closed,
     one_run_calls_an_mcp_tool_then_an_agent,
-    # Last: it reads what every check above made the peers receive.
+    # Last: they read what every check above made the peers receive and the host keep.
     peers_got_their_own_credential_and_a_traceparent_never_the_callers_key,
+    no_peer_secret_in_snapshots_events_or_the_host_log,
 ]
 
 

@@ -62,8 +62,12 @@ start_peer legacy-mcp 18884 "$legacy/bin/python" "$suite/legacy/mcp_legacy.py" 1
 start_peer ts-mcp 18885 node "$suite/js/mcp_server.mjs" 18885
 
 step "starting openwop serve with the peers configured"
+# Debug logs (every crate, the HTTP client's included): drive.py checks no peer credential
+# reaches the host's log even at this level.
+export RUST_LOG=${RUST_LOG:-debug}
 start_openwop "${OPENWOP_OUTBOUND_PORT:-18880}" "$logs/openwop.log" \
   --config "$suite/host-config.yaml" --egress-allow-loopback
 
 step "driving workflows that call the peers"
+export OUTBOUND_HOST_LOG=$logs/openwop.log
 "$venv/bin/python" "$suite/drive.py" "$@"
