@@ -229,6 +229,14 @@ def js_agent_question_suspends_and_the_answer_completes_the_same_task():
     assert out["text"] == "Painted blue.", out
 
 
+def js_agent_task_is_cancelled_with_the_calling_run():
+    text = f"ask, then be cancelled {time.time_ns()}"
+    run_id, _ = suspended("js-agent", {"text": text})
+    status, body = request("POST", f"/runs/{projected(run_id)}/cancel", {})
+    assert status == 200, body
+    remote_state_becomes(18882, text, "TASK_STATE_CANCELED")
+
+
 def js_agent_rejection_fails_the_run_rejected_by_remote():
     _, snap = run_to_end("js-agent", {"text": "reject this"})
     fails_with(snap, "rejected_by_remote")
@@ -398,6 +406,7 @@ CHECKS = [
     js_agent_completes_with_its_artifact,
     js_agent_question_suspends_and_the_answer_completes_the_same_task,
     js_agent_rejection_fails_the_run_rejected_by_remote,
+    js_agent_task_is_cancelled_with_the_calling_run,
     py_mcp_tool_answers_structured_content,
     py_mcp_tool_error_fails_the_run_with_mcp_error,
     py_mcp_tool_error_is_kept_as_a_value_when_the_node_says_so,

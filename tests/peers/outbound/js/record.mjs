@@ -8,6 +8,8 @@ import { join } from 'node:path';
 export function recordHeaders(name) {
   const file = join(process.env.OUTBOUND_RECORD_DIR, `${name}.jsonl`);
   return (req, _res, next) => {
+    // The driver's own look-ups (x-outbound-driver) are not requests from the host.
+    if (req.headers['x-outbound-driver']) return next();
     const body = req.body && typeof req.body === 'object' ? req.body : {};
     const params = body.params ?? {};
     const line = {
