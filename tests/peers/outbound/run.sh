@@ -42,7 +42,8 @@ export OUTBOUND_TS_MCP_TOKEN=ts-mcp-token-$RANDOM$RANDOM
 start_peer() { # NAME PORT command...
   local name=$1 port=$2
   shift 2
-  "$@" >"$logs/$name.log" 2>&1 &
+  # The trap stops it; `timeout` is the backstop should the trap never run (SIGKILL).
+  timeout 600 "$@" >"$logs/$name.log" 2>&1 &
   openwop_pids+=($!)
   for _ in $(seq 1 150); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
