@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace tests, then the real peers against
 # the real `openwop` binary: Python openwop-client, the A2A clients (a2a-sdk, @a2a-js/sdk),
-# the MCP clients and the MCP conformance suite. Installs the pinned peers into venvs and
+# the MCP clients and the MCP conformance suite, then real A2A agents and MCP servers
+# as the remotes a workflow calls. Installs the pinned peers into venvs and
 # node_modules under the target directory and the peer folders. Needs python3 (venv),
 # node >= 20 with npm, and curl.
 # Usage: tests/run.sh            (everything)
@@ -42,4 +43,6 @@ if [[ $what == all || $what == --peers ]]; then
   tests/peers/a2a/run.sh
   step "peers: MCP (clients and the conformance suite)"
   tests/peers/mcp/run.sh
+  step "peers: the host as a client (real A2A agents and MCP servers as remotes)"
+  tests/peers/outbound/run.sh
 fi

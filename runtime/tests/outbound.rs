@@ -77,6 +77,25 @@ outputs: {status: "${nodes.get.status}", id: "${nodes.get.body.id}"}
 "#,
     ),
     (
+        "delegate-loop.yaml",
+        r#"
+id: delegate-loop
+inputSchema: {type: object}
+nodes:
+  - id: again
+    kind: repeat
+    max: 2
+    until: false
+    nodes:
+      - id: ask
+        kind: a2a
+        peer: b
+        parts: [{kind: text, text: "pass ${loops.again}"}]
+        metadata: {openwop: {skill: clarify}}
+outputs: {loop: "${nodes.again}"}
+"#,
+    ),
+    (
         "loop.yaml",
         r#"
 id: loop
@@ -618,4 +637,194 @@ impl Root for TestHost {
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
+}
+
+/// A stateful MCP server of the initialize era, as the SDKs of that era serve streamable
+/// HTTP: `server/discover` is unknown before a session (HTTP 400), `initialize` answers
+/// `version` and opens a session (`Mcp-Session-Id`), `tools/call` needs the session,
+/// `DELETE` ends it. It keeps which sessions it opened and which were closed.
+#[derive(Clone, Default)]
+struct LegacyMcp {
+    version: &'static str,
+    opened: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    closed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+async fn start_legacy_mcp(version: &'static str) -> (String, LegacyMcp) {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    let server = LegacyMcp {
+        version,
+        ..Default::default()
+    };
+    let s = server.clone();
+    let post = move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+        let s = s.clone();
+        async move {
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let id = body.get("id").cloned();
+            match body["method"].as_str().unwrap_or_default() {
+                "initialize" => {
+                    let sid = format!("session-{}", s.opened.lock().unwrap().len() + 1);
+                    s.opened.lock().unwrap().push(sid.clone());
+                    let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": s.version, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "legacy", "version": "1"}}});
+                    ([("mcp-session-id", sid)], axum::Json(result)).into_response()
+                }
+                m if m.starts_with("notifications/") && session.is_some() => {
+                    StatusCode::ACCEPTED.into_response()
+                }
+                "tools/call" if session.is_some() => axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": "done"}], "structuredContent": {"said": "done"}}}))
+                .into_response(),
+                _ => (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"jsonrpc": "2.0", "id": "server-error",
+                        "error": {"code": -32600, "message": "Bad Request: Missing session ID"}})),
+                )
+                    .into_response(),
+            }
+        }
+    };
+    let s = server.clone();
+    let delete = move |headers: HeaderMap| {
+        let s = s.clone();
+        async move {
+            if let Some(sid) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                s.closed.lock().unwrap().push(sid.to_owned());
+            }
+            StatusCode::OK
+        }
+    };
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).delete(delete));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, server)
+}
+
+/// MCP 2025-11-25, streamable HTTP, session management: a client that no longer needs a
+/// session SHOULD send DELETE with its `Mcp-Session-Id`. Every `mcp` node call in the
+/// initialize era opens its own session, so each is closed when its call is over, and so
+/// is the one an `initialize` opened before our floor refused the server's revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_era_mcp_session_is_closed_with_delete_when_its_call_is_over() {
+    for (version, want) in [("2025-11-25", "completed"), ("2025-06-18", "failed")] {
+        let (base, server) = start_legacy_mcp(version).await;
+        let config_dir = tempfile::tempdir().expect("dir");
+        write_workflows(config_dir.path());
+        std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+        let secret = config_dir.path().join("b.key");
+        let peers = vec![
+            peer("b", PeerKind::A2a, base.clone(), &secret),
+            peer("b-mcp", PeerKind::Mcp, format!("{base}/mcp"), &secret),
+            peer("b-rest", PeerKind::Http, base.clone(), &secret),
+        ];
+        let a_dir = tempfile::tempdir().expect("dir");
+        let workflows = config_dir.path().to_path_buf();
+        let a = start_configured(a_dir.path().to_path_buf(), 0, move |c| {
+            c.workflows_dir = Some(workflows);
+            c.egress_allow_loopback = true;
+            c.peers = peers;
+        })
+        .await;
+        let run = create(&a, KEY_A, "tool", json!({"text": "x"})).await;
+        let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+        assert_eq!(snap["status"], want, "{version}: {snap}");
+        if want == "completed" {
+            assert_eq!(snap["outputs"]["result"], json!({"said": "done"}), "{snap}");
+        } else {
+            assert_eq!(
+                snap["error"]["code"], "interop_version_unsupported",
+                "{snap}"
+            );
+        }
+        let opened = server.opened.lock().unwrap().clone();
+        assert_eq!(opened.len(), 1, "{version}: one session per call");
+        assert_eq!(*server.closed.lock().unwrap(), opened, "{version}");
+    }
+}
+
+/// The store keeps one interrupt per (run, node) for a run's whole life, so a call node
+/// cannot suspend a second time. A remote agent that asks a second question (here host
+/// B's workflow with two clarifications, through one A2A task), or asks again in a later
+/// `repeat` pass, fails the calling node at once with the reason, instead of leaving the
+/// run `running` while the step's commit fails again and again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_remote_question_in_one_call_fails_the_node_instead_of_wedging_the_run() {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b_workflows = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        b_workflows.path().join("twice.yaml"),
+        r#"
+id: twice
+inputSchema: {type: object}
+nodes:
+  - id: first
+    kind: interrupt
+    interrupt: {kind: clarification, data: {questions: [{id: q1, question: "First?"}]}}
+  - id: second
+    kind: interrupt
+    interrupt: {kind: clarification, data: {questions: [{id: q1, question: "Second?"}]}}
+outputs: {a: "${nodes.first}", b: "${nodes.second}"}
+"#,
+    )
+    .expect("workflow");
+    let dir = b_workflows.path().to_path_buf();
+    let b = start_configured(b_dir.path().to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(dir);
+    })
+    .await;
+    let config_dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(config_dir.path().join("workflows")).expect("dir");
+    write_workflows(&config_dir.path().join("workflows"));
+    std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+    let a_dir = tempfile::tempdir().expect("dir");
+    let a = start_a(a_dir.path(), config_dir.path(), &b).await;
+
+    let run = create(
+        &a,
+        KEY_A,
+        "delegate",
+        json!({"text": "x", "skill": "twice"}),
+    )
+    .await;
+    wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "one"})).await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
+    assert!(
+        snap["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("second question")),
+        "{snap}"
+    );
+
+    // The same node asking again in a later pass of a `repeat` block: the first pass's
+    // question is relayed and answered, the second pass's fails the node.
+    let run = create(&a, KEY_A, "delegate-loop", json!({})).await;
+    wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "first"})).await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
+    assert!(
+        snap["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("second question")),
+        "{snap}"
+    );
 }

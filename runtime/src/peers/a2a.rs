@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::rpc;
 use super::{CallError, Caller, Peer, Peers};
+use crate::negotiation::{self, Offer, Protocol};
 
 /// Where and how a remote agent is spoken to, as its card says.
 #[derive(Debug, Clone)]
@@ -31,9 +32,8 @@ fn card_url(peer: &Peer) -> String {
     }
 }
 
-/// Reads the card and picks the first JSON-RPC interface (the card lists the preferred
-/// one first). The card's own `A2A-Version` negotiation is ours to decide; see
-/// [`crate::engine`]'s call nodes.
+/// Reads the card and picks the JSON-RPC interface to speak to ([`pick_interface`]). The
+/// `A2A-Version` negotiation is ours to decide; see [`crate::engine`]'s call nodes.
 pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remote, CallError> {
     let url = card_url(peer);
     let response = peers
@@ -54,28 +54,53 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     }
     let card: Value = serde_json::from_slice(&response.body)
         .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
+    pick_interface(&card, peers.offer(Protocol::A2a))
+}
+
+/// The card's JSON-RPC interface to use: the first (the card lists them in its order of
+/// preference) whose `protocolVersion` this host accepts, else the first JSON-RPC one, so
+/// the negotiation refuses it by its version. A2A 1.0 §5: several interfaces may serve
+/// different versions; an agent migrating to 1.0 lists a 0.3 interface beside its 1.0
+/// one, in either order (the Python a2a-sdk serves both on one endpoint), and taking the
+/// first JSON-RPC interface blindly refused such an agent although it speaks 1.0.
+pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, CallError> {
     let interfaces = card
         .get("supportedInterfaces")
         .and_then(Value::as_array)
         .ok_or_else(|| CallError::Protocol("the agent card lists no supportedInterfaces".into()))?;
-    let jsonrpc = interfaces
+    let jsonrpc: Vec<&Value> = interfaces
         .iter()
-        .find(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC"))
+        .filter(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC"))
+        .collect();
+    let version_of = |i: &Value| {
+        i.get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("1.0")
+            .to_owned()
+    };
+    let accepted = |i: &&&Value| {
+        offer.is_some_and(|o| {
+            negotiation::decide(Protocol::A2a, Some(&version_of(i)), true, o).is_accepted()
+        })
+    };
+    let chosen = jsonrpc
+        .iter()
+        .find(accepted)
+        .or_else(|| jsonrpc.first())
         .ok_or_else(|| CallError::Protocol("the agent card offers no JSONRPC interface".into()))?;
-    let endpoint = jsonrpc
+    let endpoint = chosen
         .get("url")
         .and_then(Value::as_str)
         .ok_or_else(|| CallError::Protocol("the JSONRPC interface has no url".into()))?;
-    let version = jsonrpc
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("1.0");
     Ok(Remote {
         endpoint: endpoint.to_owned(),
-        version: version.to_owned(),
-        tenant: jsonrpc
+        version: version_of(chosen),
+        // An empty tenant is proto3's default, i.e. none (SDK-built cards such as
+        // @a2a-js/sdk's carry `tenant: ""`): nothing is sent then.
+        tenant: chosen
             .get("tenant")
             .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
             .map(str::to_owned),
     })
 }
@@ -285,6 +310,43 @@ mod tests {
         assert_eq!(v["state"], "TASK_STATE_COMPLETED");
         let bare = json!({"id": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "done"}]}}});
         assert_eq!(task_value(&bare)["text"], "done");
+    }
+
+    /// A2A 1.0 §5: interfaces may serve different versions; the first JSON-RPC one whose
+    /// version we accept is used, whatever comes before it.
+    #[test]
+    fn the_first_jsonrpc_interface_of_a_version_we_accept_is_used() {
+        let offer = Offer::new(Protocol::A2a, &["1.0"], "1.0", "1.0").unwrap();
+        let card = json!({"supportedInterfaces": [
+            {"url": "https://a.example/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            {"url": "https://a.example/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": "https://a.example/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": "t"},
+            {"url": "https://a.example/v1b", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        ]});
+        let r = pick_interface(&card, Some(&offer)).unwrap();
+        assert_eq!(
+            (r.endpoint.as_str(), r.version.as_str(), r.tenant.as_deref()),
+            ("https://a.example/v1", "1.0", Some("t"))
+        );
+        // Only versions we do not accept: the first JSON-RPC one, for the negotiation to
+        // refuse by name.
+        let old = json!({"supportedInterfaces": [
+            {"url": "https://a.example/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": "https://a.example/v02", "protocolBinding": "JSONRPC", "protocolVersion": "0.2"},
+        ]});
+        let r = pick_interface(&old, Some(&offer)).unwrap();
+        assert_eq!(
+            (r.endpoint.as_str(), r.version.as_str()),
+            ("https://a.example/v03", "0.3")
+        );
+        // An empty tenant (proto3's default) is no tenant.
+        let empty = json!({"supportedInterfaces": [{"url": "u", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": ""}]});
+        assert_eq!(pick_interface(&empty, Some(&offer)).unwrap().tenant, None);
+        let none = json!({"supportedInterfaces": [{"url": "u", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]});
+        assert!(matches!(
+            pick_interface(&none, Some(&offer)),
+            Err(CallError::Protocol(_))
+        ));
     }
 
     #[test]

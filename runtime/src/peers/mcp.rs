@@ -179,15 +179,22 @@ pub async fn connect(
         .unwrap_or_default()
         .to_owned();
     let decision = decide(&answered);
-    let Some(version) = decision.version.clone() else {
-        return Ok((None, decision));
-    };
     let session_id = init
         .headers
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .unwrap_or_default();
+    let Some(version) = decision.version.clone() else {
+        // Refused by our floor: the server opened a session for the `initialize` all the
+        // same; it is closed here, since nothing will ever use it.
+        let opened = Session {
+            version: answered,
+            session_id: Some(session_id),
+        };
+        close(peers, peer, caller, &opened).await;
+        return Ok((None, decision));
+    };
     let session = Session {
         version,
         session_id: Some(session_id),
@@ -207,6 +214,40 @@ pub async fn connect(
         )
         .await?;
     Ok((Some(session), decision))
+}
+
+/// Ends a legacy session once its one call is over. The 2025-11-25 streamable HTTP
+/// transport says a client that no longer needs a session SHOULD send `DELETE` with its
+/// `Mcp-Session-Id`; each call here opens its own session, so without this every call
+/// would leave one open on a stateful server until it expires. Best effort: a server may
+/// answer 405 (it does not let clients end sessions), and a failure changes nothing for
+/// the run. Nothing to do in the 2026-07-28 era, which has no sessions.
+pub async fn close(peers: &Peers, peer: &Peer, caller: &Caller, session: &Session) {
+    if session.session_id.as_deref().is_none_or(str::is_empty) {
+        return;
+    }
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&session.version) {
+        headers.insert(HeaderName::from_static("mcp-protocol-version"), v);
+    }
+    session_headers(session, &mut headers);
+    match peers
+        .send(
+            peer,
+            caller,
+            reqwest::Method::DELETE,
+            &peer.url,
+            headers,
+            None,
+        )
+        .await
+    {
+        Ok(r) if r.is_success() || r.status == 405 => {}
+        Ok(r) => {
+            tracing::debug!(peer = %peer.id, status = r.status, "closing an MCP session was not accepted")
+        }
+        Err(e) => tracing::debug!(peer = %peer.id, error = %e, "closing an MCP session failed"),
+    }
 }
 
 fn session_headers(session: &Session, headers: &mut HeaderMap) {
