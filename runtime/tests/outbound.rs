@@ -96,6 +96,25 @@ outputs: {loop: "${nodes.again}"}
 "#,
     ),
     (
+        "ask-until.yaml",
+        r#"
+id: ask-until
+inputSchema: {type: object}
+nodes:
+  - id: chat
+    kind: repeat
+    max: 5
+    until: {$eq: ["${nodes.ask.q1}", "yes"]}
+    nodes:
+      - id: ask
+        kind: interrupt
+        interrupt:
+          kind: clarification
+          data: {questions: [{id: q1, question: "Ready? (pass ${loops.chat})"}]}
+outputs: {loop: "${nodes.chat}", last: "${nodes.ask}"}
+"#,
+    ),
+    (
         "loop.yaml",
         r#"
 id: loop
@@ -753,13 +772,13 @@ async fn an_initialize_era_mcp_session_is_closed_with_delete_when_its_call_is_ov
     }
 }
 
-/// The store keeps one interrupt per (run, node) for a run's whole life, so a call node
-/// cannot suspend a second time. A remote agent that asks a second question (here host
-/// B's workflow with two clarifications, through one A2A task), or asks again in a later
-/// `repeat` pass, fails the calling node at once with the reason, instead of leaving the
-/// run `running` while the step's commit fails again and again.
+/// A node may ask more than once: a remote agent's second question in one task (here host
+/// B's workflow with two clarifications, through one A2A task) and the same node asking
+/// again in a later `repeat` pass each reach the caller as a new interrupt, and each
+/// answer goes back. (The store once kept one interrupt row per node for the run's life;
+/// the second question's commit failed forever and the run stayed `running`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_remote_question_in_one_call_fails_the_node_instead_of_wedging_the_run() {
+async fn a_node_that_asks_again_raises_a_new_interrupt_each_time() {
     let b_dir = tempfile::tempdir().expect("dir");
     let b_workflows = tempfile::tempdir().expect("dir");
     std::fs::write(
@@ -802,29 +821,82 @@ outputs: {a: "${nodes.first}", b: "${nodes.second}"}
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "one"})).await,
         200
     );
-    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
-    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
-    assert!(
-        snap["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("second question")),
-        "{snap}"
+    // B's second question, on the same node of A, through the same remote task.
+    // (Host B's A2A status message says only that the task waits for clarification.)
+    let asked = wait_question(&a, &run, "clarification").await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "two"})).await,
+        200,
+        "{asked}"
     );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    let text = snap["outputs"].to_string();
+    assert!(text.contains("one") && text.contains("two"), "{snap}");
 
-    // The same node asking again in a later pass of a `repeat` block: the first pass's
-    // question is relayed and answered, the second pass's fails the node.
+    // The same node asking again in a later pass of a `repeat` block.
     let run = create(&a, KEY_A, "delegate-loop", json!({})).await;
     wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
     assert_eq!(
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "first"})).await,
         200
     );
-    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
-    assert_eq!(snap["error"]["code"], "peer_call_failed", "{snap}");
-    assert!(
-        snap["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("second question")),
-        "{snap}"
+    wait_question(&a, &run, "clarification").await;
+    assert_eq!(
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "second"})).await,
+        200
     );
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["loop"]["passes"], 2, "{snap}");
+
+    // A plain question in a loop: ask, check, ask again, until the answer is "yes".
+    let run = create(&a, KEY_A, "ask-until", json!({})).await;
+    for (pass, answer) in [(0, "no"), (1, "not yet"), (2, "yes")] {
+        wait_question(&a, &run, &format!("Ready? (pass {pass})")).await;
+        assert_eq!(
+            resolve(&a, KEY_A, &run, "ask", json!({"q1": answer})).await,
+            200
+        );
+    }
+    let snap = wait_for(&a, KEY_A, &run, &["failed", "completed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["loop"]["passes"], 3, "{snap}");
+    assert_eq!(snap["outputs"]["loop"]["satisfied"], true, "{snap}");
+    // Each pass was its own interrupt, each on the log with its own id.
+    let log = events(&a, KEY_A, &run).await;
+    let ids: std::collections::BTreeSet<String> = log
+        .iter()
+        .filter(|e| e["type"] == "interrupt.resolved")
+        .filter_map(|e| e["payload"]["interruptId"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(ids.len(), 3, "{log:?}");
+}
+
+/// Waits until the run is suspended on a new question (asked after the last answer) whose
+/// interrupt data mentions `text`.
+async fn wait_question(host: &TestHost, run: &str, text: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, snap) = host.get_run(KEY_A, run).await;
+        let log = events(host, KEY_A, run).await;
+        let last = |ty: &str| log.iter().rposition(|e| e["type"] == ty);
+        let asked = last("interrupt.requested");
+        let fresh = match (asked, last("interrupt.resolved")) {
+            (Some(a), Some(r)) => a > r,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if snap["status"] == "waiting-input"
+            && fresh
+            && asked.is_some_and(|a| log[a]["payload"].to_string().contains(text))
+        {
+            return snap;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no question `{text}`: {snap} {log:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -179,34 +179,6 @@ fn a2a_part(part: &Value) -> Value {
     Value::Object(out)
 }
 
-/// Why a call node's second question fails it. The store keeps one interrupt row per
-/// (run, node) for the run's whole life (the `interrupts` primary key), so a second
-/// interrupt on a node that already had one cannot be opened: the step's commit fails
-/// and the engine would retry it forever, leaving the run `running`. That happens on a
-/// second question in one call (found with the Python `mcp` 2.3.0 server: a question
-/// built from an earlier answer takes a second round) and on a question in a later pass
-/// of a `repeat` block. Until the store can reopen a node's interrupt, the node fails at
-/// once and says why. `state.asked` lists the call nodes that have had an interrupt.
-const SECOND_QUESTION: &str = "the remote side asked a second question of this node; this host relays one question per call node and run for now";
-
-fn asked_before(state: &Value, id: &str) -> bool {
-    state
-        .get("asked")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(id)))
-}
-
-fn mark_asked(state: &Value, id: &str) -> Value {
-    let mut state = state.as_object().cloned().unwrap_or_default();
-    let asked = state.entry("asked").or_insert_with(|| json!([]));
-    if let Value::Array(a) = asked
-        && !a.iter().any(|v| v.as_str() == Some(id))
-    {
-        a.push(json!(id));
-    }
-    Value::Object(state)
-}
-
 /// The id of the one question a remote A2A agent's INPUT_REQUIRED becomes; its answer
 /// (`{"answer": ...}`) is what goes back to the remote task.
 const ANSWER: &str = "answer";
@@ -463,15 +435,6 @@ impl Engine {
         call: Map<String, Value>,
         mut before: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
-        if asked_before(&run.state, id) {
-            return self.fail(
-                run,
-                id,
-                "peer_call_failed",
-                &format!("node `{id}`: {SECOND_QUESTION}"),
-                before,
-            );
-        }
         let kind_name = kind_str(kind);
         let payload = match events::interrupt_payload(&run.run_id, id, kind_name, &data) {
             Ok(p) => p,
@@ -489,10 +452,7 @@ impl Engine {
         before.push(events::interrupt_requested(payload, id));
         let patch = RunPatch {
             status: Some(suspended_status(kind)),
-            state: Some(mark_asked(
-                &with_call(&run.state, id, Some(Value::Object(call))),
-                id,
-            )),
+            state: Some(with_call(&run.state, id, Some(Value::Object(call)))),
             open_interrupt: Some(NewInterrupt {
                 node_id: id.to_owned(),
                 interrupt_id: interrupt_id.clone(),

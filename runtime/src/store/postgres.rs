@@ -268,6 +268,9 @@ const CHANGE_RUN: &str = concat!(
          INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state)
          SELECT changed.run_id, $21, $22, $23, $24, 'open' FROM changed
          WHERE CAST($21 AS TEXT) IS NOT NULL
+         ON CONFLICT (run_id, node_id) DO UPDATE SET interrupt_id = excluded.interrupt_id,
+             kind = excluded.kind, data = excluded.data, state = 'open', resume_value = NULL
+         WHERE interrupts.state <> 'open'
      )
      SELECT cur.status AS held_status, cur.lease_owner AS held_by, changed.*
      FROM cur LEFT JOIN changed ON true"

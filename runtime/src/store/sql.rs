@@ -450,7 +450,15 @@ pub(crate) const EVENTS_SINCE: &str = concat!(
 pub(crate) const CLOSE_INTERRUPTS: &str =
     "UPDATE interrupts SET state = 'closed' WHERE run_id = $1 AND state = 'open'";
 
-pub(crate) const OPEN_INTERRUPT: &str = "INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')";
+/// Opens an interrupt at $1/$2. A node keeps one row: asking again at a node whose earlier
+/// interrupt is settled (a question inside a `repeat` block, a remote agent's second
+/// question) replaces that row, whose story stays in the event log; a node whose interrupt
+/// is still open is not touched (no row changes, which the caller treats as a conflict).
+pub(crate) const OPEN_INTERRUPT: &str = concat!(
+    "INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state) VALUES ($1, $2, $3, $4, $5, 'open')",
+    " ON CONFLICT (run_id, node_id) DO UPDATE SET interrupt_id = excluded.interrupt_id, kind = excluded.kind,",
+    " data = excluded.data, state = 'open', resume_value = NULL WHERE interrupts.state <> 'open'"
+);
 
 /// Resolves the open interrupt at $1/$2 with resume value $3: the interrupt as resolved,
 /// or no row when none is open there.

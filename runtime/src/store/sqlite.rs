@@ -331,7 +331,7 @@ fn apply(
         exec(tx, sql::CLOSE_INTERRUPTS, [&run.run_id])?;
     }
     if let Some(i) = &patch.open_interrupt {
-        exec(
+        let opened = exec(
             tx,
             sql::OPEN_INTERRUPT,
             params![
@@ -342,6 +342,12 @@ fn apply(
                 i.data.to_string()
             ],
         )?;
+        if opened != 1 {
+            return Err(StoreError::Database(format!(
+                "an interrupt is already open at node {} of run {}",
+                i.node_id, run.run_id
+            )));
+        }
     }
     let c = sql::patch(&patch);
     let next = one(
