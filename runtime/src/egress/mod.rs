@@ -17,11 +17,12 @@
 
 pub mod ranges;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -116,7 +117,25 @@ pub struct Egress {
     resolver: Arc<dyn Resolve>,
     allow_loopback: bool,
     timeout: Duration,
+    /// One client per set of checked addresses ([`Pinned`]), kept between calls. Building a
+    /// client sets up TLS (the system roots are read and parsed), which cost tens of
+    /// milliseconds of CPU per outbound request; a kept client also keeps its connections,
+    /// so a workflow calling one peer again does not connect again. A client only ever
+    /// reaches the addresses of its key (it cannot resolve a name itself), and every
+    /// request is judged again first, so keeping it changes nothing the guard decides.
+    clients: Arc<Mutex<HashMap<Pinned, reqwest::Client>>>,
 }
+
+/// What a kept client is pinned to: the name (when the URL has one) and its addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Pinned {
+    domain: Option<String>,
+    addrs: Vec<SocketAddr>,
+}
+
+/// The most clients kept; past it the cache starts over (addresses change rarely, and a
+/// host talks to few destinations).
+const MAX_KEPT_CLIENTS: usize = 256;
 
 impl std::fmt::Debug for Egress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -138,6 +157,7 @@ impl Egress {
             resolver,
             allow_loopback,
             timeout: Duration::from_secs(15),
+            clients: Arc::default(),
         }
     }
 
@@ -249,20 +269,11 @@ impl Egress {
         let checked = self.check(raw).await.inspect_err(|e| {
             tracing::warn!(reason = %e, "egress refused at delivery time");
         })?;
-        let mut builder = reqwest::Client::builder()
-            .redirect(Policy::none())
-            .no_proxy()
-            .timeout(timeout.unwrap_or(self.timeout))
-            .connect_timeout(self.timeout)
-            // A name the pin does not cover has nowhere to go.
-            .dns_resolver(Arc::new(NoResolution));
-        if let Some(domain) = &checked.domain {
-            builder = builder.resolve_to_addrs(domain, &checked.addrs);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| SendError::Transport(e.to_string()))?;
-        let mut request = client.request(method, checked.url.clone()).headers(headers);
+        let client = self.client_for(&checked)?;
+        let mut request = client
+            .request(method, checked.url.clone())
+            .headers(headers)
+            .timeout(timeout.unwrap_or(self.timeout));
         if let Some(body) = body {
             request = request.body(body);
         }
@@ -291,6 +302,37 @@ impl Egress {
             headers,
             body,
         })
+    }
+}
+
+impl Egress {
+    /// The kept client pinned to exactly `checked`'s addresses, built on first use.
+    fn client_for(&self, checked: &Checked) -> Result<reqwest::Client, SendError> {
+        let pin = Pinned {
+            domain: checked.domain.clone(),
+            addrs: checked.addrs.clone(),
+        };
+        let mut kept = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = kept.get(&pin) {
+            return Ok(client.clone());
+        }
+        let mut builder = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .no_proxy()
+            .connect_timeout(self.timeout)
+            // A name the pin does not cover has nowhere to go.
+            .dns_resolver(Arc::new(NoResolution));
+        if let Some(domain) = &checked.domain {
+            builder = builder.resolve_to_addrs(domain, &checked.addrs);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| SendError::Transport(e.to_string()))?;
+        if kept.len() >= MAX_KEPT_CLIENTS {
+            kept.clear();
+        }
+        kept.insert(pin, client.clone());
+        Ok(client)
     }
 }
 
