@@ -822,8 +822,8 @@ outputs: {a: "${nodes.first}", b: "${nodes.second}"}
         200
     );
     // B's second question, on the same node of A, through the same remote task.
-    // (Host B's A2A status message says only that the task waits for clarification.)
-    let asked = wait_question(&a, &run, "clarification").await;
+    // B's A2A status message says what B asks, so the question reads the same on A.
+    let asked = wait_question(&a, &run, "Second?").await;
     assert_eq!(
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "two"})).await,
         200,
@@ -841,7 +841,7 @@ outputs: {a: "${nodes.first}", b: "${nodes.second}"}
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "first"})).await,
         200
     );
-    wait_question(&a, &run, "clarification").await;
+    wait_question(&a, &run, "What should this run do next?").await;
     assert_eq!(
         resolve(&a, KEY_A, &run, "ask", json!({"answer": "second"})).await,
         200

@@ -370,9 +370,7 @@ fn status_message(
             )));
         }
         let kind = i.get("kind").and_then(Value::as_str).unwrap_or("input");
-        let mut parts = vec![
-            json!({"text": format!("The task waits for {kind} input; reply on this task with the resume value.")}),
-        ];
+        let mut parts = vec![json!({"text": asked_text(kind, data)})];
         if let Some(d) = data {
             parts.push(json!({"data": d, "mediaType": "application/json"}));
         }
@@ -406,9 +404,87 @@ fn status_message(
     Ok(None)
 }
 
+/// The text of an input-required status message: what the run asks, in words a person
+/// (or the agent relaying it) can answer, since a plain A2A client shows the text part and
+/// may ignore the data part: the clarification's questions, the approval's title and
+/// actions, the awaited event. The data part beside it carries the whole interrupt.
+fn asked_text(kind: &str, data: Option<&Value>) -> String {
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let generic =
+        || format!("The task waits for {kind} input; reply on this task with the resume value.");
+    let Some(data) = data else {
+        return generic();
+    };
+    match kind {
+        "clarification" => {
+            let questions: Vec<String> = data
+                .get("questions")
+                .and_then(Value::as_array)
+                .map(|qs| qs.iter().filter_map(|q| field(q, "question")).collect())
+                .unwrap_or_default();
+            match questions.as_slice() {
+                [] => generic(),
+                [one] => one.clone(),
+                many => many
+                    .iter()
+                    .enumerate()
+                    .map(|(n, q)| format!("{}. {q}", n + 1))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            }
+        }
+        "approval" => {
+            let title = field(data, "title").unwrap_or_else(|| "Approve?".into());
+            let actions: Vec<&str> = data
+                .get("actions")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if actions.is_empty() {
+                title
+            } else {
+                format!("{title} (reply {})", actions.join(", "))
+            }
+        }
+        "external-event" => match field(data, "eventType") {
+            Some(event) => format!("The task waits for the event `{event}`."),
+            None => generic(),
+        },
+        _ => generic(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_required_status_message_says_what_is_asked() {
+        let q = |qs: Value| asked_text("clarification", Some(&json!({"questions": qs})));
+        assert_eq!(
+            q(json!([{"id": "a", "question": "Which colour?"}])),
+            "Which colour?"
+        );
+        assert_eq!(
+            q(json!([{"id": "a", "question": "Who?"}, {"id": "b", "question": "When?"}])),
+            "1. Who?\n2. When?"
+        );
+        assert_eq!(
+            asked_text(
+                "approval",
+                Some(&json!({"title": "Ship it?", "actions": ["accept", "reject"]}))
+            ),
+            "Ship it? (reply accept, reject)"
+        );
+        assert_eq!(
+            asked_text(
+                "external-event",
+                Some(&json!({"eventType": "payment.settled"}))
+            ),
+            "The task waits for the event `payment.settled`."
+        );
+        assert!(asked_text("clarification", None).contains("reply on this task"));
+    }
 
     fn snapshot(status: &str) -> Value {
         json!({
