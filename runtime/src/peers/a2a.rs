@@ -107,10 +107,16 @@ pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, Cal
 
 fn headers(remote: &Remote) -> HeaderMap {
     let mut h = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&remote.version) {
+    if let Ok(v) = HeaderValue::from_str(&major_minor(&remote.version)) {
         h.insert("A2A-Version", v);
     }
     h
+}
+
+/// `A2A-Version` carries Major.Minor only: a card may name a patch release (`1.0.1`),
+/// which is never negotiated and never sent (A2A 1.0, "Versioning").
+fn major_minor(version: &str) -> String {
+    version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".")
 }
 
 fn with_tenant(remote: &Remote, mut params: Map<String, Value>) -> Value {
@@ -347,6 +353,23 @@ mod tests {
             pick_interface(&none, Some(&offer)),
             Err(CallError::Protocol(_))
         ));
+    }
+
+    #[test]
+    fn the_version_header_never_carries_a_patch_number() {
+        for (card, sent) in [
+            ("1.0.1", "1.0"),
+            ("1.0", "1.0"),
+            ("2", "2"),
+            ("0.3.0", "0.3"),
+        ] {
+            let remote = Remote {
+                endpoint: "http://x".into(),
+                version: card.into(),
+                tenant: None,
+            };
+            assert_eq!(headers(&remote)["A2A-Version"], sent, "{card}");
+        }
     }
 
     #[test]
