@@ -4,6 +4,8 @@
 //! `tests/peers/outbound/run.sh`.
 
 mod a2a_support;
+#[path = "common/process.rs"]
+mod process;
 
 use std::path::Path;
 use std::time::Duration;
@@ -899,4 +901,247 @@ async fn wait_question(host: &TestHost, run: &str, text: &str) -> Value {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Host A is the real binary, SIGKILLed while host B works on the task A's `a2a` node
+/// sent. Started again on the same data dir, A follows the same remote task (its id is in
+/// the run) and never sends the message again: B ran exactly one run, and A completes
+/// with B's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_the_calling_host_while_the_remote_works_resumes_without_resending() {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b = start_configured(b_dir.path().to_path_buf(), 0, |_| {}).await;
+    let config_dir = tempfile::tempdir().expect("dir");
+    let workflows = config_dir.path().join("workflows");
+    std::fs::create_dir(&workflows).expect("dir");
+    std::fs::write(
+        workflows.join("delegate-slow.yaml"),
+        r#"
+id: delegate-slow
+inputSchema: {type: object}
+nodes:
+  - id: ask
+    kind: a2a
+    peer: b
+    parts: [{kind: data, data: {ms: 3000}}]
+    metadata: {openwop: {skill: slow}}
+outputs: {state: "${nodes.ask.state}", data: "${nodes.ask.data}"}
+"#,
+    )
+    .expect("workflow");
+    let secret = config_dir.path().join("b.key");
+    std::fs::write(&secret, KEY_B).expect("secret");
+    let config = config_dir.path().join("a.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "egressAllowLoopback: true\nworkflows: {}\napiKeys: [\"acme:{KEY_A}\"]\npeers:\n  - {{id: b, kind: a2a, url: \"{}\", credential: {{file: {}}}}}\n",
+            workflows.display(),
+            b.base,
+            secret.display()
+        ),
+    )
+    .expect("config");
+    let a_data = tempfile::tempdir().expect("dir");
+    let spawn_a = || {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(a_data.path())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn openwop")
+    };
+    let http = reqwest::Client::new();
+    let (mut first, base) = process::listening(spawn_a()).await;
+    let created: Value = http
+        .post(format!("{base}/runs"))
+        .bearer_auth(KEY_A)
+        .json(&json!({"workflowId": "delegate-slow", "inputs": {}}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let run = created["runId"].as_str().expect("runId").to_owned();
+
+    // B has the task and works on it: kill A now.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while runs_on(&b, KEY_B).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "B never got the task"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().await.expect("SIGKILL"); // SIGKILL on unix
+    let _ = first.wait().await;
+
+    let (_second, base) = process::listening(spawn_a()).await;
+    let path = format!("{base}/runs/{}", openwop::ids::project(&run));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let snap = loop {
+        let snap: Value = http
+            .get(&path)
+            .bearer_auth(KEY_A)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if matches!(snap["status"].as_str(), Some("completed" | "failed")) {
+            break snap;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "A did not finish: {snap}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["data"]["waitedMs"], 3000, "{snap}");
+    let remote = runs_on(&b, KEY_B).await;
+    assert_eq!(remote.len(), 1, "the message was sent once: {remote:?}");
+}
+
+/// One MCP 2026-07-28 `tools/call` to `host`'s mount as KEY_A, declaring elicitation;
+/// the JSON-RPC response (a JSON body or the last `data:` of an SSE answer).
+async fn mcp_tools_call(host: &TestHost, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let text = host
+        .http
+        .post(format!("{}/mcp", host.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body");
+    let json_text = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .filter(|d| d.contains("\"result\"") || d.contains("\"error\""))
+        .last()
+        .map(str::to_owned)
+        .unwrap_or(text.clone());
+    serde_json::from_str(&json_text).unwrap_or(Value::String(text))
+}
+
+/// Three hops, two protocols: an MCP client calls a tool on A whose workflow delegates
+/// over A2A to B; B's question reaches the MCP client as an `input_required` round (keyed
+/// by A's interrupt, B's question as its message), and the answer sent back with the
+/// round's `requestState` reaches B, whose run completes with it, and so does A's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_of_a_answers_the_question_bs_agent_asked_over_a2a() {
+    let p = pair().await;
+    let args = json!({"text": "plan", "skill": "clarify"});
+    let first = mcp_tools_call(&p.a, json!({"name": "delegate", "arguments": args})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let requests = result["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{first}");
+    let (key, request) = requests.iter().next().expect("one");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    // B's own question, through B's A2A status message and A's clarification.
+    assert!(
+        request
+            .to_string()
+            .contains("What should this run do next?"),
+        "{request}"
+    );
+    let state = result["requestState"].as_str().expect("requestState");
+    let answered = mcp_tools_call(
+        &p.a,
+        json!({
+            "name": "delegate",
+            "arguments": args,
+            "requestState": state,
+            "inputResponses": {key.clone(): {"action": "accept", "content": {"answer": "ship it on Friday"}}},
+        }),
+    )
+    .await;
+    assert_eq!(answered["result"]["resultType"], "complete", "{answered}");
+    assert_eq!(answered["result"]["isError"], false, "{answered}");
+    let remote = runs_on(&p.b, KEY_B).await;
+    assert_eq!(remote.len(), 1, "{remote:?}");
+    assert_eq!(remote[0]["status"], "completed", "{remote:?}");
+    assert!(
+        answered.to_string().contains("ship it on Friday"),
+        "B's answer, carrying ours, is A's: {answered}"
+    );
+}
+
+/// The same relay for an A2A client of A: A's task is INPUT_REQUIRED with B's question as
+/// its status text, the client replies on A's task, and the reply reaches B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_client_of_a_answers_the_question_bs_agent_asked() {
+    let p = pair().await;
+    let send = |message: Value| {
+        let a = &p.a;
+        async move {
+            let body: Value = a
+                .http
+                .post(format!("{}/a2a/jsonrpc", a.base))
+                .bearer_auth(KEY_A)
+                .header("A2A-Version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}))
+                .send()
+                .await
+                .expect("send")
+                .json()
+                .await
+                .expect("json");
+            body
+        }
+    };
+    let first = send(json!({
+        "messageId": "m-plan-1",
+        "role": "ROLE_USER",
+        "parts": [{"data": {"text": "plan", "skill": "clarify"}}],
+        "metadata": {"openwop": {"skill": "delegate"}},
+    }))
+    .await;
+    let task = &first["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{first}"
+    );
+    assert!(
+        task["status"]["message"]
+            .to_string()
+            .contains("What should this run do next?"),
+        "{first}"
+    );
+    let reply = send(json!({
+        "messageId": "m-plan-2",
+        "role": "ROLE_USER",
+        "taskId": task["id"],
+        "contextId": task["contextId"],
+        "parts": [{"data": {"answer": "ship it on Friday"}}],
+    }))
+    .await;
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    let remote = runs_on(&p.b, KEY_B).await;
+    assert_eq!(remote.len(), 1, "{remote:?}");
+    assert_eq!(remote[0]["status"], "completed", "{remote:?}");
+    assert!(reply.to_string().contains("ship it on Friday"), "{reply}");
 }
