@@ -1843,3 +1843,79 @@ async fn declared_answers_are_content_blocks_and_tool_metadata_is_listed() {
         ])
     );
 }
+
+/// SEP-2243 custom headers: a tool whose input schema marks `region` with
+/// `x-mcp-header: Region` (the conformance fixture `test_custom_header`) is called only
+/// with `Mcp-Param-Region` mirroring the argument, literally or as `=?base64?…?=`; a
+/// missing, different or undecodable header, or one for an argument the body lacks, is
+/// -32020 on HTTP 400 and starts no run.
+#[tokio::test]
+async fn a_tools_x_mcp_header_argument_must_be_mirrored_in_its_mcp_param_header() {
+    let pack =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp-conformance");
+    let h = mcp_support::start_full(Default::default(), Some(pack)).await;
+    let call = |region: Option<Value>, header: Option<&str>| {
+        let h = &h;
+        let header = header.map(str::to_owned);
+        async move {
+            let mut arguments = json!({});
+            if let Some(r) = region {
+                arguments["region"] = r;
+            }
+            let mut headers = vec![
+                ("MCP-Protocol-Version", MODERN.to_owned()),
+                ("Mcp-Method", "tools/call".to_owned()),
+                ("Mcp-Name", "test_custom_header".to_owned()),
+            ];
+            if let Some(v) = header {
+                headers.push(("Mcp-Param-Region", v));
+            }
+            h.post_raw(
+                Some(KEY_A),
+                &headers,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                    "name": "test_custom_header", "arguments": arguments, "_meta": meta(MODERN, json!({}))}}),
+            )
+            .await
+        }
+    };
+    let ok = call(Some(json!("eu-west")), Some("eu-west")).await;
+    assert_eq!(ok.body["result"]["isError"], false, "{}", ok.body);
+    // "Hello" as Base64, in the encoded-word wrapper.
+    let ok = call(Some(json!("Hello")), Some("=?base64?SGVsbG8=?=")).await;
+    assert_eq!(ok.body["result"]["isError"], false, "{}", ok.body);
+    let runs = || async {
+        let body: Value = h
+            .http
+            .get(format!("{}/runs?limit=100", h.base))
+            .bearer_auth(KEY_A)
+            .send()
+            .await
+            .expect("list")
+            .json()
+            .await
+            .expect("json");
+        body["runs"].as_array().map(Vec::len)
+    };
+    let before = runs().await;
+    for (region, header, why) in [
+        (Some(json!("eu-west")), None, "missing"),
+        (Some(json!("eu-west")), Some("us-east"), "different"),
+        (
+            Some(json!("Hello")),
+            Some("=?base64?SGVsbG8?="),
+            "bad padding",
+        ),
+        (
+            Some(json!("Hello")),
+            Some("=?base64?SGVs!!!bG8=?="),
+            "not Base64",
+        ),
+        (None, Some("eu-west"), "no such argument"),
+    ] {
+        let r = call(region, header).await;
+        assert_eq!(r.status, 400, "{why}: {}", r.body);
+        assert_eq!(err_code(&r.body), -32020, "{why}: {}", r.body);
+    }
+    assert_eq!(runs().await, before, "no refused call started a run");
+}

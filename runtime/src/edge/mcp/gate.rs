@@ -85,6 +85,52 @@ pub fn check_mirrors(headers: &HeaderMap, message: &Message) -> Result<(), RpcEr
     Ok(())
 }
 
+/// SEP-2243 custom headers: a tool whose `inputSchema` marks a top-level primitive
+/// property with `x-mcp-header: "Region"` has the client mirror that argument in
+/// `Mcp-Param-Region`; the server decodes the header (`=?base64?…?=`, strict Base64, or the
+/// literal value) and compares it with the body: a header that is missing, undecodable or
+/// different, or present for an argument the body lacks, fails closed with -32020 on 400,
+/// like `Mcp-Name`. Numbers compare numerically, booleans as `true`/`false`.
+pub fn check_param_headers(
+    headers: &HeaderMap,
+    input_schema: &serde_json::Map<String, Value>,
+    arguments: &Value,
+) -> Result<(), RpcError> {
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (property, schema) in properties {
+        let Some(name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header = format!("Mcp-Param-{name}");
+        let mismatch = |why: &str| {
+            RpcError::new(
+                HEADER_MISMATCH,
+                format!("the {header} header {why} (argument `{property}`)"),
+            )
+            .with_data(json!({"header": header}))
+        };
+        let sent = header_text(headers, &header)?;
+        let matches = match (arguments.get(property), sent.as_deref()) {
+            (None | Some(Value::Null), None) => true,
+            (None | Some(Value::Null), Some(_)) => {
+                return Err(mismatch("is sent for an argument the body does not carry"));
+            }
+            (Some(_), None) => return Err(mismatch("is missing")),
+            (Some(Value::String(s)), Some(h)) => s == h,
+            (Some(Value::Number(n)), Some(h)) => h.trim().parse::<f64>().ok() == n.as_f64(),
+            (Some(Value::Bool(b)), Some(h)) => h.trim() == b.to_string(),
+            // Only primitives may be mirrored; anything else cannot match a header.
+            (Some(_), Some(_)) => false,
+        };
+        if !matches {
+            return Err(mismatch("must equal the body's value"));
+        }
+    }
+    Ok(())
+}
+
 /// What a 2026-07-28 request declares about itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Declared {

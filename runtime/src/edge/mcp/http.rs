@@ -556,6 +556,19 @@ async fn select_era(
             format!("revision {version} is served through the session initialize opens"),
         ));
     }
+    // The tool's own header mirrors, checked here so a mismatch is a 400 before any
+    // stream opens. A tool the caller cannot see is left to tools/call to refuse.
+    if message.method == "tools/call"
+        && let Some(name) = message.params.get("name").and_then(Value::as_str)
+        && let Ok(workflow) = state.app.ops.get_workflow(subject, name)
+    {
+        let arguments = message
+            .params
+            .get("arguments")
+            .cloned()
+            .unwrap_or(Value::Null);
+        gate::check_param_headers(headers, &workflow.definition.input_schema, &arguments)?;
+    }
     Ok(Era::Modern(declared))
 }
 
