@@ -98,6 +98,34 @@ outputs: {loop: "${nodes.again}"}
 "#,
     ),
     (
+        "tool-task.yaml",
+        r#"
+id: tool-task
+inputSchema: {type: object}
+nodes:
+  - id: call
+    kind: mcp
+    peer: b-mcp
+    tool: slow
+    arguments: {ms: 2000}
+outputs: {result: "${nodes.call}"}
+"#,
+    ),
+    (
+        "tool-task-asks.yaml",
+        r#"
+id: tool-task-asks
+inputSchema: {type: object}
+nodes:
+  - id: call
+    kind: mcp
+    peer: b-mcp
+    tool: approval
+    arguments: {title: "ship it"}
+outputs: {result: "${nodes.call}"}
+"#,
+    ),
+    (
         "ask-until.yaml",
         r#"
 id: ask-until
@@ -1144,4 +1172,62 @@ async fn an_a2a_client_of_a_answers_the_question_bs_agent_asked() {
     assert_eq!(remote.len(), 1, "{remote:?}");
     assert_eq!(remote[0]["status"], "completed", "{remote:?}");
     assert!(reply.to_string().contains("ship it on Friday"), "{reply}");
+}
+
+/// B offers the MCP tasks extension, so A declares it and a long tool call comes back as a
+/// task: A keeps its id in the run and polls it. Host A stopped and started again while
+/// B works follows the same task and never calls the tool again (B ran one run); a task
+/// that asks for input suspends A on a clarification whose answer goes back with
+/// `tasks/update`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_mcp_tool_call_is_a_task_followed_across_a_restart_and_asked_through() {
+    let p = pair().await;
+    let run = create(&p.a, KEY_A, "tool-task", json!({})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while runs_on(&p.b, KEY_B).await.is_empty() {
+        let (_, snap) = p.a.get_run(KEY_A, &run).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "B never got the call: {snap}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let a_dir = p.a_dir.path().to_path_buf();
+    let _ = p.a.stopper.send(true);
+    drop(p.a);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let a = start_a(&a_dir, p.config_dir.path(), &p.b).await;
+    let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["result"]["waitedMs"], 2000, "{snap}");
+    let remote = runs_on(&p.b, KEY_B).await;
+    assert_eq!(remote.len(), 1, "the tool was called once: {remote:?}");
+
+    // A task that asks: B's approval run, relayed to A's caller and answered there.
+    let run = create(&a, KEY_A, "tool-task-asks", json!({})).await;
+    wait_for(&a, KEY_A, &run, &["waiting-input"]).await;
+    let log = events(&a, KEY_A, &run).await;
+    let asked = log
+        .iter()
+        .rfind(|e| e["type"] == "interrupt.requested")
+        .expect("asked");
+    let questions = asked["payload"]["data"]["questions"]
+        .as_array()
+        .expect("questions");
+    assert_eq!(questions.len(), 1, "{asked}");
+    let key = questions[0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        resolve(
+            &a,
+            KEY_A,
+            &run,
+            "call",
+            json!({key: {"action": "accept", "content": {"decision": "accept"}}})
+        )
+        .await,
+        200
+    );
+    let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(runs_on(&p.b, KEY_B).await.len(), 2);
 }

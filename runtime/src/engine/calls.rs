@@ -98,9 +98,13 @@ pub(super) fn begin(state: &Value, id: &str) -> Value {
 /// call's question.
 pub(super) fn on_answer(run: &RunRecord, node_id: &str, resume: &Value) -> Option<RunPatch> {
     let call = call_state(&run.state, node_id)?;
-    if call.get("phase").and_then(Value::as_str) != Some("asking") {
-        return None;
-    }
+    // A question asked in a call's own round is answered in the next round; one asked by
+    // a remote MCP task goes back with `tasks/update`.
+    let next = match call.get("phase").and_then(Value::as_str) {
+        Some("asking") => "reply",
+        Some("task-asking") => "task-reply",
+        _ => return None,
+    };
     // An A2A question is one clarification question, `answer`: its answer is what goes
     // back. (An MCP round keeps the whole value: it is keyed by the round's requests.)
     let reply = match resume.as_object() {
@@ -110,7 +114,7 @@ pub(super) fn on_answer(run: &RunRecord, node_id: &str, resume: &Value) -> Optio
         _ => resume,
     };
     let mut call = call.clone();
-    call.insert("phase".into(), json!("reply"));
+    call.insert("phase".into(), json!(next));
     call.insert("reply".into(), reply.clone());
     Some(RunPatch {
         status: Some(RunStatus::Running),
@@ -794,6 +798,26 @@ impl Engine {
                 ))
             }
             "send" => None,
+            "task" | "task-reply" => {
+                let task_id = call
+                    .get("taskId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                return self
+                    .follow_mcp_task(
+                        run,
+                        id,
+                        peer,
+                        caller,
+                        call.clone(),
+                        &session,
+                        &task_id,
+                        tool,
+                        on_tool_error,
+                    )
+                    .await;
+            }
             _ => return Ok(CallStep::Stopped),
         };
         // A tool call may have effects: it is sent once, never retried blindly. A cancel
@@ -824,25 +848,23 @@ impl Engine {
         };
         match called {
             Ok(mcp::Called::Complete(result)) => {
-                if result.get("isError").and_then(Value::as_bool) == Some(true) {
-                    let text = mcp::result_text(&result);
-                    if on_tool_error == Some(super::definition::OnToolError::Value) {
-                        return self.done(run, id, json!({"isError": true, "text": text}), audit);
-                    }
-                    let text = if text.is_empty() {
-                        "the tool reported an error".to_owned()
-                    } else {
-                        text
-                    };
-                    return self.fail(
-                        run,
-                        id,
-                        "mcp_error",
-                        &format!("node `{id}`: tool `{tool}`: {text}"),
-                        audit,
-                    );
-                }
-                self.done(run, id, mcp::result_value(&result), audit)
+                self.tool_result(run, id, tool, &result, on_tool_error, audit)
+            }
+            Ok(mcp::Called::Task(task_id)) => {
+                // The task's id is stored before anything else: a restart follows it.
+                let mut call = call.clone();
+                call.insert("phase".into(), json!("task"));
+                call.insert("taskId".into(), json!(task_id));
+                call.remove("reply");
+                call.remove("requests");
+                call.remove("requestState");
+                Ok(CallStep::Checkpoint(
+                    RunPatch {
+                        state: Some(with_call(&run.state, id, Some(Value::Object(call)))),
+                        ..Default::default()
+                    },
+                    audit,
+                ))
             }
             Ok(mcp::Called::InputRequired {
                 input_requests,
@@ -907,6 +929,188 @@ impl Engine {
         }
     }
 
+    /// The node's end from a `CallToolResult`: its value, or `mcp_error` when the tool
+    /// says `isError` (kept as a value when the node says `onToolError: value`).
+    fn tool_result(
+        &self,
+        run: &RunRecord,
+        id: &str,
+        tool: &str,
+        result: &Value,
+        on_tool_error: Option<super::definition::OnToolError>,
+        audit: Vec<NewEvent>,
+    ) -> Result<CallStep, EngineError> {
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            let text = mcp::result_text(result);
+            if on_tool_error == Some(super::definition::OnToolError::Value) {
+                return self.done(run, id, json!({"isError": true, "text": text}), audit);
+            }
+            let text = if text.is_empty() {
+                "the tool reported an error".to_owned()
+            } else {
+                text
+            };
+            return self.fail(
+                run,
+                id,
+                "mcp_error",
+                &format!("node `{id}`: tool `{tool}`: {text}"),
+                audit,
+            );
+        }
+        self.done(run, id, mcp::result_value(result), audit)
+    }
+
+    /// Follows a tool call the server made a task (the tasks extension): `tasks/get`
+    /// until it ends, `pollIntervalMs` apart (within 100 ms and 5 s); its input requests
+    /// suspend the run like an input round and the answer goes back with `tasks/update`;
+    /// a cancel of the run is `tasks/cancel` there. The task id lives in the run, so a
+    /// restarted host follows the same task and never calls the tool again.
+    #[allow(clippy::too_many_arguments)]
+    async fn follow_mcp_task(
+        &self,
+        run: &RunRecord,
+        id: &str,
+        peer: &peers::Peer,
+        caller: &Caller,
+        mut call: Map<String, Value>,
+        session: &mcp::Session,
+        task_id: &str,
+        tool: &str,
+        on_tool_error: Option<super::definition::OnToolError>,
+    ) -> Result<CallStep, EngineError> {
+        let peers = self.peers();
+        if !session.tasks {
+            return self.fail(
+                run,
+                id,
+                "peer_call_failed",
+                &format!("node `{id}`: the MCP server no longer offers the tasks extension its task `{task_id}` needs"),
+                vec![],
+            );
+        }
+        if phase(&call) == "task-reply" {
+            let requests = call
+                .get("requests")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let reply = call.get("reply").cloned().unwrap_or(Value::Null);
+            let responses = mcp::input_responses(&requests, &reply);
+            // Answered keys are ignored by the server, so a re-sent update is harmless.
+            if let Err(e) = self
+                .retrying(ATTEMPTS, || {
+                    mcp::task_update(peers, peer, caller, session, task_id, responses.clone())
+                })
+                .await
+            {
+                return self.call_failed(run, id, e, vec![]);
+            }
+            call.insert("phase".into(), json!("task"));
+            call.remove("reply");
+            call.remove("requests");
+        }
+        let mut wakes = self.store().subscribe(&[Topic::Run(run.run_id.clone())]);
+        let mut shutdown = self.shutdown_signal();
+        loop {
+            let task = match self
+                .retrying(ATTEMPTS, || {
+                    mcp::task_get(peers, peer, caller, session, task_id)
+                })
+                .await
+            {
+                Ok(t) => t,
+                Err(e) => return self.call_failed(run, id, e, vec![]),
+            };
+            match task.get("status").and_then(Value::as_str).unwrap_or("") {
+                "completed" => {
+                    let result = task.get("result").cloned().unwrap_or(Value::Null);
+                    return self.tool_result(run, id, tool, &result, on_tool_error, vec![]);
+                }
+                "failed" => {
+                    let why = task
+                        .pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the task failed");
+                    return self.fail(
+                        run,
+                        id,
+                        "mcp_error",
+                        &format!("node `{id}`: tool `{tool}`: {why}"),
+                        vec![],
+                    );
+                }
+                "cancelled" => {
+                    return self.fail(
+                        run,
+                        id,
+                        "peer_call_failed",
+                        &format!("node `{id}`: the MCP server cancelled the task of tool `{tool}`"),
+                        vec![],
+                    );
+                }
+                "input_required" => {
+                    let requests = task
+                        .get("inputRequests")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let next_round = round(&call) + 1;
+                    let max = peers.max_rounds();
+                    if next_round > u64::from(max) {
+                        return self.fail(
+                            run,
+                            id,
+                            "mcp_mrtr_rounds_exceeded",
+                            &format!(
+                                "node `{id}`: the server asked for input more than {max} times"
+                            ),
+                            vec![],
+                        );
+                    }
+                    let data = match tool_questions(&requests, tool) {
+                        Ok(d) => d,
+                        Err(why) => {
+                            return self.fail(
+                                run,
+                                id,
+                                "mcp_error",
+                                &format!(
+                                    "node `{id}`: the task's input request cannot be relayed: {why}"
+                                ),
+                                vec![],
+                            );
+                        }
+                    };
+                    call.insert("phase".into(), json!("task-asking"));
+                    call.insert("round".into(), json!(next_round));
+                    call.insert("requests".into(), Value::Object(requests));
+                    return self.suspend(run, id, InterruptKind::Clarification, data, call, vec![]);
+                }
+                _ => {}
+            }
+            let every = task
+                .get("pollIntervalMs")
+                .and_then(Value::as_u64)
+                .unwrap_or(500)
+                .clamp(100, 5_000);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(every)) => {}
+                _ = shutdown.changed() => return Ok(CallStep::Stopped),
+                _ = wakes.recv() => {
+                    let current = self.store().get_run(&run.run_id).await?;
+                    if current.is_none_or(|r| r.status != RunStatus::Running) {
+                        // Cancelled here: cancel there too.
+                        if let Err(e) = mcp::task_cancel(peers, peer, caller, session, task_id).await {
+                            tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel the remote MCP task");
+                        }
+                        return Ok(CallStep::Stopped);
+                    }
+                }
+            }
+        }
+    }
+
     /// Cancels the remote tasks a run that just ended was still following or asking
     /// about (best effort: the remote side learns of it once).
     pub(super) fn cancel_remote_calls(&self, run: &RunRecord) {
@@ -927,10 +1131,13 @@ impl Engine {
             else {
                 continue;
             };
-            let Some((peer_id, PeerKind::A2a)) = super::definition::peer_of(&node) else {
+            let Some((peer_id, kind)) = super::definition::peer_of(&node) else {
                 continue;
             };
-            let Some(peer) = self.peers().get(peer_id, PeerKind::A2a, &run.tenant) else {
+            if kind == PeerKind::Http {
+                continue;
+            }
+            let Some(peer) = self.peers().get(peer_id, kind, &run.tenant) else {
                 continue;
             };
             let peers = self.peers().clone();
@@ -939,6 +1146,20 @@ impl Engine {
             let run_id = run.run_id.clone();
             tokio::spawn(async move {
                 let result = async {
+                    if kind == PeerKind::Mcp {
+                        // An MCP call that became a task: `tasks/cancel` in a session that
+                        // declares the extension.
+                        let Some(offer) = peers.offer(Protocol::Mcp) else {
+                            return Ok(());
+                        };
+                        let (Some(mut session), _) =
+                            mcp::connect(&peers, &peer, &caller, offer).await?
+                        else {
+                            return Ok(());
+                        };
+                        session.tasks = true;
+                        return mcp::task_cancel(&peers, &peer, &caller, &session, &task_id).await;
+                    }
                     let remote = a2a::remote(&peers, &peer, &caller).await?;
                     a2a::cancel_task(&peers, &peer, &caller, &remote, &task_id).await
                 }

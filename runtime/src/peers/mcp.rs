@@ -13,12 +13,19 @@ use crate::negotiation::{self, Decision, Offer, Protocol};
 
 const MODERN: &str = "2026-07-28";
 
+/// The tasks extension (SEP-2663): a long tool call becomes a task the client polls.
+pub const TASKS: &str = "io.modelcontextprotocol/tasks";
+
 /// A connection decided for one call: the revision, and the legacy session if any.
 #[derive(Debug, Clone)]
 pub struct Session {
     pub version: String,
     /// Set in the initialize era.
     session_id: Option<String>,
+    /// The server's `server/discover` lists the tasks extension: this host declares it on
+    /// its requests, so a long tool call comes back as a task whose id the run keeps
+    /// (followed after a restart, never called again) instead of a request held open.
+    pub tasks: bool,
 }
 
 impl Session {
@@ -64,10 +71,14 @@ fn client_capabilities() -> Value {
     json!({"elicitation": {"form": {}}})
 }
 
-fn modern_meta(version: &str, caller: &Caller) -> Value {
+fn modern_meta(version: &str, caller: &Caller, tasks: bool) -> Value {
+    let mut capabilities = client_capabilities();
+    if tasks {
+        capabilities["extensions"] = json!({TASKS: {}});
+    }
     json!({
         "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": client_capabilities(),
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
         "traceparent": caller.traceparent,
     })
@@ -105,7 +116,7 @@ pub async fn connect(
         &peer.url,
         base_headers(&preferred, "server/discover", None),
         "server/discover",
-        json!({"_meta": modern_meta(&preferred, caller)}),
+        json!({"_meta": modern_meta(&preferred, caller, false)}),
     )
     .await;
     let theirs: Option<Vec<String>> = match &discovered {
@@ -142,9 +153,16 @@ pub async fn connect(
     if let Some(theirs) = theirs.filter(|t| !t.is_empty()) {
         let asked = pick(offer, &theirs).unwrap_or_default();
         let decision = decide(&asked);
+        let tasks = discovered.as_ref().is_ok_and(|a| {
+            a.result
+                .pointer("/capabilities/extensions")
+                .and_then(Value::as_object)
+                .is_some_and(|e| e.contains_key(TASKS))
+        });
         let session = decision.version.clone().map(|version| Session {
             version,
             session_id: None,
+            tasks,
         });
         return Ok((session, decision));
     }
@@ -191,6 +209,7 @@ pub async fn connect(
         let opened = Session {
             version: answered,
             session_id: Some(session_id),
+            tasks: false,
         };
         close(peers, peer, caller, &opened).await;
         return Ok((None, decision));
@@ -198,6 +217,7 @@ pub async fn connect(
     let session = Session {
         version,
         session_id: Some(session_id),
+        tasks: false,
     };
     // The lifecycle's acknowledgement; its answer (202) carries nothing.
     let mut headers = base_headers(&session.version, "notifications/initialized", None);
@@ -267,6 +287,8 @@ pub enum Called {
         input_requests: Map<String, Value>,
         request_state: Option<String>,
     },
+    /// The server made the call a task (`CreateTaskResult`): its id, to follow.
+    Task(String),
 }
 
 /// `tools/call`, with the answers of an earlier round when there are some.
@@ -284,7 +306,10 @@ pub async fn call_tool(
     params.insert("arguments".into(), arguments.clone());
     let mut headers = base_headers(&session.version, "tools/call", Some(tool));
     if session.modern() {
-        params.insert("_meta".into(), modern_meta(&session.version, caller));
+        params.insert(
+            "_meta".into(),
+            modern_meta(&session.version, caller, session.tasks),
+        );
         if let Some((responses, state)) = round {
             params.insert("inputResponses".into(), responses);
             if let Some(state) = state {
@@ -306,6 +331,15 @@ pub async fn call_tool(
     )
     .await?;
     let result = answer.result;
+    if result.get("resultType").and_then(Value::as_str) == Some("task") {
+        return match result.get("taskId").and_then(Value::as_str) {
+            Some(id) if session.tasks => Ok(Called::Task(id.to_owned())),
+            _ => Err(CallError::Protocol(
+                "tools/call answered a task this host did not ask for, or one without a taskId"
+                    .into(),
+            )),
+        };
+    }
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
         return Ok(Called::InputRequired {
             input_requests: result
@@ -320,6 +354,82 @@ pub async fn call_tool(
         });
     }
     Ok(Called::Complete(result))
+}
+
+/// One `tasks/*` request of the tasks extension (`tasks/get`, `tasks/update`,
+/// `tasks/cancel`): a 2026-07-28 request declaring the extension, `Mcp-Name` = the task id.
+async fn task_request(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    method: &str,
+    task_id: &str,
+    extra: Option<(&str, Value)>,
+) -> Result<Value, CallError> {
+    let mut params = Map::new();
+    params.insert("taskId".into(), json!(task_id));
+    if let Some((key, value)) = extra {
+        params.insert(key.into(), value);
+    }
+    params.insert("_meta".into(), modern_meta(&session.version, caller, true));
+    let answer = rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        base_headers(&session.version, method, Some(task_id)),
+        method,
+        Value::Object(params),
+    )
+    .await?;
+    Ok(answer.result)
+}
+
+/// `tasks/get`: the task with its `status`, and `result`, `error` or `inputRequests`.
+pub async fn task_get(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    task_id: &str,
+) -> Result<Value, CallError> {
+    task_request(peers, peer, caller, session, "tasks/get", task_id, None).await
+}
+
+/// `tasks/update`: the answers to the task's outstanding input requests.
+pub async fn task_update(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    task_id: &str,
+    input_responses: Value,
+) -> Result<(), CallError> {
+    task_request(
+        peers,
+        peer,
+        caller,
+        session,
+        "tasks/update",
+        task_id,
+        Some(("inputResponses", input_responses)),
+    )
+    .await
+    .map(drop)
+}
+
+/// `tasks/cancel` (cooperative: the task may still end otherwise).
+pub async fn task_cancel(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    task_id: &str,
+) -> Result<(), CallError> {
+    task_request(peers, peer, caller, session, "tasks/cancel", task_id, None)
+        .await
+        .map(drop)
 }
 
 /// The node's value of a `CallToolResult`: `structuredContent`, else the text content
