@@ -1231,3 +1231,56 @@ async fn a_long_mcp_tool_call_is_a_task_followed_across_a_restart_and_asked_thro
     assert_eq!(snap["status"], "completed", "{snap}");
     assert_eq!(runs_on(&p.b, KEY_B).await.len(), 2);
 }
+
+/// SEP-2243 from the client side: a tool on B marks an argument `x-mcp-header: Region`, so
+/// B refuses a call without `Mcp-Param-Region` mirroring it (-32020). A learns that from
+/// B's `tools/list` and sends the header (a value that is not header-safe as an encoded
+/// word), so the call goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_node_mirrors_the_arguments_a_tool_marks_x_mcp_header() {
+    let b_dir = tempfile::tempdir().expect("dir");
+    let b_workflows = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        b_workflows.path().join("regional.yaml"),
+        r#"
+id: regional
+inputSchema:
+  type: object
+  required: [region]
+  properties:
+    region: {type: string, x-mcp-header: Region}
+nodes: []
+outputs: "${inputs}"
+"#,
+    )
+    .expect("workflow");
+    let dir = b_workflows.path().to_path_buf();
+    let b = start_configured(b_dir.path().to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(dir);
+    })
+    .await;
+    let config_dir = tempfile::tempdir().expect("dir");
+    let workflows = config_dir.path().join("workflows");
+    std::fs::create_dir(&workflows).expect("dir");
+    write_workflows(&workflows);
+    std::fs::write(
+        workflows.join("regional-call.yaml"),
+        r#"
+id: regional-call
+inputSchema: {type: object}
+nodes:
+  - {id: call, kind: mcp, peer: b-mcp, tool: regional, arguments: {region: "${inputs.region}"}}
+outputs: {result: "${nodes.call}"}
+"#,
+    )
+    .expect("workflow");
+    std::fs::write(config_dir.path().join("b.key"), KEY_B).expect("secret");
+    let a_dir = tempfile::tempdir().expect("dir");
+    let a = start_a(a_dir.path(), config_dir.path(), &b).await;
+    for region in ["eu-west", "région sud"] {
+        let run = create(&a, KEY_A, "regional-call", json!({"region": region})).await;
+        let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+        assert_eq!(snap["status"], "completed", "{region}: {snap}");
+        assert_eq!(snap["outputs"]["result"]["region"], region, "{snap}");
+    }
+}

@@ -47,18 +47,7 @@ fn base_headers(version: &str, method: &str, name: Option<&str>) -> HeaderMap {
         h.insert(HeaderName::from_static("mcp-method"), v);
     }
     if let Some(name) = name {
-        // SEP-2243: a value that is not header-safe travels base64-encoded.
-        let v = if name.bytes().all(|b| (0x21..0x7f).contains(&b)) {
-            HeaderValue::from_str(name).ok()
-        } else {
-            use base64::Engine as _;
-            HeaderValue::from_str(&format!(
-                "=?base64?{}?=",
-                base64::engine::general_purpose::STANDARD.encode(name)
-            ))
-            .ok()
-        };
-        if let Some(v) = v {
+        if let Some(v) = header_safe(name) {
             h.insert(HeaderName::from_static("mcp-name"), v);
         }
     }
@@ -278,6 +267,116 @@ fn session_headers(session: &Session, headers: &mut HeaderMap) {
     }
 }
 
+/// SEP-2243: a value that is not header-safe (visible ASCII) travels base64-encoded in
+/// an encoded word, `=?base64?…?=`.
+fn header_safe(value: &str) -> Option<HeaderValue> {
+    if value.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        HeaderValue::from_str(value).ok()
+    } else {
+        use base64::Engine as _;
+        HeaderValue::from_str(&format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        ))
+        .ok()
+    }
+}
+
+/// SEP-2243 custom headers a tool asks for: each top-level primitive argument its input
+/// schema marks `x-mcp-header: Name` is mirrored in `Mcp-Param-Name` (strings as
+/// [`header_safe`] spells them, numbers and booleans as JSON writes them). A server that
+/// marks an argument refuses the call without its header (-32020).
+fn param_headers(input_schema: Option<&Value>, arguments: &Value, headers: &mut HeaderMap) {
+    let Some(properties) = input_schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    for (property, schema) in properties {
+        let Some(name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let text = match arguments.get(property) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
+            _ => continue,
+        };
+        if let (Ok(header), Some(value)) = (
+            HeaderName::from_bytes(format!("mcp-param-{name}").to_ascii_lowercase().as_bytes()),
+            header_safe(&text),
+        ) {
+            headers.insert(header, value);
+        }
+    }
+}
+
+/// The tool's `inputSchema` from the server's `tools/list` (every page), kept per peer for
+/// the list's `ttlMs` (a minute when it names none), so a call knows which arguments to
+/// mirror in headers without listing each time. `None` when the server does not list it.
+async fn tool_schema(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    tool: &str,
+) -> Option<Value> {
+    if let Some(tools) = peers.listed_tools(&peer.id) {
+        return tools.get(tool).cloned();
+    }
+    let mut tools = Map::new();
+    let mut cursor: Option<String> = None;
+    let mut ttl_ms = 60_000;
+    for _ in 0..20 {
+        let mut params = Map::new();
+        params.insert(
+            "_meta".into(),
+            modern_meta(&session.version, caller, session.tasks),
+        );
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), json!(c));
+        }
+        let answer = rpc::call(
+            peers,
+            peer,
+            caller,
+            &peer.url,
+            base_headers(&session.version, "tools/list", None),
+            "tools/list",
+            Value::Object(params),
+        )
+        .await
+        .ok()?;
+        for t in answer
+            .result
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(name), Some(schema)) =
+                (t.get("name").and_then(Value::as_str), t.get("inputSchema"))
+            {
+                tools.insert(name.to_owned(), schema.clone());
+            }
+        }
+        if let Some(ttl) = answer.result.get("ttlMs").and_then(Value::as_u64) {
+            ttl_ms = ttl;
+        }
+        cursor = answer
+            .result
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let schema = tools.get(tool).cloned();
+    peers.keep_listed_tools(&peer.id, tools, std::time::Duration::from_millis(ttl_ms));
+    schema
+}
+
 /// What `tools/call` answered.
 pub enum Called {
     /// The `CallToolResult`.
@@ -310,6 +409,8 @@ pub async fn call_tool(
             "_meta".into(),
             modern_meta(&session.version, caller, session.tasks),
         );
+        let schema = tool_schema(peers, peer, caller, session, tool).await;
+        param_headers(schema.as_ref(), arguments, &mut headers);
         if let Some((responses, state)) = round {
             params.insert("inputResponses".into(), responses);
             if let Some(state) = state {

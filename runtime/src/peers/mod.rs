@@ -16,12 +16,12 @@ pub mod rpc;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::egress::{Egress, Response, SendError};
 use crate::negotiation::{Offer, Protocol};
@@ -171,6 +171,9 @@ pub struct Peers {
     max_rounds: u32,
     /// Keys the `peer` digest of the calling run's `negotiation.decided` events.
     peer_key: crate::negotiation::PeerKey,
+    /// Each MCP peer's `tools/list` (tool name → inputSchema) until it expires, for the
+    /// SEP-2243 headers a tool's arguments ask for.
+    listed_tools: Arc<Mutex<BTreeMap<String, (Instant, Arc<Map<String, Value>>)>>>,
 }
 
 impl Default for Peers {
@@ -183,6 +186,7 @@ impl Default for Peers {
             mcp_offer: None,
             max_rounds: 4,
             peer_key: crate::negotiation::PeerKey::new(crate::negotiation::PeerKey::fresh()),
+            listed_tools: Arc::default(),
         }
     }
 }
@@ -275,6 +279,20 @@ impl Peers {
         self.a2a_offer = a2a;
         self.mcp_offer = mcp;
         self
+    }
+
+    /// A peer's kept `tools/list`, while it is fresh.
+    pub(crate) fn listed_tools(&self, peer: &str) -> Option<Arc<Map<String, Value>>> {
+        let kept = self.listed_tools.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(peer)
+            .filter(|(until, _)| Instant::now() < *until)
+            .map(|(_, tools)| tools.clone())
+    }
+
+    /// Keeps a peer's `tools/list` for `ttl`.
+    pub(crate) fn keep_listed_tools(&self, peer: &str, tools: Map<String, Value>, ttl: Duration) {
+        let mut kept = self.listed_tools.lock().unwrap_or_else(|p| p.into_inner());
+        kept.insert(peer.to_owned(), (Instant::now() + ttl, Arc::new(tools)));
     }
 
     /// The store's shared key for negotiation peer digests.
