@@ -422,9 +422,16 @@ impl Ops {
                 metadata: request.metadata.clone().map(Value::Object),
             },
         };
+        // The workflow's first steps go into the creation's transaction: a run that
+        // finishes without waiting is created finished, in one commit.
+        let (plan, first) = self.engine.first_step();
+        let mut with = with;
+        if !with.start_later {
+            with.first_step = Some(plan);
+        }
         let created = self.runs.create_run_with(new, claim, with).await?;
         if !created.replay {
-            self.engine.start(&created.run.run_id);
+            self.engine.start_created(&created.run, first);
         }
         Ok(CreatedRun {
             run: created.run,

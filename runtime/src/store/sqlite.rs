@@ -396,6 +396,7 @@ impl RunStore for SqliteStore {
                 }
             }
             let replay = replayed.is_some();
+            let mut stepped = false;
             let created = match replayed {
                 Some(existing) => existing,
                 None => {
@@ -439,7 +440,13 @@ impl RunStore for SqliteStore {
                             ],
                         )?;
                     }
-                    created
+                    match with.first_step.and_then(|plan| plan(&created)) {
+                        Some((patch, events)) => {
+                            stepped = true;
+                            apply(&tx, &created, patch, events)?.run
+                        }
+                        None => created,
+                    }
                 }
             };
             let context_id = match with.a2a {
@@ -455,15 +462,21 @@ impl RunStore for SqliteStore {
                 });
             }
             tx.commit()?;
-            Ok(Created {
-                run: created,
-                replay,
-                context_id,
-                host_events,
-            })
+            Ok((
+                Created {
+                    run: created,
+                    replay,
+                    context_id,
+                    host_events,
+                },
+                stepped,
+            ))
         });
         Box::pin(async move {
-            let created = fut.await?;
+            let (created, stepped) = fut.await?;
+            if stepped {
+                wakeups.publish(Wake::Run(created.run.run_id.clone()));
+            }
             for ev in &created.host_events {
                 wakeups.publish(Wake::Host(Box::new(ev.clone())));
             }

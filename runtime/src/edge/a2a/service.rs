@@ -511,6 +511,12 @@ impl A2aState {
         };
         let with = CreateWith {
             a2a: Some(start),
+            // An inline push configuration is stored after the creation: the run must
+            // not finish before it is in place.
+            start_later: params
+                .get("configuration")
+                .and_then(inline_push_config)
+                .is_some(),
             ..CreateWith::default()
         };
         let created = self
