@@ -503,6 +503,21 @@ async fn a_creation_writes_its_a2a_task_and_host_events_in_its_transaction(b: Ba
         .unwrap();
     assert_eq!(plain.context_id.as_deref(), Some("ctx-4"));
     assert_eq!(b.interop.a2a_history("t/d").await.unwrap().len(), 1);
+
+    // The task side in one call reads what the three separate reads do.
+    suspend(&store, "t/a").await;
+    let task = b.interop.a2a_task("t/a").await.unwrap();
+    assert_eq!(task.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(task.history, b.interop.a2a_history("t/a").await.unwrap());
+    assert_eq!(
+        task.open_interrupt,
+        store.open_interrupt("t/a").await.unwrap()
+    );
+    assert!(task.open_interrupt.is_some());
+    assert_eq!(
+        b.interop.a2a_task("t/none").await.unwrap(),
+        A2aTask::default()
+    );
 }
 
 async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {

@@ -7,8 +7,8 @@ use super::{SqliteStore, Tx, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
-    A2aStart, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
-    StoredConfig,
+    A2aStart, A2aTask, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError,
+    StoreFuture, StoredConfig,
 };
 
 /// Binds a task's context and appends its first message (inside a creation's
@@ -104,6 +104,21 @@ impl InteropStore for SqliteStore {
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
         let run_id = run_id.to_owned();
         self.read(move |conn| all(conn, sql::HISTORY, [run_id], |r| r.json("message")))
+    }
+
+    fn a2a_task(&self, run_id: &str) -> StoreFuture<'_, A2aTask> {
+        let run_id = run_id.to_owned();
+        self.read(move |conn| {
+            // One snapshot for the three reads.
+            let tx = Tx::read(conn)?;
+            let task = A2aTask {
+                open_interrupt: one(&tx, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?,
+                context_id: one(&tx, sql::CONTEXT_OF, [&run_id], |r| r.text("context_id"))?,
+                history: all(&tx, sql::HISTORY, [&run_id], |r| r.json("message"))?,
+            };
+            tx.commit()?;
+            Ok(task)
+        })
     }
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
