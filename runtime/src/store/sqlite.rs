@@ -24,6 +24,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 const READERS: usize = 3;
 
+/// Connections for point reads made on the calling thread ([`SqliteStore::read_here`]):
+/// as many as reads can be in flight at once on the runtime's threads, more than enough.
+const HERE: usize = 4;
+
 /// Statements each connection keeps compiled: more than the host runs, so none is ever
 /// compiled twice.
 const STATEMENT_CACHE: usize = 256;
@@ -41,6 +45,8 @@ struct Inner {
     /// readers contend for it on every call).
     readers: Vec<mpsc::Sender<Job>>,
     next_reader: AtomicUsize,
+    /// Reader connections free for [`SqliteStore::read_here`].
+    here: std::sync::Mutex<Vec<Connection>>,
     wakeups: WakeHub,
     /// This process's exclusive hold on the data dir (released with the last store).
     _lock: Arc<dir_lock::DirLock>,
@@ -198,11 +204,16 @@ impl SqliteStore {
                 open(&path)?,
             )?);
         }
+        let mut here = Vec::with_capacity(HERE);
+        for _ in 0..HERE {
+            here.push(open(&path)?);
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 writer,
                 readers,
                 next_reader: AtomicUsize::new(0),
+                here: std::sync::Mutex::new(here),
                 wakeups: WakeHub::default(),
                 _lock: lock,
             }),
@@ -222,6 +233,37 @@ impl SqliteStore {
     ) -> StoreFuture<'static, T> {
         let i = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % self.inner.readers.len();
         call(self.inner.readers[i].clone(), move |conn| f(conn))
+    }
+}
+
+impl SqliteStore {
+    /// A point read (a run by id, its interrupt, its task side, a page of its events),
+    /// run on the calling thread when first polled, with a pooled connection: a lookup by
+    /// key takes microseconds, less than the hand-off to a reader thread and back (two
+    /// context switches, which were most of a GET's cost). Reads that can scan (listings,
+    /// counts) stay on the reader threads, and so does a point read that finds every
+    /// pooled connection in use. WAL readers never wait for the writer.
+    pub(super) fn read_here<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let pooled = inner.here.lock().ok().and_then(|mut free| free.pop());
+            let Some(conn) = pooled else {
+                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
+                return call(inner.readers[i].clone(), move |conn| f(conn)).await;
+            };
+            let started = std::time::Instant::now();
+            // A call that panics fails alone, as on a store thread.
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&conn)))
+                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            if let Ok(mut free) = inner.here.lock() {
+                free.push(conn);
+            }
+            super::latency::record(super::latency::Backend::Sqlite, started.elapsed());
+            out
+        })
     }
 }
 
@@ -486,7 +528,7 @@ impl RunStore for SqliteStore {
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| load_run(conn, &run_id))
+        self.read_here(move |conn| load_run(conn, &run_id))
     }
 
     fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
@@ -630,7 +672,7 @@ impl RunStore for SqliteStore {
 
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| {
+        self.read_here(move |conn| {
             let Some(run) = one(conn, sql::RUN_BY_ID, [&run_id], sql::run)? else {
                 return Ok(None);
             };
@@ -644,7 +686,7 @@ impl RunStore for SqliteStore {
 
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))
+        self.read_here(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))
     }
 
     fn events_since(
@@ -654,7 +696,7 @@ impl RunStore for SqliteStore {
         limit: usize,
     ) -> StoreFuture<'_, Vec<EventRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| {
+        self.read_here(move |conn| {
             all(
                 conn,
                 sql::EVENTS_SINCE,
