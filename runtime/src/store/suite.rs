@@ -132,6 +132,7 @@ store_suite!(
     concurrent_creates_with_one_key_make_one_run,
     a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
     a_creation_applies_its_first_step_in_its_transaction,
+    concurrent_writes_that_fail_midway_leave_nothing_and_others_stand,
     concurrent_resolves_exactly_one_wins,
     list_runs_newest_first_with_filters_and_cursor,
     run_queries_filter_by_status_workflow_context_time_and_interrupt,
@@ -581,6 +582,43 @@ async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
         .unwrap();
     assert_eq!(plain.run.last_sequence, -1);
     assert_eq!(plain.run.status, RunStatus::Running);
+}
+
+async fn concurrent_writes_that_fail_midway_leave_nothing_and_others_stand(b: Backend) {
+    // Writes that arrive together may share one commit (SQLite's group commit): one that
+    // fails after writing (here a first step that panics after the run and its key are
+    // inserted) is rolled back alone.
+    let calls: Vec<_> = (0..16)
+        .map(|i| {
+            let store = b.runs.clone();
+            tokio::spawn(async move {
+                let with = CreateWith {
+                    first_step: Some(Box::new(move |_: &RunRecord| {
+                        assert!(i % 2 == 0, "a write failing midway");
+                        None
+                    })),
+                    ..CreateWith::default()
+                };
+                let key = claim(&format!("k{i}"), "h");
+                store
+                    .create_run_with(new_run(&format!("t/g{i}")), Some(key), with)
+                    .await
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let ok = matches!(call.await, Ok(Ok(_)));
+        assert_eq!(ok, i % 2 == 0, "write {i}");
+        let stored = b.runs.get_run(&format!("t/g{i}")).await.unwrap();
+        assert_eq!(stored.is_some(), i % 2 == 0, "run {i}");
+    }
+    // The failed writes' keys were rolled back with them: free to claim again.
+    let again = b
+        .runs
+        .create_run(new_run("t/g1-again"), Some(claim("k1", "h")))
+        .await
+        .unwrap();
+    assert!(!again.replay);
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {
