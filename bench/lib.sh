@@ -18,6 +18,8 @@
 #                kernel still leaves 5% of every second to others). Only for a quick run:
 #                it slows whatever else the machine runs on those cores meanwhile.
 #   MAX_SERVER_SECONDS  every server is killed after this long whatever happens (900)
+#   OPENWOP_BIN  the host binary to measure instead of the release build (a saved build of
+#                an earlier commit, to compare two builds under the same machine load)
 set -euo pipefail
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$bench_root"
@@ -59,7 +61,7 @@ trap bench_exit EXIT
 build_release() {
   echo "building (release profile) ..." >&2
   cargo build --release --locked -p openwop -p openwop-loadgen "$@" >&2
-  openwop_bin=$target_dir/release/openwop
+  openwop_bin=${OPENWOP_BIN:-$target_dir/release/openwop}
   loadgen_bin=$target_dir/release/openwop-loadgen
   bare_bin=$target_dir/release/openwop-bare-axum
 }

@@ -116,12 +116,19 @@ fn unproject(segment: &str) -> Result<String, IdError> {
     String::from_utf8(out).map_err(|_| IdError::BadEscape(segment.to_owned()))
 }
 
-/// Mints an opaque segment: 128 random bits, base64url without padding (22 characters of
-/// the unreserved alphabet, never `~`).
+/// Mints an opaque segment: 128 bits, base64url without padding (22 characters of the
+/// unreserved alphabet, never `~`): the minting time in milliseconds (48 bits, big-endian)
+/// then 80 random bits. Ids minted close in time share their leading characters, so the
+/// rows a commit inserts (a run, its events, its A2A task) land on the same few index
+/// pages instead of one random page per index: fewer WAL frames per commit and fewer
+/// pages for each checkpoint to write back. 80 random bits keep an id unguessable; the
+/// time it carries is the creation time the run's snapshot shows anyway.
 pub fn mint_opaque() -> String {
     let mut bytes = [0u8; 16];
+    let ms = u64::try_from(crate::clock::now_ms()).unwrap_or(0);
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
     // The OS generator failing means the machine cannot produce safe ids at all.
-    getrandom::fill(&mut bytes).expect("the operating system's random source is unavailable");
+    getrandom::fill(&mut bytes[6..]).expect("the operating system's random source is unavailable");
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 

@@ -15,8 +15,8 @@ use super::template;
 use crate::clock::now_ms;
 use crate::status::{DRIVABLE, Lifecycle, RunStatus, TERMINAL};
 use crate::store::{
-    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, RunPatch, RunRecord, RunStore, StoreError,
-    Topic,
+    Advanced, Guard, NewEvent, NewInterrupt, OnResolve, PlanFirst, RunPatch, RunRecord, RunStore,
+    StoreError, Topic,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -134,6 +134,18 @@ impl Batch {
         self.patch.close_interrupts |= step.close_interrupts;
         self.events.extend(events);
     }
+}
+
+/// What planning a run's first commit inside its creation decided, for after the commit.
+struct FirstOutcome {
+    more: bool,
+    suspended: Option<SuspendedAt>,
+}
+
+/// Handed back by [`Engine::first_step`]: whether (and how) the planned first commit
+/// went, read by [`Engine::start_created`] once the creation is committed.
+pub struct FirstStep {
+    outcome: Arc<Mutex<Option<FirstOutcome>>>,
 }
 
 /// How long a replica's claim on a run lasts without renewal, unless configured.
@@ -351,6 +363,12 @@ impl Engine {
     /// to look at the run once more before it stops, so a change that lands while the
     /// task is finishing (a resolve right after a suspend) is never dropped.
     pub fn start(self: &Arc<Self>, run_id: &str) {
+        self.start_from(run_id, None);
+    }
+
+    /// [`Engine::start`] from the run as its last commit left it (`known`), so the first
+    /// step does not read it again; the step's guard fences any change made meanwhile.
+    fn start_from(self: &Arc<Self>, run_id: &str, mut known: Option<RunRecord>) {
         {
             let Ok(mut active) = self.active.lock() else {
                 return;
@@ -365,7 +383,7 @@ impl Engine {
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
             loop {
-                let held = engine.drive_leased(&run_id).await;
+                let held = engine.drive_leased(&run_id, known.take()).await;
                 {
                     let Ok(mut active) = engine.active.lock() else {
                         return;
@@ -401,7 +419,7 @@ impl Engine {
 
     /// Drives a run while holding its lease, renewing it; false when another replica
     /// holds it (that one drives the run).
-    async fn drive_leased(self: &Arc<Self>, run_id: &str) -> bool {
+    async fn drive_leased(self: &Arc<Self>, run_id: &str, known: Option<RunRecord>) -> bool {
         let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
         match self.store.acquire_lease(run_id, &self.replica, ttl).await {
             Ok(true) => {}
@@ -412,7 +430,7 @@ impl Engine {
             }
         }
         if !self.store.shared() {
-            self.drive(run_id).await;
+            self.drive(run_id, known).await;
             return true;
         }
         let renew = async {
@@ -434,7 +452,7 @@ impl Engine {
             }
         };
         tokio::select! {
-            _ = self.drive(run_id) => {}
+            _ = self.drive(run_id, known) => {}
             _ = renew => {}
         }
         if let Err(e) = self.store.release_lease(run_id, &self.replica).await {
@@ -489,12 +507,12 @@ impl Engine {
     /// seen as done and not repeated. Retries go on until shutdown; on a shared store the
     /// lease renewal in `drive_leased` ends this when another replica takes the run over,
     /// and every write is fenced by the lease besides.
-    async fn drive(self: &Arc<Self>, run_id: &str) {
+    async fn drive(self: &Arc<Self>, run_id: &str, mut known: Option<RunRecord>) {
         let mut backoff = Backoff::default();
-        // The run as this driver's last commit left it: the next step starts from it
-        // instead of reading it again (the commit's guard and lease fence any change made
-        // meanwhile). After a failure it is read afresh.
-        let mut known: Option<RunRecord> = None;
+        // `known`: the run as the last commit left it (this driver's, or the one that
+        // started it): the next step starts from it instead of reading it again (the
+        // commit's guard and lease fence any change made meanwhile). After a failure it
+        // is read afresh.
         loop {
             if *self.shutdown.borrow() {
                 return;
@@ -681,43 +699,7 @@ impl Engine {
         let more = if !planning {
             more_after_call
         } else {
-            loop {
-                match batch.run.status {
-                    RunStatus::Pending => {
-                        let ev = events::run_started(&batch.run).map_err(payload_error(run_id))?;
-                        let start = RunPatch {
-                            status: Some(RunStatus::Running),
-                            ..Default::default()
-                        };
-                        batch.apply(start, vec![ev]);
-                    }
-                    RunStatus::Running => match self.plan_node(&wf, &batch.run)? {
-                        Planned::Next(patch, events) => batch.apply(patch, events),
-                        Planned::End(patch, events) => {
-                            batch.apply(patch, events);
-                            break false;
-                        }
-                        Planned::Wait(patch, events) => {
-                            batch.apply(patch, events);
-                            break true;
-                        }
-                        Planned::Suspend(patch, events, at) => {
-                            batch.apply(patch, events);
-                            suspended = Some(at);
-                            break false;
-                        }
-                        Planned::Call(patch, events) => {
-                            batch.apply(patch, events);
-                            break true;
-                        }
-                    },
-                    _ => break false,
-                }
-                batch.nodes += 1;
-                if batch.nodes >= MAX_NODES_PER_COMMIT {
-                    break true;
-                }
-            }
+            self.plan_batch(&wf, &mut batch, &mut suspended)?
         };
         let Batch {
             guard,
@@ -753,6 +735,110 @@ impl Engine {
         } else {
             Step::Stop
         })
+    }
+
+    /// Plans nodes in memory from `batch.run` as far as they go without waiting, input or
+    /// an outside call, onto `batch`; true when the run has more to do after this commit
+    /// (a wait, a call, the per-commit cap), with `suspended` set when it suspends.
+    fn plan_batch(
+        &self,
+        wf: &Workflow,
+        batch: &mut Batch,
+        suspended: &mut Option<SuspendedAt>,
+    ) -> Result<bool, EngineError> {
+        Ok(loop {
+            match batch.run.status {
+                RunStatus::Pending => {
+                    let ev = events::run_started(&batch.run)
+                        .map_err(payload_error(&batch.run.run_id))?;
+                    let start = RunPatch {
+                        status: Some(RunStatus::Running),
+                        ..Default::default()
+                    };
+                    batch.apply(start, vec![ev]);
+                }
+                RunStatus::Running => match self.plan_node(wf, &batch.run)? {
+                    Planned::Next(patch, events) => batch.apply(patch, events),
+                    Planned::End(patch, events) => {
+                        batch.apply(patch, events);
+                        break false;
+                    }
+                    Planned::Wait(patch, events) => {
+                        batch.apply(patch, events);
+                        break true;
+                    }
+                    Planned::Suspend(patch, events, at) => {
+                        batch.apply(patch, events);
+                        *suspended = Some(at);
+                        break false;
+                    }
+                    Planned::Call(patch, events) => {
+                        batch.apply(patch, events);
+                        break true;
+                    }
+                },
+                _ => break false,
+            }
+            batch.nodes += 1;
+            if batch.nodes >= MAX_NODES_PER_COMMIT {
+                break true;
+            }
+        })
+    }
+
+    /// The first commit of a run, planned inside its creation's transaction from the run
+    /// as inserted (what [`Engine::step`] would commit first), and what to do once the
+    /// creation is committed. A workflow that needs no wait, input or outside call is
+    /// created finished: one transaction, and no driver task at all.
+    pub fn first_step(self: &Arc<Self>) -> (PlanFirst, FirstStep) {
+        let outcome: Arc<Mutex<Option<FirstOutcome>>> = Arc::default();
+        let engine = self.clone();
+        let slot = outcome.clone();
+        let plan: PlanFirst = Box::new(move |run: &RunRecord| {
+            if run.status != RunStatus::Pending {
+                return None;
+            }
+            // A workflow the engine cannot execute is failed by the driver, as before.
+            let wf = engine.workflow_of(run).ok()?;
+            let mut batch = Batch::new(run.clone());
+            let mut suspended = None;
+            let more = engine
+                .plan_batch(&wf, &mut batch, &mut suspended)
+                .map_err(|e| tracing::debug!(run_id = %run.run_id, error = %e, "first step left to the driver"))
+                .ok()?;
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(FirstOutcome { more, suspended });
+            }
+            Some((batch.patch, batch.events))
+        });
+        (plan, FirstStep { outcome })
+    }
+
+    /// After a creation that carried [`Engine::first_step`] is committed (not on a
+    /// replay): drives the run on from `run` (as committed) if it has more to do, calls
+    /// the suspend hook if it suspended, or starts it as any run if nothing was planned.
+    pub fn start_created(self: &Arc<Self>, run: &RunRecord, first: FirstStep) {
+        let outcome = first.outcome.lock().ok().and_then(|mut o| o.take());
+        match outcome {
+            None => self.start(&run.run_id),
+            Some(FirstOutcome {
+                suspended: Some(at),
+                ..
+            }) => {
+                if let Some(hook) = self.on_suspend.get() {
+                    hook(Suspended {
+                        run: run.clone(),
+                        node_id: at.node_id,
+                        interrupt_id: at.interrupt_id,
+                        kind: at.kind,
+                    });
+                }
+            }
+            Some(FirstOutcome { more: true, .. }) => {
+                self.start_from(&run.run_id, Some(run.clone()))
+            }
+            Some(FirstOutcome { more: false, .. }) => {}
+        }
     }
 
     /// After a suspending write whose answer was lost: if the interrupt it opened is the
@@ -1082,7 +1168,7 @@ impl Engine {
     /// After a resolve or a create, whatever the run needs next happens in the background.
     pub fn after_change(self: &Arc<Self>, advanced: &Advanced) {
         if matches!(advanced.run.status, RunStatus::Pending | RunStatus::Running) {
-            self.start(&advanced.run.run_id);
+            self.start_from(&advanced.run.run_id, Some(advanced.run.clone()));
         } else if advanced.run.status.is_terminal() {
             // Ended here (a cancel, a declined credential) while a remote task it called
             // was still open: the remote side is told.

@@ -10,5 +10,5 @@ mod retry;
 pub mod status;
 pub mod template;
 
-pub use executor::{DEFAULT_LEASE_TTL, Engine, EngineError, SuspendHook, Suspended};
+pub use executor::{DEFAULT_LEASE_TTL, Engine, EngineError, FirstStep, SuspendHook, Suspended};
 pub use registry::{InputProblem, Registry, Workflow};

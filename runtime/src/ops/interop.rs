@@ -49,6 +49,12 @@ impl Ops {
             .unwrap_or_else(|| run.run_id.clone()))
     }
 
+    /// What the task's projection shows beside the run (its open interrupt, contextId
+    /// and history), read in one store call.
+    pub async fn a2a_task(&self, run: &RunRecord) -> Result<crate::store::A2aTask, OpError> {
+        Ok(self.interop.a2a_task(&run.run_id).await?)
+    }
+
     /// The A2A messages exchanged on the task, oldest first.
     pub async fn a2a_history(&self, run: &RunRecord) -> Result<Vec<Value>, OpError> {
         Ok(self.interop.a2a_history(&run.run_id).await?)

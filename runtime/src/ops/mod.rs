@@ -5,6 +5,7 @@ mod agents;
 mod answer;
 pub mod callback;
 mod error;
+mod held;
 mod interop;
 pub mod push;
 pub mod tokens;
@@ -19,6 +20,7 @@ pub use crate::store::{
 pub use agents::WorkflowFilter;
 pub use answer::{Answer, Artifact, Part};
 pub use error::OpError;
+pub use held::{HeldHostEvents, hand_over_host_events};
 pub use interop::{SESSION_IDLE_MS, Session};
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view, to_json};
@@ -436,9 +438,26 @@ impl Ops {
                 metadata: request.metadata.clone().map(Value::Object),
             },
         };
-        let created = self.runs.create_run_with(new, claim, with).await?;
+        // The workflow's first steps go into the creation's transaction: a run that
+        // finishes without waiting is created finished, in one commit.
+        let (plan, first) = self.engine.first_step();
+        let mut with = with;
+        if !with.start_later {
+            with.first_step = Some(plan);
+        }
+        // Durable host events the request raised before (its negotiation) are written
+        // with the run, in the same transaction.
+        let held = held::take();
+        with.host_events.splice(0..0, held.iter().cloned());
+        let created = match self.runs.create_run_with(new, claim, with).await {
+            Ok(created) => created,
+            Err(e) => {
+                held::give_back(held);
+                return Err(e.into());
+            }
+        };
         if !created.replay {
-            self.engine.start(&created.run.run_id);
+            self.engine.start_created(&created.run, first);
         }
         Ok(CreatedRun {
             run: created.run,
@@ -740,7 +759,9 @@ impl Ops {
             })
     }
 
-    /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests).
+    /// Records a host event for a tenant (A2A/MCP negotiation outcomes, tests). Inside
+    /// [`Ops::holding_host_events`] a durable one is held for the request's creation (its
+    /// `seq` is assigned when it is written).
     pub async fn emit_host_event(
         &self,
         tenant: &str,
@@ -768,7 +789,15 @@ impl Ops {
             payload,
             timestamp_ms: crate::clock::now_ms(),
         };
-        Ok(self.runs.append_host_event(ev).await?)
+        if delivery != "durable" {
+            return Ok(self.runs.append_host_event(ev).await?);
+        }
+        // Inside a request that holds its events: stored later, with the run it creates
+        // or when it ends (`seq` is assigned then).
+        match held::hold(ev.clone()) {
+            None => Ok(ev),
+            Some(ev) => Ok(self.runs.append_host_event(ev).await?),
+        }
     }
 }
 

@@ -74,6 +74,14 @@ pub struct DeadLetter {
     pub at_ms: i64,
 }
 
+/// What an A2A task shows beside its run ([`InteropStore::a2a_task`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct A2aTask {
+    pub open_interrupt: Option<super::InterruptRecord>,
+    pub context_id: Option<String>,
+    pub history: Vec<Value>,
+}
+
 /// Persistence for the interop state of A2A and MCP.
 pub trait InteropStore: Send + Sync {
     // ---- A2A task side: the contextId and the A2A messages of a task (a run) ----
@@ -95,6 +103,12 @@ pub trait InteropStore: Send + Sync {
 
     /// The task's A2A messages, oldest first.
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>>;
+
+    /// What a task's projection reads beside the run, in one store call: the run's open
+    /// interrupt, the contextId bound to it and its history (as
+    /// [`RunStore::open_interrupt`](super::RunStore::open_interrupt),
+    /// [`InteropStore::a2a_context_of`] and [`InteropStore::a2a_history`] answer them).
+    fn a2a_task(&self, run_id: &str) -> StoreFuture<'_, A2aTask>;
 
     // ---- A2A push: configurations, their secrets, the outbox, dead letters ----
 

@@ -461,20 +461,42 @@ impl RunStore for PgStore {
                 (start.context_id.clone(), start.message_id.clone(), message)
             });
             let durable = with.host_events.iter().any(|e| e.delivery == "durable");
-            // Without durable host events (which take their tenant's lock first) the
-            // claim, the run, its context and first message are one statement.
-            let created = if durable {
+            let plan = with.first_step;
+            let mut stepped = false;
+            // Without durable host events (which take their tenant's lock first) or a
+            // first step, the claim, the run, its context and first message are one
+            // statement.
+            let created = if durable || plan.is_some() {
                 let tx = client.transaction().await?;
                 let created =
                     insert_new_run(&tx, &run, idempotency.as_ref(), first.as_ref(), now).await?;
-                if created.is_some() {
-                    let events = self
-                        .write_host_events(&tx, with.host_events.clone())
-                        .await?;
-                    tx.commit().await?;
-                    created.map(|run| (run, events))
-                } else {
-                    None
+                match created {
+                    Some(inserted) => {
+                        let inserted = match plan.and_then(|plan| plan(&inserted)) {
+                            Some((patch, events)) => {
+                                stepped = true;
+                                // Nobody else has seen the run yet: no guard, no lease.
+                                let check = Check {
+                                    guard: &Guard::StatusNotIn(&[]),
+                                    lease_owner: None,
+                                };
+                                let channel = &self.inner.channel;
+                                change_run(&tx, channel, &inserted.run_id, check, patch, events)
+                                    .await?
+                                    .run
+                            }
+                            None => inserted,
+                        };
+                        let events = if durable {
+                            self.write_host_events(&tx, with.host_events.clone())
+                                .await?
+                        } else {
+                            Vec::new()
+                        };
+                        tx.commit().await?;
+                        Some((inserted, events))
+                    }
+                    None => None,
                 }
             } else {
                 insert_new_run(&client, &run, idempotency.as_ref(), first.as_ref(), now)
@@ -482,6 +504,11 @@ impl RunStore for PgStore {
                     .map(|run| (run, Vec::new()))
             };
             if let Some((run, events)) = created {
+                if stepped {
+                    // The NOTIFY reaches this replica too, but a direct wake saves the
+                    // round trip.
+                    self.inner.wakes.publish(Wake::Run(run.run_id.clone()));
+                }
                 let host_events = if durable { events } else { with.host_events };
                 for ev in host_events.iter().filter(|e| e.delivery != "durable") {
                     self.publish_host_event(ev).await;

@@ -93,7 +93,18 @@ pub struct CreateWith {
     /// Durable ones are stored with the run (and only if it is); ephemeral ones are
     /// published once it is committed.
     pub host_events: Vec<HostEventRecord>,
+    /// The run's first change, planned from the run as inserted and applied in the same
+    /// transaction (as `advance` would, without guard or lease: nobody else has seen the
+    /// run yet); not called on a replay. `None` from it: nothing to apply.
+    pub first_step: Option<PlanFirst>,
+    /// Leave `first_step` unset: the run stays pending until the engine starts it after
+    /// the commit, for a creation followed by a write its progress must see (an inline
+    /// A2A push configuration, which would miss a run that finished inside its creation).
+    pub start_later: bool,
 }
+
+/// Plans a new run's first change inside its creation ([`CreateWith::first_step`]).
+pub type PlanFirst = Box<dyn FnOnce(&RunRecord) -> Option<(RunPatch, Vec<NewEvent>)> + Send>;
 
 /// Builds a task's first A2A message from the run id and the contextId bound to it.
 pub type StampMessage = Box<dyn FnOnce(&str, &str) -> Value + Send>;

@@ -24,6 +24,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 const READERS: usize = 3;
 
+/// Connections for point reads made on the calling thread ([`SqliteStore::read_here`]):
+/// as many as reads can be in flight at once on the runtime's threads, more than enough.
+const HERE: usize = 4;
+
 /// Statements each connection keeps compiled: more than the host runs, so none is ever
 /// compiled twice.
 const STATEMENT_CACHE: usize = 256;
@@ -34,13 +38,32 @@ pub const FILE: &str = "openwop.sqlite3";
 /// A store call, run on the thread that owns a connection.
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
+/// A write, run on the writer thread, maybe inside a group's transaction
+/// ([`run_group`]): returns whether it failed and what answers its caller once the
+/// group's commit is known.
+type WriteJob = Box<dyn FnOnce(&mut Connection) -> Written + Send>;
+
+/// A write done but not yet answered.
+struct Written {
+    /// Its changes are rolled back (to its savepoint) when it failed.
+    failed: bool,
+    /// Answers the caller: with its own result once its group committed, else the
+    /// commit's error.
+    answer: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
+}
+
+/// The most writes one group commit takes.
+const MAX_GROUP: usize = 64;
+
 struct Inner {
     /// The writer thread's queue: every write, in arrival order.
-    writer: mpsc::Sender<Job>,
+    writer: mpsc::Sender<WriteJob>,
     /// One queue per reader thread, taken in turn (a shared queue would make the idle
     /// readers contend for it on every call).
     readers: Vec<mpsc::Sender<Job>>,
     next_reader: AtomicUsize,
+    /// Reader connections free for [`SqliteStore::read_here`].
+    here: std::sync::Mutex<Vec<Connection>>,
     wakeups: WakeHub,
     /// This process's exclusive hold on the data dir (released with the last store).
     _lock: Arc<dir_lock::DirLock>,
@@ -62,6 +85,9 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Deleted push secrets are overwritten in the file, not merely unlinked.
     conn.pragma_update(None, "secure_delete", "ON")?;
+    // The savepoint each write of a group commit runs in keeps its undo pages in a
+    // statement journal: in memory, not a temporary file written on every write.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // One plan per statement, whatever is bound: without this (STAT4 is compiled in) a
     // kept statement is compiled again whenever a parameter the planner looked at (a
@@ -147,11 +173,19 @@ impl<'c> Tx<'c> {
     }
 
     fn begin(conn: &'c Connection, sql: &str) -> Result<Tx<'c>, StoreError> {
+        if !conn.is_autocommit() {
+            // Inside the writer's group transaction: the savepoint the group takes
+            // around this call commits or rolls back what this transaction would.
+            return Ok(Tx { conn, open: false });
+        }
         conn.prepare_cached(sql)?.execute([])?;
         Ok(Tx { conn, open: true })
     }
 
     pub(super) fn commit(mut self) -> Result<(), StoreError> {
+        if !self.open {
+            return Ok(());
+        }
         self.conn.prepare_cached("COMMIT")?.execute([])?;
         self.open = false;
         Ok(())
@@ -190,7 +224,7 @@ impl SqliteStore {
         let mut writer = open(&path)?;
         schema::migrate(&mut writer)?;
         legacy::import_push_file(dir, &mut writer)?;
-        let writer = spawn_worker("openwop-sqlite-writer", writer)?;
+        let writer = spawn_writer(writer)?;
         let mut readers = Vec::with_capacity(READERS);
         for i in 0..READERS {
             readers.push(spawn_worker(
@@ -198,11 +232,16 @@ impl SqliteStore {
                 open(&path)?,
             )?);
         }
+        let mut here = Vec::with_capacity(HERE);
+        for _ in 0..HERE {
+            here.push(open(&path)?);
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 writer,
                 readers,
                 next_reader: AtomicUsize::new(0),
+                here: std::sync::Mutex::new(here),
                 wakeups: WakeHub::default(),
                 _lock: lock,
             }),
@@ -213,7 +252,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        call(self.inner.writer.clone(), f)
+        call_write(self.inner.writer.clone(), f)
     }
 
     fn read<T: Send + 'static>(
@@ -222,6 +261,37 @@ impl SqliteStore {
     ) -> StoreFuture<'static, T> {
         let i = self.inner.next_reader.fetch_add(1, Ordering::Relaxed) % self.inner.readers.len();
         call(self.inner.readers[i].clone(), move |conn| f(conn))
+    }
+}
+
+impl SqliteStore {
+    /// A point read (a run by id, its interrupt, its task side, a page of its events),
+    /// run on the calling thread when first polled, with a pooled connection: a lookup by
+    /// key takes microseconds, less than the hand-off to a reader thread and back (two
+    /// context switches, which were most of a GET's cost). Reads that can scan (listings,
+    /// counts) stay on the reader threads, and so does a point read that finds every
+    /// pooled connection in use. WAL readers never wait for the writer.
+    pub(super) fn read_here<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let pooled = inner.here.lock().ok().and_then(|mut free| free.pop());
+            let Some(conn) = pooled else {
+                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
+                return call(inner.readers[i].clone(), move |conn| f(conn)).await;
+            };
+            let started = std::time::Instant::now();
+            // A call that panics fails alone, as on a store thread.
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&conn)))
+                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            if let Ok(mut free) = inner.here.lock() {
+                free.push(conn);
+            }
+            super::latency::record(super::latency::Backend::Sqlite, started.elapsed());
+            out
+        })
     }
 }
 
@@ -238,6 +308,117 @@ fn spawn_worker(name: &str, mut conn: Connection) -> Result<mpsc::Sender<Job>, S
         })
         .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))?;
     Ok(tx)
+}
+
+/// Starts the writer thread: it takes every write queued meanwhile (up to [`MAX_GROUP`])
+/// and commits them together ([`run_group`]), so concurrent requests share one commit
+/// (one set of WAL frames for the pages they all touch) instead of one commit each.
+fn spawn_writer(mut conn: Connection) -> Result<mpsc::Sender<WriteJob>, StoreError> {
+    let (tx, rx) = mpsc::channel::<WriteJob>();
+    std::thread::Builder::new()
+        .name("openwop-sqlite-writer".to_owned())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut group = vec![first];
+                while group.len() < MAX_GROUP {
+                    match rx.try_recv() {
+                        Ok(job) => group.push(job),
+                        Err(_) => break,
+                    }
+                }
+                run_group(&mut conn, group);
+            }
+        })
+        .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))?;
+    Ok(tx)
+}
+
+fn step(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+/// Runs writes in one transaction, each inside its own savepoint (a failed write is
+/// rolled back alone), and answers every caller only once the commit is known: no write
+/// is answered before it is committed, and a failed commit fails them all. One write
+/// alone runs as its own transaction, as it always did.
+fn run_group(conn: &mut Connection, group: Vec<WriteJob>) {
+    fn one_by_one(conn: &mut Connection, jobs: impl IntoIterator<Item = WriteJob>) {
+        for job in jobs {
+            (job(conn).answer)(Ok(()));
+        }
+    }
+    if group.len() == 1 || !conn.is_autocommit() || step(conn, "BEGIN IMMEDIATE").is_err() {
+        return one_by_one(conn, group);
+    }
+    let mut answers = Vec::with_capacity(group.len());
+    let mut jobs = group.into_iter();
+    while let Some(job) = jobs.next() {
+        let saved = step(conn, "SAVEPOINT grouped");
+        let written = job(conn);
+        answers.push(written.answer);
+        if saved.is_err() || conn.is_autocommit() {
+            // SQLite ended the transaction itself (an I/O error, a full disk): what
+            // the group wrote so far is gone; the rest go one at a time.
+            for answer in answers {
+                answer(Err(StoreError::Database(
+                    "the write's transaction was rolled back by the database".into(),
+                )));
+            }
+            return one_by_one(conn, jobs);
+        }
+        if written.failed {
+            let _ = step(conn, "ROLLBACK TO grouped");
+        }
+        let _ = step(conn, "RELEASE grouped");
+    }
+    match step(conn, "COMMIT") {
+        Ok(()) => {
+            for answer in answers {
+                answer(Ok(()));
+            }
+        }
+        Err(e) => {
+            if !conn.is_autocommit() {
+                let _ = step(conn, "ROLLBACK");
+            }
+            let e = e.to_string();
+            for answer in answers {
+                answer(Err(StoreError::Database(format!(
+                    "a group commit failed: {e}"
+                ))));
+            }
+        }
+    }
+}
+
+/// [`call`] for the writer: the answer waits for the commit of the group the write ran in.
+fn call_write<T: Send + 'static>(
+    queue: mpsc::Sender<WriteJob>,
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+) -> StoreFuture<'static, T> {
+    Box::pin(async move {
+        let started = std::time::Instant::now();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: WriteJob = Box::new(move |conn| {
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            Written {
+                failed: out.is_err(),
+                answer: Box::new(move |committed| {
+                    let _ = tx.send(committed.and(out));
+                }),
+            }
+        });
+        queue
+            .send(job)
+            .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
+        let out = rx
+            .await
+            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?;
+        super::latency::record(super::latency::Backend::Sqlite, started.elapsed());
+        out
+    })
 }
 
 /// Hands `f` to the thread behind `queue` when first polled, and answers with its result.
@@ -402,6 +583,7 @@ impl RunStore for SqliteStore {
                 }
             }
             let replay = replayed.is_some();
+            let mut stepped = false;
             let created = match replayed {
                 Some(existing) => existing,
                 None => {
@@ -445,7 +627,13 @@ impl RunStore for SqliteStore {
                             ],
                         )?;
                     }
-                    created
+                    match with.first_step.and_then(|plan| plan(&created)) {
+                        Some((patch, events)) => {
+                            stepped = true;
+                            apply(&tx, &created, patch, events)?.run
+                        }
+                        None => created,
+                    }
                 }
             };
             let context_id = match with.a2a {
@@ -461,15 +649,21 @@ impl RunStore for SqliteStore {
                 });
             }
             tx.commit()?;
-            Ok(Created {
-                run: created,
-                replay,
-                context_id,
-                host_events,
-            })
+            Ok((
+                Created {
+                    run: created,
+                    replay,
+                    context_id,
+                    host_events,
+                },
+                stepped,
+            ))
         });
         Box::pin(async move {
-            let created = fut.await?;
+            let (created, stepped) = fut.await?;
+            if stepped {
+                wakeups.publish(Wake::Run(created.run.run_id.clone()));
+            }
             for ev in &created.host_events {
                 wakeups.publish(Wake::Host(Box::new(ev.clone())));
             }
@@ -479,7 +673,7 @@ impl RunStore for SqliteStore {
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| load_run(conn, &run_id))
+        self.read_here(move |conn| load_run(conn, &run_id))
     }
 
     fn query_runs(&self, q: RunQuery) -> StoreFuture<'_, RunPage> {
@@ -623,7 +817,7 @@ impl RunStore for SqliteStore {
 
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| {
+        self.read_here(move |conn| {
             let Some(run) = one(conn, sql::RUN_BY_ID, [&run_id], sql::run)? else {
                 return Ok(None);
             };
@@ -637,7 +831,7 @@ impl RunStore for SqliteStore {
 
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))
+        self.read_here(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))
     }
 
     fn events_since(
@@ -647,7 +841,7 @@ impl RunStore for SqliteStore {
         limit: usize,
     ) -> StoreFuture<'_, Vec<EventRecord>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| {
+        self.read_here(move |conn| {
             all(
                 conn,
                 sql::EVENTS_SINCE,

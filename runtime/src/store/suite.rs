@@ -131,6 +131,8 @@ store_suite!(
     idempotency_replays_the_same_body_and_refuses_another,
     concurrent_creates_with_one_key_make_one_run,
     a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
+    a_creation_applies_its_first_step_in_its_transaction,
+    concurrent_writes_that_fail_midway_leave_nothing_and_others_stand,
     concurrent_resolves_exactly_one_wins,
     list_runs_newest_first_with_filters_and_cursor,
     run_queries_filter_by_status_workflow_context_time_and_interrupt,
@@ -436,6 +438,7 @@ fn a2a_start(context: &str, message_id: &str) -> CreateWith {
             host_event("t", "durable", 1),
             host_event("t", "ephemeral", 2),
         ],
+        ..CreateWith::default()
     }
 }
 
@@ -501,6 +504,121 @@ async fn a_creation_writes_its_a2a_task_and_host_events_in_its_transaction(b: Ba
         .unwrap();
     assert_eq!(plain.context_id.as_deref(), Some("ctx-4"));
     assert_eq!(b.interop.a2a_history("t/d").await.unwrap().len(), 1);
+
+    // The task side in one call reads what the three separate reads do.
+    suspend(&store, "t/a").await;
+    let task = b.interop.a2a_task("t/a").await.unwrap();
+    assert_eq!(task.context_id.as_deref(), Some("ctx-1"));
+    assert_eq!(task.history, b.interop.a2a_history("t/a").await.unwrap());
+    assert_eq!(
+        task.open_interrupt,
+        store.open_interrupt("t/a").await.unwrap()
+    );
+    assert!(task.open_interrupt.is_some());
+    assert_eq!(
+        b.interop.a2a_task("t/none").await.unwrap(),
+        A2aTask::default()
+    );
+}
+
+async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
+    let store = b.runs.clone();
+    let mut rx = store.subscribe(&[Topic::Run("t/f".into())]);
+    let with = CreateWith {
+        first_step: Some(Box::new(|run: &RunRecord| {
+            assert_eq!(run.last_sequence, -1, "planned from the run as inserted");
+            let patch = RunPatch {
+                status: Some(RunStatus::Completed),
+                outputs: Some(json!({"x": 1})),
+                close_interrupts: true,
+                ..Default::default()
+            };
+            Some((patch, vec![ev(), ev()]))
+        })),
+        ..CreateWith::default()
+    };
+    let created = store
+        .create_run_with(new_run("t/f"), Some(claim("kf", "h")), with)
+        .await
+        .unwrap();
+    assert_eq!(created.run.status, RunStatus::Completed);
+    assert_eq!(created.run.last_sequence, 1);
+    assert_eq!(created.run.outputs, Some(json!({"x": 1})));
+    next_wake(&mut rx, |w| {
+        matches!(w, Wake::Run(id) if id == "t/f").then_some(())
+    })
+    .await;
+    assert_eq!(
+        store.get_run("t/f").await.unwrap(),
+        Some(created.run.clone())
+    );
+    let events = store.events_since("t/f", -1, 10).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        [0, 1]
+    );
+
+    // A replay returns the run as it stands and plans nothing.
+    let with = CreateWith {
+        first_step: Some(Box::new(|_: &RunRecord| panic!("planned on a replay"))),
+        ..CreateWith::default()
+    };
+    let again = store
+        .create_run_with(new_run("t/g"), Some(claim("kf", "h")), with)
+        .await
+        .unwrap();
+    assert!(again.replay);
+    assert_eq!(again.run, created.run);
+    assert_eq!(store.events_since("t/f", -1, 10).await.unwrap().len(), 2);
+
+    // Nothing planned: the run as inserted.
+    let with = CreateWith {
+        first_step: Some(Box::new(|_: &RunRecord| None)),
+        ..CreateWith::default()
+    };
+    let plain = store
+        .create_run_with(new_run("t/h"), None, with)
+        .await
+        .unwrap();
+    assert_eq!(plain.run.last_sequence, -1);
+    assert_eq!(plain.run.status, RunStatus::Running);
+}
+
+async fn concurrent_writes_that_fail_midway_leave_nothing_and_others_stand(b: Backend) {
+    // Writes that arrive together may share one commit (SQLite's group commit): one that
+    // fails after writing (here a first step that panics after the run and its key are
+    // inserted) is rolled back alone.
+    let calls: Vec<_> = (0..16)
+        .map(|i| {
+            let store = b.runs.clone();
+            tokio::spawn(async move {
+                let with = CreateWith {
+                    first_step: Some(Box::new(move |_: &RunRecord| {
+                        assert!(i % 2 == 0, "a write failing midway");
+                        None
+                    })),
+                    ..CreateWith::default()
+                };
+                let key = claim(&format!("k{i}"), "h");
+                store
+                    .create_run_with(new_run(&format!("t/g{i}")), Some(key), with)
+                    .await
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let ok = matches!(call.await, Ok(Ok(_)));
+        assert_eq!(ok, i % 2 == 0, "write {i}");
+        let stored = b.runs.get_run(&format!("t/g{i}")).await.unwrap();
+        assert_eq!(stored.is_some(), i % 2 == 0, "run {i}");
+    }
+    // The failed writes' keys were rolled back with them: free to claim again.
+    let again = b
+        .runs
+        .create_run(new_run("t/g1-again"), Some(claim("k1", "h")))
+        .await
+        .unwrap();
+    assert!(!again.replay);
 }
 
 async fn concurrent_resolves_exactly_one_wins(b: Backend) {

@@ -34,15 +34,28 @@ pub async fn handle(
     }
     let id = request.echo_id();
     let (method, params) = (request.method, request.params);
-    if let Err(fault) = negotiate(&state, &subject, &headers, query.0.as_deref()).await {
-        return fault.into_jsonrpc_response(&id);
-    }
-    let span = super::request_span(&method, &params, &headers);
-    let answer = async {
-        let method = super::method_of(&method)?;
-        super::dispatch(&state, &subject, &headers, method, &params).await
+    // The negotiation's host event is held for the task this request may create (one
+    // commit), else written before the answer.
+    let request = async {
+        negotiate(&state, &subject, &headers, query.0.as_deref()).await?;
+        let span = super::request_span(&method, &params, &headers);
+        async {
+            let method = super::method_of(&method)?;
+            super::dispatch(&state, &subject, &headers, method, &params).await
+        }
+        .instrument(span)
+        .await
     };
-    match answer.instrument(span).await {
+    let answer = state
+        .app
+        .ops
+        .holding_host_events(request)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a host event could not be recorded");
+            Err(Fault::internal())
+        });
+    match answer {
         Ok(Answer::Value(result)) => {
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
         }

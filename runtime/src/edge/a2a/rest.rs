@@ -260,12 +260,25 @@ pub async fn handle(
         params,
         query,
     } = call;
-    negotiate(&state, &subject, &headers, query.as_deref()).await?;
-    let span = super::request_span(method, &params, &headers);
-    let method = super::method_of(method)?;
-    let answer = super::dispatch(&state, &subject, &headers, method, &params)
-        .instrument(span)
-        .await?;
+    // The negotiation's host event is held for the task this request may create (one
+    // commit), else written before the answer.
+    let request = async {
+        negotiate(&state, &subject, &headers, query.as_deref()).await?;
+        let span = super::request_span(method, &params, &headers);
+        let method = super::method_of(method)?;
+        super::dispatch(&state, &subject, &headers, method, &params)
+            .instrument(span)
+            .await
+    };
+    let answer = state
+        .app
+        .ops
+        .holding_host_events(request)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a host event could not be recorded");
+            Err(Fault::internal())
+        })?;
     Ok(match answer {
         Answer::Value(result) => (StatusCode::OK, axum::Json(result)).into_response(),
         Answer::Stream(events) => {

@@ -365,14 +365,17 @@ impl A2aState {
         shape: Shape,
         answer: Option<crate::ops::Answer>,
     ) -> Result<Projected, Fault> {
-        let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
+        // The open interrupt, contextId and history in one store call.
+        let side = self.app.ops.a2a_task(run).await.map_err(internal)?;
+        let open = side.open_interrupt;
         // The snapshot model, as the JSON the A2A projection reads.
         let mut snapshot = serde_json::to_value(run_view(run, open.as_ref())?).map_err(internal)?;
-        snapshot["contextId"] = json!(self.context_of(run).await?);
+        // The bound contextId, else the run id (runs started over REST).
+        snapshot["contextId"] = json!(side.context_id.unwrap_or_else(|| run.run_id.clone()));
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
-        let history = self.app.ops.a2a_history(run).await.map_err(internal)?;
+        let history = side.history;
         project::task(
             TaskSource {
                 snapshot: &snapshot,
@@ -511,6 +514,12 @@ impl A2aState {
         };
         let with = CreateWith {
             a2a: Some(start),
+            // An inline push configuration is stored after the creation: the run must
+            // not finish before it is in place.
+            start_later: params
+                .get("configuration")
+                .and_then(inline_push_config)
+                .is_some(),
             ..CreateWith::default()
         };
         let created = self

@@ -63,9 +63,19 @@ async fn streamed(
     mut rx: mpsc::UnboundedReceiver<Value>,
 ) -> Response {
     let (done_tx, mut done_rx) = oneshot::channel();
+    // The request's held host events go with its work, to the run it may create.
+    let held = crate::ops::hand_over_host_events();
     let work = tokio::spawn(
         async move {
-            let _ = done_tx.send(state.dispatch(&ctx, &message).await);
+            let ops = state.app.ops.clone();
+            let outcome = ops
+                .holding_host_events_from(held, state.dispatch(&ctx, &message))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "a host event could not be recorded");
+                    Err(RpcError::internal())
+                });
+            let _ = done_tx.send(outcome);
         }
         .in_current_span(),
     );
@@ -365,9 +375,18 @@ pub async fn handle(
         }
     };
     let span = super::trace_span(&message, &headers);
-    serve_message(state, subject, headers, message)
-        .instrument(span)
-        .await
+    let id = message.id.clone();
+    let ops = state.app.ops.clone();
+    // The negotiation's host event is held for the run this request may create (one
+    // commit), else written before the answer.
+    let request = serve_message(state, subject, headers, message).instrument(span);
+    match ops.holding_host_events(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!(error = %e, "a host event could not be recorded");
+            error_response(&RpcError::internal(), id.as_ref())
+        }
+    }
 }
 
 /// A response POSTed on a 2025-11-25 session: 202 once taken, a JSON-RPC error (HTTP 400)

@@ -352,7 +352,8 @@ impl McpState {
             .create_run(&ctx.subject, request, Transport::Mcp, None)
             .await?
             .run;
-        self.answer_run(ctx, name, &arguments, run, 0).await
+        // Progress reports every event of the new run, those its creation committed too.
+        self.answer_run(ctx, name, &arguments, run, 0, -1).await
     }
 
     /// Waits for the run while the request owns it, then projects it. `round` is the
@@ -364,6 +365,7 @@ impl McpState {
         arguments: &Value,
         run: RunRecord,
         round: u32,
+        reported: i64,
     ) -> Result<Value, RpcError> {
         let tasks = ctx
             .declared()
@@ -379,9 +381,11 @@ impl McpState {
         let deadline = tokio::time::Instant::now() + wait;
         let mut run = run;
         let mut round = round;
+        let mut reported = reported;
         let answer = loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            run = self.settle(ctx, run, left).await?;
+            run = self.settle(ctx, run, reported, left).await?;
+            reported = run.last_sequence;
             let status = run.status;
             if status.is_terminal() {
                 break self.call_result(&run).await;
@@ -447,6 +451,7 @@ impl McpState {
         &self,
         ctx: &Ctx,
         run: RunRecord,
+        reported: i64,
         wait: std::time::Duration,
     ) -> Result<RunRecord, RpcError> {
         let reporting = ctx
@@ -465,11 +470,9 @@ impl McpState {
             return Ok(run);
         }
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        let mut watch = self
-            .app
-            .ops
-            .watch(&ctx.subject, &id, run.last_sequence)
-            .await?;
+        // From the last event already reported: a new run's first nodes may have been
+        // committed with its creation.
+        let mut watch = self.app.ops.watch(&ctx.subject, &id, reported).await?;
         let started = tokio::time::Instant::now();
         let deadline = started + wait;
         let mut latest = run;
@@ -781,7 +784,8 @@ impl McpState {
         let run = self
             .resolve(ctx, &run, &open.node_id, &open.interrupt_id, resume)
             .await?;
-        self.answer_run(ctx, tool, arguments, run, claims.round)
+        let reported = run.last_sequence;
+        self.answer_run(ctx, tool, arguments, run, claims.round, reported)
             .await
     }
 

@@ -114,6 +114,17 @@ pub(super) struct Watcher {
     pub store: Arc<dyn InteropStore>,
     pub render: Arc<dyn PushRender>,
     pub shutdown: watch::Receiver<bool>,
+    /// Whether any configuration may exist: on a store of its own (SQLite) this process
+    /// stores every one, so until it has (or found one at start) a run's commit needs no
+    /// look at the configurations (one store read per commit saved). A shared store's
+    /// configurations may come from any replica: always looked at.
+    pub configured: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watcher {
+    fn may_have_configs(&self) -> bool {
+        self.runs.shared() || self.configured.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// One task at a time, in wake-up order, so a config never gets an older state enqueued
@@ -157,6 +168,11 @@ use crate::ops::watch::stopped;
 async fn observe_all(watcher: &Watcher, outbox: &Notify) {
     match watcher.store.push_runs().await {
         Ok(runs) => {
+            if !runs.is_empty() {
+                watcher
+                    .configured
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             for run_id in runs {
                 observe(watcher, &run_id, outbox).await;
             }
@@ -167,6 +183,9 @@ async fn observe_all(watcher: &Watcher, outbox: &Notify) {
 
 /// Enqueues the run's current state for every config that has not pushed it yet.
 async fn observe(watcher: &Watcher, run_id: &str, outbox: &Notify) {
+    if !watcher.may_have_configs() {
+        return;
+    }
     let store = watcher.store.as_ref();
     let configured = match store.push_list(run_id).await {
         Ok(list) => !list.is_empty(),

@@ -8,6 +8,7 @@
 
 pub mod deliver;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
@@ -53,6 +54,8 @@ pub trait PushRender: Send + Sync + 'static {
 pub(super) struct Push {
     egress: Egress,
     kick: mpsc::UnboundedSender<String>,
+    /// Set once this process has stored a configuration (or found one at start).
+    configured: Arc<AtomicBool>,
 }
 
 /// Where the push side is kept once started (the A2A edge starts it with its renderer).
@@ -66,11 +69,13 @@ impl Ops {
             return;
         }
         let (kick, rx) = mpsc::unbounded_channel();
+        let configured = Arc::new(AtomicBool::new(false));
         if self
             .push
             .set(Push {
                 egress: egress.clone(),
                 kick,
+                configured: configured.clone(),
             })
             .is_err()
         {
@@ -82,6 +87,7 @@ impl Ops {
                 store: self.interop.clone(),
                 render,
                 shutdown: self.shutdown.clone(),
+                configured,
             },
             egress,
             policy,
@@ -120,6 +126,8 @@ impl Ops {
         config: NewPushConfig,
     ) -> Result<StoredConfig, OpError> {
         let push = self.push()?;
+        // Before the write: a commit of the run seen from now on is looked at.
+        push.configured.store(true, Ordering::SeqCst);
         let stored = StoredConfig {
             run_id: run.run_id.clone(),
             config_id: config

@@ -15,8 +15,8 @@ use super::{A2A_HISTORY_LOCK, PgStore, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
-    A2aStart, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
-    StoredConfig,
+    A2aStart, A2aTask, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError,
+    StoreFuture, StoredConfig,
 };
 
 /// How long a claimed delivery stays with the replica that took it (`sql::PUSH_CLAIM_MS`).
@@ -176,6 +176,26 @@ impl InteropStore for PgStore {
         Box::pin(async move {
             let client = self.client().await?;
             all(&client, sql::HISTORY, &[&run_id], |r| r.json("message")).await
+        })
+    }
+
+    fn a2a_task(&self, run_id: &str) -> StoreFuture<'_, A2aTask> {
+        let run_id = run_id.to_owned();
+        Box::pin(async move {
+            let client = self.client().await?;
+            // Three statements sent together on one connection (pipelined): one round
+            // trip's wait instead of three.
+            let id: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&run_id];
+            let (open_interrupt, context_id, history) = futures::try_join!(
+                one(&client, sql::OPEN_INTERRUPT_OF, &id, sql::interrupt),
+                one(&client, sql::CONTEXT_OF, &id, |r| r.text("context_id")),
+                all(&client, sql::HISTORY, &id, |r| r.json("message")),
+            )?;
+            Ok(A2aTask {
+                open_interrupt,
+                context_id,
+                history,
+            })
         })
     }
 

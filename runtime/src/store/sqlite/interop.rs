@@ -7,8 +7,8 @@ use super::{SqliteStore, Tx, all, exec, one};
 use crate::clock::now_ms;
 use crate::store::sql;
 use crate::store::{
-    A2aStart, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError, StoreFuture,
-    StoredConfig,
+    A2aStart, A2aTask, DeadLetter, Delivery, InteropStore, Secret, SessionRecord, StoreError,
+    StoreFuture, StoredConfig,
 };
 
 /// Binds a task's context and appends its first message (inside a creation's
@@ -81,7 +81,7 @@ impl InteropStore for SqliteStore {
 
     fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| one(conn, sql::CONTEXT_OF, [run_id], |r| r.text("context_id")))
+        self.read_here(move |conn| one(conn, sql::CONTEXT_OF, [run_id], |r| r.text("context_id")))
     }
 
     fn a2a_append_message(
@@ -103,7 +103,22 @@ impl InteropStore for SqliteStore {
 
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| all(conn, sql::HISTORY, [run_id], |r| r.json("message")))
+        self.read_here(move |conn| all(conn, sql::HISTORY, [run_id], |r| r.json("message")))
+    }
+
+    fn a2a_task(&self, run_id: &str) -> StoreFuture<'_, A2aTask> {
+        let run_id = run_id.to_owned();
+        self.read_here(move |conn| {
+            // One snapshot for the three reads.
+            let tx = Tx::read(conn)?;
+            let task = A2aTask {
+                open_interrupt: one(&tx, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?,
+                context_id: one(&tx, sql::CONTEXT_OF, [&run_id], |r| r.text("context_id"))?,
+                history: all(&tx, sql::HISTORY, [&run_id], |r| r.json("message"))?,
+            };
+            tx.commit()?;
+            Ok(task)
+        })
     }
 
     fn push_put(&self, config: StoredConfig, secret: Secret) -> StoreFuture<'_, ()> {
@@ -167,7 +182,7 @@ impl InteropStore for SqliteStore {
 
     fn push_list(&self, run_id: &str) -> StoreFuture<'_, Vec<StoredConfig>> {
         let run_id = run_id.to_owned();
-        self.read(move |conn| all(conn, sql::CONFIGS_OF, [run_id], sql::push_config))
+        self.read_here(move |conn| all(conn, sql::CONFIGS_OF, [run_id], sql::push_config))
     }
 
     fn push_delete(&self, run_id: &str, config_id: &str) -> StoreFuture<'_, bool> {
@@ -318,7 +333,9 @@ impl InteropStore for SqliteStore {
 
     fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
         let id = id.to_owned();
-        self.read(move |conn| one(conn, sql::LIVE_SESSION, params![id, now_ms()], sql::session))
+        self.read_here(move |conn| {
+            one(conn, sql::LIVE_SESSION, params![id, now_ms()], sql::session)
+        })
     }
 
     fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
