@@ -56,6 +56,9 @@ impl Default for Limits {
     }
 }
 
+/// hyper's read buffer limit for a request head (see `serve`).
+const MAX_HEAD_BUFFER: usize = 128 * 1024;
+
 /// The answer to a connection over the cap, written before any request is read.
 const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: application/json\r\n\
@@ -84,6 +87,12 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
+        // hyper checks its buffer limit only while a head is incomplete, and one read may
+        // take the buffer past it: with the default (about 400 KiB) a 500 KB head that
+        // arrived at once was parsed and served (seen under load). At 128 KiB no head
+        // over 256 KiB can ever complete, so an oversized head is always a 431, while a
+        // long URI (64 KiB and more) still gets its own 414.
+        .max_buf_size(MAX_HEAD_BUFFER)
         .keep_alive(true);
     let builder = Arc::new(builder);
     tokio::pin!(shutdown);
