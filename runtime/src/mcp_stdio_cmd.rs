@@ -293,6 +293,8 @@ where
             }
         };
         let mut ctx = Ctx::new(subject.clone(), era);
+        // stdio has no headers: `_meta` is the only carrier.
+        ctx.trace = crate::edge::mcp::request_trace(&message, &axum::http::HeaderMap::new());
         ctx.session_modes = session_modes;
         if message.method == "subscriptions/listen"
             && matches!(ctx.era, Era::Modern(_))

@@ -1284,3 +1284,46 @@ outputs: {result: "${nodes.call}"}
         assert_eq!(snap["outputs"]["result"]["region"], region, "{snap}");
     }
 }
+
+/// Trace context out continues the caller's trace: a run created with a `traceparent`
+/// keeps it, and its A2A call carries that trace id with a span of its own (a child of the
+/// caller's), in the message's `metadata.openwop` as B stored it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_continues_the_trace_of_the_request_that_created_the_run() {
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const PARENT: &str = "00f067aa0ba902b7";
+    let p = pair().await;
+    let resp =
+        p.a.http
+            .post(format!("{}/runs", p.a.base))
+            .bearer_auth(KEY_A)
+            .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+            .json(&json!({"workflowId": "delegate", "inputs": {"text": "hi", "skill": "echo"}}))
+            .send()
+            .await
+            .expect("send");
+    assert_eq!(resp.status().as_u16(), 201);
+    let body: Value = resp.json().await.expect("json");
+    let run = body["runId"].as_str().expect("runId").to_owned();
+    let snap = wait_for(&p.a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    let remote_task = snap["outputs"]["remoteTask"].as_str().expect("remoteTask");
+    let got: Value = p
+        .b
+        .http
+        .post(format!("{}/a2a/jsonrpc", p.b.base))
+        .bearer_auth(KEY_B)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": remote_task, "historyLength": 10}}))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let sent = got["result"]["history"][0]["metadata"]["openwop"]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the message B stored: {got}"));
+    assert!(sent.starts_with(&format!("00-{TRACE}-")), "{sent}");
+    assert!(!sent.contains(PARENT), "a span of its own: {sent}");
+}

@@ -305,7 +305,7 @@ impl Engine {
                 vec![],
             );
         };
-        let caller = Caller::for_run(&run.run_id);
+        let caller = Caller::for_run(&run.run_id, &run.state);
         match node {
             Node::Http {
                 method, path, body, ..
@@ -1141,7 +1141,7 @@ impl Engine {
                 continue;
             };
             let peers = self.peers().clone();
-            let caller = Caller::for_run(&run.run_id);
+            let caller = Caller::for_run(&run.run_id, &run.state);
             let task_id = task_id.to_owned();
             let run_id = run.run_id.clone();
             tokio::spawn(async move {

@@ -427,10 +427,21 @@ impl Ops {
             owner,
             transport: transport.as_str().to_owned(),
             inputs,
-            // Engine state, never projected: where interrupt notices go.
-            state: match &request.callback_url {
-                Some(url) => json!({ callback::STATE_KEY: url.as_str() }),
-                None => json!({}),
+            // Engine state, never projected: where interrupt notices go, and the trace
+            // the creating request continued (the run's calls to peers continue it).
+            state: {
+                let mut state = serde_json::Map::new();
+                if let Some(url) = &request.callback_url {
+                    state.insert(callback::STATE_KEY.into(), json!(url.as_str()));
+                }
+                if let Some(tp) = with
+                    .trace
+                    .as_deref()
+                    .filter(|t| crate::edge::trace::is_traceparent(t))
+                {
+                    state.insert(crate::peers::TRACE_STATE_KEY.into(), json!(tp));
+                }
+                Value::Object(state)
             },
             annotations: crate::store::RunAnnotations {
                 agent_id: request.agent_id.as_ref().map(|a| a.to_string()),

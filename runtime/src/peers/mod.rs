@@ -140,13 +140,25 @@ pub struct Caller {
     pub traceparent: String,
 }
 
+/// Where a run's state keeps the `traceparent` of the request that created it.
+pub const TRACE_STATE_KEY: &str = "traceparent";
+
 impl Caller {
-    /// The run's trace (a stable id derived from the run, so a restarted host continues
-    /// the same trace) with a fresh span for this outbound request.
-    pub fn for_run(run_id: &str) -> Caller {
+    /// The run's trace with a fresh span for this outbound request: the trace of the
+    /// request that created the run when it carried one (kept in the run's state, so the
+    /// call is a child of the caller's trace, also after a restart), else a stable id
+    /// derived from the run.
+    pub fn for_run(run_id: &str, state: &Value) -> Caller {
         use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(run_id.as_bytes());
-        let trace_id = hex::encode(&digest[..16]);
+        let inbound = state
+            .get(TRACE_STATE_KEY)
+            .and_then(Value::as_str)
+            .filter(|t| crate::edge::trace::is_traceparent(t));
+        let trace_id = match inbound {
+            // `00-<trace-id>-<parent-id>-<flags>`: the trace id is characters 3..35.
+            Some(tp) => tp[3..35].to_owned(),
+            None => hex::encode(&Sha256::digest(run_id.as_bytes())[..16]),
+        };
         let span = Sha256::digest(format!("{run_id}/{}", crate::ids::mint_opaque()).as_bytes());
         // An all-zero span id is invalid; a digest is that with negligible odds, but the
         // last byte is forced odd all the same.

@@ -101,6 +101,10 @@ pub struct CreateWith {
     /// the commit, for a creation followed by a write its progress must see (an inline
     /// A2A push configuration, which would miss a run that finished inside its creation).
     pub start_later: bool,
+    /// The W3C `traceparent` the creating request continued (well formed, from the edge's
+    /// trace selection): `ops` keeps it in the run's state, so the calls the run makes to
+    /// peers continue the caller's trace. Not written by the store itself.
+    pub trace: Option<String>,
 }
 
 /// Plans a new run's first change inside its creation ([`CreateWith::first_step`]).

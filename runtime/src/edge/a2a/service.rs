@@ -520,6 +520,14 @@ impl A2aState {
                 .get("configuration")
                 .and_then(inline_push_config)
                 .is_some(),
+            // The trace the message carries (`metadata.openwop`); the header's is not
+            // visible here, and the message is the carrier A2A names first.
+            trace: crate::edge::trace::select(
+                send.message.get("metadata").and_then(|m| m.get("openwop")),
+                None,
+                None,
+            )
+            .map(|tc| tc.traceparent),
             ..CreateWith::default()
         };
         let created = self

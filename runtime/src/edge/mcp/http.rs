@@ -496,6 +496,7 @@ async fn serve_message(
         Err(e) => return error_response(&e, id.as_ref()),
     };
     let mut ctx = Ctx::new(subject, era);
+    ctx.trace = super::request_trace(&message, &headers);
     if matches!(ctx.era, Era::Legacy(_))
         && let Ok(Some(session)) = gate::header_text(&headers, SESSION_HEADER)
     {

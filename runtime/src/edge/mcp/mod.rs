@@ -168,6 +168,18 @@ pub fn router_for(state: McpState) -> Router {
         .with_state(state)
 }
 
+/// The `traceparent` a request continues: `_meta`'s, else the HTTP header's, when well
+/// formed.
+pub(crate) fn request_trace(
+    message: &rpc::Message,
+    headers: &axum::http::HeaderMap,
+) -> Option<String> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let meta = Value::Object(message.meta().clone());
+    crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate"))
+        .map(|tc| tc.traceparent)
+}
+
 /// The span a request runs in, continuing the caller's W3C trace when it sent a
 /// well-formed one (`_meta` first, then the HTTP header). Correlation only: nothing
 /// reads it to decide who the caller is.

@@ -52,6 +52,9 @@ pub struct Ctx {
     /// Where messages to the client go while this request is open (its SSE stream, or
     /// stdout on stdio); `None` when the transport cannot carry any (a JSON answer).
     pub outbound: Option<Outbound>,
+    /// The W3C `traceparent` the request continues (`_meta` first, then the HTTP
+    /// header): a run it creates keeps it, so its calls to peers continue that trace.
+    pub trace: Option<String>,
 }
 
 impl Ctx {
@@ -62,6 +65,7 @@ impl Ctx {
             era,
             session_modes: Modes::default(),
             outbound: None,
+            trace: None,
         }
     }
 }
@@ -349,7 +353,16 @@ impl McpState {
         let run = self
             .app
             .ops
-            .create_run(&ctx.subject, request, Transport::Mcp, None)
+            .create_run_with(
+                &ctx.subject,
+                request,
+                Transport::Mcp,
+                None,
+                crate::ops::CreateWith {
+                    trace: ctx.trace.clone(),
+                    ..Default::default()
+                },
+            )
             .await?
             .run;
         // Progress reports every event of the new run, those its creation committed too.

@@ -40,9 +40,23 @@ pub async fn create_run(
             )
         })?),
     };
+    // The trace the request continues (the `traceparent` header): the run keeps it, so
+    // its calls to peers continue that trace.
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let trace = crate::edge::trace::select(None, header("traceparent"), header("tracestate"))
+        .map(|tc| tc.traceparent);
     let created = state
         .ops
-        .create_run(&subject, body, Transport::Rest, key)
+        .create_run_with(
+            &subject,
+            body,
+            Transport::Rest,
+            key,
+            crate::ops::CreateWith {
+                trace,
+                ..Default::default()
+            },
+        )
         .await?;
     let (status_url, events_url) = links(&created.run);
     let body = CreateRunResponse {
