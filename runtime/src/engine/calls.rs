@@ -870,53 +870,12 @@ impl Engine {
                 input_requests,
                 request_state,
             }) => {
-                let next_round = round(call) + 1;
-                let max = self.peers().max_rounds();
-                if next_round > u64::from(max) {
-                    return self.fail(
-                        run,
-                        id,
-                        "mcp_mrtr_rounds_exceeded",
-                        &format!("node `{id}`: the server asked for input more than {max} times"),
-                        audit,
-                    );
-                }
-                if let Some((key, other)) = input_requests.iter().find(|(_, r)| {
-                    r.get("method").and_then(Value::as_str) != Some("elicitation/create")
-                }) {
-                    let method = other.get("method").and_then(Value::as_str).unwrap_or("?");
-                    return self.fail(
-                        run,
-                        id,
-                        "mcp_error",
-                        &format!("node `{id}`: the server asks `{key}` by {method}, which this host does not answer"),
-                        audit,
-                    );
-                }
-                let data = match tool_questions(&input_requests, tool) {
-                    Ok(d) => d,
-                    Err(why) => {
-                        return self.fail(
-                            run,
-                            id,
-                            "mcp_error",
-                            &format!(
-                                "node `{id}`: the tool's input request cannot be relayed: {why}"
-                            ),
-                            audit,
-                        );
-                    }
-                };
                 let mut call = call.clone();
-                call.insert("phase".into(), json!("asking"));
-                call.insert("round".into(), json!(next_round));
-                call.insert("requests".into(), Value::Object(input_requests));
-                call.remove("reply");
                 match request_state {
                     Some(s) => call.insert("requestState".into(), json!(s)),
                     None => call.remove("requestState"),
                 };
-                self.suspend(run, id, InterruptKind::Clarification, data, call, audit)
+                self.relay_input(run, id, tool, call, input_requests, "asking", audit)
             }
             Err(e) => {
                 let code = match &e {
@@ -927,6 +886,67 @@ impl Engine {
                 self.fail(run, id, code, &format!("node `{id}`: {e}"), audit)
             }
         }
+    }
+
+    /// Relays a tool's input requests (an input round, or a task's `inputRequests`) to
+    /// whoever waits on the run: one clarification, a question per request, asked in
+    /// `phase` so the answer goes back the same way. More rounds than
+    /// `mcp.mrtr.maxRounds`, a request other than `elicitation/create`, or one that
+    /// cannot be put as a question fail the node.
+    #[allow(clippy::too_many_arguments)]
+    fn relay_input(
+        &self,
+        run: &RunRecord,
+        id: &str,
+        tool: &str,
+        mut call: Map<String, Value>,
+        requests: Map<String, Value>,
+        phase: &str,
+        audit: Vec<NewEvent>,
+    ) -> Result<CallStep, EngineError> {
+        let next_round = round(&call) + 1;
+        let max = self.peers().max_rounds();
+        if next_round > u64::from(max) {
+            return self.fail(
+                run,
+                id,
+                "mcp_mrtr_rounds_exceeded",
+                &format!("node `{id}`: the server asked for input more than {max} times"),
+                audit,
+            );
+        }
+        if let Some((key, other)) = requests
+            .iter()
+            .find(|(_, r)| r.get("method").and_then(Value::as_str) != Some("elicitation/create"))
+        {
+            let method = other.get("method").and_then(Value::as_str).unwrap_or("?");
+            return self.fail(
+                run,
+                id,
+                "mcp_error",
+                &format!(
+                    "node `{id}`: the server asks `{key}` by {method}, which this host does not answer"
+                ),
+                audit,
+            );
+        }
+        let data = match tool_questions(&requests, tool) {
+            Ok(d) => d,
+            Err(why) => {
+                return self.fail(
+                    run,
+                    id,
+                    "mcp_error",
+                    &format!("node `{id}`: the tool's input request cannot be relayed: {why}"),
+                    audit,
+                );
+            }
+        };
+        call.insert("phase".into(), json!(phase));
+        call.insert("round".into(), json!(next_round));
+        call.insert("requests".into(), Value::Object(requests));
+        call.remove("reply");
+        self.suspend(run, id, InterruptKind::Clarification, data, call, audit)
     }
 
     /// The node's end from a `CallToolResult`: its value, or `mcp_error` when the tool
@@ -1055,37 +1075,7 @@ impl Engine {
                         .and_then(Value::as_object)
                         .cloned()
                         .unwrap_or_default();
-                    let next_round = round(&call) + 1;
-                    let max = peers.max_rounds();
-                    if next_round > u64::from(max) {
-                        return self.fail(
-                            run,
-                            id,
-                            "mcp_mrtr_rounds_exceeded",
-                            &format!(
-                                "node `{id}`: the server asked for input more than {max} times"
-                            ),
-                            vec![],
-                        );
-                    }
-                    let data = match tool_questions(&requests, tool) {
-                        Ok(d) => d,
-                        Err(why) => {
-                            return self.fail(
-                                run,
-                                id,
-                                "mcp_error",
-                                &format!(
-                                    "node `{id}`: the task's input request cannot be relayed: {why}"
-                                ),
-                                vec![],
-                            );
-                        }
-                    };
-                    call.insert("phase".into(), json!("task-asking"));
-                    call.insert("round".into(), json!(next_round));
-                    call.insert("requests".into(), Value::Object(requests));
-                    return self.suspend(run, id, InterruptKind::Clarification, data, call, vec![]);
+                    return self.relay_input(run, id, tool, call, requests, "task-asking", vec![]);
                 }
                 _ => {}
             }
