@@ -1327,3 +1327,88 @@ async fn a_call_continues_the_trace_of_the_request_that_created_the_run() {
     assert!(sent.starts_with(&format!("00-{TRACE}-")), "{sent}");
     assert!(!sent.contains(PARENT), "a span of its own: {sent}");
 }
+
+/// An `http` node's request other than GET carries an `Idempotency-Key` derived from the
+/// run, the node and its visit (so a service that honours it takes a re-send after a
+/// crash as the request it already served); each pass of a `repeat` block is a visit of
+/// its own, so its key differs. A GET carries none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_nodes_write_carries_an_idempotency_key_of_its_visit() {
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+    let seen: Seen = Default::default();
+    let s = seen.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, headers: axum::http::HeaderMap| {
+            let s = s.clone();
+            async move {
+                let key = headers
+                    .get("idempotency-key")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                s.lock().unwrap().push((method.to_string(), key));
+                axum::Json(json!({"ok": true}))
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let config_dir = tempfile::tempdir().expect("dir");
+    let workflows = config_dir.path().join("workflows");
+    std::fs::create_dir(&workflows).expect("dir");
+    std::fs::write(
+        workflows.join("writes.yaml"),
+        r#"
+id: writes
+inputSchema: {type: object}
+nodes:
+  - {id: read, kind: http, peer: svc, method: GET, path: /things}
+  - id: again
+    kind: repeat
+    max: 2
+    until: false
+    nodes:
+      - {id: write, kind: http, peer: svc, method: POST, path: /things, body: {pass: "${loops.again}"}}
+outputs: {read: "${nodes.read.status}", write: "${nodes.write.status}"}
+"#,
+    )
+    .expect("workflow");
+    let secret = config_dir.path().join("svc.key");
+    std::fs::write(&secret, "svc-credential-0123456789").expect("secret");
+    let peers = vec![peer(
+        "svc",
+        PeerKind::Http,
+        format!("http://127.0.0.1:{port}"),
+        &secret,
+    )];
+    let a_dir = tempfile::tempdir().expect("dir");
+    let a = start_configured(a_dir.path().to_path_buf(), 0, move |c| {
+        c.workflows_dir = Some(workflows);
+        c.egress_allow_loopback = true;
+        c.peers = peers;
+    })
+    .await;
+    let run = create(&a, KEY_A, "writes", json!({})).await;
+    let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[0], ("GET".to_owned(), None), "{seen:?}");
+    let keys: Vec<&str> = seen[1..]
+        .iter()
+        .map(|(m, k)| {
+            assert_eq!(m, "POST");
+            k.as_deref().expect("an Idempotency-Key")
+        })
+        .collect();
+    assert!(
+        keys.iter()
+            .all(|k| k.len() == 32 && k.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{keys:?}"
+    );
+    assert_ne!(keys[0], keys[1], "each pass is a visit of its own");
+}

@@ -315,12 +315,23 @@ impl Engine {
                 let path = path.as_str().unwrap_or("/").to_owned();
                 let body = body.as_ref().map(|b| template::render(b, &ctx));
                 let method = method.to_string();
-                // Only a GET is tried again: anything else may have taken effect.
+                // Only a GET is tried again: anything else may have taken effect. Anything
+                // else carries an Idempotency-Key derived from the run, node and visit, so a
+                // service that honours it (this host's own createRun does) takes the same
+                // request sent again after a crash as the one it already served.
                 let attempts = if method == "GET" { ATTEMPTS } else { 1 };
+                let visit = call.get("visit").and_then(Value::as_str).unwrap_or("0");
+                let key = (method != "GET").then(|| message_id(&run.run_id, id, visit, 0));
                 let result = self
                     .retrying(attempts, || {
-                        self.peers()
-                            .http(&peer, &caller, &method, &path, body.as_ref())
+                        self.peers().http(
+                            &peer,
+                            &caller,
+                            &method,
+                            &path,
+                            body.as_ref(),
+                            key.as_deref(),
+                        )
                     })
                     .await;
                 match result {

@@ -412,13 +412,16 @@ impl Peers {
         method: &str,
         path: &str,
         body: Option<&Value>,
+        idempotency_key: Option<&str>,
     ) -> Result<Value, CallError> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| CallError::Protocol(format!("`{method}` is not an HTTP method")))?;
         let url = format!("{}{}", peer.url.trim_end_matches('/'), path);
-        let response = self
-            .send(peer, caller, method, &url, HeaderMap::new(), body)
-            .await?;
+        let mut headers = HeaderMap::new();
+        if let Some(v) = idempotency_key.and_then(|k| HeaderValue::from_str(k).ok()) {
+            headers.insert("idempotency-key", v);
+        }
+        let response = self.send(peer, caller, method, &url, headers, body).await?;
         let parsed = if response.media_type().ends_with("json") {
             serde_json::from_slice(&response.body).unwrap_or_else(|_| {
                 Value::String(String::from_utf8_lossy(&response.body).into_owned())
