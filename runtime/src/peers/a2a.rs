@@ -35,6 +35,11 @@ fn card_url(peer: &Peer) -> String {
 /// Reads the card and picks the JSON-RPC interface to speak to ([`pick_interface`]). The
 /// `A2A-Version` negotiation is ours to decide; see [`crate::engine`]'s call nodes.
 pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remote, CallError> {
+    // A card changes rarely: it is read once a minute per peer, not on every call (each
+    // step of a followed task would read it again otherwise).
+    if let Some(card) = peers.kept_card(&peer.id) {
+        return pick_interface(&card, peers.offer(Protocol::A2a));
+    }
     let url = card_url(peer);
     let response = peers
         .send(
@@ -54,7 +59,9 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     }
     let card: Value = serde_json::from_slice(&response.body)
         .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
-    pick_interface(&card, peers.offer(Protocol::A2a))
+    let remote = pick_interface(&card, peers.offer(Protocol::A2a))?;
+    peers.keep_card(&peer.id, card);
+    Ok(remote)
 }
 
 /// The card's JSON-RPC interface to use: the first (the card lists them in its order of

@@ -186,7 +186,12 @@ pub struct Peers {
     /// Each MCP peer's `tools/list` (tool name → inputSchema) until it expires, for the
     /// SEP-2243 headers a tool's arguments ask for.
     listed_tools: Arc<Mutex<BTreeMap<String, (Instant, Arc<Map<String, Value>>)>>>,
+    /// Each A2A peer's agent card, read at most once per [`CARD_KEPT_FOR`].
+    cards: Arc<Mutex<BTreeMap<String, (Instant, Arc<Value>)>>>,
 }
+
+/// How long an A2A peer's card is kept before it is read again.
+const CARD_KEPT_FOR: Duration = Duration::from_secs(60);
 
 impl Default for Peers {
     /// No peers: every calling node fails with `peer_call_failed`.
@@ -199,6 +204,7 @@ impl Default for Peers {
             max_rounds: 4,
             peer_key: crate::negotiation::PeerKey::new(crate::negotiation::PeerKey::fresh()),
             listed_tools: Arc::default(),
+            cards: Arc::default(),
         }
     }
 }
@@ -291,6 +297,23 @@ impl Peers {
         self.a2a_offer = a2a;
         self.mcp_offer = mcp;
         self
+    }
+
+    /// A peer's kept agent card, while it is fresh.
+    pub(crate) fn kept_card(&self, peer: &str) -> Option<Arc<Value>> {
+        let kept = self.cards.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(peer)
+            .filter(|(until, _)| Instant::now() < *until)
+            .map(|(_, card)| card.clone())
+    }
+
+    /// Keeps a peer's agent card for [`CARD_KEPT_FOR`].
+    pub(crate) fn keep_card(&self, peer: &str, card: Value) {
+        let mut kept = self.cards.lock().unwrap_or_else(|p| p.into_inner());
+        kept.insert(
+            peer.to_owned(),
+            (Instant::now() + CARD_KEPT_FOR, Arc::new(card)),
+        );
     }
 
     /// A peer's kept `tools/list`, while it is fresh.
