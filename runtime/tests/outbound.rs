@@ -547,7 +547,7 @@ async fn an_mcp_node_calls_a_tool_and_relays_an_input_round() {
     every_event_fits_its_schema(&log);
     assert_eq!(
         resolve(
-            &a_or(&p),
+            &p.a,
             KEY_A,
             &run,
             "call",
@@ -571,10 +571,6 @@ fn every_event_fits_its_schema(log: &[Value]) {
         let findings = openwop_generated::validators::validate_run_event(event);
         assert!(findings.is_empty(), "{event}: {findings:?}");
     }
-}
-
-fn a_or(p: &Pair) -> &TestHost {
-    &p.a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1064,8 +1060,7 @@ async fn mcp_tools_call(host: &TestHost, params: Value) -> Value {
     let json_text = text
         .lines()
         .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
-        .filter(|d| d.contains("\"result\"") || d.contains("\"error\""))
-        .last()
+        .rfind(|d| d.contains("\"result\"") || d.contains("\"error\""))
         .map(str::to_owned)
         .unwrap_or(text.clone());
     serde_json::from_str(&json_text).unwrap_or(Value::String(text))

@@ -46,10 +46,8 @@ fn base_headers(version: &str, method: &str, name: Option<&str>) -> HeaderMap {
     if let Ok(v) = HeaderValue::from_str(method) {
         h.insert(HeaderName::from_static("mcp-method"), v);
     }
-    if let Some(name) = name {
-        if let Some(v) = header_safe(name) {
-            h.insert(HeaderName::from_static("mcp-name"), v);
-        }
+    if let Some(v) = name.and_then(header_safe) {
+        h.insert(HeaderName::from_static("mcp-name"), v);
     }
     h
 }

@@ -185,10 +185,13 @@ pub struct Peers {
     peer_key: crate::negotiation::PeerKey,
     /// Each MCP peer's `tools/list` (tool name → inputSchema) until it expires, for the
     /// SEP-2243 headers a tool's arguments ask for.
-    listed_tools: Arc<Mutex<BTreeMap<String, (Instant, Arc<Map<String, Value>>)>>>,
+    listed_tools: Kept<Map<String, Value>>,
     /// Each A2A peer's agent card, read at most once per [`CARD_KEPT_FOR`].
-    cards: Arc<Mutex<BTreeMap<String, (Instant, Arc<Value>)>>>,
+    cards: Kept<Value>,
 }
+
+/// What is kept per peer id until an instant: a peer's tool list, its card.
+type Kept<T> = Arc<Mutex<BTreeMap<String, (Instant, Arc<T>)>>>;
 
 /// How long an A2A peer's card is kept before it is read again.
 const CARD_KEPT_FOR: Duration = Duration::from_secs(60);
