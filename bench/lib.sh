@@ -132,7 +132,10 @@ http_load() {
 
 machine_header() {
   echo "== $1"
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   commit: $(git rev-parse --short HEAD)   profile: release"
+  # A saved build (OPENWOP_BIN) is named as itself: HEAD is not what is measured then.
+  local measured="commit: $(git rev-parse --short HEAD)"
+  [[ -n ${OPENWOP_BIN:-} ]] && measured="host binary: $OPENWOP_BIN (not HEAD's build)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   $measured   profile: release"
   echo "cores: $(nproc)   server pinned to CPU $SERVER_CPU, load generator to CPU $LOADGEN_CPU, both at $bench_prio_text"
   echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
