@@ -34,7 +34,7 @@ use crate::generated::models;
 use crate::negotiation::{self, Decision, Protocol};
 use crate::peers::{self, CallError, Caller, PeerKind, a2a, mcp};
 use crate::status::RunStatus;
-use crate::store::{NewEvent, NewInterrupt, RunPatch, RunRecord, Topic};
+use crate::store::{NewEvent, NewInterrupt, RunPatch, RunRecord, Subscription, Topic};
 
 /// What a call step does to the run.
 pub(super) enum CallStep {
@@ -48,6 +48,16 @@ pub(super) enum CallStep {
     Suspend(RunPatch, Vec<NewEvent>, SuspendedAt),
     /// The run stopped being one to drive (a cancel), or the host is stopping.
     Stopped,
+}
+
+/// How a wait between two polls of a remote task ended ([`Engine::pause_poll`]).
+enum Pause {
+    /// Poll again.
+    Again,
+    /// The host is stopping: leave the run as it is, to be resumed.
+    Stopping,
+    /// The run is no longer running here (cancelled): cancel the remote side too.
+    NotRunning,
 }
 
 /// How many times a call the peer did not answer is tried before the node fails.
@@ -723,18 +733,18 @@ impl Engine {
                     );
                 }
             }
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = shutdown.changed() => return Ok(CallStep::Stopped),
-                _ = wakes.recv() => {
-                    let current = self.store().get_run(&run.run_id).await?;
-                    if current.is_none_or(|r| r.status != RunStatus::Running) {
-                        // Cancelled here: cancel there too.
-                        if let Err(e) = a2a::cancel_task(peers, peer, caller, remote, &task_id).await {
-                            tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel the remote task");
-                        }
-                        return Ok(CallStep::Stopped);
+            match self
+                .pause_poll(&run.run_id, delay, &mut wakes, &mut shutdown)
+                .await?
+            {
+                Pause::Again => {}
+                Pause::Stopping => return Ok(CallStep::Stopped),
+                Pause::NotRunning => {
+                    // Cancelled here: cancel there too.
+                    if let Err(e) = a2a::cancel_task(peers, peer, caller, remote, &task_id).await {
+                        tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel the remote task");
                     }
+                    return Ok(CallStep::Stopped);
                 }
             }
             delay = (delay * 2).min(Duration::from_secs(2));
@@ -843,8 +853,7 @@ impl Engine {
                 tokio::select! {
                     r = &mut request => break Some(r),
                     _ = wakes.recv() => {
-                        let current = self.store().get_run(&run.run_id).await?;
-                        if current.is_none_or(|r| r.status != RunStatus::Running) {
+                        if !self.still_running(&run.run_id).await? {
                             break None;
                         }
                     }
@@ -897,6 +906,32 @@ impl Engine {
                 self.fail(run, id, code, &format!("node `{id}`: {e}"), audit)
             }
         }
+    }
+
+    /// Waits `delay` between two polls of a remote task, or less: a commit on the run
+    /// (a cancel, say) or the host stopping ends the wait.
+    async fn pause_poll(
+        &self,
+        run_id: &str,
+        delay: Duration,
+        wakes: &mut Subscription,
+        shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Pause, EngineError> {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => Ok(Pause::Again),
+            _ = shutdown.changed() => Ok(Pause::Stopping),
+            _ = wakes.recv() => Ok(if self.still_running(run_id).await? {
+                Pause::Again
+            } else {
+                Pause::NotRunning
+            }),
+        }
+    }
+
+    /// Whether the run is still `running`, i.e. this step may go on driving it.
+    async fn still_running(&self, run_id: &str) -> Result<bool, EngineError> {
+        let current = self.store().get_run(run_id).await?;
+        Ok(current.is_some_and(|r| r.status == RunStatus::Running))
     }
 
     /// Relays a tool's input requests (an input round, or a task's `inputRequests`) to
@@ -1095,18 +1130,19 @@ impl Engine {
                 .and_then(Value::as_u64)
                 .unwrap_or(500)
                 .clamp(100, 5_000);
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(every)) => {}
-                _ = shutdown.changed() => return Ok(CallStep::Stopped),
-                _ = wakes.recv() => {
-                    let current = self.store().get_run(&run.run_id).await?;
-                    if current.is_none_or(|r| r.status != RunStatus::Running) {
-                        // Cancelled here: cancel there too.
-                        if let Err(e) = mcp::task_cancel(peers, peer, caller, session, task_id).await {
-                            tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel the remote MCP task");
-                        }
-                        return Ok(CallStep::Stopped);
+            let every = Duration::from_millis(every);
+            match self
+                .pause_poll(&run.run_id, every, &mut wakes, &mut shutdown)
+                .await?
+            {
+                Pause::Again => {}
+                Pause::Stopping => return Ok(CallStep::Stopped),
+                Pause::NotRunning => {
+                    // Cancelled here: cancel there too.
+                    if let Err(e) = mcp::task_cancel(peers, peer, caller, session, task_id).await {
+                        tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel the remote MCP task");
                     }
+                    return Ok(CallStep::Stopped);
                 }
             }
         }
@@ -1153,12 +1189,11 @@ impl Engine {
                         let Some(offer) = peers.offer(Protocol::Mcp) else {
                             return Ok(());
                         };
-                        let (Some(mut session), _) =
+                        let (Some(session), _) =
                             mcp::connect(&peers, &peer, &caller, offer).await?
                         else {
                             return Ok(());
                         };
-                        session.tasks = true;
                         return mcp::task_cancel(&peers, &peer, &caller, &session, &task_id).await;
                     }
                     let remote = a2a::remote(&peers, &peer, &caller).await?;

@@ -37,7 +37,7 @@ fn card_url(peer: &Peer) -> String {
 pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remote, CallError> {
     // A card changes rarely: it is read once a minute per peer, not on every call (each
     // step of a followed task would read it again otherwise).
-    if let Some(card) = peers.kept_card(&peer.id) {
+    if let Some(card) = peers.cards.get(&peer.id) {
         return pick_interface(&card, peers.offer(Protocol::A2a));
     }
     let url = card_url(peer);
@@ -60,7 +60,7 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     let card: Value = serde_json::from_slice(&response.body)
         .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
     let remote = pick_interface(&card, peers.offer(Protocol::A2a))?;
-    peers.keep_card(&peer.id, card);
+    peers.cards.put(&peer.id, card, super::CARD_KEPT_FOR);
     Ok(remote)
 }
 

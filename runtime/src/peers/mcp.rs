@@ -319,7 +319,7 @@ async fn tool_schema(
     session: &Session,
     tool: &str,
 ) -> Option<Value> {
-    if let Some(tools) = peers.listed_tools(&peer.id) {
+    if let Some(tools) = peers.listed_tools.get(&peer.id) {
         return tools.get(tool).cloned();
     }
     let mut tools = Map::new();
@@ -371,7 +371,9 @@ async fn tool_schema(
         }
     }
     let schema = tools.get(tool).cloned();
-    peers.keep_listed_tools(&peer.id, tools, std::time::Duration::from_millis(ttl_ms));
+    peers
+        .listed_tools
+        .put(&peer.id, tools, std::time::Duration::from_millis(ttl_ms));
     schema
 }
 

@@ -185,13 +185,35 @@ pub struct Peers {
     peer_key: crate::negotiation::PeerKey,
     /// Each MCP peer's `tools/list` (tool name → inputSchema) until it expires, for the
     /// SEP-2243 headers a tool's arguments ask for.
-    listed_tools: Kept<Map<String, Value>>,
+    listed_tools: Arc<Kept<Map<String, Value>>>,
     /// Each A2A peer's agent card, read at most once per [`CARD_KEPT_FOR`].
-    cards: Kept<Value>,
+    cards: Arc<Kept<Value>>,
 }
 
-/// What is kept per peer id until an instant: a peer's tool list, its card.
-type Kept<T> = Arc<Mutex<BTreeMap<String, (Instant, Arc<T>)>>>;
+/// Values kept per peer id until they expire: a peer's tool list, its card.
+struct Kept<T>(Mutex<BTreeMap<String, (Instant, Arc<T>)>>);
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(Mutex::default())
+    }
+}
+
+impl<T> Kept<T> {
+    /// The value kept for `peer`, while it is fresh.
+    fn get(&self, peer: &str) -> Option<Arc<T>> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(peer)
+            .filter(|(until, _)| Instant::now() < *until)
+            .map(|(_, value)| value.clone())
+    }
+
+    /// Keeps `value` for `peer` for `ttl`.
+    fn put(&self, peer: &str, value: T, ttl: Duration) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.insert(peer.to_owned(), (Instant::now() + ttl, Arc::new(value)));
+    }
+}
 
 /// How long an A2A peer's card is kept before it is read again.
 const CARD_KEPT_FOR: Duration = Duration::from_secs(60);
@@ -300,37 +322,6 @@ impl Peers {
         self.a2a_offer = a2a;
         self.mcp_offer = mcp;
         self
-    }
-
-    /// A peer's kept agent card, while it is fresh.
-    pub(crate) fn kept_card(&self, peer: &str) -> Option<Arc<Value>> {
-        let kept = self.cards.lock().unwrap_or_else(|p| p.into_inner());
-        kept.get(peer)
-            .filter(|(until, _)| Instant::now() < *until)
-            .map(|(_, card)| card.clone())
-    }
-
-    /// Keeps a peer's agent card for [`CARD_KEPT_FOR`].
-    pub(crate) fn keep_card(&self, peer: &str, card: Value) {
-        let mut kept = self.cards.lock().unwrap_or_else(|p| p.into_inner());
-        kept.insert(
-            peer.to_owned(),
-            (Instant::now() + CARD_KEPT_FOR, Arc::new(card)),
-        );
-    }
-
-    /// A peer's kept `tools/list`, while it is fresh.
-    pub(crate) fn listed_tools(&self, peer: &str) -> Option<Arc<Map<String, Value>>> {
-        let kept = self.listed_tools.lock().unwrap_or_else(|p| p.into_inner());
-        kept.get(peer)
-            .filter(|(until, _)| Instant::now() < *until)
-            .map(|(_, tools)| tools.clone())
-    }
-
-    /// Keeps a peer's `tools/list` for `ttl`.
-    pub(crate) fn keep_listed_tools(&self, peer: &str, tools: Map<String, Value>, ttl: Duration) {
-        let mut kept = self.listed_tools.lock().unwrap_or_else(|p| p.into_inner());
-        kept.insert(peer.to_owned(), (Instant::now() + ttl, Arc::new(tools)));
     }
 
     /// The store's shared key for negotiation peer digests.
