@@ -6,12 +6,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tracing::Instrument;
 
+use super::Answer;
 use super::errors::Fault;
 use super::extract::{Call, Caller, JsonRpc};
 use super::service::A2aState;
-use super::{Answer, negotiate};
 
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
@@ -34,27 +33,15 @@ pub async fn handle(
     }
     let id = request.echo_id();
     let (method, params) = (request.method, request.params);
-    // The negotiation's host event is held for the task this request may create (one
-    // commit), else written before the answer.
-    let request = async {
-        negotiate(&state, &subject, &headers, query.0.as_deref()).await?;
-        let span = super::request_span(&method, &params, &headers);
-        async {
-            let method = super::method_of(&method)?;
-            super::dispatch(&state, &subject, &headers, method, &params).await
-        }
-        .instrument(span)
-        .await
-    };
-    let answer = state
-        .app
-        .ops
-        .holding_host_events(request)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a host event could not be recorded");
-            Err(Fault::internal())
-        });
+    let answer = super::serve(
+        &state,
+        &subject,
+        &headers,
+        query.0.as_deref(),
+        &method,
+        &params,
+    )
+    .await;
     match answer {
         Ok(Answer::Value(result)) => {
             axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()

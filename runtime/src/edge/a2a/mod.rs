@@ -31,6 +31,7 @@ use axum::routing::{any, get, post};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tower_http::catch_panic::CatchPanicLayer;
+use tracing::Instrument;
 
 use crate::app::AppState;
 use crate::identity::Subject;
@@ -300,6 +301,38 @@ pub(crate) async fn negotiate(
             &offer.supported_versions_joined(),
         ))
     }
+}
+
+/// One A2A request on either binding: negotiated, then dispatched in its span. The
+/// negotiation's host event is held for the task the request may create (one commit),
+/// else written before the answer.
+pub(crate) async fn serve(
+    state: &A2aState,
+    subject: &Subject,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Result<Answer, Fault> {
+    let request = async {
+        negotiate(state, subject, headers, query).await?;
+        let span = request_span(method, params, headers);
+        async {
+            let method = method_of(method)?;
+            dispatch(state, subject, headers, method, params).await
+        }
+        .instrument(span)
+        .await
+    };
+    state
+        .app
+        .ops
+        .holding_host_events(request)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a host event could not be recorded");
+            Err(Fault::internal())
+        })
 }
 
 /// The span an A2A request runs in: its method, and the W3C trace it continues when it

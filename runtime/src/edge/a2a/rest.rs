@@ -12,13 +12,12 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use openwop_generated::dispatch::A2A_OPERATIONS;
 use serde_json::{Map, Value};
-use tracing::Instrument;
 
+use super::Answer;
 use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
 use super::extract::{Caller, HttpJson, Refusal, RestCall, read_body};
 use super::service::A2aState;
-use super::{Answer, negotiate};
 use crate::ids::BoundId;
 
 /// A route of the table: `(HTTP method, path template, JSON-RPC method)`.
@@ -260,25 +259,15 @@ pub async fn handle(
         params,
         query,
     } = call;
-    // The negotiation's host event is held for the task this request may create (one
-    // commit), else written before the answer.
-    let request = async {
-        negotiate(&state, &subject, &headers, query.as_deref()).await?;
-        let span = super::request_span(method, &params, &headers);
-        let method = super::method_of(method)?;
-        super::dispatch(&state, &subject, &headers, method, &params)
-            .instrument(span)
-            .await
-    };
-    let answer = state
-        .app
-        .ops
-        .holding_host_events(request)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a host event could not be recorded");
-            Err(Fault::internal())
-        })?;
+    let answer = super::serve(
+        &state,
+        &subject,
+        &headers,
+        query.as_deref(),
+        method,
+        &params,
+    )
+    .await?;
     Ok(match answer {
         Answer::Value(result) => (StatusCode::OK, axum::Json(result)).into_response(),
         Answer::Stream(events) => {

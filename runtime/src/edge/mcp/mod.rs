@@ -168,26 +168,31 @@ pub fn router_for(state: McpState) -> Router {
         .with_state(state)
 }
 
-/// The `traceparent` a request continues: `_meta`'s, else the HTTP header's, when well
-/// formed.
+/// The W3C trace a request continues, when it sent a well-formed one: `_meta` first, then
+/// the HTTP header (stdio passes no headers). Correlation only: nothing reads it to decide
+/// who the caller is.
+fn trace_context(
+    message: &rpc::Message,
+    headers: &axum::http::HeaderMap,
+) -> Option<crate::edge::trace::TraceContext> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let meta = Value::Object(message.meta().clone());
+    crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate"))
+}
+
+/// The `traceparent` a request continues ([`trace_context`]), which a run it creates
+/// keeps.
 pub(crate) fn request_trace(
     message: &rpc::Message,
     headers: &axum::http::HeaderMap,
 ) -> Option<String> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let meta = Value::Object(message.meta().clone());
-    crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate"))
-        .map(|tc| tc.traceparent)
+    trace_context(message, headers).map(|tc| tc.traceparent)
 }
 
-/// The span a request runs in, continuing the caller's W3C trace when it sent a
-/// well-formed one (`_meta` first, then the HTTP header). Correlation only: nothing
-/// reads it to decide who the caller is.
+/// The span a request runs in, continuing the caller's trace ([`trace_context`]).
 pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap) -> tracing::Span {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let meta = Value::Object(message.meta().clone());
     let method = message.method.as_str();
-    match crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate")) {
+    match trace_context(message, headers) {
         Some(tc) => tracing::info_span!(
             "mcp",
             method,
