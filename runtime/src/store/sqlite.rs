@@ -397,27 +397,16 @@ fn call_write<T: Send + 'static>(
     queue: mpsc::Sender<WriteJob>,
     f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
 ) -> StoreFuture<'static, T> {
-    Box::pin(async move {
-        let started = std::time::Instant::now();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: WriteJob = Box::new(move |conn| {
-            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
-                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+    hand_off(queue, move |tx| -> WriteJob {
+        Box::new(move |conn| {
+            let out = guarded(f, conn);
             Written {
                 failed: out.is_err(),
                 answer: Box::new(move |committed| {
                     let _ = tx.send(committed.and(out));
                 }),
             }
-        });
-        queue
-            .send(job)
-            .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
-        let out = rx
-            .await
-            .map_err(|_| StoreError::Database("a store thread dropped a call".into()))?;
-        super::latency::record(super::latency::Backend::Sqlite, started.elapsed());
-        out
+        })
     })
 }
 
@@ -428,16 +417,33 @@ fn call<T: Send + 'static>(
     queue: mpsc::Sender<Job>,
     f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
 ) -> StoreFuture<'static, T> {
+    hand_off(queue, move |tx| -> Job {
+        Box::new(move |conn| {
+            let _ = tx.send(guarded(f, conn));
+        })
+    })
+}
+
+/// Runs `f`, a panic in it becoming this call's error.
+fn guarded<T>(
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    conn: &mut Connection,
+) -> Result<T, StoreError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())))
+}
+
+/// Queues the job `job` makes around the answer's sender, and awaits the answer (the
+/// store latency metric counts from the hand-off to it).
+fn hand_off<T: Send + 'static, J: Send + 'static>(
+    queue: mpsc::Sender<J>,
+    job: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, StoreError>>) -> J + Send + 'static,
+) -> StoreFuture<'static, T> {
     Box::pin(async move {
         let started = std::time::Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
-                .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
-            let _ = tx.send(out);
-        });
         queue
-            .send(job)
+            .send(job(tx))
             .map_err(|_| StoreError::Database("the store threads have stopped".into()))?;
         let out = rx
             .await
