@@ -26,6 +26,7 @@ pub mod server;
 pub mod settings;
 pub mod status;
 pub mod store;
+pub mod trace;
 pub mod validate;
 pub mod validate_cmd;
 pub mod wire;

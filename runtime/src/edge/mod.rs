@@ -6,4 +6,3 @@ pub mod deadline;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod rest;
-pub mod trace;

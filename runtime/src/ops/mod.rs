@@ -434,11 +434,8 @@ impl Ops {
                 if let Some(url) = &request.callback_url {
                     state.insert(callback::STATE_KEY.into(), json!(url.as_str()));
                 }
-                if let Some(tp) = with
-                    .trace
-                    .as_deref()
-                    .filter(|t| crate::edge::trace::is_traceparent(t))
-                {
+                // Well formed: the edge took it from its trace selection.
+                if let Some(tp) = &with.trace {
                     state.insert(crate::peers::TRACE_STATE_KEY.into(), json!(tp));
                 }
                 Value::Object(state)

@@ -153,7 +153,7 @@ impl Caller {
         let inbound = state
             .get(TRACE_STATE_KEY)
             .and_then(Value::as_str)
-            .filter(|t| crate::edge::trace::is_traceparent(t));
+            .filter(|t| crate::trace::is_traceparent(t));
         let trace_id = match inbound {
             // `00-<trace-id>-<parent-id>-<flags>`: the trace id is characters 3..35.
             Some(tp) => tp[3..35].to_owned(),

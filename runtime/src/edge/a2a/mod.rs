@@ -344,7 +344,7 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
         .get("message")
         .and_then(|m| m.get("metadata"))
         .and_then(|m| m.get("openwop"));
-    match crate::edge::trace::select(carrier, header("traceparent"), header("tracestate")) {
+    match crate::trace::select(carrier, header("traceparent"), header("tracestate")) {
         Some(tc) => {
             tracing::info_span!("a2a", method, trace_id = tc.trace_id(), parent_id = tc.parent_id(), trace_source = ?tc.source)
         }

@@ -522,7 +522,7 @@ impl A2aState {
                 .is_some(),
             // The trace the message carries (`metadata.openwop`); the header's is not
             // visible here, and the message is the carrier A2A names first.
-            trace: crate::edge::trace::select(
+            trace: crate::trace::select(
                 send.message.get("metadata").and_then(|m| m.get("openwop")),
                 None,
                 None,

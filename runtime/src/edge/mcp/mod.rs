@@ -174,10 +174,10 @@ pub fn router_for(state: McpState) -> Router {
 fn trace_context(
     message: &rpc::Message,
     headers: &axum::http::HeaderMap,
-) -> Option<crate::edge::trace::TraceContext> {
+) -> Option<crate::trace::TraceContext> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let meta = Value::Object(message.meta().clone());
-    crate::edge::trace::select(Some(&meta), header("traceparent"), header("tracestate"))
+    crate::trace::select(Some(&meta), header("traceparent"), header("tracestate"))
 }
 
 /// The `traceparent` a request continues ([`trace_context`]), which a run it creates

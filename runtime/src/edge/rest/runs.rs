@@ -43,7 +43,7 @@ pub async fn create_run(
     // The trace the request continues (the `traceparent` header): the run keeps it, so
     // its calls to peers continue that trace.
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let trace = crate::edge::trace::select(None, header("traceparent"), header("tracestate"))
+    let trace = crate::trace::select(None, header("traceparent"), header("tracestate"))
         .map(|tc| tc.traceparent);
     let created = state
         .ops

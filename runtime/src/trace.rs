@@ -1,5 +1,5 @@
-//! W3C Trace Context on the interop edges: which `traceparent`/`tracestate` a request
-//! carries.
+//! W3C Trace Context: which `traceparent`/`tracestate` a request to the interop edges
+//! carries (the edges select it; a run keeps it; its calls to peers continue it).
 //!
 //! Two carriers exist: one inside the request (A2A `Message.metadata.openwop`, MCP
 //! `params._meta`) and the HTTP headers. The in-request value wins because it travels with
