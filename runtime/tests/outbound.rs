@@ -271,7 +271,7 @@ async fn wait_for(host: &TestHost, key: &str, run_id: &str, want: &[&str]) -> Va
 }
 
 async fn events(host: &TestHost, key: &str, run_id: &str) -> Vec<Value> {
-    let projected = run_id.replace('/', "~2F");
+    let projected = openwop::ids::project(run_id);
     let resp = host
         .http
         .get(format!("{}/runs/{projected}/events/poll", host.base))
@@ -284,7 +284,7 @@ async fn events(host: &TestHost, key: &str, run_id: &str) -> Vec<Value> {
 }
 
 async fn resolve(host: &TestHost, key: &str, run_id: &str, node: &str, value: Value) -> u16 {
-    let projected = run_id.replace('/', "~2F");
+    let projected = openwop::ids::project(run_id);
     host.http
         .post(format!("{}/runs/{projected}/interrupts/{node}", host.base))
         .bearer_auth(key)
@@ -489,7 +489,7 @@ async fn cancelling_the_calling_run_cancels_the_remote_task() {
     )
     .await;
     wait_for(&p.a, KEY_A, &run, &["waiting-input"]).await;
-    let projected = run.replace('/', "~2F");
+    let projected = openwop::ids::project(&run);
     let status =
         p.a.http
             .post(format!("{}/runs/{projected}/cancel", p.a.base))
