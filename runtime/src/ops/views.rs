@@ -16,8 +16,9 @@ fn stored(e: String) -> OpError {
     OpError::internal(format!("a stored record does not fit its wire model: {e}"))
 }
 
+/// Reads the model straight from the stored value (no copy of the value first).
 fn decode<T: serde::de::DeserializeOwned>(what: &str, v: &serde_json::Value) -> Result<T, OpError> {
-    serde_json::from_value(v.clone()).map_err(|e| stored(format!("{what}: {e}")))
+    T::deserialize(v).map_err(|e| stored(format!("{what}: {e}")))
 }
 
 /// The run snapshot, with the open interrupt when the run waits on one.

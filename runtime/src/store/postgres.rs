@@ -272,7 +272,7 @@ const CHANGE_RUN: &str = concat!(
              kind = excluded.kind, data = excluded.data, state = 'open', resume_value = NULL
          WHERE interrupts.state <> 'open'
      )
-     SELECT cur.status AS held_status, cur.lease_owner AS held_by, changed.*
+     SELECT changed.*, cur.status AS held_status, cur.lease_owner AS held_by
      FROM cur LEFT JOIN changed ON true"
 );
 

@@ -19,76 +19,161 @@ use super::{
     StoredConfig, parse_status,
 };
 
-/// A row of either engine, read by column name.
+/// A row of either engine. Each engine reads a column by position; by name is a lookup
+/// first (a scan of the statement's column names), which the hot mappers (runs, events,
+/// interrupts) avoid by reading their columns in list order through [`Cols`].
 pub(crate) trait Row {
-    fn text(&self, col: &str) -> Result<String, StoreError>;
-    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError>;
-    fn int(&self, col: &str) -> Result<i64, StoreError>;
-    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError>;
-    fn flag(&self, col: &str) -> Result<bool, StoreError>;
-    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError>;
+    /// The position of the column named `col`.
+    fn index(&self, col: &str) -> Result<usize, StoreError>;
+    /// The name of the column at `at` (checks [`Cols`] in debug builds).
+    fn name_at(&self, at: usize) -> Option<&str>;
+    fn text_at(&self, at: usize) -> Result<String, StoreError>;
+    fn opt_text_at(&self, at: usize) -> Result<Option<String>, StoreError>;
+    fn int_at(&self, at: usize) -> Result<i64, StoreError>;
+    fn opt_int_at(&self, at: usize) -> Result<Option<i64>, StoreError>;
+    fn flag_at(&self, at: usize) -> Result<bool, StoreError>;
+    fn bytes_at(&self, at: usize) -> Result<Vec<u8>, StoreError>;
+
+    fn text(&self, col: &str) -> Result<String, StoreError> {
+        self.text_at(self.index(col)?)
+    }
+    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        self.opt_text_at(self.index(col)?)
+    }
+    fn int(&self, col: &str) -> Result<i64, StoreError> {
+        self.int_at(self.index(col)?)
+    }
+    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        self.opt_int_at(self.index(col)?)
+    }
+    fn flag(&self, col: &str) -> Result<bool, StoreError> {
+        self.flag_at(self.index(col)?)
+    }
+    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError> {
+        self.bytes_at(self.index(col)?)
+    }
 
     /// A JSON column: kept as text, byte for byte what the host wrote.
     fn json(&self, col: &str) -> Result<Value, StoreError> {
-        let text = self.text(col)?;
-        serde_json::from_str(&text)
-            .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+        parse_json(col, &self.text(col)?)
+    }
+}
+
+fn parse_json(col: &str, text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+}
+
+/// Reads a row's columns one after another, in the order of its statement's column list:
+/// by position, so no name is looked up. Each read names the column it expects; debug
+/// builds (every test) check that name against the statement's, so a mapper that drifts
+/// from its column list fails the tests instead of reading the wrong column.
+pub(crate) struct Cols<'r> {
+    row: &'r dyn Row,
+    next: usize,
+}
+
+impl<'r> Cols<'r> {
+    pub(crate) fn new(row: &'r dyn Row) -> Self {
+        Cols { row, next: 0 }
     }
 
-    fn opt_json(&self, col: &str) -> Result<Option<Value>, StoreError> {
-        self.opt_text(col)?
-            .map(|t| serde_json::from_str(&t))
-            .transpose()
-            .map_err(|e| StoreError::Database(format!("column {col} is not JSON: {e}")))
+    fn at(&mut self, col: &str) -> usize {
+        let at = self.next;
+        debug_assert_eq!(
+            self.row.name_at(at),
+            Some(col),
+            "column {at} of the statement is not `{col}`"
+        );
+        self.next += 1;
+        at
+    }
+
+    pub(crate) fn text(&mut self, col: &str) -> Result<String, StoreError> {
+        let at = self.at(col);
+        self.row.text_at(at)
+    }
+    pub(crate) fn opt_text(&mut self, col: &str) -> Result<Option<String>, StoreError> {
+        let at = self.at(col);
+        self.row.opt_text_at(at)
+    }
+    pub(crate) fn int(&mut self, col: &str) -> Result<i64, StoreError> {
+        let at = self.at(col);
+        self.row.int_at(at)
+    }
+    pub(crate) fn opt_int(&mut self, col: &str) -> Result<Option<i64>, StoreError> {
+        let at = self.at(col);
+        self.row.opt_int_at(at)
+    }
+    pub(crate) fn json(&mut self, col: &str) -> Result<Value, StoreError> {
+        parse_json(col, &self.text(col)?)
+    }
+    pub(crate) fn opt_json(&mut self, col: &str) -> Result<Option<Value>, StoreError> {
+        self.opt_text(col)?.map(|t| parse_json(col, &t)).transpose()
     }
 }
 
 impl Row for rusqlite::Row<'_> {
-    fn text(&self, col: &str) -> Result<String, StoreError> {
-        Ok(self.get(col)?)
+    fn index(&self, col: &str) -> Result<usize, StoreError> {
+        Ok(self.as_ref().column_index(col)?)
     }
-    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.get(col)?)
+    fn name_at(&self, at: usize) -> Option<&str> {
+        self.as_ref().column_name(at).ok()
     }
-    fn int(&self, col: &str) -> Result<i64, StoreError> {
-        Ok(self.get(col)?)
+    fn text_at(&self, at: usize) -> Result<String, StoreError> {
+        Ok(self.get(at)?)
     }
-    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError> {
-        Ok(self.get(col)?)
+    fn opt_text_at(&self, at: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.get(at)?)
     }
-    fn flag(&self, col: &str) -> Result<bool, StoreError> {
-        Ok(self.get(col)?)
+    fn int_at(&self, at: usize) -> Result<i64, StoreError> {
+        Ok(self.get(at)?)
     }
-    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError> {
-        Ok(self.get(col)?)
+    fn opt_int_at(&self, at: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(at)?)
+    }
+    fn flag_at(&self, at: usize) -> Result<bool, StoreError> {
+        Ok(self.get(at)?)
+    }
+    fn bytes_at(&self, at: usize) -> Result<Vec<u8>, StoreError> {
+        Ok(self.get(at)?)
     }
 }
 
 impl Row for tokio_postgres::Row {
-    fn text(&self, col: &str) -> Result<String, StoreError> {
-        Ok(self.try_get(col)?)
+    fn index(&self, col: &str) -> Result<usize, StoreError> {
+        self.columns()
+            .iter()
+            .position(|c| c.name() == col)
+            .ok_or_else(|| StoreError::Database(format!("no column {col} in the row")))
     }
-    fn opt_text(&self, col: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.try_get(col)?)
+    fn name_at(&self, at: usize) -> Option<&str> {
+        self.columns().get(at).map(|c| c.name())
+    }
+    fn text_at(&self, at: usize) -> Result<String, StoreError> {
+        Ok(self.try_get(at)?)
+    }
+    fn opt_text_at(&self, at: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(at)?)
     }
     // Most integer columns are BIGINT; the push attempt counters of migration 3 are INTEGER.
-    fn int(&self, col: &str) -> Result<i64, StoreError> {
-        match self.try_get::<_, i64>(col) {
+    fn int_at(&self, at: usize) -> Result<i64, StoreError> {
+        match self.try_get::<_, i64>(at) {
             Ok(v) => Ok(v),
-            Err(_) => Ok(i64::from(self.try_get::<_, i32>(col)?)),
+            Err(_) => Ok(i64::from(self.try_get::<_, i32>(at)?)),
         }
     }
-    fn opt_int(&self, col: &str) -> Result<Option<i64>, StoreError> {
-        match self.try_get::<_, Option<i64>>(col) {
+    fn opt_int_at(&self, at: usize) -> Result<Option<i64>, StoreError> {
+        match self.try_get::<_, Option<i64>>(at) {
             Ok(v) => Ok(v),
-            Err(_) => Ok(self.try_get::<_, Option<i32>>(col)?.map(i64::from)),
+            Err(_) => Ok(self.try_get::<_, Option<i32>>(at)?.map(i64::from)),
         }
     }
-    fn flag(&self, col: &str) -> Result<bool, StoreError> {
-        Ok(self.try_get(col)?)
+    fn flag_at(&self, at: usize) -> Result<bool, StoreError> {
+        Ok(self.try_get(at)?)
     }
-    fn bytes(&self, col: &str) -> Result<Vec<u8>, StoreError> {
-        Ok(self.try_get(col)?)
+    fn bytes_at(&self, at: usize) -> Result<Vec<u8>, StoreError> {
+        Ok(self.try_get(at)?)
     }
 }
 
@@ -214,54 +299,69 @@ pub(crate) use {
 
 // ---- row mappers ----------------------------------------------------------------------
 
+/// A row of `run_cols!`, read in that order.
 pub(crate) fn run(r: &dyn Row) -> Result<RunRecord, StoreError> {
-    let run_id = r.text("run_id")?;
+    let mut c = Cols::new(r);
+    let list_order = c.int("list_order")?;
+    let run_id = c.text("run_id")?;
+    let tenant = c.text("tenant")?;
+    let workflow_id = c.text("workflow_id")?;
+    let status = parse_status(&run_id, &c.text("status")?)?;
     Ok(RunRecord {
-        list_order: r.int("list_order")?,
-        status: parse_status(&run_id, &r.text("status")?)?,
-        run_id,
-        tenant: r.text("tenant")?,
-        workflow_id: r.text("workflow_id")?,
-        owner: r.json("owner")?,
-        transport: r.text("transport")?,
-        inputs: r.json("inputs")?,
-        state: r.json("state")?,
-        outputs: r.opt_json("outputs")?,
-        error: r.opt_json("error")?,
-        node_index: r.int("node_index")?,
-        wait_until: r.opt_int("wait_until")?,
-        created_ms: r.int("created_ms")?,
-        updated_ms: r.int("updated_ms")?,
-        last_sequence: r.int("last_sequence")?,
+        list_order,
+        tenant,
+        workflow_id,
+        status,
+        owner: c.json("owner")?,
+        transport: c.text("transport")?,
+        inputs: c.json("inputs")?,
+        state: c.json("state")?,
+        outputs: c.opt_json("outputs")?,
+        error: c.opt_json("error")?,
+        node_index: c.int("node_index")?,
+        wait_until: c.opt_int("wait_until")?,
+        created_ms: c.int("created_ms")?,
+        updated_ms: c.int("updated_ms")?,
+        last_sequence: c.int("last_sequence")?,
         annotations: RunAnnotations {
-            agent_id: r.opt_text("agent_id")?,
-            tags: r.opt_json("tags")?,
-            metadata: r.opt_json("metadata")?,
+            agent_id: c.opt_text("agent_id")?,
+            tags: c.opt_json("tags")?,
+            metadata: c.opt_json("metadata")?,
         },
+        run_id,
     })
 }
 
+/// A row of [`RUN_DETAIL_BY_ID`]: the run (its `state` null) and its A2A contextId.
+pub(crate) fn run_and_context(r: &dyn Row) -> Result<(RunRecord, Option<String>), StoreError> {
+    Ok((run(r)?, r.opt_text("context_id")?))
+}
+
+/// A row of `event_cols!`, read in that order.
 pub(crate) fn event(r: &dyn Row) -> Result<EventRecord, StoreError> {
+    let mut c = Cols::new(r);
     Ok(EventRecord {
-        run_id: r.text("run_id")?,
-        sequence: r.int("sequence")?,
-        event_id: r.text("event_id")?,
-        event_type: r.text("type")?,
-        node_id: r.opt_text("node_id")?,
-        payload: r.json("payload")?,
-        timestamp_ms: r.int("ts_ms")?,
+        run_id: c.text("run_id")?,
+        sequence: c.int("sequence")?,
+        event_id: c.text("event_id")?,
+        event_type: c.text("type")?,
+        node_id: c.opt_text("node_id")?,
+        payload: c.json("payload")?,
+        timestamp_ms: c.int("ts_ms")?,
     })
 }
 
+/// A row of `interrupt_cols!`, read in that order.
 pub(crate) fn interrupt(r: &dyn Row) -> Result<InterruptRecord, StoreError> {
+    let mut c = Cols::new(r);
     Ok(InterruptRecord {
-        run_id: r.text("run_id")?,
-        node_id: r.text("node_id")?,
-        interrupt_id: r.text("interrupt_id")?,
-        kind: r.text("kind")?,
-        data: r.json("data")?,
-        state: r.text("state")?,
-        resume_value: r.opt_json("resume_value")?,
+        run_id: c.text("run_id")?,
+        node_id: c.text("node_id")?,
+        interrupt_id: c.text("interrupt_id")?,
+        kind: c.text("kind")?,
+        data: c.json("data")?,
+        state: c.text("state")?,
+        resume_value: c.opt_json("resume_value")?,
     })
 }
 
@@ -334,6 +434,14 @@ pub(crate) fn secret(r: &dyn Row) -> Result<Secret, StoreError> {
 // ---- runs -----------------------------------------------------------------------------
 
 pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE run_id = $1");
+
+/// A run as its snapshot shows it ([`run_and_context`]), with the A2A contextId bound to it
+/// in the same statement. `state` is read as JSON null: no view shows it, and parsing it
+/// made the cost of every GET grow with the size of the run's working state. The columns
+/// are `run_cols!` with that one change (a test checks it).
+pub(crate) const RUN_DETAIL_BY_ID: &str = "SELECT list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, 'null' AS state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata, \
+     (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id \
+     FROM runs WHERE run_id = $1";
 
 /// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
 /// $8 state, $9 now, $10 agent_id, $11 tags, $12 metadata: step 0, no events yet.
@@ -651,6 +759,16 @@ mod tests {
             statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
             ",running,waiting-input,"
         );
+    }
+
+    #[test]
+    fn the_detail_read_is_the_run_columns_with_state_null() {
+        let columns = RUN_DETAIL_BY_ID
+            .strip_prefix("SELECT ")
+            .and_then(|s| s.split_once(", (SELECT context_id"))
+            .map(|(cols, _)| cols)
+            .expect("the detail statement's shape");
+        assert_eq!(columns, run_cols!().replace(" state,", " 'null' AS state,"));
     }
 }
 

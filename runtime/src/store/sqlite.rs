@@ -101,15 +101,19 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
 
 /// The SQLite spelling of a shared statement (`migrate::to_sqlite`), made once per
 /// statement for the life of the process.
+/// Keyed by the statement's address and length, not its text: hashing a few hundred bytes
+/// of SQL on every call cost more than the lookup it served (the statements are `'static`
+/// constants, so address and length name one; a duplicated constant is spelled twice).
 pub(super) fn lite(pg: &'static str) -> &'static str {
-    static SPELLED: OnceLock<RwLock<HashMap<&'static str, &'static str>>> = OnceLock::new();
+    static SPELLED: OnceLock<RwLock<HashMap<(usize, usize), &'static str>>> = OnceLock::new();
     let map = SPELLED.get_or_init(Default::default);
-    if let Some(s) = map.read().ok().and_then(|m| m.get(pg).copied()) {
+    let key = (pg.as_ptr() as usize, pg.len());
+    if let Some(s) = map.read().ok().and_then(|m| m.get(&key).copied()) {
         return s;
     }
     let spelled: &'static str = Box::leak(migrate::to_sqlite(pg).into_boxed_str());
     if let Ok(mut m) = map.write() {
-        return m.entry(pg).or_insert(spelled);
+        return m.entry(key).or_insert(spelled);
     }
     spelled
 }
@@ -824,12 +828,19 @@ impl RunStore for SqliteStore {
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
         let run_id = run_id.to_owned();
         self.read_here(move |conn| {
-            let Some(run) = one(conn, sql::RUN_BY_ID, [&run_id], sql::run)? else {
+            // One read transaction: the run and its open interrupt as of one commit (a run
+            // read as waiting always shows the interrupt it waits on).
+            let tx = Tx::read(conn)?;
+            let Some((run, context_id)) =
+                one(&tx, sql::RUN_DETAIL_BY_ID, [&run_id], sql::run_and_context)?
+            else {
                 return Ok(None);
             };
+            let open_interrupt = one(&tx, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?;
+            tx.commit()?;
             Ok(Some(RunDetail {
-                open_interrupt: one(conn, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?,
-                context_id: one(conn, sql::CONTEXT_OF, [&run_id], |r| r.text("context_id"))?,
+                open_interrupt,
+                context_id,
                 run,
             }))
         })
