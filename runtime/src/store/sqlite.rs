@@ -462,9 +462,9 @@ fn insert_host_event(
     conn: &Connection,
     event: HostEventRecord,
 ) -> Result<HostEventRecord, StoreError> {
-    let seq = one(
+    exec(
         conn,
-        sql::INSERT_HOST_EVENT,
+        sql::INSERT_HOST_EVENT_ROW,
         params![
             event.tenant,
             event.event_id,
@@ -474,20 +474,62 @@ fn insert_host_event(
             event.payload.to_string(),
             event.timestamp_ms
         ],
-        |r| r.int("seq"),
-    )?
-    .ok_or_else(|| StoreError::Database("no seq for a host event".into()))?;
-    Ok(HostEventRecord { seq, ..event })
+    )?;
+    Ok(HostEventRecord {
+        seq: conn.last_insert_rowid(),
+        ..event
+    })
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
     one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
 
+/// The record of a run just inserted by `sql::INSERT_RUN` at `now`, built from what was
+/// inserted rather than read back: the writer thread bounds every write's throughput, and
+/// reading the row back meant parsing its JSON columns again. Debug builds (every test)
+/// read it back and compare.
+fn inserted(tx: &Connection, run: NewRun, now: i64) -> Result<RunRecord, StoreError> {
+    let record = RunRecord {
+        list_order: tx.last_insert_rowid(),
+        run_id: run.run_id,
+        tenant: run.tenant,
+        workflow_id: run.workflow_id,
+        status: run.status,
+        owner: run.owner,
+        transport: run.transport,
+        inputs: run.inputs,
+        state: run.state,
+        outputs: None,
+        error: None,
+        node_index: 0,
+        wait_until: None,
+        created_ms: now,
+        updated_ms: now,
+        last_sequence: -1,
+        annotations: run.annotations,
+    };
+    check_written(tx, &record)?;
+    Ok(record)
+}
+
+/// Debug builds: the record the writer built is the row the database holds.
+fn check_written(tx: &Connection, record: &RunRecord) -> Result<(), StoreError> {
+    if cfg!(debug_assertions) {
+        let stored = load_run(tx, &record.run_id)?;
+        assert_eq!(
+            stored.as_ref(),
+            Some(record),
+            "the writer's record is not the stored row"
+        );
+    }
+    Ok(())
+}
+
 /// Applies a patch and appends events inside an open transaction.
 fn apply(
     tx: &Connection,
-    run: &RunRecord,
+    run: RunRecord,
     patch: RunPatch,
     events: Vec<NewEvent>,
 ) -> Result<Advanced, StoreError> {
@@ -541,7 +583,7 @@ fn apply(
         }
     }
     let c = sql::patch(&patch);
-    let next = one(
+    let changed = exec(
         tx,
         sql::APPLY_PATCH,
         params![
@@ -556,9 +598,24 @@ fn apply(
             stored.len() as i64,
             now
         ],
-        sql::run,
-    )?
-    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
+    )?;
+    if changed != 1 {
+        return Err(StoreError::RunNotFound(run.run_id));
+    }
+    // What `sql::APPLY_PATCH` did to the row, done to the record in hand instead of
+    // reading the row back (see `inserted`).
+    let next = RunRecord {
+        status: patch.status.unwrap_or(run.status),
+        node_index: patch.node_index.unwrap_or(run.node_index),
+        wait_until: patch.wait_until.unwrap_or(run.wait_until),
+        state: patch.state.unwrap_or(run.state),
+        outputs: patch.outputs.or(run.outputs),
+        error: patch.error.or(run.error),
+        last_sequence: run.last_sequence + stored.len() as i64,
+        updated_ms: now,
+        ..run
+    };
+    check_written(tx, &next)?;
     Ok(Advanced {
         run: next,
         events: stored,
@@ -597,7 +654,7 @@ impl RunStore for SqliteStore {
             let created = match replayed {
                 Some(existing) => existing,
                 None => {
-                    let created = one(
+                    exec(
                         &tx,
                         sql::INSERT_RUN,
                         params![
@@ -620,9 +677,8 @@ impl RunStore for SqliteStore {
                                 .as_ref()
                                 .map(serde_json::Value::to_string)
                         ],
-                        sql::run,
-                    )?
-                    .ok_or_else(|| StoreError::RunNotFound(run.run_id.clone()))?;
+                    )?;
+                    let created = inserted(&tx, run, now)?;
                     if let Some(claim) = &idempotency {
                         exec(
                             &tx,
@@ -632,7 +688,7 @@ impl RunStore for SqliteStore {
                                 claim.principal,
                                 claim.key,
                                 claim.body_hash,
-                                run.run_id,
+                                created.run_id,
                                 now
                             ],
                         )?;
@@ -640,7 +696,7 @@ impl RunStore for SqliteStore {
                     match with.first_step.and_then(|plan| plan(&created)) {
                         Some((patch, events)) => {
                             stepped = true;
-                            apply(&tx, &created, patch, events)?.run
+                            apply(&tx, created, patch, events)?.run
                         }
                         None => created,
                     }
@@ -675,7 +731,7 @@ impl RunStore for SqliteStore {
                 wakeups.publish(Wake::Run(created.run.run_id.clone()));
             }
             for ev in &created.host_events {
-                wakeups.publish(Wake::Host(Box::new(ev.clone())));
+                wakeups.publish_host(ev);
             }
             Ok(created)
         })
@@ -772,7 +828,7 @@ impl RunStore for SqliteStore {
             if !guard.admits(run.status) {
                 return Err(StoreError::Guard { status: run.status });
             }
-            let out = apply(&tx, &run, patch, events)?;
+            let out = apply(&tx, run, patch, events)?;
             tx.commit()?;
             Ok(out)
         });
@@ -814,7 +870,7 @@ impl RunStore for SqliteStore {
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
             let (patch, events) = on_resolve(&interrupt, &run);
-            let out = apply(&tx, &run, patch, events)?;
+            let out = apply(&tx, run, patch, events)?;
             tx.commit()?;
             Ok(out)
         });
@@ -872,14 +928,14 @@ impl RunStore for SqliteStore {
         let wakeups = self.inner.wakeups.clone();
         if event.delivery != "durable" {
             return Box::pin(async move {
-                wakeups.publish(Wake::Host(Box::new(event.clone())));
+                wakeups.publish_host(&event);
                 Ok(event)
             });
         }
         let fut = self.write(move |conn| insert_host_event(conn, event));
         Box::pin(async move {
             let stored = fut.await?;
-            wakeups.publish(Wake::Host(Box::new(stored.clone())));
+            wakeups.publish_host(&stored);
             Ok(stored)
         })
     }

@@ -152,6 +152,22 @@ impl WakeHub {
 
     /// Wakes the subscribers of what `wake` names: a run's, plus those of every run; a
     /// host event's tenant's; everyone for a resync.
+    /// Publishes a host event to the followers of its tenant's host log, copying it only
+    /// when there is one (most commits have none, and the copy was a measurable part of a
+    /// durable A2A request).
+    pub fn publish_host(&self, ev: &HostEventRecord) {
+        let Ok(topics) = self.inner.topics.lock() else {
+            return;
+        };
+        let Some(followers) = topics.tenants.get(&ev.tenant).filter(|f| !f.is_empty()) else {
+            return;
+        };
+        let wake = Wake::Host(Box::new(ev.clone()));
+        for s in followers {
+            s.deliver(&wake);
+        }
+    }
+
     pub fn publish(&self, wake: Wake) {
         let Ok(topics) = self.inner.topics.lock() else {
             return;
