@@ -811,22 +811,6 @@ impl Ops {
 
 /// A digest of the request body, stable across key order, for idempotency comparison.
 fn body_hash(req: &CreateRunRequest) -> String {
-    // serde_json keeps insertion order (preserve_order); sort keys for a canonical form.
-    fn canon(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<_> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), canon(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
-            other => other.clone(),
-        }
-    }
     // The keys (and nulls for absent members) of the body this host accepted before it
     // read createRun into the generated model, so a key claimed then still replays;
     // `residency`, `scopeId`, `mode`, `evalSuiteRef` and `configurable` are no longer
@@ -841,7 +825,40 @@ fn body_hash(req: &CreateRunRequest) -> String {
     if let Some(url) = &req.callback_url {
         v["callbackUrl"] = json!(url);
     }
-    hex::encode(Sha256::digest(canon(&v).to_string().as_bytes()))
+    hex::encode(Sha256::digest(canonical_json(&v)))
+}
+
+/// `v` as compact JSON with every object's keys sorted: serde_json keeps insertion order
+/// (preserve_order), so the form a body hash is taken of sorts them. Written straight from
+/// `v`, without building a sorted copy of it first.
+fn canonical_json(v: &Value) -> Vec<u8> {
+    struct Sorted<'a>(&'a Value);
+    impl serde::Serialize for Sorted<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{SerializeMap as _, SerializeSeq as _};
+            match self.0 {
+                Value::Object(m) => {
+                    let mut entries: Vec<_> = m.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    let mut map = s.serialize_map(Some(entries.len()))?;
+                    for (k, v) in entries {
+                        map.serialize_entry(k, &Sorted(v))?;
+                    }
+                    map.end()
+                }
+                Value::Array(a) => {
+                    let mut seq = s.serialize_seq(Some(a.len()))?;
+                    for v in a {
+                        seq.serialize_element(&Sorted(v))?;
+                    }
+                    seq.end()
+                }
+                other => other.serialize(s),
+            }
+        }
+    }
+    // Serializing a Value (string keys) into memory cannot fail.
+    serde_json::to_vec(&Sorted(v)).unwrap_or_default()
 }
 
 fn encode_cursor(tenant: &str, list_order: i64) -> String {
@@ -862,4 +879,41 @@ fn decode_cursor(cursor: &str, tenant: &str) -> Result<i64, OpError> {
         return Err(bad());
     }
     order.parse().map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Idempotency keys stored earlier hold hashes of a sorted copy's `to_string()`; the
+    /// direct writer must produce the same bytes, or those keys would stop replaying.
+    #[test]
+    fn canonical_json_is_the_sorted_copy_byte_for_byte() {
+        fn sorted_copy(v: &Value) -> Value {
+            match v {
+                Value::Object(m) => {
+                    let mut keys: Vec<_> = m.keys().collect();
+                    keys.sort();
+                    Value::Object(
+                        keys.into_iter()
+                            .map(|k| (k.clone(), sorted_copy(&m[k])))
+                            .collect(),
+                    )
+                }
+                Value::Array(a) => Value::Array(a.iter().map(sorted_copy).collect()),
+                other => other.clone(),
+            }
+        }
+        for v in [
+            json!(null),
+            json!({"b": 1, "a": [3, {"z": null, "y": "é\"\n"}], "A": 1.5, "": -0.0}),
+            json!({"workflowId": "echo", "inputs": {"n": 1, "m": [true, false, {}]}, "tags": null}),
+            json!([[], {}, "x", 1e300, u64::MAX, i64::MIN]),
+        ] {
+            assert_eq!(
+                String::from_utf8(canonical_json(&v)).unwrap(),
+                sorted_copy(&v).to_string()
+            );
+        }
+    }
 }
