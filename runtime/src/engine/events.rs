@@ -49,7 +49,7 @@ fn literal<T: serde::de::DeserializeOwned>(s: &'static str) -> T {
 pub fn run_started(run: &RunRecord) -> Result<NewEvent, String> {
     let payload = RunStarted {
         workflow_id: wire("workflowId", run.workflow_id.as_str())?,
-        owner: serde_json::from_value(run.owner.clone()).map_err(|e| format!("owner: {e}"))?,
+        owner: serde::Deserialize::deserialize(&run.owner).map_err(|e| format!("owner: {e}"))?,
         transport: wire("transport", run.transport.as_str())?,
         inputs: Some(object(&run.inputs)),
         engine_version: None,
@@ -57,7 +57,7 @@ pub fn run_started(run: &RunRecord) -> Result<NewEvent, String> {
             .annotations
             .tags
             .as_ref()
-            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .and_then(|t| serde::Deserialize::deserialize(t).ok())
             .unwrap_or_default(),
         metadata: run.annotations.metadata.as_ref().map(object),
     };

@@ -123,6 +123,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
     let state = A2aState {
         app,
         config: Arc::new(config),
+        offer: Arc::default(),
     };
     state
         .app
@@ -269,10 +270,14 @@ pub(crate) async fn negotiate(
     headers: &HeaderMap,
     query: Option<&str>,
 ) -> Result<(), Fault> {
-    let offer = Offer::from_facet(Protocol::A2a, &state.facet()).map_err(|e| {
-        tracing::error!(error = %e, "the a2a facet cannot be negotiated from");
-        Fault::internal()
-    })?;
+    let offer = state
+        .offer
+        .get_or_init(|| Offer::from_facet(Protocol::A2a, &state.facet()))
+        .as_ref()
+        .map_err(|e| {
+            tracing::error!(error = %e, "the a2a facet cannot be negotiated from");
+            Fault::internal()
+        })?;
     let requested = requested_version(headers, query);
     // The peer is who it authenticated as, never a header it chose (such as Origin); only
     // a keyed digest is recorded.
@@ -282,7 +287,7 @@ pub(crate) async fn negotiate(
         .peer_key()
         .subject(&subject.issuer, &subject.subject_id);
     let decision =
-        negotiation::decide(Protocol::A2a, requested.as_deref(), true, &offer).with_peer(peer);
+        negotiation::decide(Protocol::A2a, requested.as_deref(), true, offer).with_peer(peer);
     let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
     state
         .app

@@ -30,6 +30,10 @@ use crate::status::RunStatus;
 pub struct A2aState {
     pub app: AppState,
     pub config: Arc<A2aConfig>,
+    /// The offer read from [`A2aState::facet`], once: the document never changes while
+    /// the process runs, and every request negotiates.
+    pub(crate) offer:
+        Arc<std::sync::OnceLock<Result<crate::negotiation::Offer, crate::negotiation::OfferError>>>,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {

@@ -51,6 +51,9 @@ pub struct McpState {
     /// nonce: told when the client dismissed it (an answer shows in the run itself).
     waiters:
         Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::sync::oneshot::Sender<()>>>>,
+    /// The offer read from [`McpState::facet`], once: the document never changes while the
+    /// process runs, and every stateless call negotiates.
+    offer: Arc<std::sync::OnceLock<Result<Offer, crate::negotiation::OfferError>>>,
 }
 
 impl McpState {
@@ -67,6 +70,7 @@ impl McpState {
             config: Arc::new(config),
             codec: Arc::new(Codec::new(key)),
             waiters: Arc::default(),
+            offer: Arc::default(),
         }
     }
 
@@ -75,11 +79,14 @@ impl McpState {
         facet_of(&self.app.discovery.document, &self.config)
     }
 
-    fn offer(&self) -> Result<Offer, RpcError> {
-        Offer::from_facet(Protocol::Mcp, &self.facet()).map_err(|e| {
-            tracing::error!(error = %e, "the mcp facet cannot be negotiated from");
-            RpcError::internal()
-        })
+    fn offer(&self) -> Result<&Offer, RpcError> {
+        self.offer
+            .get_or_init(|| Offer::from_facet(Protocol::Mcp, &self.facet()))
+            .as_ref()
+            .map_err(|e| {
+                tracing::error!(error = %e, "the mcp facet cannot be negotiated from");
+                RpcError::internal()
+            })
     }
 
     /// Negotiates the revision a request asks for and records the outcome as a
@@ -94,7 +101,7 @@ impl McpState {
             .peer_key()
             .subject(&subject.issuer, &subject.subject_id);
         let decision: Decision =
-            negotiation::decide(Protocol::Mcp, Some(requested), true, &offer).with_peer(peer);
+            negotiation::decide(Protocol::Mcp, Some(requested), true, offer).with_peer(peer);
         let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
         self.app
             .ops
