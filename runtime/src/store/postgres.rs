@@ -133,14 +133,87 @@ async fn load_run<C: GenericClient>(c: &C, run_id: &str) -> Result<Option<RunRec
     one(c, sql::RUN_BY_ID, &[&run_id], sql::run).await
 }
 
-/// Claims the key (if any) and inserts the run with its A2A context and first message,
-/// in one statement; `None` when the key is already held (nothing written).
+/// A new run as [`insert_new_run`] writes it: the row with its first change (if one was
+/// planned) already applied, and what that change adds beside the row.
+struct NewRow {
+    /// `list_order` is the database's to assign (0 here; the row returned has it).
+    run: RunRecord,
+    events: Vec<NewEvent>,
+    opening: Option<NewInterrupt>,
+    /// A first change was applied: the commit announces the run (NOTIFY).
+    stepped: bool,
+}
+
+impl NewRow {
+    /// The run exactly as inserted without a first change (what a plan is made from).
+    fn of(run: &NewRun, now: i64) -> NewRow {
+        NewRow {
+            run: RunRecord {
+                run_id: run.run_id.clone(),
+                tenant: run.tenant.clone(),
+                workflow_id: run.workflow_id.clone(),
+                status: run.status,
+                owner: run.owner.clone(),
+                transport: run.transport.clone(),
+                inputs: run.inputs.clone(),
+                state: run.state.clone(),
+                outputs: None,
+                error: None,
+                node_index: 0,
+                wait_until: None,
+                created_ms: now,
+                updated_ms: now,
+                last_sequence: -1,
+                list_order: 0,
+                annotations: run.annotations.clone(),
+            },
+            events: Vec::new(),
+            opening: None,
+            stepped: false,
+        }
+    }
+
+    /// Applies a first change in memory, as `sql::apply_patch!` would to the stored row
+    /// (nothing is open yet, so there is nothing to close), so the row is written once
+    /// already changed: one statement and one row version instead of an insert followed
+    /// by an update in a transaction (four round trips).
+    fn step(&mut self, patch: RunPatch, events: Vec<NewEvent>) {
+        let run = &mut self.run;
+        if let Some(status) = patch.status {
+            run.status = status;
+        }
+        if let Some(index) = patch.node_index {
+            run.node_index = index;
+        }
+        if let Some(wait) = patch.wait_until {
+            run.wait_until = wait;
+        }
+        if let Some(state) = patch.state {
+            run.state = state;
+        }
+        run.outputs = patch.outputs.or(run.outputs.take());
+        run.error = patch.error.or(run.error.take());
+        run.last_sequence += events.len() as i64;
+        self.events = events;
+        self.opening = patch.open_interrupt;
+        self.stepped = true;
+    }
+}
+
+/// Claims the key (if any) and inserts the run (its first change applied) with its
+/// events, the interrupt it opens, its A2A context and first message, in one statement,
+/// so a creation that needs nothing else is one round trip in its own transaction; `None`
+/// when the key is already held (nothing written). Parameters: $1..$8 and $16..$18 the
+/// run, $9 now, $10..$12 the claim, $13..$15 the A2A context and first message, $19..$23
+/// the columns a first change sets, $24/$25 NOTIFY channel and payload when it was
+/// applied ($24 NULL: no NOTIFY), $26..$29 the events' ids, types, nodes and payloads,
+/// $30..$33 the interrupt opened (node, id, kind, data) or NULLs.
 async fn insert_new_run<C: GenericClient>(
     c: &C,
-    run: &NewRun,
+    row: &NewRow,
     claim: Option<&IdempotencyClaim>,
     first: Option<&(String, String, Value)>,
-    now: i64,
+    channel: &str,
 ) -> Result<Option<RunRecord>, StoreError> {
     const CREATE: &str = concat!(
         "WITH claim AS (INSERT INTO idempotency (",
@@ -149,20 +222,33 @@ async fn insert_new_run<C: GenericClient>(
              ON CONFLICT DO NOTHING RETURNING run_id
          ), created AS (INSERT INTO runs (",
         sql::new_run_cols!(),
-        ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, 0, CAST($9 AS BIGINT), CAST($9 AS BIGINT), -1,
-                CAST($16 AS TEXT), CAST($17 AS TEXT), CAST($18 AS TEXT)
+        ", wait_until, outputs, error) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $19,
+                CAST($9 AS BIGINT), CAST($9 AS BIGINT), $20, CAST($16 AS TEXT),
+                CAST($17 AS TEXT), CAST($18 AS TEXT), CAST($21 AS BIGINT), CAST($22 AS TEXT),
+                CAST($23 AS TEXT)
              WHERE CAST($11 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM claim)
              RETURNING ",
         sql::run_cols!(),
-        "), bound AS (INSERT INTO a2a_tasks (",
+        ", CASE WHEN CAST($24 AS TEXT) IS NOT NULL THEN pg_notify($24, $25) END AS notified
+         ), bound AS (INSERT INTO a2a_tasks (",
         sql::task_cols!(),
         ") SELECT run_id, $13 FROM created WHERE CAST($13 AS TEXT) IS NOT NULL
          ), first AS (INSERT INTO a2a_messages (",
         sql::message_cols!(),
         ") SELECT run_id, 0, $14, $15 FROM created WHERE CAST($15 AS TEXT) IS NOT NULL
+         ), appended AS (INSERT INTO events (",
+        sql::event_cols!(),
+        ") SELECT created.run_id, u.n - 1, u.e, u.t, u.nd, u.p, CAST($9 AS BIGINT)
+             FROM created, unnest($26::text[], $27::text[], $28::text[], $29::text[])
+                  WITH ORDINALITY AS u(e, t, nd, p, n)
+         ), opened AS (
+             INSERT INTO interrupts (run_id, node_id, interrupt_id, kind, data, state)
+             SELECT created.run_id, $30, $31, $32, $33, 'open' FROM created
+             WHERE CAST($30 AS TEXT) IS NOT NULL
          )
          SELECT * FROM created"
     );
+    let run = &row.run;
     let (owner, inputs, state) = (
         run.owner.to_string(),
         run.inputs.to_string(),
@@ -171,6 +257,10 @@ async fn insert_new_run<C: GenericClient>(
     let (tags, metadata) = (
         run.annotations.tags.as_ref().map(Value::to_string),
         run.annotations.metadata.as_ref().map(Value::to_string),
+    );
+    let (outputs, error) = (
+        run.outputs.as_ref().map(Value::to_string),
+        run.error.as_ref().map(Value::to_string),
     );
     let (principal, key, body_hash) = match claim {
         Some(c) => (Some(&c.principal), Some(&c.key), Some(&c.body_hash)),
@@ -184,6 +274,17 @@ async fn insert_new_run<C: GenericClient>(
         ),
         None => (None, None, None),
     };
+    let notify_on = row.stepped.then_some(channel);
+    let ids: Vec<String> = row
+        .events
+        .iter()
+        .map(|_| crate::ids::mint_event_id())
+        .collect();
+    let types: Vec<&str> = row.events.iter().map(|e| e.event_type.as_str()).collect();
+    let nodes: Vec<Option<&str>> = row.events.iter().map(|e| e.node_id.as_deref()).collect();
+    let payloads: Vec<String> = row.events.iter().map(|e| e.payload.to_string()).collect();
+    let opening = row.opening.as_ref();
+    let data = opening.map(|i| i.data.to_string());
     one(
         c,
         CREATE,
@@ -196,7 +297,7 @@ async fn insert_new_run<C: GenericClient>(
             &run.transport,
             &inputs,
             &state,
-            &now,
+            &run.created_ms,
             &principal,
             &key,
             &body_hash,
@@ -206,6 +307,21 @@ async fn insert_new_run<C: GenericClient>(
             &run.annotations.agent_id,
             &tags,
             &metadata,
+            &run.node_index,
+            &run.last_sequence,
+            &run.wait_until,
+            &outputs,
+            &error,
+            &notify_on,
+            &listen::run_payload(&run.run_id),
+            &ids,
+            &types,
+            &nodes,
+            &payloads,
+            &opening.map(|i| i.node_id.as_str()),
+            &opening.map(|i| i.interrupt_id.as_str()),
+            &opening.map(|i| i.kind.as_str()),
+            &data,
         ],
         sql::run,
     )
@@ -461,45 +577,32 @@ impl RunStore for PgStore {
                 (start.context_id.clone(), start.message_id.clone(), message)
             });
             let durable = with.host_events.iter().any(|e| e.delivery == "durable");
-            let plan = with.first_step;
-            let mut stepped = false;
-            // Without durable host events (which take their tenant's lock first) or a
-            // first step, the claim, the run, its context and first message are one
-            // statement.
-            let created = if durable || plan.is_some() {
+            // The first change is planned from the run as it will be inserted (the
+            // database only adds its `list_order`), before the insert, so the run is
+            // written already changed. The plan is pure; if the key turns out to be held
+            // (a replay), its outcome is dropped unapplied.
+            let mut row = NewRow::of(&run, now);
+            if let Some((patch, events)) = with.first_step.and_then(|plan| plan(&row.run)) {
+                row.step(patch, events);
+            }
+            let stepped = row.stepped;
+            let (claim, channel) = (idempotency.as_ref(), self.inner.channel.as_str());
+            // Durable host events take their tenant's lock and go in the same
+            // transaction; without them the one statement is the whole transaction.
+            let created = if durable {
                 let tx = client.transaction().await?;
-                let created =
-                    insert_new_run(&tx, &run, idempotency.as_ref(), first.as_ref(), now).await?;
-                match created {
+                match insert_new_run(&tx, &row, claim, first.as_ref(), channel).await? {
                     Some(inserted) => {
-                        let inserted = match plan.and_then(|plan| plan(&inserted)) {
-                            Some((patch, events)) => {
-                                stepped = true;
-                                // Nobody else has seen the run yet: no guard, no lease.
-                                let check = Check {
-                                    guard: &Guard::StatusNotIn(&[]),
-                                    lease_owner: None,
-                                };
-                                let channel = &self.inner.channel;
-                                change_run(&tx, channel, &inserted.run_id, check, patch, events)
-                                    .await?
-                                    .run
-                            }
-                            None => inserted,
-                        };
-                        let events = if durable {
-                            self.write_host_events(&tx, with.host_events.clone())
-                                .await?
-                        } else {
-                            Vec::new()
-                        };
+                        let events = self
+                            .write_host_events(&tx, with.host_events.clone())
+                            .await?;
                         tx.commit().await?;
                         Some((inserted, events))
                     }
                     None => None,
                 }
             } else {
-                insert_new_run(&client, &run, idempotency.as_ref(), first.as_ref(), now)
+                insert_new_run(&client, &row, claim, first.as_ref(), channel)
                     .await?
                     .map(|run| (run, Vec::new()))
             };

@@ -558,9 +558,15 @@ async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
         [0, 1]
     );
 
-    // A replay returns the run as it stands and plans nothing.
+    // A replay returns the run as it stands and applies nothing of its plan.
     let with = CreateWith {
-        first_step: Some(Box::new(|_: &RunRecord| panic!("planned on a replay"))),
+        first_step: Some(Box::new(|_: &RunRecord| {
+            let patch = RunPatch {
+                status: Some(RunStatus::Failed),
+                ..Default::default()
+            };
+            Some((patch, vec![ev()]))
+        })),
         ..CreateWith::default()
     };
     let again = store
@@ -582,6 +588,54 @@ async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
         .unwrap();
     assert_eq!(plain.run.last_sequence, -1);
     assert_eq!(plain.run.status, RunStatus::Running);
+
+    // A first step that waits and suspends: every field the change sets is written with
+    // the run, and its interrupt is open.
+    let with = CreateWith {
+        first_step: Some(Box::new(|_: &RunRecord| {
+            let patch = RunPatch {
+                status: Some(RunStatus::WaitingApproval),
+                node_index: Some(2),
+                wait_until: Some(Some(77)),
+                state: Some(json!({"s": 1})),
+                error: Some(json!({"e": 1})),
+                open_interrupt: Some(NewInterrupt {
+                    node_id: "approve".into(),
+                    interrupt_id: "t/s-i".into(),
+                    kind: "approval".into(),
+                    data: json!({"d": 1}),
+                }),
+                ..Default::default()
+            };
+            Some((patch, vec![ev()]))
+        })),
+        ..CreateWith::default()
+    };
+    let suspended = store
+        .create_run_with(new_run("t/s"), None, with)
+        .await
+        .unwrap();
+    let run = &suspended.run;
+    assert_eq!(run.status, RunStatus::WaitingApproval);
+    assert_eq!(
+        (run.node_index, run.wait_until, run.last_sequence),
+        (2, Some(77), 0)
+    );
+    assert_eq!(
+        (&run.state, &run.error),
+        (&json!({"s": 1}), &Some(json!({"e": 1})))
+    );
+    assert_eq!(store.get_run("t/s").await.unwrap().as_ref(), Some(run));
+    let open = store.open_interrupt("t/s").await.unwrap().expect("open");
+    assert_eq!(
+        (
+            open.node_id.as_str(),
+            open.interrupt_id.as_str(),
+            &open.data
+        ),
+        ("approve", "t/s-i", &json!({"d": 1}))
+    );
+    assert_eq!(store.events_since("t/s", -1, 10).await.unwrap().len(), 1);
 }
 
 async fn concurrent_writes_that_fail_midway_leave_nothing_and_others_stand(b: Backend) {
