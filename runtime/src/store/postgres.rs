@@ -49,6 +49,11 @@ struct Inner {
     pool: Pool,
     channel: String,
     wakes: WakeHub,
+    /// Set once a push configuration may exist on the database: one was found when the
+    /// LISTEN connection (re)started, or a replica announced a registration since. Never
+    /// cleared. Until then the push watcher skips its look at a task's configurations on
+    /// every commit (see [`InteropStore::push_configs_possible`]).
+    push_configured: Arc<std::sync::atomic::AtomicBool>,
     listener: tokio::task::JoinHandle<()>,
 }
 
@@ -533,12 +538,15 @@ impl PgStore {
         // Replicas on one schema share a channel; other schemas (tests) stay apart.
         let channel = listen::channel_for(&schema);
         let wakes = WakeHub::default();
+        let push_configured = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen::run(
             config,
             tls,
             channel.clone(),
             wakes.clone(),
+            pool.clone(),
+            push_configured.clone(),
             ready_tx,
         ));
         // Subscribers from now on hear every later commit, ephemeral host events included.
@@ -548,6 +556,7 @@ impl PgStore {
                 pool,
                 channel,
                 wakes,
+                push_configured,
                 listener,
             }),
         })
