@@ -397,6 +397,22 @@ const CHANGE_RUN: &str = concat!(
      FROM cur LEFT JOIN changed ON true"
 );
 
+/// A run, its open interrupt and its A2A contextId in one statement (what
+/// `sql::RUN_BY_ID`, `sql::OPEN_INTERRUPT_OF` and `sql::CONTEXT_OF` read): one execution
+/// instead of three pipelined ones, each with its own implicit transaction.
+const RUN_DETAIL: &str = concat!(
+    "SELECT ",
+    sql::run_cols!(),
+    ", i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id
+     FROM runs LEFT JOIN LATERAL (
+         SELECT node_id AS i_node_id, interrupt_id AS i_interrupt_id, kind AS i_kind,
+                data AS i_data, state AS i_state, resume_value AS i_resume_value
+         FROM interrupts WHERE interrupts.run_id = runs.run_id AND interrupts.state = 'open'
+         LIMIT 1
+     ) i ON true
+     WHERE runs.run_id = $1"
+);
+
 /// What a run change is checked against.
 struct Check<'a> {
     guard: &'a Guard,
@@ -817,18 +833,28 @@ impl RunStore for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            let params: Params<'_> = &[&run_id];
-            // Three statements, sent together: one round trip's wait, not three.
-            let (run, open, context) = futures::try_join!(
-                one(&client, sql::RUN_BY_ID, params, sql::run),
-                one(&client, sql::OPEN_INTERRUPT_OF, params, sql::interrupt),
-                one(&client, sql::CONTEXT_OF, params, |r| r.text("context_id")),
-            )?;
-            Ok(run.map(|run| RunDetail {
-                run,
-                open_interrupt: open,
-                context_id: context,
-            }))
+            one(&client, RUN_DETAIL, &[&run_id], |r| {
+                let run = sql::run(r)?;
+                // The open interrupt's columns, renamed apart from the run's.
+                let open_interrupt = match r.opt_text("i_node_id")? {
+                    Some(node_id) => Some(InterruptRecord {
+                        run_id: run.run_id.clone(),
+                        node_id,
+                        interrupt_id: r.text("i_interrupt_id")?,
+                        kind: r.text("i_kind")?,
+                        data: r.json("i_data")?,
+                        state: r.text("i_state")?,
+                        resume_value: r.opt_json("i_resume_value")?,
+                    }),
+                    None => None,
+                };
+                Ok(RunDetail {
+                    open_interrupt,
+                    context_id: r.opt_text("context_id")?,
+                    run,
+                })
+            })
+            .await
         })
     }
 
