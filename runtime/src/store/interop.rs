@@ -138,6 +138,15 @@ pub trait InteropStore: Send + Sync {
     /// Runs with at least one configuration still open.
     fn push_runs(&self) -> StoreFuture<'_, Vec<String>>;
 
+    /// Whether a configuration registered through another process sharing this store may
+    /// exist: the push watcher asks before it reads a task's configurations on a commit.
+    /// A store only this process writes is never asked (the watcher knows its own
+    /// registrations). `true`, the safe answer, unless the store hears of every
+    /// registration: PostgreSQL answers `false` until one is announced to it.
+    fn push_configs_possible(&self) -> bool {
+        true
+    }
+
     /// Enqueues a push of `state` for every open configuration of the run that has not
     /// pushed that state last; `last` closes them to further pushes. `observed_seq` is the
     /// run's last event sequence when `state` was read: a configuration that already

@@ -95,7 +95,9 @@ pub struct CreateWith {
     pub host_events: Vec<HostEventRecord>,
     /// The run's first change, planned from the run as inserted and applied in the same
     /// transaction (as `advance` would, without guard or lease: nobody else has seen the
-    /// run yet); not called on a replay. `None` from it: nothing to apply.
+    /// run yet); never applied on a replay (PostgreSQL plans before its one statement
+    /// finds out whether the key is held, so the plan must be pure). `None` from it:
+    /// nothing to apply.
     pub first_step: Option<PlanFirst>,
     /// Leave `first_step` unset: the run stays pending until the engine starts it after
     /// the commit, for a creation followed by a write its progress must see (an inline

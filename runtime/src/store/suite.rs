@@ -147,6 +147,7 @@ store_suite!(
     a_shared_secret_is_the_first_one_stored,
     host_events_are_pruned_by_count_and_age_never_past_a_floor,
     store_gauges_and_schema_version_read_the_database,
+    a_run_detail_reads_the_run_its_open_interrupt_and_its_context,
 );
 
 async fn host_events_are_pruned_by_count_and_age_never_past_a_floor(b: Backend) {
@@ -203,6 +204,59 @@ async fn store_gauges_and_schema_version_read_the_database(b: Backend) {
     let g = s.gauges().await.expect("gauges");
     assert_eq!(g.runs_by_status, [(RunStatus::Running, 1)]);
     assert_eq!((g.push_pending, g.push_dead_letters), (0, 0));
+}
+
+async fn a_run_detail_reads_the_run_its_open_interrupt_and_its_context(b: Backend) {
+    let s = b.runs.clone();
+    assert_eq!(s.run_detail("t/none").await.unwrap(), None);
+    s.create_run(new_run("t/d"), None).await.unwrap();
+    let plain = s.run_detail("t/d").await.unwrap().expect("detail");
+    assert_eq!(Some(&plain.run), s.get_run("t/d").await.unwrap().as_ref());
+    assert_eq!((plain.open_interrupt, plain.context_id), (None, None));
+
+    // Suspended, with a resolved interrupt at another node beside the open one.
+    suspend(&s, "t/d").await;
+    s.resolve_interrupt("t/d", "approve", json!("ok"), resume_running())
+        .await
+        .unwrap();
+    let patch = RunPatch {
+        status: Some(RunStatus::WaitingInput),
+        open_interrupt: Some(NewInterrupt {
+            node_id: "ask".into(),
+            interrupt_id: "t/d-ask".into(),
+            kind: "clarification".into(),
+            data: json!({"q": 1}),
+        }),
+        ..Default::default()
+    };
+    s.advance("t/d", running(), patch, vec![ev()])
+        .await
+        .unwrap();
+    b.interop.a2a_bind_context("t/d", "ctx-d").await.unwrap();
+    let detail = s.run_detail("t/d").await.unwrap().expect("detail");
+    assert_eq!(Some(&detail.run), s.get_run("t/d").await.unwrap().as_ref());
+    assert_eq!(detail.run.status, RunStatus::WaitingInput);
+    assert_eq!(
+        detail.open_interrupt,
+        s.open_interrupt("t/d").await.unwrap()
+    );
+    let open = detail.open_interrupt.expect("open interrupt");
+    assert_eq!(
+        (open.node_id.as_str(), open.state.as_str(), &open.data),
+        ("ask", "open", &json!({"q": 1}))
+    );
+    assert_eq!(detail.context_id.as_deref(), Some("ctx-d"));
+}
+
+/// A resolution that puts the run back to running.
+fn resume_running() -> OnResolve {
+    Box::new(|_, _| {
+        let patch = RunPatch {
+            status: Some(RunStatus::Running),
+            ..Default::default()
+        };
+        (patch, vec![ev()])
+    })
 }
 
 const RUN: &str = "t/0123456789abcdef";
@@ -558,9 +612,15 @@ async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
         [0, 1]
     );
 
-    // A replay returns the run as it stands and plans nothing.
+    // A replay returns the run as it stands and applies nothing of its plan.
     let with = CreateWith {
-        first_step: Some(Box::new(|_: &RunRecord| panic!("planned on a replay"))),
+        first_step: Some(Box::new(|_: &RunRecord| {
+            let patch = RunPatch {
+                status: Some(RunStatus::Failed),
+                ..Default::default()
+            };
+            Some((patch, vec![ev()]))
+        })),
         ..CreateWith::default()
     };
     let again = store
@@ -582,6 +642,54 @@ async fn a_creation_applies_its_first_step_in_its_transaction(b: Backend) {
         .unwrap();
     assert_eq!(plain.run.last_sequence, -1);
     assert_eq!(plain.run.status, RunStatus::Running);
+
+    // A first step that waits and suspends: every field the change sets is written with
+    // the run, and its interrupt is open.
+    let with = CreateWith {
+        first_step: Some(Box::new(|_: &RunRecord| {
+            let patch = RunPatch {
+                status: Some(RunStatus::WaitingApproval),
+                node_index: Some(2),
+                wait_until: Some(Some(77)),
+                state: Some(json!({"s": 1})),
+                error: Some(json!({"e": 1})),
+                open_interrupt: Some(NewInterrupt {
+                    node_id: "approve".into(),
+                    interrupt_id: "t/s-i".into(),
+                    kind: "approval".into(),
+                    data: json!({"d": 1}),
+                }),
+                ..Default::default()
+            };
+            Some((patch, vec![ev()]))
+        })),
+        ..CreateWith::default()
+    };
+    let suspended = store
+        .create_run_with(new_run("t/s"), None, with)
+        .await
+        .unwrap();
+    let run = &suspended.run;
+    assert_eq!(run.status, RunStatus::WaitingApproval);
+    assert_eq!(
+        (run.node_index, run.wait_until, run.last_sequence),
+        (2, Some(77), 0)
+    );
+    assert_eq!(
+        (&run.state, &run.error),
+        (&json!({"s": 1}), &Some(json!({"e": 1})))
+    );
+    assert_eq!(store.get_run("t/s").await.unwrap().as_ref(), Some(run));
+    let open = store.open_interrupt("t/s").await.unwrap().expect("open");
+    assert_eq!(
+        (
+            open.node_id.as_str(),
+            open.interrupt_id.as_str(),
+            &open.data
+        ),
+        ("approve", "t/s-i", &json!({"d": 1}))
+    );
+    assert_eq!(store.events_since("t/s", -1, 10).await.unwrap().len(), 1);
 }
 
 async fn concurrent_writes_that_fail_midway_leave_nothing_and_others_stand(b: Backend) {

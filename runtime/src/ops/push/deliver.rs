@@ -117,13 +117,16 @@ pub(super) struct Watcher {
     /// Whether any configuration may exist: on a store of its own (SQLite) this process
     /// stores every one, so until it has (or found one at start) a run's commit needs no
     /// look at the configurations (one store read per commit saved). A shared store's
-    /// configurations may come from any replica: always looked at.
+    /// configurations may come from any replica: looked at once the store says another
+    /// replica may have registered one (`push_configs_possible`; PostgreSQL hears of each
+    /// registration before the wake-ups of every later commit).
     pub configured: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Watcher {
     fn may_have_configs(&self) -> bool {
-        self.runs.shared() || self.configured.load(std::sync::atomic::Ordering::SeqCst)
+        self.configured.load(std::sync::atomic::Ordering::SeqCst)
+            || (self.runs.shared() && self.store.push_configs_possible())
     }
 }
 

@@ -255,6 +255,10 @@ impl InteropStore for PgStore {
                 ],
             )
             .await?;
+            // Every replica's push watcher learns at this commit that configurations
+            // exist, before the wake-ups of any later commit (see `listen`).
+            let payload = super::listen::push_payload(&config.run_id);
+            super::notify(&tx, &self.inner.channel, &payload).await?;
             tx.commit().await?;
             Ok(true)
         })
@@ -299,6 +303,12 @@ impl InteropStore for PgStore {
             let client = self.client().await?;
             all(&client, sql::CONFIGURED_RUNS, &[], |r| r.text("run_id")).await
         })
+    }
+
+    fn push_configs_possible(&self) -> bool {
+        self.inner
+            .push_configured
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn push_enqueue(

@@ -2,8 +2,10 @@
 //! drops, subscribers get [`Wake::Resync`] every half second until it is back (the poll
 //! fallback), and once more after, for whatever was announced while nobody listened.
 
-use super::{HostEventRecord, Value, Wake, WakeHub, host_event_json};
+use super::{HostEventRecord, StoreError, Value, Wake, WakeHub, host_event_json};
 use futures::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -33,6 +35,15 @@ pub(super) fn channel_for(schema: &str) -> String {
 pub(super) fn run_payload(run_id: &str) -> String {
     format!("r{run_id}")
 }
+
+/// A push configuration was registered (for this run): from now on push watchers must
+/// look at the configurations of a run on its commits.
+pub(super) fn push_payload(run_id: &str) -> String {
+    format!("p{run_id}")
+}
+
+/// Whether the database holds a push configuration that may still push.
+const ANY_PUSH_CONFIG: &str = "SELECT EXISTS (SELECT 1 FROM push_configs WHERE NOT closed)";
 
 pub(super) fn host_payload(ev: &HostEventRecord) -> Option<String> {
     let text = format!("h{}", host_event_json(ev));
@@ -64,16 +75,22 @@ pub(super) async fn run(
     tls: super::tls::PgTls,
     channel: String,
     wakes: WakeHub,
+    pool: deadpool_postgres::Pool,
+    push_configured: Arc<AtomicBool>,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
+    let heard = Heard {
+        channel: &channel,
+        wakes: &wakes,
+        pool: &pool,
+        push_configured: &push_configured,
+    };
     loop {
         let listened = match &tls {
-            super::tls::PgTls::Plain => {
-                listen_once(&config, NoTls, &channel, &wakes, &mut ready).await
-            }
+            super::tls::PgTls::Plain => listen_once(&config, NoTls, &heard, &mut ready).await,
             super::tls::PgTls::Rustls(make) => {
-                listen_once(&config, make.clone(), &channel, &wakes, &mut ready).await
+                listen_once(&config, make.clone(), &heard, &mut ready).await
             }
         };
         if let Err(e) = listened {
@@ -87,13 +104,22 @@ pub(super) async fn run(
     }
 }
 
+/// Where what the LISTEN connection hears goes.
+struct Heard<'a> {
+    channel: &'a str,
+    wakes: &'a WakeHub,
+    /// For the one look at the push configurations after each LISTEN (on a pooled
+    /// connection: the listener's own keeps `LISTEN` as what it last ran).
+    pool: &'a deadpool_postgres::Pool,
+    push_configured: &'a AtomicBool,
+}
+
 async fn listen_once<T>(
     config: &tokio_postgres::Config,
     tls: T,
-    channel: &str,
-    wakes: &WakeHub,
+    heard: &Heard<'_>,
     ready: &mut Option<tokio::sync::oneshot::Sender<()>>,
-) -> Result<(), tokio_postgres::Error>
+) -> Result<(), StoreError>
 where
     T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
     T::Stream: Send + 'static,
@@ -120,15 +146,31 @@ where
         }
     });
     client
-        .batch_execute(&format!("LISTEN \"{channel}\""))
+        .batch_execute(&format!("LISTEN \"{}\"", heard.channel))
         .await?;
-    wakes.publish(Wake::Resync);
+    // Registrations committed before the LISTEN were not announced to it: look once.
+    // Later ones are announced before the wake-ups of every commit after them
+    // (notifications arrive in commit order), so a watcher that skipped a commit's look
+    // because none was known yet hears of that commit again after the flag is set.
+    let any: bool = heard
+        .pool
+        .get()
+        .await?
+        .query_one(ANY_PUSH_CONFIG, &[])
+        .await?
+        .try_get(0)?;
+    if any {
+        heard.push_configured.store(true, Ordering::SeqCst);
+    }
+    heard.wakes.publish(Wake::Resync);
     if let Some(r) = ready.take() {
         let _ = r.send(());
     }
     while let Some(n) = rx.recv().await {
-        if let Some(w) = decode(n.payload()) {
-            wakes.publish(w);
+        if n.payload().starts_with('p') {
+            heard.push_configured.store(true, Ordering::SeqCst);
+        } else if let Some(w) = decode(n.payload()) {
+            heard.wakes.publish(w);
         }
     }
     driver.abort();
@@ -139,7 +181,10 @@ where
 mod tests {
     use super::*;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
-    use crate::store::{NewRun, PgStore, RunPatch, RunStatus, RunStore, Subscription, Topic};
+    use crate::store::{
+        InteropStore, NewRun, PgStore, RunPatch, RunStatus, RunStore, Secret, StoredConfig,
+        Subscription, Topic,
+    };
     use serde_json::json;
 
     async fn wait_for(rx: &mut Subscription, what: &str, pick: impl Fn(&Wake) -> bool) {
@@ -152,6 +197,69 @@ mod tests {
         })
         .await
         .unwrap_or_else(|_| panic!("no {what} within 5 s"));
+    }
+
+    fn new_run(id: &str) -> NewRun {
+        NewRun {
+            run_id: id.into(),
+            tenant: "t".into(),
+            workflow_id: "w".into(),
+            status: RunStatus::Running,
+            owner: json!({}),
+            transport: "rest".into(),
+            inputs: json!({}),
+            state: json!({}),
+            annotations: Default::default(),
+        }
+    }
+
+    /// The push watcher skips its look at a task's configurations while its store says
+    /// none may exist; that is only safe if a registration on any replica is known to
+    /// every other before the wake-up of any commit that follows it.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_push_registration_is_heard_before_the_wake_ups_of_later_commits() {
+        if skip_postgres("a_push_registration_is_heard_before_the_wake_ups_of_later_commits") {
+            return;
+        }
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the listener test");
+        let a = PgStore::connect(&schema.url()).await.expect("a");
+        let b = PgStore::connect(&schema.url()).await.expect("b");
+        assert!(!a.push_configs_possible() && !b.push_configs_possible());
+        a.create_run(new_run("t/p"), None).await.expect("create");
+        let mut on_b = b.subscribe(&[Topic::AllRuns]);
+        let config = StoredConfig {
+            run_id: "t/p".into(),
+            config_id: "c".into(),
+            url: "https://r.test/h".into(),
+            scheme: None,
+            created_ms: 1,
+        };
+        let secret = Secret {
+            token: Some("tok".into()),
+            credentials: None,
+        };
+        a.push_put(config, secret).await.expect("register");
+        a.advance(
+            "t/p",
+            crate::store::Guard::StatusIn(&[RunStatus::Running]),
+            RunPatch::default(),
+            vec![],
+        )
+        .await
+        .expect("advance");
+        wait_for(&mut on_b, "the later commit's wake-up", |w| {
+            *w == Wake::Run("t/p".into())
+        })
+        .await;
+        assert!(
+            b.push_configs_possible(),
+            "heard before the commit after it"
+        );
+        // A replica that starts later finds the registration when it starts listening.
+        let c = PgStore::connect(&schema.url()).await.expect("c");
+        assert!(c.push_configs_possible());
     }
 
     #[tokio::test(flavor = "multi_thread")]
