@@ -154,25 +154,7 @@ impl NewRow {
     /// The run exactly as inserted without a first change (what a plan is made from).
     fn of(run: &NewRun, now: i64) -> NewRow {
         NewRow {
-            run: RunRecord {
-                run_id: run.run_id.clone(),
-                tenant: run.tenant.clone(),
-                workflow_id: run.workflow_id.clone(),
-                status: run.status,
-                owner: run.owner.clone(),
-                transport: run.transport.clone(),
-                inputs: run.inputs.clone(),
-                state: run.state.clone(),
-                outputs: None,
-                error: None,
-                node_index: 0,
-                wait_until: None,
-                created_ms: now,
-                updated_ms: now,
-                last_sequence: -1,
-                list_order: 0,
-                annotations: run.annotations.clone(),
-            },
+            run: RunRecord::inserted(run.clone(), now, 0),
             events: Vec::new(),
             opening: None,
             stepped: false,
@@ -183,23 +165,10 @@ impl NewRow {
     /// (nothing is open yet, so there is nothing to close), so the row is written once
     /// already changed: one statement and one row version instead of an insert followed
     /// by an update in a transaction (four round trips).
-    fn step(&mut self, patch: RunPatch, events: Vec<NewEvent>) {
-        let run = &mut self.run;
-        if let Some(status) = patch.status {
-            run.status = status;
-        }
-        if let Some(index) = patch.node_index {
-            run.node_index = index;
-        }
-        if let Some(wait) = patch.wait_until {
-            run.wait_until = wait;
-        }
-        if let Some(state) = patch.state {
-            run.state = state;
-        }
-        run.outputs = patch.outputs.or(run.outputs.take());
-        run.error = patch.error.or(run.error.take());
-        run.last_sequence += events.len() as i64;
+    fn step(&mut self, mut patch: RunPatch, events: Vec<NewEvent>) {
+        // Changed in the instant it was created.
+        let now = self.run.created_ms;
+        self.run.apply(&mut patch, events.len(), now);
         self.events = events;
         self.opening = patch.open_interrupt;
         self.stepped = true;
@@ -406,7 +375,7 @@ const CHANGE_RUN: &str = concat!(
 /// instead of three pipelined ones, each with its own implicit transaction.
 const RUN_DETAIL: &str = concat!(
     "SELECT ",
-    sql::run_cols!(),
+    sql::run_detail_cols!(),
     ", i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id
      FROM runs LEFT JOIN LATERAL (
          SELECT node_id AS i_node_id, interrupt_id AS i_interrupt_id, kind AS i_kind,

@@ -32,6 +32,59 @@ pub struct RunRecord {
     pub annotations: RunAnnotations,
 }
 
+impl RunRecord {
+    /// A new run as both backends insert it at `now`: step 0, no events, nothing settled.
+    /// `list_order` is the database's to assign. The backends build the record they wrote
+    /// instead of reading the row back (the writer bounds every write's throughput).
+    pub fn inserted(run: NewRun, now: i64, list_order: i64) -> RunRecord {
+        RunRecord {
+            list_order,
+            run_id: run.run_id,
+            tenant: run.tenant,
+            workflow_id: run.workflow_id,
+            status: run.status,
+            owner: run.owner,
+            transport: run.transport,
+            inputs: run.inputs,
+            state: run.state,
+            outputs: None,
+            error: None,
+            node_index: 0,
+            wait_until: None,
+            created_ms: now,
+            updated_ms: now,
+            last_sequence: -1,
+            annotations: run.annotations,
+        }
+    }
+
+    /// What `sql::apply_patch!` does to the stored row, done to this record: the patch's
+    /// fields that are set replace the run's (its state, outputs and error are taken out of
+    /// the patch), `appended` events follow the last one, and the run was updated `now`.
+    pub fn apply(&mut self, patch: &mut RunPatch, appended: usize, now: i64) {
+        if let Some(status) = patch.status {
+            self.status = status;
+        }
+        if let Some(index) = patch.node_index {
+            self.node_index = index;
+        }
+        if let Some(wait) = patch.wait_until {
+            self.wait_until = wait;
+        }
+        if let Some(state) = patch.state.take() {
+            self.state = state;
+        }
+        if let Some(outputs) = patch.outputs.take() {
+            self.outputs = Some(outputs);
+        }
+        if let Some(error) = patch.error.take() {
+            self.error = Some(error);
+        }
+        self.last_sequence += appended as i64;
+        self.updated_ms = now;
+    }
+}
+
 /// createRun's `agentId`, `tags` and `metadata`, kept with the run and returned on its
 /// snapshot (tags and metadata also on `run.started`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -216,6 +269,8 @@ pub type OnResolve =
 /// A run and what its snapshot shows beside it ([`RunStore::run_detail`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunDetail {
+    /// The run, its `state` left as JSON null: no view shows it, and reading it would make
+    /// a snapshot's cost grow with the run's working state.
     pub run: RunRecord,
     pub open_interrupt: Option<InterruptRecord>,
     /// The A2A contextId bound when the run was started over A2A.

@@ -57,6 +57,10 @@ pub(crate) trait Row {
     fn json(&self, col: &str) -> Result<Value, StoreError> {
         parse_json(col, &self.text(col)?)
     }
+
+    fn opt_json(&self, col: &str) -> Result<Option<Value>, StoreError> {
+        self.opt_text(col)?.map(|t| parse_json(col, &t)).transpose()
+    }
 }
 
 fn parse_json(col: &str, text: &str) -> Result<Value, StoreError> {
@@ -435,13 +439,24 @@ pub(crate) fn secret(r: &dyn Row) -> Result<Secret, StoreError> {
 
 pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE run_id = $1");
 
+/// The columns of `run_cols!` with `state` read as JSON null, for the run detail (a
+/// snapshot): no view shows the state, and parsing it made the cost of every GET grow
+/// with the size of the run's working state (a test checks the two lists agree).
+macro_rules! run_detail_cols {
+    () => {
+        "list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, 'null' AS state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata"
+    };
+}
+pub(crate) use run_detail_cols;
+
 /// A run as its snapshot shows it ([`run_and_context`]), with the A2A contextId bound to it
-/// in the same statement. `state` is read as JSON null: no view shows it, and parsing it
-/// made the cost of every GET grow with the size of the run's working state. The columns
-/// are `run_cols!` with that one change (a test checks it).
-pub(crate) const RUN_DETAIL_BY_ID: &str = "SELECT list_order, run_id, tenant, workflow_id, status, owner, transport, inputs, 'null' AS state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata, \
-     (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id \
-     FROM runs WHERE run_id = $1";
+/// in the same statement (SQLite's detail; PostgreSQL's also joins the open interrupt).
+pub(crate) const RUN_DETAIL_BY_ID: &str = concat!(
+    "SELECT ",
+    run_detail_cols!(),
+    ", (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id \
+     FROM runs WHERE run_id = $1"
+);
 
 /// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
 /// $8 state, $9 now, $10 agent_id, $11 tags, $12 metadata: step 0, no events yet.
@@ -772,12 +787,10 @@ mod tests {
 
     #[test]
     fn the_detail_read_is_the_run_columns_with_state_null() {
-        let columns = RUN_DETAIL_BY_ID
-            .strip_prefix("SELECT ")
-            .and_then(|s| s.split_once(", (SELECT context_id"))
-            .map(|(cols, _)| cols)
-            .expect("the detail statement's shape");
-        assert_eq!(columns, run_cols!().replace(" state,", " 'null' AS state,"));
+        assert_eq!(
+            run_detail_cols!(),
+            run_cols!().replace(" state,", " 'null' AS state,")
+        );
     }
 }
 

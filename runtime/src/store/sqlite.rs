@@ -485,30 +485,11 @@ fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreE
     one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
 
-/// The record of a run just inserted by `sql::INSERT_RUN` at `now`, built from what was
-/// inserted rather than read back: the writer thread bounds every write's throughput, and
-/// reading the row back meant parsing its JSON columns again. Debug builds (every test)
+/// The record of a run just inserted by `sql::INSERT_RUN` at `now`, built rather than
+/// read back (reading it meant parsing its JSON columns again); debug builds (every test)
 /// read it back and compare.
 fn inserted(tx: &Connection, run: NewRun, now: i64) -> Result<RunRecord, StoreError> {
-    let record = RunRecord {
-        list_order: tx.last_insert_rowid(),
-        run_id: run.run_id,
-        tenant: run.tenant,
-        workflow_id: run.workflow_id,
-        status: run.status,
-        owner: run.owner,
-        transport: run.transport,
-        inputs: run.inputs,
-        state: run.state,
-        outputs: None,
-        error: None,
-        node_index: 0,
-        wait_until: None,
-        created_ms: now,
-        updated_ms: now,
-        last_sequence: -1,
-        annotations: run.annotations,
-    };
+    let record = RunRecord::inserted(run, now, tx.last_insert_rowid());
     check_written(tx, &record)?;
     Ok(record)
 }
@@ -530,7 +511,7 @@ fn check_written(tx: &Connection, record: &RunRecord) -> Result<(), StoreError> 
 fn apply(
     tx: &Connection,
     run: RunRecord,
-    patch: RunPatch,
+    mut patch: RunPatch,
     events: Vec<NewEvent>,
 ) -> Result<Advanced, StoreError> {
     let now = now_ms();
@@ -604,17 +585,8 @@ fn apply(
     }
     // What `sql::APPLY_PATCH` did to the row, done to the record in hand instead of
     // reading the row back (see `inserted`).
-    let next = RunRecord {
-        status: patch.status.unwrap_or(run.status),
-        node_index: patch.node_index.unwrap_or(run.node_index),
-        wait_until: patch.wait_until.unwrap_or(run.wait_until),
-        state: patch.state.unwrap_or(run.state),
-        outputs: patch.outputs.or(run.outputs),
-        error: patch.error.or(run.error),
-        last_sequence: run.last_sequence + stored.len() as i64,
-        updated_ms: now,
-        ..run
-    };
+    let mut next = run;
+    next.apply(&mut patch, stored.len(), now);
     check_written(tx, &next)?;
     Ok(Advanced {
         run: next,
