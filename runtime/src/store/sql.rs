@@ -458,13 +458,13 @@ pub(crate) const RUN_DETAIL_BY_ID: &str = concat!(
      FROM runs WHERE run_id = $1"
 );
 
+/// A new run's whole row but `list_order` (the database's), already changed by its first
+/// step when it had one (SQLite; PostgreSQL's creation is one statement of its own):
 /// $1 run_id, $2 tenant, $3 workflow_id, $4 status, $5 owner, $6 transport, $7 inputs,
-/// $8 state, $9 now, $10 agent_id, $11 tags, $12 metadata: step 0, no events yet.
-pub(crate) const INSERT_RUN: &str = concat!(
-    "INSERT INTO runs (",
-    new_run_cols!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $9, -1, $10, $11, $12)"
-);
+/// $8 state, $9 outputs, $10 error, $11 node_index, $12 wait_until, $13 created_ms,
+/// $14 updated_ms, $15 last_sequence, $16 agent_id, $17 tags, $18 metadata.
+pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
 /// The ids of every run whose status is in the [`list`] $1, oldest first.
 pub(crate) const RUN_IDS_IN: &str =

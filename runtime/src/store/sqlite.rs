@@ -485,13 +485,37 @@ fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreE
     one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
 
-/// The record of a run just inserted by `sql::INSERT_RUN` at `now`, built rather than
-/// read back (reading it meant parsing its JSON columns again); debug builds (every test)
-/// read it back and compare.
-fn inserted(tx: &Connection, run: NewRun, now: i64) -> Result<RunRecord, StoreError> {
-    let record = RunRecord::inserted(run, now, tx.last_insert_rowid());
-    check_written(tx, &record)?;
-    Ok(record)
+/// Inserts a new run's row (`sql::INSERT_RUN`) and gives the record the `list_order`
+/// the database assigned. The record is not read back (that meant parsing its JSON
+/// columns again); debug builds check it ([`check_written`]).
+fn insert_run(tx: &Connection, run: &mut RunRecord) -> Result<(), StoreError> {
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(serde_json::Value::to_string);
+    exec(
+        tx,
+        sql::INSERT_RUN,
+        params![
+            run.run_id,
+            run.tenant,
+            run.workflow_id,
+            run.status.as_str(),
+            run.owner.to_string(),
+            run.transport,
+            run.inputs.to_string(),
+            run.state.to_string(),
+            json(&run.outputs),
+            json(&run.error),
+            run.node_index,
+            run.wait_until,
+            run.created_ms,
+            run.updated_ms,
+            run.last_sequence,
+            run.annotations.agent_id,
+            json(&run.annotations.tags),
+            json(&run.annotations.metadata)
+        ],
+    )?;
+    run.list_order = tx.last_insert_rowid();
+    Ok(())
 }
 
 /// Debug builds: the record the writer built is the row the database holds.
@@ -507,18 +531,18 @@ fn check_written(tx: &Connection, record: &RunRecord) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Applies a patch and appends events inside an open transaction.
-fn apply(
+/// Appends `events` to a run's log from sequence `first`, all at `now`.
+fn append_events(
     tx: &Connection,
-    run: RunRecord,
-    mut patch: RunPatch,
+    run_id: &str,
+    first: i64,
     events: Vec<NewEvent>,
-) -> Result<Advanced, StoreError> {
-    let now = now_ms();
+    now: i64,
+) -> Result<Vec<EventRecord>, StoreError> {
     let mut stored = Vec::with_capacity(events.len());
-    for (seq, ev) in (run.last_sequence + 1..).zip(events) {
+    for (seq, ev) in (first..).zip(events) {
         let rec = EventRecord {
-            run_id: run.run_id.clone(),
+            run_id: run_id.to_owned(),
             sequence: seq,
             event_id: crate::ids::mint_event_id(),
             event_type: ev.event_type,
@@ -541,27 +565,45 @@ fn apply(
         )?;
         stored.push(rec);
     }
+    Ok(stored)
+}
+
+/// Opens an interrupt of a run; refused while one is open at that node.
+fn open_interrupt(tx: &Connection, run_id: &str, i: &NewInterrupt) -> Result<(), StoreError> {
+    let opened = exec(
+        tx,
+        sql::OPEN_INTERRUPT,
+        params![
+            run_id,
+            i.node_id,
+            i.interrupt_id,
+            i.kind,
+            i.data.to_string()
+        ],
+    )?;
+    if opened != 1 {
+        return Err(StoreError::Database(format!(
+            "an interrupt is already open at node {} of run {run_id}",
+            i.node_id
+        )));
+    }
+    Ok(())
+}
+
+/// Applies a patch and appends events inside an open transaction.
+fn apply(
+    tx: &Connection,
+    run: RunRecord,
+    mut patch: RunPatch,
+    events: Vec<NewEvent>,
+) -> Result<Advanced, StoreError> {
+    let now = now_ms();
+    let stored = append_events(tx, &run.run_id, run.last_sequence + 1, events, now)?;
     if patch.close_interrupts {
         exec(tx, sql::CLOSE_INTERRUPTS, [&run.run_id])?;
     }
-    if let Some(i) = &patch.open_interrupt {
-        let opened = exec(
-            tx,
-            sql::OPEN_INTERRUPT,
-            params![
-                run.run_id,
-                i.node_id,
-                i.interrupt_id,
-                i.kind,
-                i.data.to_string()
-            ],
-        )?;
-        if opened != 1 {
-            return Err(StoreError::Database(format!(
-                "an interrupt is already open at node {} of run {}",
-                i.node_id, run.run_id
-            )));
-        }
+    if let Some(opening) = &patch.open_interrupt {
+        open_interrupt(tx, &run.run_id, opening)?;
     }
     let c = sql::patch(&patch);
     let changed = exec(
@@ -626,31 +668,27 @@ impl RunStore for SqliteStore {
             let created = match replayed {
                 Some(existing) => existing,
                 None => {
-                    exec(
-                        &tx,
-                        sql::INSERT_RUN,
-                        params![
-                            run.run_id,
-                            run.tenant,
-                            run.workflow_id,
-                            run.status.as_str(),
-                            run.owner.to_string(),
-                            run.transport,
-                            run.inputs.to_string(),
-                            run.state.to_string(),
-                            now,
-                            run.annotations.agent_id,
-                            run.annotations
-                                .tags
-                                .as_ref()
-                                .map(serde_json::Value::to_string),
-                            run.annotations
-                                .metadata
-                                .as_ref()
-                                .map(serde_json::Value::to_string)
-                        ],
-                    )?;
-                    let created = inserted(&tx, run, now)?;
+                    // The first step is planned from the run as it will be inserted (the
+                    // database adds only its `list_order`, which no plan reads) and applied
+                    // in memory, so the row is written once, already changed, instead of
+                    // inserted and then updated through its five indexes again.
+                    let mut record = RunRecord::inserted(run, now, 0);
+                    let mut step = None;
+                    if let Some((mut patch, events)) =
+                        with.first_step.and_then(|plan| plan(&record))
+                    {
+                        record.apply(&mut patch, events.len(), now);
+                        step = Some((patch, events));
+                    }
+                    insert_run(&tx, &mut record)?;
+                    if let Some((patch, events)) = step {
+                        stepped = true;
+                        append_events(&tx, &record.run_id, 0, events, now)?;
+                        if let Some(opening) = &patch.open_interrupt {
+                            open_interrupt(&tx, &record.run_id, opening)?;
+                        }
+                    }
+                    check_written(&tx, &record)?;
                     if let Some(claim) = &idempotency {
                         exec(
                             &tx,
@@ -660,18 +698,12 @@ impl RunStore for SqliteStore {
                                 claim.principal,
                                 claim.key,
                                 claim.body_hash,
-                                created.run_id,
+                                record.run_id,
                                 now
                             ],
                         )?;
                     }
-                    match with.first_step.and_then(|plan| plan(&created)) {
-                        Some((patch, events)) => {
-                            stepped = true;
-                            apply(&tx, created, patch, events)?.run
-                        }
-                        None => created,
-                    }
+                    record
                 }
             };
             let context_id = match with.a2a {
