@@ -228,8 +228,7 @@ fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &m
     let ifaces = interfaces(card);
     check_versions(a2a, &ifaces, out);
 
-    let profiles = strings(a2a, "profiles");
-    if profiles.iter().any(|(_, p)| *p == A2A_1_0_PROFILE) {
+    if strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
         let has_jsonrpc = ifaces.iter().any(|(_, iface)| {
             iface.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
                 && iface.get("protocolVersion").and_then(Value::as_str) == Some("1.0")
@@ -273,7 +272,7 @@ fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &m
 }
 
 fn check_versions(a2a: &Map<String, Value>, ifaces: &[(usize, &Map<String, Value>)], out: &mut Vec<Finding>) {
-    let offered: Vec<&str> = strings(a2a, "versions").into_iter().map(|(_, v)| v).collect();
+    let offered: Vec<&str> = strings(a2a, "versions").map(|(_, v)| v).collect();
     let listed: Vec<&str> = ifaces
         .iter()
         .filter_map(|(_, iface)| iface.get("protocolVersion").and_then(Value::as_str))

@@ -14,7 +14,7 @@
 use serde_json::{Map, Value};
 
 use super::{Finding, Options};
-use crate::dispatch::mcp_required_features;
+use crate::dispatch::MCP_FEATURES;
 
 /// The longest refresh window a host may declare, and the default when it declares none.
 pub(super) const MAX_REFRESH_WINDOW_DAYS: i64 = 90;
@@ -72,8 +72,10 @@ pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
         return out;
     };
     let today = today(opts);
+    let [supported_transports, grpc, a2a, mcp, agents, host_events] =
+        fields(root, ["supportedTransports", "grpc", "a2a", "mcp", "agents", "hostEvents"]);
 
-    if root.contains_key("supportedTransports") {
+    if supported_transports.is_some() {
         push(
             &mut out,
             "/supportedTransports".into(),
@@ -81,7 +83,7 @@ pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
             "remove `supportedTransports`: REST is the only wire, and A2A and MCP are advertised by their own `a2a` and `mcp` facets".into(),
         );
     }
-    if root.contains_key("grpc") {
+    if grpc.is_some() {
         push(
             &mut out,
             "/grpc".into(),
@@ -90,18 +92,35 @@ pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
         );
     }
 
-    for facet in [&A2A, &MCP] {
-        if let Some(record) = root.get(facet.name).and_then(Value::as_object) {
+    for (facet, record) in [(&A2A, a2a), (&MCP, mcp)] {
+        if let Some(record) = record.and_then(Value::as_object) {
             check_facet(facet, record, today, &mut out);
         }
     }
-    if let Some(mcp) = root.get("mcp").and_then(Value::as_object) {
+    if let Some(mcp) = mcp.and_then(Value::as_object) {
         check_mcp_features(mcp, &mut out);
         check_mrtr(mcp, &mut out);
     }
-    check_agent_cards(root, &mut out);
-    check_negotiation_event(root, &mut out);
+    if let Some(a2a) = a2a.and_then(Value::as_object) {
+        check_agent_cards(a2a, agents, &mut out);
+    }
+    check_negotiation_event(a2a.is_some(), mcp.is_some(), host_events, &mut out);
     out
+}
+
+/// The values of `keys` in `record`, read in one pass over its entries. The rules run on
+/// every document validated and read most keys of a record, several of them more than once
+/// before: one scan of a small object reads each key once and hashes none (serde_json's
+/// ordered map hashes every key it is asked for with SipHash; issue #17, validation
+/// throughput).
+fn fields<'a, const N: usize>(record: &'a Map<String, Value>, keys: [&str; N]) -> [Option<&'a Value>; N] {
+    let mut found = [None; N];
+    for (key, value) in record {
+        if let Some(i) = keys.iter().position(|k| *k == key.as_str()) {
+            found[i] = Some(value);
+        }
+    }
+    found
 }
 
 fn push(out: &mut Vec<Finding>, pointer: String, rule: &str, message: String) {
@@ -118,25 +137,29 @@ pub(super) fn token(key: &str) -> String {
 }
 
 /// The strings of an array field, with their indexes; non-strings are the schema's concern.
-pub(super) fn strings<'a>(record: &'a Map<String, Value>, key: &str) -> Vec<(usize, &'a str)> {
-    record
-        .get(key)
+/// An iterator, not a collection: the rules run on every document validated, and a document
+/// without findings should cost no allocation (issue #17, validation throughput).
+pub(super) fn strings<'a>(record: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = (usize, &'a str)> {
+    items(record.get(key))
+}
+
+/// The strings of an array value, with their indexes (nothing when it is not an array).
+fn items(value: Option<&Value>) -> impl Iterator<Item = (usize, &str)> {
+    value
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| v.as_str().map(|s| (i, s)))
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| v.as_str().map(|s| (i, s)))
 }
 
 fn check_facet(facet: &Facet, record: &Map<String, Value>, today: i64, out: &mut Vec<Finding>) {
     let at = |key: &str| format!("/{}/{}", facet.name, token(key));
+    let [offered_value, preferred_value, floor_value, refreshed_at, window, profiles] =
+        fields(record, [facet.offered, "preferredVersion", facet.floor, "refreshedAt", "refreshWindowDays", "profiles"]);
 
-    for key in [facet.offered, "preferredVersion", facet.floor, "refreshedAt"] {
-        if !record.contains_key(key) {
+    for (key, value) in [(facet.offered, offered_value), ("preferredVersion", preferred_value), (facet.floor, floor_value), ("refreshedAt", refreshed_at)] {
+        if value.is_none() {
             let what = match key {
                 k if k == facet.offered => format!("the {} this host offers, e.g. [\"{}\"]", facet.offered, facet.example),
                 "preferredVersion" => "the version served when a peer asks for none".to_owned(),
@@ -152,19 +175,20 @@ fn check_facet(facet: &Facet, record: &Map<String, Value>, today: i64, out: &mut
         }
     }
 
-    // Offered versions, parsed once; a malformed entry is reported and left out.
-    let mut offered: Vec<(&str, (i64, i64))> = Vec::new();
-    for (i, raw) in strings(record, facet.offered) {
-        match parse_version(facet.grammar, raw) {
-            Some(v) => offered.push((raw, v)),
-            None => bad_version(facet, &format!("{}/{i}", at(facet.offered)), raw, out),
+    // A malformed offered version is reported here and counts as not offered below. The
+    // offered list is re-read where needed rather than collected: it is a handful of short
+    // strings, and a document without findings then allocates nothing.
+    let offered = || items(offered_value).filter_map(|(_, raw)| Some((raw, parse_version(facet.grammar, raw)?)));
+    for (i, raw) in items(offered_value) {
+        if parse_version(facet.grammar, raw).is_none() {
+            bad_version(facet, &format!("{}/{i}", at(facet.offered)), raw, out);
         }
     }
-    let offered_list = offered.iter().map(|(raw, _)| format!("\"{raw}\"")).collect::<Vec<_>>().join(", ");
-    let is_offered = |v: (i64, i64)| offered.iter().any(|(_, o)| *o == v);
-    let have_offered = record.get(facet.offered).and_then(Value::as_array).is_some();
+    let offered_list = || offered().map(|(raw, _)| format!("\"{raw}\"")).collect::<Vec<_>>().join(", ");
+    let is_offered = |v: (i64, i64)| offered().any(|(_, o)| o == v);
+    let have_offered = offered_value.and_then(Value::as_array).is_some();
 
-    let preferred = version_field(facet, record, "preferredVersion", &at, out);
+    let preferred = version_field(facet, preferred_value, "preferredVersion", &at, out);
     if let Some((raw, v)) = preferred
         && have_offered
         && !is_offered(v)
@@ -173,18 +197,18 @@ fn check_facet(facet: &Facet, record: &Map<String, Value>, today: i64, out: &mut
             out,
             at("preferredVersion"),
             "discovery.preferred-version-offered",
-            format!("`preferredVersion` \"{raw}\" is not one of the offered {} [{offered_list}]; choose one of them or add it to `{}`", facet.offered, facet.offered),
+            format!("`preferredVersion` \"{raw}\" is not one of the offered {} [{}]; choose one of them or add it to `{}`", facet.offered, offered_list(), facet.offered),
         );
     }
 
-    let floor = version_field(facet, record, facet.floor, &at, out);
+    let floor = version_field(facet, floor_value, facet.floor, &at, out);
     if let Some((raw, v)) = floor {
         if have_offered && !is_offered(v) {
             push(
                 out,
                 at(facet.floor),
                 "discovery.minimum-version-offered",
-                format!("`{}` \"{raw}\" is not one of the offered {} [{offered_list}]; set it to the lowest version you offer", facet.floor, facet.offered),
+                format!("`{}` \"{raw}\" is not one of the offered {} [{}]; set it to the lowest version you offer", facet.floor, facet.offered, offered_list()),
             );
         }
         if let Some((praw, p)) = preferred
@@ -199,12 +223,12 @@ fn check_facet(facet: &Facet, record: &Map<String, Value>, today: i64, out: &mut
         }
     }
 
-    for (i, profile) in strings(record, "profiles") {
-        let pointer = format!("{}/{i}", at("profiles"));
+    for (i, profile) in items(profiles) {
+        let pointer = || format!("{}/{i}", at("profiles"));
         if profile.ends_with("-legacy") {
             push(
                 out,
-                pointer,
+                pointer(),
                 "discovery.no-legacy-profile",
                 format!("remove the profile \"{profile}\": legacy profiles are never advertised (a host may still speak them privately)"),
             );
@@ -220,25 +244,25 @@ fn check_facet(facet: &Facet, record: &Map<String, Value>, today: i64, out: &mut
         if have_offered && !is_offered(v) {
             push(
                 out,
-                pointer,
+                pointer(),
                 "discovery.profile-version-offered",
                 format!("the profile \"{profile}\" names {version}, which `{}` does not offer; add \"{version}\" to `{}` or drop the profile", facet.offered, facet.offered),
             );
         }
     }
 
-    check_refresh(facet, record, today, &at, out);
+    check_refresh(facet, window, refreshed_at, today, &at, out);
 }
 
 /// Reads a single version field, reporting one that does not parse.
 fn version_field<'a>(
     facet: &Facet,
-    record: &'a Map<String, Value>,
+    value: Option<&'a Value>,
     key: &str,
     at: &dyn Fn(&str) -> String,
     out: &mut Vec<Finding>,
 ) -> Option<(&'a str, (i64, i64))> {
-    let raw = record.get(key)?.as_str()?;
+    let raw = value?.as_str()?;
     match parse_version(facet.grammar, raw) {
         Some(v) => Some((raw, v)),
         None => {
@@ -331,13 +355,14 @@ pub(super) fn today(opts: &Options) -> i64 {
 
 fn check_refresh(
     facet: &Facet,
-    record: &Map<String, Value>,
+    window_value: Option<&Value>,
+    refreshed_at: Option<&Value>,
     today: i64,
     at: &dyn Fn(&str) -> String,
     out: &mut Vec<Finding>,
 ) {
     let mut window = MAX_REFRESH_WINDOW_DAYS;
-    if let Some(raw) = record.get("refreshWindowDays") {
+    if let Some(raw) = window_value {
         match raw.as_i64() {
             Some(days) if (1..=MAX_REFRESH_WINDOW_DAYS).contains(&days) => window = days,
             _ => push(
@@ -348,7 +373,7 @@ fn check_refresh(
             ),
         }
     }
-    let Some(raw) = record.get("refreshedAt").and_then(Value::as_str) else {
+    let Some(raw) = refreshed_at.and_then(Value::as_str) else {
         return;
     };
     let Some(refreshed) = parse_date(raw) else {
@@ -377,11 +402,14 @@ fn check_refresh(
 }
 
 fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let features: Vec<&str> = strings(mcp, "features").into_iter().map(|(_, f)| f).collect();
-    let features_at = if mcp.contains_key("features") { "/mcp/features" } else { "/mcp" };
-    for (_, profile) in strings(mcp, "profiles") {
-        for required in mcp_required_features(profile) {
-            if !features.contains(&required) {
+    let [features_value, profiles, server_mount] = fields(mcp, ["features", "profiles", "serverMount"]);
+    let features = || items(features_value).map(|(_, f)| f);
+    let features_at = if features_value.is_some() { "/mcp/features" } else { "/mcp" };
+    for (_, profile) in items(profiles) {
+        // The table itself rather than `mcp_required_features`, which collects into a Vec.
+        let required_features = MCP_FEATURES.iter().filter(|f| f.required_for.contains(&profile)).map(|f| f.id);
+        for required in required_features {
+            if !features().any(|f| f == required) {
                 push(
                     out,
                     features_at.to_owned(),
@@ -394,9 +422,10 @@ fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
 
     // The tasks extension is served on the server mount, so listing `extensions` without a
     // mount advertises something that cannot be served. The converse ("served but not
-    // listed") is only visible in server/discover, not in this document.
-    if let Some(i) = features.iter().position(|f| *f == EXTENSIONS_FEATURE)
-        && !mcp.contains_key("serverMount")
+    // listed") is only visible in server/discover, not in this document. The index counts
+    // the string entries only (a non-string entry is the schema's to report).
+    if let Some(i) = features().position(|f| f == EXTENSIONS_FEATURE)
+        && server_mount.is_none()
     {
         push(
             out,
@@ -421,15 +450,13 @@ fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     push(out, "/mcp/mrtr/maxRounds".into(), "discovery.mrtr-max-rounds", sentence);
 }
 
-fn check_agent_cards(root: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let Some(a2a) = root.get("a2a").and_then(Value::as_object) else {
-        return;
-    };
+/// `agents` is the root's `agents` value.
+fn check_agent_cards(a2a: &Map<String, Value>, agents: Option<&Value>, out: &mut Vec<Finding>) {
     // `agentCards` is `true` or absent; any other value is the schema's to report.
     if a2a.get("agentCards") != Some(&Value::Bool(true)) {
         return;
     }
-    if !strings(a2a, "profiles").iter().any(|(_, p)| *p == A2A_1_0_PROFILE) {
+    if !strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
         push(
             out,
             "/a2a/agentCards".into(),
@@ -437,8 +464,7 @@ fn check_agent_cards(root: &Map<String, Value>, out: &mut Vec<Finding>) {
             format!("`a2a.agentCards` needs the \"{A2A_1_0_PROFILE}\" profile; add it to `a2a.profiles` or drop `agentCards`"),
         );
     }
-    let runtime = root
-        .get("agents")
+    let runtime = agents
         .and_then(Value::as_object)
         .and_then(|agents| agents.get("manifestRuntime"));
     if matches!(runtime, None | Some(Value::Null | Value::Bool(false))) {
@@ -451,16 +477,21 @@ fn check_agent_cards(root: &Map<String, Value>, out: &mut Vec<Finding>) {
     }
 }
 
-fn check_negotiation_event(root: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let speaks: Vec<&str> = ["a2a", "mcp"].into_iter().filter(|f| root.contains_key(*f)).collect();
-    if speaks.is_empty() {
-        return;
-    }
+/// `host_events` is the root's `hostEvents` value; `a2a` and `mcp` say whether the root has
+/// those keys.
+fn check_negotiation_event(a2a: bool, mcp: bool, host_events: Option<&Value>, out: &mut Vec<Finding>) {
+    let speaks = match (a2a, mcp) {
+        (false, false) => return,
+        (true, false) => "a2a",
+        (false, true) => "mcp",
+        (true, true) => "a2a and mcp",
+    };
     let rule = "discovery.negotiation-event-advertised";
-    let because = format!("a host advertising {} records every version negotiation as a durable host event", speaks.join(" and "));
-    let wanted = format!("{{\"type\": \"{NEGOTIATION_EVENT}\", \"delivery\": \"durable\"}}");
-    let Some(host_events) = root.get("hostEvents").and_then(Value::as_object) else {
-        push(out, "/hostEvents".into(), rule, format!("add `hostEvents` with `types` listing {wanted}: {because}"));
+    // The sentences are written only when a finding is pushed (no allocation otherwise).
+    let because = || format!("a host advertising {speaks} records every version negotiation as a durable host event");
+    let wanted = || format!("{{\"type\": \"{NEGOTIATION_EVENT}\", \"delivery\": \"durable\"}}");
+    let Some(host_events) = host_events.and_then(Value::as_object) else {
+        push(out, "/hostEvents".into(), rule, format!("add `hostEvents` with `types` listing {}: {}", wanted(), because()));
         return;
     };
     let types = host_events.get("types").and_then(Value::as_array);
@@ -472,13 +503,13 @@ fn check_negotiation_event(root: &Map<String, Value>, out: &mut Vec<Finding>) {
             out,
             "/hostEvents/types".into(),
             rule,
-            format!("add {wanted} to `hostEvents.types`: {because}"),
+            format!("add {} to `hostEvents.types`: {}", wanted(), because()),
         ),
         Some((i, t)) if t.get("delivery").and_then(Value::as_str) != Some("durable") => push(
             out,
             format!("/hostEvents/types/{i}/delivery"),
             rule,
-            format!("set the delivery of \"{NEGOTIATION_EVENT}\" to \"durable\": {because}"),
+            format!("set the delivery of \"{NEGOTIATION_EVENT}\" to \"durable\": {}", because()),
         ),
         Some(_) => {}
     }

@@ -210,3 +210,114 @@ fn rule_ids(source: &str, prefix: &str) -> BTreeSet<String> {
     );
     ids
 }
+
+/// `validate_discovery` asks the schema for a verdict first and collects every error only
+/// when the document fails (issue #17, validation throughput). This holds it to the full
+/// path (every schema error, then the rules) on every discovery vector and on every
+/// document one member or item away from one, so the two paths cannot drift apart.
+#[test]
+fn discovery_fast_path_matches_the_full_path() {
+    use openwop_generated::validators::{self, discovery_rules};
+    use serde_json::json;
+
+    // The schema compiled the way the generated validators compile it.
+    let mut resources: Vec<(&'static str, Value)> = Vec::new();
+    for file in openwop_generated::schemas::ALL {
+        resources.push((file.uri, serde_json::from_str(file.text).expect("schema")));
+    }
+    for uri in openwop_generated::schemas::MISSING {
+        resources.push((*uri, json!({})));
+    }
+    let openapi = serde_json::from_str(openwop_generated::schemas::OPENAPI).expect("openapi");
+    resources.push((openwop_generated::schemas::OPENAPI_URI, openapi));
+    let registry = jsonschema::Registry::new()
+        .extend(resources)
+        .and_then(|b| b.prepare())
+        .expect("registry");
+    let schema = jsonschema::options()
+        .with_registry(&registry)
+        .should_validate_formats(true)
+        .build(&json!({"$ref": "https://openwop.dev/spec/v2/capabilities.schema.json"}))
+        .expect("compile");
+
+    let mut docs = Vec::new();
+    for sub in ["valid", "invalid"] {
+        for path in documents(&vectors().join("discovery").join(sub)) {
+            let doc = read(&path);
+            docs.extend(one_away(&doc));
+            docs.push(doc);
+        }
+    }
+    let (mut failing, mut passing) = (0, 0);
+    for doc in &docs {
+        let errors: Vec<(String, String)> = schema
+            .iter_errors(doc)
+            .map(|e| (e.instance_path().to_string(), e.to_string()))
+            .collect();
+        assert_eq!(
+            schema.is_valid(doc),
+            errors.is_empty(),
+            "is_valid and iter_errors disagree on {doc}: {errors:?}"
+        );
+        let mut full: Vec<(String, String, String)> = errors
+            .into_iter()
+            .map(|(pointer, message)| ("schema".to_owned(), pointer, message))
+            .collect();
+        full.extend(
+            discovery_rules::check(doc, &TODAY)
+                .into_iter()
+                .map(|f| (f.rule, f.pointer, f.message)),
+        );
+        let fast: Vec<(String, String, String)> = validators::validate_discovery(doc, &TODAY)
+            .into_iter()
+            .map(|f| (f.rule, f.pointer, f.message))
+            .collect();
+        assert_eq!(
+            fast, full,
+            "validate_discovery differs from the full path on {doc}"
+        );
+        if full.iter().any(|(rule, _, _)| rule == "schema") {
+            failing += 1;
+        } else {
+            passing += 1;
+        }
+    }
+    // Both paths were exercised, many times over.
+    assert!(
+        failing > 100 && passing > 100,
+        "{failing} failing, {passing} passing"
+    );
+}
+
+/// Every document that differs from `doc` by one removed member or array item, at any depth.
+fn one_away(doc: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    match doc {
+        Value::Object(map) => {
+            for key in map.keys() {
+                let mut without = map.clone();
+                without.shift_remove(key);
+                out.push(Value::Object(without));
+                for inner in one_away(&map[key]) {
+                    let mut changed = map.clone();
+                    changed.insert(key.clone(), inner);
+                    out.push(Value::Object(changed));
+                }
+            }
+        }
+        Value::Array(items) => {
+            for i in 0..items.len() {
+                let mut without = items.clone();
+                without.remove(i);
+                out.push(Value::Array(without));
+                for inner in one_away(&items[i]) {
+                    let mut changed = items.clone();
+                    changed[i] = inner;
+                    out.push(Value::Array(changed));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
