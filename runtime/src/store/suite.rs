@@ -273,7 +273,8 @@ fn resume_running() -> OnResolve {
 
 const RUN: &str = "t/0123456789abcdef";
 
-fn new_run(id: &str) -> NewRun {
+/// A plain new run of tenant `t` (also used by the backends' own tests).
+pub(super) fn new_run(id: &str) -> NewRun {
     NewRun {
         run_id: id.into(),
         tenant: "t".into(),

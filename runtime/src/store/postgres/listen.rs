@@ -199,20 +199,6 @@ mod tests {
         .unwrap_or_else(|_| panic!("no {what} within 5 s"));
     }
 
-    fn new_run(id: &str) -> NewRun {
-        NewRun {
-            run_id: id.into(),
-            tenant: "t".into(),
-            workflow_id: "w".into(),
-            status: RunStatus::Running,
-            owner: json!({}),
-            transport: "rest".into(),
-            inputs: json!({}),
-            state: json!({}),
-            annotations: Default::default(),
-        }
-    }
-
     /// The push watcher skips its look at a task's configurations while its store says
     /// none may exist; that is only safe if a registration on any replica is known to
     /// every other before the wake-up of any commit that follows it.
@@ -227,7 +213,9 @@ mod tests {
         let a = PgStore::connect(&schema.url()).await.expect("a");
         let b = PgStore::connect(&schema.url()).await.expect("b");
         assert!(!a.push_configs_possible() && !b.push_configs_possible());
-        a.create_run(new_run("t/p"), None).await.expect("create");
+        a.create_run(crate::store::suite::new_run("t/p"), None)
+            .await
+            .expect("create");
         let mut on_b = b.subscribe(&[Topic::AllRuns]);
         let config = StoredConfig {
             run_id: "t/p".into(),
