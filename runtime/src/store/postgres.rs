@@ -429,16 +429,17 @@ const CHANGE_RUN: &str = concat!(
 /// `sql::RUN_BY_ID`, `sql::OPEN_INTERRUPT_OF` and `sql::CONTEXT_OF` read): one execution
 /// instead of three pipelined ones, each with its own implicit transaction.
 const RUN_DETAIL: &str = concat!(
-    "SELECT ",
+    // The run and the interrupt share column names (`run_id`, `state`): each list is
+    // selected in a scope of its own and the row is read by position.
+    "SELECT r.*, i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = r.run_id) AS context_id
+     FROM (SELECT ",
     sql::run_detail_cols!(),
-    ", i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id) AS context_id
-     FROM runs LEFT JOIN LATERAL (
-         SELECT node_id AS i_node_id, interrupt_id AS i_interrupt_id, kind AS i_kind,
-                data AS i_data, state AS i_state, resume_value AS i_resume_value
-         FROM interrupts WHERE interrupts.run_id = runs.run_id AND interrupts.state = 'open'
+    " FROM runs WHERE run_id = $1) r LEFT JOIN LATERAL (
+         SELECT ",
+    sql::interrupt_cols!(),
+    " FROM interrupts WHERE interrupts.run_id = r.run_id AND interrupts.state = 'open'
          LIMIT 1
-     ) i ON true
-     WHERE runs.run_id = $1"
+     ) i ON true"
 );
 
 /// What a run change is checked against.
@@ -862,20 +863,11 @@ impl RunStore for PgStore {
         Box::pin(async move {
             let client = self.client().await?;
             one(&client, RUN_DETAIL, &[&run_id], |r| {
-                let run = sql::run(r)?;
-                // The open interrupt's columns, renamed apart from the run's.
-                let open_interrupt = match r.opt_text("i_node_id")? {
-                    Some(node_id) => Some(InterruptRecord {
-                        run_id: run.run_id.clone(),
-                        node_id,
-                        interrupt_id: r.text("i_interrupt_id")?,
-                        kind: r.text("i_kind")?,
-                        data: r.json("i_data")?,
-                        state: r.text("i_state")?,
-                        resume_value: r.opt_json("i_resume_value")?,
-                    }),
-                    None => None,
-                };
+                // The run's columns, then the open interrupt's (NULL when none is open),
+                // read in order: both lists name `run_id` and `state`.
+                let mut c = sql::Cols::new(r);
+                let run = sql::read_run(&mut c)?;
+                let open_interrupt = sql::read_opt_interrupt(&mut c)?;
                 Ok(RunDetail {
                     open_interrupt,
                     context_id: r.opt_text("context_id")?,

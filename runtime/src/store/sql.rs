@@ -57,10 +57,6 @@ pub(crate) trait Row {
     fn json(&self, col: &str) -> Result<Value, StoreError> {
         parse_json(col, &self.text(col)?)
     }
-
-    fn opt_json(&self, col: &str) -> Result<Option<Value>, StoreError> {
-        self.opt_text(col)?.map(|t| parse_json(col, &t)).transpose()
-    }
 }
 
 fn parse_json(col: &str, text: &str) -> Result<Value, StoreError> {
@@ -111,6 +107,14 @@ impl<'r> Cols<'r> {
     }
     pub(crate) fn json(&mut self, col: &str) -> Result<Value, StoreError> {
         parse_json(col, &self.text(col)?)
+    }
+    /// Whether the next column is NULL (it is not read).
+    fn next_is_null(&self) -> Result<bool, StoreError> {
+        Ok(self.row.opt_text_at(self.next)?.is_none())
+    }
+    /// Passes over `n` columns without reading them.
+    fn skip(&mut self, n: usize) {
+        self.next += n;
     }
     pub(crate) fn opt_json(&mut self, col: &str) -> Result<Option<Value>, StoreError> {
         self.opt_text(col)?.map(|t| parse_json(col, &t)).transpose()
@@ -297,15 +301,19 @@ macro_rules! task_cols {
     };
 }
 pub(crate) use {
-    delivery_cols, event_cols, host_event_cols, key_cols, message_cols, new_run_cols, run_cols,
-    task_cols,
+    delivery_cols, event_cols, host_event_cols, interrupt_cols, key_cols, message_cols,
+    new_run_cols, run_cols, task_cols,
 };
 
 // ---- row mappers ----------------------------------------------------------------------
 
 /// A row of `run_cols!`, read in that order.
 pub(crate) fn run(r: &dyn Row) -> Result<RunRecord, StoreError> {
-    let mut c = Cols::new(r);
+    read_run(&mut Cols::new(r))
+}
+
+/// The `run_cols!` columns at the cursor, in that order.
+pub(crate) fn read_run(c: &mut Cols<'_>) -> Result<RunRecord, StoreError> {
     let list_order = c.int("list_order")?;
     let run_id = c.text("run_id")?;
     let tenant = c.text("tenant")?;
@@ -357,7 +365,23 @@ pub(crate) fn event(r: &dyn Row) -> Result<EventRecord, StoreError> {
 
 /// A row of `interrupt_cols!`, read in that order.
 pub(crate) fn interrupt(r: &dyn Row) -> Result<InterruptRecord, StoreError> {
-    let mut c = Cols::new(r);
+    read_interrupt(&mut Cols::new(r))
+}
+
+/// The `interrupt_cols!` columns at the cursor, in that order, or `None` when they are
+/// NULL (an outer join that found no interrupt).
+pub(crate) fn read_opt_interrupt(c: &mut Cols<'_>) -> Result<Option<InterruptRecord>, StoreError> {
+    if c.next_is_null()? {
+        c.skip(INTERRUPT_COLUMNS);
+        return Ok(None);
+    }
+    read_interrupt(c).map(Some)
+}
+
+/// How many columns `interrupt_cols!` names.
+const INTERRUPT_COLUMNS: usize = 7;
+
+fn read_interrupt(c: &mut Cols<'_>) -> Result<InterruptRecord, StoreError> {
     Ok(InterruptRecord {
         run_id: c.text("run_id")?,
         node_id: c.text("node_id")?,
@@ -783,6 +807,11 @@ mod tests {
             statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
             ",running,waiting-input,"
         );
+    }
+
+    #[test]
+    fn interrupt_columns_counts_the_interrupt_column_list() {
+        assert_eq!(interrupt_cols!().split(", ").count(), INTERRUPT_COLUMNS);
     }
 
     #[test]
