@@ -80,7 +80,7 @@ impl ::std::str::FromStr for A2aFacetMinimumVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -136,7 +136,7 @@ impl ::std::str::FromStr for A2aFacetPreferredVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -192,7 +192,7 @@ impl ::std::str::FromStr for A2aFacetProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^a2a-[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P1.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^a2a-[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -248,7 +248,7 @@ impl ::std::str::FromStr for A2aFacetRefreshedAt {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -304,7 +304,7 @@ impl ::std::str::FromStr for A2aFacetVersionsItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -420,7 +420,7 @@ impl ::std::str::FromStr for A2aFamilyMinimumVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -476,7 +476,7 @@ impl ::std::str::FromStr for A2aFamilyPreferredVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -532,7 +532,7 @@ impl ::std::str::FromStr for A2aFamilyProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^a2a-[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P1.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^a2a-[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -588,7 +588,7 @@ impl ::std::str::FromStr for A2aFamilyRefreshedAt {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -767,7 +767,7 @@ impl ::std::str::FromStr for A2aFamilyVersionsItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -1173,7 +1173,7 @@ impl ::std::str::FromStr for A2aTenant {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P3.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -2043,7 +2043,7 @@ impl ::std::str::FromStr for AgentId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~:-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P4.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~:-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -2820,7 +2820,7 @@ impl ::std::str::FromStr for AnswerPartMediaType {
             ::regress::Regex::new("^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$")
                 .unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P5.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$\""
                     .into(),
@@ -4184,7 +4184,7 @@ impl ::std::str::FromStr for CredentialDataConnectUrl {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^https://").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P6.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^https://\"".into());
         }
         Ok(Self(value.to_string()))
@@ -4553,7 +4553,7 @@ impl ::std::str::FromStr for DeliveryId {
                 )
                 .unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P7.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$\""
                     .into(),
@@ -4698,7 +4698,7 @@ impl ::std::str::FromStr for ErrorDetailsMinClientVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -4754,7 +4754,7 @@ impl ::std::str::FromStr for ErrorDetailsProtocolVersionsItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]+\\.[0-9]+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]+\\.[0-9]+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -5053,7 +5053,7 @@ impl ::std::str::FromStr for EventId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{16,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P8.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{16,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -6953,7 +6953,7 @@ impl ::std::str::FromStr for InterruptId {
                 )
                 .unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P7.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$\""
                     .into(),
@@ -7277,7 +7277,7 @@ impl ::std::str::FromStr for Issuer {
         }
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^\\S+$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P9.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^\\S+$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -7333,7 +7333,7 @@ impl ::std::str::FromStr for KeyId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P3.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -7944,7 +7944,7 @@ impl ::std::str::FromStr for McpFacetFeaturesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-z][a-z0-9-]*$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P10.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[a-z][a-z0-9-]*$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8000,7 +8000,7 @@ impl ::std::str::FromStr for McpFacetMinimumRevision {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8056,7 +8056,7 @@ impl ::std::str::FromStr for McpFacetPreferredVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8112,7 +8112,7 @@ impl ::std::str::FromStr for McpFacetProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into(),
             );
@@ -8170,7 +8170,7 @@ impl ::std::str::FromStr for McpFacetRefreshedAt {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8226,7 +8226,7 @@ impl ::std::str::FromStr for McpFacetRevisionsItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8334,7 +8334,7 @@ impl ::std::str::FromStr for McpFamilyFeaturesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-z][a-z0-9-]*$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P10.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[a-z][a-z0-9-]*$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8390,7 +8390,7 @@ impl ::std::str::FromStr for McpFamilyMinimumRevision {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8446,7 +8446,7 @@ impl ::std::str::FromStr for McpFamilyPreferredVersion {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8502,7 +8502,7 @@ impl ::std::str::FromStr for McpFamilyProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into(),
             );
@@ -8560,7 +8560,7 @@ impl ::std::str::FromStr for McpFamilyRefreshedAt {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8616,7 +8616,7 @@ impl ::std::str::FromStr for McpFamilyRevisionsItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P2.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -9059,7 +9059,7 @@ impl ::std::str::FromStr for NegotiationDecidedPeer {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{64}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P12.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{64}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -9479,7 +9479,7 @@ impl ::std::str::FromStr for NodeId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~:-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P4.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~:-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -9785,7 +9785,7 @@ impl ::std::str::FromStr for NodePath {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^/").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P13.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^/\"".into());
         }
         Ok(Self(value.to_string()))
@@ -10257,7 +10257,7 @@ impl ::std::str::FromStr for Opaque {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{16,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P8.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{16,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -10411,7 +10411,7 @@ impl ::std::str::FromStr for PeerId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._-]{1,64}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P14.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._-]{1,64}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -10930,7 +10930,7 @@ impl ::std::str::FromStr for RelaxationObligation {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-zA-Z][A-Za-z0-9]*\\.[a-z][a-z0-9-]*$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P15.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^[a-zA-Z][A-Za-z0-9]*\\.[a-z][a-z0-9-]*$\""
                     .into(),
@@ -11466,7 +11466,7 @@ impl ::std::str::FromStr for RunId {
                 )
                 .unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P7.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$\""
                     .into(),
@@ -12309,7 +12309,7 @@ impl ::std::str::FromStr for SpanId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{16}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P16.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{16}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -12386,7 +12386,7 @@ impl ::std::str::FromStr for SubjectId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[^\\s/]{1,256}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P17.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[^\\s/]{1,256}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -12651,7 +12651,7 @@ impl ::std::str::FromStr for SubscriptionId {
                 )
                 .unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P7.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$\""
                     .into(),
@@ -12710,7 +12710,7 @@ impl ::std::str::FromStr for TenantId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^(anon:)?[A-Za-z0-9._~-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P18.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}$\"".into(),
             );
@@ -12808,7 +12808,7 @@ impl ::std::str::FromStr for TraceId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{32}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P19.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{32}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -12866,7 +12866,7 @@ impl ::std::str::FromStr for Traceparent {
         {
             ::regress::Regex::new("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$").unwrap()
         });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P20.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$\""
                     .into(),
@@ -13041,7 +13041,7 @@ impl ::std::str::FromStr for WaitAmountString {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^\\$\\{[^{}]+\\}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P21.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^\\$\\{[^{}]+\\}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -13508,7 +13508,7 @@ impl ::std::str::FromStr for WorkflowId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~:-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P4.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~:-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -13590,7 +13590,7 @@ impl ::std::str::FromStr for WorkspaceId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{1,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P3.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{1,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -17763,6 +17763,576 @@ impl ::std::cmp::PartialEq<WorkspaceId> for ::std::string::String {
     fn eq(&self, other: &WorkspaceId) -> bool {
         *self == other.0
     }
+}
+/// Anchored patterns decided in one pass (see the codegen's `patterns`).
+mod pattern {
+    /// `min..=max` ASCII characters of a set (bit `b` of `set` is byte `b`).
+    pub struct Step {
+        pub set: u128,
+        pub min: u32,
+        pub max: u32,
+    }
+    /// An anchored pattern read left to right without backtracking: an optional literal
+    /// prefix (`^(anon:)?…`), then each step takes as many characters of its set as it may.
+    /// That is the regex's answer because every step with a range of counts is followed by a
+    /// step that cannot take the same character, or by the end.
+    pub struct Ascii {
+        /// The literal of a leading `(…)?`; empty when the pattern has none.
+        pub optional: &'static [u8],
+        pub steps: &'static [Step],
+        /// The pattern ends in `$`: the steps must take the whole string.
+        pub end: bool,
+        /// Some step can take a non-ASCII character (`[^…]`, `\S`): such input goes to the
+        /// regex, whose UTF-16 semantics this matcher does not restate.
+        pub non_ascii: bool,
+    }
+    impl Ascii {
+        /// `slow` answers for input this matcher leaves to the regex.
+        pub fn is_match(&self, value: &str, slow: impl FnOnce(&str) -> bool) -> bool {
+            if self.non_ascii && !value.is_ascii() {
+                return slow(value);
+            }
+            let bytes = value.as_bytes();
+            if !self.optional.is_empty()
+                && let Some(rest) = bytes.strip_prefix(self.optional)
+                && self.steps_match(rest)
+            {
+                return true;
+            }
+            self.steps_match(bytes)
+        }
+        fn steps_match(&self, bytes: &[u8]) -> bool {
+            let mut at = 0;
+            for step in self.steps {
+                let start = at;
+                while ((at - start) as u32) < step.max && at < bytes.len()
+                    && bytes[at] < 128 && (step.set >> bytes[at]) & 1 == 1
+                {
+                    at += 1;
+                }
+                if ((at - start) as u32) < step.min {
+                    return false;
+                }
+            }
+            !self.end || at == bytes.len()
+        }
+    }
+    /// `^[0-9]+\.[0-9]+$`
+    pub static P0: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+            },
+            Step {
+                set: 0x00000000000000000000400000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^a2a-[0-9]+\.[0-9]+$`
+    pub static P1: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00000002000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000004000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000002000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+            },
+            Step {
+                set: 0x00000000000000000000400000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+    pub static P2: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 4,
+                max: 4,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 2,
+                max: 2,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 2,
+                max: 2,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[A-Za-z0-9._~-]{1,128}$`
+    pub static P3: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 1,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[A-Za-z0-9._~:-]{1,128}$`
+    pub static P4: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe07ff600000000000,
+                min: 1,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$`
+    pub static P5: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x07fffffec7fffffe03ff685a00000000,
+                min: 1,
+                max: u32::MAX,
+            },
+            Step {
+                set: 0x00000000000000000000800000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x07fffffec7fffffe03ff685a00000000,
+                min: 1,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^https://`
+    pub static P6: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00000100000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00100000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00100000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00010000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00080000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000400000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000000800000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000000800000000000,
+                min: 1,
+                max: 1,
+            },
+        ],
+        end: false,
+        non_ascii: false,
+    };
+    /// `^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$`
+    pub static P7: Ascii = Ascii {
+        optional: b"anon:",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 1,
+                max: 128,
+            },
+            Step {
+                set: 0x00000000000000000000800000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 16,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[A-Za-z0-9._~-]{16,128}$`
+    pub static P8: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 16,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^\S+$`
+    pub static P9: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0xfffffffffffffffffffffffeffffc1ff,
+                min: 1,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: true,
+    };
+    /// `^[a-z][a-z0-9-]*$`
+    pub static P10: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x07fffffe000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x07fffffe0000000003ff200000000000,
+                min: 0,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+    pub static P11: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00002000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000008000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00010000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 4,
+                max: 4,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 2,
+                max: 2,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 2,
+                max: 2,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[0-9a-f]{64}$`
+    pub static P12: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 64,
+                max: 64,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^/`
+    pub static P13: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00000000000000000000800000000000,
+                min: 1,
+                max: 1,
+            },
+        ],
+        end: false,
+        non_ascii: false,
+    };
+    /// `^[A-Za-z0-9._-]{1,64}$`
+    pub static P14: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x07fffffe87fffffe03ff600000000000,
+                min: 1,
+                max: 64,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[a-zA-Z][A-Za-z0-9]*\.[a-z][a-z0-9-]*$`
+    pub static P15: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x07fffffe07fffffe0000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x07fffffe07fffffe03ff000000000000,
+                min: 0,
+                max: u32::MAX,
+            },
+            Step {
+                set: 0x00000000000000000000400000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x07fffffe000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x07fffffe0000000003ff200000000000,
+                min: 0,
+                max: u32::MAX,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[0-9a-f]{16}$`
+    pub static P16: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 16,
+                max: 16,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[^\s/]{1,256}$`
+    pub static P17: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0xffffffffffffffffffff7ffeffffc1ff,
+                min: 1,
+                max: 256,
+            },
+        ],
+        end: true,
+        non_ascii: true,
+    };
+    /// `^(anon:)?[A-Za-z0-9._~-]{1,128}$`
+    pub static P18: Ascii = Ascii {
+        optional: b"anon:",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 1,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[0-9a-f]{32}$`
+    pub static P19: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 32,
+                max: 32,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`
+    pub static P20: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00000000000000000001000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000001000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 32,
+                max: 32,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 16,
+                max: 16,
+            },
+            Step {
+                set: 0x00000000000000000000200000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x0000007e0000000003ff000000000000,
+                min: 2,
+                max: 2,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^\$\{[^{}]+\}$`
+    pub static P21: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x00000000000000000000001000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0x08000000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+            Step {
+                set: 0xd7ffffffffffffffffffffffffffffff,
+                min: 1,
+                max: u32::MAX,
+            },
+            Step {
+                set: 0x20000000000000000000000000000000,
+                min: 1,
+                max: 1,
+            },
+        ],
+        end: true,
+        non_ascii: true,
+    };
 }
 /// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
 pub use crate::dispatch::RunStatus;

@@ -159,6 +159,7 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     post::apply_openness(&mut items, &roots, &resolved);
     post::default_for_bodies(&mut items, &roots);
     post::string_newtype_impls(&mut items);
+    crate::emit::patterns::rewrite(&mut items);
 
     let open_enums: std::collections::BTreeSet<String> =
         inputs.open_enums.iter().map(|e| renamed(&e.name)).collect();

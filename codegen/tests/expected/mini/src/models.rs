@@ -211,7 +211,7 @@ impl ::std::str::FromStr for RunId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._~-]{16,128}$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P0.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._~-]{16,128}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -420,6 +420,73 @@ impl ::std::cmp::PartialEq<RunId> for ::std::string::String {
     fn eq(&self, other: &RunId) -> bool {
         *self == other.0
     }
+}
+/// Anchored patterns decided in one pass (see the codegen's `patterns`).
+mod pattern {
+    /// `min..=max` ASCII characters of a set (bit `b` of `set` is byte `b`).
+    pub struct Step {
+        pub set: u128,
+        pub min: u32,
+        pub max: u32,
+    }
+    /// An anchored pattern read left to right without backtracking: an optional literal
+    /// prefix (`^(anon:)?…`), then each step takes as many characters of its set as it may.
+    /// That is the regex's answer because every step with a range of counts is followed by a
+    /// step that cannot take the same character, or by the end.
+    pub struct Ascii {
+        /// The literal of a leading `(…)?`; empty when the pattern has none.
+        pub optional: &'static [u8],
+        pub steps: &'static [Step],
+        /// The pattern ends in `$`: the steps must take the whole string.
+        pub end: bool,
+        /// Some step can take a non-ASCII character (`[^…]`, `\S`): such input goes to the
+        /// regex, whose UTF-16 semantics this matcher does not restate.
+        pub non_ascii: bool,
+    }
+    impl Ascii {
+        /// `slow` answers for input this matcher leaves to the regex.
+        pub fn is_match(&self, value: &str, slow: impl FnOnce(&str) -> bool) -> bool {
+            if self.non_ascii && !value.is_ascii() {
+                return slow(value);
+            }
+            let bytes = value.as_bytes();
+            if !self.optional.is_empty()
+                && let Some(rest) = bytes.strip_prefix(self.optional)
+                && self.steps_match(rest)
+            {
+                return true;
+            }
+            self.steps_match(bytes)
+        }
+        fn steps_match(&self, bytes: &[u8]) -> bool {
+            let mut at = 0;
+            for step in self.steps {
+                let start = at;
+                while ((at - start) as u32) < step.max && at < bytes.len()
+                    && bytes[at] < 128 && (step.set >> bytes[at]) & 1 == 1
+                {
+                    at += 1;
+                }
+                if ((at - start) as u32) < step.min {
+                    return false;
+                }
+            }
+            !self.end || at == bytes.len()
+        }
+    }
+    /// `^[A-Za-z0-9._~-]{16,128}$`
+    pub static P0: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x47fffffe87fffffe03ff600000000000,
+                min: 16,
+                max: 128,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
 }
 /// A run's lifecycle status: the same type as [`crate::dispatch::RunStatus`], so a status read from a model indexes the dispatch tables as it is.
 pub use crate::dispatch::RunStatus;
