@@ -1,4 +1,6 @@
-//! A run, as the REST wire shows it, projected to an A2A 1.0 `Task` (ProtoJSON spelling).
+//! A run, as the REST wire shows it (the generated `RunSnapshot`), projected to an A2A 1.0
+//! `Task` (ProtoJSON spelling). It reads the typed snapshot, not its JSON: the fields are
+//! known, the status is a `RunStatus` already, and nothing is serialised to be read back.
 //!
 //! The state comes from the generated task-state table, never from a local match: the
 //! open interrupt's kind selects an override row, which is how a credential interrupt (and
@@ -6,16 +8,19 @@
 //! needs to append to the run's log.
 
 use crate::status::Lifecycle;
-use std::str::FromStr;
 
 use openwop_generated::dispatch::{RunStatus, a2a_task_state};
+use openwop_generated::models::{OpenInterrupt, RunSnapshot};
 use serde_json::{Map, Value, json};
 
 /// Everything a Task is built from.
 #[derive(Debug, Clone, Copy)]
 pub struct TaskSource<'a> {
     /// The run snapshot (`schemas/v2/run-snapshot.schema.json`).
-    pub snapshot: &'a Value,
+    pub snapshot: &'a RunSnapshot,
+    /// The A2A contextId bound when the run was started over A2A; `None`: the run id, so a
+    /// run started over REST still has one stable context.
+    pub context_id: Option<&'a str>,
     /// The payload (`{kind, key, data, ...}`) of the first open interrupt, when the run
     /// waits on one. A credential interrupt's `connectUrl` is read from here.
     pub open_interrupt_payload: Option<&'a Value>,
@@ -46,10 +51,6 @@ impl Default for Shape {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProjectError {
-    #[error("the run snapshot has no `{0}`")]
-    Missing(&'static str),
-    #[error("the run snapshot's status `{0}` is not a run status")]
-    Status(String),
     #[error("the run waits on a credential interrupt whose payload carries no connectUrl")]
     NoConnectUrl,
 }
@@ -156,44 +157,17 @@ impl Projected {
     }
 }
 
-/// The run status of a snapshot.
-pub fn run_status(snapshot: &Value) -> Result<RunStatus, ProjectError> {
-    let raw = snapshot
-        .get("status")
-        .and_then(Value::as_str)
-        .ok_or(ProjectError::Missing("status"))?;
-    RunStatus::from_str(raw).map_err(|_| ProjectError::Status(raw.to_owned()))
-}
-
-/// The A2A contextId of a run: the one stored when it was started over A2A, else the run
-/// id itself, so a run started over REST still has one stable context.
-pub fn context_id(snapshot: &Value) -> Option<&str> {
-    snapshot
-        .get("contextId")
-        .and_then(Value::as_str)
-        .or_else(|| snapshot.get("runId").and_then(Value::as_str))
-}
-
-fn open_interrupt(snapshot: &Value) -> Option<&Value> {
-    snapshot
-        .get("interrupts")
-        .and_then(Value::as_array)
-        .and_then(|list| list.first())
-}
-
 /// Projects a run to a Task.
 pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectError> {
     let snapshot = source.snapshot;
-    let run_id = snapshot
-        .get("runId")
-        .and_then(Value::as_str)
-        .ok_or(ProjectError::Missing("runId"))?;
-    let status = run_status(snapshot)?;
-    let interrupt = open_interrupt(snapshot).filter(|_| status.is_suspended());
-    let kind = interrupt
-        .and_then(|i| i.get("kind"))
-        .and_then(Value::as_str);
-    let row = a2a_task_state(status, kind);
+    let run_id = snapshot.run_id.as_str();
+    let status = snapshot.status;
+    let interrupt = snapshot
+        .interrupts
+        .first()
+        .filter(|_| status.is_suspended());
+    let kind = interrupt.map(|i| i.kind.to_string());
+    let row = a2a_task_state(status, kind.as_deref());
 
     let mut task_status = Map::new();
     task_status.insert("state".into(), json!(row.wire));
@@ -206,9 +180,14 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
     )? {
         task_status.insert("message".into(), message);
     }
-    if let Some(at) = ["updatedAt", "completedAt", "startedAt", "createdAt"]
-        .iter()
-        .find_map(|k| snapshot.get(*k).and_then(Value::as_str))
+    if let Some(at) = [
+        &snapshot.updated_at,
+        &snapshot.completed_at,
+        &snapshot.started_at,
+        &snapshot.created_at,
+    ]
+    .into_iter()
+    .find_map(Option::as_deref)
     {
         task_status.insert("timestamp".into(), json!(at));
     }
@@ -217,7 +196,7 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
     out.insert("id".into(), json!(run_id));
     out.insert(
         "contextId".into(),
-        json!(context_id(snapshot).unwrap_or(run_id)),
+        json!(source.context_id.unwrap_or(run_id)),
     );
     out.insert("status".into(), Value::Object(task_status));
     if shape.include_artifacts
@@ -225,7 +204,7 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
     {
         out.insert("artifacts".into(), declared_artifacts(declared));
     } else if shape.include_artifacts
-        && let Some(outputs) = snapshot.get("outputs").filter(|o| o.is_object())
+        && let Some(outputs) = &snapshot.outputs
     {
         out.insert(
             "artifacts".into(),
@@ -305,14 +284,12 @@ pub fn a2a_message(stored: &Value) -> Value {
 }
 
 /// `metadata.openwop.interrupt`: what a peer needs to answer the interrupt, nothing more.
-fn interrupt_carrier(interrupt: &Value) -> Value {
-    let mut carrier = Map::new();
-    for key in ["kind", "nodeId", "interruptId"] {
-        if let Some(v) = interrupt.get(key) {
-            carrier.insert(key.into(), v.clone());
-        }
-    }
-    Value::Object(carrier)
+fn interrupt_carrier(interrupt: &OpenInterrupt) -> Value {
+    json!({
+        "kind": interrupt.kind.to_string(),
+        "nodeId": interrupt.node_id.as_str(),
+        "interruptId": interrupt.interrupt_id.as_str(),
+    })
 }
 
 fn agent_message(message_id: String, parts: Vec<Value>, metadata: Option<Value>) -> Value {
@@ -329,17 +306,14 @@ fn agent_message(message_id: String, parts: Vec<Value>, metadata: Option<Value>)
 /// The status message: what the peer must do (interrupts) or why the run failed. Its
 /// messageId derives from what it describes, so repeated reads give the same message.
 fn status_message(
-    snapshot: &Value,
+    snapshot: &RunSnapshot,
     status: RunStatus,
-    interrupt: Option<&Value>,
+    interrupt: Option<&OpenInterrupt>,
     payload: Option<&Value>,
     wire: &str,
 ) -> Result<Option<Value>, ProjectError> {
     if let Some(i) = interrupt {
-        let interrupt_id = i
-            .get("interruptId")
-            .and_then(Value::as_str)
-            .unwrap_or("interrupt");
+        let interrupt_id = i.interrupt_id.as_str();
         let carrier = interrupt_carrier(i);
         let data = payload.and_then(|p| p.get("data"));
         if wire == "TASK_STATE_AUTH_REQUIRED" {
@@ -369,8 +343,7 @@ fn status_message(
                 Some(json!({"openwop": {"interrupt": carrier}})),
             )));
         }
-        let kind = i.get("kind").and_then(Value::as_str).unwrap_or("input");
-        let mut parts = vec![json!({"text": asked_text(kind, data)})];
+        let mut parts = vec![json!({"text": asked_text(&i.kind.to_string(), data)})];
         if let Some(d) = data {
             parts.push(json!({"data": d, "mediaType": "application/json"}));
         }
@@ -381,22 +354,11 @@ fn status_message(
         )));
     }
     if status == RunStatus::Failed
-        && let Some(error) = snapshot.get("error")
+        && let Some(error) = &snapshot.error
     {
-        let code = error
-            .get("code")
-            .and_then(Value::as_str)
-            .unwrap_or("failed");
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("the run failed");
-        let run_id = snapshot
-            .get("runId")
-            .and_then(Value::as_str)
-            .unwrap_or("run");
+        let (code, message) = (error.code.as_str(), error.message.as_str());
         return Ok(Some(agent_message(
-            format!("{run_id}:failed"),
+            format!("{}:failed", snapshot.run_id.as_str()),
             vec![json!({"text": format!("{code}: {message}")})],
             None,
         )));
@@ -491,7 +453,10 @@ mod tests {
             "runId": "acme/r-0123456789abcdef",
             "workflowId": "echo",
             "status": status,
-            "owner": {"tenant": "acme", "subject": {}},
+            "owner": {"tenant": "acme", "subject": {
+                "issuer": "urn:openwop-rs:api-key", "subjectId": "key-0123456789abcdef",
+                "tenant": "acme", "lane": "api-key", "kind": "user"
+            }},
             "eventLogSchemaVersion": 3,
             "updatedAt": "2026-12-02T18:00:00.000Z",
         })
@@ -504,10 +469,16 @@ mod tests {
         s
     }
 
+    /// The typed snapshot of a JSON one, as a host would have built it.
+    fn typed(s: &Value) -> RunSnapshot {
+        serde_json::from_value(s.clone()).expect("a run snapshot")
+    }
+
     fn project(s: &Value, payload: Option<&Value>) -> Projected {
         task(
             TaskSource {
-                snapshot: s,
+                snapshot: &typed(s),
+                context_id: s.get("contextId").and_then(Value::as_str),
                 open_interrupt_payload: payload,
                 history: &[],
                 answer: None,
@@ -576,7 +547,8 @@ mod tests {
         // answering an auth-required task with no way to authorize.
         let bare = task(
             TaskSource {
-                snapshot: &waiting("waiting-input", "credential"),
+                snapshot: &typed(&waiting("waiting-input", "credential")),
+                context_id: None,
                 open_interrupt_payload: None,
                 history: &[],
                 answer: None,
@@ -630,7 +602,8 @@ mod tests {
         );
         let without = task(
             TaskSource {
-                snapshot: &s,
+                snapshot: &typed(&s),
+                context_id: None,
                 open_interrupt_payload: None,
                 history: &[],
                 answer: None,
@@ -670,11 +643,12 @@ mod tests {
     #[test]
     fn history_length_only_trims_the_answer() {
         let history: Vec<Value> = (0..5).map(|i| json!({"messageId": format!("m{i}"), "role": "ROLE_USER", "parts": [{"text": "x"}]})).collect();
-        let s = snapshot("running");
+        let s = typed(&snapshot("running"));
         let shaped = |n| {
             task(
                 TaskSource {
                     snapshot: &s,
+                    context_id: None,
                     open_interrupt_payload: None,
                     history: &history,
                     answer: None,
@@ -729,22 +703,5 @@ mod tests {
             json!(OUTPUTS_ARTIFACT_ID)
         );
         assert_eq!(updates[0]["artifactUpdate"]["lastChunk"], json!(true));
-    }
-
-    #[test]
-    fn a_snapshot_without_a_known_status_is_an_error_not_a_guess() {
-        let s = json!({"runId": "a/bbbbbbbbbbbbbbbb", "status": "exploded"});
-        assert!(matches!(
-            task(
-                TaskSource {
-                    snapshot: &s,
-                    open_interrupt_payload: None,
-                    history: &[],
-                    answer: None,
-                },
-                Shape::default()
-            ),
-            Err(ProjectError::Status(_))
-        ));
     }
 }

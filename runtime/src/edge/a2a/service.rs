@@ -372,10 +372,7 @@ impl A2aState {
         // The open interrupt, contextId and history in one store call.
         let side = self.app.ops.a2a_task(run).await.map_err(internal)?;
         let open = side.open_interrupt;
-        // The snapshot model, as the JSON the A2A projection reads.
-        let mut snapshot = serde_json::to_value(run_view(run, open.as_ref())?).map_err(internal)?;
-        // The bound contextId, else the run id (runs started over REST).
-        snapshot["contextId"] = json!(side.context_id.unwrap_or_else(|| run.run_id.clone()));
+        let snapshot = run_view(run, open.as_ref())?;
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
@@ -383,6 +380,8 @@ impl A2aState {
         project::task(
             TaskSource {
                 snapshot: &snapshot,
+                // The bound contextId, else the run id (runs started over REST).
+                context_id: side.context_id.as_deref(),
                 open_interrupt_payload: payload.as_ref(),
                 history: &history,
                 answer: answer.as_ref().map(|a| a.artifacts.as_slice()),
