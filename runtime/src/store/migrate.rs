@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "negotiation_payload",
         sql: include_str!("migrations/0007_negotiation_payload.sql"),
     },
+    Migration {
+        version: 8,
+        name: "lean_write_indexes",
+        sql: include_str!("migrations/0008_lean_write_indexes.sql"),
+    },
 ];
 
 /// The newest migration a database made before the history may already hold the

@@ -1034,9 +1034,12 @@ impl RunStore for PgStore {
         let statuses: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
         Box::pin(async move {
             let client = self.client().await?;
-            // `= ANY` of an array, so `runs_by_status` finds them: the sweep runs often.
+            // Live runs only, spelled as `runs_live` is (`sql::live!`), so the partial
+            // index finds them: the sweep runs often.
             const UNLEASED: &str = concat!(
-                "SELECT run_id FROM runs WHERE status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
+                "SELECT run_id FROM runs WHERE ",
+                sql::live!(),
+                " AND status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
                 db_now_ms!(),
                 ") ORDER BY list_order"
             );

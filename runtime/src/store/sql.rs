@@ -490,15 +490,29 @@ pub(crate) const RUN_DETAIL_BY_ID: &str = concat!(
 pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, outputs, error, node_index, wait_until, created_ms, updated_ms, last_sequence, agent_id, tags, metadata) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
-/// The ids of every run whose status is in the [`list`] $1, oldest first.
-pub(crate) const RUN_IDS_IN: &str =
-    "SELECT run_id FROM runs WHERE strpos($1, ',' || status || ',') > 0 ORDER BY list_order";
+/// The condition of the `runs_live` partial index (migration 8), spelled as the index
+/// spells it so both planners can use the index: a run not in a terminal status.
+macro_rules! live {
+    () => {
+        "status NOT IN ('completed', 'failed', 'cancelled')"
+    };
+}
+pub(crate) use live;
 
-/// Every run whose status is not in the [`list`] $1, oldest first.
+/// The ids of every live run whose status is in the [`list`] $1, oldest first.
+pub(crate) const RUN_IDS_IN: &str = concat!(
+    "SELECT run_id FROM runs WHERE ",
+    live!(),
+    " AND strpos($1, ',' || status || ',') > 0 ORDER BY list_order"
+);
+
+/// Every live run whose status is not in the [`list`] $1, oldest first.
 pub(crate) const RUNS_NOT_IN: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE strpos($1, ',' || status || ',') = 0 ORDER BY list_order"
+    " FROM runs WHERE ",
+    live!(),
+    " AND strpos($1, ',' || status || ',') = 0 ORDER BY list_order"
 );
 
 /// The filters of a run query: $1 tenant; $2 statuses ([`list`], empty: any); $3
@@ -806,6 +820,24 @@ mod tests {
         assert_eq!(
             statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
             ",running,waiting-input,"
+        );
+    }
+
+    #[test]
+    fn the_live_condition_is_the_terminal_statuses_and_the_index_spells_it_alike() {
+        let named: Vec<String> = crate::status::TERMINAL
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        assert_eq!(
+            live!(),
+            format!("status NOT IN ({})", named.join(", ")),
+            "runs_live and the sweeps must name exactly the terminal statuses"
+        );
+        let migration = include_str!("migrations/0008_lean_write_indexes.sql");
+        assert!(
+            migration.contains(concat!("WHERE ", live!(), ";")),
+            "the partial index's condition must be spelled as the queries spell it"
         );
     }
 

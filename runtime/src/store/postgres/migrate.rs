@@ -74,7 +74,7 @@ mod tests {
             versions,
             MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
 
         // Migration 7 in PostgreSQL's dialect: a negotiation recorded under the old names
         // reads with today's (`peer`, `negotiated`, null when refused); other types and
@@ -129,5 +129,80 @@ mod tests {
         );
         assert_eq!(e2["requested"], "\"version\":");
         assert_eq!(read("e3").await["version"], "1.0");
+    }
+
+    /// Migration 8 rebuilds `events` without the index on `event_id`: a store made before
+    /// it keeps every event, and afterwards `events` has only its primary key and `runs`
+    /// the partial `runs_live` instead of `runs_by_status`.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn migration_8_keeps_every_event_and_drops_the_write_only_indexes() {
+        if skip_postgres("migration_8_keeps_every_event_and_drops_the_write_only_indexes") {
+            return;
+        }
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the migration test");
+        let url = schema.url();
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        // The store as the release before migration 8 left it, with a run's events.
+        client
+            .batch_execute(crate::store::migrate::CREATE_HISTORY)
+            .await
+            .expect("history");
+        for m in MIGRATIONS.iter().filter(|m| m.version < 8) {
+            client.batch_execute(m.sql).await.expect("old migration");
+            client
+                .execute(crate::store::migrate::RECORD, &[&m.version, &m.name, &0i64])
+                .await
+                .expect("record");
+        }
+        for seq in 0..3i64 {
+            client
+                .execute(
+                    "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, ts_ms) VALUES ('t/r', $1, $2, 'node.completed', NULL, '{}', $1)",
+                    &[&seq, &format!("ev-{seq}")],
+                )
+                .await
+                .expect("event");
+        }
+        PgStore::connect(&url)
+            .await
+            .expect("the store applies migration 8");
+        let events: Vec<(i64, String)> = client
+            .query(
+                "SELECT sequence, event_id FROM events ORDER BY sequence",
+                &[],
+            )
+            .await
+            .expect("read")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            events,
+            (0..3).map(|s| (s, format!("ev-{s}"))).collect::<Vec<_>>()
+        );
+        let indexes = |table: &'static str| {
+            let client = &client;
+            async move {
+                client
+                    .query(
+                        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1 ORDER BY indexname",
+                        &[&table],
+                    )
+                    .await
+                    .expect("indexes")
+                    .iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(indexes("events").await, ["events_rebuilt_pkey"]);
+        let runs = indexes("runs").await;
+        assert!(runs.contains(&"runs_live".to_owned()), "{runs:?}");
+        assert!(!runs.contains(&"runs_by_status".to_owned()), "{runs:?}");
     }
 }
