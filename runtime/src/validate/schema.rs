@@ -16,7 +16,7 @@
 //! does not apply to, [`findings`] falls back to the generated validator.
 
 use std::fmt::Write;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use openwop_generated::validators::{self, Finding, Options};
@@ -38,21 +38,33 @@ const ROOT_KEYWORDS: &[&str] = &[
 
 /// The discovery schema as a root-only validator and one validator per declared property.
 struct Split {
+    /// Every corpus file, for compiling the properties' validators.
+    registry: jsonschema::Registry<'static>,
     /// The root object with every property schema replaced by `true`: `type`, `required`
     /// and `additionalProperties` alone.
     root: jsonschema::Validator,
-    /// Each declared property's schema, in the schema's order.
-    properties: Vec<(String, jsonschema::Validator)>,
+    /// Each declared property, in the schema's order.
+    properties: Vec<Property>,
+}
+
+/// A declared property and its validator, compiled when a document first has the property:
+/// compiled one by one they cost twice what the whole schema does (shared definitions are
+/// compiled again for each), and a document has a handful of the twenty-odd properties.
+struct Property {
+    name: String,
+    /// `$ref` to the property's schema.
+    schema: Value,
+    /// `None` when it does not compile; the document then goes to the generated validator.
+    validator: OnceLock<Option<jsonschema::Validator>>,
 }
 
 static SPLIT: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile().ok());
 
 /// What `validators::validate_discovery` returns, the same findings in the same order.
 pub fn findings(doc: &Value, opts: &Options) -> Vec<Finding> {
-    let Some(split) = &*SPLIT else {
+    let Some(mut findings) = SPLIT.as_ref().and_then(|split| split.findings(doc)) else {
         return validators::validate_discovery(doc, opts);
     };
-    let mut findings = split.findings(doc);
     findings.extend(validators::discovery_rules::check(doc, opts));
     findings
 }
@@ -115,52 +127,57 @@ impl Split {
         let Some(Value::Object(declared)) = object.get("properties") else {
             return Err("the root schema declares no properties".into());
         };
-        let build = |schema: &Value| {
-            jsonschema::options()
-                .with_registry(&registry)
-                .should_validate_formats(true)
-                .build(schema)
-                .map_err(|e| e.to_string())
-        };
-        let mut properties = Vec::with_capacity(declared.len());
+        let properties = declared
+            .keys()
+            .map(|name| {
+                let at = format!("{CAPABILITIES_URI}#{pointer}/properties/{}", escape(name));
+                let mut reference = Map::new();
+                reference.insert("$ref".to_owned(), Value::String(at));
+                Property {
+                    name: name.clone(),
+                    schema: Value::Object(reference),
+                    validator: OnceLock::new(),
+                }
+            })
+            .collect();
         let mut root = object.clone();
-        for name in declared.keys() {
-            let at = format!("{CAPABILITIES_URI}#{pointer}/properties/{}", escape(name));
-            let mut reference = Map::new();
-            reference.insert("$ref".to_owned(), Value::String(at));
-            properties.push((name.clone(), build(&Value::Object(reference))?));
-        }
         let open = declared.keys().map(|k| (k.clone(), Value::Bool(true)));
         root.insert("properties".to_owned(), Value::Object(open.collect()));
+        let root = build(&registry, &Value::Object(root))?;
         Ok(Split {
-            root: build(&Value::Object(root))?,
+            registry,
+            root,
             properties,
         })
     }
 
-    /// A linear scan: `==` compares lengths before bytes, which a sorted search's `cmp`
-    /// does not, and there are only some twenty names.
-    fn property(&self, name: &str) -> Option<&jsonschema::Validator> {
-        self.properties
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, validator)| validator)
+    /// The validator of a declared property: `None` when `name` is not declared,
+    /// `Some(None)` when its schema does not compile. A linear scan: `==` compares lengths
+    /// before bytes, which a sorted search's `cmp` does not, and there are some twenty names.
+    fn property(&self, name: &str) -> Option<Option<&jsonschema::Validator>> {
+        let property = self.properties.iter().find(|p| p.name == name)?;
+        let validator = property
+            .validator
+            .get_or_init(|| build(&self.registry, &property.schema).ok());
+        Some(validator.as_ref())
     }
 
-    fn findings(&self, doc: &Value) -> Vec<Finding> {
+    /// `None` when a property of `doc` has a schema that does not compile.
+    fn findings(&self, doc: &Value) -> Option<Vec<Finding>> {
         let root_valid = self.root.is_valid(doc);
         let mut failing = Vec::new();
         if let Value::Object(members) = doc {
             for (name, value) in members {
-                if let Some(validator) = self.property(name)
-                    && !validator.is_valid(value)
-                {
-                    failing.push((name, validator, value));
+                if let Some(validator) = self.property(name) {
+                    let validator = validator?;
+                    if !validator.is_valid(value) {
+                        failing.push((name, validator, value));
+                    }
                 }
             }
         }
         if root_valid && failing.is_empty() {
-            return Vec::new();
+            return Some(Vec::new());
         }
         let mut findings = Vec::new();
         let mut additional = Vec::new();
@@ -185,8 +202,21 @@ impl Split {
             );
         }
         findings.extend(additional);
-        findings
+        Some(findings)
     }
+}
+
+/// Compiles `schema` the way the generated validators do: the registry of every corpus
+/// file, formats checked.
+fn build(
+    registry: &jsonschema::Registry<'static>,
+    schema: &Value,
+) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_registry(registry)
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| e.to_string())
 }
 
 /// A `schema` finding whose pointer is `prefix` followed by the error's instance path.
@@ -306,11 +336,14 @@ mod tests {
 
     #[test]
     fn the_split_finds_what_the_generated_validator_finds_in_the_same_order() {
-        assert!(
-            SPLIT.is_some(),
-            "the discovery schema no longer splits: {:?}",
-            Split::compile().err()
-        );
+        let split = Split::compile();
+        let Ok(split) = split.as_ref() else {
+            panic!("the discovery schema no longer splits: {:?}", split.err());
+        };
+        for property in &split.properties {
+            let compiled = build(&split.registry, &property.schema);
+            assert!(compiled.is_ok(), "{}: {:?}", property.name, compiled.err());
+        }
         let docs = corpus();
         assert!(docs.len() > 1000, "{} documents", docs.len());
         let mut failing = 0;
