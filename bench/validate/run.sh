@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Validation: `openwop_generated::validators::validate_discovery` (and the JSON Schema
-# alone, and `validate_agent_card`) as a library call per document in memory (cargo bench,
+# Validation: `openwop::validate::validate` (what `openwop validate` runs; beside it the
+# generated `validate_discovery`, the JSON Schema alone, and `validate_agent_card`) as a
+# library call per document in memory (cargo bench,
 # release-based bench profile) beside ajv 8.20 with ajv-formats on the same discovery
 # documents (tests/vectors/discovery/{valid,invalid}) and the same schema files, both pinned
 # to SERVER_CPU, each number the fastest of five rounds. Then the CLI's per-file overhead,
@@ -52,7 +53,8 @@ print(f'  documents: {r["discovery_documents"]} discovery vectors; failing the s
 if r["discovery_failing_schema"] != a["discovery_failing_schema"]:
     print("  WARNING: the two validators disagree on the schema; the comparison is suspect")
 rows = [
-    ("validate_discovery (schema + rules, every error)", r["validate_discovery_ns_per_doc"]),
+    ("openwop::validate::validate (schema + rules, every error)", r["library_ns_per_doc"]),
+    ("generated validate_discovery (the same findings)", r["validate_discovery_ns_per_doc"]),
     ("Rust JSON Schema only, every error", r["schema_iter_errors_ns_per_doc"]),
     ("Rust JSON Schema only, first error", r["schema_is_valid_ns_per_doc"]),
     (f'ajv {a["ajv_version"]} allErrors (node {a["node_version"]})', a["all_errors_ns_per_doc"]),
@@ -62,10 +64,12 @@ rows = [
 for name, ns in rows:
     print(f'  {name:<58} {ns / 1000:>9.2f} us/doc')
 print(f'  split ({r["valid_documents"]} valid / {r["discovery_documents"] - r["valid_documents"]} invalid documents): '
+      f'openwop::validate::validate {r["library_valid_ns_per_doc"] / 1000:.2f} / {r["library_invalid_ns_per_doc"] / 1000:.2f} us, '
       f'validate_discovery {r["validate_discovery_valid_ns_per_doc"] / 1000:.2f} / {r["validate_discovery_invalid_ns_per_doc"] / 1000:.2f} us, '
       f'ajv allErrors {a["all_errors_valid_ns_per_doc"] / 1000:.2f} / {a["all_errors_invalid_ns_per_doc"] / 1000:.2f} us')
-print(f'  ajv allErrors / validate_discovery: {a["all_errors_ns_per_doc"] / r["validate_discovery_ns_per_doc"]:.2f}x '
-      f'(>= 1 means the library call is at least as fast); schema-only every error: '
+print(f'  ajv allErrors / openwop::validate::validate: {a["all_errors_ns_per_doc"] / r["library_ns_per_doc"]:.2f}x '
+      f'(>= 1 means the library call is at least as fast); / validate_discovery: '
+      f'{a["all_errors_ns_per_doc"] / r["validate_discovery_ns_per_doc"]:.2f}x; schema-only every error: '
       f'{a["all_errors_ns_per_doc"] / r["schema_iter_errors_ns_per_doc"]:.2f}x; first error: '
       f'{a["first_error_ns_per_doc"] / r["schema_is_valid_ns_per_doc"]:.2f}x')
 print(f'  CLI: one process for one file {c["process_one_file_ms"]:.1f} ms; {c["files"]} files in one process '

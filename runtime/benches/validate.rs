@@ -3,8 +3,12 @@
 //! Prints one JSON object; `bench/validate/run.sh` puts it beside ajv 8 on the same
 //! documents.
 //!
-//! - `validate_discovery`: what `openwop validate` runs per discovery document (the JSON
-//!   Schema with formats, every error collected, plus the rules a schema cannot state).
+//! - `library`: `openwop::validate::validate`, what `openwop validate` runs per discovery
+//!   document (the JSON Schema with formats, every error collected, plus the rules a schema
+//!   cannot state): the same findings as `validate_discovery`, the schema's verdict taken
+//!   per root property and errors collected only under the failing ones.
+//! - `validate_discovery`: the generated validator, which collects errors over the whole
+//!   document once it fails.
 //! - `schema_iter_errors` / `schema_is_valid`: the same JSON Schema alone, compiled the way
 //!   the generated validators compile it (every corpus file in one registry, formats
 //!   checked), collecting every error / stopping at the first (ajv's `allErrors: true` and
@@ -15,6 +19,7 @@
 //! Run: `cargo bench -p openwop --bench validate` (`OPENWOP_BENCH_SECONDS` per measurement,
 //! default 3).
 
+use openwop::validate::{self, Kind};
 use openwop_generated::validators::{self, Options};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -109,6 +114,10 @@ fn main() {
     let schema = compile_schema("https://openwop.dev/spec/v2/capabilities.schema.json");
     let invalid_by_schema = discovery.iter().filter(|d| !schema.is_valid(d)).count();
 
+    let library = |d: &Value| validate::validate(Kind::Discovery, d, None, &opts).len();
+    let (lib_ns, lib_n) = per_doc(&discovery, seconds, library);
+    let (lib_valid_ns, _) = per_doc(valid, seconds, library);
+    let (lib_invalid_ns, _) = per_doc(invalid, seconds, library);
     let (full_ns, full_n) = per_doc(&discovery, seconds, |d| {
         validators::validate_discovery(d, &opts).len()
     });
@@ -146,6 +155,10 @@ fn main() {
         json!({
             "discovery_documents": discovery.len(),
             "discovery_failing_schema": invalid_by_schema,
+            "library_ns_per_doc": r(lib_ns),
+            "library_calls": lib_n,
+            "library_valid_ns_per_doc": r(lib_valid_ns),
+            "library_invalid_ns_per_doc": r(lib_invalid_ns),
             "validate_discovery_ns_per_doc": r(full_ns),
             "validate_discovery_calls": full_n,
             "valid_documents": valid.len(),

@@ -3,6 +3,7 @@
 
 pub mod load;
 pub mod report;
+pub mod schema;
 
 use openwop_generated::validators::{self, Finding, Options};
 use serde_json::Value;
@@ -34,7 +35,7 @@ pub fn validate(
     opts: &Options,
 ) -> Vec<Finding> {
     match kind {
-        Kind::Discovery => validators::validate_discovery(doc, opts),
+        Kind::Discovery => schema::findings(doc, opts),
         Kind::AgentCard => validators::validate_agent_card(doc, discovery, opts),
     }
 }
