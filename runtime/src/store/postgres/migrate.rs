@@ -21,6 +21,8 @@ pub(super) async fn run(client: &mut deadpool_postgres::Object) -> Result<(), St
         if applied.contains(&m.version) {
             continue;
         }
+        // Before as well as after: a migration that copies a table can take a while.
+        tracing::info!(version = m.version, name = m.name, "applying migration");
         tx.batch_execute(m.sql).await.map_err(|e| {
             StoreError::Database(format!(
                 "migration {} ({}) failed: {}",

@@ -58,6 +58,8 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         if applied.contains(&m.version) {
             continue;
         }
+        // Before as well as after: a migration that copies a table can take a while.
+        tracing::info!(version = m.version, name = m.name, "applying migration");
         tx.execute_batch(&to_sqlite(m.sql)).map_err(|e| {
             StoreError::Database(format!("migration {} ({}) failed: {e}", m.version, m.name))
         })?;
