@@ -782,10 +782,9 @@ impl RunStore for PgStore {
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
-        let finished = sql::statuses(&crate::status::TERMINAL);
         Box::pin(async move {
             let client = self.client().await?;
-            all(&client, sql::RUNS_NOT_IN, &[&finished], sql::run).await
+            all(&client, sql::UNFINISHED_RUNS, &[], sql::run).await
         })
     }
 

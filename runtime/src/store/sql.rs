@@ -506,13 +506,13 @@ pub(crate) const RUN_IDS_IN: &str = concat!(
     " AND strpos($1, ',' || status || ',') > 0 ORDER BY list_order"
 );
 
-/// Every live run whose status is not in the [`list`] $1, oldest first.
-pub(crate) const RUNS_NOT_IN: &str = concat!(
+/// Every live run (not in a terminal status), oldest first.
+pub(crate) const UNFINISHED_RUNS: &str = concat!(
     "SELECT ",
     run_cols!(),
     " FROM runs WHERE ",
     live!(),
-    " AND strpos($1, ',' || status || ',') = 0 ORDER BY list_order"
+    " ORDER BY list_order"
 );
 
 /// The filters of a run query: $1 tenant; $2 statuses ([`list`], empty: any); $3

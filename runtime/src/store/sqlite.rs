@@ -812,8 +812,7 @@ impl RunStore for SqliteStore {
     }
 
     fn unfinished_runs(&self) -> StoreFuture<'_, Vec<RunRecord>> {
-        let finished = sql::statuses(&crate::status::TERMINAL);
-        self.read(move |conn| all(conn, sql::RUNS_NOT_IN, [finished], sql::run))
+        self.read(move |conn| all(conn, sql::UNFINISHED_RUNS, [], sql::run))
     }
 
     fn advance(
