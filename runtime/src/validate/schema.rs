@@ -38,8 +38,6 @@ const ROOT_KEYWORDS: &[&str] = &[
 
 /// The discovery schema as a root-only validator and one validator per declared property.
 struct Split {
-    /// Every corpus file, for compiling the properties' validators.
-    registry: jsonschema::Registry<'static>,
     /// The root object with every property schema replaced by `true`: `type`, `required`
     /// and `additionalProperties` alone.
     root: jsonschema::Validator,
@@ -70,27 +68,15 @@ pub fn findings(doc: &Value, opts: &Options) -> Vec<Finding> {
 }
 
 impl Split {
-    /// Compiles the split from the embedded schema files, as the generated validators do
-    /// (one registry of every corpus file, formats checked); an error when the schema is not
-    /// of the shape the split reproduces.
+    /// Compiles the split from the embedded capabilities schema, each part with the
+    /// generated validators' own registry and options (`validators::compile_schema`); an
+    /// error when the schema is not of the shape the split reproduces.
     fn compile() -> Result<Split, String> {
-        let mut resources: Vec<(&'static str, Value)> = Vec::new();
-        let mut capabilities = None;
-        for file in openwop_generated::schemas::ALL {
-            let value: Value = serde_json::from_str(file.text).map_err(|e| e.to_string())?;
-            if file.uri == CAPABILITIES_URI {
-                capabilities = Some(value.clone());
-            }
-            resources.push((file.uri, value));
-        }
-        for uri in openwop_generated::schemas::MISSING {
-            resources.push((*uri, Value::Object(Map::new())));
-        }
-        let registry = jsonschema::Registry::new()
-            .extend(resources)
-            .and_then(|builder| builder.prepare())
-            .map_err(|e| e.to_string())?;
-        let file = capabilities.ok_or("no capabilities schema")?;
+        let file = openwop_generated::schemas::ALL
+            .iter()
+            .find(|f| f.uri == CAPABILITIES_URI)
+            .ok_or("no capabilities schema")?;
+        let file: Value = serde_json::from_str(file.text).map_err(|e| e.to_string())?;
         // The file is `{"$ref": "#/$defs/<name>", "$defs": …}` plus annotations.
         let Some(Value::String(target)) = file.get("$ref") else {
             return Err("the capabilities schema has no root $ref".into());
@@ -143,12 +129,8 @@ impl Split {
         let mut root = object.clone();
         let open = declared.keys().map(|k| (k.clone(), Value::Bool(true)));
         root.insert("properties".to_owned(), Value::Object(open.collect()));
-        let root = build(&registry, &Value::Object(root))?;
-        Ok(Split {
-            registry,
-            root,
-            properties,
-        })
+        let root = validators::compile_schema(&Value::Object(root))?;
+        Ok(Split { root, properties })
     }
 
     /// The validator of a declared property: `None` when `name` is not declared,
@@ -158,7 +140,7 @@ impl Split {
         let property = self.properties.iter().find(|p| p.name == name)?;
         let validator = property
             .validator
-            .get_or_init(|| build(&self.registry, &property.schema).ok());
+            .get_or_init(|| validators::compile_schema(&property.schema).ok());
         Some(validator.as_ref())
     }
 
@@ -204,19 +186,6 @@ impl Split {
         findings.extend(additional);
         Some(findings)
     }
-}
-
-/// Compiles `schema` the way the generated validators do: the registry of every corpus
-/// file, formats checked.
-fn build(
-    registry: &jsonschema::Registry<'static>,
-    schema: &Value,
-) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .with_registry(registry)
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
 }
 
 /// A `schema` finding whose pointer is `prefix` followed by the error's instance path.
@@ -341,7 +310,7 @@ mod tests {
             panic!("the discovery schema no longer splits: {:?}", split.err());
         };
         for property in &split.properties {
-            let compiled = build(&split.registry, &property.schema);
+            let compiled = validators::compile_schema(&property.schema);
             assert!(compiled.is_ok(), "{}: {:?}", property.name, compiled.err());
         }
         let docs = corpus();
