@@ -22,8 +22,8 @@ pub(crate) fn emit(modules: &[(&str, Option<&str>)], readme: bool) -> TokenStrea
         //! models and a client. Written by `cargo xtask codegen`; edit the corpus, not this crate.
         //!
         //! Features: `client` (the async client, reqwest), `rustls` or `native-tls` (its TLS),
-        //! `validators` (JSON Schema validation, jsonschema). `models`, `errors`, `dispatch`
-        //! and `schemas` are always built.
+        //! `validators` (JSON Schema validation, jsonschema). `models`, `errors`, `dispatch`,
+        //! `schemas` and `corpus` (which corpus this is) are always built.
         #readme
 
         // Generated code is judged by the generator's tests, not by lints meant for hand-written code.
