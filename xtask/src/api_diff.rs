@@ -7,8 +7,8 @@
 //! rustdoc's `--output-format json` unlocked for the generated crate alone through
 //! `RUSTC_BOOTSTRAP=<crate>` (cargo-public-api itself would ask for a nightly toolchain,
 //! which this machine does not have). The baseline is the crate as it was before this run
-//! wrote anything; each tree's JSON is cached under the target directory by a hash of its
-//! files, so the next regeneration documents only the new tree.
+//! wrote anything; the new tree's JSON is kept under the target directory by a hash of its
+//! files, so the next regeneration documents only its own new tree.
 //!
 //! Breaking means a removed or a changed item (cargo-public-api's `--deny=removed` and
 //! `--deny=changed`), or an addition that breaks users all the same: a new field of an
@@ -300,6 +300,7 @@ fn report_inner(
     let old = rustdoc_json(paths, before, "the crate before this run")?;
     let new = rustdoc_json(paths, &paths.out, "the regenerated crate")?;
     let diff = diff_json(&old, &new)?;
+    prune_cache(&new);
     for line in diff.render(40).lines() {
         eprintln!("codegen: {line}");
     }
@@ -393,9 +394,13 @@ pub(crate) fn rustdoc_json(paths: &Paths, tree: &Path, label: &str) -> anyhow::R
         .context("running cargo rustdoc")?;
     let _ = fs::remove_dir_all(&work);
     if !output.status.success() {
+        // The end of rustdoc's output says why; a tree with merge conflict markers can
+        // print hundreds of lines before it.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.trim().lines().collect();
         bail!(
             "rustdoc JSON of {label} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr).trim()
+            lines[lines.len().saturating_sub(20)..].join("\n")
         );
     }
     let json = target.join("doc").join(format!("{krate}.json"));
@@ -407,6 +412,19 @@ pub(crate) fn rustdoc_json(paths: &Paths, tree: &Path, label: &str) -> anyhow::R
         started.elapsed()
     );
     Ok(cached)
+}
+
+/// Keeps only `keep` in the JSON cache (each file is ~14 MB): the next regeneration's
+/// baseline is this one's result, and an older tree is documented again if ever needed.
+fn prune_cache(keep: &Path) {
+    let Some(dir) = keep.parent() else {
+        return;
+    };
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path() != keep {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn cargo() -> String {
