@@ -29,17 +29,18 @@ fn frame(ev: &HostEventRecord) -> Option<Event> {
     })
 }
 
-/// One SSE frame per host event; durable ones carry their id.
-async fn next_frame(watch: &mut HostWatch) -> Option<Event> {
+/// One SSE frame per host event; durable ones carry their id. A store failure past the
+/// watch's retries ends the stream with an `error` frame (`events::error_frame`).
+async fn next_frame(watch: &mut Option<HostWatch>) -> Option<Event> {
     loop {
-        match watch.next().await? {
+        match watch.as_mut()?.next().await? {
             Ok(ev) => match frame(&ev) {
                 Some(frame) => return Some(frame),
                 None => continue,
             },
             Err(e) => {
-                tracing::warn!(error = %e, "host event stream ended by a read failure");
-                return None;
+                *watch = None;
+                return Some(super::events::error_frame(e));
             }
         }
     }
@@ -72,7 +73,7 @@ pub async fn host_events(
         None => 0,
         Some(id) => state.ops.host_event_position(&subject, id.trim()).await?,
     };
-    let watch = state.ops.watch_host(&subject, cursor);
+    let watch = Some(state.ops.watch_host(&subject, cursor));
     let stream = futures::stream::unfold(watch, |mut w| async move {
         next_frame(&mut w)
             .await
