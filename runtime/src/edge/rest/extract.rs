@@ -33,6 +33,9 @@ impl FromRequestParts<AppState> for Caller {
         };
         crate::observe::record_tenant(&subject.tenant);
         state.rate.admit(&subject)?;
+        // After the credential: a request that names an unserved version and carries no
+        // valid key is a 401 first (see `version`).
+        super::version::check(&parts.headers)?;
         Ok(Caller(subject))
     }
 }

@@ -56,6 +56,21 @@ pub async fn host_events(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/event-stream"));
+    // `Last-Event-ID` is an eventId or nothing, on either answer (the JSON page reads its
+    // cursor from `after`, but a malformed header is still refused, not passed over).
+    if let Some(v) = headers.get("last-event-id") {
+        let ok = v.to_str().is_ok_and(|s| {
+            (16..=128).contains(&s.trim().len())
+                && s.trim()
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+        });
+        if !ok {
+            return Err(ApiError::validation(
+                "`Last-Event-ID` must be an eventId (16-128 of A-Z a-z 0-9 . _ ~ -)",
+            ));
+        }
+    }
     if !wants_sse {
         let after = match q.get("after") {
             None => 0,
