@@ -104,7 +104,7 @@ content-type: application/json\r\n\
 openwop-version: 2.0\r\n\
 retry-after: 1\r\n\
 connection: close\r\n\
-content-length: 95\r\n\
+content-length: 98\r\n\
 \r\n\
 {\"error\":\"service_unavailable\",\"message\":\"this address has too many open connections to the host\"}";
 

@@ -5,9 +5,13 @@
 //! so a client on 127.0.0.2 is still served; a flood of bad keys from one address turns
 //! into 429s, and none of it writes a log line per refusal.
 //!
-//! Descriptors: this test holds up to 10,000 client sockets; RLIMIT_NOFILE is raised to
-//! the hard limit first (20,000 where this was written), and the count of sockets is cut
-//! to what fits if the hard limit is lower (said on stderr).
+//! The same attack is first made on the host with the limits it had before (no share per
+//! address, no first-byte timeout), where the victim must be refused: the test shows the
+//! lockout it guards against.
+//!
+//! Descriptors: this test holds up to 10,000 client sockets at a time; RLIMIT_NOFILE is
+//! raised to the hard limit first (20,000 where this was written), and the count of
+//! sockets is cut to what fits if the hard limit is lower (said on stderr).
 
 #[path = "common/process.rs"]
 mod process;
@@ -58,63 +62,89 @@ async fn request_from(from: &str, addr: std::net::SocketAddr, head: &str) -> Str
     String::from_utf8_lossy(&out).into_owned()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ten_thousand_silent_sockets_from_one_address_leave_room_for_another() {
-    let limit = raise_nofile();
-    let wanted = 10_000usize;
-    // Room for the test's own descriptors besides the sockets.
-    let sockets = wanted.min(
-        usize::try_from(limit)
-            .unwrap_or(usize::MAX)
-            .saturating_sub(500),
-    );
-    if sockets < wanted {
-        eprintln!(
-            "RLIMIT_NOFILE hard limit {limit}: opening {sockets} sockets instead of {wanted}"
-        );
-    }
-    let dir = tempfile::tempdir().expect("dir");
+/// `openwop serve` with `extra` flags; the child and the address it listens on.
+async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
     let child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--api-key"])
         .arg(format!("acme:{KEY}"))
         .arg("--data-dir")
-        .arg(dir.path())
-        // The defaults under test, spelled out: the cap of 10,000 and each address's 256.
-        .args([
-            "--max-connections",
-            "10000",
-            "--max-connections-per-address",
-            "256",
-        ])
+        .arg(dir)
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("spawn");
-    let (mut child, base) = process::listening(child).await;
-    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
+    let (child, base) = process::listening(child).await;
+    (child, base.trim_start_matches("http://").parse().expect("addr"))
+}
 
-    // The attack: every socket opened and left silent.
-    let mut silent = Vec::with_capacity(sockets);
-    for _ in 0..sockets {
+/// Opens `n` silent sockets to `addr` from 127.0.0.1, paced so the host accepts each one
+/// (a burst overflows the listen backlog and the kernel drops what it cannot queue,
+/// which is no attack on the host at all), then asks for `/healthz` from 127.0.0.2.
+async fn attack(addr: std::net::SocketAddr, n: usize) -> (Vec<TcpStream>, String) {
+    let mut silent = Vec::with_capacity(n);
+    for i in 0..n {
         match TcpStream::connect(addr).await {
             Ok(s) => silent.push(s),
-            Err(e) => panic!("connect {} failed: {e}", silent.len()),
+            Err(e) => panic!("connect {i} failed: {e}"),
+        }
+        if i % 100 == 99 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-
-    // Another address is served at once.
     let answer = request_from(
         "127.0.0.2",
         addr,
         "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     )
     .await;
+    (silent, answer)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_silent_sockets_from_one_address_leave_room_for_another() {
+    let limit = raise_nofile();
+    let wanted = 10_000usize;
+    // Room for the test's own descriptors besides the sockets.
+    let sockets = wanted.min(usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(500));
+    if sockets < wanted {
+        eprintln!("RLIMIT_NOFILE hard limit {limit}: opening {sockets} sockets instead of {wanted}");
+    }
+    let dir = tempfile::tempdir().expect("dir");
+
+    // First the limits as they were (no share per address, no first-byte timeout, so a
+    // silent socket is held for the 30 s header-read timeout): the attack locks the
+    // victim out. This is the failure the test exists for; it must still be seen.
+    let (old, addr) = serve(
+        &dir.path().join("old"),
+        &[
+            "--max-connections",
+            &sockets.to_string(),
+            "--max-connections-per-address",
+            &sockets.to_string(),
+            "--first-request-timeout-ms",
+            "60000",
+        ],
+    )
+    .await;
+    let (silent, answer) = attack(addr, sockets).await;
     assert!(
-        answer.starts_with("HTTP/1.1 200 "),
-        "the victim got: {answer}"
+        answer.starts_with("HTTP/1.1 503 "),
+        "without a share per address the victim should be locked out: {answer}"
     );
+    drop(silent);
+    drop(old);
+
+    // The defaults (spelled out: the cap of 10,000 and each address's 256).
+    let (mut child, addr) = serve(
+        &dir.path().join("new"),
+        &["--max-connections", "10000", "--max-connections-per-address", "256"],
+    )
+    .await;
+    let (silent, answer) = attack(addr, sockets).await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "the victim got: {answer}");
     // The attacking address is refused while it holds its share.
     let answer = request_from(
         "127.0.0.1",
