@@ -63,7 +63,10 @@ async fn request_from(from: &str, addr: std::net::SocketAddr, head: &str) -> Str
 }
 
 /// `openwop serve` with `extra` flags; the child and the address it listens on.
-async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child, std::net::SocketAddr) {
+async fn serve(
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (tokio::process::Child, std::net::SocketAddr) {
     let child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--api-key"])
         .arg(format!("acme:{KEY}"))
@@ -76,7 +79,10 @@ async fn serve(dir: &std::path::Path, extra: &[&str]) -> (tokio::process::Child,
         .spawn()
         .expect("spawn");
     let (child, base) = process::listening(child).await;
-    (child, base.trim_start_matches("http://").parse().expect("addr"))
+    (
+        child,
+        base.trim_start_matches("http://").parse().expect("addr"),
+    )
 }
 
 /// Opens `n` silent sockets to `addr` from 127.0.0.1, paced so the host accepts each one
@@ -108,9 +114,15 @@ async fn ten_thousand_silent_sockets_from_one_address_leave_room_for_another() {
     let limit = raise_nofile();
     let wanted = 10_000usize;
     // Room for the test's own descriptors besides the sockets.
-    let sockets = wanted.min(usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(500));
+    let sockets = wanted.min(
+        usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(500),
+    );
     if sockets < wanted {
-        eprintln!("RLIMIT_NOFILE hard limit {limit}: opening {sockets} sockets instead of {wanted}");
+        eprintln!(
+            "RLIMIT_NOFILE hard limit {limit}: opening {sockets} sockets instead of {wanted}"
+        );
     }
     let dir = tempfile::tempdir().expect("dir");
 
@@ -140,11 +152,19 @@ async fn ten_thousand_silent_sockets_from_one_address_leave_room_for_another() {
     // The defaults (spelled out: the cap of 10,000 and each address's 256).
     let (mut child, addr) = serve(
         &dir.path().join("new"),
-        &["--max-connections", "10000", "--max-connections-per-address", "256"],
+        &[
+            "--max-connections",
+            "10000",
+            "--max-connections-per-address",
+            "256",
+        ],
     )
     .await;
     let (silent, answer) = attack(addr, sockets).await;
-    assert!(answer.starts_with("HTTP/1.1 200 "), "the victim got: {answer}");
+    assert!(
+        answer.starts_with("HTTP/1.1 200 "),
+        "the victim got: {answer}"
+    );
     // The attacking address is refused while it holds its share.
     let answer = request_from(
         "127.0.0.1",
