@@ -84,6 +84,8 @@ pub enum ErrorCode {
     RateLimited,
     /// `rejected_by_remote` (HTTP 502): A remote A2A agent a workflow called rejected the task (TASK_STATE_REJECTED); the calling node fails with this code. The status message's text is the error message.
     RejectedByRemote,
+    /// `request_timeout` (HTTP 408): The request's body stopped arriving before the host's body timeout; nothing was done. Send it again. Not a row of upstream's registry.
+    RequestTimeout,
     /// `run_already_active` (HTTP 409): OpenWOP-Dedup: enforce found an active run for the same workflow and inputs; Retry-After says when to try again.
     RunAlreadyActive,
     /// `run_forbidden` (HTTP 403): The Subject may not act on this run (for example an approver outside the interrupt's approver list).
@@ -151,6 +153,7 @@ impl ErrorCode {
         ErrorCode::ProtocolVersionUnsupported,
         ErrorCode::RateLimited,
         ErrorCode::RejectedByRemote,
+        ErrorCode::RequestTimeout,
         ErrorCode::RunAlreadyActive,
         ErrorCode::RunForbidden,
         ErrorCode::RunStateConflict,
@@ -208,6 +211,7 @@ impl ErrorCode {
             ErrorCode::ProtocolVersionUnsupported => "protocol_version_unsupported",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::RejectedByRemote => "rejected_by_remote",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::RunAlreadyActive => "run_already_active",
             ErrorCode::RunForbidden => "run_forbidden",
             ErrorCode::RunStateConflict => "run_state_conflict",
@@ -264,6 +268,7 @@ impl ErrorCode {
             ErrorCode::ProtocolVersionUnsupported => 406,
             ErrorCode::RateLimited => 429,
             ErrorCode::RejectedByRemote => 502,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::RunAlreadyActive => 409,
             ErrorCode::RunForbidden => 403,
             ErrorCode::RunStateConflict => 409,
@@ -320,6 +325,7 @@ impl ErrorCode {
             ErrorCode::ProtocolVersionUnsupported => false,
             ErrorCode::RateLimited => true,
             ErrorCode::RejectedByRemote => false,
+            ErrorCode::RequestTimeout => true,
             ErrorCode::RunAlreadyActive => false,
             ErrorCode::RunForbidden => false,
             ErrorCode::RunStateConflict => false,
@@ -389,6 +395,7 @@ impl FromStr for ErrorCode {
             "protocol_version_unsupported" => Ok(ErrorCode::ProtocolVersionUnsupported),
             "rate_limited" => Ok(ErrorCode::RateLimited),
             "rejected_by_remote" => Ok(ErrorCode::RejectedByRemote),
+            "request_timeout" => Ok(ErrorCode::RequestTimeout),
             "run_already_active" => Ok(ErrorCode::RunAlreadyActive),
             "run_forbidden" => Ok(ErrorCode::RunForbidden),
             "run_state_conflict" => Ok(ErrorCode::RunStateConflict),

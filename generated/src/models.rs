@@ -18419,6 +18419,8 @@ pub enum ErrorCode {
     RateLimited,
     /// `rejected_by_remote`
     RejectedByRemote,
+    /// `request_timeout`
+    RequestTimeout,
     /// `run_already_active`
     RunAlreadyActive,
     /// `run_forbidden`
@@ -18488,6 +18490,7 @@ impl ErrorCode {
         ErrorCode::ProtocolVersionUnsupported,
         ErrorCode::RateLimited,
         ErrorCode::RejectedByRemote,
+        ErrorCode::RequestTimeout,
         ErrorCode::RunAlreadyActive,
         ErrorCode::RunForbidden,
         ErrorCode::RunStateConflict,
@@ -18545,6 +18548,7 @@ impl ErrorCode {
             ErrorCode::ProtocolVersionUnsupported => "protocol_version_unsupported",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::RejectedByRemote => "rejected_by_remote",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::RunAlreadyActive => "run_already_active",
             ErrorCode::RunForbidden => "run_forbidden",
             ErrorCode::RunStateConflict => "run_state_conflict",
@@ -18584,12 +18588,13 @@ impl ErrorCode {
             ErrorCode::PayloadUnprojectable | ErrorCode::PeerCallFailed |
             ErrorCode::ProtocolVersionMismatch | ErrorCode::ProtocolVersionUnsupported |
             ErrorCode::RateLimited | ErrorCode::RejectedByRemote |
-            ErrorCode::RunAlreadyActive | ErrorCode::RunForbidden |
-            ErrorCode::RunStateConflict | ErrorCode::RunTerminal |
-            ErrorCode::SenderConstraintMissing | ErrorCode::ServiceUnavailable |
-            ErrorCode::Unauthenticated | ErrorCode::UnsupportedMediaType |
-            ErrorCode::UnsupportedStreamMode | ErrorCode::ValidationError |
-            ErrorCode::WebhookEndpointUnverified | ErrorCode::WebhookUrlRejected
+            ErrorCode::RequestTimeout | ErrorCode::RunAlreadyActive |
+            ErrorCode::RunForbidden | ErrorCode::RunStateConflict |
+            ErrorCode::RunTerminal | ErrorCode::SenderConstraintMissing |
+            ErrorCode::ServiceUnavailable | ErrorCode::Unauthenticated |
+            ErrorCode::UnsupportedMediaType | ErrorCode::UnsupportedStreamMode |
+            ErrorCode::ValidationError | ErrorCode::WebhookEndpointUnverified |
+            ErrorCode::WebhookUrlRejected
         )
     }
 }
@@ -18637,6 +18642,7 @@ impl From<&str> for ErrorCode {
             "protocol_version_unsupported" => ErrorCode::ProtocolVersionUnsupported,
             "rate_limited" => ErrorCode::RateLimited,
             "rejected_by_remote" => ErrorCode::RejectedByRemote,
+            "request_timeout" => ErrorCode::RequestTimeout,
             "run_already_active" => ErrorCode::RunAlreadyActive,
             "run_forbidden" => ErrorCode::RunForbidden,
             "run_state_conflict" => ErrorCode::RunStateConflict,

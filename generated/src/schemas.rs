@@ -1284,6 +1284,39 @@ pub const OPENAPI: &str = r##"{
                   "type": "string",
                   "description": "SSE frames; each data line is a host event (host-event.schema.json)."
                 }
+              },
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "description": "Without `Accept text/event-stream`, one page instead of a stream - the tenant's durable host events, oldest first, at most 1000 (after the one a query parameter `after` names, if any).",
+                  "required": [
+                    "events"
+                  ],
+                  "additionalProperties": false,
+                  "properties": {
+                    "events": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "https://openwop.dev/spec/v2/host-event.schema.json"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A Last-Event-ID that is not an eventId, or names an event no longer kept (start again without it). Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
               }
             }
           },
@@ -1633,9 +1666,9 @@ pub const OPENAPI: &str = r##"{
         "required": false,
         "schema": {
           "type": "string",
-          "pattern": "^(0|[1-9][0-9]*)(\\.(0|[1-9][0-9]*))?$"
+          "pattern": "^2(\\.(0|[1-9][0-9]*|x))?$"
         },
-        "description": "Selects the contract by major (`2` or `2.0`); absent means the preferred version. An unlisted major is protocol_version_unsupported."
+        "description": "Selects the contract by major (`2`, `2.0` or `2.x`); absent means the preferred version. Only major 2 is this contract; a request naming another major is answered protocol_version_unsupported (406), after routing (405) and authentication (401)."
       },
       "RunId": {
         "in": "path",
@@ -1643,7 +1676,7 @@ pub const OPENAPI: &str = r##"{
         "required": true,
         "schema": {
           "type": "string",
-          "minLength": 1
+          "pattern": "^(anon~3A)?([A-Za-z0-9._-]|~7E){1,128}~2F([A-Za-z0-9._-]|~7E){16,128}$"
         },
         "description": "The run id as ONE path segment: the bound `<tenant>/<opaque>` with every byte outside [A-Za-z0-9._-] written `~XX` (so `/` is `~2F`). The legacy `%2F` form is also accepted. Decoded before it is matched against the runId grammar."
       },
@@ -2886,6 +2919,7 @@ pub const ERROR_ENVELOPE: &str = r##"{
             "protocol_version_unsupported",
             "rate_limited",
             "rejected_by_remote",
+            "request_timeout",
             "run_already_active",
             "run_forbidden",
             "run_state_conflict",

@@ -647,6 +647,7 @@ impl Client {
     /// # Answers
     ///
     /// - `200`: The host event stream.
+    /// - `400` (an `Error::Api`): A Last-Event-ID that is not an eventId, or names an event no longer kept (start again without it). Codes: `validation_error`.
     /// - `401` (an `Error::Api`): No valid credential. Carries `WWW-Authenticate: Bearer`. Codes: `unauthenticated`, `identity_unverified`, `identity_unresolvable`, `audience_mismatch`, `credential_revoked`, `credential_lifetime_exceeded`, `key_revoked`, `sender_constraint_missing`, `delegation_expired`.
     /// - `403` (an `Error::Api`): The caller may not read host events. Codes: `forbidden`.
     /// - `404` (an `Error::Api`): hostEvents is not advertised. Codes: `not_found`.

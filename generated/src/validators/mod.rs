@@ -68,7 +68,7 @@ struct Response {
     pointer: &'static str,
 }
 /// Every documented JSON answer of every operation, in document order.
-static RESPONSES: [Response; 130usize] = [
+static RESPONSES: [Response; 132usize] = [
     Response {
         operation_id: "getCapabilities",
         status: "200",
@@ -531,6 +531,16 @@ static RESPONSES: [Response; 130usize] = [
     },
     Response {
         operation_id: "streamHostEvents",
+        status: "200",
+        pointer: "/paths/~1host~1events/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
+        status: "400",
+        pointer: "/paths/~1host~1events/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "streamHostEvents",
         status: "401",
         pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
     },
@@ -723,7 +733,7 @@ static RESPONSES: [Response; 130usize] = [
 /// The answers' validators, compiled on first use.
 static RESPONSE_VALIDATORS: [std::sync::OnceLock<
     Result<jsonschema::Validator, String>,
->; 130usize] = [const { std::sync::OnceLock::new() }; 130usize];
+>; 132usize] = [const { std::sync::OnceLock::new() }; 132usize];
 /// Validates an answer's JSON body against the schema the OpenAPI document gives
 /// `operation_id` for `status` (an exact code, else its `NXX` range, else
 /// `default`). A status the document gives no JSON body for is the finding
