@@ -17,6 +17,7 @@ pub mod project;
 mod proto_names;
 pub mod push;
 mod rest;
+mod send;
 pub mod service;
 mod stream;
 
@@ -132,7 +133,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
     let within = state.app.request_deadline;
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-        Fault::internal().into_jsonrpc_response(&Value::Null)
+        Fault::internal().into_jsonrpc_response(&crate::edge::jsonrpc::Id::null())
     });
     let rest_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_rest_response()
@@ -150,7 +151,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         .layer(axum::middleware::from_fn(move |req, next| {
             crate::edge::deadline::run(
                 within,
-                |w| past_deadline(w).into_jsonrpc_response(&Value::Null),
+                |w| past_deadline(w).into_jsonrpc_response(&crate::edge::jsonrpc::Id::null()),
                 req,
                 next,
             )
