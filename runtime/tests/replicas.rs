@@ -204,7 +204,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
     );
     assert_eq!(
         wait_status(&c, &b.base, &run, "completed").await["outputs"],
-        json!({"decision": "yes"})
+        json!({"decision": {"action": "accept"}})
     );
 
     // Running on A, cancelled on B: A's driver stops and the log ends at the cancel.
