@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::call_failure::{failure_code, transient};
 use super::definition::{InterruptKind, Node, kind_str, node_id};
 use super::events;
 use super::executor::{Engine, EngineError, SuspendedAt, failure, with_node_result};
@@ -151,27 +152,6 @@ fn round(call: &Map<String, Value>) -> u64 {
 }
 
 /// Whether the error is worth trying again: the peer was not reached or was busy.
-/// The registered code a node fails with when its call does: upstream's own where it has
-/// one for the case (`egress_denied`, `upstream_unavailable` for a peer that could not be
-/// reached or only failed transiently, `mcp_error` for an MCP server's JSON-RPC error), and
-/// `peer_call_failed` (ours: upstream has none) for a peer that answered, but not usably.
-fn failure_code(e: &CallError, kind: PeerKind) -> ErrorCode {
-    match e {
-        CallError::Refused(_) => ErrorCode::EgressDenied,
-        e if transient(e) => ErrorCode::UpstreamUnavailable,
-        CallError::Rpc { .. } if kind == PeerKind::Mcp => ErrorCode::McpError,
-        _ => ErrorCode::PeerCallFailed,
-    }
-}
-
-fn transient(e: &CallError) -> bool {
-    match e {
-        CallError::Transport(_) => true,
-        CallError::Status { status, .. } => *status == 429 || *status >= 500,
-        _ => false,
-    }
-}
-
 /// A template value as an A2A part (the `answer` part shapes).
 fn a2a_part(part: &Value) -> Value {
     let mut out = Map::new();
@@ -1250,51 +1230,6 @@ impl Engine {
                     tracing::warn!(run_id, error = %e, "cannot cancel the remote task of an ended run");
                 }
             });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Registry alignment: a failed call is reported with upstream's registered code where
-    /// it has one for the case, and with `peer_call_failed` (ours) only where it has none.
-    #[test]
-    fn failed_calls_use_upstreams_registered_codes_where_one_exists() {
-        let rpc = || CallError::Rpc {
-            code: -32603,
-            message: "m".into(),
-            reason: None,
-            data: None,
-        };
-        let status = |status| CallError::Status {
-            status,
-            detail: String::new(),
-        };
-        for (e, kind, code) in [
-            (
-                CallError::Refused("private".into()),
-                PeerKind::A2a,
-                ErrorCode::EgressDenied,
-            ),
-            (
-                CallError::Transport("refused".into()),
-                PeerKind::Http,
-                ErrorCode::UpstreamUnavailable,
-            ),
-            (status(503), PeerKind::Http, ErrorCode::UpstreamUnavailable),
-            (status(429), PeerKind::A2a, ErrorCode::UpstreamUnavailable),
-            (rpc(), PeerKind::Mcp, ErrorCode::McpError),
-            (rpc(), PeerKind::A2a, ErrorCode::PeerCallFailed),
-            (status(404), PeerKind::Http, ErrorCode::PeerCallFailed),
-            (
-                CallError::Protocol("x".into()),
-                PeerKind::Mcp,
-                ErrorCode::PeerCallFailed,
-            ),
-        ] {
-            assert_eq!(failure_code(&e, kind), code, "{e}");
         }
     }
 }

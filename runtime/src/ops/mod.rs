@@ -8,6 +8,7 @@ mod error;
 mod held;
 mod interop;
 pub mod push;
+mod resume;
 pub mod tokens;
 mod views;
 pub mod visibility;
@@ -22,6 +23,7 @@ pub use answer::{Answer, Artifact, Part};
 pub use error::OpError;
 pub use held::{HeldHostEvents, hand_over_host_events};
 pub use interop::{SESSION_IDLE_MS, Session};
+pub use resume::offered_actions;
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view, to_json};
 pub use watch::{HostWatch, RunWatch, Update};
@@ -619,7 +621,7 @@ impl Ops {
         if let Some(open) = self.runs.open_interrupt(&run.run_id).await?
             && open.node_id == node_id
         {
-            check_resume(&open.kind, &open.data, &resume_value)?;
+            resume::check(&open.kind, &open.data, &resume_value)?;
         }
         match self
             .runs
@@ -795,74 +797,6 @@ impl Ops {
             Some(ev) => Ok(self.runs.append_host_event(ev).await?),
         }
     }
-}
-
-/// The actions an approval interrupt offers: its `actions`, else accept and reject (what
-/// the edges offer for one that names none).
-pub fn offered_actions(data: &Value) -> Vec<String> {
-    let named: Vec<String> = data
-        .get("actions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    if named.is_empty() {
-        vec!["accept".to_owned(), "reject".to_owned()]
-    } else {
-        named
-    }
-}
-
-/// A resume value checked against the interrupt it answers, for every edge alike (REST,
-/// resume tokens, A2A, MCP): a credential interrupt takes exactly `{"outcome":
-/// "authorized" | "declined"}`; an approval takes `{"action": …}` naming one of the
-/// actions it offers (interrupt.md: the server enforces the allowed actions on resolve;
-/// `timeout` is the host's own record, never an answer). A refusal names what is offered
-/// (`details.offeredActions`), and nothing is resolved.
-fn check_resume(kind: &str, data: &Value, resume: &Value) -> Result<(), OpError> {
-    match kind {
-        "credential" => {
-            let ok = resume.as_object().is_some_and(|o| {
-                o.len() == 1
-                    && matches!(
-                        o.get("outcome").and_then(Value::as_str),
-                        Some("authorized" | "declined")
-                    )
-            });
-            if !ok {
-                return Err(OpError::validation(
-                    "a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}",
-                ));
-            }
-        }
-        "approval" => {
-            let offered = offered_actions(data);
-            let action = resume
-                .as_object()
-                .and_then(|o| o.get("action"))
-                .and_then(Value::as_str);
-            if !action.is_some_and(|a| a != "timeout" && offered.iter().any(|o| o == a)) {
-                let listed: Vec<String> = offered.iter().map(|a| format!("\"{a}\"")).collect();
-                let got = match action {
-                    Some(a) => format!("not \"{a}\""),
-                    None => "and this answer names none".to_owned(),
-                };
-                return Err(OpError::Validation {
-                    message: format!(
-                        "this approval interrupt resumes with {{\"action\": …}} naming one of its offered actions ({}), {got}",
-                        listed.join(", ")
-                    ),
-                    details: Some(json!({"offeredActions": offered})),
-                });
-            }
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 /// A digest of the request body, stable across key order, for idempotency comparison.
