@@ -265,7 +265,13 @@ fn approval_answer(
             )));
         }
     };
-    match content.remove("decision") {
+    // MCP's own `accept` is the user saying yes: with no `decision` it is the approval's
+    // `accept` (when offered), as generic clients answer a form they did not fill.
+    let decision = match content.remove("decision") {
+        None if offered.iter().any(|a| a == "accept") => Some(json!("accept")),
+        other => other,
+    };
+    match decision {
         Some(Value::String(d)) if offered.contains(&d) => {
             content.insert("action".to_owned(), json!(d));
             Ok(Answer::Resume(Value::Object(content)))
@@ -447,19 +453,25 @@ mod tests {
             .expect("ok"),
             Answer::Resume(json!({"action": "reject"}))
         );
-        // An approval's decision is its resume value: one left out is refused, naming the
-        // offered actions (the run would refuse it too).
-        for bad in [
-            json!({"action": "accept", "content": {"note": true}}),
-            json!({"action": "accept"}),
-        ] {
-            let e = answer(&a, &bad).expect_err("no decision");
-            assert!(
-                e.message.contains("\"accept\", \"reject\""),
-                "{}",
-                e.message
-            );
-        }
+        // An approval's decision is its resume value; MCP's `accept` with none is the
+        // approval's `accept`, other fields kept.
+        assert_eq!(
+            answer(&a, &json!({"action": "accept", "content": {"note": true}})).expect("ok"),
+            Answer::Resume(json!({"note": true, "action": "accept"}))
+        );
+        assert_eq!(
+            answer(&a, &json!({"action": "accept"})).expect("ok"),
+            Answer::Resume(json!({"action": "accept"}))
+        );
+        // Without an `accept` to fall back on, a decision must be named.
+        let reject_only = json!({"title": "No?", "actions": ["reject", "refine"]});
+        let r = asked("approval", &reject_only);
+        let e = answer(&r, &json!({"action": "accept"})).expect_err("no decision");
+        assert!(
+            e.message.contains("\"reject\", \"refine\""),
+            "{}",
+            e.message
+        );
         // Loosely filled forms pass elsewhere (a client's boolean, a field left out).
         let questions = json!({"questions": [{"id": "q", "question": "Name?"}]});
         let c = asked("clarification", &questions);
