@@ -39,8 +39,10 @@ pub enum Transport {
     UnsupportedMediaType,
     /// The caller's rate limit is spent (`429`, `Retry-After`).
     RateLimited,
-    /// The request passed its deadline (`503`).
+    /// The request passed its deadline, or the store is unavailable (`503`).
     Unavailable,
+    /// The body stopped arriving before the body timeout (`408`).
+    RequestTimeout,
     Internal,
 }
 
@@ -59,7 +61,8 @@ impl Transport {
             Transport::InvalidRequest
             | Transport::MethodNotAllowed
             | Transport::Unauthenticated
-            | Transport::PayloadTooLarge => -32600,
+            | Transport::PayloadTooLarge
+            | Transport::RequestTimeout => -32600,
         }
     }
 
@@ -74,6 +77,7 @@ impl Transport {
             Transport::RateLimited => 429,
             Transport::Internal => 500,
             Transport::Unavailable => 503,
+            Transport::RequestTimeout => 408,
         }
     }
 
@@ -96,6 +100,7 @@ impl Transport {
             Transport::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             Transport::RateLimited => "RATE_LIMITED",
             Transport::Unavailable => "UNAVAILABLE",
+            Transport::RequestTimeout => "REQUEST_TIMEOUT",
             Transport::Internal => "INTERNAL_ERROR",
         }
     }
@@ -113,6 +118,7 @@ impl Transport {
             Transport::RateLimited => "RESOURCE_EXHAUSTED",
             Transport::Internal => "INTERNAL",
             Transport::Unavailable => "UNAVAILABLE",
+            Transport::RequestTimeout => "DEADLINE_EXCEEDED",
         }
     }
 }
@@ -255,6 +261,14 @@ impl From<OpError> for Fault {
                 A2aError::ExtendedAgentCardNotConfigured,
                 "no extended agent card for this tenant",
             ),
+            OpError::Unavailable { retry_after_secs } => {
+                let mut fault = Fault::transport(
+                    Transport::Unavailable,
+                    "the host's store is unavailable for a moment; retry later",
+                );
+                fault.retry_after = Some(retry_after_secs);
+                fault
+            }
             // Runs, tokens and the host's own failures: nothing a client can act on.
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
@@ -363,6 +377,7 @@ impl Fault {
                 | Transport::PayloadTooLarge
                 | Transport::UnsupportedMediaType
                 | Transport::RateLimited
+                | Transport::RequestTimeout
                 | Transport::Unavailable),
             ) => t.http_status(),
             _ => 200,
@@ -600,6 +615,7 @@ mod tests {
             Transport::UnsupportedMediaType,
             Transport::RateLimited,
             Transport::Unavailable,
+            Transport::RequestTimeout,
             Transport::Internal,
         ];
         let faults = transports
