@@ -30,7 +30,7 @@ pub enum ErrorCode {
     DelegationExpired,
     /// `delegation_scope_amplified` (HTTP 403): A delegate asked for more authority than the Subject it acts for holds.
     DelegationScopeAmplified,
-    /// `egress_denied` (HTTP 403): The egress guard refused an outbound destination at delivery time. Not in upstream's registry; 403 because host policy, not the request's shape, forbids it.
+    /// `egress_denied` (HTTP 403): The egress guard refused an outbound destination (a peer a workflow node calls, a push or notice URL) at delivery time; a calling node fails with this code.
     EgressDenied,
     /// `forbidden` (HTTP 403): The Subject is authenticated but lacks the scope or role the operation needs.
     Forbidden,
@@ -62,11 +62,11 @@ pub enum ErrorCode {
     InterruptTokenInvalid,
     /// `key_revoked` (HTTP 401): The API key has been revoked.
     KeyRevoked,
-    /// `mcp_error` (HTTP 502): An MCP server the host called answered with a JSON-RPC error; not retried blindly because a tool call may have effects.
+    /// `mcp_error` (HTTP 502): An MCP server a workflow node called answered with a JSON-RPC error, or its task failed; not retried blindly because a tool call may have effects.
     McpError,
     /// `mcp_mrtr_rounds_exceeded` (HTTP 422): An MCP multi-round tool call asked for more input rounds than the advertised mcp.mrtr.maxRounds.
     McpMrtrRoundsExceeded,
-    /// `method_not_allowed` (HTTP 405): The path exists but not for this HTTP method. Not in upstream's registry; 405 is the status HTTP itself assigns, and the host sends Allow with it.
+    /// `method_not_allowed` (HTTP 405): The path exists but not for this HTTP method. Not in upstream's registry: upstream has no code for it; 405 is the status HTTP itself assigns, and the host sends Allow with it.
     MethodNotAllowed,
     /// `not_found` (HTTP 404): No such resource in the caller's tenant, or a gated operation the host does not serve.
     NotFound,
@@ -74,7 +74,7 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// `payload_unprojectable` (HTTP 500): An event payload cannot be represented under the contract the reader asked for.
     PayloadUnprojectable,
-    /// `peer_call_failed` (HTTP 502): A configured remote peer a workflow node called did not give a usable answer: a transport failure after retries, an HTTP status outside 2xx, a JSON-RPC error, or a remote task that failed or was cancelled. Not in upstream's registry.
+    /// `peer_call_failed` (HTTP 502): A configured peer a workflow node called answered, but not usably: an HTTP status outside 2xx that is not a transient one, an answer its protocol does not allow, an A2A JSON-RPC error, a remote task that failed or was cancelled, a question that cannot be relayed; also a node naming a peer not configured for the run's tenant. Not in upstream's registry: upstream has no code for a peer that answered wrongly (upstream_unavailable is for one that did not answer, mcp_error for MCP's own errors); 502 because the fault is the peer's, as a gateway reports it.
     PeerCallFailed,
     /// `protocol_version_mismatch` (HTTP 400): A /v1/ path was requested with an OpenWOP-Version header naming another major.
     ProtocolVersionMismatch,
@@ -82,7 +82,7 @@ pub enum ErrorCode {
     ProtocolVersionUnsupported,
     /// `rate_limited` (HTTP 429): Too many requests or subscribers; the host sets Retry-After and the client waits that long.
     RateLimited,
-    /// `rejected_by_remote` (HTTP 502): A remote A2A agent a workflow called rejected the task (TASK_STATE_REJECTED); the calling node fails with this code. The status message's text is the error message.
+    /// `rejected_by_remote` (HTTP 502): A remote A2A agent a workflow node called rejected the task (TASK_STATE_REJECTED); the node fails with this code and the status message's text. Not in upstream's registry: A2A's REJECTED is a decision of the remote agent, neither an outage (upstream_unavailable) nor a malformed answer (peer_call_failed), and a workflow routes on that difference; 502 as for any answer of a called peer.
     RejectedByRemote,
     /// `request_timeout` (HTTP 408): The request's body stopped arriving before the host's body timeout; nothing was done. Send it again. Not a row of upstream's registry.
     RequestTimeout,
@@ -96,7 +96,7 @@ pub enum ErrorCode {
     RunTerminal,
     /// `sender_constraint_missing` (HTTP 401): The lane requires a sender-constrained credential (mTLS binding, DPoP) and none was presented.
     SenderConstraintMissing,
-    /// `service_unavailable` (HTTP 503): The host (or its store) is temporarily unable to serve; Retry-After says when to try again. Spelled as upstream's discovery schema spells it; not a row of upstream's registry.
+    /// `service_unavailable` (HTTP 503): The host (or its store) is temporarily unable to serve; Retry-After says when to try again.
     ServiceUnavailable,
     /// `unauthenticated` (HTTP 401): No credential was presented, or the one presented could not be verified on any advertised lane.
     Unauthenticated,
@@ -104,6 +104,8 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// `unsupported_stream_mode` (HTTP 400): The streamMode query is malformed or names a mode the host does not serve; details.supported lists each served mode.
     UnsupportedStreamMode,
+    /// `upstream_unavailable` (HTTP 502): A peer a workflow node called could not be reached, or kept answering with a transient failure (a 5xx or 429) until the node's retries ran out.
+    UpstreamUnavailable,
     /// `validation_error` (HTTP 400): The request is malformed or fails its schema; the catch-all for bad input.
     ValidationError,
     /// `webhook_endpoint_unverified` (HTTP 400): The webhook endpoint did not complete the verification handshake.
@@ -163,6 +165,7 @@ impl ErrorCode {
         ErrorCode::Unauthenticated,
         ErrorCode::UnsupportedMediaType,
         ErrorCode::UnsupportedStreamMode,
+        ErrorCode::UpstreamUnavailable,
         ErrorCode::ValidationError,
         ErrorCode::WebhookEndpointUnverified,
         ErrorCode::WebhookUrlRejected,
@@ -221,6 +224,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => "unauthenticated",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::UnsupportedStreamMode => "unsupported_stream_mode",
+            ErrorCode::UpstreamUnavailable => "upstream_unavailable",
             ErrorCode::ValidationError => "validation_error",
             ErrorCode::WebhookEndpointUnverified => "webhook_endpoint_unverified",
             ErrorCode::WebhookUrlRejected => "webhook_url_rejected",
@@ -278,6 +282,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => 401,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::UnsupportedStreamMode => 400,
+            ErrorCode::UpstreamUnavailable => 502,
             ErrorCode::ValidationError => 400,
             ErrorCode::WebhookEndpointUnverified => 400,
             ErrorCode::WebhookUrlRejected => 400,
@@ -335,6 +340,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => false,
             ErrorCode::UnsupportedMediaType => false,
             ErrorCode::UnsupportedStreamMode => false,
+            ErrorCode::UpstreamUnavailable => true,
             ErrorCode::ValidationError => false,
             ErrorCode::WebhookEndpointUnverified => false,
             ErrorCode::WebhookUrlRejected => false,
@@ -405,6 +411,7 @@ impl FromStr for ErrorCode {
             "unauthenticated" => Ok(ErrorCode::Unauthenticated),
             "unsupported_media_type" => Ok(ErrorCode::UnsupportedMediaType),
             "unsupported_stream_mode" => Ok(ErrorCode::UnsupportedStreamMode),
+            "upstream_unavailable" => Ok(ErrorCode::UpstreamUnavailable),
             "validation_error" => Ok(ErrorCode::ValidationError),
             "webhook_endpoint_unverified" => Ok(ErrorCode::WebhookEndpointUnverified),
             "webhook_url_rejected" => Ok(ErrorCode::WebhookUrlRejected),

@@ -18439,6 +18439,8 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// `unsupported_stream_mode`
     UnsupportedStreamMode,
+    /// `upstream_unavailable`
+    UpstreamUnavailable,
     /// `validation_error`
     ValidationError,
     /// `webhook_endpoint_unverified`
@@ -18500,6 +18502,7 @@ impl ErrorCode {
         ErrorCode::Unauthenticated,
         ErrorCode::UnsupportedMediaType,
         ErrorCode::UnsupportedStreamMode,
+        ErrorCode::UpstreamUnavailable,
         ErrorCode::ValidationError,
         ErrorCode::WebhookEndpointUnverified,
         ErrorCode::WebhookUrlRejected,
@@ -18558,6 +18561,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => "unauthenticated",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::UnsupportedStreamMode => "unsupported_stream_mode",
+            ErrorCode::UpstreamUnavailable => "upstream_unavailable",
             ErrorCode::ValidationError => "validation_error",
             ErrorCode::WebhookEndpointUnverified => "webhook_endpoint_unverified",
             ErrorCode::WebhookUrlRejected => "webhook_url_rejected",
@@ -18593,8 +18597,8 @@ impl ErrorCode {
             ErrorCode::RunTerminal | ErrorCode::SenderConstraintMissing |
             ErrorCode::ServiceUnavailable | ErrorCode::Unauthenticated |
             ErrorCode::UnsupportedMediaType | ErrorCode::UnsupportedStreamMode |
-            ErrorCode::ValidationError | ErrorCode::WebhookEndpointUnverified |
-            ErrorCode::WebhookUrlRejected
+            ErrorCode::UpstreamUnavailable | ErrorCode::ValidationError |
+            ErrorCode::WebhookEndpointUnverified | ErrorCode::WebhookUrlRejected
         )
     }
 }
@@ -18652,6 +18656,7 @@ impl From<&str> for ErrorCode {
             "unauthenticated" => ErrorCode::Unauthenticated,
             "unsupported_media_type" => ErrorCode::UnsupportedMediaType,
             "unsupported_stream_mode" => ErrorCode::UnsupportedStreamMode,
+            "upstream_unavailable" => ErrorCode::UpstreamUnavailable,
             "validation_error" => ErrorCode::ValidationError,
             "webhook_endpoint_unverified" => ErrorCode::WebhookEndpointUnverified,
             "webhook_url_rejected" => ErrorCode::WebhookUrlRejected,

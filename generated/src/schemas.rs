@@ -2929,6 +2929,7 @@ pub const ERROR_ENVELOPE: &str = r##"{
             "unauthenticated",
             "unsupported_media_type",
             "unsupported_stream_mode",
+            "upstream_unavailable",
             "validation_error",
             "webhook_endpoint_unverified",
             "webhook_url_rejected"

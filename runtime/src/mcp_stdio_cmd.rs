@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::edge::jsonrpc::Incoming;
 use crate::edge::mcp::elicit::Modes;
 use crate::edge::mcp::gate::META_VERSION;
 use crate::edge::mcp::rpc::{INVALID_PARAMS, Message, RpcError, result_body};
@@ -260,11 +261,12 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    // Each message is serialized once where it is made (a response echoes its request id
+    // as sent); the writer only frames lines.
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         let mut output = output;
-        while let Some(v) = rx.recv().await {
-            let mut line = v.to_string();
+        while let Some(mut line) = rx.recv().await {
             line.push('\n');
             if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
                 break;
@@ -282,23 +284,19 @@ where
         if line.trim().is_empty() {
             continue;
         }
-        if let Ok(value) = serde_json::from_str::<Value>(&line)
-            && let Some(obj) = value.as_object()
-            && !obj.contains_key("method")
-            && obj.contains_key("id")
-            && (obj.contains_key("result") || obj.contains_key("error"))
-        {
-            // A response to a request the host sent: the answer to an elicitation/create.
-            // Nothing is written back for a response; a refusal is logged.
-            if session.is_some()
-                && let Err(e) = state.take_response(&subject, session_modes, &value).await
-            {
-                tracing::warn!(error = %e.message, "an elicitation answer on stdin was refused");
+        let message = match crate::edge::mcp::rpc::parse_incoming(line.as_bytes(), true) {
+            Ok(Incoming::Request(m)) => m,
+            Ok(Incoming::Response(value)) => {
+                // A response to a request the host sent: the answer to an
+                // elicitation/create. Nothing is written back for a response; a refusal is
+                // logged.
+                if session.is_some()
+                    && let Err(e) = state.take_response(&subject, session_modes, &value).await
+                {
+                    tracing::warn!(error = %e.message, "an elicitation answer on stdin was refused");
+                }
+                continue;
             }
-            continue;
-        }
-        let message = match crate::edge::mcp::rpc::parse_message(line.as_bytes()) {
-            Ok(m) => m,
             Err(e) => {
                 let _ = tx.send(e.body(None));
                 continue;
@@ -328,14 +326,20 @@ where
                 Ok((result, version)) => {
                     session = Some(version);
                     session_modes = Modes::of(&message.params["capabilities"]);
-                    let _ = tx.send(result_body(
-                        message.id.as_ref().unwrap_or(&Value::Null),
-                        result,
-                    ));
+                    let _ = tx.send(result_body(&message.echo_id(), result));
                 }
                 Err(e) => {
                     let _ = tx.send(e.body(message.id.as_ref()));
                 }
+            }
+            continue;
+        }
+        // The initialize era's `ping` is answered at any time, before `initialize` too
+        // (2025-11-25 lifecycle); the stateless era removed it (SEP-2575), so a `ping`
+        // naming a 2026 revision in `_meta` is dispatched and answered method-not-found.
+        if message.method == "ping" && !message.meta().contains_key(META_VERSION) {
+            if let Some(id) = &message.id {
+                let _ = tx.send(result_body(id, serde_json::json!({})));
             }
             continue;
         }
@@ -358,7 +362,7 @@ where
         {
             // The acknowledgement and every notification go to stdout, until the client
             // sends notifications/cancelled for this request or stdin closes.
-            let (feed_tx, mut feed_rx) = mpsc::channel::<Value>(16);
+            let (feed_tx, mut feed_rx) = mpsc::channel::<String>(16);
             let out = tx.clone();
             let feed = tokio::spawn(async move {
                 while let Some(v) = feed_rx.recv().await {
@@ -368,14 +372,15 @@ where
                 }
             });
             let task = crate::edge::mcp::listen::start(state.clone(), ctx, message, feed_tx).await;
-            listens.insert(id.to_string(), Listen { task, feed });
+            listens.insert(id.value().to_string(), Listen { task, feed });
             continue;
         }
         ctx.outbound = Some(Outbound::new(tx.clone(), &message));
         let state = state.clone();
         let tx = tx.clone();
         let id = message.id.clone();
-        let key = id.as_ref().map(Value::to_string);
+        // Keyed as `notifications/cancelled` names it: the id as a value.
+        let key = id.as_ref().map(|id| id.value().to_string());
         let registry = in_flight.clone();
         let done_key = key.clone();
         // stdio has no headers: `_meta` is the only trace carrier.

@@ -484,6 +484,7 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
+        .header("Content-Type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -524,6 +525,7 @@ async fn errors_on_a2a_urls_are_never_the_openwop_envelope() {
         .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
+        .header("Content-Type", "application/json")
         .body(big)
         .send()
         .await

@@ -751,3 +751,255 @@ async fn declared_answers_are_artifacts_of_text_file_and_data_parts_or_a_message
         "{got}"
     );
 }
+
+/// POSTs raw bytes to the JSON-RPC URL with a Content-Type of our choosing.
+async fn jsonrpc_raw(h: &TestHost, content_type: Option<&str>, body: &str) -> (u16, String) {
+    let mut req = h
+        .http
+        .post(format!("{}/a2a/jsonrpc", h.base))
+        .bearer_auth(KEY_A)
+        .header("A2A-Version", "1.0")
+        .body(body.to_owned());
+    if let Some(ct) = content_type {
+        req = req.header("Content-Type", ct);
+    }
+    let resp = req.send().await.expect("send");
+    let status = resp.status().as_u16();
+    (status, resp.text().await.expect("body"))
+}
+
+/// A2A content-type rules: the JSON-RPC binding refuses a body that is not JSON by its
+/// media type, before reading it, in the JSON-RPC error shape (ContentTypeNotSupportedError
+/// with its ErrorInfo) on HTTP 415; HTTP+JSON's 415 carries the same ErrorInfo.
+#[tokio::test]
+async fn a2a_content_type_a_non_json_media_type_is_refused_on_both_bindings() {
+    let h = start().await;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": user_message("m-ct-rpc", Some("echo"), json!([{"text": "x"}]))}})
+    .to_string();
+    for ct in [
+        Some("text/plain"),
+        None,
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let (status, text) = jsonrpc_raw(&h, ct, &request).await;
+        assert_eq!(status, 415, "{ct:?}: {text}");
+        let body: Value = serde_json::from_str(&text).expect("a JSON-RPC error");
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["error"]["code"], -32005, "{body}");
+        assert_eq!(
+            body["error"]["data"][0]["reason"],
+            "CONTENT_TYPE_NOT_SUPPORTED"
+        );
+        assert_eq!(body["error"]["data"][0]["domain"], "a2a-protocol.org");
+    }
+    // The TCK's own probe: a Python repr sent as text/plain is refused by its media type.
+    let (status, _) = jsonrpc_raw(&h, Some("text/plain"), "{'jsonrpc': '2.0', 'id': 1}").await;
+    assert_eq!(status, 415);
+    assert_eq!(
+        h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
+        0,
+        "nothing was started"
+    );
+    for ct in ["application/json; charset=utf-8", "application/a2a+json"] {
+        let body = request.replace("m-ct-rpc", &format!("m-ct-{ct}"));
+        let (status, text) = jsonrpc_raw(&h, Some(ct), &body).await;
+        assert_eq!(status, 200, "{ct}: {text}");
+    }
+    let refused = rest_raw(
+        &h,
+        Method::POST,
+        "/message:send",
+        Some("text/plain"),
+        br#"{"message": {}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(refused.status().as_u16(), 415);
+    let refusal: Value = refused.json().await.expect("json");
+    assert_eq!(
+        refusal["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED",
+        "{refusal}"
+    );
+    // Every HTTP+JSON refusal names its reason: an unknown route, a bad body.
+    let unknown = rest_raw(&h, Method::GET, "/no/such/route", None, vec![]).await;
+    let unknown: Value = unknown.json().await.expect("json");
+    assert_eq!(unknown["error"]["details"][0]["reason"], "METHOD_NOT_FOUND");
+    let bad = rest_raw(
+        &h,
+        Method::POST,
+        "/message:send",
+        Some("application/json"),
+        b"{not json".to_vec(),
+    )
+    .await;
+    let bad: Value = bad.json().await.expect("json");
+    assert_eq!(
+        bad["error"]["details"][0]["reason"], "INVALID_REQUEST",
+        "{bad}"
+    );
+}
+
+/// Strict JSON-RPC: a member repeated in one object is an invalid request (-32600), never
+/// "the last one wins" (`"method":"GetTask","method":"CancelTask"` must not cancel).
+#[tokio::test]
+async fn jsonrpc_duplicate_members_are_invalid_requests_and_change_nothing() {
+    let h = start().await;
+    let first = h
+        .rpc(
+            "SendMessage",
+            json!({"message": user_message("m-dup", Some("approval"), json!([{"data": {"title": "t"}}]))}),
+        )
+        .await;
+    let task_id = first["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"GetTask","method":"CancelTask","params":{{"id":"{task_id}"}}}}"#
+    );
+    let (status, text) = jsonrpc_raw(&h, Some("application/json"), &body).await;
+    let reply: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        (status, reply["error"]["code"].clone()),
+        (200, json!(-32600)),
+        "{reply}"
+    );
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"CancelTask","params":{{"id":"{task_id}","id":"x"}}}}"#
+    );
+    let (_, text) = jsonrpc_raw(&h, Some("application/json"), &nested).await;
+    let reply: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(
+        h.get_run(KEY_A, &task_id).await.1["status"],
+        "waiting-approval",
+        "nothing was cancelled"
+    );
+}
+
+/// Strict JSON-RPC: the request id comes back byte for byte, whatever a double can hold.
+#[tokio::test]
+async fn jsonrpc_ids_are_echoed_byte_for_byte() {
+    let h = start().await;
+    for raw in ["123456789012345678901234567890", r#""\u0041b""#, "-1.50"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ListTasks","params":{{}}}}"#);
+        let (status, text) = jsonrpc_raw(&h, Some("application/json"), &body).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(text.contains(&format!(r#""id":{raw},"#)), "{raw}: {text}");
+        // Refusals echo it too.
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"Nope"}}"#);
+        let (_, text) = jsonrpc_raw(&h, Some("application/json"), &body).await;
+        assert!(text.contains(&format!(r#""id":{raw},"#)), "{raw}: {text}");
+    }
+}
+
+/// Strict JSON-RPC: SendMessage fields of the wrong type are invalid params naming the
+/// field, and nothing is started (`taskId: 5` is not "no taskId").
+#[tokio::test]
+async fn send_message_fields_of_the_wrong_type_are_invalid_params_naming_the_field() {
+    let h = start().await;
+    let with = |extra: Value| {
+        let mut m = user_message("m-typed", Some("echo"), json!([{"text": "x"}]));
+        for (k, v) in extra.as_object().expect("object") {
+            m[k] = v.clone();
+        }
+        json!({"message": m})
+    };
+    for (params, field) in [
+        (with(json!({"taskId": 5})), "message.taskId"),
+        (
+            with(json!({"metadata": {"openwop": {"skill": ["echo"]}}})),
+            "message.metadata.openwop.skill",
+        ),
+        (with(json!({"role": "ROLE_AGENT"})), "message.role"),
+        (
+            with(json!({"contextId": "c".repeat(100 * 1024)})),
+            "message.contextId",
+        ),
+    ] {
+        let reply = h.rpc("SendMessage", params).await;
+        assert_eq!(reply["error"]["code"], -32602, "{field}: {reply}");
+        assert_eq!(
+            reply["error"]["data"][0]["fieldViolations"][0]["field"], field,
+            "{reply}"
+        );
+        let (status, rest) = h
+            .rest(
+                Some(KEY_A),
+                Method::POST,
+                "/message:send",
+                Some(with(json!({"taskId": 5}))),
+            )
+            .await;
+        assert_eq!(status, 400, "{rest}");
+        assert_eq!(
+            rest["error"]["details"][0]["reason"], "INVALID_PARAMS",
+            "{rest}"
+        );
+    }
+    assert_eq!(
+        h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
+        0,
+        "nothing was started"
+    );
+}
+
+/// Approval answers are checked against the interrupt's offered actions on both bindings
+/// (400 / -32602 naming them), the run stays waiting, and a text reply naming an offered
+/// action is that answer.
+#[tokio::test]
+async fn an_approval_answer_outside_its_offered_actions_is_refused_and_the_run_waits() {
+    let h = start().await;
+    let first = h
+        .rpc(
+            "SendMessage",
+            json!({"message": user_message("m-maybe", Some("approval"), json!([{"data": {"title": "t"}}]))}),
+        )
+        .await;
+    let task_id = first["result"]["task"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let reply = |id: &str, part: Value| {
+        let mut m = user_message(id, None, json!([part]));
+        m["taskId"] = json!(task_id);
+        json!({"message": m})
+    };
+    let refused = h
+        .rpc(
+            "SendMessage",
+            reply("m-maybe-1", json!({"data": {"action": "maybe"}})),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().expect("message");
+    assert!(said.contains("\"accept\", \"reject\""), "{said}");
+    let (status, rest) = h
+        .rest(
+            Some(KEY_A),
+            Method::POST,
+            "/message:send",
+            Some(reply("m-maybe-2", json!({"data": {"action": "maybe"}}))),
+        )
+        .await;
+    assert_eq!(status, 400, "{rest}");
+    assert_eq!(rest["error"]["status"], "INVALID_ARGUMENT");
+    assert!(
+        rest["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"accept\", \"reject\""),
+        "{rest}"
+    );
+    assert_eq!(
+        h.get_run(KEY_A, &task_id).await.1["status"],
+        "waiting-approval"
+    );
+    let done = h
+        .rpc("SendMessage", reply("m-maybe-3", json!({"text": "accept"})))
+        .await;
+    assert!(done.get("result").is_some(), "{done}");
+    let run = h.get_run(KEY_A, &task_id).await.1;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["outputs"]["decision"], json!({"action": "accept"}));
+}

@@ -150,7 +150,7 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
             project(&approval)
         ))
         .bearer_auth(KEY)
-        .json(&json!({"resumeValue": "after-restart"}))
+        .json(&json!({"resumeValue": {"action": "accept", "note": "after-restart"}}))
         .send()
         .await
         .unwrap();

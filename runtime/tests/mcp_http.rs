@@ -31,41 +31,57 @@ async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
         "never the OpenWOP envelope: {}",
         r.body
     );
-    // The MCP authorization challenge: where the protected resource metadata is.
+    // The MCP authorization challenge of an api-key host: a plain Bearer challenge (no
+    // credential, so no error code) and no protected-resource pointer.
     let challenge = r
         .headers
         .get("www-authenticate")
         .and_then(|v| v.to_str().ok())
         .expect("challenge")
         .to_owned();
-    let url = format!("{}/.well-known/oauth-protected-resource/mcp", h.base);
+    assert_eq!(challenge, "Bearer");
+}
+
+/// MCP authorization challenge matching the identity lanes: with api keys only there is no
+/// authorization server, so no protected-resource document to point at (its
+/// `authorization_servers` would be empty), and `error="invalid_token"` is only for a
+/// credential that was presented.
+#[tokio::test]
+async fn mcp_authorization_challenge_is_plain_bearer_and_invalid_token_only_when_presented() {
+    let h = start().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"});
+    let unknown = h
+        .post_raw(Some("not-a-key-0123456789"), &[], body.clone())
+        .await;
+    assert_eq!(unknown.status, 401);
+    let challenge = unknown.headers["www-authenticate"].to_str().expect("ascii");
     assert!(
-        challenge.starts_with(&format!("Bearer resource_metadata=\"{url}\"")),
+        challenge.starts_with("Bearer error=\"invalid_token\""),
         "{challenge}"
     );
-    let prm: Value = h
-        .http
-        .get(&url)
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(prm["resource"], json!(format!("{}/mcp", h.base)), "{prm}");
-    assert_eq!(prm["bearer_methods_supported"], json!(["header"]));
-    // A forged Host changes nothing: the URLs are the host's own (its public URL).
-    let forged = h
-        .http
-        .get(&url)
-        .header("Host", "evil.example")
-        .send()
-        .await
-        .expect("get")
-        .json::<Value>()
-        .await
-        .expect("json");
-    assert_eq!(forged["resource"], prm["resource"], "{forged}");
+    assert!(!challenge.contains("resource_metadata"), "{challenge}");
+    let malformed = h
+        .post_raw(None, &[("Authorization", "Basic abc".to_owned())], body)
+        .await;
+    let challenge = malformed.headers["www-authenticate"]
+        .to_str()
+        .expect("ascii");
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_request\""),
+        "{challenge}"
+    );
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let r = h
+            .http
+            .get(format!("{}{path}", h.base))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(r.status().as_u16(), 404, "{path}");
+    }
 }
 
 #[tokio::test]
@@ -275,10 +291,13 @@ async fn failed_runs_are_tool_errors_not_protocol_errors() {
     assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
 }
 
+/// SEP-1303: arguments that fail the tool's inputSchema are a tool execution error (a
+/// result with `isError` and the schema's findings in its text) in both eras, and create no
+/// run; a malformed call (arguments not an object, an unknown tool) stays a protocol error.
 #[tokio::test]
-async fn bad_arguments_are_32602_and_create_no_run() {
+async fn sep_1303_input_validation_failures_are_tool_errors_in_both_eras() {
     let h = start().await;
-    for args in [json!({"ms": "soon"}), json!({}), json!([1])] {
+    for args in [json!({"ms": "soon"}), json!({})] {
         let r = h
             .call(
                 KEY_A,
@@ -287,8 +306,54 @@ async fn bad_arguments_are_32602_and_create_no_run() {
                 json!({}),
             )
             .await;
-        assert_eq!(err_code(&r.body), -32602, "{args}: {}", r.body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let result = &r.body["result"];
+        assert_eq!(result["isError"], true, "{args}: {}", r.body);
+        assert_eq!(result["resultType"], "complete");
+        let text = result["content"][0]["text"].as_str().expect("text");
+        assert!(text.contains("ms"), "{text}");
     }
+    // The initialize era answers the same way.
+    let init = h
+        .post_raw(
+            Some(KEY_A),
+            &[],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+    let session = init.headers["mcp-session-id"]
+        .to_str()
+        .expect("session")
+        .to_owned();
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[
+                ("Mcp-Session-Id", session),
+                ("MCP-Protocol-Version", LEGACY.to_owned()),
+            ],
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": "x"}}}),
+        )
+        .await;
+    assert_eq!(r.body["result"]["isError"], true, "{}", r.body);
+    assert!(
+        r.body["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("argument `ms`")),
+        "{}",
+        r.body
+    );
+    // Malformed calls stay protocol errors.
+    let r = h
+        .call(
+            KEY_A,
+            "tools/call",
+            json!({"name": "slow", "arguments": [1]}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(err_code(&r.body), -32602, "{}", r.body);
     let r = h
         .call(KEY_A, "tools/call", json!({"name": "nope"}), json!({}))
         .await;
@@ -313,7 +378,9 @@ async fn a_schema_violation_says_in_the_message_which_argument_is_wrong_and_why(
             json!({}),
         )
         .await;
-    let message = r.body["error"]["message"].as_str().expect("message");
+    let message = r.body["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
     assert!(message.contains("argument `ms`"), "{message}");
     assert!(message.contains("integer"), "{message}");
     let r = h
@@ -324,7 +391,9 @@ async fn a_schema_violation_says_in_the_message_which_argument_is_wrong_and_why(
             json!({}),
         )
         .await;
-    let message = r.body["error"]["message"].as_str().expect("message");
+    let message = r.body["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
     assert!(
         message.contains("ms") && message.contains("required"),
         "{message}"
@@ -409,7 +478,7 @@ async fn a_suspended_run_asks_for_input_and_the_state_is_single_use_and_bound() 
     assert_eq!(r.body["result"]["resultType"], "complete", "{}", r.body);
     assert_eq!(r.body["result"]["isError"], false);
     assert_eq!(
-        r.body["result"]["structuredContent"]["decision"]["decision"],
+        r.body["result"]["structuredContent"]["decision"]["action"],
         "accept"
     );
     // The same state a second time: spent.
@@ -1337,7 +1406,7 @@ async fn a_malformed_answer_is_refused_without_spending_the_request_state() {
         .await;
     assert_eq!(r.body["result"]["isError"], false, "{}", r.body);
     let run_id = r.body["result"]["structuredContent"]["decision"].clone();
-    assert_eq!(run_id["decision"], "accept");
+    assert_eq!(run_id["action"], "accept");
 }
 
 #[tokio::test]
@@ -1752,7 +1821,7 @@ async fn a_legacy_session_that_declared_elicitation_is_asked_on_the_calls_stream
     assert_eq!(answer["id"], 5, "{answer}");
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert_eq!(
-        answer["result"]["structuredContent"]["decision"]["decision"],
+        answer["result"]["structuredContent"]["decision"]["action"],
         "accept"
     );
 }
@@ -1918,4 +1987,185 @@ async fn a_tools_x_mcp_header_argument_must_be_mirrored_in_its_mcp_param_header(
         assert_eq!(err_code(&r.body), -32020, "{why}: {}", r.body);
     }
     assert_eq!(runs().await, before, "no refused call started a run");
+}
+
+/// POSTs raw bytes to the mount as a well-formed 2026 request of `method` would travel.
+async fn post_bytes(
+    h: &mcp_support::TestHost,
+    content_type: Option<&str>,
+    method: &str,
+    body: String,
+) -> (u16, String) {
+    let mut req = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", method)
+        .body(body);
+    if let Some(ct) = content_type {
+        req = req.header("Content-Type", ct);
+    }
+    let resp = req.send().await.expect("send");
+    let status = resp.status().as_u16();
+    (status, resp.text().await.expect("body"))
+}
+
+fn modern_request(id: &str, method: &str) -> String {
+    let meta = meta(MODERN, json!({}));
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{meta}}}}}"#)
+}
+
+/// Strict JSON-RPC: the MCP endpoint takes JSON-RPC as application/json only; anything
+/// else is a JSON-RPC error on HTTP 415, before the body is read.
+#[tokio::test]
+async fn strict_jsonrpc_the_mount_refuses_a_non_json_content_type() {
+    let h = start().await;
+    let body = modern_request("1", "tools/list");
+    for ct in [
+        Some("text/plain"),
+        None,
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let (status, text) = post_bytes(&h, ct, "tools/list", body.clone()).await;
+        assert_eq!(status, 415, "{ct:?}: {text}");
+        let reply: Value = serde_json::from_str(&text).expect("a JSON-RPC error");
+        assert_eq!(reply["jsonrpc"], "2.0");
+        assert_eq!(err_code(&reply), -32600, "{reply}");
+    }
+    let (status, text) = post_bytes(
+        &h,
+        Some("application/json; charset=utf-8"),
+        "tools/list",
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+}
+
+/// Strict JSON-RPC: a member repeated in any object is an invalid request (-32600).
+#[tokio::test]
+async fn strict_jsonrpc_duplicate_members_are_invalid_requests() {
+    let h = start().await;
+    let meta = meta(MODERN, json!({}));
+    for body in [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{{"_meta":{meta}}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","name":"fail","_meta":{meta}}}}}"#
+        ),
+    ] {
+        let (status, text) = post_bytes(&h, Some("application/json"), "tools/call", body).await;
+        let reply: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!((status, err_code(&reply)), (400, -32600), "{reply}");
+    }
+    let runs = h
+        .state
+        .ops
+        .list_runs(&h.subject("acme"), Default::default())
+        .await
+        .expect("runs");
+    assert!(runs.runs.is_empty(), "nothing ran");
+}
+
+/// Strict JSON-RPC: ids come back byte for byte, a 30-digit integer included, on answers
+/// and refusals alike.
+#[tokio::test]
+async fn strict_jsonrpc_ids_are_echoed_byte_for_byte() {
+    let h = start().await;
+    for id in ["123456789012345678901234567890", r#""\u0041b""#] {
+        let (status, text) = post_bytes(
+            &h,
+            Some("application/json"),
+            "tools/list",
+            modern_request(id, "tools/list"),
+        )
+        .await;
+        assert_eq!(status, 200, "{text}");
+        assert!(text.contains(&format!(r#""id":{id},"#)), "{id}: {text}");
+        let (_, text) = post_bytes(
+            &h,
+            Some("application/json"),
+            "nope/x",
+            modern_request(id, "nope/x"),
+        )
+        .await;
+        assert!(text.contains(&format!(r#""id":{id},"#)), "{id}: {text}");
+    }
+}
+
+/// MCP `ping`: the initialize era's ping is answered `{}` at any time, before `initialize`
+/// too (as in a session, checked above); the stateless era removed it (SEP-2575: 404).
+#[tokio::test]
+async fn ping_is_answered_in_the_initialize_era_before_a_session_too() {
+    let h = start().await;
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[],
+            json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["result"].clone()),
+        (200, json!({})),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["id"], 3);
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[("MCP-Protocol-Version", LEGACY.to_owned())],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(r.body["result"], json!({}), "{}", r.body);
+    // Still authenticated first.
+    let r = h
+        .post_raw(
+            None,
+            &[],
+            json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(r.status, 401);
+    let r = h.call(KEY_A, "ping", json!({}), json!({})).await;
+    assert_eq!((r.status, err_code(&r.body)), (404, -32601));
+}
+
+/// Approval answers are checked against the interrupt's offered actions on the MCP edge
+/// too: `{"action": "maybe"}` and a decision outside them are refused naming the offered
+/// actions, the requestState stays usable, and the run stays waiting.
+#[tokio::test]
+async fn an_approval_answer_outside_its_offered_actions_is_refused_and_the_run_waits() {
+    let h = start().await;
+    let caps = json!({"elicitation": {}});
+    let (key, state, _) = ask(&h, "approval", caps.clone()).await;
+    for bad in [
+        json!({"action": "maybe"}),
+        json!({"action": "accept", "content": {"decision": "maybe"}}),
+    ] {
+        let r = h
+            .call(
+                KEY_A,
+                "tools/call",
+                json!({"name": "approval", "requestState": state, "inputResponses": {key.clone(): bad}}),
+                caps.clone(),
+            )
+            .await;
+        assert_eq!(err_code(&r.body), -32602, "{}", r.body);
+        let said = r.body["error"]["message"].as_str().expect("message");
+        assert!(said.contains("accept") && said.contains("reject"), "{said}");
+    }
+    let runs = h
+        .state
+        .ops
+        .list_runs(&h.subject("acme"), Default::default())
+        .await
+        .expect("runs");
+    assert_eq!(runs.runs.len(), 1);
+    assert_eq!(runs.runs[0].status.as_str(), "waiting-approval");
 }

@@ -363,3 +363,69 @@ async fn stdio_continues_the_trace_a_request_names_in_its_meta() {
     );
     assert!(!stderr.contains("not-a-trace"), "{stderr}");
 }
+
+/// On stdio too: the initialize era's `ping` is answered `{}` before `initialize`; SEP-1303
+/// input validation failures are tool errors (`isError` with the schema's findings) in both
+/// eras while a malformed call stays a protocol error; a repeated member is an invalid
+/// request; ids come back byte for byte.
+#[tokio::test]
+async fn stdio_ping_sep_1303_tool_errors_and_strict_framing() {
+    let h = start().await;
+    let state = McpState::with_key(h.state.clone(), McpConfig::default(), &[7u8; 32]);
+    let (mut to_host, host_in) = tokio::io::duplex(64 * 1024);
+    let (host_out, from_host) = tokio::io::duplex(64 * 1024);
+    let server = tokio::spawn(openwop::mcp_stdio_cmd::serve(
+        state,
+        h.subject("acme"),
+        host_in,
+        host_out,
+    ));
+    let modern = meta(MODERN, json!({}));
+    let piped = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": "x"}, "_meta": modern}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow", "arguments": [1], "_meta": modern}}).to_string(),
+        r#"{"jsonrpc":"2.0","id":4,"id":5,"method":"ping"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#.to_owned(),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": "x"}}}).to_string(),
+    ];
+    let text: String = piped.iter().map(|v| format!("{v}\n")).collect();
+    to_host.write_all(text.as_bytes()).await.expect("write");
+    drop(to_host);
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("exits once answered")
+        .expect("join");
+    let mut lines = BufReader::new(from_host).lines();
+    let mut raw = Vec::new();
+    while let Some(line) = lines.next_line().await.expect("read") {
+        raw.push(line);
+    }
+    let by_id = |id: i64| -> Value {
+        raw.iter()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id} in {raw:?}"))
+    };
+    assert_eq!(by_id(1)["result"], json!({}));
+    for id in [2, 7] {
+        let answer = by_id(id);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let said = answer["result"]["content"][0]["text"]
+            .as_str()
+            .expect("text");
+        assert!(said.contains("argument `ms`"), "{said}");
+    }
+    assert_eq!(by_id(3)["error"]["code"], -32602);
+    assert!(
+        raw.iter()
+            .any(|l| l.contains(r#""error":{"code":-32600"#) && l.contains(r#""id":null"#)),
+        "the repeated id is an invalid request: {raw:?}"
+    );
+    assert!(
+        raw.iter().any(|l| l
+            .starts_with(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}"#)),
+        "{raw:?}"
+    );
+}

@@ -345,6 +345,42 @@ async fn an_a2a_node_delegates_with_the_peers_own_credential_and_reads_the_remot
         "{payload}"
     );
     assert!(!payload.to_string().contains("127.0.0.1"), "{payload}");
+    // interop.md "The audit event": the outcome is on the host's own event log too, as
+    // `GET /host/events` shows it, with the same keyed peer digest.
+    let hosted = host_negotiations(&p.a, KEY_A, 1).await;
+    assert_eq!(hosted.len(), 1, "{hosted:?}");
+    assert_eq!(hosted[0], *payload);
+}
+
+/// The payloads of the `negotiation.decided` events on a host's own event log, as a client
+/// reads them (`GET /host/events` as SSE), once `want` have come or 5 s have passed.
+async fn host_negotiations(host: &TestHost, key: &str, want: usize) -> Vec<Value> {
+    let mut resp = host
+        .http
+        .get(format!("{}/host/events", host.base))
+        .bearer_auth(key)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("host events");
+    assert_eq!(resp.status().as_u16(), 200);
+    let read = |text: &str| -> Vec<Value> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .filter(|e| e["type"] == "negotiation.decided")
+            .map(|e| e["payload"].clone())
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut text = String::new();
+    while read(&text).len() < want {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => break,
+        }
+    }
+    read(&text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,14 +423,7 @@ async fn a_remote_question_suspends_the_calling_run_and_its_answer_goes_back_to_
     let a = start_a(&a_dir, p.config_dir.path(), &p.b).await;
 
     assert_eq!(
-        resolve(
-            &a,
-            KEY_A,
-            &run,
-            "ask",
-            json!({"answer": {"decision": "accept"}})
-        )
-        .await,
+        resolve(&a, KEY_A, &run, "ask", json!({"answer": "accept"})).await,
         200
     );
     let snap = wait_for(&a, KEY_A, &run, &["completed", "failed"]).await;
@@ -526,6 +555,9 @@ async fn an_mcp_node_calls_a_tool_and_relays_an_input_round() {
         .expect("negotiation.decided");
     assert_eq!(decided["payload"]["protocol"], "mcp");
     assert_eq!(decided["payload"]["negotiated"], "2026-07-28");
+    // On the host's own event log too (interop.md "The audit event").
+    let hosted = host_negotiations(&p.a, KEY_A, 1).await;
+    assert_eq!(hosted, vec![decided["payload"].clone()]);
 
     // B's `clarify` tool asks a question (an input_required round); it reaches A's caller.
     let run = create(&p.a, KEY_A, "tool-ask", json!({})).await;

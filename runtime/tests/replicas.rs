@@ -183,7 +183,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
     // The stream on B is open (and has sent what is stored) before A changes the run.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        resolve(&c, &a.base, &run, json!("yes")).await,
+        resolve(&c, &a.base, &run, json!({"action": "accept"})).await,
         StatusCode::OK
     );
     let body = body
@@ -204,7 +204,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
     );
     assert_eq!(
         wait_status(&c, &b.base, &run, "completed").await["outputs"],
-        json!({"decision": "yes"})
+        json!({"decision": {"action": "accept"}})
     );
 
     // Running on A, cancelled on B: A's driver stops and the log ends at the cancel.
@@ -344,8 +344,18 @@ async fn concurrent_resolves_on_two_replicas_exactly_one_wins() {
         .await;
         wait_status(&c, &a.base, &run, "waiting-approval").await;
         let (ra, rb) = tokio::join!(
-            resolve(&c, &a.base, &run, json!("from-a")),
-            resolve(&c, &b.base, &run, json!("from-b"))
+            resolve(
+                &c,
+                &a.base,
+                &run,
+                json!({"action": "accept", "by": "from-a"})
+            ),
+            resolve(
+                &c,
+                &b.base,
+                &run,
+                json!({"action": "accept", "by": "from-b"})
+            )
         );
         let mut codes = [ra, rb];
         codes.sort();
@@ -360,7 +370,10 @@ async fn concurrent_resolves_on_two_replicas_exactly_one_wins() {
             "from-b"
         };
         let snap = wait_status(&c, &b.base, &run, "completed").await;
-        assert_eq!(snap["outputs"], json!({"decision": winner}));
+        assert_eq!(
+            snap["outputs"],
+            json!({"decision": {"action": "accept", "by": winner}})
+        );
         let evs = events(&c, &a.base, &run).await;
         assert_contiguous(&evs);
         assert_eq!(
@@ -440,7 +453,7 @@ async fn an_mcp_request_state_from_one_replica_is_spent_once_across_both() {
     let on_b = mcp_call(&c, &b.base, retry.clone()).await;
     assert_eq!(on_b["result"]["resultType"], "complete", "{on_b}");
     assert_eq!(
-        on_b["result"]["structuredContent"]["decision"]["decision"],
+        on_b["result"]["structuredContent"]["decision"]["action"],
         "accept"
     );
     let again = mcp_call(&c, &a.base, retry).await;

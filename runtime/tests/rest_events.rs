@@ -164,7 +164,7 @@ async fn sse_live_tail_delivers_events_as_they_happen() {
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let resolver = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        h.post(&path, KEY_A, json!({"resumeValue": "ok"}))
+        h.post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
             .send()
             .await
             .unwrap()
@@ -228,7 +228,7 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
         .send();
     let resolve = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        h.post(&path, KEY_A, json!({"resumeValue": 1}))
+        h.post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
             .send()
             .await
             .unwrap()
@@ -271,7 +271,7 @@ async fn sequences_start_at_zero_without_gaps() {
     h.post(
         &format!("/runs/{}/interrupts/approve", project(&run_id)),
         KEY_A,
-        json!({"resumeValue": 1}),
+        json!({"resumeValue": {"action": "accept"}}),
     )
     .send()
     .await
@@ -408,10 +408,10 @@ async fn every_bundled_workflow_emits_valid_events() {
                 .as_str()
                 .unwrap()
                 .to_owned();
-            let value = if wf == "credential" {
-                json!({"outcome": "authorized"})
-            } else {
-                json!("ok")
+            let value = match wf {
+                "credential" => json!({"outcome": "authorized"}),
+                "approval" => json!({"action": "accept"}),
+                _ => json!("ok"),
             };
             let r = h
                 .post(

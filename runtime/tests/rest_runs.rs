@@ -545,7 +545,14 @@ async fn concurrent_resolves_exactly_one_wins() {
     let run_id = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-approval").await;
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
-    let sends = (0..8).map(|i| h.post(&path, KEY_A, json!({"resumeValue": i})).send());
+    let sends = (0..8).map(|i| {
+        h.post(
+            &path,
+            KEY_A,
+            json!({"resumeValue": {"action": "accept", "n": i}}),
+        )
+        .send()
+    });
     let results = futures::future::join_all(sends).await;
     let codes: Vec<u16> = results
         .into_iter()
@@ -560,7 +567,7 @@ async fn concurrent_resolves_exactly_one_wins() {
         .filter(|e| e["type"] == "interrupt.resolved")
         .count();
     assert_eq!(resolved, 1);
-    assert!(snap["outputs"]["decision"].is_i64());
+    assert!(snap["outputs"]["decision"]["n"].is_i64());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -640,7 +647,7 @@ async fn resolving_right_after_suspend_always_completes() {
         // Retry 404 (not suspended yet) as fast as possible to hit the window.
         loop {
             let r = h
-                .post(&path, KEY_A, json!({"resumeValue": true}))
+                .post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
                 .send()
                 .await
                 .unwrap();
@@ -677,4 +684,54 @@ async fn concurrent_creates_with_one_idempotency_key_make_one_run() {
     }
     assert_eq!(ids.len(), 1);
     assert_eq!(replays, 7);
+}
+
+/// Approval answers are checked against the interrupt's offered actions (interrupt.md: the
+/// server enforces the allowed actions on resolve), as credential answers are: 400 naming
+/// them, and the run keeps waiting; `timeout` is the host's own record, never an answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_answer_outside_its_offered_actions_is_400_naming_them() {
+    let h = start().await;
+    let run_id = h.create(KEY_A, "approval", json!({})).await;
+    h.wait_status(KEY_A, &run_id, "waiting-approval").await;
+    let path = format!("/runs/{}/interrupts/approve", project(&run_id));
+    for bad in [
+        json!({"action": "maybe"}),
+        json!({"action": "timeout"}),
+        json!("accept"),
+        json!({}),
+    ] {
+        let (status, body) = envelope(
+            h.post(&path, KEY_A, json!({"resumeValue": bad}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (status, body["error"].clone()),
+            (400, json!("validation_error")),
+            "{bad}: {body}"
+        );
+        let said = body["message"].as_str().unwrap();
+        assert!(said.contains("\"accept\", \"reject\""), "{said}");
+        assert_eq!(
+            body["details"]["offeredActions"],
+            json!(["accept", "reject"])
+        );
+    }
+    let snap = h.snapshot(KEY_A, &run_id).await;
+    assert_eq!(snap["status"], "waiting-approval", "{snap}");
+    let r = h
+        .post(
+            &path,
+            KEY_A,
+            json!({"resumeValue": {"action": "reject", "note": "n"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let snap = h.wait_status(KEY_A, &run_id, "completed").await;
+    assert_eq!(snap["outputs"]["decision"]["action"], "reject");
 }

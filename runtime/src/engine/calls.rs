@@ -24,17 +24,21 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::call_failure::{failure_code, transient};
 use super::definition::{InterruptKind, Node, kind_str, node_id};
 use super::events;
 use super::executor::{Engine, EngineError, SuspendedAt, failure, with_node_result};
 use super::status::suspended_status;
 use super::template;
 use crate::generated::dispatch::{self, RunStatus as Reverse};
+use crate::generated::errors::ErrorCode;
 use crate::generated::models;
 use crate::negotiation::{self, Decision, Protocol};
 use crate::peers::{self, CallError, Caller, PeerKind, a2a, mcp};
 use crate::status::RunStatus;
-use crate::store::{NewEvent, NewInterrupt, RunPatch, RunRecord, Subscription, Topic};
+use crate::store::{
+    HostEventRecord, NewEvent, NewInterrupt, RunPatch, RunRecord, Subscription, Topic,
+};
 
 /// What a call step does to the run.
 pub(super) enum CallStep {
@@ -148,14 +152,6 @@ fn round(call: &Map<String, Value>) -> u64 {
 }
 
 /// Whether the error is worth trying again: the peer was not reached or was busy.
-fn transient(e: &CallError) -> bool {
-    match e {
-        CallError::Transport(_) => true,
-        CallError::Status { status, .. } => *status == 429 || *status >= 500,
-        _ => false,
-    }
-}
-
 /// A template value as an A2A part (the `answer` part shapes).
 fn a2a_part(part: &Value) -> Value {
     let mut out = Map::new();
@@ -307,7 +303,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "peer_call_failed",
+                ErrorCode::PeerCallFailed,
                 &format!(
                     "node `{id}`: no {} peer `{peer_id}` is configured for this run",
                     kind.as_str()
@@ -346,7 +342,7 @@ impl Engine {
                     .await;
                 match result {
                     Ok(value) => self.done(run, id, value, vec![]),
-                    Err(e) => self.call_failed(run, id, e, vec![]),
+                    Err(e) => self.call_failed(run, id, peer.kind, e, vec![]),
                 }
             }
             Node::Mcp {
@@ -426,11 +422,11 @@ impl Engine {
         &self,
         run: &RunRecord,
         id: &str,
-        code: &str,
+        code: ErrorCode,
         message: &str,
         mut before: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
-        let (mut patch, events) = failure(run, code, message, Some(id));
+        let (mut patch, events) = failure(run, code.as_str(), message, Some(id));
         patch.state = Some(with_call(&run.state, id, None));
         before.extend(events);
         Ok(CallStep::End(patch, before))
@@ -440,14 +436,17 @@ impl Engine {
         &self,
         run: &RunRecord,
         id: &str,
+        kind: PeerKind,
         e: CallError,
         before: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
-        let code = match &e {
-            CallError::Refused(_) => "egress_denied",
-            _ => "peer_call_failed",
-        };
-        self.fail(run, id, code, &format!("node `{id}`: {e}"), before)
+        self.fail(
+            run,
+            id,
+            failure_code(&e, kind),
+            &format!("node `{id}`: {e}"),
+            before,
+        )
     }
 
     /// Suspends the run on an interrupt raised for the remote side's question.
@@ -467,7 +466,7 @@ impl Engine {
                 return self.fail(
                     run,
                     id,
-                    "peer_call_failed",
+                    ErrorCode::PeerCallFailed,
                     &format!("node `{id}`: the remote question cannot be relayed: {message}"),
                     before,
                 );
@@ -497,13 +496,47 @@ impl Engine {
         ))
     }
 
-    /// The negotiation's audit event, on the calling run's own log.
-    fn negotiation_event(&self, id: &str, decision: &Decision) -> NewEvent {
-        NewEvent {
+    /// The negotiation's audit events: `negotiation.decided` on the host's own event log
+    /// (interop.md "The audit event": every outcome, the outbound ones included; the same
+    /// payload and keyed peer digest an inbound negotiation records, under the calling
+    /// run's tenant), and its copy for the calling run's log, returned to be committed with
+    /// the step (the node it belongs to is named there). The host's is written first, so a
+    /// call never goes out unaudited; a step repeated after a crash records its
+    /// negotiation again, as it negotiates again.
+    async fn negotiation_event(
+        &self,
+        run: &RunRecord,
+        id: &str,
+        decision: &Decision,
+    ) -> Result<NewEvent, EngineError> {
+        let now = crate::clock::now_ms();
+        let payload = decision.payload(&crate::clock::rfc3339(now));
+        let fits = payload.as_object().is_some_and(|map| {
+            models::HostEventPayload::decode("negotiation.decided", map).is_ok()
+        });
+        if !fits {
+            return Err(EngineError::Payload {
+                run_id: run.run_id.clone(),
+                message: "a negotiation.decided payload does not fit its schema".into(),
+            });
+        }
+        self.store()
+            .append_host_event(HostEventRecord {
+                seq: 0,
+                tenant: run.tenant.clone(),
+                event_id: crate::ids::mint_event_id(),
+                event_type: "negotiation.decided".into(),
+                delivery: "durable".into(),
+                workspace_id: None,
+                payload: payload.clone(),
+                timestamp_ms: now,
+            })
+            .await?;
+        Ok(NewEvent {
             event_type: "negotiation.decided".into(),
             node_id: Some(id.to_owned()),
-            payload: decision.payload(&crate::clock::rfc3339(crate::clock::now_ms())),
-        }
+            payload,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -523,7 +556,7 @@ impl Engine {
             .await
         {
             Ok(r) => r,
-            Err(e) => return self.call_failed(run, id, e, vec![]),
+            Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
         };
         let visit = call.get("visit").and_then(Value::as_str).unwrap_or("0");
         let mut call = call.clone();
@@ -533,7 +566,7 @@ impl Engine {
                     return self.fail(
                         run,
                         id,
-                        "peer_call_failed",
+                        ErrorCode::PeerCallFailed,
                         "this host offers no A2A version",
                         vec![],
                     );
@@ -541,12 +574,12 @@ impl Engine {
                 let decision =
                     negotiation::decide(Protocol::A2a, Some(&remote.version), true, offer)
                         .with_peer(peers.peer_digest(peer));
-                let audit = vec![self.negotiation_event(id, &decision)];
+                let audit = vec![self.negotiation_event(run, id, &decision).await?];
                 if !decision.is_accepted() {
                     return self.fail(
                         run,
                         id,
-                        negotiation::REFUSAL_CODE,
+                        ErrorCode::InteropVersionUnsupported,
                         &format!(
                             "node `{id}`: the agent speaks A2A {}, which this host does not accept (floor {})",
                             remote.version, decision.floor
@@ -605,7 +638,7 @@ impl Engine {
                             audit,
                         ))
                     }
-                    Err(e) => self.call_failed(run, id, e, audit),
+                    Err(e) => self.call_failed(run, id, peer.kind, e, audit),
                 }
             }
             "reply" => {
@@ -640,7 +673,7 @@ impl Engine {
                             vec![],
                         ))
                     }
-                    Err(e) => self.call_failed(run, id, e, vec![]),
+                    Err(e) => self.call_failed(run, id, peer.kind, e, vec![]),
                 }
             }
             "follow" => self.follow_a2a(run, id, peer, caller, &remote, call).await,
@@ -677,7 +710,7 @@ impl Engine {
                 .await
             {
                 Ok(t) => t,
-                Err(e) => return self.call_failed(run, id, e, vec![]),
+                Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
             };
             let wire = a2a::state_of(&task).to_owned();
             // The generated reverse table decides what the remote state means here.
@@ -695,7 +728,7 @@ impl Engine {
                     return self.fail(
                         run,
                         id,
-                        "rejected_by_remote",
+                        ErrorCode::RejectedByRemote,
                         &format!("node `{id}`: {why}"),
                         vec![],
                     );
@@ -707,7 +740,7 @@ impl Engine {
                         Err(why) => self.fail(
                             run,
                             id,
-                            "peer_call_failed",
+                            ErrorCode::PeerCallFailed,
                             &format!("node `{id}`: the remote request cannot be relayed: {why}"),
                             vec![],
                         ),
@@ -724,7 +757,7 @@ impl Engine {
                     return self.fail(
                         run,
                         id,
-                        "peer_call_failed",
+                        ErrorCode::PeerCallFailed,
                         &format!(
                             "node `{id}`: the remote task ended {wire} ({})",
                             other.as_str()
@@ -768,7 +801,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "peer_call_failed",
+                ErrorCode::PeerCallFailed,
                 "this host offers no MCP revision",
                 vec![],
             );
@@ -778,11 +811,11 @@ impl Engine {
             .await
         {
             Ok(c) => c,
-            Err(e) => return self.call_failed(run, id, e, vec![]),
+            Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
         };
         // The first round's negotiation is the one audited; later rounds re-decide the same.
         let audit = if phase(call) == "send" {
-            vec![self.negotiation_event(id, &decision)]
+            vec![self.negotiation_event(run, id, &decision).await?]
         } else {
             vec![]
         };
@@ -790,7 +823,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                negotiation::REFUSAL_CODE,
+                ErrorCode::InteropVersionUnsupported,
                 &format!(
                     "node `{id}`: the MCP server speaks {}, below this host's floor {}",
                     decision.requested.as_deref().unwrap_or("no revision"),
@@ -897,14 +930,7 @@ impl Engine {
                 };
                 self.relay_input(run, id, tool, call, input_requests, "asking", audit)
             }
-            Err(e) => {
-                let code = match &e {
-                    CallError::Rpc { .. } => "mcp_error",
-                    CallError::Refused(_) => "egress_denied",
-                    _ => "peer_call_failed",
-                };
-                self.fail(run, id, code, &format!("node `{id}`: {e}"), audit)
-            }
+            Err(e) => self.call_failed(run, id, PeerKind::Mcp, e, audit),
         }
     }
 
@@ -956,7 +982,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "mcp_mrtr_rounds_exceeded",
+                ErrorCode::McpMrtrRoundsExceeded,
                 &format!("node `{id}`: the server asked for input more than {max} times"),
                 audit,
             );
@@ -969,7 +995,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "mcp_error",
+                ErrorCode::McpError,
                 &format!(
                     "node `{id}`: the server asks `{key}` by {method}, which this host does not answer"
                 ),
@@ -982,7 +1008,7 @@ impl Engine {
                 return self.fail(
                     run,
                     id,
-                    "mcp_error",
+                    ErrorCode::McpError,
                     &format!("node `{id}`: the tool's input request cannot be relayed: {why}"),
                     audit,
                 );
@@ -1019,7 +1045,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "mcp_error",
+                ErrorCode::McpError,
                 &format!("node `{id}`: tool `{tool}`: {text}"),
                 audit,
             );
@@ -1050,7 +1076,7 @@ impl Engine {
             return self.fail(
                 run,
                 id,
-                "peer_call_failed",
+                ErrorCode::PeerCallFailed,
                 &format!("node `{id}`: the MCP server no longer offers the tasks extension its task `{task_id}` needs"),
                 vec![],
             );
@@ -1070,7 +1096,7 @@ impl Engine {
                 })
                 .await
             {
-                return self.call_failed(run, id, e, vec![]);
+                return self.call_failed(run, id, peer.kind, e, vec![]);
             }
             call.insert("phase".into(), json!("task"));
             call.remove("reply");
@@ -1086,7 +1112,7 @@ impl Engine {
                 .await
             {
                 Ok(t) => t,
-                Err(e) => return self.call_failed(run, id, e, vec![]),
+                Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
             };
             match task.get("status").and_then(Value::as_str).unwrap_or("") {
                 "completed" => {
@@ -1101,7 +1127,7 @@ impl Engine {
                     return self.fail(
                         run,
                         id,
-                        "mcp_error",
+                        ErrorCode::McpError,
                         &format!("node `{id}`: tool `{tool}`: {why}"),
                         vec![],
                     );
@@ -1110,7 +1136,7 @@ impl Engine {
                     return self.fail(
                         run,
                         id,
-                        "peer_call_failed",
+                        ErrorCode::PeerCallFailed,
                         &format!("node `{id}`: the MCP server cancelled the task of tool `{tool}`"),
                         vec![],
                     );

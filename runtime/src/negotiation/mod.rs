@@ -248,9 +248,6 @@ impl Reason {
     }
 }
 
-/// The error code a refused negotiation fails closed with (spec/v2/errors.json).
-pub const REFUSAL_CODE: &str = "interop_version_unsupported";
-
 /// One negotiation's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {

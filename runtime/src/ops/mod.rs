@@ -8,6 +8,7 @@ mod error;
 mod held;
 mod interop;
 pub mod push;
+mod resume;
 pub mod tokens;
 mod views;
 pub mod visibility;
@@ -22,6 +23,7 @@ pub use answer::{Answer, Artifact, Part};
 pub use error::OpError;
 pub use held::{HeldHostEvents, hand_over_host_events};
 pub use interop::{SESSION_IDLE_MS, Session};
+pub use resume::offered_actions;
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view, to_json};
 pub use watch::{HostWatch, RunWatch, Update};
@@ -627,20 +629,8 @@ impl Ops {
         }
         if let Some(open) = self.runs.open_interrupt(&run.run_id).await?
             && open.node_id == node_id
-            && open.kind == "credential"
         {
-            let ok = resume_value.as_object().is_some_and(|o| {
-                o.len() == 1
-                    && matches!(
-                        o.get("outcome").and_then(Value::as_str),
-                        Some("authorized" | "declined")
-                    )
-            });
-            if !ok {
-                return Err(OpError::validation(
-                    "a credential interrupt resumes with exactly {\"outcome\": \"authorized\" | \"declined\"}",
-                ));
-            }
+            resume::check(&open.kind, &open.data, &resume_value)?;
         }
         match self
             .runs

@@ -11,10 +11,11 @@
 use std::collections::BTreeMap;
 
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use openwop_generated::errors::A2aError;
 use serde_json::{Map, Value, json};
 
+use crate::edge::jsonrpc::{self, Id};
 use crate::ops::OpError;
 
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -48,6 +49,8 @@ pub enum Transport {
 impl Transport {
     fn jsonrpc_code(self) -> i64 {
         match self {
+            // A body that is not A2A's JSON is A2A's own ContentTypeNotSupportedError.
+            Transport::UnsupportedMediaType => A2aError::ContentTypeNotSupported.row().jsonrpc_code,
             Transport::Parse => -32700,
             Transport::MethodNotFound => -32601,
             Transport::Internal | Transport::Unavailable => -32603,
@@ -59,8 +62,7 @@ impl Transport {
             | Transport::MethodNotAllowed
             | Transport::Unauthenticated
             | Transport::PayloadTooLarge
-            | Transport::RequestTimeout
-            | Transport::UnsupportedMediaType => -32600,
+            | Transport::RequestTimeout => -32600,
         }
     }
 
@@ -76,6 +78,30 @@ impl Transport {
             Transport::Internal => 500,
             Transport::Unavailable => 503,
             Transport::RequestTimeout => 408,
+        }
+    }
+
+    /// The `google.rpc.ErrorInfo` reason of a refusal that is not a row of the A2A error
+    /// table. HTTP+JSON clients tell errors apart by reason (several share one status), so
+    /// every refusal there carries one: the A2A row's where there is one (a request body
+    /// that is not JSON is `CONTENT_TYPE_NOT_SUPPORTED`), else the names the A2A SDKs use
+    /// for JSON-RPC's own errors (`INVALID_REQUEST`, `METHOD_NOT_FOUND`, `INTERNAL_ERROR`)
+    /// and the HTTP refusal's own name.
+    fn reason(self) -> &'static str {
+        match self {
+            Transport::UnsupportedMediaType => A2aError::ContentTypeNotSupported
+                .row()
+                .reason
+                .unwrap_or("CONTENT_TYPE_NOT_SUPPORTED"),
+            Transport::Parse | Transport::InvalidRequest => "INVALID_REQUEST",
+            Transport::MethodNotFound => "METHOD_NOT_FOUND",
+            Transport::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Transport::Unauthenticated => "UNAUTHENTICATED",
+            Transport::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            Transport::RateLimited => "RATE_LIMITED",
+            Transport::Unavailable => "UNAVAILABLE",
+            Transport::RequestTimeout => "REQUEST_TIMEOUT",
+            Transport::Internal => "INTERNAL_ERROR",
         }
     }
 
@@ -276,19 +302,35 @@ impl Fault {
         }
     }
 
-    /// The ErrorInfo reason: the row's, and none for rows without one or for transport
-    /// failures (they have no row).
+    /// The ErrorInfo reason on the JSON-RPC binding: the row's, and none for rows without
+    /// one or for JSON-RPC's own errors (the code says which), apart from a body that is not
+    /// JSON, which is A2A's ContentTypeNotSupportedError there too.
     pub fn reason(&self) -> Option<&'static str> {
         match self.kind {
             Kind::A2a(e) => e.row().reason,
+            Kind::Transport(t @ Transport::UnsupportedMediaType) => Some(t.reason()),
             Kind::Transport(_) => None,
         }
     }
 
-    /// The typed details shared by both bindings.
+    /// The ErrorInfo reason on the HTTP+JSON binding, where every refusal carries one
+    /// (A2A §11.6: clients map by reason): the row's, `INVALID_PARAMS` for the row without
+    /// one, the refusal's own for the rest.
+    pub fn rest_reason(&self) -> &'static str {
+        match self.kind {
+            Kind::A2a(e) => e.row().reason.unwrap_or("INVALID_PARAMS"),
+            Kind::Transport(t) => t.reason(),
+        }
+    }
+
+    /// The typed details of the JSON-RPC binding.
     pub fn details(&self) -> Vec<Value> {
+        self.details_with(self.reason())
+    }
+
+    fn details_with(&self, reason: Option<&str>) -> Vec<Value> {
         let mut details = Vec::new();
-        if let Some(reason) = self.reason() {
+        if let Some(reason) = reason {
             let metadata: Map<String, Value> = self
                 .metadata
                 .iter()
@@ -320,8 +362,8 @@ impl Fault {
     }
 
     /// A whole JSON-RPC response; `id` is echoed exactly (`null` when it could not be read).
-    pub fn jsonrpc_body(&self, id: &Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "error": self.jsonrpc_error()})
+    pub fn jsonrpc_body(&self, id: &Id) -> String {
+        jsonrpc::failure(id, &self.jsonrpc_error())
     }
 
     /// The HTTP status a JSON-RPC error travels with. A2A errors ride a 200 like any
@@ -348,10 +390,8 @@ impl Fault {
         status.insert("code".into(), json!(self.http_status()));
         status.insert("status".into(), json!(self.grpc_status()));
         status.insert("message".into(), json!(self.message));
-        let details = self.details();
-        if !details.is_empty() {
-            status.insert("details".into(), Value::Array(details));
-        }
+        let details = self.details_with(Some(self.rest_reason()));
+        status.insert("details".into(), Value::Array(details));
         json!({"error": status})
     }
 
@@ -362,7 +402,7 @@ impl Fault {
         fault
     }
 
-    pub fn into_jsonrpc_response(self, id: &Value) -> Response {
+    pub fn into_jsonrpc_response(self, id: &Id) -> Response {
         let status = self.jsonrpc_http_status();
         let body = self.jsonrpc_body(id);
         respond(status, body, &self)
@@ -370,14 +410,14 @@ impl Fault {
 
     pub fn into_rest_response(self) -> Response {
         let status = self.http_status();
-        let body = self.rest_body();
+        let body = self.rest_body().to_string();
         respond(status, body, &self)
     }
 }
 
-fn respond(status: u16, body: Value, fault: &Fault) -> Response {
+fn respond(status: u16, body: String, fault: &Fault) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(body)).into_response();
+    let mut response = jsonrpc::http_response(status, body);
     if fault.kind == Kind::Transport(Transport::Unauthenticated) {
         response
             .headers_mut()
@@ -403,6 +443,11 @@ mod tests {
     use super::*;
     use openwop_generated::errors::A2A_ERRORS;
 
+    /// The JSON-RPC response to request `id`, read back.
+    fn body(fault: &Fault, id: Value) -> Value {
+        serde_json::from_str(&fault.jsonrpc_body(&Id::from_value(&id))).expect("json")
+    }
+
     fn error_infos(details: &[Value]) -> Vec<&Value> {
         details
             .iter()
@@ -414,7 +459,7 @@ mod tests {
     fn jsonrpc_error_data_is_an_array_with_exactly_one_error_info_per_a2a_error() {
         for &error in A2aError::ALL {
             let row = error.row();
-            let body = Fault::a2a(error, "x").jsonrpc_body(&json!(7));
+            let body = body(&Fault::a2a(error, "x"), json!(7));
             assert_eq!(body["id"], json!(7));
             assert_eq!(body["error"]["code"], json!(row.jsonrpc_code));
             match row.reason {
@@ -463,12 +508,8 @@ mod tests {
 
     #[test]
     fn task_not_found_is_identical_for_any_cause_apart_from_the_echoed_id() {
-        let a = Fault::task_not_found("acme/aaaaaaaaaaaaaaaa")
-            .jsonrpc_body(&json!(1))
-            .to_string();
-        let b = Fault::task_not_found("other/bbbbbbbbbbbbbbbb")
-            .jsonrpc_body(&json!(1))
-            .to_string();
+        let a = body(&Fault::task_not_found("acme/aaaaaaaaaaaaaaaa"), json!(1)).to_string();
+        let b = body(&Fault::task_not_found("other/bbbbbbbbbbbbbbbb"), json!(1)).to_string();
         assert_eq!(
             a.replace("acme/aaaaaaaaaaaaaaaa", "ID"),
             b.replace("other/bbbbbbbbbbbbbbbb", "ID")
@@ -483,7 +524,10 @@ mod tests {
 
     #[test]
     fn version_not_supported_lists_supported_versions_comma_joined() {
-        let body = Fault::version_not_supported(Some("99.0"), "1.0,1.1").jsonrpc_body(&json!("x"));
+        let body = body(
+            &Fault::version_not_supported(Some("99.0"), "1.0,1.1"),
+            json!("x"),
+        );
         assert_eq!(body["error"]["code"], json!(-32009));
         let info = &body["error"]["data"][0];
         assert_eq!(info["reason"], json!("VERSION_NOT_SUPPORTED"));
@@ -493,8 +537,10 @@ mod tests {
 
     #[test]
     fn invalid_params_carries_bad_request_and_no_error_info() {
-        let body = Fault::invalid_params("message.contextId", "not this task's context")
-            .jsonrpc_body(&Value::Null);
+        let body = body(
+            &Fault::invalid_params("message.contextId", "not this task's context"),
+            Value::Null,
+        );
         assert_eq!(body["error"]["code"], json!(-32602));
         let data = body["error"]["data"].as_array().expect("data");
         assert!(error_infos(data).is_empty());
@@ -517,7 +563,7 @@ mod tests {
         let response = unauth.into_rest_response();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
-        let parse = Fault::transport(Transport::Parse, "not JSON").jsonrpc_body(&Value::Null);
+        let parse = body(&Fault::transport(Transport::Parse, "not JSON"), Value::Null);
         assert_eq!(parse["error"]["code"], json!(-32700));
         let big = Fault::transport(Transport::PayloadTooLarge, "big");
         assert_eq!(big.http_status(), 413);
@@ -532,6 +578,66 @@ mod tests {
         assert_eq!(
             Fault::task_not_found("a/bbbbbbbbbbbbbbbb").jsonrpc_http_status(),
             200
+        );
+    }
+
+    /// A2A content-type rule: a request body that is not JSON is ContentTypeNotSupportedError,
+    /// HTTP 415 on both bindings, with its ErrorInfo (`CONTENT_TYPE_NOT_SUPPORTED`) on both.
+    #[test]
+    fn a2a_content_type_refusal_is_content_type_not_supported_on_both_bindings() {
+        let fault = Fault::transport(Transport::UnsupportedMediaType, "not JSON");
+        let rpc = body(&fault, json!(3));
+        assert_eq!(rpc["error"]["code"], json!(-32005), "{rpc}");
+        assert_eq!(
+            rpc["error"]["data"][0]["reason"],
+            json!("CONTENT_TYPE_NOT_SUPPORTED")
+        );
+        assert_eq!(fault.jsonrpc_http_status(), 415);
+        let rest = fault.rest_body();
+        assert_eq!(fault.http_status(), 415);
+        assert_eq!(
+            rest["error"]["details"][0]["reason"],
+            json!("CONTENT_TYPE_NOT_SUPPORTED")
+        );
+    }
+
+    /// A2A error details (§11.6): every refusal on HTTP+JSON carries exactly one
+    /// `google.rpc.ErrorInfo` (domain a2a-protocol.org), the ones made before dispatch too.
+    #[test]
+    fn every_http_json_refusal_carries_exactly_one_error_info() {
+        let transports = [
+            Transport::Parse,
+            Transport::InvalidRequest,
+            Transport::MethodNotFound,
+            Transport::MethodNotAllowed,
+            Transport::Unauthenticated,
+            Transport::PayloadTooLarge,
+            Transport::UnsupportedMediaType,
+            Transport::RateLimited,
+            Transport::Unavailable,
+            Transport::RequestTimeout,
+            Transport::Internal,
+        ];
+        let faults = transports
+            .iter()
+            .map(|t| Fault::transport(*t, "m"))
+            .chain(A2aError::ALL.iter().map(|e| Fault::a2a(*e, "m")))
+            .chain([Fault::invalid_params("message.taskId", "must be a string")]);
+        for fault in faults {
+            let rest = fault.rest_body();
+            let details = rest["error"]["details"].as_array().expect("details");
+            let infos = error_infos(details);
+            assert_eq!(infos.len(), 1, "{rest}");
+            assert_eq!(infos[0]["domain"], json!(A2A_DOMAIN));
+            assert!(
+                infos[0]["reason"].as_str().is_some_and(|r| !r.is_empty()),
+                "{rest}"
+            );
+        }
+        let params = Fault::invalid_params("message.taskId", "must be a string").rest_body();
+        assert_eq!(
+            params["error"]["details"][0]["reason"],
+            json!("INVALID_PARAMS")
         );
     }
 }

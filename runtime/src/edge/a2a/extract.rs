@@ -13,12 +13,12 @@ use serde_json::Value;
 use super::errors::{Fault, Transport};
 use super::service::A2aState;
 use super::{BODY_LIMIT, rest};
-use crate::edge::jsonrpc::{self, Malformed};
+use crate::edge::jsonrpc::{self, Id, Malformed};
 use crate::identity::{AuthError, Subject};
 
 /// How a binding renders a refusal.
 pub trait Binding: Send + Sync + 'static {
-    fn render(fault: Fault, id: &Value) -> Response;
+    fn render(fault: Fault, id: &Id) -> Response;
 }
 
 /// The JSON-RPC binding: a JSON-RPC error response echoing the request id.
@@ -28,13 +28,13 @@ pub struct JsonRpc;
 pub struct HttpJson;
 
 impl Binding for JsonRpc {
-    fn render(fault: Fault, id: &Value) -> Response {
+    fn render(fault: Fault, id: &Id) -> Response {
         fault.into_jsonrpc_response(id)
     }
 }
 
 impl Binding for HttpJson {
-    fn render(fault: Fault, _: &Value) -> Response {
+    fn render(fault: Fault, _: &Id) -> Response {
         fault.into_rest_response()
     }
 }
@@ -42,16 +42,16 @@ impl Binding for HttpJson {
 /// A refusal in binding `B`'s shape; `id` is the JSON-RPC id when it could be read.
 pub struct Refusal<B> {
     pub fault: Fault,
-    pub id: Value,
+    pub id: Id,
     binding: PhantomData<B>,
 }
 
 impl<B> Refusal<B> {
     pub fn new(fault: Fault) -> Self {
-        Self::with_id(fault, Value::Null)
+        Self::with_id(fault, Id::null())
     }
 
-    pub fn with_id(fault: Fault, id: Value) -> Self {
+    pub fn with_id(fault: Fault, id: Id) -> Self {
         Refusal {
             fault,
             id,
@@ -143,6 +143,14 @@ impl FromRequest<A2aState> for Call {
     type Rejection = Refusal<JsonRpc>;
 
     async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<JsonRpc>> {
+        // The binding's media type is JSON (A2A 1.0 §9.1); anything else is refused before
+        // the body is read, as HTTP+JSON refuses it (415, ContentTypeNotSupportedError).
+        if !jsonrpc::is_json_content_type(request.headers(), &[super::rest::A2A_JSON]) {
+            return Err(Refusal::new(Fault::transport(
+                Transport::UnsupportedMediaType,
+                "JSON-RPC requests are sent as application/json",
+            )));
+        }
         let body = read_body(request).await?;
         match jsonrpc::parse(&body) {
             Ok(request) => Ok(Call(request)),
@@ -155,7 +163,7 @@ impl FromRequest<A2aState> for Call {
                 params: Value::Null,
             })),
             Err(m) => {
-                let id = m.id().cloned().unwrap_or(Value::Null);
+                let id = m.id().cloned().unwrap_or_else(Id::null);
                 Err(Refusal::with_id(m.into(), id))
             }
         }

@@ -1,11 +1,11 @@
 //! The JSON-RPC 2.0 binding: one POST endpoint, methods named as in the map's rows.
 
+use crate::edge::jsonrpc::{self as framing, Id};
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::{Value, json};
 
 use super::Answer;
 use super::errors::Fault;
@@ -15,7 +15,7 @@ use super::service::A2aState;
 /// Anything but POST on the JSON-RPC URL.
 pub async fn wrong_method() -> Response {
     Fault::method_not_allowed("JSON-RPC requests are sent with POST", &["POST"])
-        .into_jsonrpc_response(&Value::Null)
+        .into_jsonrpc_response(&Id::null())
 }
 
 pub async fn handle(
@@ -44,14 +44,13 @@ pub async fn handle(
     .await;
     match answer {
         Ok(Answer::Value(result)) => {
-            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+            framing::http_response(axum::http::StatusCode::OK, framing::success(&id, &result))
         }
         Ok(Answer::Stream(events)) => {
             // Every SSE event is a whole JSON-RPC response echoing the request's id.
             let frames = events.map(move |response| {
                 Ok::<_, std::convert::Infallible>(
-                    Event::default()
-                        .data(json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string()),
+                    Event::default().data(framing::success(&id, &response)),
                 )
             });
             Sse::new(frames)

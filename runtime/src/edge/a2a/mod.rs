@@ -17,6 +17,7 @@ pub mod project;
 mod proto_names;
 pub mod push;
 mod rest;
+mod send;
 pub mod service;
 mod stream;
 
@@ -133,7 +134,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
     let body_within = state.app.body_timeout;
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-        Fault::internal().into_jsonrpc_response(&Value::Null)
+        Fault::internal().into_jsonrpc_response(&crate::edge::jsonrpc::Id::null())
     });
     let rest_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_rest_response()
@@ -152,7 +153,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
             crate::edge::body::guard(
                 BODY_LIMIT,
                 body_within,
-                |why| body_refused(why).into_jsonrpc_response(&Value::Null),
+                |why| body_refused(why).into_jsonrpc_response(&crate::edge::jsonrpc::Id::null()),
                 req,
                 next,
             )
@@ -160,7 +161,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         .layer(axum::middleware::from_fn(move |req, next| {
             crate::edge::deadline::run(
                 within,
-                |w| past_deadline(w).into_jsonrpc_response(&Value::Null),
+                |w| past_deadline(w).into_jsonrpc_response(&crate::edge::jsonrpc::Id::null()),
                 req,
                 next,
             )

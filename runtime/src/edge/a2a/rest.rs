@@ -140,18 +140,12 @@ fn find(
     Err(allowed)
 }
 
+/// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
+pub(super) const A2A_JSON: &str = "application/a2a+json";
+
 /// Whether a `Content-Type` names A2A's JSON (parameters such as `charset` ignored).
 fn is_json_media_type(value: &str) -> bool {
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    matches!(
-        essence.as_str(),
-        "application/json" | "application/a2a+json"
-    )
+    crate::edge::jsonrpc::is_json_media_type(value, &[A2A_JSON])
 }
 
 /// A task id from a path: the projected form (`~2F`) is undone once; anything that is

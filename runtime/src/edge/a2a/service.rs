@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
+use super::send::{Send, inline_push_config, parse_send};
 use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
@@ -36,12 +37,6 @@ pub struct A2aState {
         Arc<std::sync::OnceLock<Result<crate::negotiation::Offer, crate::negotiation::OfferError>>>,
 }
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(v, |v, k| v.get(*k))
-        .and_then(Value::as_str)
-}
-
 fn internal<E: std::fmt::Display + 'static>(e: E) -> Fault {
     // A store that cannot serve now is a 503 with Retry-After, never an internal error
     // (issue #35); every other failure stays one.
@@ -57,7 +52,7 @@ fn internal<E: std::fmt::Display + 'static>(e: E) -> Fault {
 }
 
 /// `historyLength`: absent, or a non-negative integer (a string on HTTP+JSON queries).
-fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
+pub(super) fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
     match params.get("historyLength") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
@@ -75,7 +70,7 @@ fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
     }
 }
 
-fn flag(params: &Value, key: &str) -> Result<bool, Fault> {
+pub(super) fn flag(params: &Value, key: &str) -> Result<bool, Fault> {
     match params.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -145,107 +140,6 @@ pub fn parse_timestamp_ms(raw: &str) -> Option<i64> {
     Some(((days * 86_400 + h * 3600 + mi * 60 + s) - offset_min * 60) * 1000 + millis)
 }
 
-/// The validated parts of a SendMessage request.
-struct Send<'a> {
-    message: &'a Value,
-    message_id: &'a str,
-    task_id: Option<&'a str>,
-    context_id: Option<&'a str>,
-    return_immediately: bool,
-    inline_push: bool,
-    history_length: Option<usize>,
-}
-
-fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
-    let message = params
-        .get("message")
-        .filter(|m| m.is_object())
-        .ok_or_else(|| Fault::invalid_params("message", "is required"))?;
-    let message_id = message
-        .get("messageId")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
-    let parts = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| Fault::invalid_params("message.parts", "needs at least one part"))?;
-    for (i, part) in parts.iter().enumerate() {
-        let members = ["text", "raw", "url", "data"]
-            .iter()
-            .filter(|k| part.get(**k).is_some())
-            .count();
-        if members != 1 {
-            return Err(Fault::invalid_params(
-                &format!("message.parts[{i}]"),
-                "must carry exactly one of text, raw, url or data",
-            ));
-        }
-    }
-    match message.get("role").and_then(Value::as_str) {
-        Some("ROLE_USER" | "ROLE_AGENT") => {}
-        _ => {
-            return Err(Fault::invalid_params(
-                "message.role",
-                "must be ROLE_USER or ROLE_AGENT",
-            ));
-        }
-    }
-    // Skills take text and JSON data (the card's input modes); bytes or links would be
-    // dropped on the way into a workflow, so they are refused on arrival instead.
-    if let Some(i) = parts
-        .iter()
-        .position(|p| p.get("raw").is_some() || p.get("url").is_some())
-    {
-        return Err(Fault::a2a(
-            A2aError::ContentTypeNotSupported,
-            format!("message.parts[{i}]: this host's skills take text and data parts only"),
-        ));
-    }
-    let configuration = params.get("configuration").cloned().unwrap_or(Value::Null);
-    if let Some(modes) = configuration
-        .get("acceptedOutputModes")
-        .and_then(Value::as_array)
-        && !modes.is_empty()
-        && !modes.iter().filter_map(Value::as_str).any(accepts_json)
-    {
-        return Err(Fault::a2a(
-            A2aError::ContentTypeNotSupported,
-            "configuration.acceptedOutputModes: every skill answers application/json",
-        ));
-    }
-    Ok(Send {
-        message,
-        message_id,
-        task_id: message
-            .get("taskId")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty()),
-        context_id: message
-            .get("contextId")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty()),
-        return_immediately: flag(&configuration, "returnImmediately")?,
-        inline_push: inline_push_config(&configuration).is_some(),
-        history_length: history_length(&configuration)?,
-    })
-}
-
-/// The push configuration a SendMessage carries inline: `taskPushNotificationConfig`
-/// (the A2A 1.0 name), or `pushNotificationConfig` (the pre-1.0 name some clients still
-/// send; ignoring it would leave the client believing it registered).
-fn inline_push_config(configuration: &Value) -> Option<(&'static str, &Value)> {
-    ["taskPushNotificationConfig", "pushNotificationConfig"]
-        .into_iter()
-        .find_map(|k| {
-            configuration
-                .get(k)
-                .filter(|c| !c.is_null())
-                .map(|c| (k, c))
-        })
-}
-
 /// A `data` part's value with integral doubles read back as integers. A2A's `data` is a
 /// `google.protobuf.Value`, whose numbers are doubles, so protobuf-based peers (the Python
 /// SDK) send `60000` as `60000.0`; a workflow's `integer` input must still accept it.
@@ -264,20 +158,6 @@ fn integral_numbers(value: &Value) -> Value {
         ),
         other => other.clone(),
     }
-}
-
-/// Whether an accepted output mode admits `application/json` (parameters ignored).
-fn accepts_json(mode: &str) -> bool {
-    let essence = mode
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    matches!(
-        essence.as_str(),
-        "application/json" | "application/*" | "*/*"
-    )
 }
 
 /// The workflow input a message carries: its first object `data` part, else its text.
@@ -415,7 +295,7 @@ impl A2aState {
             inline_push_config: send.inline_push,
             ..Facts::default()
         };
-        let Some(task_id) = send.task_id else {
+        let Some(task_id) = send.task_id.as_deref() else {
             // The inline configuration is judged before the run exists, so a refused URL
             // changes nothing.
             let inline = match params.get("configuration").and_then(inline_push_config) {
@@ -444,7 +324,7 @@ impl A2aState {
         // named task's state, known only now.
         gate::check(method.as_str(), &facts, &self.app.discovery.document)?;
         let context = self.context_of(&run).await?;
-        if send.context_id.is_some_and(|c| c != context) {
+        if send.context_id.as_ref().is_some_and(|c| *c != context) {
             return Err(Fault::invalid_params(
                 "message.contextId",
                 "is not the contextId of the task named by message.taskId",
@@ -467,10 +347,8 @@ impl A2aState {
             .await
             .map_err(internal)?
             .ok_or_else(|| Fault::unsupported("the task has no open interrupt to answer"))?;
-        if let Some(node) = str_at(
-            send.message,
-            &["metadata", "openwop", "interrupt", "nodeId"],
-        ) && node != open.node_id
+        if let Some(node) = &send.interrupt_node
+            && *node != open.node_id
         {
             return Err(Fault::invalid_params(
                 "message.metadata.openwop.interrupt.nodeId",
@@ -479,6 +357,19 @@ impl A2aState {
         }
         let value = resume_value_of(send.message)
             .ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
+        // The status message asks a person to "reply accept, reject": a text reply that
+        // names an offered action is that approval answer. Anything else goes to the run's
+        // own check, which names the offered actions when it refuses.
+        let value = match (&value, open.kind.as_str()) {
+            (Value::String(text), "approval")
+                if crate::ops::offered_actions(&open.data)
+                    .iter()
+                    .any(|a| a == text.trim()) =>
+            {
+                json!({"action": text.trim()})
+            }
+            _ => value,
+        };
         let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let resumed = self
             .app
@@ -506,17 +397,14 @@ impl A2aState {
         send: &Send<'_>,
         params: &Value,
     ) -> Result<(RunRecord, bool), Fault> {
-        let workflow_id = self.skill_for(subject, send.message, params)?;
+        let workflow_id = self.skill_for(subject, send)?;
         let request = crate::ops::run_request(&workflow_id, inputs_of(send.message))?;
         // The task's context and first message are written with the run, in one
         // transaction; a replayed messageId keeps the task as it was bound the first time.
         let message = send.message.clone();
         let start = A2aStart {
-            context_id: send
-                .context_id
-                .map(str::to_owned)
-                .unwrap_or_else(mint_context_id),
-            message_id: send.message_id.to_owned(),
+            context_id: send.context_id.clone().unwrap_or_else(mint_context_id),
+            message_id: send.message_id.clone(),
             message: Box::new(move |run_id, context| {
                 let mut message = message;
                 message["taskId"] = json!(run_id);
@@ -549,7 +437,7 @@ impl A2aState {
                 subject,
                 request,
                 Transport::A2a,
-                Some(&idempotency_key(send.message_id)),
+                Some(&idempotency_key(&send.message_id)),
                 with,
             )
             .await
@@ -568,27 +456,17 @@ impl A2aState {
     /// default skill, else the caller's only workflow. An R outside the caller's
     /// inventory is refused exactly as one never minted; a skill the caller may not run
     /// is refused exactly as one the host does not have.
-    fn skill_for(
-        &self,
-        subject: &Subject,
-        message: &Value,
-        params: &Value,
-    ) -> Result<String, Fault> {
+    fn skill_for(&self, subject: &Subject, send: &Send<'_>) -> Result<String, Fault> {
         const FIELD: &str = "message.metadata.openwop.skill";
-        let named = str_at(message, &["metadata", "openwop", "skill"])
-            .or_else(|| str_at(params, &["metadata", "openwop", "skill"]));
+        let named = send.skill.as_deref();
         let no_skill =
             |id: &str| Fault::invalid_params(FIELD, format!("no skill `{id}` on this host"));
         let ops = &self.app.ops;
-        let agent = match params.get("tenant") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(r)) if r.is_empty() => None,
-            Some(Value::String(r)) => {
-                Some(ops.agent_by_routing_value(subject, r).ok_or_else(|| {
-                    Fault::invalid_params("tenant", "names no agent card this caller can reach")
-                })?)
-            }
-            Some(_) => return Err(Fault::invalid_params("tenant", "must be a string")),
+        let agent = match send.tenant.as_deref() {
+            None => None,
+            Some(r) => Some(ops.agent_by_routing_value(subject, r).ok_or_else(|| {
+                Fault::invalid_params("tenant", "names no agent card this caller can reach")
+            })?),
         };
         match (named, agent) {
             (Some(id), Some(entry)) if entry.workflows.iter().any(|w| w.as_str() == id) => {
@@ -908,56 +786,6 @@ mod tests {
         assert_eq!(inputs["ratio"], json!(0.5));
         assert_eq!(inputs["list"], json!([1, 2.5]));
         assert!(inputs["big"].is_f64());
-    }
-
-    #[test]
-    fn send_requests_are_validated_before_anything_happens() {
-        let ok =
-            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}});
-        assert!(parse_send(&ok).is_ok());
-        for bad in [
-            json!({}),
-            json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}),
-            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
-            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "data": {}}]}}),
-            json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}),
-        ] {
-            assert_eq!(
-                parse_send(&bad).err().map(|f| f.jsonrpc_code()),
-                Some(-32602),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn parts_and_output_modes_a_skill_cannot_handle_are_refused_on_arrival() {
-        let msg = |parts: Value| json!({"messageId": "m", "role": "ROLE_USER", "parts": parts});
-        let raw = json!({"message": msg(json!([{"raw": "aGk=", "mediaType": "image/png"}]))});
-        assert_eq!(
-            parse_send(&raw).err().map(|f| f.jsonrpc_code()),
-            Some(-32005)
-        );
-        let url =
-            json!({"message": msg(json!([{"text": "see"}, {"url": "https://x.example/a.pdf"}]))});
-        assert_eq!(
-            parse_send(&url).err().map(|f| f.jsonrpc_code()),
-            Some(-32005)
-        );
-        let modes = |m: Value| json!({"message": msg(json!([{"text": "x"}])), "configuration": {"acceptedOutputModes": m}});
-        assert_eq!(
-            parse_send(&modes(json!(["image/png"])))
-                .err()
-                .map(|f| f.jsonrpc_code()),
-            Some(-32005)
-        );
-        for ok in [
-            json!([]),
-            json!(["application/json; charset=utf-8"]),
-            json!(["text/plain", "*/*"]),
-        ] {
-            assert!(parse_send(&modes(ok.clone())).is_ok(), "{ok}");
-        }
     }
 
     #[test]

@@ -111,11 +111,7 @@ pub fn can_ask(kind: &str, modes: Modes) -> bool {
 fn form(kind: &str, data: &Value) -> Option<(String, Value, Value)> {
     match kind {
         "approval" => {
-            let actions = data
-                .get("actions")
-                .filter(|a| a.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
-                .cloned()
-                .unwrap_or_else(|| json!(["accept", "reject"]));
+            let actions = json!(crate::ops::offered_actions(data));
             Some((
                 data.get("title")
                     .and_then(Value::as_str)
@@ -204,6 +200,9 @@ pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
         )));
     };
     let action = result.get("action").and_then(Value::as_str);
+    if asked.kind == "approval" && matches!(action, Some("accept" | "decline")) {
+        return approval_answer(asked, result);
+    }
     match (action, needs(asked.kind)) {
         (Some("cancel"), _) => Ok(Answer::Dismissed),
         (Some("decline"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "declined"}))),
@@ -213,9 +212,74 @@ pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
             let content = result.get("content").cloned().unwrap_or_else(|| json!({}));
             Ok(Answer::Resume(check_content(asked, content)?))
         }
-        (other, _) => Err(RpcError::invalid_params(format!(
-            "inputResponses[\"{key}\"].action must be \"accept\", \"decline\" or \"cancel\", not {}",
-            other.map_or_else(|| "missing".to_owned(), |a| format!("\"{a}\""))
+        (other, _) => {
+            // An approval's own actions are its form's `decision`: say which they are.
+            let hint = if asked.kind == "approval" {
+                let offered: Vec<String> = crate::ops::offered_actions(asked.data)
+                    .iter()
+                    .map(|a| format!("\"{a}\""))
+                    .collect();
+                format!(
+                    " (this approval's offered actions, {}, go in content.decision)",
+                    offered.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            Err(RpcError::invalid_params(format!(
+                "inputResponses[\"{key}\"].action must be \"accept\", \"decline\" or \"cancel\", not {}{hint}",
+                other.map_or_else(|| "missing".to_owned(), |a| format!("\"{a}\""))
+            )))
+        }
+    }
+}
+
+/// An approval's answer as its resume value, `{"action": …}` naming one of the actions it
+/// offers (the run's own rule, checked again when it is resolved): `accept` carries the
+/// form's `decision`, `decline` is the approval's `reject`. Anything else is refused with
+/// the offered actions named, and nothing is resolved.
+fn approval_answer(
+    asked: &Asked<'_>,
+    result: &serde_json::Map<String, Value>,
+) -> Result<Answer, RpcError> {
+    let key = asked.interrupt_id;
+    let offered = crate::ops::offered_actions(asked.data);
+    let named = || {
+        let listed: Vec<String> = offered.iter().map(|a| format!("\"{a}\"")).collect();
+        listed.join(", ")
+    };
+    if result.get("action").and_then(Value::as_str) == Some("decline") {
+        if offered.iter().any(|a| a == "reject") {
+            return Ok(Answer::Resume(json!({"action": "reject"})));
+        }
+        return Err(RpcError::invalid_params(format!(
+            "inputResponses[\"{key}\"]: this approval cannot be declined; accept it with content.decision one of {}",
+            named()
+        )));
+    }
+    let mut content = match result.get("content").cloned().unwrap_or_else(|| json!({})) {
+        Value::Object(c) => c,
+        _ => {
+            return Err(RpcError::invalid_params(format!(
+                "inputResponses[\"{key}\"].content must be an object"
+            )));
+        }
+    };
+    // MCP's own `accept` is the user saying yes: with no `decision` it is the approval's
+    // `accept` (when offered), as generic clients answer a form they did not fill.
+    let decision = match content.remove("decision") {
+        None if offered.iter().any(|a| a == "accept") => Some(json!("accept")),
+        other => other,
+    };
+    match decision {
+        Some(Value::String(d)) if offered.contains(&d) => {
+            content.insert("action".to_owned(), json!(d));
+            Ok(Answer::Resume(Value::Object(content)))
+        }
+        other => Err(RpcError::invalid_params(format!(
+            "inputResponses[\"{key}\"].content field `decision` must be one of {}, not {}",
+            named(),
+            other.map_or_else(|| "missing".to_owned(), |v| v.to_string())
         ))),
     }
 }
@@ -387,11 +451,32 @@ mod tests {
                 &json!({"action": "accept", "content": {"decision": "reject"}})
             )
             .expect("ok"),
-            Answer::Resume(json!({"decision": "reject"}))
+            Answer::Resume(json!({"action": "reject"}))
         );
-        // Loosely filled forms pass (a client's boolean, a field left out).
-        assert!(answer(&a, &json!({"action": "accept", "content": {"note": true}})).is_ok());
-        assert!(answer(&a, &json!({"action": "accept"})).is_ok());
+        // An approval's decision is its resume value; MCP's `accept` with none is the
+        // approval's `accept`, other fields kept.
+        assert_eq!(
+            answer(&a, &json!({"action": "accept", "content": {"note": true}})).expect("ok"),
+            Answer::Resume(json!({"note": true, "action": "accept"}))
+        );
+        assert_eq!(
+            answer(&a, &json!({"action": "accept"})).expect("ok"),
+            Answer::Resume(json!({"action": "accept"}))
+        );
+        // Without an `accept` to fall back on, a decision must be named.
+        let reject_only = json!({"title": "No?", "actions": ["reject", "refine"]});
+        let r = asked("approval", &reject_only);
+        let e = answer(&r, &json!({"action": "accept"})).expect_err("no decision");
+        assert!(
+            e.message.contains("\"reject\", \"refine\""),
+            "{}",
+            e.message
+        );
+        // Loosely filled forms pass elsewhere (a client's boolean, a field left out).
+        let questions = json!({"questions": [{"id": "q", "question": "Name?"}]});
+        let c = asked("clarification", &questions);
+        assert!(answer(&c, &json!({"action": "accept", "content": {"q": true}})).is_ok());
+        assert!(answer(&c, &json!({"action": "accept"})).is_ok());
     }
 
     #[test]
@@ -402,9 +487,14 @@ mod tests {
             answer(&a, &json!({"action": "cancel"})).expect("ok"),
             Answer::Dismissed
         );
+        // An approval declined is the approval rejected.
         assert_eq!(
             answer(&a, &json!({"action": "decline"})).expect("ok"),
-            Answer::Resume(json!({"action": "decline"}))
+            Answer::Resume(json!({"action": "reject"}))
         );
+        let accept_only = json!({"title": "Go?", "actions": ["accept"]});
+        let only = asked("approval", &accept_only);
+        let e = answer(&only, &json!({"action": "decline"})).expect_err("no reject offered");
+        assert!(e.message.contains("\"accept\""), "{}", e.message);
     }
 }

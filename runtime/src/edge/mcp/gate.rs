@@ -194,7 +194,7 @@ mod tests {
 
     fn call(name: &str) -> Message {
         Message {
-            id: Some(json!(1)),
+            id: Some(crate::edge::jsonrpc::Id::from_value(&json!(1))),
             method: "tools/call".into(),
             params: json!({"name": name, "_meta": {META_VERSION: "2026-07-28", META_CAPABILITIES: {}}}),
         }
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn missing_meta_keys_are_invalid_params_on_400() {
         let m = Message {
-            id: Some(json!(1)),
+            id: Some(crate::edge::jsonrpc::Id::from_value(&json!(1))),
             method: "tools/list".into(),
             params: json!({"_meta": {META_VERSION: "2026-07-28"}}),
         };

@@ -15,10 +15,11 @@ use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
-    parse_message, result_body,
+    parse_incoming, result_body,
 };
 use super::service::{Ctx, Era, Outbound};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
+use crate::edge::jsonrpc::{self, Id, Incoming};
 use crate::identity::{AuthError, Subject};
 use crate::negotiation::{Protocol, compare};
 use tokio::sync::{mpsc, oneshot};
@@ -34,8 +35,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn sse_event(body: &Value) -> Event {
-    Event::default().event("message").data(body.to_string())
+fn sse_event(body: &str) -> Event {
+    Event::default().event("message").data(body)
 }
 
 fn sse_response<S>(stream: S) -> Response
@@ -59,8 +60,8 @@ async fn streamed(
     state: McpState,
     ctx: Ctx,
     message: Message,
-    id: Value,
-    mut rx: mpsc::UnboundedReceiver<Value>,
+    id: Id,
+    mut rx: mpsc::UnboundedReceiver<String>,
 ) -> Response {
     let (done_tx, mut done_rx) = oneshot::channel();
     // The request's held host events go with its work, to the run it may create.
@@ -84,7 +85,7 @@ async fn streamed(
         .in_current_span(),
     );
     let owner = AbortOnDrop(work.abort_handle());
-    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Value| match outcome {
+    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Id| match outcome {
         Ok(Some(result)) => result_body(id, result),
         Ok(None) => result_body(id, json!({})),
         Err(e) => e.body(Some(id)),
@@ -107,11 +108,11 @@ async fn streamed(
     };
     // From here the answer goes last on the stream; `owner` lives as long as the stream.
     struct Open {
-        pending: Option<Value>,
-        rx: mpsc::UnboundedReceiver<Value>,
+        pending: Option<String>,
+        rx: mpsc::UnboundedReceiver<String>,
         done_rx: oneshot::Receiver<Result<Option<Value>, RpcError>>,
         finished: bool,
-        id: Value,
+        id: Id,
         _owner: AbortOnDrop,
     }
     let open = Open {
@@ -146,8 +147,8 @@ async fn streamed(
 }
 
 /// A JSON-RPC error as an HTTP response.
-pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
-    let mut resp = (error.http, axum::Json(error.body(id))).into_response();
+pub fn error_response(error: &RpcError, id: Option<&Id>) -> Response {
+    let mut resp = jsonrpc::http_response(error.http, error.body(id));
     if error.code == UNAUTHENTICATED {
         resp.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -169,52 +170,26 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
 /// JSON-RPC's generic server error, for a spent rate limit (MCP defines no code for it).
 const RATE_LIMITED: i64 = -32000;
 
-/// Where the mount's protected resource metadata (RFC 9728) is served.
-pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
-
-/// The mount's public URL: discovery's `mcp.serverUrls` (built from the configured public
-/// URL, `--public-url` or the listen address), never a request's `Host` header, which a
-/// client may forge. `None` when the host names no URL (then the challenge names none).
-fn mount_url(state: &McpState) -> Option<String> {
-    state.app.discovery.document["mcp"]["serverUrls"][0]
-        .as_str()
-        .map(str::to_owned)
-}
-
-/// A refused credential: the JSON-RPC error, and the MCP authorization challenge
-/// `WWW-Authenticate: Bearer resource_metadata="…"` so a client knows this is a protected
-/// resource of the current revision (not a legacy server) and where to read about it.
-fn unauthenticated(error: &RpcError, state: &McpState) -> Response {
+/// A refused credential: the JSON-RPC error, and the challenge of the host's identity
+/// lanes. With api keys only (keys the operator issues; no authorization server to point
+/// at) it is a plain `Bearer` challenge (RFC 6750 §3), with no `resource_metadata`
+/// pointer: a protected-resource document would have to list an authorization server
+/// (MCP authorization) and there is none. An error code is only for a credential that was
+/// presented (§3.1): `invalid_token` for an unknown key, `invalid_request` for an
+/// Authorization header that is not `Bearer <key>`; a request without one gets none.
+fn unauthenticated(error: &RpcError, cause: &AuthError) -> Response {
     let mut resp = error_response(error, None);
-    let mut challenge = String::from("Bearer");
-    if let Some(base) =
-        mount_url(state).and_then(|u| u.strip_suffix(super::PATH).map(str::to_owned))
-    {
-        challenge.push_str(&format!(
-            " resource_metadata=\"{base}{RESOURCE_METADATA_PATH}\","
-        ));
-    }
-    challenge.push_str(
-        " error=\"invalid_token\", error_description=\"send Authorization: Bearer <api key>\"",
-    );
+    let challenge = match cause {
+        AuthError::Missing => "Bearer".to_owned(),
+        AuthError::Malformed => {
+            format!("Bearer error=\"invalid_request\", error_description=\"{cause}\"")
+        }
+        _ => format!("Bearer error=\"invalid_token\", error_description=\"{cause}\""),
+    };
     if let Ok(v) = HeaderValue::from_str(&challenge) {
         resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
     resp
-}
-
-/// `GET /.well-known/oauth-protected-resource[/mcp]`: the mount as an RFC 9728 protected
-/// resource. The credential is an api key issued by the host's operator, so no
-/// authorization server is listed; `bearer_methods_supported` says how to send it.
-pub async fn resource_metadata(State(state): State<McpState>) -> Response {
-    let resource = mount_url(&state);
-    axum::Json(json!({
-        "resource": resource,
-        "resource_name": "openwop MCP mount",
-        "bearer_methods_supported": ["header"],
-        "authorization_servers": [],
-    }))
-    .into_response()
 }
 
 impl IntoResponse for RpcError {
@@ -255,9 +230,7 @@ impl FromRequestParts<McpState> for McpCaller {
                         error.message = l.unauthenticated_message();
                         error_response(&error, None)
                     }
-                    Ok(()) => {
-                        unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), state)
-                    }
+                    Ok(()) => unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), &e),
                 },
             })
             .and_then(|subject| {
@@ -280,20 +253,24 @@ fn rate_limited(l: crate::identity::rate::Limited) -> RpcError {
         .with_http(StatusCode::TOO_MANY_REQUESTS)
 }
 
-/// What a POST carries: a request or notification, or a response to a request the host
-/// sent (the answer to an `elicitation/create` in a 2025-11-25 session).
-pub enum Incoming {
-    Message(Message),
-    Response(Value),
-}
-
-/// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes.
+/// One JSON-RPC message, read from a body of at most [`BODY_LIMIT`] bytes: a request or
+/// notification, or a response to a request the host sent (the answer to an
+/// `elicitation/create` in a 2025-11-25 session).
 pub struct McpMessage(pub Incoming);
 
 impl FromRequest<McpState> for McpMessage {
     type Rejection = RpcError;
 
     async fn from_request(request: Request, _: &McpState) -> Result<Self, RpcError> {
+        // Streamable HTTP carries JSON-RPC as application/json; a body of any other type
+        // is refused before it is read (415), never guessed at.
+        if !jsonrpc::is_json_content_type(request.headers(), &[]) {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                "the request body must be application/json",
+            )
+            .with_http(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
         let body = axum::body::to_bytes(request.into_body(), BODY_LIMIT)
             .await
             .map_err(|_| {
@@ -303,15 +280,7 @@ impl FromRequest<McpState> for McpMessage {
                 )
                 .with_http(StatusCode::PAYLOAD_TOO_LARGE)
             })?;
-        if let Ok(value) = serde_json::from_slice::<Value>(&body)
-            && let Some(obj) = value.as_object()
-            && !obj.contains_key("method")
-            && obj.contains_key("id")
-            && (obj.contains_key("result") || obj.contains_key("error"))
-        {
-            return Ok(McpMessage(Incoming::Response(value)));
-        }
-        parse_message(&body).map(|m| McpMessage(Incoming::Message(m)))
+        parse_incoming(&body, true).map(McpMessage)
     }
 }
 
@@ -385,7 +354,7 @@ pub async fn handle(
     McpMessage(incoming): McpMessage,
 ) -> Response {
     let message = match incoming {
-        Incoming::Message(m) => m,
+        Incoming::Request(m) => m,
         Incoming::Response(response) => {
             return take_response(state, subject, headers, response).await;
         }
@@ -492,14 +461,28 @@ async fn serve_message(
                         return error_response(&RpcError::internal(), id.as_ref());
                     }
                 };
-                let mut resp = axum::Json(result_body(id.as_ref().unwrap_or(&Value::Null), result))
-                    .into_response();
+                let mut resp =
+                    jsonrpc::http_response(StatusCode::OK, result_body(&message.echo_id(), result));
                 if let Ok(v) = HeaderValue::from_str(&session) {
                     resp.headers_mut().insert(SESSION_HEADER, v);
                 }
                 resp
             }
             Err(e) => error_response(&e, id.as_ref()),
+        };
+    }
+    // The initialize era's `ping` is answered at any time, before `initialize` too
+    // (2025-11-25 lifecycle: the one request a client may send first); a session's ping
+    // is served below. The stateless era removed it (SEP-2575): a `ping` that names a 2026
+    // revision is method-not-found (404), as the MCP conformance suite checks.
+    if message.method == "ping"
+        && !message.meta().contains_key(gate::META_VERSION)
+        && matches!(gate::header_text(&headers, SESSION_HEADER), Ok(None))
+        && !matches!(gate::header_text(&headers, VERSION_HEADER), Ok(Some(v)) if is_stateless(&v))
+    {
+        return match &message.id {
+            Some(id) => jsonrpc::http_response(StatusCode::OK, result_body(id, json!({}))),
+            None => StatusCode::ACCEPTED.into_response(),
         };
     }
     // Routing comes before every other check: a method this mount does not know is
@@ -531,14 +514,14 @@ async fn serve_message(
     if message.method == "subscriptions/listen" && matches!(ctx.era, Era::Modern(_)) {
         return super::listen::open(state, ctx, message).await;
     }
-    let id = id.unwrap_or(Value::Null);
+    let id = id.unwrap_or_else(Id::null);
     if wants_sse(&headers, &message.method) {
-        let (tx, rx) = mpsc::unbounded_channel::<Value>();
+        let (tx, rx) = mpsc::unbounded_channel::<String>();
         ctx.outbound = Some(Outbound::new(tx, &message));
         return streamed(state, ctx, message, id, rx).await;
     }
     match state.dispatch(&ctx, &message).await {
-        Ok(Some(result)) => axum::Json(result_body(&id, result)).into_response(),
+        Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, result)),
         Ok(None) => StatusCode::ACCEPTED.into_response(),
         Err(e) => error_response(&e, Some(&id)),
     }

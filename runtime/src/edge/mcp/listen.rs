@@ -34,10 +34,10 @@ fn notification(method: &str, mut params: Value, id: &Value) -> Value {
 /// Opens the stream on streamable HTTP. Ends when the client goes away (the stream is
 /// dropped) or, with a final result to the listen id, when the host shuts down.
 pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(16);
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(16);
     let _ = start(state, ctx, message, tx).await;
     let stream = futures::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |v| {
-        Ok::<Event, Infallible>(Event::default().event("message").data(v.to_string()))
+        Ok::<Event, Infallible>(Event::default().event("message").data(v))
     });
     let mut resp = Sse::new(stream)
         .keep_alive(KeepAlive::default())
@@ -56,9 +56,12 @@ pub async fn start(
     state: McpState,
     ctx: Ctx,
     message: Message,
-    tx: tokio::sync::mpsc::Sender<Value>,
+    tx: tokio::sync::mpsc::Sender<String>,
 ) -> tokio::task::JoinHandle<()> {
-    let id = message.id.clone().unwrap_or(Value::Null);
+    // The final result echoes the request id as sent; the subscription id in `_meta` is
+    // that id as a value.
+    let raw_id = message.echo_id();
+    let id = raw_id.value();
     let asked = message
         .params
         .get("notifications")
@@ -113,7 +116,7 @@ pub async fn start(
             json!({"notifications": honoured}),
             &id,
         );
-        if tx.send(ack).await.is_err() {
+        if tx.send(ack.to_string()).await.is_err() {
             return;
         }
         // Where each watched task stood when last told, so an update that changed nothing
@@ -142,7 +145,7 @@ pub async fn start(
             }
             last.insert(run.run_id.clone(), view.clone());
             if tx
-                .send(notification("notifications/tasks", view, &id))
+                .send(notification("notifications/tasks", view, &id).to_string())
                 .await
                 .is_err()
             {
@@ -151,7 +154,7 @@ pub async fn start(
         }
         // A graceful end: the final result to the listen id.
         let end = result_body(
-            &id,
+            &raw_id,
             json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}),
         );
         let _ = tx.send(end).await;

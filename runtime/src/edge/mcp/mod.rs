@@ -166,14 +166,6 @@ pub fn router_for(state: McpState) -> Router {
                 .delete(http::end_session)
                 .fallback(http::wrong_method),
         )
-        .route(
-            http::RESOURCE_METADATA_PATH,
-            axum::routing::get(http::resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource",
-            axum::routing::get(http::resource_metadata),
-        )
         .layer(panic)
         .with_state(state)
 }

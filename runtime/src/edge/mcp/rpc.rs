@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::edge::jsonrpc::Malformed;
+use crate::edge::jsonrpc::{self, Id, Incoming, Malformed};
 use crate::ops::OpError;
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -22,20 +22,41 @@ pub const UNAUTHENTICATED: i64 = -32001;
 /// One JSON-RPC message as received: a request when `id` is present, else a notification.
 pub use crate::edge::jsonrpc::Request as Message;
 
-/// Reads one MCP message: the shared JSON-RPC framing, plus MCP's rule that a request id
-/// is a string or an integer (never null, never fractional). Batches and responses are
-/// refused: each POST or stdio line carries exactly one request or notification.
+/// Whether an id is one MCP allows: a string or an integer (never null, never fractional).
+fn mcp_id(id: &Id) -> bool {
+    let v = id.value();
+    v.is_string() || v.is_i64() || v.is_u64() || is_big_integer(id.raw())
+}
+
+/// An integer beyond 64 bits (its JSON text is all digits): still an integer id.
+fn is_big_integer(raw: &str) -> bool {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Reads one MCP message: the shared strict JSON-RPC framing, plus MCP's rule on ids.
+/// Batches and responses are refused: each POST or stdio line carries exactly one request
+/// or notification.
 pub fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
-    let message = crate::edge::jsonrpc::parse(body)?;
-    if let Some(id) = &message.id
-        && !(id.is_string() || id.is_i64() || id.is_u64())
+    match parse_incoming(body, false)? {
+        Incoming::Request(message) => Ok(message),
+        Incoming::Response(_) => Err(RpcError::new(INVALID_REQUEST, "not a request")),
+    }
+}
+
+/// [`parse_message`], or (when `responses` is set) a response to a request the host sent.
+pub fn parse_incoming(body: &[u8], responses: bool) -> Result<Incoming, RpcError> {
+    let incoming = jsonrpc::parse_incoming(body, responses)?;
+    if let Incoming::Request(message) = &incoming
+        && let Some(id) = &message.id
+        && !mcp_id(id)
     {
         return Err(RpcError::new(
             INVALID_REQUEST,
             "`id` must be a string or an integer",
         ));
     }
-    Ok(message)
+    Ok(incoming)
 }
 
 impl From<Malformed> for RpcError {
@@ -45,11 +66,7 @@ impl From<Malformed> for RpcError {
             Malformed::InvalidRequest { .. } | Malformed::ParamsNotObject { .. } => INVALID_REQUEST,
         };
         let mut e = RpcError::new(code, m.message());
-        e.id = m
-            .id()
-            .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
-            .cloned()
-            .map(Box::new);
+        e.id = m.id().filter(|id| mcp_id(id)).cloned();
         e
     }
 }
@@ -62,7 +79,7 @@ pub struct RpcError {
     pub data: Option<Box<Value>>,
     pub http: StatusCode,
     /// The request id, when the request got far enough to have one.
-    pub id: Option<Box<Value>>,
+    pub id: Option<Id>,
 }
 
 impl RpcError {
@@ -103,14 +120,20 @@ impl RpcError {
         RpcError::new(INTERNAL_ERROR, "the host failed while handling the request")
     }
 
-    /// The JSON-RPC error response body for request `id`.
-    pub fn body(&self, id: Option<&Value>) -> Value {
+    /// The `error` member.
+    pub fn error_member(&self) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let Some(data) = &self.data {
             error["data"] = (**data).clone();
         }
-        let id = id.or(self.id.as_deref()).cloned().unwrap_or(Value::Null);
-        json!({"jsonrpc": "2.0", "id": id, "error": error})
+        error
+    }
+
+    /// The JSON-RPC error response to request `id` (else the id the error carries, else
+    /// null), with the id as the request sent it.
+    pub fn body(&self, id: Option<&Id>) -> String {
+        let id = id.or(self.id.as_ref()).cloned().unwrap_or_else(Id::null);
+        jsonrpc::failure(&id, &self.error_member())
     }
 }
 
@@ -159,9 +182,9 @@ impl From<OpError> for RpcError {
     }
 }
 
-/// The success response body.
-pub fn result_body(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+/// The success response to request `id`, with the id as the request sent it.
+pub fn result_body(id: &Id, result: Value) -> String {
+    jsonrpc::success(id, &result)
 }
 
 #[cfg(test)]
@@ -180,7 +203,17 @@ mod tests {
         let e = parse_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err();
         assert_eq!(e.code, INVALID_REQUEST);
         let e = parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap_err();
-        assert_eq!(e.body(None)["id"], 1);
+        assert!(e.body(None).contains(r#""id":1,"#), "{}", e.body(None));
+        // An integer beyond 64 bits is still an integer id, echoed as sent.
+        let big =
+            parse_message(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#)
+                .expect("big id");
+        assert_eq!(
+            result_body(&big.echo_id(), json!({})),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
+        );
+        let e = parse_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
+        assert_eq!(e.code, INVALID_REQUEST);
     }
 
     #[test]

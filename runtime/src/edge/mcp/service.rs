@@ -73,7 +73,8 @@ impl Ctx {
 /// The channel a request's notifications travel on before its answer.
 #[derive(Clone)]
 pub struct Outbound {
-    tx: tokio::sync::mpsc::UnboundedSender<Value>,
+    /// Serialized JSON-RPC messages, in order.
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
     /// `params._meta.progressToken` of the request: progress is reported only when set.
     progress_token: Option<Value>,
     /// The last `progress` sent for the request: every notification's is larger, across
@@ -82,8 +83,8 @@ pub struct Outbound {
 }
 
 impl Outbound {
-    /// A channel for the request `message`; each value sent is one JSON-RPC message.
-    pub fn new(tx: tokio::sync::mpsc::UnboundedSender<Value>, message: &Message) -> Outbound {
+    /// A channel for the request `message`; each string sent is one JSON-RPC message.
+    pub fn new(tx: tokio::sync::mpsc::UnboundedSender<String>, message: &Message) -> Outbound {
         let progress_token = message
             .meta()
             .get("progressToken")
@@ -97,7 +98,7 @@ impl Outbound {
     }
 
     pub(crate) fn send(&self, message: Value) -> bool {
-        self.tx.send(message).is_ok()
+        self.tx.send(message.to_string()).is_ok()
     }
 }
 
@@ -325,7 +326,11 @@ impl McpState {
                 .await;
         }
         let workflow = self.app.ops.get_workflow(&ctx.subject, name)?;
-        // Arguments are checked before anything is created; create_run checks again.
+        // Arguments are checked before anything is created; create_run checks again. A
+        // call whose arguments fail the tool's inputSchema is a tool execution error
+        // (SEP-1303, since 2025-11-25), answered in both eras: a result with `isError` and
+        // the schema's findings in its text, so the model reads them and corrects itself.
+        // Only a malformed call (no such tool, arguments not an object) is a protocol error.
         let problems = workflow.check_inputs(&arguments);
         if !problems.is_empty() {
             // Clients show the message, not `data`: it says which argument and why.
@@ -346,8 +351,11 @@ impl McpState {
             if more > 0 {
                 message.push_str(&format!(" (and {more} more)"));
             }
-            return Err(RpcError::invalid_params(message)
-                .with_data(json!({"errors": problems.iter().map(|p| json!({"pointer": p.pointer, "message": p.message})).collect::<Vec<_>>()})));
+            return Ok(json!({
+                "resultType": "complete",
+                "content": [{"type": "text", "text": message}],
+                "isError": true,
+            }));
         }
         let request = crate::ops::run_request(name, arguments.clone())?;
         let run = self

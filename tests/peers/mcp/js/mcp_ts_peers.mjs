@@ -31,7 +31,7 @@ function answerEveryQuestion(params) {
 async function humanInTheLoop(client, label) {
   const approved = await client.callTool({ name: 'approval', arguments: {} });
   assert.equal(approved.isError ?? false, false, JSON.stringify(approved));
-  assert.equal(approved.structuredContent.decision.decision, 'accept');
+  assert.equal(approved.structuredContent.decision.action, 'accept');
   ok(`${label}: an approval run answered through the elicitation handler`);
   const clarified = await client.callTool({ name: 'clarify', arguments: {} });
   assert.equal(clarified.isError ?? false, false, JSON.stringify(clarified));

@@ -40,6 +40,10 @@ async def exercise(client, label):
     check(json.loads(text).get("from") == label, f"{label}: echo returns its arguments")
     failed = await client.call_tool("fail", {})
     check(failed.is_error, f"{label}: a failed run is isError")
+    # SEP-1303: arguments that fail the tool's inputSchema are a tool error the model reads.
+    invalid = await client.call_tool("slow", {"ms": "x"})
+    check(invalid.is_error and "argument `ms`" in invalid.content[0].text,
+          f"{label}: arguments failing the inputSchema are an isError result naming them")
 
 
 asked = []
@@ -60,7 +64,7 @@ async def human_in_the_loop(client, label):
     before = len(asked)
     result = await client.call_tool("approval", {})
     check(not result.is_error, f"{label}: an approval run answered through the elicitation callback completes")
-    check(result.structured_content["decision"]["decision"] == "accept", f"{label}: the approval carries the answer")
+    check(result.structured_content["decision"]["action"] == "accept", f"{label}: the approval carries the answer")
     result = await client.call_tool("clarify", {})
     check(not result.is_error, f"{label}: a clarification run answered through the callback completes")
     check(result.structured_content["answer"]["q1"] == "answer to q1", f"{label}: the clarification carries the answer")
