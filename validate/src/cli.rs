@@ -1,21 +1,24 @@
-//! `openwop validate`: checks discovery documents and agent cards, for people and for CI.
+//! The validate command: checks discovery documents and agent cards, for people and for CI.
+//! The same arguments as `openwop-validate` and as the host's `openwop validate`.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use openwop_generated::validators::Options;
 
-use crate::validate::load::load;
-use crate::validate::report::{Format, Report};
-use crate::validate::{Kind, parse_today, validate};
+use crate::load::load;
+use crate::report::{Format, Report};
+use crate::{Kind, parse_today, validate};
 
+/// `{bin}` is replaced by how the command is invoked (`openwop-validate`, `openwop validate`).
 const EXAMPLES: &str = "\
 Examples:
-  openwop validate discovery.json
-  openwop validate --now 2026-12-01 --format json tests/vectors/discovery/valid/*.json
-  curl -s https://host.example/.well-known/openwop | openwop validate -
-  openwop validate https://host.example            # fetches /.well-known/openwop
-  openwop validate --kind agent-card --discovery discovery.json agent-card.json
+  {bin} discovery.json
+  {bin} --now 2026-12-01 --format json tests/vectors/discovery/valid/*.json
+  curl -s https://host.example/.well-known/openwop | {bin} -
+  {bin} https://host.example            # fetches /.well-known/openwop
+  {bin} --kind agent-card --discovery discovery.json agent-card.json
 
 Human output is one line per finding, PATH:POINTER: RULE: sentence, then a summary.
 JSON output is an array of {path, pointer, rule, message}. A specific rule (such as
@@ -24,9 +27,8 @@ discovery.no-supported-transports) is listed before the generic `schema` finding
 Exit status: 0 every document is valid, 1 a document is invalid,
 2 usage error or a document could not be read, fetched or parsed.";
 
-/// Arguments of `openwop validate`.
-#[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+/// Arguments of the validate command.
+#[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -88,6 +90,32 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The standalone binary's command line: the validate arguments at the top level.
+#[derive(Debug, Parser)]
+#[command(
+    name = "openwop-validate",
+    version,
+    about = "Check OpenWOP v2 discovery documents and A2A agent cards against the spec corpus"
+)]
+struct Standalone {
+    #[command(flatten)]
+    args: ValidateArgs,
+}
+
+/// Gives a clap command of these arguments its examples, written as `invocation` is typed.
+pub fn with_examples(command: clap::Command, invocation: &str) -> clap::Command {
+    command.after_help(EXAMPLES.replace("{bin}", invocation))
+}
+
+/// The `openwop-validate` binary: parses the command line and runs.
+pub fn main(invocation: &str) -> ExitCode {
+    let matches = with_examples(Standalone::command(), invocation).get_matches();
+    match Standalone::from_arg_matches(&matches) {
+        Ok(cli) => run(cli.args),
+        Err(e) => e.exit(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `openwop validate` as a user and a CI script meet it: exit codes, both output formats,
+//! `openwop-validate` (the same command as `openwop validate`) as a user and a CI script meet it: exit codes, both output formats,
 //! standard input, unreadable and malformed files, and URLs served by a local server.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,14 +27,13 @@ fn openwop(args: &[&str]) -> Output {
 }
 
 fn openwop_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .arg("validate")
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the openwop binary starts");
+        .expect("the openwop-validate binary starts");
     let mut pipe = child.stdin.take().expect("stdin is piped");
     let input = stdin.unwrap_or_default().to_vec();
     let writer = thread::spawn(move || {
@@ -264,7 +263,7 @@ fn help_shows_examples() {
     let out = openwop(&["--help"]);
     assert_eq!(code(&out), 0);
     assert!(
-        stdout(&out).contains("openwop validate --kind agent-card --discovery"),
+        stdout(&out).contains("openwop-validate --kind agent-card --discovery"),
         "{}",
         stdout(&out)
     );

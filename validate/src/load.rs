@@ -4,8 +4,9 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::Value;
+use ureq::http::{self, Uri};
 
-use super::Kind;
+use crate::Kind;
 
 /// Why a document could not be read; the message says where.
 #[derive(Debug, thiserror::Error)]
@@ -92,16 +93,30 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
 }
 
 /// The URL to fetch: a bare origin gets the kind's well-known path.
-pub fn target_url(arg: &str, kind: Kind) -> Result<reqwest::Url, LoadError> {
-    let mut url = reqwest::Url::parse(arg).map_err(|e| LoadError::Http {
+pub fn target_url(arg: &str, kind: Kind) -> Result<Uri, LoadError> {
+    let invalid = |reason: String| LoadError::Http {
         url: arg.to_owned(),
-        reason: format!("not a valid URL ({e})"),
-    })?;
-    if (url.path() == "/" || url.path().is_empty()) && url.query().is_none() {
-        url.set_path(kind.well_known_path());
+        reason: format!("not a valid URL ({reason})"),
+    };
+    let uri: Uri = arg
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| invalid(e.to_string()))?;
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(invalid("no host".into()));
     }
-    Ok(url)
+    let bare = uri
+        .path_and_query()
+        .is_none_or(|pq| (pq.path() == "/" || pq.path().is_empty()) && pq.query().is_none());
+    if !bare {
+        return Ok(uri);
+    }
+    let mut parts = uri.into_parts();
+    parts.path_and_query = Some(http::uri::PathAndQuery::from_static(kind.well_known_path()));
+    Uri::from_parts(parts).map_err(|e| invalid(e.to_string()))
 }
+
+/// The largest document fetched; a discovery document is a few kilobytes.
+const BODY_LIMIT: u64 = 10 * 1024 * 1024;
 
 fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let url = target_url(arg, kind)?;
@@ -110,41 +125,29 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         url: label.clone(),
         reason,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    // A status is read here, not turned into an error, so the message can say which.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(FETCH_TIMEOUT))
+        .http_status_as_error(false)
         .build()
-        .map_err(|e| failed(format!("cannot start the HTTP client ({e})")))?;
-    let body = runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .build()
-            .map_err(|e| failed(format!("cannot build the HTTP client ({e})")))?;
-        let response = client
-            .get(url.clone())
-            .header(VERSION_HEADER.0, VERSION_HEADER.1)
-            .header("Accept", "application/json")
-            .send()
-            .await
-            .map_err(|e| failed(describe(&e)))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(failed(format!("the server answered HTTP {status}")));
-        }
-        response.bytes().await.map_err(|e| failed(describe(&e)))
-    })?;
-    parse(label, &body)
-}
-
-/// reqwest's top-level message hides the cause ("error sending request"); name it.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+        .into();
+    let mut response = agent
+        .get(&url)
+        .header(VERSION_HEADER.0, VERSION_HEADER.1)
+        .header("Accept", "application/json")
+        .call()
+        .map_err(|e| failed(e.to_string()))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(failed(format!("the server answered HTTP {status}")));
     }
-    text
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(BODY_LIMIT)
+        .read_to_vec()
+        .map_err(|e| failed(e.to_string()))?;
+    parse(label, &body)
 }
 
 #[cfg(test)]
