@@ -15,6 +15,7 @@ pub mod generated;
 pub mod host;
 pub mod identity;
 pub mod ids;
+pub mod mcp_bridge;
 pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod observe;
