@@ -28,12 +28,33 @@ pub enum LoadError {
     Http { url: String, reason: String },
 }
 
+impl LoadError {
+    /// How findings name the input: the argument, `<stdin>`, or the URL.
+    pub fn label(&self) -> &str {
+        match self {
+            LoadError::Io { label, .. } | LoadError::Json { label, .. } => label,
+            LoadError::Http { url, .. } => url,
+        }
+    }
+
+    /// The message without the input's name, for a finding that names it already.
+    pub fn reason(&self) -> String {
+        match self {
+            LoadError::Io { source, .. } => format!("cannot read the file: {source}"),
+            LoadError::Json { reason, .. } => format!("not valid JSON: {reason}"),
+            LoadError::Http { reason, .. } => format!("cannot fetch it: {reason}"),
+        }
+    }
+}
+
 /// A document read from a PATH argument.
 #[derive(Debug)]
 pub struct Loaded {
     /// How findings name the document: the argument as given, `<stdin>` for `-`, or the
     /// URL actually fetched.
     pub label: String,
+    /// The text read, to place findings on lines and columns.
+    pub text: String,
     pub value: Value,
 }
 
@@ -74,7 +95,13 @@ fn is_url(arg: &str) -> bool {
 /// Parses JSON, naming the line and column of the first error.
 pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
     match serde_json::from_slice(text) {
-        Ok(value) => Ok(Loaded { label, value }),
+        // JSON that parsed is UTF-8 (serde_json checks strings; anything else outside
+        // them is a syntax error), so the lossy conversion never replaces anything.
+        Ok(value) => Ok(Loaded {
+            label,
+            text: String::from_utf8_lossy(text).into_owned(),
+            value,
+        }),
         Err(e) => {
             let reason = e.to_string();
             // serde_json appends " at line L column C"; the location is already in front.

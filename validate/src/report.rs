@@ -1,159 +1,208 @@
-//! Rendering findings: one line each for people, a stable JSON array for scripts.
+//! The findings of one run, per document, with positions and severities: what every output
+//! format renders.
 
 use std::cmp::Ordering;
 
 use openwop_generated::validators::Finding;
 use serde::Serialize;
 
-/// One finding, tied to the document it is about. The JSON output is an array of these.
+use crate::baseline::Stale;
+use crate::position::{Locator, Position};
+use crate::rules::{self, Severity};
+
+/// One finding, tied to the document it is about. `--format json` prints an array of these,
+/// keys in this order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Entry {
     pub path: String,
-    pub pointer: String,
+    /// 1-based line of the pointer's value in the text read.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    #[serde(serialize_with = "severity_str")]
+    pub severity: Severity,
     pub rule: String,
+    pub pointer: String,
     pub message: String,
+    /// The rule's page in the rule reference.
+    pub docs: String,
 }
 
-/// Every finding of one run, in the order given to [`Report::add`], sorted within each
-/// document.
+fn severity_str<S: serde::Serializer>(s: &Severity, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(s.as_str())
+}
+
+/// One PATH argument and what was found in it.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// How findings name it: the argument, `<stdin>`, or the URL fetched.
+    pub path: String,
+    pub entries: Vec<Entry>,
+}
+
+impl Document {
+    /// Whether the document could not be checked at all.
+    pub fn unreadable(&self) -> bool {
+        self.entries.iter().any(|e| rules::is_input(&e.rule))
+    }
+}
+
+/// Every document of a run, in argument order, each one's findings sorted.
 #[derive(Debug, Default)]
 pub struct Report {
-    entries: Vec<Entry>,
-    documents: usize,
-    invalid: usize,
-    unreadable: usize,
+    pub documents: Vec<Document>,
+    /// Findings left out because the baseline lists them.
+    pub known: usize,
+    /// Baseline entries that no longer occur.
+    pub stale: Vec<Stale>,
 }
 
-/// The output formats of `openwop validate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// `PATH:POINTER: RULE: sentence` lines and a summary.
-    Human,
-    /// An array of `{path, pointer, rule, message}`.
-    Json,
+/// Counts for summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub documents: usize,
+    pub invalid: usize,
+    pub unreadable: usize,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+impl Counts {
+    pub fn findings(&self) -> usize {
+        self.errors + self.warnings
+    }
 }
 
 impl Report {
-    /// Records one validated document and its findings. Within a document a specific rule
-    /// comes before the generic `schema` finding it may restate, so a reader meets the
-    /// sentence that says what to change first; then pointers in document order.
-    pub fn add(&mut self, path: &str, findings: Vec<Finding>) {
-        self.documents += 1;
-        if findings.is_empty() {
-            return;
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.documents.iter().flat_map(|d| d.entries.iter())
+    }
+
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            documents: self.documents.len(),
+            ..Counts::default()
+        };
+        for d in &self.documents {
+            c.invalid += usize::from(!d.entries.is_empty());
+            c.unreadable += usize::from(d.unreadable());
         }
-        self.invalid += 1;
-        let mut findings = without_cascades(findings);
-        findings.sort_by(|a, b| {
-            (a.rule == "schema")
-                .cmp(&(b.rule == "schema"))
-                .then_with(|| compare_pointers(&a.pointer, &b.pointer))
-                .then_with(|| a.rule.cmp(&b.rule))
-                .then_with(|| a.message.cmp(&b.message))
-        });
-        findings.dedup();
-        self.entries.extend(findings.into_iter().map(|f| Entry {
-            path: path.to_owned(),
-            pointer: f.pointer,
-            rule: f.rule,
-            message: f.message,
-        }));
-    }
-
-    /// Records a document that could not be read.
-    pub fn add_unreadable(&mut self) {
-        self.unreadable += 1;
-    }
-
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
-    }
-
-    pub fn has_findings(&self) -> bool {
-        self.invalid > 0
-    }
-
-    /// The whole output in the given format, ending with a newline.
-    pub fn render(&self, format: Format) -> String {
-        match format {
-            Format::Human => self.human(),
-            Format::Json => {
-                // Serialising plain strings cannot fail; fall back to an empty array anyway.
-                let mut text =
-                    serde_json::to_string_pretty(&self.entries).unwrap_or_else(|_| "[]".into());
-                text.push('\n');
-                text
+        for e in self.entries() {
+            match e.severity {
+                Severity::Error => c.errors += 1,
+                Severity::Warning => c.warnings += 1,
             }
         }
+        c
     }
 
-    fn human(&self) -> String {
-        let mut text = String::new();
-        for e in &self.entries {
+    /// The one-line summary every human-facing format ends with.
+    pub fn summary(&self) -> String {
+        let c = self.counts();
+        let mut text = format!(
+            "{}, {} invalid, {}",
+            plural(c.documents, "document"),
+            c.invalid,
+            plural(c.findings(), "finding")
+        );
+        if c.findings() > 0 {
             text.push_str(&format!(
-                "{}:{}: {}: {}\n",
-                e.path, e.pointer, e.rule, e.message
+                " ({}, {})",
+                plural(c.errors, "error"),
+                plural(c.warnings, "warning")
             ));
         }
-        text.push_str(&format!(
-            "{}, {} invalid, {}",
-            plural(self.documents, "document"),
-            self.invalid,
-            plural(self.entries.len(), "finding")
-        ));
-        if self.unreadable > 0 {
-            text.push_str(&format!(", {} unreadable", self.unreadable));
+        if c.unreadable > 0 {
+            text.push_str(&format!(", {} unreadable", c.unreadable));
         }
-        text.push('\n');
+        if self.known > 0 {
+            text.push_str(&format!(", {} known in the baseline", self.known));
+        }
+        if !self.stale.is_empty() {
+            text.push_str(&format!(
+                ", {} no longer found",
+                plural(self.stale.len(), "baseline entry")
+            ));
+        }
         text
     }
 }
 
-/// What the JSON Schema crate says when an object has properties no subschema evaluated.
-const UNEVALUATED: &str = "Unevaluated properties are not allowed";
-
-/// Drops the `unevaluatedProperties` findings that only echo another failure.
-///
-/// A family record is `allOf: [record header, facet file]` closed by
-/// `unevaluatedProperties: false`. When any branch fails, JSON Schema discards that
-/// branch's annotations, so every property of the record then reads as unexpected: one
-/// wrong `profiles` entry also yields "'versions', 'preferredVersion', … were unexpected",
-/// which sends a reader after the wrong fix. Such a finding is kept only when nothing else
-/// was found at or under its pointer, i.e. when a property really is unknown. The cost: an
-/// unknown property beside another error in the same record shows up on the next run.
-fn without_cascades(findings: Vec<Finding>) -> Vec<Finding> {
-    let is_cascade = |f: &Finding| f.rule == "schema" && f.message.starts_with(UNEVALUATED);
-    let explained = |f: &Finding| {
-        findings
-            .iter()
-            .any(|other| !is_cascade(other) && within(&other.pointer, &f.pointer))
-    };
-    let keep: Vec<bool> = findings
-        .iter()
-        .map(|f| !(is_cascade(f) && explained(f)))
+/// Turns a validator's findings into sorted entries with positions. Within a document a
+/// specific rule comes before the generic `schema` finding it may restate, so a reader meets
+/// the sentence that says what to change first; then pointers in document order. Only exact
+/// duplicates are merged: no finding is dropped because another is present.
+pub fn entries(
+    path: &str,
+    text: &str,
+    findings: Vec<Finding>,
+    severity: impl Fn(&str) -> Option<Severity>,
+    docs: &rules::Docs,
+) -> Vec<Entry> {
+    let mut findings: Vec<(Finding, Severity)> = findings
+        .into_iter()
+        .filter_map(|f| severity(&f.rule).map(|s| (f, s)))
         .collect();
+    if findings.is_empty() {
+        return Vec::new();
+    }
+    findings.sort_by(|(a, _), (b, _)| {
+        (a.rule == "schema")
+            .cmp(&(b.rule == "schema"))
+            .then_with(|| compare_pointers(&a.pointer, &b.pointer))
+            .then_with(|| a.rule.cmp(&b.rule))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    findings.dedup();
+    let locator = Locator::new(text);
     findings
         .into_iter()
-        .zip(keep)
-        .filter_map(|(f, k)| k.then_some(f))
+        .map(|(f, severity)| {
+            let at = locator.locate(&f.pointer);
+            Entry {
+                path: path.to_owned(),
+                line: at.line,
+                column: at.column,
+                severity,
+                docs: docs.rule(&f.rule),
+                rule: f.rule,
+                pointer: f.pointer,
+                message: f.message,
+            }
+        })
         .collect()
 }
 
-/// Whether `pointer` is `parent` or names something inside it.
-fn within(pointer: &str, parent: &str) -> bool {
-    pointer == parent || (pointer.starts_with(parent) && pointer[parent.len()..].starts_with('/'))
+/// The finding for an input that could not be checked.
+pub fn input_entry(
+    path: &str,
+    rule: &str,
+    at: Position,
+    message: String,
+    docs: &rules::Docs,
+) -> Entry {
+    Entry {
+        path: path.to_owned(),
+        line: at.line,
+        column: at.column,
+        severity: Severity::Error,
+        rule: rule.to_owned(),
+        pointer: String::new(),
+        message,
+        docs: docs.rule(rule),
+    }
 }
 
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
+pub fn plural(n: usize, noun: &str) -> String {
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("1 {noun}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
     }
 }
 
 /// Orders pointers token by token, array indexes numerically (`/2` before `/10`).
-fn compare_pointers(a: &str, b: &str) -> Ordering {
+pub fn compare_pointers(a: &str, b: &str) -> Ordering {
     let mut xs = a.split('/');
     let mut ys = b.split('/');
     loop {
@@ -186,80 +235,106 @@ mod tests {
         }
     }
 
+    fn docs() -> rules::Docs {
+        rules::Docs::new(Some("https://example.test/"))
+    }
+
+    fn all_errors(_: &str) -> Option<Severity> {
+        Some(Severity::Error)
+    }
+
     #[test]
     fn specific_rules_come_before_schema_and_indexes_sort_numerically() {
-        let mut report = Report::default();
-        report.add(
+        let text = r#"{"a2a": {"profiles": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}"#;
+        let found = entries(
             "d.json",
+            text,
             vec![
                 finding("", "schema"),
                 finding("/a2a/profiles/10", "discovery.no-legacy-profile"),
                 finding("/a2a/profiles/2", "discovery.no-legacy-profile"),
             ],
+            all_errors,
+            &docs(),
         );
-        let order: Vec<(&str, &str)> = report
-            .entries()
+        let order: Vec<(&str, &str, usize)> = found
             .iter()
-            .map(|e| (e.pointer.as_str(), e.rule.as_str()))
+            .map(|e| (e.pointer.as_str(), e.rule.as_str(), e.column))
             .collect();
         assert_eq!(
             order,
             [
-                ("/a2a/profiles/2", "discovery.no-legacy-profile"),
-                ("/a2a/profiles/10", "discovery.no-legacy-profile"),
-                ("", "schema"),
+                ("/a2a/profiles/2", "discovery.no-legacy-profile", 29),
+                ("/a2a/profiles/10", "discovery.no-legacy-profile", 53),
+                ("", "schema", 1),
             ]
         );
     }
 
     #[test]
-    fn an_unevaluated_properties_echo_is_dropped_but_a_real_unknown_property_is_kept() {
-        let echo = |pointer: &str| Finding {
-            pointer: pointer.into(),
+    fn nothing_but_exact_duplicates_is_merged_and_off_rules_are_left_out() {
+        let echo = Finding {
+            pointer: "/a2a".into(),
             rule: "schema".into(),
-            message: format!("{UNEVALUATED} ('versions', 'profiles' were unexpected)"),
+            message: "Unevaluated properties are not allowed ('versions' was unexpected)".into(),
         };
-        let mut report = Report::default();
-        report.add(
+        let found = entries(
             "a.json",
+            "{}",
             vec![
-                echo("/a2a"),
+                echo.clone(),
+                echo,
                 finding("/a2a/profiles/1", "schema"),
                 finding("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                finding("/x", "discovery.no-grpc"),
             ],
+            |rule| (rule != "discovery.no-grpc").then_some(Severity::Warning),
+            &docs(),
         );
-        report.add(
-            "b.json",
-            vec![echo("/a2a"), finding("/mcp/features/0", "schema")],
-        );
-        report.add("c.json", vec![echo("/a2a"), finding("/a2aX", "schema")]);
-        let kept: Vec<(&str, &str)> = report
-            .entries()
+        let kept: Vec<(&str, &str)> = found
             .iter()
-            .map(|e| (e.path.as_str(), e.pointer.as_str()))
+            .map(|e| (e.pointer.as_str(), e.rule.as_str()))
             .collect();
         assert_eq!(
             kept,
             [
-                ("a.json", "/a2a/profiles/1"),
-                ("a.json", "/a2a/profiles/1"),
-                ("b.json", "/a2a"),
-                ("b.json", "/mcp/features/0"),
-                ("c.json", "/a2a"),
-                ("c.json", "/a2aX"),
+                ("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                ("/a2a", "schema"),
+                ("/a2a/profiles/1", "schema"),
             ]
         );
+        assert!(found.iter().all(|e| e.severity == Severity::Warning));
     }
 
     #[test]
-    fn summary_counts_documents_invalid_and_findings() {
+    fn summary_counts_documents_invalid_findings_and_severities() {
+        let d = docs();
         let mut report = Report::default();
-        report.add("a.json", vec![]);
-        report.add("b.json", vec![finding("/x", "r")]);
-        report.add_unreadable();
-        assert_eq!(
-            report.render(Format::Human),
-            "b.json:/x: r: m\n2 documents, 1 invalid, 1 finding, 1 unreadable\n"
+        report.documents.push(Document {
+            path: "a.json".into(),
+            entries: vec![],
+        });
+        let mut b = entries("b.json", "{}", vec![finding("/x", "r")], all_errors, &d);
+        b[0].severity = Severity::Warning;
+        report.documents.push(Document {
+            path: "b.json".into(),
+            entries: b,
+        });
+        let unreadable = input_entry(
+            "c.json",
+            rules::INPUT_UNREADABLE,
+            Position::START,
+            "gone".into(),
+            &d,
         );
+        report.documents.push(Document {
+            path: "c.json".into(),
+            entries: vec![unreadable],
+        });
+        assert_eq!(
+            report.summary(),
+            "3 documents, 2 invalid, 2 findings (1 error, 1 warning), 1 unreadable"
+        );
+        assert_eq!(plural(2, "baseline entry"), "2 baseline entries");
     }
 }
