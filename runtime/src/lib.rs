@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod app;
+pub mod backup_cmd;
 pub mod clock;
 pub mod definition_files;
 pub mod discovery;
