@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod app;
+pub mod backup_cmd;
 pub mod clock;
 pub mod definition_files;
 pub mod discovery;
@@ -15,6 +16,7 @@ pub mod generated;
 pub mod host;
 pub mod identity;
 pub mod ids;
+pub mod mcp_bridge;
 pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod observe;
