@@ -60,20 +60,32 @@ pub(crate) fn find(corpus: &Corpus, uris: &SchemaUris) -> Vec<Closed> {
         .iter()
         .map(|(rel, uri)| (uri.as_str(), rel.as_str()))
         .collect();
-    let resolver = Resolver { corpus, uris, by_uri };
+    let resolver = Resolver {
+        corpus,
+        uris,
+        by_uri,
+    };
     let mut out = Vec::new();
     for rel in &corpus.schema_files {
-        let Some(uri) = uris.by_file.get(rel) else { continue };
+        let Some(uri) = uris.by_file.get(rel) else {
+            continue;
+        };
         let mut records = Vec::new();
         collect(corpus.value(rel), String::new(), &mut records);
         for pointer in records {
             let node = corpus.value(rel).pointer(&pointer).unwrap_or(&Value::Null);
             let mut seen = BTreeSet::new();
             let mut names = Names::default();
-            if resolver.declared(uri, node, true, &mut seen, &mut names).is_some()
+            if resolver
+                .declared(uri, node, true, &mut seen, &mut names)
+                .is_some()
                 && names.conditional.is_subset(&names.always)
             {
-                out.push(Closed { uri: uri.clone(), pointer, names: names.always });
+                out.push(Closed {
+                    uri: uri.clone(),
+                    pointer,
+                    names: names.always,
+                });
             }
         }
     }
@@ -88,7 +100,11 @@ fn collect(v: &Value, pointer: String, out: &mut Vec<String>) {
                 out.push(pointer.clone());
             }
             for (k, child) in obj {
-                collect(child, format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+                collect(
+                    child,
+                    format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
             }
         }
         Value::Array(items) => {
@@ -131,7 +147,10 @@ impl Resolver<'_> {
             Value::Object(obj) => obj,
             _ => return None,
         };
-        if OPAQUE.iter().any(|k| obj.contains_key(*k) && !(root && *k == "unevaluatedProperties")) {
+        if OPAQUE
+            .iter()
+            .any(|k| obj.contains_key(*k) && !(root && *k == "unevaluatedProperties"))
+        {
             return None;
         }
         match obj.get("properties") {
@@ -165,9 +184,19 @@ impl Resolver<'_> {
 
     /// Adds the names the schema a `$ref` names declares; a file the corpus lacks is
     /// registered as `{}`, which declares none.
-    fn referenced(&self, base: &str, reference: &str, seen: &mut BTreeSet<String>, names: &mut Names) -> Option<()> {
+    fn referenced(
+        &self,
+        base: &str,
+        reference: &str,
+        seen: &mut BTreeSet<String>,
+        names: &mut Names,
+    ) -> Option<()> {
         let (path, fragment) = reference.split_once('#').unwrap_or((reference, ""));
-        let uri = if path.is_empty() { base.to_owned() } else { join(base, path) };
+        let uri = if path.is_empty() {
+            base.to_owned()
+        } else {
+            join(base, path)
+        };
         let key = format!("{uri}#{fragment}");
         // A cycle cannot be resolved statically.
         if !seen.insert(key.clone()) {
@@ -199,7 +228,10 @@ mod tests {
         corpus.insert_schema("schemas/v2/x.schema.json", doc);
         let uris = crate::uris::resolve(&corpus);
         let found = find(&corpus, &uris);
-        found.into_iter().find(|c| c.pointer == pointer).map(|c| c.names)
+        found
+            .into_iter()
+            .find(|c| c.pointer == pointer)
+            .map(|c| c.names)
     }
 
     fn names(list: &[&str]) -> Option<BTreeSet<String>> {

@@ -97,22 +97,47 @@ pub(crate) fn load(corpus: &Corpus, spec_root: &Path) -> Result<Option<Vec<Rule>
     for (i, rule) in rules.iter().enumerate() {
         let at = |field: &str| format!("/rules/{i}/{field}");
         if !is_rule_id(&rule.id) {
-            return Err(cross(at("id"), format!("`{}` is not a rule id (`name` or `namespace.name`, lower case and hyphens)", rule.id)));
+            return Err(cross(
+                at("id"),
+                format!(
+                    "`{}` is not a rule id (`name` or `namespace.name`, lower case and hyphens)",
+                    rule.id
+                ),
+            ));
         }
         if let Some(previous) = i.checked_sub(1).map(|p| &rules[p])
             && previous.id >= rule.id
         {
-            return Err(cross(at("id"), format!("`{}` comes after `{}`: rules are sorted by id, each id once", rule.id, previous.id)));
+            return Err(cross(
+                at("id"),
+                format!(
+                    "`{}` comes after `{}`: rules are sorted by id, each id once",
+                    rule.id, previous.id
+                ),
+            ));
         }
-        for (field, text) in [("summary", &rule.summary), ("help", &rule.help), ("section", &rule.section)] {
+        for (field, text) in [
+            ("summary", &rule.summary),
+            ("help", &rule.help),
+            ("section", &rule.section),
+        ] {
             if text.trim().is_empty() {
-                return Err(cross(at(field), format!("rule `{}` has an empty {field}", rule.id)));
+                return Err(cross(
+                    at(field),
+                    format!("rule `{}` has an empty {field}", rule.id),
+                ));
             }
         }
         if let Value::String(path) = &rule.example
             && (!path.starts_with("tests/vectors/") || !spec_root.join(path).exists())
         {
-            return Err(cross(at("example"), format!("the example of `{}`, {path}, is not a path under tests/vectors/ that exists", rule.id)));
+            return Err(cross(
+                at("example"),
+                format!(
+                    "the example of `{}`, {path}, is not a path under tests/vectors/ that exists",
+                    rule.id
+                ),
+            ));
         }
     }
     Ok(Some(rules))
@@ -122,7 +147,8 @@ pub(crate) fn load(corpus: &Corpus, spec_root: &Path) -> Result<Option<Vec<Rule>
 fn is_rule_id(id: &str) -> bool {
     let part = |p: &str| {
         p.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
-            && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     };
     match id.split_once('.') {
         Some((ns, name)) => part(ns) && part(name),
@@ -185,29 +211,58 @@ pub(crate) fn template_ids(source: &str, namespaces: &BTreeSet<&str>) -> BTreeSe
 
 /// Every id the validators emit (`id → where`) is in the catalogue, and every catalogue rule
 /// the validators report is emitted somewhere.
-pub(crate) fn cross_check(rules: &[Rule], templates: &[Template], module_ids: &[&str]) -> Result<()> {
-    let namespaces: BTreeSet<&str> = rules.iter().filter_map(|r| r.id.split_once('.').map(|(ns, _)| ns)).collect();
+pub(crate) fn cross_check(
+    rules: &[Rule],
+    templates: &[Template],
+    module_ids: &[&str],
+) -> Result<()> {
+    let namespaces: BTreeSet<&str> = rules
+        .iter()
+        .filter_map(|r| r.id.split_once('.').map(|(ns, _)| ns))
+        .collect();
     let mut emitted: BTreeMap<String, String> = BTreeMap::new();
     for id in module_ids {
-        emitted.insert((*id).to_owned(), "codegen/src/emit/validators.rs".to_owned());
+        emitted.insert(
+            (*id).to_owned(),
+            "codegen/src/emit/validators.rs".to_owned(),
+        );
     }
     for t in templates {
         for id in template_ids(&t.rendered, &namespaces) {
-            emitted.entry(id).or_insert_with(|| format!("codegen/templates/{}.rs", t.name));
+            emitted
+                .entry(id)
+                .or_insert_with(|| format!("codegen/templates/{}.rs", t.name));
         }
     }
     for (id, source) in &emitted {
         if !rules.iter().any(|r| &r.id == id) {
-            return Err(cross("/rules".to_owned(), format!("{source} emits the rule `{id}`, which the catalogue does not list; add it")));
+            return Err(cross(
+                "/rules".to_owned(),
+                format!(
+                    "{source} emits the rule `{id}`, which the catalogue does not list; add it"
+                ),
+            ));
         }
     }
     for (i, rule) in rules.iter().enumerate() {
         match (rule.emitted_by, emitted.contains_key(&rule.id)) {
             (EmittedBy::Validators, false) => {
-                return Err(cross(format!("/rules/{i}"), format!("the catalogue lists `{}`, which no rule template or the validator module emits; remove it or mark it `emittedBy: cli`", rule.id)));
+                return Err(cross(
+                    format!("/rules/{i}"),
+                    format!(
+                        "the catalogue lists `{}`, which no rule template or the validator module emits; remove it or mark it `emittedBy: cli`",
+                        rule.id
+                    ),
+                ));
             }
             (EmittedBy::Cli, true) => {
-                return Err(cross(format!("/rules/{i}/emittedBy"), format!("`{}` is marked `emittedBy: cli` but the validators emit it", rule.id)));
+                return Err(cross(
+                    format!("/rules/{i}/emittedBy"),
+                    format!(
+                        "`{}` is marked `emittedBy: cli` but the validators emit it",
+                        rule.id
+                    ),
+                ));
             }
             _ => {}
         }
@@ -256,9 +311,17 @@ mod tests {
 
     #[test]
     fn an_emitted_id_missing_from_the_catalogue_is_named() {
-        let rules = [rule("discovery.no-grpc", EmittedBy::Validators), rule("schema", EmittedBy::Validators)];
-        let err = cross_check(&rules, &[template("discovery_rules", SOURCE)], &["schema"]).unwrap_err().to_string();
-        assert!(err.contains("discovery.required-field") && err.contains("discovery_rules"), "{err}");
+        let rules = [
+            rule("discovery.no-grpc", EmittedBy::Validators),
+            rule("schema", EmittedBy::Validators),
+        ];
+        let err = cross_check(&rules, &[template("discovery_rules", SOURCE)], &["schema"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("discovery.required-field") && err.contains("discovery_rules"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -272,20 +335,40 @@ mod tests {
         let templates = [template("discovery_rules", SOURCE)];
         cross_check(&rules, &templates, &["schema"]).expect("the catalogue matches");
         rules.push(rule("schema.stale", EmittedBy::Validators));
-        let err = cross_check(&rules, &templates, &["schema"]).unwrap_err().to_string();
+        let err = cross_check(&rules, &templates, &["schema"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("schema.stale"), "{err}");
         rules.pop();
         rules[0].emitted_by = EmittedBy::Cli;
-        let err = cross_check(&rules, &templates, &["schema"]).unwrap_err().to_string();
-        assert!(err.contains("discovery.no-grpc") && err.contains("emittedBy"), "{err}");
+        let err = cross_check(&rules, &templates, &["schema"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("discovery.no-grpc") && err.contains("emittedBy"),
+            "{err}"
+        );
     }
 
     #[test]
     fn rule_ids_have_one_grammar() {
-        for good in ["schema", "discovery.no-grpc", "agent-card.required-field", "input.malformed"] {
+        for good in [
+            "schema",
+            "discovery.no-grpc",
+            "agent-card.required-field",
+            "input.malformed",
+        ] {
             assert!(is_rule_id(good), "{good}");
         }
-        for bad in ["", "Schema", "a2a-1.0", "discovery.", ".x", "a.b.c", "discovery.no_grpc"] {
+        for bad in [
+            "",
+            "Schema",
+            "a2a-1.0",
+            "discovery.",
+            ".x",
+            "a.b.c",
+            "discovery.no_grpc",
+        ] {
             assert!(!is_rule_id(bad), "{bad}");
         }
     }

@@ -474,7 +474,10 @@ fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     let features = || items(features_value).map(|(_, f)| f);
     let features_at = if features_value.is_some() { "/mcp/features" } else { "/mcp" };
     for (i, feature) in items(features_value) {
-        if !MCP_FEATURES.iter().any(|f| f.id == feature) {
+        // A string that is not shaped like a feature id is the schema's to report.
+        let shaped = feature.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && feature.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if shaped && !MCP_FEATURES.iter().any(|f| f.id == feature) {
             let known = || MCP_FEATURES.iter().map(|f| format!("\"{}\"", f.id)).collect::<Vec<_>>().join(", ");
             push(
                 out,

@@ -37,7 +37,10 @@ fn triggered(id: &str, example: &str) -> Vec<String> {
         }
         let doc = read(&path);
         if path.to_string_lossy().contains("/agent-card/") {
-            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
             let own = path.with_file_name(format!("{stem}.discovery.json"));
             let shared = repo().join("tests/vectors/agent-card/discovery.json");
             let discovery = read(if own.exists() { &own } else { &shared });
@@ -47,7 +50,10 @@ fn triggered(id: &str, example: &str) -> Vec<String> {
         }
     } else {
         let inline: Value = serde_json::from_str(example).unwrap_or_else(|e| panic!("{id}: {e}"));
-        assert!(id.starts_with("response."), "{id}: inline examples are for response rules");
+        assert!(
+            id.starts_with("response."),
+            "{id}: inline examples are for response rules"
+        );
         let op = inline["operationId"].as_str().expect("operationId");
         let status = inline["status"].as_u64().expect("status") as u16;
         validators::validate_response(op, status, &inline["body"])
@@ -61,11 +67,20 @@ fn every_example_triggers_its_rule() {
     for rule in RULES {
         if rule.example.is_empty() {
             // Only rules that report a broken build have no example.
-            assert!(["schema.compile", "schema.unavailable"].contains(&rule.id), "{} has no example", rule.id);
+            assert!(
+                ["schema.compile", "schema.unavailable"].contains(&rule.id),
+                "{} has no example",
+                rule.id
+            );
             continue;
         }
         let found = triggered(rule.id, rule.example);
-        assert!(found.iter().any(|r| r == rule.id), "the example of {} ({}) yields {found:?}", rule.id, rule.example);
+        assert!(
+            found.iter().any(|r| r == rule.id),
+            "the example of {} ({}) yields {found:?}",
+            rule.id,
+            rule.example
+        );
     }
 }
 
@@ -74,10 +89,21 @@ fn every_invalid_vector_names_a_catalogued_rule() {
     for kind in ["discovery", "agent-card"] {
         let dir = repo().join("tests/vectors").join(kind).join("invalid");
         for entry in std::fs::read_dir(&dir).expect("vectors") {
-            let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
-            let rule = name.split("--").next().unwrap_or_default().trim_end_matches(".json");
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            let rule = name
+                .split("--")
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(".json");
             let rule = rule.trim_end_matches(".discovery");
-            assert!(rule_info(rule).is_some(), "{kind}/invalid/{name} names {rule}, which the catalogue lacks");
+            assert!(
+                rule_info(rule).is_some(),
+                "{kind}/invalid/{name} names {rule}, which the catalogue lacks"
+            );
         }
     }
 }
@@ -85,8 +111,14 @@ fn every_invalid_vector_names_a_catalogued_rule() {
 #[test]
 fn rules_are_sorted_and_looked_up_by_id() {
     assert!(RULES.windows(2).all(|w| w[0].id < w[1].id));
-    assert_eq!(rule_info("discovery.no-grpc").map(|r| r.severity), Some(Severity::Error));
-    assert_eq!(rule_info("discovery.auth-revocation-window").map(|r| r.severity), Some(Severity::Warning));
+    assert_eq!(
+        rule_info("discovery.no-grpc").map(|r| r.severity),
+        Some(Severity::Error)
+    );
+    assert_eq!(
+        rule_info("discovery.auth-revocation-window").map(|r| r.severity),
+        Some(Severity::Warning)
+    );
     assert!(rule_info("discovery.nope").is_none());
     assert_eq!("warning".parse::<Severity>(), Ok(Severity::Warning));
     assert_eq!(Severity::Error.as_str(), "error");
@@ -96,10 +128,15 @@ fn rules_are_sorted_and_looked_up_by_id() {
 
 #[test]
 fn the_catalogue_satisfies_its_schema() {
-    let schema = validators::compile_schema(&serde_json::json!({"$ref": "https://openwop.dev/spec/v2/validation-rules.schema.json"}))
-        .expect("the catalogue schema compiles");
+    let schema = validators::compile_schema(
+        &serde_json::json!({"$ref": "https://openwop.dev/spec/v2/validation-rules.schema.json"}),
+    )
+    .expect("the catalogue schema compiles");
     let catalogue = read(&repo().join("spec/v2/validation-rules.json"));
-    let errors: Vec<String> = schema.iter_errors(&catalogue).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    let errors: Vec<String> = schema
+        .iter_errors(&catalogue)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
@@ -107,6 +144,10 @@ fn the_catalogue_satisfies_its_schema() {
 fn the_reference_page_has_an_anchor_per_rule() {
     let page = std::fs::read_to_string(repo().join(RULES_DOC)).expect("the rule reference page");
     for rule in RULES {
-        assert!(page.contains(&format!("<a id=\"{}\"></a>\n\n## {}\n", rule.id, rule.id)), "{} has no anchor", rule.id);
+        assert!(
+            page.contains(&format!("<a id=\"{}\"></a>\n\n## {}\n", rule.id, rule.id)),
+            "{} has no anchor",
+            rule.id
+        );
     }
 }

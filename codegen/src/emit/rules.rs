@@ -130,7 +130,12 @@ pub(crate) fn page(header: &str, rules: Option<&[Rule]>) -> String {
     out.push_str("| rule | severity | summary |\n| --- | --- | --- |\n");
     for r in rules {
         let summary = r.summary.replace('|', "\\|");
-        out.push_str(&format!("| [`{}`](#{}) | {} | {summary} |\n", r.id, r.id, severity(r)));
+        out.push_str(&format!(
+            "| [`{}`](#{}) | {} | {summary} |\n",
+            r.id,
+            r.id,
+            severity(r)
+        ));
     }
     for r in rules {
         out.push_str(&format!("\n<a id=\"{}\"></a>\n\n## {}\n\n", r.id, r.id));
@@ -147,7 +152,10 @@ pub(crate) fn page(header: &str, rules: Option<&[Rule]>) -> String {
             }
             inline => {
                 let text = serde_json::to_string_pretty(inline).unwrap_or_default();
-                out.push_str(&format!("- example:\n\n  ```json\n  {}\n  ```\n", text.replace('\n', "\n  ")));
+                out.push_str(&format!(
+                    "- example:\n\n  ```json\n  {}\n  ```\n",
+                    text.replace('\n', "\n  ")
+                ));
             }
         }
         out.push_str(&format!("\n{}\n", r.help));

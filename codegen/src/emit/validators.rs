@@ -377,7 +377,8 @@ mod tests {
         // `"schema"` itself has no namespace; the emitters write it as `rule: "schema"`.
         assert!(source.contains("rule: \"schema\".to_owned()"));
         found.insert("schema".to_owned());
-        let listed: std::collections::BTreeSet<String> = EMITTED.iter().map(|s| (*s).to_owned()).collect();
+        let listed: std::collections::BTreeSet<String> =
+            EMITTED.iter().map(|s| (*s).to_owned()).collect();
         assert_eq!(found, listed);
     }
 }
