@@ -3,7 +3,7 @@
 //! the valid vectors, and on every pair of independent semantic mistakes.
 //!
 //! "What the CLI reports" is the library path the CLI prints from: `validate` for the
-//! findings, then the report's per-document step (`Report::add`), compared as sets because
+//! findings, then the report's per-document step (`report::entries`), compared as sets because
 //! the report sorts. A finding the report drops because another is present fails here.
 //!
 //! The same documents also hold the generated validator's schema verdict to the corpus
@@ -14,7 +14,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use openwop::validate::report::Report;
+use openwop::validate::report;
+use openwop::validate::rules::{Docs, default_severity};
 use openwop::validate::{Kind, validate};
 use openwop_generated::validators::{self, Options};
 use serde_json::{Map, Value, json};
@@ -251,12 +252,13 @@ fn generated(doc: &Value) -> BTreeSet<Key> {
 }
 
 fn reported(doc: &Value) -> BTreeSet<Key> {
-    let mut report = Report::default();
-    report.add("doc.json", validate(Kind::Discovery, doc, None, &TODAY));
-    report
-        .entries()
-        .iter()
-        .map(|e| (e.pointer.clone(), e.rule.clone(), e.message.clone()))
+    // What the CLI renders: findings placed on the text, at the catalogue's severity.
+    let findings = validate(Kind::Discovery, doc, None, &TODAY);
+    let docs = Docs::new(None);
+    let level = |rule: &str| Some(default_severity(rule));
+    report::entries("doc.json", &doc.to_string(), findings, level, &docs)
+        .into_iter()
+        .map(|e| (e.pointer, e.rule, e.message))
         .collect()
 }
 
