@@ -7,6 +7,7 @@
 # node >= 20 with npm, and curl.
 # Usage: tests/run.sh                 (everything)
 #        tests/run.sh --rust          (Rust tests only)
+#        tests/run.sh --validate      (openwop-validate's SARIF, pre-commit hooks and CI action)
 #        tests/run.sh --peers         (peer tests only; builds the binary first)
 #        tests/run.sh --schemathesis  (REST against api/v2/openapi.yaml only)
 set -euo pipefail
@@ -20,6 +21,17 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 if [[ $what == all || $what == --rust ]]; then
   step "cargo test --workspace"
   cargo test --workspace --locked
+fi
+
+if [[ $what == all || $what == --validate ]]; then
+  # Each bounded by `timeout`: the first run installs pinned tools (npm, pip) and builds the
+  # validate-only package; later runs reuse both from the target dir.
+  step "openwop-validate: its SARIF through @microsoft/sarif-multitool validate"
+  timeout 900 tests/validate/sarif.sh
+  step "openwop-validate: the pre-commit hooks through pre-commit try-repo"
+  timeout 900 tests/validate/pre-commit.sh
+  step "openwop-validate: the composite CI action, its steps run as a runner runs them"
+  timeout 1200 tests/validate/action.sh
 fi
 
 if [[ $what == all || $what == --peers ]]; then

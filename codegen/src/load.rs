@@ -14,6 +14,8 @@ pub(crate) const ERRORS: &str = "spec/v2/errors.json";
 pub(crate) const INTEROP_MAP: &str = "spec/v2/interop-map.json";
 pub(crate) const OPENAPI: &str = "api/v2/openapi.yaml";
 pub(crate) const FACETS_DIR: &str = "spec/v2/facets";
+/// The validation rule catalogue; optional (upstream's corpus has none).
+pub(crate) const RULES: &str = "spec/v2/validation-rules.json";
 
 /// Folders whose `*.schema.json` files are embedded, validated with and typed.
 const SCHEMA_DIRS: &[&str] = &["schemas/v2", "spec/v2/facets", "spec/v2"];
@@ -42,6 +44,9 @@ impl Corpus {
             files.insert(rel.to_owned(), read_json(root, rel)?);
         }
         files.insert(OPENAPI.to_owned(), read_yaml(root, OPENAPI)?);
+        if root.join(RULES).is_file() {
+            files.insert(RULES.to_owned(), read_json(root, RULES)?);
+        }
         let mut schema_files = Vec::new();
         for dir in SCHEMA_DIRS {
             for rel in list_schema_files(root, dir)? {
@@ -54,6 +59,31 @@ impl Corpus {
             files,
             schema_files,
         })
+    }
+
+    /// A corpus with no file, for tests that build one by hand.
+    #[cfg(test)]
+    pub fn empty() -> Self {
+        Self {
+            files: BTreeMap::new(),
+            schema_files: Vec::new(),
+        }
+    }
+
+    /// Adds a schema file (tests).
+    #[cfg(test)]
+    pub fn insert_schema(&mut self, rel: &str, value: Value) {
+        let text = value.to_string();
+        self.files.insert(
+            rel.to_owned(),
+            CorpusFile {
+                sha256: digest(&text),
+                text,
+                value,
+            },
+        );
+        self.schema_files.push(rel.to_owned());
+        self.schema_files.sort();
     }
 
     pub fn value(&self, rel: &str) -> &Value {

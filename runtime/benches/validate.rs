@@ -10,8 +10,9 @@
 //! - `validate_discovery`: the generated validator, which collects errors over the whole
 //!   document once it fails.
 //! - `schema_iter_errors` / `schema_is_valid`: the same JSON Schema alone, compiled the way
-//!   the generated validators compile it (every corpus file in one registry, formats
-//!   checked), collecting every error / stopping at the first (ajv's `allErrors: true` and
+//!   the generated validators compile it (`validators::compile_schema`: every corpus file in
+//!   one registry, closed records rewritten, formats checked), collecting every error /
+//!   stopping at the first (ajv's `allErrors: true` and
 //!   its default).
 //! - `validate_agent_card`: the per-card rules (the corpus has no JSON Schema for cards),
 //!   each card with its discovery document as the tests give it.
@@ -79,23 +80,11 @@ fn per_doc<T>(docs: &[T], seconds: f64, mut f: impl FnMut(&T) -> usize) -> (f64,
     (best, total)
 }
 
+/// The schema as the generated validators compile it: every corpus file in one registry
+/// (closed records registered as `additionalProperties` over their declared names), formats
+/// checked.
 fn compile_schema(uri: &str) -> jsonschema::Validator {
-    let mut resources: Vec<(&'static str, Value)> = Vec::new();
-    for file in openwop_generated::schemas::ALL {
-        resources.push((file.uri, serde_json::from_str(file.text).expect("schema")));
-    }
-    for uri in openwop_generated::schemas::MISSING {
-        resources.push((*uri, json!({})));
-    }
-    let registry = jsonschema::Registry::new()
-        .extend(resources)
-        .and_then(|b| b.prepare())
-        .expect("registry");
-    jsonschema::options()
-        .with_registry(&registry)
-        .should_validate_formats(true)
-        .build(&json!({"$ref": uri}))
-        .expect("compile")
+    validators::compile_schema(&json!({"$ref": uri})).expect("compile")
 }
 
 fn main() {

@@ -29,6 +29,7 @@ pub mod settings;
 pub mod status;
 pub mod store;
 pub mod trace;
-pub mod validate;
-pub mod validate_cmd;
+/// `openwop validate` lives in its own package (`validate/`) so it can be installed without
+/// the host; re-exported under its old path for the host's tests and benchmarks.
+pub use openwop_validate as validate;
 pub mod wire;

@@ -1,6 +1,6 @@
 //! The `openwop` command: serve the host, validate discovery documents.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// mimalloc instead of the system allocator: a request allocates and frees a few hundred
 /// small objects (headers, JSON values, the snapshot model), and glibc's malloc and free
@@ -24,7 +24,7 @@ enum Command {
     /// Run the host: REST + SSE, A2A 1.0 and MCP on one port.
     Serve(openwop::serve_cmd::ServeArgs),
     /// Check discovery documents and agent cards against the spec corpus.
-    Validate(openwop::validate_cmd::ValidateArgs),
+    Validate(openwop_validate::cli::ValidateArgs),
     /// Serve MCP on stdin/stdout (api key from OPENWOP_API_KEY).
     McpStdio(openwop::mcp_stdio_cmd::McpStdioArgs),
     /// Copy a live SQLite data dir into a new directory (consistent, online).
@@ -32,10 +32,16 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    // The validate command's help shows its examples as typed here.
+    let matches = Cli::command()
+        .mut_subcommand("validate", |c| {
+            openwop_validate::cli::with_examples(c, "openwop validate")
+        })
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Serve(args) => openwop::serve_cmd::run(args),
-        Command::Validate(args) => openwop::validate_cmd::run(args),
+        Command::Validate(args) => openwop_validate::cli::run(args),
         Command::McpStdio(args) => openwop::mcp_stdio_cmd::run(args),
         Command::Backup(args) => openwop::backup_cmd::run(args),
     }

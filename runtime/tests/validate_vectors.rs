@@ -220,25 +220,12 @@ fn discovery_fast_path_matches_the_full_path() {
     use openwop_generated::validators::{self, discovery_rules};
     use serde_json::json;
 
-    // The schema compiled the way the generated validators compile it.
-    let mut resources: Vec<(&'static str, Value)> = Vec::new();
-    for file in openwop_generated::schemas::ALL {
-        resources.push((file.uri, serde_json::from_str(file.text).expect("schema")));
-    }
-    for uri in openwop_generated::schemas::MISSING {
-        resources.push((*uri, json!({})));
-    }
-    let openapi = serde_json::from_str(openwop_generated::schemas::OPENAPI).expect("openapi");
-    resources.push((openwop_generated::schemas::OPENAPI_URI, openapi));
-    let registry = jsonschema::Registry::new()
-        .extend(resources)
-        .and_then(|b| b.prepare())
-        .expect("registry");
-    let schema = jsonschema::options()
-        .with_registry(&registry)
-        .should_validate_formats(true)
-        .build(&json!({"$ref": "https://openwop.dev/spec/v2/capabilities.schema.json"}))
-        .expect("compile");
+    // The schema compiled the way the generated validators compile it (the same registry,
+    // closed records included).
+    let schema = validators::compile_schema(
+        &json!({"$ref": "https://openwop.dev/spec/v2/capabilities.schema.json"}),
+    )
+    .expect("compile");
 
     let mut docs = Vec::new();
     for sub in ["valid", "invalid"] {

@@ -11,5 +11,6 @@ pub(crate) mod lib_rs;
 pub(crate) mod models;
 pub(crate) mod models_post;
 pub(crate) mod patterns;
+pub(crate) mod rules;
 pub(crate) mod schemas;
 pub(crate) mod validators;

@@ -4,6 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
+use crate::closed::Closed;
 use crate::format::ident;
 use crate::uris::SchemaUris;
 
@@ -48,12 +49,31 @@ const KINDS: &[Kind] = &[
     },
 ];
 
-/// `templates` are the rule-module names (`discovery_rules`, `agent_card_rules`, …).
+/// The rule ids this module's generated code emits itself (the templates emit the rest);
+/// the rule catalogue must list each (`crate::rules::cross_check`). A test holds this list
+/// to the literals below.
+pub(crate) const EMITTED: &[&str] = &[
+    "response.undocumented",
+    "response.unknown-operation",
+    "schema",
+    "schema.compile",
+    "schema.unavailable",
+];
+
+/// `templates` are the rule-module names (`discovery_rules`, `agent_card_rules`, …);
+/// `catalogue` the rule catalogue's items (`emit::rules::emit`).
 pub(crate) fn emit(
     uris: &SchemaUris,
     templates: &[String],
     ops: &[crate::openapi::Operation],
+    catalogue: &TokenStream,
+    closed: &[Closed],
 ) -> TokenStream {
+    let closed_rows = closed.iter().map(|c| {
+        let (uri, pointer) = (&c.uri, &c.pointer);
+        let names = c.names.iter();
+        quote!((#uri, #pointer, &[#(#names),*]))
+    });
     let responses: Vec<(&str, &str, &str)> = ops
         .iter()
         .flat_map(|op| {
@@ -165,6 +185,8 @@ pub(crate) fn emit(
 
         #( pub mod #modules; )*
 
+        #catalogue
+
         /// One problem found in a document.
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
         pub struct Finding {
@@ -187,7 +209,8 @@ pub(crate) fn emit(
         static REGISTRY: LazyLock<Result<jsonschema::Registry<'static>, String>> = LazyLock::new(|| {
             let mut resources: Vec<(&'static str, Value)> = Vec::new();
             for file in crate::schemas::ALL {
-                let value = serde_json::from_str(file.text).map_err(|e| format!("{}: {e}", file.path))?;
+                let mut value = serde_json::from_str(file.text).map_err(|e| format!("{}: {e}", file.path))?;
+                close_records(file.uri, &mut value);
                 resources.push((file.uri, value));
             }
             for uri in crate::schemas::MISSING {
@@ -201,6 +224,30 @@ pub(crate) fn emit(
                 .and_then(|builder| builder.prepare())
                 .map_err(|e| format!("cannot build the schema registry: {e}"))
         });
+
+        /// The records closed by `unevaluatedProperties: false` whose declared names the
+        /// generator worked out, `(file URI, pointer, names)`: each is registered with
+        /// `additionalProperties: false` beside those names instead. The verdict is the same on
+        /// every document (codegen/src/closed.rs says why), but a wrong value inside a record
+        /// no longer also reports every property of the record as unexpected, and collecting
+        /// errors no longer re-validates each `allOf` branch.
+        static CLOSED_RECORDS: &[(&str, &str, &[&str])] = &[#(#closed_rows),*];
+
+        fn close_records(uri: &str, schema: &mut Value) {
+            for (_, pointer, names) in CLOSED_RECORDS.iter().filter(|(u, _, _)| *u == uri) {
+                let Some(Value::Object(record)) = schema.pointer_mut(pointer) else { continue };
+                record.remove("unevaluatedProperties");
+                let properties = record
+                    .entry("properties")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(properties) = properties {
+                    for name in *names {
+                        properties.entry(*name).or_insert(Value::Bool(true));
+                    }
+                }
+                record.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+        }
 
         fn compile(uri: &str) -> Result<jsonschema::Validator, String> {
             let mut root = serde_json::Map::new();
@@ -313,5 +360,25 @@ pub(crate) fn emit(
         #(#statics)*
 
         #(#entry_points)*
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EMITTED;
+
+    /// Every rule-id literal of this file is in [`EMITTED`], so the catalogue cross-check
+    /// sees every id the generated module can report.
+    #[test]
+    fn emitted_lists_every_rule_id_literal() {
+        let source = include_str!("validators.rs");
+        let namespaces = ["schema", "response"].into_iter().collect();
+        let mut found = crate::rules::template_ids(source, &namespaces);
+        // `"schema"` itself has no namespace; the emitters write it as `rule: "schema"`.
+        assert!(source.contains("rule: \"schema\".to_owned()"));
+        found.insert("schema".to_owned());
+        let listed: std::collections::BTreeSet<String> =
+            EMITTED.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(found, listed);
     }
 }

@@ -65,10 +65,11 @@ pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
         return out;
     };
     let today = today(opts);
-    let [supported_transports, grpc, a2a, mcp, agents, host_events] = fields(
+    let [supported_transports, grpc, a2a, mcp, agents, host_events, auth] = fields(
         root,
-        ["supportedTransports", "grpc", "a2a", "mcp", "agents", "hostEvents"],
+        ["supportedTransports", "grpc", "a2a", "mcp", "agents", "hostEvents", "auth"],
     );
+    check_root_versions(root, &mut out);
     if supported_transports.is_some() {
         push(
             &mut out,
@@ -91,6 +92,9 @@ pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
         if let Some(record) = record.and_then(Value::as_object) {
             check_facet(facet, record, today, &mut out);
         }
+    }
+    if let Some(auth) = auth.and_then(Value::as_object) {
+        check_auth_lanes(auth, &mut out);
     }
     if let Some(mcp) = mcp.and_then(Value::as_object) {
         check_mcp_features(mcp, &mut out);
@@ -147,6 +151,92 @@ fn items(value: Option<&Value>) -> impl Iterator<Item = (usize, &str)> {
         .flatten()
         .enumerate()
         .filter_map(|(i, v)| v.as_str().map(|s| (i, s)))
+}
+/// The root's `preferredVersion` and `protocolVersion` are versions the host serves: the
+/// capabilities schema's descriptions say "one of protocolVersions" and "the version of this
+/// representation", which a schema cannot state. Values that are not `M.m` are the schema's.
+fn check_root_versions(root: &Map<String, Value>, out: &mut Vec<Finding>) {
+    let [offered, preferred, current] = fields(
+        root,
+        ["protocolVersions", "preferredVersion", "protocolVersion"],
+    );
+    if offered.and_then(Value::as_array).is_none() {
+        return;
+    }
+    let parse = |raw: &str| parse_version(VersionGrammar::MajorMinor, raw);
+    let is_offered = |v: (i64, i64)| items(offered).any(|(_, o)| parse(o) == Some(v));
+    let listed = || {
+        items(offered).map(|(_, o)| format!("\"{o}\"")).collect::<Vec<_>>().join(", ")
+    };
+    for (key, value, rule, what) in [
+        (
+            "preferredVersion",
+            preferred,
+            "discovery.preferred-protocol-version-offered",
+            "the version served when a request carries no OpenWOP-Version",
+        ),
+        (
+            "protocolVersion",
+            current,
+            "discovery.protocol-version-offered",
+            "the version this document is written in",
+        ),
+    ] {
+        let Some(raw) = value.and_then(Value::as_str) else { continue };
+        if let Some(v) = parse(raw) && !is_offered(v) {
+            push(
+                out,
+                format!("/{key}"),
+                rule,
+                format!(
+                    "`{key}` \"{raw}\" is not one of `protocolVersions` [{}]: it is {what}, so the host must serve it; choose one of them or add it there",
+                    listed()
+                ),
+            );
+        }
+    }
+}
+/// Lanes whose revocation takes effect on the very next request (auth facet, `revocation`).
+const NEXT_REQUEST_LANES: &[&str] = &["api-key", "session"];
+/// The auth facet's prose rules: api-key and session lanes revoke on the next request, and
+/// `revocationWindowSeconds` belongs to `exp-only` lanes. Wrong types are the schema's.
+fn check_auth_lanes(auth: &Map<String, Value>, out: &mut Vec<Finding>) {
+    let lanes = auth.get("lanes").and_then(Value::as_array).into_iter().flatten();
+    for (i, lane) in lanes.enumerate() {
+        let Some(lane) = lane.as_object() else { continue };
+        let [name, revocation, window] = fields(
+            lane,
+            ["lane", "revocation", "revocationWindowSeconds"],
+        );
+        let (name, revocation) = (
+            name.and_then(Value::as_str),
+            revocation.and_then(Value::as_str),
+        );
+        if let (Some(name), Some(revocation)) = (name, revocation)
+            && NEXT_REQUEST_LANES.contains(&name) && revocation != "next-request"
+        {
+            push(
+                out,
+                format!("/auth/lanes/{i}/revocation"),
+                "discovery.auth-lane-revocation",
+                format!(
+                    "set `revocation` to \"next-request\" on the {name} lane (it is \"{revocation}\"): a revoked {name} credential must be refused on the very next request"
+                ),
+            );
+        }
+        if let (Some(_), Some(revocation)) = (window, revocation)
+            && revocation != "exp-only"
+        {
+            push(
+                out,
+                format!("/auth/lanes/{i}/revocationWindowSeconds"),
+                "discovery.auth-revocation-window",
+                format!(
+                    "remove `revocationWindowSeconds` or set `revocation` to \"exp-only\": the window is the longest token lifetime an exp-only lane accepts and means nothing with \"{revocation}\""
+                ),
+            );
+        }
+    }
 }
 fn check_facet(
     facet: &Facet,
@@ -436,6 +526,30 @@ fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     );
     let features = || items(features_value).map(|(_, f)| f);
     let features_at = if features_value.is_some() { "/mcp/features" } else { "/mcp" };
+    for (i, feature) in items(features_value) {
+        let shaped = feature.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && feature
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if shaped && !MCP_FEATURES.iter().any(|f| f.id == feature) {
+            let known = || {
+                MCP_FEATURES
+                    .iter()
+                    .map(|f| format!("\"{}\"", f.id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            push(
+                out,
+                format!("/mcp/features/{i}"),
+                "discovery.mcp-feature-known",
+                format!(
+                    "remove the feature \"{feature}\": `mcp.features` lists ids of the interop map's MCP feature rows [{}], and a client cannot rely on any other",
+                    known()
+                ),
+            );
+        }
+    }
     for (_, profile) in items(profiles) {
         let required_features = MCP_FEATURES
             .iter()

@@ -1,5 +1,6 @@
-//! `openwop validate` as a user and a CI script meet it: exit codes, both output formats,
-//! standard input, unreadable and malformed files, and URLs served by a local server.
+//! `openwop-validate` (the same command as `openwop validate`) as a user and a CI script
+//! meet it: exit codes, findings with positions, standard input, unreadable and malformed
+//! files as findings, and URLs served by a local server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -27,14 +28,13 @@ fn openwop(args: &[&str]) -> Output {
 }
 
 fn openwop_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .arg("validate")
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the openwop binary starts");
+        .expect("the openwop-validate binary starts");
     let mut pipe = child.stdin.take().expect("stdin is piped");
     let input = stdin.unwrap_or_default().to_vec();
     let writer = thread::spawn(move || {
@@ -43,6 +43,20 @@ fn openwop_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let output = child.wait_with_output().expect("openwop runs to the end");
     let _ = writer.join();
     output
+}
+
+/// `LINE:COL` of the first value after `marker` in the file at `path` (1-based, columns in
+/// characters), counted here independently of the CLI's own locator.
+fn position(path: &str, marker: &str) -> String {
+    let text = std::fs::read_to_string(path).expect("vector");
+    let at = text.find(marker).expect("marker in the vector") + marker.len();
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    format!("{line}:{column}")
 }
 
 fn code(output: &Output) -> i32 {
@@ -78,12 +92,17 @@ fn an_invalid_document_exits_1_with_one_line_per_finding() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
     for line in &lines[..3] {
+        // PATH:LINE:COL: RULE: sentence, the position being the `mcp` facet's.
         let prefix = format!(
-            "{bad}:/mcp: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature "
+            "{bad}:{}: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature ",
+            position(&bad, "\"mcp\": ")
         );
         assert!(line.starts_with(&prefix), "{line}");
     }
-    assert_eq!(lines[3], "2 documents, 1 invalid, 3 findings");
+    assert_eq!(
+        lines[3],
+        "2 documents, 1 invalid, 3 findings (3 errors, 0 warnings)"
+    );
 }
 
 #[test]
@@ -96,7 +115,10 @@ fn the_specific_rule_is_listed_before_the_schema_finding() {
     let text = stdout(&out);
     let first = text.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with(&format!("{bad}:/supportedTransports: discovery.no-supported-transports: remove `supportedTransports`")),
+        first.starts_with(&format!(
+            "{bad}:{}: discovery.no-supported-transports: remove `supportedTransports`",
+            position(&bad, "\"supportedTransports\": ")
+        )),
         "{text}"
     );
     assert!(
@@ -115,20 +137,19 @@ fn a_legacy_profile_reads_as_two_findings_not_a_list_of_every_facet() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
-        lines[0].starts_with(&format!(
-            "{bad}:/a2a/profiles/1: discovery.no-legacy-profile: "
-        )),
+        lines[0].starts_with(&format!("{bad}:"))
+            && lines[0].contains(": discovery.no-legacy-profile: "),
         "{text}"
     );
     assert!(
-        lines[1].starts_with(&format!("{bad}:/a2a/profiles/1: schema: ")),
+        lines[1].starts_with(&format!("{bad}:")) && lines[1].contains(": schema: "),
         "{text}"
     );
     assert!(!text.contains("Unevaluated properties"), "{text}");
 }
 
 #[test]
-fn json_output_is_an_array_of_path_pointer_rule_message() {
+fn json_output_is_an_array_of_findings_with_positions_and_severities() {
     let bad = arg(&vector(
         "discovery/invalid/discovery.refresh-overdue--a2a.json",
     ));
@@ -144,7 +165,23 @@ fn json_output_is_an_array_of_path_pointer_rule_message() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys, ["path", "pointer", "rule", "message"]);
+    assert_eq!(
+        keys,
+        [
+            "path", "line", "column", "severity", "rule", "pointer", "message", "docs"
+        ]
+    );
+    assert_eq!(findings[0]["severity"], "error");
+    let docs = findings[0]["docs"].as_str().unwrap_or_default();
+    assert!(
+        docs.ends_with("generated/RULES.md#discovery.refresh-overdue"),
+        "{docs}"
+    );
+    let at = position(&bad, "\"refreshedAt\": ");
+    assert_eq!(
+        format!("{}:{}", findings[0]["line"], findings[0]["column"]),
+        at
+    );
     assert_eq!(findings[0]["path"], bad.as_str());
     assert_eq!(findings[0]["pointer"], "/a2a/refreshedAt");
     assert_eq!(findings[0]["rule"], "discovery.refresh-overdue");
@@ -199,14 +236,14 @@ fn standard_input_is_read_for_a_dash() {
     let out = openwop_with_stdin(&["--now", NOW, "-"], Some(&text));
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with("<stdin>:/grpc: discovery.no-grpc: "),
+        stdout(&out).starts_with("<stdin>:") && stdout(&out).contains(": discovery.no-grpc: "),
         "{}",
         stdout(&out)
     );
 }
 
 #[test]
-fn bad_json_exits_2_and_says_where() {
+fn bad_json_is_a_finding_that_says_where_and_exits_2() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("broken.json");
     std::fs::write(
@@ -216,13 +253,13 @@ fn bad_json_exits_2_and_says_where() {
     .expect("write");
     let out = openwop(&[&arg(&path)]);
     assert_eq!(code(&out), 2);
-    let err = stderr(&out);
+    let text = stdout(&out);
     assert!(
-        err.contains(&format!(
-            "{}:3:29: not valid JSON: key must be a string",
+        text.starts_with(&format!(
+            "{}:3:29: input.malformed: not valid JSON: key must be a string\n",
             arg(&path)
         )),
-        "{err}"
+        "{text}"
     );
 }
 
@@ -231,15 +268,16 @@ fn an_unreadable_file_exits_2_even_beside_valid_ones() {
     let valid = arg(&vector("discovery/valid/minimal.json"));
     let out = openwop(&[&valid, "/nonexistent/discovery.json"]);
     assert_eq!(code(&out), 2);
+    let text = stdout(&out);
     assert!(
-        stderr(&out).contains("cannot read /nonexistent/discovery.json"),
-        "{}",
-        stderr(&out)
+        text.starts_with(
+            "/nonexistent/discovery.json:1:1: input.unreadable: cannot read the file: "
+        ),
+        "{text}"
     );
     assert!(
-        stdout(&out).ends_with("1 document, 0 invalid, 0 findings, 1 unreadable\n"),
-        "{}",
-        stdout(&out)
+        text.ends_with("2 documents, 1 invalid, 1 finding (1 error, 0 warnings), 1 unreadable\n"),
+        "{text}"
     );
 }
 
@@ -260,14 +298,23 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn help_shows_examples() {
+fn help_teaches_with_examples() {
     let out = openwop(&["--help"]);
     assert_eq!(code(&out), 0);
     assert!(
-        stdout(&out).contains("openwop validate --kind agent-card --discovery"),
+        stdout(&out).contains("openwop-validate --kind agent-card --discovery"),
         "{}",
         stdout(&out)
     );
+    for taught in [
+        "--format sarif=",
+        "--write-baseline",
+        "--explain discovery.no-grpc",
+        ".openwop-validate.yaml",
+        "Exit status",
+    ] {
+        assert!(stdout(&out).contains(taught), "{taught}: {}", stdout(&out));
+    }
 }
 
 #[test]
@@ -282,8 +329,10 @@ fn agent_cards_are_checked_against_the_discovery_document() {
     let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &bad]);
     assert_eq!(code(&out), 1);
     assert!(
-        stdout(&out)
-            .contains(":/capabilities/extendedAgentCard: agent-card.extended-card-declared: "),
+        stdout(&out).contains(&format!(
+            "{bad}:{}: agent-card.extended-card-declared: ",
+            position(&bad, "\"extendedAgentCard\": ")
+        )),
         "{}",
         stdout(&out)
     );
@@ -347,7 +396,8 @@ fn findings_of_a_url_name_the_url_fetched() {
     let out = openwop(&["--now", NOW, &url]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with(&format!("{url}:/grpc: discovery.no-grpc: ")),
+        stdout(&out).starts_with(&format!("{url}:"))
+            && stdout(&out).contains(": discovery.no-grpc: "),
         "{}",
         stdout(&out)
     );
@@ -358,11 +408,11 @@ fn an_http_failure_exits_2_and_names_the_url() {
     let (origin, _requests) = serve(vec![("404 Not Found", b"{}".to_vec())]);
     let out = openwop(&[&origin]);
     assert_eq!(code(&out), 2);
-    let err = stderr(&out);
+    let text = stdout(&out);
     assert!(
-        err.contains(&format!(
-            "cannot fetch {origin}/.well-known/openwop: the server answered HTTP 404"
+        text.starts_with(&format!(
+            "{origin}/.well-known/openwop:1:1: input.unreadable: cannot fetch it: the server answered HTTP 404"
         )),
-        "{err}"
+        "{text}"
     );
 }

@@ -4,8 +4,9 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::Value;
+use ureq::http::{self, Uri};
 
-use super::Kind;
+use crate::Kind;
 
 /// Why a document could not be read; the message says where.
 #[derive(Debug, thiserror::Error)]
@@ -27,12 +28,33 @@ pub enum LoadError {
     Http { url: String, reason: String },
 }
 
+impl LoadError {
+    /// How findings name the input: the argument, `<stdin>`, or the URL.
+    pub fn label(&self) -> &str {
+        match self {
+            LoadError::Io { label, .. } | LoadError::Json { label, .. } => label,
+            LoadError::Http { url, .. } => url,
+        }
+    }
+
+    /// The message without the input's name, for a finding that names it already.
+    pub fn reason(&self) -> String {
+        match self {
+            LoadError::Io { source, .. } => format!("cannot read the file: {source}"),
+            LoadError::Json { reason, .. } => format!("not valid JSON: {reason}"),
+            LoadError::Http { reason, .. } => format!("cannot fetch it: {reason}"),
+        }
+    }
+}
+
 /// A document read from a PATH argument.
 #[derive(Debug)]
 pub struct Loaded {
     /// How findings name the document: the argument as given, `<stdin>` for `-`, or the
     /// URL actually fetched.
     pub label: String,
+    /// The text read, to place findings on lines and columns.
+    pub text: String,
     pub value: Value,
 }
 
@@ -73,7 +95,13 @@ fn is_url(arg: &str) -> bool {
 /// Parses JSON, naming the line and column of the first error.
 pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
     match serde_json::from_slice(text) {
-        Ok(value) => Ok(Loaded { label, value }),
+        // JSON that parsed is UTF-8 (serde_json checks strings; anything else outside
+        // them is a syntax error), so the lossy conversion never replaces anything.
+        Ok(value) => Ok(Loaded {
+            label,
+            text: String::from_utf8_lossy(text).into_owned(),
+            value,
+        }),
         Err(e) => {
             let reason = e.to_string();
             // serde_json appends " at line L column C"; the location is already in front.
@@ -92,16 +120,30 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
 }
 
 /// The URL to fetch: a bare origin gets the kind's well-known path.
-pub fn target_url(arg: &str, kind: Kind) -> Result<reqwest::Url, LoadError> {
-    let mut url = reqwest::Url::parse(arg).map_err(|e| LoadError::Http {
+pub fn target_url(arg: &str, kind: Kind) -> Result<Uri, LoadError> {
+    let invalid = |reason: String| LoadError::Http {
         url: arg.to_owned(),
-        reason: format!("not a valid URL ({e})"),
-    })?;
-    if (url.path() == "/" || url.path().is_empty()) && url.query().is_none() {
-        url.set_path(kind.well_known_path());
+        reason: format!("not a valid URL ({reason})"),
+    };
+    let uri: Uri = arg
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| invalid(e.to_string()))?;
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(invalid("no host".into()));
     }
-    Ok(url)
+    let bare = uri
+        .path_and_query()
+        .is_none_or(|pq| (pq.path() == "/" || pq.path().is_empty()) && pq.query().is_none());
+    if !bare {
+        return Ok(uri);
+    }
+    let mut parts = uri.into_parts();
+    parts.path_and_query = Some(http::uri::PathAndQuery::from_static(kind.well_known_path()));
+    Uri::from_parts(parts).map_err(|e| invalid(e.to_string()))
 }
+
+/// The largest document fetched; a discovery document is a few kilobytes.
+const BODY_LIMIT: u64 = 10 * 1024 * 1024;
 
 fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let url = target_url(arg, kind)?;
@@ -110,41 +152,29 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         url: label.clone(),
         reason,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    // A status is read here, not turned into an error, so the message can say which.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(FETCH_TIMEOUT))
+        .http_status_as_error(false)
         .build()
-        .map_err(|e| failed(format!("cannot start the HTTP client ({e})")))?;
-    let body = runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .build()
-            .map_err(|e| failed(format!("cannot build the HTTP client ({e})")))?;
-        let response = client
-            .get(url.clone())
-            .header(VERSION_HEADER.0, VERSION_HEADER.1)
-            .header("Accept", "application/json")
-            .send()
-            .await
-            .map_err(|e| failed(describe(&e)))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(failed(format!("the server answered HTTP {status}")));
-        }
-        response.bytes().await.map_err(|e| failed(describe(&e)))
-    })?;
-    parse(label, &body)
-}
-
-/// reqwest's top-level message hides the cause ("error sending request"); name it.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+        .into();
+    let mut response = agent
+        .get(&url)
+        .header(VERSION_HEADER.0, VERSION_HEADER.1)
+        .header("Accept", "application/json")
+        .call()
+        .map_err(|e| failed(e.to_string()))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(failed(format!("the server answered HTTP {status}")));
     }
-    text
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(BODY_LIMIT)
+        .read_to_vec()
+        .map_err(|e| failed(e.to_string()))?;
+    parse(label, &body)
 }
 
 #[cfg(test)]

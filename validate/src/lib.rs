@@ -1,8 +1,22 @@
-//! The library side of `openwop validate`: load documents, run the generated validators,
-//! and render the findings. `crate::validate_cmd` is the clap shell over it.
+//! `openwop-validate`: checks OpenWOP v2 discovery documents and A2A agent cards against
+//! the spec corpus, for people and for CI. The library loads documents, runs the generated
+//! validators and renders the findings; [`cli`] is the clap command, shared by the
+//! standalone `openwop-validate` binary and the host's `openwop validate`.
+//!
+//! This package compiles none of the host (no server stack, no stores) so a CI job can
+//! install it in a fraction of the host's build time; `.ci/run` checks its dependency tree.
 
+pub mod baseline;
+pub mod cli;
+pub mod config;
+pub mod explain;
+pub mod format;
+pub mod junit;
 pub mod load;
+pub mod position;
 pub mod report;
+pub mod rules;
+pub mod sarif;
 pub mod schema;
 
 use openwop_generated::validators::{self, Finding, Options};

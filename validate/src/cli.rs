@@ -1,0 +1,368 @@
+//! The validate command: checks discovery documents and agent cards, for people and for CI.
+//! The same arguments as `openwop-validate` and as the host's `openwop validate`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use openwop_generated::validators::Options;
+
+use crate::baseline::{self, Baseline};
+use crate::config::{Config, FailOn, Level, parse_rule_setting};
+use crate::format::{self, Spec};
+use crate::load::{LoadError, load};
+use crate::position::Position;
+use crate::report::{self, Document, Report};
+use crate::rules::{self, Docs, Severity};
+use crate::{Kind, explain, parse_today, validate};
+
+/// `{bin}` is replaced by how the command is invoked (`openwop-validate`, `openwop validate`).
+const EXAMPLES: &str = "\
+Examples:
+  {bin} discovery.json
+  {bin} https://host.example            # fetches /.well-known/openwop
+  curl -s https://host.example/.well-known/openwop | {bin} -
+  {bin} --kind agent-card --discovery discovery.json agent-card.json
+
+  # CI: the log, SARIF for code scanning and JUnit, from one run
+  {bin} --now 2026-12-01 --format human --format sarif=validate.sarif \\
+      --format junit=validate.xml public/.well-known/openwop
+  # GitHub Actions: annotations on the lines, and a table in the job summary
+  {bin} --format github public/.well-known/openwop
+
+  # Adopt the gate on a repository that has findings today: record them, then fail only
+  # on new ones (and, with --strict-baseline, on entries that no longer occur)
+  {bin} --write-baseline .openwop-validate-baseline.json docs/*.json
+  {bin} --baseline .openwop-validate-baseline.json --strict-baseline docs/*.json
+
+  # Thresholds and rule levels (or put them in .openwop-validate.yaml)
+  {bin} --fail-on warning --max-warnings 5 --rule discovery.refresh-overdue=warning doc.json
+
+  {bin} --list-rules                    # every rule, its severity and summary
+  {bin} --explain discovery.no-grpc     # one rule: sentence, section, example, page
+
+Findings: `PATH:LINE:COL: RULE: sentence` in human output; every format carries the line and
+column of the value the rule is about, the rule's severity and a link to its page. A file
+that cannot be read or is not JSON is a finding too (input.unreadable, input.malformed).
+
+Settings come from the command line, else from .openwop-validate.yaml in the working
+directory or the nearest directory above it (fail-on, max-warnings, baseline, docs-url,
+rules: {ID: off|warning|error}).
+
+Exit status: 0 nothing fails the threshold, 1 a finding fails it (--fail-on, default
+error; more warnings than --max-warnings; a stale entry under --strict-baseline),
+2 usage error, or a document could not be read, fetched or parsed.";
+
+/// Arguments of the validate command.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Output format: human, json, sarif, github, junit or markdown; `FMT=FILE` writes it
+    /// to FILE. Repeatable: one run can print the log and write SARIF and JUnit. Default:
+    /// human on standard output.
+    #[arg(long = "format", value_name = "FMT[=FILE]", value_parser = |s: &str| s.parse::<Spec>())]
+    pub formats: Vec<Spec>,
+    /// Treat this date (YYYY-MM-DD) as today for the refresh-window rules; default: the
+    /// system clock, in UTC.
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub now: Option<(i32, u32, u32)>,
+    /// What the documents are.
+    #[arg(long, value_enum, default_value_t = Kind::Discovery)]
+    pub kind: Kind,
+    /// The host's discovery document (file, `-` or URL), to check agent cards against its
+    /// `a2a` facet; only with `--kind agent-card`.
+    #[arg(long, value_name = "FILE")]
+    pub discovery: Option<String>,
+    /// Which findings fail the run (exit 1) [config: fail-on; default: error].
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOn>,
+    /// Fail when there are more than N warnings [config: max-warnings].
+    #[arg(long, value_name = "N")]
+    pub max_warnings: Option<usize>,
+    /// Set a rule's level: off, warning or error. Repeatable; over the config file's
+    /// `rules`.
+    #[arg(long = "rule", value_name = "ID=LEVEL", value_parser = parse_rule_setting)]
+    pub rules: Vec<(String, Level)>,
+    /// Read settings from FILE instead of the nearest .openwop-validate.yaml.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Ignore any .openwop-validate.yaml.
+    #[arg(long)]
+    pub no_config: bool,
+    /// Report only findings the baseline FILE does not list [config: baseline].
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Fail when a baseline entry no longer occurs, so the baseline only shrinks.
+    #[arg(long)]
+    pub strict_baseline: bool,
+    /// Write today's findings to FILE as a baseline (keyed by path, rule and pointer).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Where the rule pages are: the URL the repository's files are under, e.g.
+    /// https://github.com/OWNER/REPO/blob/main/ [config: docs-url; default: the source
+    /// tree this binary was built from].
+    #[arg(long, value_name = "URL", env = "OPENWOP_VALIDATE_DOCS_URL")]
+    pub docs_url: Option<String>,
+    /// List every rule with its severity and summary (`--format json` for JSON).
+    #[arg(long, conflicts_with = "explain")]
+    pub list_rules: bool,
+    /// Explain one rule: its sentence, severity, section, an example and its page.
+    #[arg(long, value_name = "RULE")]
+    pub explain: Option<String>,
+    /// Documents to check: a file, `-` for standard input, or an http(s) URL (a bare
+    /// origin fetches the kind's well-known path).
+    #[arg(value_name = "PATH", required_unless_present_any = ["list_rules", "explain"])]
+    pub paths: Vec<String>,
+}
+
+/// The standalone binary's command line: the validate arguments at the top level.
+#[derive(Debug, Parser)]
+#[command(
+    name = "openwop-validate",
+    version,
+    about = "Check OpenWOP v2 discovery documents and A2A agent cards against the spec corpus"
+)]
+struct Standalone {
+    #[command(flatten)]
+    args: ValidateArgs,
+}
+
+/// Gives a clap command of these arguments its examples, written as `invocation` is typed.
+pub fn with_examples(command: clap::Command, invocation: &str) -> clap::Command {
+    command.after_help(EXAMPLES.replace("{bin}", invocation))
+}
+
+/// The `openwop-validate` binary: parses the command line and runs.
+pub fn main(invocation: &str) -> ExitCode {
+    let matches = with_examples(Standalone::command(), invocation).get_matches();
+    match Standalone::from_arg_matches(&matches) {
+        Ok(cli) => run(cli.args),
+        Err(e) => e.exit(),
+    }
+}
+
+/// The run's settings, the command line over the config file.
+struct Settings {
+    fail_on: FailOn,
+    max_warnings: Option<usize>,
+    baseline: Option<PathBuf>,
+    docs: Docs,
+    config: Config,
+}
+
+impl Settings {
+    /// The level of `rule`: `--rule`, else the config file, else the catalogue.
+    fn level(&self, args: &ValidateArgs, rule: &str) -> Option<Severity> {
+        let set = args
+            .rules
+            .iter()
+            .rev()
+            .find(|(id, _)| id == rule)
+            .map(|(_, level)| *level)
+            .or_else(|| self.config.file.rules.get(rule).copied());
+        match set {
+            Some(Level::Off) => None,
+            Some(Level::On(severity)) => Some(severity),
+            None => Some(rules::default_severity(rule)),
+        }
+    }
+}
+
+/// Validates the documents; exits 0 (nothing fails the threshold), 1 (something does) or
+/// 2 (usage error, or an input could not be checked).
+pub fn run(args: ValidateArgs) -> ExitCode {
+    match try_run(&args) {
+        Ok(code) => code,
+        Err(problem) => {
+            eprintln!("error: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
+    let settings = settings(args)?;
+    let formats = outputs(args)?;
+    if args.strict_baseline && settings.baseline.is_none() {
+        return Err("--strict-baseline needs a baseline (--baseline FILE or `baseline:` in the config file)".into());
+    }
+    if args.list_rules {
+        let json = formats.iter().any(|s| s.kind == format::Kind::Json);
+        print(&explain::list(json, &settings.docs));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(id) = &args.explain {
+        let rule = rules::lookup(id).ok_or_else(|| crate::config::known_rule(id).unwrap_err())?;
+        print(&explain::explain(rule, &settings.docs));
+        return Ok(ExitCode::SUCCESS);
+    }
+    check_usage(args)?;
+
+    let opts = Options { today: args.now };
+    let mut report = Report::default();
+    let discovery = match args.discovery.as_deref().map(|p| load(p, Kind::Discovery)) {
+        None => None,
+        Some(Ok(doc)) => Some(doc.value),
+        Some(Err(e)) => {
+            report.documents.push(unreadable(&e, &settings.docs));
+            None
+        }
+    };
+    for path in &args.paths {
+        let doc = match load(path, args.kind) {
+            Ok(doc) => {
+                let findings = validate(args.kind, &doc.value, discovery.as_ref(), &opts);
+                let level = |rule: &str| settings.level(args, rule);
+                Document {
+                    entries: report::entries(
+                        &doc.label,
+                        &doc.text,
+                        findings,
+                        level,
+                        &settings.docs,
+                    ),
+                    path: doc.label,
+                }
+            }
+            Err(e) => unreadable(&e, &settings.docs),
+        };
+        report.documents.push(doc);
+    }
+
+    if let Some(file) = &args.write_baseline {
+        std::fs::write(file, baseline::render(report.entries()))
+            .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
+    }
+    if let Some(file) = &settings.baseline {
+        let (known, stale) = Baseline::read(file)?.apply(&mut report.documents);
+        report.known = known;
+        report.stale = stale;
+    }
+
+    for spec in &formats {
+        let text = format::render(spec.kind, &report, &settings.docs);
+        match &spec.file {
+            Some(file) => std::fs::write(file, text)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?,
+            None => print(&text),
+        }
+        if spec.kind == format::Kind::Github {
+            append_step_summary(&report);
+        }
+    }
+    Ok(exit_code(&report, &settings, args.strict_baseline))
+}
+
+fn settings(args: &ValidateArgs) -> Result<Settings, String> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let config = if args.no_config {
+        Config::default()
+    } else {
+        Config::load(args.config.as_deref(), &cwd)?
+    };
+    for (id, _) in &args.rules {
+        crate::config::known_rule(id).map_err(|e| format!("--rule: {e}"))?;
+    }
+    Ok(Settings {
+        fail_on: args.fail_on.or(config.file.fail_on).unwrap_or_default(),
+        max_warnings: args.max_warnings.or(config.file.max_warnings),
+        baseline: args.baseline.clone().or(config.file.baseline.clone()),
+        docs: Docs::new(args.docs_url.as_deref().or(config.file.docs_url.as_deref())),
+        config,
+    })
+}
+
+/// The `--format` arguments, at most one of them on standard output.
+fn outputs(args: &ValidateArgs) -> Result<Vec<Spec>, String> {
+    let mut formats = args.formats.clone();
+    if formats.iter().all(|s| s.file.is_some()) && !(args.list_rules || args.explain.is_some()) {
+        // Files only: the log still goes to the terminal.
+        formats.insert(
+            0,
+            Spec {
+                kind: format::Kind::Human,
+                file: None,
+            },
+        );
+    }
+    if formats.iter().filter(|s| s.file.is_none()).count() > 1 {
+        return Err(
+            "only one --format can go to standard output; write the others to files (FMT=FILE)"
+                .into(),
+        );
+    }
+    Ok(formats)
+}
+
+fn exit_code(report: &Report, settings: &Settings, strict_baseline: bool) -> ExitCode {
+    let c = report.counts();
+    let failed = match settings.fail_on {
+        FailOn::Error => c.errors > 0,
+        FailOn::Warning => c.findings() > 0,
+        FailOn::Never => false,
+    } || settings.max_warnings.is_some_and(|n| c.warnings > n)
+        || (strict_baseline && !report.stale.is_empty());
+    if c.unreadable > 0 {
+        ExitCode::from(2)
+    } else if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The finding that stands for an input that could not be checked.
+fn unreadable(e: &LoadError, docs: &Docs) -> Document {
+    let (rule, at) = match e {
+        LoadError::Json { line, column, .. } => (
+            rules::INPUT_MALFORMED,
+            // serde_json says column 0 for an error before the first character.
+            Position {
+                line: (*line).max(1),
+                column: (*column).max(1),
+            },
+        ),
+        _ => (rules::INPUT_UNREADABLE, Position::START),
+    };
+    Document {
+        path: e.label().to_owned(),
+        entries: vec![report::input_entry(e.label(), rule, at, e.reason(), docs)],
+    }
+}
+
+/// With `--format github` on GitHub Actions, the markdown table goes to the job's summary
+/// page too.
+fn append_step_summary(report: &Report) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(format::markdown(report).as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("warning: cannot append to GITHUB_STEP_SUMMARY: {e}");
+    }
+}
+
+fn print(text: &str) {
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+fn check_usage(args: &ValidateArgs) -> Result<(), String> {
+    if args.discovery.is_some() && args.kind != Kind::AgentCard {
+        return Err("--discovery only applies to --kind agent-card".into());
+    }
+    let stdin_uses = args
+        .paths
+        .iter()
+        .chain(args.discovery.iter())
+        .filter(|p| *p == "-")
+        .count();
+    if stdin_uses > 1 {
+        return Err("standard input (`-`) can be read only once".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The settings of a run: the command line over a config file.
+//!
+//! The config file is `.openwop-validate.yaml`, found in the working directory or the
+//! nearest directory above it that has one (`--config FILE` names one, `--no-config`
+//! ignores it), so a repository states its threshold and rule levels once for every
+//! developer, hook and CI job:
+//!
+//! ```yaml
+//! fail-on: error            # error | warning | never
+//! max-warnings: 0           # fail when there are more warnings than this
+//! baseline: .openwop-validate-baseline.json   # relative to this file
+//! rules:
+//!   discovery.refresh-overdue: warning        # off | warning | error
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use crate::rules::{self, Severity};
+
+/// The config file's name.
+pub const FILE_NAME: &str = ".openwop-validate.yaml";
+
+/// Which findings fail the run (exit 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// Any error-severity finding (the default).
+    #[default]
+    Error,
+    /// Any finding, warnings included.
+    Warning,
+    /// No finding fails the run (`--max-warnings`, `--strict-baseline` and unreadable
+    /// inputs still do).
+    Never,
+}
+
+/// What a rule is set to: a severity, or off (its findings are not reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Off,
+    On(Severity),
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Level::Off),
+            "warning" => Ok(Level::On(Severity::Warning)),
+            "error" => Ok(Level::On(Severity::Error)),
+            _ => Err(format!(
+                "\"{s}\" is not a level: write off, warning or error"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// `ID=LEVEL` as `--rule` takes it.
+pub fn parse_rule_setting(raw: &str) -> Result<(String, Level), String> {
+    let Some((id, level)) = raw.split_once('=') else {
+        return Err(format!(
+            "\"{raw}\" is not ID=LEVEL, e.g. discovery.refresh-overdue=warning"
+        ));
+    };
+    Ok((id.trim().to_owned(), level.trim().parse()?))
+}
+
+/// The config file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    pub fail_on: Option<FailOn>,
+    pub max_warnings: Option<usize>,
+    pub baseline: Option<PathBuf>,
+    pub docs_url: Option<String>,
+    #[serde(default)]
+    pub rules: BTreeMap<String, Level>,
+}
+
+/// A config file read from disk, with paths in it made relative to the working directory.
+#[derive(Debug, Default)]
+pub struct Config {
+    /// Where it was read from; `None` when no config file applies.
+    pub path: Option<PathBuf>,
+    pub file: ConfigFile,
+}
+
+impl Config {
+    /// Reads `explicit`, else the nearest `.openwop-validate.yaml` from `cwd` upwards.
+    pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Config, String> {
+        let path = match explicit {
+            Some(p) => Some(p.to_path_buf()),
+            None => find(cwd),
+        };
+        let Some(path) = path else {
+            return Ok(Config::default());
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+        let mut file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
+        } else {
+            yaml_serde::from_str(&text)
+                .map_err(|e| format!("the config file {}: {e}", path.display()))?
+        };
+        if let Some(baseline) = &file.baseline
+            && baseline.is_relative()
+        {
+            let dir = path.parent().unwrap_or(Path::new(""));
+            file.baseline = Some(dir.join(baseline));
+        }
+        for id in file.rules.keys() {
+            known_rule(id).map_err(|e| format!("the config file {}: {e}", path.display()))?;
+        }
+        Ok(Config {
+            path: Some(path),
+            file,
+        })
+    }
+}
+
+/// The nearest config file in `dir` or a directory above it.
+fn find(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(FILE_NAME))
+        .find(|candidate| candidate.is_file())
+}
+
+/// An error naming the rule when `id` is not in the catalogue, so a typo does not silently
+/// leave a rule at its default.
+pub fn known_rule(id: &str) -> Result<(), String> {
+    if rules::lookup(id).is_some() {
+        Ok(())
+    } else {
+        Err(format!("no rule \"{id}\" (`--list-rules` lists them all)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_and_rule_settings_parse() {
+        assert_eq!(
+            parse_rule_setting("schema=warning"),
+            Ok(("schema".into(), Level::On(Severity::Warning)))
+        );
+        assert_eq!(
+            parse_rule_setting(" schema = off "),
+            Ok(("schema".into(), Level::Off))
+        );
+        assert!(parse_rule_setting("schema").is_err());
+        assert!(parse_rule_setting("schema=loud").is_err());
+    }
+
+    #[test]
+    fn the_nearest_file_upwards_is_read_and_its_baseline_is_relative_to_it() {
+        let root = tempfile::tempdir().expect("dir");
+        let deep = root.path().join("a/b");
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        assert!(
+            Config::load(None, &deep)
+                .expect("no file is fine")
+                .path
+                .is_none()
+        );
+        std::fs::write(
+            root.path().join(FILE_NAME),
+            "fail-on: warning\nmax-warnings: 3\nbaseline: base.json\nrules:\n  schema: off\n",
+        )
+        .expect("write");
+        let config = Config::load(None, &deep).expect("read");
+        assert_eq!(config.path, Some(root.path().join(FILE_NAME)));
+        assert_eq!(config.file.fail_on, Some(FailOn::Warning));
+        assert_eq!(config.file.max_warnings, Some(3));
+        assert_eq!(config.file.baseline, Some(root.path().join("base.json")));
+        assert_eq!(config.file.rules.get("schema"), Some(&Level::Off));
+    }
+
+    #[test]
+    fn mistakes_in_the_file_are_named() {
+        let root = tempfile::tempdir().expect("dir");
+        let path = root.path().join("c.yaml");
+        for (text, says) in [
+            ("fail-on: sometimes\n", "fail-on"),
+            ("failon: error\n", "failon"),
+            ("rules:\n  no.such-rule: off\n", "no.such-rule"),
+            ("rules:\n  schema: loud\n", "loud"),
+        ] {
+            std::fs::write(&path, text).expect("write");
+            let err = Config::load(Some(&path), root.path())
+                .err()
+                .unwrap_or_default();
+            assert!(err.contains(says), "{text:?}: {err}");
+        }
+    }
+}

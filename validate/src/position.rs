@@ -1,0 +1,140 @@
+//! Where a JSON pointer's value sits in the text a document was read from.
+//!
+//! `serde_json::Value` keeps no positions, so the text is parsed a second time, only for
+//! documents that have findings, with `jsonc-parser` (dprint's parser: no dependencies,
+//! byte ranges on every node). The document already parsed as strict JSON, so the looser
+//! syntax that parser also accepts never comes into play.
+
+use jsonc_parser::ast::{ObjectPropName, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
+
+/// A 1-based line and column; the column counts characters (Unicode scalar values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Position {
+    /// The start of a text: where findings about a whole unreadable input point.
+    pub const START: Position = Position { line: 1, column: 1 };
+}
+
+/// A parsed text that answers "where is this pointer?".
+pub struct Locator<'a> {
+    text: &'a str,
+    root: Option<Value<'a>>,
+}
+
+impl<'a> Locator<'a> {
+    /// Parses `text`; a text that does not parse locates every pointer at its start.
+    pub fn new(text: &'a str) -> Self {
+        let root = parse_to_ast(text, &CollectOptions::default(), &ParseOptions::default())
+            .ok()
+            .and_then(|parsed| parsed.value);
+        Locator { text, root }
+    }
+
+    /// The position of the value `pointer` names; of its nearest existing ancestor when the
+    /// value is absent (a missing member is reported on the object that lacks it). Of two
+    /// members with the same name the last counts, as it does for `serde_json`.
+    pub fn locate(&self, pointer: &str) -> Position {
+        let Some(mut node) = self.root.as_ref() else {
+            return Position::START;
+        };
+        let tokens = pointer.split('/').skip(1).map(unescape);
+        for token in tokens {
+            let next = match node {
+                Value::Object(object) => object
+                    .properties
+                    .iter()
+                    .rev()
+                    .find(|p| name(&p.name) == token)
+                    .map(|p| &p.value),
+                Value::Array(array) => token
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|_| token == "0" || !token.starts_with('0'))
+                    .and_then(|i| array.elements.get(i)),
+                _ => None,
+            };
+            match next {
+                Some(child) => node = child,
+                None => break,
+            }
+        }
+        self.position_of(node.range().start)
+    }
+
+    /// Line and column of a byte offset.
+    fn position_of(&self, offset: usize) -> Position {
+        let before = self.text.get(..offset).unwrap_or(self.text);
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Position {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+fn name<'b>(name: &'b ObjectPropName<'_>) -> &'b str {
+    match name {
+        ObjectPropName::String(lit) => lit.value.as_ref(),
+        ObjectPropName::Word(lit) => lit.value,
+    }
+}
+
+/// A pointer token as the member name it stands for (RFC 6901: `~1` is `/`, `~0` is `~`).
+fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
+    if token.contains('~') {
+        token.replace("~1", "/").replace("~0", "~").into()
+    } else {
+        token.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str, pointer: &str) -> (usize, usize) {
+        let p = Locator::new(text).locate(pointer);
+        (p.line, p.column)
+    }
+
+    const DOC: &str = "{\n  \"a2a\": {\n    \"profiles\": [\"x\", {\"é\": 1}],\n    \"a/b~c\": true\n  },\n  \"dup\": 1, \"dup\": [null]\n}\n";
+
+    #[test]
+    fn members_items_and_escaped_names() {
+        assert_eq!(at(DOC, ""), (1, 1));
+        assert_eq!(at(DOC, "/a2a"), (2, 10));
+        assert_eq!(at(DOC, "/a2a/profiles"), (3, 17));
+        assert_eq!(at(DOC, "/a2a/profiles/0"), (3, 18));
+        assert_eq!(at(DOC, "/a2a/profiles/1"), (3, 23));
+        // Columns count characters: "é" is two bytes, one column.
+        assert_eq!(at(DOC, "/a2a/profiles/1/é"), (3, 29));
+        assert_eq!(at(DOC, "/a2a/a~1b~0c"), (4, 14));
+    }
+
+    #[test]
+    fn the_last_duplicate_member_counts() {
+        assert_eq!(at(DOC, "/dup"), (6, 20));
+        assert_eq!(at(DOC, "/dup/0"), (6, 21));
+    }
+
+    #[test]
+    fn a_missing_value_points_at_its_nearest_ancestor() {
+        assert_eq!(at(DOC, "/a2a/refreshedAt"), (2, 10));
+        assert_eq!(at(DOC, "/a2a/profiles/7"), (3, 17));
+        assert_eq!(at(DOC, "/a2a/profiles/01"), (3, 17));
+        assert_eq!(at(DOC, "/nope/deeper"), (1, 1));
+    }
+
+    #[test]
+    fn crlf_and_unparsable_text() {
+        assert_eq!(at("{\r\n  \"x\": 1\r\n}", "/x"), (2, 8));
+        assert_eq!(at("{ not json", "/x"), (1, 1));
+        assert_eq!(at("", ""), (1, 1));
+    }
+}

@@ -1,0 +1,340 @@
+//! The findings of one run, per document, with positions and severities: what every output
+//! format renders.
+
+use std::cmp::Ordering;
+
+use openwop_generated::validators::Finding;
+use serde::Serialize;
+
+use crate::baseline::Stale;
+use crate::position::{Locator, Position};
+use crate::rules::{self, Severity};
+
+/// One finding, tied to the document it is about. `--format json` prints an array of these,
+/// keys in this order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    pub path: String,
+    /// 1-based line of the pointer's value in the text read.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    #[serde(serialize_with = "severity_str")]
+    pub severity: Severity,
+    pub rule: String,
+    pub pointer: String,
+    pub message: String,
+    /// The rule's page in the rule reference.
+    pub docs: String,
+}
+
+fn severity_str<S: serde::Serializer>(s: &Severity, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(s.as_str())
+}
+
+/// One PATH argument and what was found in it.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// How findings name it: the argument, `<stdin>`, or the URL fetched.
+    pub path: String,
+    pub entries: Vec<Entry>,
+}
+
+impl Document {
+    /// Whether the document could not be checked at all.
+    pub fn unreadable(&self) -> bool {
+        self.entries.iter().any(|e| rules::is_input(&e.rule))
+    }
+}
+
+/// Every document of a run, in argument order, each one's findings sorted.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub documents: Vec<Document>,
+    /// Findings left out because the baseline lists them.
+    pub known: usize,
+    /// Baseline entries that no longer occur.
+    pub stale: Vec<Stale>,
+}
+
+/// Counts for summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub documents: usize,
+    pub invalid: usize,
+    pub unreadable: usize,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+impl Counts {
+    pub fn findings(&self) -> usize {
+        self.errors + self.warnings
+    }
+}
+
+impl Report {
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.documents.iter().flat_map(|d| d.entries.iter())
+    }
+
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            documents: self.documents.len(),
+            ..Counts::default()
+        };
+        for d in &self.documents {
+            c.invalid += usize::from(!d.entries.is_empty());
+            c.unreadable += usize::from(d.unreadable());
+        }
+        for e in self.entries() {
+            match e.severity {
+                Severity::Error => c.errors += 1,
+                Severity::Warning => c.warnings += 1,
+            }
+        }
+        c
+    }
+
+    /// The one-line summary every human-facing format ends with.
+    pub fn summary(&self) -> String {
+        let c = self.counts();
+        let mut text = format!(
+            "{}, {} invalid, {}",
+            plural(c.documents, "document"),
+            c.invalid,
+            plural(c.findings(), "finding")
+        );
+        if c.findings() > 0 {
+            text.push_str(&format!(
+                " ({}, {})",
+                plural(c.errors, "error"),
+                plural(c.warnings, "warning")
+            ));
+        }
+        if c.unreadable > 0 {
+            text.push_str(&format!(", {} unreadable", c.unreadable));
+        }
+        if self.known > 0 {
+            text.push_str(&format!(", {} known in the baseline", self.known));
+        }
+        if !self.stale.is_empty() {
+            text.push_str(&format!(
+                ", {} no longer found",
+                plural(self.stale.len(), "baseline entry")
+            ));
+        }
+        text
+    }
+}
+
+/// Turns a validator's findings into sorted entries with positions. Within a document a
+/// specific rule comes before the generic `schema` finding it may restate, so a reader meets
+/// the sentence that says what to change first; then pointers in document order. Only exact
+/// duplicates are merged: no finding is dropped because another is present.
+pub fn entries(
+    path: &str,
+    text: &str,
+    findings: Vec<Finding>,
+    severity: impl Fn(&str) -> Option<Severity>,
+    docs: &rules::Docs,
+) -> Vec<Entry> {
+    let mut findings: Vec<(Finding, Severity)> = findings
+        .into_iter()
+        .filter_map(|f| severity(&f.rule).map(|s| (f, s)))
+        .collect();
+    if findings.is_empty() {
+        return Vec::new();
+    }
+    findings.sort_by(|(a, _), (b, _)| {
+        (a.rule == "schema")
+            .cmp(&(b.rule == "schema"))
+            .then_with(|| compare_pointers(&a.pointer, &b.pointer))
+            .then_with(|| a.rule.cmp(&b.rule))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    findings.dedup();
+    let locator = Locator::new(text);
+    findings
+        .into_iter()
+        .map(|(f, severity)| {
+            let at = locator.locate(&f.pointer);
+            Entry {
+                path: path.to_owned(),
+                line: at.line,
+                column: at.column,
+                severity,
+                docs: docs.rule(&f.rule),
+                rule: f.rule,
+                pointer: f.pointer,
+                message: f.message,
+            }
+        })
+        .collect()
+}
+
+/// The finding for an input that could not be checked.
+pub fn input_entry(
+    path: &str,
+    rule: &str,
+    at: Position,
+    message: String,
+    docs: &rules::Docs,
+) -> Entry {
+    Entry {
+        path: path.to_owned(),
+        line: at.line,
+        column: at.column,
+        severity: Severity::Error,
+        rule: rule.to_owned(),
+        pointer: String::new(),
+        message,
+        docs: docs.rule(rule),
+    }
+}
+
+pub fn plural(n: usize, noun: &str) -> String {
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("1 {noun}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// Orders pointers token by token, array indexes numerically (`/2` before `/10`).
+pub fn compare_pointers(a: &str, b: &str) -> Ordering {
+    let mut xs = a.split('/');
+    let mut ys = b.split('/');
+    loop {
+        match (xs.next(), ys.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => {
+                let order = match (x.parse::<u64>(), y.parse::<u64>()) {
+                    (Ok(i), Ok(j)) => i.cmp(&j),
+                    _ => x.cmp(y),
+                };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(pointer: &str, rule: &str) -> Finding {
+        Finding {
+            pointer: pointer.into(),
+            rule: rule.into(),
+            message: "m".into(),
+        }
+    }
+
+    fn docs() -> rules::Docs {
+        rules::Docs::new(Some("https://example.test/"))
+    }
+
+    fn all_errors(_: &str) -> Option<Severity> {
+        Some(Severity::Error)
+    }
+
+    #[test]
+    fn specific_rules_come_before_schema_and_indexes_sort_numerically() {
+        let text = r#"{"a2a": {"profiles": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}"#;
+        let found = entries(
+            "d.json",
+            text,
+            vec![
+                finding("", "schema"),
+                finding("/a2a/profiles/10", "discovery.no-legacy-profile"),
+                finding("/a2a/profiles/2", "discovery.no-legacy-profile"),
+            ],
+            all_errors,
+            &docs(),
+        );
+        let order: Vec<(&str, &str, usize)> = found
+            .iter()
+            .map(|e| (e.pointer.as_str(), e.rule.as_str(), e.column))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("/a2a/profiles/2", "discovery.no-legacy-profile", 29),
+                ("/a2a/profiles/10", "discovery.no-legacy-profile", 53),
+                ("", "schema", 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_but_exact_duplicates_is_merged_and_off_rules_are_left_out() {
+        let echo = Finding {
+            pointer: "/a2a".into(),
+            rule: "schema".into(),
+            message: "Unevaluated properties are not allowed ('versions' was unexpected)".into(),
+        };
+        let found = entries(
+            "a.json",
+            "{}",
+            vec![
+                echo.clone(),
+                echo,
+                finding("/a2a/profiles/1", "schema"),
+                finding("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                finding("/x", "discovery.no-grpc"),
+            ],
+            |rule| (rule != "discovery.no-grpc").then_some(Severity::Warning),
+            &docs(),
+        );
+        let kept: Vec<(&str, &str)> = found
+            .iter()
+            .map(|e| (e.pointer.as_str(), e.rule.as_str()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                ("/a2a", "schema"),
+                ("/a2a/profiles/1", "schema"),
+            ]
+        );
+        assert!(found.iter().all(|e| e.severity == Severity::Warning));
+    }
+
+    #[test]
+    fn summary_counts_documents_invalid_findings_and_severities() {
+        let d = docs();
+        let mut report = Report::default();
+        report.documents.push(Document {
+            path: "a.json".into(),
+            entries: vec![],
+        });
+        let mut b = entries("b.json", "{}", vec![finding("/x", "r")], all_errors, &d);
+        b[0].severity = Severity::Warning;
+        report.documents.push(Document {
+            path: "b.json".into(),
+            entries: b,
+        });
+        let unreadable = input_entry(
+            "c.json",
+            rules::INPUT_UNREADABLE,
+            Position::START,
+            "gone".into(),
+            &d,
+        );
+        report.documents.push(Document {
+            path: "c.json".into(),
+            entries: vec![unreadable],
+        });
+        assert_eq!(
+            report.summary(),
+            "3 documents, 2 invalid, 2 findings (1 error, 1 warning), 1 unreadable"
+        );
+        assert_eq!(plural(2, "baseline entry"), "2 baseline entries");
+    }
+}

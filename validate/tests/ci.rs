@@ -1,0 +1,493 @@
+//! What a CI owner relies on: thresholds and exit codes, rule levels from the command line
+//! and the config file, the baseline round trip, several formats from one run, the GitHub
+//! job summary, rule lookup, and bad input that gives a finding (never a panic).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const NOW: &str = "2026-12-01";
+
+fn vector(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn valid() -> String {
+    vector("discovery/valid/minimal.json")
+}
+
+/// One finding: `discovery.refresh-overdue` on `/a2a/refreshedAt`.
+fn overdue() -> String {
+    vector("discovery/invalid/discovery.refresh-overdue--a2a.json")
+}
+
+/// Runs in `dir` (so no config file of the checkout applies) with `args`.
+fn validate_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("OPENWOP_VALIDATE_DOCS_URL")
+        .args(args)
+        .output()
+        .expect("openwop-validate runs")
+}
+
+fn validate(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("dir");
+    validate_in(dir.path(), args)
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn thresholds_decide_the_exit_code() {
+    let (ok, bad) = (valid(), overdue());
+    assert_eq!(code(&validate(&["--now", NOW, &ok])), 0);
+    assert_eq!(code(&validate(&["--now", NOW, &bad])), 1);
+    let warn = "discovery.refresh-overdue=warning";
+    // A warning does not fail the default threshold, but does fail `--fail-on warning`.
+    let out = validate(&["--now", NOW, "--rule", warn, &bad]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(0 errors, 1 warning)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        code(&validate(&[
+            "--now",
+            NOW,
+            "--rule",
+            warn,
+            "--fail-on",
+            "warning",
+            &bad
+        ])),
+        1
+    );
+    // --max-warnings counts warnings: 1 is not more than 1, but more than 0.
+    let max = |n: &str| {
+        code(&validate(&[
+            "--now",
+            NOW,
+            "--rule",
+            warn,
+            "--max-warnings",
+            n,
+            &bad,
+        ]))
+    };
+    assert_eq!(max("1"), 0);
+    assert_eq!(max("0"), 1);
+    // never: findings are reported, the run passes.
+    let out = validate(&["--now", NOW, "--fail-on", "never", &bad]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        stdout(&out).contains("discovery.refresh-overdue"),
+        "{}",
+        stdout(&out)
+    );
+    // off: the rule's findings are not reported at all.
+    let out = validate(&[
+        "--now",
+        NOW,
+        "--rule",
+        "discovery.refresh-overdue=off",
+        &bad,
+    ]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("0 findings"), "{}", stdout(&out));
+    // An unreadable input is exit 2 whatever the threshold.
+    let out = validate(&["--fail-on", "never", &ok, "/nonexistent/x.json"]);
+    assert_eq!(code(&out), 2);
+}
+
+#[test]
+fn usage_mistakes_exit_2_with_a_sentence() {
+    let ok = valid();
+    for (args, says) in [
+        (
+            vec!["--rule", "no.such-rule=off", ok.as_str()],
+            "no rule \"no.such-rule\"",
+        ),
+        (vec!["--rule", "schema", ok.as_str()], "ID=LEVEL"),
+        (vec!["--fail-on", "sometimes", ok.as_str()], "sometimes"),
+        (vec!["--format", "xml", ok.as_str()], "not a format"),
+        (
+            vec!["--format", "json", "--format", "sarif", ok.as_str()],
+            "standard output",
+        ),
+        (vec!["--explain", "no.such-rule"], "no rule"),
+        (
+            vec!["--baseline", "/nonexistent/b.json", ok.as_str()],
+            "cannot read the baseline",
+        ),
+        (
+            vec!["--config", "/nonexistent/c.yaml", ok.as_str()],
+            "config file",
+        ),
+    ] {
+        let out = validate(&args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_config_file_is_found_upwards_and_the_command_line_wins() {
+    let dir = tempfile::tempdir().expect("dir");
+    let deep = dir.path().join("site/public");
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "fail-on: warning\nrules:\n  discovery.refresh-overdue: warning\n",
+    )
+    .expect("write");
+    let bad = overdue();
+    let out = validate_in(&deep, &["--now", NOW, &bad]);
+    assert_eq!(code(&out), 1, "fail-on: warning from the file");
+    assert!(stdout(&out).contains("1 warning"), "{}", stdout(&out));
+    assert_eq!(
+        code(&validate_in(
+            &deep,
+            &["--now", NOW, "--fail-on", "error", &bad]
+        )),
+        0
+    );
+    assert_eq!(
+        code(&validate_in(&deep, &["--now", NOW, "--no-config", &bad])),
+        1
+    );
+    let out = validate_in(&deep, &["--now", NOW, "--no-config", &bad]);
+    assert!(stdout(&out).contains("1 error"), "{}", stdout(&out));
+}
+
+#[test]
+fn the_baseline_round_trip() {
+    let dir = tempfile::tempdir().expect("dir");
+    let copy = |from: &str, to: &str| {
+        std::fs::copy(from, dir.path().join(to)).expect("copy");
+    };
+    copy(&overdue(), "a.json");
+    copy(
+        &vector("discovery/invalid/discovery.no-grpc.json"),
+        "b.json",
+    );
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+
+    let written = run(&[
+        "--now",
+        NOW,
+        "--write-baseline",
+        "base.json",
+        "a.json",
+        "b.json",
+    ]);
+    assert_eq!(
+        code(&written),
+        1,
+        "writing a baseline still reports: {}",
+        stdout(&written)
+    );
+    let text = std::fs::read_to_string(dir.path().join("base.json")).expect("written");
+    let again = run(&[
+        "--now",
+        NOW,
+        "--write-baseline",
+        "base2.json",
+        "b.json",
+        "a.json",
+    ]);
+    assert_eq!(code(&again), 1);
+    let text2 = std::fs::read_to_string(dir.path().join("base2.json")).expect("written");
+    assert_eq!(text, text2, "the baseline is the same whatever the order");
+    let parsed: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(parsed["version"], 1);
+    assert!(
+        text.contains("\"rule\": \"discovery.refresh-overdue\""),
+        "{text}"
+    );
+
+    // Nothing new: passes, and says how many the baseline holds.
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "a.json",
+        "b.json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("known in the baseline"),
+        "{}",
+        stdout(&out)
+    );
+
+    // a.json fixed, b.json gets worse: only the new finding is reported, the fixed one
+    // is listed, and --strict-baseline fails on it.
+    copy(&valid(), "a.json");
+    copy(
+        &vector("discovery/invalid/discovery.no-supported-transports.json"),
+        "b.json",
+    );
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--format",
+        "json",
+        "a.json",
+        "b.json",
+    ]);
+    let findings: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rules: Vec<&str> = findings
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(
+        rules.contains(&"discovery.no-supported-transports"),
+        "{rules:?}"
+    );
+    assert!(!rules.contains(&"discovery.refresh-overdue"), "{rules:?}");
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--fail-on",
+        "never",
+        "a.json",
+    ]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        stdout(&out).contains("a.json: baseline entry discovery.refresh-overdue at \"/a2a/refreshedAt\" no longer occurs"),
+        "{}",
+        stdout(&out)
+    );
+    let strict = [
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "--fail-on",
+        "never",
+        "a.json",
+    ];
+    assert_eq!(code(&run(&strict)), 1);
+    // A document not checked in this run has no stale entries.
+    copy(&overdue(), "a.json");
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "a.json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+}
+
+#[test]
+fn one_run_prints_the_log_and_writes_sarif_and_junit() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sarif = dir.path().join("v.sarif");
+    let junit = dir.path().join("v.xml");
+    let bad = overdue();
+    let out = validate(&[
+        "--now",
+        NOW,
+        "--format",
+        &format!("sarif={}", sarif.display()),
+        "--format",
+        &format!("junit={}", junit.display()),
+        &valid(),
+        &bad,
+    ]);
+    assert_eq!(code(&out), 1);
+    // Files only named: the human log still goes to standard output.
+    assert!(
+        stdout(&out).starts_with(&format!("{bad}:")),
+        "{}",
+        stdout(&out)
+    );
+    let log: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).expect("sarif")).expect("JSON");
+    assert_eq!(log["version"], "2.1.0");
+    let result = &log["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "discovery.refresh-overdue");
+    let index = result["ruleIndex"].as_u64().expect("index") as usize;
+    assert_eq!(
+        log["runs"][0]["tool"]["driver"]["rules"][index]["id"],
+        "discovery.refresh-overdue"
+    );
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+}
+
+#[test]
+fn github_format_annotates_and_fills_the_job_summary() {
+    let dir = tempfile::tempdir().expect("dir");
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "earlier step\n").expect("write");
+    let bad = overdue();
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args([
+            "--now",
+            NOW,
+            "--rule",
+            "discovery.refresh-overdue=warning",
+            "--format",
+            "github",
+            &bad,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0);
+    let first = stdout(&out).lines().next().unwrap_or_default().to_owned();
+    assert!(
+        first.starts_with("::warning file=")
+            && first.contains(",title=discovery.refresh-overdue::"),
+        "{first}"
+    );
+    let table = std::fs::read_to_string(&summary).expect("summary");
+    assert!(
+        table.starts_with("earlier step\n### openwop-validate"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| warning | [discovery.refresh-overdue]("),
+        "{table}"
+    );
+}
+
+#[test]
+fn rules_can_be_listed_and_explained() {
+    let out = validate(&["--list-rules"]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        stdout(&out).contains("discovery.no-grpc"),
+        "{}",
+        stdout(&out)
+    );
+    let out = validate(&[
+        "--list-rules",
+        "--format",
+        "json",
+        "--docs-url",
+        "https://example.test/r/",
+    ]);
+    let rules: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rules = rules.as_array().expect("array");
+    assert!(rules.len() > 20, "{rules:?}");
+    for r in rules {
+        let id = r["id"].as_str().expect("id");
+        assert!(
+            ["error", "warning"].contains(&r["severity"].as_str().unwrap_or("")),
+            "{r}"
+        );
+        assert!(
+            r["docs"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with(&format!("#{id}")),
+            "{r}"
+        );
+    }
+    assert!(rules.iter().any(|r| r["id"] == "input.malformed"));
+    let out = validate(&[
+        "--explain",
+        "discovery.no-grpc",
+        "--docs-url",
+        "https://example.test/r",
+    ]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("discovery.no-grpc ("), "{text}");
+    assert!(text.contains("Section: "), "{text}");
+    assert!(text.contains("More: https://example.test/r/"), "{text}");
+}
+
+#[test]
+fn bad_input_is_a_finding_in_every_format_and_never_a_panic() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cases: [(&str, &[u8]); 7] = [
+        ("empty.json", b""),
+        ("bom.json", b"\xEF\xBB\xBF{}"),
+        ("binary.json", b"\x00\xff\xfe{"),
+        ("deep.json", &[b'['; 100_000]),
+        ("number.json", b"1e99999"),
+        ("text.json", b"not json at all"),
+        ("truncated.json", b"{\"protocolVersions\": [\"2.0\""),
+    ];
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for (name, bytes) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        paths.push(path);
+    }
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for format in ["human", "json", "sarif", "github", "junit", "markdown"] {
+        let mut args = vec!["--format", format];
+        args.extend(names.iter().map(String::as_str));
+        let out = validate(&args);
+        assert_eq!(code(&out), 2, "{format}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{format}: {}",
+            stderr(&out)
+        );
+        let text = stdout(&out);
+        assert_eq!(
+            text.matches("input.malformed").count() >= cases.len(),
+            true,
+            "{format}: {text}"
+        );
+    }
+    // JSON: one finding per input, with the syntax error's position.
+    let mut args = vec!["--format", "json"];
+    args.extend(names.iter().map(String::as_str));
+    let findings: Value = serde_json::from_slice(&validate(&args).stdout).expect("JSON");
+    let findings = findings.as_array().expect("array");
+    assert_eq!(findings.len(), cases.len(), "{findings:#?}");
+    let truncated = &findings[cases.len() - 1];
+    assert_eq!(truncated["rule"], "input.malformed");
+    assert_eq!(truncated["severity"], "error");
+    assert_eq!(
+        (truncated["line"].as_u64(), truncated["column"].as_u64()),
+        (Some(1), Some(27))
+    );
+    assert!(
+        truncated["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("not valid JSON: "),
+        "{truncated}"
+    );
+}
