@@ -14,6 +14,8 @@ pub(crate) const ERRORS: &str = "spec/v2/errors.json";
 pub(crate) const INTEROP_MAP: &str = "spec/v2/interop-map.json";
 pub(crate) const OPENAPI: &str = "api/v2/openapi.yaml";
 pub(crate) const FACETS_DIR: &str = "spec/v2/facets";
+/// The upstream version registry; optional (upstream's corpus has none).
+pub(crate) const UPSTREAM_VERSIONS: &str = "spec/v2/upstream-versions.json";
 
 /// Folders whose `*.schema.json` files are embedded, validated with and typed.
 const SCHEMA_DIRS: &[&str] = &["schemas/v2", "spec/v2/facets", "spec/v2"];
@@ -42,6 +44,12 @@ impl Corpus {
             files.insert(rel.to_owned(), read_json(root, rel)?);
         }
         files.insert(OPENAPI.to_owned(), read_yaml(root, OPENAPI)?);
+        if root.join(UPSTREAM_VERSIONS).is_file() {
+            files.insert(
+                UPSTREAM_VERSIONS.to_owned(),
+                read_json(root, UPSTREAM_VERSIONS)?,
+            );
+        }
         let mut schema_files = Vec::new();
         for dir in SCHEMA_DIRS {
             for rel in list_schema_files(root, dir)? {

@@ -10,3 +10,4 @@ pub(crate) mod models_post;
 pub(crate) mod patterns;
 pub(crate) mod schemas;
 pub(crate) mod validators;
+pub(crate) mod versions;
