@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod app;
+pub mod card_sign;
 pub mod clock;
 pub mod definition_files;
 pub mod discovery;
@@ -27,6 +28,7 @@ pub mod settings;
 pub mod status;
 pub mod store;
 pub mod trace;
+pub mod upstream;
 pub mod validate;
 pub mod validate_cmd;
 pub mod wire;

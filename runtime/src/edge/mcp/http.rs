@@ -170,7 +170,7 @@ pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/
 /// URL, `--public-url` or the listen address), never a request's `Host` header, which a
 /// client may forge. `None` when the host names no URL (then the challenge names none).
 fn mount_url(state: &McpState) -> Option<String> {
-    state.app.discovery.document["mcp"]["serverUrls"][0]
+    state.app.discovery.get().document["mcp"]["serverUrls"][0]
         .as_str()
         .map(str::to_owned)
 }

@@ -17,7 +17,7 @@ pub fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let d = &state.discovery;
+    let d = state.discovery.get();
     let etag = HeaderValue::from_str(&d.etag).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &d.etag) {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
