@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 export OPENWOP_BIN=${OPENWOP_BIN:-$target_dir/debug/openwop}
 [[ -x $OPENWOP_BIN ]] || cargo build --locked -p openwop --bin openwop
-cargo build --locked -p openwop-generated --example quickstart
+cargo build --locked -p openwop-sdk --example quickstart
 
 # shellcheck source=peers/host.sh
 source tests/peers/host.sh

@@ -306,6 +306,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     ));
 
     let mut examples = Vec::new();
+    let mut tests = Vec::new();
     for t in templates.files.iter().filter(|t| satisfied(t)) {
         if let Some(example) = t
             .name
@@ -313,6 +314,13 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
             .and_then(|n| n.strip_suffix(".rs"))
         {
             examples.push(example.to_owned());
+        }
+        if let Some(test) = t
+            .name
+            .strip_prefix("tests/")
+            .and_then(|n| n.strip_suffix(".rs"))
+        {
+            tests.push(test.to_owned());
         }
         out.files.insert(t.name.clone(), t.rendered.clone());
     }
@@ -346,12 +354,16 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         format::rust(
             "src/lib.rs",
             &provenance,
-            emit::lib_rs::emit(&modules, out.files.contains_key("README.md")),
+            emit::lib_rs::emit(
+                &modules,
+                out.files.contains_key("README.md"),
+                &emit::lib_rs::api_version(&corpus),
+            ),
         )?,
     );
     out.files.insert(
         "Cargo.toml".to_owned(),
-        emit::cargo_toml::emit(&provenance, &examples),
+        emit::cargo_toml::emit(&provenance, &examples, &tests),
     );
 
     progress(&format!(

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod app;
+pub mod backup_cmd;
 pub mod card_sign;
 pub mod clock;
 pub mod definition_files;
@@ -16,6 +17,7 @@ pub mod generated;
 pub mod host;
 pub mod identity;
 pub mod ids;
+pub mod mcp_bridge;
 pub mod mcp_stdio_cmd;
 pub mod negotiation;
 pub mod observe;

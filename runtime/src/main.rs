@@ -27,6 +27,8 @@ enum Command {
     Validate(openwop::validate_cmd::ValidateArgs),
     /// Serve MCP on stdin/stdout (api key from OPENWOP_API_KEY).
     McpStdio(openwop::mcp_stdio_cmd::McpStdioArgs),
+    /// Copy a live SQLite data dir into a new directory (consistent, online).
+    Backup(openwop::backup_cmd::BackupArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,5 +37,6 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => openwop::serve_cmd::run(args),
         Command::Validate(args) => openwop::validate_cmd::run(args),
         Command::McpStdio(args) => openwop::mcp_stdio_cmd::run(args),
+        Command::Backup(args) => openwop::backup_cmd::run(args),
     }
 }

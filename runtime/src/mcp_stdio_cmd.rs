@@ -1,7 +1,9 @@
 //! `openwop mcp-stdio`: the MCP mount over stdin/stdout (newline-delimited JSON-RPC),
-//! for clients that spawn their server. The process is a host of its own on a data
-//! directory; the caller authenticates with the api key in `OPENWOP_API_KEY`, checked
-//! against the configured keys before any request is read. Logs go to stderr only.
+//! for clients that spawn their server. Either a bridge to a running host
+//! (`--connect URL`, [`crate::mcp_bridge`]: the same runs as HTTP clients, no store opened
+//! here) or a host of its own on a data directory; the caller authenticates with the api
+//! key in `OPENWOP_API_KEY`, checked against the configured keys before any request is
+//! read. Logs go to stderr only.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,6 +29,15 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
 /// Serve MCP on stdin/stdout.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
+  OPENWOP_API_KEY=owdev_... openwop mcp-stdio --connect http://127.0.0.1:8080
+      Bridge to the `openwop serve` already running: the same runs, workflows and keys as
+      its HTTP clients (the dev key `serve` printed works as it is). Nothing is opened
+      locally, so this works beside a SQLite host.
+
+  OPENWOP_API_KEY=owdev_... openwop mcp-stdio
+      Serve MCP from ./openwop-data with the dev key `openwop serve` minted there (when no
+      other keys are configured); `serve` must not be running on that data dir.
+
   OPENWOP_API_KEY=acme:acme-secret-key-123 openwop mcp-stdio
       Serve MCP to the client that spawned this process, as tenant acme, with runs kept in
       ./openwop-data. A client configuration names this command and sets the variable.
@@ -39,10 +50,15 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
       so runs started here are visible (and resumable) over HTTP too.
 
-With SQLite, give mcp-stdio a data dir of its own: one process holds a SQLite data dir, and
-a second one (a serve, or another mcp-stdio) stops at start. Logs go to stderr; stdout
+With SQLite one process holds a data dir, and a second one (a serve, or another mcp-stdio)
+stops at start: use --connect to reach a running serve, or a data dir of its own. Logs go to stderr; stdout
 carries only JSON-RPC.")]
 pub struct McpStdioArgs {
+    /// Bridge to a running host's MCP endpoint (its origin, or the full `/mcp` URL) instead
+    /// of opening a store here; OPENWOP_API_KEY is sent as the Bearer key.
+    #[arg(long, value_name = "URL", env = "OPENWOP_CONNECT",
+          conflicts_with_all = ["data_dir", "database", "api_keys", "api_key_file", "workflows", "agents", "config"])]
+    connect: Option<String>,
     /// Directory for the SQLite database (and the dev files of this host).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
@@ -81,17 +97,31 @@ pub fn run(args: McpStdioArgs) -> ExitCode {
 }
 
 /// The key ring and the caller: `OPENWOP_API_KEY` is the caller's key, or `TENANT:KEY`,
-/// which is then also the one key accepted when nothing else configures keys.
-pub fn caller(specs: &[String], env_key: &str) -> Result<(KeyRing, Subject), String> {
+/// which is then also the one key accepted when nothing else configures keys. With no
+/// keys configured, a bare key equal to the dev key `openwop serve` keeps in the data dir
+/// (`dev_key`) acts as tenant `dev`, exactly as it does on `serve`.
+pub fn caller(
+    specs: &[String],
+    env_key: &str,
+    dev_key: Option<&str>,
+) -> Result<(KeyRing, Subject), String> {
     let mut keys = KeyRing::default();
     for spec in specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
     }
     let mut key = env_key.trim().to_owned();
     if keys.is_empty() {
-        keys.add_spec(&key).map_err(|e| {
-            format!("{KEY_ENV}: {e} (with no --api-key or apiKeys, give TENANT:KEY)")
-        })?;
+        match dev_key.map(str::trim) {
+            Some(dev) if !key.contains(':') && dev == key => {
+                keys.add("dev", &key).map_err(|e| e.to_string())?;
+            }
+            _ => keys.add_spec(&key).map_err(|e| {
+                format!(
+                    "{KEY_ENV}: {e} (with no --api-key or apiKeys, give TENANT:KEY, or the dev \
+                     key `openwop serve` printed for this data dir)"
+                )
+            })?,
+        }
     }
     if let Some((_, k)) = key.split_once(':')
         && keys.authenticate(Some(&format!("Bearer {key}"))).is_err()
@@ -112,13 +142,17 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     let env_key = std::env::var(KEY_ENV).map_err(|_| {
         format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
     })?;
+    if let Some(url) = &args.connect {
+        return connect(url, &env_key);
+    }
     let specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
-    let (keys, subject) = caller(&specs, &env_key)?;
     let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let data_dir = args
         .data_dir
         .or(file.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from("./openwop-data"));
+    let dev_key = std::fs::read_to_string(data_dir.join(crate::serve_cmd::DEV_KEY_FILE)).ok();
+    let (keys, subject) = caller(&specs, &env_key, dev_key.as_deref())?;
     let database = args
         .database
         .or(file.database.clone())
@@ -137,7 +171,14 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
             ..HostConfig::new(data_dir, keys)
         })
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("in use by another openwop process") {
+                format!("{e}; or bridge to that host: openwop mcp-stdio --connect URL")
+            } else {
+                e
+            }
+        })?;
         // The same mount `openwop serve` has, with the key every replica of this store
         // shares, so states cross transports, replicas and restarts alike.
         let state = host.mcp_state(mcp);
@@ -148,6 +189,21 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         drop(host);
         Ok(())
     })
+}
+
+/// `--connect`: the bridge over this process's stdin/stdout.
+fn connect(url: &str, key: &str) -> Result<(), String> {
+    let bridge = std::sync::Arc::new(crate::mcp_bridge::Bridge::new(url, key)?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    rt.block_on(async move {
+        let (input, output, writer) = std_pipes();
+        crate::mcp_bridge::run(bridge, input, output).await;
+        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    });
+    Ok(())
 }
 
 /// Bridges the process's stdin/stdout to async pipes through two plain threads (the

@@ -231,9 +231,12 @@ pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
     }
 }
 
+/// The file in the data dir that keeps the dev key (read by `mcp-stdio` too).
+pub const DEV_KEY_FILE: &str = "dev-api-key";
+
 /// Loads the persisted dev key or mints and stores one.
 fn dev_key(data_dir: &Path) -> Result<String, String> {
-    let path = data_dir.join("dev-api-key");
+    let path = data_dir.join(DEV_KEY_FILE);
     if let Ok(k) = std::fs::read_to_string(&path) {
         let k = k.trim().to_owned();
         if k.len() >= 16 {

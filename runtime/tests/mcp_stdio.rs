@@ -161,19 +161,31 @@ async fn stdio_answers_every_request_read_before_stdin_closed() {
 #[test]
 fn the_api_key_is_given_once_as_tenant_colon_key() {
     let (_, subject) =
-        openwop::mcp_stdio_cmd::caller(&[], "acme:acme-secret-key-123").expect("caller");
+        openwop::mcp_stdio_cmd::caller(&[], "acme:acme-secret-key-123", None).expect("caller");
     assert_eq!(subject.tenant, "acme");
     // With keys configured, the variable may be the bare key or TENANT:KEY.
     let specs = vec!["acme:acme-secret-key-123".to_owned()];
     for env in ["acme-secret-key-123", "acme:acme-secret-key-123"] {
-        let (_, subject) = openwop::mcp_stdio_cmd::caller(&specs, env).expect(env);
+        let (_, subject) = openwop::mcp_stdio_cmd::caller(&specs, env, None).expect(env);
         assert_eq!(subject.tenant, "acme");
     }
-    let Err(e) = openwop::mcp_stdio_cmd::caller(&[], "just-a-key-without-tenant") else {
+    let Err(e) = openwop::mcp_stdio_cmd::caller(&[], "just-a-key-without-tenant", None) else {
         panic!("a bare key with no keys configured is refused");
     };
     assert!(e.contains("TENANT:KEY"), "{e}");
-    assert!(openwop::mcp_stdio_cmd::caller(&specs, "wrong-key-0123456789").is_err());
+    assert!(openwop::mcp_stdio_cmd::caller(&specs, "wrong-key-0123456789", None).is_err());
+}
+
+#[test]
+fn the_dev_key_serve_printed_acts_as_tenant_dev() {
+    let dev = "owdev_0123456789abcdefghij";
+    let (_, subject) =
+        openwop::mcp_stdio_cmd::caller(&[], dev, Some(&format!("{dev}\n"))).expect("dev key");
+    assert_eq!(subject.tenant, "dev");
+    // Another bare key is still refused, and configured keys switch the dev key off.
+    assert!(openwop::mcp_stdio_cmd::caller(&[], "owdev_somebody-else-0000", Some(dev)).is_err());
+    let specs = vec!["acme:acme-secret-key-123".to_owned()];
+    assert!(openwop::mcp_stdio_cmd::caller(&specs, dev, Some(dev)).is_err());
 }
 
 /// `subscriptions/listen` on stdio: the acknowledgement, then the named task's changes on

@@ -2,12 +2,22 @@
 //! `workspace = true`) so a crate written with `--out` elsewhere builds on its own; a test
 //! keeps each version equal to the workspace's line for that crate.
 //!
-//! Features: `client` (reqwest without TLS, futures-core, tokio's timer), `rustls` (the
-//! default TLS: reqwest's `rustls`, aws-lc-rs provider and the platform verifier),
-//! `native-tls` (OpenSSL on Linux), `validators` (jsonschema). Models, errors, dispatch and
+//! Features: `client` (reqwest without TLS, futures-core, tokio's timer, getrandom for
+//! idempotency keys and jitter, httpdate for `Retry-After`), `rustls` (the default TLS:
+//! reqwest's `rustls`, aws-lc-rs provider and the platform verifier), `native-tls` (OpenSSL
+//! on Linux), `validators` (jsonschema), `tracing` (a span per call), `testkit` (a scripted
+//! loopback host: tokio's sockets, no server framework). Models, errors, dispatch and
 //! schemas need only serde, serde_json and regress.
 
 use crate::format::header;
+
+/// The package name: what a user searches the registry for. The workspace depends on it as
+/// `openwop-generated` (`package = "openwop-sdk"`), so the host's imports stay as they are.
+pub(crate) const PACKAGE_NAME: &str = "openwop-sdk";
+/// The library's name in `use` paths.
+pub(crate) const LIB_NAME: &str = "openwop_sdk";
+/// The SDK's own version (its changelog is `generated/CHANGELOG.md`).
+pub(crate) const VERSION: &str = "0.2.0";
 
 /// `(name, requirement, optional)`; the requirement's `version` matches the workspace's.
 pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
@@ -16,6 +26,8 @@ pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
         r#"{ version = "0.3", default-features = false }"#,
         true,
     ),
+    ("getrandom", r#""0.4""#, true),
+    ("httpdate", r#""1""#, true),
     (
         "jsonschema",
         r#"{ version = "0.61.2", default-features = false }"#,
@@ -42,6 +54,11 @@ pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
         r#"{ version = "1.54", default-features = false, features = ["time"] }"#,
         true,
     ),
+    (
+        "tracing",
+        r#"{ version = "0.1", default-features = false, features = ["std"] }"#,
+        true,
+    ),
 ];
 
 const DEV_DEPENDENCIES: &[(&str, &str)] = &[(
@@ -60,31 +77,41 @@ fn line(name: &str, req: &str, optional: bool) -> String {
     }
 }
 
-/// `examples`: names of the examples under `examples/` (they need the client).
-pub(crate) fn emit(provenance: &str, examples: &[String]) -> String {
+/// `examples`: names of the examples under `examples/` (they need the client); `tests`:
+/// names of the integration tests under `tests/` (they need the testkit).
+pub(crate) fn emit(provenance: &str, examples: &[String], tests: &[String]) -> String {
     let mut out = header("#", provenance);
-    out.push_str(
+    out.push_str(&format!(
         "[package]\n\
-         name = \"openwop-generated\"\n\
-         version = \"0.1.0\"\n\
-         description = \"OpenWOP v2 models, validators, error and dispatch tables and an async client, generated from the OpenWOP spec corpus\"\n\
+         name = \"{PACKAGE_NAME}\"\n\
+         version = \"{VERSION}\"\n\
+         description = \"The OpenWOP v2 SDK for Rust: an async client with timeouts, retries, paging and resumable event streams, plus models, validators, error and dispatch tables, generated from the OpenWOP spec corpus\"\n\
          edition = \"2024\"\n\
          rust-version = \"1.90\"\n\
          license = \"Apache-2.0\"\n\
          readme = \"README.md\"\n\
+         documentation = \"https://docs.rs/{PACKAGE_NAME}\"\n\
          keywords = [\"openwop\", \"workflow\", \"a2a\", \"mcp\", \"sdk\"]\n\
          categories = [\"api-bindings\", \"web-programming::http-client\"]\n\
-         publish = false\n\
+         include = [\"src/**\", \"examples/**\", \"tests/**\", \"README.md\", \"CHANGELOG.md\", \"LICENSE\"]\n\
+         \n\
+         [lib]\n\
+         name = \"{LIB_NAME}\"\n\
+         \n\
+         [package.metadata.docs.rs]\n\
+         features = [\"client\", \"rustls\", \"validators\", \"tracing\", \"testkit\"]\n\
          \n\
          [features]\n\
          default = [\"client\", \"rustls\", \"validators\"]\n\
-         client = [\"dep:reqwest\", \"dep:futures-core\", \"dep:tokio\"]\n\
+         client = [\"dep:reqwest\", \"dep:futures-core\", \"dep:tokio\", \"dep:getrandom\", \"dep:httpdate\"]\n\
          rustls = [\"client\", \"reqwest/rustls\"]\n\
          native-tls = [\"client\", \"reqwest/native-tls\"]\n\
          validators = [\"dep:jsonschema\"]\n\
+         tracing = [\"client\", \"dep:tracing\"]\n\
+         testkit = [\"client\", \"tokio/net\", \"tokio/io-util\", \"tokio/rt\", \"tokio/sync\", \"tokio/macros\"]\n\
          \n\
          [dependencies]\n",
-    );
+    ));
     for (name, req, optional) in DEPENDENCIES {
         out.push_str(&line(name, req, *optional));
     }
@@ -95,6 +122,11 @@ pub(crate) fn emit(provenance: &str, examples: &[String]) -> String {
     for example in examples {
         out.push_str(&format!(
             "\n[[example]]\nname = \"{example}\"\nrequired-features = [\"client\"]\n"
+        ));
+    }
+    for test in tests {
+        out.push_str(&format!(
+            "\n[[test]]\nname = \"{test}\"\nrequired-features = [\"testkit\"]\n"
         ));
     }
     out

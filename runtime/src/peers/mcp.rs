@@ -267,7 +267,7 @@ fn session_headers(session: &Session, headers: &mut HeaderMap) {
 
 /// SEP-2243: a value that is not header-safe (visible ASCII) travels base64-encoded in
 /// an encoded word, `=?base64?…?=`.
-fn header_safe(value: &str) -> Option<HeaderValue> {
+pub(crate) fn header_safe(value: &str) -> Option<HeaderValue> {
     if value.bytes().all(|b| (0x21..0x7f).contains(&b)) {
         HeaderValue::from_str(value).ok()
     } else {
@@ -284,7 +284,11 @@ fn header_safe(value: &str) -> Option<HeaderValue> {
 /// schema marks `x-mcp-header: Name` is mirrored in `Mcp-Param-Name` (strings as
 /// [`header_safe`] spells them, numbers and booleans as JSON writes them). A server that
 /// marks an argument refuses the call without its header (-32020).
-fn param_headers(input_schema: Option<&Value>, arguments: &Value, headers: &mut HeaderMap) {
+pub(crate) fn param_headers(
+    input_schema: Option<&Value>,
+    arguments: &Value,
+    headers: &mut HeaderMap,
+) {
     let Some(properties) = input_schema
         .and_then(|s| s.get("properties"))
         .and_then(Value::as_object)

@@ -34,6 +34,7 @@ pub use interop::*;
 pub use postgres::PgStore;
 pub use runs::*;
 pub use sqlite::SqliteStore;
+pub use sqlite::backup::{Written as BackupWritten, backup as backup_sqlite};
 pub use wakeups::{Subscription, Topic, Wake, WakeHub};
 
 pub use crate::status::RunStatus;

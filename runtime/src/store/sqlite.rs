@@ -7,6 +7,7 @@
 //! task per call). Every statement is
 //! compiled once per connection and kept (`prepare_cached`).
 
+pub(super) mod backup;
 mod dir_lock;
 mod interop;
 mod legacy;

@@ -1,18 +1,19 @@
 //! Quickstart: runs `echo` and `approval` on an OpenWOP host and prints what happens.
 //!
 //! ```sh
-//! OPENWOP_URL=http://127.0.0.1:8080 OPENWOP_API_KEY=owdev_… cargo run -p openwop-generated --example quickstart
+//! OPENWOP_URL=http://127.0.0.1:8080 OPENWOP_API_KEY=owdev_… cargo run -p openwop-sdk --example quickstart
 //! ```
 //!
 //! Exits 0 when both runs complete as expected, 1 on any failure (with the reason).
 // openwop-codegen: requires operation getCapabilities
 // openwop-codegen: requires operation createRun
 // openwop-codegen: requires operation pollRunEvents
+// openwop-codegen: requires operation listRuns
 // openwop-codegen: requires model RunEventPayload
 // openwop-codegen: requires model InterruptPayloadData
 
-use openwop_generated::client::{Client, Error, RaisedInterrupt};
-use openwop_generated::models::{InterruptPayloadData, RunEvent, RunEventPayload, RunStatus};
+use openwop_sdk::client::{Client, Error, RaisedInterrupt};
+use openwop_sdk::models::{InterruptPayloadData, RunEvent, RunEventPayload, RunStatus};
 use serde_json::json;
 
 type Failure = Box<dyn std::error::Error>;
@@ -39,7 +40,10 @@ async fn run() -> Result<(), Failure> {
     let base = std::env::var("OPENWOP_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_owned());
     let key = std::env::var("OPENWOP_API_KEY")
         .map_err(|_| "set OPENWOP_API_KEY (openwop serve prints a dev key)")?;
-    let client = Client::new(base).with_api_key(key);
+    // Timeouts, retries (with one Idempotency-Key per createRun) and the version headers are
+    // on by default; `Client::new(base).with_api_key(key)` is the same client.
+    let client = Client::builder(base).api_key(key).build()?;
+    println!("OpenWOP API {} through openwop-sdk {}", openwop_sdk::API_VERSION, openwop_sdk::SDK_VERSION);
 
     // Discovery needs no key; the ETag makes the next read cheap.
     let discovery = client.get_capabilities().send().await?;
@@ -128,18 +132,25 @@ async fn run() -> Result<(), Failure> {
         return Err(format!("approval ended {} after {answered} answers", done.status).into());
     }
 
-    // 3. Errors are typed: an unknown run is the host's not_found envelope.
+    // 3. Paging: every run of this tenant, page after page (`nextCursor` is followed).
+    let mut runs = client.list_runs().limit(1).stream();
+    let mut listed = 0;
+    while let Some(run) = runs.next().await {
+        let run = run?;
+        listed += 1;
+        println!("  listed {} {}", run.run_id.as_str(), run.status);
+    }
+    if listed < 2 {
+        return Err(format!("listRuns paged through {listed} runs, expected at least 2").into());
+    }
+
+    // 4. Errors are typed, and read as the host wrote them.
     match client.get_run("dev/no-such-run-0123456789").send().await {
-        Err(Error::Api {
-            status,
-            code,
-            envelope,
-            ..
-        }) => {
-            println!(
-                "unknown run: HTTP {status} {code} ({})",
-                envelope.message.as_str()
-            );
+        Err(e @ Error::Api { .. }) => {
+            println!("unknown run: {e}");
+            if let Error::Api { status, code, .. } = &e {
+                println!("  status {status}, code {code}, retryable {}", e.is_retryable());
+            }
         }
         other => return Err(format!("an unknown run answered {other:?}").into()),
     }

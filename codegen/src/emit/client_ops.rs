@@ -1,0 +1,703 @@
+//! One operation of the client: its `Client` method and its builder (path ids, query and
+//! header parameters, body setters, the per-call settings, paging, `send`).
+
+use std::collections::BTreeSet;
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use serde_json::Value;
+use syn::{Fields, Item, Type};
+
+use crate::emit::client::Inputs;
+use crate::emit::client_docs;
+use crate::emit::models_post::{json_name, outer};
+use crate::format::ident;
+use crate::openapi::{Operation, ResponseHeader};
+
+pub(crate) fn model_path(name: &str) -> TokenStream {
+    let n = ident(name);
+    quote!(crate::models::#n)
+}
+
+fn find_item<'a>(models: &'a syn::File, name: &str) -> Option<&'a Item> {
+    models.items.iter().find(|i| match i {
+        Item::Struct(s) => s.ident == name,
+        Item::Enum(e) => e.ident == name,
+        Item::Type(t) => t.ident == name,
+        _ => false,
+    })
+}
+
+/// The struct a model name is, following `type` aliases.
+pub(crate) fn struct_of<'a>(models: &'a syn::File, name: &str) -> Option<&'a syn::ItemStruct> {
+    let mut name = name.to_owned();
+    for _ in 0..4 {
+        match find_item(models, &name)? {
+            Item::Struct(s) => return Some(s),
+            Item::Type(t) => {
+                let ty = &t.ty;
+                name = quote!(#ty).to_string();
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A field or parameter type with every bare model name written `crate::models::Name`.
+fn qualify(ty: &Type, models: &BTreeSet<String>) -> TokenStream {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            if p.path.leading_colon.is_none()
+                && p.path.segments.len() == 1
+                && models.contains(&p.path.segments[0].ident.to_string())
+            {
+                let seg = &p.path.segments[0];
+                let id = &seg.ident;
+                let args = generic_args(&seg.arguments, models);
+                return quote!(crate::models::#id #args);
+            }
+            let colon = p.path.leading_colon.map(|_| quote!(::));
+            let segs = p.path.segments.iter().map(|seg| {
+                let id = &seg.ident;
+                let args = generic_args(&seg.arguments, models);
+                quote!(#id #args)
+            });
+            quote!(#colon #(#segs)::*)
+        }
+        other => quote!(#other),
+    }
+}
+
+fn generic_args(args: &syn::PathArguments, models: &BTreeSet<String>) -> TokenStream {
+    match args {
+        syn::PathArguments::AngleBracketed(a) => {
+            let parts = a.args.iter().map(|g| match g {
+                syn::GenericArgument::Type(t) => qualify(t, models),
+                other => quote!(#other),
+            });
+            quote!(<#(#parts),*>)
+        }
+        _ => quote!(),
+    }
+}
+
+fn docs_of(attrs: &[syn::Attribute]) -> Vec<&syn::Attribute> {
+    attrs.iter().filter(|a| a.path().is_ident("doc")).collect()
+}
+
+/// Setter names already used by a builder; a clash gets a prefix, then an underscore.
+struct Names(BTreeSet<String>);
+
+impl Names {
+    fn new() -> Self {
+        Self(
+            ["send", "body", "new", "call", "fields"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        )
+    }
+
+    /// A header parameter: `OpenWOP-Dedup` → `openwop_dedup` (as the header accessors).
+    fn take_header(&mut self, raw: &str) -> proc_macro2::Ident {
+        self.take(&accessor_name(raw), "header")
+    }
+
+    fn take(&mut self, raw: &str, prefix: &str) -> proc_macro2::Ident {
+        let mut name = raw.to_snake_case();
+        if name.is_empty() {
+            name = "param".to_owned();
+        }
+        if self.0.contains(&name) {
+            name = format!("{prefix}_{name}");
+        }
+        while !self.0.insert(name.clone()) {
+            name.push('_');
+        }
+        ident(&name)
+    }
+}
+
+/// A query parameter's setter type and how its value becomes the query string.
+fn query_setter(
+    p: &crate::openapi::Parameter,
+    named: &dyn Fn(&Value) -> Option<String>,
+    models: &syn::File,
+    reexported: &BTreeSet<String>,
+) -> (TokenStream, TokenStream) {
+    let kind = p.schema.get("type").and_then(Value::as_str);
+    let minimum = p.schema.get("minimum").and_then(Value::as_f64);
+    match kind {
+        Some("integer") if minimum.is_some_and(|m| m >= 0.0) => {
+            (quote!(u64), quote!(value.to_string()))
+        }
+        Some("integer") => (quote!(i64), quote!(value.to_string())),
+        Some("number") => (quote!(f64), quote!(value.to_string())),
+        Some("boolean") => (quote!(bool), quote!(value.to_string())),
+        _ => match named(&p.schema) {
+            // A model enum (e.g. `RunStatus`) is taken as itself; its Display is the wire string.
+            Some(model)
+                if reexported.contains(&model)
+                    || matches!(find_item(models, &model), Some(Item::Enum(_))) =>
+            {
+                let path = model_path(&model);
+                (quote!(#path), quote!(value.to_string()))
+            }
+            _ => (
+                quote!(impl Into<::std::string::String>),
+                quote!(value.into()),
+            ),
+        },
+    }
+}
+
+pub(crate) struct OpParts {
+    pub method: TokenStream,
+    pub builder: TokenStream,
+    /// Items outside the builder module (conversions of the paging cursor).
+    pub extra: TokenStream,
+}
+
+pub(crate) fn operation(
+    op: &Operation,
+    inputs: &Inputs<'_>,
+    shared_headers: &BTreeSet<String>,
+    model_names: &BTreeSet<String>,
+) -> OpParts {
+    let fn_name = ident(&op.operation_id.to_snake_case());
+    let builder_name = format_ident!("{}", op.operation_id.to_upper_camel_case());
+    let verb = format_ident!("{}", op.method.to_uppercase());
+    let anonymous = op.anonymous;
+    let mut names = Names::new();
+
+    // Path parameters are positional, in template order.
+    let mut path_args = Vec::new();
+    let mut path_arg_names = Vec::new();
+    let mut pieces = Vec::new();
+    let mut rest = op.path.as_str();
+    let mut positional = BTreeSet::new();
+    let mut run_id_init = None;
+    while let Some(open) = rest.find('{') {
+        let Some(len) = rest[open..].find('}') else {
+            break;
+        };
+        let literal = &rest[..open];
+        if !literal.is_empty() {
+            pieces.push(quote!(path.push_str(#literal);));
+        }
+        let raw = &rest[open + 1..open + len];
+        positional.insert(raw.to_owned());
+        let arg = names.take(raw, "path");
+        path_args.push(quote!(#arg: &str));
+        path_arg_names.push(arg.clone());
+        pieces.push(quote!(path.push_str(&super::project_path_segment(#arg));));
+        if raw == "runId" {
+            run_id_init = Some(quote!(call.run_id = Some(#arg.to_owned());));
+        }
+        rest = &rest[open + len + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(quote!(path.push_str(#rest);));
+    }
+
+    let mut setters = Vec::new();
+    let mut required_inits = Vec::new();
+    let mut required_args = Vec::new();
+    let mut required_names = Vec::new();
+    for p in op.parameters.iter().filter(|p| p.location == "query") {
+        let key = &p.name;
+        let (ty, render) = query_setter(p, inputs.named, inputs.models, inputs.reexported_enums);
+        let doc = Some(client_docs::param_doc(p));
+        let doc = doc.iter();
+        let name = names.take(&p.name, "query");
+        if p.required {
+            required_args.push(quote!(#name: #ty));
+            required_names.push(name.clone());
+            required_inits.push(quote!({ let value = #name; call.query.push((#key, #render)); }));
+        } else {
+            setters.push(quote! {
+                #(#[doc = #doc])*
+                pub fn #name(mut self, value: #ty) -> Self {
+                    self.call.query.push((#key, #render));
+                    self
+                }
+            });
+        }
+    }
+
+    let mut stream_last_event_id = None;
+    let mut takes_key = false;
+    for p in op.parameters.iter().filter(|p| {
+        p.location == "header" && !shared_headers.contains(&p.name.to_ascii_lowercase())
+    }) {
+        let key = &p.name;
+        let doc = Some(client_docs::param_doc(p));
+        let doc = doc.iter();
+        let name = names.take_header(&p.name);
+        if op.streams && p.name.eq_ignore_ascii_case("last-event-id") {
+            stream_last_event_id = Some(name.clone());
+            setters.push(quote! {
+                #(#[doc = #doc])*
+                /// Reconnections continue from the newest id received after it.
+                pub fn #name(mut self, value: impl Into<::std::string::String>) -> Self {
+                    self.last_event_id = Some(value.into());
+                    self
+                }
+            });
+        } else if p.name.eq_ignore_ascii_case("idempotency-key") {
+            // Minted per call when not given, and sent on every attempt (see `RetryPolicy`).
+            takes_key = true;
+            setters.push(quote! {
+                #(#[doc = #doc])*
+                ///
+                /// When it is not set, the client mints one for this call and sends it on every
+                /// attempt, so a retry never acts twice.
+                pub fn #name(mut self, value: impl Into<::std::string::String>) -> Self {
+                    self.call.idempotency_key = Some(value.into());
+                    self
+                }
+            });
+        } else if p.required {
+            required_args.push(quote!(#name: impl Into<::std::string::String>));
+            required_names.push(name.clone());
+            required_inits.push(quote!(call.headers.push((#key.to_owned(), #name.into()));));
+        } else {
+            setters.push(quote! {
+                #(#[doc = #doc])*
+                pub fn #name(mut self, value: impl Into<::std::string::String>) -> Self {
+                    self.call.headers.push((#key.to_owned(), value.into()));
+                    self
+                }
+            });
+        }
+    }
+
+    // The body: a struct model gets `.body(model)` and one setter per field.
+    let body_model = op.body.as_ref().and_then(|b| (inputs.named)(b));
+    let body_struct = body_model
+        .as_deref()
+        .and_then(|m| struct_of(inputs.models, m))
+        .filter(|s| matches!(s.fields, Fields::Named(_)));
+    let body_required = op.body_required;
+    let (body_fields, body_init, body_finish) = match (&op.body, &body_model, body_struct) {
+        (None, _, _) => (quote!(), quote!(), quote!()),
+        (Some(_), Some(model), Some(s)) => {
+            let model_ty = model_path(model);
+            setters.push(quote! {
+                /// The whole body; field setters called after it change single fields.
+                pub fn body(mut self, body: #model_ty) -> Self {
+                    self.fields.whole(&body);
+                    self
+                }
+            });
+            for field in &s.fields {
+                let json = json_name(field);
+                let name = names.take(&json, "body");
+                let docs = docs_of(&field.attrs);
+                let fallback = docs
+                    .is_empty()
+                    .then(|| format!(" Sets `{json}` in the body."));
+                let fallback = fallback.iter();
+                let docs = quote!(#(#docs)* #(#[doc = #fallback])*);
+                let mut ty = &field.ty;
+                if let Some((w, args)) = outer(ty)
+                    && w == "Option"
+                    && args.len() == 1
+                {
+                    ty = args[0];
+                }
+                let setter = match outer(ty) {
+                    Some((w, _)) if w == "Map" || w == "Value" => quote! {
+                        #docs
+                        pub fn #name(mut self, value: impl Into<::serde_json::Value>) -> Self {
+                            self.fields.set(#json, Ok::<_, ::std::convert::Infallible>(value.into()));
+                            self
+                        }
+                    },
+                    Some((w, args)) if w == "Vec" && args.len() == 1 => {
+                        let item = qualify(args[0], model_names);
+                        quote! {
+                            #docs
+                            pub fn #name<I, V>(mut self, values: I) -> Self
+                            where
+                                I: IntoIterator<Item = V>,
+                                V: TryInto<#item>,
+                                V::Error: ::std::fmt::Display,
+                            {
+                                let items: Result<Vec<#item>, _> = values.into_iter().map(|v| v.try_into()).collect();
+                                self.fields.set(#json, items);
+                                self
+                            }
+                        }
+                    }
+                    _ => {
+                        let ty = qualify(ty, model_names);
+                        quote! {
+                            #docs
+                            pub fn #name<V>(mut self, value: V) -> Self
+                            where
+                                V: TryInto<#ty>,
+                                V::Error: ::std::fmt::Display,
+                            {
+                                self.fields.set(#json, value.try_into());
+                                self
+                            }
+                        }
+                    }
+                };
+                setters.push(setter);
+            }
+            (
+                quote!(fields: super::Fields,),
+                quote!(fields: super::Fields::default(),),
+                quote!(call.body = self.fields.finish::<#model_ty>(#body_required)?;),
+            )
+        }
+        (Some(_), model, _) => {
+            let ty = match model {
+                Some(m) => model_path(m),
+                None => quote!(::serde_json::Value),
+            };
+            setters.push(quote! {
+                /// The request body.
+                pub fn body(mut self, body: impl Into<#ty>) -> Self {
+                    let body: #ty = body.into();
+                    self.fields.whole(&body);
+                    self
+                }
+            });
+            (
+                quote!(fields: super::Fields,),
+                quote!(fields: super::Fields::default(),),
+                quote!(call.body = self.fields.finish::<::serde_json::Value>(#body_required)?;),
+            )
+        }
+    };
+
+    let model_ty = |name: Option<String>| match name {
+        Some(n) => model_path(&n),
+        None => quote!(::serde_json::Value),
+    };
+
+    // Per-call settings, named after the parameters so that a parameter keeps its name
+    // (`pollRunEvents` has a `timeout` query parameter: its HTTP timeout is `request_timeout`).
+    let retry_name = names.take("retry", "request");
+    let header_name = names.take("header", "request");
+    let mut setters_call = vec![
+        quote! {
+            /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
+            /// sends it once.
+            pub fn #retry_name(mut self, policy: super::RetryPolicy) -> Self {
+                self.call.retry = Some(policy);
+                self
+            }
+        },
+        quote! {
+            /// Sends one more header with this call (it replaces a client-wide one of the same name).
+            pub fn #header_name(mut self, name: impl Into<::std::string::String>, value: impl Into<::std::string::String>) -> Self {
+                self.call.headers.push((name.into(), value.into()));
+                self
+            }
+        },
+    ];
+    if !op.streams {
+        let timeout_name = names.take("timeout", "request");
+        setters_call.push(quote! {
+            /// How long this call may take, per attempt (instead of the client's timeout).
+            pub fn #timeout_name(mut self, timeout: ::std::time::Duration) -> Self {
+                self.call.timeout = Some(Some(timeout));
+                self
+            }
+
+            /// No timeout for this call.
+            pub fn no_timeout(mut self) -> Self {
+                self.call.timeout = Some(None);
+                self
+            }
+        });
+    }
+
+    let paged = (!op.streams && !op.not_modified)
+        .then(|| paging(op, inputs, model_names))
+        .flatten();
+    let mut extra = quote!();
+    if let Some(p) = &paged {
+        let (page_ty, item_ty, items, cursor, key) = (
+            &p.page,
+            &p.item,
+            &p.items_field,
+            &p.cursor_field,
+            &p.query_key,
+        );
+        let pages_name = names.take("pages", "list");
+        let stream_name = names.take("stream", "list");
+        setters_call.push(quote! {
+            /// Every page, following `nextCursor` from this call's `cursor` (or the first page)
+            /// until a page has none. Each page is one call, retried like any other.
+            pub fn #pages_name(self) -> super::Pages<'a, #page_ty> {
+                let first = self.call.query.iter().find(|(k, _)| *k == #key).map(|(_, v)| v.clone());
+                let call = self.call;
+                super::Pages::new(
+                    first,
+                    move |cursor| {
+                        let mut call = call.clone();
+                        if let Some(cursor) = cursor {
+                            call.set_query(#key, cursor);
+                        }
+                        Box::pin(async move {
+                            let response = call.send(false).await?;
+                            super::json_answer(response).await
+                        })
+                    },
+                    |page| page.#cursor.as_ref().map(|c| c.to_string()),
+                )
+            }
+
+            /// Every item across the pages (see [`Self::pages`]).
+            pub fn #stream_name(self) -> super::Items<'a, #page_ty, #item_ty> {
+                super::Items::new(self.#pages_name(), |page| page.#items)
+            }
+        });
+        if let Some(cursor_ty) = &p.cursor_ty {
+            extra = quote! {
+                impl ::std::convert::From<&#cursor_ty> for ::std::string::String {
+                    fn from(cursor: &#cursor_ty) -> Self {
+                        cursor.to_string()
+                    }
+                }
+
+                impl ::std::convert::AsRef<str> for #cursor_ty {
+                    fn as_ref(&self) -> &str {
+                        self
+                    }
+                }
+            };
+        }
+    }
+
+    let (send, extra_fields, extra_inits) = if op.streams {
+        let item = model_ty((inputs.stream_item)(op));
+        let last = stream_last_event_id.map(|_| quote!(self.last_event_id));
+        let last = last.unwrap_or_else(|| quote!(None));
+        (
+            quote! {
+                /// Opens the stream (retrying as the retry policy says). An error answer is an
+                /// `Err` here; once open, the stream reconnects by itself (see
+                /// [`super::EventStream`]).
+                pub async fn send(self) -> Result<super::EventStream<#item>, super::Error> {
+                    let mut call = self.call;
+                    #body_finish
+                    super::EventStream::open(call, #last, self.options).await
+                }
+
+                /// How many consecutive failed reconnections end the stream with an error
+                /// (default 8).
+                pub fn max_reconnects(mut self, attempts: u32) -> Self {
+                    self.options.max_reconnects = attempts;
+                    self
+                }
+
+                /// How long the stream may stay silent (not even a keep-alive comment) before
+                /// it counts as dropped and reconnects (default
+                /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](super::DEFAULT_STREAM_IDLE_TIMEOUT)).
+                pub fn idle_timeout(mut self, timeout: ::std::time::Duration) -> Self {
+                    self.options.idle_timeout = timeout;
+                    self
+                }
+            },
+            quote!(last_event_id: Option<::std::string::String>, options: super::StreamOptions,),
+            quote!(last_event_id: None, options: super::StreamOptions::default(),),
+        )
+    } else {
+        let body = match &op.response {
+            Some(schema) => model_ty((inputs.named)(schema)),
+            None => quote!(()),
+        };
+        if op.not_modified {
+            (
+                quote! {
+                    /// Sends the request. A `304` (the copy named by `If-None-Match` is
+                    /// current) is `Conditional::NotModified`, not an error.
+                    pub async fn send(self) -> Result<super::ResponseValue<super::Conditional<#body>>, super::Error> {
+                        let mut call = self.call;
+                        #body_finish
+                        let response = call.send(true).await?;
+                        super::conditional_answer(response).await
+                    }
+                },
+                quote!(),
+                quote!(),
+            )
+        } else {
+            (
+                quote! {
+                    /// Sends the request (retrying as the retry policy says).
+                    pub async fn send(self) -> Result<super::ResponseValue<#body>, super::Error> {
+                        let mut call = self.call;
+                        #body_finish
+                        let response = call.send(false).await?;
+                        super::json_answer(response).await
+                    }
+                },
+                quote!(),
+                quote!(),
+            )
+        }
+    };
+
+    let docs = client_docs::method_docs(
+        inputs.corpus,
+        op,
+        &fn_name.to_string(),
+        &path_arg_names
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        required_args.is_empty(),
+        paged.is_some(),
+    );
+    let op_doc = format!(
+        " A `{}` call (`{} {}`), made by [`Client::{fn_name}`](super::Client::{fn_name}): set what you need, then `send().await`.",
+        op.operation_id,
+        op.method.to_uppercase(),
+        op.path
+    );
+    let op_id = &op.operation_id;
+    let key_init = takes_key.then(|| quote!(call.takes_idempotency_key = true;));
+    let method = quote! {
+        #(#[doc = #docs])*
+        pub fn #fn_name(&self, #(#path_args,)* #(#required_args),*) -> builder::#builder_name<'_> {
+            builder::#builder_name::new(self, #(#path_arg_names,)* #(#required_names),*)
+        }
+    };
+    let builder = quote! {
+        #[doc = #op_doc]
+        #[must_use = "a call does nothing until it is sent"]
+        #[derive(Debug)]
+        pub struct #builder_name<'a> {
+            call: super::Call<'a>,
+            #body_fields
+            #extra_fields
+        }
+
+        impl<'a> #builder_name<'a> {
+            pub(super) fn new(client: &'a super::Client, #(#path_args,)* #(#required_args),*) -> Self {
+                let mut path = ::std::string::String::new();
+                #(#pieces)*
+                let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
+                #run_id_init
+                #key_init
+                #(#required_inits)*
+                Self { call, #body_init #extra_inits }
+            }
+
+            #(#setters)*
+
+            #(#setters_call)*
+
+            #send
+        }
+    };
+    OpParts {
+        method,
+        builder,
+        extra,
+    }
+}
+
+/// A list operation the client can page through: it takes a `cursor` query parameter and
+/// its answer is a model with `nextCursor` and one array (the items).
+struct Paging {
+    page: TokenStream,
+    item: TokenStream,
+    items_field: syn::Ident,
+    cursor_field: syn::Ident,
+    /// The cursor's own model (a string newtype), when it has one.
+    cursor_ty: Option<TokenStream>,
+    query_key: String,
+}
+
+fn paging(op: &Operation, inputs: &Inputs<'_>, model_names: &BTreeSet<String>) -> Option<Paging> {
+    let query_key = op
+        .parameters
+        .iter()
+        .find(|p| p.location == "query" && p.name == "cursor")?
+        .name
+        .clone();
+    let page = (inputs.named)(op.response.as_ref()?)?;
+    let s = struct_of(inputs.models, &page)?;
+    let mut cursor = None;
+    let mut arrays = Vec::new();
+    for field in &s.fields {
+        let name = field.ident.clone()?;
+        if json_name(field) == "nextCursor" {
+            let inner = match outer(&field.ty) {
+                Some((w, args)) if w == "Option" && args.len() == 1 => args[0],
+                _ => return None,
+            };
+            let ty = match inner {
+                Type::Path(p) if p.path.segments.len() == 1 => {
+                    let last = p.path.segments[0].ident.to_string();
+                    model_names.contains(&last).then(|| model_path(&last))
+                }
+                _ => None,
+            };
+            cursor = Some((name, ty));
+        } else if let Some((w, args)) = outer(&field.ty)
+            && w == "Vec"
+            && args.len() == 1
+        {
+            arrays.push((name, qualify(args[0], model_names)));
+        }
+    }
+    let (cursor_field, cursor_ty) = cursor?;
+    let [(items_field, item)] = <[_; 1]>::try_from(arrays).ok()?;
+    Some(Paging {
+        page: model_path(&page),
+        item,
+        items_field,
+        cursor_field,
+        cursor_ty,
+        query_key,
+    })
+}
+
+/// `OpenWOP-Idempotent-Replay` → `openwop_idempotent_replay`.
+pub(crate) fn accessor_name(header: &str) -> String {
+    header.to_ascii_lowercase().replace('-', "_")
+}
+
+pub(crate) fn accessor(h: &ResponseHeader, headers: TokenStream) -> TokenStream {
+    let name = ident(&accessor_name(&h.name));
+    let key = &h.name;
+    let mut docs: Vec<String> = h
+        .description
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .map(|l| format!(" {l}"))
+        .collect();
+    docs.push(format!(" The `{key}` header, when the answer carries it."));
+    match h.kind.as_str() {
+        "boolean" => quote! {
+            #(#[doc = #docs])*
+            pub fn #name(&self) -> Option<bool> {
+                header_str(#headers, #key).map(|v| v.trim().eq_ignore_ascii_case("true"))
+            }
+        },
+        "integer" => quote! {
+            #(#[doc = #docs])*
+            pub fn #name(&self) -> Option<u64> {
+                header_str(#headers, #key).and_then(|v| v.trim().parse().ok())
+            }
+        },
+        _ => quote! {
+            #(#[doc = #docs])*
+            pub fn #name(&self) -> Option<&str> {
+                header_str(#headers, #key)
+            }
+        },
+    }
+}

@@ -1,0 +1,222 @@
+//! Retries: which failures deserve another attempt, and how long to wait before it.
+//! Written by hand (`codegen/templates/client/retry.rs`).
+
+use std::time::{Duration, SystemTime};
+
+use super::Error;
+
+/// When and how often a failed call is sent again. Set one on the client
+/// ([`ClientBuilder::retry`](super::ClientBuilder::retry)) and override it per call (the
+/// builders' `retry(..)`).
+///
+/// A call is retried when its error [is retryable](Error::is_retryable) (a connection error,
+/// a timeout, `408`, `429`, a `5xx`, or a code the error registry marks retriable) and it is
+/// safe to repeat: a `GET`, `PUT`, `DELETE`, `HEAD` or `OPTIONS`, or a `POST` that carries an
+/// `Idempotency-Key` (the SDK mints one for every operation that accepts it, and sends the same
+/// key on every attempt, so a retried `createRun` starts one run).
+///
+/// The wait before attempt `n + 1` is `Retry-After` when the answer carries one (seconds or an
+/// HTTP date) and it is at most [`RetryPolicy::max_retry_after`]; a longer `Retry-After` ends
+/// the retries and the caller gets the error (its [`Error::retry_after`] says how long the host
+/// asked for). Without `Retry-After` it is exponential: `initial_backoff * 2^(n-1)`, at most
+/// `max_backoff`, with "equal jitter" (a random point in the upper half) so that many clients
+/// do not retry in step.
+///
+/// Defaults: 3 attempts in all, 500 ms initial backoff, 8 s maximum backoff, `Retry-After`
+/// honoured up to 60 s, jitter on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+    max_retry_after: Duration,
+    jitter: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+            jitter: true,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no retries.
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// How many attempts in all, the first included (at least 1).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The wait before the first retry, when the answer names none.
+    pub fn initial_backoff(mut self, wait: Duration) -> Self {
+        self.initial_backoff = wait;
+        self
+    }
+
+    /// The longest computed wait between two attempts.
+    pub fn max_backoff(mut self, wait: Duration) -> Self {
+        self.max_backoff = wait;
+        self
+    }
+
+    /// The longest `Retry-After` the client waits for; a longer one ends the retries.
+    pub fn max_retry_after(mut self, wait: Duration) -> Self {
+        self.max_retry_after = wait;
+        self
+    }
+
+    /// Whether computed waits are randomised (on by default).
+    pub fn jitter(mut self, on: bool) -> Self {
+        self.jitter = on;
+        self
+    }
+
+    /// How many attempts in all.
+    pub fn attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The wait before the attempt after failed attempt `attempt` (1-based), given the
+    /// `Retry-After` the failure carried; `None` when there is no further attempt.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Option<Duration> {
+        if attempt >= self.max_attempts {
+            return None;
+        }
+        if let Some(wait) = retry_after {
+            return (wait <= self.max_retry_after).then_some(wait);
+        }
+        let factor = 1u32 << attempt.saturating_sub(1).min(16);
+        let wait = self
+            .initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff);
+        if !self.jitter || wait.is_zero() {
+            return Some(wait);
+        }
+        let half = wait / 2;
+        let spread = (wait - half).as_nanos().max(1) as u64;
+        Some(half + Duration::from_nanos(random_u64() % spread))
+    }
+}
+
+/// `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); a date in the past is
+/// zero.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Randomness for jitter and idempotency keys, from the operating system. Should the OS
+/// refuse, the clock's nanoseconds still spread clients apart.
+pub(crate) fn random_u64() -> u64 {
+    getrandom::u64().unwrap_or_else(|_| {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or_default()
+    })
+}
+
+/// A fresh `Idempotency-Key` for one logical call (128 random bits).
+pub(crate) fn mint_idempotency_key() -> String {
+    format!("openwop-rust-{:016x}{:016x}", random_u64(), random_u64())
+}
+
+impl Error {
+    /// Whether sending the same request again may succeed: a connection error, a timeout or
+    /// an answer cut short; `408`, `429` or a `5xx`; or an error code the registry marks
+    /// retriable. (Whether it is *safe* to send again is the method's and the
+    /// `Idempotency-Key`'s business; the client checks both before it retries.)
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Transport(e) => !(e.is_builder() || e.is_redirect() || e.is_status()),
+            Error::Api { status, .. } => {
+                matches!(*status, 408 | 429 | 500..=599)
+                    || self.registry_code().is_some_and(|c| c.retriable())
+            }
+            _ => false,
+        }
+    }
+
+    /// How long the host asked the client to wait (`Retry-After`, in seconds or as an HTTP
+    /// date), when the answer says.
+    pub fn retry_after(&self) -> Option<Duration> {
+        let value = self.headers()?.get("retry-after")?.to_str().ok()?;
+        parse_retry_after(value, SystemTime::now())
+    }
+
+    /// True when the request or the connection timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Transport(e) if e.is_timeout())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:40 GMT", now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered_into_the_upper_half() {
+        let policy = RetryPolicy::default()
+            .max_attempts(10)
+            .initial_backoff(Duration::from_millis(100))
+            .max_backoff(Duration::from_millis(1000));
+        for (attempt, full) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (9, 1000)] {
+            let wait = policy.delay(attempt, None).unwrap();
+            let full = Duration::from_millis(full);
+            assert!(wait >= full / 2 && wait <= full, "{attempt}: {wait:?}");
+        }
+        assert_eq!(policy.delay(10, None), None);
+        let exact = policy.clone().jitter(false);
+        assert_eq!(exact.delay(3, None), Some(Duration::from_millis(400)));
+    }
+
+    #[test]
+    fn retry_after_wins_up_to_its_cap() {
+        let policy = RetryPolicy::default().max_retry_after(Duration::from_secs(5));
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(4))),
+            Some(Duration::from_secs(4))
+        );
+        assert_eq!(policy.delay(1, Some(Duration::from_secs(6))), None);
+        assert_eq!(RetryPolicy::none().delay(1, None), None);
+    }
+
+    #[test]
+    fn minted_keys_differ() {
+        assert_ne!(mint_idempotency_key(), mint_idempotency_key());
+        assert!(mint_idempotency_key().len() <= 255);
+    }
+}

@@ -1,0 +1,428 @@
+//! Server-sent event streams: SSE framing (`event:`, `id:`, `data:`, `retry:`), and
+//! reconnection with `Last-Event-ID` after a drop, a silence or a transient refusal. Written
+//! by hand (`codegen/templates/client/stream.rs`).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::transport::{Call, error_answer, excerpt};
+use super::{Client, Error, RequestInfo};
+
+/// How an [`EventStream`] reconnects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamOptions {
+    pub(crate) max_reconnects: u32,
+    pub(crate) idle_timeout: Duration,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            max_reconnects: 8,
+            idle_timeout: super::DEFAULT_STREAM_IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// The longest wait a `Retry-After` on a reconnection may ask for; a longer one ends the
+/// stream with the host's error.
+const MAX_RECONNECT_WAIT: Duration = Duration::from_secs(60);
+
+/// One dispatched server-sent event, before its data is decoded.
+#[derive(Debug, Clone)]
+struct Frame {
+    event: Option<String>,
+    id: Option<String>,
+    data: String,
+}
+
+/// An event with its SSE fields, as [`EventStream::next_event`] answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent<T> {
+    /// The `event:` name; `message` when the frame names none (the SSE default). OpenWOP
+    /// hosts name each run event by its type (`run.completed`, …).
+    pub event: String,
+    /// The `id:` in force when the event was dispatched (what a reconnection resumes after).
+    pub id: Option<String>,
+    /// The decoded `data:`.
+    pub data: T,
+}
+
+/// The connection side of an [`EventStream`]: SSE framing and reconnection.
+struct StreamState {
+    client: Client,
+    operation: &'static str,
+    path: String,
+    anonymous: bool,
+    query: Vec<(&'static str, String)>,
+    headers: Vec<(String, String)>,
+    run_id: Option<String>,
+    options: StreamOptions,
+    response: Option<reqwest::Response>,
+    status: u16,
+    buffer: Vec<u8>,
+    data: Option<String>,
+    event: Option<String>,
+    frames: VecDeque<Frame>,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+    /// The `Retry-After` of the last refused reconnection.
+    wait: Option<Duration>,
+    frames_this_connection: usize,
+    confirming: bool,
+    failures: u32,
+    reconnects: u32,
+    done: bool,
+}
+
+impl StreamState {
+    async fn connect(&mut self) -> Result<reqwest::Response, Error> {
+        let mut headers = self.headers.clone();
+        headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));
+        if let Some(id) = &self.last_event_id {
+            headers.push(("Last-Event-ID".to_owned(), id.clone()));
+        }
+        // No total timeout: a stream lives as long as the run; silence is judged by the
+        // idle timeout instead.
+        let request = self.client.prepare(
+            reqwest::Method::GET,
+            &self.path,
+            self.anonymous,
+            &self.query,
+            &headers,
+            None,
+            None,
+        )?;
+        let info = RequestInfo {
+            operation_id: self.operation,
+            method: reqwest::Method::GET,
+            attempt: self.reconnects + self.failures + 1,
+            run_id: self.run_id.clone(),
+        };
+        let response = self.client.execute(request, &info).await?;
+        if !response.status().is_success() {
+            return Err(error_answer(response).await);
+        }
+        self.status = response.status().as_u16();
+        Ok(response)
+    }
+
+    fn backoff(&self) -> Duration {
+        let base = self.retry.unwrap_or(Duration::from_millis(250));
+        let factor = 1u32 << self.failures.saturating_sub(1).min(5);
+        (base * factor).min(Duration::from_secs(5))
+    }
+
+    /// Feeds bytes to the SSE parser (lines end in LF, CRLF or CR).
+    fn feed(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+        loop {
+            let Some(end) = self.buffer.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                return;
+            };
+            let mut next = end + 1;
+            if self.buffer[end] == b'\r' {
+                match self.buffer.get(end + 1) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    // A CR at the end may be the first half of a CRLF.
+                    None => return,
+                }
+            }
+            let line = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
+            self.buffer.drain(..next);
+            self.line(&line);
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        if line.is_empty() {
+            let event = self.event.take();
+            if let Some(data) = self.data.take() {
+                self.frames.push_back(Frame {
+                    event,
+                    id: self.last_event_id.clone(),
+                    data,
+                });
+                self.frames_this_connection += 1;
+                self.confirming = false;
+            }
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            "event" => self.event = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.trim().parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(ms));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn reset_connection(&mut self) {
+        self.response = None;
+        self.buffer.clear();
+        self.data = None;
+        self.event = None;
+    }
+
+    fn dropped(&mut self, why: String) -> Option<Result<Frame, Error>> {
+        self.reset_connection();
+        self.confirming = false;
+        self.failures += 1;
+        if self.failures > self.options.max_reconnects {
+            self.done = true;
+            return Some(Err(Error::Stream(format!(
+                "dropped {} times in a row; last: {why}",
+                self.failures
+            ))));
+        }
+        None
+    }
+
+    async fn next_frame(&mut self) -> Option<Result<Frame, Error>> {
+        loop {
+            if let Some(frame) = self.frames.pop_front() {
+                return Some(Ok(frame));
+            }
+            if self.done {
+                return None;
+            }
+            let Some(response) = self.response.as_mut() else {
+                if self.failures > 0 {
+                    let wait = self.wait.take().unwrap_or_else(|| self.backoff());
+                    tokio::time::sleep(wait).await;
+                }
+                match self.connect().await {
+                    Ok(response) => {
+                        self.response = Some(response);
+                        self.frames_this_connection = 0;
+                        self.reconnects += 1;
+                    }
+                    // A dropped connection, a timeout, or a host that is busy right now
+                    // (429, 503, …): wait (its Retry-After when it gave one) and try again.
+                    Err(e)
+                        if e.is_retryable()
+                            && e.retry_after().is_none_or(|w| w <= MAX_RECONNECT_WAIT) =>
+                    {
+                        self.wait = e.retry_after();
+                        if let Some(end) = self.dropped(e.to_string()) {
+                            return Some(end);
+                        }
+                    }
+                    // The host refused to resume (the run is gone, the key revoked…).
+                    Err(other) => {
+                        self.done = true;
+                        return Some(Err(other));
+                    }
+                }
+                continue;
+            };
+            match tokio::time::timeout(self.options.idle_timeout, response.chunk()).await {
+                Ok(Ok(Some(bytes))) => {
+                    self.failures = 0;
+                    self.feed(&bytes);
+                }
+                // The host closed the stream. It does so after a terminal event, and a
+                // resumption with nothing newer closes at once: reconnect once, and a close
+                // without frames ends the stream.
+                Ok(Ok(None)) => {
+                    self.reset_connection();
+                    if self.confirming && self.frames_this_connection == 0 {
+                        self.done = true;
+                        return None;
+                    }
+                    self.confirming = true;
+                }
+                Ok(Err(e)) => {
+                    if let Some(end) = self.dropped(e.to_string()) {
+                        return Some(end);
+                    }
+                }
+                Err(_) => {
+                    let why = format!("nothing received for {:?}", self.options.idle_timeout);
+                    if let Some(end) = self.dropped(why) {
+                        return Some(end);
+                    }
+                }
+            }
+        }
+    }
+}
+
+type Pending =
+    Pin<Box<dyn Future<Output = (Option<Result<Frame, Error>>, Box<StreamState>)> + Send>>;
+
+/// A server-sent event stream of `T` (a run's events, the host's events).
+///
+/// Each `data:` frame is decoded as `T`; keep-alive comments are skipped; the `event:` name
+/// and `id:` of each frame are kept ([`EventStream::next_event`]). After a dropped
+/// connection (an error, or silence past the idle timeout) or a refusal worth retrying
+/// (`429`, `503`, … with their `Retry-After`) it reconnects with `Last-Event-ID` set to the
+/// newest `id:` received, backing off, until `max_reconnects` attempts in a row have failed
+/// (then it yields [`Error::Stream`] and ends); [`EventStream::reconnects`] counts the
+/// reconnections. When the host closes the stream (it does after a run's terminal event) it
+/// resumes once more; a resumption the host closes without frames ends the stream. Use
+/// [`EventStream::next`], or the `futures` `Stream` impl.
+pub struct EventStream<T> {
+    state: Option<Box<StreamState>>,
+    pending: Option<Pending>,
+    last_event_id: Option<String>,
+    reconnects: u32,
+    marker: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for EventStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream")
+            .field("last_event_id", &self.last_event_id)
+            .field("reconnects", &self.reconnects)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
+    pub(crate) async fn open(
+        call: Call<'_>,
+        last_event_id: Option<String>,
+        options: StreamOptions,
+    ) -> Result<Self, Error> {
+        let mut state = Box::new(StreamState {
+            client: call.client.clone(),
+            operation: call.operation,
+            path: call.path,
+            anonymous: call.anonymous,
+            query: call.query,
+            headers: call.headers,
+            run_id: call.run_id,
+            options,
+            response: None,
+            status: 200,
+            buffer: Vec::new(),
+            data: None,
+            event: None,
+            frames: VecDeque::new(),
+            last_event_id,
+            retry: None,
+            wait: None,
+            frames_this_connection: 0,
+            confirming: false,
+            failures: 0,
+            reconnects: 0,
+            done: false,
+        });
+        // Opening follows the retry policy like any other read.
+        let policy = call
+            .retry
+            .unwrap_or_else(|| state.client.settings.retry.clone());
+        let mut attempt = 1;
+        let response = loop {
+            match state.connect().await {
+                Ok(response) => break response,
+                Err(e) if e.is_retryable() => match policy.delay(attempt, e.retry_after()) {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
+            }
+            attempt += 1;
+        };
+        state.response = Some(response);
+        let last_event_id = state.last_event_id.clone();
+        Ok(Self {
+            state: Some(state),
+            pending: None,
+            last_event_id,
+            reconnects: 0,
+            marker: std::marker::PhantomData,
+        })
+    }
+
+    /// The next event; `None` once the stream has ended.
+    pub async fn next(&mut self) -> Option<Result<T, Error>> {
+        self.next_event()
+            .await
+            .map(|item| item.map(|event| event.data))
+    }
+
+    /// The next event with its `event:` name and `id:`; `None` once the stream has ended.
+    pub async fn next_event(&mut self) -> Option<Result<SseEvent<T>, Error>> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// The newest `id:` received (what a reconnection sends as `Last-Event-ID`).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// How many times the stream has reconnected since it was opened.
+    pub fn reconnects(&self) -> u32 {
+        self.reconnects
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<SseEvent<T>, Error>>> {
+        if self.pending.is_none() {
+            let Some(mut state) = self.state.take() else {
+                return Poll::Ready(None);
+            };
+            self.pending = Some(Box::pin(async move {
+                let item = state.next_frame().await;
+                (item, state)
+            }));
+        }
+        let Some(pending) = self.pending.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let (item, state) = match pending.as_mut().poll(cx) {
+            Poll::Ready(done) => done,
+            Poll::Pending => return Poll::Pending,
+        };
+        self.pending = None;
+        self.last_event_id = state.last_event_id.clone();
+        self.reconnects = state.reconnects;
+        let status = state.status;
+        self.state = Some(state);
+        Poll::Ready(item.map(|frame| {
+            let frame = frame?;
+            let data = serde_json::from_str::<T>(&frame.data).map_err(|e| Error::Decode {
+                status,
+                message: format!("an event is not the documented shape: {e}"),
+                body: excerpt(frame.data.as_bytes()),
+            })?;
+            Ok(SseEvent {
+                event: frame.event.unwrap_or_else(|| "message".to_owned()),
+                id: frame.id,
+                data,
+            })
+        }))
+    }
+}
+
+impl<T: serde::de::DeserializeOwned + Send + 'static> futures_core::Stream for EventStream<T> {
+    type Item = Result<T, Error>;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut()
+            .poll_event(cx)
+            .map(|item| item.map(|event| event.map(|e| e.data)))
+    }
+}

@@ -1,0 +1,305 @@
+//! One call on its way: the attempt loop (timeouts, retries, the idempotency key, tracing),
+//! the body assembled from field setters, and how answers become values or errors. Written
+//! by hand (`codegen/templates/client/transport.rs`).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Client, Conditional, Error, HeaderMap, RequestInfo, ResponseValue, RetryPolicy};
+
+/// One request on its way: everything but the body is plain data.
+#[derive(Debug, Clone)]
+pub(crate) struct Call<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) operation: &'static str,
+    pub(crate) method: reqwest::Method,
+    pub(crate) path: String,
+    pub(crate) anonymous: bool,
+    pub(crate) query: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Option<serde_json::Value>,
+    pub(crate) run_id: Option<String>,
+    /// `Some(None)`: the call turned the timeout off.
+    pub(crate) timeout: Option<Option<Duration>>,
+    pub(crate) retry: Option<RetryPolicy>,
+    /// The operation accepts `Idempotency-Key`: one is minted when the caller sets none.
+    pub(crate) takes_idempotency_key: bool,
+    pub(crate) idempotency_key: Option<String>,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(
+        client: &'a Client,
+        operation: &'static str,
+        method: reqwest::Method,
+        path: String,
+        anonymous: bool,
+    ) -> Self {
+        Self {
+            client,
+            operation,
+            method,
+            path,
+            anonymous,
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: None,
+            run_id: None,
+            timeout: None,
+            retry: None,
+            takes_idempotency_key: false,
+            idempotency_key: None,
+        }
+    }
+
+    /// Replaces a query parameter (the paging cursor).
+    pub(crate) fn set_query(&mut self, key: &'static str, value: String) {
+        self.query.retain(|(k, _)| *k != key);
+        self.query.push((key, value));
+    }
+
+    pub(crate) fn info(&self, attempt: u32) -> RequestInfo {
+        RequestInfo {
+            operation_id: self.operation,
+            method: self.method.clone(),
+            attempt,
+            run_id: self.run_id.clone(),
+        }
+    }
+
+    /// The headers of every attempt: the call's own, plus the idempotency key.
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = self.headers.clone();
+        if let Some(key) = &self.idempotency_key {
+            headers.push(("Idempotency-Key".to_owned(), key.clone()));
+        }
+        headers
+    }
+
+    /// Whether sending the request twice does what sending it once does.
+    fn repeatable(&self) -> bool {
+        use reqwest::Method;
+        matches!(
+            self.method,
+            Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS
+        ) || self.idempotency_key.is_some()
+    }
+
+    /// Sends, retrying as the policy says; a non-2xx answer is an `Error` (a `304` too,
+    /// unless `not_modified_ok`).
+    pub(crate) async fn send(&mut self, not_modified_ok: bool) -> Result<reqwest::Response, Error> {
+        if self.takes_idempotency_key && self.idempotency_key.is_none() {
+            // One key per logical call, the same on every attempt: the host answers a
+            // retry with the first attempt's result instead of acting twice.
+            self.idempotency_key = Some(super::retry::mint_idempotency_key());
+        }
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = tracing::info_span!(
+                "openwop.call",
+                otel.name = self.operation,
+                operation_id = self.operation,
+                http.request.method = %self.method,
+                http.response.status_code = tracing::field::Empty,
+                attempt = tracing::field::Empty,
+                run_id = self.run_id.as_deref().unwrap_or(""),
+            );
+            return self.attempts(not_modified_ok).instrument(span).await;
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.attempts(not_modified_ok).await
+    }
+
+    async fn attempts(&self, not_modified_ok: bool) -> Result<reqwest::Response, Error> {
+        let policy = self.retry.as_ref().unwrap_or(&self.client.settings.retry);
+        let timeout = self.timeout.unwrap_or(self.client.settings.timeout);
+        let headers = self.headers();
+        let mut attempt = 1;
+        loop {
+            let result = self
+                .attempt(attempt, &headers, timeout, not_modified_ok)
+                .await;
+            #[cfg(feature = "tracing")]
+            {
+                let span = tracing::Span::current();
+                span.record("attempt", attempt);
+                if let Some(status) = match &result {
+                    Ok(r) => Some(r.status().as_u16()),
+                    Err(e) => e.status(),
+                } {
+                    span.record("http.response.status_code", status);
+                }
+            }
+            let error = match result {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if !(error.is_retryable() && self.repeatable()) {
+                return Err(error);
+            }
+            let Some(wait) = policy.delay(attempt, error.retry_after()) else {
+                return Err(error);
+            };
+            #[cfg(feature = "tracing")]
+            tracing::debug!(attempt, ?wait, error = %error, "retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        attempt: u32,
+        headers: &[(String, String)],
+        timeout: Option<Duration>,
+        not_modified_ok: bool,
+    ) -> Result<reqwest::Response, Error> {
+        let request = self.client.prepare(
+            self.method.clone(),
+            &self.path,
+            self.anonymous,
+            &self.query,
+            headers,
+            self.body.as_ref(),
+            timeout,
+        )?;
+        let response = self.client.execute(request, &self.info(attempt)).await?;
+        let status = response.status();
+        if status.is_success() || (not_modified_ok && status.as_u16() == 304) {
+            return Ok(response);
+        }
+        Err(error_answer(response).await)
+    }
+}
+
+/// A body assembled from field setters, checked against its model when sent.
+#[derive(Debug, Default)]
+pub(crate) struct Fields {
+    map: serde_json::Map<String, serde_json::Value>,
+    set_any: bool,
+    problem: Option<String>,
+}
+
+impl Fields {
+    pub(crate) fn whole<T: serde::Serialize>(&mut self, body: &T) {
+        self.set_any = true;
+        match serde_json::to_value(body) {
+            Ok(serde_json::Value::Object(map)) => self.map.extend(map),
+            Ok(other) => {
+                self.map.clear();
+                self.map.insert(String::new(), other);
+            }
+            Err(e) => self.fail(format!("the body does not serialise: {e}")),
+        }
+    }
+
+    pub(crate) fn set<T: serde::Serialize, E: fmt::Display>(
+        &mut self,
+        key: &str,
+        value: Result<T, E>,
+    ) {
+        self.set_any = true;
+        match value
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
+        {
+            Ok(v) => {
+                self.map.insert(key.to_owned(), v);
+            }
+            Err(e) => self.fail(format!("`{key}`: {e}")),
+        }
+    }
+
+    fn fail(&mut self, message: String) {
+        if self.problem.is_none() {
+            self.problem = Some(message);
+        }
+    }
+
+    /// The body to send: checked by decoding it as `T`, then encoded from `T`.
+    pub(crate) fn finish<T: serde::Serialize + serde::de::DeserializeOwned>(
+        self,
+        required: bool,
+    ) -> Result<Option<serde_json::Value>, Error> {
+        if let Some(problem) = self.problem {
+            return Err(Error::InvalidRequest(problem));
+        }
+        if !self.set_any && !required {
+            return Ok(None);
+        }
+        let value = match self.map.get("") {
+            Some(whole) if self.map.len() == 1 => whole.clone(),
+            _ => serde_json::Value::Object(self.map),
+        };
+        let typed: T = serde_json::from_value(value)
+            .map_err(|e| Error::InvalidRequest(format!("body: {e}")))?;
+        serde_json::to_value(typed)
+            .map(Some)
+            .map_err(|e| Error::InvalidRequest(format!("body: {e}")))
+    }
+}
+
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut end = text.len().min(512);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+pub(crate) async fn error_answer(response: reqwest::Response) -> Error {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    match response.bytes().await {
+        Ok(bytes) => super::api_error(status, headers, &bytes),
+        Err(e) => Error::Transport(e),
+    }
+}
+
+pub(crate) async fn json_answer<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<ResponseValue<T>, Error> {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await?;
+    // An empty answer decodes as JSON null: `()`, `Option` and `Value` accept it.
+    let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+    match serde_json::from_slice(body) {
+        Ok(inner) => Ok(ResponseValue::new(inner, status, headers)),
+        Err(e) => Err(Error::Decode {
+            status,
+            message: e.to_string(),
+            body: excerpt(&bytes),
+        }),
+    }
+}
+
+pub(crate) async fn conditional_answer<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<ResponseValue<Conditional<T>>, Error> {
+    if response.status().as_u16() == 304 {
+        let headers = response.headers().clone();
+        return Ok(ResponseValue::new(Conditional::NotModified, 304, headers));
+    }
+    Ok(json_answer::<T>(response).await?.map(Conditional::Fresh))
+}
+
+pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name)?.to_str().ok()
+}
+
+/// Projects an id into one path segment: bytes outside `[A-Za-z0-9._-]` become `~` and two
+/// upper-case hex digits, so a tenant-bound id never splits the path.
+pub fn project_path_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("~{byte:02X}"));
+        }
+    }
+    out
+}
