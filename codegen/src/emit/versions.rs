@@ -228,9 +228,9 @@ mod tests {
     fn a_registry_without_the_schemas_rules_is_refused() {
         let ok = json!({"protocols": {"a2a": {"source": "https://x", "checkedAt": "2026-11-20",
             "versions": [{"version": "0.3", "retired": "2026-10-01"}, {"version": "1.0"}]}}});
-        let (rows, checked) = rows(&ok).expect("valid");
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].retired.as_deref(), Some("2026-10-01"));
+        let (found, checked) = rows(&ok).expect("valid");
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].retired.as_deref(), Some("2026-10-01"));
         assert_eq!(checked, vec![("a2a".to_owned(), "2026-11-20".to_owned())]);
         for bad in [
             json!({"protocols": {}}),
