@@ -353,6 +353,19 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         out.files.insert(t.name.clone(), t.rendered.clone());
     }
 
+    // The upstream version registry (optional in the corpus).
+    let versions = corpus
+        .files
+        .get(load::UPSTREAM_VERSIONS)
+        .map(|f| (&f.value, f.text.as_str()));
+    out.files.insert(
+        "src/versions.rs".to_owned(),
+        format::rust(
+            "src/versions.rs",
+            &corpus.provenance(&[load::UPSTREAM_VERSIONS]),
+            emit::versions::emit(versions)?,
+        )?,
+    );
     let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
     let provenance = corpus.provenance(&all);
     out.files.insert(
@@ -375,6 +388,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         ("models", None),
         ("schemas", None),
         ("validators", Some("validators")),
+        ("versions", None),
     ];
     out.files.insert(
         "src/lib.rs".to_owned(),

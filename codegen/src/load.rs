@@ -16,6 +16,8 @@ pub(crate) const OPENAPI: &str = "api/v2/openapi.yaml";
 pub(crate) const FACETS_DIR: &str = "spec/v2/facets";
 /// The validation rule catalogue; optional (upstream's corpus has none).
 pub(crate) const RULES: &str = "spec/v2/validation-rules.json";
+/// The upstream version registry; optional (upstream's corpus has none).
+pub(crate) const UPSTREAM_VERSIONS: &str = "spec/v2/upstream-versions.json";
 
 /// Folders whose `*.schema.json` files are embedded, validated with and typed.
 const SCHEMA_DIRS: &[&str] = &["schemas/v2", "spec/v2/facets", "spec/v2"];
@@ -46,6 +48,12 @@ impl Corpus {
         files.insert(OPENAPI.to_owned(), read_yaml(root, OPENAPI)?);
         if root.join(RULES).is_file() {
             files.insert(RULES.to_owned(), read_json(root, RULES)?);
+        }
+        if root.join(UPSTREAM_VERSIONS).is_file() {
+            files.insert(
+                UPSTREAM_VERSIONS.to_owned(),
+                read_json(root, UPSTREAM_VERSIONS)?,
+            );
         }
         let mut schema_files = Vec::new();
         for dir in SCHEMA_DIRS {

@@ -1,7 +1,7 @@
 //! What every edge reaches: the operations, the callers' keys, the discovery document,
 //! and the shutdown signal. It sits below the edges, so none imports another to get it.
 
-use crate::discovery::Discovery;
+use crate::discovery::Live;
 use crate::identity::KeyRing;
 use crate::ops::Ops;
 use std::sync::Arc;
@@ -12,7 +12,8 @@ use tokio::sync::watch;
 pub struct AppState {
     pub ops: Arc<Ops>,
     pub keys: Arc<KeyRing>,
-    pub discovery: Arc<Discovery>,
+    /// The discovery document as served now (the refresh SLA replaces it).
+    pub discovery: Arc<Live>,
     /// Per-principal rate limits, checked by each edge once the caller is known.
     pub rate: Arc<crate::identity::rate::RateLimiter>,
     /// Requests without a valid credential, by the caller's address (see `unauthenticated`).

@@ -78,6 +78,86 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Days since the Unix epoch of a `YYYY-MM-DD` date; `None` unless it is a real date.
+pub fn parse_date(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let days = days_from_civil(y, m, d);
+    // A date that does not round-trip (2026-02-30) is not a date.
+    (civil_from_days(days) == (y, m as u32, d as u32)).then_some(days)
+}
+
+/// `YYYY-MM-DD` of a day number (days since the Unix epoch).
+pub fn date_of_day(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The day number (days since the Unix epoch) a millisecond timestamp falls on.
+pub fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(86_400_000)
+}
+
+/// Howard Hinnant's days-from-civil algorithm (the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// What time it is for code a test must move through time (the refresh SLA): the system
+/// clock plus an offset that only [`Clock::advance`] changes. Clones share the offset.
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    offset_ms: std::sync::Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Self {
+        Self::default()
+    }
+
+    /// Milliseconds since the Unix epoch, as this clock reads.
+    pub fn now_ms(&self) -> i64 {
+        now_ms() + self.offset_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Today's day number (days since the Unix epoch).
+    pub fn today(&self) -> i64 {
+        day_of(self.now_ms())
+    }
+
+    /// Sets this clock (and every clone of it) to noon UTC of day number `day`, back or
+    /// forth: a test of the refresh SLA must not depend on the day it runs.
+    pub fn set_day(&self, day: i64) {
+        let target = day * 86_400_000 + 43_200_000;
+        self.offset_ms
+            .store(target - now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Moves this clock (and every clone of it) forward.
+    pub fn advance(&self, by: std::time::Duration) {
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.offset_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Today's date as `(year, month, day)`, for the validators' refresh-window rule.
 pub fn today() -> (i32, u32, u32) {
     let (y, m, d) = civil_from_days(now_ms().div_euclid(86_400_000));
@@ -122,6 +202,31 @@ mod tests {
         ] {
             assert_eq!(super::rfc3339(ms), general(ms), "{ms}");
         }
+    }
+
+    #[test]
+    fn dates_parse_and_print_back() {
+        assert_eq!(super::parse_date("1970-01-01"), Some(0));
+        let d = super::parse_date("2026-11-20").unwrap();
+        assert_eq!(super::date_of_day(d), "2026-11-20");
+        assert_eq!(super::date_of_day(d + 90), "2027-02-18");
+        assert_eq!(super::parse_date("2026-02-30"), None);
+        assert_eq!(super::parse_date("2026-1-01"), None);
+        assert_eq!(
+            super::parse_date("2028-02-29")
+                .map(super::date_of_day)
+                .as_deref(),
+            Some("2028-02-29")
+        );
+    }
+
+    #[test]
+    fn a_moved_clock_moves_every_clone() {
+        let clock = super::Clock::system();
+        let other = clock.clone();
+        let before = other.today();
+        clock.advance(std::time::Duration::from_secs(10 * 86_400));
+        assert!(other.today() >= before + 10);
     }
 
     #[test]

@@ -201,7 +201,12 @@ fn a2a_family() -> m::A2aFamily {
         versions: vec![lit("versions", "1.0")],
         preferred_version: lit("preferredVersion", "1.0"),
         minimum_version: lit("minimumVersion", "1.0"),
-        refreshed_at: lit("refreshedAt", "2026-11-20"),
+        // The built-in registry's check date until the refresh SLA evaluates
+        // (`crate::upstream`): no date is written in the runtime.
+        refreshed_at: lit(
+            "refreshedAt",
+            crate::upstream::built_in_checked_at("a2a").as_str()
+        ),
         refresh_window_days: lit("refreshWindowDays", 90u64),
         profiles: Some(vec![lit("profiles", "a2a-1.0")]),
         agent_card_url: None,
@@ -235,7 +240,10 @@ fn mcp_family(config: &McpConfig) -> m::McpFamily {
             .collect(),
         preferred_version: lit("preferredVersion", config.preferred()),
         minimum_revision: lit("minimumRevision", config.minimum_revision.as_str()),
-        refreshed_at: lit("refreshedAt", "2026-12-02"),
+        refreshed_at: lit(
+            "refreshedAt",
+            crate::upstream::built_in_checked_at("mcp").as_str()
+        ),
         refresh_window_days: lit("refreshWindowDays", 90u64),
         profiles: Some(vec![lit("profiles", "mcp-2026-07-28")]),
         features: Some(features.into_iter().map(|f| lit("features", f)).collect()),
@@ -290,6 +298,51 @@ impl Discovery {
     }
 }
 
+/// The document the edges read now. The refresh SLA (`crate::upstream`) replaces it when
+/// it re-evaluates the advertisement; a reader takes one snapshot per use, so one request
+/// never sees two documents.
+#[derive(Debug)]
+pub struct Live {
+    current: std::sync::RwLock<std::sync::Arc<Discovery>>,
+}
+
+impl Live {
+    pub fn new(discovery: Discovery) -> Self {
+        Self {
+            current: std::sync::RwLock::new(std::sync::Arc::new(discovery)),
+        }
+    }
+
+    /// The document as served now (its body and strong ETag with it).
+    pub fn get(&self) -> std::sync::Arc<Discovery> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Serves `discovery` from now on.
+    pub fn set(&self, discovery: Discovery) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = std::sync::Arc::new(discovery);
+    }
+
+    /// Whether the current document advertises a map row's `requires` entry.
+    pub fn advertises(&self, requirement: &str) -> bool {
+        self.get().advertises(requirement)
+    }
+}
+
+/// [`self_check`] with "today" given as a day number (the refresh SLA's clock).
+pub fn self_check_on(document: &Value, today: i64) -> Vec<String> {
+    let date = crate::clock::date_of_day(today);
+    let part = |r: std::ops::Range<usize>| date.get(r).and_then(|p| p.parse::<u32>().ok());
+    let today = match (part(0..4), part(5..7), part(8..10)) {
+        (Some(y), Some(m), Some(d)) => Some((y as i32, m, d)),
+        _ => None,
+    };
+    check_with(document, &crate::generated::validators::Options { today })
+}
+
 /// Findings of the generated validator on our own document; empty when it is valid.
 ///
 /// An overdue `refreshedAt` is logged, not fatal: it says the interop advertisement needs a
@@ -297,9 +350,13 @@ impl Discovery {
 /// date would take a working deployment down for no wire fault. `openwop validate` still
 /// reports it, so CI that checks the served document catches it.
 pub fn self_check(document: &Value) -> Vec<String> {
+    check_with(document, &crate::generated::validators::Options::default())
+}
+
+fn check_with(document: &Value, options: &crate::generated::validators::Options) -> Vec<String> {
     use crate::generated::validators;
     let mut fatal = Vec::new();
-    for f in validators::validate_discovery(document, &validators::Options::default()) {
+    for f in validators::validate_discovery(document, options) {
         let line = format!(
             "{} [{}]: {}",
             if f.pointer.is_empty() {

@@ -3,7 +3,7 @@
 
 use crate::agents::{AgentRegistry, Agents, RoutingKey};
 use crate::app::AppState;
-use crate::discovery::{self, Discovery};
+use crate::discovery;
 use crate::edge::rest;
 use crate::edge::{a2a, mcp};
 use crate::egress;
@@ -70,6 +70,14 @@ pub struct HostConfig {
     /// The remote A2A agents, MCP servers and HTTP services workflow nodes may call
     /// (config `peers`).
     pub peers: Vec<crate::peers::PeerFileConfig>,
+    /// The refresh SLA: the operator's upstream version registry (a file or URL) and how
+    /// often it is re-read; the built-in registry only by default.
+    pub upstream: crate::upstream::SlaConfig,
+    /// The clock the refresh SLA reads: the system's, unless a test moves it.
+    pub clock: crate::clock::Clock,
+    /// The key the A2A cards are signed with: the operator's, else one the host mints
+    /// at first start and keeps in its store.
+    pub card_signing: crate::card_sign::SigningConfig,
 }
 
 impl HostConfig {
@@ -98,6 +106,9 @@ impl HostConfig {
             host_events: crate::ops::HostEventRetention::default(),
             tls: None,
             peers: Vec::new(),
+            upstream: crate::upstream::SlaConfig::default(),
+            clock: crate::clock::Clock::system(),
+            card_signing: crate::card_sign::SigningConfig::default(),
         }
     }
 }
@@ -171,6 +182,8 @@ fn mcp_body(why: crate::edge::body::Refused) -> axum::response::Response {
 pub struct Host {
     pub state: AppState,
     pub engine: Arc<Engine>,
+    /// The refresh SLA (a test moves its clock and calls [`crate::upstream::Sla::tick`]).
+    pub sla: Arc<crate::upstream::Sla>,
     app: axum::Router,
     /// The key MCP requestStates are sealed with, shared through the store.
     mcp_key: Vec<u8>,
@@ -225,6 +238,18 @@ impl Host {
         // Peers are judged now (ids, secrets, and every URL by the egress guard), and every
         // workflow's peers must exist: a missing one is a start-up error, not a failed run.
         let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        // The refresh SLA evaluates the advertisement against the upstream registry before
+        // anything reads the document (offers, card, edges), and re-evaluates it on a
+        // schedule once the host serves.
+        let sla = crate::upstream::Sla::start(
+            document,
+            config.upstream.clone(),
+            egress.clone(),
+            config.clock.clone(),
+        )
+        .await
+        .map_err(StartError::Config)?;
+        let document = sla.live().get().document.clone();
         let peers = crate::peers::Peers::from_config(&config.peers, egress.clone())
             .map_err(StartError::Config)?
             .with_offers(
@@ -273,6 +298,22 @@ impl Host {
             );
         }
         let store = stores.runs.clone();
+        // The card-signing key: the operator's file, else the one the store keeps (minted
+        // by whichever replica started first), so every replica signs alike.
+        let signer = match &config.card_signing.key_file {
+            Some(path) => crate::card_sign::CardSigner::from_pem_file(path),
+            None => crate::card_sign::CardSigner::from_pkcs8(
+                &store
+                    .shared_secret(
+                        crate::card_sign::KEY_NAME,
+                        crate::card_sign::CardSigner::mint(),
+                    )
+                    .await?,
+            ),
+        }
+        .and_then(|s| s.with_also_published(config.card_signing.also_published()?))
+        .map_err(|e| StartError::Config(format!("card signing: {e}")))?;
+        tracing::info!(kid = signer.kid(), "A2A cards are signed (EdDSA)");
         // One negotiation peer key for every replica of this store, so a peer digests
         // alike whichever replica it reached.
         let peer_key = crate::negotiation::PeerKey::new(
@@ -328,7 +369,7 @@ impl Host {
         let state = AppState {
             ops,
             keys: Arc::new(config.keys),
-            discovery: Arc::new(Discovery::new(document)),
+            discovery: sla.live(),
             rate: Arc::new(crate::identity::rate::RateLimiter::new(config.rate)),
             unauthenticated: Arc::new(crate::identity::rate::RateLimiter::new(
                 config.server.unauthenticated,
@@ -343,6 +384,7 @@ impl Host {
         a2a_config.push_retry = config.push_retry;
         a2a_config.public_base_url = public_url;
         a2a_config.default_skill = default_skill;
+        a2a_config.signer = Some(Arc::new(signer));
         let listen_base = a2a_config.listen_base.clone();
         let a2a = a2a::router(state.clone(), a2a_config);
         let within = config.request_deadline;
@@ -361,18 +403,24 @@ impl Host {
             .route("/healthz", axum::routing::get(crate::observe::healthz))
             .route(
                 "/readyz",
-                axum::routing::get(crate::observe::readyz).with_state(state.ops.clone()),
+                axum::routing::get(crate::upstream::http::readyz)
+                    .with_state((state.ops.clone(), sla.clone())),
             )
             .route(
                 "/metrics",
-                axum::routing::get(crate::observe::metrics)
-                    .with_state((metrics.clone(), state.ops.clone())),
+                axum::routing::get(crate::upstream::http::metrics).with_state((
+                    metrics.clone(),
+                    state.ops.clone(),
+                    sla.clone(),
+                )),
             )
             .layer(axum::middleware::from_fn_with_state(
                 metrics,
                 crate::observe::access_log,
             ));
+        sla.spawn(state.shutdown.clone());
         Ok(Self {
+            sla,
             state,
             engine,
             app,

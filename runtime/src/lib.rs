@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod app;
 pub mod backup_cmd;
+pub mod card_sign;
 pub mod clock;
 pub mod definition_files;
 pub mod discovery;
@@ -32,4 +33,5 @@ pub mod trace;
 /// `openwop validate` lives in its own package (`validate/`) so it can be installed without
 /// the host; re-exported under its old path for the host's tests and benchmarks.
 pub use openwop_validate as validate;
+pub mod upstream;
 pub mod wire;

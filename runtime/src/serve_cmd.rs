@@ -71,7 +71,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill}), tenants
+    /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill, signingKey,
+    /// alsoPublishKeys}), upstreamRegistry (file or URL), upstreamRegistryRefreshHours, tenants
     /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
     /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
     /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, maxConnections,
@@ -225,6 +226,11 @@ pub(crate) struct FileConfig {
     /// Remote A2A agents, MCP servers and HTTP services workflow nodes may call.
     #[serde(default)]
     pub(crate) peers: Vec<crate::peers::PeerFileConfig>,
+    /// The upstream version registry the refresh SLA re-reads: a file path or an
+    /// http(s) URL (fetched through the egress guard). Unset: the built-in registry.
+    pub(crate) upstream_registry: Option<String>,
+    /// How often (hours, 1..=168) that registry is re-read; 24 by default.
+    pub(crate) upstream_registry_refresh_hours: Option<u64>,
 }
 
 impl FileConfig {
@@ -465,6 +471,22 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     }
     let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
     let peers = file.peers;
+    let upstream = crate::upstream::SlaConfig {
+        source: file
+            .upstream_registry
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(crate::upstream::Source::parse),
+        every: file
+            .upstream_registry_refresh_hours
+            .map_or(crate::upstream::DEFAULT_EVERY, |h| {
+                std::time::Duration::from_secs(h.saturating_mul(3600))
+            }),
+    };
+    let card_signing = crate::card_sign::SigningConfig {
+        key_file: file.a2a.signing_key.clone(),
+        also_publish: file.a2a.also_publish_keys.clone(),
+    };
     let mut keys = KeyRing::default();
     for spec in &key_specs {
         keys.add_spec(spec).map_err(|e| e.to_string())?;
@@ -505,6 +527,8 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             tls,
             mcp,
             peers,
+            upstream,
+            card_signing,
             server,
             ..HostConfig::new(data_dir, keys)
         };

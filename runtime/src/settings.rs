@@ -230,6 +230,14 @@ pub struct A2aSettings {
     /// run exactly one). Unset: [`DEFAULT_SKILL`].
     #[serde(default)]
     pub default_skill: Option<String>,
+    /// A PEM Ed25519 private key the cards are signed with; unset: the key the host
+    /// minted at first start and keeps in its store.
+    #[serde(default)]
+    pub signing_key: Option<std::path::PathBuf>,
+    /// Public JWK (or JWKS) files published beside the signing key: the previous key
+    /// while a rotation settles.
+    #[serde(default)]
+    pub also_publish_keys: Vec<std::path::PathBuf>,
 }
 
 /// The host card's default skill out of the box: a workflow that asks one question and

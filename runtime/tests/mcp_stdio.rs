@@ -88,13 +88,15 @@ async fn stdio_serves_requests_and_a_cancel_notification_cancels_the_run() {
 #[tokio::test]
 async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
     let h = start().await;
-    let mut document = h.state.discovery.document.clone();
+    let mut document = h.state.discovery.get().document.clone();
     document["mcp"]
         .as_object_mut()
         .expect("mcp family")
         .remove("serverMount");
     let mut app = h.state.clone();
-    app.discovery = std::sync::Arc::new(openwop::discovery::Discovery::new(document));
+    app.discovery = std::sync::Arc::new(openwop::discovery::Live::new(
+        openwop::discovery::Discovery::new(document),
+    ));
     let state = McpState::with_key(app, McpConfig::default(), &[7u8; 32]);
     let ctx = openwop::edge::mcp::Ctx::new(
         h.subject("acme"),

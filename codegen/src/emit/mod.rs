@@ -14,3 +14,4 @@ pub(crate) mod patterns;
 pub(crate) mod rules;
 pub(crate) mod schemas;
 pub(crate) mod validators;
+pub(crate) mod versions;

@@ -59,9 +59,52 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     }
     let card: Value = serde_json::from_slice(&response.body)
         .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
+    verify_card(peers, peer, caller, &url, &card).await?;
     let remote = pick_interface(&card, peers.offer(Protocol::A2a))?;
     peers.cards.put(&peer.id, card, super::CARD_KEPT_FOR);
     Ok(remote)
+}
+
+/// A signed card must verify before anything on it is used (`crate::card_sign::peer`):
+/// its key sets are fetched through the guard like the card, and only on the card's own
+/// origin. An unsigned card is accepted, as before.
+async fn verify_card(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    url: &str,
+    card: &Value,
+) -> Result<(), CallError> {
+    use crate::card_sign::peer as verify;
+    let mut sets = std::collections::BTreeMap::new();
+    for jku in verify::key_sets_to_fetch(card, url).map_err(CallError::Protocol)? {
+        let response = peers
+            .send(
+                peer,
+                caller,
+                reqwest::Method::GET,
+                &jku,
+                HeaderMap::new(),
+                None,
+            )
+            .await?;
+        if !response.is_success() {
+            return Err(CallError::Status {
+                status: response.status,
+                detail: " to the agent card's key set request".into(),
+            });
+        }
+        let set: Value = serde_json::from_slice(&response.body)
+            .map_err(|_| CallError::Protocol("the agent card's key set is not JSON".into()))?;
+        sets.insert(jku, set);
+    }
+    match verify::check(card, &sets).map_err(CallError::Protocol)? {
+        Some(kid) => {
+            tracing::debug!(peer = %peer.id, kid, "the peer's agent card signature verifies")
+        }
+        None => tracing::debug!(peer = %peer.id, "the peer's agent card is unsigned"),
+    }
+    Ok(())
 }
 
 /// The card's JSON-RPC interface to use: the first (the card lists them in its order of

@@ -139,7 +139,7 @@ pub async fn get(
             .as_deref()
             .filter(|d| state.app.ops.may_run(subject, d));
         card::describe_host(&mut card, &state.config.description, default);
-        return Ok(card);
+        return super::signing::signed(state, card);
     };
     let entry = state
         .app
@@ -147,7 +147,7 @@ pub async fn get(
         .agent_by_routing_value(subject, r)
         .ok_or_else(unknown_routing_value)?;
     let default = state.app.ops.agent_default_skill(&entry);
-    Ok(agent_card(&host, &entry, r, default.as_deref()))
+    super::signing::signed(state, agent_card(&host, &entry, r, default.as_deref()))
 }
 
 #[cfg(test)]

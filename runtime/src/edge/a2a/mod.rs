@@ -19,6 +19,7 @@ pub mod push;
 mod rest;
 mod send;
 pub mod service;
+mod signing;
 mod stream;
 
 use std::sync::Arc;
@@ -70,6 +71,8 @@ pub struct A2aConfig {
     pub push_retry: crate::ops::push::RetryPolicy,
     /// When the card was last set up (the host's start): its `Last-Modified`.
     pub card_modified_ms: i64,
+    /// The key every served card is signed with (`crate::card_sign`); `None`: unsigned.
+    pub signer: Option<Arc<crate::card_sign::CardSigner>>,
 }
 
 impl A2aConfig {
@@ -85,6 +88,7 @@ impl A2aConfig {
             egress: crate::egress::Egress::default(),
             push_retry: crate::ops::push::RetryPolicy::default(),
             card_modified_ms: crate::clock::now_ms(),
+            signer: None,
         }
     }
 }
@@ -168,6 +172,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         }));
     let rest_routes = Router::new()
         .route(card::CARD_PATH, get(get_card))
+        .route(crate::card_sign::JWKS_PATH, get(signing::get_jwks))
         .route(card::REST_PATH, any(rest::handle))
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
         .layer(rest_panic)
@@ -239,7 +244,7 @@ pub(crate) async fn dispatch(
     gate::check(
         method.as_str(),
         &gate::Facts::of_request(params),
-        &state.app.discovery.document,
+        &state.app.discovery.get().document,
     )?;
     let value = match method {
         A2aMethod::SendMessage => state.send_message(subject, params).await?,
@@ -399,7 +404,7 @@ pub(crate) fn request_span(method: &str, params: &Value, headers: &HeaderMap) ->
 /// (so also the `preferredVersion` card when no `A2A-Version` is sent), with a strong
 /// ETag, a cache lifetime and `Last-Modified` (the card is set up once, at start).
 async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response {
-    let card = match extended_card::host_card(&state) {
+    let card = match extended_card::host_card(&state).and_then(|c| signing::signed(&state, c)) {
         Ok(card) => card,
         Err(fault) => return fault.into_rest_response(),
     };

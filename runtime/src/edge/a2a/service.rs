@@ -221,7 +221,7 @@ fn mint_context_id() -> String {
 
 impl A2aState {
     pub fn facet(&self) -> Value {
-        facet_of(&self.app.discovery.document)
+        facet_of(&self.app.discovery.get().document)
     }
 
     /// A task the caller may read, or the one TaskNotFound answer. An id that is not even
@@ -322,7 +322,7 @@ impl A2aState {
         facts.task_terminal = status.is_terminal();
         // The dispatcher judged the rows a request alone decides; these depend on the
         // named task's state, known only now.
-        gate::check(method.as_str(), &facts, &self.app.discovery.document)?;
+        gate::check(method.as_str(), &facts, &self.app.discovery.get().document)?;
         let context = self.context_of(&run).await?;
         if send.context_id.as_ref().is_some_and(|c| *c != context) {
             return Err(Fault::invalid_params(

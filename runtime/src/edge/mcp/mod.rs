@@ -76,7 +76,7 @@ impl McpState {
 
     /// The `mcp` family this mount serves: the discovery document's, else ours.
     pub fn facet(&self) -> Value {
-        facet_of(&self.app.discovery.document, &self.config)
+        facet_of(&self.app.discovery.get().document, &self.config)
     }
 
     fn offer(&self) -> Result<&Offer, RpcError> {

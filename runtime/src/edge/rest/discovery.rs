@@ -20,7 +20,7 @@ pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) ->
     if let Err(e) = super::version::check(&headers) {
         return e.into_response();
     }
-    let d = &state.discovery;
+    let d = state.discovery.get();
     let etag = HeaderValue::from_str(&d.etag).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &d.etag) {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
