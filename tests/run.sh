@@ -5,9 +5,10 @@
 # as the remotes a workflow calls. Installs the pinned peers into venvs and
 # node_modules under the target directory and the peer folders. Needs python3 (venv),
 # node >= 20 with npm, and curl.
-# Usage: tests/run.sh            (everything)
-#        tests/run.sh --rust     (Rust tests only)
-#        tests/run.sh --peers    (peer tests only; builds the binary first)
+# Usage: tests/run.sh                 (everything)
+#        tests/run.sh --rust          (Rust tests only)
+#        tests/run.sh --peers         (peer tests only; builds the binary first)
+#        tests/run.sh --schemathesis  (REST against api/v2/openapi.yaml only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -45,4 +46,13 @@ if [[ $what == all || $what == --peers ]]; then
   tests/peers/mcp/run.sh
   step "peers: the host as a client (real A2A agents and MCP servers as remotes)"
   tests/peers/outbound/run.sh
+fi
+
+if [[ $what == all || $what == --schemathesis ]]; then
+  step "schemathesis: REST against its own OpenAPI (every check, fixed seed)"
+  if [[ -z ${OPENWOP_BIN:-} ]]; then
+    cargo build --locked -p openwop --bin openwop
+    export OPENWOP_BIN=$target_dir/debug/openwop
+  fi
+  tests/schemathesis.sh
 fi

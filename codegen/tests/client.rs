@@ -139,7 +139,7 @@ async fn an_error_answer_is_a_typed_api_error() {
                 headers.get("retry-after").and_then(|v| v.to_str().ok()),
                 Some("7")
             );
-            assert_eq!(e.retry_after(), Some(7));
+            assert_eq!(e.retry_after(), Some(std::time::Duration::from_secs(7)));
             assert_eq!(e.status(), Some(404));
         }
         other => panic!("expected the envelope, got {other:?}"),

@@ -152,6 +152,21 @@ fn mcp_deadline(within: Duration) -> axum::response::Response {
     .into_response()
 }
 
+/// The MCP edge's refusal of a body (too large, stalled, broken): a JSON-RPC invalid
+/// request on the HTTP status that says which.
+fn mcp_body(why: crate::edge::body::Refused) -> axum::response::Response {
+    use crate::edge::body::Refused;
+    let status = match why {
+        Refused::TooLarge { .. } => axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        Refused::Stalled { .. } => axum::http::StatusCode::REQUEST_TIMEOUT,
+        Refused::Broken => axum::http::StatusCode::BAD_REQUEST,
+    };
+    use axum::response::IntoResponse as _;
+    mcp::rpc::RpcError::new(mcp::rpc::INVALID_REQUEST, why.message())
+        .with_http(status)
+        .into_response()
+}
+
 /// A built host, not yet serving.
 pub struct Host {
     pub state: AppState,
@@ -315,7 +330,11 @@ impl Host {
             keys: Arc::new(config.keys),
             discovery: Arc::new(Discovery::new(document)),
             rate: Arc::new(crate::identity::rate::RateLimiter::new(config.rate)),
+            unauthenticated: Arc::new(crate::identity::rate::RateLimiter::new(
+                config.server.unauthenticated,
+            )),
             request_deadline: config.request_deadline,
+            body_timeout: config.server.body_timeout,
             shutdown: shutdown_rx,
         };
         let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
@@ -327,7 +346,11 @@ impl Host {
         let listen_base = a2a_config.listen_base.clone();
         let a2a = a2a::router(state.clone(), a2a_config);
         let within = config.request_deadline;
+        let body_within = config.server.body_timeout;
         let mcp = mcp::router_for(mcp::McpState::with_key(state.clone(), config.mcp, &mcp_key))
+            .layer(axum::middleware::from_fn(move |req, next| {
+                crate::edge::body::guard(mcp::BODY_LIMIT, body_within, mcp_body, req, next)
+            }))
             .layer(axum::middleware::from_fn(move |req, next| {
                 crate::edge::deadline::run(within, mcp_deadline, req, next)
             }));

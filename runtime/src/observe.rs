@@ -1,6 +1,15 @@
 //! What an operator sees: one access-log line per request (method, route template,
 //! status, latency, tenant; never a credential, a body or a query string), request
-//! counters and latencies for `/metrics`, and the liveness probe.
+//! counters and latencies for `/metrics`, and the liveness probe. Refusals (401, 429,
+//! 408, 413, 503, connections refused at accept) are counted per interval instead
+//! (`quiet`), so a flood of them cannot flood the log.
+//!
+//! Every label value comes from a closed set, whatever a client sends: methods the
+//! host knows (anything else is `other`), route templates of the router (`unmatched`
+//! otherwise), statuses the host answers with. So `/metrics` stays the same size
+//! under any traffic.
+
+pub mod quiet;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -70,6 +79,15 @@ impl Metrics {
                 t.count
             );
         }
+        out.push_str("# HELP openwop_refusals_total Requests and connections refused (401, 429, 408, 413, 503, connections over a cap), by reason.\n");
+        out.push_str("# TYPE openwop_refusals_total counter\n");
+        for (kind, n) in quiet::totals() {
+            let _ = writeln!(
+                out,
+                "openwop_refusals_total{{reason=\"{}\"}} {n}",
+                kind.label()
+            );
+        }
         let mut last_name = "";
         for g in extra {
             if g.name != last_name {
@@ -106,6 +124,24 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The method as a metric label and log field: one of the methods HTTP defines, or
+/// `other` (hyper accepts any token as a method, and each would be a series).
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
 /// The access log and the request metrics, around every route. The span's `tenant` is
 /// filled in by the edges' caller extractors once the credential is resolved.
 pub async fn access_log(
@@ -114,7 +150,7 @@ pub async fn access_log(
     next: Next,
 ) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     // The template, never the path: ids and tokens stay out of the log.
     let route = request
         .extensions()
@@ -130,7 +166,18 @@ pub async fn access_log(
     let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
     let took = started.elapsed();
     let status = response.status().as_u16();
-    metrics.record(&route, &method, status, took);
+    metrics.record(&route, method, status, took);
+    let refusal = response
+        .extensions()
+        .get::<quiet::Refusal>()
+        .copied()
+        .or_else(|| quiet::Refusal::of_status(status));
+    if let Some(kind) = refusal {
+        // Counted, and written as one line per interval (see `quiet`).
+        quiet::refused(kind);
+        return response;
+    }
+    quiet::tick();
     span.in_scope(|| {
         let latency_ms = took.as_secs_f64() * 1000.0;
         if status >= 500 {

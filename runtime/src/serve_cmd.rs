@@ -74,7 +74,9 @@ pub struct ServeArgs {
     /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill}), tenants
     /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
     /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
-    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, mcp ({tasks, callTimeoutMs,
+    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, maxConnections,
+    /// maxConnectionsPerAddress, firstRequestTimeoutMs, headerReadTimeoutMs, bodyTimeoutMs,
+    /// unauthenticatedRateLimit, unauthenticatedRateBurst, mcp ({tasks, callTimeoutMs,
     /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
     /// allowedOrigins}).
     /// Command-line flags win over the file.
@@ -156,6 +158,30 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     tls_key: Option<PathBuf>,
+    /// Open connections at most (default 10000); one more is answered 503 and closed.
+    #[arg(long, value_name = "N", env = "OPENWOP_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Open connections from one address at most (IPv4, or an IPv6 /64; default 256).
+    #[arg(long, value_name = "N", env = "OPENWOP_MAX_CONNECTIONS_PER_ADDRESS")]
+    max_connections_per_address: Option<usize>,
+    /// Milliseconds a new connection may stay silent before its first byte (default 10000).
+    #[arg(long, value_name = "MS", env = "OPENWOP_FIRST_REQUEST_TIMEOUT_MS")]
+    first_request_timeout_ms: Option<u64>,
+    /// Milliseconds a client has to send a request's headers, and a keep-alive connection
+    /// may stay idle between requests (default 30000).
+    #[arg(long, value_name = "MS", env = "OPENWOP_HEADER_READ_TIMEOUT_MS")]
+    header_read_timeout_ms: Option<u64>,
+    /// Milliseconds a request's body may take to arrive once its head is read; 408 past
+    /// it (default 10000).
+    #[arg(long, value_name = "MS", env = "OPENWOP_BODY_TIMEOUT_MS")]
+    body_timeout_ms: Option<u64>,
+    /// Requests per second each address may make without a valid credential (default
+    /// 10, 0: no limit); past it 429 with Retry-After instead of 401.
+    #[arg(long, value_name = "N", env = "OPENWOP_UNAUTHENTICATED_RATE_LIMIT")]
+    unauthenticated_rate_limit: Option<f64>,
+    /// Requests without a valid credential an address may make at once (default 50).
+    #[arg(long, value_name = "N", env = "OPENWOP_UNAUTHENTICATED_RATE_BURST")]
+    unauthenticated_rate_burst: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +215,13 @@ pub(crate) struct FileConfig {
     pub(crate) host_events_max_count: Option<u64>,
     pub(crate) tls_cert: Option<PathBuf>,
     pub(crate) tls_key: Option<PathBuf>,
+    pub(crate) max_connections: Option<usize>,
+    pub(crate) max_connections_per_address: Option<usize>,
+    pub(crate) first_request_timeout_ms: Option<u64>,
+    pub(crate) header_read_timeout_ms: Option<u64>,
+    pub(crate) body_timeout_ms: Option<u64>,
+    pub(crate) unauthenticated_rate_limit: Option<f64>,
+    pub(crate) unauthenticated_rate_burst: Option<f64>,
     /// Remote A2A agents, MCP servers and HTTP services workflow nodes may call.
     #[serde(default)]
     pub(crate) peers: Vec<crate::peers::PeerFileConfig>,
@@ -223,6 +256,77 @@ pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
     } else {
         yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// The server's limits: the defaults, with the config file's values, with the flags'.
+fn server_limits(args: &ServeArgs, file: &FileConfig) -> Result<crate::server::Limits, String> {
+    use std::time::Duration;
+    let mut l = crate::server::Limits::default();
+    let count = |name: &str, v: Option<usize>, into: &mut usize| match v {
+        Some(0) => Err(format!("--{name} takes a number >= 1")),
+        Some(n) => {
+            *into = n;
+            Ok(())
+        }
+        None => Ok(()),
+    };
+    count(
+        "max-connections",
+        args.max_connections.or(file.max_connections),
+        &mut l.max_connections,
+    )?;
+    count(
+        "max-connections-per-address",
+        args.max_connections_per_address
+            .or(file.max_connections_per_address),
+        &mut l.max_connections_per_address,
+    )?;
+    let ms = |name: &str, v: Option<u64>, into: &mut Duration| match v {
+        Some(0) => Err(format!("--{name} takes milliseconds >= 1")),
+        Some(n) => {
+            *into = Duration::from_millis(n);
+            Ok(())
+        }
+        None => Ok(()),
+    };
+    ms(
+        "first-request-timeout-ms",
+        args.first_request_timeout_ms
+            .or(file.first_request_timeout_ms),
+        &mut l.first_request_timeout,
+    )?;
+    ms(
+        "header-read-timeout-ms",
+        args.header_read_timeout_ms.or(file.header_read_timeout_ms),
+        &mut l.header_read_timeout,
+    )?;
+    ms(
+        "body-timeout-ms",
+        args.body_timeout_ms.or(file.body_timeout_ms),
+        &mut l.body_timeout,
+    )?;
+    if let Some(n) = args
+        .unauthenticated_rate_limit
+        .or(file.unauthenticated_rate_limit)
+    {
+        l.unauthenticated.per_second = n;
+    }
+    if let Some(n) = args
+        .unauthenticated_rate_burst
+        .or(file.unauthenticated_rate_burst)
+    {
+        l.unauthenticated.burst = n;
+    }
+    if !(l.unauthenticated.per_second >= 0.0 && l.unauthenticated.burst >= 0.0) {
+        return Err(
+            "--unauthenticated-rate-limit and --unauthenticated-rate-burst take numbers >= 0"
+                .into(),
+        );
+    }
+    if l.max_connections_per_address > l.max_connections {
+        l.max_connections_per_address = l.max_connections;
+    }
+    Ok(l)
 }
 
 /// The file in the data dir that keeps the dev key (read by `mcp-stdio` too).
@@ -289,6 +393,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
     };
     // Read before the settings below take their fields out of `file`.
     let key_specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
+    let server = server_limits(&args, &file)?;
     let listen = args
         .listen
         .or(file.listen)
@@ -400,6 +505,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             tls,
             mcp,
             peers,
+            server,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;

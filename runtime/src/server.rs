@@ -8,7 +8,14 @@
 //!   detection buffer is per connection.
 //! - A header-read timeout, which also closes a keep-alive connection that sends nothing
 //!   (so idle or half-sent requests cannot pile up until descriptors run out).
-//! - A cap on open connections; past it a connection gets one `503` and is closed.
+//! - A cap on open connections; past it a connection gets one `503` and is closed. Each
+//!   address has its own, smaller cap under it, so one address (10,000 silent sockets)
+//!   can never take the connections everyone else needs.
+//! - A first-request timeout: a new connection that sends no byte within it is closed,
+//!   so silent sockets are let go well before the header-read timeout of keep-alive.
+//! - The peer's address on every request (`ConnectInfo`), for the per-address limit on
+//!   requests without a valid credential (`app::AppState::unauthenticated`).
+//! - Refusals are counted (`observe::quiet`), never a log line each.
 //! - Graceful shutdown with a deadline: no new connections, in-flight requests finish,
 //!   and whatever is still open when the deadline passes is dropped.
 //! - An accept error (`EMFILE`) is logged and retried after a pause instead of spinning.
@@ -18,8 +25,10 @@
 mod refusals;
 pub mod tls;
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -36,6 +45,17 @@ use tokio::sync::Semaphore;
 pub struct Limits {
     /// Open connections at most; one more gets a `503` and is closed.
     pub max_connections: usize,
+    /// Open connections from one address at most (IPv4 address, or IPv6 /64); one more
+    /// gets a `503` and is closed.
+    pub max_connections_per_address: usize,
+    /// How long a new connection may stay silent before its first byte (plain TCP; over
+    /// TLS the handshake is bounded by the header-read timeout).
+    pub first_request_timeout: Duration,
+    /// How long a request's body may take to arrive once its head is read (`408` past it).
+    pub body_timeout: Duration,
+    /// Requests without a valid credential each address may make: past it they are
+    /// answered `429` with `Retry-After` in the edge's shape instead of `401`.
+    pub unauthenticated: crate::identity::rate::RateConfig,
     /// How long a client has to send a request's headers, counted from the first byte of
     /// a request or, on a keep-alive connection, from the end of the previous answer.
     pub header_read_timeout: Duration,
@@ -47,6 +67,15 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 10_000,
+            // Far above what one client (or a NAT of a few hundred) keeps open, far below
+            // the host-wide cap: one address holds at most 2.5% of it.
+            max_connections_per_address: 256,
+            first_request_timeout: Duration::from_secs(10),
+            body_timeout: crate::edge::body::DEFAULT_TIMEOUT,
+            unauthenticated: crate::identity::rate::RateConfig {
+                per_second: 10.0,
+                burst: 50.0,
+            },
             // Long enough that a client's pooled keep-alive connection is rarely closed
             // under it (clients with longer pools retry on a fresh one), short enough that
             // idle sockets cannot accumulate past the connection cap for long.
@@ -69,6 +98,70 @@ content-length: 82\r\n\
 \r\n\
 {\"error\":\"service_unavailable\",\"message\":\"the host has too many open connections\"}";
 
+/// The answer to a connection over its address's cap.
+const OVER_ADDRESS_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/json\r\n\
+openwop-version: 2.0\r\n\
+retry-after: 1\r\n\
+connection: close\r\n\
+content-length: 98\r\n\
+\r\n\
+{\"error\":\"service_unavailable\",\"message\":\"this address has too many open connections to the host\"}";
+
+/// What one address is counted as: an IPv4 address, or the /64 of an IPv6 one (a host
+/// given a /64 has all of it; counting each address would let it take every slot).
+fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+/// Open connections by address.
+#[derive(Default)]
+struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place in [`PerAddress`], given back when it closes.
+struct AddressSlot {
+    table: Arc<PerAddress>,
+    key: IpAddr,
+}
+
+impl PerAddress {
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
+        let key = address_key(ip);
+        let mut open = self.0.lock().ok()?;
+        let n = open.entry(key).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            table: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.table.0.lock()
+            && let Some(n) = open.get_mut(&self.key)
+        {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then drains within the grace.
 ///
 /// With `tls`, every connection is a TLS one (the handshake bounded like a request's
@@ -80,9 +173,9 @@ pub async fn serve(
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
-    let service = TowerToHyperService::new(app);
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = Arc::new(PerAddress::default());
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -111,20 +204,39 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, limit = limits.max_connections, "connection refused: at the connection cap");
+        // The address's share first: a flood from one address is refused before it can
+        // take a slot of the host-wide cap.
+        let Some(slot) = per_address.take(peer.ip(), limits.max_connections_per_address) else {
+            crate::observe::quiet::refused(crate::observe::quiet::Refusal::AddressConnectionCap);
             // Over TLS a plaintext answer would be noise: the connection is just closed.
             if tls.is_none() {
-                tokio::spawn(refuse(stream));
+                tokio::spawn(refuse(stream, OVER_ADDRESS_CAPACITY));
             }
             continue;
         };
-        let (builder, service, watcher) = (builder.clone(), service.clone(), graceful.watcher());
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            crate::observe::quiet::refused(crate::observe::quiet::Refusal::ConnectionCap);
+            if tls.is_none() {
+                tokio::spawn(refuse(stream, OVER_CAPACITY));
+            }
+            continue;
+        };
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let service = with_peer(app.clone(), peer);
         let tls = tls.clone();
         let handshake_within = limits.header_read_timeout;
+        let first_within = limits.first_request_timeout;
         tokio::spawn(async move {
+            let _slot = slot;
             let ended = match tls {
                 None => {
+                    // A connection that says nothing is let go soon: it cannot hold a
+                    // slot for the whole header-read timeout before its first request.
+                    let mut first = [0u8; 1];
+                    match tokio::time::timeout(first_within, stream.peek(&mut first)).await {
+                        Ok(Ok(n)) if n > 0 => {}
+                        _ => return,
+                    }
                     let io = TokioIo::new(refusals::Refusals::new(stream));
                     watcher.watch(builder.serve_connection(io, service)).await
                 }
@@ -166,9 +278,30 @@ pub async fn serve(
     Ok(())
 }
 
-async fn refuse(mut stream: TcpStream) {
+/// The router for one connection: every request carries the peer's address.
+fn with_peer(
+    app: Router,
+    peer: SocketAddr,
+) -> TowerToHyperService<
+    tower::util::MapRequest<
+        Router,
+        impl FnMut(hyper::Request<Incoming>) -> hyper::Request<Incoming> + Clone,
+    >,
+> {
+    TowerToHyperService::new(tower::ServiceExt::map_request(
+        app,
+        move |mut request: hyper::Request<Incoming>| {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            request
+        },
+    ))
+}
+
+async fn refuse(mut stream: TcpStream, answer: &'static [u8]) {
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        let _ = stream.write_all(OVER_CAPACITY).await;
+        let _ = stream.write_all(answer).await;
         let _ = stream.shutdown().await;
     })
     .await;
@@ -197,5 +330,34 @@ mod tests {
         assert_eq!(body.len(), length);
         let json: serde_json::Value = serde_json::from_str(body.trim_end()).expect("json body");
         assert_eq!(json["error"], "service_unavailable");
+        let text = std::str::from_utf8(OVER_ADDRESS_CAPACITY).expect("ascii");
+        let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let json: serde_json::Value = serde_json::from_str(body).expect("json body");
+        assert_eq!(json["error"], "service_unavailable");
+    }
+
+    #[test]
+    fn an_address_is_counted_by_itself_or_its_ipv6_64() {
+        let table = Arc::new(PerAddress::default());
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = table.take(a, 2).expect("first");
+        let _second = table.take(a, 2).expect("second");
+        assert!(table.take(a, 2).is_none(), "a third from one address");
+        assert!(
+            table.take(b, 2).is_some(),
+            "another address is not affected"
+        );
+        drop(first);
+        assert!(
+            table.take(a, 2).is_some(),
+            "a closed connection frees its slot"
+        );
+        let v6a: IpAddr = "2001:db8::1".parse().unwrap();
+        let v6b: IpAddr = "2001:db8::ffff:2".parse().unwrap();
+        assert_eq!(address_key(v6a), address_key(v6b));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(address_key(mapped), a);
     }
 }

@@ -58,6 +58,7 @@ async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (Vec<u8>
 fn quick() -> Limits {
     Limits {
         header_read_timeout: Duration::from_millis(400),
+        first_request_timeout: Duration::from_millis(400),
         ..Limits::default()
     }
 }

@@ -2,6 +2,7 @@
 //! `ops`, plus what they share (trace context).
 
 pub mod a2a;
+pub mod body;
 pub mod deadline;
 pub mod jsonrpc;
 pub mod mcp;

@@ -539,7 +539,7 @@ impl Engine {
                 StoreError::Guard { .. } | StoreError::LeaseLost | StoreError::RunNotFound(_) => {
                     return;
                 }
-                StoreError::Database(_) => {
+                StoreError::Database(_) | StoreError::Unavailable(_) => {
                     let delay = backoff.next_delay();
                     tracing::warn!(
                         run_id,
@@ -711,7 +711,7 @@ impl Engine {
             Ok(advanced) => advanced,
             Err(e) => {
                 if let Some(at) = &suspended
-                    && matches!(e, StoreError::Database(_))
+                    && matches!(e, StoreError::Database(_) | StoreError::Unavailable(_))
                     && let Ok(mut pending) = self.unconfirmed_suspends.lock()
                 {
                     pending.insert(run_id.to_owned(), at.interrupt_id.clone());

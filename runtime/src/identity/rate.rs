@@ -42,6 +42,14 @@ impl Limited {
             self.retry_after_secs
         )
     }
+
+    /// The message when an address has spent its requests without a valid credential.
+    pub fn unauthenticated_message(self) -> String {
+        format!(
+            "too many requests without a valid credential from this address; retry after {} s",
+            self.retry_after_secs
+        )
+    }
 }
 
 struct Bucket {
@@ -69,6 +77,11 @@ impl RateLimiter {
     /// Takes one request's token for `subject`, or says how long to wait.
     pub fn admit(&self, subject: &Subject) -> Result<(), Limited> {
         self.admit_at(&subject.subject_id, Instant::now())
+    }
+
+    /// Takes one request's token for any other key (an address), or says how long to wait.
+    pub fn admit_key(&self, key: &str) -> Result<(), Limited> {
+        self.admit_at(key, Instant::now())
     }
 
     fn admit_at(&self, principal: &str, now: Instant) -> Result<(), Limited> {

@@ -46,9 +46,18 @@ pub enum OpError {
     InterruptExpired,
     #[error("this Idempotency-Key was already used with a different request body")]
     IdempotencyMismatch,
+    /// The store cannot serve now (a lost connection, a pool timeout, a full disk, a busy
+    /// database): nothing was applied and the same request may succeed later. Every
+    /// edge answers it `503` with `Retry-After`, never as an internal error.
+    #[error("the host's store is unavailable for a moment; retry after {retry_after_secs} s")]
+    Unavailable { retry_after_secs: u64 },
     #[error("internal error")]
     Internal(String),
 }
+
+/// What `Retry-After` a transient store fault answers: long enough for a pool to
+/// reconnect or an operator's fix to land, short enough to keep clients near.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
 
 impl OpError {
     pub fn validation(message: impl Into<String>) -> Self {
@@ -79,6 +88,7 @@ impl OpError {
             OpError::InterruptTokenInvalid => ErrorCode::InterruptTokenInvalid,
             OpError::InterruptExpired => ErrorCode::InterruptExpired,
             OpError::IdempotencyMismatch => ErrorCode::IdempotencyKeyMismatch,
+            OpError::Unavailable { .. } => ErrorCode::ServiceUnavailable,
             OpError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -89,6 +99,14 @@ impl OpError {
             OpError::RunTerminal { status } => {
                 Some(serde_json::json!({"runStatus": status.as_str()}))
             }
+            _ => None,
+        }
+    }
+
+    /// `Retry-After` (seconds) for the answer, when the caller should try again.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            OpError::Unavailable { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         }
     }
@@ -109,6 +127,14 @@ impl From<StoreError> for OpError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::IdempotencyMismatch => OpError::IdempotencyMismatch,
+            StoreError::Unavailable(detail) => {
+                // Counted, not a line per request: under a lost database every request
+                // would log one (the first of each interval is shown with its error).
+                crate::observe::quiet::store_unavailable(&detail);
+                OpError::Unavailable {
+                    retry_after_secs: UNAVAILABLE_RETRY_AFTER_SECS,
+                }
+            }
             other => OpError::internal(other),
         }
     }

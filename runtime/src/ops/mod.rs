@@ -253,6 +253,15 @@ impl Ops {
                 "the database has applied migrations through {applied}; this host needs {wanted}"
             ));
         }
+        // Reads may work while writes fail (a full disk): while the last write failed,
+        // one small write of its own says whether they succeed again.
+        if let Some(fault) = self.runs.write_fault() {
+            match tokio::time::timeout(within, self.runs.probe_write()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(format!("the store refuses writes: {e}")),
+                Err(_) => return Err(format!("the store refuses writes: {fault}")),
+            }
+        }
         Ok(applied)
     }
 

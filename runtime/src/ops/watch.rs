@@ -21,6 +21,56 @@ use crate::store::{EventRecord, HostEventRecord, RunRecord, RunStore, Subscripti
 /// How many events one read takes at most.
 const PAGE: usize = 500;
 
+/// How long a watch keeps retrying a store that fails transiently (a terminated
+/// connection, a restarting server, a full disk) before it gives up with the error.
+/// Well past a PostgreSQL restart or a pool reconnecting; a stream that must end then
+/// ends so its client resumes from the last event it got.
+pub const RETRY_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// A watch's retries of transient store faults: backing off from 0.1 s to 5 s, for
+/// [`RETRY_WITHIN`] since the first failure of a run of them.
+#[derive(Default)]
+struct Retry {
+    failing_since: Option<tokio::time::Instant>,
+    delay: Duration,
+}
+
+impl Retry {
+    /// How long to wait before reading again after `e`; `None` when `e` is not worth
+    /// another read (not transient, or failing for too long).
+    fn after(&mut self, e: &OpError) -> Option<Duration> {
+        if !matches!(e, OpError::Unavailable { .. }) {
+            return None;
+        }
+        let now = tokio::time::Instant::now();
+        let since = *self.failing_since.get_or_insert(now);
+        if now.duration_since(since) >= RETRY_WITHIN {
+            return None;
+        }
+        self.delay = (self.delay * 2).clamp(RETRY_FIRST, RETRY_MAX);
+        tracing::debug!(
+            retry_in_ms = u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX),
+            "a stream's store read failed; reading again"
+        );
+        Some(self.delay)
+    }
+
+    fn reset(&mut self) {
+        self.failing_since = None;
+        self.delay = Duration::ZERO;
+    }
+}
+
+/// Waits `delay` unless the host stops first (then the caller sees the stop flag).
+async fn pause(delay: Duration, shutdown: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = stopped(shutdown) => {}
+        _ = tokio::time::sleep(delay) => {}
+    }
+}
+
 /// What a follower of a run sees next: the events after its cursor (oldest first), and
 /// the run as read after them (so never older than its newest event).
 #[derive(Debug, Clone)]
@@ -39,6 +89,7 @@ pub struct RunWatch {
     wakes: Subscription,
     shutdown: watch::Receiver<bool>,
     done: bool,
+    retry: Retry,
 }
 
 impl RunWatch {
@@ -49,17 +100,27 @@ impl RunWatch {
 
     /// The next update: at once when there are events after the cursor, else when some
     /// arrive. `None` when the watch has ended. Cancel-safe: dropping the future loses
-    /// nothing (the cursor moves only when an update is returned).
+    /// nothing (the cursor moves only when an update is returned). A transient store
+    /// fault is retried with backoff for [`RETRY_WITHIN`]; only then is it returned.
     pub async fn next(&mut self) -> Option<Result<Update, OpError>> {
         loop {
             if self.done || *self.shutdown.borrow() {
                 return None;
             }
             match self.read().await {
-                Read::Update(update) => return Some(Ok(update)),
-                Read::Failed(e) => return Some(Err(e)),
+                Read::Update(update) => {
+                    self.retry.reset();
+                    return Some(Ok(update));
+                }
+                Read::Failed(e) => match self.retry.after(&e) {
+                    Some(delay) => {
+                        pause(delay, &mut self.shutdown).await;
+                        continue;
+                    }
+                    None => return Some(Err(e)),
+                },
                 Read::Ended => return None,
-                Read::Nothing => {}
+                Read::Nothing => self.retry.reset(),
             }
             tokio::select! {
                 _ = stopped(&mut self.shutdown) => {}
@@ -144,10 +205,12 @@ pub struct HostWatch {
     wakes: Subscription,
     shutdown: watch::Receiver<bool>,
     ready: std::collections::VecDeque<HostEventRecord>,
+    retry: Retry,
 }
 
 impl HostWatch {
-    /// The next host event, or `None` at shutdown.
+    /// The next host event, or `None` at shutdown. Transient store faults are retried
+    /// as [`RunWatch::next`] retries them.
     pub async fn next(&mut self) -> Option<Result<HostEventRecord, OpError>> {
         loop {
             if *self.shutdown.borrow() {
@@ -158,14 +221,24 @@ impl HostWatch {
             }
             match self.runs.host_events(&self.tenant, self.cursor, PAGE).await {
                 Ok(events) if !events.is_empty() => {
+                    self.retry.reset();
                     self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                     // Read into memory: the store may let them go now.
                     self.floor.advance(self.cursor);
                     self.ready.extend(events);
                     continue;
                 }
-                Ok(_) => {}
-                Err(e) => return Some(Err(e.into())),
+                Ok(_) => self.retry.reset(),
+                Err(e) => {
+                    let e = OpError::from(e);
+                    match self.retry.after(&e) {
+                        Some(delay) => {
+                            pause(delay, &mut self.shutdown).await;
+                            continue;
+                        }
+                        None => return Some(Err(e)),
+                    }
+                }
             }
             tokio::select! {
                 _ = stopped(&mut self.shutdown) => {}
@@ -272,6 +345,7 @@ impl Ops {
             wakes,
             shutdown: self.shutdown.clone(),
             done: false,
+            retry: Retry::default(),
         })
     }
 
@@ -287,6 +361,7 @@ impl Ops {
             cursor: after,
             shutdown: self.shutdown.clone(),
             ready: Default::default(),
+            retry: Retry::default(),
         }
     }
 

@@ -63,6 +63,11 @@ pub enum StoreError {
     LeaseLost,
     #[error("database error: {0}")]
     Database(String),
+    /// A fault the database recovers from by itself or once an operator steps in: a lost
+    /// connection, a pool timeout, a full disk, a busy or locked database. Nothing of the
+    /// call was applied; the edges answer it `503` with `Retry-After`, never `500`.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     /// The SQLite data dir is held by another process (it was not opened).
     #[error("{0}")]
     DataDirInUse(String),
@@ -70,7 +75,60 @@ pub enum StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Database(e.to_string())
+        use rusqlite::ErrorCode as C;
+        match &e {
+            // Busy or locked (another writer, a checkpoint), full (the disk or the file's
+            // page limit), an I/O error (a disk that went away), a file that cannot be
+            // opened now: none is about the call itself, each may pass.
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(
+                    f.code,
+                    C::DatabaseBusy
+                        | C::DatabaseLocked
+                        | C::DiskFull
+                        | C::SystemIoFailure
+                        | C::CannotOpen
+                ) =>
+            {
+                StoreError::Unavailable(e.to_string())
+            }
+            _ => StoreError::Database(e.to_string()),
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether the call may succeed if made again later (see [`StoreError::Unavailable`]).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+/// The outcome of a store's last write, for [`RunStore::write_fault`].
+#[derive(Default)]
+pub(crate) struct WriteHealth(std::sync::Mutex<Option<String>>);
+
+impl WriteHealth {
+    /// Notes how a write ended: a transient fault is remembered, anything else (a
+    /// success, or a refusal the database answered) clears it.
+    pub(crate) fn note<T>(&self, outcome: &Result<T, StoreError>) {
+        let fault = match outcome {
+            Err(e) if e.is_transient() => Some(e.to_string()),
+            _ => None,
+        };
+        if let Ok(mut last) = self.0.lock()
+            && *last != fault
+        {
+            match &fault {
+                Some(e) => tracing::warn!(error = %e, "store writes are failing"),
+                None => tracing::info!("store writes succeed again"),
+            }
+            *last = fault;
+        }
+    }
+
+    pub(crate) fn fault(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|f| f.clone())
     }
 }
 

@@ -72,12 +72,48 @@ pub struct PgStore {
 
 fn db_error(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
-        Some(db) => StoreError::Database(format!("{}: {}", db.code().code(), db.message())),
-        None => match std::error::Error::source(&e) {
-            Some(cause) => StoreError::Database(format!("{e}: {cause}")),
-            None => StoreError::Database(e.to_string()),
-        },
+        Some(db) => {
+            let code = db.code().code();
+            let text = format!("{code}: {}", db.message());
+            if transient_sqlstate(code) {
+                StoreError::Unavailable(text)
+            } else {
+                StoreError::Database(text)
+            }
+        }
+        // No answer from the server: the connection closed or broke (a terminated
+        // backend, a restart, the network), or it could not be made.
+        None => {
+            let text = match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            };
+            let io = std::error::Error::source(&e).is_some_and(|c| c.is::<std::io::Error>());
+            if e.is_closed()
+                || io
+                || text.starts_with("error connecting")
+                || text.contains("timeout")
+            {
+                StoreError::Unavailable(text)
+            } else {
+                StoreError::Database(text)
+            }
+        }
     }
+}
+
+/// SQLSTATEs that say the server cannot serve now rather than that the statement is
+/// wrong: connection exceptions (class 08), insufficient resources (class 53: a full
+/// disk, too many connections), an operator intervention (a terminated backend, a
+/// shutdown, a server starting: 57P01-57P03), a lock or serialization conflict that
+/// lost (40001, 40P01, 55P03).
+fn transient_sqlstate(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03"
+        )
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -89,8 +125,17 @@ impl From<tokio_postgres::Error> for StoreError {
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         match e {
-            deadpool_postgres::PoolError::Backend(e) => db_error(e),
-            other => StoreError::Database(format!("no database connection: {other}")),
+            // No connection could be made (refused, a database not accepting connections,
+            // a server starting or gone): whatever the server said, nothing was asked of it
+            // yet, and it may pass.
+            deadpool_postgres::PoolError::Backend(e) => match db_error(e) {
+                StoreError::Database(text) => {
+                    StoreError::Unavailable(format!("no database connection: {text}"))
+                }
+                other => other,
+            },
+            // A pool timeout or a closed pool: no connection to be had now.
+            other => StoreError::Unavailable(format!("no database connection: {other}")),
         }
     }
 }

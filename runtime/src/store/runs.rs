@@ -499,4 +499,17 @@ pub trait RunStore: Send + Sync {
 
     /// Runs by status, the push outbox depth and the dead letters (`/metrics`).
     fn gauges(&self) -> StoreFuture<'_, super::StoreGauges>;
+
+    /// Why writes fail now, when the last write failed for a transient fault (a full
+    /// disk, a locked database); `None` once one succeeds. A store whose reads and writes
+    /// fail alike (PostgreSQL: a lost server fails `schema_version` too) keeps the default.
+    fn write_fault(&self) -> Option<String> {
+        None
+    }
+
+    /// One small real write (a row of the `secrets` table rewritten), so `/readyz` can
+    /// see writes succeed again after [`RunStore::write_fault`] while no request writes.
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }

@@ -66,6 +66,8 @@ struct Inner {
     /// Reader connections free for [`SqliteStore::read_here`].
     here: std::sync::Mutex<Vec<Connection>>,
     wakeups: WakeHub,
+    /// How the last write ended (`/readyz` turns not-ready while writes fail).
+    write_health: super::WriteHealth,
     /// This process's exclusive hold on the data dir (released with the last store).
     _lock: Arc<dir_lock::DirLock>,
 }
@@ -248,6 +250,7 @@ impl SqliteStore {
                 next_reader: AtomicUsize::new(0),
                 here: std::sync::Mutex::new(here),
                 wakeups: WakeHub::default(),
+                write_health: super::WriteHealth::default(),
                 _lock: lock,
             }),
         })
@@ -257,7 +260,13 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        call_write(self.inner.writer.clone(), f)
+        let written = call_write(self.inner.writer.clone(), f);
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let out = written.await;
+            inner.write_health.note(&out);
+            out
+        })
     }
 
     fn read<T: Send + 'static>(
@@ -366,7 +375,8 @@ fn run_group(conn: &mut Connection, group: Vec<WriteJob>) {
             // SQLite ended the transaction itself (an I/O error, a full disk): what
             // the group wrote so far is gone; the rest go one at a time.
             for answer in answers {
-                answer(Err(StoreError::Database(
+                // Only a fault of the database ends a transaction under a savepoint.
+                answer(Err(StoreError::Unavailable(
                     "the write's transaction was rolled back by the database".into(),
                 )));
             }
@@ -387,11 +397,14 @@ fn run_group(conn: &mut Connection, group: Vec<WriteJob>) {
             if !conn.is_autocommit() {
                 let _ = step(conn, "ROLLBACK");
             }
-            let e = e.to_string();
+            let transient = e.is_transient();
+            let e = format!("a group commit failed: {e}");
             for answer in answers {
-                answer(Err(StoreError::Database(format!(
-                    "a group commit failed: {e}"
-                ))));
+                answer(Err(if transient {
+                    StoreError::Unavailable(e.clone())
+                } else {
+                    StoreError::Database(e.clone())
+                }));
             }
         }
     }
@@ -994,6 +1007,22 @@ impl RunStore for SqliteStore {
             exec(conn, sql::OFFER_SECRET, params![name, candidate])?;
             one(conn, sql::SECRET_BY_NAME, [name], |r| r.bytes("value"))?
                 .ok_or_else(|| StoreError::Database("a secret vanished".into()))
+        })
+    }
+
+    fn write_fault(&self) -> Option<String> {
+        self.inner.write_health.fault()
+    }
+
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        self.write(move |conn| {
+            exec(
+                conn,
+                "INSERT INTO secrets (name, value) VALUES ('openwop.readiness-probe', ?1) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                params![crate::clock::now_ms().to_be_bytes().to_vec()],
+            )?;
+            Ok(())
         })
     }
 

@@ -38,8 +38,10 @@ pub enum Transport {
     UnsupportedMediaType,
     /// The caller's rate limit is spent (`429`, `Retry-After`).
     RateLimited,
-    /// The request passed its deadline (`503`).
+    /// The request passed its deadline, or the store is unavailable (`503`).
     Unavailable,
+    /// The body stopped arriving before the body timeout (`408`).
+    RequestTimeout,
     Internal,
 }
 
@@ -57,6 +59,7 @@ impl Transport {
             | Transport::MethodNotAllowed
             | Transport::Unauthenticated
             | Transport::PayloadTooLarge
+            | Transport::RequestTimeout
             | Transport::UnsupportedMediaType => -32600,
         }
     }
@@ -72,6 +75,7 @@ impl Transport {
             Transport::RateLimited => 429,
             Transport::Internal => 500,
             Transport::Unavailable => 503,
+            Transport::RequestTimeout => 408,
         }
     }
 
@@ -88,6 +92,7 @@ impl Transport {
             Transport::RateLimited => "RESOURCE_EXHAUSTED",
             Transport::Internal => "INTERNAL",
             Transport::Unavailable => "UNAVAILABLE",
+            Transport::RequestTimeout => "DEADLINE_EXCEEDED",
         }
     }
 }
@@ -230,6 +235,14 @@ impl From<OpError> for Fault {
                 A2aError::ExtendedAgentCardNotConfigured,
                 "no extended agent card for this tenant",
             ),
+            OpError::Unavailable { retry_after_secs } => {
+                let mut fault = Fault::transport(
+                    Transport::Unavailable,
+                    "the host's store is unavailable for a moment; retry later",
+                );
+                fault.retry_after = Some(retry_after_secs);
+                fault
+            }
             // Runs, tokens and the host's own failures: nothing a client can act on.
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
@@ -322,6 +335,7 @@ impl Fault {
                 | Transport::PayloadTooLarge
                 | Transport::UnsupportedMediaType
                 | Transport::RateLimited
+                | Transport::RequestTimeout
                 | Transport::Unavailable),
             ) => t.http_status(),
             _ => 200,

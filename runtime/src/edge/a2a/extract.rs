@@ -86,7 +86,15 @@ impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
             .map_err(|e| {
                 let kind = match e {
                     AuthError::Ambiguous => Transport::InvalidRequest,
-                    _ => Transport::Unauthenticated,
+                    _ => {
+                        // An address flooding bad credentials gets 429, not 401 after 401.
+                        if let Err(l) = state.app.unauthenticated(parts) {
+                            let mut fault = Fault::rate_limited(l);
+                            fault.message = l.unauthenticated_message();
+                            return Refusal::new(fault);
+                        }
+                        Transport::Unauthenticated
+                    }
                 };
                 Refusal::new(Fault::transport(kind, e.to_string()))
             })

@@ -130,6 +130,7 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         .ops
         .start_push(Arc::new(push::Render(state.clone())), egress, retry);
     let within = state.app.request_deadline;
+    let body_within = state.app.body_timeout;
     // A panic in a handler is still answered in the shape of the URL it hit.
     let jsonrpc_panic = CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
         Fault::internal().into_jsonrpc_response(&Value::Null)
@@ -148,6 +149,15 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         )
         .layer(jsonrpc_panic)
         .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::body::guard(
+                BODY_LIMIT,
+                body_within,
+                |why| body_refused(why).into_jsonrpc_response(&Value::Null),
+                req,
+                next,
+            )
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
             crate::edge::deadline::run(
                 within,
                 |w| past_deadline(w).into_jsonrpc_response(&Value::Null),
@@ -161,9 +171,29 @@ pub fn router(app: AppState, config: A2aConfig) -> Router {
         .route(&format!("{}/{{*rest}}", card::REST_PATH), any(rest::handle))
         .layer(rest_panic)
         .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::body::guard(
+                BODY_LIMIT,
+                body_within,
+                |why| body_refused(why).into_rest_response(),
+                req,
+                next,
+            )
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
             crate::edge::deadline::run(within, |w| past_deadline(w).into_rest_response(), req, next)
         }));
     jsonrpc_routes.merge(rest_routes).with_state(state)
+}
+
+/// A body refused before it was read whole (`edge::body`), on either binding.
+fn body_refused(why: crate::edge::body::Refused) -> Fault {
+    use crate::edge::body::Refused;
+    let kind = match why {
+        Refused::TooLarge { .. } => Transport::PayloadTooLarge,
+        Refused::Stalled { .. } => Transport::RequestTimeout,
+        Refused::Broken => Transport::InvalidRequest,
+    };
+    Fault::transport(kind, why.message())
 }
 
 /// A request past its deadline: 503 on both bindings (`UNAVAILABLE`).
@@ -294,9 +324,12 @@ pub(crate) async fn negotiate(
         .ops
         .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
         .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "negotiation.decided could not be recorded");
-            Fault::internal()
+        .map_err(|e| match e {
+            crate::ops::OpError::Unavailable { .. } => Fault::from(e),
+            e => {
+                tracing::error!(error = %e, "negotiation.decided could not be recorded");
+                Fault::internal()
+            }
         })?;
     if decision.is_accepted() {
         Ok(())
@@ -334,9 +367,13 @@ pub(crate) async fn serve(
         .ops
         .holding_host_events(request)
         .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a host event could not be recorded");
-            Err(Fault::internal())
+        .unwrap_or_else(|e| match e {
+            // A store that cannot write now: 503 with Retry-After (issue #35).
+            crate::ops::OpError::Unavailable { .. } => Err(Fault::from(e)),
+            e => {
+                tracing::error!(error = %e, "a host event could not be recorded");
+                Err(Fault::internal())
+            }
         })
 }
 

@@ -42,7 +42,16 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
-fn internal(e: impl std::fmt::Display) -> Fault {
+fn internal<E: std::fmt::Display + 'static>(e: E) -> Fault {
+    // A store that cannot serve now is a 503 with Retry-After, never an internal error
+    // (issue #35); every other failure stays one.
+    if let Some(op @ crate::ops::OpError::Unavailable { .. }) =
+        (&e as &dyn std::any::Any).downcast_ref::<crate::ops::OpError>()
+    {
+        return Fault::from(crate::ops::OpError::Unavailable {
+            retry_after_secs: op.retry_after().unwrap_or(1),
+        });
+    }
     tracing::error!(error = %e, "A2A edge failure");
     Fault::internal()
 }

@@ -71,9 +71,13 @@ async fn streamed(
             let outcome = ops
                 .holding_host_events_from(held, state.dispatch(&ctx, &message))
                 .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "a host event could not be recorded");
-                    Err(RpcError::internal())
+                .unwrap_or_else(|e| match e {
+                    // A store that cannot write now: 503 with Retry-After (issue #35).
+                    crate::ops::OpError::Unavailable { .. } => Err(RpcError::from(e)),
+                    e => {
+                        tracing::error!(error = %e, "a host event could not be recorded");
+                        Err(RpcError::internal())
+                    }
                 });
             let _ = done_tx.send(outcome);
         }
@@ -148,11 +152,13 @@ pub fn error_response(error: &RpcError, id: Option<&Value>) -> Response {
         resp.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
-    if error.http == StatusCode::TOO_MANY_REQUESTS
-        && let Some(secs) = error
-            .data
-            .as_ref()
-            .and_then(|d| d["retryAfterSeconds"].as_u64())
+    if matches!(
+        error.http,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) && let Some(secs) = error
+        .data
+        .as_ref()
+        .and_then(|d| d["retryAfterSeconds"].as_u64())
     {
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -242,7 +248,17 @@ impl FromRequestParts<McpState> for McpCaller {
                 AuthError::Ambiguous => {
                     error_response(&RpcError::new(INVALID_REQUEST, e.to_string()), None)
                 }
-                _ => unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), state),
+                _ => match state.app.unauthenticated(parts) {
+                    // An address flooding bad credentials gets 429, not 401 after 401.
+                    Err(l) => {
+                        let mut error = rate_limited(l);
+                        error.message = l.unauthenticated_message();
+                        error_response(&error, None)
+                    }
+                    Ok(()) => {
+                        unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), state)
+                    }
+                },
             })
             .and_then(|subject| {
                 crate::observe::record_tenant(&subject.tenant);
@@ -382,6 +398,10 @@ pub async fn handle(
     let request = serve_message(state, subject, headers, message).instrument(span);
     match ops.holding_host_events(request).await {
         Ok(response) => response,
+        // A store that cannot write now: 503 with Retry-After (issue #35).
+        Err(e @ crate::ops::OpError::Unavailable { .. }) => {
+            error_response(&RpcError::from(e), id.as_ref())
+        }
         Err(e) => {
             tracing::error!(error = %e, "a host event could not be recorded");
             error_response(&RpcError::internal(), id.as_ref())

@@ -142,6 +142,14 @@ impl From<OpError> for RpcError {
             e @ (OpError::RunTerminal { .. }
             | OpError::IdempotencyMismatch
             | OpError::AgentNotFound) => RpcError::invalid_params(e.to_string()),
+            // The JSON-RPC internal error on HTTP 503, `Retry-After` in the header and in
+            // `data` (as a spent rate limit carries it).
+            OpError::Unavailable { retry_after_secs } => RpcError::new(
+                INTERNAL_ERROR,
+                "the host's store is unavailable for a moment; retry later",
+            )
+            .with_data(json!({"retryAfterSeconds": retry_after_secs}))
+            .with_http(StatusCode::SERVICE_UNAVAILABLE),
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
             | OpError::InterruptTokenInvalid

@@ -22,6 +22,9 @@ pub async fn get_agent(
     Caller(subject): Caller,
     path: PathParams,
 ) -> Result<Json<Agent>, ApiError> {
-    let agent_id = crate::ids::unproject_segment(path.get("agent_id"))?;
+    // A segment that does not unproject names no agent: the same 404 as an unknown id
+    // (the contract documents no 400 here).
+    let agent_id = crate::ids::unproject_segment(path.get("agent_id"))
+        .map_err(|_| ApiError::from(crate::ops::OpError::AgentNotFound))?;
     Ok(Json(state.ops.get_agent(&subject, &agent_id)?))
 }

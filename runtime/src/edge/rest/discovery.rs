@@ -17,6 +17,9 @@ pub fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 pub async fn get_discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = super::version::check(&headers) {
+        return e.into_response();
+    }
     let d = &state.discovery;
     let etag = HeaderValue::from_str(&d.etag).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &d.etag) {
@@ -46,6 +49,9 @@ static OPENAPI_ETAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 /// `GET /openapi.json`: the REST wire this host serves, as the corpus states it (the
 /// generated crate's standalone copy, references resolvable by URI). Unauthenticated.
 pub async fn get_openapi(headers: HeaderMap) -> Response {
+    if let Err(e) = super::version::check(&headers) {
+        return e.into_response();
+    }
     let etag = HeaderValue::from_str(&OPENAPI_ETAG).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &OPENAPI_ETAG) {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();

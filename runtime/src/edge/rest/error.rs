@@ -54,7 +54,7 @@ impl From<OpError> for ApiError {
             message,
             details: e.details(),
             challenge: false,
-            retry_after: None,
+            retry_after: e.retry_after(),
         }
     }
 }
@@ -89,14 +89,13 @@ impl From<crate::ids::IdError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.code.http_status())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+impl ApiError {
+    /// The envelope as JSON (what the body of the answer, or an SSE `error` frame, holds).
+    pub fn envelope(&self) -> Value {
         let envelope = ErrorEnvelope {
             error: self.code.into(),
             // Every message the host writes says something; an empty one still gets words.
-            message: ErrorEnvelopeMessage::try_from(self.message)
+            message: ErrorEnvelopeMessage::try_from(self.message.clone())
                 .or_else(|_| ErrorEnvelopeMessage::try_from(self.code.as_str()))
                 .unwrap_or_else(|_| unreachable_message()),
             details: None,
@@ -105,9 +104,18 @@ impl IntoResponse for ApiError {
         // `details` is open (errorDetails admits any key, such as an input-schema refusal's
         // `errors`), and the model types only the keys a few codes fix, dropping the rest;
         // so it travels as the JSON object it is.
-        if let Some(d) = self.details {
-            body["details"] = d;
+        if let Some(d) = &self.details {
+            body["details"] = d.clone();
         }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = self.envelope();
         let mut resp = (status, axum::Json(body)).into_response();
         if self.challenge {
             resp.headers_mut()

@@ -60,10 +60,29 @@ fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
 struct Tail {
     watch: RunWatch,
     ready: VecDeque<EventRecord>,
+    /// An `error` frame was sent: the stream closes next.
+    failed: bool,
+}
+
+/// The frame that ends a stream the host cannot go on with (its store failed for longer
+/// than a watch retries): an `error` event with the error envelope, carrying no `id`,
+/// so the client's `Last-Event-ID` stays the last event it got and a reconnection
+/// resumes right after it; `retry` tells an EventSource when to reconnect.
+pub(super) fn error_frame(e: OpError) -> Event {
+    tracing::warn!(error = %e, "an event stream ended by a store failure; the client may resume");
+    let retry_ms = e.retry_after().unwrap_or(1) * 1000;
+    let body = serde_json::to_value(ApiError::from(e).envelope()).unwrap_or_else(|_| json!({}));
+    Event::default()
+        .event("error")
+        .retry(Duration::from_millis(retry_ms))
+        .data(body.to_string())
 }
 
 impl Tail {
     async fn next(&mut self) -> Option<Event> {
+        if self.failed {
+            return None;
+        }
         loop {
             if let Some(ev) = self.ready.pop_front() {
                 let view = match event_view(&ev) {
@@ -83,8 +102,8 @@ impl Tail {
             match self.watch.next().await? {
                 Ok(update) => self.ready.extend(update.events),
                 Err(e) => {
-                    tracing::warn!(error = %e, "event stream ended by a read failure");
-                    return None;
+                    self.failed = true;
+                    return Some(error_frame(e));
                 }
             }
         }
@@ -106,6 +125,7 @@ pub async fn stream_events(
     let tail = Tail {
         watch: state.ops.watch(&subject, &id, cursor).await?,
         ready: VecDeque::new(),
+        failed: false,
     };
     let stream = futures::stream::unfold(tail, |mut tail| async move {
         tail.next().await.map(|ev| (Ok::<_, Infallible>(ev), tail))

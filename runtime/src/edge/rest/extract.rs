@@ -20,9 +20,22 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let subject = state.keys.authenticate_headers(&parts.headers)?;
+        let subject = match state.keys.authenticate_headers(&parts.headers) {
+            Ok(subject) => subject,
+            Err(e) if e == crate::identity::AuthError::Ambiguous => return Err(e.into()),
+            Err(e) => {
+                state.unauthenticated(parts).map_err(|l| ApiError {
+                    retry_after: Some(l.retry_after_secs),
+                    ..ApiError::new(ErrorCode::RateLimited, l.unauthenticated_message())
+                })?;
+                return Err(e.into());
+            }
+        };
         crate::observe::record_tenant(&subject.tenant);
         state.rate.admit(&subject)?;
+        // After the credential: a request that names an unserved version and carries no
+        // valid key is a 401 first (see `version`).
+        super::version::check(&parts.headers)?;
         Ok(Caller(subject))
     }
 }

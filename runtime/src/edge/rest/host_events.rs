@@ -29,17 +29,18 @@ fn frame(ev: &HostEventRecord) -> Option<Event> {
     })
 }
 
-/// One SSE frame per host event; durable ones carry their id.
-async fn next_frame(watch: &mut HostWatch) -> Option<Event> {
+/// One SSE frame per host event; durable ones carry their id. A store failure past the
+/// watch's retries ends the stream with an `error` frame (`events::error_frame`).
+async fn next_frame(watch: &mut Option<HostWatch>) -> Option<Event> {
     loop {
-        match watch.next().await? {
+        match watch.as_mut()?.next().await? {
             Ok(ev) => match frame(&ev) {
                 Some(frame) => return Some(frame),
                 None => continue,
             },
             Err(e) => {
-                tracing::warn!(error = %e, "host event stream ended by a read failure");
-                return None;
+                *watch = None;
+                return Some(super::events::error_frame(e));
             }
         }
     }
@@ -55,6 +56,21 @@ pub async fn host_events(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/event-stream"));
+    // `Last-Event-ID` is an eventId or nothing, on either answer (the JSON page reads its
+    // cursor from `after`, but a malformed header is still refused, not passed over).
+    if let Some(v) = headers.get("last-event-id") {
+        let ok = v.to_str().is_ok_and(|s| {
+            (16..=128).contains(&s.trim().len())
+                && s.trim()
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+        });
+        if !ok {
+            return Err(ApiError::validation(
+                "`Last-Event-ID` must be an eventId (16-128 of A-Z a-z 0-9 . _ ~ -)",
+            ));
+        }
+    }
     if !wants_sse {
         let after = match q.get("after") {
             None => 0,
@@ -72,7 +88,7 @@ pub async fn host_events(
         None => 0,
         Some(id) => state.ops.host_event_position(&subject, id.trim()).await?,
     };
-    let watch = state.ops.watch_host(&subject, cursor);
+    let watch = Some(state.ops.watch_host(&subject, cursor));
     let stream = futures::stream::unfold(watch, |mut w| async move {
         next_frame(&mut w)
             .await

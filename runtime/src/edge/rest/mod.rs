@@ -34,8 +34,21 @@ fn past_deadline(within: std::time::Duration) -> axum::response::Response {
     .into_response()
 }
 
+/// A body refused before it was read whole (`edge::body`).
+fn body_refused(why: crate::edge::body::Refused) -> axum::response::Response {
+    use crate::edge::body::Refused;
+    use axum::response::IntoResponse as _;
+    let code = match why {
+        Refused::TooLarge { .. } => ErrorCode::PayloadTooLarge,
+        Refused::Stalled { .. } => ErrorCode::RequestTimeout,
+        Refused::Broken => ErrorCode::ValidationError,
+    };
+    ApiError::new(code, why.message()).into_response()
+}
+
 pub fn router(state: AppState) -> Router {
     let within = state.request_deadline;
+    let body_within = state.body_timeout;
     Router::new()
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/openapi.json", get(discovery::get_openapi))
@@ -65,6 +78,9 @@ pub fn router(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::edge::body::guard(BODY_LIMIT, body_within, body_refused, req, next)
+        }))
         .layer(axum::middleware::from_fn(move |req, next| {
             crate::edge::deadline::run(within, past_deadline, req, next)
         }))

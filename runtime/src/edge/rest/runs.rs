@@ -126,7 +126,22 @@ pub async fn list_runs(
     let params = ListParams {
         limit,
         cursor: q.get("cursor").cloned(),
-        workflow_id: q.get("workflowId").cloned(),
+        workflow_id: match q.get("workflowId") {
+            // The workflowId grammar (ids.schema.json): an empty or malformed filter is a
+            // mistake to report, not a filter that matches nothing.
+            Some(w)
+                if w.is_empty()
+                    || w.len() > 128
+                    || !w
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._~:-".contains(&b)) =>
+            {
+                return Err(ApiError::validation(format!(
+                    "`workflowId` `{w}` is not a workflow id"
+                )));
+            }
+            other => other.cloned(),
+        },
         status: match q.get("status") {
             None => None,
             Some(s) => Some(s.parse().map_err(|_| {
@@ -149,12 +164,32 @@ pub async fn list_runs(
     }))
 }
 
+/// Checks an `Idempotency-Key` on a mutation that is idempotent by itself (cancel,
+/// resolve: repeating one changes nothing more), so the key is not stored; a key the
+/// contract would refuse on create (empty, over 255 bytes, not visible ASCII) is refused
+/// here too rather than silently passed over.
+fn check_idempotency_key(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(());
+    };
+    let key = v.as_bytes();
+    if key.is_empty() || key.len() > 255 || !key.iter().all(|b| (0x21..0x7f).contains(b)) {
+        return Err(ApiError::new(
+            crate::generated::errors::ErrorCode::IdempotencyKeyInvalid,
+            "`Idempotency-Key` must be 1-255 visible ASCII characters",
+        ));
+    }
+    Ok(())
+}
+
 pub async fn cancel_run(
     State(state): State<AppState>,
     Caller(subject): Caller,
     path: PathParams,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<Option<CancelRunRequest>>,
 ) -> Result<Json<CancelRunResponse>, ApiError> {
+    check_idempotency_key(&headers)?;
     let id = run_id(path.get("run_id"))?;
     // The model holds `reason` to 1..=256 characters.
     let reason = body.and_then(|b| b.reason).map(String::from);
@@ -197,8 +232,10 @@ pub async fn resolve_interrupt(
     State(state): State<AppState>,
     Caller(subject): Caller,
     path: PathParams,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<ResolveInterruptRequest>,
 ) -> Result<Json<ResolveInterruptResponse>, ApiError> {
+    check_idempotency_key(&headers)?;
     let id = run_id(path.get("run_id"))?;
     let node_id = path.get("node_id").to_owned();
     let run = state

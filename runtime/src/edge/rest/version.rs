@@ -1,5 +1,11 @@
 //! `OpenWOP-Version`: a request naming an unserved major is refused with 406; every
 //! response (304s and errors included) says which contract answered.
+//!
+//! The 406 comes after routing and the credential: a method the route does not take is
+//! `405` and a route that needs a key without a valid one is `401`, whatever version the
+//! request names (a client learns first what it can fix for every version). So the check
+//! is made by the `Caller` extractor once the caller is known, and by the handlers of the
+//! routes that need no key; this layer only stamps the answer.
 
 use super::error::ApiError;
 use crate::discovery::PROTOCOL_VERSION;
@@ -7,7 +13,7 @@ use crate::generated::errors::ErrorCode;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::json;
 
 pub const HEADER: HeaderName = HeaderName::from_static("openwop-version");
@@ -24,20 +30,25 @@ fn acceptable(value: &str) -> bool {
             .is_none_or(|m| m == "x" || (!m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())))
 }
 
-pub async fn negotiate(req: Request, next: Next) -> Response {
-    let requested = req
-        .headers()
+/// `406 protocol_version_unsupported` when the request names a version this host does
+/// not serve.
+pub fn check(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let requested = headers
         .get(&HEADER)
         .map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
-    let mut resp = match requested {
-        Some(v) if !acceptable(&v) => ApiError::new(
+    match requested {
+        Some(v) if !acceptable(&v) => Err(ApiError::new(
             ErrorCode::ProtocolVersionUnsupported,
             format!("this host serves OpenWOP {PROTOCOL_VERSION}; `{v}` names a version it does not serve"),
         )
-        .with_details(json!({"protocolVersions": [PROTOCOL_VERSION]}))
-        .into_response(),
-        _ => next.run(req).await,
-    };
+        .with_details(json!({"protocolVersions": [PROTOCOL_VERSION]}))),
+        _ => Ok(()),
+    }
+}
+
+/// Stamps `OpenWOP-Version` on every answer.
+pub async fn negotiate(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
     resp.headers_mut()
         .insert(HEADER, HeaderValue::from_static(PROTOCOL_VERSION));
     resp

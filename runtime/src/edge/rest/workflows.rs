@@ -38,7 +38,14 @@ pub async fn get_workflow(
     Caller(subject): Caller,
     path: PathParams,
 ) -> Result<Json<Value>, ApiError> {
-    let workflow_id = crate::ids::unproject_segment(path.get("workflow_id"))?;
+    // A segment that does not unproject (`~u`, `~5`) names no workflow: the same 404 as
+    // an unknown id (the contract documents no 400 here).
+    let raw = path.get("workflow_id");
+    let workflow_id = crate::ids::unproject_segment(raw).map_err(|_| {
+        ApiError::from(crate::ops::OpError::WorkflowNotFound {
+            workflow_id: raw.to_owned(),
+        })
+    })?;
     let workflow = state.ops.get_workflow(&subject, &workflow_id)?;
     Ok(Json(workflow.document.clone()))
 }

@@ -3,8 +3,9 @@
 //! models and a client. Written by `cargo xtask codegen`; edit the corpus, not this crate.
 //!
 //! Features: `client` (the async client, reqwest), `rustls` or `native-tls` (its TLS),
-//! `validators` (JSON Schema validation, jsonschema). `models`, `errors`, `dispatch`
-//! and `schemas` are always built.
+//! `validators` (JSON Schema validation, jsonschema), `tracing` (a span per call),
+//! `testkit` (a scripted host for tests). `models`, `errors`, `dispatch` and `schemas`
+//! are always built.
 #![allow(
     clippy::all,
     clippy::pedantic,
@@ -17,6 +18,12 @@
     non_camel_case_types
 )]
 #![cfg_attr(rustfmt, rustfmt_skip)]
+/// The OpenWOP API version the corpus this crate was generated from describes (the
+/// OpenAPI document's `info.version`). The client sends its `major.minor` as
+/// `OpenWOP-Version` and the whole as `OpenWOP-Client-Version`.
+pub const API_VERSION: &str = "1";
+/// This crate's own version (`User-Agent: openwop-rust/<SDK_VERSION>`).
+pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 #[cfg(feature = "client")]
 pub mod client;
 pub mod dispatch;

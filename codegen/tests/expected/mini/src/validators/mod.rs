@@ -42,14 +42,21 @@ static REGISTRY: LazyLock<Result<jsonschema::Registry<'static>, String>> = LazyL
         .map_err(|e| format!("cannot build the schema registry: {e}"))
 });
 fn compile(uri: &str) -> Result<jsonschema::Validator, String> {
-    let registry = REGISTRY.as_ref().map_err(Clone::clone)?;
     let mut root = serde_json::Map::new();
     root.insert("$ref".to_owned(), Value::String(uri.to_owned()));
+    compile_schema(&Value::Object(root))
+        .map_err(|e| format!("cannot compile {uri}: {e}"))
+}
+/// Compiles `schema` as every validator here is compiled: against the registry of
+/// every corpus file, formats checked. For a caller that validates a part of a corpus
+/// schema (`{"$ref": "<uri>#/<pointer>"}`) on its own.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let registry = REGISTRY.as_ref().map_err(Clone::clone)?;
     jsonschema::options()
         .with_registry(registry)
         .should_validate_formats(true)
-        .build(&Value::Object(root))
-        .map_err(|e| format!("cannot compile {uri}: {e}"))
+        .build(schema)
+        .map_err(|e| e.to_string())
 }
 /// A documented answer with a JSON body.
 struct Response {
