@@ -355,16 +355,29 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         out.files.insert(t.name.clone(), t.rendered.clone());
     }
 
+    let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
+    let provenance = corpus.provenance(&all);
+    out.files.insert(
+        "src/corpus.rs".to_owned(),
+        format::rust(
+            "src/corpus.rs",
+            &provenance,
+            emit::corpus::emit(&emit::corpus::Inputs {
+                sha256: &corpus.sha256(),
+                files: corpus.files.len(),
+            }),
+        )?,
+    );
+
     let modules = [
         ("client", Some("client")),
+        ("corpus", None),
         ("dispatch", None),
         ("errors", None),
         ("models", None),
         ("schemas", None),
         ("validators", Some("validators")),
     ];
-    let all: Vec<&str> = corpus.files.keys().map(String::as_str).collect();
-    let provenance = corpus.provenance(&all);
     out.files.insert(
         "src/lib.rs".to_owned(),
         format::rust(

@@ -1,5 +1,5 @@
 //! Reads the corpus from disk: every file the generator looks at, parsed, with the digest
-//! that goes into the `@generated` headers.
+//! that goes into the corpus hash (the generated `corpus` module).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -96,21 +96,33 @@ impl Corpus {
         self.files.contains_key(rel)
     }
 
-    /// `path (sha256 …)` pairs for the header of a file generated from `inputs`.
+    /// What the header of a file generated from `inputs` names: the paths, or their count
+    /// when there are many. No digest: the one place that carries the corpus hash is the
+    /// generated `corpus` module (see [`Corpus::sha256`]), so an edit to one corpus file
+    /// rewrites only the files whose content it changes, plus that one.
     pub fn provenance(&self, inputs: &[&str]) -> String {
-        let mut hasher = Sha256::new();
-        for rel in inputs {
-            if let Some(f) = self.files.get(*rel) {
-                hasher.update(rel.as_bytes());
-                hasher.update(f.sha256.as_bytes());
-            }
-        }
-        let names = if inputs.len() > 4 {
-            format!("{} corpus files", inputs.len())
+        let present: Vec<&str> = inputs
+            .iter()
+            .copied()
+            .filter(|rel| self.files.contains_key(*rel))
+            .collect();
+        if present.len() > 4 {
+            format!("{} corpus files", present.len())
         } else {
-            inputs.join(", ")
-        };
-        format!("{names} (sha256 {})", hex::encode(hasher.finalize()))
+            present.join(", ")
+        }
+    }
+
+    /// The corpus hash: sha256 over every corpus file in path order, each contributing its
+    /// relative path and the hex sha256 of its text. The same for the same files on every
+    /// machine (paths use forward slashes; the text is read as written).
+    pub fn sha256(&self) -> String {
+        let mut hasher = Sha256::new();
+        for (rel, f) in &self.files {
+            hasher.update(rel.as_bytes());
+            hasher.update(f.sha256.as_bytes());
+        }
+        hex::encode(hasher.finalize())
     }
 }
 

@@ -1,10 +1,14 @@
 //! `cargo xtask codegen`: write the generated crate, or with `--check` fail on drift.
 
-use std::path::{Path, PathBuf};
+#[cfg(test)]
+use std::path::Path;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use openwop_codegen::{StaleKind, generate, stale, write};
+use openwop_codegen::{Config, StaleKind, generate_with, stale, write};
+
+use crate::api_diff;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -12,15 +16,46 @@ pub(crate) enum Mode {
     Check,
 }
 
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+/// Where one run reads and writes; all found at run time (see `workspace`).
+#[derive(Debug, Clone)]
+pub(crate) struct Paths {
+    /// The corpus root (holds `spec/`, `schemas/`, `api/`).
+    pub spec_root: PathBuf,
+    /// The generated crate's directory.
+    pub out: PathBuf,
+    /// The generator's hand-written templates: the checkout's `codegen/templates/`.
+    pub templates: PathBuf,
+    /// The checkout the run works in: its `Cargo.lock` pins the API diff's rustdoc builds.
+    pub workspace: PathBuf,
+    /// The target directory for those builds: `CARGO_TARGET_DIR` when set, else the
+    /// checkout's `target/` (see [`target_dir`]).
+    pub target: PathBuf,
 }
 
-pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode, strict: bool) -> anyhow::Result<()> {
+/// The target directory cargo uses in `workspace`.
+pub(crate) fn target_dir(workspace: &std::path::Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace.join("target"), PathBuf::from)
+}
+
+pub(crate) fn run(
+    paths: &Paths,
+    mode: Mode,
+    strict: bool,
+    api_diff: api_diff::Policy,
+) -> anyhow::Result<()> {
     let started = Instant::now();
-    let output = generate(spec_root, &mut |line| eprintln!("codegen: {line}"))
+    let (spec_root, out) = (paths.spec_root.as_path(), paths.out.as_path());
+    if !paths.templates.is_dir() {
+        bail!(
+            "no generator templates at {} (the checkout's codegen/templates/)",
+            paths.templates.display()
+        );
+    }
+    let config = Config {
+        spec_root: spec_root.to_owned(),
+        templates_dir: paths.templates.clone(),
+    };
+    let output = generate_with(&config, &mut |line| eprintln!("codegen: {line}"))
         .with_context(|| format!("generating from {}", spec_root.display()))?;
     for warning in &output.warnings {
         eprintln!("codegen: warning: {warning}");
@@ -33,6 +68,9 @@ pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode, strict: bool) -> any
     }
     match mode {
         Mode::Write => {
+            // The crate as it was, kept aside before anything is written, is the API diff's
+            // baseline.
+            let before = api_diff::snapshot(paths, api_diff)?;
             let touched = write(out, &output)?;
             for rel in &touched {
                 eprintln!("codegen: wrote {}", out.join(rel).display());
@@ -44,6 +82,7 @@ pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode, strict: bool) -> any
                 out.display(),
                 started.elapsed()
             );
+            api_diff::report(paths, api_diff, before.as_ref(), &touched)?;
             Ok(())
         }
         Mode::Check => {
@@ -73,15 +112,41 @@ pub(crate) fn run(spec_root: &Path, out: &Path, mode: Mode, strict: bool) -> any
     }
 }
 
+/// The checkout these tests were compiled in: tests judge their own checkout's files.
+#[cfg(test)]
+pub(crate) fn this_checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// This checkout's templates and workspace, with the given corpus and output.
+#[cfg(test)]
+pub(crate) fn test_paths(spec_root: &Path, out: &Path) -> Paths {
+    let root = this_checkout();
+    Paths {
+        spec_root: spec_root.to_owned(),
+        out: out.to_owned(),
+        templates: root.join("codegen/templates"),
+        target: target_dir(&root),
+        workspace: root,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use api_diff::Policy::Off;
 
     /// Plain `cargo test` catches a corpus edit nobody regenerated for.
     #[test]
     fn codegen_is_fresh() {
-        let root = workspace_root();
-        let output = match generate(&root, &mut |_| {}) {
+        let root = this_checkout();
+        let config = Config {
+            spec_root: root.clone(),
+            templates_dir: root.join("codegen/templates"),
+        };
+        let output = match generate_with(&config, &mut |_| {}) {
             Ok(output) => output,
             Err(e) => panic!("the corpus does not generate: {e}"),
         };
@@ -103,21 +168,21 @@ mod tests {
 
     #[test]
     fn check_mode_fails_with_the_rerun_hint_after_a_hand_edit() {
-        let root = workspace_root();
+        let root = this_checkout();
         let out = std::env::temp_dir().join(format!("openwop-xtask-check-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        if let Err(e) = run(&root, &out, Mode::Write, true) {
+        if let Err(e) = run(&test_paths(&root, &out), Mode::Write, true, Off) {
             panic!("write failed: {e:#}");
         }
         assert!(
-            run(&root, &out, Mode::Check, true).is_ok(),
+            run(&test_paths(&root, &out), Mode::Check, true, Off).is_ok(),
             "fresh output must pass"
         );
 
         let lib = out.join("src/lib.rs");
         let text = std::fs::read_to_string(&lib).unwrap_or_default();
         std::fs::write(&lib, format!("{text}// a hand edit\n")).unwrap_or_default();
-        let err = match run(&root, &out, Mode::Check, true) {
+        let err = match run(&test_paths(&root, &out), Mode::Check, true, Off) {
             Ok(()) => panic!("a hand-edited file passed --check"),
             Err(e) => e.to_string(),
         };
@@ -129,6 +194,7 @@ mod tests {
 #[cfg(test)]
 mod strict_tests {
     use super::*;
+    use api_diff::Policy::Off;
 
     fn copy_dir(src: &Path, dst: &Path) {
         std::fs::create_dir_all(dst).unwrap_or_default();
@@ -145,7 +211,7 @@ mod strict_tests {
     /// The mini fixture corpus with an `if`/`then` that types a member outside the tag →
     /// payload pattern (and without its missing-file reference, so that is the only warning).
     fn untypable_corpus(dir: &Path) {
-        copy_dir(&workspace_root().join("codegen/tests/fixtures/mini"), dir);
+        copy_dir(&this_checkout().join("codegen/tests/fixtures/mini"), dir);
         let path = dir.join("schemas/v2/run-snapshot.schema.json");
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let text = text
@@ -170,7 +236,7 @@ mod strict_tests {
         let fixture = base.join("corpus");
         untypable_corpus(&fixture);
         let out = base.join("out");
-        let err = match run(&fixture, &out, Mode::Write, true) {
+        let err = match run(&test_paths(&fixture, &out), Mode::Write, true, Off) {
             Ok(()) => panic!("--strict accepted an untypable construct"),
             Err(e) => format!("{e:#}"),
         };
@@ -180,7 +246,7 @@ mod strict_tests {
             "{err}"
         );
         assert!(!out.exists(), "--strict wrote output");
-        assert!(run(&fixture, &out, Mode::Write, false).is_ok());
+        assert!(run(&test_paths(&fixture, &out), Mode::Write, false, Off).is_ok());
         let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -1,7 +1,12 @@
 //! Workspace tasks: `cargo xtask codegen [--check] [--strict]` and `cargo xtask upstream-check`.
+//!
+//! Every path comes from the run, never from where the binary was compiled: the checkout is
+//! the one holding the working directory (see `workspace`), and flags override its parts.
 
+mod api_diff;
 mod codegen;
 mod upstream;
+mod workspace;
 
 use std::path::PathBuf;
 
@@ -16,7 +21,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Generate the openwop-generated crate from the spec corpus.
+    /// Generate the openwop-generated crate from the spec corpus of the checkout holding the
+    /// working directory, and report what the regeneration changed in the crate's public API.
+    #[command(after_help = "Examples:
+  cargo xtask codegen                      regenerate generated/ and print the API diff
+  cargo xtask codegen --check --strict     write nothing; fail listing stale files (CI)
+  cargo xtask codegen --api-diff=off       regenerate without the API diff
+  (cd ../other-checkout && cargo xtask codegen --check)   check another checkout
+  cargo xtask codegen --spec-root ../shared/upstream/openwop --out /tmp/up-generated")]
     Codegen {
         /// Write nothing; fail listing every stale file.
         #[arg(long)]
@@ -24,16 +36,24 @@ enum Cmd {
         /// Fail, listing them, on any warning (an untypable construct, a missing file).
         #[arg(long)]
         strict: bool,
-        /// The corpus root (holds spec/, schemas/, api/).
+        /// The corpus root (holds spec/, schemas/, api/). Default: the checkout holding the
+        /// working directory.
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
-        /// Where the crate goes.
+        /// Where the crate goes. Default: generated/ of the checkout holding the working
+        /// directory.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Report the public-API change of a regeneration with cargo-public-api: `auto`
+        /// (when installed, else say how to install it), `require` (fail without it) or
+        /// `off`. `--check` never runs it.
+        #[arg(long, value_name = "WHEN", default_value = "auto")]
+        api_diff: api_diff::Policy,
     },
     /// Generate upstream's corpus into target/upstream-generated and `cargo check` it.
     UpstreamCheck {
-        /// Upstream's corpus root.
+        /// Upstream's corpus root. Default: ../shared/upstream/openwop beside the checkout
+        /// holding the working directory.
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
     },
@@ -46,16 +66,26 @@ fn main() -> anyhow::Result<()> {
             strict,
             spec_root,
             out,
+            api_diff,
         } => {
-            let root = codegen::workspace_root();
-            let spec_root = spec_root.unwrap_or_else(|| root.clone());
-            let out = out.unwrap_or_else(|| root.join("generated"));
+            let root = workspace::current()?;
+            eprintln!(
+                "codegen: checkout {} (found from the working directory)",
+                root.display()
+            );
+            let paths = codegen::Paths {
+                spec_root: spec_root.unwrap_or_else(|| root.clone()),
+                out: out.unwrap_or_else(|| root.join("generated")),
+                templates: root.join("codegen/templates"),
+                target: codegen::target_dir(&root),
+                workspace: root,
+            };
             let mode = if check {
                 codegen::Mode::Check
             } else {
                 codegen::Mode::Write
             };
-            codegen::run(&spec_root, &out, mode, strict)
+            codegen::run(&paths, mode, strict, api_diff)
         }
         Cmd::UpstreamCheck { spec_root } => upstream::run(spec_root),
     }

@@ -9,11 +9,19 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use crate::codegen::{Mode, run as codegen, workspace_root};
+use crate::api_diff::Policy;
+use crate::codegen::{Mode, Paths, run as codegen, target_dir};
+use crate::workspace;
 
 pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
     let started = Instant::now();
-    let root = workspace_root();
+    // The checkout holding the working directory, as for `codegen`: its templates, lock
+    // file and target dir, never those of the checkout the binary was built in.
+    let root = workspace::current()?;
+    eprintln!(
+        "upstream-check: checkout {} (found from the working directory)",
+        root.display()
+    );
     let spec_root = spec_root.unwrap_or_else(|| root.join("../shared/upstream/openwop"));
     if !spec_root.join("spec/v2/errors.json").is_file() {
         bail!(
@@ -22,7 +30,15 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
         );
     }
     let out = root.join("target/upstream-generated");
-    codegen(&spec_root, &out, Mode::Write, false)?;
+    let paths = Paths {
+        spec_root,
+        out: out.clone(),
+        templates: root.join("codegen/templates"),
+        workspace: root.clone(),
+        target: target_dir(&root),
+    };
+    // A scratch crate nobody depends on: no API diff.
+    codegen(&paths, Mode::Write, false, Policy::Off)?;
 
     // The output sits under the workspace directory; its own empty [workspace] table keeps
     // cargo from treating it as an unlisted member of ours.
@@ -39,10 +55,7 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
         .arg("--manifest-path")
         .arg(&manifest)
         // Keep a target dir CI chose; otherwise share the workspace's.
-        .env(
-            "CARGO_TARGET_DIR",
-            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from),
-        )
+        .env("CARGO_TARGET_DIR", &paths.target)
         .status()
         .context("running cargo check")?;
     eprintln!("upstream-check: {:.1?} in total", started.elapsed());
