@@ -164,7 +164,9 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         rules::cross_check(rules, &templates.validators, emit::validators::EMITTED)?;
     }
     let mut validators_in = schema_in.clone();
-    validators_in.push(load::RULES);
+    if corpus.has(load::RULES) {
+        validators_in.push(load::RULES);
+    }
     out.files.insert(
         "src/validators/mod.rs".to_owned(),
         format::rust(
