@@ -264,7 +264,7 @@ async fn open_streams_reach_the_runs_end_across_a_lost_database() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = h
-            .post(&path, KEY_A, json!({"resumeValue": "ok"}))
+            .post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
             .send()
             .await
             .expect("resolve");

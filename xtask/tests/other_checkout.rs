@@ -39,7 +39,14 @@ fn second_checkout(name: &str) -> PathBuf {
     let here = this_checkout();
     let dir = std::env::temp_dir().join(format!("openwop-xtask-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
-    for sub in ["spec", "schemas", "api", "generated", "codegen/templates"] {
+    for sub in [
+        "spec",
+        "schemas",
+        "api",
+        "generated",
+        "codegen/templates",
+        "tests/vectors",
+    ] {
         copy_dir(&here.join(sub), &dir.join(sub));
     }
     fs::copy(here.join("Cargo.toml"), dir.join("Cargo.toml"))

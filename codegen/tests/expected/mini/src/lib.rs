@@ -33,3 +33,4 @@ pub mod models;
 pub mod schemas;
 #[cfg(feature = "validators")]
 pub mod validators;
+pub mod versions;
