@@ -174,9 +174,17 @@ impl Bridge {
         }
     }
 
-    /// Forwards one client message and sends every message of the host's answer to `out`.
-    async fn forward(self: Arc<Self>, message: Value, out: mpsc::UnboundedSender<String>) {
-        let id = message.get("id").cloned();
+    /// Forwards one client message (`raw`, the line as the client wrote it; `message`, the
+    /// same parsed) and sends every message of the host's answer to `out`. The line goes out
+    /// and answers come back as the bytes they were, so an id no `f64` holds
+    /// (`123456789012345678901234567890`) reaches the host and returns unchanged.
+    async fn forward(
+        self: Arc<Self>,
+        message: Value,
+        raw: String,
+        out: mpsc::UnboundedSender<String>,
+    ) {
+        let id = raw_id(&raw);
         let method = message
             .get("method")
             .and_then(Value::as_str)
@@ -187,17 +195,16 @@ impl Bridge {
             tracing::warn!(%why, "mcp bridge");
             if expects_answer {
                 let data = status.map_or(Value::Null, |s| json!({"httpStatus": s}));
-                let _ = out.send(
-                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": BRIDGE_ERROR, "message": why, "data": data}})
-                        .to_string(),
-                );
+                let error = json!({"code": BRIDGE_ERROR, "message": why, "data": data});
+                let _ = out.send(error_line(id.as_deref(), &error));
             }
         };
         let response = self
             .http
             .post(self.endpoint.clone())
             .headers(self.headers_for(&message))
-            .json(&message)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(raw.clone())
             .send()
             .await;
         let response = match response {
@@ -220,18 +227,22 @@ impl Bridge {
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         let mut relayed = 0usize;
         let mut relay = |text: &str| {
-            let Ok(mut answer) = serde_json::from_str::<Value>(text) else {
+            let Ok(answer) = serde_json::from_str::<Value>(text) else {
                 return;
             };
-            // A refusal before the body was read (401, 429, a bad header) names no id; on
-            // HTTP it answers this POST, so on stdio it answers this request.
-            if expects_answer && answer.get("error").is_some() && answer["id"].is_null() {
-                answer["id"] = id.clone().unwrap_or(Value::Null);
-            }
             self.learn(method.as_deref(), &answer);
             relayed += 1;
-            // Re-serialised compactly: one message, one line.
-            let _ = out.send(answer.to_string());
+            // A refusal before the body was read (401, 429, a bad header) names no id; on
+            // HTTP it answers this POST, so on stdio it answers this request.
+            let line = match answer.get("error") {
+                Some(error) if expects_answer && answer["id"].is_null() => {
+                    error_line(id.as_deref(), error)
+                }
+                // As the host wrote it, unless it spans lines (one message, one line).
+                _ if text.contains('\n') => answer.to_string(),
+                _ => text.trim().to_owned(),
+            };
+            let _ = out.send(line);
         };
         if is_sse {
             let mut events = SseLines::default();
@@ -304,7 +315,7 @@ where
         }
         match serde_json::from_str::<Value>(&line) {
             Ok(message) => {
-                calls.spawn(bridge.clone().forward(message, tx.clone()));
+                calls.spawn(bridge.clone().forward(message, line, tx.clone()));
             }
             Err(e) => {
                 let _ = tx.send(
@@ -321,6 +332,28 @@ where
     bridge.close().await;
     drop(tx);
     let _ = writer.await;
+}
+
+/// The request id as the client spelled it (its raw JSON text), if the line has one.
+fn raw_id(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_str::<IdOnly<'_>>(line)
+        .ok()
+        .and_then(|m| m.id)
+        .map(|id| id.get().to_owned())
+}
+
+/// A JSON-RPC error answering the request whose raw id is `id` (`null` without one).
+fn error_line(id: Option<&str>, error: &Value) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{}}}",
+        id.unwrap_or("null"),
+        error
+    )
 }
 
 /// The `data` of each server-sent event, from a byte stream cut anywhere.

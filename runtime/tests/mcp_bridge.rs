@@ -73,6 +73,23 @@ async fn a_stdio_client_on_the_bridge_sees_the_hosts_runs_in_the_2026_era() {
         "{reply}"
     );
 
+    // An id no f64 holds goes through the bridge and back unchanged.
+    let big = r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    stdio
+        .to_bridge
+        .write_all(format!("{big}\n").as_bytes())
+        .await
+        .expect("write");
+    let line = tokio::time::timeout(Duration::from_secs(20), stdio.lines.next_line())
+        .await
+        .expect("an answer in time")
+        .expect("read")
+        .expect("a line");
+    assert!(
+        line.contains(r#""id":123456789012345678901234567890"#),
+        "{line}"
+    );
+
     stdio.send(json!({"jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 7}, "_meta": meta(MODERN, json!({}))}})).await;
     let reply = stdio.next().await;
     assert_eq!(reply["id"], "call-1", "{reply}");
