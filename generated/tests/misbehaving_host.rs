@@ -111,7 +111,11 @@ async fn a_503_then_success_is_retried_and_a_read_succeeds() {
             Reply::json(200, &json!({"runs": [snapshot(1)]})),
         ],
     );
-    let page = client(&host).list_runs().send().await.expect("third attempt");
+    let page = client(&host)
+        .list_runs()
+        .send()
+        .await
+        .expect("third attempt");
     assert_eq!(page.runs.len(), 1);
     assert_eq!(host.hits("GET", "/runs"), 3);
     // With retries off, the first 503 is the answer.
@@ -142,8 +146,16 @@ async fn a_429_waits_for_retry_after_in_seconds_and_as_a_date() {
         ],
     );
     let started = Instant::now();
-    client(&host).list_runs().send().await.expect("after the wait");
-    assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+    client(&host)
+        .list_runs()
+        .send()
+        .await
+        .expect("after the wait");
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        started.elapsed()
+    );
 
     let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
     host.on(
@@ -155,8 +167,16 @@ async fn a_429_waits_for_retry_after_in_seconds_and_as_a_date() {
         ],
     );
     let started = Instant::now();
-    client(&host).list_runs().send().await.expect("after the date");
-    assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
+    client(&host)
+        .list_runs()
+        .send()
+        .await
+        .expect("after the date");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
 
     // A Retry-After beyond the cap is the caller's to honour.
     host.on(
@@ -199,7 +219,12 @@ async fn a_post_is_retried_with_one_minted_idempotency_key_and_only_with_one() {
 
     // A second logical call gets a fresh key; a key the caller sets is kept.
     host.on("POST", "/runs", [Reply::json(201, &created())]);
-    client(&host).create_run().workflow_id("echo").send().await.unwrap();
+    client(&host)
+        .create_run()
+        .workflow_id("echo")
+        .send()
+        .await
+        .unwrap();
     client(&host)
         .create_run()
         .workflow_id("echo")
@@ -237,8 +262,10 @@ async fn errors_read_like_the_host_wrote_them() {
     host.on(
         "GET",
         "/runs",
-        [Reply::error(401, "unauthenticated", "the api key is not recognised")
-            .header("X-Request-Id", "req-7")],
+        [
+            Reply::error(401, "unauthenticated", "the api key is not recognised")
+                .header("X-Request-Id", "req-7"),
+        ],
     );
     let err = client(&host).list_runs().send().await.unwrap_err();
     assert_eq!(
@@ -246,7 +273,10 @@ async fn errors_read_like_the_host_wrote_them() {
         "HTTP 401 unauthenticated: the api key is not recognised (request id req-7)"
     );
     assert_eq!(err.request_id(), Some("req-7"));
-    assert_eq!(err.message().as_deref(), Some("the api key is not recognised"));
+    assert_eq!(
+        err.message().as_deref(),
+        Some("the api key is not recognised")
+    );
     assert!(!err.is_retryable());
     assert!(matches!(err, Error::Api { status: 401, .. }));
 }
@@ -258,7 +288,10 @@ async fn every_request_says_which_version_and_client_it_is() {
     client(&host).list_runs().send().await.unwrap();
     let sent = &host.requests()[0];
     assert_eq!(sent.header("openwop-version"), Some("2.0"));
-    assert_eq!(sent.header("openwop-client-version"), Some(openwop_sdk::API_VERSION));
+    assert_eq!(
+        sent.header("openwop-client-version"),
+        Some(openwop_sdk::API_VERSION)
+    );
     assert_eq!(
         sent.header("user-agent"),
         Some(format!("openwop-rust/{}", openwop_sdk::SDK_VERSION).as_str())
@@ -269,7 +302,13 @@ async fn every_request_says_which_version_and_client_it_is() {
     pinned.list_runs().send().await.unwrap();
     let sent = &host.requests()[1];
     assert_eq!(sent.header("openwop-version"), Some("2"));
-    assert_eq!(sent.headers.iter().filter(|(n, _)| n == "openwop-version").count(), 1);
+    assert_eq!(
+        sent.headers
+            .iter()
+            .filter(|(n, _)| n == "openwop-version")
+            .count(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -279,7 +318,10 @@ async fn paging_follows_next_cursor() {
         "GET",
         "/runs",
         [
-            Reply::json(200, &json!({"runs": [snapshot(1), snapshot(2)], "nextCursor": "c2"})),
+            Reply::json(
+                200,
+                &json!({"runs": [snapshot(1), snapshot(2)], "nextCursor": "c2"}),
+            ),
             Reply::json(200, &json!({"runs": [snapshot(3)], "nextCursor": "c3"})),
             Reply::json(200, &json!({"runs": [snapshot(4)]})),
         ],
@@ -350,7 +392,10 @@ async fn a_dropped_stream_answered_503_once_resumes_after_the_last_id() {
         .await
         .expect("open");
     let first = events.next_event().await.unwrap().unwrap();
-    assert_eq!((first.event.as_str(), first.id.as_deref()), ("run.started", Some("1")));
+    assert_eq!(
+        (first.event.as_str(), first.id.as_deref()),
+        ("run.started", Some("1"))
+    );
     let second = events.next_event().await.unwrap().unwrap();
     assert_eq!(second.event, "run.completed");
     assert_eq!(second.data.sequence, 2);
@@ -428,5 +473,10 @@ async fn hooks_see_every_attempt_and_may_change_it() {
     let requests = host.requests();
     assert_eq!(requests[0].header("authorization"), Some("Bearer token-1"));
     assert_eq!(requests[1].header("authorization"), Some("Bearer token-2"));
-    assert!(requests[1].header("traceparent").unwrap().starts_with("00-0af7"));
+    assert!(
+        requests[1]
+            .header("traceparent")
+            .unwrap()
+            .starts_with("00-0af7")
+    );
 }

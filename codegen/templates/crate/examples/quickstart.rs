@@ -43,7 +43,11 @@ async fn run() -> Result<(), Failure> {
     // Timeouts, retries (with one Idempotency-Key per createRun) and the version headers are
     // on by default; `Client::new(base).with_api_key(key)` is the same client.
     let client = Client::builder(base).api_key(key).build()?;
-    println!("OpenWOP API {} through openwop-sdk {}", openwop_sdk::API_VERSION, openwop_sdk::SDK_VERSION);
+    println!(
+        "OpenWOP API {} through openwop-sdk {}",
+        openwop_sdk::API_VERSION,
+        openwop_sdk::SDK_VERSION
+    );
 
     // Discovery needs no key; the ETag makes the next read cheap.
     let discovery = client.get_capabilities().send().await?;
@@ -149,7 +153,10 @@ async fn run() -> Result<(), Failure> {
         Err(e @ Error::Api { .. }) => {
             println!("unknown run: {e}");
             if let Error::Api { status, code, .. } = &e {
-                println!("  status {status}, code {code}, retryable {}", e.is_retryable());
+                println!(
+                    "  status {status}, code {code}, retryable {}",
+                    e.is_retryable()
+                );
             }
         }
         other => return Err(format!("an unknown run answered {other:?}").into()),
