@@ -110,7 +110,9 @@ fn diff(rel: &str, old: &str, new: &str) -> String {
     )
 }
 
-fn is_generated_crate(dir: &Path) -> bool {
+/// True when `dir` holds a crate this generator wrote (its `Cargo.toml` starts with the
+/// generated header).
+pub fn is_generated_crate(dir: &Path) -> bool {
     fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|text| {
         text.lines()
             .next()
@@ -118,8 +120,9 @@ fn is_generated_crate(dir: &Path) -> bool {
     })
 }
 
-/// Relative paths of the files under `dir`, skipping build output a crate may hold.
-fn existing_files(dir: &Path) -> Result<Vec<String>> {
+/// Relative paths (forward slashes, sorted) of the files under `dir`, skipping build
+/// output a crate may hold (`target/`, `Cargo.lock`); a missing `dir` has none.
+pub fn existing_files(dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = vec![dir.to_owned()];
     while let Some(current) = stack.pop() {

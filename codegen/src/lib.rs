@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{Error, Result};
-pub use fresh::{Stale, StaleKind, stale, write};
+pub use fresh::{Stale, StaleKind, existing_files, is_generated_crate, stale, write};
 
 /// Everything one generation run produced.
 #[derive(Debug, Clone, Default)]

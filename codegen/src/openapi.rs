@@ -260,7 +260,7 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
 
 /// Follows one `#/components/...` reference inside the OpenAPI document; anything else is
 /// returned unchanged.
-fn resolve_local<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+pub(crate) fn resolve_local<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
     match v
         .get("$ref")
         .and_then(Value::as_str)

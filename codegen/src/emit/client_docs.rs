@@ -52,17 +52,6 @@ pub(crate) fn param_doc(p: &Parameter) -> String {
     }
 }
 
-fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
-    match v
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix('#'))
-    {
-        Some(pointer) => doc.pointer(pointer).unwrap_or(v),
-        None => v,
-    }
-}
-
 /// The method's doc lines.
 pub(crate) fn method_docs(
     corpus: &Corpus,
@@ -108,7 +97,7 @@ pub(crate) fn method_docs(
         out.push(" # Answers".to_owned());
         out.push(String::new());
         for (status, response) in responses {
-            let response = resolve(doc, response);
+            let response = crate::openapi::resolve_local(doc, response);
             let text = response
                 .get("description")
                 .and_then(Value::as_str)
