@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::edge::mcp::gate::META_VERSION;
+use crate::edge::mcp::gate::{META_VERSION, name_of};
 use crate::peers::mcp::{header_safe, param_headers};
 
 /// JSON-RPC's "internal error": what a line gets when the host could not be asked or
@@ -122,13 +122,8 @@ impl Bridge {
         if let Some(v) = header_safe(method) {
             h.insert(HeaderName::from_static("mcp-method"), v);
         }
-        let name = match method {
-            "tools/call" | "prompts/get" => params.get("name"),
-            "resources/read" => params.get("uri"),
-            m if m.starts_with("tasks/") => params.get("taskId"),
-            _ => None,
-        };
-        let name = match name {
+        // The value the edge compares `Mcp-Name` with (`gate::name_of`), spelled as text.
+        let name = match name_of(method, params) {
             Some(Value::String(s)) => Some(s.clone()),
             Some(v @ Value::Number(_)) => Some(v.to_string()),
             _ => None,

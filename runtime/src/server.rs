@@ -28,7 +28,7 @@ pub mod tls;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -89,24 +89,30 @@ impl Default for Limits {
 const MAX_HEAD_BUFFER: usize = 128 * 1024;
 
 /// The answer to a connection over the cap, written before any request is read.
-const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-content-type: application/json\r\n\
-openwop-version: 2.0\r\n\
-retry-after: 1\r\n\
-connection: close\r\n\
-content-length: 82\r\n\
-\r\n\
-{\"error\":\"service_unavailable\",\"message\":\"the host has too many open connections\"}";
+static OVER_CAPACITY: LazyLock<Vec<u8>> =
+    LazyLock::new(|| refusal("the host has too many open connections"));
 
 /// The answer to a connection over its address's cap.
-const OVER_ADDRESS_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-content-type: application/json\r\n\
-openwop-version: 2.0\r\n\
-retry-after: 1\r\n\
-connection: close\r\n\
-content-length: 98\r\n\
-\r\n\
-{\"error\":\"service_unavailable\",\"message\":\"this address has too many open connections to the host\"}";
+static OVER_ADDRESS_CAPACITY: LazyLock<Vec<u8>> =
+    LazyLock::new(|| refusal("this address has too many open connections to the host"));
+
+/// A whole `503 service_unavailable` answer with `message`, its length counted here
+/// rather than by hand.
+fn refusal(message: &str) -> Vec<u8> {
+    let body = serde_json::json!({"error": "service_unavailable", "message": message}).to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\n\
+         content-type: application/json\r\n\
+         openwop-version: 2.0\r\n\
+         retry-after: 1\r\n\
+         connection: close\r\n\
+         content-length: {}\r\n\
+         \r\n\
+         {body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// What one address is counted as: an IPv4 address, or the /64 of an IPv6 one (a host
 /// given a /64 has all of it; counting each address would let it take every slot).
@@ -210,14 +216,14 @@ pub async fn serve(
             crate::observe::quiet::refused(crate::observe::quiet::Refusal::AddressConnectionCap);
             // Over TLS a plaintext answer would be noise: the connection is just closed.
             if tls.is_none() {
-                tokio::spawn(refuse(stream, OVER_ADDRESS_CAPACITY));
+                tokio::spawn(refuse(stream, OVER_ADDRESS_CAPACITY.as_slice()));
             }
             continue;
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
             crate::observe::quiet::refused(crate::observe::quiet::Refusal::ConnectionCap);
             if tls.is_none() {
-                tokio::spawn(refuse(stream, OVER_CAPACITY));
+                tokio::spawn(refuse(stream, OVER_CAPACITY.as_slice()));
             }
             continue;
         };
@@ -320,7 +326,7 @@ mod tests {
 
     #[test]
     fn the_over_capacity_answer_is_well_formed() {
-        let text = std::str::from_utf8(OVER_CAPACITY).expect("ascii");
+        let text = std::str::from_utf8(&OVER_CAPACITY).expect("ascii");
         let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
         let length: usize = head
             .lines()
@@ -330,7 +336,7 @@ mod tests {
         assert_eq!(body.len(), length);
         let json: serde_json::Value = serde_json::from_str(body.trim_end()).expect("json body");
         assert_eq!(json["error"], "service_unavailable");
-        let text = std::str::from_utf8(OVER_ADDRESS_CAPACITY).expect("ascii");
+        let text = std::str::from_utf8(&OVER_ADDRESS_CAPACITY).expect("ascii");
         let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let json: serde_json::Value = serde_json::from_str(body).expect("json body");

@@ -41,12 +41,28 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
         return pick_interface(&card, peers.offer(Protocol::A2a));
     }
     let url = card_url(peer);
+    let card = get_json(peers, peer, caller, &url, "agent card").await?;
+    verify_card(peers, peer, caller, &url, &card).await?;
+    let remote = pick_interface(&card, peers.offer(Protocol::A2a))?;
+    peers.cards.put(&peer.id, card, super::CARD_KEPT_FOR);
+    Ok(remote)
+}
+
+/// GETs `url` through the guard and reads its JSON; `what` names it in the errors ("the
+/// {what} is not JSON", "… to the {what} request").
+async fn get_json(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    url: &str,
+    what: &str,
+) -> Result<Value, CallError> {
     let response = peers
         .send(
             peer,
             caller,
             reqwest::Method::GET,
-            &url,
+            url,
             HeaderMap::new(),
             None,
         )
@@ -54,15 +70,11 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     if !response.is_success() {
         return Err(CallError::Status {
             status: response.status,
-            detail: " to the agent card request".into(),
+            detail: format!(" to the {what} request"),
         });
     }
-    let card: Value = serde_json::from_slice(&response.body)
-        .map_err(|_| CallError::Protocol("the agent card is not JSON".into()))?;
-    verify_card(peers, peer, caller, &url, &card).await?;
-    let remote = pick_interface(&card, peers.offer(Protocol::A2a))?;
-    peers.cards.put(&peer.id, card, super::CARD_KEPT_FOR);
-    Ok(remote)
+    serde_json::from_slice(&response.body)
+        .map_err(|_| CallError::Protocol(format!("the {what} is not JSON")))
 }
 
 /// A signed card must verify before anything on it is used (`crate::card_sign::peer`):
@@ -78,24 +90,7 @@ async fn verify_card(
     use crate::card_sign::peer as verify;
     let mut sets = std::collections::BTreeMap::new();
     for jku in verify::key_sets_to_fetch(card, url).map_err(CallError::Protocol)? {
-        let response = peers
-            .send(
-                peer,
-                caller,
-                reqwest::Method::GET,
-                &jku,
-                HeaderMap::new(),
-                None,
-            )
-            .await?;
-        if !response.is_success() {
-            return Err(CallError::Status {
-                status: response.status,
-                detail: " to the agent card's key set request".into(),
-            });
-        }
-        let set: Value = serde_json::from_slice(&response.body)
-            .map_err(|_| CallError::Protocol("the agent card's key set is not JSON".into()))?;
+        let set = get_json(peers, peer, caller, &jku, "agent card's key set").await?;
         sets.insert(jku, set);
     }
     match verify::check(card, &sets).map_err(CallError::Protocol)? {

@@ -43,7 +43,7 @@ pub fn header_text(headers: &HeaderMap, name: &str) -> Result<Option<String>, Rp
 }
 
 /// The body value `Mcp-Name` must equal for `method`, if the method has one.
-fn name_of<'a>(method: &str, params: &'a Value) -> Option<&'a Value> {
+pub(crate) fn name_of<'a>(method: &str, params: &'a Value) -> Option<&'a Value> {
     match method {
         "tools/call" | "prompts/get" => params.get("name"),
         "resources/read" => params.get("uri"),
