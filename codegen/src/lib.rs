@@ -16,6 +16,7 @@ mod project;
 mod registry;
 mod rules;
 mod shapes;
+mod split;
 mod templates;
 mod uris;
 
@@ -173,6 +174,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
             "src/validators/mod.rs",
             &corpus.provenance(&validators_in),
             emit::validators::emit(
+                &corpus,
                 &uris,
                 &names,
                 &ops,

@@ -17,7 +17,6 @@ pub mod position;
 pub mod report;
 pub mod rules;
 pub mod sarif;
-pub mod schema;
 
 use openwop_generated::validators::{self, Finding, Options};
 use serde_json::Value;
@@ -49,7 +48,7 @@ pub fn validate(
     opts: &Options,
 ) -> Vec<Finding> {
     match kind {
-        Kind::Discovery => schema::findings(doc, opts),
+        Kind::Discovery => validators::validate_discovery(doc, opts),
         Kind::AgentCard => validators::validate_agent_card(doc, discovery, opts),
     }
 }

@@ -6,46 +6,59 @@ use quote::{format_ident, quote};
 
 use crate::closed::Closed;
 use crate::format::ident;
+use crate::load::Corpus;
 use crate::uris::SchemaUris;
 
 /// A document kind: its entry point, and the schema file that describes it.
 struct Kind {
     name: &'static str,
     schema: &'static str,
+    /// Validate a closed root object one property at a time when its shape allows
+    /// (`crate::split`). Only the discovery document: it is what `openwop validate` checks in
+    /// CI, and the one kind whose split a differential test holds to the whole schema.
+    split: bool,
 }
 
 const KINDS: &[Kind] = &[
     Kind {
         name: "discovery",
         schema: "schemas/v2/capabilities.schema.json",
+        split: true,
     },
     Kind {
         name: "agent_card",
         schema: "schemas/v2/agent-card.schema.json",
+        split: false,
     },
     Kind {
         name: "run_snapshot",
         schema: "schemas/v2/run-snapshot.schema.json",
+        split: false,
     },
     Kind {
         name: "run_event",
         schema: "schemas/v2/run-event.schema.json",
+        split: false,
     },
     Kind {
         name: "host_event",
         schema: "schemas/v2/host-event.schema.json",
+        split: false,
     },
     Kind {
         name: "error_envelope",
         schema: "schemas/v2/error-envelope.schema.json",
+        split: false,
     },
     Kind {
         name: "agent",
         schema: "schemas/v2/agent.schema.json",
+        split: false,
     },
     Kind {
         name: "workflow_definition",
         schema: "schemas/v2/workflow-definition.schema.json",
+        split: false,
     },
 ];
 
@@ -63,6 +76,7 @@ pub(crate) const EMITTED: &[&str] = &[
 /// `templates` are the rule-module names (`discovery_rules`, `agent_card_rules`, …);
 /// `catalogue` the rule catalogue's items (`emit::rules::emit`).
 pub(crate) fn emit(
+    corpus: &Corpus,
     uris: &SchemaUris,
     templates: &[String],
     ops: &[crate::openapi::Operation],
@@ -108,8 +122,35 @@ pub(crate) fn emit(
         })
     });
 
+    let splits: Vec<(&Kind, crate::split::Split)> = KINDS
+        .iter()
+        .filter(|k| k.split)
+        .filter_map(|k| {
+            let uri = uris.by_file.get(k.schema)?;
+            crate::split::find(corpus, k.schema, uri)
+                .ok()
+                .map(|s| (k, s))
+        })
+        .collect();
+    let split_statics = splits.iter().map(|(k, split)| {
+        let name = format_ident!("{}_SPLIT", k.name.to_uppercase());
+        let root = &split.root;
+        let rows = split.properties.iter().map(|(n, r)| quote!((#n, #r)));
+        let doc = format!(" `{}` validated one declared property at a time.", k.schema);
+        quote! {
+            #[doc = #doc]
+            static #name: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile(#root, &[#(#rows),*]));
+        }
+    });
+    let split_support = (!splits.is_empty()).then(split_support);
+
     let schema_call = |k: &Kind| -> TokenStream {
         match uris.by_file.get(k.schema) {
+            Some(_) if splits.iter().any(|(s, _)| s.name == k.name) => {
+                let name = format_ident!("{}", k.name.to_uppercase());
+                let split = format_ident!("{}_SPLIT", k.name.to_uppercase());
+                quote!(split_findings(&#split, &#name, doc))
+            }
             Some(_) => {
                 let name = format_ident!("{}", k.name.to_uppercase());
                 quote!(schema_findings(&#name, doc))
@@ -313,14 +354,7 @@ pub(crate) fn emit(
                 compile(&format!("{}#{}", crate::schemas::OPENAPI_URI, RESPONSES[i].pointer))
             });
             match validator {
-                Ok(v) => v
-                    .iter_errors(body)
-                    .map(|e| Finding {
-                        pointer: e.instance_path().to_string(),
-                        rule: "schema".to_owned(),
-                        message: e.to_string(),
-                    })
-                    .collect(),
+                Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
                 Err(message) => vec![Finding {
                     pointer: String::new(),
                     rule: "schema.compile".to_owned(),
@@ -341,14 +375,7 @@ pub(crate) fn emit(
                     debug_assert!(v.iter_errors(doc).next().is_none(), "is_valid accepted a document iter_errors rejects");
                     Vec::new()
                 }
-                Ok(v) => v
-                    .iter_errors(doc)
-                    .map(|e| Finding {
-                        pointer: e.instance_path().to_string(),
-                        rule: "schema".to_owned(),
-                        message: e.to_string(),
-                    })
-                    .collect(),
+                Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
                 Err(message) => vec![Finding {
                     pointer: String::new(),
                     rule: "schema.compile".to_owned(),
@@ -357,9 +384,126 @@ pub(crate) fn emit(
             }
         }
 
+        /// One schema error as a finding, its pointer `prefix` followed by the error's
+        /// instance path.
+        fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+            use std::fmt::Write;
+            // Formatting straight into a buffer of a typical message's size spares the
+            // reallocations `to_string` makes while a message grows.
+            let mut message = String::with_capacity(128);
+            let _ = write!(pointer, "{}", e.instance_path());
+            let _ = write!(message, "{e}");
+            Finding { pointer, rule: "schema".to_owned(), message }
+        }
+
+        #split_support
+
         #(#statics)*
 
+        #(#split_statics)*
+
         #(#entry_points)*
+    }
+}
+
+/// The split validator's code (`crate::split` says when a schema gets one).
+fn split_support() -> TokenStream {
+    quote! {
+        /// A closed root object schema taken apart: the root's own keywords (`type`,
+        /// `required`, `additionalProperties: false`) and one validator per declared property.
+        /// The verdict is taken per property and errors are collected only under the
+        /// properties that fail, which gives the errors `iter_errors` gives on the whole
+        /// document, in the same order, without collecting errors where nothing is wrong.
+        struct Split {
+            /// The root object with every property schema replaced by `true`.
+            root: jsonschema::Validator,
+            /// `(name, $ref to its schema)`, in the schema's order.
+            properties: &'static [(&'static str, &'static str)],
+            /// Each property's validator, compiled when a document first has the property
+            /// (compiled one by one they cost more than the whole schema, and a document
+            /// has a handful of them); `None` when it does not compile.
+            validators: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
+        }
+
+        impl Split {
+            /// `None` when the root does not compile: the whole-document validator then
+            /// answers (and reports why).
+            fn compile(root: &str, properties: &'static [(&'static str, &'static str)]) -> Option<Split> {
+                let root = serde_json::from_str(root).ok()?;
+                let root = compile_schema(&root).ok()?;
+                let validators = properties.iter().map(|_| std::sync::OnceLock::new()).collect();
+                Some(Split { root, properties, validators })
+            }
+
+            /// The validator of a declared property: `None` when `name` is not declared,
+            /// `Some(None)` when its schema does not compile. A linear scan: `==` compares
+            /// lengths before bytes, and there are some twenty names.
+            fn property(&self, name: &str) -> Option<Option<&jsonschema::Validator>> {
+                let i = self.properties.iter().position(|(n, _)| *n == name)?;
+                let validator = self.validators[i].get_or_init(|| {
+                    let mut reference = serde_json::Map::new();
+                    reference.insert("$ref".to_owned(), Value::String(self.properties[i].1.to_owned()));
+                    compile_schema(&Value::Object(reference)).ok()
+                });
+                Some(validator.as_ref())
+            }
+
+            /// The schema's errors on `doc`; `None` when a property of `doc` has a schema
+            /// that does not compile.
+            fn findings(&self, doc: &Value) -> Option<Vec<Finding>> {
+                let root_valid = self.root.is_valid(doc);
+                let mut failing = Vec::new();
+                if let Value::Object(members) = doc {
+                    for (name, value) in members {
+                        if let Some(validator) = self.property(name) {
+                            let validator = validator?;
+                            if !validator.is_valid(value) {
+                                failing.push((name, validator, value));
+                            }
+                        }
+                    }
+                }
+                if root_valid && failing.is_empty() {
+                    return Some(Vec::new());
+                }
+                // jsonschema reports a root object's errors in keyword order: `type` and
+                // `required`, then `properties` (the members', in document order), then
+                // `additionalProperties`.
+                let mut findings = Vec::new();
+                let mut additional = Vec::new();
+                if !root_valid {
+                    for e in self.root.iter_errors(doc) {
+                        let finding = schema_finding(String::new(), &e);
+                        if matches!(e.kind(), jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }) {
+                            additional.push(finding);
+                        } else {
+                            findings.push(finding);
+                        }
+                    }
+                }
+                for (name, validator, value) in failing {
+                    let mut prefix = String::with_capacity(name.len() + 1);
+                    prefix.push('/');
+                    prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                    findings.extend(validator.iter_errors(value).map(|e| schema_finding(prefix.clone(), &e)));
+                }
+                findings.extend(additional);
+                Some(findings)
+            }
+        }
+
+        /// The schema's errors on `doc` from its split, or from the whole-document validator
+        /// when the split cannot answer.
+        fn split_findings(
+            split: &LazyLock<Option<Split>>,
+            whole: &LazyLock<Result<jsonschema::Validator, String>>,
+            doc: &Value,
+        ) -> Vec<Finding> {
+            match split.as_ref().and_then(|s| s.findings(doc)) {
+                Some(findings) => findings,
+                None => schema_findings(whole, doc),
+            }
+        }
     }
 }
 

@@ -1305,15 +1305,7 @@ pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<F
             )
         });
     match validator {
-        Ok(v) => {
-            v.iter_errors(body)
-                .map(|e| Finding {
-                    pointer: e.instance_path().to_string(),
-                    rule: "schema".to_owned(),
-                    message: e.to_string(),
-                })
-                .collect()
-        }
+        Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -1336,21 +1328,135 @@ fn schema_findings(
             );
             Vec::new()
         }
-        Ok(v) => {
-            v.iter_errors(doc)
-                .map(|e| Finding {
-                    pointer: e.instance_path().to_string(),
-                    rule: "schema".to_owned(),
-                    message: e.to_string(),
-                })
-                .collect()
-        }
+        Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
                 message : message.clone(), }
             ]
         }
+    }
+}
+/// One schema error as a finding, its pointer `prefix` followed by the error's
+/// instance path.
+fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+    use std::fmt::Write;
+    let mut message = String::with_capacity(128);
+    let _ = write!(pointer, "{}", e.instance_path());
+    let _ = write!(message, "{e}");
+    Finding {
+        pointer,
+        rule: "schema".to_owned(),
+        message,
+    }
+}
+/// A closed root object schema taken apart: the root's own keywords (`type`,
+/// `required`, `additionalProperties: false`) and one validator per declared property.
+/// The verdict is taken per property and errors are collected only under the
+/// properties that fail, which gives the errors `iter_errors` gives on the whole
+/// document, in the same order, without collecting errors where nothing is wrong.
+struct Split {
+    /// The root object with every property schema replaced by `true`.
+    root: jsonschema::Validator,
+    /// `(name, $ref to its schema)`, in the schema's order.
+    properties: &'static [(&'static str, &'static str)],
+    /// Each property's validator, compiled when a document first has the property
+    /// (compiled one by one they cost more than the whole schema, and a document
+    /// has a handful of them); `None` when it does not compile.
+    validators: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
+}
+impl Split {
+    /// `None` when the root does not compile: the whole-document validator then
+    /// answers (and reports why).
+    fn compile(
+        root: &str,
+        properties: &'static [(&'static str, &'static str)],
+    ) -> Option<Split> {
+        let root = serde_json::from_str(root).ok()?;
+        let root = compile_schema(&root).ok()?;
+        let validators = properties.iter().map(|_| std::sync::OnceLock::new()).collect();
+        Some(Split {
+            root,
+            properties,
+            validators,
+        })
+    }
+    /// The validator of a declared property: `None` when `name` is not declared,
+    /// `Some(None)` when its schema does not compile. A linear scan: `==` compares
+    /// lengths before bytes, and there are some twenty names.
+    fn property(&self, name: &str) -> Option<Option<&jsonschema::Validator>> {
+        let i = self.properties.iter().position(|(n, _)| *n == name)?;
+        let validator = self
+            .validators[i]
+            .get_or_init(|| {
+                let mut reference = serde_json::Map::new();
+                reference
+                    .insert(
+                        "$ref".to_owned(),
+                        Value::String(self.properties[i].1.to_owned()),
+                    );
+                compile_schema(&Value::Object(reference)).ok()
+            });
+        Some(validator.as_ref())
+    }
+    /// The schema's errors on `doc`; `None` when a property of `doc` has a schema
+    /// that does not compile.
+    fn findings(&self, doc: &Value) -> Option<Vec<Finding>> {
+        let root_valid = self.root.is_valid(doc);
+        let mut failing = Vec::new();
+        if let Value::Object(members) = doc {
+            for (name, value) in members {
+                if let Some(validator) = self.property(name) {
+                    let validator = validator?;
+                    if !validator.is_valid(value) {
+                        failing.push((name, validator, value));
+                    }
+                }
+            }
+        }
+        if root_valid && failing.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut findings = Vec::new();
+        let mut additional = Vec::new();
+        if !root_valid {
+            for e in self.root.iter_errors(doc) {
+                let finding = schema_finding(String::new(), &e);
+                if matches!(
+                    e.kind(),
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+                ) {
+                    additional.push(finding);
+                } else {
+                    findings.push(finding);
+                }
+            }
+        }
+        for (name, validator, value) in failing {
+            let mut prefix = String::with_capacity(name.len() + 1);
+            prefix.push('/');
+            prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
+            findings
+                .extend(
+                    validator
+                        .iter_errors(value)
+                        .map(|e| schema_finding(prefix.clone(), &e)),
+                );
+        }
+        findings.extend(additional);
+        Some(findings)
+    }
+}
+/// The schema's errors on `doc` from its split, or from the whole-document validator
+/// when the split cannot answer.
+fn split_findings(
+    split: &LazyLock<Option<Split>>,
+    whole: &LazyLock<Result<jsonschema::Validator, String>>,
+    doc: &Value,
+) -> Vec<Finding> {
+    match split.as_ref().and_then(|s| s.findings(doc)) {
+        Some(findings) => findings,
+        None => schema_findings(whole, doc),
     }
 }
 static DISCOVERY: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(|| compile(
@@ -1372,10 +1478,112 @@ static AGENT: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(||
 ));
 static WORKFLOW_DEFINITION: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(||
 compile("https://openwop.dev/spec/v2/workflow-definition.schema.json"));
+/// `schemas/v2/capabilities.schema.json` validated one declared property at a time.
+static DISCOVERY_SPLIT: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile(
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"preferredVersion\"],\"properties\":{\"protocolVersions\":true,\"preferredVersion\":true,\"protocolVersion\":true,\"implementation\":true,\"engineVersion\":true,\"eventLogSchemaVersion\":true,\"minClientVersion\":true,\"extensions\":true,\"conformance\":true,\"host\":true,\"supportedTransports\":true,\"grpc\":true,\"profiles\":true,\"a2a\":true,\"mcp\":true,\"auth\":true,\"interrupt\":true,\"runList\":true,\"hostEvents\":true,\"agents\":true,\"webhooks\":true,\"idempotency\":true,\"eventLog\":true,\"oauth\":true},\"description\":\"The discovery document. Closed at the root: only the metadata keys and family records listed here; vendor additions go under extensions. The presence of a family key is the advertisement of that family.\"}",
+    &[
+        (
+            "protocolVersions",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersions",
+        ),
+        (
+            "preferredVersion",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/preferredVersion",
+        ),
+        (
+            "protocolVersion",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersion",
+        ),
+        (
+            "implementation",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/implementation",
+        ),
+        (
+            "engineVersion",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/engineVersion",
+        ),
+        (
+            "eventLogSchemaVersion",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLogSchemaVersion",
+        ),
+        (
+            "minClientVersion",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/minClientVersion",
+        ),
+        (
+            "extensions",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/extensions",
+        ),
+        (
+            "conformance",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/conformance",
+        ),
+        (
+            "host",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/host",
+        ),
+        (
+            "supportedTransports",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/supportedTransports",
+        ),
+        (
+            "grpc",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/grpc",
+        ),
+        (
+            "profiles",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/profiles",
+        ),
+        (
+            "a2a",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/a2a",
+        ),
+        (
+            "mcp",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/mcp",
+        ),
+        (
+            "auth",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/auth",
+        ),
+        (
+            "interrupt",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/interrupt",
+        ),
+        (
+            "runList",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/runList",
+        ),
+        (
+            "hostEvents",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/hostEvents",
+        ),
+        (
+            "agents",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/agents",
+        ),
+        (
+            "webhooks",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/webhooks",
+        ),
+        (
+            "idempotency",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/idempotency",
+        ),
+        (
+            "eventLog",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLog",
+        ),
+        (
+            "oauth",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/oauth",
+        ),
+    ],
+));
 /// Validates a discovery document: the JSON Schema `schemas/v2/capabilities.schema.json`
 /// plus the rules a schema cannot state.
 pub fn validate_discovery(doc: &Value, opts: &Options) -> Vec<Finding> {
-    let mut findings = schema_findings(&DISCOVERY, doc);
+    let mut findings = split_findings(&DISCOVERY_SPLIT, &DISCOVERY, doc);
     findings.extend(discovery_rules::check(doc, opts));
     findings
 }
