@@ -3,12 +3,10 @@
 //! Prints one JSON object; `bench/validate/run.sh` puts it beside ajv 8 on the same
 //! documents.
 //!
-//! - `library`: `openwop::validate::validate`, what `openwop validate` runs per discovery
-//!   document (the JSON Schema with formats, every error collected, plus the rules a schema
-//!   cannot state): the same findings as `validate_discovery`, the schema's verdict taken
-//!   per root property and errors collected only under the failing ones.
-//! - `validate_discovery`: the generated validator, which collects errors over the whole
-//!   document once it fails.
+//! - `library`: `openwop_validate::validate`, what `openwop validate` and `openwop-validate`
+//!   run per discovery document: the generated `validate_discovery` (the JSON Schema with
+//!   formats, every error collected, plus the rules a schema cannot state; the schema's
+//!   verdict taken per root property and errors collected only under the failing ones).
 //! - `schema_iter_errors` / `schema_is_valid`: the same JSON Schema alone, compiled the way
 //!   the generated validators compile it (`validators::compile_schema`: every corpus file in
 //!   one registry, closed records rewritten, formats checked), collecting every error /
@@ -17,11 +15,14 @@
 //! - `validate_agent_card`: the per-card rules (the corpus has no JSON Schema for cards),
 //!   each card with its discovery document as the tests give it.
 //!
-//! Run: `cargo bench -p openwop --bench validate` (`OPENWOP_BENCH_SECONDS` per measurement,
+//! `OPENWOP_BENCH_PROFILE=valid|invalid` measures only the library call on those documents
+//! (for `perf record`). It lives in the validate-only package so measuring it builds none of the host.
+//!
+//! Run: `cargo bench -p openwop-validate --bench validate` (`OPENWOP_BENCH_SECONDS` per measurement,
 //! default 3).
 
-use openwop::validate::{self, Kind};
 use openwop_generated::validators::{self, Options};
+use openwop_validate::{self as validate, Kind};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -104,21 +105,27 @@ fn main() {
     let invalid_by_schema = discovery.iter().filter(|d| !schema.is_valid(d)).count();
 
     let library = |d: &Value| validate::validate(Kind::Discovery, d, None, &opts).len();
+    // `OPENWOP_BENCH_PROFILE=valid|invalid`: only the library call on those documents, for
+    // a profiler (`perf record` on this binary), and no JSON.
+    if let Ok(which) = std::env::var("OPENWOP_BENCH_PROFILE") {
+        let docs = if which == "valid" { valid } else { invalid };
+        let (ns, _) = per_doc(docs, seconds, library);
+        eprintln!("{which}: {ns:.0} ns per document");
+        return;
+    }
     let (lib_ns, lib_n) = per_doc(&discovery, seconds, library);
     let (lib_valid_ns, _) = per_doc(valid, seconds, library);
     let (lib_invalid_ns, _) = per_doc(invalid, seconds, library);
-    let (full_ns, full_n) = per_doc(&discovery, seconds, |d| {
-        validators::validate_discovery(d, &opts).len()
-    });
     let (iter_ns, iter_n) = per_doc(&discovery, seconds, |d| schema.iter_errors(d).count());
+    // Where the rest goes: the errors' messages (ajv's are short templates; jsonschema's
+    // quote the offending value), and the rules alone.
+    let (messages_ns, _) = per_doc(&discovery, seconds, |d| {
+        schema.iter_errors(d).map(|e| e.to_string().len()).sum()
+    });
+    let (rules_ns, _) = per_doc(&discovery, seconds, |d| {
+        validators::discovery_rules::check(d, &opts).len()
+    });
     let (valid_ns, valid_n) = per_doc(&discovery, seconds, |d| usize::from(schema.is_valid(d)));
-    // Where the time goes: documents without a finding, and documents with some.
-    let (full_valid_ns, _) = per_doc(valid, seconds, |d| {
-        validators::validate_discovery(d, &opts).len()
-    });
-    let (full_invalid_ns, _) = per_doc(invalid, seconds, |d| {
-        validators::validate_discovery(d, &opts).len()
-    });
 
     let shared = read(&vectors().join("agent-card/discovery.json"));
     let cards: Vec<(Value, Value)> = documents("agent-card")
@@ -148,13 +155,11 @@ fn main() {
             "library_calls": lib_n,
             "library_valid_ns_per_doc": r(lib_valid_ns),
             "library_invalid_ns_per_doc": r(lib_invalid_ns),
-            "validate_discovery_ns_per_doc": r(full_ns),
-            "validate_discovery_calls": full_n,
             "valid_documents": valid.len(),
-            "validate_discovery_valid_ns_per_doc": r(full_valid_ns),
-            "validate_discovery_invalid_ns_per_doc": r(full_invalid_ns),
             "schema_iter_errors_ns_per_doc": r(iter_ns),
             "schema_iter_errors_calls": iter_n,
+            "schema_errors_with_messages_ns_per_doc": r(messages_ns),
+            "rules_only_ns_per_doc": r(rules_ns),
             "schema_is_valid_ns_per_doc": r(valid_ns),
             "schema_is_valid_calls": valid_n,
             "agent_cards": cards.len(),
