@@ -59,6 +59,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "lean_write_indexes",
         sql: include_str!("migrations/0008_lean_write_indexes.sql"),
     },
+    Migration {
+        version: 9,
+        name: "filtered_listings",
+        sql: include_str!("migrations/0009_filtered_listings.sql"),
+    },
 ];
 
 /// The newest migration a database made before the history may already hold the

@@ -16,7 +16,7 @@ pub mod tls;
 #[cfg(test)]
 pub(super) use interop::CLAIM_MS;
 
-use super::sql;
+use super::sql::{self, RunStatement};
 use super::*;
 use crate::clock::now_ms;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -800,8 +800,14 @@ impl RunStore for PgStore {
                 .chain([&after_ms as _, &after_id as _, &limit as _])
                 .collect();
             let (page_sql, page_params) = match q.order {
-                RunOrder::Created { .. } => (sql::RUNS_BY_CREATION, by_creation.as_slice()),
-                RunOrder::Updated { .. } => (sql::RUNS_BY_UPDATE, by_update.as_slice()),
+                RunOrder::Created { .. } => (
+                    sql::run_statement(RunStatement::ByCreation, &q, &f),
+                    by_creation.as_slice(),
+                ),
+                RunOrder::Updated { .. } => (
+                    sql::run_statement(RunStatement::ByUpdate, &q, &f),
+                    by_update.as_slice(),
+                ),
             };
             if !q.count_total {
                 let runs = all(&client, page_sql, page_params, sql::run).await?;
@@ -816,7 +822,12 @@ impl RunStore for PgStore {
                 .await?;
             let (runs, total) = tokio::try_join!(
                 all(&tx, page_sql, page_params, sql::run),
-                one(&tx, sql::COUNT_RUNS, &filters, |r| r.int("total")),
+                one(
+                    &tx,
+                    sql::run_statement(RunStatement::Count, &q, &f),
+                    &filters,
+                    |r| r.int("total")
+                ),
             )?;
             tx.commit().await?;
             Ok(RunPage {

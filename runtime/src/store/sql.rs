@@ -11,12 +11,15 @@
 //! between commas (`",running,pending,"`, see [`list`]), tested with
 //! `strpos($N, ',' || col || ',') > 0`; the empty string means "no filter".
 
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
 use serde_json::Value;
 
 use super::{
     DeadLetter, Delivery, EventRecord, HostEventRecord, InterruptRecord, OpenInterrupt,
-    RunAnnotations, RunPatch, RunQuery, RunRecord, RunStatus, Secret, SessionRecord, StoreError,
-    StoredConfig, parse_status,
+    RunAnnotations, RunOrder, RunPatch, RunQuery, RunRecord, RunStatus, Secret, SessionRecord,
+    StoreError, StoredConfig, parse_status,
 };
 
 /// A row of either engine. Each engine reads a column by position; by name is a lookup
@@ -515,47 +518,154 @@ pub(crate) const UNFINISHED_RUNS: &str = concat!(
     " ORDER BY list_order"
 );
 
-/// The filters of a run query: $1 tenant; $2 statuses ([`list`], empty: any); $3
-/// workflow id or NULL; $4 A2A contextId or NULL (the bound one, else the run id); $5
-/// updated at or after (ms) or NULL; $6 kinds of which an interrupt is open ([`list`],
-/// empty: no condition); $7 kinds of which none is open (likewise).
-macro_rules! run_filter {
-    () => {
-        " FROM runs WHERE tenant = $1
-           AND ($2 = '' OR strpos($2, ',' || status || ',') > 0)
-           AND (CAST($3 AS TEXT) IS NULL OR workflow_id = $3)
-           AND (CAST($4 AS TEXT) IS NULL
-                OR COALESCE((SELECT t.context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id), runs.run_id) = $4)
-           AND (CAST($5 AS BIGINT) IS NULL OR updated_ms >= $5)
-           AND ($6 = '' OR EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
-                AND i.state = 'open' AND strpos($6, ',' || i.kind || ',') > 0))
-           AND ($7 = '' OR NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id
-                AND i.state = 'open' AND strpos($7, ',' || i.kind || ',') > 0))"
-    };
+/// Which statement of a run query: a page in one of the two orders, or the count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum RunStatement {
+    /// Newest created first: the filters, $8 `list_order` bound (exclusive) or NULL, $9
+    /// limit.
+    ByCreation,
+    /// Last updated first, the run id (byte order) breaking ties: the filters, $8/$9 the
+    /// `updated_ms` and run id of the cursor (exclusive) or NULL, $10 limit.
+    ByUpdate,
+    /// How many runs the filters admit.
+    Count,
 }
 
-/// Newest created first: the filters, $8 `list_order` bound (exclusive) or NULL, $9 limit.
-pub(crate) const RUNS_BY_CREATION: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    run_filter!(),
-    " AND (CAST($8 AS BIGINT) IS NULL OR list_order < $8)
-     ORDER BY list_order DESC LIMIT $9"
-);
+/// The shape of a run query: which filters it sets (the statuses themselves, which are
+/// written into the statement), and which statement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Shape {
+    statement: RunStatement,
+    statuses: String,
+    workflow: bool,
+    context: bool,
+    updated_since: bool,
+    with_kinds: bool,
+    without_kinds: bool,
+    /// A page after the first: the keyset cursor bounds the index scan.
+    cursor: bool,
+}
 
-/// Last updated first, the run id (byte order) breaking ties: the filters, $8/$9 the
-/// `updated_ms` and run id of the cursor (exclusive) or NULL, $10 limit.
-pub(crate) const RUNS_BY_UPDATE: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    run_filter!(),
-    " AND (CAST($8 AS BIGINT) IS NULL OR updated_ms < $8
-           OR (updated_ms = $8 AND run_id COLLATE \"C\" < $9))
-     ORDER BY updated_ms DESC, run_id COLLATE \"C\" DESC LIMIT $10"
-);
+/// The statement of a run query, written for the filters it sets. Parameters, the same in
+/// every shape: $1 tenant; $2 statuses ([`list`], empty: any); $3 workflow id or NULL; $4
+/// A2A contextId or NULL (the bound one, else the run id); $5 updated at or after (ms) or
+/// NULL; $6 kinds of which an interrupt is open ([`list`], empty: no condition); $7 kinds of
+/// which none is open (likewise); then the order's own ([`RunStatement`]).
+///
+/// One statement for every query (`$3 IS NULL OR workflow_id = $3`) hides each column's
+/// index from both planners: the plan must serve any binding, so a selective filter scanned
+/// every run of the tenant (31 ms at 100,000 runs, issue #33). A filter a query does not set
+/// is still named, as a condition on its parameter alone, so the binding code is the same
+/// for every shape; a set status filter is written as literals (the statuses are a closed
+/// set), which lets `runs_by_tenant_status` serve it in order. Shapes are few (statement × status
+/// set × five flags) and each is written once per process, for SQLite's statement cache
+/// and PostgreSQL's prepared statements alike.
+pub(crate) fn run_statement(
+    statement: RunStatement,
+    q: &RunQuery,
+    f: &QueryFilter,
+) -> &'static str {
+    static WRITTEN: OnceLock<RwLock<HashMap<Shape, &'static str>>> = OnceLock::new();
+    let shape = Shape {
+        statement,
+        statuses: f.statuses.clone(),
+        workflow: q.workflow_id.is_some(),
+        context: q.context_id.is_some(),
+        updated_since: q.updated_since_ms.is_some(),
+        with_kinds: !f.with_kinds.is_empty(),
+        without_kinds: !f.without_kinds.is_empty(),
+        cursor: match &q.order {
+            RunOrder::Created { before } => before.is_some(),
+            RunOrder::Updated { after } => after.is_some(),
+        },
+    };
+    let map = WRITTEN.get_or_init(Default::default);
+    if let Some(s) = map.read().ok().and_then(|m| m.get(&shape).copied()) {
+        return s;
+    }
+    let written: &'static str = Box::leak(write_run_statement(&shape).into_boxed_str());
+    match map.write() {
+        Ok(mut m) => m.entry(shape).or_insert(written),
+        Err(_) => written,
+    }
+}
 
-/// How many runs the filters admit.
-pub(crate) const COUNT_RUNS: &str = concat!("SELECT COUNT(*) AS total", run_filter!());
+fn write_run_statement(shape: &Shape) -> String {
+    let mut s = String::with_capacity(1024);
+    s.push_str(match shape.statement {
+        RunStatement::Count => "SELECT COUNT(*) AS total",
+        _ => concat!("SELECT ", run_cols!()),
+    });
+    s.push_str(" FROM runs WHERE tenant = $1");
+    let statuses: Vec<&str> = shape
+        .statuses
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .collect();
+    match statuses.as_slice() {
+        [] => s.push_str(" AND $2 = ''"),
+        [one] => s.push_str(&format!(" AND $2 <> '' AND status = '{}'", literal(one))),
+        many => {
+            let quoted: Vec<String> = many.iter().map(|v| format!("'{}'", literal(v))).collect();
+            s.push_str(&format!(
+                " AND $2 <> '' AND status IN ({})",
+                quoted.join(", ")
+            ));
+        }
+    }
+    s.push_str(if shape.workflow {
+        " AND workflow_id = $3"
+    } else {
+        " AND CAST($3 AS TEXT) IS NULL"
+    });
+    s.push_str(if shape.context {
+        " AND COALESCE((SELECT t.context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id), runs.run_id) = $4"
+    } else {
+        " AND CAST($4 AS TEXT) IS NULL"
+    });
+    s.push_str(if shape.updated_since {
+        " AND updated_ms >= $5"
+    } else {
+        " AND CAST($5 AS BIGINT) IS NULL"
+    });
+    s.push_str(if shape.with_kinds {
+        " AND EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id AND i.state = 'open' AND strpos($6, ',' || i.kind || ',') > 0)"
+    } else {
+        " AND $6 = ''"
+    });
+    s.push_str(if shape.without_kinds {
+        " AND NOT EXISTS (SELECT 1 FROM interrupts i WHERE i.run_id = runs.run_id AND i.state = 'open' AND strpos($7, ',' || i.kind || ',') > 0)"
+    } else {
+        " AND $7 = ''"
+    });
+    s.push_str(match (shape.statement, shape.cursor) {
+        (RunStatement::ByCreation, true) => " AND list_order < $8 ORDER BY list_order DESC LIMIT $9",
+        (RunStatement::ByCreation, false) => {
+            " AND CAST($8 AS BIGINT) IS NULL ORDER BY list_order DESC LIMIT $9"
+        }
+        // A row-value comparison would say it shorter; this form is the one both
+        // planners turn into an index range on (updated_ms, run_id).
+        (RunStatement::ByUpdate, true) => {
+            " AND updated_ms <= $8 AND (updated_ms < $8 OR run_id COLLATE \"C\" < $9) ORDER BY updated_ms DESC, run_id COLLATE \"C\" DESC LIMIT $10"
+        }
+        (RunStatement::ByUpdate, false) => {
+            " AND CAST($8 AS BIGINT) IS NULL AND CAST($9 AS TEXT) IS NULL ORDER BY updated_ms DESC, run_id COLLATE \"C\" DESC LIMIT $10"
+        }
+        (RunStatement::Count, _) => "",
+    });
+    s
+}
+
+/// A status written into a statement: the statuses are a closed set of lowercase words
+/// and hyphens; anything else would be a bug, and is written as no status at all rather
+/// than as SQL.
+fn literal(status: &str) -> &str {
+    if status.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') {
+        status
+    } else {
+        ""
+    }
+}
 
 /// The filter parameters of a query ($2, $4..$7 as bound; $1 and $3 are its fields).
 pub(crate) struct QueryFilter {

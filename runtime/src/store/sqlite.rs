@@ -13,7 +13,7 @@ mod interop;
 mod legacy;
 mod schema;
 
-use super::sql;
+use super::sql::{self, RunStatement};
 use super::*;
 use crate::clock::now_ms;
 use rusqlite::{Connection, Params, params};
@@ -769,7 +769,7 @@ impl RunStore for SqliteStore {
             let runs = match &q.order {
                 RunOrder::Created { before } => all(
                     &tx,
-                    sql::RUNS_BY_CREATION,
+                    sql::run_statement(RunStatement::ByCreation, &q, &f),
                     params![
                         q.tenant,
                         f.statuses,
@@ -785,7 +785,7 @@ impl RunStore for SqliteStore {
                 )?,
                 RunOrder::Updated { after } => all(
                     &tx,
-                    sql::RUNS_BY_UPDATE,
+                    sql::run_statement(RunStatement::ByUpdate, &q, &f),
                     params![
                         q.tenant,
                         f.statuses,
@@ -804,7 +804,7 @@ impl RunStore for SqliteStore {
             let total = if q.count_total {
                 one(
                     &tx,
-                    sql::COUNT_RUNS,
+                    sql::run_statement(RunStatement::Count, &q, &f),
                     params![
                         q.tenant,
                         f.statuses,

@@ -148,7 +148,179 @@ store_suite!(
     host_events_are_pruned_by_count_and_age_never_past_a_floor,
     store_gauges_and_schema_version_read_the_database,
     a_run_detail_reads_the_run_its_open_interrupt_and_its_context,
+    hot_run_listings_read_one_index_range_in_order,
 );
+
+/// The plan of a run query's statement on `b`, one line per step. PostgreSQL is asked with
+/// sequential scans, bitmap scans and sorts priced out, so the plan shows whether an
+/// ordered index path exists at all (on a near-empty table it would rightly prefer a scan).
+async fn plan(b: &Backend, statement: sql::RunStatement, q: &RunQuery) -> String {
+    let f = sql::filter(q);
+    let text = sql::run_statement(statement, q, &f);
+    let (before, after_ms, after_id): (Option<i64>, Option<i64>, Option<&str>) = match &q.order {
+        RunOrder::Created { before } => (*before, None, None),
+        RunOrder::Updated { after } => (
+            None,
+            after.as_ref().map(|c| c.updated_ms),
+            after.as_ref().map(|c| c.run_id.as_str()),
+        ),
+    };
+    let limit = 20_i64;
+    match (&b.dir, &b.schema) {
+        (Some(dir), _) => {
+            let conn = rusqlite::Connection::open(dir.path().join(sqlite::FILE)).expect("open");
+            let lite = super::migrate::to_sqlite(text);
+            let mut stmt = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {lite}"))
+                .expect("prepare");
+            let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![
+                Box::new(q.tenant.clone()),
+                Box::new(f.statuses.clone()),
+                Box::new(q.workflow_id.clone()),
+                Box::new(q.context_id.clone()),
+                Box::new(q.updated_since_ms),
+                Box::new(f.with_kinds.clone()),
+                Box::new(f.without_kinds.clone()),
+            ];
+            match statement {
+                sql::RunStatement::ByCreation => {
+                    values.push(Box::new(before));
+                    values.push(Box::new(limit));
+                }
+                sql::RunStatement::ByUpdate => {
+                    values.push(Box::new(after_ms));
+                    values.push(Box::new(after_id.map(str::to_owned)));
+                    values.push(Box::new(limit));
+                }
+                sql::RunStatement::Count => {}
+            }
+            let params: Vec<&dyn rusqlite::ToSql> = values.iter().map(|v| v.as_ref()).collect();
+            let rows = stmt
+                .query_map(params.as_slice(), |r| r.get::<_, String>(3))
+                .expect("plan");
+            rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("\n")
+        }
+        (_, Some(schema)) => {
+            let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(conn);
+            client
+                .batch_execute(
+                    "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
+                )
+                .await
+                .expect("set");
+            let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+                &q.tenant,
+                &f.statuses,
+                &q.workflow_id,
+                &q.context_id,
+                &q.updated_since_ms,
+                &f.with_kinds,
+                &f.without_kinds,
+            ];
+            match statement {
+                sql::RunStatement::ByCreation => {
+                    params.push(&before);
+                    params.push(&limit);
+                }
+                sql::RunStatement::ByUpdate => {
+                    params.push(&after_ms);
+                    params.push(&after_id);
+                    params.push(&limit);
+                }
+                sql::RunStatement::Count => {}
+            }
+            let rows = client
+                .query(&format!("EXPLAIN {text}"), &params)
+                .await
+                .expect("plan");
+            rows.iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        _ => unreachable!("a backend has a dir or a schema"),
+    }
+}
+
+/// Issue #33: a page of runs filtered by workflow or status (the filters an operator's
+/// dashboard and A2A `ListTasks` use), and a page deep by cursor, read one index range in
+/// the page's order: no scan of the tenant's runs, no sort of what matched.
+async fn hot_run_listings_read_one_index_range_in_order(b: Backend) {
+    b.runs
+        .create_run(new_run("t/plan"), None)
+        .await
+        .expect("create");
+    let sqlite = b.dir.is_some();
+    let base = RunQuery::newest_first("t", 20);
+    let by_workflow = RunQuery {
+        workflow_id: Some("w".into()),
+        ..base.clone()
+    };
+    let by_status = RunQuery {
+        statuses: vec![RunStatus::Failed],
+        ..base.clone()
+    };
+    let deep = RunQuery {
+        order: RunOrder::Created {
+            before: Some(1_000),
+        },
+        ..by_workflow.clone()
+    };
+    let updated = RunQuery {
+        order: RunOrder::Updated { after: None },
+        ..base.clone()
+    };
+    for (name, statement, q, index) in [
+        (
+            "every run",
+            sql::RunStatement::ByCreation,
+            &base,
+            "runs_by_tenant",
+        ),
+        (
+            "by workflow",
+            sql::RunStatement::ByCreation,
+            &by_workflow,
+            "runs_by_workflow",
+        ),
+        (
+            "by status",
+            sql::RunStatement::ByCreation,
+            &by_status,
+            "runs_by_tenant_status",
+        ),
+        (
+            "by workflow, deep",
+            sql::RunStatement::ByCreation,
+            &deep,
+            "runs_by_workflow",
+        ),
+        (
+            "by update",
+            sql::RunStatement::ByUpdate,
+            &updated,
+            "runs_by_update",
+        ),
+        (
+            "count by status",
+            sql::RunStatement::Count,
+            &by_status,
+            "runs_by_tenant_status",
+        ),
+    ] {
+        let plan = plan(&b, statement, q).await;
+        assert!(plan.contains(index), "{name}: not through {index}:\n{plan}");
+        if sqlite {
+            assert!(!plan.contains("TEMP B-TREE"), "{name}: sorts:\n{plan}");
+        } else {
+            assert!(!plan.contains("Sort"), "{name}: sorts:\n{plan}");
+            assert!(!plan.contains("Seq Scan"), "{name}: scans:\n{plan}");
+        }
+    }
+}
 
 async fn host_events_are_pruned_by_count_and_age_never_past_a_floor(b: Backend) {
     let s = b.runs.clone();
