@@ -39,7 +39,7 @@ step "starting openwop serve with the TCK fixture pack"
 source tests/peers/host.sh
 # The TCK's webhook receiver listens on 127.0.0.1: open the egress guard to loopback
 # (logged, advertised as a relaxation), as the other push peers do.
-start_openwop "${OPENWOP_A2A_TCK_PORT:-20180}" "$target_dir/a2a-tck-host.log" \
+start_openwop "${OPENWOP_A2A_TCK_PORT:-18380}" "$target_dir/a2a-tck-host.log" \
   --egress-allow-loopback --workflows "$root/tests/fixtures/a2a-tck" --config "$here/host-config.yaml"
 
 out=$target_dir/a2a-tck-reports

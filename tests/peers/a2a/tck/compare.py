@@ -27,6 +27,8 @@ def transport_of(node_id: str) -> str:
     for t in ("http_json", "jsonrpc", "grpc"):
         if f"[{t}]" in node_id or f"-{t}]" in node_id or node_id.endswith(f"_{t}"):
             return t
+    if node_id.endswith("_rest"):
+        return "http_json"
     if "/jsonrpc/" in node_id:
         return "jsonrpc"
     if "/http_json/" in node_id:
