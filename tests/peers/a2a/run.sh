@@ -33,5 +33,5 @@ step "peer: JS @a2a-js/sdk"
 (cd tests/peers/a2a/js && node --test)
 
 # The A2A TCK starts its own host: the README's, with the TCK's fixture pack and config.
-step "the A2A TCK (MUST and SHOULD, JSON-RPC and HTTP+JSON)"
+step "the A2A TCK (MUST, SHOULD and MAY; JSON-RPC and HTTP+JSON)"
 timeout 900 tests/peers/a2a/tck.sh

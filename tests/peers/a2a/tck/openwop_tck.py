@@ -43,6 +43,9 @@ import httpx
 
 _ORIGIN = os.environ["OPENWOP_BASE_URL"].rstrip("/")
 _KEY = os.environ["OPENWOP_API_KEY"]
+# A2A_TCK_AS_SENT=1 keeps the TCK's messageIds as it sends them (a diagnostic: the run then
+# shows what the reuse costs; its failures are not in known-defects.toml).
+_RENAME = os.environ.get("A2A_TCK_AS_SENT") != "1"
 
 # (messageId prefix, workflow id). `tck_id(name)` is `tck-{name}-{session}`, so every
 # prefix ends with `-`; longer prefixes come first (`artifact-file-url` before
@@ -100,7 +103,7 @@ def _adapted(body: bytes) -> bytes | None:
     if not isinstance(message_id, str) or not message_id:
         return None
     changed = False
-    if message_id in _sent_ids:
+    if _RENAME and message_id in _sent_ids:
         _renamed += 1
         message["messageId"] = f"{message_id}.{_renamed}"
         changed = True
