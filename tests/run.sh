@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace tests, then the real peers against
-# the real `openwop` binary: Python openwop-client, the A2A clients (a2a-sdk, @a2a-js/sdk),
+# the real `openwop` binary: Python openwop-client, the A2A clients (a2a-sdk, @a2a-js/sdk)
+# and the A2A TCK (from ../shared/a2a-tck),
 # the MCP clients and the MCP conformance suite, then real A2A agents and MCP servers
 # as the remotes a workflow calls. Installs the pinned peers into venvs and
 # node_modules under the target directory and the peer folders. Needs python3 (venv),
@@ -52,7 +53,7 @@ if [[ $what == all || $what == --peers ]]; then
 
   step "SDK: the generated client's quickstart example against the host"
   tests/sdk_example.sh
-  step "peers: A2A"
+  step "peers: A2A (the SDK clients, then the A2A TCK)"
   tests/peers/a2a/run.sh
   step "peers: MCP (clients and the conformance suite)"
   tests/peers/mcp/run.sh

@@ -839,6 +839,126 @@ async fn a2a_content_type_a_non_json_media_type_is_refused_on_both_bindings() {
     );
 }
 
+/// interop.md "A2A error details": on an HTTP+JSON interface every refusal is A2A §11.6's
+/// `google.rpc.Status`, and A2A clients map it by the ErrorInfo reason alone (a 404 without
+/// one becomes MethodNotFound in a2a-sdk). So each kind of refusal, the ones made before
+/// dispatch included (credential, media type, size, method, route, version), carries
+/// exactly one ErrorInfo in domain `a2a-protocol.org` with the reason of that refusal.
+#[tokio::test]
+async fn http_json_every_refusal_carries_one_error_info_with_its_reason() {
+    let h = start().await;
+    let unauthenticated = h
+        .http
+        .get(format!("{}/a2a/rest/tasks", h.base))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .expect("send");
+    let big = vec![b'a'; 2 * 1024 * 1024];
+    let old_version = h
+        .http
+        .get(format!("{}/a2a/rest/tasks", h.base))
+        .bearer_auth(KEY_A)
+        .header("A2A-Version", "0.3")
+        .send()
+        .await
+        .expect("send");
+    let cases: Vec<(&str, reqwest::Response, u16, &str)> = vec![
+        ("no credential", unauthenticated, 401, "UNAUTHENTICATED"),
+        (
+            "text/plain body",
+            rest_raw(
+                &h,
+                Method::POST,
+                "/message:send",
+                Some("text/plain"),
+                b"{}".to_vec(),
+            )
+            .await,
+            415,
+            "CONTENT_TYPE_NOT_SUPPORTED",
+        ),
+        (
+            "no media type",
+            rest_raw(&h, Method::POST, "/message:send", None, b"{}".to_vec()).await,
+            415,
+            "CONTENT_TYPE_NOT_SUPPORTED",
+        ),
+        (
+            "body over the cap",
+            rest_raw(
+                &h,
+                Method::POST,
+                "/message:send",
+                Some("application/json"),
+                big,
+            )
+            .await,
+            413,
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            "method the route does not take",
+            rest_raw(&h, Method::DELETE, "/message:send", None, vec![]).await,
+            405,
+            "METHOD_NOT_ALLOWED",
+        ),
+        (
+            "unknown route",
+            rest_raw(&h, Method::GET, "/no/such/route", None, vec![]).await,
+            404,
+            "METHOD_NOT_FOUND",
+        ),
+        (
+            "body that is not JSON",
+            rest_raw(
+                &h,
+                Method::POST,
+                "/message:send",
+                Some("application/json"),
+                b"{not json".to_vec(),
+            )
+            .await,
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "version below the floor",
+            old_version,
+            400,
+            "VERSION_NOT_SUPPORTED",
+        ),
+        (
+            "unknown task",
+            rest_raw(
+                &h,
+                Method::GET,
+                "/tasks/acme~2Fr-aaaaaaaaaaaaaaaa",
+                None,
+                vec![],
+            )
+            .await,
+            404,
+            "TASK_NOT_FOUND",
+        ),
+    ];
+    for (what, resp, status, reason) in cases {
+        assert_eq!(resp.status().as_u16(), status, "{what}");
+        let body: Value = resp.json().await.expect("a google.rpc.Status body");
+        assert_eq!(body["error"]["code"], status, "{what}: {body}");
+        assert!(body["error"]["status"].is_string(), "{what}: {body}");
+        let infos: Vec<&Value> = body["error"]["details"]
+            .as_array()
+            .expect("details")
+            .iter()
+            .filter(|d| d["@type"] == "type.googleapis.com/google.rpc.ErrorInfo")
+            .collect();
+        assert_eq!(infos.len(), 1, "{what}: exactly one ErrorInfo: {body}");
+        assert_eq!(infos[0]["reason"], reason, "{what}: {body}");
+        assert_eq!(infos[0]["domain"], "a2a-protocol.org", "{what}: {body}");
+    }
+}
+
 /// Strict JSON-RPC: a member repeated in one object is an invalid request (-32600), never
 /// "the last one wins" (`"method":"GetTask","method":"CancelTask"` must not cancel).
 #[tokio::test]

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real A2A peers (Python a2a-sdk, JS @a2a-js/sdk; pinned) against the README's
-# host (`openwop serve`), unless OPENWOP_BASE_URL already names a host to drive.
+# host (`openwop serve`), unless OPENWOP_BASE_URL already names a host to drive; then the
+# A2A TCK (tck.sh: its own host with the TCK fixture pack; skipped loudly without
+# ../shared/a2a-tck).
 # Usage: tests/peers/a2a/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -29,3 +31,12 @@ step "installing the pinned JS A2A peer"
 (cd tests/peers/a2a/js && npm ci --no-audit --no-fund --silent)
 step "peer: JS @a2a-js/sdk"
 (cd tests/peers/a2a/js && node --test)
+
+# The A2A TCK starts its own host: the README's, with the TCK's fixture pack and config
+# (built here, outside the TCK's time bound, when a host was given by OPENWOP_BASE_URL).
+if [[ -z ${OPENWOP_BIN:-} ]]; then
+  cargo build --locked -p openwop --bin openwop >&2
+  export OPENWOP_BIN=$target_dir/debug/openwop
+fi
+step "the A2A TCK (MUST, SHOULD and MAY; JSON-RPC and HTTP+JSON)"
+timeout 660 tests/peers/a2a/tck.sh
