@@ -220,47 +220,127 @@ fn frames(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Before: a store read failing under a stream ended it with no terminal event and no
-/// error frame while the run went on (2 of 2 streams on a PostgreSQL restart). Now the
-/// watch under every stream retries with backoff: streams opened on REST SSE and A2A
-/// `SubscribeToTask` across 3 s without the database still reach the run's end.
-#[tokio::test(flavor = "multi_thread")]
-async fn open_streams_reach_the_runs_end_across_a_lost_database() {
-    if skip_postgres("open_streams_reach_the_runs_end_across_a_lost_database") {
-        return;
+/// The streams a client can hold open on a run, one per edge and binding.
+struct Streams<'a> {
+    h: &'a common::TestHost,
+    run_id: String,
+}
+
+const TASKS_CAPS: &str = r#"{"extensions": {"io.modelcontextprotocol/tasks": {}}}"#;
+
+impl Streams<'_> {
+    /// REST SSE, resumed after `last_event_id` when given.
+    async fn rest(&self, last_event_id: Option<&str>) -> reqwest::Response {
+        let mut req = self
+            .h
+            .get(&format!("/runs/{}/events", project(&self.run_id)), KEY_A)
+            .header("Accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        let r = req.send().await.expect("sse");
+        assert_eq!(r.status(), 200);
+        r
     }
-    let db = OwnDatabase::create("streams").await;
-    let h = start_with(|c| c.database = Some(db.url())).await;
-    let run_id = h.create(KEY_A, "approval", json!({})).await;
-    h.wait_status(KEY_A, &run_id, "waiting-approval").await;
-    let sse = h
-        .get(&format!("/runs/{}/events", project(&run_id)), KEY_A)
-        .header("Accept", "text/event-stream")
-        .send()
-        .await
-        .expect("sse");
-    assert_eq!(sse.status(), 200);
-    let a2a = h
-        .client
-        .post(format!("{}/a2a/jsonrpc", h.base))
-        .bearer_auth(KEY_A)
-        .header("A2A-Version", "1.0")
-        .header("Accept", "text/event-stream")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": run_id}}))
-        .send()
-        .await
-        .expect("subscribe");
-    assert_eq!(a2a.status(), 200);
-    let sse_text = tokio::spawn(tokio::time::timeout(Duration::from_secs(60), sse.text()));
-    let a2a_text = tokio::spawn(tokio::time::timeout(Duration::from_secs(60), a2a.text()));
 
-    // Long enough that each stream's watch reads (every 0.5 s while LISTEN is down) fail
-    // several times over.
-    db.take_away().await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    db.give_back().await;
+    /// A2A `SubscribeToTask` on the JSON-RPC binding (request id 1).
+    async fn a2a_jsonrpc(&self) -> reqwest::Response {
+        let r = self
+            .h
+            .client
+            .post(format!("{}/a2a/jsonrpc", self.h.base))
+            .bearer_auth(KEY_A)
+            .header("A2A-Version", "1.0")
+            .header("Accept", "text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": self.run_id}}))
+            .send()
+            .await
+            .expect("subscribe");
+        assert_eq!(r.status(), 200);
+        r
+    }
 
-    let path = format!("/runs/{}/interrupts/approve", project(&run_id));
+    /// A2A `SubscribeToTask` on the HTTP+JSON binding.
+    async fn a2a_rest(&self) -> reqwest::Response {
+        let r = self
+            .h
+            .client
+            .post(format!(
+                "{}/a2a/rest/tasks/{}:subscribe",
+                self.h.base,
+                project(&self.run_id)
+            ))
+            .bearer_auth(KEY_A)
+            .header("A2A-Version", "1.0")
+            .header("Accept", "text/event-stream")
+            .send()
+            .await
+            .expect("subscribe");
+        assert_eq!(r.status(), 200);
+        r
+    }
+
+    /// MCP `subscriptions/listen` naming the run's task (request id "sub-1").
+    async fn mcp_listen(&self) -> reqwest::Response {
+        let caps: Value = serde_json::from_str(TASKS_CAPS).expect("caps");
+        let r = self
+            .h
+            .client
+            .post(format!("{}/mcp", self.h.base))
+            .bearer_auth(KEY_A)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "subscriptions/listen")
+            .json(&json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": {
+                "notifications": {"taskIds": [self.run_id]},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": caps}}}))
+            .send()
+            .await
+            .expect("listen");
+        assert_eq!(r.status(), 200);
+        r
+    }
+}
+
+/// The body of a stream that ends by itself within a minute.
+fn body_of(r: reqwest::Response) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        tokio::time::timeout(Duration::from_secs(60), r.text())
+            .await
+            .expect("the stream ends")
+            .expect("body")
+    })
+}
+
+/// An MCP listen stream read until a `notifications/tasks` says the task completed
+/// (a listen stays open after its tasks end); the frames read.
+fn listen_until_completed(mut r: reqwest::Response) -> tokio::task::JoinHandle<Vec<Value>> {
+    tokio::spawn(async move {
+        let mut text = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let seen: Vec<Value> = frames(&text)
+                .into_iter()
+                .filter_map(|f| serde_json::from_str(&f.1).ok())
+                .collect();
+            if seen.iter().any(|f| {
+                f["method"] == "notifications/tasks" && f["params"]["status"] == "completed"
+            }) {
+                return seen;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, r.chunk()).await {
+                Ok(Ok(Some(bytes))) => text.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => panic!("the listen ended or stalled before the task completed: {text}"),
+            }
+        }
+    })
+}
+
+/// Resolves the run's approval, retrying while the store is still coming back.
+async fn approve(h: &common::TestHost, run_id: &str) {
+    let path = format!("/runs/{}/interrupts/approve", project(run_id));
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = h
@@ -269,7 +349,7 @@ async fn open_streams_reach_the_runs_end_across_a_lost_database() {
             .await
             .expect("resolve");
         if r.status() == 200 {
-            break;
+            return;
         }
         assert_ne!(r.status(), 500);
         assert!(
@@ -279,31 +359,209 @@ async fn open_streams_reach_the_runs_end_across_a_lost_database() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
 
-    let sse_body = sse_text
+/// The last SSE frame's data, as JSON.
+fn last_json(body: &str) -> Value {
+    frames(body)
+        .last()
+        .map(|f| serde_json::from_str(&f.1).expect("json"))
+        .unwrap_or_else(|| panic!("no frame in {body:?}"))
+}
+
+/// Before: a store read failing under a stream ended it with no terminal event and no
+/// error frame while the run went on (2 of 2 streams on a PostgreSQL restart); then only
+/// REST SSE and A2A `SubscribeToTask` were shown to ride it out. Now every stream a
+/// client can hold (REST SSE, A2A `SendStreamingMessage` and `SubscribeToTask` on both
+/// bindings, MCP `subscriptions/listen`) stays open across 3 s without the database and
+/// reaches its run's end.
+#[tokio::test(flavor = "multi_thread")]
+async fn open_streams_reach_the_runs_end_across_a_lost_database() {
+    if skip_postgres("open_streams_reach_the_runs_end_across_a_lost_database") {
+        return;
+    }
+    let db = OwnDatabase::create("streams").await;
+    let h = start_with(|c| c.database = Some(db.url())).await;
+    let run_id = h.create(KEY_A, "approval", json!({})).await;
+    h.wait_status(KEY_A, &run_id, "waiting-approval").await;
+    let s = Streams {
+        h: &h,
+        run_id: run_id.clone(),
+    };
+    let rest = body_of(s.rest(None).await);
+    let a2a = body_of(s.a2a_jsonrpc().await);
+    let a2a_rest = body_of(s.a2a_rest().await);
+    let listen = listen_until_completed(s.mcp_listen().await);
+    // A stream that starts the run: a wait that ends after the database is back.
+    let streaming = h
+        .client
+        .post(format!("{}/a2a/jsonrpc", h.base))
+        .bearer_auth(KEY_A)
+        .header("A2A-Version", "1.0")
+        .header("Accept", "text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage", "params": {"message": {
+            "messageId": "m-slow", "role": "ROLE_USER", "parts": [{"data": {"ms": 5000}}],
+            "metadata": {"openwop": {"skill": "slow"}}}}}))
+        .send()
         .await
-        .expect("join")
-        .expect("the REST stream ends")
-        .expect("body");
-    let kinds: Vec<String> = frames(&sse_body).into_iter().map(|f| f.0).collect();
+        .expect("stream");
+    assert_eq!(streaming.status(), 200);
+    let streaming = body_of(streaming);
+
+    // Long enough that each stream's watch reads (every 0.5 s while LISTEN is down) fail
+    // several times over.
+    db.take_away().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    db.give_back().await;
+    approve(&h, &run_id).await;
+
+    let body = rest.await.expect("join");
+    let kinds: Vec<String> = frames(&body).into_iter().map(|f| f.0).collect();
     assert_eq!(
         kinds.last().map(String::as_str),
         Some("run.completed"),
         "the REST stream: {kinds:?}"
     );
-    let a2a_body = a2a_text
-        .await
-        .expect("join")
-        .expect("the A2A stream ends")
-        .expect("body");
-    let last: Value = frames(&a2a_body)
-        .last()
-        .map(|f| serde_json::from_str(&f.1).expect("json"))
-        .expect("a frame");
+    let body = a2a.await.expect("join");
     assert_eq!(
-        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
-        "the A2A stream: {a2a_body}"
+        last_json(&body)["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "A2A SubscribeToTask (JSON-RPC): {body}"
     );
+    let body = a2a_rest.await.expect("join");
+    assert_eq!(
+        last_json(&body)["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "A2A SubscribeToTask (HTTP+JSON): {body}"
+    );
+    let body = streaming.await.expect("join");
+    assert_eq!(
+        last_json(&body)["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "A2A SendStreamingMessage: {body}"
+    );
+    let seen = listen.await.expect("join");
+    assert!(
+        seen.iter().all(|f| f.get("error").is_none()),
+        "MCP listen: {seen:?}"
+    );
+    drop(h);
+    db.drop_it().await;
+}
+
+/// Before: once a watch's retries gave up, A2A streams closed with no error (a client
+/// took the close for the task's end) and an MCP listen went quiet for good while its
+/// watch re-read the failing store in a loop. Now each stream ends with the error in its
+/// edge's shape (REST: an `error` event with the envelope; A2A JSON-RPC: an error
+/// response to the request's id; A2A HTTP+JSON: the `google.rpc.Status` body; MCP: an
+/// error response to the listen id carrying `retryAfterSeconds`), and a client that
+/// opens its stream again once the database is back reaches the run's end.
+#[tokio::test(flavor = "multi_thread")]
+async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
+    if skip_postgres("streams_that_outlast_the_retry_window_end_with_an_error_and_resume") {
+        return;
+    }
+    let db = OwnDatabase::create("giveup").await;
+    let h = start_with(|c| {
+        c.database = Some(db.url());
+        c.stream_retry = Duration::from_secs(1);
+    })
+    .await;
+    let run_id = h.create(KEY_A, "approval", json!({})).await;
+    h.wait_status(KEY_A, &run_id, "waiting-approval").await;
+    let s = Streams {
+        h: &h,
+        run_id: run_id.clone(),
+    };
+    let rest = body_of(s.rest(None).await);
+    let a2a = body_of(s.a2a_jsonrpc().await);
+    let a2a_rest = body_of(s.a2a_rest().await);
+    let listen = body_of(s.mcp_listen().await);
+
+    db.take_away().await;
+    let rest = rest.await.expect("join");
+    let a2a = a2a.await.expect("join");
+    let a2a_rest = a2a_rest.await.expect("join");
+    let listen = listen.await.expect("join");
+    db.give_back().await;
+
+    let (event, data) = frames(&rest).last().cloned().expect("a frame");
+    let data: Value = serde_json::from_str(&data).expect("json");
+    assert_eq!(
+        (event.as_str(), &data["error"]),
+        ("error", &json!("service_unavailable")),
+        "REST: {rest}"
+    );
+    let last_id = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(str::trim)
+        .last()
+        .map(str::to_owned);
+    let error = last_json(&a2a);
+    assert_eq!(error["id"], 1, "A2A JSON-RPC: {a2a}");
+    assert_eq!(error["error"]["code"], -32603, "A2A JSON-RPC: {a2a}");
+    assert!(error.get("result").is_none(), "A2A JSON-RPC: {a2a}");
+    let error = last_json(&a2a_rest);
+    assert_eq!(
+        (&error["error"]["code"], &error["error"]["status"]),
+        (&json!(503), &json!("UNAVAILABLE")),
+        "A2A HTTP+JSON: {a2a_rest}"
+    );
+    let error = last_json(&listen);
+    assert_eq!(error["id"], "sub-1", "MCP: {listen}");
+    assert_eq!(
+        error["error"]["data"]["retryAfterSeconds"], 1,
+        "MCP: {listen}"
+    );
+
+    // Back: each client opens its stream again (REST from its last event) and follows
+    // the run to its end.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while h
+        .get(&format!("/runs/{}", project(&run_id)), KEY_A)
+        .send()
+        .await
+        .map_or(true, |r| r.status() != 200)
+    {
+        assert!(Instant::now() < deadline, "the host did not recover");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rest = body_of(s.rest(last_id.as_deref()).await);
+    let a2a = body_of(s.a2a_jsonrpc().await);
+    let a2a_rest = body_of(s.a2a_rest().await);
+    let listen = listen_until_completed(s.mcp_listen().await);
+    approve(&h, &run_id).await;
+    let body = rest.await.expect("join");
+    let first_id = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().parse::<i64>().expect("a sequence"))
+        .next();
+    let last_id: i64 = last_id
+        .expect("an event before the error")
+        .parse()
+        .expect("seq");
+    assert_eq!(
+        first_id,
+        Some(last_id + 1),
+        "REST resumes right after its last event: {body}"
+    );
+    let kinds: Vec<String> = frames(&body).into_iter().map(|f| f.0).collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("run.completed"));
+    let body = a2a.await.expect("join");
+    assert_eq!(
+        last_json(&body)["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    let body = a2a_rest.await.expect("join");
+    assert_eq!(
+        last_json(&body)["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    listen.await.expect("join");
     drop(h);
     db.drop_it().await;
 }

@@ -221,10 +221,11 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     })
 }
 
-/// What an operation answers: a value, or a stream of `StreamResponse` objects.
+/// What an operation answers: a value, or a stream of `StreamResponse` objects (ended,
+/// when the host cannot go on with it, by the error).
 pub(crate) enum Answer {
     Value(Value),
-    Stream(futures::stream::BoxStream<'static, Value>),
+    Stream(futures::stream::BoxStream<'static, stream::Item>),
 }
 
 /// Answers one A2A operation, whichever binding carried it: the bindings differ in how
