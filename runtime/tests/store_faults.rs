@@ -202,6 +202,91 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers() {
     db.drop_it().await;
 }
 
+/// Before: on the MCP mount, reading or closing a 2025-11-25 session (and recording a
+/// spent requestState, reading a run's open interrupt) mapped every store error to the
+/// internal error (`500`, -32603 with no `data`). Now a transient fault is the mount's
+/// `503` with `Retry-After` and `data.retryAfterSeconds`, as everywhere else.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_session_paths_answer_503_while_the_database_is_away() {
+    if skip_postgres("mcp_session_paths_answer_503_while_the_database_is_away") {
+        return;
+    }
+    let db = OwnDatabase::create("mcpsession").await;
+    let h = start_with(|c| c.database = Some(db.url())).await;
+    let mcp = |session: Option<&str>| {
+        let mut req = h
+            .client
+            .post(format!("{}/mcp", h.base))
+            .bearer_auth(KEY_A)
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(s) = session {
+            req = req
+                .header("Mcp-Session-Id", s)
+                .header("MCP-Protocol-Version", "2025-11-25");
+        }
+        req
+    };
+    let init = mcp(None)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(init.status(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .expect("session")
+        .to_owned();
+    db.take_away().await;
+
+    let (status, retry, body) = status_of(
+        mcp(Some(&session))
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
+            .send()
+            .await
+            .expect("tools/list"),
+    )
+    .await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
+    assert_eq!(body["id"], 2, "{body}");
+    assert_eq!(body["error"]["data"]["retryAfterSeconds"], 1, "{body}");
+    let closed = h
+        .client
+        .delete(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("Mcp-Session-Id", &session)
+        .send()
+        .await
+        .expect("delete");
+    let (status, retry, body) = status_of(closed).await;
+    assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
+
+    db.give_back().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = mcp(Some(&session))
+            .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}))
+            .send()
+            .await
+            .expect("tools/list");
+        let status = r.status().as_u16();
+        assert_ne!(status, 500, "a transient fault answered 500");
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mount did not recover: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(h);
+    db.drop_it().await;
+}
+
 /// Splits an SSE body into `(event, data)` frames.
 fn frames(text: &str) -> Vec<(String, String)> {
     text.split("\n\n")
