@@ -22,6 +22,8 @@ use tokio_postgres::NoTls;
 struct OwnDatabase {
     name: String,
     admin: tokio_postgres::Client,
+    /// The tablespace it was made in, when not the server's default.
+    tablespace: Option<String>,
 }
 
 impl OwnDatabase {
@@ -37,7 +39,42 @@ impl OwnDatabase {
             .batch_execute(&format!("CREATE DATABASE \"{name}\""))
             .await
             .expect("create database");
-        OwnDatabase { name, admin }
+        OwnDatabase {
+            name,
+            admin,
+            tablespace: None,
+        }
+    }
+
+    /// As [`OwnDatabase::create`], with every table in a tablespace at `dir` (a directory
+    /// the server's user owns).
+    async fn create_on_disk(test: &str, dir: &std::path::Path) -> OwnDatabase {
+        let (admin, conn) = tokio_postgres::connect(&test_url(), NoTls)
+            .await
+            .expect("PostgreSQL at OPENWOP_TEST_DATABASE_URL (OPENWOP_SKIP_POSTGRES=1 skips)");
+        tokio::spawn(conn);
+        let mut bytes = [0u8; 6];
+        getrandom::fill(&mut bytes).expect("random");
+        let name = format!("openwop_faults_{test}_{}", hex::encode(bytes));
+        let space = format!("{name}_space");
+        admin
+            .batch_execute(&format!(
+                "CREATE TABLESPACE \"{space}\" LOCATION '{}'",
+                dir.display()
+            ))
+            .await
+            .expect("create tablespace");
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE \"{name}\" TABLESPACE \"{space}\""
+            ))
+            .await
+            .expect("create database");
+        OwnDatabase {
+            name,
+            admin,
+            tablespace: Some(space),
+        }
     }
 
     /// The test server's URL, naming this database.
@@ -84,6 +121,12 @@ impl OwnDatabase {
                 self.name
             ))
             .await;
+        if let Some(space) = &self.tablespace {
+            let _ = self
+                .admin
+                .batch_execute(&format!("DROP TABLESPACE IF EXISTS \"{space}\""))
+                .await;
+        }
     }
 }
 
@@ -744,5 +787,95 @@ async fn a_full_disk_answers_503_and_readyz_follows() {
     h.create(KEY_A, "echo", json!({})).await;
     drop(h);
     tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(disk);
+}
+
+/// Before: on PostgreSQL a full disk under the data (its tablespace) refused every write
+/// with `53100` while `/readyz` said ready: reads went on, and readiness only read. Now
+/// a write that fails for a transient fault sends `/readyz` to a write of its own that
+/// needs a new page, and it says not ready until that succeeds again. The disk is a
+/// small tmpfs holding the test database's tablespace (needs root to mount; skipped,
+/// and said so, without it), filled up for real: nothing is injected.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_postgresql_tablespace_answers_503_and_readyz_follows() {
+    if skip_postgres("a_full_postgresql_tablespace_answers_503_and_readyz_follows") {
+        return;
+    }
+    let Some(disk) = SmallDisk::mount("32m") else {
+        eprintln!(
+            "SKIPPED a_full_postgresql_tablespace_answers_503_and_readyz_follows: cannot mount a tmpfs (not root)"
+        );
+        return;
+    };
+    // The server's own user must own the tablespace's directory.
+    let owned = std::process::Command::new("chown")
+        .args(["postgres:postgres"])
+        .arg(disk.dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !owned {
+        eprintln!(
+            "SKIPPED a_full_postgresql_tablespace_answers_503_and_readyz_follows: no `postgres` user to own the tablespace"
+        );
+        return;
+    }
+    let db = OwnDatabase::create_on_disk("fulldisk", disk.dir.path()).await;
+    let h = start_with(|c| c.database = Some(db.url())).await;
+    h.create(KEY_A, "echo", json!({})).await;
+    let filler = disk.dir.path().join("filler");
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&filler).expect("filler");
+        let block = vec![0u8; 64 * 1024];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let mut refused = None;
+    for i in 0..400 {
+        let mut pad = [0u8; 1024];
+        getrandom::fill(&mut pad).expect("random");
+        let r = h
+            .post(
+                "/runs",
+                KEY_A,
+                json!({"workflowId": "echo", "inputs": {"pad": hex::encode(pad), "i": i}}),
+            )
+            .send()
+            .await
+            .expect("create");
+        let (status, retry, body) = status_of(r).await;
+        assert_ne!(status, 500, "a full disk answered 500: {body}");
+        if status == 503 {
+            assert_eq!(retry.as_deref(), Some("1"), "{body}");
+            assert_eq!(body["error"], "service_unavailable", "{body}");
+            refused = Some(body);
+            break;
+        }
+    }
+    assert!(refused.is_some(), "no write was refused on a full disk");
+    // Reads still work: only a write tells.
+    let ready = h
+        .client
+        .get(format!("{}/readyz", h.base))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(ready.status(), 503, "/readyz says ready while writes fail");
+
+    std::fs::remove_file(&filler).expect("free the disk");
+    let ready = h
+        .client
+        .get(format!("{}/readyz", h.base))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(
+        ready.status(),
+        200,
+        "/readyz stays not ready after the disk has room"
+    );
+    h.create(KEY_A, "echo", json!({})).await;
+    drop(h);
+    db.drop_it().await;
     drop(disk);
 }
