@@ -661,7 +661,8 @@ impl PgStore {
         Ok(self.inner.pool.get().await?)
     }
 
-    /// A write, its outcome noted for readiness ([`RunStore::write_fault`]).
+    /// A write, its outcome noted for readiness ([`RunStore::write_fault`]): every write
+    /// of both stores goes through here.
     async fn noted<T>(
         &self,
         write: impl std::future::Future<Output = Result<T, StoreError>>,
