@@ -331,13 +331,7 @@ pub(crate) async fn negotiate(
         .ops
         .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
         .await
-        .map_err(|e| match e {
-            crate::ops::OpError::Unavailable { .. } => Fault::from(e),
-            e => {
-                tracing::error!(error = %e, "negotiation.decided could not be recorded");
-                Fault::internal()
-            }
-        })?;
+        .map_err(|e| Fault::host_fault("negotiation.decided could not be recorded", e))?;
     if decision.is_accepted() {
         Ok(())
     } else {
@@ -374,14 +368,8 @@ pub(crate) async fn serve(
         .ops
         .holding_host_events(request)
         .await
-        .unwrap_or_else(|e| match e {
-            // A store that cannot write now: 503 with Retry-After (issue #35).
-            crate::ops::OpError::Unavailable { .. } => Err(Fault::from(e)),
-            e => {
-                tracing::error!(error = %e, "a host event could not be recorded");
-                Err(Fault::internal())
-            }
-        })
+        // A store that cannot write now: 503 with Retry-After (issue #35).
+        .unwrap_or_else(|e| Err(Fault::host_fault("a host event could not be recorded", e)))
 }
 
 /// The span an A2A request runs in: its method, and the W3C trace it continues when it
