@@ -582,8 +582,9 @@ async fn open_streams_reach_the_runs_end_across_a_lost_database() {
 /// watch re-read the failing store in a loop. Now each stream ends with the error in its
 /// edge's shape (REST: an `error` event with the envelope; A2A JSON-RPC: an error
 /// response to the request's id; A2A HTTP+JSON: the `google.rpc.Status` body; MCP: an
-/// error response to the listen id carrying `retryAfterSeconds`), and a client that
-/// opens its stream again once the database is back reaches the run's end.
+/// error response to the listen id, or to a streamed `tools/call`, carrying
+/// `retryAfterSeconds`), and a client that opens its stream again once the database is
+/// back reaches the run's end.
 #[tokio::test(flavor = "multi_thread")]
 async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     if skip_postgres("streams_that_outlast_the_retry_window_end_with_an_error_and_resume") {
@@ -593,6 +594,7 @@ async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     let h = start_with(|c| {
         c.database = Some(db.url());
         c.stream_retry = Duration::from_secs(1);
+        c.mcp.progress_every = Duration::from_millis(200);
     })
     .await;
     let run_id = h.create(KEY_A, "approval", json!({})).await;
@@ -605,12 +607,36 @@ async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     let a2a = body_of(s.a2a_jsonrpc().await);
     let a2a_rest = body_of(s.a2a_rest().await);
     let listen = body_of(s.mcp_listen().await);
+    // An MCP request stream: a call that waits for its run, reporting progress.
+    let call = h
+        .client
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "slow")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"ms": 60000},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "progressToken": "tok-1"}}}),
+        )
+        .send()
+        .await
+        .expect("tools/call");
+    assert_eq!(call.status(), 200);
+    let call = body_of(call);
+    // The call's stream is open (its first progress sent) before the database goes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
 
     db.take_away().await;
     let rest = rest.await.expect("join");
     let a2a = a2a.await.expect("join");
     let a2a_rest = a2a_rest.await.expect("join");
     let listen = listen.await.expect("join");
+    let call = call.await.expect("join");
     db.give_back().await;
 
     let (event, data) = frames(&rest).last().cloned().expect("a frame");
@@ -641,6 +667,12 @@ async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     assert_eq!(
         error["error"]["data"]["retryAfterSeconds"], 1,
         "MCP: {listen}"
+    );
+    let error = last_json(&call);
+    assert_eq!(error["id"], 9, "MCP tools/call: {call}");
+    assert_eq!(
+        error["error"]["data"]["retryAfterSeconds"], 1,
+        "MCP tools/call: {call}"
     );
 
     // Back: each client opens its stream again (REST from its last event) and follows
