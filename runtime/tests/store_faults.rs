@@ -648,10 +648,9 @@ async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     );
     let last_id = rest
         .lines()
-        .filter_map(|l| l.strip_prefix("id:"))
-        .map(str::trim)
-        .last()
-        .map(str::to_owned);
+        .rev()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().to_owned());
     let error = last_json(&a2a);
     assert_eq!(error["id"], 1, "A2A JSON-RPC: {a2a}");
     assert_eq!(error["error"]["code"], -32603, "A2A JSON-RPC: {a2a}");
