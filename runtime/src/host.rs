@@ -78,6 +78,10 @@ pub struct HostConfig {
     /// The key the A2A cards are signed with: the operator's, else one the host mints
     /// at first start and keeps in its store.
     pub card_signing: crate::card_sign::SigningConfig,
+    /// How long an open stream (REST SSE, A2A streams, MCP listen and request streams)
+    /// rides out a failing store before it ends with an error its client resumes from.
+    /// Not a command-line setting: a seam for embedders and tests.
+    pub stream_retry: Duration,
 }
 
 impl HostConfig {
@@ -109,6 +113,7 @@ impl HostConfig {
             upstream: crate::upstream::SlaConfig::default(),
             clock: crate::clock::Clock::system(),
             card_signing: crate::card_sign::SigningConfig::default(),
+            stream_retry: crate::ops::RETRY_WITHIN,
         }
     }
 }
@@ -360,6 +365,7 @@ impl Host {
             .with_peer_key(peer_key)
             .with_egress(egress.clone())
             .with_shutdown(shutdown_rx.clone())
+            .with_stream_retry(config.stream_retry)
             .with_visibility(config.visibility.clone());
         if let Some(filter) = config.workflow_filter.clone() {
             ops = ops.with_workflow_filter(filter);

@@ -371,8 +371,16 @@ where
                     }
                 }
             });
-            let task = crate::edge::mcp::listen::start(state.clone(), ctx, message, feed_tx).await;
-            listens.insert(id.value().to_string(), Listen { task, feed });
+            match crate::edge::mcp::listen::start(state.clone(), ctx, message, feed_tx).await {
+                Ok(task) => {
+                    listens.insert(id.value().to_string(), Listen { task, feed });
+                }
+                // The store could not be read to set it up: the listen's error response.
+                Err(e) => {
+                    feed.abort();
+                    let _ = tx.send(e.body(Some(&id)));
+                }
+            }
             continue;
         }
         ctx.outbound = Some(Outbound::new(tx.clone(), &message));

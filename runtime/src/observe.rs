@@ -79,7 +79,7 @@ impl Metrics {
                 t.count
             );
         }
-        out.push_str("# HELP openwop_refusals_total Requests and connections refused (401, 429, 408, 413, 503, connections over a cap), by reason.\n");
+        out.push_str("# HELP openwop_refusals_total Requests and connections refused (401, 429, 408, 413, 503, connections over a cap, connections that could not be accepted), by reason.\n");
         out.push_str("# TYPE openwop_refusals_total counter\n");
         for (kind, n) in quiet::totals() {
             let _ = writeln!(

@@ -18,7 +18,8 @@
 //! - Refusals are counted (`observe::quiet`), never a log line each.
 //! - Graceful shutdown with a deadline: no new connections, in-flight requests finish,
 //!   and whatever is still open when the deadline passes is dropped.
-//! - An accept error (`EMFILE`) is logged and retried after a pause instead of spinning.
+//! - An accept error (`EMFILE`) is counted (`openwop_refusals_total{reason="accept_failed"}`,
+//!   one log line per interval with a sample) and retried after a pause instead of spinning.
 //! - The refusals hyper writes itself (431, 414, 400 for a head it cannot parse) carry an
 //!   error envelope and `OpenWOP-Version` (`refusals.rs`).
 
@@ -202,8 +203,9 @@ pub async fn serve(
                 Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of descriptors (or a connection reset before accept): wait for
-                    // some to close rather than spin on the error.
-                    tracing::warn!(error = %e, "accept failed; pausing 100 ms");
+                    // some to close rather than spin on the error. Counted, not logged
+                    // each time: out of descriptors it fails every 100 ms.
+                    crate::observe::quiet::accept_failed(&e);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

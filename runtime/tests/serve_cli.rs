@@ -775,3 +775,84 @@ fn mcp_stdio_reads_the_config_file_and_takes_the_key_once() {
     );
     assert!(answers[1]["result"]["tools"].is_array(), "{stdout}");
 }
+
+/// Before: out of file descriptors, the accept loop logged a warning every 100 ms (each
+/// retry fails again) for as long as the descriptors stayed taken. Now each failure is
+/// counted (`openwop_refusals_total{reason="accept_failed"}`) and written at most once
+/// per interval with the other refusals. The binary's descriptor limit is lowered to a
+/// few above what it holds (`prlimit`; skipped, and said so, where it is missing) and
+/// connections are held open past it for 2.5 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn accept_failures_are_counted_not_logged_every_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--api-key")
+        .arg("acme:acme-secret-key-0123456789")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (mut child, base) = listening(child).await;
+    let pid = child.id().expect("pid");
+    let held = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let limit = held + 8;
+    let lowered = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--nofile={limit}:{limit}"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if held == 0 || !lowered {
+        eprintln!(
+            "SKIPPED accept_failures_are_counted_not_logged_every_retry: cannot read or lower the child's descriptor limit"
+        );
+        return;
+    }
+    let addr = base.trim_start_matches("http://").to_owned();
+    let mut open = Vec::new();
+    for _ in 0..40 {
+        if let Ok(s) = tokio::net::TcpStream::connect(&addr).await {
+            open.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    drop(open);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let http = reqwest::Client::new();
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let failed: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("openwop_refusals_total{reason=\"accept_failed\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no accept_failed series: {metrics}"));
+    assert!(failed >= 5, "{failed} accept failures counted over 2.5 s");
+    child.kill().await.unwrap();
+    let mut text = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::BufReader::new(stderr), &mut text)
+        .await
+        .unwrap();
+    let accept_lines = text
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().contains("accept"))
+        .count();
+    assert!(
+        accept_lines <= 2,
+        "{accept_lines} log lines about accept failures ({failed} failures): {text}"
+    );
+}

@@ -27,10 +27,13 @@ pub enum Refusal {
     BodyTimeout,
     /// A transient store fault or a request past its deadline (503).
     Unavailable,
+    /// A connection the listener could not accept (out of file descriptors: `EMFILE`,
+    /// `ENFILE`); the accept loop pauses and tries again.
+    AcceptFailed,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 7] = [
+    pub const ALL: [Refusal; KINDS] = [
         Refusal::Unauthenticated,
         Refusal::RateLimited,
         Refusal::ConnectionCap,
@@ -38,6 +41,7 @@ impl Refusal {
         Refusal::BodyTooLarge,
         Refusal::BodyTimeout,
         Refusal::Unavailable,
+        Refusal::AcceptFailed,
     ];
 
     /// The metric label and the log field.
@@ -50,6 +54,7 @@ impl Refusal {
             Refusal::BodyTooLarge => "body_too_large",
             Refusal::BodyTimeout => "body_timeout",
             Refusal::Unavailable => "unavailable",
+            Refusal::AcceptFailed => "accept_failed",
         }
     }
 
@@ -70,17 +75,21 @@ impl Refusal {
     }
 }
 
+const KINDS: usize = 8;
+
 /// How often the counts are written at most.
 pub const INTERVAL: Duration = Duration::from_secs(10);
 
 struct Counts {
-    total: [AtomicU64; 7],
-    pending: [AtomicU64; 7],
+    total: [AtomicU64; KINDS],
+    pending: [AtomicU64; KINDS],
     started: Instant,
     /// Milliseconds since `started` when the current interval began.
     interval_began: AtomicU64,
     /// The last store error seen in the interval.
     store_error: Mutex<Option<String>>,
+    /// The last accept error seen in the interval.
+    accept_error: Mutex<Option<String>>,
 }
 
 fn counts() -> &'static Counts {
@@ -91,6 +100,7 @@ fn counts() -> &'static Counts {
         started: Instant::now(),
         interval_began: AtomicU64::new(0),
         store_error: Mutex::new(None),
+        accept_error: Mutex::new(None),
     })
 }
 
@@ -111,6 +121,17 @@ pub fn store_unavailable(detail: &str) {
     }
 }
 
+/// A connection the listener could not accept: counted, its error kept as the
+/// interval's sample. Out of descriptors, the accept loop fails every time it tries (each
+/// 100 ms), so a line per failure would be the flood this module exists to avoid.
+pub fn accept_failed(e: &std::io::Error) {
+    tracing::debug!(error = %e, "accept failed");
+    if let Ok(mut last) = counts().accept_error.lock() {
+        *last = Some(e.to_string());
+    }
+    refused(Refusal::AcceptFailed);
+}
+
 /// Writes the last interval's counts if it has ended (one atomic read otherwise).
 pub fn tick() {
     let c = counts();
@@ -129,6 +150,7 @@ pub fn tick() {
         .map(|k| (*k, c.pending[k.index()].swap(0, Relaxed)))
         .collect();
     let store_error = c.store_error.lock().ok().and_then(|mut e| e.take());
+    let accept_error = c.accept_error.lock().ok().and_then(|mut e| e.take());
     if taken.iter().all(|(_, n)| *n == 0) {
         return;
     }
@@ -142,7 +164,9 @@ pub fn tick() {
         body_too_large = n(Refusal::BodyTooLarge),
         body_timeout = n(Refusal::BodyTimeout),
         unavailable = n(Refusal::Unavailable),
+        accept_failed = n(Refusal::AcceptFailed),
         store_error = store_error.as_deref().unwrap_or(""),
+        accept_error = accept_error.as_deref().unwrap_or(""),
         "requests and connections refused since the last report"
     );
 }

@@ -26,7 +26,7 @@ pub use interop::{SESSION_IDLE_MS, Session};
 pub use resume::offered_actions;
 pub use tokens::TokenKey;
 pub use views::{event_view, host_event_view, run_view, to_json};
-pub use watch::{HostWatch, RunWatch, Update};
+pub use watch::{HostWatch, RETRY_WITHIN, RunWatch, Update};
 
 /// The closed `createRun` body: the generated model, which every edge builds (REST
 /// decodes it, A2A and MCP fill it in through [`run_request`]).
@@ -156,6 +156,8 @@ pub struct Ops {
     push: push::PushSlot,
     /// Where the connected host-log streams stand (retention keeps what they have not read).
     host_floors: Arc<watch::HostFloors>,
+    /// How long a watch rides out a failing store before its stream ends with the error.
+    stream_retry: Duration,
 }
 
 /// How long durable host events are kept.
@@ -205,7 +207,15 @@ impl Ops {
             shutdown: tokio::sync::watch::channel(false).1,
             push: push::PushSlot::new(),
             host_floors: Arc::default(),
+            stream_retry: watch::RETRY_WITHIN,
         }
+    }
+
+    /// The same operations, ending a watch whose store reads have failed for `within`
+    /// (with the error: every stream then ends in its edge's error shape).
+    pub fn with_stream_retry(mut self, within: Duration) -> Self {
+        self.stream_retry = within;
+        self
     }
 
     /// Drops durable host events past `retention`, except what a stream connected to this

@@ -22,22 +22,31 @@ use crate::store::{EventRecord, HostEventRecord, RunRecord, RunStore, Subscripti
 const PAGE: usize = 500;
 
 /// How long a watch keeps retrying a store that fails transiently (a terminated
-/// connection, a restarting server, a full disk) before it gives up with the error.
-/// Well past a PostgreSQL restart or a pool reconnecting; a stream that must end then
-/// ends so its client resumes from the last event it got.
+/// connection, a restarting server, a full disk) before it gives up with the error,
+/// unless the host sets its own ([`Ops::with_stream_retry`]). Well past a PostgreSQL
+/// restart or a pool reconnecting; a stream that must end then ends with an error in its
+/// edge's shape, so its client resumes from the last event it got.
 pub const RETRY_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A watch's retries of transient store faults: backing off from 0.1 s to 5 s, for
-/// [`RETRY_WITHIN`] since the first failure of a run of them.
-#[derive(Default)]
+/// `within` ([`RETRY_WITHIN`] by default) since the first failure of a run of them.
 struct Retry {
+    within: Duration,
     failing_since: Option<tokio::time::Instant>,
     delay: Duration,
 }
 
 impl Retry {
+    fn within(within: Duration) -> Retry {
+        Retry {
+            within,
+            failing_since: None,
+            delay: Duration::ZERO,
+        }
+    }
+
     /// How long to wait before reading again after `e`; `None` when `e` is not worth
     /// another read (not transient, or failing for too long).
     fn after(&mut self, e: &OpError) -> Option<Duration> {
@@ -46,10 +55,14 @@ impl Retry {
         }
         let now = tokio::time::Instant::now();
         let since = *self.failing_since.get_or_insert(now);
-        if now.duration_since(since) >= RETRY_WITHIN {
+        let spent = now.duration_since(since);
+        if spent >= self.within {
             return None;
         }
-        self.delay = (self.delay * 2).clamp(RETRY_FIRST, RETRY_MAX);
+        // Never past the window: the last read falls at its end, not up to 5 s later.
+        self.delay = (self.delay * 2)
+            .clamp(RETRY_FIRST, RETRY_MAX)
+            .min(self.within - spent);
         tracing::debug!(
             retry_in_ms = u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX),
             "a stream's store read failed; reading again"
@@ -101,7 +114,8 @@ impl RunWatch {
     /// The next update: at once when there are events after the cursor, else when some
     /// arrive. `None` when the watch has ended. Cancel-safe: dropping the future loses
     /// nothing (the cursor moves only when an update is returned). A transient store
-    /// fault is retried with backoff for [`RETRY_WITHIN`]; only then is it returned.
+    /// fault is retried with backoff for the host's window ([`RETRY_WITHIN`]); only then
+    /// is it returned, and the watch ends with it (a caller ends its stream there).
     pub async fn next(&mut self) -> Option<Result<Update, OpError>> {
         loop {
             if self.done || *self.shutdown.borrow() {
@@ -117,7 +131,12 @@ impl RunWatch {
                         pause(delay, &mut self.shutdown).await;
                         continue;
                     }
-                    None => return Some(Err(e)),
+                    None => {
+                        // Read no more: a stream that ended here is resumed by its
+                        // client, not by more reads of a store that keeps failing.
+                        self.done = true;
+                        return Some(Err(e));
+                    }
                 },
                 Read::Ended => return None,
                 Read::Nothing => self.retry.reset(),
@@ -345,7 +364,7 @@ impl Ops {
             wakes,
             shutdown: self.shutdown.clone(),
             done: false,
-            retry: Retry::default(),
+            retry: Retry::within(self.stream_retry),
         })
     }
 
@@ -361,7 +380,7 @@ impl Ops {
             cursor: after,
             shutdown: self.shutdown.clone(),
             ready: Default::default(),
-            retry: Retry::default(),
+            retry: Retry::within(self.stream_retry),
         }
     }
 

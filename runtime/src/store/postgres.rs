@@ -56,6 +56,10 @@ struct Inner {
     /// every commit (see [`InteropStore::push_configs_possible`]).
     push_configured: Arc<std::sync::atomic::AtomicBool>,
     listener: tokio::task::JoinHandle<()>,
+    /// How the last write ended (`/readyz` turns not-ready while writes fail): reads go
+    /// on when only writes fail (a full tablespace: SQLSTATE 53100), so readiness, which
+    /// reads, would not see it otherwise.
+    write_health: WriteHealth,
 }
 
 impl Drop for Inner {
@@ -648,12 +652,24 @@ impl PgStore {
                 wakes,
                 push_configured,
                 listener,
+                write_health: WriteHealth::default(),
             }),
         })
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         Ok(self.inner.pool.get().await?)
+    }
+
+    /// A write, its outcome noted for readiness ([`RunStore::write_fault`]): every write
+    /// of both stores goes through here.
+    async fn noted<T>(
+        &self,
+        write: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let out = write.await;
+        self.inner.write_health.note(&out);
+        out
     }
 }
 
@@ -664,7 +680,7 @@ impl RunStore for PgStore {
         idempotency: Option<IdempotencyClaim>,
         with: CreateWith,
     ) -> StoreFuture<'_, Created> {
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let now = now_ms();
             // A new run's context is the one asked for, so its first message can be
@@ -754,7 +770,7 @@ impl RunStore for PgStore {
                 context_id,
                 host_events,
             })
-        })
+        }))
     }
 
     fn get_run(&self, run_id: &str) -> StoreFuture<'_, Option<RunRecord>> {
@@ -852,7 +868,7 @@ impl RunStore for PgStore {
         events: Vec<NewEvent>,
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             let lease = patch.lease_owner.clone();
             let check = Check {
@@ -864,7 +880,7 @@ impl RunStore for PgStore {
             // The NOTIFY reaches this replica too, but a direct wake saves the round trip.
             self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
-        })
+        }))
     }
 
     fn resolve_interrupt(
@@ -876,7 +892,7 @@ impl RunStore for PgStore {
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         let node_id = node_id.to_owned();
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             // The run's row first, as every writer does, so a resolve and a cancel never
@@ -910,7 +926,7 @@ impl RunStore for PgStore {
             tx.commit().await?;
             self.inner.wakes.publish(Wake::Run(out.run.run_id.clone()));
             Ok(out)
-        })
+        }))
     }
 
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
@@ -962,7 +978,7 @@ impl RunStore for PgStore {
     }
 
     fn append_host_event(&self, event: HostEventRecord) -> StoreFuture<'_, HostEventRecord> {
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             if event.delivery != "durable" {
                 self.announce_host_event(&client, &event).await?;
@@ -1014,7 +1030,7 @@ impl RunStore for PgStore {
             self.announce_host_event(&tx, &stored).await?;
             tx.commit().await?;
             Ok(stored)
-        })
+        }))
     }
 
     fn host_events(
@@ -1058,7 +1074,7 @@ impl RunStore for PgStore {
 
     fn acquire_lease(&self, run_id: &str, owner: &str, ttl_ms: i64) -> StoreFuture<'_, bool> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             const TAKE: &str = concat!(
                 "UPDATE runs SET lease_owner = $2, lease_expires_ms = ",
@@ -1068,12 +1084,12 @@ impl RunStore for PgStore {
                 ")"
             );
             Ok(exec(&client, TAKE, &[&run_id, &owner, &ttl_ms]).await? == 1)
-        })
+        }))
     }
 
     fn release_lease(&self, run_id: &str, owner: &str) -> StoreFuture<'_, ()> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(
                 &client,
@@ -1082,7 +1098,7 @@ impl RunStore for PgStore {
             )
             .await?;
             Ok(())
-        })
+        }))
     }
 
     fn unleased_runs(&self, statuses: &'static [RunStatus]) -> StoreFuture<'_, Vec<String>> {
@@ -1104,13 +1120,13 @@ impl RunStore for PgStore {
 
     fn shared_secret(&self, name: &str, candidate: Vec<u8>) -> StoreFuture<'_, Vec<u8>> {
         let name = name.to_owned();
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(&client, sql::OFFER_SECRET, &[&name, &candidate]).await?;
             one(&client, sql::SECRET_BY_NAME, &[&name], |r| r.bytes("value"))
                 .await?
                 .ok_or_else(|| StoreError::Database("a secret vanished".into()))
-        })
+        }))
     }
 
     fn prune_host_events(
@@ -1119,7 +1135,7 @@ impl RunStore for PgStore {
         before_ms: i64,
         floors: std::collections::HashMap<String, i64>,
     ) -> StoreFuture<'_, u64> {
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             let tenants = all(&client, sql::HOST_EVENT_TENANTS, &[], |r| r.text("tenant")).await?;
             let mut dropped = 0u64;
@@ -1143,7 +1159,29 @@ impl RunStore for PgStore {
                 }
             }
             Ok(dropped)
-        })
+        }))
+    }
+
+    fn write_fault(&self) -> Option<String> {
+        self.inner.write_health.fault()
+    }
+
+    /// A write that needs a new page where the runs live: a temporary table (in the
+    /// database's default tablespace) extended by one row, rolled back. Rewriting a row,
+    /// as SQLite's probe does, would pass on a full tablespace (the page has room; the
+    /// WAL lives elsewhere) while every new run is refused.
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        Box::pin(self.noted(async move {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            tx.batch_execute(
+                "CREATE TEMPORARY TABLE openwop_readiness_probe (b bytea) ON COMMIT DROP; \
+                 INSERT INTO openwop_readiness_probe VALUES ('\\x00')",
+            )
+            .await?;
+            tx.rollback().await?;
+            Ok(())
+        }))
     }
 
     fn schema_version(&self) -> StoreFuture<'_, i64> {

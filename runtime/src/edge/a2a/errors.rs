@@ -229,6 +229,20 @@ impl Fault {
         // Never the underlying error: it may name a store path or carry a peer's body.
         Fault::transport(Transport::Internal, "internal error")
     }
+
+    /// An operation's failure the caller did not cause (reading a task's side state,
+    /// recording a host event): a transient store fault is `503` with `Retry-After`
+    /// (`UNAVAILABLE`) on both bindings, as every edge answers one; anything else is the
+    /// internal error, its detail logged under `what`.
+    pub fn host_fault(what: &str, e: OpError) -> Fault {
+        match e {
+            OpError::Unavailable { .. } => Fault::from(e),
+            e => {
+                tracing::error!(error = %e, "{what}");
+                Fault::internal()
+            }
+        }
+    }
 }
 
 /// How an operation's error reads on an A2A interface, wherever no handler says more

@@ -47,11 +47,14 @@ pub async fn handle(
             framing::http_response(axum::http::StatusCode::OK, framing::success(&id, &result))
         }
         Ok(Answer::Stream(events)) => {
-            // Every SSE event is a whole JSON-RPC response echoing the request's id.
-            let frames = events.map(move |response| {
-                Ok::<_, std::convert::Infallible>(
-                    Event::default().data(framing::success(&id, &response)),
-                )
+            // Every SSE event is a whole JSON-RPC response echoing the request's id; a
+            // stream the host cannot go on with ends with an error response.
+            let frames = events.map(move |item| {
+                let body = match item {
+                    Ok(response) => framing::success(&id, &response),
+                    Err(fault) => fault.jsonrpc_body(&id),
+                };
+                Ok::<_, std::convert::Infallible>(Event::default().data(body))
             });
             Sse::new(frames)
                 .keep_alive(KeepAlive::default())

@@ -221,10 +221,11 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     })
 }
 
-/// What an operation answers: a value, or a stream of `StreamResponse` objects.
+/// What an operation answers: a value, or a stream of `StreamResponse` objects (ended,
+/// when the host cannot go on with it, by the error).
 pub(crate) enum Answer {
     Value(Value),
-    Stream(futures::stream::BoxStream<'static, Value>),
+    Stream(futures::stream::BoxStream<'static, stream::Item>),
 }
 
 /// Answers one A2A operation, whichever binding carried it: the bindings differ in how
@@ -330,13 +331,7 @@ pub(crate) async fn negotiate(
         .ops
         .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
         .await
-        .map_err(|e| match e {
-            crate::ops::OpError::Unavailable { .. } => Fault::from(e),
-            e => {
-                tracing::error!(error = %e, "negotiation.decided could not be recorded");
-                Fault::internal()
-            }
-        })?;
+        .map_err(|e| Fault::host_fault("negotiation.decided could not be recorded", e))?;
     if decision.is_accepted() {
         Ok(())
     } else {
@@ -373,14 +368,8 @@ pub(crate) async fn serve(
         .ops
         .holding_host_events(request)
         .await
-        .unwrap_or_else(|e| match e {
-            // A store that cannot write now: 503 with Retry-After (issue #35).
-            crate::ops::OpError::Unavailable { .. } => Err(Fault::from(e)),
-            e => {
-                tracing::error!(error = %e, "a host event could not be recorded");
-                Err(Fault::internal())
-            }
-        })
+        // A store that cannot write now: 503 with Retry-After (issue #35).
+        .unwrap_or_else(|e| Err(Fault::host_fault("a host event could not be recorded", e)))
 }
 
 /// The span an A2A request runs in: its method, and the W3C trace it continues when it

@@ -265,8 +265,13 @@ pub async fn handle(
     Ok(match answer {
         Answer::Value(result) => (StatusCode::OK, axum::Json(result)).into_response(),
         Answer::Stream(events) => {
-            let frames = events.map(|response| {
-                Ok::<_, std::convert::Infallible>(Event::default().data(response.to_string()))
+            // A stream the host cannot go on with ends with the binding's error body.
+            let frames = events.map(|item| {
+                let body = match item {
+                    Ok(response) => response.to_string(),
+                    Err(fault) => fault.rest_body().to_string(),
+                };
+                Ok::<_, std::convert::Infallible>(Event::default().data(body))
             });
             Sse::new(frames)
                 .keep_alive(KeepAlive::default())

@@ -37,18 +37,16 @@ pub struct A2aState {
         Arc<std::sync::OnceLock<Result<crate::negotiation::Offer, crate::negotiation::OfferError>>>,
 }
 
-fn internal<E: std::fmt::Display + 'static>(e: E) -> Fault {
-    // A store that cannot serve now is a 503 with Retry-After, never an internal error
-    // (issue #35); every other failure stays one.
-    if let Some(op @ crate::ops::OpError::Unavailable { .. }) =
-        (&e as &dyn std::any::Any).downcast_ref::<crate::ops::OpError>()
-    {
-        return Fault::from(crate::ops::OpError::Unavailable {
-            retry_after_secs: op.retry_after().unwrap_or(1),
-        });
-    }
+/// A failure inside the edge that is no operation's (an id or a projection the host
+/// made and cannot read back); an operation's goes through [`Fault::host_fault`].
+fn internal(e: impl std::fmt::Display) -> Fault {
     tracing::error!(error = %e, "A2A edge failure");
     Fault::internal()
+}
+
+/// An operation's failure while reading or writing a task's A2A side state.
+fn side_fault(e: OpError) -> Fault {
+    Fault::host_fault("A2A task state could not be read or written", e)
 }
 
 /// `historyLength`: absent, or a non-negative integer (a string on HTTP+JSON queries).
@@ -243,7 +241,7 @@ impl A2aState {
 
     /// The task's contextId: the bound one, else the run id (runs started over REST).
     async fn context_of(&self, run: &RunRecord) -> Result<String, Fault> {
-        self.app.ops.a2a_context(run).await.map_err(internal)
+        self.app.ops.a2a_context(run).await.map_err(side_fault)
     }
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
@@ -259,7 +257,7 @@ impl A2aState {
         answer: Option<crate::ops::Answer>,
     ) -> Result<Projected, Fault> {
         // The open interrupt, contextId and history in one store call.
-        let side = self.app.ops.a2a_task(run).await.map_err(internal)?;
+        let side = self.app.ops.a2a_task(run).await.map_err(side_fault)?;
         let open = side.open_interrupt;
         let snapshot = run_view(run, open.as_ref())?;
         let payload = open
@@ -345,7 +343,7 @@ impl A2aState {
             .ops
             .open_interrupt(&run)
             .await
-            .map_err(internal)?
+            .map_err(side_fault)?
             .ok_or_else(|| Fault::unsupported("the task has no open interrupt to answer"))?;
         if let Some(node) = &send.interrupt_node
             && *node != open.node_id
@@ -387,7 +385,7 @@ impl A2aState {
             .ops
             .a2a_append_message(&run, message)
             .await
-            .map_err(internal)?;
+            .map_err(side_fault)?;
         Ok((resumed, send.history_length, send.return_immediately))
     }
 

@@ -1,6 +1,9 @@
 //! Streaming (SendStreamingMessage, SubscribeToTask): the Task first, then a statusUpdate
 //! per status change and an artifactUpdate per published artifact; the stream ends at a
-//! terminal state, or at an interrupted one where the peer has to act.
+//! terminal state, or at an interrupted one where the peer has to act. A stream the host
+//! cannot go on with (its store failed for longer than a watch retries) ends with the
+//! error as its last item, which each binding renders in its own shape: the client then
+//! knows to resubscribe rather than take the close for the task's end.
 
 use crate::status::Lifecycle;
 
@@ -25,6 +28,9 @@ pub enum Until {
     Interrupted,
 }
 
+/// One item of a stream: a `StreamResponse`, or the error that ends the stream.
+pub type Item = Result<Value, Fault>;
+
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.
 pub async fn open(
@@ -33,7 +39,7 @@ pub async fn open(
     run: RunRecord,
     history: Option<usize>,
     until: Until,
-) -> Result<impl Stream<Item = Value>, Fault> {
+) -> Result<impl Stream<Item = Item>, Fault> {
     let first = state
         .project(
             &run,
@@ -45,7 +51,13 @@ pub async fn open(
         .await?;
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
-        if tx.send(first.as_stream_task()).await.is_err() {
+        // The stream's last item, when the host cannot go on with it.
+        let sender = &tx;
+        let fail = move |e: Fault| async move {
+            tracing::warn!(error = %e.message, "an A2A stream ended by a failure; the client may resubscribe");
+            let _ = sender.send(Err(e)).await;
+        };
+        if tx.send(Ok(first.as_stream_task())).await.is_err() {
             return;
         }
         let ends = |p: &project::Projected| {
@@ -61,10 +73,7 @@ pub async fn open(
         let mut sent_artifacts = first.task.get("artifacts").is_some();
         let mut watch = match state.app.ops.watch(&subject, &id, run.last_sequence).await {
             Ok(watch) => watch,
-            Err(e) => {
-                tracing::warn!(error = %e, "A2A stream ended early");
-                return;
-            }
+            Err(e) => return fail(e.into()).await,
         };
         loop {
             // A client that went away ends the task at once, not at the run's next event.
@@ -74,13 +83,10 @@ pub async fn open(
             };
             let update = match next {
                 Some(Ok(update)) => update,
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "A2A stream ended early");
-                    return;
-                }
+                Some(Err(e)) => return fail(e.into()).await,
                 None => return,
             };
-            let Ok(now) = state
+            let now = match state
                 .project(
                     &update.run,
                     Shape {
@@ -89,20 +95,21 @@ pub async fn open(
                     },
                 )
                 .await
-            else {
-                return;
+            {
+                Ok(now) => now,
+                Err(e) => return fail(e).await,
             };
             if !sent_artifacts && now.task.get("artifacts").is_some() {
                 sent_artifacts = true;
                 for update in now.as_artifact_updates() {
-                    if tx.send(update).await.is_err() {
+                    if tx.send(Ok(update)).await.is_err() {
                         return;
                     }
                 }
             }
             if now.task["status"]["state"] != last_state || ends(&now) {
                 last_state = now.task["status"]["state"].clone();
-                if tx.send(now.as_status_update()).await.is_err() {
+                if tx.send(Ok(now.as_status_update())).await.is_err() {
                     return;
                 }
             }

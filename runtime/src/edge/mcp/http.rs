@@ -72,13 +72,12 @@ async fn streamed(
             let outcome = ops
                 .holding_host_events_from(held, state.dispatch(&ctx, &message))
                 .await
-                .unwrap_or_else(|e| match e {
-                    // A store that cannot write now: 503 with Retry-After (issue #35).
-                    crate::ops::OpError::Unavailable { .. } => Err(RpcError::from(e)),
-                    e => {
-                        tracing::error!(error = %e, "a host event could not be recorded");
-                        Err(RpcError::internal())
-                    }
+                // A store that cannot write now: 503 with Retry-After (issue #35).
+                .unwrap_or_else(|e| {
+                    Err(RpcError::host_fault(
+                        "a host event could not be recorded",
+                        e,
+                    ))
                 });
             let _ = done_tx.send(outcome);
         }
@@ -340,10 +339,10 @@ pub async fn end_session(
             &RpcError::new(INVALID_REQUEST, "no such session").with_http(StatusCode::NOT_FOUND),
             None,
         ),
-        Err(e) => {
-            tracing::error!(error = %e, "an MCP session could not be closed");
-            error_response(&RpcError::internal(), None)
-        }
+        Err(e) => error_response(
+            &RpcError::host_fault("an MCP session could not be closed", e),
+            None,
+        ),
     }
 }
 
@@ -368,13 +367,10 @@ pub async fn handle(
     match ops.holding_host_events(request).await {
         Ok(response) => response,
         // A store that cannot write now: 503 with Retry-After (issue #35).
-        Err(e @ crate::ops::OpError::Unavailable { .. }) => {
-            error_response(&RpcError::from(e), id.as_ref())
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "a host event could not be recorded");
-            error_response(&RpcError::internal(), id.as_ref())
-        }
+        Err(e) => error_response(
+            &RpcError::host_fault("a host event could not be recorded", e),
+            id.as_ref(),
+        ),
     }
 }
 
@@ -413,8 +409,10 @@ async fn take_response(
             );
         }
         Err(e) => {
-            tracing::error!(error = %e, "an MCP session could not be read");
-            return error_response(&RpcError::internal(), None);
+            return error_response(
+                &RpcError::host_fault("an MCP session could not be read", e),
+                None,
+            );
         }
     }
     match state
@@ -457,8 +455,10 @@ async fn serve_message(
                 {
                     Ok(id) => id,
                     Err(e) => {
-                        tracing::error!(error = %e, "an MCP session could not be stored");
-                        return error_response(&RpcError::internal(), id.as_ref());
+                        return error_response(
+                            &RpcError::host_fault("an MCP session could not be stored", e),
+                            id.as_ref(),
+                        );
                     }
                 };
                 let mut resp =
@@ -541,10 +541,7 @@ async fn select_era(
             .ops
             .mcp_session(&session_id, &principal(subject))
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "an MCP session could not be read");
-                RpcError::internal()
-            })?;
+            .map_err(|e| RpcError::host_fault("an MCP session could not be read", e))?;
         let Some(session) = found else {
             // The legacy way of saying "initialize again".
             return Err(

@@ -16,9 +16,11 @@ use serde_json::{Value, json};
 
 use super::McpState;
 use super::gate::TASKS_EXTENSION;
-use super::rpc::{Message, result_body};
+use super::rpc::{Message, RpcError, result_body};
 use super::service::Ctx;
 use crate::ids::BoundId;
+use crate::ops::OpError;
+use axum::http::StatusCode;
 use futures::StreamExt;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -32,10 +34,15 @@ fn notification(method: &str, mut params: Value, id: &Value) -> Value {
 }
 
 /// Opens the stream on streamable HTTP. Ends when the client goes away (the stream is
-/// dropped) or, with a final result to the listen id, when the host shuts down.
+/// dropped) or, with a final response to the listen id, when the host shuts down (a
+/// result) or cannot go on (an error: the client listens again). A store that cannot
+/// be read while the subscription is set up answers 503 with `Retry-After` instead.
 pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<String>(16);
-    let _ = start(state, ctx, message, tx).await;
+    let id = message.echo_id();
+    if let Err(e) = start(state, ctx, message, tx).await {
+        return super::http::error_response(&e, Some(&id));
+    }
     let stream = futures::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |v| {
         Ok::<Event, Infallible>(Event::default().event("message").data(v))
     });
@@ -50,14 +57,16 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
 }
 
 /// Starts a subscription whose messages (the acknowledgement first, then the
-/// notifications, then a final result at shutdown) go to `tx`, on any transport (the SSE
-/// stream above, stdout on stdio). It ends when `tx`'s receiver is dropped.
+/// notifications, then a final response at shutdown or when the host cannot go on) go
+/// to `tx`, on any transport (the SSE stream above, stdout on stdio). It ends when `tx`'s
+/// receiver is dropped. `Err`: the store could not be read to set it up (a transient
+/// fault, answered as the mount answers one); nothing was sent.
 pub async fn start(
     state: McpState,
     ctx: Ctx,
     message: Message,
     tx: tokio::sync::mpsc::Sender<String>,
-) -> tokio::task::JoinHandle<()> {
+) -> Result<tokio::task::JoinHandle<()>, RpcError> {
     // The final result echoes the request id as sent; the subscription id in `_meta` is
     // that id as a value.
     let raw_id = message.echo_id();
@@ -78,22 +87,28 @@ pub async fn start(
     let mut honoured_ids: Vec<String> = Vec::new();
     if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
         for task_id in ids.iter().filter_map(Value::as_str) {
-            let Ok(run) = state
+            // A store that cannot be read says nothing about the task: the listen is
+            // refused for now rather than acknowledged without it.
+            let run = match state
                 .load_task(&ctx.subject, &json!({"taskId": task_id}))
                 .await
-            else {
-                continue;
+            {
+                Ok(run) => run,
+                Err(e) if e.http == StatusCode::SERVICE_UNAVAILABLE => return Err(e),
+                Err(_) => continue,
             };
             let Ok(bound) = BoundId::parse_bound(&run.run_id) else {
                 continue;
             };
-            let Ok(watch) = state
+            let watch = match state
                 .app
                 .ops
                 .watch(&ctx.subject, &bound, run.last_sequence)
                 .await
-            else {
-                continue;
+            {
+                Ok(watch) => watch,
+                Err(e @ OpError::Unavailable { .. }) => return Err(e.into()),
+                Err(_) => continue,
             };
             honoured_ids.push(task_id.to_owned());
             watches.push(Box::pin(futures::stream::unfold(
@@ -110,7 +125,7 @@ pub async fn start(
     let mut shutdown = state.app.shutdown.clone();
     // A task feeds the stream through a channel; when the client goes away the receiver
     // is dropped and `tx.closed()` ends the task.
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         let ack = notification(
             "notifications/subscriptions/acknowledged",
             json!({"notifications": honoured}),
@@ -119,6 +134,13 @@ pub async fn start(
         if tx.send(ack.to_string()).await.is_err() {
             return;
         }
+        let fail = |e: RpcError| {
+            tracing::warn!(code = e.code, error = %e.message, "a listen stream ended by a failure; the client may listen again");
+            let (tx, body) = (&tx, e.body(Some(&raw_id)));
+            async move {
+                let _ = tx.send(body).await;
+            }
+        };
         // Where each watched task stood when last told, so an update that changed nothing
         // the client sees sends nothing.
         let mut last: HashMap<String, Value> = HashMap::new();
@@ -130,12 +152,17 @@ pub async fn start(
                 // the host ends it.
                 Some(update) = watches.next(), if !watches.is_empty() => update,
             };
-            let Ok(update) = update else {
-                continue;
+            // A watch whose store failed for longer than it retries, or a view that
+            // cannot be read: the subscription ends with the error as its response, the
+            // shape a client re-listens on (MCP 2026 streams are not resumed; the new
+            // listen's notifications carry each task's state as it is then).
+            let run = match update {
+                Ok(update) => update.run,
+                Err(e) => return fail(RpcError::from(e)).await,
             };
-            let run = update.run;
-            let Ok(mut view) = state.task_view(&run, true, modes).await else {
-                continue;
+            let mut view = match state.task_view(&run, true, modes).await {
+                Ok(view) => view,
+                Err(e) => return fail(e).await,
             };
             if let Some(obj) = view.as_object_mut() {
                 obj.remove("resultType");
@@ -158,5 +185,5 @@ pub async fn start(
             json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}),
         );
         let _ = tx.send(end).await;
-    })
+    }))
 }

@@ -107,13 +107,7 @@ impl McpState {
             .ops
             .emit_host_event(&subject.tenant, "negotiation.decided", "durable", payload)
             .await
-            .map_err(|e| match e {
-                crate::ops::OpError::Unavailable { .. } => RpcError::from(e),
-                e => {
-                    tracing::error!(error = %e, "negotiation.decided could not be recorded");
-                    RpcError::internal()
-                }
-            })?;
+            .map_err(|e| RpcError::host_fault("negotiation.decided could not be recorded", e))?;
         match decision.version {
             Some(v) if decision.is_accepted() => Ok(v),
             _ => Err(

@@ -120,6 +120,20 @@ impl RpcError {
         RpcError::new(INTERNAL_ERROR, "the host failed while handling the request")
     }
 
+    /// An operation's failure the caller did not cause (a session, a spent state, an
+    /// open interrupt that could not be read): a transient store fault is the mount's
+    /// 503 with `Retry-After`, as every edge answers one; anything else is the internal
+    /// error, its detail logged under `what`.
+    pub fn host_fault(what: &str, e: OpError) -> RpcError {
+        match e {
+            OpError::Unavailable { .. } => RpcError::from(e),
+            e => {
+                tracing::error!(error = %e, "{what}");
+                RpcError::internal()
+            }
+        }
+    }
+
     /// The `error` member.
     pub fn error_member(&self) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});

@@ -128,6 +128,20 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> RpcError {
     RpcError::internal()
 }
 
+/// A run's open interrupt that could not be read: 503 for a transient store fault.
+pub(crate) fn open_fault(e: OpError) -> RpcError {
+    RpcError::host_fault("the run's open interrupt could not be read", e)
+}
+
+/// The run a requestState names, unreadable: a store that cannot answer now is its 503
+/// (the state stays good for a retry), anything else a state from another request.
+pub(crate) fn state_run_fault(e: OpError) -> RpcError {
+    match e {
+        OpError::Unavailable { .. } => RpcError::from(e),
+        _ => refused_state(Refusal::OtherRequest),
+    }
+}
+
 /// The one answer for a task the caller cannot read, whether or not it exists.
 fn unknown_task(task_id: &str) -> RpcError {
     RpcError::invalid_params(format!("no task `{task_id}`"))
@@ -675,7 +689,7 @@ impl McpState {
         run: &RunRecord,
         round: u32,
     ) -> Result<Value, RpcError> {
-        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)? else {
+        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)? else {
             return self.call_result(run).await;
         };
         let asked = Asked {
@@ -772,7 +786,7 @@ impl McpState {
             .ops
             .get_run(&ctx.subject, &id)
             .await
-            .map_err(|_| refused_state(Refusal::OtherRequest))?;
+            .map_err(state_run_fault)?;
         if let Some(responses) = responses
             && !responses.is_object()
         {
@@ -788,7 +802,12 @@ impl McpState {
                 .await;
         };
         // A state for an interrupt that is no longer open is stale, whatever the answer.
-        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?;
+        let open = self
+            .app
+            .ops
+            .open_interrupt(&run)
+            .await
+            .map_err(open_fault)?;
         let Some(open) = open.filter(|o| o.interrupt_id == claims.interrupt) else {
             return Err(refused_state(Refusal::Spent));
         };
@@ -819,10 +838,7 @@ impl McpState {
             .ops
             .spend_request_state(&claims.nonce, claims.exp)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "cannot record a spent requestState");
-                RpcError::internal()
-            })?;
+            .map_err(|e| RpcError::host_fault("cannot record a spent requestState", e))?;
         if fresh {
             Ok(())
         } else {
@@ -933,7 +949,7 @@ impl McpState {
         } else if status.is_terminal() {
             task["result"] = self.call_result(run).await?;
         } else if status.asks_for_input()
-            && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)?
+            && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)?
         {
             let asked = Asked {
                 interrupt_id: &open.interrupt_id,
@@ -973,7 +989,12 @@ impl McpState {
             .ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
         // Only a key naming the open interrupt resolves anything; keys never issued,
         // already answered or no longer open are ignored, as the map's row says.
-        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?;
+        let open = self
+            .app
+            .ops
+            .open_interrupt(&run)
+            .await
+            .map_err(open_fault)?;
         if let Some(open) = open
             && let Some(answer) = responses.get(&open.interrupt_id)
         {

@@ -12,7 +12,9 @@ use super::McpState;
 use super::elicit::{self, Answer, Asked, Modes};
 use super::request_state::{Claims, Refusal};
 use super::rpc::RpcError;
-use super::service::{Ctx, Era, STATE_TTL_MS, internal, refused_state};
+use super::service::{
+    Ctx, Era, STATE_TTL_MS, internal, open_fault, refused_state, state_run_fault,
+};
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
@@ -46,7 +48,7 @@ impl McpState {
         if !matches!(ctx.era, Era::Legacy(_)) || ctx.outbound.is_none() {
             return Ok(false);
         }
-        let open = self.app.ops.open_interrupt(run).await.map_err(internal)?;
+        let open = self.app.ops.open_interrupt(run).await.map_err(open_fault)?;
         Ok(open.is_some_and(|o| elicit::can_ask(&o.kind, ctx.session_modes)))
     }
 
@@ -62,7 +64,7 @@ impl McpState {
         let Some(out) = ctx.outbound.as_ref() else {
             return Err(RpcError::internal());
         };
-        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(internal)? else {
+        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)? else {
             return Ok(Outcome::Answered(run.clone()));
         };
         let asked = Asked {
@@ -155,8 +157,13 @@ impl McpState {
             .ops
             .get_run(subject, &id)
             .await
-            .map_err(|_| refused_state(Refusal::OtherRequest))?;
-        let open = self.app.ops.open_interrupt(&run).await.map_err(internal)?;
+            .map_err(state_run_fault)?;
+        let open = self
+            .app
+            .ops
+            .open_interrupt(&run)
+            .await
+            .map_err(open_fault)?;
         let Some(open) = open.filter(|o| o.interrupt_id == claims.interrupt) else {
             return Err(refused_state(Refusal::Spent));
         };

@@ -120,7 +120,7 @@ impl PgStore {
 impl InteropStore for PgStore {
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
         let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(&client, sql::BIND_CONTEXT, &[&run_id, &context_id]).await?;
             one(&client, sql::CONTEXT_OF, &[&run_id], |r| {
@@ -128,7 +128,7 @@ impl InteropStore for PgStore {
             })
             .await?
             .ok_or_else(|| StoreError::Database("a bound context vanished".into()))
-        })
+        }))
     }
 
     fn a2a_context_of(&self, run_id: &str) -> StoreFuture<'_, Option<String>> {
@@ -150,7 +150,7 @@ impl InteropStore for PgStore {
     ) -> StoreFuture<'_, bool> {
         let run_id = run_id.to_owned();
         let message_id = (!message_id.is_empty()).then(|| message_id.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             // The advisory lock orders appends, so two replicas never pick the same `seq`.
@@ -168,7 +168,7 @@ impl InteropStore for PgStore {
             .await?;
             tx.commit().await?;
             Ok(n == 1)
-        })
+        }))
     }
 
     fn a2a_history(&self, run_id: &str) -> StoreFuture<'_, Vec<Value>> {
@@ -210,7 +210,7 @@ impl InteropStore for PgStore {
         secret: Secret,
         max: usize,
     ) -> StoreFuture<'_, bool> {
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             if max != usize::MAX {
@@ -261,7 +261,7 @@ impl InteropStore for PgStore {
             super::notify(&tx, &self.inner.channel, &payload).await?;
             tx.commit().await?;
             Ok(true)
-        })
+        }))
     }
 
     fn push_get(&self, run_id: &str, config_id: &str) -> StoreFuture<'_, Option<StoredConfig>> {
@@ -288,14 +288,14 @@ impl InteropStore for PgStore {
 
     fn push_delete(&self, run_id: &str, config_id: &str) -> StoreFuture<'_, bool> {
         let (run_id, config_id) = (run_id.to_owned(), config_id.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             lock_config(&tx, &run_id, &config_id).await?;
             let removed = discard(&tx, &run_id, &config_id).await?;
             tx.commit().await?;
             Ok(removed)
-        })
+        }))
     }
 
     fn push_runs(&self) -> StoreFuture<'_, Vec<String>> {
@@ -321,7 +321,7 @@ impl InteropStore for PgStore {
         now_ms: i64,
     ) -> StoreFuture<'_, usize> {
         let (run_id, state, body) = (run_id.to_owned(), state.to_owned(), body.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             // Every replica's watcher sees the same change; the update's row locks make
@@ -351,11 +351,11 @@ impl InteropStore for PgStore {
             }
             tx.commit().await?;
             Ok(targets.len())
-        })
+        }))
     }
 
     fn push_due(&self, now_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Delivery>> {
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let claimed_until = now_ms.saturating_add(CLAIM_MS);
@@ -387,7 +387,7 @@ impl InteropStore for PgStore {
                 sql::delivery,
             )
             .await
-        })
+        }))
     }
 
     fn push_next_due_ms(&self) -> StoreFuture<'_, Option<i64>> {
@@ -415,7 +415,7 @@ impl InteropStore for PgStore {
 
     fn push_retry_later(&self, delivery_id: &str, n: u32, next_ms: i64) -> StoreFuture<'_, ()> {
         let delivery_id = delivery_id.to_owned();
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(
                 &client,
@@ -424,12 +424,12 @@ impl InteropStore for PgStore {
             )
             .await?;
             Ok(())
-        })
+        }))
     }
 
     fn push_delivered(&self, delivery: &Delivery) -> StoreFuture<'_, ()> {
         let d = delivery.clone();
-        Box::pin(async move { self.settle(&d, None).await })
+        Box::pin(self.noted(async move { self.settle(&d, None).await }))
     }
 
     fn push_dead_letter(
@@ -440,7 +440,7 @@ impl InteropStore for PgStore {
         now_ms: i64,
     ) -> StoreFuture<'_, ()> {
         let (d, reason) = (delivery.clone(), reason.to_owned());
-        Box::pin(async move { self.settle(&d, Some((n, &reason, now_ms))).await })
+        Box::pin(self.noted(async move { self.settle(&d, Some((n, &reason, now_ms))).await }))
     }
 
     fn push_dead_letters(&self) -> StoreFuture<'_, Vec<DeadLetter>> {
@@ -462,7 +462,7 @@ impl InteropStore for PgStore {
             principal_digest.to_owned(),
             version.to_owned(),
         );
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(&client, sql::SWEEP_SESSIONS, &[&now_ms()]).await?;
             exec(
@@ -472,7 +472,7 @@ impl InteropStore for PgStore {
             )
             .await?;
             Ok(())
-        })
+        }))
     }
 
     fn session(&self, id: &str) -> StoreFuture<'_, Option<SessionRecord>> {
@@ -485,15 +485,15 @@ impl InteropStore for PgStore {
 
     fn touch_session(&self, id: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
         let id = id.to_owned();
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             Ok(exec(&client, sql::TOUCH_SESSION, &[&id, &expires_ms, &now_ms()]).await? == 1)
-        })
+        }))
     }
 
     fn close_session(&self, id: &str, principal_digest: &str) -> StoreFuture<'_, bool> {
         let (id, principal_digest) = (id.to_owned(), principal_digest.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             Ok(exec(
                 &client,
@@ -502,15 +502,15 @@ impl InteropStore for PgStore {
             )
             .await?
                 == 1)
-        })
+        }))
     }
 
     fn claim_once(&self, scope: &str, key: &str, expires_ms: i64) -> StoreFuture<'_, bool> {
         let (scope, key) = (scope.to_owned(), key.to_owned());
-        Box::pin(async move {
+        Box::pin(self.noted(async move {
             let client = self.client().await?;
             exec(&client, sql::PURGE_CLAIMS, &[&scope, &now_ms()]).await?;
             Ok(exec(&client, sql::CLAIM, &[&scope, &key, &expires_ms]).await? == 1)
-        })
+        }))
     }
 }
