@@ -3742,6 +3742,9 @@ pub struct Capabilities {
     >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub conformance: ::std::option::Option<Conformance>,
+    ///The conformance fixture workflows this host has seeded, by workflow id: a certification suite starts them to drive the scenarios that need a known workflow. Offered only by a host in conformance mode (which also lists the relaxation in `host.relaxations`); absent or empty means none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub fixtures: ::std::option::Option<::std::vec::Vec<CapabilitiesFixturesItem>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub host: ::std::option::Option<HostInfo>,
     ///Forbidden: REST and SSE are the wire, and A2A and MCP are advertised only by their facets, so a host never advertises a transport list. A document carrying this key fails.
@@ -3835,6 +3838,60 @@ impl ::std::convert::TryFrom<::std::string::String> for CapabilitiesExtensionsKe
     }
 }
 impl<'de> ::serde::Deserialize<'de> for CapabilitiesExtensionsKey {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///`CapabilitiesFixturesItem`
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct CapabilitiesFixturesItem(::std::string::String);
+impl ::std::ops::Deref for CapabilitiesFixturesItem {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<CapabilitiesFixturesItem> for ::std::string::String {
+    fn from(value: CapabilitiesFixturesItem) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for CapabilitiesFixturesItem {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for CapabilitiesFixturesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CapabilitiesFixturesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CapabilitiesFixturesItem {
     fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
     where
         D: ::serde::Deserializer<'de>,
@@ -14961,6 +15018,41 @@ impl ::std::cmp::PartialEq<::std::string::String> for CapabilitiesExtensionsKey 
 }
 impl ::std::cmp::PartialEq<CapabilitiesExtensionsKey> for ::std::string::String {
     fn eq(&self, other: &CapabilitiesExtensionsKey) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for CapabilitiesFixturesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for str {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for &str {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for ::std::string::String {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
         *self == other.0
     }
 }

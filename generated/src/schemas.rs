@@ -2823,6 +2823,15 @@ pub const CAPABILITIES: &str = r##"{
         "conformance": {
           "$ref": "#/$defs/conformance"
         },
+        "fixtures": {
+          "type": "array",
+          "uniqueItems": true,
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "description": "The conformance fixture workflows this host has seeded, by workflow id: a certification suite starts them to drive the scenarios that need a known workflow. Offered only by a host in conformance mode (which also lists the relaxation in `host.relaxations`); absent or empty means none."
+        },
         "host": {
           "$ref": "#/$defs/hostInfo"
         },

@@ -1006,6 +1006,12 @@ impl Engine {
                     0,
                     events::node_started(node_id, "core.fail").map_err(invalid)?,
                 );
+                // The node failed, then the run: `node.failed` carries the same error.
+                let error = events::error_object(code, message.as_str().unwrap_or_default());
+                events.insert(
+                    1,
+                    events::node_failed(node_id, error).map_err(payload_error(&run.run_id))?,
+                );
                 Planned::End(patch, events)
             }
             Node::Wait { .. } => {

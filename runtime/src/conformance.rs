@@ -1,0 +1,125 @@
+//! Conformance mode (`openwop serve --conformance`, config `conformance: true`,
+//! `OPENWOP_CONFORMANCE`): what a certification suite needs from a host beside the
+//! production wire, and nothing a stock host offers.
+//!
+//! It seeds the fixture workflows (our own definitions with our own node kinds, embedded
+//! in the binary), advertises them in discovery's root `fixtures[]` with
+//! `conformance.seamsProfile`, narrows the host card's skills to the approval fixture,
+//! and opens the egress guard for loopback (the suite's peers listen there). Every one of
+//! those is said in discovery's `host.relaxations`, so a host in this mode cannot pass
+//! for a production one.
+
+use crate::generated::models as m;
+use serde_json::{Value, json};
+
+/// `conformance.seamsProfile`: the seam endpoints (under [`SEAMS_PREFIX`]) this host
+/// serves in conformance mode.
+pub const SEAMS_PROFILE: &str = "openwop-conformance-seams-v2";
+
+/// Where the seams are mounted.
+pub const SEAMS_PREFIX: &str = "/conformance/seams";
+
+/// The one skill the host card lists in conformance mode; a plain message starts it.
+pub const APPROVAL_SKILL: &str = "conformance-approval";
+
+/// The obligation conformance mode relaxes (`host.relaxations[].obligation`).
+pub const RELAXED_OBLIGATION: &str = "conformance.test-mode";
+
+/// The fixture workflows, by file name (the file name is the workflow id). Each is an
+/// ordinary definition: REST starts it, MCP lists it as a tool of the same name, A2A
+/// reaches it as a skill.
+pub const FIXTURES: &[(&str, &str)] = &[
+    (
+        "conformance-noop.yaml",
+        include_str!("../workflows/conformance/conformance-noop.yaml"),
+    ),
+    (
+        "conformance-failure.yaml",
+        include_str!("../workflows/conformance/conformance-failure.yaml"),
+    ),
+    (
+        "conformance-delay.yaml",
+        include_str!("../workflows/conformance/conformance-delay.yaml"),
+    ),
+    (
+        "conformance-cancellable.yaml",
+        include_str!("../workflows/conformance/conformance-cancellable.yaml"),
+    ),
+    (
+        "conformance-approval.yaml",
+        include_str!("../workflows/conformance/conformance-approval.yaml"),
+    ),
+    (
+        "conformance-clarification.yaml",
+        include_str!("../workflows/conformance/conformance-clarification.yaml"),
+    ),
+];
+
+/// The ids of [`FIXTURES`], in order.
+pub fn fixture_ids() -> Vec<&'static str> {
+    FIXTURES
+        .iter()
+        .map(|(file, _)| file.trim_end_matches(".yaml"))
+        .collect()
+}
+
+/// The relaxation conformance mode records: fixtures, seams and loopback egress.
+pub fn relaxation() -> m::Relaxation {
+    m::Relaxation {
+        obligation: RELAXED_OBLIGATION
+            .try_into()
+            .unwrap_or_else(|e| panic!("conformance obligation literal: {e}")),
+        durability: m::RelaxationDurability::Session,
+        reason: "conformance mode (--conformance): fixture workflows, test-only seams under /conformance/seams/ and loopback egress are served, for certification only"
+            .try_into()
+            .unwrap_or_else(|e| panic!("conformance reason literal: {e}")),
+    }
+}
+
+/// The egress relaxation conformance mode makes: the suite's A2A agents and MCP servers
+/// listen on loopback, over plain http.
+pub fn loopback_relaxation() -> m::Relaxation {
+    m::Relaxation {
+        reason: "egress guard opened for loopback peers by conformance mode (--conformance), for certification only"
+            .try_into()
+            .unwrap_or_else(|e| panic!("conformance reason literal: {e}")),
+        ..crate::discovery::egress_loopback_relaxation()
+    }
+}
+
+/// Writes conformance mode's advertisement into a discovery document: the root
+/// `fixtures[]`, `conformance.seamsProfile` and the relaxation.
+pub fn advertise(document: &mut Value) {
+    if let Some(root) = document.as_object_mut() {
+        root.insert("fixtures".into(), json!(fixture_ids()));
+        root.insert("conformance".into(), json!({"seamsProfile": SEAMS_PROFILE}));
+    }
+    crate::discovery::add_relaxation(document, relaxation());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fixture_parses_and_its_file_names_its_id() {
+        for (file, text) in FIXTURES {
+            let def = crate::engine::definition::parse(file, text)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(format!("{}.yaml", *def.id), *file);
+        }
+    }
+
+    #[test]
+    fn the_advertised_document_stays_valid() {
+        let mut doc = crate::discovery::document(100, &Default::default());
+        advertise(&mut doc);
+        assert_eq!(crate::discovery::self_check(&doc), Vec::<String>::new());
+        assert_eq!(doc["conformance"]["seamsProfile"], SEAMS_PROFILE);
+        assert_eq!(doc["fixtures"][0], "conformance-noop");
+        assert_eq!(
+            doc["host"]["relaxations"][0]["obligation"],
+            RELAXED_OBLIGATION
+        );
+    }
+}

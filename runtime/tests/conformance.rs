@@ -1,0 +1,482 @@
+//! Conformance mode (`openwop serve --conformance`): what it advertises, the fixture
+//! workflows one by one, the host card's single skill, and a stock host left as it was.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+async fn conformance_host() -> TestHost {
+    start_with(|c| c.conformance = true).await
+}
+
+async fn discovery(h: &TestHost, version_header: bool) -> Value {
+    let mut req = h.client.get(format!("{}/.well-known/openwop", h.base));
+    if version_header {
+        req = req.header("OpenWOP-Version", "2.0");
+    }
+    let r = req.send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+// ---- discovery ----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_mode_advertises_fixtures_and_the_seams_profile_with_and_without_the_version_header()
+ {
+    let h = conformance_host().await;
+    for with_header in [false, true] {
+        let doc = discovery(&h, with_header).await;
+        let fixtures: Vec<&str> = doc["fixtures"]
+            .as_array()
+            .expect("fixtures[] at the root")
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert_eq!(fixtures, openwop::conformance::fixture_ids());
+        assert!(fixtures.contains(&"conformance-noop"));
+        assert_eq!(
+            doc["conformance"]["seamsProfile"],
+            "openwop-conformance-seams-v2"
+        );
+        let obligations: Vec<&str> = doc["host"]["relaxations"]
+            .as_array()
+            .expect("relaxations")
+            .iter()
+            .map(|r| r["obligation"].as_str().unwrap())
+            .collect();
+        assert!(
+            obligations.contains(&"conformance.test-mode"),
+            "{obligations:?}"
+        );
+        assert!(
+            obligations.contains(&"webhooks.egress-guard"),
+            "loopback egress is said too: {obligations:?}"
+        );
+        let findings = openwop_generated::validators::validate_discovery(&doc, &Default::default());
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stock_host_offers_no_fixture_no_seam_and_no_relaxation() {
+    let h = start().await;
+    for with_header in [false, true] {
+        let doc = discovery(&h, with_header).await;
+        assert!(doc.get("fixtures").is_none(), "{doc}");
+        assert!(doc.get("conformance").is_none(), "{doc}");
+        assert!(doc.get("host").is_none(), "{doc}");
+    }
+    // No fixture workflow is loaded.
+    let r = h
+        .post(
+            "/runs",
+            KEY_A,
+            json!({"workflowId": "conformance-noop", "inputs": {}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(status, 404, "{body}");
+    // The card keeps every bundled workflow as a skill, `clarify` the default.
+    let card: Value = h
+        .client
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        skills.contains(&"clarify") && skills.contains(&"echo"),
+        "{skills:?}"
+    );
+    assert!(!skills.iter().any(|s| s.starts_with("conformance-")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seeding_is_idempotent_across_restarts_of_one_data_dir() {
+    // Two hosts on one data dir in turn: the second start seeds the same fixtures again
+    // and the first host's run is still there under its fixture.
+    let dir = tempfile::tempdir().unwrap();
+    let build = || {
+        let mut keys = openwop::identity::KeyRing::default();
+        keys.add("acme", KEY_A).unwrap();
+        let mut c = openwop::host::HostConfig::new(dir.path().to_path_buf(), keys);
+        c.conformance = true;
+        c
+    };
+    let first = openwop::host::Host::build(build()).await.expect("first");
+    let ids: Vec<String> = first
+        .state
+        .ops
+        .list_workflows(
+            &first
+                .state
+                .keys
+                .authenticate(Some(&format!("Bearer {KEY_A}")))
+                .unwrap(),
+        )
+        .iter()
+        .map(|w| w.definition.id.to_string())
+        .collect();
+    let _ = first.stopper().send(true);
+    drop(first);
+    let second = openwop::host::Host::build(build()).await.expect("second");
+    let again: Vec<String> = second
+        .state
+        .ops
+        .list_workflows(
+            &second
+                .state
+                .keys
+                .authenticate(Some(&format!("Bearer {KEY_A}")))
+                .unwrap(),
+        )
+        .iter()
+        .map(|w| w.definition.id.to_string())
+        .collect();
+    assert_eq!(ids, again);
+    for f in openwop::conformance::fixture_ids() {
+        assert_eq!(ids.iter().filter(|i| *i == f).count(), 1, "{f} once");
+    }
+    let _ = second.stopper().send(true);
+}
+
+// ---- the fixtures -------------------------------------------------------------------
+
+/// The data of the interrupt the run raised (its `interrupt.requested` event).
+async fn requested_data(h: &TestHost, run: &str) -> Value {
+    let events = h.events(KEY_A, run).await;
+    let requested = events
+        .iter()
+        .find(|e| e["type"] == "interrupt.requested")
+        .expect("interrupt.requested");
+    requested["payload"]["data"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_noop_completes_with_started_and_completed_events() {
+    let h = conformance_host().await;
+    let run = h.create(KEY_A, "conformance-noop", json!({})).await;
+    h.wait_status(KEY_A, &run, "completed").await;
+    let k = kinds(&h.events(KEY_A, &run).await);
+    assert_eq!(k.first().map(String::as_str), Some("run.started"), "{k:?}");
+    assert!(k.contains(&"node.completed".to_owned()), "{k:?}");
+    assert_eq!(k.last().map(String::as_str), Some("run.completed"), "{k:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_failure_fails_with_conformance_test_failure() {
+    let h = conformance_host().await;
+    let run = h.create(KEY_A, "conformance-failure", json!({})).await;
+    let snap = h.wait_status(KEY_A, &run, "failed").await;
+    assert_eq!(snap["error"]["code"], "conformance_test_failure", "{snap}");
+    assert!(snap["error"]["message"].is_string());
+    let k = kinds(&h.events(KEY_A, &run).await);
+    assert!(k.contains(&"node.failed".to_owned()), "{k:?}");
+    assert_eq!(k.last().map(String::as_str), Some("run.failed"), "{k:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_delay_runs_while_it_waits_then_completes_and_checks_its_bounds() {
+    let h = conformance_host().await;
+    let run = h
+        .create(KEY_A, "conformance-delay", json!({"delayMs": 600}))
+        .await;
+    let snap = h.snapshot(KEY_A, &run).await;
+    assert_eq!(snap["status"], "running", "{snap}");
+    let done = h.wait_status(KEY_A, &run, "completed").await;
+    assert_eq!(done["outputs"]["waitedMs"], 600, "{done}");
+    // Without delayMs the default is 1000.
+    let run = h.create(KEY_A, "conformance-delay", json!({})).await;
+    let done = h.wait_status(KEY_A, &run, "completed").await;
+    assert_eq!(done["outputs"]["waitedMs"], 1000, "{done}");
+    for bad in [
+        json!({"delayMs": 30001}),
+        json!({"delayMs": -1}),
+        json!({"delayMs": "1"}),
+    ] {
+        let r = h
+            .post(
+                "/runs",
+                KEY_A,
+                json!({"workflowId": "conformance-delay", "inputs": bad}),
+            )
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = envelope(r).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_cancellable_ends_cancelled_when_cancelled() {
+    let h = conformance_host().await;
+    let run = h.create(KEY_A, "conformance-cancellable", json!({})).await;
+    h.wait_status(KEY_A, &run, "running").await;
+    let r = h
+        .post(
+            &format!("/runs/{}/cancel", openwop::ids::project(&run)),
+            KEY_A,
+            json!({}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    h.wait_status(KEY_A, &run, "cancelled").await;
+    let k = kinds(&h.events(KEY_A, &run).await);
+    assert!(k.contains(&"run.cancelled".to_owned()), "{k:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_approval_suspends_with_accept_and_reject_and_resolves_once() {
+    let h = conformance_host().await;
+    let run = h.create(KEY_A, "conformance-approval", json!({})).await;
+    let snap = h.wait_status(KEY_A, &run, "waiting-approval").await;
+    // Our vocabulary's suspension event is `interrupt.requested` (upstream names it
+    // `node.suspended`); the snapshot lists the open interrupt with its id.
+    assert!(snap["interrupts"][0]["interruptId"].is_string(), "{snap}");
+    let node = snap["interrupts"][0]["nodeId"].as_str().unwrap().to_owned();
+    let requested = requested_data(&h, &run).await;
+    assert_eq!(
+        requested["actions"],
+        json!(["accept", "reject"]),
+        "{requested}"
+    );
+    assert!(requested.get("approversList").is_none());
+    let path = format!("/runs/{}/interrupts/{node}", openwop::ids::project(&run));
+    // Any other resume shape is a 400 and resolves nothing.
+    for bad in [
+        json!({"action": "maybe"}),
+        json!({"decision": "accept"}),
+        json!("accept"),
+    ] {
+        let r = h
+            .post(&path, KEY_A, json!({"resumeValue": bad}))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = envelope(r).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let r = h
+        .post(&path, KEY_A, json!({"resumeValue": {"action": "accept"}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    h.wait_status(KEY_A, &run, "completed").await;
+    let k = kinds(&h.events(KEY_A, &run).await);
+    assert_eq!(
+        k.iter().filter(|t| *t == "interrupt.resolved").count(),
+        1,
+        "{k:?}"
+    );
+    let again = h
+        .post(&path, KEY_A, json!({"resumeValue": {"action": "reject"}}))
+        .send()
+        .await
+        .unwrap();
+    let (status, _) = envelope(again).await;
+    assert_eq!(status, 409);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_clarification_asks_q1_and_completes_with_the_answers() {
+    let h = conformance_host().await;
+    let run = h
+        .create(KEY_A, "conformance-clarification", json!({}))
+        .await;
+    h.wait_status(KEY_A, &run, "waiting-input").await;
+    let requested = requested_data(&h, &run).await;
+    assert_eq!(
+        requested["questions"],
+        json!([{"id": "q1", "question": "What is your favorite color?"}]),
+        "{requested}"
+    );
+    let r = h
+        .post(
+            &format!("/runs/{}/interrupts/ask", openwop::ids::project(&run)),
+            KEY_A,
+            json!({"resumeValue": {"answers": {"q1": "blue"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let done = h.wait_status(KEY_A, &run, "completed").await;
+    assert_eq!(done["outputs"]["answer"]["answers"]["q1"], "blue", "{done}");
+}
+
+// ---- MCP and A2A ----------------------------------------------------------------------
+
+async fn mcp(h: &TestHost, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut req = h
+        .client
+        .post(format!("{}/mcp", h.base))
+        .bearer_auth(KEY_A)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        req = req.header("Mcp-Name", name.to_owned());
+    }
+    let text = req
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let json_text = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .map(str::to_owned)
+        .unwrap_or(text);
+    serde_json::from_str(&json_text).expect("JSON-RPC answer")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_fixture_is_an_mcp_tool_of_the_same_name() {
+    let h = conformance_host().await;
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = mcp(&h, "tools/list", params).await;
+        for t in page["result"]["tools"].as_array().expect("tools") {
+            names.push(t["name"].as_str().unwrap().to_owned());
+        }
+        match page["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    for f in openwop::conformance::fixture_ids() {
+        assert!(names.iter().any(|n| n == f), "{f} not in {names:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_mcp_noop_completes_and_failure_is_a_tool_error_not_a_jsonrpc_error() {
+    let h = conformance_host().await;
+    let ok = mcp(
+        &h,
+        "tools/call",
+        json!({"name": "conformance-noop", "arguments": {}}),
+    )
+    .await;
+    assert!(ok.get("error").is_none(), "{ok}");
+    assert_ne!(ok["result"]["isError"], true, "{ok}");
+    let failed = mcp(
+        &h,
+        "tools/call",
+        json!({"name": "conformance-failure", "arguments": {}}),
+    )
+    .await;
+    assert!(
+        failed.get("error").is_none(),
+        "never a JSON-RPC error: {failed}"
+    );
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    // The run it started says it came over MCP.
+    let runs: Value = h
+        .get("/runs?workflowId=conformance-noop&limit=5", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = runs["runs"][0]["runId"]
+        .as_str()
+        .expect("a noop run")
+        .to_owned();
+    let events = h.events(KEY_A, &run).await;
+    let started = events.iter().find(|e| e["type"] == "run.started").unwrap();
+    assert_eq!(started["payload"]["transport"], "mcp", "{started}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_card_lists_only_the_approval_fixture_and_a_plain_message_starts_it() {
+    let h = conformance_host().await;
+    let card: Value = h
+        .client
+        .get(format!("{}/.well-known/agent-card.json", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["conformance-approval"], "{card}");
+    let url = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["protocolBinding"] == "JSONRPC")
+        .and_then(|i| i["url"].as_str())
+        .expect("JSON-RPC interface")
+        .to_owned();
+    let answer: Value = h
+        .client
+        .post(url)
+        .bearer_auth(KEY_A)
+        .header("A2A-Version", "1.0")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {
+                "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+                "configuration": {"returnImmediately": true}
+            }
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &answer["result"]["task"];
+    assert!(task["id"].is_string(), "{answer}");
+    let runs: Value = h
+        .get("/runs?workflowId=conformance-approval&limit=5", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+}
