@@ -50,8 +50,20 @@ pub const FIXTURES: &[(&str, &str)] = &[
         include_str!("../workflows/conformance/conformance-approval.yaml"),
     ),
     (
+        "conformance-approval-approvers.yaml",
+        include_str!("../workflows/conformance/conformance-approval-approvers.yaml"),
+    ),
+    (
         "conformance-clarification.yaml",
         include_str!("../workflows/conformance/conformance-clarification.yaml"),
+    ),
+    (
+        "conformance-clarification-nested.yaml",
+        include_str!("../workflows/conformance/conformance-clarification-nested.yaml"),
+    ),
+    (
+        "conformance-clarification-sensitive.yaml",
+        include_str!("../workflows/conformance/conformance-clarification-sensitive.yaml"),
     ),
 ];
 

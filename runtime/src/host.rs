@@ -428,7 +428,7 @@ impl Host {
                 crate::edge::deadline::run(within, mcp_deadline, req, next)
             }));
         let metrics = Arc::new(crate::observe::Metrics::default());
-        let app = rest::router(state.clone())
+        let app = rest::router(state.clone(), config.conformance)
             .merge(a2a)
             .merge(mcp)
             .route("/healthz", axum::routing::get(crate::observe::healthz))

@@ -333,6 +333,11 @@ async fn mcp(h: &TestHost, method: &str, mut params: Value) -> Value {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     });
+    mcp_with_meta(h, method, params).await
+}
+
+/// A 2026-07-28 request whose params carry their own `_meta`.
+async fn mcp_with_meta(h: &TestHost, method: &str, params: Value) -> Value {
     let mut req = h
         .client
         .post(format!("{}/mcp", h.base))
@@ -479,4 +484,126 @@ async fn the_host_card_lists_only_the_approval_fixture_and_a_plain_message_start
         .await
         .unwrap();
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_approval_approvers_refuses_a_caller_not_listed() {
+    let h = conformance_host().await;
+    let run = h
+        .create(KEY_A, "conformance-approval-approvers", json!({}))
+        .await;
+    h.wait_status(KEY_A, &run, "waiting-approval").await;
+    let requested = requested_data(&h, &run).await;
+    assert_eq!(
+        requested["approversList"],
+        json!(["urn:conformance:listed-approver"])
+    );
+    let r = h
+        .post(
+            &format!("/runs/{}/interrupts/approve", openwop::ids::project(&run)),
+            KEY_A,
+            json!({"resumeValue": {"action": "accept"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")));
+    // Nothing was resolved: the run still waits.
+    h.wait_status(KEY_A, &run, "waiting-approval").await;
+    // Over MCP the same caller cannot resolve it either (the plain approval fixture is
+    // resolvable by anyone of the tenant: only the list narrows it).
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nested_and_sensitive_clarifications_are_never_asked_as_forms_over_mcp() {
+    let h = conformance_host().await;
+    for tool in [
+        "conformance-clarification-nested",
+        "conformance-clarification-sensitive",
+    ] {
+        let mut params = json!({"name": tool, "arguments": {}});
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        });
+        let answer = mcp_with_meta(&h, "tools/call", params).await;
+        assert!(answer.get("error").is_none(), "{tool}: {answer}");
+        assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
+        assert!(
+            answer["result"].get("inputRequests").is_none(),
+            "{tool} must not be a form: {answer}"
+        );
+    }
+    // The flat one is a form with q1.
+    let mut params = json!({"name": "conformance-clarification", "arguments": {}});
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let answer = mcp_with_meta(&h, "tools/call", params).await;
+    let text = answer.to_string();
+    assert!(
+        text.contains("\"mode\":\"form\"") && text.contains("q1"),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_credential_mint_seam_mints_a_new_subject_in_the_callers_tenant() {
+    let h = conformance_host().await;
+    let path = "/conformance/seams/sample/auth/credential/mint";
+    let r = h
+        .post(path, KEY_A, json!({"lane": "api-key"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let minted: Value = r.json().await.unwrap();
+    assert_eq!(minted["lane"], "api-key");
+    let key = minted["credential"]
+        .as_str()
+        .expect("credential")
+        .to_owned();
+    let subject_id = minted["subjectId"].as_str().expect("subjectId").to_owned();
+    // The new key works, in the caller's tenant, as another subject: it reads the
+    // tenant's runs, and its runs are owned by the minted subject.
+    let run = h.create(&key, "conformance-noop", json!({})).await;
+    let snap = h.wait_status(&key, &run, "completed").await;
+    assert_eq!(snap["owner"]["tenant"], "acme");
+    assert_eq!(snap["owner"]["subject"]["subjectId"], subject_id);
+    let own = h.snapshot(KEY_A, &run).await;
+    assert_ne!(own["owner"]["subject"]["subjectId"], json!(null));
+    // Without a credential: 401; another lane: 400.
+    let r = h
+        .client
+        .post(format!("{}{path}", h.base))
+        .json(&json!({"lane": "api-key"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = h
+        .post(path, KEY_A, json!({"lane": "oauth"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, _) = envelope(r).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stock_host_mounts_no_seam() {
+    let h = start().await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/auth/credential/mint",
+            KEY_A,
+            json!({"lane": "api-key"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, _) = envelope(r).await;
+    assert_eq!(status, 404);
 }
