@@ -4656,7 +4656,7 @@ pub struct ErrorDetails {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub correlation_id: ::std::option::Option<ErrorDetailsCorrelationId>,
-    ///With unsupported_stream_mode: every stream mode the host serves.
+    ///With unsupported_stream_mode: every stream mode the host serves. With interop_version_unsupported from a conformance invoke seam: the versions that side accepts.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub supported: ::std::vec::Vec<ErrorDetailsSupportedItem>,
     ///With run_state_conflict: the status that refused the transition.
@@ -4847,36 +4847,18 @@ impl<'de> ::serde::Deserialize<'de> for ErrorDetailsProtocolVersionsItem {
     }
 }
 ///`ErrorDetailsSupportedItem`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum ErrorDetailsSupportedItem {
-    #[serde(rename = "values")]
-    Values,
-    #[serde(rename = "updates")]
-    Updates,
-    #[serde(rename = "messages")]
-    Messages,
-    #[serde(rename = "debug")]
-    Debug,
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct ErrorDetailsSupportedItem(::std::string::String);
+impl ::std::ops::Deref for ErrorDetailsSupportedItem {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
 }
-impl ::std::fmt::Display for ErrorDetailsSupportedItem {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Values => f.write_str("values"),
-            Self::Updates => f.write_str("updates"),
-            Self::Messages => f.write_str("messages"),
-            Self::Debug => f.write_str("debug"),
-        }
+impl ::std::convert::From<ErrorDetailsSupportedItem> for ::std::string::String {
+    fn from(value: ErrorDetailsSupportedItem) -> Self {
+        value.0
     }
 }
 impl ::std::str::FromStr for ErrorDetailsSupportedItem {
@@ -4884,13 +4866,10 @@ impl ::std::str::FromStr for ErrorDetailsSupportedItem {
     fn from_str(
         value: &str,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "values" => Ok(Self::Values),
-            "updates" => Ok(Self::Updates),
-            "messages" => Ok(Self::Messages),
-            "debug" => Ok(Self::Debug),
-            _ => Err("invalid value".into()),
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
         }
+        Ok(Self(value.to_string()))
     }
 }
 impl ::std::convert::TryFrom<&str> for ErrorDetailsSupportedItem {
@@ -4907,6 +4886,18 @@ impl ::std::convert::TryFrom<::std::string::String> for ErrorDetailsSupportedIte
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ErrorDetailsSupportedItem {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
     }
 }
 ///The body of every REST error response. Closed. A2A and MCP interfaces never answer with it.
@@ -13021,6 +13012,75 @@ impl<'de> ::serde::Deserialize<'de> for TypeId {
             })
     }
 }
+///`UnsupportedStreamModeDetails`
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct UnsupportedStreamModeDetails {
+    pub supported: ::std::vec::Vec<UnsupportedStreamModeDetailsSupportedItem>,
+}
+///`UnsupportedStreamModeDetailsSupportedItem`
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum UnsupportedStreamModeDetailsSupportedItem {
+    #[serde(rename = "values")]
+    Values,
+    #[serde(rename = "updates")]
+    Updates,
+    #[serde(rename = "messages")]
+    Messages,
+    #[serde(rename = "debug")]
+    Debug,
+}
+impl ::std::fmt::Display for UnsupportedStreamModeDetailsSupportedItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Values => f.write_str("values"),
+            Self::Updates => f.write_str("updates"),
+            Self::Messages => f.write_str("messages"),
+            Self::Debug => f.write_str("debug"),
+        }
+    }
+}
+impl ::std::str::FromStr for UnsupportedStreamModeDetailsSupportedItem {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "values" => Ok(Self::Values),
+            "updates" => Ok(Self::Updates),
+            "messages" => Ok(Self::Messages),
+            "debug" => Ok(Self::Debug),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for UnsupportedStreamModeDetailsSupportedItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String>
+for UnsupportedStreamModeDetailsSupportedItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///A literal, or one `${path}` reference that must resolve to a non-negative integer when the node runs (otherwise the host fails the run with validation_error).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 #[serde(untagged)]
@@ -15403,6 +15463,41 @@ impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsProtocolVersio
 }
 impl ::std::cmp::PartialEq<ErrorDetailsProtocolVersionsItem> for ::std::string::String {
     fn eq(&self, other: &ErrorDetailsProtocolVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorDetailsSupportedItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for str {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for &str {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for ::std::string::String {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
         *self == other.0
     }
 }

@@ -2976,14 +2976,9 @@ pub const ERROR_ENVELOPE: &str = r##"{
           "minItems": 1,
           "items": {
             "type": "string",
-            "enum": [
-              "values",
-              "updates",
-              "messages",
-              "debug"
-            ]
+            "minLength": 1
           },
-          "description": "With unsupported_stream_mode: every stream mode the host serves."
+          "description": "With unsupported_stream_mode: every stream mode the host serves. With interop_version_unsupported from a conformance invoke seam: the versions that side accepts."
         },
         "runStatus": {
           "type": "string",
@@ -3045,7 +3040,19 @@ pub const ERROR_ENVELOPE: &str = r##"{
               "details": {
                 "required": [
                   "supported"
-                ]
+                ],
+                "properties": {
+                  "supported": {
+                    "items": {
+                      "enum": [
+                        "values",
+                        "updates",
+                        "messages",
+                        "debug"
+                      ]
+                    }
+                  }
+                }
               }
             }
           }

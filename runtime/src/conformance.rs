@@ -67,6 +67,16 @@ pub const FIXTURES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The carrier workflow of the invoke seams: each exchange is recorded on a run of it
+/// (`runId` in the seam's answer). Seeded with the fixtures, not listed among them.
+pub const SEAM_CARRIER: (&str, &str) = (
+    "conformance-seam-exchange.yaml",
+    include_str!("../workflows/conformance/conformance-seam-exchange.yaml"),
+);
+
+/// The carrier's workflow id.
+pub const SEAM_CARRIER_ID: &str = "conformance-seam-exchange";
+
 /// The ids of [`FIXTURES`], in order.
 pub fn fixture_ids() -> Vec<&'static str> {
     FIXTURES

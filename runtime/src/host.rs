@@ -249,6 +249,7 @@ impl Host {
         // registry lives in memory, so every start seeds the same definitions again.
         if config.conformance {
             registry.seed(crate::conformance::FIXTURES)?;
+            registry.seed(&[crate::conformance::SEAM_CARRIER])?;
         }
         let mut agents = AgentRegistry::bundled()?;
         if let Some(dir) = &config.agents_dir {

@@ -607,3 +607,150 @@ async fn a_stock_host_mounts_no_seam() {
     let (status, _) = envelope(r).await;
     assert_eq!(status, 404);
 }
+
+// ---- the A2A invoke seam ------------------------------------------------------------
+
+/// A loopback A2A agent whose card offers `versions` (one JSON-RPC interface each) and
+/// whose SendMessage answers a message; it records each `A2A-Version` it is sent.
+async fn fake_agent(versions: &[&str]) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::routing::{get, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let interfaces: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"url": format!("{base}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": v}))
+        .collect();
+    let card = json!({
+        "name": "fake", "description": "a fake agent", "version": "1",
+        "supportedInterfaces": interfaces,
+        "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    });
+    let seen2 = seen.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/rpc",
+            post(move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let seen = seen2.clone();
+                async move {
+                    let v = headers
+                        .get("a2a-version")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    seen.lock().unwrap().push(v);
+                    axum::Json(json!({
+                        "jsonrpc": "2.0", "id": body["id"],
+                        "result": {"message": {"messageId": "reply-1", "role": "ROLE_AGENT", "parts": [{"text": "pong"}]}}
+                    }))
+                }
+            }),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_a2a_invoke_seam_negotiates_sends_and_records_on_the_run() {
+    let h = conformance_host().await;
+    let (peer, seen) = fake_agent(&["1.0"]).await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/a2a/invoke",
+            KEY_A,
+            json!({"peerUrl": peer}),
+        )
+        .header(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["negotiatedVersion"], "1.0", "{answer}");
+    assert_eq!(answer["protocol"], "a2a");
+    assert!(
+        answer["peerDigest"].as_str().is_some_and(|d| d.len() == 64),
+        "{answer}"
+    );
+    assert_eq!(answer["result"]["message"]["parts"][0]["text"], "pong");
+    assert_eq!(seen.lock().unwrap().as_slice(), ["1.0"], "A2A-Version sent");
+    let run = answer["runId"].as_str().unwrap().to_owned();
+    let events = h.events(KEY_A, &run).await;
+    let decided = events
+        .iter()
+        .find(|e| e["type"] == "negotiation.decided")
+        .expect("negotiation.decided on the run");
+    assert_eq!(decided["payload"]["outcome"], "accepted", "{decided}");
+    assert_eq!(decided["payload"]["peer"], answer["peerDigest"]);
+    h.wait_status(KEY_A, &run, "completed").await;
+    // And on the host's own log, under the caller's tenant.
+    let host: Value = h
+        .get("/host/events", KEY_A)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(host.to_string().contains("negotiation.decided"), "{host}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_a2a_invoke_seam_refuses_below_the_floor_with_nothing_on_the_wire() {
+    let h = conformance_host().await;
+    let (peer, seen) = fake_agent(&["0.3", "1.0"]).await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/a2a/invoke",
+            KEY_A,
+            json!({"peerUrl": peer, "requestVersion": "0.3"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "interop_version_unsupported");
+    assert_eq!(body["details"]["protocol"], "a2a");
+    assert_eq!(body["details"]["requested"], "0.3");
+    assert_eq!(body["details"]["reason"], "below-floor", "{body}");
+    assert_eq!(body["details"]["supported"], json!(["1.0"]));
+    assert!(seen.lock().unwrap().is_empty(), "no SendMessage went out");
+    let run = body["details"]["runId"].as_str().unwrap().to_owned();
+    let events = h.events(KEY_A, &run).await;
+    let decided = events
+        .iter()
+        .find(|e| e["type"] == "negotiation.decided")
+        .expect("the refusal is recorded on the run");
+    assert_eq!(decided["payload"]["outcome"], "refused");
+    // A peer that keeps only 0.3 in its offer: refused too.
+    let r = h
+        .post(
+            "/conformance/seams/sample/a2a/invoke",
+            KEY_A,
+            json!({"peerUrl": peer, "peerOffersOnly": "0.3"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("interop_version_unsupported")),
+        "{body}"
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}

@@ -316,7 +316,9 @@ impl Engine {
         }
     }
 
-    pub(super) fn peers(&self) -> &crate::peers::Peers {
+    /// The configured peers and the one way to reach them (the engine's call nodes, and
+    /// conformance mode's invoke seams, which drive the same clients).
+    pub fn peers(&self) -> &crate::peers::Peers {
         static NONE: std::sync::OnceLock<crate::peers::Peers> = std::sync::OnceLock::new();
         self.peers
             .get()

@@ -9,6 +9,7 @@ mod held;
 mod interop;
 pub mod push;
 mod resume;
+pub mod seams;
 pub mod tokens;
 mod views;
 pub mod visibility;

@@ -53,10 +53,15 @@ pub fn router(state: AppState, seams: bool) -> Router {
     let body_within = state.body_timeout;
     let mut router = Router::new();
     if seams {
-        router = router.route(
-            "/conformance/seams/sample/auth/credential/mint",
-            post(seams::mint),
-        );
+        router = router
+            .route(
+                "/conformance/seams/sample/auth/credential/mint",
+                post(seams::mint),
+            )
+            .route(
+                "/conformance/seams/sample/a2a/invoke",
+                post(seams::a2a_invoke),
+            );
     }
     router
         .route("/.well-known/openwop", get(discovery::get_discovery))

@@ -10,9 +10,73 @@ use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::ops::seams::{A2aInvoke, InvokeError};
+
+impl From<InvokeError> for ApiError {
+    fn from(e: InvokeError) -> Self {
+        match e {
+            InvokeError::Op(e) => e.into(),
+            InvokeError::Failed {
+                code,
+                message,
+                details,
+            } => ApiError::new(code, message).with_details(details),
+        }
+    }
+}
+
+/// `POST /conformance/seams/sample/a2a/invoke`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct A2aInvokeRequest {
+    peer_url: String,
+    #[serde(default = "yes")]
+    authenticated: bool,
+    request_version: Option<String>,
+    peer_offers_only: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One exchange through the host's production A2A client against `peerUrl` (the suite's
+/// loopback agent): its card, the negotiation, `SendMessage`.
+pub async fn a2a_invoke(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<A2aInvokeRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let traceparent = crate::trace::select(None, header("traceparent"), header("tracestate"))
+        .map(|tc| tc.traceparent);
+    let invoked = state
+        .ops
+        .seam_a2a_invoke(
+            &subject,
+            A2aInvoke {
+                peer_url: body.peer_url,
+                authenticated: body.authenticated,
+                request_version: body.request_version,
+                peer_offers_only: body.peer_offers_only,
+                traceparent,
+            },
+        )
+        .await?;
+    Ok(Json(json!({
+        "negotiatedVersion": invoked.negotiated_version,
+        "protocol": invoked.protocol,
+        "runId": invoked.run_id,
+        "peerDigest": invoked.peer_digest,
+        "result": invoked.result,
+    })))
+}
 
 /// `POST /conformance/seams/sample/auth/credential/mint`.
 #[derive(Debug, Deserialize)]
