@@ -754,3 +754,22 @@ async fn the_a2a_invoke_seam_refuses_below_the_floor_with_nothing_on_the_wire() 
     );
     assert!(seen.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_and_conformance_down_are_ordinary_mcp_peers_of_the_config() {
+    // The suite's test MCP server and an address nothing answers, as `peers:` entries
+    // (loopback, plain http: conformance mode opens the guard for loopback).
+    let peers: Vec<openwop::peers::PeerFileConfig> = serde_json::from_value(json!([
+        {"id": "conformance", "kind": "mcp", "url": "http://127.0.0.1:21001/mcp"},
+        {"id": "conformance-down", "kind": "mcp", "url": "http://127.0.0.1:21002/mcp"},
+        {"id": "conformance.down", "kind": "mcp", "url": "http://127.0.0.1:21002/mcp"},
+    ]))
+    .unwrap();
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.peers = peers;
+    })
+    .await;
+    let doc = discovery(&h, true).await;
+    assert_eq!(doc["mcp"]["client"], true, "{doc}");
+}
