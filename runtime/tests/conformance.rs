@@ -773,3 +773,158 @@ async fn conformance_and_conformance_down_are_ordinary_mcp_peers_of_the_config()
     let doc = discovery(&h, true).await;
     assert_eq!(doc["mcp"]["client"], true, "{doc}");
 }
+
+// ---- the MCP invoke seam ------------------------------------------------------------
+
+/// A loopback 2026-07-28 MCP server offering `revisions`: `echo` asks one input round,
+/// then answers with what it was given (or `declined`).
+async fn fake_mcp(revisions: &[&str]) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::routing::post;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let methods = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = methods.clone();
+    let revisions: Vec<String> = revisions.iter().map(|r| (*r).to_owned()).collect();
+    let app = axum::Router::new().route(
+        "/mcp",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            let revisions = revisions.clone();
+            async move {
+                let method = body["method"].as_str().unwrap_or("").to_owned();
+                seen.lock().unwrap().push(method.clone());
+                let id = body["id"].clone();
+                let result = match method.as_str() {
+                    "server/discover" => json!({
+                        "supportedVersions": revisions,
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"},
+                    }),
+                    "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+                    "tools/call" => match body["params"].get("inputResponses") {
+                        // `loop` asks again whatever it is told.
+                        _ if body["params"]["name"] == "loop" => json!({
+                            "resultType": "input_required",
+                            "inputRequests": {"again": {"method": "elicitation/create", "params": {
+                                "mode": "form", "message": "Again?",
+                                "requestedSchema": {"type": "object", "properties": {}}
+                            }}},
+                        }),
+                        None => json!({
+                            "resultType": "input_required",
+                            "inputRequests": {"color": {"method": "elicitation/create", "params": {
+                                "mode": "form", "message": "Which color?",
+                                "requestedSchema": {"type": "object", "properties": {"color": {"type": "string"}}}
+                            }}},
+                            "requestState": "state-1",
+                        }),
+                        Some(responses) => {
+                            let r = &responses["color"];
+                            let text = if r["action"] == "accept" {
+                                r["content"]["color"].as_str().unwrap_or("?").to_owned()
+                            } else {
+                                "declined".to_owned()
+                            };
+                            json!({"content": [{"type": "text", "text": text}], "isError": false})
+                        }
+                    },
+                    _ => return axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}})),
+                };
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, methods)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_invoke_seam_discovers_calls_and_answers_input_rounds() {
+    let h = conformance_host().await;
+    let (server, methods) = fake_mcp(&["2026-07-28"]).await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/mcp/invoke",
+            KEY_A,
+            json!({"serverUrl": server, "elicitationAnswer": {"color": "blue"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["negotiatedVersion"], "2026-07-28", "{answer}");
+    assert_eq!(answer["protocol"], "mcp");
+    assert_eq!(answer["result"]["content"][0]["text"], "blue", "{answer}");
+    assert_eq!(answer["mrtr"]["rounds"], 1);
+    assert_eq!(
+        methods.lock().unwrap().first().map(String::as_str),
+        Some("server/discover")
+    );
+    let run = answer["runId"].as_str().unwrap().to_owned();
+    let events = h.events(KEY_A, &run).await;
+    let decided = events
+        .iter()
+        .find(|e| e["type"] == "negotiation.decided")
+        .expect("negotiation.decided on the run");
+    assert_eq!(decided["payload"]["protocol"], "mcp");
+    assert_eq!(decided["payload"]["outcome"], "accepted");
+    // Without an answer the round is declined.
+    let r = h
+        .post(
+            "/conformance/seams/sample/mcp/invoke",
+            KEY_A,
+            json!({"serverUrl": server}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "declined",
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_invoke_seam_refuses_below_the_floor_before_the_wire() {
+    let h = conformance_host().await;
+    let (server, methods) = fake_mcp(&["2026-07-28"]).await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/mcp/invoke",
+            KEY_A,
+            json!({"serverUrl": server, "requestVersion": "2025-06-18"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "interop_version_unsupported");
+    assert_eq!(body["details"]["protocol"], "mcp");
+    assert_eq!(body["details"]["reason"], "below-floor", "{body}");
+    assert!(
+        methods.lock().unwrap().is_empty(),
+        "nothing went on the wire"
+    );
+    // A server that speaks only a revision below the floor: refused after discover.
+    let (old, _) = fake_mcp(&["2025-06-18"]).await;
+    let r = h
+        .post(
+            "/conformance/seams/sample/mcp/invoke",
+            KEY_A,
+            json!({"serverUrl": old}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("interop_version_unsupported")),
+        "{body}"
+    );
+}

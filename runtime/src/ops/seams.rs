@@ -27,6 +27,20 @@ pub struct A2aInvoke {
     pub traceparent: Option<String>,
 }
 
+/// `POST /conformance/seams/sample/mcp/invoke`, read.
+#[derive(Debug, Clone)]
+pub struct McpInvoke {
+    pub server_url: String,
+    pub authenticated: bool,
+    /// The revision to ask for; unset: the host's preferred one (`server/discover`).
+    pub request_version: Option<String>,
+    pub tool: String,
+    pub arguments: Value,
+    /// The accept content sent for each input round; `None`: every round is declined.
+    pub elicitation_answer: Option<Value>,
+    pub traceparent: Option<String>,
+}
+
 /// A completed exchange.
 #[derive(Debug, Clone)]
 pub struct Invoked {
@@ -36,6 +50,8 @@ pub struct Invoked {
     pub run_id: String,
     pub peer_digest: String,
     pub result: Value,
+    /// MCP only: how many input rounds the call took.
+    pub rounds: Option<u32>,
 }
 
 /// Why an exchange gave no result: an operation error (no carrier run), or a refusal or
@@ -65,23 +81,9 @@ impl Ops {
         subject: &Subject,
         req: A2aInvoke,
     ) -> Result<Invoked, InvokeError> {
-        let request = run_request(crate::conformance::SEAM_CARRIER_ID, json!({}))?;
-        let created = self
-            .create_run_with(
-                subject,
-                request,
-                Transport::Rest,
-                None,
-                CreateWith {
-                    trace: req.traceparent.clone(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let run = created.run;
+        let (run, node) = self.carrier(subject, req.traceparent.clone()).await?;
         // As createRun answers it (the bound form).
         let projected = run.run_id.clone();
-        let node = self.carrier_node(&run.run_id).await?;
         let peers = self.engine.peers();
         let peer = Peer::ad_hoc(PeerKind::A2a, &req.peer_url);
         let caller = Caller::for_run(&run.run_id, &run.state);
@@ -216,7 +218,195 @@ impl Ops {
             run_id: projected,
             peer_digest: digest,
             result,
+            rounds: None,
         })
+    }
+
+    /// One MCP exchange: `server/discover` under the preferred revision (a `-32022`
+    /// answer's `data.supported` is the server's offer; an initialize-era server gets
+    /// `initialize`), the decision, then `tools/call`, answering input rounds with
+    /// `elicitationAnswer` (or declining them) up to `mrtr.maxRounds`.
+    pub async fn seam_mcp_invoke(
+        &self,
+        subject: &Subject,
+        req: McpInvoke,
+    ) -> Result<Invoked, InvokeError> {
+        let (run, node) = self.carrier(subject, req.traceparent.clone()).await?;
+        let run_id = run.run_id.clone();
+        let peers = self.engine.peers();
+        let peer = Peer::ad_hoc(PeerKind::Mcp, &req.server_url);
+        let caller = Caller::for_run(&run.run_id, &run.state);
+        let digest = peers.peer_digest(&peer);
+        let Some(ours) = peers.offer(Protocol::Mcp).cloned() else {
+            return Err(
+                OpError::internal("conformance seam: this host offers no MCP revision").into(),
+            );
+        };
+        let mut offer = ours.clone();
+        if let Some(asked) = &req.request_version {
+            let decision =
+                negotiation::decide(Protocol::Mcp, Some(asked), req.authenticated, &ours)
+                    .with_peer(digest.clone());
+            let narrowed = decision
+                .version
+                .as_deref()
+                .and_then(|v| negotiation::Offer::new(Protocol::Mcp, &[v], v, v).ok());
+            match narrowed {
+                Some(narrowed) if decision.is_accepted() => offer = narrowed,
+                _ => {
+                    self.record_negotiation(&run_id, &node, &decision).await?;
+                    return Err(self
+                        .refused(&run_id, &node, &run_id, &decision, ours.offered())
+                        .await);
+                }
+            }
+        }
+        let failed = |code: ErrorCode, message: String, reason: &str| InvokeError::Failed {
+            code,
+            message,
+            details: json!({"protocol": "mcp", "runId": run_id, "reason": reason}),
+        };
+        let (session, decision) = match peers::mcp::connect(peers, &peer, &caller, &offer).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.close_carrier(&run_id, &node, json!({"failed": e.to_string()}))
+                    .await;
+                return Err(failed(
+                    call_code(&e),
+                    format!("server/discover: {e}"),
+                    "unreachable",
+                ));
+            }
+        };
+        // The client decides as if authenticated; an unauthenticated exchange must not
+        // land below preferred, so the decision is taken again with what the caller said.
+        let decision = match decision.version.as_deref() {
+            Some(v) if decision.is_accepted() => {
+                negotiation::decide(Protocol::Mcp, Some(v), req.authenticated, &offer)
+                    .with_peer(digest.clone())
+            }
+            _ => decision,
+        };
+        self.record_negotiation(&run_id, &node, &decision).await?;
+        let (Some(mut session), Some(version)) = (session, decision.version.clone()) else {
+            return Err(self
+                .refused(&run_id, &node, &run_id, &decision, ours.offered())
+                .await);
+        };
+        if !decision.is_accepted() {
+            peers::mcp::close(peers, &peer, &caller, &session).await;
+            return Err(self
+                .refused(&run_id, &node, &run_id, &decision, ours.offered())
+                .await);
+        }
+        // One request answered in place: a task would outlive the seam's answer.
+        session.tasks = false;
+        let max_rounds = peers.max_rounds();
+        let mut rounds: u32 = 0;
+        let mut answers: Option<(Value, Option<String>)> = None;
+        let outcome = loop {
+            let called = peers::mcp::call_tool(
+                peers,
+                &peer,
+                &caller,
+                &session,
+                &req.tool,
+                &req.arguments,
+                answers.take(),
+            )
+            .await;
+            match called {
+                Ok(peers::mcp::Called::Complete(result)) => break Ok(result),
+                Ok(peers::mcp::Called::InputRequired {
+                    input_requests,
+                    request_state,
+                }) => {
+                    rounds += 1;
+                    if rounds > max_rounds {
+                        break Err(InvokeError::Failed {
+                            code: ErrorCode::McpMrtrRoundsExceeded,
+                            message: format!(
+                                "the server asked for input more than mrtr.maxRounds ({max_rounds}) times"
+                            ),
+                            details: json!({"protocol": "mcp", "runId": run_id, "reason": "mcp-mrtr-rounds-exceeded"}),
+                        });
+                    }
+                    // The same answer for every input request of the round.
+                    let reply = match &req.elicitation_answer {
+                        Some(answer) => json!({"action": "accept", "content": answer}),
+                        None => json!({"action": "decline"}),
+                    };
+                    let responses = Value::Object(
+                        input_requests
+                            .keys()
+                            .map(|k| (k.clone(), reply.clone()))
+                            .collect(),
+                    );
+                    answers = Some((responses, request_state));
+                }
+                Ok(peers::mcp::Called::Task(_)) => {
+                    break Err(failed(
+                        ErrorCode::PeerCallFailed,
+                        "tools/call answered a task this seam did not ask for".into(),
+                        "call-failed",
+                    ));
+                }
+                Err(e) => {
+                    break Err(failed(
+                        call_code(&e),
+                        format!("tools/call: {e}"),
+                        "call-failed",
+                    ));
+                }
+            }
+        };
+        peers::mcp::close(peers, &peer, &caller, &session).await;
+        match outcome {
+            Ok(result) => {
+                self.close_carrier(
+                    &run_id,
+                    &node,
+                    json!({"negotiatedVersion": version, "result": result, "rounds": rounds}),
+                )
+                .await;
+                Ok(Invoked {
+                    negotiated_version: version,
+                    protocol: "mcp",
+                    run_id,
+                    peer_digest: digest,
+                    result,
+                    rounds: Some(rounds),
+                })
+            }
+            Err(e) => {
+                self.close_carrier(&run_id, &node, json!({"failed": true}))
+                    .await;
+                Err(e)
+            }
+        }
+    }
+
+    /// A new carrier run of the caller's and the node it waits at.
+    async fn carrier(
+        &self,
+        subject: &Subject,
+        trace: Option<String>,
+    ) -> Result<(crate::store::RunRecord, String), OpError> {
+        let request = run_request(crate::conformance::SEAM_CARRIER_ID, json!({}))?;
+        let created = self
+            .create_run_with(
+                subject,
+                request,
+                Transport::Rest,
+                None,
+                CreateWith {
+                    trace,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let node = self.carrier_node(&created.run.run_id).await?;
+        Ok((created.run, node))
     }
 
     /// The carrier run's open interrupt node, once the engine has raised it.

@@ -61,6 +61,10 @@ pub fn router(state: AppState, seams: bool) -> Router {
             .route(
                 "/conformance/seams/sample/a2a/invoke",
                 post(seams::a2a_invoke),
+            )
+            .route(
+                "/conformance/seams/sample/mcp/invoke",
+                post(seams::mcp_invoke),
             );
     }
     router

@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ops::seams::{A2aInvoke, InvokeError};
+use crate::ops::seams::{A2aInvoke, InvokeError, Invoked, McpInvoke};
 
 impl From<InvokeError> for ApiError {
     fn from(e: InvokeError) -> Self {
@@ -53,9 +53,7 @@ pub async fn a2a_invoke(
     headers: HeaderMap,
     JsonBody(body): JsonBody<A2aInvokeRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let traceparent = crate::trace::select(None, header("traceparent"), header("tracestate"))
-        .map(|tc| tc.traceparent);
+    let traceparent = traceparent(&headers);
     let invoked = state
         .ops
         .seam_a2a_invoke(
@@ -69,13 +67,75 @@ pub async fn a2a_invoke(
             },
         )
         .await?;
-    Ok(Json(json!({
+    Ok(Json(answer(invoked)))
+}
+
+/// The 200 answer of an invoke seam.
+fn answer(invoked: Invoked) -> Value {
+    let mut body = json!({
         "negotiatedVersion": invoked.negotiated_version,
         "protocol": invoked.protocol,
         "runId": invoked.run_id,
         "peerDigest": invoked.peer_digest,
         "result": invoked.result,
-    })))
+    });
+    if let Some(rounds) = invoked.rounds {
+        body["mrtr"] = json!({"rounds": rounds});
+    }
+    body
+}
+
+/// The caller's `traceparent` (and `tracestate`), when well formed.
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    crate::trace::select(None, header("traceparent"), header("tracestate")).map(|tc| tc.traceparent)
+}
+
+/// `POST /conformance/seams/sample/mcp/invoke`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpInvokeRequest {
+    server_url: String,
+    #[serde(default = "yes")]
+    authenticated: bool,
+    request_version: Option<String>,
+    tool: Option<String>,
+    arguments: Option<Value>,
+    /// Accepted for the suite's sake; the production client declares its own
+    /// capabilities (elicitation in form mode), which is what is exercised.
+    #[serde(default)]
+    #[allow(dead_code)]
+    client_capabilities: Option<Value>,
+    elicitation_answer: Option<Value>,
+}
+
+/// One exchange through the host's production MCP client against `serverUrl`.
+pub async fn mcp_invoke(
+    State(state): State<AppState>,
+    Caller(subject): Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<McpInvokeRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let arguments = body.arguments.unwrap_or_else(|| json!({}));
+    if !arguments.is_object() {
+        return Err(ApiError::validation("`arguments` must be an object"));
+    }
+    let invoked = state
+        .ops
+        .seam_mcp_invoke(
+            &subject,
+            McpInvoke {
+                server_url: body.server_url,
+                authenticated: body.authenticated,
+                request_version: body.request_version,
+                tool: body.tool.unwrap_or_else(|| "echo".to_owned()),
+                arguments,
+                elicitation_answer: body.elicitation_answer,
+                traceparent: traceparent(&headers),
+            },
+        )
+        .await?;
+    Ok(Json(answer(invoked)))
 }
 
 /// `POST /conformance/seams/sample/auth/credential/mint`.
