@@ -67,6 +67,39 @@ pub const FIXTURES: &[(&str, &str)] = &[
     ),
 ];
 
+/// `conformance-credential`, offered only on a host whose public URL is https (its
+/// `connectUrl` must be an https URL on the host's own origin); `{{publicUrl}}` in its
+/// text is the host's public URL.
+pub const CREDENTIAL_FIXTURE: (&str, &str) = (
+    "conformance-credential.yaml",
+    include_str!("../workflows/conformance/conformance-credential.yaml"),
+);
+
+/// The fixtures a host with `public_url` offers, as `(file name, text)`: [`FIXTURES`],
+/// plus [`CREDENTIAL_FIXTURE`] when the public URL is https.
+pub fn fixture_files(public_url: Option<&str>) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = FIXTURES
+        .iter()
+        .map(|(n, t)| ((*n).to_owned(), (*t).to_owned()))
+        .collect();
+    if let Some(base) = public_url.filter(|u| u.starts_with("https://")) {
+        let (name, text) = CREDENTIAL_FIXTURE;
+        files.push((
+            name.to_owned(),
+            text.replace("{{publicUrl}}", base.trim_end_matches('/')),
+        ));
+    }
+    files
+}
+
+/// The workflow ids of `files` (the file name is the id).
+pub fn ids_of(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .map(|(n, _)| n.trim_end_matches(".yaml").to_owned())
+        .collect()
+}
+
 /// The carrier workflow of the invoke seams: each exchange is recorded on a run of it
 /// (`runId` in the seam's answer). Seeded with the fixtures, not listed among them.
 pub const SEAM_CARRIER: (&str, &str) = (
@@ -77,7 +110,7 @@ pub const SEAM_CARRIER: (&str, &str) = (
 /// The carrier's workflow id.
 pub const SEAM_CARRIER_ID: &str = "conformance-seam-exchange";
 
-/// The ids of [`FIXTURES`], in order.
+/// The ids of [`FIXTURES`] (offered on every host in conformance mode), in order.
 pub fn fixture_ids() -> Vec<&'static str> {
     FIXTURES
         .iter()
@@ -110,11 +143,25 @@ pub fn loopback_relaxation() -> m::Relaxation {
 }
 
 /// Writes conformance mode's advertisement into a discovery document: the root
-/// `fixtures[]`, `conformance.seamsProfile` and the relaxation.
-pub fn advertise(document: &mut Value) {
+/// `fixtures[]` (`fixtures`, the ids seeded), `conformance.seamsProfile` and the
+/// relaxation; with the credential fixture, an `oauth` family listing its `synthetic`
+/// provider (upstream offers that fixture only beside one).
+pub fn advertise(document: &mut Value, fixtures: &[String]) {
     if let Some(root) = document.as_object_mut() {
-        root.insert("fixtures".into(), json!(fixture_ids()));
+        root.insert("fixtures".into(), json!(fixtures));
         root.insert("conformance".into(), json!({"seamsProfile": SEAMS_PROFILE}));
+        if fixtures.iter().any(|f| f == "conformance-credential") {
+            root.insert(
+                "oauth".into(),
+                json!({
+                    "status": "stable",
+                    "since": crate::discovery::PROTOCOL_VERSION,
+                    "witness": "witnessable-unaided",
+                    "providers": [{"id": "synthetic", "scopesSupported": ["openwop.read"]}],
+                    "credentialInterrupt": true,
+                }),
+            );
+        }
     }
     crate::discovery::add_relaxation(document, relaxation());
 }
@@ -125,17 +172,20 @@ mod tests {
 
     #[test]
     fn every_fixture_parses_and_its_file_names_its_id() {
-        for (file, text) in FIXTURES {
+        for (file, text) in fixture_files(Some("https://wop.example.com")) {
+            let (file, text) = (file.as_str(), text.as_str());
             let def = crate::engine::definition::parse(file, text)
                 .unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert_eq!(format!("{}.yaml", *def.id), *file);
+            assert_eq!(format!("{}.yaml", *def.id), file);
         }
     }
 
     #[test]
     fn the_advertised_document_stays_valid() {
         let mut doc = crate::discovery::document(100, &Default::default());
-        advertise(&mut doc);
+        let files = fixture_files(Some("https://wop.example.com"));
+        advertise(&mut doc, &ids_of(&files));
+        assert_eq!(doc["oauth"]["providers"][0]["id"], "synthetic");
         assert_eq!(crate::discovery::self_check(&doc), Vec::<String>::new());
         assert_eq!(doc["conformance"]["seamsProfile"], SEAMS_PROFILE);
         assert_eq!(doc["fixtures"][0], "conformance-noop");

@@ -213,12 +213,21 @@ impl Host {
         if let Some(base) = &public_url {
             discovery::set_public_urls(&mut document, base);
         }
+        // The fixtures this host seeds: the credential one needs an https public URL.
+        let conformance_files = if config.conformance {
+            crate::conformance::fixture_files(public_url.as_deref())
+        } else {
+            Vec::new()
+        };
         if config.conformance {
             tracing::warn!(
                 obligation = crate::conformance::RELAXED_OBLIGATION,
                 "conformance mode: fixture workflows and test-only seams are served and loopback egress is open; for certification only, never in production"
             );
-            crate::conformance::advertise(&mut document);
+            crate::conformance::advertise(
+                &mut document,
+                &crate::conformance::ids_of(&conformance_files),
+            );
             if !config.egress_allow_loopback {
                 discovery::add_relaxation(&mut document, crate::conformance::loopback_relaxation());
             }
@@ -248,7 +257,11 @@ impl Host {
         // Seeded last, so a directory cannot change what a certification suite runs; the
         // registry lives in memory, so every start seeds the same definitions again.
         if config.conformance {
-            registry.seed(crate::conformance::FIXTURES)?;
+            let files: Vec<(&str, &str)> = conformance_files
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.as_str()))
+                .collect();
+            registry.seed(&files)?;
             registry.seed(&[crate::conformance::SEAM_CARRIER])?;
         }
         let mut agents = AgentRegistry::bundled()?;

@@ -928,3 +928,55 @@ async fn the_mcp_invoke_seam_refuses_below_the_floor_before_the_wire() {
         "{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_credential_is_offered_with_an_https_origin_and_asks_for_synthetic() {
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.public_url = Some("https://wop.example.test".into());
+    })
+    .await;
+    let doc = discovery(&h, false).await;
+    assert!(
+        doc["fixtures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "conformance-credential"),
+        "{doc}"
+    );
+    assert_eq!(doc["oauth"]["providers"][0]["id"], "synthetic", "{doc}");
+    let run = h.create(KEY_A, "conformance-credential", json!({})).await;
+    h.wait_status(KEY_A, &run, "waiting-input").await;
+    let data = requested_data(&h, &run).await;
+    assert_eq!(data["provider"], "synthetic");
+    assert_eq!(data["scopes"], json!(["openwop.read"]));
+    assert_eq!(data["reason"], "missing");
+    assert_eq!(
+        data["connectUrl"],
+        "https://wop.example.test/conformance/connect/synthetic"
+    );
+    // Over MCP, a client that offers URL mode is asked in URL mode.
+    let mut params = json!({"name": "conformance-credential", "arguments": {}});
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
+    });
+    let answer = mcp_with_meta(&h, "tools/call", params).await;
+    let text = answer.to_string();
+    assert!(
+        text.contains("\"mode\":\"url\"") && text.contains("conformance/connect/synthetic"),
+        "{answer}"
+    );
+    // Without an https origin it is not offered, nor is the oauth family.
+    let plain = conformance_host().await;
+    let doc = discovery(&plain, false).await;
+    assert!(
+        !doc["fixtures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "conformance-credential")
+    );
+    assert!(doc.get("oauth").is_none());
+}
