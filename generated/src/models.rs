@@ -9421,6 +9421,28 @@ pub enum Node {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         when: ::std::option::Option<When>,
     },
+    ///One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`.
+    #[serde(rename = "mcp-client")]
+    McpClient {
+        ///Template of the tool's arguments (an object), for `callTool`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        arguments: ::std::option::Option<::serde_json::Value>,
+        ///Template of the cursor, for `listTools`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        cursor: ::std::option::Option<::serde_json::Value>,
+        id: NodeId,
+        ///Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        method: ::std::option::Option<::serde_json::Value>,
+        ///Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        peer: ::std::option::Option<::serde_json::Value>,
+        ///Template of the tool's name, for `callTool`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        tool: ::std::option::Option<::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        when: ::std::option::Option<When>,
+    },
 }
 ///The run error's code: a registered code or a vendor code `<org>.<code>`.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]

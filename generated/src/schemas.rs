@@ -5028,7 +5028,8 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
             "a2a",
             "mcp",
             "http",
-            "repeat"
+            "repeat",
+            "mcp-client"
           ]
         }
       },
@@ -5056,6 +5057,9 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         },
         {
           "$ref": "#/$defs/repeatNode"
+        },
+        {
+          "$ref": "#/$defs/mcpClientNode"
         }
       ],
       "description": "One step; `kind` selects which of the closed shapes applies."
@@ -5466,6 +5470,39 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         }
       },
       "description": "Calls a tool on a remote MCP server. The node's value is the result's `structuredContent`, else its text content joined by newlines. An elicitation round (input_required) suspends this run on a clarification interrupt; its resume value is the round's answer."
+    },
+    "mcpClientNode": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "id",
+        "kind"
+      ],
+      "properties": {
+        "id": true,
+        "kind": {
+          "const": "mcp-client"
+        },
+        "when": {
+          "$ref": "#/$defs/when"
+        },
+        "method": {
+          "description": "Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`)."
+        },
+        "peer": {
+          "description": "Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found."
+        },
+        "tool": {
+          "description": "Template of the tool's name, for `callTool`."
+        },
+        "arguments": {
+          "description": "Template of the tool's arguments (an object), for `callTool`."
+        },
+        "cursor": {
+          "description": "Template of the cursor, for `listTools`."
+        }
+      },
+      "description": "One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`."
     },
     "httpNode": {
       "type": "object",

@@ -75,9 +75,17 @@ pub const CREDENTIAL_FIXTURE: (&str, &str) = (
     include_str!("../workflows/conformance/conformance-credential.yaml"),
 );
 
+/// `conformance-mcp-client`, offered only beside `mcp.client` (an MCP peer is
+/// configured; the suite's server is the peer `conformance`).
+pub const MCP_CLIENT_FIXTURE: (&str, &str) = (
+    "conformance-mcp-client.yaml",
+    include_str!("../workflows/conformance/conformance-mcp-client.yaml"),
+);
+
 /// The fixtures a host with `public_url` offers, as `(file name, text)`: [`FIXTURES`],
-/// plus [`CREDENTIAL_FIXTURE`] when the public URL is https.
-pub fn fixture_files(public_url: Option<&str>) -> Vec<(String, String)> {
+/// plus [`CREDENTIAL_FIXTURE`] when the public URL is https and [`MCP_CLIENT_FIXTURE`]
+/// when it is an MCP client (`mcp_client`).
+pub fn fixture_files(public_url: Option<&str>, mcp_client: bool) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = FIXTURES
         .iter()
         .map(|(n, t)| ((*n).to_owned(), (*t).to_owned()))
@@ -88,6 +96,10 @@ pub fn fixture_files(public_url: Option<&str>) -> Vec<(String, String)> {
             name.to_owned(),
             text.replace("{{publicUrl}}", base.trim_end_matches('/')),
         ));
+    }
+    if mcp_client {
+        let (name, text) = MCP_CLIENT_FIXTURE;
+        files.push((name.to_owned(), text.to_owned()));
     }
     files
 }
@@ -172,7 +184,7 @@ mod tests {
 
     #[test]
     fn every_fixture_parses_and_its_file_names_its_id() {
-        for (file, text) in fixture_files(Some("https://wop.example.com")) {
+        for (file, text) in fixture_files(Some("https://wop.example.com"), true) {
             let (file, text) = (file.as_str(), text.as_str());
             let def = crate::engine::definition::parse(file, text)
                 .unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -183,7 +195,7 @@ mod tests {
     #[test]
     fn the_advertised_document_stays_valid() {
         let mut doc = crate::discovery::document(100, &Default::default());
-        let files = fixture_files(Some("https://wop.example.com"));
+        let files = fixture_files(Some("https://wop.example.com"), true);
         advertise(&mut doc, &ids_of(&files));
         assert_eq!(doc["oauth"]["providers"][0]["id"], "synthetic");
         assert_eq!(crate::discovery::self_check(&doc), Vec::<String>::new());

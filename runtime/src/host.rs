@@ -215,7 +215,13 @@ impl Host {
         }
         // The fixtures this host seeds: the credential one needs an https public URL.
         let conformance_files = if config.conformance {
-            crate::conformance::fixture_files(public_url.as_deref())
+            crate::conformance::fixture_files(
+                public_url.as_deref(),
+                config
+                    .peers
+                    .iter()
+                    .any(|p| p.kind == crate::peers::PeerKind::Mcp),
+            )
         } else {
             Vec::new()
         };

@@ -802,6 +802,10 @@ async fn fake_mcp(revisions: &[&str]) -> (String, std::sync::Arc<std::sync::Mute
                     }),
                     "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
                     "tools/call" => match body["params"].get("inputResponses") {
+                        // `broken` answers a tool error.
+                        _ if body["params"]["name"] == "broken" => json!({
+                            "content": [{"type": "text", "text": "boom"}], "isError": true,
+                        }),
                         // `loop` asks again whatever it is told.
                         _ if body["params"]["name"] == "loop" => json!({
                             "resultType": "input_required",
@@ -979,4 +983,88 @@ async fn fixture_credential_is_offered_with_an_https_origin_and_asks_for_synthet
             .any(|f| f == "conformance-credential")
     );
     assert!(doc.get("oauth").is_none());
+}
+
+// ---- the MCP client fixture ------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_mcp_client_calls_the_configured_server_and_keeps_its_answer_verbatim() {
+    let (server, _) = fake_mcp(&["2026-07-28"]).await;
+    // An address nothing answers: a port bound and released.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", l.local_addr().unwrap())
+    };
+    let peers: Vec<openwop::peers::PeerFileConfig> = serde_json::from_value(json!([
+        {"id": "conformance", "kind": "mcp", "url": server},
+        {"id": "conformance-down", "kind": "mcp", "url": down},
+    ]))
+    .unwrap();
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.peers = peers;
+    })
+    .await;
+    let doc = discovery(&h, false).await;
+    assert!(
+        doc["fixtures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "conformance-mcp-client"),
+        "{doc}"
+    );
+    let run_of = |inputs: Value| {
+        let h = &h;
+        async move {
+            let run = h.create(KEY_A, "conformance-mcp-client", inputs).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let snap = h.snapshot(KEY_A, &run).await;
+                if ["completed", "failed"].contains(&snap["status"].as_str().unwrap()) {
+                    return (run, snap);
+                }
+                assert!(std::time::Instant::now() < deadline, "{snap}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // serverHealth (the default) on the default server.
+    let (run, snap) = run_of(json!({})).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["result"]["state"], "reachable", "{snap}");
+    assert_eq!(
+        snap["outputs"]["result"]["discover"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    let events = h.events(KEY_A, &run).await;
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "node.completed" && e["payload"]["nodeId"] == "mcp-client")
+        .expect("node.completed of the client node");
+    assert_eq!(
+        completed["payload"]["outputs"]["result"]["state"],
+        "reachable"
+    );
+    // The server nothing answers: unreachable, and the run still completes.
+    let (_, snap) = run_of(json!({"serverId": "conformance-down"})).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(snap["outputs"]["result"]["state"], "unreachable");
+    // callTool: the whole result, isError included, and the run completes.
+    let (_, snap) = run_of(json!({"method": "callTool", "name": "broken", "arguments": {}})).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(
+        snap["outputs"]["result"],
+        json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+    );
+    // listTools: one page as sent.
+    let (_, snap) = run_of(json!({"method": "listTools"})).await;
+    assert_eq!(
+        snap["outputs"]["result"]["tools"][0]["name"], "echo",
+        "{snap}"
+    );
+    // An unknown server id fails the node with not_found.
+    let (_, snap) = run_of(json!({"serverId": "nowhere"})).await;
+    assert_eq!(snap["status"], "failed", "{snap}");
+    assert_eq!(snap["error"]["code"], "not_found");
 }

@@ -621,6 +621,7 @@ impl Engine {
                     | Node::A2a { .. }
                     | Node::Mcp { .. }
                     | Node::Http { .. }
+                    | Node::McpClient { .. }
             ))
         )
     }
@@ -958,12 +959,13 @@ impl Engine {
         }
         let invalid = payload_error(&run.run_id);
         Ok(match node {
-            Node::A2a { .. } | Node::Mcp { .. } | Node::Http { .. } => {
+            Node::A2a { .. } | Node::Mcp { .. } | Node::Http { .. } | Node::McpClient { .. } => {
                 // The call itself happens outside the transaction: first the node starts
                 // and what its call needs is stored, so a restart resumes it.
                 let kind = match node {
                     Node::A2a { .. } => "core.a2a",
                     Node::Mcp { .. } => "core.mcp",
+                    Node::McpClient { .. } => "core.mcp-client",
                     _ => "core.http",
                 };
                 let patch = RunPatch {
