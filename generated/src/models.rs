@@ -4656,7 +4656,7 @@ pub struct ErrorDetails {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub correlation_id: ::std::option::Option<ErrorDetailsCorrelationId>,
-    ///With unsupported_stream_mode: every stream mode the host serves. With interop_version_unsupported from a conformance invoke seam: the versions that side accepts.
+    ///With unsupported_stream_mode: every stream mode the host serves (`values`, `updates`, `messages`, `debug`). With interop_version_unsupported from a conformance invoke seam: the versions that side accepts.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub supported: ::std::vec::Vec<ErrorDetailsSupportedItem>,
     ///With run_state_conflict: the status that refused the transition.
@@ -13032,75 +13032,6 @@ impl<'de> ::serde::Deserialize<'de> for TypeId {
             .map_err(|e: self::error::ConversionError| {
                 <D::Error as ::serde::de::Error>::custom(e.to_string())
             })
-    }
-}
-///`UnsupportedStreamModeDetails`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct UnsupportedStreamModeDetails {
-    pub supported: ::std::vec::Vec<UnsupportedStreamModeDetailsSupportedItem>,
-}
-///`UnsupportedStreamModeDetailsSupportedItem`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum UnsupportedStreamModeDetailsSupportedItem {
-    #[serde(rename = "values")]
-    Values,
-    #[serde(rename = "updates")]
-    Updates,
-    #[serde(rename = "messages")]
-    Messages,
-    #[serde(rename = "debug")]
-    Debug,
-}
-impl ::std::fmt::Display for UnsupportedStreamModeDetailsSupportedItem {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Values => f.write_str("values"),
-            Self::Updates => f.write_str("updates"),
-            Self::Messages => f.write_str("messages"),
-            Self::Debug => f.write_str("debug"),
-        }
-    }
-}
-impl ::std::str::FromStr for UnsupportedStreamModeDetailsSupportedItem {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "values" => Ok(Self::Values),
-            "updates" => Ok(Self::Updates),
-            "messages" => Ok(Self::Messages),
-            "debug" => Ok(Self::Debug),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for UnsupportedStreamModeDetailsSupportedItem {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String>
-for UnsupportedStreamModeDetailsSupportedItem {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
     }
 }
 ///A literal, or one `${path}` reference that must resolve to a non-negative integer when the node runs (otherwise the host fails the run with validation_error).

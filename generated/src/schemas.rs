@@ -2978,7 +2978,7 @@ pub const ERROR_ENVELOPE: &str = r##"{
             "type": "string",
             "minLength": 1
           },
-          "description": "With unsupported_stream_mode: every stream mode the host serves. With interop_version_unsupported from a conformance invoke seam: the versions that side accepts."
+          "description": "With unsupported_stream_mode: every stream mode the host serves (`values`, `updates`, `messages`, `debug`). With interop_version_unsupported from a conformance invoke seam: the versions that side accepts."
         },
         "runStatus": {
           "type": "string",
@@ -3040,19 +3040,7 @@ pub const ERROR_ENVELOPE: &str = r##"{
               "details": {
                 "required": [
                   "supported"
-                ],
-                "properties": {
-                  "supported": {
-                    "items": {
-                      "enum": [
-                        "values",
-                        "updates",
-                        "messages",
-                        "debug"
-                      ]
-                    }
-                  }
-                }
+                ]
               }
             }
           }
