@@ -28,6 +28,12 @@ use std::process::ExitCode;
       Without it every push URL must be https to a public address, checked at registration
       and again at each delivery.
 
+  openwop serve --conformance --config conformance.yaml
+      Certification only: seeds the conformance fixture workflows (discovery fixtures[]),
+      serves the test-only seams under /conformance/seams/ and opens loopback egress, each
+      advertised in discovery as a relaxation. The suite's MCP servers `conformance` and
+      `conformance-down` are ordinary `peers:` entries of the config file.
+
   openwop serve --workflows ./my-workflows --agents ./my-agents
       Add (or override) agents: *.json / *.yaml files with agentId, persona, label,
       description (optional), packVersion and workflows (ids the agent routes; each must

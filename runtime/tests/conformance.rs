@@ -1068,3 +1068,46 @@ async fn fixture_mcp_client_calls_the_configured_server_and_keeps_its_answer_ver
     assert_eq!(snap["status"], "failed", "{snap}");
     assert_eq!(snap["error"]["code"], "not_found");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_mcp_a_caller_not_listed_cannot_resolve_the_approvers_fixture() {
+    let h = conformance_host().await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let mut params = json!({"name": "conformance-approval-approvers", "arguments": {}});
+    params["_meta"] = meta.clone();
+    let asked = mcp_with_meta(&h, "tools/call", params).await;
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("one input request");
+    let mut params = json!({
+        "name": "conformance-approval-approvers",
+        "arguments": {},
+        "inputResponses": {key: {"action": "accept", "content": {"decision": "accept"}}},
+        "requestState": result["requestState"],
+    });
+    params["_meta"] = meta;
+    let answered = mcp_with_meta(&h, "tools/call", params).await;
+    assert_ne!(answered["result"]["resultType"], "complete", "{answered}");
+    assert!(
+        answered.get("error").is_some() || answered["result"]["isError"] == true,
+        "{answered}"
+    );
+    let runs: Value = h
+        .get(
+            "/runs?workflowId=conformance-approval-approvers&limit=5",
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"][0]["status"], "waiting-approval", "{runs}");
+}
