@@ -3742,6 +3742,9 @@ pub struct Capabilities {
     >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub conformance: ::std::option::Option<Conformance>,
+    ///The conformance fixture workflows this host has seeded, by workflow id: a certification suite starts them to drive the scenarios that need a known workflow. Offered only by a host in conformance mode (which also lists the relaxation in `host.relaxations`); absent or empty means none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub fixtures: ::std::option::Option<::std::vec::Vec<CapabilitiesFixturesItem>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub host: ::std::option::Option<HostInfo>,
     ///Forbidden: REST and SSE are the wire, and A2A and MCP are advertised only by their facets, so a host never advertises a transport list. A document carrying this key fails.
@@ -3835,6 +3838,60 @@ impl ::std::convert::TryFrom<::std::string::String> for CapabilitiesExtensionsKe
     }
 }
 impl<'de> ::serde::Deserialize<'de> for CapabilitiesExtensionsKey {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///`CapabilitiesFixturesItem`
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct CapabilitiesFixturesItem(::std::string::String);
+impl ::std::ops::Deref for CapabilitiesFixturesItem {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<CapabilitiesFixturesItem> for ::std::string::String {
+    fn from(value: CapabilitiesFixturesItem) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for CapabilitiesFixturesItem {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for CapabilitiesFixturesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CapabilitiesFixturesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CapabilitiesFixturesItem {
     fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
     where
         D: ::serde::Deserializer<'de>,
@@ -4599,7 +4656,7 @@ pub struct ErrorDetails {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub correlation_id: ::std::option::Option<ErrorDetailsCorrelationId>,
-    ///With unsupported_stream_mode: every stream mode the host serves.
+    ///With unsupported_stream_mode: every stream mode the host serves (`values`, `updates`, `messages`, `debug`). With interop_version_unsupported from a conformance invoke seam: the versions that side accepts.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub supported: ::std::vec::Vec<ErrorDetailsSupportedItem>,
     ///With run_state_conflict: the status that refused the transition.
@@ -4790,36 +4847,18 @@ impl<'de> ::serde::Deserialize<'de> for ErrorDetailsProtocolVersionsItem {
     }
 }
 ///`ErrorDetailsSupportedItem`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum ErrorDetailsSupportedItem {
-    #[serde(rename = "values")]
-    Values,
-    #[serde(rename = "updates")]
-    Updates,
-    #[serde(rename = "messages")]
-    Messages,
-    #[serde(rename = "debug")]
-    Debug,
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct ErrorDetailsSupportedItem(::std::string::String);
+impl ::std::ops::Deref for ErrorDetailsSupportedItem {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
 }
-impl ::std::fmt::Display for ErrorDetailsSupportedItem {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Values => f.write_str("values"),
-            Self::Updates => f.write_str("updates"),
-            Self::Messages => f.write_str("messages"),
-            Self::Debug => f.write_str("debug"),
-        }
+impl ::std::convert::From<ErrorDetailsSupportedItem> for ::std::string::String {
+    fn from(value: ErrorDetailsSupportedItem) -> Self {
+        value.0
     }
 }
 impl ::std::str::FromStr for ErrorDetailsSupportedItem {
@@ -4827,13 +4866,10 @@ impl ::std::str::FromStr for ErrorDetailsSupportedItem {
     fn from_str(
         value: &str,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "values" => Ok(Self::Values),
-            "updates" => Ok(Self::Updates),
-            "messages" => Ok(Self::Messages),
-            "debug" => Ok(Self::Debug),
-            _ => Err("invalid value".into()),
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
         }
+        Ok(Self(value.to_string()))
     }
 }
 impl ::std::convert::TryFrom<&str> for ErrorDetailsSupportedItem {
@@ -4850,6 +4886,18 @@ impl ::std::convert::TryFrom<::std::string::String> for ErrorDetailsSupportedIte
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ErrorDetailsSupportedItem {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
     }
 }
 ///The body of every REST error response. Closed. A2A and MCP interfaces never answer with it.
@@ -9370,6 +9418,28 @@ pub enum Node {
         ///Template checked after each pass; the loop ends once it renders truthy. Absent: the block runs `max` times.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         until: ::std::option::Option<::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        when: ::std::option::Option<When>,
+    },
+    ///One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`.
+    #[serde(rename = "mcp-client")]
+    McpClient {
+        ///Template of the tool's arguments (an object), for `callTool`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        arguments: ::std::option::Option<::serde_json::Value>,
+        ///Template of the cursor, for `listTools`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        cursor: ::std::option::Option<::serde_json::Value>,
+        id: NodeId,
+        ///Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        method: ::std::option::Option<::serde_json::Value>,
+        ///Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        peer: ::std::option::Option<::serde_json::Value>,
+        ///Template of the tool's name, for `callTool`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        tool: ::std::option::Option<::serde_json::Value>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         when: ::std::option::Option<When>,
     },
@@ -14964,6 +15034,41 @@ impl ::std::cmp::PartialEq<CapabilitiesExtensionsKey> for ::std::string::String 
         *self == other.0
     }
 }
+impl ::std::fmt::Display for CapabilitiesFixturesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for str {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for &str {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for CapabilitiesFixturesItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<CapabilitiesFixturesItem> for ::std::string::String {
+    fn eq(&self, other: &CapabilitiesFixturesItem) -> bool {
+        *self == other.0
+    }
+}
 impl ::std::fmt::Display for ClarificationQuestionId {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(&self.0)
@@ -15311,6 +15416,41 @@ impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsProtocolVersio
 }
 impl ::std::cmp::PartialEq<ErrorDetailsProtocolVersionsItem> for ::std::string::String {
     fn eq(&self, other: &ErrorDetailsProtocolVersionsItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ErrorDetailsSupportedItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for str {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for &str {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ErrorDetailsSupportedItem {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ErrorDetailsSupportedItem> for ::std::string::String {
+    fn eq(&self, other: &ErrorDetailsSupportedItem) -> bool {
         *self == other.0
     }
 }

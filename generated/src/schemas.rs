@@ -2823,6 +2823,15 @@ pub const CAPABILITIES: &str = r##"{
         "conformance": {
           "$ref": "#/$defs/conformance"
         },
+        "fixtures": {
+          "type": "array",
+          "uniqueItems": true,
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "description": "The conformance fixture workflows this host has seeded, by workflow id: a certification suite starts them to drive the scenarios that need a known workflow. Offered only by a host in conformance mode (which also lists the relaxation in `host.relaxations`); absent or empty means none."
+        },
         "host": {
           "$ref": "#/$defs/hostInfo"
         },
@@ -2967,14 +2976,9 @@ pub const ERROR_ENVELOPE: &str = r##"{
           "minItems": 1,
           "items": {
             "type": "string",
-            "enum": [
-              "values",
-              "updates",
-              "messages",
-              "debug"
-            ]
+            "minLength": 1
           },
-          "description": "With unsupported_stream_mode: every stream mode the host serves."
+          "description": "With unsupported_stream_mode: every stream mode the host serves (`values`, `updates`, `messages`, `debug`). With interop_version_unsupported from a conformance invoke seam: the versions that side accepts."
         },
         "runStatus": {
           "type": "string",
@@ -5012,7 +5016,8 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
             "a2a",
             "mcp",
             "http",
-            "repeat"
+            "repeat",
+            "mcp-client"
           ]
         }
       },
@@ -5040,6 +5045,9 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         },
         {
           "$ref": "#/$defs/repeatNode"
+        },
+        {
+          "$ref": "#/$defs/mcpClientNode"
         }
       ],
       "description": "One step; `kind` selects which of the closed shapes applies."
@@ -5450,6 +5458,39 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         }
       },
       "description": "Calls a tool on a remote MCP server. The node's value is the result's `structuredContent`, else its text content joined by newlines. An elicitation round (input_required) suspends this run on a clarification interrupt; its resume value is the round's answer."
+    },
+    "mcpClientNode": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "id",
+        "kind"
+      ],
+      "properties": {
+        "id": true,
+        "kind": {
+          "const": "mcp-client"
+        },
+        "when": {
+          "$ref": "#/$defs/when"
+        },
+        "method": {
+          "description": "Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`)."
+        },
+        "peer": {
+          "description": "Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found."
+        },
+        "tool": {
+          "description": "Template of the tool's name, for `callTool`."
+        },
+        "arguments": {
+          "description": "Template of the tool's arguments (an object), for `callTool`."
+        },
+        "cursor": {
+          "description": "Template of the cursor, for `listTools`."
+        }
+      },
+      "description": "One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`."
     },
     "httpNode": {
       "type": "object",

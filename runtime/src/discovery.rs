@@ -65,7 +65,9 @@ pub fn capabilities(max_page_size: usize, mcp: &McpConfig) -> m::Capabilities {
         event_log_schema_version: Some(crate::ops::EVENT_LOG_SCHEMA_VERSION),
         min_client_version: None,
         extensions: Default::default(),
+        // Both belong to conformance mode only (`crate::conformance::advertise`).
         conformance: None,
+        fixtures: None,
         host: None,
         supported_transports: None,
         grpc: None,

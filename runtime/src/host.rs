@@ -82,6 +82,10 @@ pub struct HostConfig {
     /// rides out a failing store before it ends with an error its client resumes from.
     /// Not a command-line setting: a seam for embedders and tests.
     pub stream_retry: Duration,
+    /// Conformance mode (`crate::conformance`): fixture workflows, the seams, the
+    /// approval fixture as the host card's only skill, loopback egress. For certification
+    /// only; every part of it is advertised as a relaxation.
+    pub conformance: bool,
 }
 
 impl HostConfig {
@@ -114,6 +118,7 @@ impl HostConfig {
             clock: crate::clock::Clock::system(),
             card_signing: crate::card_sign::SigningConfig::default(),
             stream_retry: crate::ops::RETRY_WITHIN,
+            conformance: false,
         }
     }
 }
@@ -213,6 +218,31 @@ impl Host {
         if let Some(base) = &public_url {
             discovery::set_public_urls(&mut document, base);
         }
+        // The fixtures this host seeds: the credential one needs an https public URL.
+        let conformance_files = if config.conformance {
+            crate::conformance::fixture_files(
+                public_url.as_deref(),
+                config
+                    .peers
+                    .iter()
+                    .any(|p| p.kind == crate::peers::PeerKind::Mcp),
+            )
+        } else {
+            Vec::new()
+        };
+        if config.conformance {
+            tracing::warn!(
+                obligation = crate::conformance::RELAXED_OBLIGATION,
+                "conformance mode: fixture workflows and test-only seams are served and loopback egress is open; for certification only, never in production"
+            );
+            crate::conformance::advertise(
+                &mut document,
+                &crate::conformance::ids_of(&conformance_files),
+            );
+            if !config.egress_allow_loopback {
+                discovery::add_relaxation(&mut document, crate::conformance::loopback_relaxation());
+            }
+        }
         if config.egress_allow_loopback {
             tracing::warn!(
                 obligation = egress::RELAXED_OBLIGATION,
@@ -235,6 +265,16 @@ impl Host {
         if let Some(dir) = &config.workflows_dir {
             registry.load_dir(dir)?;
         }
+        // Seeded last, so a directory cannot change what a certification suite runs; the
+        // registry lives in memory, so every start seeds the same definitions again.
+        if config.conformance {
+            let files: Vec<(&str, &str)> = conformance_files
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.as_str()))
+                .collect();
+            registry.seed(&files)?;
+            registry.seed(&[crate::conformance::SEAM_CARRIER])?;
+        }
         let mut agents = AgentRegistry::bundled()?;
         if let Some(dir) = &config.agents_dir {
             agents.load_dir(dir)?;
@@ -242,7 +282,10 @@ impl Host {
         agents.check_routes(|w| registry.get(w).is_some())?;
         // Peers are judged now (ids, secrets, and every URL by the egress guard), and every
         // workflow's peers must exist: a missing one is a start-up error, not a failed run.
-        let egress = egress::Egress::new(config.resolver.clone(), config.egress_allow_loopback);
+        let egress = egress::Egress::new(
+            config.resolver.clone(),
+            config.egress_allow_loopback || config.conformance,
+        );
         // The refresh SLA evaluates the advertisement against the upstream registry before
         // anything reads the document (offers, card, edges), and re-evaluates it on a
         // schedule once the host serves.
@@ -384,7 +427,15 @@ impl Host {
             body_timeout: config.server.body_timeout,
             shutdown: shutdown_rx,
         };
-        let mut a2a_config = a2a::A2aConfig::new(a2a::skills_of_host(&state.ops));
+        let mut skills = a2a::skills_of_host(&state.ops);
+        let mut default_skill = default_skill;
+        if config.conformance {
+            // The suite expects exactly the approval fixture on the host card, started by a
+            // plain message; other workflows stay reachable by naming them.
+            skills.retain(|s| s.workflow_id == crate::conformance::APPROVAL_SKILL);
+            default_skill = Some(crate::conformance::APPROVAL_SKILL.to_owned());
+        }
+        let mut a2a_config = a2a::A2aConfig::new(skills);
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
@@ -403,7 +454,7 @@ impl Host {
                 crate::edge::deadline::run(within, mcp_deadline, req, next)
             }));
         let metrics = Arc::new(crate::observe::Metrics::default());
-        let app = rest::router(state.clone())
+        let app = rest::router(state.clone(), config.conformance)
             .merge(a2a)
             .merge(mcp)
             .route("/healthz", axum::routing::get(crate::observe::healthz))

@@ -8,6 +8,7 @@ pub mod app;
 pub mod backup_cmd;
 pub mod card_sign;
 pub mod clock;
+pub mod conformance;
 pub mod definition_files;
 pub mod discovery;
 pub mod edge;

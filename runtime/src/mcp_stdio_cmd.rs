@@ -169,6 +169,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
             database,
             mcp: mcp.clone(),
             peers: file.peers.clone(),
+            conformance: file.conformance,
             ..HostConfig::new(data_dir, keys)
         })
         .await

@@ -28,6 +28,12 @@ use std::process::ExitCode;
       Without it every push URL must be https to a public address, checked at registration
       and again at each delivery.
 
+  openwop serve --conformance --config conformance.yaml
+      Certification only: seeds the conformance fixture workflows (discovery fixtures[]),
+      serves the test-only seams under /conformance/seams/ and opens loopback egress, each
+      advertised in discovery as a relaxation. The suite's MCP servers `conformance` and
+      `conformance-down` are ordinary `peers:` entries of the config file.
+
   openwop serve --workflows ./my-workflows --agents ./my-agents
       Add (or override) agents: *.json / *.yaml files with agentId, persona, label,
       description (optional), packVersion and workflows (ids the agent routes; each must
@@ -71,7 +77,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), publicUrl, a2a ({defaultSkill, signingKey,
+    /// agents, egressAllowLoopback (true/false), conformance (true/false), publicUrl, a2a ({defaultSkill, signingKey,
     /// alsoPublishKeys}), upstreamRegistry (file or URL), upstreamRegistryRefreshHours, tenants
     /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
     /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
@@ -110,6 +116,13 @@ pub struct ServeArgs {
     /// relaxation `webhooks.egress-guard`; a relaxed host cannot certify.
     #[arg(long)]
     egress_allow_loopback: bool,
+    /// FOR CERTIFICATION ONLY: conformance mode. Seeds the conformance fixture workflows
+    /// (listed in discovery's `fixtures`), serves the test-only seams under
+    /// /conformance/seams/ (`conformance.seamsProfile`), lists only `conformance-approval`
+    /// on the host card and opens the egress guard for loopback peers. Advertised in
+    /// discovery as relaxations; a stock host offers none of it.
+    #[arg(long, env = "OPENWOP_CONFORMANCE")]
+    conformance: bool,
     /// Directory of extra agent definitions (*.json, *.yaml): agentId, persona, label,
     /// description, packVersion, workflows. A bundled agent with the same id is replaced.
     #[arg(long, value_name = "DIR")]
@@ -196,6 +209,9 @@ pub(crate) struct FileConfig {
     pub(crate) workflows: Option<PathBuf>,
     #[serde(default)]
     pub(crate) egress_allow_loopback: bool,
+    /// Conformance mode (fixtures, seams; for certification only).
+    #[serde(default)]
+    pub(crate) conformance: bool,
     pub(crate) agents: Option<PathBuf>,
     /// The MCP mount and its facet: floor, revisions, mrtr.maxRounds, tasks, timeouts,
     /// allowed origins.
@@ -410,6 +426,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("./openwop-data"));
     let workflows_dir = args.workflows.or(file.workflows);
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
+    let conformance = args.conformance || file.conformance;
     let database_file = match args.database_url_file.or(file.database_url_file) {
         Some(path) => Some(crate::secret_file::read_secret(&path)?.trim().to_owned()),
         None => None,
@@ -530,6 +547,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             upstream,
             card_signing,
             server,
+            conformance,
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;

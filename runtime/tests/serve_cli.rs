@@ -856,3 +856,73 @@ async fn accept_failures_are_counted_not_logged_every_retry() {
         "{accept_lines} log lines about accept failures ({failed} failures): {text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_mode_comes_from_the_flag_the_environment_or_the_config_file_and_is_off_by_default()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:0\ndataDir: {}\napiKeys: [\"cfg:cfg-key-0123456789\"]\nconformance: true\n",
+            dir.path().join("c").display()
+        ),
+    )
+    .unwrap();
+    let doc = |args: Vec<std::ffi::OsString>, env: Option<&'static str>| async move {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .args(args)
+            .env_remove("OPENWOP_CONFORMANCE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        if let Some(v) = env {
+            cmd.env("OPENWOP_CONFORMANCE", v);
+        }
+        let (_child, base) = listening(cmd.spawn().unwrap()).await;
+        let d: Value = reqwest::get(format!("{base}/.well-known/openwop"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        d
+    };
+    let plain = |sub: &str| {
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            dir.path().join(sub).into_os_string(),
+            "--api-key".into(),
+            "cfg:cfg-key-0123456789".into(),
+        ]
+    };
+    let from_file = doc(
+        vec!["--config".into(), config.clone().into_os_string()],
+        None,
+    )
+    .await;
+    assert_eq!(
+        from_file["conformance"]["seamsProfile"],
+        "openwop-conformance-seams-v2"
+    );
+    assert!(
+        from_file["fixtures"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    let mut flag = plain("f");
+    flag.push("--conformance".into());
+    let from_flag = doc(flag, None).await;
+    assert!(from_flag["fixtures"].is_array(), "{from_flag}");
+    let from_env = doc(plain("e"), Some("true")).await;
+    assert!(from_env["fixtures"].is_array(), "{from_env}");
+    let off = doc(plain("o"), None).await;
+    assert!(
+        off.get("fixtures").is_none() && off.get("conformance").is_none(),
+        "{off}"
+    );
+}

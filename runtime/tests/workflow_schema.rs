@@ -45,8 +45,19 @@ fn load(path: &std::path::Path) -> Value {
 fn bundled_workflows_match_the_workflow_definition_schema() {
     let v = schema();
     let mut n = 0;
+    // The bundled examples and, one level down, conformance mode's fixtures.
+    let mut paths = Vec::new();
     for entry in std::fs::read_dir(format!("{ROOT}/runtime/workflows")).unwrap() {
         let path = entry.unwrap().path();
+        if path.is_dir() {
+            for inner in std::fs::read_dir(&path).unwrap() {
+                paths.push(inner.unwrap().path());
+            }
+        } else {
+            paths.push(path);
+        }
+    }
+    for path in paths {
         let doc = load(&path);
         let errors: Vec<String> = v
             .iter_errors(&doc)

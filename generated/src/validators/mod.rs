@@ -1480,7 +1480,7 @@ static WORKFLOW_DEFINITION: LazyLock<Result<jsonschema::Validator, String>> = La
 compile("https://openwop.dev/spec/v2/workflow-definition.schema.json"));
 /// `schemas/v2/capabilities.schema.json` validated one declared property at a time.
 static DISCOVERY_SPLIT: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile(
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"preferredVersion\"],\"properties\":{\"protocolVersions\":true,\"preferredVersion\":true,\"protocolVersion\":true,\"implementation\":true,\"engineVersion\":true,\"eventLogSchemaVersion\":true,\"minClientVersion\":true,\"extensions\":true,\"conformance\":true,\"host\":true,\"supportedTransports\":true,\"grpc\":true,\"profiles\":true,\"a2a\":true,\"mcp\":true,\"auth\":true,\"interrupt\":true,\"runList\":true,\"hostEvents\":true,\"agents\":true,\"webhooks\":true,\"idempotency\":true,\"eventLog\":true,\"oauth\":true},\"description\":\"The discovery document. Closed at the root: only the metadata keys and family records listed here; vendor additions go under extensions. The presence of a family key is the advertisement of that family.\"}",
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"preferredVersion\"],\"properties\":{\"protocolVersions\":true,\"preferredVersion\":true,\"protocolVersion\":true,\"implementation\":true,\"engineVersion\":true,\"eventLogSchemaVersion\":true,\"minClientVersion\":true,\"extensions\":true,\"conformance\":true,\"fixtures\":true,\"host\":true,\"supportedTransports\":true,\"grpc\":true,\"profiles\":true,\"a2a\":true,\"mcp\":true,\"auth\":true,\"interrupt\":true,\"runList\":true,\"hostEvents\":true,\"agents\":true,\"webhooks\":true,\"idempotency\":true,\"eventLog\":true,\"oauth\":true},\"description\":\"The discovery document. Closed at the root: only the metadata keys and family records listed here; vendor additions go under extensions. The presence of a family key is the advertisement of that family.\"}",
     &[
         (
             "protocolVersions",
@@ -1517,6 +1517,10 @@ static DISCOVERY_SPLIT: LazyLock<Option<Split>> = LazyLock::new(|| Split::compil
         (
             "conformance",
             "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/conformance",
+        ),
+        (
+            "fixtures",
+            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/fixtures",
         ),
         (
             "host",

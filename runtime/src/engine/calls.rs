@@ -281,6 +281,15 @@ fn tool_questions(input_requests: &Map<String, Value>, tool: &str) -> Result<Val
     }))
 }
 
+/// What an `mcp-client` node asks, rendered.
+struct ClientRequest {
+    method: String,
+    peer: String,
+    tool: Option<String>,
+    arguments: Value,
+    cursor: Option<String>,
+}
+
 fn context(run: &RunRecord) -> Value {
     super::executor::context(run)
 }
@@ -296,6 +305,35 @@ impl Engine {
         let Some(call) = call_state(&run.state, id).cloned() else {
             return Ok(CallStep::Stopped);
         };
+        if let Node::McpClient {
+            method,
+            peer,
+            tool,
+            arguments,
+            cursor,
+            ..
+        } = node
+        {
+            let ctx = context(run);
+            let render = |t: &Option<Value>| {
+                t.as_ref()
+                    .map(|t| template::render(t, &ctx))
+                    .filter(|v| !v.is_null())
+            };
+            let text = |t: &Option<Value>, default: &str| {
+                render(t)
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| default.to_owned())
+            };
+            let request = ClientRequest {
+                method: text(method, "serverHealth"),
+                peer: text(peer, "conformance"),
+                tool: render(tool).and_then(|v| v.as_str().map(str::to_owned)),
+                arguments: render(arguments).unwrap_or_else(|| json!({})),
+                cursor: render(cursor).and_then(|v| v.as_str().map(str::to_owned)),
+            };
+            return self.call_mcp_client(run, id, &request).await;
+        }
         let Some((peer_id, kind)) = super::definition::peer_of(node) else {
             return Ok(CallStep::Stopped);
         };
@@ -370,6 +408,113 @@ impl Engine {
                     .await
             }
             _ => Ok(CallStep::Stopped),
+        }
+    }
+
+    /// An `mcp-client` node: one request through the MCP client, its answer kept
+    /// verbatim as `{result}`. Only a server that cannot be reached at all, an unknown
+    /// peer, a refused negotiation or a JSON-RPC error fail the node.
+    async fn call_mcp_client(
+        &self,
+        run: &RunRecord,
+        id: &str,
+        request: &ClientRequest,
+    ) -> Result<CallStep, EngineError> {
+        let peers = self.peers();
+        let Some(peer) = peers.get(&request.peer, PeerKind::Mcp, &run.tenant) else {
+            return self.fail(
+                run,
+                id,
+                ErrorCode::NotFound,
+                &format!("node `{id}`: no MCP server `{}` for this run", request.peer),
+                vec![],
+            );
+        };
+        let caller = Caller::for_run(&run.run_id, &run.state);
+        let Some(offer) = peers.offer(Protocol::Mcp) else {
+            return self.fail(
+                run,
+                id,
+                ErrorCode::PeerCallFailed,
+                "this host offers no MCP revision",
+                vec![],
+            );
+        };
+        if request.method == "serverHealth" {
+            // Reachable is any answer to server/discover, an error included.
+            let result = match mcp::discover(peers, &peer, &caller, offer.preferred()).await {
+                Ok(discover) => json!({"state": "reachable", "discover": discover}),
+                Err(CallError::Rpc { .. } | CallError::Status { .. } | CallError::Protocol(_)) => {
+                    json!({"state": "reachable", "discover": null})
+                }
+                Err(_) => json!({"state": "unreachable", "discover": null}),
+            };
+            return self.done(run, id, json!({"result": result}), vec![]);
+        }
+        if !matches!(request.method.as_str(), "callTool" | "listTools") {
+            return self.fail(
+                run,
+                id,
+                ErrorCode::ValidationError,
+                &format!(
+                    "node `{id}`: method `{}` is not one of callTool, listTools, serverHealth",
+                    request.method
+                ),
+                vec![],
+            );
+        }
+        let (session, decision) = match mcp::connect(peers, &peer, &caller, offer).await {
+            Ok(c) => c,
+            Err(e) => return self.call_failed(run, id, PeerKind::Mcp, e, vec![]),
+        };
+        let audit = vec![self.negotiation_event(run, id, &decision).await?];
+        let Some(mut session) = session else {
+            return self.fail(
+                run,
+                id,
+                ErrorCode::InteropVersionUnsupported,
+                &format!(
+                    "node `{id}`: the MCP server speaks {}, below this host's floor {}",
+                    decision.requested.as_deref().unwrap_or("no revision"),
+                    decision.floor
+                ),
+                audit,
+            );
+        };
+        // One request answered in place: nothing here follows a task.
+        session.tasks = false;
+        let answered = if request.method == "listTools" {
+            mcp::list_tools(peers, &peer, &caller, &session, request.cursor.as_deref()).await
+        } else {
+            let tool = request.tool.clone().unwrap_or_default();
+            match mcp::call_tool(
+                peers,
+                &peer,
+                &caller,
+                &session,
+                &tool,
+                &request.arguments,
+                None,
+            )
+            .await
+            {
+                Ok(mcp::Called::Complete(result)) => Ok(result),
+                Ok(mcp::Called::InputRequired {
+                    input_requests,
+                    request_state,
+                }) => Ok(json!({
+                    "resultType": "input_required",
+                    "inputRequests": input_requests,
+                    "requestState": request_state,
+                })),
+                Ok(mcp::Called::Task(task)) => Ok(json!({"resultType": "task", "taskId": task})),
+                Err(e) => Err(e),
+            }
+        };
+        mcp::close(peers, &peer, &caller, &session).await;
+        match answered {
+            Ok(result) => self.done(run, id, json!({"result": result}), audit),
+            Err(e) => self.call_failed(run, id, PeerKind::Mcp, e, audit),
         }
     }
 

@@ -86,6 +86,7 @@ pub fn node_id(node: &Node) -> &str {
         | Node::A2a { id, .. }
         | Node::Mcp { id, .. }
         | Node::Http { id, .. }
+        | Node::McpClient { id, .. }
         | Node::Repeat { id, .. } => id,
     }
 }
@@ -100,6 +101,7 @@ pub fn when_of(node: &Node) -> Option<&Value> {
         | Node::A2a { when, .. }
         | Node::Mcp { when, .. }
         | Node::Http { when, .. }
+        | Node::McpClient { when, .. }
         | Node::Repeat { when, .. } => when.as_ref().map(|w| &w.0),
     }
 }

@@ -8,7 +8,7 @@
 //! payload says so in words the schema accepts instead of breaking the step.
 
 use crate::generated::models::{
-    self as m, ErrorObject, InterruptPayload, NodeCompleted, NodeStarted, RunCancelled,
+    self as m, ErrorObject, InterruptPayload, NodeCompleted, NodeFailed, NodeStarted, RunCancelled,
     RunCompleted, RunEventPayload, RunFailed, RunStarted,
 };
 use crate::store::{InterruptRecord, NewEvent, RunRecord};
@@ -131,6 +131,18 @@ pub fn node_completed(node_id: &str, outputs: Option<&Value>) -> Result<NewEvent
             node_id: wire("nodeId", node_id)?,
             outputs: outputs.and_then(Value::as_object).cloned(),
             duration_ms: None,
+        },
+    ))
+}
+
+/// `node.failed`: the node whose failure fails the run, with the run's error.
+pub fn node_failed(node_id: &str, error: ErrorObject) -> Result<NewEvent, String> {
+    Ok(typed(
+        Some(node_id),
+        NodeFailed {
+            node_id: wire("nodeId", node_id)?,
+            error,
+            attempts: None,
         },
     ))
 }

@@ -316,7 +316,9 @@ impl Engine {
         }
     }
 
-    pub(super) fn peers(&self) -> &crate::peers::Peers {
+    /// The configured peers and the one way to reach them (the engine's call nodes, and
+    /// conformance mode's invoke seams, which drive the same clients).
+    pub fn peers(&self) -> &crate::peers::Peers {
         static NONE: std::sync::OnceLock<crate::peers::Peers> = std::sync::OnceLock::new();
         self.peers
             .get()
@@ -619,6 +621,7 @@ impl Engine {
                     | Node::A2a { .. }
                     | Node::Mcp { .. }
                     | Node::Http { .. }
+                    | Node::McpClient { .. }
             ))
         )
     }
@@ -956,12 +959,13 @@ impl Engine {
         }
         let invalid = payload_error(&run.run_id);
         Ok(match node {
-            Node::A2a { .. } | Node::Mcp { .. } | Node::Http { .. } => {
+            Node::A2a { .. } | Node::Mcp { .. } | Node::Http { .. } | Node::McpClient { .. } => {
                 // The call itself happens outside the transaction: first the node starts
                 // and what its call needs is stored, so a restart resumes it.
                 let kind = match node {
                     Node::A2a { .. } => "core.a2a",
                     Node::Mcp { .. } => "core.mcp",
+                    Node::McpClient { .. } => "core.mcp-client",
                     _ => "core.http",
                 };
                 let patch = RunPatch {
@@ -1005,6 +1009,12 @@ impl Engine {
                 events.insert(
                     0,
                     events::node_started(node_id, "core.fail").map_err(invalid)?,
+                );
+                // The node failed, then the run: `node.failed` carries the same error.
+                let error = events::error_object(code, message.as_str().unwrap_or_default());
+                events.insert(
+                    1,
+                    events::node_failed(node_id, error).map_err(payload_error(&run.run_id))?,
                 );
                 Planned::End(patch, events)
             }

@@ -96,6 +96,15 @@ impl Registry {
         Ok(reg)
     }
 
+    /// Adds embedded definitions (`(file name, text)`), replacing any with the same id.
+    /// Idempotent: seeding the same files again leaves the registry as it was.
+    pub fn seed(&mut self, files: &[(&str, &str)]) -> Result<(), RegistryError> {
+        for (name, text) in files {
+            self.insert(definition::parse_document(name, text)?)?;
+        }
+        Ok(())
+    }
+
     fn insert(&mut self, (def, document): (Definition, Value)) -> Result<(), RegistryError> {
         let wf = Workflow::new(def, document)?;
         self.workflows

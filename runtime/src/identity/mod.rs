@@ -53,6 +53,9 @@ struct Entry {
 #[derive(Default)]
 pub struct KeyRing {
     entries: Vec<Entry>,
+    /// Keys minted while the host runs (conformance mode's credential seam): kept in
+    /// memory only, so they end with the process.
+    minted: std::sync::RwLock<Vec<Entry>>,
 }
 
 fn digest(key: &str) -> [u8; 32] {
@@ -64,6 +67,26 @@ fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
         .zip(b.iter())
         .fold(0u8, |acc, (x, y)| acc | (x ^ y))
         == 0
+}
+
+/// The Subject a key of `tenant` with `digest` authenticates as. Every part is held to
+/// its grammar: the tenant by `is_tenant_id`, the issuer and the hex subject id by
+/// construction.
+fn subject_of(tenant: &str, digest: &[u8; 32]) -> Result<Subject, KeySpecError> {
+    let wire = |what: &str| format!("api-key subject: {what} does not fit the Subject schema");
+    Ok(Subject {
+        issuer: API_KEY_ISSUER.parse().expect(&wire("issuer")),
+        subject_id: format!("key-{}", hex::encode(&digest[..8]))
+            .parse()
+            .expect(&wire("subjectId")),
+        tenant: tenant
+            .parse()
+            .map_err(|_| KeySpecError::BadTenant(tenant.to_owned()))?,
+        lane: SubjectLane::ApiKey,
+        kind: SubjectKind::User,
+        key_class: None,
+        actor: None,
+    })
 }
 
 impl KeyRing {
@@ -85,22 +108,7 @@ impl KeyRing {
                 KeySpecError::SharedKey(held, tenant.to_owned())
             });
         }
-        // Every part is held to its grammar: the tenant by `is_tenant_id` above, the
-        // issuer and the hex subject id by construction.
-        let wire = |what: &str| format!("api-key subject: {what} does not fit the Subject schema");
-        let subject = Subject {
-            issuer: API_KEY_ISSUER.parse().expect(&wire("issuer")),
-            subject_id: format!("key-{}", hex::encode(&digest[..8]))
-                .parse()
-                .expect(&wire("subjectId")),
-            tenant: tenant
-                .parse()
-                .map_err(|_| KeySpecError::BadTenant(tenant.to_owned()))?,
-            lane: SubjectLane::ApiKey,
-            kind: SubjectKind::User,
-            key_class: None,
-            actor: None,
-        };
+        let subject = subject_of(tenant, &digest)?;
         self.entries.push(Entry { digest, subject });
         Ok(())
     }
@@ -111,6 +119,25 @@ impl KeyRing {
             .split_once(':')
             .ok_or_else(|| KeySpecError::NoColon(spec.to_owned()))?;
         self.add(tenant, key)
+    }
+
+    /// Mints a new api key for `tenant` and accepts it from now on, until the process
+    /// ends (never written anywhere). Only conformance mode's credential seam calls it.
+    pub fn mint(&self, tenant: &str) -> Result<(String, Subject), KeySpecError> {
+        if !crate::ids::is_tenant_id(tenant) {
+            return Err(KeySpecError::BadTenant(tenant.to_owned()));
+        }
+        let key = format!("owconf_{}", crate::ids::mint_opaque());
+        let digest = digest(&key);
+        let subject = subject_of(tenant, &digest)?;
+        self.minted
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Entry {
+                digest,
+                subject: subject.clone(),
+            });
+        Ok((key, subject))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -143,10 +170,15 @@ impl KeyRing {
         let mut found = None;
         for entry in &self.entries {
             if ct_eq(&entry.digest, &wanted) {
-                found = Some(&entry.subject);
+                found = Some(entry.subject.clone());
             }
         }
-        found.cloned().ok_or(AuthError::Unknown)
+        for entry in self.minted.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            if ct_eq(&entry.digest, &wanted) {
+                found = Some(entry.subject.clone());
+            }
+        }
+        found.ok_or(AuthError::Unknown)
     }
 }
 

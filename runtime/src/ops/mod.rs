@@ -9,6 +9,7 @@ mod held;
 mod interop;
 pub mod push;
 mod resume;
+pub mod seams;
 pub mod tokens;
 mod views;
 pub mod visibility;
@@ -621,6 +622,11 @@ impl Ops {
         resume_value: Value,
     ) -> Result<RunRecord, OpError> {
         let run = self.load(subject, id).await?;
+        if let Some(open) = self.runs.open_interrupt(&run.run_id).await?
+            && open.node_id == node_id
+        {
+            resume::check_approver(&open.kind, &open.data, subject)?;
+        }
         self.resolve_loaded(&run, node_id, resume_value).await
     }
 

@@ -26,6 +26,32 @@ pub fn offered_actions(data: &Value) -> Vec<String> {
     }
 }
 
+/// An approval that lists its approvers (`approversList`, subject ids) may be decided
+/// only by one of them: anyone else is refused `forbidden` and nothing is resolved
+/// (interrupt.md). A resume token is its own authority and is not held to the list.
+pub(super) fn check_approver(
+    kind: &str,
+    data: &Value,
+    subject: &crate::identity::Subject,
+) -> Result<(), OpError> {
+    if kind != "approval" {
+        return Ok(());
+    }
+    let Some(listed) = data.get("approversList").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    if listed
+        .iter()
+        .any(|a| a.as_str() == Some(subject.subject_id.as_str()))
+    {
+        return Ok(());
+    }
+    Err(OpError::BadInput {
+        code: crate::generated::errors::ErrorCode::Forbidden,
+        message: "this approval lists its approvers, and the caller is not one of them".into(),
+    })
+}
+
 /// A resume value checked against the interrupt it answers, for every edge alike (REST,
 /// resume tokens, A2A, MCP): a credential interrupt takes exactly `{"outcome":
 /// "authorized" | "declined"}`; an approval takes `{"action": …}` naming one of the

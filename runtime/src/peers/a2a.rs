@@ -48,6 +48,15 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
     Ok(remote)
 }
 
+/// Reads the peer's agent card (and checks its signature, as [`remote`] does), uncached:
+/// the conformance seam filters the card's offer before picking an interface.
+pub async fn read_card(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Value, CallError> {
+    let url = card_url(peer);
+    let card = get_json(peers, peer, caller, &url, "agent card").await?;
+    verify_card(peers, peer, caller, &url, &card).await?;
+    Ok(card)
+}
+
 /// GETs `url` through the guard and reads its JSON; `what` names it in the errors ("the
 /// {what} is not JSON", "… to the {what} request").
 async fn get_json(

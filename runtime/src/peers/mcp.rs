@@ -223,6 +223,60 @@ pub async fn connect(
     Ok((Some(session), decision))
 }
 
+/// `server/discover` under `version`, its result as the server sent it.
+pub async fn discover(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    version: &str,
+) -> Result<Value, CallError> {
+    rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        base_headers(version, "server/discover", None),
+        "server/discover",
+        json!({"_meta": modern_meta(version, caller, false)}),
+    )
+    .await
+    .map(|a| a.result)
+}
+
+/// One `tools/list` page (from `cursor`), as the server sent it.
+pub async fn list_tools(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    cursor: Option<&str>,
+) -> Result<Value, CallError> {
+    let mut params = Map::new();
+    let mut headers = base_headers(&session.version, "tools/list", None);
+    if session.modern() {
+        params.insert(
+            "_meta".into(),
+            modern_meta(&session.version, caller, session.tasks),
+        );
+    } else {
+        session_headers(session, &mut headers);
+    }
+    if let Some(c) = cursor {
+        params.insert("cursor".into(), json!(c));
+    }
+    rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        headers,
+        "tools/list",
+        Value::Object(params),
+    )
+    .await
+    .map(|a| a.result)
+}
+
 /// Ends a legacy session once its one call is over. The 2025-11-25 streamable HTTP
 /// transport says a client that no longer needs a session SHOULD send `DELETE` with its
 /// `Mcp-Session-Id`; each call here opens its own session, so without this every call

@@ -93,6 +93,20 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
+    /// A peer named by a request instead of the config: conformance mode's invoke seams
+    /// point the production clients at the suite's loopback agents and servers. No
+    /// credential is presented, and every call still goes through the egress guard.
+    pub fn ad_hoc(kind: PeerKind, url: &str) -> Peer {
+        Peer {
+            id: format!("conformance-seam:{url}"),
+            kind,
+            url: url.to_owned(),
+            secret: None,
+            tenants: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
     /// The peer's origin (`scheme://host:port`), what a negotiation digest is taken of.
     pub fn origin(&self) -> String {
         reqwest::Url::parse(&self.url)

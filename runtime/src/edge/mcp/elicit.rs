@@ -89,18 +89,47 @@ pub enum Needs {
     Nothing,
 }
 
-/// The mode an interrupt of `kind` is asked in.
-pub fn needs(kind: &str) -> Needs {
+/// The mode an interrupt of `kind` with `data` is asked in. A clarification whose
+/// questions do not fit a flat form (an answer schema with structure, or a secret such as
+/// `format: "password"`, which a form would show and log in clear) is never asked in
+/// form mode; this host has no URL page for questions, so no MCP request can answer it.
+pub fn needs(kind: &str, data: &Value) -> Needs {
     match kind {
-        "approval" | "clarification" => Needs::Form,
+        "approval" => Needs::Form,
+        "clarification" if fits_form(data) => Needs::Form,
         "credential" => Needs::Url,
         _ => Needs::Nothing,
     }
 }
 
-/// Whether a client with `modes` can be asked about an interrupt of `kind`.
-pub fn can_ask(kind: &str, modes: Modes) -> bool {
-    match needs(kind) {
+/// Whether every question of a clarification can be one field of a flat form: no answer
+/// schema, or a schema of one primitive type that is not a secret.
+fn fits_form(data: &Value) -> bool {
+    let questions = data
+        .get("questions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    questions.iter().all(|q| match q.get("schema") {
+        None => true,
+        Some(schema) => {
+            let primitive = matches!(
+                schema.get("type").and_then(Value::as_str),
+                None | Some("string" | "number" | "integer" | "boolean")
+            );
+            let structured = ["properties", "items", "oneOf", "anyOf", "allOf", "$ref"]
+                .iter()
+                .any(|k| schema.get(k).is_some());
+            let secret = schema.get("format").and_then(Value::as_str) == Some("password")
+                || schema.get("writeOnly") == Some(&Value::Bool(true));
+            primitive && !structured && !secret
+        }
+    })
+}
+
+/// Whether a client with `modes` can be asked about an interrupt of `kind` with `data`.
+pub fn can_ask(kind: &str, data: &Value, modes: Modes) -> bool {
+    match needs(kind, data) {
         Needs::Form => modes.form,
         Needs::Url => modes.url,
         Needs::Nothing => false,
@@ -145,10 +174,10 @@ fn form(kind: &str, data: &Value) -> Option<(String, Value, Value)> {
 /// The `elicitation/create` params that ask about `asked` of a client with `modes`, or
 /// `None` when it cannot be asked of that client.
 pub fn params(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
-    if !can_ask(asked.kind, modes) {
+    if !can_ask(asked.kind, asked.data, modes) {
         return None;
     }
-    match needs(asked.kind) {
+    match needs(asked.kind, asked.data) {
         Needs::Form => {
             let (message, properties, required) = form(asked.kind, asked.data)?;
             Some(json!({
@@ -203,7 +232,7 @@ pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
     if asked.kind == "approval" && matches!(action, Some("accept" | "decline")) {
         return approval_answer(asked, result);
     }
-    match (action, needs(asked.kind)) {
+    match (action, needs(asked.kind, asked.data)) {
         (Some("cancel"), _) => Ok(Answer::Dismissed),
         (Some("decline"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "declined"}))),
         (Some("decline"), _) => Ok(Answer::Resume(json!({"action": "decline"}))),

@@ -697,7 +697,7 @@ impl McpState {
             kind: &open.kind,
             data: &open.data,
         };
-        if elicit::needs(&open.kind) == Needs::Nothing {
+        if elicit::needs(&open.kind, &open.data) == Needs::Nothing {
             return Ok(self.still_open(
                 run,
                 format!(
@@ -718,7 +718,7 @@ impl McpState {
         };
         let modes = Modes::of(&declared.capabilities);
         let Some(request) = elicit::input_request(&asked, modes) else {
-            if elicit::needs(&open.kind) == Needs::Url {
+            if elicit::needs(&open.kind, &open.data) == Needs::Url {
                 // The map's rule: a credential interrupt without URL-mode elicitation is a
                 // tool error, and the run waits for the credential elsewhere.
                 return Ok(self.still_open(
@@ -961,7 +961,7 @@ impl McpState {
                 // Never offered to a client that cannot take it; the status says why the
                 // task waits (nothing from inside the run).
                 None => {
-                    task["statusMessage"] = json!(match elicit::needs(&open.kind) {
+                    task["statusMessage"] = json!(match elicit::needs(&open.kind, &open.data) {
                         Needs::Form =>
                             "waiting for input; declare the elicitation capability to be asked for it",
                         Needs::Url =>

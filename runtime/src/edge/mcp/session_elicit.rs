@@ -49,7 +49,7 @@ impl McpState {
             return Ok(false);
         }
         let open = self.app.ops.open_interrupt(run).await.map_err(open_fault)?;
-        Ok(open.is_some_and(|o| elicit::can_ask(&o.kind, ctx.session_modes)))
+        Ok(open.is_some_and(|o| elicit::can_ask(&o.kind, &o.data, ctx.session_modes)))
     }
 
     /// Sends `elicitation/create` for the run's open interrupt and waits until it is
@@ -173,7 +173,7 @@ impl McpState {
             data: &open.data,
         };
         let answer = match (response.get("result"), response.get("error")) {
-            (Some(result), None) if elicit::can_ask(&open.kind, session_modes) => {
+            (Some(result), None) if elicit::can_ask(&open.kind, &open.data, session_modes) => {
                 elicit::answer(&asked, result)?
             }
             (Some(_), None) => return Err(refused_state(Refusal::OtherRequest)),

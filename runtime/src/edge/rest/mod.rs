@@ -9,6 +9,7 @@ mod extract;
 mod host_events;
 mod interrupts;
 mod runs;
+mod seams;
 mod version;
 mod workflows;
 
@@ -23,7 +24,6 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 
 pub use crate::app::AppState;
 
-/// The REST router.
 /// A request past its deadline: `503 service_unavailable`.
 fn past_deadline(within: std::time::Duration) -> axum::response::Response {
     use axum::response::IntoResponse as _;
@@ -46,10 +46,28 @@ fn body_refused(why: crate::edge::body::Refused) -> axum::response::Response {
     ApiError::new(code, why.message()).into_response()
 }
 
-pub fn router(state: AppState) -> Router {
+/// The REST router. `seams`: mount conformance mode's seams (`/conformance/seams/...`); off, they are
+/// answered 404 like any route the host does not have.
+pub fn router(state: AppState, seams: bool) -> Router {
     let within = state.request_deadline;
     let body_within = state.body_timeout;
-    Router::new()
+    let mut router = Router::new();
+    if seams {
+        router = router
+            .route(
+                "/conformance/seams/sample/auth/credential/mint",
+                post(seams::mint),
+            )
+            .route(
+                "/conformance/seams/sample/a2a/invoke",
+                post(seams::a2a_invoke),
+            )
+            .route(
+                "/conformance/seams/sample/mcp/invoke",
+                post(seams::mcp_invoke),
+            );
+    }
+    router
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/openapi.json", get(discovery::get_openapi))
         .route("/runs", post(runs::create_run).get(runs::list_runs))
