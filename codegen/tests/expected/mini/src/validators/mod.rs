@@ -221,15 +221,7 @@ pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<F
             )
         });
     match validator {
-        Ok(v) => {
-            v.iter_errors(body)
-                .map(|e| Finding {
-                    pointer: e.instance_path().to_string(),
-                    rule: "schema".to_owned(),
-                    message: e.to_string(),
-                })
-                .collect()
-        }
+        Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -252,21 +244,26 @@ fn schema_findings(
             );
             Vec::new()
         }
-        Ok(v) => {
-            v.iter_errors(doc)
-                .map(|e| Finding {
-                    pointer: e.instance_path().to_string(),
-                    rule: "schema".to_owned(),
-                    message: e.to_string(),
-                })
-                .collect()
-        }
+        Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
                 message : message.clone(), }
             ]
         }
+    }
+}
+/// One schema error as a finding, its pointer `prefix` followed by the error's
+/// instance path.
+fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+    use std::fmt::Write;
+    let mut message = String::with_capacity(128);
+    let _ = write!(pointer, "{}", e.instance_path());
+    let _ = write!(message, "{e}");
+    Finding {
+        pointer,
+        rule: "schema".to_owned(),
+        message,
     }
 }
 static RUN_SNAPSHOT: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(|| compile(
