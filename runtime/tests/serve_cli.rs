@@ -1019,3 +1019,35 @@ fn mcp_stdio_connect_ignores_store_settings_from_the_environment_and_refuses_fla
         String::from_utf8_lossy(&with_flag.stderr)
     );
 }
+
+/// runtime/README.md's configuration reference is the operator's one table: it names every
+/// variable the commands' help shows, so a new flag's variable cannot go undocumented.
+#[test]
+fn the_configuration_reference_names_every_variable_the_help_shows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let reference = readme
+        .split("## Configuration reference")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("runtime/README.md has a Configuration reference section");
+    for command in ["serve", "mcp-stdio", "backup", "probe"] {
+        let help = std::process::Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let vars: Vec<&str> = help
+            .split("[env: ")
+            .skip(1)
+            .filter_map(|s| s.split('=').next())
+            .collect();
+        assert!(!vars.is_empty() || command == "backup", "{command}: {help}");
+        for var in vars {
+            assert!(
+                reference.contains(&format!("`{var}`")),
+                "{command} --help shows {var}, the configuration reference does not"
+            );
+        }
+    }
+}

@@ -33,7 +33,7 @@ fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 rootfs=$ctx/rootfs
-mkdir -p "$rootfs"/{usr/local/bin,etc/ssl/certs,data,tmp}
+mkdir -p "$rootfs"/{usr/local/bin,etc/ssl/certs,tmp} "$ctx/data"
 
 # The binary: debug info is most of a debug build's size and no use in an image.
 if command -v objcopy >/dev/null; then
@@ -73,8 +73,7 @@ root:x:0:
 openwop:x:10001:
 GROUP
 echo 'hosts: files dns' > "$rootfs/etc/nsswitch.conf"
-chown 10001:10001 "$rootfs/data"
-chmod 0700 "$rootfs/data"
+chmod 0700 "$ctx/data"
 chmod 1777 "$rootfs/tmp"
 
 cp tests/container/Containerfile "$ctx/Containerfile"
