@@ -3,14 +3,15 @@
 # the real `openwop` binary: Python openwop-client, the A2A clients (a2a-sdk, @a2a-js/sdk)
 # and the A2A TCK (from ../shared/a2a-tck),
 # the MCP clients and the MCP conformance suite, then real A2A agents and MCP servers
-# as the remotes a workflow calls. Installs the pinned peers into venvs and
-# node_modules under the target directory and the peer folders. Needs python3 (venv),
-# node >= 20 with npm, and curl.
+# as the remotes a workflow calls, then the container image built from the binary. Installs
+# the pinned peers into venvs and node_modules under the target directory and the peer
+# folders. Needs python3 (venv), node >= 20 with npm, curl, and podman with runc.
 # Usage: tests/run.sh                 (everything)
 #        tests/run.sh --rust          (Rust tests only)
 #        tests/run.sh --validate      (openwop-validate's SARIF, pre-commit hooks and CI action)
 #        tests/run.sh --peers         (peer tests only; builds the binary first)
 #        tests/run.sh --schemathesis  (REST against api/v2/openapi.yaml only)
+#        tests/run.sh --container     (the podman image built from the binary, run and restarted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -68,4 +69,13 @@ if [[ $what == all || $what == --schemathesis ]]; then
     export OPENWOP_BIN=$target_dir/debug/openwop
   fi
   tests/schemathesis.sh
+fi
+
+if [[ $what == all || $what == --container ]]; then
+  step "container: the image built from the binary, run, restarted and health-checked with podman"
+  if [[ -z ${OPENWOP_BIN:-} ]]; then
+    cargo build --locked -p openwop --bin openwop
+    export OPENWOP_BIN=$target_dir/debug/openwop
+  fi
+  timeout 300 tests/container/run.sh "$OPENWOP_BIN"
 fi

@@ -24,6 +24,7 @@ pub mod negotiation;
 pub mod observe;
 pub mod ops;
 pub mod peers;
+pub mod probe_cmd;
 pub mod secret_file;
 pub mod serve_cmd;
 pub mod server;

@@ -29,6 +29,8 @@ enum Command {
     McpStdio(openwop::mcp_stdio_cmd::McpStdioArgs),
     /// Copy a live SQLite data dir into a new directory (consistent, online).
     Backup(openwop::backup_cmd::BackupArgs),
+    /// GET the host's /readyz: exit 0 when it is ready (a health check without curl).
+    Probe(openwop::probe_cmd::ProbeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,11 +40,18 @@ fn main() -> std::process::ExitCode {
             openwop_validate::cli::with_examples(c, "openwop validate")
         })
         .get_matches();
+    if let Some(("mcp-stdio", m)) = matches.subcommand()
+        && let Err(e) = openwop::mcp_stdio_cmd::check_connect_alone(m)
+    {
+        eprintln!("error: {e}");
+        return std::process::ExitCode::from(2);
+    }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Serve(args) => openwop::serve_cmd::run(args),
         Command::Validate(args) => openwop_validate::cli::run(args),
         Command::McpStdio(args) => openwop::mcp_stdio_cmd::run(args),
         Command::Backup(args) => openwop::backup_cmd::run(args),
+        Command::Probe(args) => openwop::probe_cmd::run(args),
     }
 }

@@ -57,11 +57,11 @@ carries only JSON-RPC.")]
 pub struct McpStdioArgs {
     /// Bridge to a running host's MCP endpoint (its origin, or the full `/mcp` URL) instead
     /// of opening a store here; OPENWOP_API_KEY is sent as the Bearer key.
-    #[arg(long, value_name = "URL", env = "OPENWOP_CONNECT",
-          conflicts_with_all = ["data_dir", "database", "api_keys", "api_key_file", "workflows", "agents", "config"])]
+    /// The flags that configure a store of this process's own are refused beside it.
+    #[arg(long, value_name = "URL", env = "OPENWOP_CONNECT")]
     connect: Option<String>,
     /// Directory for the SQLite database (and the dev files of this host).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// PostgreSQL URL to keep runs in (shared with `openwop serve --database` replicas).
     #[arg(long, value_name = "URL", env = "OPENWOP_DATABASE_URL")]
@@ -75,15 +75,50 @@ pub struct McpStdioArgs {
     #[arg(long, value_name = "FILE", env = "OPENWOP_API_KEY_FILE")]
     api_key_file: Option<PathBuf>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_WORKFLOWS")]
     workflows: Option<PathBuf>,
     /// Directory of extra agent definitions (*.json, *.yaml).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_AGENTS")]
     agents: Option<PathBuf>,
     /// The JSON or YAML config file `openwop serve --config` reads (listen and
     /// egressAllowLoopback do not apply here); flags win.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "OPENWOP_CONFIG")]
     config: Option<PathBuf>,
+}
+
+/// The arguments (by id) that configure a store here, which `--connect` does not open.
+const STORE_ARGS: [&str; 7] = [
+    "data_dir",
+    "database",
+    "api_keys",
+    "api_key_file",
+    "workflows",
+    "agents",
+    "config",
+];
+
+/// `--connect` beside a flag that configures a local store is a mistake worth a refusal;
+/// the same setting from the environment is not: a container or service unit sets
+/// OPENWOP_DATA_DIR (or OPENWOP_DATABASE_URL) for `serve`, and `mcp-stdio --connect` run
+/// in it must still work. clap's `conflicts_with` counts environment values too, so the
+/// rule is checked here, on where each value came from.
+pub fn check_connect_alone(m: &clap::ArgMatches) -> Result<(), String> {
+    if m.value_source("connect").is_none() {
+        return Ok(());
+    }
+    for id in STORE_ARGS {
+        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            let flag = match id {
+                "api_keys" => "--api-key".to_owned(),
+                other => format!("--{}", other.replace('_', "-")),
+            };
+            return Err(format!(
+                "the argument '--connect <URL>' cannot be used with '{flag}': the bridge \
+                 opens no store here, the host it connects to has its own"
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub fn run(args: McpStdioArgs) -> ExitCode {

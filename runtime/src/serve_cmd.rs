@@ -63,10 +63,10 @@ process holds stops at start, touching nothing. Replicas share PostgreSQL instea
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", env = "OPENWOP_LISTEN")]
     listen: Option<String>,
     /// Directory for the SQLite database and the dev key.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// PostgreSQL URL (postgres://user@host:port/db) to keep runs in, shared by every
     /// replica on it. Without it runs are kept in SQLite in the data dir.
@@ -74,7 +74,12 @@ pub struct ServeArgs {
     database: Option<String>,
     /// Milliseconds a replica's lease on a run lasts unrenewed: how soon another replica
     /// takes over the runs of one that died (PostgreSQL only).
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 10_000,
+        env = "OPENWOP_LEASE_TTL_MS"
+    )]
     lease_ttl_ms: u64,
     /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
     /// agents, egressAllowLoopback (true/false), conformance (true/false), publicUrl, a2a ({defaultSkill, signingKey,
@@ -86,8 +91,8 @@ pub struct ServeArgs {
     /// unauthenticatedRateLimit, unauthenticatedRateBurst, mcp ({tasks, callTimeoutMs,
     /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
     /// allowedOrigins}).
-    /// Command-line flags win over the file.
-    #[arg(long, value_name = "FILE")]
+    /// Command-line flags and their OPENWOP_* variables win over the file.
+    #[arg(long, value_name = "FILE", env = "OPENWOP_CONFIG")]
     config: Option<PathBuf>,
     /// Accept KEY as a Bearer api key for TENANT (repeatable). Without any (here, in
     /// --api-key-file, OPENWOP_API_KEYS or the config file), a dev key for tenant "dev" is
@@ -108,13 +113,13 @@ pub struct ServeArgs {
     )]
     database_url_file: Option<PathBuf>,
     /// Directory of extra workflow definitions (*.json, *.yaml).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_WORKFLOWS")]
     workflows: Option<PathBuf>,
     /// FOR TESTS ONLY: open the egress guard for loopback receivers, so A2A pushes may go
     /// to http://127.0.0.1:PORT or http://localhost:PORT. Private, link-local and metadata
     /// addresses stay refused. Logged at start and advertised in discovery as the
     /// relaxation `webhooks.egress-guard`; a relaxed host cannot certify.
-    #[arg(long)]
+    #[arg(long, env = "OPENWOP_EGRESS_ALLOW_LOOPBACK", value_parser = clap::builder::BoolishValueParser::new())]
     egress_allow_loopback: bool,
     /// FOR CERTIFICATION ONLY: conformance mode. Seeds the conformance fixture workflows
     /// (listed in discovery's `fixtures`), serves the test-only seams under
@@ -125,13 +130,13 @@ pub struct ServeArgs {
     conformance: bool,
     /// Directory of extra agent definitions (*.json, *.yaml): agentId, persona, label,
     /// description, packVersion, workflows. A bundled agent with the same id is replaced.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "OPENWOP_AGENTS")]
     agents: Option<PathBuf>,
     /// The origin peers reach this host at (e.g. https://wop.example.com): the A2A card's
     /// interface URLs and discovery's agentCardUrl and MCP serverUrls are built from it.
     /// Without it the card names the address the host listens on. Set it behind a proxy or
     /// when listening on 0.0.0.0; a request's Host header is never used.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = "OPENWOP_PUBLIC_URL")]
     public_url: Option<String>,
     /// How log lines are written to stderr: text (colours only on a terminal) or json (one
     /// object per line, with the request's method, route, tenant, status and latency).

@@ -926,3 +926,279 @@ async fn conformance_mode_comes_from_the_flag_the_environment_or_the_config_file
         "{off}"
     );
 }
+
+/// Issue #32: a host an operator configures without a command line (a container, a
+/// service unit): every `serve` flag has an `OPENWOP_*` variable, shown in `--help`, and
+/// they beat the config file as the flags do.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_is_configured_by_environment_variables_alone() {
+    let help = std::process::Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for var in [
+        "OPENWOP_LISTEN",
+        "OPENWOP_DATA_DIR",
+        "OPENWOP_CONFIG",
+        "OPENWOP_PUBLIC_URL",
+        "OPENWOP_WORKFLOWS",
+        "OPENWOP_AGENTS",
+        "OPENWOP_EGRESS_ALLOW_LOOPBACK",
+        "OPENWOP_LEASE_TTL_MS",
+        "OPENWOP_API_KEYS",
+    ] {
+        assert!(help.contains(var), "serve --help does not name {var}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let (flows, agents, data) = (
+        dir.path().join("flows"),
+        dir.path().join("agents"),
+        dir.path().join("data"),
+    );
+    std::fs::create_dir(&flows).unwrap();
+    std::fs::create_dir(&agents).unwrap();
+    std::fs::write(
+        flows.join("greet.yaml"),
+        "id: greet\ninputSchema: {type: object}\nnodes: []\noutputs: {greeting: hello}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("greeter.yaml"),
+        "agentId: greeter\npersona: Greeter\nlabel: Says hello\npackVersion: '1'\nworkflows: [greet]\n",
+    )
+    .unwrap();
+    let config = dir.path().join("openwop.yaml");
+    // The file's publicUrl loses to OPENWOP_PUBLIC_URL; its other settings still apply.
+    std::fs::write(&config, "publicUrl: https://file.example\nrateLimit: 0\n").unwrap();
+    let child = Command::new(BIN)
+        .arg("serve")
+        .env("OPENWOP_LISTEN", "127.0.0.1:0")
+        .env("OPENWOP_DATA_DIR", &data)
+        .env("OPENWOP_CONFIG", &config)
+        .env("OPENWOP_WORKFLOWS", &flows)
+        .env("OPENWOP_AGENTS", &agents)
+        .env("OPENWOP_PUBLIC_URL", "https://env.example")
+        .env("OPENWOP_EGRESS_ALLOW_LOOPBACK", "true")
+        .env("OPENWOP_LEASE_TTL_MS", "5000")
+        .env_remove("OPENWOP_DATABASE_URL")
+        .env_remove("OPENWOP_API_KEYS")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    // No key configured: the dev key is minted in OPENWOP_DATA_DIR.
+    let key = std::fs::read_to_string(data.join("dev-api-key")).unwrap();
+    let key = key.trim();
+    let http = reqwest::Client::new();
+    let discovery: Value = http
+        .get(format!("{base}/.well-known/openwop"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        discovery["a2a"]["agentCardUrl"], "https://env.example/.well-known/agent-card.json",
+        "OPENWOP_PUBLIC_URL wins over the file"
+    );
+    assert_eq!(
+        discovery["host"]["relaxations"][0]["obligation"], "webhooks.egress-guard",
+        "OPENWOP_EGRESS_ALLOW_LOOPBACK=true opens the guard: {discovery}"
+    );
+    let created: Value = http
+        .post(format!("{base}/runs"))
+        .bearer_auth(key)
+        .json(&json!({"workflowId": "greet", "inputs": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        created["runId"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("dev/")),
+        "a workflow of OPENWOP_WORKFLOWS runs with the dev key: {created}"
+    );
+    let inventory: Value = http
+        .get(format!("{base}/agents"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        inventory["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["agentId"] == "greeter"),
+        "an agent of OPENWOP_AGENTS is listed: {inventory}"
+    );
+    assert!(data.join("openwop.sqlite3").exists());
+
+    // A flag still beats its variable.
+    let (_, urls, _) = urls_of_with_env(
+        &["--public-url", "https://flag.example"],
+        &[("OPENWOP_PUBLIC_URL", "https://env.example")],
+    )
+    .await;
+    assert_eq!(urls[0], "https://flag.example/a2a/jsonrpc");
+}
+
+/// `urls_of` with environment variables set for the child.
+async fn urls_of_with_env(extra: &[&str], env: &[(&str, &str)]) -> (String, Vec<String>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (_child, base) = listening(child).await;
+    let card: Value = reqwest::get(format!("{base}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let urls = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["url"].as_str().map(str::to_owned))
+        .collect();
+    (base, urls, card)
+}
+
+/// The image's HEALTHCHECK: `openwop probe` asks the host the environment names and
+/// exits 0 when it is ready, 1 when nothing answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_exits_zero_on_a_ready_host_and_one_on_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "t:0123456789abcdef",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (mut child, base) = listening(child).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let probe = |listen: String| async move {
+        Command::new(BIN)
+            .arg("probe")
+            .env("OPENWOP_LISTEN", listen)
+            .env_remove("OPENWOP_CONFIG")
+            .env_remove("OPENWOP_TLS_CERT")
+            .output()
+            .await
+            .unwrap()
+    };
+    let ok = probe(addr.clone()).await;
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("/readyz: 200"));
+    child.kill().await.unwrap();
+    child.wait().await.unwrap();
+    let down = probe(addr).await;
+    assert_eq!(down.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&down.stderr).contains("openwop probe:"));
+}
+
+/// `mcp-stdio --connect` opens no store: a data dir or database in the environment (set
+/// for `serve` in the same container) is ignored, the same on the command line refused.
+#[test]
+fn mcp_stdio_connect_ignores_store_settings_from_the_environment_and_refuses_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_env = std::process::Command::new(BIN)
+        .args(["mcp-stdio", "--connect", "http://127.0.0.1:9/mcp"])
+        .env("OPENWOP_DATA_DIR", dir.path())
+        .env("OPENWOP_DATABASE_URL", "postgres://nobody@127.0.0.1:9/x")
+        .env("OPENWOP_API_KEY", "t:0123456789abcdef")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        with_env.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with_env.stderr)
+    );
+    let with_flag = std::process::Command::new(BIN)
+        .args([
+            "mcp-stdio",
+            "--connect",
+            "http://127.0.0.1:9/mcp",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("OPENWOP_API_KEY", "t:0123456789abcdef")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(with_flag.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&with_flag.stderr).contains("'--data-dir'"),
+        "{}",
+        String::from_utf8_lossy(&with_flag.stderr)
+    );
+}
+
+/// runtime/README.md's configuration reference is the operator's one table: it names every
+/// variable the commands' help shows, so a new flag's variable cannot go undocumented.
+#[test]
+fn the_configuration_reference_names_every_variable_the_help_shows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let reference = readme
+        .split("## Configuration reference")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("runtime/README.md has a Configuration reference section");
+    for command in ["serve", "mcp-stdio", "backup", "probe"] {
+        let help = std::process::Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let vars: Vec<&str> = help
+            .split("[env: ")
+            .skip(1)
+            .filter_map(|s| s.split('=').next())
+            .collect();
+        assert!(!vars.is_empty() || command == "backup", "{command}: {help}");
+        for var in vars {
+            assert!(
+                reference.contains(&format!("`{var}`")),
+                "{command} --help shows {var}, the configuration reference does not"
+            );
+        }
+    }
+}
