@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Scale: how the host's costs grow with the data (issue #33). Fills a store through the
+# host's own store layer (`runtime/examples/scale_fill.rs`: runs over 100 tenants, the
+# benchmark's tenant holding half, four events each, a host event per 100 runs, one run of
+# BIG_EVENTS events) to each size in SIZES, and at each size measures, one request at a
+# time against the release host on that store: start-up, GET a run (p50/p99 over random
+# runs), listRuns' first page unfiltered, by a workflow 1% of runs have and by a status 2%
+# have, a page DEEP runs deep by cursor (unfiltered and by workflow), the big run's events
+# polled from its middle, migration 9 run again (its two indexes dropped), and bytes on
+# disk per run. Each figure is printed beside its ratio to the first size's.
+#   bench/scale/run.sh        (SIZES="1000 100000 1000000" BACKENDS="sqlite postgres"
+#                              BIG_EVENTS=100000 DEEP=10000 SAMPLES=200)
+# PostgreSQL: the machine's server on 127.0.0.1:5432 (database openwop_scale, dropped and
+# made again). Filling a million runs takes minutes per backend; progress is printed.
+source "$(dirname "$0")/../lib.sh"
+sizes=${SIZES:-"1000 100000 1000000"}
+backends=${BACKENDS:-"sqlite postgres"}
+big_events=${BIG_EVENTS:-100000}
+deep=${DEEP:-10000}
+samples=${SAMPLES:-200}
+port=${SCALE_PORT:-18395}
+pg_admin=${PG_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+pg_url=${PG_SCALE_URL:-postgres://postgres@127.0.0.1:5432/openwop_scale}
+
+build_release
+echo "building the fill tool (release profile) ..." >&2
+cargo build --release --locked -p openwop --example scale_fill >&2
+fill_bin=$target_dir/release/examples/scale_fill
+
+machine_header "scale: cost as the store grows ($sizes runs; big run $big_events events; one request at a time)"
+out=$bench_tmp/scale.jsonl
+
+# host BACKEND — starts the host on the backend's store; sets server_pid and startup_ms.
+host() {
+  local store_flags
+  if [[ $1 == sqlite ]]; then
+    store_flags=(--data-dir "$data_dir")
+  else
+    store_flags=(--database "$pg_url")
+  fi
+  local t0
+  t0=$(date +%s%N)
+  RUST_LOG=${RUST_LOG:-warn} start_server "scale-$1" "$openwop_bin" serve --listen "127.0.0.1:$port" \
+    "${store_flags[@]}" --api-key "acme:$bench_key" --rate-limit 0
+  wait_http "http://127.0.0.1:$port/readyz" 6000
+  startup_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+
+# forget_migration_9 BACKEND — drops migration 9's indexes and its history row, so the
+# next start applies it again on the data as it is.
+forget_migration_9() {
+  local sql="DROP INDEX IF EXISTS runs_by_workflow; DROP INDEX IF EXISTS runs_by_tenant_status; DELETE FROM schema_migrations WHERE version = 9;"
+  if [[ $1 == sqlite ]]; then
+    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()' \
+      "$data_dir/openwop.sqlite3" "$sql"
+  else
+    psql -q "$pg_url" -c "$sql" >/dev/null
+  fi
+}
+
+bytes_on_disk() {
+  if [[ $1 == sqlite ]]; then
+    du -sb "$data_dir" | cut -f1
+  else
+    psql -Atq "$pg_url" -c "SELECT pg_database_size(current_database())"
+  fi
+}
+
+for backend in $backends; do
+  data_dir=$bench_tmp/scale-data
+  rm -rf "$data_dir"
+  if [[ $backend == postgres ]]; then
+    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS openwop_scale" -c "CREATE DATABASE openwop_scale" >/dev/null
+  fi
+  # One run created over REST by the benchmark's key: its owner is copied onto the
+  # filled runs of the tenant, so the host serves them to that key.
+  host "$backend"
+  owner_run=$(curl -fsS -X POST "http://127.0.0.1:$port/runs" -H "Authorization: $bench_auth" \
+    -H 'Content-Type: application/json' -d '{"workflowId":"echo","inputs":{"n":0}}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["runId"])')
+  stop_server "$server_pid"
+  first=1
+  for size in $sizes; do
+    echo "filling $backend to $size runs ..." >&2
+    store_flag=(--data-dir "$data_dir")
+    [[ $backend == postgres ]] && store_flag=(--database-url "$pg_url")
+    fill_big=$big_events
+    (( first )) || fill_big=0
+    fill=$("$fill_bin" "${store_flag[@]}" --runs "$size" --owner-from "$owner_run" --big-run-events "$fill_big")
+    echo "  $fill" >&2
+    first=0
+
+    forget_migration_9 "$backend"
+    host "$backend"
+    migration_ms=$startup_ms
+    stop_server "$server_pid"
+    host "$backend"
+    bytes=$(bytes_on_disk "$backend")
+    "${bench_prio[@]}" taskset -c "$LOADGEN_CPU" python3 - "$port" "$bench_key" "$backend" "$size" \
+      "$startup_ms" "$migration_ms" "$bytes" "$samples" "$deep" "$big_events" "$owner_run" >>"$out" <<'PY'
+import http.client, json, random, sys, time, urllib.parse
+port, key, backend, size, startup, migration, nbytes, samples, deep, big, owner = sys.argv[1:12]
+size, samples, deep, big = int(size), int(samples), int(deep), int(big)
+conn = http.client.HTTPConnection("127.0.0.1", int(port))
+headers = {"Authorization": f"Bearer {key}", "OpenWOP-Version": "2.0"}
+tenant = owner.split("/")[0]
+
+def get(path):
+    t = time.perf_counter()
+    conn.request("GET", path, headers=headers)
+    r = conn.getresponse()
+    body = r.read()
+    ms = (time.perf_counter() - t) * 1e3
+    if r.status != 200:
+        raise SystemExit(f"GET {path}: {r.status} {body[:200]!r}")
+    return ms, json.loads(body)
+
+def timed(paths):
+    for p in paths[:5]:
+        get(p)
+    ms = sorted(get(p)[0] for p in paths)
+    return {"p50": ms[len(ms) // 2], "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))]}
+
+def run_path(n):
+    return f"/runs/{tenant}~2Fscale-run-{n:010d}"
+
+acme = [n for n in range(0, size, 2)]
+gets = [run_path(random.choice(acme)) for _ in range(samples)]
+result = {"backend": backend, "size": size, "startup_ms": int(startup), "migration9_ms": int(migration),
+          "bytes_per_run": int(nbytes) / size, "get": timed(gets)}
+for name, query in [("list", ""), ("list_workflow", "&workflowId=approval"), ("list_status", "&status=failed")]:
+    result[name] = timed([f"/runs?limit=20{query}"] * max(20, samples // 4))
+
+def deep_cursor(query):
+    # Follow the cursor DEEP runs down, 100 a page; time the page there.
+    path = f"/runs?limit=100{query}"
+    seen = 0
+    while seen < deep:
+        _, page = get(path)
+        seen += len(page["runs"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return None
+        path = f"/runs?limit=100{query}&cursor={urllib.parse.quote(cursor, safe='')}"
+    return timed([path] * max(20, samples // 4))
+
+result["deep"] = deep_cursor("")
+result["deep_workflow"] = deep_cursor("&workflowId=approval")
+if big:
+    result["big_run_events_mid"] = timed([f"/runs/{tenant}~2Fscale-big-run-0001/events/poll?afterSequence={big // 2}&timeout=1"] * max(20, samples // 4))
+print(json.dumps(result))
+PY
+    stop_server "$server_pid"
+  done
+done
+
+python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def fig(r, key):
+    v = r.get(key)
+    if isinstance(v, dict):
+        return v["p50"]
+    return v
+keys = [("startup_ms", "start-up ms"), ("migration9_ms", "start with migration 9 ms"), ("bytes_per_run", "bytes per run"),
+        ("get", "GET run p50 ms"), ("list", "listRuns p50 ms"), ("list_workflow", "workflowId p50 ms"),
+        ("list_status", "status p50 ms"), ("deep", "deep page p50 ms"), ("deep_workflow", "deep by workflow p50 ms"),
+        ("big_run_events_mid", "big run events mid p50 ms")]
+for backend in dict.fromkeys(r["backend"] for r in rows):
+    mine = [r for r in rows if r["backend"] == backend]
+    base = mine[0]
+    print(f"  {backend}:")
+    print("    " + f'{"figure":<28}' + "".join(f'{r["size"]:>20,}' for r in mine))
+    for key, label in keys:
+        cells = []
+        for r in mine:
+            v, b = fig(r, key), fig(base, key)
+            if v is None:
+                cells.append(f'{"-":>20}')
+            else:
+                ratio = f" ({v / b:.2f}x)" if b else ""
+                cells.append(f"{v:>11.2f}{ratio:>9}")
+        print(f"    {label:<28}" + "".join(cells))
+    print("    GET run p99 ms             " + "".join(f'{r["get"]["p99"]:>20.2f}' for r in mine))
+PY
+echo "  ratios are to the first size; target: every latency within 1.5x of it at the largest size"
+machine_footer
