@@ -90,6 +90,28 @@ impl Ops {
         }
     }
 
+    /// The snapshots of a page of runs, in the page's order, read in one store call
+    /// (`listRuns`). A run gone since the page was read is `RunNotFound`, as one
+    /// [`Ops::snapshot`] would answer.
+    pub async fn snapshots(&self, runs: &[RunRecord]) -> Result<Vec<RunSnapshot>, OpError> {
+        let ids = runs.iter().map(|r| r.run_id.clone()).collect();
+        let details = self.runs.run_details(ids).await?;
+        let mut details = details.iter().peekable();
+        let mut out = Vec::with_capacity(runs.len());
+        for run in runs {
+            // `run_details` keeps the order asked and leaves out only missing runs.
+            match details.next_if(|d| d.run.run_id == run.run_id) {
+                Some(detail) => out.push(detail_view(detail)?),
+                None => {
+                    return Err(OpError::RunNotFound {
+                        run_id: run.run_id.clone(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// `getRun`: a run the caller may see and its snapshot, read in one store call. A
     /// foreign tenant segment is refused before any lookup, as `get_run` refuses it.
     pub async fn get_snapshot(

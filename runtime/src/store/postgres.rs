@@ -491,6 +491,19 @@ const RUN_DETAIL: &str = concat!(
      ) i ON true"
 );
 
+/// [`RUN_DETAIL`] for every run named in the array $1 (in no particular order).
+const RUN_DETAILS: &str = concat!(
+    "SELECT r.*, i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = r.run_id) AS context_id
+     FROM (SELECT ",
+    sql::run_detail_cols!(),
+    " FROM runs WHERE run_id = ANY($1)) r LEFT JOIN LATERAL (
+         SELECT ",
+    sql::interrupt_cols!(),
+    " FROM interrupts WHERE interrupts.run_id = r.run_id AND interrupts.state = 'open'
+         LIMIT 1
+     ) i ON true"
+);
+
 /// What a run change is checked against.
 struct Check<'a> {
     guard: &'a Guard,
@@ -946,6 +959,29 @@ impl RunStore for PgStore {
                 })
             })
             .await
+        })
+    }
+
+    fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let found = all(&client, RUN_DETAILS, &[&run_ids], |r| {
+                let mut c = sql::Cols::new(r);
+                let run = sql::read_run(&mut c)?;
+                let open_interrupt = sql::read_opt_interrupt(&mut c)?;
+                Ok(RunDetail {
+                    open_interrupt,
+                    context_id: r.opt_text("context_id")?,
+                    run,
+                })
+            })
+            .await?;
+            // The statement's order is the plan's: put the page back in the order asked.
+            let mut found: std::collections::HashMap<String, RunDetail> = found
+                .into_iter()
+                .map(|d| (d.run.run_id.clone(), d))
+                .collect();
+            Ok(run_ids.iter().filter_map(|id| found.remove(id)).collect())
         })
     }
 

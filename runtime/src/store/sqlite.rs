@@ -919,6 +919,29 @@ impl RunStore for SqliteStore {
         })
     }
 
+    fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {
+        self.read_here(move |conn| {
+            // One read transaction and one trip to the reader: a page as of one commit.
+            let tx = Tx::read(conn)?;
+            let mut out = Vec::with_capacity(run_ids.len());
+            for run_id in &run_ids {
+                let Some((run, context_id)) =
+                    one(&tx, sql::RUN_DETAIL_BY_ID, [run_id], sql::run_and_context)?
+                else {
+                    continue;
+                };
+                let open_interrupt = one(&tx, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt)?;
+                out.push(RunDetail {
+                    open_interrupt,
+                    context_id,
+                    run,
+                });
+            }
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
     fn open_interrupt(&self, run_id: &str) -> StoreFuture<'_, Option<InterruptRecord>> {
         let run_id = run_id.to_owned();
         self.read_here(move |conn| one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt))

@@ -149,7 +149,41 @@ store_suite!(
     store_gauges_and_schema_version_read_the_database,
     a_run_detail_reads_the_run_its_open_interrupt_and_its_context,
     hot_run_listings_read_one_index_range_in_order,
+    run_details_read_a_page_in_the_order_asked,
 );
+
+/// `listRuns` reads its page's snapshots in one store call: each detail as `run_detail`
+/// gives it (the open interrupt included), in the order asked, a missing id left out.
+async fn run_details_read_a_page_in_the_order_asked(b: Backend) {
+    for id in ["t/d1", "t/d2", "t/d3"] {
+        b.runs.create_run(new_run(id), None).await.expect("create");
+    }
+    suspend(&b.runs, "t/d2").await;
+    let asked: Vec<String> = ["t/d3", "t/none", "t/d1", "t/d2"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let got = b.runs.run_details(asked).await.expect("details");
+    let mut want = Vec::new();
+    for id in ["t/d3", "t/d1", "t/d2"] {
+        want.push(
+            b.runs
+                .run_detail(id)
+                .await
+                .expect("detail")
+                .expect("exists"),
+        );
+    }
+    assert_eq!(got, want);
+    assert!(got[2].open_interrupt.is_some(), "{got:?}");
+    assert!(
+        b.runs
+            .run_details(Vec::new())
+            .await
+            .expect("none")
+            .is_empty()
+    );
+}
 
 /// The plan of a run query's statement on `b`, one line per step. PostgreSQL is asked with
 /// sequential scans, bitmap scans and sorts priced out, so the plan shows whether an

@@ -150,10 +150,7 @@ pub async fn list_runs(
         },
     };
     let page = state.ops.list_runs(&subject, params).await?;
-    let mut runs = Vec::with_capacity(page.runs.len());
-    for run in &page.runs {
-        runs.push(state.ops.snapshot(run).await?);
-    }
+    let runs = state.ops.snapshots(&page.runs).await?;
     Ok(Json(RunList {
         runs,
         next_cursor: page
