@@ -80,19 +80,8 @@ fn detail_view(detail: &RunDetail) -> Result<RunSnapshot, OpError> {
 }
 
 impl Ops {
-    /// The snapshot of a run the caller may see, as REST answers it.
-    pub async fn snapshot(&self, run: &RunRecord) -> Result<RunSnapshot, OpError> {
-        match self.runs.run_detail(&run.run_id).await? {
-            Some(detail) => detail_view(&detail),
-            None => Err(OpError::RunNotFound {
-                run_id: run.run_id.clone(),
-            }),
-        }
-    }
-
     /// The snapshots of a page of runs, in the page's order, read in one store call
-    /// (`listRuns`). A run gone since the page was read is `RunNotFound`, as one
-    /// [`Ops::snapshot`] would answer.
+    /// (`listRuns`). A run gone since the page was read is `RunNotFound`.
     pub async fn snapshots(&self, runs: &[RunRecord]) -> Result<Vec<RunSnapshot>, OpError> {
         let ids = runs.iter().map(|r| r.run_id.clone()).collect();
         let details = self.runs.run_details(ids).await?;
