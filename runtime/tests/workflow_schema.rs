@@ -113,3 +113,18 @@ fn schema_refuses_unknown_fields_and_kinds() {
         );
     }
 }
+
+/// The example runtime/WORKFLOWS.md walks through is a valid definition the loader takes.
+#[test]
+fn the_authoring_guides_example_matches_the_schema_and_loads() {
+    let v = schema();
+    let path = std::path::PathBuf::from(format!("{ROOT}/runtime/examples/workflows/review.yaml"));
+    let doc = load(&path);
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    let text = std::fs::read_to_string(&path).unwrap();
+    openwop::engine::definition::parse(&path.display().to_string(), &text).unwrap();
+}
