@@ -108,7 +108,10 @@ echo "run $run_id: waiting-approval" >&2
 step "podman restart"
 "${podman[@]}" restart --time 10 "$name" >/dev/null
 wait_ready
-"${podman[@]}" logs "$name" 2>&1 | grep -q 'shutting down' || fail "the host was not stopped gracefully"
+# The logs are read whole before searching: `grep -q` stops at the first match, and under
+# pipefail the writer it leaves behind (SIGPIPE) would fail the check at random.
+logs=$("${podman[@]}" logs "$name" 2>&1)
+grep -q 'shutting down' <<<"$logs" || fail "the host was not stopped gracefully"
 key_after=$("${podman[@]}" logs "$name" 2>/dev/null | sed -n 's/^dev API key for tenant "dev": //p' | tail -1)
 [[ $key_after == "$key" ]] || fail "the dev key changed across the restart"
 wait_status waiting-approval
