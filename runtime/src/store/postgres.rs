@@ -491,6 +491,20 @@ const RUN_DETAIL: &str = concat!(
      ) i ON true"
 );
 
+/// A row of [`RUN_DETAIL`] or [`RUN_DETAILS`]: the run's columns, then the open
+/// interrupt's (NULL when none is open), read in order (both lists name `run_id` and
+/// `state`), then the contextId.
+fn detail_row(r: &dyn sql::Row) -> Result<RunDetail, StoreError> {
+    let mut c = sql::Cols::new(r);
+    let run = sql::read_run(&mut c)?;
+    let open_interrupt = sql::read_opt_interrupt(&mut c)?;
+    Ok(RunDetail {
+        open_interrupt,
+        context_id: r.opt_text("context_id")?,
+        run,
+    })
+}
+
 /// [`RUN_DETAIL`] for every run named in the array $1 (in no particular order).
 const RUN_DETAILS: &str = concat!(
     "SELECT r.*, i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = r.run_id) AS context_id
@@ -946,36 +960,14 @@ impl RunStore for PgStore {
         let run_id = run_id.to_owned();
         Box::pin(async move {
             let client = self.client().await?;
-            one(&client, RUN_DETAIL, &[&run_id], |r| {
-                // The run's columns, then the open interrupt's (NULL when none is open),
-                // read in order: both lists name `run_id` and `state`.
-                let mut c = sql::Cols::new(r);
-                let run = sql::read_run(&mut c)?;
-                let open_interrupt = sql::read_opt_interrupt(&mut c)?;
-                Ok(RunDetail {
-                    open_interrupt,
-                    context_id: r.opt_text("context_id")?,
-                    run,
-                })
-            })
-            .await
+            one(&client, RUN_DETAIL, &[&run_id], detail_row).await
         })
     }
 
     fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let found = all(&client, RUN_DETAILS, &[&run_ids], |r| {
-                let mut c = sql::Cols::new(r);
-                let run = sql::read_run(&mut c)?;
-                let open_interrupt = sql::read_opt_interrupt(&mut c)?;
-                Ok(RunDetail {
-                    open_interrupt,
-                    context_id: r.opt_text("context_id")?,
-                    run,
-                })
-            })
-            .await?;
+            let found = all(&client, RUN_DETAILS, &[&run_ids], detail_row).await?;
             // The statement's order is the plan's: put the page back in the order asked.
             let mut found: std::collections::HashMap<String, RunDetail> = found
                 .into_iter()

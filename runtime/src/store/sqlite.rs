@@ -499,6 +499,21 @@ fn load_run(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>, StoreE
     one(conn, sql::RUN_BY_ID, [run_id], sql::run)
 }
 
+/// A run, its open interrupt and its A2A contextId, read on `conn` (inside the caller's
+/// read transaction, so the three agree); `None` when there is no such run.
+fn read_detail(conn: &Connection, run_id: &str) -> Result<Option<RunDetail>, StoreError> {
+    let Some((run, context_id)) = one(conn, sql::RUN_DETAIL_BY_ID, [run_id], sql::run_and_context)?
+    else {
+        return Ok(None);
+    };
+    let open_interrupt = one(conn, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt)?;
+    Ok(Some(RunDetail {
+        open_interrupt,
+        context_id,
+        run,
+    }))
+}
+
 /// Inserts a new run's row (`sql::INSERT_RUN`) and gives the record the `list_order`
 /// the database assigned. The record is not read back (that meant parsing its JSON
 /// columns again); debug builds check it ([`check_written`]).
@@ -904,18 +919,9 @@ impl RunStore for SqliteStore {
             // One read transaction: the run and its open interrupt as of one commit (a run
             // read as waiting always shows the interrupt it waits on).
             let tx = Tx::read(conn)?;
-            let Some((run, context_id)) =
-                one(&tx, sql::RUN_DETAIL_BY_ID, [&run_id], sql::run_and_context)?
-            else {
-                return Ok(None);
-            };
-            let open_interrupt = one(&tx, sql::OPEN_INTERRUPT_OF, [&run_id], sql::interrupt)?;
+            let detail = read_detail(&tx, &run_id)?;
             tx.commit()?;
-            Ok(Some(RunDetail {
-                open_interrupt,
-                context_id,
-                run,
-            }))
+            Ok(detail)
         })
     }
 
@@ -925,17 +931,7 @@ impl RunStore for SqliteStore {
             let tx = Tx::read(conn)?;
             let mut out = Vec::with_capacity(run_ids.len());
             for run_id in &run_ids {
-                let Some((run, context_id)) =
-                    one(&tx, sql::RUN_DETAIL_BY_ID, [run_id], sql::run_and_context)?
-                else {
-                    continue;
-                };
-                let open_interrupt = one(&tx, sql::OPEN_INTERRUPT_OF, [run_id], sql::interrupt)?;
-                out.push(RunDetail {
-                    open_interrupt,
-                    context_id,
-                    run,
-                });
+                out.extend(read_detail(&tx, run_id)?);
             }
             tx.commit()?;
             Ok(out)
