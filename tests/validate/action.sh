@@ -3,8 +3,10 @@
 # (tests/validate/run_action.py: inputs and defaults, `if:` expressions, GITHUB_OUTPUT /
 # GITHUB_PATH / GITHUB_STEP_SUMMARY, bash steps) on a workspace with an invalid discovery
 # document, then on a valid one. The install step really runs `cargo install --path
-# validate` (with `--debug` so it reuses the test build); the upload step, another action
-# fetched by a real runner, is checked by what it would be given: a SARIF file that exists.
+# validate` (with `--debug` so it reuses the test build) on the first run; the Actions cache
+# is played by a directory (run_action.py --cache-dir), so the second run, like a later job,
+# restores that build and installs nothing. The upload step, another action fetched by a
+# real runner, is checked by what it would be given: a SARIF file that exists.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -20,13 +22,13 @@ py=$venv/bin/python
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/public/.well-known"
+mkdir -p "$work/public/.well-known" "$work/actions-cache"
 cp tests/vectors/discovery/invalid/discovery.no-grpc.json "$work/public/.well-known/openwop"
 
 run() {
   (cd "$work" && "$py" "$root/tests/validate/run_action.py" "$root/.github/actions/openwop-validate" \
     --input "paths=public/.well-known/openwop" --input "args=--now 2026-12-01" \
-    --input "install-args=--debug" --report "$work/report.json")
+    --input "install-args=--debug" --cache-dir "$work/actions-cache" --report "$work/report.json")
 }
 
 if run >"$work/log" 2>&1; then
@@ -41,7 +43,13 @@ validate = steps["Validate"]
 assert validate["ran"] and validate["exit"] == 0, validate
 assert validate["outputs"]["exit-code"] == "1", validate
 assert report["outputs"]["exit-code"] == "1", report["outputs"]
-upload = report["uses"][0]
+assert steps["Install openwop-validate"]["ran"], "the first job found a cache it cannot have"
+saved = steps["Save the build for later jobs"]
+assert saved["ran"], saved
+entries = os.listdir(os.path.join(work, "actions-cache"))
+assert len(entries) == 1 and entries[0].startswith("openwop-validate-Linux-"), entries
+assert os.access(os.path.join(work, "actions-cache", entries[0], "bin", "openwop-validate"), os.X_OK), entries
+upload = next(u for u in report["uses"] if u["uses"].startswith("github/codeql-action/upload-sarif@"))
 assert upload["uses"].startswith("github/codeql-action/upload-sarif@"), upload
 sarif = os.path.join(work, upload["with"]["sarif_file"])
 log = json.load(open(sarif))
@@ -59,4 +67,13 @@ grep -q "^::error file=public/.well-known/openwop,line=[0-9]*,col=[0-9]*,title=d
 
 cp tests/vectors/discovery/valid/minimal.json "$work/public/.well-known/openwop"
 run >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "the action failed on a valid document" >&2; exit 1; }
-echo "composite action: installs, annotates and fails on an invalid document, passes a valid one, hands SARIF to the upload step"
+"$py" - "$work/report.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+steps = {s["name"]: s for s in report["steps"]}
+assert steps["Restore a cached build"]["outputs"].get("cache-hit") == "true", steps["Restore a cached build"]
+assert not steps["Install openwop-validate"]["ran"], "a later job rebuilt what the cache held"
+assert not steps["Save the build for later jobs"]["ran"], steps["Save the build for later jobs"]
+assert steps["Validate"]["outputs"]["exit-code"] == "0", steps["Validate"]
+PY
+echo "composite action: installs, annotates and fails on an invalid document, passes a valid one, hands SARIF to the upload step; a later job restores the build from the cache and installs nothing"

@@ -7,9 +7,12 @@ failure(), ==, !=, &&, ||, !, parentheses), expands `${{ ... }}` in `run`, `env`
 files (GITHUB_OUTPUT, GITHUB_PATH, GITHUB_ENV, GITHUB_STEP_SUMMARY), and collects step
 outputs for later expressions. A `uses:` step (another action, fetched from the network by
 a real runner) is not run: it is recorded with its evaluated `with:` so the caller can
-check what it would have been given.
+check what it would have been given. The exception is the Actions cache
+(`actions/cache/restore` and `actions/cache/save`): with `--cache-dir DIR` it is played by a
+directory, one entry per key, as the runner's cache service keeps them across jobs, and
+without it every restore misses and every save is dropped, as on a runner with no cache.
 
-Usage: run_action.py ACTION_DIR --input NAME=VALUE ... --report FILE
+Usage: run_action.py ACTION_DIR --input NAME=VALUE ... [--cache-dir DIR] --report FILE
 Prints each step's output; writes a JSON report; exits 0 when the action succeeded.
 """
 
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,11 +171,28 @@ def read_outputs(path):
     return outputs
 
 
+def play_cache(uses, with_, cache_dir):
+    """actions/cache/restore and /save over a directory: an exact key match only (the action
+    declares no restore-keys), the entry copied whole, an existing entry never replaced."""
+    key, path = with_["key"], with_["path"]
+    assert key and path, f"{uses} needs key and path, given {with_}"
+    entry = os.path.join(cache_dir, key) if cache_dir else None
+    if uses.startswith("actions/cache/restore@"):
+        if entry and os.path.isdir(entry):
+            shutil.copytree(entry, path, dirs_exist_ok=True)
+            return {"cache-hit": "true", "cache-primary-key": key, "cache-matched-key": key}
+        return {"cache-primary-key": key}
+    if entry and not os.path.exists(entry):
+        shutil.copytree(path, entry)
+    return {}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("action_dir")
     parser.add_argument("--input", action="append", default=[])
     parser.add_argument("--report", required=True)
+    parser.add_argument("--cache-dir")
     args = parser.parse_args()
 
     action_dir = os.path.abspath(args.action_dir)
@@ -209,6 +230,7 @@ def main():
             "GITHUB_ACTION_PATH": action_dir,
             "GITHUB_WORKSPACE": os.getcwd(),
             "RUNNER_TEMP": temp,
+            "RUNNER_OS": "Linux",
             "GITHUB_SERVER_URL": "https://github.com",
             "GITHUB_REPOSITORY": "example/site",
             "GITHUB_SHA": "0" * 40,
@@ -248,6 +270,14 @@ def main():
             env["PATH"] = os.pathsep.join(reversed(extra_path)) + os.pathsep + env["PATH"]
         for k, v in (step.get("env") or {}).items():
             env[k] = expand(v, expr)
+        if "uses" in step and step["uses"].startswith(("actions/cache/restore@", "actions/cache/save@")):
+            with_ = {k: expand(v, expr) for k, v in (step.get("with") or {}).items()}
+            outputs = play_cache(step["uses"], with_, args.cache_dir)
+            if "id" in step:
+                context["steps"][step["id"]] = {"outputs": outputs, "outcome": "success"}
+            report["steps"].append({"name": name, "ran": True, "uses": step["uses"], "outputs": outputs})
+            print(f"::: {name}: {step['uses']} played by {args.cache_dir or 'no cache'}: {outputs}")
+            continue
         if "uses" in step:
             with_ = {k: expand(v, expr) for k, v in (step.get("with") or {}).items()}
             report["uses"].append({"name": name, "uses": step["uses"], "with": with_})
