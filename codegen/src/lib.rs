@@ -389,7 +389,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         ("corpus", None),
         ("dispatch", None),
         ("errors", None),
-        ("models", None),
+        ("models", Some("models")),
         ("schemas", None),
         ("validators", Some("validators")),
         ("versions", None),

@@ -4,8 +4,9 @@
 //!
 //! Features: `client` (the async client, reqwest), `rustls` or `native-tls` (its TLS),
 //! `validators` (JSON Schema validation, jsonschema), `tracing` (a span per call),
-//! `testkit` (a scripted host for tests). `models`, `errors`, `dispatch`, `schemas`
-//! and `corpus` (which corpus this is) are always built.
+//! `testkit` (a scripted host for tests), `models` (serde models of every schema;
+//! implied by `client`). `errors`, `dispatch`, `schemas`, `versions` and `corpus`
+//! (which corpus this is) are always built.
 #![cfg_attr(feature = "client", doc = include_str!("../README.md"))]
 #![allow(
     clippy::all,
@@ -30,6 +31,7 @@ pub mod client;
 pub mod corpus;
 pub mod dispatch;
 pub mod errors;
+#[cfg(feature = "models")]
 pub mod models;
 pub mod schemas;
 #[cfg(feature = "validators")]

@@ -6,8 +6,10 @@
 //! idempotency keys and jitter, httpdate for `Retry-After`), `rustls` (the default TLS:
 //! reqwest's `rustls`, aws-lc-rs provider and the platform verifier), `native-tls` (OpenSSL
 //! on Linux), `validators` (jsonschema), `tracing` (a span per call), `testkit` (a scripted
-//! loopback host: tokio's sockets, no server framework). Models, errors, dispatch and
-//! schemas need only serde, serde_json and regress.
+//! loopback host: tokio's sockets, no server framework), `models` (the serde models; regress
+//! for their patterns; implied by `client`). Errors, dispatch and schemas need only serde and
+//! serde_json. Models are a feature because they are most of the crate's compile time and
+//! the validators do not use them: the validate-only CLI builds without them.
 
 use crate::format::header;
 
@@ -17,7 +19,7 @@ pub(crate) const PACKAGE_NAME: &str = "openwop-sdk";
 /// The library's name in `use` paths.
 pub(crate) const LIB_NAME: &str = "openwop_sdk";
 /// The SDK's own version (its changelog is `generated/CHANGELOG.md`).
-pub(crate) const VERSION: &str = "0.2.0";
+pub(crate) const VERSION: &str = "0.3.0";
 
 /// `(name, requirement, optional)`; the requirement's `version` matches the workspace's.
 pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
@@ -33,7 +35,7 @@ pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
         r#"{ version = "0.61.2", default-features = false }"#,
         true,
     ),
-    ("regress", r#""0.12""#, false),
+    ("regress", r#""0.12""#, true),
     (
         "reqwest",
         r#"{ version = "0.13.5", default-features = false, features = ["json", "query", "charset", "http2"] }"#,
@@ -102,8 +104,9 @@ pub(crate) fn emit(provenance: &str, examples: &[String], tests: &[String]) -> S
          features = [\"client\", \"rustls\", \"validators\", \"tracing\", \"testkit\"]\n\
          \n\
          [features]\n\
-         default = [\"client\", \"rustls\", \"validators\"]\n\
-         client = [\"dep:reqwest\", \"dep:futures-core\", \"dep:tokio\", \"dep:getrandom\", \"dep:httpdate\"]\n\
+         default = [\"client\", \"rustls\", \"validators\", \"models\"]\n\
+         models = [\"dep:regress\"]\n\
+         client = [\"models\", \"dep:reqwest\", \"dep:futures-core\", \"dep:tokio\", \"dep:getrandom\", \"dep:httpdate\"]\n\
          rustls = [\"client\", \"reqwest/rustls\"]\n\
          native-tls = [\"client\", \"reqwest/native-tls\"]\n\
          validators = [\"dep:jsonschema\"]\n\

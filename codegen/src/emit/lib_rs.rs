@@ -38,8 +38,9 @@ pub(crate) fn emit(
         //!
         //! Features: `client` (the async client, reqwest), `rustls` or `native-tls` (its TLS),
         //! `validators` (JSON Schema validation, jsonschema), `tracing` (a span per call),
-        //! `testkit` (a scripted host for tests). `models`, `errors`, `dispatch`, `schemas`
-        //! and `corpus` (which corpus this is) are always built.
+        //! `testkit` (a scripted host for tests), `models` (serde models of every schema;
+        //! implied by `client`). `errors`, `dispatch`, `schemas`, `versions` and `corpus`
+        //! (which corpus this is) are always built.
         #readme
 
         // Generated code is judged by the generator's tests, not by lints meant for hand-written code.
