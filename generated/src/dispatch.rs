@@ -170,6 +170,11 @@ pub static REST_OPERATIONS: &[RestOperation] = &[
         path: "/runs/{runId}/events/poll",
     },
     RestOperation {
+        operation_id: "getArtifact",
+        method: "GET",
+        path: "/runs/{runId}/artifacts/{artifactId}",
+    },
+    RestOperation {
         operation_id: "streamHostEvents",
         method: "GET",
         path: "/host/events",

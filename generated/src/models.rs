@@ -3238,6 +3238,133 @@ impl<'de> ::serde::Deserialize<'de> for ApprovalDataTitle {
             })
     }
 }
+///A node produced an artifact of the run, readable by its id (getArtifact).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct ArtifactCreated {
+    ///The artifact's id, unique within the run; `GET /runs/{runId}/artifacts/{artifactId}` reads it.
+    #[serde(rename = "artifactId")]
+    pub artifact_id: ArtifactCreatedArtifactId,
+    ///What kind of artifact it is, as the workflow names it.
+    #[serde(rename = "artifactType")]
+    pub artifact_type: ArtifactCreatedArtifactType,
+    ///The node that produced it.
+    #[serde(rename = "nodeId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub node_id: ::std::option::Option<NodeId>,
+}
+///The artifact's id, unique within the run; `GET /runs/{runId}/artifacts/{artifactId}` reads it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct ArtifactCreatedArtifactId(::std::string::String);
+impl ::std::ops::Deref for ArtifactCreatedArtifactId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<ArtifactCreatedArtifactId> for ::std::string::String {
+    fn from(value: ArtifactCreatedArtifactId) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for ArtifactCreatedArtifactId {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 128usize {
+            return Err("longer than 128 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for ArtifactCreatedArtifactId {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ArtifactCreatedArtifactId {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ArtifactCreatedArtifactId {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///What kind of artifact it is, as the workflow names it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct ArtifactCreatedArtifactType(::std::string::String);
+impl ::std::ops::Deref for ArtifactCreatedArtifactType {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<ArtifactCreatedArtifactType> for ::std::string::String {
+    fn from(value: ArtifactCreatedArtifactType) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for ArtifactCreatedArtifactType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 128usize {
+            return Err("longer than 128 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for ArtifactCreatedArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ArtifactCreatedArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ArtifactCreatedArtifactType {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
 ///Facet fields of the `auth` family: the credential lanes the host accepts. Every lane runs the same pipeline: verify against the lane's trust root, bind to the request, check audience, resolve a Subject, fail closed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct AuthFacet {
@@ -9320,6 +9447,8 @@ pub enum Node {
     ///Computes a value from the inputs and earlier nodes.
     #[serde(rename = "transform")]
     Transform {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        artifact: ::std::option::Option<NodeArtifact>,
         id: NodeId,
         ///Template whose rendering becomes this node's value (`nodes.<id>`).
         value: ::serde_json::Value,
@@ -9421,7 +9550,7 @@ pub enum Node {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         when: ::std::option::Option<When>,
     },
-    ///One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`.
+    ///One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `readResource` the `resources/read` result as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`.
     #[serde(rename = "mcp-client")]
     McpClient {
         ///Template of the tool's arguments (an object), for `callTool`.
@@ -9431,7 +9560,7 @@ pub enum Node {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         cursor: ::std::option::Option<::serde_json::Value>,
         id: NodeId,
-        ///Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`).
+        ///Template rendering to `callTool`, `listTools`, `readResource` or `serverHealth` (absent or null: `serverHealth`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         method: ::std::option::Option<::serde_json::Value>,
         ///Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found.
@@ -9440,9 +9569,136 @@ pub enum Node {
         ///Template of the tool's name, for `callTool`.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         tool: ::std::option::Option<::serde_json::Value>,
+        ///Template of the resource's URI, for `readResource`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        uri: ::std::option::Option<::serde_json::Value>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         when: ::std::option::Option<When>,
     },
+}
+///Also records the rendered value as an artifact of the run: `artifact.created {artifactId, artifactType, nodeId}` is appended, and `GET /runs/{runId}/artifacts/{artifactId}` serves it (as an A2A Artifact with one `data` part under `Accept: application/a2a+json`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct NodeArtifact {
+    ///The artifact's type, as `artifact.created` names it.
+    #[serde(rename = "artifactType")]
+    pub artifact_type: NodeArtifactArtifactType,
+    ///A name for people (the A2A Artifact's `name`).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<NodeArtifactName>,
+}
+///The artifact's type, as `artifact.created` names it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct NodeArtifactArtifactType(::std::string::String);
+impl ::std::ops::Deref for NodeArtifactArtifactType {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<NodeArtifactArtifactType> for ::std::string::String {
+    fn from(value: NodeArtifactArtifactType) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for NodeArtifactArtifactType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 128usize {
+            return Err("longer than 128 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for NodeArtifactArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for NodeArtifactArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NodeArtifactArtifactType {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///A name for people (the A2A Artifact's `name`).
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct NodeArtifactName(::std::string::String);
+impl ::std::ops::Deref for NodeArtifactName {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<NodeArtifactName> for ::std::string::String {
+    fn from(value: NodeArtifactName) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for NodeArtifactName {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 256usize {
+            return Err("longer than 256 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for NodeArtifactName {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for NodeArtifactName {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NodeArtifactName {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
 }
 ///The run error's code: a registered code or a vendor code `<org>.<code>`.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -9901,6 +10157,82 @@ pub struct NodeStarted {
     ///Which attempt this is, the first being 0.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub attempt: ::std::option::Option<u64>,
+}
+///The node suspended the run on an interrupt; appended with the `interrupt.requested` that carries the interrupt itself, and names the interrupt's id.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct NodeSuspended {
+    ///The node that suspended.
+    #[serde(rename = "nodeId")]
+    pub node_id: NodeId,
+    ///The interrupt the node suspended on (the snapshot's `interrupts[].interruptId`, and `interrupt.resolved`'s).
+    #[serde(rename = "interruptId")]
+    pub interrupt_id: InterruptId,
+    ///The interrupt's kind.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub kind: ::std::option::Option<NodeSuspendedKind>,
+}
+///The interrupt's kind.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum NodeSuspendedKind {
+    #[serde(rename = "approval")]
+    Approval,
+    #[serde(rename = "clarification")]
+    Clarification,
+    #[serde(rename = "credential")]
+    Credential,
+    #[serde(rename = "external-event")]
+    ExternalEvent,
+}
+impl ::std::fmt::Display for NodeSuspendedKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Approval => f.write_str("approval"),
+            Self::Clarification => f.write_str("clarification"),
+            Self::Credential => f.write_str("credential"),
+            Self::ExternalEvent => f.write_str("external-event"),
+        }
+    }
+}
+impl ::std::str::FromStr for NodeSuspendedKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "approval" => Ok(Self::Approval),
+            "clarification" => Ok(Self::Clarification),
+            "credential" => Ok(Self::Credential),
+            "external-event" => Ok(Self::ExternalEvent),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for NodeSuspendedKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for NodeSuspendedKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
 }
 ///The tool's name on the remote server.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -11191,6 +11523,193 @@ impl ::std::convert::TryFrom<::std::string::String> for RetryPolicyBackoff {
         value: ::std::string::String,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
+    }
+}
+///Answer of getArtifact (application/json).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct RunArtifact {
+    #[serde(rename = "runId")]
+    pub run_id: RunId,
+    ///As artifact.created named it.
+    #[serde(rename = "artifactId")]
+    pub artifact_id: RunArtifactArtifactId,
+    ///As artifact.created named it.
+    #[serde(rename = "artifactType")]
+    pub artifact_type: RunArtifactArtifactType,
+    #[serde(rename = "nodeId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub node_id: ::std::option::Option<NodeId>,
+    ///The name the node gives it.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<RunArtifactName>,
+    ///The artifact's content, as the node rendered it.
+    pub data: ::serde_json::Value,
+}
+///As artifact.created named it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct RunArtifactArtifactId(::std::string::String);
+impl ::std::ops::Deref for RunArtifactArtifactId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<RunArtifactArtifactId> for ::std::string::String {
+    fn from(value: RunArtifactArtifactId) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for RunArtifactArtifactId {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 128usize {
+            return Err("longer than 128 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunArtifactArtifactId {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunArtifactArtifactId {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RunArtifactArtifactId {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///As artifact.created named it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct RunArtifactArtifactType(::std::string::String);
+impl ::std::ops::Deref for RunArtifactArtifactType {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<RunArtifactArtifactType> for ::std::string::String {
+    fn from(value: RunArtifactArtifactType) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for RunArtifactArtifactType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 128usize {
+            return Err("longer than 128 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunArtifactArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunArtifactArtifactType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RunArtifactArtifactType {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+///The name the node gives it.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct RunArtifactName(::std::string::String);
+impl ::std::ops::Deref for RunArtifactName {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<RunArtifactName> for ::std::string::String {
+    fn from(value: RunArtifactName) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for RunArtifactName {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunArtifactName {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunArtifactName {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RunArtifactName {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
     }
 }
 ///The run was cancelled. Terminal.
@@ -14929,6 +15448,76 @@ impl ::std::cmp::PartialEq<ApprovalDataTitle> for ::std::string::String {
         *self == other.0
     }
 }
+impl ::std::fmt::Display for ArtifactCreatedArtifactId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ArtifactCreatedArtifactId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactId> for str {
+    fn eq(&self, other: &ArtifactCreatedArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ArtifactCreatedArtifactId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactId> for &str {
+    fn eq(&self, other: &ArtifactCreatedArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ArtifactCreatedArtifactId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactId> for ::std::string::String {
+    fn eq(&self, other: &ArtifactCreatedArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for ArtifactCreatedArtifactType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for ArtifactCreatedArtifactType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactType> for str {
+    fn eq(&self, other: &ArtifactCreatedArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for ArtifactCreatedArtifactType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactType> for &str {
+    fn eq(&self, other: &ArtifactCreatedArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for ArtifactCreatedArtifactType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<ArtifactCreatedArtifactType> for ::std::string::String {
+    fn eq(&self, other: &ArtifactCreatedArtifactType) -> bool {
+        *self == other.0
+    }
+}
 impl ::std::fmt::Display for AuthFamilyUntil {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(&self.0)
@@ -16644,6 +17233,76 @@ impl ::std::cmp::PartialEq<NegotiationDecidedRequested> for ::std::string::Strin
         *self == other.0
     }
 }
+impl ::std::fmt::Display for NodeArtifactArtifactType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NodeArtifactArtifactType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactArtifactType> for str {
+    fn eq(&self, other: &NodeArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NodeArtifactArtifactType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactArtifactType> for &str {
+    fn eq(&self, other: &NodeArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NodeArtifactArtifactType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactArtifactType> for ::std::string::String {
+    fn eq(&self, other: &NodeArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for NodeArtifactName {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for NodeArtifactName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactName> for str {
+    fn eq(&self, other: &NodeArtifactName) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for NodeArtifactName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactName> for &str {
+    fn eq(&self, other: &NodeArtifactName) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for NodeArtifactName {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<NodeArtifactName> for ::std::string::String {
+    fn eq(&self, other: &NodeArtifactName) -> bool {
+        *self == other.0
+    }
+}
 impl ::std::fmt::Display for NodeCode {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(&self.0)
@@ -17166,6 +17825,111 @@ impl ::std::cmp::PartialEq<::std::string::String> for RelaxationReason {
 }
 impl ::std::cmp::PartialEq<RelaxationReason> for ::std::string::String {
     fn eq(&self, other: &RelaxationReason) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunArtifactArtifactId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunArtifactArtifactId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactId> for str {
+    fn eq(&self, other: &RunArtifactArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunArtifactArtifactId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactId> for &str {
+    fn eq(&self, other: &RunArtifactArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunArtifactArtifactId {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactId> for ::std::string::String {
+    fn eq(&self, other: &RunArtifactArtifactId) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunArtifactArtifactType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunArtifactArtifactType {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactType> for str {
+    fn eq(&self, other: &RunArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunArtifactArtifactType {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactType> for &str {
+    fn eq(&self, other: &RunArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunArtifactArtifactType {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactArtifactType> for ::std::string::String {
+    fn eq(&self, other: &RunArtifactArtifactType) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::fmt::Display for RunArtifactName {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl ::std::cmp::PartialEq<str> for RunArtifactName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactName> for str {
+    fn eq(&self, other: &RunArtifactName) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<&str> for RunArtifactName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactName> for &str {
+    fn eq(&self, other: &RunArtifactName) -> bool {
+        *self == other.0
+    }
+}
+impl ::std::cmp::PartialEq<::std::string::String> for RunArtifactName {
+    fn eq(&self, other: &::std::string::String) -> bool {
+        self.0 == *other
+    }
+}
+impl ::std::cmp::PartialEq<RunArtifactName> for ::std::string::String {
+    fn eq(&self, other: &RunArtifactName) -> bool {
         *self == other.0
     }
 }
@@ -19025,10 +19789,14 @@ pub enum RunEventType {
     NodeCompleted,
     /// `node.failed`
     NodeFailed,
+    /// `node.suspended`
+    NodeSuspended,
     /// `interrupt.requested`
     InterruptRequested,
     /// `interrupt.resolved`
     InterruptResolved,
+    /// `artifact.created`
+    ArtifactCreated,
     /// `negotiation.decided`
     NegotiationDecided,
     /// Any other string, as sent.
@@ -19044,8 +19812,10 @@ impl RunEventType {
         RunEventType::NodeStarted,
         RunEventType::NodeCompleted,
         RunEventType::NodeFailed,
+        RunEventType::NodeSuspended,
         RunEventType::InterruptRequested,
         RunEventType::InterruptResolved,
+        RunEventType::ArtifactCreated,
         RunEventType::NegotiationDecided,
     ];
     /// The value as it is on the wire.
@@ -19058,8 +19828,10 @@ impl RunEventType {
             RunEventType::NodeStarted => "node.started",
             RunEventType::NodeCompleted => "node.completed",
             RunEventType::NodeFailed => "node.failed",
+            RunEventType::NodeSuspended => "node.suspended",
             RunEventType::InterruptRequested => "interrupt.requested",
             RunEventType::InterruptResolved => "interrupt.resolved",
+            RunEventType::ArtifactCreated => "artifact.created",
             RunEventType::NegotiationDecided => "negotiation.decided",
             RunEventType::Other(value) => value.as_str(),
         }
@@ -19072,7 +19844,8 @@ impl RunEventType {
             RunEventType::RunCompleted | RunEventType::RunFailed |
             RunEventType::RunCancelled | RunEventType::NodeStarted |
             RunEventType::NodeCompleted | RunEventType::NodeFailed |
-            RunEventType::InterruptRequested | RunEventType::InterruptResolved |
+            RunEventType::NodeSuspended | RunEventType::InterruptRequested |
+            RunEventType::InterruptResolved | RunEventType::ArtifactCreated |
             RunEventType::NegotiationDecided
         )
     }
@@ -19087,8 +19860,10 @@ impl From<&str> for RunEventType {
             "node.started" => RunEventType::NodeStarted,
             "node.completed" => RunEventType::NodeCompleted,
             "node.failed" => RunEventType::NodeFailed,
+            "node.suspended" => RunEventType::NodeSuspended,
             "interrupt.requested" => RunEventType::InterruptRequested,
             "interrupt.resolved" => RunEventType::InterruptResolved,
+            "artifact.created" => RunEventType::ArtifactCreated,
             "negotiation.decided" => RunEventType::NegotiationDecided,
             other => RunEventType::Other(other.to_owned()),
         }
@@ -19399,10 +20174,14 @@ pub enum RunEventPayload {
     NodeCompleted(NodeCompleted),
     /// `type` = `node.failed`: [`NodeFailed`].
     NodeFailed(NodeFailed),
+    /// `type` = `node.suspended`: [`NodeSuspended`].
+    NodeSuspended(NodeSuspended),
     /// `type` = `interrupt.requested`: [`InterruptRequested`].
     InterruptRequested(InterruptRequested),
     /// `type` = `interrupt.resolved`: [`InterruptResolved`].
     InterruptResolved(InterruptResolved),
+    /// `type` = `artifact.created`: [`ArtifactCreated`].
+    ArtifactCreated(ArtifactCreated),
     /// `type` = `negotiation.decided`: [`NegotiationDecided`].
     NegotiationDecided(NegotiationDecided),
     /// A payload whose tag the corpus binds no schema to (a vendor type, or one newer than this crate).
@@ -19418,8 +20197,10 @@ impl RunEventPayload {
         "node.started",
         "node.completed",
         "node.failed",
+        "node.suspended",
         "interrupt.requested",
         "interrupt.resolved",
+        "artifact.created",
         "negotiation.decided",
     ];
     /// The tag value this payload is bound to; `None` for [`Self::Other`].
@@ -19432,8 +20213,10 @@ impl RunEventPayload {
             RunEventPayload::NodeStarted(_) => Some("node.started"),
             RunEventPayload::NodeCompleted(_) => Some("node.completed"),
             RunEventPayload::NodeFailed(_) => Some("node.failed"),
+            RunEventPayload::NodeSuspended(_) => Some("node.suspended"),
             RunEventPayload::InterruptRequested(_) => Some("interrupt.requested"),
             RunEventPayload::InterruptResolved(_) => Some("interrupt.resolved"),
+            RunEventPayload::ArtifactCreated(_) => Some("artifact.created"),
             RunEventPayload::NegotiationDecided(_) => Some("negotiation.decided"),
             RunEventPayload::Other(_) => None,
         }
@@ -19472,6 +20255,10 @@ impl RunEventPayload {
                 ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
                     .map(RunEventPayload::NodeFailed)
             }
+            "node.suspended" => {
+                ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
+                    .map(RunEventPayload::NodeSuspended)
+            }
             "interrupt.requested" => {
                 ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
                     .map(RunEventPayload::InterruptRequested)
@@ -19479,6 +20266,10 @@ impl RunEventPayload {
             "interrupt.resolved" => {
                 ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
                     .map(RunEventPayload::InterruptResolved)
+            }
+            "artifact.created" => {
+                ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
+                    .map(RunEventPayload::ArtifactCreated)
             }
             "negotiation.decided" => {
                 ::serde_json::from_value(::serde_json::Value::Object(payload.clone()))
@@ -19502,12 +20293,14 @@ impl RunEventPayload {
             RunEventPayload::NodeStarted(payload) => ::serde_json::to_value(payload)?,
             RunEventPayload::NodeCompleted(payload) => ::serde_json::to_value(payload)?,
             RunEventPayload::NodeFailed(payload) => ::serde_json::to_value(payload)?,
+            RunEventPayload::NodeSuspended(payload) => ::serde_json::to_value(payload)?,
             RunEventPayload::InterruptRequested(payload) => {
                 ::serde_json::to_value(payload)?
             }
             RunEventPayload::InterruptResolved(payload) => {
                 ::serde_json::to_value(payload)?
             }
+            RunEventPayload::ArtifactCreated(payload) => ::serde_json::to_value(payload)?,
             RunEventPayload::NegotiationDecided(payload) => {
                 ::serde_json::to_value(payload)?
             }
@@ -19560,6 +20353,11 @@ impl From<NodeFailed> for RunEventPayload {
         RunEventPayload::NodeFailed(payload)
     }
 }
+impl From<NodeSuspended> for RunEventPayload {
+    fn from(payload: NodeSuspended) -> Self {
+        RunEventPayload::NodeSuspended(payload)
+    }
+}
 impl From<InterruptRequested> for RunEventPayload {
     fn from(payload: InterruptRequested) -> Self {
         RunEventPayload::InterruptRequested(payload)
@@ -19568,6 +20366,11 @@ impl From<InterruptRequested> for RunEventPayload {
 impl From<InterruptResolved> for RunEventPayload {
     fn from(payload: InterruptResolved) -> Self {
         RunEventPayload::InterruptResolved(payload)
+    }
+}
+impl From<ArtifactCreated> for RunEventPayload {
+    fn from(payload: ArtifactCreated) -> Self {
+        RunEventPayload::ArtifactCreated(payload)
     }
 }
 impl From<NegotiationDecided> for RunEventPayload {

@@ -1258,6 +1258,91 @@ pub const OPENAPI: &str = r##"{
         }
       }
     },
+    "/runs/{runId}/artifacts/{artifactId}": {
+      "get": {
+        "operationId": "getArtifact",
+        "tags": [
+          "runs"
+        ],
+        "summary": "Read a run's artifact",
+        "description": "An artifact a node of the run recorded (announced by artifact.created). Accept application/a2a+json answers it as an A2A 1.0 Artifact (one `data` part whose mediaType is application/json); otherwise as a RunArtifact. A run the caller cannot read, another tenant's included, answers exactly as a run that never existed, and so does an unknown artifact id (404).",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/RunId"
+          },
+          {
+            "in": "path",
+            "name": "artifactId",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 128
+            },
+            "description": "The artifactId of the artifact.created event."
+          },
+          {
+            "$ref": "#/components/parameters/OpenWOPVersion"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The artifact.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RunArtifact"
+                }
+              },
+              "application/a2a+json": {
+                "schema": {
+                  "type": "object",
+                  "description": "An A2A 1.0 Artifact (ProtoJSON spelling) with `artifactId`, `name` when the node names one, and `parts` holding one `data` part."
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The runId is malformed. Codes: `validation_error`.",
+            "headers": {
+              "OpenWOP-Version": {
+                "$ref": "#/components/headers/OpenWOPVersion"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorEnvelope"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthenticated"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "406": {
+            "$ref": "#/components/responses/VersionUnsupported"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
     "/host/events": {
       "get": {
         "operationId": "streamHostEvents",
@@ -2218,6 +2303,45 @@ pub const OPENAPI: &str = r##"{
           "isTerminal": {
             "type": "boolean",
             "description": "True when status is completed, failed or cancelled; no further events will come."
+          }
+        }
+      },
+      "RunArtifact": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "runId",
+          "artifactId",
+          "artifactType",
+          "data"
+        ],
+        "description": "Answer of getArtifact (application/json).",
+        "properties": {
+          "runId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/runId"
+          },
+          "artifactId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "As artifact.created named it."
+          },
+          "artifactType": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "As artifact.created named it."
+          },
+          "nodeId": {
+            "$ref": "https://openwop.dev/spec/v2/ids.schema.json#/$defs/nodeId"
+          },
+          "name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The name the node gives it."
+          },
+          "data": {
+            "description": "The artifact's content, as the node rendered it."
           }
         }
       },
@@ -3635,8 +3759,10 @@ pub const RUN_EVENT_PAYLOADS: &str = r##"{
     "node.started": "nodeStarted",
     "node.completed": "nodeCompleted",
     "node.failed": "nodeFailed",
+    "node.suspended": "nodeSuspended",
     "interrupt.requested": "interruptRequested",
     "interrupt.resolved": "interruptResolved",
+    "artifact.created": "artifactCreated",
     "negotiation.decided": "negotiationDecided"
   },
   "$defs": {
@@ -3851,6 +3977,35 @@ pub const RUN_EVENT_PAYLOADS: &str = r##"{
       },
       "description": "A node failed after its retries were exhausted."
     },
+    "nodeSuspended": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "nodeId",
+        "interruptId"
+      ],
+      "properties": {
+        "nodeId": {
+          "$ref": "ids.schema.json#/$defs/nodeId",
+          "description": "The node that suspended."
+        },
+        "interruptId": {
+          "$ref": "ids.schema.json#/$defs/interruptId",
+          "description": "The interrupt the node suspended on (the snapshot's `interrupts[].interruptId`, and `interrupt.resolved`'s)."
+        },
+        "kind": {
+          "type": "string",
+          "enum": [
+            "approval",
+            "clarification",
+            "credential",
+            "external-event"
+          ],
+          "description": "The interrupt's kind."
+        }
+      },
+      "description": "The node suspended the run on an interrupt; appended with the `interrupt.requested` that carries the interrupt itself, and names the interrupt's id."
+    },
     "interruptRequested": {
       "$ref": "interrupt.schema.json#/$defs/interruptPayload",
       "description": "The run suspended on an interrupt; the payload is the interrupt exactly as the node raised it."
@@ -3886,6 +4041,33 @@ pub const RUN_EVENT_PAYLOADS: &str = r##"{
         }
       },
       "description": "An interrupt was resolved, by any surface (REST, A2A, MCP, token, or the host itself for a completed credential grant)."
+    },
+    "artifactCreated": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "artifactId",
+        "artifactType"
+      ],
+      "properties": {
+        "artifactId": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 128,
+          "description": "The artifact's id, unique within the run; `GET /runs/{runId}/artifacts/{artifactId}` reads it."
+        },
+        "artifactType": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 128,
+          "description": "What kind of artifact it is, as the workflow names it."
+        },
+        "nodeId": {
+          "$ref": "ids.schema.json#/$defs/nodeId",
+          "description": "The node that produced it."
+        }
+      },
+      "description": "A node produced an artifact of the run, readable by its id (getArtifact)."
     },
     "negotiationDecided": {
       "type": "object",
@@ -3980,8 +4162,10 @@ pub const RUN_EVENT: &str = r##"{
             "node.started",
             "node.completed",
             "node.failed",
+            "node.suspended",
             "interrupt.requested",
             "interrupt.resolved",
+            "artifact.created",
             "negotiation.decided"
           ],
           "description": "A protocol event type this host emits."
@@ -4189,6 +4373,25 @@ pub const RUN_EVENT: &str = r##"{
           "if": {
             "properties": {
               "type": {
+                "const": "node.suspended"
+              }
+            },
+            "required": [
+              "type"
+            ]
+          },
+          "then": {
+            "properties": {
+              "payload": {
+                "$ref": "run-event-payloads.schema.json#/$defs/nodeSuspended"
+              }
+            }
+          }
+        },
+        {
+          "if": {
+            "properties": {
+              "type": {
                 "const": "interrupt.requested"
               }
             },
@@ -4219,6 +4422,25 @@ pub const RUN_EVENT: &str = r##"{
             "properties": {
               "payload": {
                 "$ref": "run-event-payloads.schema.json#/$defs/interruptResolved"
+              }
+            }
+          }
+        },
+        {
+          "if": {
+            "properties": {
+              "type": {
+                "const": "artifact.created"
+              }
+            },
+            "required": [
+              "type"
+            ]
+          },
+          "then": {
+            "properties": {
+              "payload": {
+                "$ref": "run-event-payloads.schema.json#/$defs/artifactCreated"
               }
             }
           }
@@ -5070,6 +5292,28 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         },
         "when": {
           "$ref": "#/$defs/when"
+        },
+        "artifact": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "artifactType"
+          ],
+          "properties": {
+            "artifactType": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 128,
+              "description": "The artifact's type, as `artifact.created` names it."
+            },
+            "name": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256,
+              "description": "A name for people (the A2A Artifact's `name`)."
+            }
+          },
+          "description": "Also records the rendered value as an artifact of the run: `artifact.created {artifactId, artifactType, nodeId}` is appended, and `GET /runs/{runId}/artifacts/{artifactId}` serves it (as an A2A Artifact with one `data` part under `Accept: application/a2a+json`)."
         }
       },
       "description": "Computes a value from the inputs and earlier nodes."
@@ -5475,7 +5719,7 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
           "$ref": "#/$defs/when"
         },
         "method": {
-          "description": "Template rendering to `callTool`, `listTools` or `serverHealth` (absent or null: `serverHealth`)."
+          "description": "Template rendering to `callTool`, `listTools`, `readResource` or `serverHealth` (absent or null: `serverHealth`)."
         },
         "peer": {
           "description": "Template rendering to the `peers[].id` of an `mcp` peer (absent or null: `conformance`). Resolved when the node runs: an id the run's tenant cannot use fails the node with not_found."
@@ -5488,9 +5732,12 @@ pub const WORKFLOW_DEFINITION: &str = r##"{
         },
         "cursor": {
           "description": "Template of the cursor, for `listTools`."
+        },
+        "uri": {
+          "description": "Template of the resource's URI, for `readResource`."
         }
       },
-      "description": "One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`."
+      "description": "One request through the host's MCP client, whose answer is kept verbatim as the node's value `{result}`: `callTool` the whole CallToolResult (`isError: true` included; the run still completes), `listTools` one `tools/list` page as sent, `readResource` the `resources/read` result as sent, `serverHealth` `{state: reachable | unreachable, discover: <server/discover result or null>}`. No input round is answered and no task is followed. Written for conformance mode's `conformance-mcp-client` fixture; ordinary workflows use `mcp`."
     },
     "httpNode": {
       "type": "object",

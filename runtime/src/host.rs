@@ -439,6 +439,7 @@ impl Host {
         a2a_config.blocking_timeout = config.a2a_blocking_timeout;
         a2a_config.egress = egress;
         a2a_config.push_retry = config.push_retry;
+        let a2a_public_url = public_url.clone();
         a2a_config.public_base_url = public_url;
         a2a_config.default_skill = default_skill;
         a2a_config.signer = Some(Arc::new(signer));
@@ -454,7 +455,10 @@ impl Host {
                 crate::edge::deadline::run(within, mcp_deadline, req, next)
             }));
         let metrics = Arc::new(crate::observe::Metrics::default());
-        let app = rest::router(state.clone(), config.conformance)
+        let seams = config.conformance.then(|| crate::conformance::Seams {
+            public_url: a2a_public_url.clone(),
+        });
+        let app = rest::router(state.clone(), seams)
             .merge(a2a)
             .merge(mcp)
             .route("/healthz", axum::routing::get(crate::observe::healthz))

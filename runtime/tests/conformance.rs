@@ -1111,3 +1111,627 @@ async fn over_mcp_a_caller_not_listed_cannot_resolve_the_approvers_fixture() {
         .unwrap();
     assert_eq!(runs["runs"][0]["status"], "waiting-approval", "{runs}");
 }
+
+// ---- node.suspended -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_suspended_run_emits_node_suspended_naming_the_interrupt_id() {
+    let h = conformance_host().await;
+    let run = h.create(KEY_A, "conformance-approval", json!({})).await;
+    let snap = h.wait_status(KEY_A, &run, "waiting-approval").await;
+    let interrupt_id = snap["interrupts"][0]["interruptId"].clone();
+    assert!(interrupt_id.is_string(), "{snap}");
+    let events = h.events(KEY_A, &run).await;
+    for e in &events {
+        let findings = openwop_generated::validators::validate_run_event(e);
+        assert!(findings.is_empty(), "{e}: {findings:?}");
+    }
+    let k = kinds(&events);
+    let requested = k.iter().position(|t| t == "interrupt.requested");
+    let suspended = k.iter().position(|t| t == "node.suspended");
+    assert!(
+        matches!((requested, suspended), (Some(r), Some(s)) if r < s),
+        "interrupt.requested is kept, node.suspended follows it: {k:?}"
+    );
+    let suspended = &events[suspended.unwrap()];
+    assert_eq!(
+        suspended["payload"]["interruptId"], interrupt_id,
+        "{suspended}"
+    );
+    assert_eq!(suspended["payload"]["nodeId"], "approve");
+    assert_eq!(suspended["payload"]["kind"], "approval");
+    assert_eq!(suspended["nodeId"], "approve");
+    // The id the log names resolves the interrupt (interrupt.resolved names it too).
+    let r = h
+        .post(
+            &format!("/runs/{}/interrupts/approve", openwop::ids::project(&run)),
+            KEY_A,
+            json!({"resumeValue": {"action": "accept"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    h.wait_status(KEY_A, &run, "completed").await;
+    let events = h.events(KEY_A, &run).await;
+    let resolved = events
+        .iter()
+        .find(|e| e["type"] == "interrupt.resolved")
+        .expect("interrupt.resolved");
+    assert_eq!(resolved["payload"]["interruptId"], interrupt_id);
+    // Every host emits it, not only conformance mode.
+    let stock = start().await;
+    let run = stock.create(KEY_A, "approval", json!({})).await;
+    stock.wait_status(KEY_A, &run, "waiting-approval").await;
+    assert!(
+        kinds(&stock.events(KEY_A, &run).await).contains(&"node.suspended".to_owned()),
+        "a stock host emits node.suspended too"
+    );
+}
+
+// ---- conformance-artifact-emit and getArtifact ----------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_artifact_emit_records_an_artifact_served_as_an_a2a_artifact_and_isolated() {
+    let h = conformance_host().await;
+    let run = h
+        .create(KEY_A, "conformance-artifact-emit", json!({}))
+        .await;
+    h.wait_status(KEY_A, &run, "completed").await;
+    let events = h.events(KEY_A, &run).await;
+    let created = events
+        .iter()
+        .find(|e| e["type"] == "artifact.created")
+        .expect("artifact.created");
+    assert!(
+        openwop_generated::validators::validate_run_event(created).is_empty(),
+        "{created}"
+    );
+    assert_eq!(created["payload"]["artifactType"], "conformance.sample");
+    assert_eq!(created["payload"]["nodeId"], "emit");
+    let artifact_id = created["payload"]["artifactId"]
+        .as_str()
+        .expect("artifactId")
+        .to_owned();
+    let path = format!(
+        "/runs/{}/artifacts/{artifact_id}",
+        openwop::ids::project(&run)
+    );
+    // As an A2A Artifact.
+    let r = h
+        .get(&path, KEY_A)
+        .header("accept", "application/a2a+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["content-type"].to_str().unwrap(),
+        "application/a2a+json"
+    );
+    let a2a: Value = r.json().await.unwrap();
+    assert_eq!(a2a["artifactId"], artifact_id.as_str(), "{a2a}");
+    assert_eq!(a2a["name"], "conformance sample");
+    let parts = a2a["parts"].as_array().expect("parts");
+    assert_eq!(parts.len(), 1, "{a2a}");
+    assert_eq!(parts[0]["mediaType"], "application/json");
+    assert_eq!(parts[0]["data"]["fixture"], "conformance-artifact-emit");
+    assert_eq!(parts[0]["data"]["runId"], run.as_str());
+    // As the host's own shape.
+    let r = h.get(&path, KEY_A).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let own: Value = r.json().await.unwrap();
+    assert_eq!(own["runId"], run.as_str(), "{own}");
+    assert_eq!(own["artifactType"], "conformance.sample");
+    assert_eq!(own["nodeId"], "emit");
+    assert_eq!(own["data"], parts[0]["data"]);
+    // Another tenant's run answers exactly as a run that never existed, and as an unknown
+    // artifact of one's own run: one 404, byte for byte.
+    let body = |r: reqwest::Response| async move {
+        assert_eq!(r.status(), 404);
+        r.bytes().await.unwrap()
+    };
+    let foreign = body(h.get(&path, KEY_B).send().await.unwrap()).await;
+    let never = |tenant: &str| {
+        format!(
+            "/runs/{}/artifacts/{artifact_id}",
+            openwop::ids::project(&format!("{tenant}/AAAAAAAAAAAAAAAAAAAAAA"))
+        )
+    };
+    let never_acme = body(h.get(&never("acme"), KEY_B).send().await.unwrap()).await;
+    let never_own = body(h.get(&never("globex"), KEY_B).send().await.unwrap()).await;
+    let unknown_artifact = body(
+        h.get(
+            &format!("/runs/{}/artifacts/nope.0", openwop::ids::project(&run)),
+            KEY_A,
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(foreign, never_acme);
+    assert_eq!(foreign, never_own);
+    assert_eq!(foreign, unknown_artifact);
+    let parsed: Value = serde_json::from_slice(&foreign).unwrap();
+    assert_eq!(parsed["error"], "not_found", "{parsed}");
+    // The route is every host's: a stock host answers it (an unknown run: the same 404).
+    let stock = start().await;
+    let r = stock.get(&never("acme"), KEY_A).send().await.unwrap();
+    assert_eq!(body(r).await, foreign);
+}
+
+// ---- the OAuth authorize-start seam and the connect URL --------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_authorize_start_seam_starts_a_pkce_flow_and_refuses_mismatched_metadata() {
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.public_url = Some("https://wop.example.test".into());
+    })
+    .await;
+    let path = "/conformance/seams/sample/oauth/authorize-start";
+    let r = h
+        .post(
+            path,
+            KEY_A,
+            json!({"provider": "synthetic", "connection": "c1"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let started: Value = r.json().await.unwrap();
+    let url = started["authorizationUrl"]
+        .as_str()
+        .expect("authorizationUrl");
+    assert!(
+        url.starts_with("https://wop.example.test/conformance/oauth/synthetic/authorize?"),
+        "{url}"
+    );
+    for part in [
+        "response_type=code",
+        "code_challenge_method=S256",
+        "code_challenge=",
+        "state=",
+        "scope=openwop.read",
+    ] {
+        assert!(url.contains(part), "{part} in {url}");
+    }
+    // The suite's own authorization server, given by its metadata.
+    let r = h
+        .post(
+            path,
+            KEY_A,
+            json!({"provider": "suite", "authUrl": "http://127.0.0.1:21555/authorize",
+                   "tokenUrl": "http://127.0.0.1:21555/token", "issuer": "http://127.0.0.1:21555",
+                   "pkce": true, "scopes": ["a", "b"]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let started: Value = r.json().await.unwrap();
+    assert!(
+        started["authorizationUrl"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:21555/authorize?"),
+        "{started}"
+    );
+    // Metadata that does not match the registered provider: 422.
+    for bad in [
+        json!({"provider": "synthetic", "authUrl": "https://elsewhere.test/authorize",
+               "tokenUrl": "https://elsewhere.test/token", "issuer": "https://elsewhere.test"}),
+        json!({"provider": "suite", "authUrl": "http://127.0.0.1:21555/authorize",
+               "tokenUrl": "http://127.0.0.1:21555/token", "issuer": "http://127.0.0.1:21555",
+               "pkce": false}),
+    ] {
+        let r = h.post(path, KEY_A, bad.clone()).send().await.unwrap();
+        let (status, body) = envelope(r).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (422, Some("connection_auth_metadata_mismatch")),
+            "{bad}: {body}"
+        );
+    }
+    // A malformed request is a 400; without a credential, 401.
+    let r = h
+        .post(path, KEY_A, json!({"provider": "synthetic"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(r).await.0, 400);
+    let r = h
+        .client
+        .post(format!("{}{path}", h.base))
+        .json(&json!({"provider": "synthetic", "connection": "c1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // The credential fixture's connectUrl is served on the host: a signed-in user is sent
+    // into the synthetic provider's authorization, whose page says what it is.
+    let run = h.create(KEY_A, "conformance-credential", json!({})).await;
+    h.wait_status(KEY_A, &run, "waiting-input").await;
+    let connect = requested_data(&h, &run).await["connectUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let connect_path = connect
+        .strip_prefix("https://wop.example.test")
+        .expect("on the host's origin");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects
+        .get(format!("{}{connect_path}", h.base))
+        .bearer_auth(KEY_A)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with("https://wop.example.test/conformance/oauth/synthetic/authorize?")
+            && location.contains("code_challenge_method=S256"),
+        "{location}"
+    );
+    let page = h
+        .client
+        .get(format!(
+            "{}{}",
+            h.base,
+            location.strip_prefix("https://wop.example.test").unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    // A stock host serves none of it.
+    let stock = start().await;
+    let r = stock
+        .post(
+            path,
+            KEY_A,
+            json!({"provider": "synthetic", "connection": "c1"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(r).await.0, 404);
+    let r = stock.get(connect_path, KEY_A).send().await.unwrap();
+    assert_eq!(envelope(r).await.0, 404);
+}
+
+// ---- a recording MCP server and A2A agent ----------------------------------------------
+
+/// One request a recording peer received: its method, its `Authorization` header, its
+/// params (or, for A2A, the body).
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    authorization: Option<String>,
+    params: Value,
+    mcp_name: Option<String>,
+}
+
+type SeenLog = std::sync::Arc<std::sync::Mutex<Vec<Seen>>>;
+
+/// A loopback 2026-07-28 MCP server that records every request. `echo` asks one form-mode
+/// input round and answers the colour it is given; `resources/read` answers one text
+/// content for the URI asked.
+async fn recording_mcp() -> (String, SeenLog) {
+    use axum::routing::post;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let log: SeenLog = Default::default();
+    let seen = log.clone();
+    let app = axum::Router::new().route(
+        "/mcp",
+        post(
+            move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    let header = |n: &str| {
+                        headers
+                            .get(n)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned)
+                    };
+                    let method = body["method"].as_str().unwrap_or("").to_owned();
+                    seen.lock().unwrap().push(Seen {
+                        method: method.clone(),
+                        authorization: header("authorization"),
+                        params: body["params"].clone(),
+                        mcp_name: header("mcp-name"),
+                    });
+                    let result = match method.as_str() {
+                        "server/discover" => json!({
+                            "supportedVersions": ["2026-07-28"],
+                            "capabilities": {"tools": {}, "resources": {}},
+                            "serverInfo": {"name": "recording", "version": "1"},
+                        }),
+                        "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+                        "resources/read" => json!({"contents": [{
+                            "uri": body["params"]["uri"], "mimeType": "text/plain", "text": "sample resource",
+                        }]}),
+                        "tools/call" => match body["params"].get("inputResponses") {
+                            None => json!({
+                                "resultType": "input_required",
+                                "inputRequests": {"color": {"method": "elicitation/create", "params": {
+                                    "mode": "form", "message": "Which color?",
+                                    "requestedSchema": {"type": "object", "properties": {"color": {"type": "string"}}}
+                                }}},
+                                "requestState": "state-1",
+                            }),
+                            Some(r) => json!({"content": [{"type": "text",
+                                "text": r["color"]["content"]["color"].as_str().unwrap_or("declined")}], "isError": false}),
+                        },
+                        _ => return axum::Json(json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32601, "message": "no"}})),
+                    };
+                    axum::Json(json!({"jsonrpc": "2.0", "id": body["id"], "result": result}))
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, log)
+}
+
+/// A loopback A2A 1.0 agent that records every request (card reads included).
+async fn recording_agent() -> (String, SeenLog) {
+    use axum::routing::{get, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let log: SeenLog = Default::default();
+    let card = json!({
+        "name": "recording", "description": "records requests", "version": "1",
+        "supportedInterfaces": [{"url": format!("{base}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    });
+    let record = |log: SeenLog, method: &'static str| {
+        move |headers: axum::http::HeaderMap| {
+            log.lock().unwrap().push(Seen {
+                method: method.to_owned(),
+                authorization: headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                params: Value::Null,
+                mcp_name: None,
+            });
+        }
+    };
+    let (card_log, rpc_log) = (
+        record(log.clone(), "card"),
+        record(log.clone(), "SendMessage"),
+    );
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move |headers: axum::http::HeaderMap| {
+                card_log(headers);
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/rpc",
+            post(
+                move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                    rpc_log(headers);
+                    async move {
+                        axum::Json(json!({
+                            "jsonrpc": "2.0", "id": body["id"],
+                            "result": {"message": {"messageId": "reply-1", "role": "ROLE_AGENT", "parts": [{"text": "pong"}]}}
+                        }))
+                    }
+                },
+            ),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, log)
+}
+
+// ---- readResource through the host's MCP client -----------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fixture_mcp_client_reads_a_resource_and_keeps_the_answer_verbatim() {
+    let (server, seen) = recording_mcp().await;
+    let peers: Vec<openwop::peers::PeerFileConfig> = serde_json::from_value(json!([
+        {"id": "conformance", "kind": "mcp", "url": server},
+    ]))
+    .unwrap();
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.peers = peers;
+    })
+    .await;
+    let finished = |inputs: Value| {
+        let h = &h;
+        async move {
+            let run = h.create(KEY_A, "conformance-mcp-client", inputs).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let snap = h.snapshot(KEY_A, &run).await;
+                if ["completed", "failed"].contains(&snap["status"].as_str().unwrap()) {
+                    return snap;
+                }
+                assert!(std::time::Instant::now() < deadline, "{snap}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let snap = finished(json!({"method": "readResource", "uri": "conformance://sample"})).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(
+        snap["outputs"]["result"],
+        json!({"contents": [{"uri": "conformance://sample", "mimeType": "text/plain", "text": "sample resource"}]})
+    );
+    let read = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.method == "resources/read")
+        .cloned()
+        .expect("resources/read went to the server");
+    assert_eq!(read.params["uri"], "conformance://sample");
+    assert_eq!(read.mcp_name.as_deref(), Some("conformance://sample"));
+    assert!(read.params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string());
+    // Without a uri the node fails before the wire.
+    let snap = finished(json!({"method": "readResource"})).await;
+    assert_eq!(snap["status"], "failed", "{snap}");
+    assert_eq!(snap["error"]["code"], "validation_error");
+}
+
+// ---- the invoke seams: authenticated and clientCapabilities ------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_invoke_seams_present_the_configured_peer_credential_only_when_authenticated() {
+    let (server, mcp_seen) = recording_mcp().await;
+    let (agent, a2a_seen) = recording_agent().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("peer-secret");
+    std::fs::write(&secret, "peer-secret-0123456789\n").unwrap();
+    let peers: Vec<openwop::peers::PeerFileConfig> = serde_json::from_value(json!([
+        {"id": "conformance", "kind": "mcp", "url": server, "credential": {"file": secret}},
+        {"id": "suite-agent", "kind": "a2a", "url": format!("{agent}/.well-known/agent-card.json"),
+         "credential": {"file": secret}},
+    ]))
+    .unwrap();
+    let h = start_with(|c| {
+        c.conformance = true;
+        c.peers = peers;
+    })
+    .await;
+    let invoke = |path: &'static str, body: Value| {
+        let h = &h;
+        async move {
+            let r = h.post(path, KEY_A, body).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{path}");
+        }
+    };
+    let bearer = Some("Bearer peer-secret-0123456789".to_owned());
+    // Authenticated (the default): the configured peer's credential, on every request.
+    invoke(
+        "/conformance/seams/sample/mcp/invoke",
+        json!({"serverUrl": server, "elicitationAnswer": {"color": "red"}}),
+    )
+    .await;
+    invoke(
+        "/conformance/seams/sample/a2a/invoke",
+        json!({"peerUrl": agent}),
+    )
+    .await;
+    for (what, seen) in [("mcp", &mcp_seen), ("a2a", &a2a_seen)] {
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        assert!(!seen.is_empty(), "{what}");
+        for s in &seen {
+            assert_eq!(s.authorization, bearer, "{what} {}", s.method);
+        }
+    }
+    // Unauthenticated: no credential at all, and never the caller's own key.
+    invoke(
+        "/conformance/seams/sample/mcp/invoke",
+        json!({"serverUrl": server, "authenticated": false, "elicitationAnswer": {"color": "red"}}),
+    )
+    .await;
+    invoke(
+        "/conformance/seams/sample/a2a/invoke",
+        json!({"peerUrl": agent, "authenticated": false}),
+    )
+    .await;
+    for (what, seen) in [("mcp", &mcp_seen), ("a2a", &a2a_seen)] {
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        assert!(!seen.is_empty(), "{what}");
+        for s in &seen {
+            assert_eq!(s.authorization, None, "{what} {}", s.method);
+        }
+    }
+    // A peer with no configured credential gets none either way, never KEY_A.
+    let (other, other_seen) = recording_mcp().await;
+    invoke(
+        "/conformance/seams/sample/mcp/invoke",
+        json!({"serverUrl": other, "elicitationAnswer": {"color": "red"}}),
+    )
+    .await;
+    for s in other_seen.lock().unwrap().iter() {
+        assert_eq!(s.authorization, None, "{}", s.method);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_invoke_seam_declares_client_capabilities_and_answers_only_offered_elicitation() {
+    let h = conformance_host().await;
+    let (server, seen) = recording_mcp().await;
+    let path = "/conformance/seams/sample/mcp/invoke";
+    let declared = |seen: &SeenLog| -> Vec<Value> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.method == "tools/call")
+            .map(|s| s.params["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone())
+            .collect()
+    };
+    // Offered: the round is answered, and the server saw exactly what was declared.
+    let offered = json!({"elicitation": {"form": {}}, "x-suite": {"marker": 1}});
+    let r = h
+        .post(
+            path,
+            KEY_A,
+            json!({"serverUrl": server, "clientCapabilities": offered, "elicitationAnswer": {"color": "green"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "green", "{answer}");
+    let calls = declared(&seen);
+    assert_eq!(calls.len(), 2, "the call and its answered round");
+    assert!(calls.iter().all(|c| *c == offered), "{calls:?}");
+    seen.lock().unwrap().clear();
+    // Not offered: the server's round goes unanswered and the exchange ends with mcp_error.
+    let r = h
+        .post(
+            path,
+            KEY_A,
+            json!({"serverUrl": server, "clientCapabilities": {}, "elicitationAnswer": {"color": "green"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = envelope(r).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (502, Some("mcp_error")),
+        "{body}"
+    );
+    assert_eq!(body["details"]["reason"], "elicitation-not-offered");
+    let calls = declared(&seen);
+    assert_eq!(calls, [json!({})], "declared as given; no answer was sent");
+    // Not an object: 400.
+    let r = h
+        .post(
+            path,
+            KEY_A,
+            json!({"serverUrl": server, "clientCapabilities": "all"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(r).await.0, 400);
+}

@@ -199,6 +199,13 @@ struct Host {
 impl Host {
     async fn start() -> Host {
         let dir = tempfile::tempdir().expect("dir");
+        // One workflow beside the bundled ones: a node that records an artifact, for
+        // getArtifact.
+        let workflows = dir.path().join("workflows");
+        std::fs::create_dir(&workflows).expect("workflows dir");
+        std::fs::create_dir(dir.path().join("data")).expect("data dir");
+        std::fs::write(workflows.join("contract-artifact.yaml"), ARTIFACT_WORKFLOW)
+            .expect("workflow");
         let child = Command::new(BIN)
             .args([
                 "serve",
@@ -206,8 +213,10 @@ impl Host {
                 "127.0.0.1:0",
                 "--egress-allow-loopback",
             ])
+            .arg("--workflows")
+            .arg(&workflows)
             .arg("--data-dir")
-            .arg(dir.path())
+            .arg(dir.path().join("data"))
             .args(["--api-key", &format!("acme:{KEY_A}")])
             .args(["--api-key", &format!("globex:{KEY_B}")])
             .stdout(std::process::Stdio::piped())
@@ -355,8 +364,21 @@ type Bundled = (
     m::RunStatus,
 );
 
-/// The bundled workflows.
+/// A workflow whose one node records an artifact (`artifact.created`, getArtifact).
+const ARTIFACT_WORKFLOW: &str = "id: contract-artifact
+name: Contract artifact
+description: Records one data artifact.
+inputSchema: {type: object}
+nodes:
+  - id: emit
+    kind: transform
+    artifact: {artifactType: contract.sample}
+    value: {sample: true}
+";
+
+/// The bundled workflows, and the one the contract host adds.
 const WORKFLOWS: &[Bundled] = &[
+    ("contract-artifact", None, m::RunStatus::Completed),
     ("echo", None, m::RunStatus::Completed),
     ("slow", None, m::RunStatus::Completed),
     ("fail", None, m::RunStatus::Failed),
@@ -423,6 +445,7 @@ async fn run_case(h: &Host, operation: &str) {
         "getAgent" => get_agent(h).await,
         "listWorkflows" => list_workflows(h).await,
         "getWorkflow" => get_workflow(h).await,
+        "getArtifact" => get_artifact(h).await,
         other => panic!(
             "operation `{other}` of the OpenAPI document has no contract case in runtime/tests/contract.rs"
         ),
@@ -841,6 +864,49 @@ async fn list_agents(h: &Host) {
     assert!(!typed.agents.is_empty());
     let raw = h.raw(Method::GET, "/agents", Some(KEY_A), None, &[]).await;
     let _: m::AgentList = round_trip("listAgents", raw.status, &raw.body);
+}
+
+async fn get_artifact(h: &Host) {
+    let run = h.create("contract-artifact", json!({}), false).await;
+    h.wait_status(&run, m::RunStatus::Completed).await;
+    let typed =
+        h.a.get_artifact(&run, "emit.0")
+            .send()
+            .await
+            .expect("typed");
+    assert_eq!(typed.artifact_type.as_str(), "contract.sample");
+    assert_eq!(typed.data, json!({"sample": true}));
+    let path = format!("/runs/{}/artifacts/emit.0", Host::path_of(&run));
+    let raw = h.raw(Method::GET, &path, Some(KEY_A), None, &[]).await;
+    let _: m::RunArtifact = round_trip("getArtifact", raw.status, &raw.body);
+    let a2a = h
+        .raw(
+            Method::GET,
+            &path,
+            Some(KEY_A),
+            None,
+            &[("Accept", "application/a2a+json")],
+        )
+        .await;
+    assert_eq!(a2a.status, 200);
+    assert_eq!(a2a.body["parts"][0]["data"], json!({"sample": true}));
+    let missing = h
+        .raw(
+            Method::GET,
+            &format!("/runs/{}/artifacts/emit.9", Host::path_of(&run)),
+            Some(KEY_A),
+            None,
+            &[],
+        )
+        .await;
+    expect_error(
+        h,
+        "getArtifact",
+        missing,
+        404,
+        openwop_generated::errors::ErrorCode::NotFound,
+    )
+    .await;
 }
 
 async fn get_agent(h: &Host) {

@@ -197,6 +197,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
             "run.started",
             "node.started",
             "interrupt.requested",
+            "node.suspended",
             "interrupt.resolved",
             "node.completed",
             "run.completed"

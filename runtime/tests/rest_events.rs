@@ -160,7 +160,8 @@ async fn sse_live_tail_delivers_events_as_they_happen() {
     let h = start().await;
     let run_id = h.create(KEY_A, "approval", json!({})).await;
     h.wait_status(KEY_A, &run_id, "waiting-approval").await;
-    let stream = sse(&h, &run_id, "", Some("2")).await;
+    // After the suspension (run.started, node.started, interrupt.requested, node.suspended).
+    let stream = sse(&h, &run_id, "", Some("3")).await;
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let resolver = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -205,13 +206,13 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
         keys,
         ["events", "isTerminal", "lastSequence", "runId", "status"]
     );
-    assert_eq!(v["lastSequence"], 2);
+    assert_eq!(v["lastSequence"], 3);
     assert_eq!(v["status"], "waiting-approval");
     assert_eq!(v["isTerminal"], false);
     // Past the end: waits, then answers empty with lastSequence -1.
     let started = Instant::now();
     let v: Value = h
-        .get(&format!("{base}?afterSequence=2&timeout=1"), KEY_A)
+        .get(&format!("{base}?afterSequence=3&timeout=1"), KEY_A)
         .send()
         .await
         .unwrap()
@@ -224,7 +225,7 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
     // A waiting poll returns as soon as an event lands.
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let poll = h
-        .get(&format!("{base}?afterSequence=2&timeout=30"), KEY_A)
+        .get(&format!("{base}?afterSequence=3&timeout=30"), KEY_A)
         .send();
     let resolve = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -238,7 +239,7 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let v: Value = poll.unwrap().json().await.unwrap();
     assert_eq!(v["events"][0]["type"], "interrupt.resolved");
-    assert_eq!(v["events"][0]["sequence"], 3);
+    assert_eq!(v["events"][0]["sequence"], 4);
 }
 
 #[tokio::test(flavor = "multi_thread")]

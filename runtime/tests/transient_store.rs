@@ -580,6 +580,7 @@ async fn a_suspend_whose_answer_was_lost_still_notifies_once() {
             step("run.started", None),
             step("node.started", Some("approve")),
             step("interrupt.requested", Some("approve")),
+            step("node.suspended", Some("approve")),
         ]
     );
 }

@@ -638,6 +638,39 @@ impl Client {
     pub fn poll_run_events(&self, run_id: &str) -> builder::PollRunEvents<'_> {
         builder::PollRunEvents::new(self, run_id)
     }
+    /// Read a run's artifact.
+    ///
+    /// An artifact a node of the run recorded (announced by artifact.created). Accept application/a2a+json answers it as an A2A 1.0 Artifact (one `data` part whose mediaType is application/json); otherwise as a RunArtifact. A run the caller cannot read, another tenant's included, answers exactly as a run that never existed, and so does an unknown artifact id (404).
+    ///
+    /// `GET /runs/{runId}/artifacts/{artifactId}` (`getArtifact`).
+    ///
+    /// # Answers
+    ///
+    /// - `200`: The artifact.
+    /// - `400` (an `Error::Api`): The runId is malformed. Codes: `validation_error`.
+    /// - `401` (an `Error::Api`): No valid credential. Carries `WWW-Authenticate: Bearer`. Codes: `unauthenticated`, `identity_unverified`, `identity_unresolvable`, `audience_mismatch`, `credential_revoked`, `credential_lifetime_exceeded`, `key_revoked`, `sender_constraint_missing`, `delegation_expired`.
+    /// - `404` (an `Error::Api`): No such resource in the caller's tenant. Codes: `not_found`.
+    /// - `406` (an `Error::Api`): OpenWOP-Version names an unlisted major; details.protocolVersions lists the served ones. Codes: `protocol_version_unsupported`.
+    /// - `429` (an `Error::Api`): Too many requests or subscribers; wait for Retry-After. Codes: `rate_limited`.
+    /// - `500` (an `Error::Api`): An unexpected failure. Codes: `internal_error`.
+    /// - `503` (an `Error::Api`): The host cannot serve right now; Retry-After says when to retry. Codes: `service_unavailable`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn example(client: openwop_sdk::client::Client) -> Result<(), openwop_sdk::client::Error> {
+    /// let answer = client.get_artifact("run_id", "artifact_id").send().await?;
+    /// println!("HTTP {}", answer.status());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn get_artifact(
+        &self,
+        run_id: &str,
+        artifact_id: &str,
+    ) -> builder::GetArtifact<'_> {
+        builder::GetArtifact::new(self, run_id, artifact_id)
+    }
     /// Stream host events.
     ///
     /// Server-sent events of the host's own channel for the caller's tenant (for example negotiation.decided). Durable events carry `id:` and resume with Last-Event-ID; ephemeral ones carry none.
@@ -1688,6 +1721,67 @@ pub mod builder {
             super::ResponseValue<crate::models::PollEventsResponse>,
             super::Error,
         > {
+            let mut call = self.call;
+            let response = call.send(false).await?;
+            super::json_answer(response).await
+        }
+    }
+    /// A `getArtifact` call (`GET /runs/{runId}/artifacts/{artifactId}`), made by [`Client::get_artifact`](super::Client::get_artifact): set what you need, then `send().await`.
+    #[must_use = "a call does nothing until it is sent"]
+    #[derive(Debug)]
+    pub struct GetArtifact<'a> {
+        call: super::Call<'a>,
+    }
+    impl<'a> GetArtifact<'a> {
+        pub(super) fn new(
+            client: &'a super::Client,
+            run_id: &str,
+            artifact_id: &str,
+        ) -> Self {
+            let mut path = ::std::string::String::new();
+            path.push_str("/runs/");
+            path.push_str(&super::project_path_segment(run_id));
+            path.push_str("/artifacts/");
+            path.push_str(&super::project_path_segment(artifact_id));
+            let mut call = super::Call::new(
+                client,
+                "getArtifact",
+                ::reqwest::Method::GET,
+                path,
+                false,
+            );
+            call.run_id = Some(run_id.to_owned());
+            Self { call }
+        }
+        /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
+        /// sends it once.
+        pub fn retry(mut self, policy: super::RetryPolicy) -> Self {
+            self.call.retry = Some(policy);
+            self
+        }
+        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        pub fn header(
+            mut self,
+            name: impl Into<::std::string::String>,
+            value: impl Into<::std::string::String>,
+        ) -> Self {
+            self.call.headers.push((name.into(), value.into()));
+            self
+        }
+        /// How long this call may take, per attempt (instead of the client's timeout).
+        pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+            self.call.timeout = Some(Some(timeout));
+            self
+        }
+        /// No timeout for this call.
+        pub fn no_timeout(mut self) -> Self {
+            self.call.timeout = Some(None);
+            self
+        }
+        /// Sends the request (retrying as the retry policy says).
+        pub async fn send(
+            self,
+        ) -> Result<super::ResponseValue<crate::models::RunArtifact>, super::Error> {
             let mut call = self.call;
             let response = call.send(false).await?;
             super::json_answer(response).await

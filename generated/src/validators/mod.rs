@@ -602,7 +602,7 @@ struct Response {
     pointer: &'static str,
 }
 /// Every documented JSON answer of every operation, in document order.
-static RESPONSES: [Response; 132usize] = [
+static RESPONSES: [Response; 140usize] = [
     Response {
         operation_id: "getCapabilities",
         status: "200",
@@ -1064,6 +1064,46 @@ static RESPONSES: [Response; 132usize] = [
         pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
     },
     Response {
+        operation_id: "getArtifact",
+        status: "200",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1artifacts~1%7BartifactId%7D/get/responses/200/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "400",
+        pointer: "/paths/~1runs~1%7BrunId%7D~1artifacts~1%7BartifactId%7D/get/responses/400/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "401",
+        pointer: "/components/responses/Unauthenticated/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "404",
+        pointer: "/components/responses/NotFound/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "406",
+        pointer: "/components/responses/VersionUnsupported/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "429",
+        pointer: "/components/responses/RateLimited/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "500",
+        pointer: "/components/responses/InternalError/content/application~1json/schema",
+    },
+    Response {
+        operation_id: "getArtifact",
+        status: "503",
+        pointer: "/components/responses/ServiceUnavailable/content/application~1json/schema",
+    },
+    Response {
         operation_id: "streamHostEvents",
         status: "200",
         pointer: "/paths/~1host~1events/get/responses/200/content/application~1json/schema",
@@ -1267,7 +1307,7 @@ static RESPONSES: [Response; 132usize] = [
 /// The answers' validators, compiled on first use.
 static RESPONSE_VALIDATORS: [std::sync::OnceLock<
     Result<jsonschema::Validator, String>,
->; 132usize] = [const { std::sync::OnceLock::new() }; 132usize];
+>; 140usize] = [const { std::sync::OnceLock::new() }; 140usize];
 /// Validates an answer's JSON body against the schema the OpenAPI document gives
 /// `operation_id` for `status` (an exact code, else its `NXX` range, else
 /// `default`). A status the document gives no JSON body for is the finding

@@ -288,6 +288,7 @@ struct ClientRequest {
     tool: Option<String>,
     arguments: Value,
     cursor: Option<String>,
+    uri: Option<String>,
 }
 
 fn context(run: &RunRecord) -> Value {
@@ -311,6 +312,7 @@ impl Engine {
             tool,
             arguments,
             cursor,
+            uri,
             ..
         } = node
         {
@@ -331,6 +333,7 @@ impl Engine {
                 tool: render(tool).and_then(|v| v.as_str().map(str::to_owned)),
                 arguments: render(arguments).unwrap_or_else(|| json!({})),
                 cursor: render(cursor).and_then(|v| v.as_str().map(str::to_owned)),
+                uri: render(uri).and_then(|v| v.as_str().map(str::to_owned)),
             };
             return self.call_mcp_client(run, id, &request).await;
         }
@@ -451,15 +454,28 @@ impl Engine {
             };
             return self.done(run, id, json!({"result": result}), vec![]);
         }
-        if !matches!(request.method.as_str(), "callTool" | "listTools") {
+        if !matches!(
+            request.method.as_str(),
+            "callTool" | "listTools" | "readResource"
+        ) {
             return self.fail(
                 run,
                 id,
                 ErrorCode::ValidationError,
                 &format!(
-                    "node `{id}`: method `{}` is not one of callTool, listTools, serverHealth",
+                    "node `{id}`: method `{}` is not one of callTool, listTools, readResource, serverHealth",
                     request.method
                 ),
+                vec![],
+            );
+        }
+        let uri = request.uri.as_deref().unwrap_or_default();
+        if request.method == "readResource" && uri.is_empty() {
+            return self.fail(
+                run,
+                id,
+                ErrorCode::ValidationError,
+                &format!("node `{id}`: readResource needs a `uri`"),
                 vec![],
             );
         }
@@ -485,6 +501,8 @@ impl Engine {
         session.tasks = false;
         let answered = if request.method == "listTools" {
             mcp::list_tools(peers, &peer, &caller, &session, request.cursor.as_deref()).await
+        } else if request.method == "readResource" {
+            mcp::read_resource(peers, &peer, &caller, &session, uri).await
         } else {
             let tool = request.tool.clone().unwrap_or_default();
             match mcp::call_tool(
@@ -619,6 +637,18 @@ impl Engine {
         };
         let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
         before.push(events::interrupt_requested(payload, id));
+        match events::node_suspended(id, &interrupt_id, kind_name) {
+            Ok(suspended) => before.push(suspended),
+            Err(message) => {
+                return self.fail(
+                    run,
+                    id,
+                    ErrorCode::PeerCallFailed,
+                    &format!("node `{id}`: the remote question cannot be relayed: {message}"),
+                    before,
+                );
+            }
+        }
         let patch = RunPatch {
             status: Some(suspended_status(kind)),
             state: Some(with_call(&run.state, id, Some(Value::Object(call)))),

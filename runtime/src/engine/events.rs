@@ -184,6 +184,32 @@ pub fn interrupt_requested(payload: InterruptPayload, node_id: &str) -> NewEvent
     typed(Some(node_id), m::InterruptRequested(payload))
 }
 
+/// `node.suspended`: appended right after `interrupt.requested`, naming the interrupt's
+/// id (which the raised payload does not carry), so a client following the log reaches
+/// the interrupt without reading the snapshot.
+pub fn node_suspended(node_id: &str, interrupt_id: &str, kind: &str) -> Result<NewEvent, String> {
+    let payload = m::NodeSuspended {
+        node_id: wire("nodeId", node_id)?,
+        interrupt_id: wire("interruptId", interrupt_id)?,
+        kind: Some(wire("kind", kind)?),
+    };
+    Ok(typed(Some(node_id), payload))
+}
+
+/// `artifact.created`: a node recorded an artifact of the run.
+pub fn artifact_created(
+    artifact_id: &str,
+    artifact_type: &str,
+    node_id: &str,
+) -> Result<NewEvent, String> {
+    let payload = m::ArtifactCreated {
+        artifact_id: wire("artifactId", artifact_id)?,
+        artifact_type: wire("artifactType", artifact_type)?,
+        node_id: Some(wire("nodeId", node_id)?),
+    };
+    Ok(typed(Some(node_id), payload))
+}
+
 /// `interrupt.resolved`, for an interrupt whose resume value is stored.
 pub fn interrupt_resolved(interrupt: &InterruptRecord, resume: &Value) -> Result<NewEvent, String> {
     let payload = m::InterruptResolved {
@@ -247,6 +273,21 @@ mod tests {
         for type_id in ["core.transform", "core.fail", "core.wait", "core.interrupt"] {
             let _: m::TypeId = literal(type_id);
         }
+    }
+
+    #[test]
+    fn node_suspended_and_artifact_created_fit_the_corpus() {
+        let ev = node_suspended("approve", "acme/0123456789abcdef", "approval").unwrap();
+        assert_eq!(ev.event_type, "node.suspended");
+        assert_eq!(ev.payload["interruptId"], "acme/0123456789abcdef");
+        assert!(validate_run_event(&envelope(&ev)).is_empty());
+        let ev = artifact_created("emit.0", "conformance.sample", "emit").unwrap();
+        assert_eq!(ev.event_type, "artifact.created");
+        assert_eq!(
+            ev.payload,
+            json!({"artifactId": "emit.0", "artifactType": "conformance.sample", "nodeId": "emit"})
+        );
+        assert!(validate_run_event(&envelope(&ev)).is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! database) left nothing behind and is retried with backoff: store errors never fail a
 //! run, only the workflow's own outcome or a definition the engine cannot execute do.
 
+use super::artifacts;
 use super::calls::{self, CallStep};
 use super::definition::{self, Instr, InterruptKind, Node};
 use super::events;
@@ -984,16 +985,34 @@ impl Engine {
                     message: format!("node `{node_id}`: a block reached the executor uncompiled"),
                 });
             }
-            Node::Transform { value, .. } => {
+            Node::Transform {
+                value, artifact, ..
+            } => {
                 let out = template::render(value, &ctx);
-                let events = vec![
-                    events::node_started(node_id, "core.transform").map_err(invalid)?,
+                let mut events =
+                    vec![events::node_started(node_id, "core.transform").map_err(invalid)?];
+                let mut state = run.state.clone();
+                if let Some(artifact) = artifact {
+                    let (recorded, id) = artifacts::record(
+                        &state,
+                        node_id,
+                        &artifact.artifact_type,
+                        artifact.name.as_deref().map(|n| n.as_str()),
+                        &out,
+                    );
+                    state = recorded;
+                    events.push(
+                        events::artifact_created(&id, &artifact.artifact_type, node_id)
+                            .map_err(payload_error(&run.run_id))?,
+                    );
+                }
+                events.push(
                     events::node_completed(node_id, Some(&out))
                         .map_err(payload_error(&run.run_id))?,
-                ];
+                );
                 let patch = RunPatch {
                     node_index: Some(next),
-                    state: Some(with_node_result(&run.state, node_id, out)),
+                    state: Some(with_node_result(&state, node_id, out)),
                     ..Default::default()
                 };
                 Planned::Next(patch, events)
@@ -1074,6 +1093,8 @@ impl Engine {
                 let events = vec![
                     events::node_started(node_id, "core.interrupt").map_err(invalid)?,
                     events::interrupt_requested(payload, node_id),
+                    events::node_suspended(node_id, &interrupt_id, kind)
+                        .map_err(payload_error(&run.run_id))?,
                 ];
                 Planned::Suspend(
                     patch,

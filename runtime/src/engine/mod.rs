@@ -1,6 +1,7 @@
 //! The workflow engine: definitions, templates, and the executor that moves runs along,
 //! appending events, and picks unfinished runs up again after a restart.
 
+pub mod artifacts;
 mod call_failure;
 mod calls;
 pub mod definition;

@@ -32,6 +32,10 @@ pub enum OpError {
     WorkflowNotFound { workflow_id: String },
     #[error("no such agent in the caller's inventory")]
     AgentNotFound,
+    /// No artifact with this id in a run the caller may read: one answer for an unknown
+    /// artifact, an unknown run and another tenant's run, naming neither id.
+    #[error("no such artifact in a run the caller may read")]
+    ArtifactNotFound,
     /// The run has no open interrupt at this node.
     #[error("no open interrupt at node `{node_id}` of this run")]
     InterruptNotFound { node_id: String },
@@ -80,7 +84,8 @@ impl OpError {
             OpError::BadInput { code, .. } => *code,
             OpError::RunNotFound { .. }
             | OpError::WorkflowNotFound { .. }
-            | OpError::AgentNotFound => ErrorCode::NotFound,
+            | OpError::AgentNotFound
+            | OpError::ArtifactNotFound => ErrorCode::NotFound,
             OpError::InterruptNotFound { .. } => ErrorCode::InterruptNotFound,
             OpError::TenantMismatch { .. } => ErrorCode::IdTenantMismatch,
             OpError::RunTerminal { .. } => ErrorCode::RunTerminal,

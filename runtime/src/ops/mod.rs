@@ -3,6 +3,7 @@
 
 mod agents;
 mod answer;
+mod artifacts;
 pub mod callback;
 mod error;
 mod held;

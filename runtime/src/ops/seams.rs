@@ -10,7 +10,7 @@ use super::{CreateWith, OpError, Ops, Transport, run_request};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Protocol};
-use crate::peers::{self, Caller, Peer, PeerKind, a2a};
+use crate::peers::{self, Caller, PeerKind, a2a};
 use crate::store::{Guard, HostEventRecord, NewEvent, RunPatch};
 
 /// `POST /conformance/seams/sample/a2a/invoke`, read.
@@ -36,6 +36,10 @@ pub struct McpInvoke {
     pub request_version: Option<String>,
     pub tool: String,
     pub arguments: Value,
+    /// The client capabilities declared to the server; `None`: the host's own (form-mode
+    /// elicitation). An input round asking for an elicitation mode they do not offer is
+    /// never answered.
+    pub client_capabilities: Option<Value>,
     /// The accept content sent for each input round; `None`: every round is declined.
     pub elicitation_answer: Option<Value>,
     pub traceparent: Option<String>,
@@ -85,7 +89,12 @@ impl Ops {
         // As createRun answers it (the bound form).
         let projected = run.run_id.clone();
         let peers = self.engine.peers();
-        let peer = Peer::ad_hoc(PeerKind::A2a, &req.peer_url);
+        let peer = peers.seam_peer(
+            PeerKind::A2a,
+            &req.peer_url,
+            &subject.tenant,
+            req.authenticated,
+        );
         let caller = Caller::for_run(&run.run_id, &run.state);
         let digest = peers.peer_digest(&peer);
         let Some(offer) = peers.offer(Protocol::A2a).cloned() else {
@@ -234,7 +243,12 @@ impl Ops {
         let (run, node) = self.carrier(subject, req.traceparent.clone()).await?;
         let run_id = run.run_id.clone();
         let peers = self.engine.peers();
-        let peer = Peer::ad_hoc(PeerKind::Mcp, &req.server_url);
+        let peer = peers.seam_peer(
+            PeerKind::Mcp,
+            &req.server_url,
+            &subject.tenant,
+            req.authenticated,
+        );
         let caller = Caller::for_run(&run.run_id, &run.state);
         let digest = peers.peer_digest(&peer);
         let Some(ours) = peers.offer(Protocol::Mcp).cloned() else {
@@ -266,7 +280,15 @@ impl Ops {
             message,
             details: json!({"protocol": "mcp", "runId": run_id, "reason": reason}),
         };
-        let (session, decision) = match peers::mcp::connect(peers, &peer, &caller, &offer).await {
+        let (session, decision) = match peers::mcp::connect_declaring(
+            peers,
+            &peer,
+            &caller,
+            &offer,
+            req.client_capabilities.clone(),
+        )
+        .await
+        {
             Ok(c) => c,
             Err(e) => {
                 self.close_carrier(&run_id, &node, json!({"failed": e.to_string()}))
@@ -330,6 +352,20 @@ impl Ops {
                             ),
                             details: json!({"protocol": "mcp", "runId": run_id, "reason": "mcp-mrtr-rounds-exceeded"}),
                         });
+                    }
+                    // A question the declared capabilities do not offer to answer is
+                    // the server's mistake: it ends the exchange unanswered.
+                    if let Some(asked) = input_requests
+                        .values()
+                        .find_map(|r| unoffered(req.client_capabilities.as_ref(), r))
+                    {
+                        break Err(failed(
+                            ErrorCode::McpError,
+                            format!(
+                                "the server asked for {asked}, which the declared clientCapabilities do not offer"
+                            ),
+                            "elicitation-not-offered",
+                        ));
                     }
                     // The same answer for every input request of the round.
                     let reply = match &req.elicitation_answer {
@@ -512,6 +548,29 @@ impl Ops {
             details,
         }
     }
+}
+
+/// What an input request asks that `declared` (`None`: the host's own capabilities,
+/// form-mode elicitation) does not offer, in words; `None` when it may be answered.
+/// `elicitation: {}` offers form mode only, as MCP reads it.
+fn unoffered(declared: Option<&Value>, request: &Value) -> Option<String> {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+    if method != "elicitation/create" {
+        return Some(format!("`{method}`"));
+    }
+    let mode = request
+        .pointer("/params/mode")
+        .and_then(Value::as_str)
+        .unwrap_or("form");
+    let Some(declared) = declared else {
+        return (mode != "form").then(|| format!("{mode}-mode elicitation"));
+    };
+    let offered = match declared.get("elicitation").and_then(Value::as_object) {
+        None => false,
+        Some(e) if e.is_empty() => mode == "form",
+        Some(e) => e.contains_key(mode),
+    };
+    (!offered).then(|| format!("{mode}-mode elicitation"))
 }
 
 /// The registered code a failed peer call answers with (as the call nodes fail).

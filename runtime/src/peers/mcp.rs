@@ -26,6 +26,9 @@ pub struct Session {
     /// its requests, so a long tool call comes back as a task whose id the run keeps
     /// (followed after a restart, never called again) instead of a request held open.
     pub tasks: bool,
+    /// The client capabilities declared on every request; `None`: this host's own
+    /// ([`client_capabilities`]). Conformance mode's MCP seam declares the suite's.
+    pub capabilities: Option<Value>,
 }
 
 impl Session {
@@ -59,8 +62,22 @@ fn client_capabilities() -> Value {
 }
 
 fn modern_meta(version: &str, caller: &Caller, tasks: bool) -> Value {
-    let mut capabilities = client_capabilities();
-    if tasks {
+    meta_with(version, caller, tasks, None)
+}
+
+/// A session's `_meta`: its own capabilities when it declares some.
+fn session_meta(session: &Session, caller: &Caller) -> Value {
+    meta_with(
+        &session.version,
+        caller,
+        session.tasks,
+        session.capabilities.as_ref(),
+    )
+}
+
+fn meta_with(version: &str, caller: &Caller, tasks: bool, declared: Option<&Value>) -> Value {
+    let mut capabilities = declared.cloned().unwrap_or_else(client_capabilities);
+    if tasks && capabilities.is_object() {
         capabilities["extensions"] = json!({TASKS: {}});
     }
     json!({
@@ -95,6 +112,18 @@ pub async fn connect(
     caller: &Caller,
     offer: &Offer,
 ) -> Result<(Option<Session>, Decision), CallError> {
+    connect_declaring(peers, peer, caller, offer, None).await
+}
+
+/// [`connect`], declaring `capabilities` (`None`: this host's own) on `server/discover`
+/// or `initialize` and on every request of the session.
+pub async fn connect_declaring(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    offer: &Offer,
+    capabilities: Option<Value>,
+) -> Result<(Option<Session>, Decision), CallError> {
     let preferred = offer.preferred().to_owned();
     let discovered = rpc::call(
         peers,
@@ -103,7 +132,7 @@ pub async fn connect(
         &peer.url,
         base_headers(&preferred, "server/discover", None),
         "server/discover",
-        json!({"_meta": modern_meta(&preferred, caller, false)}),
+        json!({"_meta": meta_with(&preferred, caller, false, capabilities.as_ref())}),
     )
     .await;
     let theirs: Option<Vec<String>> = match &discovered {
@@ -150,6 +179,7 @@ pub async fn connect(
             version,
             session_id: None,
             tasks,
+            capabilities: capabilities.clone(),
         });
         return Ok((session, decision));
     }
@@ -171,7 +201,7 @@ pub async fn connect(
         "initialize",
         json!({
             "protocolVersion": legacy,
-            "capabilities": {},
+            "capabilities": capabilities.clone().unwrap_or_else(|| json!({})),
             "clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
             "_meta": {"traceparent": caller.traceparent},
         }),
@@ -197,6 +227,7 @@ pub async fn connect(
             version: answered,
             session_id: Some(session_id),
             tasks: false,
+            capabilities: None,
         };
         close(peers, peer, caller, &opened).await;
         return Ok((None, decision));
@@ -205,6 +236,7 @@ pub async fn connect(
         version,
         session_id: Some(session_id),
         tasks: false,
+        capabilities,
     };
     // The lifecycle's acknowledgement; its answer (202) carries nothing.
     let mut headers = base_headers(&session.version, "notifications/initialized", None);
@@ -254,10 +286,7 @@ pub async fn list_tools(
     let mut params = Map::new();
     let mut headers = base_headers(&session.version, "tools/list", None);
     if session.modern() {
-        params.insert(
-            "_meta".into(),
-            modern_meta(&session.version, caller, session.tasks),
-        );
+        params.insert("_meta".into(), session_meta(session, caller));
     } else {
         session_headers(session, &mut headers);
     }
@@ -271,6 +300,36 @@ pub async fn list_tools(
         &peer.url,
         headers,
         "tools/list",
+        Value::Object(params),
+    )
+    .await
+    .map(|a| a.result)
+}
+
+/// `resources/read` of `uri`, its result as the server sent it.
+pub async fn read_resource(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    uri: &str,
+) -> Result<Value, CallError> {
+    let mut params = Map::new();
+    // SEP-2243: `Mcp-Name` carries the resource's URI.
+    let mut headers = base_headers(&session.version, "resources/read", Some(uri));
+    if session.modern() {
+        params.insert("_meta".into(), session_meta(session, caller));
+    } else {
+        session_headers(session, &mut headers);
+    }
+    params.insert("uri".into(), json!(uri));
+    rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        headers,
+        "resources/read",
         Value::Object(params),
     )
     .await
@@ -385,10 +444,7 @@ async fn tool_schema(
     let mut ttl_ms = 60_000;
     for _ in 0..20 {
         let mut params = Map::new();
-        params.insert(
-            "_meta".into(),
-            modern_meta(&session.version, caller, session.tasks),
-        );
+        params.insert("_meta".into(), session_meta(session, caller));
         if let Some(c) = &cursor {
             params.insert("cursor".into(), json!(c));
         }
@@ -463,10 +519,7 @@ pub async fn call_tool(
     params.insert("arguments".into(), arguments.clone());
     let mut headers = base_headers(&session.version, "tools/call", Some(tool));
     if session.modern() {
-        params.insert(
-            "_meta".into(),
-            modern_meta(&session.version, caller, session.tasks),
-        );
+        params.insert("_meta".into(), session_meta(session, caller));
         let schema = tool_schema(peers, peer, caller, session, tool).await;
         param_headers(schema.as_ref(), arguments, &mut headers);
         if let Some((responses, state)) = round {
@@ -531,7 +584,15 @@ async fn task_request(
     if let Some((key, value)) = extra {
         params.insert(key.into(), value);
     }
-    params.insert("_meta".into(), modern_meta(&session.version, caller, true));
+    params.insert(
+        "_meta".into(),
+        meta_with(
+            &session.version,
+            caller,
+            true,
+            session.capabilities.as_ref(),
+        ),
+    );
     let answer = rpc::call(
         peers,
         peer,

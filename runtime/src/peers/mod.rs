@@ -290,8 +290,12 @@ impl Peers {
                     env: None,
                     file: Some(path),
                 }) => Some(
+                    // Trimmed as the environment's is: a file's trailing newline would
+                    // make the header invalid, and the credential silently absent.
                     crate::secret_file::read_secret(path)
-                        .map_err(|err| format!("{at}.credential: {err}"))?,
+                        .map_err(|err| format!("{at}.credential: {err}"))?
+                        .trim()
+                        .to_owned(),
                 ),
                 Some(_) => {
                     return Err(format!(
@@ -382,6 +386,33 @@ impl Peers {
     /// start, whatever tenant runs them).
     pub fn has(&self, id: &str, kind: PeerKind) -> bool {
         self.by_id.get(id).is_some_and(|p| p.kind == kind)
+    }
+
+    /// Conformance mode's invoke seams: a peer at `url` (a request names it, not the
+    /// config). `authenticated`: it presents the credential of the configured peer of
+    /// `kind` the tenant may use at that URL, else at its origin, when there is one; the
+    /// caller's own credential is never within reach here. Unauthenticated: none.
+    pub fn seam_peer(&self, kind: PeerKind, url: &str, tenant: &str, authenticated: bool) -> Peer {
+        let mut peer = Peer::ad_hoc(kind, url);
+        if !authenticated {
+            return peer;
+        }
+        let origin = peer.origin();
+        let usable = || {
+            self.by_id
+                .values()
+                .filter(|p| p.kind == kind && p.secret.is_some())
+                .filter(|p| p.tenants.as_ref().is_none_or(|t| t.contains(tenant)))
+        };
+        let same = |a: &str| a.trim_end_matches('/') == url.trim_end_matches('/');
+        let configured = usable()
+            .find(|p| same(&p.url))
+            .or_else(|| usable().find(|p| !origin.is_empty() && p.origin() == origin));
+        if let Some(configured) = configured {
+            peer.secret = configured.secret.clone();
+            peer.timeout = configured.timeout;
+        }
+        peer
     }
 
     /// True when any MCP server is configured (discovery's `mcp.client`).

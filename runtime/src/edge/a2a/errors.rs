@@ -286,6 +286,7 @@ impl From<OpError> for Fault {
             // Runs, tokens and the host's own failures: nothing a client can act on.
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
+            | OpError::ArtifactNotFound
             | OpError::InterruptTokenInvalid
             | OpError::InterruptExpired
             | OpError::Internal(_) => Fault::internal(),

@@ -189,6 +189,7 @@ impl From<OpError> for RpcError {
             .with_http(StatusCode::SERVICE_UNAVAILABLE),
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
+            | OpError::ArtifactNotFound
             | OpError::InterruptTokenInvalid
             | OpError::InterruptExpired
             | OpError::Internal(_) => RpcError::internal(),

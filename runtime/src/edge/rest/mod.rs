@@ -2,6 +2,7 @@
 //! run logic lives here; handlers translate HTTP to `ops` calls and back.
 
 mod agents;
+mod artifacts;
 mod discovery;
 pub mod error;
 mod events;
@@ -46,14 +47,31 @@ fn body_refused(why: crate::edge::body::Refused) -> axum::response::Response {
     ApiError::new(code, why.message()).into_response()
 }
 
-/// The REST router. `seams`: mount conformance mode's seams (`/conformance/seams/...`); off, they are
-/// answered 404 like any route the host does not have.
-pub fn router(state: AppState, seams: bool) -> Router {
+/// The REST router. `seams`: mount conformance mode's seams (`/conformance/seams/...`) and
+/// its connect page; without, they are answered 404 like any route the host does not have.
+pub fn router(state: AppState, seams: Option<crate::conformance::Seams>) -> Router {
     let within = state.request_deadline;
     let body_within = state.body_timeout;
     let mut router = Router::new();
-    if seams {
+    if let Some(seams) = seams {
+        let (start, connect) = (seams.clone(), seams);
         router = router
+            .route(
+                "/conformance/seams/sample/oauth/authorize-start",
+                post(move |caller, headers, body| {
+                    seams::authorize_start(start.clone(), caller, headers, body)
+                }),
+            )
+            .route(
+                crate::conformance::CONNECT_PATH,
+                get(move |caller, headers| {
+                    seams::connect_synthetic(connect.clone(), caller, headers)
+                }),
+            )
+            .route(
+                "/conformance/oauth/synthetic/authorize",
+                get(seams::synthetic_authorize),
+            )
             .route(
                 "/conformance/seams/sample/auth/credential/mint",
                 post(seams::mint),
@@ -83,6 +101,10 @@ pub fn router(state: AppState, seams: bool) -> Router {
         )
         .route("/runs/{run_id}/events", get(events::stream_events))
         .route("/runs/{run_id}/events/poll", get(events::poll_events))
+        .route(
+            "/runs/{run_id}/artifacts/{artifact_id}",
+            get(artifacts::get_artifact),
+        )
         .route("/host/events", get(host_events::host_events))
         .route("/agents", get(agents::list_agents))
         .route("/agents/{agent_id}", get(agents::get_agent))

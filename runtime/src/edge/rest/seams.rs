@@ -101,10 +101,8 @@ pub struct McpInvokeRequest {
     request_version: Option<String>,
     tool: Option<String>,
     arguments: Option<Value>,
-    /// Accepted for the suite's sake; the production client declares its own
-    /// capabilities (elicitation in form mode), which is what is exercised.
-    #[serde(default)]
-    #[allow(dead_code)]
+    /// Declared to the server in place of the host's own (form-mode elicitation); an
+    /// input round they do not offer to answer ends the exchange with `mcp_error`.
     client_capabilities: Option<Value>,
     elicitation_answer: Option<Value>,
 }
@@ -120,6 +118,15 @@ pub async fn mcp_invoke(
     if !arguments.is_object() {
         return Err(ApiError::validation("`arguments` must be an object"));
     }
+    if body
+        .client_capabilities
+        .as_ref()
+        .is_some_and(|c| !c.is_object())
+    {
+        return Err(ApiError::validation(
+            "`clientCapabilities` must be an object",
+        ));
+    }
     let invoked = state
         .ops
         .seam_mcp_invoke(
@@ -130,6 +137,7 @@ pub async fn mcp_invoke(
                 request_version: body.request_version,
                 tool: body.tool.unwrap_or_else(|| "echo".to_owned()),
                 arguments,
+                client_capabilities: body.client_capabilities,
                 elicitation_answer: body.elicitation_answer,
                 traceparent: traceparent(&headers),
             },
@@ -174,4 +182,100 @@ pub async fn mint(
             "subjectId": minted.subject_id,
         })),
     ))
+}
+
+/// `POST /conformance/seams/sample/oauth/authorize-start`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthorizeStartRequest {
+    provider: String,
+    connection: Option<String>,
+    auth_url: Option<String>,
+    token_url: Option<String>,
+    issuer: Option<String>,
+    pkce: Option<Value>,
+    scopes: Option<Vec<String>>,
+}
+
+/// The origin authorizations redirect back to: the public URL, else the request's `Host`.
+fn origin(seams: &crate::conformance::Seams, headers: &HeaderMap) -> String {
+    match &seams.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => format!(
+            "http://{}",
+            headers
+                .get(axum::http::header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("localhost")
+        ),
+    }
+}
+
+impl From<crate::conformance::AuthorizeError> for ApiError {
+    fn from(e: crate::conformance::AuthorizeError) -> Self {
+        use crate::conformance::AuthorizeError;
+        match e {
+            AuthorizeError::Invalid(m) => ApiError::validation(m),
+            AuthorizeError::Mismatch(m) => {
+                ApiError::new(ErrorCode::ConnectionAuthMetadataMismatch, m)
+            }
+        }
+    }
+}
+
+/// Starts an authorization (PKCE S256) for a provider: 201 `{authorizationUrl}`; metadata
+/// that does not match the registered provider is 422 `connection_auth_metadata_mismatch`.
+pub async fn authorize_start(
+    seams: crate::conformance::Seams,
+    Caller(_subject): Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<AuthorizeStartRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let url = crate::conformance::authorization_url(
+        &origin(&seams, &headers),
+        &crate::conformance::AuthorizeStart {
+            provider: body.provider,
+            connection: body.connection,
+            auth_url: body.auth_url,
+            token_url: body.token_url,
+            issuer: body.issuer,
+            pkce: body.pkce,
+            scopes: body.scopes,
+        },
+    )?;
+    Ok((StatusCode::CREATED, Json(json!({"authorizationUrl": url}))))
+}
+
+/// The credential fixture's `connectUrl`: a signed-in user following it is sent (303) into
+/// the authorization flow of provider `synthetic`, as authorize-start starts it.
+pub async fn connect_synthetic(
+    seams: crate::conformance::Seams,
+    Caller(_subject): Caller,
+    headers: HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let url = crate::conformance::authorization_url(
+        &origin(&seams, &headers),
+        &crate::conformance::AuthorizeStart {
+            provider: crate::conformance::SYNTHETIC_PROVIDER.into(),
+            connection: Some("conformance-credential".into()),
+            ..Default::default()
+        },
+    )?;
+    Ok((StatusCode::SEE_OTHER, [(axum::http::header::LOCATION, url)]).into_response())
+}
+
+/// The synthetic provider's authorization endpoint: a page that says what it is. No
+/// authorization server stands behind it; nothing is granted here.
+pub async fn synthetic_authorize() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        "<!doctype html><html><head><title>Synthetic provider</title></head><body>\
+         <h1>Synthetic provider</h1><p>This is the <code>synthetic</code> OAuth provider of an \
+         OpenWOP host in conformance mode. It exists for certification only: no \
+         authorization server stands behind it and nothing is granted here.</p></body></html>",
+    )
+        .into_response()
 }
