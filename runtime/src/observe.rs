@@ -226,7 +226,16 @@ pub fn init_logging(default_level: &str, format: LogFormat) {
 /// returned handle down after it stopped, so the last spans are flushed.
 pub fn init_logging_and_traces(default_level: &str, format: LogFormat) -> otel::Telemetry {
     match otel::provider() {
-        Ok(provider) => install(default_level, format, provider),
+        Ok(Some(provider)) => {
+            let telemetry = install(default_level, format, Some(provider));
+            if otel::on() {
+                tracing::info!(
+                    "exporting spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"
+                );
+            }
+            telemetry
+        }
+        Ok(None) => install(default_level, format, None),
         Err(e) => {
             let telemetry = install(default_level, format, None);
             tracing::error!(error = %e, "OpenTelemetry export is off");

@@ -14,13 +14,16 @@
 //! `OTEL_BSP_*`; `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn export off.
 //!
 //! Attribute names follow the OpenTelemetry semantic conventions:
-//! - HTTP server and client spans: semantic conventions v1.37 (HTTP is stable there:
-//!   `http.request.method`, `http.route`, `http.response.status_code`, `url.path`,
-//!   `url.scheme`, `server.address`, `server.port`, `network.protocol.version`,
-//!   `user_agent.original`, `error.type`).
-//! - MCP: the Model Context Protocol conventions (`gen-ai/mcp.md`, status Development) as
-//!   published in the GenAI semantic conventions repository v0.1.0, which took them over
-//!   from semantic conventions v1.39: span name `{mcp.method.name} {gen_ai.tool.name}`,
+//! - HTTP server and client spans: the HTTP conventions as stabilised in semantic
+//!   conventions v1.23.0 and still the stable set in v1.45.0 (`http.request.method`,
+//!   `_OTHER` for an unknown method, `http.route`, `http.response.status_code`,
+//!   `url.path`, `url.scheme`, `server.address`, `server.port`,
+//!   `network.protocol.version`, `user_agent.original`, `error.type` on a 5xx only for a
+//!   server span; span name `{method} {http.route}`).
+//! - MCP: the Model Context Protocol conventions (`gen-ai/mcp.md`, status Development) of
+//!   the GenAI semantic conventions repository (v0.1.0 and its main branch after it), which
+//!   took them over from semantic conventions v1.39: span name
+//!   `{mcp.method.name} {gen_ai.tool.name}`,
 //!   `mcp.method.name`, `mcp.protocol.version`, `mcp.session.id`, `jsonrpc.request.id`,
 //!   `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for `tools/call`,
 //!   `rpc.response.status_code` and `error.type` (the JSON-RPC code) on an error,
