@@ -502,6 +502,94 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     host.stop().await;
 }
 
+/// An `mcp` node calling a tool on this same host (its own `/mcp` as the peer): the
+/// client span carries the MCP attributes, and the host's MCP server span for that call
+/// is its child (the trace crossed in `params._meta`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
+    // A fixed port of this suite's range: the peer URL is written before the host starts.
+    const PORT: u16 = 25431;
+    let (receiver, collector) = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wf = dir.path().join("workflows");
+    std::fs::create_dir_all(&wf).expect("mkdir");
+    std::fs::write(
+        wf.join("hello.yaml"),
+        "id: hello\ninputSchema: {type: object}\nnodes:\n  - id: greet\n    kind: transform\n    value: {said: \"${inputs.text}\"}\noutputs: {greeting: \"${nodes.greet}\"}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        wf.join("tool.yaml"),
+        "id: tool\ninputSchema: {type: object}\nnodes:\n  - id: call\n    kind: mcp\n    peer: self\n    tool: hello\n    arguments: {text: hi}\noutputs: {result: \"${nodes.call}\"}\n",
+    )
+    .expect("write");
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        json!({"peers": [{"id": "self", "kind": "mcp", "url": format!("http://127.0.0.1:{PORT}/mcp"),
+                          "credential": {"env": "OTEL_TEST_SELF_KEY"}}]})
+        .to_string(),
+    )
+    .expect("write");
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("serve")
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{PORT}"),
+            "--egress-allow-loopback",
+        ])
+        .args(["--api-key", &format!("acme:{KEY}")])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--workflows")
+        .arg(&wf)
+        .arg("--config")
+        .arg(&config)
+        .env("OTEL_TEST_SELF_KEY", KEY)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let (child, base) = process::listening(cmd.spawn().expect("spawn openwop")).await;
+    let host = Served {
+        child,
+        base,
+        http: reqwest::Client::new(),
+        _dir: dir,
+    };
+    let trace = "abababababababababababababababab";
+    let run = host
+        .create_run("tool", &format!("00-{trace}-cdcdcdcdcdcdcdcd-01"))
+        .await;
+    let snap = host.finished(&run).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    let client = receiver
+        .wait_for("the tools/call client span", |s| {
+            s.kind == CLIENT && s.name == "tools/call hello"
+        })
+        .await;
+    assert_eq!(client.trace_id, trace);
+    assert_eq!(client.attr("mcp.method.name"), Some("tools/call"));
+    assert_eq!(client.attr("gen_ai.tool.name"), Some("hello"));
+    assert_eq!(client.attr("gen_ai.operation.name"), Some("execute_tool"));
+    assert!(client.attr("mcp.protocol.version").is_some(), "{client:?}");
+    assert!(client.attr("jsonrpc.request.id").is_some(), "{client:?}");
+    assert_eq!(client.attr("openwop.peer.id"), Some("self"));
+    assert_eq!(client.attr("server.port"), Some(PORT.to_string().as_str()));
+    let server = receiver
+        .wait_for("the tools/call server span", |s| {
+            s.kind == SERVER && s.name == "tools/call hello"
+        })
+        .await;
+    assert_eq!(server.trace_id, trace);
+    assert_eq!(
+        server.parent, client.span_id,
+        "the server continues the client span"
+    );
+    host.stop().await;
+}
+
 /// The provider is shut down on a graceful stop: a span still queued (the batch delay is
 /// a minute) reaches the collector before the process exits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
