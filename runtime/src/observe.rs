@@ -9,6 +9,7 @@
 //! otherwise), statuses the host answers with. So `/metrics` stays the same size
 //! under any traffic.
 
+pub mod otel;
 pub mod quiet;
 
 use std::collections::BTreeMap;
@@ -163,9 +164,18 @@ pub async fn access_log(
         route = %route,
         tenant = tracing::field::Empty,
     );
-    let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
+    // The exported HTTP server span (none without a collector): outside the log's span,
+    // so the MCP and A2A spans the edges open are its children.
+    let matched = (route != "unmatched").then_some(route.as_str());
+    let exported = otel::http_server_span(&request, matched);
+    let response = tracing::Instrument::instrument(
+        tracing::Instrument::instrument(next.run(request), span.clone()),
+        exported.clone(),
+    )
+    .await;
     let took = started.elapsed();
     let status = response.status().as_u16();
+    otel::http_server_end(&exported, status);
     metrics.record(&route, method, status, took);
     let refusal = response
         .extensions()
@@ -208,18 +218,71 @@ pub enum LogFormat {
 
 /// Sets up logging once per process: `RUST_LOG` wins over `default_level`.
 pub fn init_logging(default_level: &str, format: LogFormat) {
+    install(default_level, format, None);
+}
+
+/// [`init_logging`], plus the OpenTelemetry exporter when the environment names a
+/// collector (`openwop serve`). Call it before the async runtime starts, and shut the
+/// returned handle down after it stopped, so the last spans are flushed.
+pub fn init_logging_and_traces(default_level: &str, format: LogFormat) -> otel::Telemetry {
+    match otel::provider() {
+        Ok(Some(provider)) => {
+            let telemetry = install(default_level, format, Some(provider));
+            if otel::on() {
+                tracing::info!(
+                    "exporting spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"
+                );
+            }
+            telemetry
+        }
+        Ok(None) => install(default_level, format, None),
+        Err(e) => {
+            let telemetry = install(default_level, format, None);
+            tracing::error!(error = %e, "OpenTelemetry export is off");
+            telemetry
+        }
+    }
+}
+
+fn install(
+    default_level: &str,
+    format: LogFormat,
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+) -> otel::Telemetry {
     use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_level.into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    // The exported spans are never log lines, nor part of a line's span context.
+    let filter = match format!("{}=off", otel::TARGET).parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
     };
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        LogFormat::Json => fmt.json().with_current_span(true).boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    match provider {
+        Some(provider) => {
+            let (layer, telemetry) = otel::layer(provider);
+            if registry.with(layer).try_init().is_ok() {
+                telemetry
+            } else {
+                // Logging was set up already (a test process): nothing would reach the
+                // exporter, so it is shut down at once.
+                telemetry.shutdown();
+                otel::Telemetry::default()
+            }
+        }
+        None => {
+            let _ = registry.try_init();
+            otel::Telemetry::default()
+        }
+    }
 }
 
 /// `GET /healthz`: the process is up and answering.

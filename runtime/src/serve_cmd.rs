@@ -403,8 +403,11 @@ async fn stop_signal() {
 
 /// Runs the host until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
-    crate::observe::init_logging("info", args.log_format);
-    match run_inner(args) {
+    let telemetry = crate::observe::init_logging_and_traces("info", args.log_format);
+    let outcome = run_inner(args);
+    // After the runtime stopped: the exporter's last batch goes out on its own thread.
+    telemetry.shutdown();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("openwop serve: {message}");

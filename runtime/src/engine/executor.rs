@@ -214,6 +214,54 @@ pub(super) fn failure(
     (patch, vec![events::run_failed(run, error, node_id)])
 }
 
+/// The exported span of one step of `run` at its current node (none without a collector,
+/// or past the last node): a child of the trace the run was created in.
+fn step_span(wf: &Workflow, run: &RunRecord) -> tracing::Span {
+    if !crate::observe::otel::on() {
+        return tracing::Span::none();
+    }
+    let Some(instr) = usize::try_from(run.node_index)
+        .ok()
+        .and_then(|i| wf.program.get(i))
+    else {
+        return tracing::Span::none();
+    };
+    let kind = match instr {
+        Instr::LoopStart { .. } | Instr::LoopEnd { .. } => "core.repeat",
+        Instr::Node(node) => match node {
+            Node::Transform { .. } => "core.transform",
+            Node::Wait { .. } => "core.wait",
+            Node::Fail { .. } => "core.fail",
+            Node::Interrupt { .. } => "core.interrupt",
+            Node::A2a { .. } => "core.a2a",
+            Node::Mcp { .. } => "core.mcp",
+            Node::McpClient { .. } => "core.mcp-client",
+            Node::Http { .. } => "core.http",
+            Node::Repeat { .. } => "core.repeat",
+        },
+    };
+    let trace = run
+        .state
+        .get(crate::peers::TRACE_STATE_KEY)
+        .and_then(Value::as_str);
+    crate::observe::otel::step_span(&run.run_id, &run.workflow_id, instr.id(), kind, trace)
+}
+
+/// Marks a step span failed when the step failed the run.
+fn step_outcome(span: &tracing::Span, patch: &RunPatch) {
+    if patch.status == Some(RunStatus::Failed) {
+        let error = patch.error.as_ref();
+        let text = |k: &str| {
+            error
+                .and_then(|e| e.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        crate::observe::otel::step_failed(span, &text("code"), &text("message"));
+    }
+}
+
 /// The template context of a run.
 pub(super) fn context(run: &RunRecord) -> Value {
     json!({
@@ -681,7 +729,14 @@ impl Engine {
             && let Some(Instr::Node(node)) = current
             && calls::call_state(&batch.run.state, definition::node_id(node)).is_some()
         {
-            match self.call_out(&batch.run, node).await? {
+            let span = step_span(&wf, &batch.run);
+            let called =
+                tracing::Instrument::instrument(self.call_out(&batch.run, node), span.clone())
+                    .await?;
+            if let CallStep::Done(patch, _) | CallStep::End(patch, _) = &called {
+                step_outcome(&span, patch);
+            }
+            match called {
                 CallStep::Done(patch, events) => batch.apply(patch, events),
                 CallStep::Checkpoint(patch, events) => {
                     batch.apply(patch, events);
@@ -873,8 +928,20 @@ impl Engine {
         Ok(())
     }
 
-    /// What the run's current node does, decided in memory from the run as it stands.
+    /// [`Engine::plan_node_untraced`] in the run step's exported span (none without a
+    /// collector).
     fn plan_node(&self, wf: &Workflow, run: &RunRecord) -> Result<Planned, EngineError> {
+        let span = step_span(wf, run);
+        let _entered = span.enter();
+        let planned = self.plan_node_untraced(wf, run);
+        if let Ok(Planned::End(patch, _)) = &planned {
+            step_outcome(&span, patch);
+        }
+        planned
+    }
+
+    /// What the run's current node does, decided in memory from the run as it stands.
+    fn plan_node_untraced(&self, wf: &Workflow, run: &RunRecord) -> Result<Planned, EngineError> {
         let def = &wf.definition;
         let ctx = context(run);
         let index = usize::try_from(run.node_index).unwrap_or(usize::MAX);

@@ -454,15 +454,67 @@ impl Peers {
         extra: HeaderMap,
         body: Option<&Value>,
     ) -> Result<Response, CallError> {
+        use crate::observe::otel;
         let mut headers = self.headers(peer, caller, body.is_some());
         for (name, value) in extra.iter() {
             headers.insert(name, value.clone());
         }
-        let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
-        Ok(self
+        // The request's exported CLIENT span (none without a collector): the traceparent
+        // the peer receives, in the header and wherever the body carries the run's, names
+        // it, so the peer's spans join this trace under this call.
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let span = otel::peer_call_span(otel::PeerCall {
+            kind: peer.kind.as_str(),
+            peer_id: &peer.id,
+            http_method: method.as_str(),
+            url,
+            body,
+            mcp_session: header("mcp-session-id"),
+            mcp_version: header("mcp-protocol-version"),
+            a2a_version: header("a2a-version"),
+            caller_traceparent: &caller.traceparent,
+        });
+        let traced = otel::traceparent_of(&span);
+        if let Some(v) = traced
+            .as_deref()
+            .and_then(|t| HeaderValue::from_str(t).ok())
+        {
+            headers.insert("traceparent", v);
+        }
+        let body = match (body, &traced) {
+            (Some(b), Some(tp)) => {
+                let mut b = b.clone();
+                otel::retrace(&mut b, &caller.traceparent, tp);
+                Some(serde_json::to_vec(&b).unwrap_or_default())
+            }
+            (Some(b), None) => Some(serde_json::to_vec(b).unwrap_or_default()),
+            (None, _) => None,
+        };
+        let sent = self
             .egress
-            .request(method, url, headers, body, Some(peer.timeout))
-            .await?)
+            .request(method, url, headers, body, Some(peer.timeout));
+        match tracing::Instrument::instrument(sent, span.clone()).await {
+            Ok(response) => {
+                let session = response
+                    .headers
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok());
+                let json = response.media_type().ends_with("json");
+                let body = json.then_some(response.body.as_slice());
+                otel::peer_call_end(&span, response.status, session, body);
+                Ok(response)
+            }
+            Err(e) => {
+                let kind = match &e {
+                    SendError::Refused(_) => "egress_refused".to_owned(),
+                    SendError::Redirect(status) | SendError::Status(status) => status.to_string(),
+                    SendError::Transport(_) => "transport".to_owned(),
+                    SendError::TooLarge => "response_too_large".to_owned(),
+                };
+                otel::peer_call_failed(&span, &kind, &e.to_string());
+                Err(e.into())
+            }
+        }
     }
 
     /// An `http` node's request: `path` appended to the peer's base URL, a JSON body, the

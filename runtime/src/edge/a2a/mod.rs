@@ -353,6 +353,7 @@ pub(crate) async fn serve(
     method: &str,
     params: &Value,
 ) -> Result<Answer, Fault> {
+    let exported = exported_span(method, params, headers);
     let request = async {
         negotiate(state, subject, headers, query).await?;
         let span = request_span(method, params, headers);
@@ -362,7 +363,8 @@ pub(crate) async fn serve(
         }
         .instrument(span)
         .await
-    };
+    }
+    .instrument(exported.clone());
     state
         .app
         .ops
@@ -370,6 +372,25 @@ pub(crate) async fn serve(
         .await
         // A store that cannot write now: 503 with Retry-After (issue #35).
         .unwrap_or_else(|e| Err(Fault::host_fault("a host event could not be recorded", e)))
+        .inspect_err(|fault| {
+            let _in = exported.enter();
+            crate::observe::otel::rpc_error_current(fault.jsonrpc_code(), &fault.message);
+        })
+}
+
+/// The exported A2A server span of a request (none without a collector): the trace in
+/// the message's metadata first, as [`request_span`] reads it.
+fn exported_span(method: &str, params: &Value, headers: &HeaderMap) -> tracing::Span {
+    if !crate::observe::otel::on() {
+        return tracing::Span::none();
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let carrier = params
+        .get("message")
+        .and_then(|m| m.get("metadata"))
+        .and_then(|m| m.get("openwop"));
+    let trace = crate::trace::select(carrier, header("traceparent"), header("tracestate"));
+    crate::observe::otel::a2a_server_span(method, params, header("a2a-version"), trace)
 }
 
 /// The span an A2A request runs in: its method, and the W3C trace it continues when it

@@ -147,6 +147,7 @@ async fn streamed(
 
 /// A JSON-RPC error as an HTTP response.
 pub fn error_response(error: &RpcError, id: Option<&Id>) -> Response {
+    crate::observe::otel::rpc_error_current(error.code, &error.message);
     let mut resp = jsonrpc::http_response(error.http, error.body(id));
     if error.code == UNAUTHENTICATED {
         resp.headers_mut()
@@ -359,11 +360,14 @@ pub async fn handle(
         }
     };
     let span = super::trace_span(&message, &headers);
+    let exported = super::exported_span(&message, &headers);
     let id = message.id.clone();
     let ops = state.app.ops.clone();
     // The negotiation's host event is held for the run this request may create (one
     // commit), else written before the answer.
-    let request = serve_message(state, subject, headers, message).instrument(span);
+    let request = serve_message(state, subject, headers, message)
+        .instrument(span)
+        .instrument(exported);
     match ops.holding_host_events(request).await {
         Ok(response) => response,
         // A store that cannot write now: 503 with Retry-After (issue #35).
@@ -443,6 +447,7 @@ async fn serve_message(
     if message.method == "initialize" && !message.meta().contains_key(gate::META_VERSION) {
         return match state.initialize(&subject, &message.params).await {
             Ok((result, version)) => {
+                crate::observe::otel::record_current("mcp.protocol.version", version.clone());
                 let session = match state
                     .app
                     .ops
@@ -463,6 +468,7 @@ async fn serve_message(
                 };
                 let mut resp =
                     jsonrpc::http_response(StatusCode::OK, result_body(&message.echo_id(), result));
+                crate::observe::otel::record_current("mcp.session.id", session.clone());
                 if let Ok(v) = HeaderValue::from_str(&session) {
                     resp.headers_mut().insert(SESSION_HEADER, v);
                 }
@@ -498,6 +504,13 @@ async fn serve_message(
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
+    crate::observe::otel::record_current(
+        "mcp.protocol.version",
+        match &era {
+            Era::Legacy(version) => version.clone(),
+            Era::Modern(declared) => declared.version.clone(),
+        },
+    );
     let mut ctx = Ctx::new(subject, era);
     ctx.trace = super::request_trace(&message, &headers);
     if matches!(ctx.era, Era::Legacy(_))

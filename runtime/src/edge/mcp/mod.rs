@@ -185,6 +185,26 @@ pub(crate) fn request_trace(
     trace_context(message, headers).map(|tc| tc.traceparent)
 }
 
+/// The exported MCP server span of a message (none without a collector).
+pub(crate) fn exported_span(
+    message: &rpc::Message,
+    headers: &axum::http::HeaderMap,
+) -> tracing::Span {
+    use crate::observe::otel;
+    if !otel::on() {
+        return tracing::Span::none();
+    }
+    otel::mcp_server_span(otel::McpServer {
+        method: &message.method,
+        tool: message.params.get("name").and_then(Value::as_str),
+        request_id: message.id.as_ref().map(|id| id.value()),
+        session_id: headers
+            .get(gate::SESSION_HEADER)
+            .and_then(|v| v.to_str().ok()),
+        trace: trace_context(message, headers),
+    })
+}
+
 /// The span a request runs in, continuing the caller's trace ([`trace_context`]).
 pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap) -> tracing::Span {
     let method = message.method.as_str();
