@@ -43,7 +43,7 @@ fn open_enums_decode_listed_and_vendor_values() {
         RunEventType::from_str("node.failed").map(|t| t.to_string()),
         Ok("node.failed".to_owned())
     );
-    assert_eq!(RunEventType::KNOWN.len(), 10);
+    assert_eq!(RunEventType::KNOWN.len(), 12);
 }
 
 #[test]
@@ -133,12 +133,20 @@ fn samples() -> Vec<(&'static str, Value)> {
             json!({"nodeId": "n1", "error": {"code": "internal_error", "message": "boom"}}),
         ),
         (
+            "node.suspended",
+            json!({"nodeId": "approve", "interruptId": "dev/int_0123456789abcdef", "kind": "approval"}),
+        ),
+        (
             "interrupt.requested",
             json!({"kind": "approval", "key": "approve", "data": {"artifactId": "a", "artifactType": "run", "title": "Approve?", "actions": ["accept", "reject"]}}),
         ),
         (
             "interrupt.resolved",
             json!({"nodeId": "approve", "interruptId": "dev/int_0123456789abcdef", "kind": "approval", "resumeValue": {"action": "accept"}}),
+        ),
+        (
+            "artifact.created",
+            json!({"artifactId": "n1.1", "artifactType": "report", "nodeId": "n1"}),
         ),
         (
             "negotiation.decided",
@@ -204,6 +212,10 @@ fn every_run_event_type_has_a_typed_payload_and_envelopes_round_trip() {
             RunEventPayload::InterruptResolved(p) => {
                 p.resume_value == Some(json!({"action": "accept"}))
             }
+            RunEventPayload::NodeSuspended(p) => {
+                p.interrupt_id.as_str() == "dev/int_0123456789abcdef"
+            }
+            RunEventPayload::ArtifactCreated(p) => p.artifact_type.as_str() == "report",
             RunEventPayload::NegotiationDecided(p) => {
                 p.negotiated.as_deref().map(|v| v.as_str()) == Some("1.0")
             }
