@@ -618,8 +618,13 @@ fn write_run_statement(shape: &Shape) -> String {
     } else {
         " AND CAST($3 AS TEXT) IS NULL"
     });
+    // A run's context is the one bound to its task, else its own id. Written as the set of
+    // runs the context can name (its tasks, by `a2a_tasks_by_context`, and the run of that
+    // id when no task binds it), so both planners read a handful of runs by key instead of
+    // asking every run of the tenant for its context (a per-row subquery, issue #33).
     s.push_str(if shape.context {
-        " AND COALESCE((SELECT t.context_id FROM a2a_tasks t WHERE t.run_id = runs.run_id), runs.run_id) = $4"
+        " AND runs.run_id IN (SELECT t.run_id FROM a2a_tasks t WHERE t.context_id = $4 \
+         UNION ALL SELECT CAST($4 AS TEXT) WHERE NOT EXISTS (SELECT 1 FROM a2a_tasks u WHERE u.run_id = $4))"
     } else {
         " AND CAST($4 AS TEXT) IS NULL"
     });

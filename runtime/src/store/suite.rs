@@ -307,6 +307,27 @@ async fn hot_run_listings_read_one_index_range_in_order(b: Backend) {
         order: RunOrder::Updated { after: None },
         ..base.clone()
     };
+    // A2A ListTasks by contextId: the context's few runs, read by key and then sorted.
+    let by_context = RunQuery {
+        context_id: Some("ctx".into()),
+        ..updated.clone()
+    };
+    let plan_text = plan(&b, sql::RunStatement::ByUpdate, &by_context).await;
+    assert!(
+        plan_text.contains("a2a_tasks_by_context"),
+        "by context: not through a2a_tasks_by_context:\n{plan_text}"
+    );
+    if sqlite {
+        assert!(
+            !plan_text.contains("SCAN runs") && !plan_text.contains("CORRELATED"),
+            "by context: reads the tenant's runs:\n{plan_text}"
+        );
+    } else {
+        assert!(
+            !plan_text.contains("Seq Scan") && !plan_text.contains("SubPlan"),
+            "by context: reads the tenant's runs:\n{plan_text}"
+        );
+    }
     for (name, statement, q, index) in [
         (
             "every run",
