@@ -25,6 +25,7 @@ pub mod observe;
 pub mod ops;
 pub mod peers;
 pub mod probe_cmd;
+pub mod reload;
 pub mod secret_file;
 pub mod serve_cmd;
 pub mod server;

@@ -60,6 +60,14 @@ letters, and store call latency.
 One process per SQLite data dir: a second `serve` (or `mcp-stdio`) on a dir another
 process holds stops at start, touching nothing. Replicas share PostgreSQL instead.
 
+Reload without a restart: `kill -HUP <pid>` re-reads the config file, the api key file and
+the peers' credential files, and swaps in api keys, tenant visibility (`tenants`) and peers
+(with their credentials) while connections and streams stay open. A bad file is refused
+(logged at error level, counted in /metrics as
+openwop_config_reloads_total{outcome=\"refused\"}) and the previous configuration stays.
+Any other key (listen, dataDir, database, tls, mcp, limits, ...) needs a restart: a
+changed one is logged as such and keeps its value.
+
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -276,12 +284,24 @@ impl FileConfig {
 }
 
 pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
+    read_config_and_value(path).map(|(c, _)| c)
+}
+
+/// The config file read, and as a JSON value (what a reload compares key by key).
+fn read_config_and_value(path: &Path) -> Result<(FileConfig, serde_json::Value), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     if text.trim_start().starts_with('{') {
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        Ok((
+            serde_json::from_str(&text).map_err(|e| at(&e))?,
+            serde_json::from_str(&text).map_err(|e| at(&e))?,
+        ))
     } else {
-        yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        Ok((
+            yaml_serde::from_str(&text).map_err(|e| at(&e))?,
+            yaml_serde::from_str(&text).map_err(|e| at(&e))?,
+        ))
     }
 }
 
@@ -414,9 +434,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
 }
 
 fn run_inner(args: ServeArgs) -> Result<(), String> {
-    let file = match &args.config {
-        Some(p) => read_config(p)?,
-        None => FileConfig::default(),
+    let (file, file_value) = match &args.config {
+        Some(p) => read_config_and_value(p)?,
+        None => (FileConfig::default(), serde_json::Value::Null),
+    };
+    let reload_source = ReloadSource {
+        config: args.config.clone(),
+        api_keys: args.api_keys.clone(),
+        api_key_file: args.api_key_file.clone(),
+        data_dir: None,
+        started_with: file_value,
     };
     // Read before the settings below take their fields out of `file`.
     let key_specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
@@ -524,6 +551,10 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         keys.add("dev", &key).map_err(|e| e.to_string())?;
         dev = Some(key);
     }
+    let reload_source = ReloadSource {
+        data_dir: Some(data_dir.clone()),
+        ..reload_source
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -556,6 +587,9 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
+        // Before "listening" is printed: from then on a SIGHUP reloads instead of
+        // ending the process (its default action).
+        spawn_reload_on_hangup(reload_source, host.reloader())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }
@@ -566,4 +600,129 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("server error: {e}"))
     })
+}
+
+/// Where a reload reads from: the same config file, flags and key file as the start.
+struct ReloadSource {
+    config: Option<PathBuf>,
+    api_keys: Vec<String>,
+    api_key_file: Option<PathBuf>,
+    /// Where the dev key is kept, when no key is configured.
+    data_dir: Option<PathBuf>,
+    /// The config file as the host started with it: what "needs a restart" is judged
+    /// against.
+    started_with: serde_json::Value,
+}
+
+/// The config file's keys a reload applies; every other key is read at start only.
+const RELOADED_KEYS: [&str; 4] = ["apiKeys", "apiKeyFile", "tenants", "peers"];
+
+impl ReloadSource {
+    /// Reads everything again and builds what a reload installs, plus the keys of the
+    /// file that changed since the start but only take effect at a restart.
+    fn read(&self) -> Result<(crate::reload::Reloadable, Vec<String>), String> {
+        let (file, value) = match &self.config {
+            Some(p) => read_config_and_value(p)?,
+            None => (FileConfig::default(), serde_json::Value::Null),
+        };
+        let mut keys = KeyRing::default();
+        for spec in file.key_specs(&self.api_keys, self.api_key_file.as_deref())? {
+            keys.add_spec(&spec).map_err(|e| e.to_string())?;
+        }
+        if keys.is_empty()
+            && let Some(dir) = &self.data_dir
+        {
+            // As at start: with no key configured, the dev key is the one accepted.
+            let key = dev_key(dir)?;
+            keys.add("dev", &key).map_err(|e| e.to_string())?;
+        }
+        let restart = needs_restart(&self.started_with, &value);
+        Ok((
+            crate::reload::Reloadable {
+                keys,
+                visibility: file.tenants,
+                peers: file.peers,
+            },
+            restart,
+        ))
+    }
+}
+
+/// The top-level keys of the config file, other than those a reload applies, whose value
+/// differs between `before` and `after`.
+fn needs_restart(before: &serde_json::Value, after: &serde_json::Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let before = before.as_object().unwrap_or(&empty);
+    let after = after.as_object().unwrap_or(&empty);
+    let mut names: Vec<&String> = before.keys().chain(after.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|k| !RELOADED_KEYS.contains(&k.as_str()))
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect()
+}
+
+/// Reloads on every SIGHUP until the process ends. A refused reload is logged at error
+/// level with its reason and counted; the configuration in force stays.
+#[cfg(unix)]
+fn spawn_reload_on_hangup(
+    source: ReloadSource,
+    reloader: crate::reload::Reloader,
+) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            reload_once(&source, &reloader).await;
+        }
+    });
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn spawn_reload_on_hangup(
+    _source: ReloadSource,
+    _reloader: crate::reload::Reloader,
+) -> Result<(), String> {
+    Ok(())
+}
+
+async fn reload_once(source: &ReloadSource, reloader: &crate::reload::Reloader) {
+    let file = source.config.as_deref().map_or_else(
+        || "(no config file)".to_owned(),
+        |p| p.display().to_string(),
+    );
+    tracing::info!(config = %file, "SIGHUP: reloading api keys, tenant visibility and peers");
+    let result = match source.read() {
+        Ok((new, restart)) => reloader.apply(new).await.map(|applied| (applied, restart)),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok((applied, restart)) => {
+            crate::reload::count(true);
+            tracing::info!(
+                keys = applied.keys,
+                tenants = applied.tenants_narrowed,
+                peers = applied.peers,
+                "configuration reloaded"
+            );
+            for key in restart {
+                tracing::warn!(
+                    key = %key,
+                    "config reload: `{key}` changed in the file but needs a restart to take effect; the value the host started with stays in force"
+                );
+            }
+        }
+        Err(reason) => {
+            crate::reload::count(false);
+            tracing::error!(
+                reason = %reason,
+                "config reload refused; the previous configuration stays in force"
+            );
+        }
+    }
 }
