@@ -8,6 +8,8 @@ pub mod app;
 pub mod backup_cmd;
 pub mod card_sign;
 pub mod clock;
+pub mod config_cmd;
+pub mod config_file;
 pub mod conformance;
 pub mod definition_files;
 pub mod discovery;

@@ -45,9 +45,11 @@ impl PeerKind {
     }
 }
 
-/// One `peers[]` entry of the config file.
+/// One `peers[]` entry of the config file as the host holds it: read through the
+/// generated `ConfigPeer` (`schemas/v2/config.schema.json#/$defs/configPeer`, closed), so
+/// the schema is the one description of the format.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(from = "crate::generated::models::ConfigPeer")]
 pub struct PeerFileConfig {
     pub id: String,
     pub kind: PeerKind,
@@ -63,11 +65,33 @@ pub struct PeerFileConfig {
 }
 
 /// Exactly one of `env` and `file`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct CredentialSource {
     pub env: Option<String>,
     pub file: Option<PathBuf>,
+}
+
+impl From<crate::generated::models::ConfigPeer> for PeerFileConfig {
+    fn from(p: crate::generated::models::ConfigPeer) -> Self {
+        use crate::generated::models::ConfigPeerKind;
+        PeerFileConfig {
+            id: p.id,
+            kind: match p.kind {
+                ConfigPeerKind::A2a => PeerKind::A2a,
+                ConfigPeerKind::Mcp => PeerKind::Mcp,
+                ConfigPeerKind::Http => PeerKind::Http,
+            },
+            url: p.url,
+            credential: p.credential.map(|c| CredentialSource {
+                env: c.env,
+                file: c.file.map(PathBuf::from),
+            }),
+            tenants: p
+                .tenants
+                .map(|t| t.iter().map(ToString::to_string).collect()),
+            timeout_secs: Some(p.timeout_secs.get()),
+        }
+    }
 }
 
 /// A configured peer, its secret resolved.
