@@ -43,7 +43,7 @@ Examples:
       openwop.yaml: valid
 
   openwop config check openwop.yaml      (holding `listn: 0.0.0.0:8080`)
-      openwop.yaml: /: Additional properties are not allowed ('listn' was unexpected)
+      openwop.yaml: /listn: unknown key `listn`: the schema (generated/CONFIG.md) has no such key here
 
   openwop config check openwop.yaml      (holding `apiKeys: [acme:short]` and
                                           `tenants: {acme: {workflows: [ecko]}}`)

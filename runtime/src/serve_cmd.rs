@@ -88,16 +88,12 @@ pub struct ServeArgs {
         env = "OPENWOP_LEASE_TTL_MS"
     )]
     lease_ttl_ms: u64,
-    /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), conformance (true/false), publicUrl, a2a ({defaultSkill, signingKey,
-    /// alsoPublishKeys}), upstreamRegistry (file or URL), upstreamRegistryRefreshHours, tenants
-    /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
-    /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
-    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, maxConnections,
-    /// maxConnectionsPerAddress, firstRequestTimeoutMs, headerReadTimeoutMs, bodyTimeoutMs,
-    /// unauthenticatedRateLimit, unauthenticatedRateBurst, mcp ({tasks, callTimeoutMs,
-    /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
-    /// allowedOrigins}).
+    /// A JSON or YAML config file: the settings below under their camelCase names (listen,
+    /// dataDir, apiKeys, ...; not --lease-ttl-ms or --log-format), plus the sections that exist only there: a2a, tenants (what
+    /// each tenant may see and run), mcp, peers (remote agents, MCP servers and HTTP
+    /// services workflow nodes call), upstreamRegistry. Every key, its type, default and
+    /// an example: generated/CONFIG.md (from schemas/v2/config.schema.json). Unknown keys
+    /// are refused; `openwop config check FILE` checks a file without starting the host.
     /// Command-line flags and their OPENWOP_* variables win over the file.
     #[arg(long, value_name = "FILE", env = "OPENWOP_CONFIG")]
     config: Option<PathBuf>,

@@ -53,28 +53,40 @@ fn a_valid_file_in_yaml_or_json_exits_zero() {
 
 #[test]
 fn an_unknown_key_is_an_error_with_its_pointer_at_every_depth() {
-    let (code, out) = check("c.yaml", "listn: 127.0.0.1:9000\n");
+    let (code, out) = check("c.yaml", "listn: 127.0.0.1:9000\ndataDri: x\n");
     assert_eq!(code, 1, "{out}");
     let lines = findings(&out);
-    assert_eq!(lines.len(), 1, "{out}");
-    assert!(
-        lines[0].starts_with("/: ") && lines[0].contains("listn"),
-        "{out}"
-    );
+    assert_eq!(lines.len(), 2, "one finding per unknown key: {out}");
+    for key in ["listn", "dataDri"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("/{key}: unknown key `{key}`"))),
+            "{out}"
+        );
+    }
     for (yaml, pointer, word) in [
-        ("mcp:\n  revison: [2026-07-28]\n", "/mcp: ", "revison"),
-        ("mcp:\n  mrtr: {maxRound: 2}\n", "/mcp/mrtr: ", "maxRound"),
+        (
+            "mcp:\n  revison: [2026-07-28]\n",
+            "/mcp/revison: ",
+            "revison",
+        ),
+        (
+            "mcp:\n  mrtr: {maxRound: 2}\n",
+            "/mcp/mrtr/maxRound: ",
+            "maxRound",
+        ),
         (
             "tenants:\n  acme:\n    tools: []\n",
-            "/tenants/acme: ",
+            "/tenants/acme/tools: ",
             "tools",
         ),
         (
             "peers:\n  - {id: p, kind: http, url: 'https://x.example', secret: s}\n",
-            "/peers/0: ",
+            "/peers/0/secret: ",
             "secret",
         ),
-        ("a2a:\n  skill: echo\n", "/a2a: ", "skill"),
+        ("a2a:\n  skill: echo\n", "/a2a/skill: ", "skill"),
     ] {
         let (code, out) = check("c.yaml", yaml);
         assert_eq!(code, 1, "{yaml}: {out}");
