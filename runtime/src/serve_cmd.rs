@@ -570,6 +570,10 @@ impl ReloadSource {
             // As at start: with no key configured, the dev key is the one accepted.
             let key = dev_key(dir)?;
             keys.add("dev", &key).map_err(|e| e.to_string())?;
+            tracing::warn!(
+                file = %dir.join(DEV_KEY_FILE).display(),
+                "config reload: no api key is configured; the dev key for tenant \"dev\" is accepted"
+            );
         }
         let restart = needs_restart(&self.started_with, &value);
         Ok((
