@@ -433,3 +433,28 @@ fn serve_help_teaches_the_reload() {
         assert!(text.contains(needle), "serve --help lacks {needle}");
     }
 }
+
+/// The usual rotation: the config file names a key file, and only the key file changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_rotated_in_the_api_key_file_take_effect_on_sighup() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::write(&keys, format!("# acme's keys\nacme:{KEEP}\nacme:{GONE}\n")).unwrap();
+    let config = format!("apiKeyFile: {}\n", keys.display());
+    let served = Served::start(&config, dir).await;
+    assert_eq!(served.status_of("/runs", GONE).await, 200);
+    std::fs::write(&keys, format!("acme:{KEEP}\nacme:{NEW}\n")).unwrap();
+    served.reload("applied").await;
+    assert_eq!(served.status_of("/runs", NEW).await, 200);
+    assert_eq!(served.status_of("/runs", GONE).await, 401);
+    assert_eq!(served.status_of("/runs", KEEP).await, 200);
+    // A key file emptied by mistake is refused; the keys in force stay.
+    std::fs::write(&keys, "# nothing yet\n").unwrap();
+    served.reload("refused").await;
+    assert_eq!(served.status_of("/runs", NEW).await, 200);
+    assert!(
+        served.stderr().contains("holds no TENANT:KEY entry"),
+        "{}",
+        served.stderr()
+    );
+}
