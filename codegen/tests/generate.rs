@@ -610,6 +610,74 @@ fn openness_follows_position_and_fields_keep_schema_order() {
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{event}");
 }
 
+/// A schema file marked `x-openwop-host-reads` (a document the host reads from its operator,
+/// as the config file) keeps every type closed though no request body reaches it, its
+/// optional lists tell absent from `[]`, and the reference page lists its keys; without the
+/// marker the same file's types are open.
+#[test]
+fn host_read_documents_stay_closed_and_keep_absent_lists_apart() {
+    let root = mini_copy("host-reads");
+    let doc = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://openwop.dev/spec/v2/config.schema.json",
+        "description": "A config file.",
+        "x-openwop-host-reads": true,
+        "$ref": "#/$defs/configFile",
+        "$defs": {
+            "configFile": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "listen": {"type": "string", "default": "127.0.0.1:8080", "description": "Where.", "x-openwop-env": "OPENWOP_LISTEN"},
+                    "section": {"$ref": "#/$defs/configSection", "description": "A section."}
+                }
+            },
+            "configSection": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {"names": {"type": "array", "items": {"type": "string"}, "description": "Names."}}
+            }
+        }
+    });
+    let path = root.join("schemas/v2/config.schema.json");
+    fs::write(&path, doc.to_string()).unwrap();
+    let output = gen_mini(&root).expect("generates");
+    let models = &output.files["src/models.rs"];
+    for closed in ["ConfigFile", "ConfigSection"] {
+        assert!(
+            struct_body(models, closed).contains("deny_unknown_fields"),
+            "{closed} must stay closed: {}",
+            struct_body(models, closed)
+        );
+    }
+    assert!(
+        struct_body(models, "ConfigSection")
+            .contains("pub names: ::std::option::Option<::std::vec::Vec<"),
+        "{}",
+        struct_body(models, "ConfigSection")
+    );
+    let page = &output.files["CONFIG.md"];
+    for row in [
+        "| `listen` |",
+        "| `section.names` |",
+        "OPENWOP_LISTEN",
+        "`\"127.0.0.1:8080\"`",
+    ] {
+        assert!(page.contains(row), "CONFIG.md lacks {row}:\n{page}");
+    }
+
+    let mut unmarked = doc.clone();
+    unmarked
+        .as_object_mut()
+        .unwrap()
+        .remove("x-openwop-host-reads");
+    fs::write(&path, unmarked.to_string()).unwrap();
+    let output = gen_mini(&root).expect("generates");
+    let models = &output.files["src/models.rs"];
+    assert!(!struct_body(models, "ConfigFile").contains("deny_unknown_fields"));
+    assert!(!struct_body(models, "ConfigSection").contains("Option<::std::vec::Vec"));
+}
+
 /// An `if`/`then` that types a member outside the recognised pattern, and a `not` over a
 /// structured schema, are warnings naming file and pointer, and `strict()` refuses them.
 #[test]

@@ -499,6 +499,16 @@ impl Host {
         mcp::McpState::with_key(self.state.clone(), config, &self.mcp_key)
     }
 
+    /// The handle that reloads api keys, tenant visibility and peers while the host
+    /// serves (`openwop serve` calls it on SIGHUP).
+    pub fn reloader(&self) -> crate::reload::Reloader {
+        crate::reload::Reloader {
+            keys: self.state.keys.clone(),
+            ops: self.state.ops.clone(),
+            engine: self.engine.clone(),
+        }
+    }
+
     /// Every route the host serves: REST and SSE, A2A (card, JSON-RPC, HTTP+JSON), MCP.
     pub fn router(&self) -> axum::Router {
         self.app.clone()

@@ -31,6 +31,8 @@ enum Command {
     Backup(openwop::backup_cmd::BackupArgs),
     /// GET the host's /readyz: exit 0 when it is ready (a health check without curl).
     Probe(openwop::probe_cmd::ProbeArgs),
+    /// Check a config file (`openwop config check FILE`) without starting a host.
+    Config(openwop::config_cmd::ConfigArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,5 +55,6 @@ fn main() -> std::process::ExitCode {
         Command::McpStdio(args) => openwop::mcp_stdio_cmd::run(args),
         Command::Backup(args) => openwop::backup_cmd::run(args),
         Command::Probe(args) => openwop::probe_cmd::run(args),
+        Command::Config(args) => openwop::config_cmd::run(args),
     }
 }

@@ -173,7 +173,7 @@ pub fn caller(
 fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     let file = match &args.config {
         Some(p) => crate::serve_cmd::read_config(p)?,
-        None => crate::serve_cmd::FileConfig::default(),
+        None => crate::config_file::defaults(),
     };
     let env_key = std::env::var(KEY_ENV).map_err(|_| {
         format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
@@ -181,12 +181,11 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
     if let Some(url) = &args.connect {
         return connect(url, &env_key);
     }
-    let specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
-    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
+    let specs = crate::serve_cmd::key_specs(&file, &args.api_keys, args.api_key_file.as_deref())?;
+    let mcp = crate::settings::mcp_config(&file.mcp.clone().unwrap_or_default())?;
     let data_dir = args
         .data_dir
-        .or(file.data_dir.clone())
-        .unwrap_or_else(|| PathBuf::from("./openwop-data"));
+        .unwrap_or_else(|| PathBuf::from(&file.data_dir));
     let dev_key = std::fs::read_to_string(data_dir.join(crate::serve_cmd::DEV_KEY_FILE)).ok();
     let (keys, subject) = caller(&specs, &env_key, dev_key.as_deref())?;
     let database = args
@@ -199,11 +198,11 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
         let host = Host::build(HostConfig {
-            workflows_dir: args.workflows.or(file.workflows.clone()),
-            agents_dir: args.agents.or(file.agents.clone()),
+            workflows_dir: args.workflows.or(crate::config_file::path(&file.workflows)),
+            agents_dir: args.agents.or(crate::config_file::path(&file.agents)),
             database,
             mcp: mcp.clone(),
-            peers: file.peers.clone(),
+            peers: crate::config_file::peers_of(&file),
             conformance: file.conformance,
             ..HostConfig::new(data_dir, keys)
         })

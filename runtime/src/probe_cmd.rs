@@ -75,13 +75,13 @@ fn probe(args: ProbeArgs) -> Result<String, String> {
         None => {
             let file = match &args.config {
                 Some(p) => crate::serve_cmd::read_config(p)?,
-                None => crate::serve_cmd::FileConfig::default(),
+                None => crate::config_file::defaults(),
             };
-            let listen = args
-                .listen
-                .or(file.listen)
-                .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-            let https = args.tls_cert.or(file.tls_cert).is_some();
+            let listen = args.listen.unwrap_or(file.listen);
+            let https = args
+                .tls_cert
+                .or(crate::config_file::path(&file.tls_cert))
+                .is_some();
             (format!("{}/readyz", local_origin(&listen, https)), true)
         }
     };

@@ -2,7 +2,6 @@
 
 use crate::host::{Host, HostConfig};
 use crate::identity::KeyRing;
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -60,6 +59,14 @@ letters, and store call latency.
 One process per SQLite data dir: a second `serve` (or `mcp-stdio`) on a dir another
 process holds stops at start, touching nothing. Replicas share PostgreSQL instead.
 
+Reload without a restart: `kill -HUP <pid>` re-reads the config file, the api key file and
+the peers' credential files, and swaps in api keys, tenant visibility (`tenants`) and peers
+(with their credentials) while connections and streams stay open. A bad file is refused
+(logged at error level, counted in /metrics as
+openwop_config_reloads_total{outcome=\"refused\"}) and the previous configuration stays.
+Any other key (listen, dataDir, database, tls, mcp, limits, ...) needs a restart: a
+changed one is logged as such and keeps its value.
+
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=openwop=debug) to change the level.")]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -81,16 +88,12 @@ pub struct ServeArgs {
         env = "OPENWOP_LEASE_TTL_MS"
     )]
     lease_ttl_ms: u64,
-    /// A JSON or YAML file with any of: listen, dataDir, database, apiKeys (["TENANT:KEY"]), workflows,
-    /// agents, egressAllowLoopback (true/false), conformance (true/false), publicUrl, a2a ({defaultSkill, signingKey,
-    /// alsoPublishKeys}), upstreamRegistry (file or URL), upstreamRegistryRefreshHours, tenants
-    /// ({TENANT: {workflows: [...], agents: [...]}}: what each tenant may see and run),
-    /// rateLimit, rateBurst, requestDeadlineSecs, apiKeyFile, databaseUrlFile,
-    /// hostEventsMaxAgeSecs, hostEventsMaxCount, tlsCert, tlsKey, maxConnections,
-    /// maxConnectionsPerAddress, firstRequestTimeoutMs, headerReadTimeoutMs, bodyTimeoutMs,
-    /// unauthenticatedRateLimit, unauthenticatedRateBurst, mcp ({tasks, callTimeoutMs,
-    /// taskAnswerWithinMs, progressEveryMs, revisions, minimumRevision, mrtr: {maxRounds},
-    /// allowedOrigins}).
+    /// A JSON or YAML config file: the settings below under their camelCase names (listen,
+    /// dataDir, apiKeys, ...; not --lease-ttl-ms or --log-format), plus the sections that exist only there: a2a, tenants (what
+    /// each tenant may see and run), mcp, peers (remote agents, MCP servers and HTTP
+    /// services workflow nodes call), upstreamRegistry. Every key, its type, default and
+    /// an example: generated/CONFIG.md (from schemas/v2/config.schema.json). Unknown keys
+    /// are refused; `openwop config check FILE` checks a file without starting the host.
     /// Command-line flags and their OPENWOP_* variables win over the file.
     #[arg(long, value_name = "FILE", env = "OPENWOP_CONFIG")]
     config: Option<PathBuf>,
@@ -203,86 +206,39 @@ pub struct ServeArgs {
     unauthenticated_rate_burst: Option<f64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct FileConfig {
-    pub(crate) listen: Option<String>,
-    pub(crate) data_dir: Option<PathBuf>,
-    pub(crate) database: Option<String>,
-    #[serde(default)]
-    pub(crate) api_keys: Vec<String>,
-    pub(crate) workflows: Option<PathBuf>,
-    #[serde(default)]
-    pub(crate) egress_allow_loopback: bool,
-    /// Conformance mode (fixtures, seams; for certification only).
-    #[serde(default)]
-    pub(crate) conformance: bool,
-    pub(crate) agents: Option<PathBuf>,
-    /// The MCP mount and its facet: floor, revisions, mrtr.maxRounds, tasks, timeouts,
-    /// allowed origins.
-    pub(crate) mcp: Option<crate::settings::McpFileConfig>,
-    pub(crate) public_url: Option<String>,
-    /// A2A routing (its own section).
-    #[serde(default)]
-    pub(crate) a2a: crate::settings::A2aSettings,
-    /// Per-tenant visibility of workflows and agents (its own section).
-    #[serde(default)]
-    pub(crate) tenants: crate::settings::Visibility,
-    pub(crate) rate_limit: Option<f64>,
-    pub(crate) rate_burst: Option<f64>,
-    pub(crate) request_deadline_secs: Option<u64>,
-    pub(crate) api_key_file: Option<PathBuf>,
-    pub(crate) database_url_file: Option<PathBuf>,
-    pub(crate) host_events_max_age_secs: Option<u64>,
-    pub(crate) host_events_max_count: Option<u64>,
-    pub(crate) tls_cert: Option<PathBuf>,
-    pub(crate) tls_key: Option<PathBuf>,
-    pub(crate) max_connections: Option<usize>,
-    pub(crate) max_connections_per_address: Option<usize>,
-    pub(crate) first_request_timeout_ms: Option<u64>,
-    pub(crate) header_read_timeout_ms: Option<u64>,
-    pub(crate) body_timeout_ms: Option<u64>,
-    pub(crate) unauthenticated_rate_limit: Option<f64>,
-    pub(crate) unauthenticated_rate_burst: Option<f64>,
-    /// Remote A2A agents, MCP servers and HTTP services workflow nodes may call.
-    #[serde(default)]
-    pub(crate) peers: Vec<crate::peers::PeerFileConfig>,
-    /// The upstream version registry the refresh SLA re-reads: a file path or an
-    /// http(s) URL (fetched through the egress guard). Unset: the built-in registry.
-    pub(crate) upstream_registry: Option<String>,
-    /// How often (hours, 1..=168) that registry is re-read; 24 by default.
-    pub(crate) upstream_registry_refresh_hours: Option<u64>,
+/// The config file as the host reads it: the generated type of
+/// `schemas/v2/config.schema.json` (`crate::config_file`).
+pub(crate) use crate::config_file::ConfigFile as FileConfig;
+
+/// Every `TENANT:KEY` given: the file's `apiKeys`, the `--api-key` flags, then the key
+/// file (the flag's, else the config's) and `OPENWOP_API_KEYS`. `serve` and `mcp-stdio`
+/// accept keys alike.
+pub(crate) fn key_specs(
+    file: &FileConfig,
+    flags: &[String],
+    flag_file: Option<&Path>,
+) -> Result<Vec<String>, String> {
+    let config_file = crate::config_file::path(&file.api_key_file);
+    let outside = crate::secret_file::outside_key_specs(flag_file.or(config_file.as_deref()))?;
+    Ok(file
+        .api_keys
+        .iter()
+        .flatten()
+        .chain(flags)
+        .cloned()
+        .chain(outside)
+        .collect())
 }
 
-impl FileConfig {
-    /// Every `TENANT:KEY` given: the file's `apiKeys`, the `--api-key` flags, then the key
-    /// file (the flag's, else the config's) and `OPENWOP_API_KEYS`. `serve` and
-    /// `mcp-stdio` accept keys alike.
-    pub(crate) fn key_specs(
-        &self,
-        flags: &[String],
-        flag_file: Option<&Path>,
-    ) -> Result<Vec<String>, String> {
-        let outside =
-            crate::secret_file::outside_key_specs(flag_file.or(self.api_key_file.as_deref()))?;
-        Ok(self
-            .api_keys
-            .iter()
-            .chain(flags)
-            .cloned()
-            .chain(outside)
-            .collect())
-    }
-}
-
+/// Reads and checks a config file (`crate::config_file::check`, what `config check` runs).
 pub(crate) fn read_config(path: &Path) -> Result<FileConfig, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if text.trim_start().starts_with('{') {
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-    } else {
-        yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-    }
+    crate::config_file::load(path).map(|(c, _)| c)
+}
+
+/// The config file read and checked, and as a JSON value (what a reload compares key by
+/// key).
+fn read_config_and_value(path: &Path) -> Result<(FileConfig, serde_json::Value), String> {
+    crate::config_file::load(path)
 }
 
 /// The server's limits: the defaults, with the config file's values, with the flags'.
@@ -297,15 +253,21 @@ fn server_limits(args: &ServeArgs, file: &FileConfig) -> Result<crate::server::L
         }
         None => Ok(()),
     };
+    let file_count = |n: std::num::NonZeroU64| usize::try_from(n.get()).unwrap_or(usize::MAX);
     count(
         "max-connections",
-        args.max_connections.or(file.max_connections),
+        Some(
+            args.max_connections
+                .unwrap_or(file_count(file.max_connections)),
+        ),
         &mut l.max_connections,
     )?;
     count(
         "max-connections-per-address",
-        args.max_connections_per_address
-            .or(file.max_connections_per_address),
+        Some(
+            args.max_connections_per_address
+                .unwrap_or(file_count(file.max_connections_per_address)),
+        ),
         &mut l.max_connections_per_address,
     )?;
     let ms = |name: &str, v: Option<u64>, into: &mut Duration| match v {
@@ -318,32 +280,31 @@ fn server_limits(args: &ServeArgs, file: &FileConfig) -> Result<crate::server::L
     };
     ms(
         "first-request-timeout-ms",
-        args.first_request_timeout_ms
-            .or(file.first_request_timeout_ms),
+        Some(
+            args.first_request_timeout_ms
+                .unwrap_or(file.first_request_timeout_ms.get()),
+        ),
         &mut l.first_request_timeout,
     )?;
     ms(
         "header-read-timeout-ms",
-        args.header_read_timeout_ms.or(file.header_read_timeout_ms),
+        Some(
+            args.header_read_timeout_ms
+                .unwrap_or(file.header_read_timeout_ms.get()),
+        ),
         &mut l.header_read_timeout,
     )?;
     ms(
         "body-timeout-ms",
-        args.body_timeout_ms.or(file.body_timeout_ms),
+        Some(args.body_timeout_ms.unwrap_or(file.body_timeout_ms.get())),
         &mut l.body_timeout,
     )?;
-    if let Some(n) = args
+    l.unauthenticated.per_second = args
         .unauthenticated_rate_limit
-        .or(file.unauthenticated_rate_limit)
-    {
-        l.unauthenticated.per_second = n;
-    }
-    if let Some(n) = args
+        .unwrap_or(file.unauthenticated_rate_limit);
+    l.unauthenticated.burst = args
         .unauthenticated_rate_burst
-        .or(file.unauthenticated_rate_burst)
-    {
-        l.unauthenticated.burst = n;
-    }
+        .unwrap_or(file.unauthenticated_rate_burst);
     if !(l.unauthenticated.per_second >= 0.0 && l.unauthenticated.burst >= 0.0) {
         return Err(
             "--unauthenticated-rate-limit and --unauthenticated-rate-burst take numbers >= 0"
@@ -417,25 +378,32 @@ pub fn run(args: ServeArgs) -> ExitCode {
 }
 
 fn run_inner(args: ServeArgs) -> Result<(), String> {
-    let file = match &args.config {
-        Some(p) => read_config(p)?,
-        None => FileConfig::default(),
+    let (file, file_value) = match &args.config {
+        Some(p) => read_config_and_value(p)?,
+        None => (crate::config_file::defaults(), serde_json::Value::Null),
+    };
+    let reload_source = ReloadSource {
+        config: args.config.clone(),
+        api_keys: args.api_keys.clone(),
+        api_key_file: args.api_key_file.clone(),
+        data_dir: None,
+        started_with: file_value,
     };
     // Read before the settings below take their fields out of `file`.
-    let key_specs = file.key_specs(&args.api_keys, args.api_key_file.as_deref())?;
+    let key_specs = key_specs(&file, &args.api_keys, args.api_key_file.as_deref())?;
     let server = server_limits(&args, &file)?;
-    let listen = args
-        .listen
-        .or(file.listen)
-        .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    let peers = crate::config_file::peers_of(&file);
+    let listen = args.listen.unwrap_or(file.listen);
     let data_dir = args
         .data_dir
-        .or(file.data_dir)
-        .unwrap_or_else(|| PathBuf::from("./openwop-data"));
-    let workflows_dir = args.workflows.or(file.workflows);
+        .unwrap_or_else(|| PathBuf::from(&file.data_dir));
+    let workflows_dir = args.workflows.or(crate::config_file::path(&file.workflows));
     let egress_allow_loopback = args.egress_allow_loopback || file.egress_allow_loopback;
     let conformance = args.conformance || file.conformance;
-    let database_file = match args.database_url_file.or(file.database_url_file) {
+    let database_file = match args
+        .database_url_file
+        .or(crate::config_file::path(&file.database_url_file))
+    {
         Some(path) => Some(crate::secret_file::read_secret(&path)?.trim().to_owned()),
         None => None,
     };
@@ -444,73 +412,67 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         .or(database_file)
         .or(file.database)
         .filter(|d| !d.trim().is_empty());
-    let agents_dir = args.agents.or(file.agents);
+    let agents_dir = args.agents.or(crate::config_file::path(&file.agents));
     let public_url = args
         .public_url
         .or(file.public_url)
         .map(|u| crate::host::public_url(&u))
         .transpose()?;
-    let a2a_default_skill = match file.a2a.default_skill {
-        None => Some(crate::settings::DEFAULT_SKILL.to_owned()),
-        Some(s) if s.is_empty() => None,
-        Some(s) => Some(s),
-    };
-    let visibility = file.tenants;
-    let defaults = crate::identity::rate::RateConfig::default();
+    let a2a = file.a2a.clone().unwrap_or_default();
+    let a2a_default_skill = Some(a2a.default_skill.clone()).filter(|s| !s.is_empty());
+    let visibility = crate::settings::visibility_of(&file.tenants);
     let rate = crate::identity::rate::RateConfig {
-        per_second: args
-            .rate_limit
-            .or(file.rate_limit)
-            .unwrap_or(defaults.per_second),
-        burst: args
-            .rate_burst
-            .or(file.rate_burst)
-            .unwrap_or(defaults.burst),
+        per_second: args.rate_limit.unwrap_or(file.rate_limit),
+        burst: args.rate_burst.unwrap_or(file.rate_burst),
     };
-    let request_deadline = match args.request_deadline_secs.or(file.request_deadline_secs) {
+    let request_deadline = match args.request_deadline_secs {
         Some(0) => return Err("--request-deadline-secs takes a number of seconds >= 1".into()),
         Some(secs) => std::time::Duration::from_secs(secs),
-        None => crate::edge::deadline::DEFAULT,
+        None => std::time::Duration::from_secs(file.request_deadline_secs.get()),
     };
     let tls = match (
-        args.tls_cert.or(file.tls_cert),
-        args.tls_key.or(file.tls_key),
+        args.tls_cert.or(crate::config_file::path(&file.tls_cert)),
+        args.tls_key.or(crate::config_file::path(&file.tls_key)),
     ) {
         (Some(cert), Some(key)) => Some(crate::server::tls::acceptor(&cert, &key)?),
         (None, None) => None,
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut host_events = crate::ops::HostEventRetention::default();
-    if let Some(secs) = args
-        .host_events_max_age_secs
-        .or(file.host_events_max_age_secs)
-    {
-        host_events.max_age = std::time::Duration::from_secs(secs);
-    }
-    if let Some(n) = args.host_events_max_count.or(file.host_events_max_count) {
-        host_events.max_per_tenant = n;
-    }
+    let host_events = crate::ops::HostEventRetention {
+        max_age: std::time::Duration::from_secs(
+            args.host_events_max_age_secs
+                .unwrap_or(file.host_events_max_age_secs),
+        ),
+        max_per_tenant: args
+            .host_events_max_count
+            .unwrap_or(file.host_events_max_count),
+        ..crate::ops::HostEventRetention::default()
+    };
     if !(rate.per_second >= 0.0 && rate.burst >= 0.0) {
         return Err("--rate-limit and --rate-burst take numbers >= 0".into());
     }
-    let mcp = file.mcp.clone().unwrap_or_default().to_config()?;
-    let peers = file.peers;
+    let mcp = crate::settings::mcp_config(&file.mcp.clone().unwrap_or_default())?;
     let upstream = crate::upstream::SlaConfig {
         source: file
             .upstream_registry
             .as_deref()
             .filter(|s| !s.trim().is_empty())
             .map(crate::upstream::Source::parse),
-        every: file
-            .upstream_registry_refresh_hours
-            .map_or(crate::upstream::DEFAULT_EVERY, |h| {
-                std::time::Duration::from_secs(h.saturating_mul(3600))
-            }),
+        every: std::time::Duration::from_secs(
+            file.upstream_registry_refresh_hours
+                .get()
+                .saturating_mul(3600),
+        ),
     };
     let card_signing = crate::card_sign::SigningConfig {
-        key_file: file.a2a.signing_key.clone(),
-        also_publish: file.a2a.also_publish_keys.clone(),
+        key_file: crate::config_file::path(&a2a.signing_key),
+        also_publish: a2a
+            .also_publish_keys
+            .iter()
+            .flatten()
+            .map(PathBuf::from)
+            .collect(),
     };
     let mut keys = KeyRing::default();
     for spec in &key_specs {
@@ -527,6 +489,10 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         keys.add("dev", &key).map_err(|e| e.to_string())?;
         dev = Some(key);
     }
+    let reload_source = ReloadSource {
+        data_dir: Some(data_dir.clone()),
+        ..reload_source
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -559,6 +525,9 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             ..HostConfig::new(data_dir, keys)
         };
         let host = Host::build(config).await.map_err(|e| e.to_string())?;
+        // Before "listening" is printed: from then on a SIGHUP reloads instead of
+        // ending the process (its default action).
+        spawn_reload_on_hangup(reload_source, host.reloader())?;
         if let Some(key) = dev {
             println!("dev API key for tenant \"dev\": {key}");
         }
@@ -569,4 +538,133 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("server error: {e}"))
     })
+}
+
+/// Where a reload reads from: the same config file, flags and key file as the start.
+struct ReloadSource {
+    config: Option<PathBuf>,
+    api_keys: Vec<String>,
+    api_key_file: Option<PathBuf>,
+    /// Where the dev key is kept, when no key is configured.
+    data_dir: Option<PathBuf>,
+    /// The config file as the host started with it: what "needs a restart" is judged
+    /// against.
+    started_with: serde_json::Value,
+}
+
+/// The config file's keys a reload applies; every other key is read at start only.
+const RELOADED_KEYS: [&str; 4] = ["apiKeys", "apiKeyFile", "tenants", "peers"];
+
+impl ReloadSource {
+    /// Reads everything again and builds what a reload installs, plus the keys of the
+    /// file that changed since the start but only take effect at a restart.
+    fn read(&self) -> Result<(crate::reload::Reloadable, Vec<String>), String> {
+        let (file, value) = match &self.config {
+            Some(p) => read_config_and_value(p)?,
+            None => (crate::config_file::defaults(), serde_json::Value::Null),
+        };
+        let mut keys = KeyRing::default();
+        for spec in key_specs(&file, &self.api_keys, self.api_key_file.as_deref())? {
+            keys.add_spec(&spec).map_err(|e| e.to_string())?;
+        }
+        if keys.is_empty()
+            && let Some(dir) = &self.data_dir
+        {
+            // As at start: with no key configured, the dev key is the one accepted.
+            let key = dev_key(dir)?;
+            keys.add("dev", &key).map_err(|e| e.to_string())?;
+            tracing::warn!(
+                file = %dir.join(DEV_KEY_FILE).display(),
+                "config reload: no api key is configured; the dev key for tenant \"dev\" is accepted"
+            );
+        }
+        let restart = needs_restart(&self.started_with, &value);
+        Ok((
+            crate::reload::Reloadable {
+                keys,
+                visibility: crate::settings::visibility_of(&file.tenants),
+                peers: crate::config_file::peers_of(&file),
+            },
+            restart,
+        ))
+    }
+}
+
+/// The top-level keys of the config file, other than those a reload applies, whose value
+/// differs between `before` and `after`.
+fn needs_restart(before: &serde_json::Value, after: &serde_json::Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let before = before.as_object().unwrap_or(&empty);
+    let after = after.as_object().unwrap_or(&empty);
+    let mut names: Vec<&String> = before.keys().chain(after.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|k| !RELOADED_KEYS.contains(&k.as_str()))
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect()
+}
+
+/// Reloads on every SIGHUP until the process ends. A refused reload is logged at error
+/// level with its reason and counted; the configuration in force stays.
+#[cfg(unix)]
+fn spawn_reload_on_hangup(
+    source: ReloadSource,
+    reloader: crate::reload::Reloader,
+) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot listen for SIGHUP: {e}"))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            reload_once(&source, &reloader).await;
+        }
+    });
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn spawn_reload_on_hangup(
+    _source: ReloadSource,
+    _reloader: crate::reload::Reloader,
+) -> Result<(), String> {
+    Ok(())
+}
+
+async fn reload_once(source: &ReloadSource, reloader: &crate::reload::Reloader) {
+    let file = source.config.as_deref().map_or_else(
+        || "(no config file)".to_owned(),
+        |p| p.display().to_string(),
+    );
+    tracing::info!(config = %file, "SIGHUP: reloading api keys, tenant visibility and peers");
+    let result = match source.read() {
+        Ok((new, restart)) => reloader.apply(new).await.map(|applied| (applied, restart)),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok((applied, restart)) => {
+            crate::reload::count(true);
+            tracing::info!(
+                keys = applied.keys,
+                tenants = applied.tenants_narrowed,
+                peers = applied.peers,
+                "configuration reloaded"
+            );
+            for key in restart {
+                tracing::warn!(
+                    key = %key,
+                    "config reload: `{key}` changed in the file but needs a restart to take effect; the value the host started with stays in force"
+                );
+            }
+        }
+        Err(reason) => {
+            crate::reload::count(false);
+            tracing::error!(
+                reason = %reason,
+                "config reload refused; the previous configuration stays in force"
+            );
+        }
+    }
 }

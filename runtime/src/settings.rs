@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 /// The MCP revisions this host can speak: 2026-07-28 stateless and the 2025-11-25
 /// initialize era. A configuration may offer a subset, never more.
 pub const MCP_SPOKEN: [&str; 2] = ["2026-07-28", "2025-11-25"];
@@ -59,103 +57,95 @@ impl McpConfig {
 }
 
 /// The `mcp` block of a config file (`openwop serve --config`, `openwop mcp-stdio
-/// --config`). Every field is optional; what is left out keeps its default.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct McpFileConfig {
-    /// Serve the tasks extension.
-    pub tasks: Option<bool>,
-    /// Milliseconds a call without tasks waits for its run.
-    pub call_timeout_ms: Option<u64>,
-    /// Milliseconds a call with tasks waits before answering CreateTaskResult.
-    pub task_answer_within_ms: Option<u64>,
-    /// Milliseconds between progress notifications while nothing happens.
-    pub progress_every_ms: Option<u64>,
-    /// The revisions offered (a subset of those the host speaks).
-    pub revisions: Option<Vec<String>>,
-    /// The floor.
-    pub minimum_revision: Option<String>,
-    pub mrtr: Option<MrtrFileConfig>,
-    /// Browser origins allowed besides loopback pages.
-    pub allowed_origins: Option<Vec<String>>,
+/// --config`): the generated type of `schemas/v2/config.schema.json#/$defs/configMcp`.
+pub use crate::generated::models::ConfigMcp as McpFileConfig;
+
+/// The mount's settings: the defaults with the file's values, checked. An error names the
+/// key (`mcp.revisions`, ...) it is about.
+pub fn mcp_config(file: &McpFileConfig) -> Result<McpConfig, String> {
+    mcp_config_at(file).map_err(|(_, message)| message)
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MrtrFileConfig {
-    /// `mcp.mrtr.maxRounds`, 1 to 16.
-    pub max_rounds: Option<u32>,
-}
-
-impl McpFileConfig {
-    /// The mount's settings: the defaults with this file's values, checked.
-    pub fn to_config(&self) -> Result<McpConfig, String> {
-        let mut c = McpConfig::default();
-        if let Some(t) = self.tasks {
-            c.tasks = t;
+/// As [`mcp_config`], with the JSON pointer (below the file's root) of the offending key.
+pub fn mcp_config_at(file: &McpFileConfig) -> Result<McpConfig, (String, String)> {
+    let at = |key: &str, message: String| (format!("/mcp/{key}"), message);
+    let mut c = McpConfig {
+        tasks: file.tasks,
+        ..McpConfig::default()
+    };
+    let ms = |name: &str, v: i64, min: i64| {
+        if v < min {
+            Err(at(name, format!("mcp.{name} must be at least {min}")))
+        } else {
+            Ok(Duration::from_millis(v.unsigned_abs()))
         }
-        let ms = |name: &str, v: u64, min: u64| {
-            if v < min {
-                Err(format!("mcp.{name} must be at least {min}"))
-            } else {
-                Ok(Duration::from_millis(v))
-            }
-        };
-        if let Some(v) = self.call_timeout_ms {
-            c.call_timeout = ms("callTimeoutMs", v, 100)?;
+    };
+    c.call_timeout = ms("callTimeoutMs", file.call_timeout_ms, 100)?;
+    c.task_answer_within = Duration::from_millis(file.task_answer_within_ms);
+    c.progress_every = ms("progressEveryMs", file.progress_every_ms, 100)?;
+    if let Some(m) = &file.mrtr {
+        let max = m.max_rounds.get();
+        if !(1..=16).contains(&max) {
+            return Err(at(
+                "mrtr/maxRounds",
+                format!("mcp.mrtr.maxRounds must be 1 to 16, not {max}"),
+            ));
         }
-        if let Some(v) = self.task_answer_within_ms {
-            c.task_answer_within = ms("taskAnswerWithinMs", v, 0)?;
+        c.max_rounds = max as u32;
+    }
+    if let Some(revisions) = &file.revisions {
+        if revisions.is_empty() {
+            return Err(at(
+                "revisions",
+                "mcp.revisions must list at least one revision".into(),
+            ));
         }
-        if let Some(v) = self.progress_every_ms {
-            c.progress_every = ms("progressEveryMs", v, 100)?;
-        }
-        if let Some(max) = self.mrtr.as_ref().and_then(|m| m.max_rounds) {
-            if !(1..=16).contains(&max) {
-                return Err(format!("mcp.mrtr.maxRounds must be 1 to 16, not {max}"));
-            }
-            c.max_rounds = max;
-        }
-        if let Some(revisions) = &self.revisions {
-            if revisions.is_empty() {
-                return Err("mcp.revisions must list at least one revision".into());
-            }
-            if let Some(r) = revisions.iter().find(|r| !MCP_SPOKEN.contains(&r.as_str())) {
-                return Err(format!(
+        if let Some((i, r)) = revisions
+            .iter()
+            .enumerate()
+            .find(|(_, r)| !MCP_SPOKEN.contains(&r.as_str()))
+        {
+            return Err(at(
+                &format!("revisions/{i}"),
+                format!(
                     "mcp.revisions: this host does not speak {r} (it speaks {})",
                     MCP_SPOKEN.join(", ")
-                ));
-            }
-            let mut revisions = revisions.clone();
-            revisions.sort_unstable_by(|a, b| b.cmp(a));
-            revisions.dedup();
-            c.revisions = revisions;
+                ),
+            ));
         }
-        if let Some(floor) = &self.minimum_revision {
-            c.minimum_revision = floor.clone();
-        } else if !c.revisions.contains(&c.minimum_revision) {
-            // Offering only newer revisions raises the floor with them.
-            c.minimum_revision = c.revisions.iter().min().cloned().unwrap_or_default();
-        }
-        if !c.revisions.contains(&c.minimum_revision) {
-            return Err(format!(
+        let mut revisions = revisions.clone();
+        revisions.sort_unstable_by(|a, b| b.cmp(a));
+        revisions.dedup();
+        c.revisions = revisions;
+    }
+    if let Some(floor) = &file.minimum_revision {
+        c.minimum_revision = floor.clone();
+    } else if !c.revisions.contains(&c.minimum_revision) {
+        // Offering only newer revisions raises the floor with them.
+        c.minimum_revision = c.revisions.iter().min().cloned().unwrap_or_default();
+    }
+    if !c.revisions.contains(&c.minimum_revision) {
+        return Err(at(
+            "minimumRevision",
+            format!(
                 "mcp.minimumRevision {} is not one of mcp.revisions ({})",
                 c.minimum_revision,
                 c.revisions.join(", ")
-            ));
-        }
-        if let Some(origins) = &self.allowed_origins {
-            for o in origins {
-                if crate::edge::mcp::origin::parse(o).is_none() {
-                    return Err(format!(
-                        "mcp.allowedOrigins: `{o}` is not an origin (scheme://host[:port])"
-                    ));
-                }
-            }
-            c.allowed_origins = origins.clone();
-        }
-        Ok(c)
+            ),
+        ));
     }
+    if let Some(origins) = &file.allowed_origins {
+        for (i, o) in origins.iter().enumerate() {
+            if crate::edge::mcp::origin::parse(o).is_none() {
+                return Err(at(
+                    &format!("allowedOrigins/{i}"),
+                    format!("mcp.allowedOrigins: `{o}` is not an origin (scheme://host[:port])"),
+                ));
+            }
+        }
+        c.allowed_origins = origins.clone();
+    }
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -164,7 +154,7 @@ mod tests {
 
     fn file(yaml: &str) -> Result<McpConfig, String> {
         let f: McpFileConfig = yaml_serde::from_str(yaml).map_err(|e| e.to_string())?;
-        f.to_config()
+        mcp_config(&f)
     }
 
     #[test]
@@ -202,43 +192,50 @@ mod tests {
     }
 }
 
-/// What one tenant may see and run (the config file's `tenants.<TENANT>`). Unset lists
-/// leave that side open: a tenant not named in the file, or one with neither list, sees
-/// every workflow and every agent, as a host without the section does.
+/// What one tenant may see and run (the config file's `tenants.<TENANT>`, read through the
+/// generated `ConfigTenant`). Unset lists leave that side open: a tenant not named in the
+/// file, or one with neither list, sees every workflow and every agent, as a host without
+/// the section does.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(from = "crate::generated::models::ConfigTenant")]
 pub struct TenantVisibility {
     /// The workflows the tenant may see and run; every other one is answered as unknown.
-    #[serde(default)]
     pub workflows: Option<Vec<String>>,
     /// The agents in the tenant's inventory (each still listing only workflows the
     /// tenant may run); every other one is answered as unknown, its routing value as one
     /// never minted.
-    #[serde(default)]
     pub agents: Option<Vec<String>>,
+}
+
+impl From<crate::generated::models::ConfigTenant> for TenantVisibility {
+    fn from(t: crate::generated::models::ConfigTenant) -> Self {
+        TenantVisibility {
+            workflows: t
+                .workflows
+                .map(|w| w.iter().map(ToString::to_string).collect()),
+            agents: t
+                .agents
+                .map(|a| a.iter().map(ToString::to_string).collect()),
+        }
+    }
 }
 
 /// Per-tenant visibility of workflows and agents, by tenant id.
 pub type Visibility = std::collections::BTreeMap<String, TenantVisibility>;
 
-/// The config file's `a2a` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct A2aSettings {
-    /// The skill (workflow id) a message naming none starts through the host card; `""`
-    /// turns the default off (a message must then name its skill, unless the caller may
-    /// run exactly one). Unset: [`DEFAULT_SKILL`].
-    #[serde(default)]
-    pub default_skill: Option<String>,
-    /// A PEM Ed25519 private key the cards are signed with; unset: the key the host
-    /// minted at first start and keeps in its store.
-    #[serde(default)]
-    pub signing_key: Option<std::path::PathBuf>,
-    /// Public JWK (or JWKS) files published beside the signing key: the previous key
-    /// while a rotation settles.
-    #[serde(default)]
-    pub also_publish_keys: Vec<std::path::PathBuf>,
+/// The config file's `tenants` section as the host holds it.
+pub fn visibility_of(
+    tenants: &std::collections::HashMap<String, crate::generated::models::ConfigTenant>,
+) -> Visibility {
+    tenants
+        .iter()
+        .map(|(t, v)| (t.clone(), v.clone().into()))
+        .collect()
 }
+
+/// The config file's `a2a` section: the generated type of
+/// `schemas/v2/config.schema.json#/$defs/configA2a`.
+pub use crate::generated::models::ConfigA2a as A2aSettings;
 
 /// The host card's default skill out of the box: a workflow that asks one question and
 /// completes with the answer, so a plain A2A client can send, stream, subscribe and

@@ -890,11 +890,10 @@ async fn initialize_below_the_floor_gets_a_counter_offer_and_the_refusal_is_reco
 
 #[tokio::test]
 async fn without_an_initialize_era_revision_initialize_is_refused_with_32022() {
-    let config = openwop::settings::McpFileConfig {
+    let config = openwop::settings::mcp_config(&openwop::settings::McpFileConfig {
         revisions: Some(vec![MODERN.to_owned()]),
         ..Default::default()
-    }
-    .to_config()
+    })
     .expect("config");
     let h = mcp_support::start_with(config).await;
     let r = h

@@ -4,6 +4,7 @@ pub(crate) mod cargo_toml;
 pub(crate) mod client;
 pub(crate) mod client_docs;
 pub(crate) mod client_ops;
+pub(crate) mod config_doc;
 pub(crate) mod corpus;
 pub(crate) mod dispatch;
 pub(crate) mod errors;

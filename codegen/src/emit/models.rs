@@ -52,6 +52,8 @@ pub(crate) struct Inputs<'a> {
     /// its name, so a run status has one Rust type in the models, the tables and any code
     /// built on both.
     pub run_status: Option<&'a str>,
+    /// The types of documents the host reads from its operator (`crate::HOST_READS`).
+    pub host_reads: &'a std::collections::BTreeSet<String>,
 }
 
 pub(crate) fn emit(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
@@ -154,6 +156,9 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         .collect();
     post::order_fields(&mut items, &schemas);
     post::optional_objects(&mut items);
+    let host_reads: std::collections::BTreeSet<String> =
+        inputs.host_reads.iter().map(|n| renamed(n)).collect();
+    post::optional_lists(&mut items, &host_reads);
     let roots: std::collections::BTreeSet<String> =
         inputs.request_roots.iter().map(|n| renamed(n)).collect();
     post::apply_openness(&mut items, &roots, &resolved);

@@ -397,19 +397,44 @@ pub(crate) fn apply_openness(
 /// `Option<Map<…>>`, skipped only when `None`, so a value decoded from the wire is written
 /// back as it came and a writer can send `{}`.
 pub(crate) fn optional_objects(file: &mut syn::File) {
+    optional_when_empty(file, "Map", "::serde_json::Map::is_empty", |_| true);
+}
+
+/// In a document the host reads from its operator (`crate::HOST_READS`), an optional list
+/// likewise becomes `Option<Vec<…>>`: there an absent list and `[]` say different things (a
+/// tenant without `workflows` sees every workflow; with `workflows: []`, none).
+pub(crate) fn optional_lists(file: &mut syn::File, host_reads: &BTreeSet<String>) {
+    optional_when_empty(file, "Vec", "::std::vec::Vec::is_empty", |name| {
+        host_reads.contains(name)
+    });
+}
+
+/// Fields of type `container` that typify skips when empty (`skip_serializing_if =
+/// skip`) become `Option<container>`, skipped only when `None`, in the structs `owner`
+/// accepts.
+fn optional_when_empty(
+    file: &mut syn::File,
+    container: &str,
+    skip: &str,
+    owner: impl Fn(&str) -> bool,
+) {
+    let wanted = format!("skip_serializing_if=\"{skip}\"");
     let skip_empty = |attr: &Attribute| {
         attr.path().is_ident("serde") && {
             let text = quote!(#attr).to_string().replace(' ', "");
-            text.contains("skip_serializing_if=\"::serde_json::Map::is_empty\"")
+            text.contains(&wanted)
         }
     };
     for item in &mut file.items {
         let Item::Struct(s) = item else { continue };
+        if !owner(&s.ident.to_string()) {
+            continue;
+        }
         let Fields::Named(named) = &mut s.fields else {
             continue;
         };
         for field in named.named.iter_mut() {
-            if outer(&field.ty).is_none_or(|(name, _)| name != "Map")
+            if outer(&field.ty).is_none_or(|(name, _)| name != container)
                 || !field.attrs.iter().any(skip_empty)
             {
                 continue;

@@ -60,6 +60,16 @@ const KINDS: &[Kind] = &[
         schema: "schemas/v2/workflow-definition.schema.json",
         split: false,
     },
+    Kind {
+        name: "config_file",
+        schema: "schemas/v2/config.schema.json",
+        split: false,
+    },
+    Kind {
+        name: "agent_definition",
+        schema: "schemas/v2/agent-definition.schema.json",
+        split: false,
+    },
 ];
 
 /// The rule ids this module's generated code emits itself (the templates emit the rest);

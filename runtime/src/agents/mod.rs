@@ -8,7 +8,6 @@
 
 pub mod routing;
 
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -25,32 +24,18 @@ const BUNDLED: &[(&str, &str)] = &[
     ),
 ];
 
-/// An agent definition file (JSON or YAML), closed.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AgentDefinition {
-    pub agent_id: String,
-    pub persona: String,
-    pub label: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    pub pack_version: String,
-    /// The workflows routed to this agent, in the order its card lists them.
-    pub workflows: Vec<String>,
-    /// The workflow an A2A message naming no skill starts on this agent's card (one of
-    /// `workflows`); the first of them when unset.
-    #[serde(default)]
-    pub default_skill: Option<String>,
-}
+/// An agent definition file (JSON or YAML): the generated type of
+/// `schemas/v2/agent-definition.schema.json` (closed: an unknown key is refused). Its
+/// fields shared with the inventory entry are that entry's schema, referenced.
+pub use crate::generated::models::AgentDefinition;
 
-impl AgentDefinition {
-    /// The workflow a message naming no skill starts through this agent's card.
-    pub fn default_skill(&self) -> &str {
-        self.default_skill
-            .as_deref()
-            .or(self.workflows.first().map(String::as_str))
-            .unwrap_or_default()
-    }
+/// The workflow a message naming no skill starts through this agent's card: its
+/// `defaultSkill`, else the first of its workflows.
+pub fn default_skill(def: &AgentDefinition) -> &str {
+    def.default_skill
+        .as_ref()
+        .or(def.workflows.first())
+        .map_or("", |w| w.as_str())
 }
 
 /// One inventory entry as the wire carries it: the generated `models::Agent`
@@ -82,72 +67,68 @@ fn invalid(source_name: &str, message: impl Into<String>) -> AgentError {
     }
 }
 
-impl AgentDefinition {
-    /// Parses a JSON or YAML definition and checks what serde cannot.
-    pub fn parse(source_name: &str, text: &str) -> Result<Self, AgentError> {
-        let def: AgentDefinition = if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
-        } else {
-            yaml_serde::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
-        };
-        if !crate::ids::is_author_id(&def.agent_id) {
-            return Err(invalid(
-                source_name,
-                format!(
-                    "agentId `{}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$",
-                    def.agent_id
-                ),
-            ));
-        }
-        for (field, value) in [
-            ("persona", &def.persona),
-            ("label", &def.label),
-            ("packVersion", &def.pack_version),
-        ] {
-            if value.trim().is_empty() {
-                return Err(invalid(source_name, format!("`{field}` must not be empty")));
-            }
-        }
-        if def
-            .description
-            .as_deref()
-            .is_some_and(|d| d.trim().is_empty())
-        {
-            return Err(invalid(
-                source_name,
-                "`description` must not be empty when given",
-            ));
-        }
-        if def.workflows.is_empty() {
-            return Err(invalid(
-                source_name,
-                "`workflows` must name at least one workflow",
-            ));
-        }
-        for (i, id) in def.workflows.iter().enumerate() {
-            if !crate::ids::is_author_id(id) {
-                return Err(invalid(
-                    source_name,
-                    format!("workflow id `{id}` does not match ^[A-Za-z0-9._~:-]{{1,128}}$"),
-                ));
-            }
-            if def.workflows[..i].contains(id) {
-                return Err(invalid(
-                    source_name,
-                    format!("workflow `{id}` is listed twice"),
-                ));
-            }
-        }
-        if let Some(skill) = &def.default_skill
-            && !def.workflows.contains(skill)
-        {
-            return Err(invalid(
-                source_name,
-                format!("`defaultSkill` `{skill}` is not one of the agent's `workflows`"),
-            ));
-        }
-        Ok(def)
+/// Parses a JSON or YAML definition: the schema (every finding with its JSON pointer),
+/// then what a schema cannot say (no workflow twice, `defaultSkill` among `workflows`,
+/// no blank text).
+pub fn parse_definition(source_name: &str, text: &str) -> Result<AgentDefinition, AgentError> {
+    let value: serde_json::Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
+    } else {
+        yaml_serde::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
+    };
+    let findings = crate::generated::validators::validate_agent_definition(&value);
+    if !findings.is_empty() {
+        let lines: Vec<String> = findings
+            .iter()
+            .map(|f| {
+                let at = if f.pointer.is_empty() {
+                    "/"
+                } else {
+                    f.pointer.as_str()
+                };
+                format!("{at}: {}", f.message)
+            })
+            .collect();
+        return Err(invalid(source_name, lines.join("; ")));
     }
+    let def: AgentDefinition =
+        serde_json::from_value(value).map_err(|e| invalid(source_name, e.to_string()))?;
+    for (field, value) in [
+        ("persona", def.persona.as_str()),
+        ("label", def.label.as_str()),
+        ("packVersion", def.pack_version.as_str()),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(source_name, format!("`{field}` must not be empty")));
+        }
+    }
+    if def
+        .description
+        .as_deref()
+        .is_some_and(|d| d.trim().is_empty())
+    {
+        return Err(invalid(
+            source_name,
+            "`description` must not be empty when given",
+        ));
+    }
+    for (i, id) in def.workflows.iter().enumerate() {
+        if def.workflows[..i].contains(id) {
+            return Err(invalid(
+                source_name,
+                format!("workflow `{id}` is listed twice"),
+            ));
+        }
+    }
+    if let Some(skill) = &def.default_skill
+        && !def.workflows.contains(skill)
+    {
+        return Err(invalid(
+            source_name,
+            format!("`defaultSkill` `{skill}` is not one of the agent's `workflows`"),
+        ));
+    }
+    Ok(def)
 }
 
 /// The agents a host knows, by id.
@@ -161,13 +142,13 @@ impl AgentRegistry {
     pub fn bundled() -> Result<Self, AgentError> {
         let mut reg = Self::default();
         for (name, text) in BUNDLED {
-            reg.insert(AgentDefinition::parse(name, text)?);
+            reg.insert(parse_definition(name, text)?);
         }
         Ok(reg)
     }
 
     pub fn insert(&mut self, def: AgentDefinition) {
-        self.agents.insert(def.agent_id.clone(), def);
+        self.agents.insert(def.agent_id.to_string(), def);
     }
 
     /// Adds every `*.json`, `*.yaml` and `*.yml` file of `dir`; an id already present is
@@ -178,7 +159,7 @@ impl AgentRegistry {
             message: u.message,
         })?;
         for (path, text) in files {
-            self.insert(AgentDefinition::parse(&path, &text)?);
+            self.insert(parse_definition(&path, &text)?);
         }
         Ok(())
     }
@@ -188,8 +169,8 @@ impl AgentRegistry {
         for def in self.agents.values() {
             if let Some(missing) = def.workflows.iter().find(|w| !exists(w)) {
                 return Err(AgentError::UnknownWorkflow {
-                    agent_id: def.agent_id.clone(),
-                    workflow_id: missing.clone(),
+                    agent_id: def.agent_id.to_string(),
+                    workflow_id: missing.to_string(),
                 });
             }
         }
@@ -234,12 +215,12 @@ impl Agents {
             .workflows
             .iter()
             .filter(|w| may_run(w))
-            .cloned()
+            .map(ToString::to_string)
             .collect();
         if workflows.is_empty() {
             return None;
         }
-        // `AgentDefinition::parse` held every field to the agent schema's grammar.
+        // `parse_definition` held every field to the agent schema's grammar.
         let entry = (|| -> Result<AgentEntry, String> {
             use crate::wire::wire;
             Ok(AgentEntry {
@@ -249,7 +230,7 @@ impl Agents {
                 description: def
                     .description
                     .as_deref()
-                    .map(|d| wire("description", d))
+                    .map(|d| wire("description", d.as_str()))
                     .transpose()?,
                 pack_version: wire("packVersion", def.pack_version.as_str())?,
                 workflows: workflows
@@ -284,7 +265,7 @@ mod tests {
     fn an_unknown_workflow_names_agent_and_workflow() {
         let mut agents = AgentRegistry::default();
         agents.insert(
-            AgentDefinition::parse(
+            parse_definition(
                 "x.yaml",
                 "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, nope]\n",
             )
@@ -307,14 +288,14 @@ mod tests {
             "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo]\nextra: 1\n",
             "{\"agentId\": \"a\"}",
         ] {
-            assert!(AgentDefinition::parse("bad", bad).is_err(), "{bad}");
+            assert!(parse_definition("bad", bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn entries_list_only_runnable_workflows() {
         let agents = Agents::empty();
-        let def = AgentDefinition::parse(
+        let def = parse_definition(
             "x",
             "agentId: a\npersona: P\nlabel: L\npackVersion: '1'\nworkflows: [echo, slow]\n",
         )

@@ -44,15 +44,18 @@ pub enum KeySpecError {
     RepeatedKey(String),
 }
 
+#[derive(Clone)]
 struct Entry {
     digest: [u8; 32],
     subject: Subject,
 }
 
-/// The set of accepted api keys.
+/// The set of accepted api keys. The configured keys sit behind a lock holding an `Arc`
+/// so a reload ([`KeyRing::replace`], on SIGHUP) swaps the whole set at once: a request
+/// sees either the old set or the new one, never a mix, and nothing it holds is torn.
 #[derive(Default)]
 pub struct KeyRing {
-    entries: Vec<Entry>,
+    entries: std::sync::RwLock<std::sync::Arc<Vec<Entry>>>,
     /// Keys minted while the host runs (conformance mode's credential seam): kept in
     /// memory only, so they end with the process.
     minted: std::sync::RwLock<Vec<Entry>>,
@@ -100,7 +103,9 @@ impl KeyRing {
             return Err(KeySpecError::ShortKey(tenant.to_owned()));
         }
         let digest = digest(key);
-        if let Some(held) = self.entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
+        let entries =
+            std::sync::Arc::make_mut(self.entries.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if let Some(held) = entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
             let held = held.subject.tenant.to_string();
             return Err(if held == tenant {
                 KeySpecError::RepeatedKey(held)
@@ -109,7 +114,7 @@ impl KeyRing {
             });
         }
         let subject = subject_of(tenant, &digest)?;
-        self.entries.push(Entry { digest, subject });
+        entries.push(Entry { digest, subject });
         Ok(())
     }
 
@@ -141,7 +146,30 @@ impl KeyRing {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.configured().is_empty()
+    }
+
+    /// How many configured keys are accepted (minted ones aside).
+    pub fn len(&self) -> usize {
+        self.configured().len()
+    }
+
+    /// Accepts exactly `other`'s configured keys from now on (a reload). Keys minted by
+    /// the conformance seam stay: they were never configuration.
+    pub fn replace(&self, other: KeyRing) {
+        let new = other
+            .entries
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        *self.entries.write().unwrap_or_else(|e| e.into_inner()) = new;
+    }
+
+    /// The configured keys as they stand now.
+    fn configured(&self) -> std::sync::Arc<Vec<Entry>> {
+        self.entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Resolves the request's one `Authorization` header; two or more are refused whatever
@@ -168,7 +196,7 @@ impl KeyRing {
         let wanted = digest(key.trim());
         // Scan every entry so the time taken does not depend on which one matched.
         let mut found = None;
-        for entry in &self.entries {
+        for entry in self.configured().iter() {
             if ct_eq(&entry.digest, &wanted) {
                 found = Some(entry.subject.clone());
             }
@@ -256,6 +284,23 @@ mod tests {
                 .tenant,
             "acme"
         );
+    }
+
+    #[test]
+    fn replace_swaps_the_configured_keys_and_keeps_minted_ones() {
+        let mut ring = KeyRing::default();
+        ring.add_spec("acme:old-key-0123456789").unwrap();
+        let (minted, _) = ring.mint("acme").unwrap();
+        let mut next = KeyRing::default();
+        next.add_spec("acme:new-key-0123456789").unwrap();
+        ring.replace(next);
+        assert_eq!(
+            ring.authenticate(Some("Bearer old-key-0123456789")).err(),
+            Some(AuthError::Unknown)
+        );
+        assert!(ring.authenticate(Some("Bearer new-key-0123456789")).is_ok());
+        assert!(ring.authenticate(Some(&format!("Bearer {minted}"))).is_ok());
+        assert_eq!(ring.len(), 1);
     }
 
     #[test]

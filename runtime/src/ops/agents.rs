@@ -95,7 +95,7 @@ impl Ops {
             .agents
             .registry
             .get(entry.agent_id.as_str())
-            .map(|def| def.default_skill().to_owned());
+            .map(|def| crate::agents::default_skill(def).to_owned());
         let listed = |w: &str| entry.workflows.iter().any(|x| x.as_str() == w);
         configured
             .filter(|w| listed(w))

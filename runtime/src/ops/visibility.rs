@@ -9,14 +9,39 @@ use crate::settings::Visibility;
 
 impl Ops {
     /// The same operations, narrowing each tenant to what `visibility` names for it.
-    pub fn with_visibility(mut self, visibility: Visibility) -> Self {
-        self.visibility = std::sync::Arc::new(visibility);
+    pub fn with_visibility(self, visibility: Visibility) -> Self {
+        self.replace_visibility(visibility);
         self
+    }
+
+    /// Narrows each tenant to what `visibility` names from now on (a reload). Check it
+    /// with [`Ops::unknown_visibility_names`] first.
+    pub fn replace_visibility(&self, visibility: Visibility) {
+        *self.visibility.write().unwrap_or_else(|e| e.into_inner()) =
+            std::sync::Arc::new(visibility);
+    }
+
+    /// Every workflow and agent `visibility` names that this host does not have.
+    pub fn unknown_visibility_names(&self, visibility: &Visibility) -> Vec<String> {
+        unknown_names(
+            visibility,
+            |w| self.engine.registry().get(w).is_some(),
+            |a| self.agents.registry.get(a).is_some(),
+        )
+    }
+
+    /// The visibility in force now: one snapshot per question, so a reload landing
+    /// midway cannot answer half from each.
+    fn visibility(&self) -> std::sync::Arc<Visibility> {
+        self.visibility
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whether the tenant's configuration lets it see `workflow_id` (part of `may_run`).
     pub(super) fn tenant_sees_workflow(&self, subject: &Subject, workflow_id: &str) -> bool {
-        self.visibility
+        self.visibility()
             .get(subject.tenant.as_str())
             .and_then(|v| v.workflows.as_ref())
             .is_none_or(|ids| ids.iter().any(|w| w == workflow_id))
@@ -25,7 +50,7 @@ impl Ops {
     /// Whether no tenant's configuration hides `workflow_id` (what a public, unauthenticated
     /// listing may name).
     pub(super) fn visible_to_every_tenant(&self, workflow_id: &str) -> bool {
-        self.visibility.values().all(|v| {
+        self.visibility().values().all(|v| {
             v.workflows
                 .as_ref()
                 .is_none_or(|ids| ids.iter().any(|w| w == workflow_id))
@@ -35,7 +60,7 @@ impl Ops {
     /// Whether `agent_id` may be in the caller's inventory at all (it is listed only when
     /// it also routes a workflow the caller may run).
     pub fn may_see_agent(&self, subject: &Subject, agent_id: &str) -> bool {
-        self.visibility
+        self.visibility()
             .get(subject.tenant.as_str())
             .and_then(|v| v.agents.as_ref())
             .is_none_or(|ids| ids.iter().any(|a| a == agent_id))

@@ -45,9 +45,11 @@ impl PeerKind {
     }
 }
 
-/// One `peers[]` entry of the config file.
+/// One `peers[]` entry of the config file as the host holds it: read through the
+/// generated `ConfigPeer` (`schemas/v2/config.schema.json#/$defs/configPeer`, closed), so
+/// the schema is the one description of the format.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(from = "crate::generated::models::ConfigPeer")]
 pub struct PeerFileConfig {
     pub id: String,
     pub kind: PeerKind,
@@ -63,11 +65,33 @@ pub struct PeerFileConfig {
 }
 
 /// Exactly one of `env` and `file`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct CredentialSource {
     pub env: Option<String>,
     pub file: Option<PathBuf>,
+}
+
+impl From<crate::generated::models::ConfigPeer> for PeerFileConfig {
+    fn from(p: crate::generated::models::ConfigPeer) -> Self {
+        use crate::generated::models::ConfigPeerKind;
+        PeerFileConfig {
+            id: p.id,
+            kind: match p.kind {
+                ConfigPeerKind::A2a => PeerKind::A2a,
+                ConfigPeerKind::Mcp => PeerKind::Mcp,
+                ConfigPeerKind::Http => PeerKind::Http,
+            },
+            url: p.url,
+            credential: p.credential.map(|c| CredentialSource {
+                env: c.env,
+                file: c.file.map(PathBuf::from),
+            }),
+            tenants: p
+                .tenants
+                .map(|t| t.iter().map(ToString::to_string).collect()),
+            timeout_secs: Some(p.timeout_secs.get()),
+        }
+    }
 }
 
 /// A configured peer, its secret resolved.
@@ -185,10 +209,15 @@ impl Caller {
     }
 }
 
+/// The peer table: by id. Shared by every clone of one [`Peers`] and swapped whole by a
+/// reload, so a rotated credential reaches the next call while a call in flight keeps the
+/// `Arc<Peer>` it started with.
+type Table = Arc<std::sync::RwLock<Arc<BTreeMap<String, Arc<Peer>>>>>;
+
 /// The configured peers and the one way to reach them.
 #[derive(Clone)]
 pub struct Peers {
-    by_id: BTreeMap<String, Arc<Peer>>,
+    by_id: Table,
     egress: Egress,
     /// What the host itself speaks, negotiated against each peer as the server side is.
     a2a_offer: Option<Offer>,
@@ -236,7 +265,7 @@ impl Default for Peers {
     /// No peers: every calling node fails with `peer_call_failed`.
     fn default() -> Peers {
         Peers {
-            by_id: BTreeMap::new(),
+            by_id: Table::default(),
             egress: Egress::default(),
             a2a_offer: None,
             mcp_offer: None,
@@ -250,7 +279,7 @@ impl Default for Peers {
 
 impl std::fmt::Debug for Peers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.by_id.values()).finish()
+        f.debug_list().entries(self.table().values()).finish()
     }
 }
 
@@ -319,10 +348,42 @@ impl Peers {
             }
         }
         Ok(Peers {
-            by_id,
+            by_id: Arc::new(std::sync::RwLock::new(Arc::new(by_id))),
             egress,
             ..Peers::default()
         })
+    }
+
+    /// The same set-up (egress, offers, rounds, peer key) with `entries` as its peers,
+    /// judged as [`Peers::from_config`] judges them; nothing is installed yet.
+    pub fn reconfigured(&self, entries: &[PeerFileConfig]) -> Result<Peers, String> {
+        let fresh = Peers::from_config(entries, self.egress.clone())?;
+        Ok(Peers {
+            by_id: fresh.by_id,
+            ..self.clone()
+        })
+    }
+
+    /// Makes `other`'s peers this table's (and every clone's) from the next call on (a
+    /// reload). Kept tool lists and cards are dropped, since a peer's URL may have moved.
+    pub fn install(&self, other: &Peers) {
+        let table = other.table();
+        *self.by_id.write().unwrap_or_else(|e| e.into_inner()) = table;
+        self.listed_tools
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.cards
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// The peers as configured now.
+    fn table(&self) -> Arc<BTreeMap<String, Arc<Peer>>> {
+        self.by_id.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The most input rounds one tool call may take before the node fails.
@@ -363,7 +424,7 @@ impl Peers {
     /// Judges every peer URL with the egress guard now, so a peer the guard would refuse
     /// stops the host at start instead of failing runs later.
     pub async fn check_urls(&self) -> Result<(), String> {
-        for peer in self.by_id.values() {
+        for peer in self.table().values() {
             self.egress
                 .check(&peer.url)
                 .await
@@ -375,7 +436,7 @@ impl Peers {
     /// A peer of `kind` by id, as the run's tenant may use it. A peer the tenant may not
     /// use is answered exactly as one that does not exist.
     pub fn get(&self, id: &str, kind: PeerKind, tenant: &str) -> Option<Arc<Peer>> {
-        self.by_id
+        self.table()
             .get(id)
             .filter(|p| p.kind == kind)
             .filter(|p| p.tenants.as_ref().is_none_or(|t| t.contains(tenant)))
@@ -385,7 +446,7 @@ impl Peers {
     /// Whether a peer of `kind` with this id exists at all (for checking definitions at
     /// start, whatever tenant runs them).
     pub fn has(&self, id: &str, kind: PeerKind) -> bool {
-        self.by_id.get(id).is_some_and(|p| p.kind == kind)
+        self.table().get(id).is_some_and(|p| p.kind == kind)
     }
 
     /// Conformance mode's invoke seams: a peer at `url` (a request names it, not the
@@ -417,7 +478,7 @@ impl Peers {
 
     /// True when any MCP server is configured (discovery's `mcp.client`).
     pub fn any(&self, kind: PeerKind) -> bool {
-        self.by_id.values().any(|p| p.kind == kind)
+        self.table().values().any(|p| p.kind == kind)
     }
 
     /// The headers every outbound request carries: the peer's own credential (and no

@@ -38,5 +38,6 @@ pub async fn metrics(
         .map(|b| b.to_vec())
         .unwrap_or_default();
     bytes.extend_from_slice(sla.metrics_text().as_bytes());
+    bytes.extend_from_slice(crate::reload::metrics_text().as_bytes());
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
