@@ -459,8 +459,9 @@ impl Peers {
             return peer;
         }
         let origin = peer.origin();
+        let table = self.table();
         let usable = || {
-            self.by_id
+            table
                 .values()
                 .filter(|p| p.kind == kind && p.secret.is_some())
                 .filter(|p| p.tenants.as_ref().is_none_or(|t| t.contains(tenant)))
