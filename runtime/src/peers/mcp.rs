@@ -284,26 +284,10 @@ pub async fn list_tools(
     cursor: Option<&str>,
 ) -> Result<Value, CallError> {
     let mut params = Map::new();
-    let mut headers = base_headers(&session.version, "tools/list", None);
-    if session.modern() {
-        params.insert("_meta".into(), session_meta(session, caller));
-    } else {
-        session_headers(session, &mut headers);
-    }
     if let Some(c) = cursor {
         params.insert("cursor".into(), json!(c));
     }
-    rpc::call(
-        peers,
-        peer,
-        caller,
-        &peer.url,
-        headers,
-        "tools/list",
-        Value::Object(params),
-    )
-    .await
-    .map(|a| a.result)
+    session_request(peers, peer, caller, session, "tools/list", None, params).await
 }
 
 /// `resources/read` of `uri`, its result as the server sent it.
@@ -315,21 +299,47 @@ pub async fn read_resource(
     uri: &str,
 ) -> Result<Value, CallError> {
     let mut params = Map::new();
+    params.insert("uri".into(), json!(uri));
     // SEP-2243: `Mcp-Name` carries the resource's URI.
-    let mut headers = base_headers(&session.version, "resources/read", Some(uri));
+    session_request(
+        peers,
+        peer,
+        caller,
+        session,
+        "resources/read",
+        Some(uri),
+        params,
+    )
+    .await
+}
+
+/// One request of `method` on `session`, its result as the server sent it: the session
+/// travels as the era carries it (2026-07-28: `_meta`, first in `params`; before: the
+/// session header), `name` as `Mcp-Name`.
+async fn session_request(
+    peers: &Peers,
+    peer: &Peer,
+    caller: &Caller,
+    session: &Session,
+    method: &str,
+    name: Option<&str>,
+    rest: Map<String, Value>,
+) -> Result<Value, CallError> {
+    let mut params = Map::new();
+    let mut headers = base_headers(&session.version, method, name);
     if session.modern() {
         params.insert("_meta".into(), session_meta(session, caller));
     } else {
         session_headers(session, &mut headers);
     }
-    params.insert("uri".into(), json!(uri));
+    params.extend(rest);
     rpc::call(
         peers,
         peer,
         caller,
         &peer.url,
         headers,
-        "resources/read",
+        method,
         Value::Object(params),
     )
     .await
