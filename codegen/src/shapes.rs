@@ -447,7 +447,7 @@ pub(crate) fn emit_open_enum(e: &OpenEnum, registry: bool) -> TokenStream {
         .map(|l| format!(" {l}"))
         .collect();
     docs.push(String::new());
-    docs.push(" An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.".to_owned());
+    docs.push(" An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.".to_owned());
     let bridge = registry.then(|| {
         quote! {
             impl #name {
@@ -473,6 +473,7 @@ pub(crate) fn emit_open_enum(e: &OpenEnum, registry: bool) -> TokenStream {
     quote! {
         #(#[doc = #docs])*
         #[derive(Clone, Debug)]
+        #[non_exhaustive]
         pub enum #name {
             #( #[doc = #variant_docs] #variant_idents, )*
             /// Any other string, as sent.

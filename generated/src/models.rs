@@ -20060,8 +20060,9 @@ mod pattern {
 pub use crate::dispatch::RunStatus;
 /// A code registered in spec/v2/errors.json, or a vendor code `<org>.<code>`. Clients route on it, never on the message.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// `audience_mismatch`
     AudienceMismatch,
@@ -20479,8 +20480,9 @@ impl PartialEq<crate::errors::ErrorCode> for ErrorCode {
 }
 /// The host event type, `domain.verb-ed`.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum HostEventTypeValue {
     /// `negotiation.decided`
     NegotiationDecided,
@@ -20590,8 +20592,9 @@ impl<'de> ::serde::Deserialize<'de> for HostEventTypeValue {
 }
 /// The event type: one this host emits, or a vendor type `<org>.<verb-ed>` (the `openwop.` prefix is reserved). Consumers ignore types they do not know.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum RunEventType {
     /// `run.started`
     RunStarted,
@@ -20762,8 +20765,9 @@ impl<'de> ::serde::Deserialize<'de> for RunEventType {
         ::std::string::String::deserialize(deserializer).map(RunEventType::from)
     }
 }
-/// The `payload` of a [`HostEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent.
+/// The `payload` of a [`HostEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum HostEventPayload {
     /// `type` = `negotiation.decided`: [`NegotiationDecided`].
     NegotiationDecided(NegotiationDecided),
@@ -20845,8 +20849,9 @@ impl HostEvent {
         Ok(())
     }
 }
-/// The `data` of a [`InterruptPayload`], typed by its `kind`: the schema binds each listed `kind` to one payload schema (`if`/`then`). Any other `kind` is [`Self::Other`], as sent.
+/// The `data` of a [`InterruptPayload`], typed by its `kind`: the schema binds each listed `kind` to one payload schema (`if`/`then`). Any other `kind` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum InterruptPayloadData {
     /// `kind` = `approval`: [`ApprovalData`].
     Approval(ApprovalData),
@@ -20975,8 +20980,9 @@ impl InterruptPayload {
         Ok(())
     }
 }
-/// The `payload` of a [`RunEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent.
+/// The `payload` of a [`RunEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum RunEventPayload {
     /// `type` = `run.started`: [`RunStarted`].
     RunStarted(RunStarted),

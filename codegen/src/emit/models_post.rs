@@ -736,7 +736,7 @@ pub(crate) fn typed_payload(
     );
     let (tag_json, payload_json) = (&d.tag, &d.payload);
     let enum_doc = format!(
-        " The `{payload_json}` of a [`{owner}`], typed by its `{tag_json}`: the schema binds each listed `{tag_json}` to one payload schema (`if`/`then`). Any other `{tag_json}` is [`Self::Other`], as sent."
+        " The `{payload_json}` of a [`{owner}`], typed by its `{tag_json}`: the schema binds each listed `{tag_json}` to one payload schema (`if`/`then`). Any other `{tag_json}` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through."
     );
     let typed_doc = format!(
         " `{payload_json}` decoded as the schema its `{tag_json}` binds it to; a `{tag_json}` without one gives [`{enum_name}::Other`]. A listed `{tag_json}` whose payload does not match its schema is an error."
@@ -747,6 +747,7 @@ pub(crate) fn typed_payload(
     let tokens = quote! {
         #[doc = #enum_doc]
         #[derive(Clone, Debug)]
+        #[non_exhaustive]
         pub enum #name {
             #( #[doc = #docs] #vids(#types), )*
             /// A payload whose tag the corpus binds no schema to (a vendor type, or one newer than this crate).

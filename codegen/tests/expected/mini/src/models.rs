@@ -492,8 +492,9 @@ mod pattern {
 pub use crate::dispatch::RunStatus;
 /// A registered code or a vendor code.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// `not_found`
     NotFound,
@@ -638,8 +639,9 @@ impl PartialEq<crate::errors::ErrorCode> for ErrorCode {
 }
 /// A known value or an open string.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum EventPageStatus {
     /// `open`
     Open,
@@ -756,8 +758,9 @@ impl<'de> ::serde::Deserialize<'de> for EventPageStatus {
 }
 /// A known value or an open string.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum HostNoteKind {
     /// `note.posted`
     NotePosted,
@@ -865,8 +868,9 @@ impl<'de> ::serde::Deserialize<'de> for HostNoteKind {
 }
 /// A listed type or a vendor type.
 ///
-/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string.
+/// An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum RunEventType {
     /// `run.started`
     RunStarted,
@@ -982,8 +986,9 @@ impl<'de> ::serde::Deserialize<'de> for RunEventType {
         ::std::string::String::deserialize(deserializer).map(RunEventType::from)
     }
 }
-/// The `body` of a [`HostNote`], typed by its `kind`: the schema binds each listed `kind` to one payload schema (`if`/`then`). Any other `kind` is [`Self::Other`], as sent.
+/// The `body` of a [`HostNote`], typed by its `kind`: the schema binds each listed `kind` to one payload schema (`if`/`then`). Any other `kind` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum HostNoteBody {
     /// `kind` = `note.posted`: [`NotePostedBody`].
     NotePosted(NotePostedBody),
@@ -1063,8 +1068,9 @@ impl HostNote {
         Ok(())
     }
 }
-/// The `payload` of a [`RunEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent.
+/// The `payload` of a [`RunEvent`], typed by its `type`: the schema binds each listed `type` to one payload schema (`if`/`then`). Any other `type` is [`Self::Other`], as sent. `#[non_exhaustive]`: a type the corpus binds later gets a variant of its own, which a `match` with a wildcard arm keeps compiling through.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum RunEventPayload {
     /// `type` = `run.started`: [`RunStarted`].
     RunStarted(RunStarted),
