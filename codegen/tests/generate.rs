@@ -765,7 +765,7 @@ fn templates_are_written_when_their_requirements_are_met() {
     .expect("write");
     let config = openwop_codegen::Config {
         spec_root: fixtures().join("mini"),
-        templates_dir: templates,
+        templates_dir: templates.to_path_buf(),
     };
     let output = openwop_codegen::generate_with(&config, &mut |_| {}).expect("generates");
     let kept = &output.files["src/client/kept.rs"];

@@ -10,8 +10,32 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// A scratch directory, removed with everything in it when dropped (a test that fails
+/// leaves nothing behind either: unwinding drops it), so test runs do not pile corpora up
+/// in the machine's temp dir.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh empty directory under the system temp dir, unique per test.
-pub fn scratch(name: &str) -> PathBuf {
+pub fn scratch(name: &str) -> Scratch {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "openwop-codegen-{}-{}-{name}",
@@ -20,11 +44,11 @@ pub fn scratch(name: &str) -> PathBuf {
     ));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    Scratch(dir)
 }
 
 /// Copies the mini corpus so a test can edit it.
-pub fn mini_copy(name: &str) -> PathBuf {
+pub fn mini_copy(name: &str) -> Scratch {
     let dst = scratch(name);
     copy_dir(&fixtures().join("mini"), &dst);
     dst
