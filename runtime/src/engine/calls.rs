@@ -623,22 +623,9 @@ impl Engine {
         mut before: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
         let kind_name = kind_str(kind);
-        let payload = match events::interrupt_payload(&run.run_id, id, kind_name, &data) {
-            Ok(p) => p,
-            Err(message) => {
-                return self.fail(
-                    run,
-                    id,
-                    ErrorCode::PeerCallFailed,
-                    &format!("node `{id}`: the remote question cannot be relayed: {message}"),
-                    before,
-                );
-            }
-        };
         let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
-        before.push(events::interrupt_requested(payload, id));
-        match events::node_suspended(id, &interrupt_id, kind_name) {
-            Ok(suspended) => before.push(suspended),
+        match events::suspension(&run.run_id, id, &interrupt_id, kind_name, &data) {
+            Ok(suspension) => before.extend(suspension),
             Err(message) => {
                 return self.fail(
                     run,

@@ -196,6 +196,24 @@ pub fn node_suspended(node_id: &str, interrupt_id: &str, kind: &str) -> Result<N
     Ok(typed(Some(node_id), payload))
 }
 
+/// The events that suspend a run on an interrupt, in their order: `interrupt.requested`
+/// (the interrupt as raised; the corpus closes its payload) and `node.suspended` naming the
+/// interrupt's id, which the raised payload does not carry. Every suspension appends both,
+/// whichever node raised it.
+pub fn suspension(
+    run_id: &str,
+    node_id: &str,
+    interrupt_id: &str,
+    kind: &str,
+    data: &Value,
+) -> Result<[NewEvent; 2], String> {
+    let payload = interrupt_payload(run_id, node_id, kind, data)?;
+    Ok([
+        interrupt_requested(payload, node_id),
+        node_suspended(node_id, interrupt_id, kind)?,
+    ])
+}
+
 /// `artifact.created`: a node recorded an artifact of the run.
 pub fn artifact_created(
     artifact_id: &str,

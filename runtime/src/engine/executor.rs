@@ -1143,10 +1143,10 @@ impl Engine {
                 let data = template::render(&data, &ctx);
                 let interrupt_id = crate::ids::mint_bound(&run.tenant).as_bound();
                 let kind = definition::kind_str(interrupt.kind);
-                // The payload is the interrupt as raised (the corpus closes it); the
-                // interrupt id travels in the snapshot and in interrupt.resolved.
-                let payload = events::interrupt_payload(&run.run_id, node_id, kind, &data)
-                    .map_err(payload_error(&run.run_id))?;
+                let [requested, suspended] =
+                    events::suspension(&run.run_id, node_id, &interrupt_id, kind, &data)
+                        .map_err(payload_error(&run.run_id))?;
+                let started = events::node_started(node_id, "core.interrupt").map_err(invalid)?;
                 let patch = RunPatch {
                     status: Some(status::suspended_status(interrupt.kind)),
                     open_interrupt: Some(NewInterrupt {
@@ -1157,12 +1157,7 @@ impl Engine {
                     }),
                     ..Default::default()
                 };
-                let events = vec![
-                    events::node_started(node_id, "core.interrupt").map_err(invalid)?,
-                    events::interrupt_requested(payload, node_id),
-                    events::node_suspended(node_id, &interrupt_id, kind)
-                        .map_err(payload_error(&run.run_id))?,
-                ];
+                let events = vec![started, requested, suspended];
                 Planned::Suspend(
                     patch,
                     events,
