@@ -20,11 +20,7 @@ pub struct Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            self.pointer.as_str()
-        };
+        let at = crate::definition_files::shown_pointer(&self.pointer);
         write!(f, "{at}: {}", self.message)
     }
 }
@@ -49,12 +45,8 @@ pub enum ReadError {
 pub fn read_value(path: &Path) -> Result<Value, ReadError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ReadError::Unreadable(format!("{}: {e}", path.display())))?;
-    let parsed = if text.trim_start().starts_with('{') {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    } else {
-        yaml_serde::from_str::<Value>(&text).map_err(|e| e.to_string())
-    };
-    let value = parsed.map_err(|e| ReadError::Unparsable(format!("{}: {e}", path.display())))?;
+    let value = crate::definition_files::parse_value(&text)
+        .map_err(|e| ReadError::Unparsable(format!("{}: {e}", path.display())))?;
     // An empty YAML file is no keys at all.
     Ok(if value.is_null() {
         Value::Object(Default::default())

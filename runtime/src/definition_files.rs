@@ -1,5 +1,6 @@
-//! Reading a directory of definition files (workflows, agents): every `*.json`, `*.yaml`
-//! and `*.yml` file, in name order so that loading is deterministic.
+//! Reading definition files (workflows, agents, the config file): a directory's `*.json`,
+//! `*.yaml` and `*.yml` files in name order, so that loading is deterministic; a file's
+//! text as a JSON value; a finding's pointer as lines show it.
 
 use std::path::Path;
 
@@ -34,4 +35,19 @@ pub fn read(dir: &Path) -> Result<Vec<(String, String)>, Unreadable> {
             Ok((path.display().to_string(), text))
         })
         .collect()
+}
+
+/// A definition or config file's text as a JSON value: JSON when it starts with `{`, else
+/// YAML (JSON is YAML too, but the JSON parser's messages name JSON's own mistakes).
+pub fn parse_value(text: &str) -> Result<serde_json::Value, String> {
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    } else {
+        yaml_serde::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// A finding's JSON pointer as a line shows it: `/` for the whole document.
+pub fn shown_pointer(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
 }

@@ -361,11 +361,7 @@ fn check_with(document: &Value, options: &crate::generated::validators::Options)
     for f in validators::validate_discovery(document, options) {
         let line = format!(
             "{} [{}]: {}",
-            if f.pointer.is_empty() {
-                "/"
-            } else {
-                &f.pointer
-            },
+            crate::definition_files::shown_pointer(&f.pointer),
             f.rule,
             f.message
         );

@@ -71,21 +71,13 @@ fn invalid(source_name: &str, message: impl Into<String>) -> AgentError {
 /// then what a schema cannot say (no workflow twice, `defaultSkill` among `workflows`,
 /// no blank text).
 pub fn parse_definition(source_name: &str, text: &str) -> Result<AgentDefinition, AgentError> {
-    let value: serde_json::Value = if text.trim_start().starts_with('{') {
-        serde_json::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
-    } else {
-        yaml_serde::from_str(text).map_err(|e| invalid(source_name, e.to_string()))?
-    };
+    let value = crate::definition_files::parse_value(text).map_err(|e| invalid(source_name, e))?;
     let findings = crate::generated::validators::validate_agent_definition(&value);
     if !findings.is_empty() {
         let lines: Vec<String> = findings
             .iter()
             .map(|f| {
-                let at = if f.pointer.is_empty() {
-                    "/"
-                } else {
-                    f.pointer.as_str()
-                };
+                let at = crate::definition_files::shown_pointer(&f.pointer);
                 format!("{at}: {}", f.message)
             })
             .collect();

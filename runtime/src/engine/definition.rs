@@ -48,21 +48,13 @@ pub fn parse_document(
         source_name: source_name.to_owned(),
         message,
     };
-    let document: Value = if text.trim_start().starts_with('{') {
-        serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?
-    } else {
-        yaml_serde::from_str(text).map_err(|e| parse_err(e.to_string()))?
-    };
+    let document = crate::definition_files::parse_value(text).map_err(parse_err)?;
     let findings = validators::validate_workflow_definition(&document);
     if !findings.is_empty() {
         let lines: Vec<String> = findings
             .iter()
             .map(|f| {
-                let at = if f.pointer.is_empty() {
-                    "/"
-                } else {
-                    &f.pointer
-                };
+                let at = crate::definition_files::shown_pointer(&f.pointer);
                 format!("at {at}: {}", f.message)
             })
             .collect();

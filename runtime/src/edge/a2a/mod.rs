@@ -41,6 +41,7 @@ use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
 use errors::{Fault, Transport};
 use openwop_generated::dispatch::A2aMethod;
+pub(crate) use rest::A2A_JSON;
 pub use service::A2aState;
 
 /// The largest request body an A2A interface reads (413, in A2A's shape, beyond).

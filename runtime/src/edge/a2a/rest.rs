@@ -141,7 +141,7 @@ fn find(
 }
 
 /// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
-pub(super) const A2A_JSON: &str = "application/a2a+json";
+pub(crate) const A2A_JSON: &str = "application/a2a+json";
 
 /// Whether a `Content-Type` names A2A's JSON (parameters such as `charset` ignored).
 fn is_json_media_type(value: &str) -> bool {

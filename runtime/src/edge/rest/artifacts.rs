@@ -5,6 +5,7 @@
 use super::error::ApiError;
 use super::extract::{Caller, PathParams, run_id};
 use crate::app::AppState;
+use crate::edge::a2a::A2A_JSON;
 use crate::generated::models::RunArtifact;
 use crate::ops::OpError;
 use crate::wire::wire;
@@ -12,9 +13,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-
-/// The A2A media type (A2A 1.0 §11).
-const A2A_JSON: &str = "application/a2a+json";
 
 pub async fn get_artifact(
     State(state): State<AppState>,
