@@ -8577,7 +8577,7 @@ impl ::std::str::FromStr for MajorMinor {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$").unwrap() });
-        if PATTERN.find(value).is_none() {
+        if !pattern::P10.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$\"".into(),
             );
@@ -8759,7 +8759,7 @@ impl ::std::str::FromStr for McpFacetFeaturesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-z][a-z0-9-]*$").unwrap() });
-        if !pattern::P10.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[a-z][a-z0-9-]*$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -8927,7 +8927,7 @@ impl ::std::str::FromStr for McpFacetProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P12.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into(),
             );
@@ -9149,7 +9149,7 @@ impl ::std::str::FromStr for McpFamilyFeaturesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-z][a-z0-9-]*$").unwrap() });
-        if !pattern::P10.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[a-z][a-z0-9-]*$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -9317,7 +9317,7 @@ impl ::std::str::FromStr for McpFamilyProfilesItem {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$").unwrap() });
-        if !pattern::P11.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P12.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$\"".into(),
             );
@@ -9874,7 +9874,7 @@ impl ::std::str::FromStr for NegotiationDecidedPeer {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{64}$").unwrap() });
-        if !pattern::P12.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P13.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{64}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -10751,7 +10751,7 @@ impl ::std::str::FromStr for NodePath {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^/").unwrap() });
-        if !pattern::P13.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P14.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^/\"".into());
         }
         Ok(Self(value.to_string()))
@@ -11453,7 +11453,7 @@ impl ::std::str::FromStr for PeerId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[A-Za-z0-9._-]{1,64}$").unwrap() });
-        if !pattern::P14.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P15.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[A-Za-z0-9._-]{1,64}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -11972,7 +11972,7 @@ impl ::std::str::FromStr for RelaxationObligation {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[a-zA-Z][A-Za-z0-9]*\\.[a-z][a-z0-9-]*$").unwrap() });
-        if !pattern::P15.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P16.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^[a-zA-Z][A-Za-z0-9]*\\.[a-z][a-z0-9-]*$\""
                     .into(),
@@ -13538,7 +13538,7 @@ impl ::std::str::FromStr for SpanId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{16}$").unwrap() });
-        if !pattern::P16.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P17.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{16}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -13615,7 +13615,7 @@ impl ::std::str::FromStr for SubjectId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[^\\s/]{1,256}$").unwrap() });
-        if !pattern::P17.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P18.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[^\\s/]{1,256}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -13939,7 +13939,7 @@ impl ::std::str::FromStr for TenantId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^(anon:)?[A-Za-z0-9._~-]{1,128}$").unwrap() });
-        if !pattern::P18.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P19.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^(anon:)?[A-Za-z0-9._~-]{1,128}$\"".into(),
             );
@@ -14037,7 +14037,7 @@ impl ::std::str::FromStr for TraceId {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^[0-9a-f]{32}$").unwrap() });
-        if !pattern::P19.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P20.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^[0-9a-f]{32}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -14095,7 +14095,7 @@ impl ::std::str::FromStr for Traceparent {
         {
             ::regress::Regex::new("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$").unwrap()
         });
-        if !pattern::P20.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P21.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err(
                 "doesn't match pattern \"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$\""
                     .into(),
@@ -14270,7 +14270,7 @@ impl ::std::str::FromStr for WaitAmountString {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
         { ::regress::Regex::new("^\\$\\{[^{}]+\\}$").unwrap() });
-        if !pattern::P21.is_match(value, |v| PATTERN.find(v).is_some()) {
+        if !pattern::P22.is_match(value, |v| PATTERN.find(v).is_some()) {
             return Err("doesn't match pattern \"^\\$\\{[^{}]+\\}$\"".into());
         }
         Ok(Self(value.to_string()))
@@ -19493,6 +19493,8 @@ mod pattern {
         pub set: u128,
         pub min: u32,
         pub max: u32,
+        /// A digit run without a leading zero (`(0|[1-9][0-9]*)`): "0" alone, or no leading "0".
+        pub canonical: bool,
     }
     /// An anchored pattern read left to right without backtracking: an optional literal
     /// prefix (`^(anon:)?…`), then each step takes as many characters of its set as it may.
@@ -19535,6 +19537,9 @@ mod pattern {
                 if ((at - start) as u32) < step.min {
                     return false;
                 }
+                if step.canonical && at - start > 1 && bytes[start] == b'0' {
+                    return false;
+                }
             }
             !self.end || at == bytes.len()
         }
@@ -19547,16 +19552,19 @@ mod pattern {
                 set: 0x000000000000000003ff000000000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000400000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
@@ -19570,36 +19578,43 @@ mod pattern {
                 set: 0x00000002000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000004000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000002000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000400000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
@@ -19613,26 +19628,31 @@ mod pattern {
                 set: 0x000000000000000003ff000000000000,
                 min: 4,
                 max: 4,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 2,
                 max: 2,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 2,
                 max: 2,
+                canonical: false,
             },
         ],
         end: true,
@@ -19646,6 +19666,7 @@ mod pattern {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 1,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
@@ -19659,6 +19680,7 @@ mod pattern {
                 set: 0x47fffffe87fffffe07ff600000000000,
                 min: 1,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
@@ -19672,16 +19694,19 @@ mod pattern {
                 set: 0x07fffffec7fffffe03ff685a00000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000800000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x07fffffec7fffffe03ff685a00000000,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
@@ -19695,41 +19720,49 @@ mod pattern {
                 set: 0x00000100000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00100000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00100000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00010000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00080000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000400000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000800000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000800000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
         ],
         end: false,
@@ -19743,16 +19776,19 @@ mod pattern {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 1,
                 max: 128,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000800000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 16,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
@@ -19766,6 +19802,7 @@ mod pattern {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 16,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
@@ -19779,277 +19816,339 @@ mod pattern {
                 set: 0xfffffffffffffffffffffffeffffc1ff,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: true,
     };
-    /// `^[a-z][a-z0-9-]*$`
+    /// `^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`
     pub static P10: Ascii = Ascii {
+        optional: b"",
+        steps: &[
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+                canonical: true,
+            },
+            Step {
+                set: 0x00000000000000000000400000000000,
+                min: 1,
+                max: 1,
+                canonical: false,
+            },
+            Step {
+                set: 0x000000000000000003ff000000000000,
+                min: 1,
+                max: u32::MAX,
+                canonical: true,
+            },
+        ],
+        end: true,
+        non_ascii: false,
+    };
+    /// `^[a-z][a-z0-9-]*$`
+    pub static P11: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x07fffffe000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x07fffffe0000000003ff200000000000,
                 min: 0,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$`
-    pub static P11: Ascii = Ascii {
+    pub static P12: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x00002000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000008000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00010000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 4,
                 max: 4,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 2,
                 max: 2,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x000000000000000003ff000000000000,
                 min: 2,
                 max: 2,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^[0-9a-f]{64}$`
-    pub static P12: Ascii = Ascii {
+    pub static P13: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 64,
                 max: 64,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^/`
-    pub static P13: Ascii = Ascii {
+    pub static P14: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x00000000000000000000800000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
         ],
         end: false,
         non_ascii: false,
     };
     /// `^[A-Za-z0-9._-]{1,64}$`
-    pub static P14: Ascii = Ascii {
+    pub static P15: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x07fffffe87fffffe03ff600000000000,
                 min: 1,
                 max: 64,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^[a-zA-Z][A-Za-z0-9]*\.[a-z][a-z0-9-]*$`
-    pub static P15: Ascii = Ascii {
+    pub static P16: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x07fffffe07fffffe0000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x07fffffe07fffffe03ff000000000000,
                 min: 0,
                 max: u32::MAX,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000400000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x07fffffe000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x07fffffe0000000003ff200000000000,
                 min: 0,
                 max: u32::MAX,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^[0-9a-f]{16}$`
-    pub static P16: Ascii = Ascii {
+    pub static P17: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 16,
                 max: 16,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^[^\s/]{1,256}$`
-    pub static P17: Ascii = Ascii {
+    pub static P18: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0xffffffffffffffffffff7ffeffffc1ff,
                 min: 1,
                 max: 256,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: true,
     };
     /// `^(anon:)?[A-Za-z0-9._~-]{1,128}$`
-    pub static P18: Ascii = Ascii {
+    pub static P19: Ascii = Ascii {
         optional: b"anon:",
         steps: &[
             Step {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 1,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^[0-9a-f]{32}$`
-    pub static P19: Ascii = Ascii {
+    pub static P20: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 32,
                 max: 32,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`
-    pub static P20: Ascii = Ascii {
+    pub static P21: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x00000000000000000001000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000001000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 32,
                 max: 32,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 16,
                 max: 16,
+                canonical: false,
             },
             Step {
                 set: 0x00000000000000000000200000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x0000007e0000000003ff000000000000,
                 min: 2,
                 max: 2,
+                canonical: false,
             },
         ],
         end: true,
         non_ascii: false,
     };
     /// `^\$\{[^{}]+\}$`
-    pub static P21: Ascii = Ascii {
+    pub static P22: Ascii = Ascii {
         optional: b"",
         steps: &[
             Step {
                 set: 0x00000000000000000000001000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0x08000000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
             Step {
                 set: 0xd7ffffffffffffffffffffffffffffff,
                 min: 1,
                 max: u32::MAX,
+                canonical: false,
             },
             Step {
                 set: 0x20000000000000000000000000000000,
                 min: 1,
                 max: 1,
+                canonical: false,
             },
         ],
         end: true,

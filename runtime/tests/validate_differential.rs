@@ -397,3 +397,101 @@ fn the_split_schema_pass_reports_the_whole_schemas_errors_in_order() {
     }
     assert!(failing > docs.len() / 2, "{failing} of {} fail", docs.len());
 }
+
+/// Every string and number of a document replaced, one at a time, by values that sit on
+/// the edges of the corpus's patterns, formats and bounds.
+fn leaf_edits(v: &Value, pointer: &str, out: &mut Vec<Edit>) {
+    match v {
+        Value::Object(map) => {
+            for (k, c) in map {
+                let token = k.replace('~', "~0").replace('/', "~1");
+                leaf_edits(c, &format!("{pointer}/{token}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, c) in items.iter().enumerate() {
+                leaf_edits(c, &format!("{pointer}/{i}"), out);
+            }
+        }
+        Value::String(_) => {
+            for s in [
+                "",
+                "a",
+                "A-b",
+                "0.0",
+                "01.0",
+                "1.01",
+                "10.20",
+                "1.",
+                ".1",
+                "1.0.0",
+                "2.0x",
+                "2026-02-28",
+                "2026-02-29",
+                "2024-02-29",
+                "2026-13-01",
+                "2026-1-01",
+                "mcp-2026-07-28",
+                "a2a-1.0",
+                "é",
+                "https://example.com/x",
+                "not a uri",
+                "stable",
+                "acme.feature",
+                "acme.feature-x.y",
+            ] {
+                out.push(Edit::Set(pointer.to_owned(), json!(s)));
+            }
+        }
+        Value::Number(_) => {
+            for n in [
+                json!(-1),
+                json!(0),
+                json!(1),
+                json!(1.0),
+                json!(1.5),
+                json!(16),
+                json!(17),
+                json!(365),
+                json!(1e30),
+            ] {
+                out.push(Edit::Set(pointer.to_owned(), n));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The schema's verdict is generated from the schema (the codegen's `verdict`), and only
+/// where it fails are errors collected: it must be jsonschema's own verdict on every
+/// document, or a finding would go missing (or errors be collected for nothing).
+#[test]
+fn the_generated_verdict_is_jsonschemas() {
+    let uri = "https://openwop.dev/spec/v2/capabilities.schema.json";
+    let whole = validators::compile_schema(&json!({"$ref": uri})).expect("compile");
+    let (mut docs, _) = documents();
+    for doc in vectors("valid") {
+        let mut edits = Vec::new();
+        leaf_edits(&doc, "", &mut edits);
+        for edit in edits {
+            let mut changed = doc.clone();
+            if edit.apply(&mut changed) {
+                docs.push(changed);
+            }
+        }
+    }
+    let (mut valid, mut invalid) = (0, 0);
+    for doc in &docs {
+        let want = whole.is_valid(doc);
+        assert_eq!(validators::is_valid_discovery(doc), want, "{doc}");
+        if want {
+            valid += 1;
+        } else {
+            invalid += 1;
+        }
+    }
+    assert!(
+        valid > 100 && invalid > 1000,
+        "{valid} valid, {invalid} invalid documents"
+    );
+}

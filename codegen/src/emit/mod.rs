@@ -15,4 +15,5 @@ pub(crate) mod patterns;
 pub(crate) mod rules;
 pub(crate) mod schemas;
 pub(crate) mod validators;
+pub(crate) mod verdict;
 pub(crate) mod versions;

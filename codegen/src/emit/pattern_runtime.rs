@@ -7,6 +7,8 @@ pub struct Step {
     pub set: u128,
     pub min: u32,
     pub max: u32,
+    /// A digit run without a leading zero (`(0|[1-9][0-9]*)`): "0" alone, or no leading "0".
+    pub canonical: bool,
 }
 
 /// An anchored pattern read left to right without backtracking: an optional literal
@@ -52,6 +54,9 @@ impl Ascii {
                 at += 1;
             }
             if ((at - start) as u32) < step.min {
+                return false;
+            }
+            if step.canonical && at - start > 1 && bytes[start] == b'0' {
                 return false;
             }
         }

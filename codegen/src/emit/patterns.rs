@@ -23,6 +23,9 @@ pub(crate) struct Step {
     pub(crate) non_ascii: bool,
     pub(crate) min: u32,
     pub(crate) max: u32,
+    /// The group `(0|[1-9][0-9]*)`: a run of digits without a leading zero (the corpus's
+    /// `major.minor`). Greedy is still the regex's answer where what follows takes no digit.
+    pub(crate) canonical: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -33,7 +36,7 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    fn non_ascii(&self) -> bool {
+    pub(crate) fn non_ascii(&self) -> bool {
         self.steps.iter().any(|s| s.non_ascii)
     }
 }
@@ -85,7 +88,7 @@ pub(crate) fn compile(pattern: &str) -> Option<Program> {
     }
     at += 1;
     let mut optional = Vec::new();
-    if chars.get(at) == Some(&'(') {
+    if chars.get(at) == Some(&'(') && canonical_group(&chars, at).is_none() {
         let close = chars[at..].iter().position(|&c| c == ')')? + at;
         if chars.get(close + 1) != Some(&'?') || chars.get(close + 2) == Some(&'?') {
             return None;
@@ -112,6 +115,17 @@ pub(crate) fn compile(pattern: &str) -> Option<Program> {
     let mut steps: Vec<Step> = Vec::new();
     let mut end = false;
     while at < chars.len() {
+        if let Some(next) = canonical_group(&chars, at) {
+            at = next;
+            steps.push(Step {
+                set: bits(b'0'..=b'9'),
+                non_ascii: false,
+                min: 1,
+                max: u32::MAX,
+                canonical: true,
+            });
+            continue;
+        }
         let (set, non_ascii) = match chars[at] {
             '$' if at + 1 == chars.len() => {
                 end = true;
@@ -148,6 +162,7 @@ pub(crate) fn compile(pattern: &str) -> Option<Program> {
             non_ascii,
             min,
             max,
+            canonical: false,
         });
     }
     // Greedy is the regex's answer only where a step with a range of counts cannot take
@@ -167,6 +182,20 @@ pub(crate) fn compile(pattern: &str) -> Option<Program> {
         steps,
         end,
     })
+}
+
+/// The index after a canonical-integer group at `at` (`(0|[1-9][0-9]*)` or
+/// `(0|[1-9]\d*)`, not quantified), or `None`.
+fn canonical_group(chars: &[char], at: usize) -> Option<usize> {
+    ["(0|[1-9][0-9]*)", "(0|[1-9]\\d*)"]
+        .iter()
+        .find_map(|spelling| {
+            let len = spelling.chars().count();
+            let here: String = chars.get(at..at + len)?.iter().collect();
+            let next = at + len;
+            (here == *spelling && !matches!(chars.get(next), Some('?' | '*' | '+' | '{')))
+                .then_some(next)
+        })
 }
 
 /// A class body from after `[` to its `]`: (set, takes non-ASCII, index after `]`).
@@ -277,7 +306,7 @@ pub(crate) fn runtime() -> TokenStream {
         .expect("pattern_runtime.rs is Rust")
 }
 
-fn program_tokens(p: &Program) -> TokenStream {
+pub(crate) fn program_tokens(p: &Program) -> TokenStream {
     let optional = proc_macro2::Literal::byte_string(&p.optional);
     let steps = p.steps.iter().map(|s| {
         // Hex, so a reader can see which bytes a set holds.
@@ -289,7 +318,8 @@ fn program_tokens(p: &Program) -> TokenStream {
             let max = proc_macro2::Literal::u32_unsuffixed(s.max);
             quote!(#max)
         };
-        quote!(Step { set: #set, min: #min, max: #max })
+        let canonical = s.canonical;
+        quote!(Step { set: #set, min: #min, max: #max, canonical: #canonical })
     });
     let (end, non_ascii) = (p.end, p.non_ascii());
     quote! {
@@ -403,6 +433,7 @@ mod tests {
                 set: s.set,
                 min: s.min,
                 max: s.max,
+                canonical: s.canonical,
             })
             .collect();
         pattern::Ascii {
@@ -522,6 +553,8 @@ mod tests {
                 "^a.c$",
                 "^[\\d\\w]{2,}x?$",
                 "^x{3}y{0,2}$",
+                "^(0|[1-9][0-9]*)$",
+                "^v(0|[1-9]\\d*)-[a-z]+$",
             ]
             .map(str::to_owned),
         );
@@ -566,6 +599,8 @@ mod tests {
             "^[a-z][a-z0-9]*(_[a-z0-9]+)*$", // a repeated group
             "[a-z]+",                        // unanchored
             "^é$",                           // a non-ASCII literal
+            "^(0|[1-9][0-9]*)[0-9]$",        // a digit may follow the integer
+            "^(0|[1-9][0-9]*)?x$",           // a quantified integer group
         ] {
             assert_eq!(compile(source), None, "{source}");
         }

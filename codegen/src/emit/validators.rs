@@ -142,14 +142,56 @@ pub(crate) fn emit(
                 .map(|s| (k, s))
         })
         .collect();
-    let split_statics = splits.iter().map(|(k, split)| {
-        let name = format_ident!("{}_SPLIT", k.name.to_uppercase());
-        let root = &split.root;
-        let rows = split.properties.iter().map(|(n, r)| quote!((#n, #r)));
-        let doc = format!(" `{}` validated one declared property at a time.", k.schema);
+    let mut verdicts = crate::emit::verdict::Verdicts::new(corpus, uris, closed);
+    let split_statics: Vec<TokenStream> = splits
+        .iter()
+        .map(|(k, split)| {
+            let uri = &uris.by_file[k.schema];
+            let name = format_ident!("{}_SPLIT", k.name.to_uppercase());
+            let table = format_ident!("{}_PROPERTIES", k.name.to_uppercase());
+            let root = &split.root;
+            let root_verdict = verdicts.inline(
+                uri,
+                serde_json::from_str(&split.root).expect("the split root is JSON"),
+            );
+            let rows: Vec<TokenStream> = split
+                .properties
+                .iter()
+                .map(|(n, r)| {
+                    let pointer = r.split_once('#').map_or("", |(_, p)| p);
+                    let f = verdicts.node(uri, pointer);
+                    quote!((#n, #r, verdict::#f as fn(&Value) -> bool))
+                })
+                .collect();
+            let count = rows.len();
+            let doc = format!(" `{}` validated one declared property at a time.", k.schema);
+            let is_valid = format_ident!("is_valid_{}", k.name);
+            let is_valid_doc = format!(
+                " The JSON Schema's verdict alone on a {} document (`{}`), generated from the schema: \
+                 what `validate_{}` reports no schema finding for.",
+                k.name.replace('_', " "),
+                k.schema,
+                k.name
+            );
+            quote! {
+                static #table: [(&str, &str, fn(&Value) -> bool); #count] = [#(#rows),*];
+                #[doc = #doc]
+                static #name: LazyLock<Split> =
+                    LazyLock::new(|| Split::new(#root, verdict::#root_verdict, &#table));
+                #[doc = #is_valid_doc]
+                pub fn #is_valid(doc: &Value) -> bool {
+                    #name.is_valid(doc)
+                }
+            }
+        })
+        .collect();
+    let verdict_module = (!splits.is_empty()).then(|| {
+        let items = verdicts.emit();
         quote! {
-            #[doc = #doc]
-            static #name: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile(#root, &[#(#rows),*]));
+            /// Schema verdicts generated from the corpus (the codegen's `verdict`).
+            mod verdict {
+                #items
+            }
         }
     });
     let split_support = (!splits.is_empty()).then(split_support);
@@ -412,6 +454,8 @@ pub(crate) fn emit(
 
         #(#split_statics)*
 
+        #verdict_module
+
         #(#entry_points)*
     }
 }
@@ -420,55 +464,69 @@ pub(crate) fn emit(
 fn split_support() -> TokenStream {
     quote! {
         /// A closed root object schema taken apart: the root's own keywords (`type`,
-        /// `required`, `additionalProperties: false`) and one validator per declared property.
-        /// The verdict is taken per property and errors are collected only under the
-        /// properties that fail, which gives the errors `iter_errors` gives on the whole
-        /// document, in the same order, without collecting errors where nothing is wrong.
+        /// `required`, `additionalProperties: false`) and each declared property. The verdict
+        /// is the generated one (`verdict`), taken per property; errors are collected by
+        /// jsonschema only under what fails, which gives the errors `iter_errors` gives on the
+        /// whole document, in the same order, without collecting errors where nothing is
+        /// wrong.
         struct Split {
-            /// The root object with every property schema replaced by `true`.
-            root: jsonschema::Validator,
-            /// `(name, $ref to its schema)`, in the schema's order.
-            properties: &'static [(&'static str, &'static str)],
-            /// Each property's validator, compiled when a document first has the property
-            /// (compiled one by one they cost more than the whole schema, and a document
-            /// has a handful of them); `None` when it does not compile.
+            /// The root object with every property schema replaced by `true`, as JSON.
+            root_schema: &'static str,
+            /// Its generated verdict.
+            root_verdict: fn(&Value) -> bool,
+            /// The root compiled for its errors, when a document first fails it; `None`
+            /// when it does not compile.
+            root: std::sync::OnceLock<Option<jsonschema::Validator>>,
+            /// `(name, $ref to its schema, its generated verdict)`, in the schema's order.
+            properties: &'static [(&'static str, &'static str, fn(&Value) -> bool)],
+            /// Each property's validator, compiled for its errors when a document first
+            /// fails it; `None` when it does not compile.
             validators: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
         }
 
         impl Split {
-            /// `None` when the root does not compile: the whole-document validator then
-            /// answers (and reports why).
-            fn compile(root: &str, properties: &'static [(&'static str, &'static str)]) -> Option<Split> {
-                let root = serde_json::from_str(root).ok()?;
-                let root = compile_schema(&root).ok()?;
+            fn new(
+                root_schema: &'static str,
+                root_verdict: fn(&Value) -> bool,
+                properties: &'static [(&'static str, &'static str, fn(&Value) -> bool)],
+            ) -> Split {
                 let validators = properties.iter().map(|_| std::sync::OnceLock::new()).collect();
-                Some(Split { root, properties, validators })
+                Split { root_schema, root_verdict, root: std::sync::OnceLock::new(), properties, validators }
             }
 
-            /// The validator of a declared property: `None` when `name` is not declared,
-            /// `Some(None)` when its schema does not compile. A linear scan: `==` compares
-            /// lengths before bytes, and there are some twenty names.
-            fn property(&self, name: &str) -> Option<Option<&jsonschema::Validator>> {
-                let i = self.properties.iter().position(|(n, _)| *n == name)?;
-                let validator = self.validators[i].get_or_init(|| {
-                    let mut reference = serde_json::Map::new();
-                    reference.insert("$ref".to_owned(), Value::String(self.properties[i].1.to_owned()));
-                    compile_schema(&Value::Object(reference)).ok()
-                });
-                Some(validator.as_ref())
+            /// The generated verdict alone.
+            fn is_valid(&self, doc: &Value) -> bool {
+                (self.root_verdict)(doc)
+                    && doc.as_object().is_none_or(|members| {
+                        members.iter().all(|(name, value)| {
+                            self.properties.iter().find(|(n, _, _)| n == name).is_none_or(|(_, _, verdict)| verdict(value))
+                        })
+                    })
             }
 
-            /// The schema's errors on `doc`; `None` when a property of `doc` has a schema
-            /// that does not compile.
+            /// Property `i`'s validator, for its errors.
+            fn validator(&self, i: usize) -> Option<&jsonschema::Validator> {
+                self.validators[i]
+                    .get_or_init(|| {
+                        let mut reference = serde_json::Map::new();
+                        reference.insert("$ref".to_owned(), Value::String(self.properties[i].1.to_owned()));
+                        compile_schema(&Value::Object(reference)).ok()
+                    })
+                    .as_ref()
+            }
+
+            /// The schema's errors on `doc`; `None` when what failed does not compile (the
+            /// whole-document validator then answers, and reports why).
             fn findings(&self, doc: &Value) -> Option<Vec<Finding>> {
-                let root_valid = self.root.is_valid(doc);
+                let root_valid = (self.root_verdict)(doc);
                 let mut failing = Vec::new();
                 if let Value::Object(members) = doc {
                     for (name, value) in members {
-                        if let Some(validator) = self.property(name) {
-                            let validator = validator?;
-                            if !validator.is_valid(value) {
-                                failing.push((name, validator, value));
+                        // A linear scan: `==` compares lengths before bytes, and there are
+                        // some twenty names.
+                        if let Some(i) = self.properties.iter().position(|(n, _, _)| n == name) {
+                            if !(self.properties[i].2)(value) {
+                                failing.push((name, i, value));
                             }
                         }
                     }
@@ -482,7 +540,11 @@ fn split_support() -> TokenStream {
                 let mut findings = Vec::new();
                 let mut additional = Vec::new();
                 if !root_valid {
-                    for e in self.root.iter_errors(doc) {
+                    let root = self
+                        .root
+                        .get_or_init(|| serde_json::from_str(self.root_schema).ok().and_then(|r| compile_schema(&r).ok()))
+                        .as_ref()?;
+                    for e in root.iter_errors(doc) {
                         let finding = schema_finding(String::new(), &e);
                         if matches!(e.kind(), jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }) {
                             additional.push(finding);
@@ -491,7 +553,8 @@ fn split_support() -> TokenStream {
                         }
                     }
                 }
-                for (name, validator, value) in failing {
+                for (name, i, value) in failing {
+                    let validator = self.validator(i)?;
                     let mut prefix = String::with_capacity(name.len() + 1);
                     prefix.push('/');
                     prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
@@ -505,11 +568,11 @@ fn split_support() -> TokenStream {
         /// The schema's errors on `doc` from its split, or from the whole-document validator
         /// when the split cannot answer.
         fn split_findings(
-            split: &LazyLock<Option<Split>>,
+            split: &Split,
             whole: &LazyLock<Result<jsonschema::Validator, String>>,
             doc: &Value,
         ) -> Vec<Finding> {
-            match split.as_ref().and_then(|s| s.findings(doc)) {
+            match split.findings(doc) {
                 Some(findings) => findings,
                 None => schema_findings(whole, doc),
             }

@@ -1391,43 +1391,59 @@ fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> F
     }
 }
 /// A closed root object schema taken apart: the root's own keywords (`type`,
-/// `required`, `additionalProperties: false`) and one validator per declared property.
-/// The verdict is taken per property and errors are collected only under the
-/// properties that fail, which gives the errors `iter_errors` gives on the whole
-/// document, in the same order, without collecting errors where nothing is wrong.
+/// `required`, `additionalProperties: false`) and each declared property. The verdict
+/// is the generated one (`verdict`), taken per property; errors are collected by
+/// jsonschema only under what fails, which gives the errors `iter_errors` gives on the
+/// whole document, in the same order, without collecting errors where nothing is
+/// wrong.
 struct Split {
-    /// The root object with every property schema replaced by `true`.
-    root: jsonschema::Validator,
-    /// `(name, $ref to its schema)`, in the schema's order.
-    properties: &'static [(&'static str, &'static str)],
-    /// Each property's validator, compiled when a document first has the property
-    /// (compiled one by one they cost more than the whole schema, and a document
-    /// has a handful of them); `None` when it does not compile.
+    /// The root object with every property schema replaced by `true`, as JSON.
+    root_schema: &'static str,
+    /// Its generated verdict.
+    root_verdict: fn(&Value) -> bool,
+    /// The root compiled for its errors, when a document first fails it; `None`
+    /// when it does not compile.
+    root: std::sync::OnceLock<Option<jsonschema::Validator>>,
+    /// `(name, $ref to its schema, its generated verdict)`, in the schema's order.
+    properties: &'static [(&'static str, &'static str, fn(&Value) -> bool)],
+    /// Each property's validator, compiled for its errors when a document first
+    /// fails it; `None` when it does not compile.
     validators: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
 }
 impl Split {
-    /// `None` when the root does not compile: the whole-document validator then
-    /// answers (and reports why).
-    fn compile(
-        root: &str,
-        properties: &'static [(&'static str, &'static str)],
-    ) -> Option<Split> {
-        let root = serde_json::from_str(root).ok()?;
-        let root = compile_schema(&root).ok()?;
+    fn new(
+        root_schema: &'static str,
+        root_verdict: fn(&Value) -> bool,
+        properties: &'static [(&'static str, &'static str, fn(&Value) -> bool)],
+    ) -> Split {
         let validators = properties.iter().map(|_| std::sync::OnceLock::new()).collect();
-        Some(Split {
-            root,
+        Split {
+            root_schema,
+            root_verdict,
+            root: std::sync::OnceLock::new(),
             properties,
             validators,
-        })
+        }
     }
-    /// The validator of a declared property: `None` when `name` is not declared,
-    /// `Some(None)` when its schema does not compile. A linear scan: `==` compares
-    /// lengths before bytes, and there are some twenty names.
-    fn property(&self, name: &str) -> Option<Option<&jsonschema::Validator>> {
-        let i = self.properties.iter().position(|(n, _)| *n == name)?;
-        let validator = self
-            .validators[i]
+    /// The generated verdict alone.
+    fn is_valid(&self, doc: &Value) -> bool {
+        (self.root_verdict)(doc)
+            && doc
+                .as_object()
+                .is_none_or(|members| {
+                    members
+                        .iter()
+                        .all(|(name, value)| {
+                            self.properties
+                                .iter()
+                                .find(|(n, _, _)| n == name)
+                                .is_none_or(|(_, _, verdict)| verdict(value))
+                        })
+                })
+    }
+    /// Property `i`'s validator, for its errors.
+    fn validator(&self, i: usize) -> Option<&jsonschema::Validator> {
+        self.validators[i]
             .get_or_init(|| {
                 let mut reference = serde_json::Map::new();
                 reference
@@ -1436,20 +1452,19 @@ impl Split {
                         Value::String(self.properties[i].1.to_owned()),
                     );
                 compile_schema(&Value::Object(reference)).ok()
-            });
-        Some(validator.as_ref())
+            })
+            .as_ref()
     }
-    /// The schema's errors on `doc`; `None` when a property of `doc` has a schema
-    /// that does not compile.
+    /// The schema's errors on `doc`; `None` when what failed does not compile (the
+    /// whole-document validator then answers, and reports why).
     fn findings(&self, doc: &Value) -> Option<Vec<Finding>> {
-        let root_valid = self.root.is_valid(doc);
+        let root_valid = (self.root_verdict)(doc);
         let mut failing = Vec::new();
         if let Value::Object(members) = doc {
             for (name, value) in members {
-                if let Some(validator) = self.property(name) {
-                    let validator = validator?;
-                    if !validator.is_valid(value) {
-                        failing.push((name, validator, value));
+                if let Some(i) = self.properties.iter().position(|(n, _, _)| n == name) {
+                    if !(self.properties[i].2)(value) {
+                        failing.push((name, i, value));
                     }
                 }
             }
@@ -1460,7 +1475,15 @@ impl Split {
         let mut findings = Vec::new();
         let mut additional = Vec::new();
         if !root_valid {
-            for e in self.root.iter_errors(doc) {
+            let root = self
+                .root
+                .get_or_init(|| {
+                    serde_json::from_str(self.root_schema)
+                        .ok()
+                        .and_then(|r| compile_schema(&r).ok())
+                })
+                .as_ref()?;
+            for e in root.iter_errors(doc) {
                 let finding = schema_finding(String::new(), &e);
                 if matches!(
                     e.kind(),
@@ -1472,7 +1495,8 @@ impl Split {
                 }
             }
         }
-        for (name, validator, value) in failing {
+        for (name, i, value) in failing {
+            let validator = self.validator(i)?;
             let mut prefix = String::with_capacity(name.len() + 1);
             prefix.push('/');
             prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
@@ -1490,11 +1514,11 @@ impl Split {
 /// The schema's errors on `doc` from its split, or from the whole-document validator
 /// when the split cannot answer.
 fn split_findings(
-    split: &LazyLock<Option<Split>>,
+    split: &Split,
     whole: &LazyLock<Result<jsonschema::Validator, String>>,
     doc: &Value,
 ) -> Vec<Finding> {
-    match split.as_ref().and_then(|s| s.findings(doc)) {
+    match split.findings(doc) {
         Some(findings) => findings,
         None => schema_findings(whole, doc),
     }
@@ -1523,112 +1547,3629 @@ static CONFIG_FILE: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::
 ));
 static AGENT_DEFINITION: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(||
 compile("https://openwop.dev/spec/v2/agent-definition.schema.json"));
+static DISCOVERY_PROPERTIES: [(&str, &str, fn(&Value) -> bool); 25usize] = [
+    (
+        "protocolVersions",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersions",
+        verdict::v1 as fn(&Value) -> bool,
+    ),
+    (
+        "preferredVersion",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/preferredVersion",
+        verdict::v2 as fn(&Value) -> bool,
+    ),
+    (
+        "protocolVersion",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersion",
+        verdict::v3 as fn(&Value) -> bool,
+    ),
+    (
+        "implementation",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/implementation",
+        verdict::v4 as fn(&Value) -> bool,
+    ),
+    (
+        "engineVersion",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/engineVersion",
+        verdict::v5 as fn(&Value) -> bool,
+    ),
+    (
+        "eventLogSchemaVersion",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLogSchemaVersion",
+        verdict::v6 as fn(&Value) -> bool,
+    ),
+    (
+        "minClientVersion",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/minClientVersion",
+        verdict::v7 as fn(&Value) -> bool,
+    ),
+    (
+        "extensions",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/extensions",
+        verdict::v8 as fn(&Value) -> bool,
+    ),
+    (
+        "conformance",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/conformance",
+        verdict::v9 as fn(&Value) -> bool,
+    ),
+    (
+        "fixtures",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/fixtures",
+        verdict::v10 as fn(&Value) -> bool,
+    ),
+    (
+        "host",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/host",
+        verdict::v11 as fn(&Value) -> bool,
+    ),
+    (
+        "supportedTransports",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/supportedTransports",
+        verdict::v12 as fn(&Value) -> bool,
+    ),
+    (
+        "grpc",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/grpc",
+        verdict::v13 as fn(&Value) -> bool,
+    ),
+    (
+        "profiles",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/profiles",
+        verdict::v14 as fn(&Value) -> bool,
+    ),
+    (
+        "a2a",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/a2a",
+        verdict::v15 as fn(&Value) -> bool,
+    ),
+    (
+        "mcp",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/mcp",
+        verdict::v16 as fn(&Value) -> bool,
+    ),
+    (
+        "auth",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/auth",
+        verdict::v17 as fn(&Value) -> bool,
+    ),
+    (
+        "interrupt",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/interrupt",
+        verdict::v18 as fn(&Value) -> bool,
+    ),
+    (
+        "runList",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/runList",
+        verdict::v19 as fn(&Value) -> bool,
+    ),
+    (
+        "hostEvents",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/hostEvents",
+        verdict::v20 as fn(&Value) -> bool,
+    ),
+    (
+        "agents",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/agents",
+        verdict::v21 as fn(&Value) -> bool,
+    ),
+    (
+        "webhooks",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/webhooks",
+        verdict::v22 as fn(&Value) -> bool,
+    ),
+    (
+        "idempotency",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/idempotency",
+        verdict::v23 as fn(&Value) -> bool,
+    ),
+    (
+        "eventLog",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLog",
+        verdict::v24 as fn(&Value) -> bool,
+    ),
+    (
+        "oauth",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/oauth",
+        verdict::v25 as fn(&Value) -> bool,
+    ),
+];
 /// `schemas/v2/capabilities.schema.json` validated one declared property at a time.
-static DISCOVERY_SPLIT: LazyLock<Option<Split>> = LazyLock::new(|| Split::compile(
+static DISCOVERY_SPLIT: LazyLock<Split> = LazyLock::new(|| Split::new(
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"protocolVersions\",\"preferredVersion\"],\"properties\":{\"protocolVersions\":true,\"preferredVersion\":true,\"protocolVersion\":true,\"implementation\":true,\"engineVersion\":true,\"eventLogSchemaVersion\":true,\"minClientVersion\":true,\"extensions\":true,\"conformance\":true,\"fixtures\":true,\"host\":true,\"supportedTransports\":true,\"grpc\":true,\"profiles\":true,\"a2a\":true,\"mcp\":true,\"auth\":true,\"interrupt\":true,\"runList\":true,\"hostEvents\":true,\"agents\":true,\"webhooks\":true,\"idempotency\":true,\"eventLog\":true,\"oauth\":true},\"description\":\"The discovery document. Closed at the root: only the metadata keys and family records listed here; vendor additions go under extensions. The presence of a family key is the advertisement of that family.\"}",
-    &[
-        (
-            "protocolVersions",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersions",
-        ),
-        (
-            "preferredVersion",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/preferredVersion",
-        ),
-        (
-            "protocolVersion",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersion",
-        ),
-        (
-            "implementation",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/implementation",
-        ),
-        (
-            "engineVersion",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/engineVersion",
-        ),
-        (
-            "eventLogSchemaVersion",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLogSchemaVersion",
-        ),
-        (
-            "minClientVersion",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/minClientVersion",
-        ),
-        (
-            "extensions",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/extensions",
-        ),
-        (
-            "conformance",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/conformance",
-        ),
-        (
-            "fixtures",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/fixtures",
-        ),
-        (
-            "host",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/host",
-        ),
-        (
-            "supportedTransports",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/supportedTransports",
-        ),
-        (
-            "grpc",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/grpc",
-        ),
-        (
-            "profiles",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/profiles",
-        ),
-        (
-            "a2a",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/a2a",
-        ),
-        (
-            "mcp",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/mcp",
-        ),
-        (
-            "auth",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/auth",
-        ),
-        (
-            "interrupt",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/interrupt",
-        ),
-        (
-            "runList",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/runList",
-        ),
-        (
-            "hostEvents",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/hostEvents",
-        ),
-        (
-            "agents",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/agents",
-        ),
-        (
-            "webhooks",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/webhooks",
-        ),
-        (
-            "idempotency",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/idempotency",
-        ),
-        (
-            "eventLog",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLog",
-        ),
-        (
-            "oauth",
-            "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/oauth",
-        ),
-    ],
+    verdict::v0,
+    &DISCOVERY_PROPERTIES,
 ));
+/// The JSON Schema's verdict alone on a discovery document (`schemas/v2/capabilities.schema.json`), generated from the schema: what `validate_discovery` reports no schema finding for.
+pub fn is_valid_discovery(doc: &Value) -> bool {
+    DISCOVERY_SPLIT.is_valid(doc)
+}
+/// Schema verdicts generated from the corpus (the codegen's `verdict`).
+mod verdict {
+    use serde_json::Value;
+    use std::sync::OnceLock;
+    /// The nodes jsonschema decides, by slot: `uri#pointer`.
+    static DEFERRED: [&str; 9usize] = [
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/extensions",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation/properties/url",
+        "https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/properties/until",
+        "https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/agentCardUrl",
+        "https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/serverUrls/items",
+        "https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/$defs/hostEventType/properties/type",
+        "https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/authUrl",
+        "https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/tokenUrl",
+        "https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/issuer",
+    ];
+    static COMPILED: [OnceLock<Option<jsonschema::Validator>>; 9usize] = [const {
+        OnceLock::new()
+    }; 9usize];
+    /// jsonschema's verdict on a node outside the generated subset (compiled on first
+    /// use). A node that does not compile rejects everything: the caller then
+    /// collects jsonschema's errors, which report why.
+    fn deferred(slot: usize, v: &Value) -> bool {
+        COMPILED[slot]
+            .get_or_init(|| {
+                let mut reference = serde_json::Map::new();
+                reference
+                    .insert("$ref".to_owned(), Value::String(DEFERRED[slot].to_owned()));
+                super::compile_schema(&Value::Object(reference)).ok()
+            })
+            .as_ref()
+            .is_some_and(|validator| validator.is_valid(v))
+    }
+    /// `^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`
+    fn p0(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            if at - start > 1 && b[start] == b'0' {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'.') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            if at - start > 1 && b[start] == b'0' {
+                return false;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^[0-9]+\.[0-9]+$`
+    fn p1(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'.') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+    fn p2(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at - start < 4usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 4usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 2usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 2usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 2usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 2usize {
+                return false;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^[a-zA-Z][A-Za-z0-9]*\.[a-z][a-z0-9-]*$`
+    fn p3(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at - start < 1usize && at < b.len()
+                && matches!(b[at], b'A'..= b'Z' | b'a'..= b'z')
+            {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len()
+                && matches!(b[at], b'0'..= b'9' | b'A'..= b'Z' | b'a'..= b'z')
+            {
+                at += 1;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'.') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'a'..= b'z') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'-' | b'0'..= b'9' | b'a'..= b'z') {
+                at += 1;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^a2a-[0-9]+\.[0-9]+$`
+    fn p4(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'a') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'2') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'a') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'.') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^mcp-[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+    fn p5(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'm') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'c') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'p') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 4usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 4usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 2usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 2usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'-') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at - start < 2usize && at < b.len() && matches!(b[at], b'0'..= b'9') {
+                at += 1;
+            }
+            if at - start < 2usize {
+                return false;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// `^[a-z][a-z0-9-]*$`
+    fn p6(s: &str) -> bool {
+        #[allow(unused_variables, unused_mut)]
+        fn steps(b: &[u8]) -> bool {
+            let mut at = 0usize;
+            let start = at;
+            while at - start < 1usize && at < b.len() && matches!(b[at], b'a'..= b'z') {
+                at += 1;
+            }
+            if at - start < 1usize {
+                return false;
+            }
+            let start = at;
+            while at < b.len() && matches!(b[at], b'-' | b'0'..= b'9' | b'a'..= b'z') {
+                at += 1;
+            }
+            at == b.len()
+        }
+        steps(s.as_bytes())
+    }
+    /// JSON Schema's equality: numbers by value (`1` equals `1.0`), objects by
+    /// members whatever their order.
+    fn equal(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                match (x.as_i64(), y.as_i64()) {
+                    (Some(x), Some(y)) => x == y,
+                    _ => {
+                        match (x.as_u64(), y.as_u64()) {
+                            (Some(x), Some(y)) => x == y,
+                            _ => x.as_f64() == y.as_f64(),
+                        }
+                    }
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| equal(a, b)))
+            }
+            _ => a == b,
+        }
+    }
+    fn unique(items: &[Value]) -> bool {
+        items
+            .iter()
+            .enumerate()
+            .all(|(i, a)| items[i + 1..].iter().all(|b| !equal(a, b)))
+    }
+    /// `type: integer`: a number with no fractional part (`1.0` is one).
+    fn integer(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        }
+    }
+    /// A number's value for `minimum`/`maximum` (every limit the subset takes is
+    /// an integer, exact as `f64` and as `i128`).
+    fn below(n: &serde_json::Number, limit: i64) -> bool {
+        match (n.as_i64(), n.as_u64()) {
+            (Some(x), _) => x < limit,
+            (None, Some(_)) => false,
+            _ => n.as_f64().is_some_and(|f| f < limit as f64),
+        }
+    }
+    fn above(n: &serde_json::Number, limit: i64) -> bool {
+        match (n.as_i64(), n.as_u64()) {
+            (Some(x), _) => x > limit,
+            (None, Some(_)) => true,
+            _ => n.as_f64().is_some_and(|f| f > limit as f64),
+        }
+    }
+    /// `format: date` as jsonschema checks it: `YYYY-MM-DD`, a real month and day.
+    fn date(s: &str) -> bool {
+        let b = s.as_bytes();
+        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+            return false;
+        }
+        let digits = |r: std::ops::Range<usize>| {
+            b[r]
+                .iter()
+                .try_fold(
+                    0u32,
+                    |n, d| d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0')),
+                )
+        };
+        let (Some(year), Some(month), Some(day)) = (
+            digits(0..4),
+            digits(5..7),
+            digits(8..10),
+        ) else {
+            return false;
+        };
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let last = match month {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if leap => 29,
+            2 => 28,
+            _ => return false,
+        };
+        (1..=last).contains(&day)
+    }
+    /// A schema the generator made (see `split`).
+    pub(super) fn v0(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "protocolVersions" => {
+                        seen |= 1u64;
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "preferredVersion" => {
+                        seen |= 2u64;
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "protocolVersion" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "implementation" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "engineVersion" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "eventLogSchemaVersion" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "minClientVersion" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "extensions" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "conformance" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "fixtures" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "host" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "supportedTransports" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "grpc" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "profiles" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "a2a" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "mcp" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "auth" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "interrupt" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "runList" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "hostEvents" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "agents" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "webhooks" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "idempotency" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "eventLog" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    "oauth" => {
+                        if !(|_: &Value| true)(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 3u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersions`
+    pub(super) fn v1(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v26) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/preferredVersion`
+    pub(super) fn v2(v: &Value) -> bool {
+        if !v27(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersion`
+    pub(super) fn v3(v: &Value) -> bool {
+        if !v27(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/implementation`
+    pub(super) fn v4(v: &Value) -> bool {
+        if !v28(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/engineVersion`
+    pub(super) fn v5(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 0i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLogSchemaVersion`
+    pub(super) fn v6(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 2i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/minClientVersion`
+    pub(super) fn v7(v: &Value) -> bool {
+        if !v27(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/extensions`
+    pub(super) fn v8(v: &Value) -> bool {
+        deferred(0usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/conformance`
+    pub(super) fn v9(v: &Value) -> bool {
+        if !v29(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/fixtures`
+    pub(super) fn v10(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v30) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/host`
+    pub(super) fn v11(v: &Value) -> bool {
+        if !v31(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/supportedTransports`
+    pub(super) fn v12(v: &Value) -> bool {
+        if v32(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/grpc`
+    pub(super) fn v13(v: &Value) -> bool {
+        if v33(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/profiles`
+    pub(super) fn v14(v: &Value) -> bool {
+        if v34(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/a2a`
+    pub(super) fn v15(v: &Value) -> bool {
+        if !v35(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/mcp`
+    pub(super) fn v16(v: &Value) -> bool {
+        if !v36(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/auth`
+    pub(super) fn v17(v: &Value) -> bool {
+        if !v37(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/interrupt`
+    pub(super) fn v18(v: &Value) -> bool {
+        if !v38(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/runList`
+    pub(super) fn v19(v: &Value) -> bool {
+        if !v39(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/hostEvents`
+    pub(super) fn v20(v: &Value) -> bool {
+        if !v40(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/agents`
+    pub(super) fn v21(v: &Value) -> bool {
+        if !v41(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/webhooks`
+    pub(super) fn v22(v: &Value) -> bool {
+        if !v42(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/idempotency`
+    pub(super) fn v23(v: &Value) -> bool {
+        if !v43(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/eventLog`
+    pub(super) fn v24(v: &Value) -> bool {
+        if !v44(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/oauth`
+    pub(super) fn v25(v: &Value) -> bool {
+        if !v45(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/protocolVersions/items`
+    pub(super) fn v26(v: &Value) -> bool {
+        if !v27(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/majorMinor`
+    pub(super) fn v27(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p0(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation`
+    pub(super) fn v28(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "name" => {
+                        if !v46(x) {
+                            return false;
+                        }
+                    }
+                    "version" => {
+                        if !v47(x) {
+                            return false;
+                        }
+                    }
+                    "vendor" => {
+                        if !v48(x) {
+                            return false;
+                        }
+                    }
+                    "url" => {
+                        if !v49(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/conformance`
+    pub(super) fn v29(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "seamsProfile" => {
+                        if !v50(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/fixtures/items`
+    pub(super) fn v30(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if s.chars().count() < 1usize {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostInfo`
+    pub(super) fn v31(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "relaxations" => {
+                        if !v51(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/supportedTransports/not`
+    pub(super) fn v32(v: &Value) -> bool {
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/grpc/not`
+    pub(super) fn v33(v: &Value) -> bool {
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/capabilities/properties/profiles/not`
+    pub(super) fn v34(v: &Value) -> bool {
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/a2aFamily`
+    pub(super) fn v35(v: &Value) -> bool {
+        if !v52(v) {
+            return false;
+        }
+        if !v53(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "agentCardUrl" | "agentCards" | "durableTasks" |
+                                "minimumVersion" | "preferredVersion" | "profiles" |
+                                "pushNotifications" | "refreshWindowDays" | "refreshedAt" |
+                                "since" | "status" | "streaming" | "until" | "versions" |
+                                "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/mcpFamily`
+    pub(super) fn v36(v: &Value) -> bool {
+        if !v54(v) {
+            return false;
+        }
+        if !v55(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "client" | "features" | "minimumRevision" |
+                                "mrtr" | "preferredVersion" | "profiles" |
+                                "refreshWindowDays" | "refreshedAt" | "revisions" |
+                                "serverMount" | "serverUrls" | "since" | "status" | "until"
+                                | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/authFamily`
+    pub(super) fn v37(v: &Value) -> bool {
+        if !v56(v) {
+            return false;
+        }
+        if !v57(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "lanes" | "since" | "status" | "subjectLinkKey"
+                                | "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/interruptFamily`
+    pub(super) fn v38(v: &Value) -> bool {
+        if !v58(v) {
+            return false;
+        }
+        if !v59(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "callbackDelivery" | "kinds" | "refKinds" |
+                                "since" | "status" | "tokenAlgs" | "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/runListFamily`
+    pub(super) fn v39(v: &Value) -> bool {
+        if !v60(v) {
+            return false;
+        }
+        if !v61(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "filters" | "maxPageSize" | "since" | "status" |
+                                "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostEventsFamily`
+    pub(super) fn v40(v: &Value) -> bool {
+        if !v62(v) {
+            return false;
+        }
+        if !v63(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "since" | "status" | "types" | "until" |
+                                "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/agentsFamily`
+    pub(super) fn v41(v: &Value) -> bool {
+        if !v64(v) {
+            return false;
+        }
+        if !v65(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "manifestRuntime" | "profile" | "since" |
+                                "status" | "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/webhooksFamily`
+    pub(super) fn v42(v: &Value) -> bool {
+        if !v66(v) {
+            return false;
+        }
+        if !v67(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "deadLetter" | "retryPolicy" | "secretRotation"
+                                | "signatureAlgorithms" | "since" | "status" | "until" |
+                                "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/idempotencyFamily`
+    pub(super) fn v43(v: &Value) -> bool {
+        if !v68(v) {
+            return false;
+        }
+        if !v69(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "crossRegion" | "since" | "status" | "until" |
+                                "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/eventLogFamily`
+    pub(super) fn v44(v: &Value) -> bool {
+        if !v70(v) {
+            return false;
+        }
+        if !v71(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "crossEngineOrdering" | "since" | "status" |
+                                "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/oauthFamily`
+    pub(super) fn v45(v: &Value) -> bool {
+        if !v72(v) {
+            return false;
+        }
+        if !v73(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        let mut matched = false;
+                        if !matched
+                            && !matches!(
+                                k.as_str(), "credentialInterrupt" | "grants" | "providers" |
+                                "since" | "status" | "until" | "witness"
+                            )
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation/properties/name`
+    pub(super) fn v46(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation/properties/version`
+    pub(super) fn v47(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation/properties/vendor`
+    pub(super) fn v48(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/implementation/properties/url`
+    pub(super) fn v49(v: &Value) -> bool {
+        deferred(1usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/conformance/properties/seamsProfile`
+    pub(super) fn v50(v: &Value) -> bool {
+        if v.as_str() != Some("openwop-conformance-seams-v2") {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostInfo/properties/relaxations`
+    pub(super) fn v51(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !a.iter().all(v74) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/a2aFamily/allOf/0`
+    pub(super) fn v52(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/a2aFamily/allOf/1`
+    pub(super) fn v53(v: &Value) -> bool {
+        if !v76(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/mcpFamily/allOf/0`
+    pub(super) fn v54(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/mcpFamily/allOf/1`
+    pub(super) fn v55(v: &Value) -> bool {
+        if !v77(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/authFamily/allOf/0`
+    pub(super) fn v56(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/authFamily/allOf/1`
+    pub(super) fn v57(v: &Value) -> bool {
+        if !v78(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/interruptFamily/allOf/0`
+    pub(super) fn v58(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/interruptFamily/allOf/1`
+    pub(super) fn v59(v: &Value) -> bool {
+        if !v79(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/runListFamily/allOf/0`
+    pub(super) fn v60(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/runListFamily/allOf/1`
+    pub(super) fn v61(v: &Value) -> bool {
+        if !v80(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostEventsFamily/allOf/0`
+    pub(super) fn v62(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostEventsFamily/allOf/1`
+    pub(super) fn v63(v: &Value) -> bool {
+        if !v81(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/agentsFamily/allOf/0`
+    pub(super) fn v64(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/agentsFamily/allOf/1`
+    pub(super) fn v65(v: &Value) -> bool {
+        if !v82(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/webhooksFamily/allOf/0`
+    pub(super) fn v66(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/webhooksFamily/allOf/1`
+    pub(super) fn v67(v: &Value) -> bool {
+        if !v83(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/idempotencyFamily/allOf/0`
+    pub(super) fn v68(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/idempotencyFamily/allOf/1`
+    pub(super) fn v69(v: &Value) -> bool {
+        if !v84(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/eventLogFamily/allOf/0`
+    pub(super) fn v70(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/eventLogFamily/allOf/1`
+    pub(super) fn v71(v: &Value) -> bool {
+        if !v85(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/oauthFamily/allOf/0`
+    pub(super) fn v72(v: &Value) -> bool {
+        if !v75(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/oauthFamily/allOf/1`
+    pub(super) fn v73(v: &Value) -> bool {
+        if !v86(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/hostInfo/properties/relaxations/items`
+    pub(super) fn v74(v: &Value) -> bool {
+        if !v87(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord`
+    pub(super) fn v75(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if !v88(v) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "status" => {
+                        seen |= 1u64;
+                        if !v89(x) {
+                            return false;
+                        }
+                    }
+                    "since" => {
+                        seen |= 2u64;
+                        if !v90(x) {
+                            return false;
+                        }
+                    }
+                    "until" => {
+                        if !v91(x) {
+                            return false;
+                        }
+                    }
+                    "witness" => {
+                        seen |= 4u64;
+                        if !v92(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 7u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#`
+    pub(super) fn v76(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "versions" => {
+                        seen |= 1u64;
+                        if !v93(x) {
+                            return false;
+                        }
+                    }
+                    "preferredVersion" => {
+                        seen |= 2u64;
+                        if !v94(x) {
+                            return false;
+                        }
+                    }
+                    "minimumVersion" => {
+                        seen |= 4u64;
+                        if !v95(x) {
+                            return false;
+                        }
+                    }
+                    "refreshedAt" => {
+                        seen |= 8u64;
+                        if !v96(x) {
+                            return false;
+                        }
+                    }
+                    "refreshWindowDays" => {
+                        if !v97(x) {
+                            return false;
+                        }
+                    }
+                    "profiles" => {
+                        if !v98(x) {
+                            return false;
+                        }
+                    }
+                    "agentCardUrl" => {
+                        if !v99(x) {
+                            return false;
+                        }
+                    }
+                    "streaming" => {
+                        if !v100(x) {
+                            return false;
+                        }
+                    }
+                    "pushNotifications" => {
+                        if !v101(x) {
+                            return false;
+                        }
+                    }
+                    "durableTasks" => {
+                        if !v102(x) {
+                            return false;
+                        }
+                    }
+                    "agentCards" => {
+                        if !v103(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 15u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#`
+    pub(super) fn v77(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "revisions" => {
+                        seen |= 1u64;
+                        if !v104(x) {
+                            return false;
+                        }
+                    }
+                    "preferredVersion" => {
+                        seen |= 2u64;
+                        if !v105(x) {
+                            return false;
+                        }
+                    }
+                    "minimumRevision" => {
+                        seen |= 4u64;
+                        if !v106(x) {
+                            return false;
+                        }
+                    }
+                    "refreshedAt" => {
+                        seen |= 8u64;
+                        if !v107(x) {
+                            return false;
+                        }
+                    }
+                    "refreshWindowDays" => {
+                        if !v108(x) {
+                            return false;
+                        }
+                    }
+                    "profiles" => {
+                        if !v109(x) {
+                            return false;
+                        }
+                    }
+                    "features" => {
+                        if !v110(x) {
+                            return false;
+                        }
+                    }
+                    "serverUrls" => {
+                        if !v111(x) {
+                            return false;
+                        }
+                    }
+                    "serverMount" => {
+                        if !v112(x) {
+                            return false;
+                        }
+                    }
+                    "mrtr" => {
+                        if !v113(x) {
+                            return false;
+                        }
+                    }
+                    "client" => {
+                        if !v114(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 15u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#`
+    pub(super) fn v78(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "lanes" => {
+                        seen |= 1u64;
+                        if !v115(x) {
+                            return false;
+                        }
+                    }
+                    "subjectLinkKey" => {
+                        if !v116(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#`
+    pub(super) fn v79(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "kinds" => {
+                        if !v117(x) {
+                            return false;
+                        }
+                    }
+                    "tokenAlgs" => {
+                        seen |= 1u64;
+                        if !v118(x) {
+                            return false;
+                        }
+                    }
+                    "refKinds" => {
+                        if !v119(x) {
+                            return false;
+                        }
+                    }
+                    "callbackDelivery" => {
+                        if !v120(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/runList.schema.json#`
+    pub(super) fn v80(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "maxPageSize" => {
+                        seen |= 1u64;
+                        if !v121(x) {
+                            return false;
+                        }
+                    }
+                    "filters" => {
+                        if !v122(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#`
+    pub(super) fn v81(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "types" => {
+                        seen |= 1u64;
+                        if !v123(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#`
+    pub(super) fn v82(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "manifestRuntime" => {
+                        if !v124(x) {
+                            return false;
+                        }
+                    }
+                    "profile" => {
+                        if !v125(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#`
+    pub(super) fn v83(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "signatureAlgorithms" => {
+                        if !v126(x) {
+                            return false;
+                        }
+                    }
+                    "retryPolicy" => {
+                        if !v127(x) {
+                            return false;
+                        }
+                    }
+                    "deadLetter" => {
+                        if !v128(x) {
+                            return false;
+                        }
+                    }
+                    "secretRotation" => {
+                        if !v129(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/idempotency.schema.json#`
+    pub(super) fn v84(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "crossRegion" => {
+                        if !v130(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/eventLog.schema.json#`
+    pub(super) fn v85(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "crossEngineOrdering" => {
+                        if !v131(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#`
+    pub(super) fn v86(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "grants" => {
+                        if !v132(x) {
+                            return false;
+                        }
+                    }
+                    "providers" => {
+                        if !v133(x) {
+                            return false;
+                        }
+                    }
+                    "credentialInterrupt" => {
+                        if !v134(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/relaxation`
+    pub(super) fn v87(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "obligation" => {
+                        seen |= 1u64;
+                        if !v135(x) {
+                            return false;
+                        }
+                    }
+                    "durability" => {
+                        seen |= 2u64;
+                        if !v136(x) {
+                            return false;
+                        }
+                    }
+                    "reason" => {
+                        seen |= 4u64;
+                        if !v137(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 7u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0`
+    pub(super) fn v88(v: &Value) -> bool {
+        if !(if v138(v) { v139(v) } else { v140(v) }) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/properties/status`
+    pub(super) fn v89(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("stable" | "experimental" | "deprecated")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/properties/since`
+    pub(super) fn v90(v: &Value) -> bool {
+        if !v27(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/properties/until`
+    pub(super) fn v91(v: &Value) -> bool {
+        deferred(2usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/properties/witness`
+    pub(super) fn v92(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("witnessable-unaided" | "witnessable-gated" | "seam-gated" |
+            "claims-check" | "negative-existence")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/versions`
+    pub(super) fn v93(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v141) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/preferredVersion`
+    pub(super) fn v94(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p1(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/minimumVersion`
+    pub(super) fn v95(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p1(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/refreshedAt`
+    pub(super) fn v96(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !date(s) {
+                return false;
+            }
+            if !p2(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/refreshWindowDays`
+    pub(super) fn v97(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+            if above(n, 90i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/profiles`
+    pub(super) fn v98(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v142) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/agentCardUrl`
+    pub(super) fn v99(v: &Value) -> bool {
+        deferred(3usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/streaming`
+    pub(super) fn v100(v: &Value) -> bool {
+        if !(v.is_boolean()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/pushNotifications`
+    pub(super) fn v101(v: &Value) -> bool {
+        if !(v.is_boolean()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/durableTasks`
+    pub(super) fn v102(v: &Value) -> bool {
+        if !(v.is_boolean()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/agentCards`
+    pub(super) fn v103(v: &Value) -> bool {
+        if v.as_bool() != Some(true) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/revisions`
+    pub(super) fn v104(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v143) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/preferredVersion`
+    pub(super) fn v105(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !date(s) {
+                return false;
+            }
+            if !p2(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/minimumRevision`
+    pub(super) fn v106(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !date(s) {
+                return false;
+            }
+            if !p2(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/refreshedAt`
+    pub(super) fn v107(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !date(s) {
+                return false;
+            }
+            if !p2(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/refreshWindowDays`
+    pub(super) fn v108(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+            if above(n, 90i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/profiles`
+    pub(super) fn v109(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v144) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/features`
+    pub(super) fn v110(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v145) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/serverUrls`
+    pub(super) fn v111(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v146) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/serverMount`
+    pub(super) fn v112(v: &Value) -> bool {
+        if !v147(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/mrtr`
+    pub(super) fn v113(v: &Value) -> bool {
+        if !v148(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/client`
+    pub(super) fn v114(v: &Value) -> bool {
+        if v.as_bool() != Some(true) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/properties/lanes`
+    pub(super) fn v115(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !a.iter().all(v149) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/properties/subjectLinkKey`
+    pub(super) fn v116(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("opaque-idp" | "configured-immutable")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/kinds`
+    pub(super) fn v117(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v150) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/tokenAlgs`
+    pub(super) fn v118(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v151) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/refKinds`
+    pub(super) fn v119(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v152) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/callbackDelivery`
+    pub(super) fn v120(v: &Value) -> bool {
+        if !(v.is_boolean()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/runList.schema.json#/properties/maxPageSize`
+    pub(super) fn v121(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+            if above(n, 1000i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/runList.schema.json#/properties/filters`
+    pub(super) fn v122(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v153) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/properties/types`
+    pub(super) fn v123(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !a.iter().all(v154) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#/properties/manifestRuntime`
+    pub(super) fn v124(v: &Value) -> bool {
+        if !v155(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#/properties/profile`
+    pub(super) fn v125(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if s.chars().count() < 1usize {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/signatureAlgorithms`
+    pub(super) fn v126(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().any(v156) {
+                return false;
+            }
+            if !a.iter().all(v157) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/retryPolicy`
+    pub(super) fn v127(v: &Value) -> bool {
+        if !v158(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/deadLetter`
+    pub(super) fn v128(v: &Value) -> bool {
+        if !v159(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/secretRotation`
+    pub(super) fn v129(v: &Value) -> bool {
+        if !v160(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/idempotency.schema.json#/properties/crossRegion`
+    pub(super) fn v130(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("single-region" | "reconciled-records" | "fenced-effects")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/eventLog.schema.json#/properties/crossEngineOrdering`
+    pub(super) fn v131(v: &Value) -> bool {
+        if !v161(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/properties/grants`
+    pub(super) fn v132(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v162) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/properties/providers`
+    pub(super) fn v133(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !a.iter().all(v163) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/properties/credentialInterrupt`
+    pub(super) fn v134(v: &Value) -> bool {
+        if v.as_bool() != Some(true) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/relaxation/properties/obligation`
+    pub(super) fn v135(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p3(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/relaxation/properties/durability`
+    pub(super) fn v136(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("session" | "deployment" | "persisted")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/relaxation/properties/reason`
+    pub(super) fn v137(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if s.chars().count() < 1usize {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0/if`
+    pub(super) fn v138(v: &Value) -> bool {
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "status" => {
+                        seen |= 1u64;
+                        if !v164(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0/then`
+    pub(super) fn v139(v: &Value) -> bool {
+        if v165(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0/else`
+    pub(super) fn v140(v: &Value) -> bool {
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        match k.as_str() {
+                            "until" => {
+                                seen |= 1u64;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/versions/items`
+    pub(super) fn v141(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p1(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/a2a.schema.json#/properties/profiles/items`
+    pub(super) fn v142(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p4(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/revisions/items`
+    pub(super) fn v143(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !date(s) {
+                return false;
+            }
+            if !p2(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/profiles/items`
+    pub(super) fn v144(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p5(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/features/items`
+    pub(super) fn v145(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if !p6(s) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/properties/serverUrls/items`
+    pub(super) fn v146(v: &Value) -> bool {
+        deferred(4usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/$defs/serverMount`
+    pub(super) fn v147(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "transports" => {
+                        if !v166(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/$defs/mrtr`
+    pub(super) fn v148(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "maxRounds" => {
+                        seen |= 1u64;
+                        if !v167(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/properties/lanes/items`
+    pub(super) fn v149(v: &Value) -> bool {
+        if !v168(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/kinds/items`
+    pub(super) fn v150(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("approval" | "clarification" | "credential" |
+            "external-event")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/tokenAlgs/items`
+    pub(super) fn v151(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("hs256")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/interrupt.schema.json#/properties/refKinds/items`
+    pub(super) fn v152(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("principal" | "group" | "role")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/runList.schema.json#/properties/filters/items`
+    pub(super) fn v153(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("workflowId" | "status")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/properties/types/items`
+    pub(super) fn v154(v: &Value) -> bool {
+        if !v169(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#/$defs/manifestRuntime`
+    pub(super) fn v155(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "handoffValidation" => {
+                        if !v170(x) {
+                            return false;
+                        }
+                    }
+                    "installScope" => {
+                        if !v171(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/signatureAlgorithms/contains`
+    pub(super) fn v156(v: &Value) -> bool {
+        if v.as_str() != Some("v1") {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/properties/signatureAlgorithms/items`
+    pub(super) fn v157(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("v1" | "standard-webhooks-1")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/retryPolicy`
+    pub(super) fn v158(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "maxAttempts" => {
+                        seen |= 1u64;
+                        if !v172(x) {
+                            return false;
+                        }
+                    }
+                    "backoff" => {
+                        seen |= 2u64;
+                        if !v173(x) {
+                            return false;
+                        }
+                    }
+                    "initialDelayMs" => {
+                        if !v174(x) {
+                            return false;
+                        }
+                    }
+                    "maxDelayMs" => {
+                        if !v175(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 3u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/deadLetter`
+    pub(super) fn v159(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "retentionDays" => {
+                        seen |= 1u64;
+                        if !v176(x) {
+                            return false;
+                        }
+                    }
+                    "maxPageSize" => {
+                        seen |= 2u64;
+                        if !v177(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 3u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/secretRotation`
+    pub(super) fn v160(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "overlapSeconds" => {
+                        seen |= 1u64;
+                        if !v178(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/eventLog.schema.json#/$defs/crossEngineOrdering`
+    pub(super) fn v161(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "orderingModel" => {
+                        if !v179(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/properties/grants/items`
+    pub(super) fn v162(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("authorization_code" | "client_credentials" |
+            "refresh_token")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/properties/providers/items`
+    pub(super) fn v163(v: &Value) -> bool {
+        if !v180(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0/if/properties/status`
+    pub(super) fn v164(v: &Value) -> bool {
+        if v.as_str() != Some("stable") {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/capabilities.schema.json#/$defs/familyRecord/allOf/0/then/not`
+    pub(super) fn v165(v: &Value) -> bool {
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    _ => {
+                        match k.as_str() {
+                            "until" => {
+                                seen |= 1u64;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/$defs/serverMount/properties/transports`
+    pub(super) fn v166(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v181) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/$defs/mrtr/properties/maxRounds`
+    pub(super) fn v167(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+            if above(n, 16i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane`
+    pub(super) fn v168(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if !(if v182(v) { v183(v) } else { true }) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "lane" => {
+                        seen |= 1u64;
+                        if !v184(x) {
+                            return false;
+                        }
+                    }
+                    "issuers" => {
+                        seen |= 2u64;
+                        if !v185(x) {
+                            return false;
+                        }
+                    }
+                    "revocation" => {
+                        seen |= 4u64;
+                        if !v186(x) {
+                            return false;
+                        }
+                    }
+                    "revocationWindowSeconds" => {
+                        if !v187(x) {
+                            return false;
+                        }
+                    }
+                    "minimumAssurance" => {
+                        seen |= 8u64;
+                        if !v188(x) {
+                            return false;
+                        }
+                    }
+                    "delegationProofs" => {
+                        if !v189(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 15u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/$defs/hostEventType`
+    pub(super) fn v169(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "type" => {
+                        seen |= 1u64;
+                        if !v190(x) {
+                            return false;
+                        }
+                    }
+                    "delivery" => {
+                        seen |= 2u64;
+                        if !v191(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 3u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#/$defs/manifestRuntime/properties/handoffValidation`
+    pub(super) fn v170(v: &Value) -> bool {
+        if !(v.is_boolean()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/agents.schema.json#/$defs/manifestRuntime/properties/installScope`
+    pub(super) fn v171(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("host" | "tenant")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/retryPolicy/properties/maxAttempts`
+    pub(super) fn v172(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/retryPolicy/properties/backoff`
+    pub(super) fn v173(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("none" | "fixed" | "exponential")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/retryPolicy/properties/initialDelayMs`
+    pub(super) fn v174(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 0i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/retryPolicy/properties/maxDelayMs`
+    pub(super) fn v175(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 0i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/deadLetter/properties/retentionDays`
+    pub(super) fn v176(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/deadLetter/properties/maxPageSize`
+    pub(super) fn v177(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+            if above(n, 1000i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/webhooks.schema.json#/$defs/secretRotation/properties/overlapSeconds`
+    pub(super) fn v178(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 60i64) {
+                return false;
+            }
+            if above(n, 604800i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/eventLog.schema.json#/$defs/crossEngineOrdering/properties/orderingModel`
+    pub(super) fn v179(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("lamport" | "vector-clock" | "global-sequencer")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider`
+    pub(super) fn v180(v: &Value) -> bool {
+        if !(v.is_object()) {
+            return false;
+        }
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "id" => {
+                        seen |= 1u64;
+                        if !v192(x) {
+                            return false;
+                        }
+                    }
+                    "authUrl" => {
+                        if !v193(x) {
+                            return false;
+                        }
+                    }
+                    "tokenUrl" => {
+                        if !v194(x) {
+                            return false;
+                        }
+                    }
+                    "scopesSupported" => {
+                        if !v195(x) {
+                            return false;
+                        }
+                    }
+                    "issuer" => {
+                        if !v196(x) {
+                            return false;
+                        }
+                    }
+                    "pkce" => {
+                        if !v197(x) {
+                            return false;
+                        }
+                    }
+                    _ => {
+                        let mut matched = false;
+                        if !matched {
+                            return false;
+                        }
+                    }
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/mcp.schema.json#/$defs/serverMount/properties/transports/items`
+    pub(super) fn v181(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("stdio" | "streamable-http")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/if`
+    pub(super) fn v182(v: &Value) -> bool {
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "revocation" => {
+                        seen |= 1u64;
+                        if !v198(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if seen != 1u64 {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/then`
+    pub(super) fn v183(v: &Value) -> bool {
+        if let Some(o) = v.as_object() {
+            let mut seen = 0u64;
+            for (k, x) in o {
+                match k.as_str() {
+                    "lane" => {
+                        if !v199(x) {
+                            return false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/lane`
+    pub(super) fn v184(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("api-key" | "oauth2" | "oidc" | "mtls" | "saml" | "scim" |
+            "ldap" | "workload" | "session" | "anonymous")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/issuers`
+    pub(super) fn v185(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if a.len() < 1usize {
+                return false;
+            }
+            if !a.iter().all(v200) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/revocation`
+    pub(super) fn v186(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(
+            v.as_str(), Some("next-request" | "exp-and-recheck" | "exp-only" | "crl" |
+            "ocsp" | "short-lived" | "not-on-or-after" | "bound-connection" | "rebind" |
+            "delegation-expiry")
+        ) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/revocationWindowSeconds`
+    pub(super) fn v187(v: &Value) -> bool {
+        if !(integer(v)) {
+            return false;
+        }
+        if let Value::Number(n) = v {
+            if below(n, 1i64) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/minimumAssurance`
+    pub(super) fn v188(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("bearer" | "sender-constrained" | "key-bound")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/delegationProofs`
+    pub(super) fn v189(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !unique(a) {
+                return false;
+            }
+            if !a.iter().all(v201) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/$defs/hostEventType/properties/type`
+    pub(super) fn v190(v: &Value) -> bool {
+        deferred(5usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/hostEvents.schema.json#/$defs/hostEventType/properties/delivery`
+    pub(super) fn v191(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("durable" | "ephemeral")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/id`
+    pub(super) fn v192(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if s.chars().count() < 1usize {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/authUrl`
+    pub(super) fn v193(v: &Value) -> bool {
+        deferred(6usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/tokenUrl`
+    pub(super) fn v194(v: &Value) -> bool {
+        deferred(7usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/scopesSupported`
+    pub(super) fn v195(v: &Value) -> bool {
+        if !(v.is_array()) {
+            return false;
+        }
+        if let Some(a) = v.as_array() {
+            if !a.iter().all(v202) {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/issuer`
+    pub(super) fn v196(v: &Value) -> bool {
+        deferred(8usize, v)
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/pkce`
+    pub(super) fn v197(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("S256" | "unsupported")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/if/properties/revocation`
+    pub(super) fn v198(v: &Value) -> bool {
+        if v.as_str() != Some("exp-only") {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/then/properties/lane`
+    pub(super) fn v199(v: &Value) -> bool {
+        if v203(v) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/issuers/items`
+    pub(super) fn v200(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            if s.chars().count() < 1usize {
+                return false;
+            }
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/properties/delegationProofs/items`
+    pub(super) fn v201(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        if !matches!(v.as_str(), Some("mtls-key-binding" | "dpop" | "svid-chain")) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/oauth.schema.json#/$defs/provider/properties/scopesSupported/items`
+    pub(super) fn v202(v: &Value) -> bool {
+        if !(v.is_string()) {
+            return false;
+        }
+        true
+    }
+    /// `https://openwop.dev/spec/v2/facets/auth.schema.json#/$defs/lane/then/properties/lane/not`
+    pub(super) fn v203(v: &Value) -> bool {
+        if !matches!(v.as_str(), Some("api-key" | "session")) {
+            return false;
+        }
+        true
+    }
+}
 /// Validates a discovery document: the JSON Schema `schemas/v2/capabilities.schema.json`
 /// plus the rules a schema cannot state.
 pub fn validate_discovery(doc: &Value, opts: &Options) -> Vec<Finding> {

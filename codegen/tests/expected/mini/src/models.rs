@@ -428,6 +428,8 @@ mod pattern {
         pub set: u128,
         pub min: u32,
         pub max: u32,
+        /// A digit run without a leading zero (`(0|[1-9][0-9]*)`): "0" alone, or no leading "0".
+        pub canonical: bool,
     }
     /// An anchored pattern read left to right without backtracking: an optional literal
     /// prefix (`^(anon:)?…`), then each step takes as many characters of its set as it may.
@@ -470,6 +472,9 @@ mod pattern {
                 if ((at - start) as u32) < step.min {
                     return false;
                 }
+                if step.canonical && at - start > 1 && bytes[start] == b'0' {
+                    return false;
+                }
             }
             !self.end || at == bytes.len()
         }
@@ -482,6 +487,7 @@ mod pattern {
                 set: 0x47fffffe87fffffe03ff600000000000,
                 min: 16,
                 max: 128,
+                canonical: false,
             },
         ],
         end: true,
