@@ -7,6 +7,26 @@
 //! any string) have an `Other(String)` variant. A payload whose schema is chosen by a
 //! tag (`type`, `kind`) has a typed view: `RunEvent::typed_payload()` and the like.
 #![cfg_attr(rustfmt, rustfmt_skip)]
+///One interface an agent card offers (`supportedInterfaces[]`): where, over which binding, at which A2A version, and the routing value a client copies into every request (empty is none: proto3's default, which SDK-built cards write). Every member is optional to a reader, which skips an interface it cannot use.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aAgentInterface {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub url: ::std::option::Option<::std::string::String>,
+    ///`JSONRPC`, `HTTP+JSON`, `GRPC`, or another an agent names.
+    #[serde(
+        rename = "protocolBinding",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub protocol_binding: ::std::option::Option<::std::string::String>,
+    ///Major.Minor, or with a patch number some cards add.
+    #[serde(
+        rename = "protocolVersion",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub protocol_version: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub tenant: ::std::option::Option<::std::string::String>,
+}
 ///Something a task produced.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct A2aArtifact {
@@ -958,12 +978,15 @@ pub struct A2aListTasksResponse {
     #[serde(rename = "totalSize")]
     pub total_size: u64,
 }
-///One turn of a conversation.
+///One turn of a conversation. `messageId` and `role` are required of a message a client sends (the host checks both and names the one missing); a reader of a peer's answer tolerates a status message without them.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct A2aMessage {
     ///Chosen by the message's author; a host dedupes a repeated one.
-    #[serde(rename = "messageId")]
-    pub message_id: ::std::string::String,
+    #[serde(
+        rename = "messageId",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub message_id: ::std::option::Option<::std::string::String>,
     ///The conversation the message belongs to.
     #[serde(
         rename = "contextId",
@@ -973,7 +996,8 @@ pub struct A2aMessage {
     ///The task the message continues (always one the server made).
     #[serde(rename = "taskId", skip_serializing_if = "::std::option::Option::is_none")]
     pub task_id: ::std::option::Option<::std::string::String>,
-    pub role: A2aRole,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub role: ::std::option::Option<A2aRole>,
     ///The content, at least one part.
     pub parts: ::std::vec::Vec<A2aPart>,
     ///Open: the author's own; the host reads only its `openwop` member.

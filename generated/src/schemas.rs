@@ -2620,10 +2620,8 @@ pub const A2A_WIRE: &str = r##"{
     },
     "a2aMessage": {
       "type": "object",
-      "description": "One turn of a conversation.",
+      "description": "One turn of a conversation. `messageId` and `role` are required of a message a client sends (the host checks both and names the one missing); a reader of a peer's answer tolerates a status message without them.",
       "required": [
-        "messageId",
-        "role",
         "parts"
       ],
       "properties": {
@@ -2816,6 +2814,26 @@ pub const A2A_WIRE: &str = r##"{
         "metadata": {
           "type": "object",
           "description": "Open."
+        }
+      }
+    },
+    "a2aAgentInterface": {
+      "type": "object",
+      "description": "One interface an agent card offers (`supportedInterfaces[]`): where, over which binding, at which A2A version, and the routing value a client copies into every request (empty is none: proto3's default, which SDK-built cards write). Every member is optional to a reader, which skips an interface it cannot use.",
+      "properties": {
+        "url": {
+          "type": "string"
+        },
+        "protocolBinding": {
+          "type": "string",
+          "description": "`JSONRPC`, `HTTP+JSON`, `GRPC`, or another an agent names."
+        },
+        "protocolVersion": {
+          "type": "string",
+          "description": "Major.Minor, or with a patch number some cards add."
+        },
+        "tenant": {
+          "type": "string"
         }
       }
     },

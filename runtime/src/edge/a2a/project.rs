@@ -286,10 +286,10 @@ fn agent_message(
     metadata: Option<Map<String, Value>>,
 ) -> A2aMessage {
     A2aMessage {
-        message_id,
+        message_id: Some(message_id),
         context_id: None,
         task_id: None,
-        role: A2aRole::RoleAgent,
+        role: Some(A2aRole::RoleAgent),
         parts,
         metadata,
         extensions: Vec::new(),

@@ -80,9 +80,11 @@ pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
     let message = request.message;
     let message_openwop = openwop_of(message.metadata.as_ref(), "message.metadata")?;
     let request_openwop = openwop_of(request.metadata.as_ref(), "metadata")?;
-    if message.message_id.is_empty() {
-        return Err(Fault::invalid_params("message.messageId", "is required"));
-    }
+    let message_id = message
+        .message_id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
     if message.parts.is_empty() {
         return Err(Fault::invalid_params(
             "message.parts",
@@ -107,7 +109,10 @@ pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
         }
     }
     // The client is the user: ROLE_AGENT is the agent's own role, never a client's.
-    if message.role != A2aRole::RoleUser {
+    let Some(role) = &message.role else {
+        return Err(Fault::invalid_params("message.role", "is required"));
+    };
+    if *role != A2aRole::RoleUser {
         return Err(Fault::invalid_params(
             "message.role",
             "a client's message is ROLE_USER (ROLE_AGENT is the agent's)",
@@ -151,7 +156,7 @@ pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
     };
     Ok(Send {
         message: raw,
-        message_id: message.message_id.clone(),
+        message_id,
         task_id: non_empty(message.task_id.clone()),
         context_id: non_empty(message.context_id.clone()),
         typed: message,

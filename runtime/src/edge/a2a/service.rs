@@ -514,10 +514,10 @@ impl A2aState {
             return Ok(A2aSendMessageResponse {
                 message: Some(A2aMessage {
                     // Derived from the task, so a re-read names the same message.
-                    message_id: format!("{}:answer", run.run_id),
+                    message_id: Some(format!("{}:answer", run.run_id)),
                     context_id: Some(context_id),
                     task_id: Some(run.run_id.clone()),
-                    role: A2aRole::RoleAgent,
+                    role: Some(A2aRole::RoleAgent),
                     parts: project::a2a_parts(&parts),
                     metadata: None,
                     extensions: Vec::new(),
