@@ -1287,7 +1287,7 @@ pub struct A2aTaskPushNotificationConfig {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant: ::std::option::Option<::std::string::String>,
 }
-///GetTask, CancelTask and SubscribeToTask: a task by id.
+///GetTask, CancelTask and SubscribeToTask: a task by id. (CancelTask's `metadata` is not read by this host, so it is not listed: whatever it holds is ignored.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct A2aTaskRequest {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1299,11 +1299,6 @@ pub struct A2aTaskRequest {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub history_length: ::std::option::Option<i64>,
-    ///CancelTask: open.
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub metadata: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
 }
 ///The durable A2A view of one run, kept while the host advertises a2a.durableTasks so GetTask works after the caller disconnects. Holds no run inputs, outputs, artifacts or credentials.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]

@@ -3012,7 +3012,7 @@ pub const A2A_WIRE: &str = r##"{
     },
     "a2aTaskRequest": {
       "type": "object",
-      "description": "GetTask, CancelTask and SubscribeToTask: a task by id.",
+      "description": "GetTask, CancelTask and SubscribeToTask: a task by id. (CancelTask's `metadata` is not read by this host, so it is not listed: whatever it holds is ignored.)",
       "required": [
         "id"
       ],
@@ -3026,10 +3026,6 @@ pub const A2A_WIRE: &str = r##"{
         "historyLength": {
           "type": "integer",
           "description": "GetTask and SubscribeToTask: how many history messages the task carries."
-        },
-        "metadata": {
-          "type": "object",
-          "description": "CancelTask: open."
         }
       }
     },

@@ -254,7 +254,6 @@ fn task_request(remote: &Remote, task_id: &str) -> A2aTaskRequest {
         tenant: remote.tenant.clone(),
         id: task_id.to_owned(),
         history_length: None,
-        metadata: None,
     }
 }
 
