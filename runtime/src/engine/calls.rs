@@ -772,7 +772,9 @@ impl Engine {
                     "metadata": md,
                 })) {
                     Ok(message) => message,
-                    Err(e) => return self.call_failed(run, id, peer.kind, e, audit),
+                    Err(e) => {
+                        return self.call_failed(run, id, peer.kind, CallError::Protocol(e), audit);
+                    }
                 };
                 match self
                     .retrying(ATTEMPTS, || {
@@ -810,7 +812,15 @@ impl Engine {
                     "metadata": {"openwop": {"traceparent": caller.traceparent}},
                 })) {
                     Ok(message) => message,
-                    Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
+                    Err(e) => {
+                        return self.call_failed(
+                            run,
+                            id,
+                            peer.kind,
+                            CallError::Protocol(e),
+                            vec![],
+                        );
+                    }
                 };
                 match self
                     .retrying(ATTEMPTS, || {

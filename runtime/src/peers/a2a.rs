@@ -179,29 +179,28 @@ fn major_minor(version: &str) -> String {
     version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".")
 }
 
-/// A request model as the JSON-RPC `params` it is sent as.
-fn params_of(request: &impl serde::Serialize) -> Result<Value, CallError> {
-    serde_json::to_value(request)
-        .map_err(|e| CallError::Protocol(format!("the request cannot be written: {e}")))
+/// A request model as the JSON-RPC `params` it is sent as (plain data, whose writing
+/// cannot fail).
+fn params_of(request: &impl serde::Serialize) -> Value {
+    serde_json::to_value(request).unwrap_or_default()
 }
 
-/// An answer read into its model; `what` names it in the error.
-fn read_answer<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, CallError> {
-    T::deserialize(value)
-        .map_err(|e| CallError::Protocol(format!("the {what} is not an A2A {what}: {e}")))
+/// An answer read into its model; the error says what it is not.
+fn read_answer<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
+    T::deserialize(value).map_err(|e| format!("the answer is not an A2A {what}: {e}"))
 }
 
 /// A message the engine composed (its parts rendered from the workflow's templates) read
 /// into the model it is sent as; one that does not fit is refused before anything is sent.
-pub fn message_of(message: Value) -> Result<A2aMessage, CallError> {
+pub fn message_of(message: Value) -> Result<A2aMessage, String> {
     serde_json::from_value(message)
-        .map_err(|e| CallError::Protocol(format!("the message to send is not an A2A Message: {e}")))
+        .map_err(|e| format!("the message to send is not an A2A Message: {e}"))
 }
 
 /// What `SendMessage` answered.
 pub enum Sent {
-    Task(A2aTask),
-    Message(A2aMessage),
+    Task(Box<A2aTask>),
+    Message(Box<A2aMessage>),
 }
 
 /// `SendMessage` without blocking: the answer is the task as it starts (or a direct
@@ -229,19 +228,22 @@ pub async fn send(
         &remote.endpoint,
         headers(remote),
         "SendMessage",
-        params_of(&request)?,
+        params_of(&request),
     )
     .await?;
-    let sent: A2aSendMessageResponse = read_answer(&answer.result, "SendMessage answer")?;
+    let sent: A2aSendMessageResponse =
+        read_answer(&answer.result, "SendMessageResponse").map_err(CallError::Protocol)?;
     if let Some(task) = sent.task {
-        return Ok(Sent::Task(task));
+        return Ok(Sent::Task(Box::new(task)));
     }
     if let Some(message) = sent.message {
-        return Ok(Sent::Message(message));
+        return Ok(Sent::Message(Box::new(message)));
     }
     // Pre-1.0 servers answer the Task itself.
     if answer.result.get("status").is_some() && answer.result.get("id").is_some() {
-        return Ok(Sent::Task(read_answer(&answer.result, "Task")?));
+        return read_answer(&answer.result, "Task")
+            .map(|task| Sent::Task(Box::new(task)))
+            .map_err(CallError::Protocol);
     }
     Err(CallError::Protocol(
         "SendMessage answered neither a task nor a message".into(),
@@ -272,10 +274,10 @@ pub async fn get_task(
         &remote.endpoint,
         headers(remote),
         "GetTask",
-        params_of(&task_request(remote, task_id))?,
+        params_of(&task_request(remote, task_id)),
     )
     .await?;
-    read_answer(&answer.result, "Task")
+    read_answer(&answer.result, "Task").map_err(CallError::Protocol)
 }
 
 /// `CancelTask`; a task that already ended is not an error worth more than a log line.
@@ -293,7 +295,7 @@ pub async fn cancel_task(
         &remote.endpoint,
         headers(remote),
         "CancelTask",
-        params_of(&task_request(remote, task_id))?,
+        params_of(&task_request(remote, task_id)),
     )
     .await
     .map(|_| ())

@@ -238,10 +238,10 @@ pub(crate) enum Answer {
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 pub(crate) enum Reply {
-    Sent(A2aSendMessageResponse),
-    Task(A2aTask),
+    Sent(Box<A2aSendMessageResponse>),
+    Task(Box<A2aTask>),
     Tasks(A2aListTasksResponse),
-    PushConfig(A2aTaskPushNotificationConfig),
+    PushConfig(Box<A2aTaskPushNotificationConfig>),
     PushConfigs(A2aListTaskPushNotificationConfigsResponse),
     /// `google.protobuf.Empty` (DeleteTaskPushNotificationConfig).
     Empty(serde_json::Map<String, Value>),
@@ -272,7 +272,7 @@ pub(crate) async fn dispatch(
     // The method's typed request reads these (`read`: the tolerances, then the model).
     let params = &read::loosen(method, &params);
     let reply = match method {
-        A2aMethod::SendMessage => Reply::Sent(state.send_message(subject, params).await?),
+        A2aMethod::SendMessage => Reply::Sent(Box::new(state.send_message(subject, params).await?)),
         A2aMethod::SendStreamingMessage => {
             let (run, history, _) = state.accept_message(subject, method, params).await?;
             // As the SDK servers do: the sender is the one who answers an interrupt, so its
@@ -287,29 +287,29 @@ pub(crate) async fn dispatch(
             // state the task passes through (A2A 1.0 §3.1.6), not the end of the stream.
             return stream_of(state, subject, run, history, stream::Until::Terminal).await;
         }
-        A2aMethod::GetTask => Reply::Task(
+        A2aMethod::GetTask => Reply::Task(Box::new(
             state
                 .get_task(subject, read::typed(params, read::COMMON)?)
                 .await?,
-        ),
+        )),
         A2aMethod::ListTasks => Reply::Tasks(
             state
                 .list_tasks(subject, read::typed(params, read::COMMON)?)
                 .await?,
         ),
-        A2aMethod::CancelTask => Reply::Task(
+        A2aMethod::CancelTask => Reply::Task(Box::new(
             state
                 .cancel_task(subject, read::typed(params, read::COMMON)?)
                 .await?,
-        ),
+        )),
         A2aMethod::CreateTaskPushNotificationConfig => {
-            Reply::PushConfig(state.create_push_config(subject, params).await?)
+            Reply::PushConfig(Box::new(state.create_push_config(subject, params).await?))
         }
-        A2aMethod::GetTaskPushNotificationConfig => Reply::PushConfig(
+        A2aMethod::GetTaskPushNotificationConfig => Reply::PushConfig(Box::new(
             state
                 .get_push_config(subject, read::typed(params, read::COMMON)?)
                 .await?,
-        ),
+        )),
         A2aMethod::ListTaskPushNotificationConfigs => Reply::PushConfigs(
             state
                 .list_push_configs(subject, read::typed(params, read::COMMON)?)
