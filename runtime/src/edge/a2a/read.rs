@@ -232,4 +232,25 @@ mod tests {
                     "acceptedOutputModes": ["", "text/plain"]}})
         );
     }
+
+    /// A refusal keeps the field and the words the host always used, whatever serde says.
+    #[test]
+    fn a_refused_field_keeps_its_name_and_words() {
+        use openwop_generated::models::{A2aListTasksRequest, A2aTaskRequest};
+        let message = |f: Fault| f.message;
+        let id = typed::<A2aTaskRequest>(&json!({"id": 5}), COMMON).expect_err("id: 5");
+        assert_eq!(message(id), "invalid parameters: id: is required");
+        let missing = typed::<A2aTaskRequest>(&json!({}), COMMON).expect_err("no id");
+        assert_eq!(message(missing), "invalid parameters: id: is required");
+        let list = loosen(A2aMethod::ListTasks, &json!({"pageSize": "abc"}));
+        let page = typed::<A2aListTasksRequest>(&list, COMMON).expect_err("pageSize");
+        assert_eq!(
+            message(page),
+            "invalid parameters: pageSize: must be between 1 and 100"
+        );
+        // A field without words of its own is named by its path, with serde's words.
+        let at = typed_at::<A2aTaskRequest>(&json!({"id": "t", "historyLength": true}), "x", &[])
+            .expect_err("historyLength");
+        assert_eq!(at.violations[0].field, "x.historyLength");
+    }
 }
