@@ -345,25 +345,26 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
     }
 }
 
-/// One JSON-RPC response, written with the request's id as received.
+/// One JSON-RPC response, written with the request's id as received. The result and the
+/// error are whatever the edge typed them as (A2A's models, MCP's `Value`s).
 #[derive(Serialize)]
-struct Outgoing<'a> {
+struct Outgoing<'a, R: ?Sized, E: ?Sized> {
     jsonrpc: &'static str,
     id: &'a Id,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
+    result: Option<&'a R>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a Value>,
+    error: Option<&'a E>,
 }
 
-fn write(message: &Outgoing<'_>) -> String {
-    // Serializing a Value and a raw id into a string cannot fail.
+fn write<R: Serialize + ?Sized, E: Serialize + ?Sized>(message: &Outgoing<'_, R, E>) -> String {
+    // Serializing plain data and a raw id into a string cannot fail.
     serde_json::to_string(message).unwrap_or_default()
 }
 
 /// The success response to request `id`.
-pub fn success(id: &Id, result: &Value) -> String {
-    write(&Outgoing {
+pub fn success<R: Serialize + ?Sized>(id: &Id, result: &R) -> String {
+    write::<R, Value>(&Outgoing {
         jsonrpc: "2.0",
         id,
         result: Some(result),
@@ -372,8 +373,8 @@ pub fn success(id: &Id, result: &Value) -> String {
 }
 
 /// The error response to request `id`; `error` is the whole `error` member.
-pub fn failure(id: &Id, error: &Value) -> String {
-    write(&Outgoing {
+pub fn failure<E: Serialize + ?Sized>(id: &Id, error: &E) -> String {
+    write::<Value, E>(&Outgoing {
         jsonrpc: "2.0",
         id,
         result: None,

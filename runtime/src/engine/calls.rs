@@ -199,16 +199,14 @@ const ANSWER: &str = "answer";
 /// interrupt whose `connectUrl`, `provider`, `scopes` and `reason` come from the remote
 /// status message's data part. Which remote task asked stays in the run's call state, not
 /// in the interrupt. `Err` says why the remote request cannot be relayed.
-fn remote_question(task: &Value, wire: &str, peer: &str) -> Result<(InterruptKind, Value), String> {
-    let message = task.get("status").and_then(|s| s.get("message"));
+fn remote_question(
+    task: &models::A2aTask,
+    wire: &str,
+    peer: &str,
+) -> Result<(InterruptKind, Value), String> {
+    let message = task.status.message.as_ref();
     let text = message.map(a2a::message_text).unwrap_or_default();
-    let data_part = message
-        .and_then(|m| m.get("parts"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find_map(|p| p.get("data"))
-        .cloned();
+    let data_part = message.and_then(|m| a2a::first_data(&m.parts));
     if wire == "TASK_STATE_AUTH_REQUIRED" {
         let grant = data_part.unwrap_or(Value::Null);
         let member = |key: &str| grant.get(key).filter(|v| !v.is_null()).cloned();
@@ -767,12 +765,17 @@ impl Engine {
                 if let Value::Object(ow) = ow {
                     ow.insert("traceparent".into(), json!(caller.traceparent));
                 }
-                let message = json!({
+                let message = match a2a::message_of(json!({
                     "messageId": message_id(&run.run_id, id, visit, 0),
                     "role": "ROLE_USER",
                     "parts": parts,
                     "metadata": md,
-                });
+                })) {
+                    Ok(message) => message,
+                    Err(e) => {
+                        return self.call_failed(run, id, peer.kind, CallError::Protocol(e), audit);
+                    }
+                };
                 match self
                     .retrying(ATTEMPTS, || {
                         a2a::send(peers, peer, caller, &remote, message.clone())
@@ -784,14 +787,8 @@ impl Engine {
                     }
                     Ok(a2a::Sent::Task(task)) => {
                         call.insert("phase".into(), json!("follow"));
-                        call.insert(
-                            "taskId".into(),
-                            task.get("id").cloned().unwrap_or(Value::Null),
-                        );
-                        call.insert(
-                            "contextId".into(),
-                            task.get("contextId").cloned().unwrap_or(Value::Null),
-                        );
+                        call.insert("taskId".into(), json!(task.id));
+                        call.insert("contextId".into(), json!(task.context_id));
                         Ok(CallStep::Checkpoint(
                             RunPatch {
                                 state: Some(with_call(&run.state, id, Some(Value::Object(call)))),
@@ -806,14 +803,25 @@ impl Engine {
             "reply" => {
                 let next_round = round(&call) + 1;
                 let reply = call.get("reply").cloned().unwrap_or(Value::Null);
-                let message = json!({
+                let message = match a2a::message_of(json!({
                     "messageId": message_id(&run.run_id, id, visit, next_round),
                     "role": "ROLE_USER",
                     "taskId": call.get("taskId"),
                     "contextId": call.get("contextId"),
                     "parts": a2a::reply_parts(&reply),
                     "metadata": {"openwop": {"traceparent": caller.traceparent}},
-                });
+                })) {
+                    Ok(message) => message,
+                    Err(e) => {
+                        return self.call_failed(
+                            run,
+                            id,
+                            peer.kind,
+                            CallError::Protocol(e),
+                            vec![],
+                        );
+                    }
+                };
                 match self
                     .retrying(ATTEMPTS, || {
                         a2a::send(peers, peer, caller, &remote, message.clone())
@@ -882,8 +890,9 @@ impl Engine {
                 }
                 Some(Reverse::Failed) if wire == "TASK_STATE_REJECTED" => {
                     let why = task
-                        .get("status")
-                        .and_then(|s| s.get("message"))
+                        .status
+                        .message
+                        .as_ref()
                         .map(a2a::message_text)
                         .filter(|t| !t.is_empty())
                         .unwrap_or_else(|| "the remote agent rejected the task".into());

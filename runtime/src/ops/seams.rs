@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{CreateWith, OpError, Ops, Transport, run_request};
 use crate::generated::errors::ErrorCode;
+use crate::generated::models::{A2aMessage, A2aPart, A2aRole};
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Protocol};
 use crate::peers::{self, Caller, PeerKind, a2a};
@@ -196,12 +197,23 @@ impl Ops {
                 .await);
         };
         remote.version = version.clone();
-        let message = json!({
-            "messageId": format!("conformance-seam-{}", crate::ids::mint_opaque()),
-            "role": "ROLE_USER",
-            "parts": [{"text": "conformance seam exchange"}],
-            "metadata": {"openwop": {"traceparent": caller.traceparent}},
-        });
+        let message = A2aMessage {
+            message_id: Some(format!("conformance-seam-{}", crate::ids::mint_opaque())),
+            context_id: None,
+            task_id: None,
+            role: Some(A2aRole::RoleUser),
+            parts: vec![A2aPart {
+                text: Some("conformance seam exchange".to_owned()),
+                ..A2aPart::default()
+            }],
+            // Open metadata: the one member is OpenWOP's trace carrier.
+            metadata: Some(serde_json::Map::from_iter([(
+                "openwop".to_owned(),
+                json!({"traceparent": caller.traceparent}),
+            )])),
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        };
         let result = match a2a::send(peers, &peer, &caller, &remote, message).await {
             Ok(a2a::Sent::Task(task)) => json!({"task": task}),
             Ok(a2a::Sent::Message(message)) => json!({"message": message}),

@@ -1,8 +1,16 @@
 //! The A2A 1.0 client an `a2a` node uses: read the agent card, pick its JSON-RPC
-//! interface, send a message without blocking, then follow the task by `GetTask`.
+//! interface, send a message without blocking, then follow the task by `GetTask`. It
+//! speaks the same generated models as the A2A edge (`schemas/v2/a2a-wire.schema.json`):
+//! requests are written from them and answers read into them.
 
+use openwop_generated::models::{
+    A2aAgentInterface, A2aMessage, A2aPart, A2aSendMessageConfiguration, A2aSendMessageRequest,
+    A2aSendMessageResponse, A2aTask, A2aTaskRequest,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
 use super::rpc;
 use super::{CallError, Caller, Peer, Peers};
@@ -116,23 +124,25 @@ async fn verify_card(
 /// the negotiation refuses it by its version. A2A 1.0 §5: several interfaces may serve
 /// different versions; an agent migrating to 1.0 lists a 0.3 interface beside its 1.0
 /// one, in either order (the Python a2a-sdk serves both on one endpoint), and taking the
-/// first JSON-RPC interface blindly refused such an agent although it speaks 1.0.
+/// first JSON-RPC interface blindly refused such an agent although it speaks 1.0. The card
+/// stays the JSON its signature covers (`crate::card_sign`); its interfaces are read into
+/// the generated `A2aAgentInterface`, and one that does not read is one we cannot use.
 pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, CallError> {
     let interfaces = card
         .get("supportedInterfaces")
         .and_then(Value::as_array)
         .ok_or_else(|| CallError::Protocol("the agent card lists no supportedInterfaces".into()))?;
-    let jsonrpc: Vec<&Value> = interfaces
+    let jsonrpc: Vec<A2aAgentInterface> = interfaces
         .iter()
-        .filter(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC"))
+        .filter_map(|i| A2aAgentInterface::deserialize(i).ok())
+        .filter(|i| i.protocol_binding.as_deref() == Some("JSONRPC"))
         .collect();
-    let version_of = |i: &Value| {
-        i.get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("1.0")
-            .to_owned()
+    let version_of = |i: &A2aAgentInterface| {
+        i.protocol_version
+            .clone()
+            .unwrap_or_else(|| "1.0".to_owned())
     };
-    let accepted = |i: &&&Value| {
+    let accepted = |i: &&A2aAgentInterface| {
         offer.is_some_and(|o| {
             negotiation::decide(Protocol::A2a, Some(&version_of(i)), true, o).is_accepted()
         })
@@ -143,19 +153,15 @@ pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, Cal
         .or_else(|| jsonrpc.first())
         .ok_or_else(|| CallError::Protocol("the agent card offers no JSONRPC interface".into()))?;
     let endpoint = chosen
-        .get("url")
-        .and_then(Value::as_str)
+        .url
+        .clone()
         .ok_or_else(|| CallError::Protocol("the JSONRPC interface has no url".into()))?;
     Ok(Remote {
-        endpoint: endpoint.to_owned(),
+        endpoint,
         version: version_of(chosen),
         // An empty tenant is proto3's default, i.e. none (SDK-built cards such as
         // @a2a-js/sdk's carry `tenant: ""`): nothing is sent then.
-        tenant: chosen
-            .get("tenant")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned),
+        tenant: chosen.tenant.clone().filter(|t| !t.is_empty()),
     })
 }
 
@@ -173,17 +179,28 @@ fn major_minor(version: &str) -> String {
     version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".")
 }
 
-fn with_tenant(remote: &Remote, mut params: Map<String, Value>) -> Value {
-    if let Some(t) = &remote.tenant {
-        params.insert("tenant".into(), json!(t));
-    }
-    Value::Object(params)
+/// A request model as the JSON-RPC `params` it is sent as (plain data, whose writing
+/// cannot fail).
+fn params_of(request: &impl serde::Serialize) -> Value {
+    serde_json::to_value(request).unwrap_or_default()
+}
+
+/// An answer read into its model; the error says what it is not.
+fn read_answer<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
+    T::deserialize(value).map_err(|e| format!("the answer is not an A2A {what}: {e}"))
+}
+
+/// A message the engine composed (its parts rendered from the workflow's templates) read
+/// into the model it is sent as; one that does not fit is refused before anything is sent.
+pub fn message_of(message: Value) -> Result<A2aMessage, String> {
+    serde_json::from_value(message)
+        .map_err(|e| format!("the message to send is not an A2A Message: {e}"))
 }
 
 /// What `SendMessage` answered.
 pub enum Sent {
-    Task(Value),
-    Message(Value),
+    Task(Box<A2aTask>),
+    Message(Box<A2aMessage>),
 }
 
 /// `SendMessage` without blocking: the answer is the task as it starts (or a direct
@@ -193,11 +210,17 @@ pub async fn send(
     peer: &Peer,
     caller: &Caller,
     remote: &Remote,
-    message: Value,
+    message: A2aMessage,
 ) -> Result<Sent, CallError> {
-    let mut params = Map::new();
-    params.insert("message".into(), message);
-    params.insert("configuration".into(), json!({"returnImmediately": true}));
+    let request = A2aSendMessageRequest {
+        tenant: remote.tenant.clone(),
+        message,
+        configuration: Some(A2aSendMessageConfiguration {
+            return_immediately: Some(true),
+            ..A2aSendMessageConfiguration::default()
+        }),
+        metadata: None,
+    };
     let answer = rpc::call(
         peers,
         peer,
@@ -205,22 +228,35 @@ pub async fn send(
         &remote.endpoint,
         headers(remote),
         "SendMessage",
-        with_tenant(remote, params),
+        params_of(&request),
     )
     .await?;
-    if let Some(task) = answer.result.get("task") {
-        return Ok(Sent::Task(task.clone()));
+    let sent: A2aSendMessageResponse =
+        read_answer(&answer.result, "SendMessageResponse").map_err(CallError::Protocol)?;
+    if let Some(task) = sent.task {
+        return Ok(Sent::Task(Box::new(task)));
     }
-    if let Some(message) = answer.result.get("message") {
-        return Ok(Sent::Message(message.clone()));
+    if let Some(message) = sent.message {
+        return Ok(Sent::Message(Box::new(message)));
     }
     // Pre-1.0 servers answer the Task itself.
     if answer.result.get("status").is_some() && answer.result.get("id").is_some() {
-        return Ok(Sent::Task(answer.result));
+        return read_answer(&answer.result, "Task")
+            .map(|task| Sent::Task(Box::new(task)))
+            .map_err(CallError::Protocol);
     }
     Err(CallError::Protocol(
         "SendMessage answered neither a task nor a message".into(),
     ))
+}
+
+/// A task by id, as GetTask and CancelTask ask for it.
+fn task_request(remote: &Remote, task_id: &str) -> A2aTaskRequest {
+    A2aTaskRequest {
+        tenant: remote.tenant.clone(),
+        id: task_id.to_owned(),
+        history_length: None,
+    }
 }
 
 /// `GetTask`, without history (the node reads status and artifacts).
@@ -230,9 +266,7 @@ pub async fn get_task(
     caller: &Caller,
     remote: &Remote,
     task_id: &str,
-) -> Result<Value, CallError> {
-    let mut params = Map::new();
-    params.insert("id".into(), json!(task_id));
+) -> Result<A2aTask, CallError> {
     let answer = rpc::call(
         peers,
         peer,
@@ -240,10 +274,10 @@ pub async fn get_task(
         &remote.endpoint,
         headers(remote),
         "GetTask",
-        with_tenant(remote, params),
+        params_of(&task_request(remote, task_id)),
     )
     .await?;
-    Ok(answer.result)
+    read_answer(&answer.result, "Task").map_err(CallError::Protocol)
 }
 
 /// `CancelTask`; a task that already ended is not an error worth more than a log line.
@@ -254,8 +288,6 @@ pub async fn cancel_task(
     remote: &Remote,
     task_id: &str,
 ) -> Result<(), CallError> {
-    let mut params = Map::new();
-    params.insert("id".into(), json!(task_id));
     rpc::call(
         peers,
         peer,
@@ -263,96 +295,91 @@ pub async fn cancel_task(
         &remote.endpoint,
         headers(remote),
         "CancelTask",
-        with_tenant(remote, params),
+        params_of(&task_request(remote, task_id)),
     )
     .await
     .map(|_| ())
 }
 
 /// The wire state of a task (`status.state`).
-pub fn state_of(task: &Value) -> &str {
-    task.get("status")
-        .and_then(|s| s.get("state"))
-        .and_then(Value::as_str)
-        .unwrap_or("TASK_STATE_UNSPECIFIED")
+pub fn state_of(task: &A2aTask) -> &str {
+    task.status.state.as_ref()
 }
 
 /// The text of a message's text parts, joined by newlines.
-pub fn message_text(message: &Value) -> String {
-    parts_text(message.get("parts"))
+pub fn message_text(message: &A2aMessage) -> String {
+    parts_text(&message.parts)
 }
 
-fn parts_text(parts: Option<&Value>) -> String {
+fn parts_text<'a>(parts: impl IntoIterator<Item = &'a A2aPart>) -> String {
     parts
-        .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .filter_map(|p| p.text.as_deref())
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-fn first_data(parts: Option<&Value>) -> Option<Value> {
-    parts
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find_map(|p| p.get("data").cloned())
+/// The first `data` part's value (open: the peer's own).
+pub fn first_data<'a>(parts: impl IntoIterator<Item = &'a A2aPart>) -> Option<Value> {
+    parts.into_iter().find_map(|p| p.data.clone())
 }
 
 /// The node's value for a finished task: `{taskId, contextId, state, artifacts, text,
-/// data}`, `text` and `data` read from the artifacts, else from the status message.
-pub fn task_value(task: &Value) -> Value {
-    let artifacts = task.get("artifacts").cloned().unwrap_or_else(|| json!([]));
-    let all_parts: Vec<Value> = artifacts
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.get("parts").and_then(Value::as_array))
-        .flatten()
-        .cloned()
-        .collect();
-    let status_message = task.get("status").and_then(|s| s.get("message"));
+/// data}`, `text` and `data` read from the artifacts, else from the status message. The
+/// value is the workflow's (an open object its templates read), written as JSON.
+pub fn task_value(task: &A2aTask) -> Value {
+    let all_parts: Vec<&A2aPart> = task.artifacts.iter().flat_map(|a| &a.parts).collect();
+    let status_message = task.status.message.as_ref();
     let (text, data) = if all_parts.is_empty() {
         (
             status_message.map(message_text).unwrap_or_default(),
-            first_data(status_message.and_then(|m| m.get("parts"))),
+            status_message.and_then(|m| first_data(&m.parts)),
         )
     } else {
-        let parts = Value::Array(all_parts);
-        (parts_text(Some(&parts)), first_data(Some(&parts)))
+        (
+            parts_text(all_parts.iter().copied()),
+            first_data(all_parts.iter().copied()),
+        )
     };
     json!({
-        "taskId": task.get("id"),
-        "contextId": task.get("contextId"),
+        "taskId": task.id,
+        "contextId": task.context_id,
         "state": state_of(task),
-        "artifacts": artifacts,
+        "artifacts": task.artifacts,
         "text": text,
         "data": data,
     })
 }
 
-/// The node's value for a direct Message reply.
-pub fn message_value(message: &Value) -> Value {
+/// The node's value for a direct Message reply (a workflow value, as [`task_value`]).
+pub fn message_value(message: &A2aMessage) -> Value {
     json!({
         "taskId": Value::Null,
-        "contextId": message.get("contextId"),
+        "contextId": message.context_id,
         "state": "TASK_STATE_COMPLETED",
         "artifacts": [],
         "text": message_text(message),
-        "data": first_data(message.get("parts")),
+        "data": first_data(&message.parts),
     })
 }
 
 /// A resume value as the next message's parts: a string is a text part, `{text}` a text
 /// part, any other value a data part.
-pub fn reply_parts(resume: &Value) -> Vec<Value> {
+pub fn reply_parts(resume: &Value) -> Vec<A2aPart> {
+    let text = |t: &str| A2aPart {
+        text: Some(t.to_owned()),
+        ..A2aPart::default()
+    };
     match resume {
-        Value::String(s) => vec![json!({"text": s})],
+        Value::String(s) => vec![text(s)],
         Value::Object(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
-            vec![json!({"text": o["text"]})]
+            vec![text(o["text"].as_str().unwrap_or_default())]
         }
-        other => vec![json!({"data": other, "mediaType": "application/json"})],
+        other => vec![A2aPart {
+            data: Some(other.clone()),
+            media_type: Some("application/json".to_owned()),
+            ..A2aPart::default()
+        }],
     }
 }
 
@@ -364,11 +391,13 @@ mod tests {
     fn a_finished_task_reads_as_text_and_data_from_artifacts_else_the_status_message() {
         let task = json!({"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
             "artifacts": [{"artifactId": "a", "parts": [{"text": "one"}, {"data": {"n": 1}}]}, {"artifactId": "b", "parts": [{"text": "two"}]}]});
+        let task: A2aTask = serde_json::from_value(task).expect("a task");
         let v = task_value(&task);
         assert_eq!(v["text"], "one\ntwo");
         assert_eq!(v["data"], json!({"n": 1}));
         assert_eq!(v["state"], "TASK_STATE_COMPLETED");
         let bare = json!({"id": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "done"}]}}});
+        let bare: A2aTask = serde_json::from_value(bare).expect("a task");
         assert_eq!(task_value(&bare)["text"], "done");
     }
 
@@ -428,13 +457,11 @@ mod tests {
 
     #[test]
     fn a_resume_value_becomes_text_or_data_parts() {
-        assert_eq!(reply_parts(&json!("Ada")), vec![json!({"text": "Ada"})]);
+        let parts = |v: Value| serde_json::to_value(reply_parts(&v)).expect("json");
+        assert_eq!(parts(json!("Ada")), json!([{"text": "Ada"}]));
+        assert_eq!(parts(json!({"text": "Ada"})), json!([{"text": "Ada"}]));
         assert_eq!(
-            reply_parts(&json!({"text": "Ada"})),
-            vec![json!({"text": "Ada"})]
-        );
-        assert_eq!(
-            reply_parts(&json!({"outcome": "authorized"}))[0]["data"],
+            parts(json!({"outcome": "authorized"}))[0]["data"],
             json!({"outcome": "authorized"})
         );
     }

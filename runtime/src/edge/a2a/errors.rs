@@ -13,7 +13,11 @@ use std::collections::BTreeMap;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use openwop_generated::errors::A2aError;
-use serde_json::{Map, Value, json};
+use openwop_generated::models::{
+    A2aRestError, GoogleRpcBadRequest, GoogleRpcErrorInfo, GoogleRpcFieldViolation,
+    GoogleRpcStatus, JsonRpcError,
+};
+use serde_json::Value;
 
 use crate::edge::jsonrpc::{self, Id};
 use crate::ops::OpError;
@@ -343,37 +347,51 @@ impl Fault {
         self.details_with(self.reason())
     }
 
+    /// The `@type`d details: one `google.rpc.ErrorInfo` when there is a reason, then one
+    /// `google.rpc.BadRequest` when fields were refused. `details` is a list of ProtoJSON
+    /// `Any`s (open: each names its own type), so each is written into a `Value`.
     fn details_with(&self, reason: Option<&str>) -> Vec<Value> {
         let mut details = Vec::new();
         if let Some(reason) = reason {
-            let metadata: Map<String, Value> = self
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            details.push(json!({"@type": ERROR_INFO_TYPE, "reason": reason, "domain": A2A_DOMAIN, "metadata": metadata}));
+            let info = GoogleRpcErrorInfo {
+                type_: ERROR_INFO_TYPE.to_owned(),
+                reason: reason.to_owned(),
+                domain: A2A_DOMAIN.to_owned(),
+                // Always present, `{}` when empty; sorted (a BTreeMap), so two answers
+                // that must be byte-identical are.
+                metadata: Some(
+                    self.metadata
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .collect(),
+                ),
+            };
+            details.extend(serde_json::to_value(info).ok());
         }
         if !self.violations.is_empty() {
-            let violations: Vec<Value> = self
-                .violations
-                .iter()
-                .map(|v| json!({"field": v.field, "description": v.description}))
-                .collect();
-            details.push(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}));
+            let bad = GoogleRpcBadRequest {
+                type_: BAD_REQUEST_TYPE.to_owned(),
+                field_violations: self
+                    .violations
+                    .iter()
+                    .map(|v| GoogleRpcFieldViolation {
+                        field: v.field.clone(),
+                        description: v.description.clone(),
+                    })
+                    .collect(),
+            };
+            details.extend(serde_json::to_value(bad).ok());
         }
         details
     }
 
     /// The JSON-RPC `error` member.
-    pub fn jsonrpc_error(&self) -> Value {
-        let mut error = Map::new();
-        error.insert("code".into(), json!(self.jsonrpc_code()));
-        error.insert("message".into(), json!(self.message));
-        let details = self.details();
-        if !details.is_empty() {
-            error.insert("data".into(), Value::Array(details));
+    pub fn jsonrpc_error(&self) -> JsonRpcError {
+        JsonRpcError {
+            code: self.jsonrpc_code(),
+            message: self.message.clone(),
+            data: self.details(),
         }
-        Value::Object(error)
     }
 
     /// A whole JSON-RPC response; `id` is echoed exactly (`null` when it could not be read).
@@ -400,14 +418,20 @@ impl Fault {
     }
 
     /// The `google.rpc.Status` body of the HTTP+JSON binding.
-    pub fn rest_body(&self) -> Value {
-        let mut status = Map::new();
-        status.insert("code".into(), json!(self.http_status()));
-        status.insert("status".into(), json!(self.grpc_status()));
-        status.insert("message".into(), json!(self.message));
-        let details = self.details_with(Some(self.rest_reason()));
-        status.insert("details".into(), Value::Array(details));
-        json!({"error": status})
+    pub fn rest_body(&self) -> A2aRestError {
+        A2aRestError {
+            error: GoogleRpcStatus {
+                code: i64::from(self.http_status()),
+                status: self.grpc_status().to_owned(),
+                message: self.message.clone(),
+                details: self.details_with(Some(self.rest_reason())),
+            },
+        }
+    }
+
+    /// [`Self::rest_body`], written.
+    pub fn rest_body_text(&self) -> String {
+        serde_json::to_string(&self.rest_body()).unwrap_or_default()
     }
 
     /// A 405 naming the methods the route takes.
@@ -425,7 +449,7 @@ impl Fault {
 
     pub fn into_rest_response(self) -> Response {
         let status = self.http_status();
-        let body = self.rest_body().to_string();
+        let body = self.rest_body_text();
         respond(status, body, &self)
     }
 }
@@ -457,6 +481,13 @@ fn respond(status: u16, body: String, fault: &Fault) -> Response {
 mod tests {
     use super::*;
     use openwop_generated::errors::A2A_ERRORS;
+    use serde_json::json;
+
+    impl Fault {
+        fn rest_value(&self) -> Value {
+            serde_json::to_value(self.rest_body()).expect("json")
+        }
+    }
 
     /// The JSON-RPC response to request `id`, read back.
     fn body(fault: &Fault, id: Value) -> Value {
@@ -507,7 +538,7 @@ mod tests {
                 .find(|e| e.row().name == row.name)
                 .expect("variant");
             let fault = Fault::a2a(error, "m");
-            let body = fault.rest_body();
+            let body = fault.rest_value();
             assert_eq!(fault.http_status(), row.http_status);
             assert_eq!(body["error"]["code"], json!(row.http_status));
             assert_eq!(body["error"]["status"], json!(row.grpc_status));
@@ -529,7 +560,7 @@ mod tests {
             a.replace("acme/aaaaaaaaaaaaaaaa", "ID"),
             b.replace("other/bbbbbbbbbbbbbbbb", "ID")
         );
-        let rest = Fault::task_not_found("t/cccccccccccccccc").rest_body();
+        let rest = Fault::task_not_found("t/cccccccccccccccc").rest_value();
         assert_eq!(rest["error"]["code"], json!(404));
         assert_eq!(
             rest["error"]["details"][0]["metadata"]["taskId"],
@@ -572,7 +603,7 @@ mod tests {
         let unauth = Fault::transport(Transport::Unauthenticated, "credential required");
         assert_eq!(unauth.jsonrpc_http_status(), 401);
         assert_eq!(
-            unauth.rest_body()["error"]["status"],
+            unauth.rest_value()["error"]["status"],
             json!("UNAUTHENTICATED")
         );
         let response = unauth.into_rest_response();
@@ -583,7 +614,7 @@ mod tests {
         let big = Fault::transport(Transport::PayloadTooLarge, "big");
         assert_eq!(big.http_status(), 413);
         assert_eq!(
-            big.rest_body()["error"]["status"],
+            big.rest_value()["error"]["status"],
             json!("RESOURCE_EXHAUSTED")
         );
         let verb = Fault::transport(Transport::MethodNotAllowed, "no DELETE here");
@@ -608,7 +639,7 @@ mod tests {
             json!("CONTENT_TYPE_NOT_SUPPORTED")
         );
         assert_eq!(fault.jsonrpc_http_status(), 415);
-        let rest = fault.rest_body();
+        let rest = fault.rest_value();
         assert_eq!(fault.http_status(), 415);
         assert_eq!(
             rest["error"]["details"][0]["reason"],
@@ -639,7 +670,7 @@ mod tests {
             .chain(A2aError::ALL.iter().map(|e| Fault::a2a(*e, "m")))
             .chain([Fault::invalid_params("message.taskId", "must be a string")]);
         for fault in faults {
-            let rest = fault.rest_body();
+            let rest = fault.rest_value();
             let details = rest["error"]["details"].as_array().expect("details");
             let infos = error_infos(details);
             assert_eq!(infos.len(), 1, "{rest}");
@@ -649,7 +680,7 @@ mod tests {
                 "{rest}"
             );
         }
-        let params = Fault::invalid_params("message.taskId", "must be a string").rest_body();
+        let params = Fault::invalid_params("message.taskId", "must be a string").rest_value();
         assert_eq!(
             params["error"]["details"][0]["reason"],
             json!("INVALID_PARAMS")

@@ -8,6 +8,7 @@
 
 use axum::http::HeaderMap;
 use openwop_generated::errors::A2aError;
+use openwop_generated::models::A2aGetExtendedAgentCardRequest;
 use serde_json::Value;
 
 use super::card::{self, CardInputs};
@@ -108,20 +109,18 @@ pub fn agent_card(
     card
 }
 
-/// The operation, for both bindings; `params` carries `tenant` as JSON-RPC sends it or
+/// The words of this request's one refusal.
+pub(super) const WORDS: super::read::Words = &[("tenant", "tenant", "must be a string")];
+
+/// The operation, for both bindings; the request carries `tenant` as JSON-RPC sends it or
 /// as the HTTP+JSON binding lifted it from the `/{tenant}` path prefix.
 pub async fn get(
     state: &A2aState,
     subject: &Subject,
     _headers: &HeaderMap,
-    params: &Value,
+    request: A2aGetExtendedAgentCardRequest,
 ) -> Result<Value, Fault> {
-    let tenant = match params.get("tenant") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return Err(Fault::invalid_params("tenant", "must be a string")),
-    };
+    let tenant = request.tenant.as_deref().filter(|s| !s.is_empty());
     let host = host_card(state)?;
     let Some(r) = tenant else {
         // The caller's own view of the host card: the skills it may run.

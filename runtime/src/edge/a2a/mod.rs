@@ -16,6 +16,7 @@ mod jsonrpc;
 pub mod project;
 mod proto_names;
 pub mod push;
+mod read;
 mod rest;
 mod send;
 pub mod service;
@@ -41,6 +42,10 @@ use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
 use errors::{Fault, Transport};
 use openwop_generated::dispatch::A2aMethod;
+use openwop_generated::models::{
+    A2aListTaskPushNotificationConfigsResponse, A2aListTasksResponse, A2aSendMessageResponse,
+    A2aTask, A2aTaskPushNotificationConfig,
+};
 pub(crate) use rest::A2A_JSON;
 pub use service::A2aState;
 
@@ -222,11 +227,27 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     })
 }
 
-/// What an operation answers: a value, or a stream of `StreamResponse` objects (ended,
+/// What an operation answers: one typed answer, or a stream of `StreamResponse`s (ended,
 /// when the host cannot go on with it, by the error).
 pub(crate) enum Answer {
-    Value(Value),
+    Value(Reply),
     Stream(futures::stream::BoxStream<'static, stream::Item>),
+}
+
+/// The answer of a unary operation, as its binding writes it (the generated A2A models).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+pub(crate) enum Reply {
+    Sent(Box<A2aSendMessageResponse>),
+    Task(Box<A2aTask>),
+    Tasks(A2aListTasksResponse),
+    PushConfig(Box<A2aTaskPushNotificationConfig>),
+    PushConfigs(A2aListTaskPushNotificationConfigsResponse),
+    /// `google.protobuf.Empty` (DeleteTaskPushNotificationConfig).
+    Empty(serde_json::Map<String, Value>),
+    /// An agent card: signed over its JSON (`crate::card_sign`), so it stays the JSON
+    /// that was signed.
+    Card(Value),
 }
 
 /// Answers one A2A operation, whichever binding carried it: the bindings differ in how
@@ -242,14 +263,16 @@ pub(crate) async fn dispatch(
     params: &Value,
 ) -> Result<Answer, Fault> {
     // Either spelling of a field, as ProtoJSON parsers accept (`task_id` or `taskId`).
-    let params = &proto_names::json_names(params);
+    let params = proto_names::json_names(params);
     gate::check(
         method.as_str(),
-        &gate::Facts::of_request(params),
+        &gate::Facts::of_request(&params),
         &state.app.discovery.get().document,
     )?;
-    let value = match method {
-        A2aMethod::SendMessage => state.send_message(subject, params).await?,
+    // The method's typed request reads these (`read`: the tolerances, then the model).
+    let params = &read::loosen(method, &params);
+    let reply = match method {
+        A2aMethod::SendMessage => Reply::Sent(Box::new(state.send_message(subject, params).await?)),
         A2aMethod::SendStreamingMessage => {
             let (run, history, _) = state.accept_message(subject, method, params).await?;
             // As the SDK servers do: the sender is the one who answers an interrupt, so its
@@ -257,29 +280,58 @@ pub(crate) async fn dispatch(
             return stream_of(state, subject, run, history, stream::Until::Interrupted).await;
         }
         A2aMethod::SubscribeToTask => {
-            let (run, history) = state.subscribe(subject, params).await?;
+            let (run, history) = state
+                .subscribe(subject, read::typed(params, read::COMMON)?)
+                .await?;
             // A subscriber follows the task to its end: an input or auth request is a
             // state the task passes through (A2A 1.0 §3.1.6), not the end of the stream.
             return stream_of(state, subject, run, history, stream::Until::Terminal).await;
         }
-        A2aMethod::GetTask => state.get_task(subject, params).await?,
-        A2aMethod::ListTasks => state.list_tasks(subject, params).await?,
-        A2aMethod::CancelTask => state.cancel_task(subject, params).await?,
+        A2aMethod::GetTask => Reply::Task(Box::new(
+            state
+                .get_task(subject, read::typed(params, read::COMMON)?)
+                .await?,
+        )),
+        A2aMethod::ListTasks => Reply::Tasks(
+            state
+                .list_tasks(subject, read::typed(params, read::COMMON)?)
+                .await?,
+        ),
+        A2aMethod::CancelTask => Reply::Task(Box::new(
+            state
+                .cancel_task(subject, read::typed(params, read::COMMON)?)
+                .await?,
+        )),
         A2aMethod::CreateTaskPushNotificationConfig => {
-            state.create_push_config(subject, params).await?
+            Reply::PushConfig(Box::new(state.create_push_config(subject, params).await?))
         }
-        A2aMethod::GetTaskPushNotificationConfig => state.get_push_config(subject, params).await?,
-        A2aMethod::ListTaskPushNotificationConfigs => {
-            state.list_push_configs(subject, params).await?
-        }
+        A2aMethod::GetTaskPushNotificationConfig => Reply::PushConfig(Box::new(
+            state
+                .get_push_config(subject, read::typed(params, read::COMMON)?)
+                .await?,
+        )),
+        A2aMethod::ListTaskPushNotificationConfigs => Reply::PushConfigs(
+            state
+                .list_push_configs(subject, read::typed(params, read::COMMON)?)
+                .await?,
+        ),
         A2aMethod::DeleteTaskPushNotificationConfig => {
-            state.delete_push_config(subject, params).await?
+            state
+                .delete_push_config(subject, read::typed(params, read::COMMON)?)
+                .await?;
+            Reply::Empty(serde_json::Map::new())
         }
-        A2aMethod::GetExtendedAgentCard => {
-            extended_card::get(state, subject, headers, params).await?
-        }
+        A2aMethod::GetExtendedAgentCard => Reply::Card(
+            extended_card::get(
+                state,
+                subject,
+                headers,
+                read::typed(params, extended_card::WORDS)?,
+            )
+            .await?,
+        ),
     };
-    Ok(Answer::Value(value))
+    Ok(Answer::Value(reply))
 }
 
 async fn stream_of(

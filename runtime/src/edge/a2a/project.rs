@@ -1,6 +1,7 @@
 //! A run, as the REST wire shows it (the generated `RunSnapshot`), projected to an A2A 1.0
-//! `Task` (ProtoJSON spelling). It reads the typed snapshot, not its JSON: the fields are
-//! known, the status is a `RunStatus` already, and nothing is serialised to be read back.
+//! `Task` (the generated `A2aTask`, `schemas/v2/a2a-wire.schema.json`). It reads the typed
+//! snapshot, not its JSON: the fields are known, the status is a `RunStatus` already, and
+//! nothing is serialised to be read back.
 //!
 //! The state comes from the generated task-state table, never from a local match: the
 //! open interrupt's kind selects an override row, which is how a credential interrupt (and
@@ -10,7 +11,12 @@
 use crate::status::Lifecycle;
 
 use openwop_generated::dispatch::{RunStatus, a2a_task_state};
-use openwop_generated::models::{OpenInterrupt, RunSnapshot};
+use openwop_generated::models::{
+    A2aArtifact, A2aMessage, A2aPart, A2aRole, A2aStreamResponse, A2aTask,
+    A2aTaskArtifactUpdateEvent, A2aTaskStateName, A2aTaskStatus, A2aTaskStatusUpdateEvent,
+    OpenInterrupt, RunSnapshot,
+};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// Everything a Task is built from.
@@ -61,99 +67,129 @@ pub const OUTPUTS_ARTIFACT_ID: &str = "outputs";
 
 /// A declared answer's artifacts, ids fixed by position (`answer-0`, …) so every read and
 /// every artifactUpdate names the same artifact.
-fn declared_artifacts(declared: &[crate::ops::Artifact]) -> Value {
-    Value::Array(
-        declared
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let mut artifact = Map::new();
-                artifact.insert("artifactId".into(), json!(format!("answer-{i}")));
-                if let Some(name) = &a.name {
-                    artifact.insert("name".into(), json!(name));
-                }
-                if let Some(description) = &a.description {
-                    artifact.insert("description".into(), json!(description));
-                }
-                artifact.insert("parts".into(), parts(&a.parts));
-                Value::Object(artifact)
-            })
-            .collect(),
-    )
+fn declared_artifacts(declared: &[crate::ops::Artifact]) -> Vec<A2aArtifact> {
+    declared
+        .iter()
+        .enumerate()
+        .map(|(i, a)| A2aArtifact {
+            artifact_id: format!("answer-{i}"),
+            name: a.name.clone(),
+            description: a.description.clone(),
+            parts: a2a_parts(&a.parts),
+            metadata: None,
+            extensions: Vec::new(),
+        })
+        .collect()
+}
+
+/// A `data` part of JSON (`mediaType: application/json`); the value is open.
+pub fn data_part(data: Value) -> A2aPart {
+    A2aPart {
+        data: Some(data),
+        media_type: Some("application/json".to_owned()),
+        ..A2aPart::default()
+    }
+}
+
+/// A `text` part.
+pub fn text_part(text: impl Into<String>) -> A2aPart {
+    A2aPart {
+        text: Some(text.into()),
+        ..A2aPart::default()
+    }
 }
 
 /// A2A 1.0 Parts of rendered answer parts: `text`, `url` or `raw` (with `mediaType` and
 /// `filename`), `data`.
-pub fn parts(parts: &[crate::ops::Part]) -> Value {
+pub fn a2a_parts(parts: &[crate::ops::Part]) -> Vec<A2aPart> {
     use crate::ops::Part;
-    Value::Array(
-        parts
-            .iter()
-            .map(|p| match p {
-                Part::Text(text) => json!({"text": text}),
-                Part::Data(data) => json!({"data": data, "mediaType": "application/json"}),
-                Part::File {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(text) => text_part(text.clone()),
+            Part::Data(data) => data_part(data.clone()),
+            Part::File {
+                url,
+                bytes,
+                media_type,
+                filename,
+            } => {
+                let (url, raw) = match (url, bytes) {
+                    (Some(url), _) => (Some(url.clone()), None),
+                    (None, bytes) => (None, bytes.clone()),
+                };
+                A2aPart {
                     url,
-                    bytes,
-                    media_type,
-                    filename,
-                } => {
-                    let mut part = Map::new();
-                    match (url, bytes) {
-                        (Some(url), _) => part.insert("url".into(), json!(url)),
-                        (None, bytes) => part.insert("raw".into(), json!(bytes)),
-                    };
-                    part.insert("mediaType".into(), json!(media_type));
-                    if let Some(f) = filename {
-                        part.insert("filename".into(), json!(f));
-                    }
-                    Value::Object(part)
+                    raw,
+                    media_type: Some(media_type.clone()),
+                    filename: filename.clone(),
+                    ..A2aPart::default()
                 }
-            })
-            .collect(),
-    )
+            }
+        })
+        .collect()
+}
+
+/// [`a2a_parts`] as JSON, for the REST artifact route's A2A form.
+pub fn parts(parts: &[crate::ops::Part]) -> Value {
+    serde_json::to_value(a2a_parts(parts)).unwrap_or_default()
 }
 
 /// The fields of a Task the projection reads more than once.
 #[derive(Debug, Clone)]
 pub struct Projected {
-    pub task: Value,
+    pub task: A2aTask,
     pub status: RunStatus,
     pub wire_state: &'static str,
 }
 
 impl Projected {
     pub fn task_id(&self) -> &str {
-        self.task["id"].as_str().unwrap_or_default()
+        &self.task.id
     }
 
     pub fn context_id(&self) -> &str {
-        self.task["contextId"].as_str().unwrap_or_default()
+        self.task.context_id.as_deref().unwrap_or_default()
     }
 
     /// `StreamResponse{task}`.
-    pub fn as_stream_task(&self) -> Value {
-        json!({"task": self.task})
+    pub fn as_stream_task(&self) -> A2aStreamResponse {
+        A2aStreamResponse {
+            task: Some(self.task.clone()),
+            ..A2aStreamResponse::default()
+        }
     }
 
     /// `StreamResponse{statusUpdate}` for the task's current status.
-    pub fn as_status_update(&self) -> Value {
-        json!({"statusUpdate": {"taskId": self.task["id"], "contextId": self.task["contextId"], "status": self.task["status"]}})
+    pub fn as_status_update(&self) -> A2aStreamResponse {
+        A2aStreamResponse {
+            status_update: Some(A2aTaskStatusUpdateEvent {
+                task_id: self.task.id.clone(),
+                context_id: self.context_id().to_owned(),
+                status: self.task.status.clone(),
+                metadata: None,
+            }),
+            ..A2aStreamResponse::default()
+        }
     }
 
     /// `StreamResponse{artifactUpdate}` for each artifact of the task (whole, one chunk).
-    pub fn as_artifact_updates(&self) -> Vec<Value> {
-        self.task["artifacts"]
-            .as_array()
-            .map(|artifacts| {
-                artifacts
-                    .iter()
-                    .map(|a| {
-                        json!({"artifactUpdate": {"taskId": self.task["id"], "contextId": self.task["contextId"], "artifact": a, "append": false, "lastChunk": true}})
-                    })
-                    .collect()
+    pub fn as_artifact_updates(&self) -> Vec<A2aStreamResponse> {
+        self.task
+            .artifacts
+            .iter()
+            .map(|a| A2aStreamResponse {
+                artifact_update: Some(A2aTaskArtifactUpdateEvent {
+                    task_id: self.task.id.clone(),
+                    context_id: self.context_id().to_owned(),
+                    artifact: a.clone(),
+                    append: Some(false),
+                    last_chunk: Some(true),
+                    metadata: None,
+                }),
+                ..A2aStreamResponse::default()
             })
-            .unwrap_or_default()
+            .collect()
     }
 }
 
@@ -169,138 +205,96 @@ pub fn task(source: TaskSource<'_>, shape: Shape) -> Result<Projected, ProjectEr
     let kind = interrupt.map(|i| i.kind.to_string());
     let row = a2a_task_state(status, kind.as_deref());
 
-    let mut task_status = Map::new();
-    task_status.insert("state".into(), json!(row.wire));
-    if let Some(message) = status_message(
-        snapshot,
-        status,
-        interrupt,
-        source.open_interrupt_payload,
-        row.wire,
-    )? {
-        task_status.insert("message".into(), message);
-    }
-    if let Some(at) = [
+    let timestamp = [
         &snapshot.updated_at,
         &snapshot.completed_at,
         &snapshot.started_at,
         &snapshot.created_at,
     ]
     .into_iter()
-    .find_map(Option::as_deref)
-    {
-        task_status.insert("timestamp".into(), json!(at));
-    }
-
-    let mut out = Map::new();
-    out.insert("id".into(), json!(run_id));
-    out.insert(
-        "contextId".into(),
-        json!(source.context_id.unwrap_or(run_id)),
-    );
-    out.insert("status".into(), Value::Object(task_status));
-    if shape.include_artifacts
-        && let Some(declared) = source.answer
-    {
-        out.insert("artifacts".into(), declared_artifacts(declared));
-    } else if shape.include_artifacts
-        && let Some(outputs) = &snapshot.outputs
-    {
-        out.insert(
-            "artifacts".into(),
-            json!([{"artifactId": OUTPUTS_ARTIFACT_ID, "name": "outputs", "parts": [{"data": outputs, "mediaType": "application/json"}]}]),
-        );
-    }
+    .find_map(Option::clone);
+    let task_status = A2aTaskStatus {
+        state: A2aTaskStateName::from(row.wire),
+        message: status_message(
+            snapshot,
+            status,
+            interrupt,
+            source.open_interrupt_payload,
+            row.wire,
+        )?,
+        timestamp,
+    };
+    let artifacts = match (shape.include_artifacts, source.answer, &snapshot.outputs) {
+        (false, _, _) => Vec::new(),
+        (true, Some(declared), _) => declared_artifacts(declared),
+        (true, None, Some(outputs)) => vec![A2aArtifact {
+            artifact_id: OUTPUTS_ARTIFACT_ID.to_owned(),
+            name: Some("outputs".to_owned()),
+            description: None,
+            parts: vec![data_part(Value::Object(outputs.clone()))],
+            metadata: None,
+            extensions: Vec::new(),
+        }],
+        (true, None, None) => Vec::new(),
+    };
     let history = match shape.history_length {
         None => source.history,
         Some(n) => &source.history[source.history.len().saturating_sub(n)..],
     };
-    if !history.is_empty() {
-        out.insert(
-            "history".into(),
-            Value::Array(history.iter().map(a2a_message).collect()),
-        );
-    }
-    if let Some(i) = interrupt {
-        out.insert(
-            "metadata".into(),
-            json!({"openwop": {"interrupt": interrupt_carrier(i)}}),
-        );
-    }
+    let task = A2aTask {
+        id: run_id.to_owned(),
+        context_id: Some(source.context_id.unwrap_or(run_id).to_owned()),
+        status: task_status,
+        artifacts,
+        history: history.iter().filter_map(a2a_message).collect(),
+        metadata: interrupt.map(interrupt_metadata),
+    };
     Ok(Projected {
-        task: Value::Object(out),
+        task,
         status,
         wire_state: row.wire,
     })
 }
 
-/// The fields A2A 1.0 defines on a `Message`.
-const MESSAGE_FIELDS: [&str; 8] = [
-    "messageId",
-    "contextId",
-    "taskId",
-    "role",
-    "parts",
-    "metadata",
-    "extensions",
-    "referenceTaskIds",
-];
-
-/// The fields A2A 1.0 defines on a `Part` (one content member and its companions).
-const PART_FIELDS: [&str; 7] = [
-    "text",
-    "raw",
-    "url",
-    "data",
-    "metadata",
-    "filename",
-    "mediaType",
-];
-
-fn only(value: &Value, fields: &[&str]) -> Map<String, Value> {
-    value
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| fields.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A stored message as A2A defines one: only A2A's own fields, on the message and on each
-/// part, so what a client added of its own is never sent back and every history entry
-/// validates against A2A's schema. `metadata` and `extensions` are A2A's fields whose
-/// contents are opaque: they round-trip untouched, as interop.md requires.
-pub fn a2a_message(stored: &Value) -> Value {
-    let mut message = only(stored, &MESSAGE_FIELDS);
-    if let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) {
-        for part in parts.iter_mut() {
-            *part = Value::Object(only(part, &PART_FIELDS));
-        }
-    }
-    Value::Object(message)
+/// A stored message as A2A defines one: read into the typed Message, so only A2A's own
+/// fields, on the message and on each part, are ever sent back (what a client added of its
+/// own is not), and every history entry validates against A2A's schema. `metadata` and a
+/// part's `data` and `metadata` are open values: they round-trip untouched, as interop.md
+/// requires. A stored message that does not read (none should: each was read the same way
+/// on arrival) is left out and logged.
+pub fn a2a_message(stored: &Value) -> Option<A2aMessage> {
+    A2aMessage::deserialize(stored)
+        .inspect_err(|e| tracing::warn!(error = %e, "a stored A2A message does not read as one"))
+        .ok()
 }
 
 /// `metadata.openwop.interrupt`: what a peer needs to answer the interrupt, nothing more.
-fn interrupt_carrier(interrupt: &OpenInterrupt) -> Value {
-    json!({
+/// A Task's and a Message's `metadata` is open (a `google.protobuf.Struct`); the `openwop`
+/// member is this host's own carrier, written as JSON.
+fn interrupt_metadata(interrupt: &OpenInterrupt) -> Map<String, Value> {
+    let carrier = json!({
         "kind": interrupt.kind.to_string(),
         "nodeId": interrupt.node_id.as_str(),
         "interruptId": interrupt.interrupt_id.as_str(),
-    })
+    });
+    Map::from_iter([("openwop".to_owned(), json!({ "interrupt": carrier }))])
 }
 
-fn agent_message(message_id: String, parts: Vec<Value>, metadata: Option<Value>) -> Value {
-    let mut m = Map::new();
-    m.insert("messageId".into(), json!(message_id));
-    m.insert("role".into(), json!("ROLE_AGENT"));
-    m.insert("parts".into(), Value::Array(parts));
-    if let Some(md) = metadata {
-        m.insert("metadata".into(), md);
+fn agent_message(
+    message_id: String,
+    parts: Vec<A2aPart>,
+    metadata: Option<Map<String, Value>>,
+) -> A2aMessage {
+    A2aMessage {
+        message_id: Some(message_id),
+        context_id: None,
+        task_id: None,
+        role: Some(A2aRole::RoleAgent),
+        parts,
+        metadata,
+        extensions: Vec::new(),
+        reference_task_ids: Vec::new(),
     }
-    Value::Object(m)
 }
 
 /// The status message: what the peer must do (interrupts) or why the run failed. Its
@@ -311,10 +305,10 @@ fn status_message(
     interrupt: Option<&OpenInterrupt>,
     payload: Option<&Value>,
     wire: &str,
-) -> Result<Option<Value>, ProjectError> {
+) -> Result<Option<A2aMessage>, ProjectError> {
     if let Some(i) = interrupt {
         let interrupt_id = i.interrupt_id.as_str();
-        let carrier = interrupt_carrier(i);
+        // The interrupt's payload is the workflow's (open): read by name.
         let data = payload.and_then(|p| p.get("data"));
         if wire == "TASK_STATE_AUTH_REQUIRED" {
             let data = data.ok_or(ProjectError::NoConnectUrl)?;
@@ -327,30 +321,32 @@ fn status_message(
                 .and_then(Value::as_str)
                 .unwrap_or("the provider");
             let mut grant = Map::new();
-            grant.insert("connectUrl".into(), json!(connect_url));
+            grant.insert("connectUrl".into(), Value::String(connect_url.to_owned()));
             for key in ["provider", "scopes", "reason"] {
                 if let Some(v) = data.get(key) {
                     grant.insert(key.into(), v.clone());
                 }
             }
             let parts = vec![
-                json!({"text": format!("Authorization with {provider} is needed; open {connect_url} to grant it.")}),
-                json!({"data": Value::Object(grant), "mediaType": "application/json"}),
+                text_part(format!(
+                    "Authorization with {provider} is needed; open {connect_url} to grant it."
+                )),
+                data_part(Value::Object(grant)),
             ];
             return Ok(Some(agent_message(
                 format!("{interrupt_id}:status"),
                 parts,
-                Some(json!({"openwop": {"interrupt": carrier}})),
+                Some(interrupt_metadata(i)),
             )));
         }
-        let mut parts = vec![json!({"text": asked_text(&i.kind.to_string(), data)})];
+        let mut parts = vec![text_part(asked_text(&i.kind.to_string(), data))];
         if let Some(d) = data {
-            parts.push(json!({"data": d, "mediaType": "application/json"}));
+            parts.push(data_part(d.clone()));
         }
         return Ok(Some(agent_message(
             format!("{interrupt_id}:status"),
             parts,
-            Some(json!({"openwop": {"interrupt": carrier}})),
+            Some(interrupt_metadata(i)),
         )));
     }
     if status == RunStatus::Failed
@@ -359,7 +355,7 @@ fn status_message(
         let (code, message) = (error.code.as_str(), error.message.as_str());
         return Ok(Some(agent_message(
             format!("{}:failed", snapshot.run_id.as_str()),
-            vec![json!({"text": format!("{code}: {message}")})],
+            vec![text_part(format!("{code}: {message}"))],
             None,
         )));
     }
@@ -419,6 +415,11 @@ fn asked_text(kind: &str, data: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A typed answer as the JSON it is written as.
+    fn j<T: serde::Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).expect("json")
+    }
 
     #[test]
     fn an_input_required_status_message_says_what_is_asked() {
@@ -501,10 +502,10 @@ mod tests {
         ];
         for (status, wire) in expected {
             let p = project(&snapshot(status), None);
-            assert_eq!(p.task["status"]["state"], json!(wire), "{status}");
-            assert_eq!(p.task["id"], json!("acme/r-0123456789abcdef"));
+            assert_eq!(j(&p.task)["status"]["state"], json!(wire), "{status}");
+            assert_eq!(j(&p.task)["id"], json!("acme/r-0123456789abcdef"));
             assert_eq!(
-                p.task["status"]["timestamp"],
+                j(&p.task)["status"]["timestamp"],
                 json!("2026-12-02T18:00:00.000Z")
             );
         }
@@ -519,14 +520,14 @@ mod tests {
         ] {
             let p = project(&waiting(status, kind), None);
             assert_eq!(
-                p.task["status"]["state"],
+                j(&p.task)["status"]["state"],
                 json!("TASK_STATE_INPUT_REQUIRED")
             );
             assert_eq!(
-                p.task["metadata"]["openwop"]["interrupt"],
+                j(&p.task)["metadata"]["openwop"]["interrupt"],
                 json!({"kind": kind, "nodeId": "gate", "interruptId": "acme/i-0123456789abcdef"})
             );
-            assert_eq!(p.task["status"]["message"]["role"], json!("ROLE_AGENT"));
+            assert_eq!(j(&p.task)["status"]["message"]["role"], json!("ROLE_AGENT"));
         }
     }
 
@@ -534,12 +535,16 @@ mod tests {
     fn credential_interrupt_projects_to_auth_required_with_connect_url() {
         let payload = json!({"kind": "credential", "key": "k", "data": {"provider": "github", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://host.example/connect/abc"}});
         let p = project(&waiting("waiting-input", "credential"), Some(&payload));
-        assert_eq!(p.task["status"]["state"], json!("TASK_STATE_AUTH_REQUIRED"));
         assert_eq!(
-            p.task["metadata"]["openwop"]["interrupt"]["kind"],
+            j(&p.task)["status"]["state"],
+            json!("TASK_STATE_AUTH_REQUIRED")
+        );
+        assert_eq!(
+            j(&p.task)["metadata"]["openwop"]["interrupt"]["kind"],
             json!("credential")
         );
-        let parts = p.task["status"]["message"]["parts"]
+        let shown = j(&p.task);
+        let parts = shown["status"]["message"]["parts"]
             .as_array()
             .expect("parts");
         assert!(parts.iter().any(|part| part["data"]["connectUrl"] == json!("https://host.example/connect/abc")));
@@ -575,7 +580,7 @@ mod tests {
             for kind in ["approval", "clarification", "external-event"] {
                 let p = project(&waiting(status, kind), None);
                 assert_ne!(
-                    p.task["status"]["state"],
+                    j(&p.task)["status"]["state"],
                     json!("TASK_STATE_AUTH_REQUIRED"),
                     "{status}/{kind}"
                 );
@@ -583,8 +588,8 @@ mod tests {
         }
         // A stale credential interrupt on a run no longer waiting does not select the override.
         let p = project(&waiting("running", "credential"), None);
-        assert_eq!(p.task["status"]["state"], json!("TASK_STATE_WORKING"));
-        assert!(p.task.get("metadata").is_none());
+        assert_eq!(j(&p.task)["status"]["state"], json!("TASK_STATE_WORKING"));
+        assert!(j(&p.task).get("metadata").is_none());
     }
 
     #[test]
@@ -593,11 +598,11 @@ mod tests {
         s["outputs"] = json!({"echo": "hi"});
         let p = project(&s, None);
         assert_eq!(
-            p.task["artifacts"][0]["artifactId"],
+            j(&p.task)["artifacts"][0]["artifactId"],
             json!(OUTPUTS_ARTIFACT_ID)
         );
         assert_eq!(
-            p.task["artifacts"][0]["parts"][0]["data"],
+            j(&p.task)["artifacts"][0]["parts"][0]["data"],
             json!({"echo": "hi"})
         );
         let without = task(
@@ -614,7 +619,10 @@ mod tests {
             },
         )
         .expect("p");
-        assert!(without.task.get("artifacts").is_none(), "omitted, not []");
+        assert!(
+            j(&without.task).get("artifacts").is_none(),
+            "omitted, not []"
+        );
     }
 
     #[test]
@@ -627,7 +635,7 @@ mod tests {
             "referenceTaskIds": ["t0"],
             "kind": "message", "clientOwn": {"x": 1}
         });
-        let shown = a2a_message(&stored);
+        let shown = j(&a2a_message(&stored));
         assert_eq!(
             shown,
             json!({
@@ -645,7 +653,7 @@ mod tests {
         let history: Vec<Value> = (0..5).map(|i| json!({"messageId": format!("m{i}"), "role": "ROLE_USER", "parts": [{"text": "x"}]})).collect();
         let s = typed(&snapshot("running"));
         let shaped = |n| {
-            task(
+            let t = task(
                 TaskSource {
                     snapshot: &s,
                     context_id: None,
@@ -659,7 +667,8 @@ mod tests {
                 },
             )
             .expect("p")
-            .task
+            .task;
+            j(&t)
         };
         assert_eq!(shaped(None)["history"].as_array().map(Vec::len), Some(5));
         assert_eq!(shaped(Some(2))["history"], json!([history[3], history[4]]));
@@ -681,7 +690,7 @@ mod tests {
         s["error"] = json!({"code": "validation_error", "message": "bad input"});
         let p = project(&s, None);
         assert_eq!(
-            p.task["status"]["message"]["parts"][0]["text"],
+            j(&p.task)["status"]["message"]["parts"][0]["text"],
             json!("validation_error: bad input")
         );
     }
@@ -691,17 +700,17 @@ mod tests {
         let mut s = snapshot("completed");
         s["outputs"] = json!({});
         let p = project(&s, None);
-        assert!(p.as_stream_task().get("task").is_some());
+        assert!(j(&p.as_stream_task()).get("task").is_some());
         assert_eq!(
-            p.as_status_update()["statusUpdate"]["status"]["state"],
+            j(&p.as_status_update())["statusUpdate"]["status"]["state"],
             json!("TASK_STATE_COMPLETED")
         );
         let updates = p.as_artifact_updates();
         assert_eq!(updates.len(), 1);
         assert_eq!(
-            updates[0]["artifactUpdate"]["artifact"]["artifactId"],
+            j(&updates[0])["artifactUpdate"]["artifact"]["artifactId"],
             json!(OUTPUTS_ARTIFACT_ID)
         );
-        assert_eq!(updates[0]["artifactUpdate"]["lastChunk"], json!(true));
+        assert_eq!(j(&updates[0])["artifactUpdate"]["lastChunk"], json!(true));
     }
 }

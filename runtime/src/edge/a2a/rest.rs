@@ -268,8 +268,8 @@ pub async fn handle(
             // A stream the host cannot go on with ends with the binding's error body.
             let frames = events.map(|item| {
                 let body = match item {
-                    Ok(response) => response.to_string(),
-                    Err(fault) => fault.rest_body().to_string(),
+                    Ok(response) => serde_json::to_string(&response).unwrap_or_default(),
+                    Err(fault) => fault.rest_body_text(),
                 };
                 Ok::<_, std::convert::Infallible>(Event::default().data(body))
             });

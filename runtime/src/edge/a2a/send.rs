@@ -1,14 +1,17 @@
-//! SendMessage's request, read into typed structs shaped after A2A 1.0's
-//! `SendMessageRequest` (JSON names), so a field of the wrong type is refused with invalid
+//! SendMessage's request, read into the generated `A2aSendMessageRequest`
+//! (`schemas/v2/a2a-wire.schema.json`), so a field of the wrong type is refused with invalid
 //! parameters naming it (`message.taskId`), never read as absent: `taskId: 5` must not start
-//! a new task, nor `skill: ["echo"]` run the default skill. Only what the host reads is
-//! typed; the rest stays open (A2A: receivers ignore unknown fields), and the message is
-//! stored as it came.
+//! a new task, nor `skill: ["echo"]` run the default skill. The request model is open (A2A:
+//! receivers ignore unknown fields), and the message is stored as it came.
 
+use openwop_generated::models::{
+    A2aMessage, A2aRole, A2aSendMessageConfiguration, A2aSendMessageRequest,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::errors::Fault;
+use super::read;
 use openwop_generated::errors::A2aError;
 
 /// The longest `contextId` a message may carry (characters). A context id is a handle the
@@ -16,73 +19,8 @@ use openwop_generated::errors::A2aError;
 /// far beyond any id an SDK mints (a UUID is 36).
 pub const MAX_CONTEXT_ID: usize = 256;
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SendMessageRequest {
-    message: Option<MessageIn>,
-    #[serde(default)]
-    configuration: Option<Map<String, Value>>,
-    #[serde(default)]
-    metadata: Option<Metadata>,
-    #[serde(default)]
-    tenant: Option<String>,
-}
-
-/// `Message`, as a client sends it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MessageIn {
-    message_id: String,
-    #[serde(default)]
-    context_id: Option<String>,
-    #[serde(default)]
-    task_id: Option<String>,
-    role: Role,
-    parts: Vec<PartIn>,
-    #[serde(default)]
-    metadata: Option<Metadata>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    extensions: Option<Vec<String>>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    reference_task_ids: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-enum Role {
-    #[serde(rename = "ROLE_USER")]
-    User,
-    #[serde(rename = "ROLE_AGENT")]
-    Agent,
-}
-
-/// `Part`: exactly one of its content members (checked after reading).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct PartIn {
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    raw: Option<String>,
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default)]
-    data: Option<Value>,
-    #[serde(default)]
-    media_type: Option<String>,
-    #[serde(default)]
-    filename: Option<String>,
-}
-
-/// `metadata`: open, apart from the `openwop` member the host reads.
-#[derive(Debug, Default, Deserialize)]
-struct Metadata {
-    #[serde(default)]
-    openwop: Option<OpenwopMetadata>,
-}
-
+/// `metadata.openwop`: the one member of an open `metadata` the host reads (OpenWOP's own
+/// carrier, so it is typed here rather than in A2A's schema).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct OpenwopMetadata {
@@ -99,10 +37,21 @@ struct InterruptReply {
     node_id: Option<String>,
 }
 
+/// The `openwop` member of an open `metadata` at `at`, read (a wrong type is refused
+/// naming `{at}.openwop.…`).
+fn openwop_of(metadata: Option<&Map<String, Value>>, at: &str) -> Result<OpenwopMetadata, Fault> {
+    match metadata.and_then(|m| m.get("openwop")) {
+        None | Some(Value::Null) => Ok(OpenwopMetadata::default()),
+        Some(v) => read::typed_at(v, &format!("{at}.openwop"), &[]),
+    }
+}
+
 /// The validated parts of a SendMessage request.
 pub(super) struct Send<'a> {
-    /// The message as it came (stored in the task's history, read for inputs).
+    /// The message as it came (stored in the task's history).
     pub message: &'a Value,
+    /// The same message, read.
+    pub typed: A2aMessage,
     pub message_id: String,
     pub task_id: Option<String>,
     pub context_id: Option<String>,
@@ -113,33 +62,9 @@ pub(super) struct Send<'a> {
     /// The routing value of an agent card (`tenant`), when not empty.
     pub tenant: Option<String>,
     pub return_immediately: bool,
-    pub inline_push: bool,
+    /// The inline push configuration: the name it came under, and the value.
+    pub inline_push: Option<(&'static str, Value)>,
     pub history_length: Option<usize>,
-}
-
-/// A serde error as invalid parameters naming the field: its path, and for a missing
-/// field the field itself (serde reports that one at its parent).
-fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> Fault {
-    let path = e.path().to_string();
-    let inner = e.inner().to_string();
-    let inner = inner.split(" at line ").next().unwrap_or(&inner).to_owned();
-    if let Some(name) = inner
-        .strip_prefix("missing field `")
-        .and_then(|r| r.strip_suffix('`'))
-    {
-        let field = if path == "." || path.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{path}.{name}")
-        };
-        return Fault::invalid_params(&field, "is required");
-    }
-    let field = if path == "." || path.is_empty() {
-        "params".to_owned()
-    } else {
-        path
-    };
-    Fault::invalid_params(&field, inner)
 }
 
 fn non_empty(s: Option<String>) -> Option<String> {
@@ -148,17 +73,18 @@ fn non_empty(s: Option<String>) -> Option<String> {
 
 /// Reads and checks a SendMessage request before anything happens.
 pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
-    let request: SendMessageRequest =
-        serde_path_to_error::deserialize(params).map_err(field_error)?;
-    let message = request
-        .message
-        .ok_or_else(|| Fault::invalid_params("message", "is required"))?;
+    let request: A2aSendMessageRequest = read::typed(params, read::COMMON)?;
     let raw = params
         .get("message")
         .ok_or_else(|| Fault::invalid_params("message", "is required"))?;
-    if message.message_id.is_empty() {
-        return Err(Fault::invalid_params("message.messageId", "is required"));
-    }
+    let message = request.message;
+    let message_openwop = openwop_of(message.metadata.as_ref(), "message.metadata")?;
+    let request_openwop = openwop_of(request.metadata.as_ref(), "metadata")?;
+    let message_id = message
+        .message_id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| Fault::invalid_params("message.messageId", "is required"))?;
     if message.parts.is_empty() {
         return Err(Fault::invalid_params(
             "message.parts",
@@ -183,7 +109,10 @@ pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
         }
     }
     // The client is the user: ROLE_AGENT is the agent's own role, never a client's.
-    if message.role != Role::User {
+    let Some(role) = &message.role else {
+        return Err(Fault::invalid_params("message.role", "is required"));
+    };
+    if *role != A2aRole::RoleUser {
         return Err(Fault::invalid_params(
             "message.role",
             "a client's message is ROLE_USER (ROLE_AGENT is the agent's)",
@@ -211,46 +140,48 @@ pub(super) fn parse_send(params: &Value) -> Result<Send<'_>, Fault> {
             format!("message.parts[{i}]: this host's skills take text and data parts only"),
         ));
     }
-    let configuration = Value::Object(request.configuration.unwrap_or_default());
-    if let Some(modes) = configuration
-        .get("acceptedOutputModes")
-        .and_then(Value::as_array)
-        && !modes.is_empty()
-        && !modes.iter().filter_map(Value::as_str).any(accepts_json)
-    {
+    let configuration = request.configuration.unwrap_or_default();
+    let modes = &configuration.accepted_output_modes;
+    if !modes.is_empty() && !modes.iter().any(|m| accepts_json(m)) {
         return Err(Fault::a2a(
             A2aError::ContentTypeNotSupported,
             "configuration.acceptedOutputModes: every skill answers application/json",
         ));
     }
-    let message_openwop = message.metadata.and_then(|m| m.openwop).unwrap_or_default();
-    let request_openwop = request.metadata.and_then(|m| m.openwop).unwrap_or_default();
+    let history_length = match configuration.history_length {
+        None => None,
+        Some(n) => Some(usize::try_from(n).map_err(|_| {
+            Fault::invalid_params("historyLength", "must be a non-negative integer")
+        })?),
+    };
     Ok(Send {
         message: raw,
-        message_id: message.message_id,
-        task_id: non_empty(message.task_id),
-        context_id: non_empty(message.context_id),
+        message_id,
+        task_id: non_empty(message.task_id.clone()),
+        context_id: non_empty(message.context_id.clone()),
+        typed: message,
         skill: message_openwop.skill.or(request_openwop.skill),
         interrupt_node: message_openwop.interrupt.and_then(|i| i.node_id),
         tenant: non_empty(request.tenant),
-        return_immediately: super::service::flag(&configuration, "returnImmediately")?,
-        inline_push: inline_push_config(&configuration).is_some(),
-        history_length: super::service::history_length(&configuration)?,
+        return_immediately: configuration.return_immediately.unwrap_or(false),
+        inline_push: inline_push_config(configuration),
+        history_length,
     })
 }
 
 /// The push configuration a SendMessage carries inline: `taskPushNotificationConfig`
 /// (the A2A 1.0 name), or `pushNotificationConfig` (the pre-1.0 name some clients still
-/// send; ignoring it would leave the client believing it registered).
-pub(super) fn inline_push_config(configuration: &Value) -> Option<(&'static str, &Value)> {
-    ["taskPushNotificationConfig", "pushNotificationConfig"]
-        .into_iter()
-        .find_map(|k| {
-            configuration
-                .get(k)
-                .filter(|c| !c.is_null())
-                .map(|c| (k, c))
-        })
+/// send; ignoring it would leave the client believing it registered). The value is read
+/// by the push rules, which name its fields under the key it came with.
+fn inline_push_config(configuration: A2aSendMessageConfiguration) -> Option<(&'static str, Value)> {
+    match (
+        configuration.task_push_notification_config,
+        configuration.push_notification_config,
+    ) {
+        (Some(c), _) if !c.is_null() => Some(("taskPushNotificationConfig", c)),
+        (_, Some(c)) if !c.is_null() => Some(("pushNotificationConfig", c)),
+        _ => None,
+    }
 }
 
 /// Whether an accepted output mode admits `application/json` (parameters ignored).

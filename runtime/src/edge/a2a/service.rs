@@ -1,6 +1,7 @@
 //! The A2A operations as projections of `ops`: every method here reads or changes runs
 //! only through the core's operations, under the caller's Subject. Binding-neutral:
-//! JSON-RPC and HTTP+JSON both call these with the same parameter object.
+//! JSON-RPC and HTTP+JSON both call these with the same typed request (the generated A2A
+//! models, `schemas/v2/a2a-wire.schema.json`), and both write the typed answer.
 
 use crate::status::Lifecycle;
 use std::sync::Arc;
@@ -9,13 +10,17 @@ use base64::Engine as _;
 use openwop_generated::dispatch::A2A_TASK_STATES;
 use openwop_generated::dispatch::A2aMethod;
 use openwop_generated::errors::A2aError;
+use openwop_generated::models::{
+    A2aListTasksRequest, A2aListTasksResponse, A2aMessage, A2aRole, A2aSendMessageResponse,
+    A2aTask, A2aTaskRequest,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
-use super::send::{Send, inline_push_config, parse_send};
+use super::send::{Send, parse_send};
 use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
@@ -49,32 +54,14 @@ fn side_fault(e: OpError) -> Fault {
     Fault::host_fault("A2A task state could not be read or written", e)
 }
 
-/// `historyLength`: absent, or a non-negative integer (a string on HTTP+JSON queries).
-pub(super) fn history_length(params: &Value) -> Result<Option<usize>, Fault> {
-    match params.get("historyLength") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            let n = v
-                .as_i64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
-            match n {
-                Some(n) if n >= 0 => Ok(Some(n as usize)),
-                _ => Err(Fault::invalid_params(
-                    "historyLength",
-                    "must be a non-negative integer",
-                )),
-            }
-        }
-    }
-}
-
-pub(super) fn flag(params: &Value, key: &str) -> Result<bool, Fault> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
-        Some(_) => Err(Fault::invalid_params(key, "must be true or false")),
-    }
+/// `historyLength`: absent, or a non-negative integer (a numeric string was read as its
+/// number by [`super::read`]).
+pub(super) fn history_length(n: Option<i64>) -> Result<Option<usize>, Fault> {
+    n.map(|n| {
+        usize::try_from(n)
+            .map_err(|_| Fault::invalid_params("historyLength", "must be a non-negative integer"))
+    })
+    .transpose()
 }
 
 /// Milliseconds since the epoch of an RFC 3339 timestamp (`Z` or a numeric offset).
@@ -145,7 +132,7 @@ fn integral_numbers(value: &Value) -> Value {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: beyond it a double is not one integer
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => json!(f as i64),
+            Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => Value::from(f as i64),
             _ => value.clone(),
         },
         Value::Array(items) => Value::Array(items.iter().map(integral_numbers).collect()),
@@ -158,50 +145,53 @@ fn integral_numbers(value: &Value) -> Value {
     }
 }
 
-/// The workflow input a message carries: its first object `data` part, else its text.
-fn inputs_of(message: &Value) -> Value {
-    let parts = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    if let Some(data) = parts
+/// The text of a message's text parts, joined by newlines; `None` when it has none.
+fn text_of(message: &A2aMessage) -> Option<String> {
+    let text: Vec<&str> = message
+        .parts
         .iter()
-        .find_map(|p| p.get("data").filter(|d| d.is_object()))
+        .filter_map(|p| p.text.as_deref())
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
+
+/// The workflow input a message carries: its first object `data` part, else its text
+/// (the inputs are the workflow's own, an open object).
+fn inputs_of(message: &A2aMessage) -> Value {
+    if let Some(data) = message
+        .parts
+        .iter()
+        .find_map(|p| p.data.as_ref().filter(|d| d.is_object()))
     {
         return integral_numbers(data);
     }
-    let text: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect();
-    if text.is_empty() {
-        json!({})
-    } else {
-        json!({"text": text.join("\n")})
+    match text_of(message) {
+        None => Value::Object(Default::default()),
+        Some(text) => Value::Object(
+            [("text".to_owned(), Value::String(text))]
+                .into_iter()
+                .collect(),
+        ),
     }
 }
 
-/// The resume value a message gives an open interrupt: `metadata.openwop.interrupt.resumeValue`,
-/// else the first `data` part, else the text.
-fn resume_value_of(message: &Value) -> Option<Value> {
+/// The resume value a message gives an open interrupt: `metadata.openwop.interrupt.resumeValue`
+/// (read by name: `metadata` is open, and the value is whatever the interrupt takes, `null`
+/// included), else the first `data` part, else the text.
+fn resume_value_of(message: &A2aMessage) -> Option<Value> {
     if let Some(v) = message
-        .get("metadata")
+        .metadata
+        .as_ref()
         .and_then(|m| m.get("openwop"))
         .and_then(|o| o.get("interrupt"))
         .and_then(|i| i.get("resumeValue"))
     {
         return Some(v.clone());
     }
-    let parts = message.get("parts").and_then(Value::as_array)?;
-    if let Some(data) = parts.iter().find_map(|p| p.get("data")) {
+    if let Some(data) = message.parts.iter().find_map(|p| p.data.as_ref()) {
         return Some(integral_numbers(data));
     }
-    let text: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect();
-    (!text.is_empty()).then(|| json!(text.join("\n")))
+    text_of(message).map(Value::String)
 }
 
 /// The idempotency key a messageId becomes: hashed, so any messageId fits the key grammar,
@@ -290,13 +280,13 @@ impl A2aState {
         let mut facts = Facts {
             has_task_id: send.task_id.is_some(),
             return_immediately: send.return_immediately,
-            inline_push_config: send.inline_push,
+            inline_push_config: send.inline_push.is_some(),
             ..Facts::default()
         };
         let Some(task_id) = send.task_id.as_deref() else {
             // The inline configuration is judged before the run exists, so a refused URL
             // changes nothing.
-            let inline = match params.get("configuration").and_then(inline_push_config) {
+            let inline = match &send.inline_push {
                 Some((key, raw)) => {
                     let at = format!("configuration.{key}");
                     let config = super::push::parse_config(raw, &at)?;
@@ -305,7 +295,7 @@ impl A2aState {
                 }
                 None => None,
             };
-            let (run, replay) = self.create(subject, &send, params).await?;
+            let (run, replay) = self.create(subject, &send).await?;
             // A replayed message registered its configuration the first time.
             if let Some(config) = inline
                 && !replay
@@ -353,7 +343,7 @@ impl A2aState {
                 "does not name the task's open interrupt",
             ));
         }
-        let value = resume_value_of(send.message)
+        let value = resume_value_of(&send.typed)
             .ok_or_else(|| Fault::invalid_params("message.parts", "carry no resume value"))?;
         // The status message asks a person to "reply accept, reject": a text reply that
         // names an offered action is that approval answer. Anything else goes to the run's
@@ -364,6 +354,7 @@ impl A2aState {
                     .iter()
                     .any(|a| a == text.trim()) =>
             {
+                // The approval's answer (OpenWOP's interrupt resolution, an open value).
                 json!({"action": text.trim()})
             }
             _ => value,
@@ -379,8 +370,8 @@ impl A2aState {
                 e => e.into(),
             })?;
         let mut message = send.message.clone();
-        message["taskId"] = json!(run.run_id);
-        message["contextId"] = json!(context);
+        message["taskId"] = Value::String(run.run_id.clone());
+        message["contextId"] = Value::String(context);
         self.app
             .ops
             .a2a_append_message(&run, message)
@@ -389,14 +380,9 @@ impl A2aState {
         Ok((resumed, send.history_length, send.return_immediately))
     }
 
-    async fn create(
-        &self,
-        subject: &Subject,
-        send: &Send<'_>,
-        params: &Value,
-    ) -> Result<(RunRecord, bool), Fault> {
+    async fn create(&self, subject: &Subject, send: &Send<'_>) -> Result<(RunRecord, bool), Fault> {
         let workflow_id = self.skill_for(subject, send)?;
-        let request = crate::ops::run_request(&workflow_id, inputs_of(send.message))?;
+        let request = crate::ops::run_request(&workflow_id, inputs_of(&send.typed))?;
         // The task's context and first message are written with the run, in one
         // transaction; a replayed messageId keeps the task as it was bound the first time.
         let message = send.message.clone();
@@ -405,8 +391,8 @@ impl A2aState {
             message_id: send.message_id.clone(),
             message: Box::new(move |run_id, context| {
                 let mut message = message;
-                message["taskId"] = json!(run_id);
-                message["contextId"] = json!(context);
+                message["taskId"] = Value::String(run_id.to_owned());
+                message["contextId"] = Value::String(context.to_owned());
                 message
             }),
         };
@@ -414,14 +400,11 @@ impl A2aState {
             a2a: Some(start),
             // An inline push configuration is stored after the creation: the run must
             // not finish before it is in place.
-            start_later: params
-                .get("configuration")
-                .and_then(inline_push_config)
-                .is_some(),
+            start_later: send.inline_push.is_some(),
             // The trace the message carries (`metadata.openwop`); the header's is not
             // visible here, and the message is the carrier A2A names first.
             trace: crate::trace::select(
-                send.message.get("metadata").and_then(|m| m.get("openwop")),
+                send.typed.metadata.as_ref().and_then(|m| m.get("openwop")),
                 None,
                 None,
             )
@@ -497,7 +480,11 @@ impl A2aState {
     }
 
     /// SendMessage: accept, then wait (unless returnImmediately), then answer the Task.
-    pub async fn send_message(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
+    pub async fn send_message(
+        &self,
+        subject: &Subject,
+        params: &Value,
+    ) -> Result<A2aSendMessageResponse, Fault> {
         let (run, history, immediate) = self
             .accept_message(subject, A2aMethod::SendMessage, params)
             .await?;
@@ -524,49 +511,54 @@ impl A2aState {
                 .flat_map(|a| a.parts.iter().cloned())
                 .collect();
             let context_id = self.context_of(&run).await?;
-            return Ok(json!({"message": {
-                // Derived from the task, so a re-read names the same message.
-                "messageId": format!("{}:answer", run.run_id),
-                "contextId": context_id,
-                "taskId": run.run_id,
-                "role": "ROLE_AGENT",
-                "parts": project::parts(&parts),
-            }}));
+            return Ok(A2aSendMessageResponse {
+                message: Some(A2aMessage {
+                    // Derived from the task, so a re-read names the same message.
+                    message_id: Some(format!("{}:answer", run.run_id)),
+                    context_id: Some(context_id),
+                    task_id: Some(run.run_id.clone()),
+                    role: Some(A2aRole::RoleAgent),
+                    parts: project::a2a_parts(&parts),
+                    metadata: None,
+                    extensions: Vec::new(),
+                    reference_task_ids: Vec::new(),
+                }),
+                task: None,
+            });
         }
         let shape = Shape {
             history_length: history,
             include_artifacts: true,
         };
         let projected = self.project_answered(&run, shape, answer).await?;
-        Ok(json!({"task": projected.task}))
+        Ok(A2aSendMessageResponse {
+            task: Some(projected.task),
+            message: None,
+        })
     }
 
     /// SubscribeToTask up to the first event: a live task the caller can read.
     pub async fn subscribe(
         &self,
         subject: &Subject,
-        params: &Value,
+        request: A2aTaskRequest,
     ) -> Result<(RunRecord, Option<usize>), Fault> {
-        let id = params
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
-        let run = self.load(subject, id).await?;
+        let run = self.load(subject, &request.id).await?;
         if run.status.is_terminal() {
             return Err(Fault::unsupported(
                 "the task is in a terminal state; read it with GetTask",
             ));
         }
-        Ok((run, history_length(params)?))
+        Ok((run, history_length(request.history_length)?))
     }
 
-    pub async fn get_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        let id = params
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
-        let history = history_length(params)?;
-        let run = self.load(subject, id).await?;
+    pub async fn get_task(
+        &self,
+        subject: &Subject,
+        request: A2aTaskRequest,
+    ) -> Result<A2aTask, Fault> {
+        let history = history_length(request.history_length)?;
+        let run = self.load(subject, &request.id).await?;
         Ok(self
             .project(
                 &run,
@@ -579,11 +571,12 @@ impl A2aState {
             .task)
     }
 
-    pub async fn cancel_task(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        let id = params
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Fault::invalid_params("id", "is required"))?;
+    pub async fn cancel_task(
+        &self,
+        subject: &Subject,
+        request: A2aTaskRequest,
+    ) -> Result<A2aTask, Fault> {
+        let id = request.id.as_str();
         let run = self.load(subject, id).await?;
         let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let run = self
@@ -603,54 +596,50 @@ impl A2aState {
     }
 
     /// ListTasks: exactly the runs `listRuns` gives this Subject, filtered and paged here.
-    pub async fn list_tasks(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        let page_size = match params.get("pageSize") {
-            None | Some(Value::Null) => 50,
-            Some(v) => match v
-                .as_i64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            {
-                Some(n) if (1..=100).contains(&n) => n as usize,
-                _ => {
-                    return Err(Fault::invalid_params(
-                        "pageSize",
-                        "must be between 1 and 100",
-                    ));
-                }
-            },
+    pub async fn list_tasks(
+        &self,
+        subject: &Subject,
+        request: A2aListTasksRequest,
+    ) -> Result<A2aListTasksResponse, Fault> {
+        let page_size = match request.page_size {
+            None => 50,
+            Some(n) if (1..=100).contains(&n) => n as usize,
+            Some(_) => {
+                return Err(Fault::invalid_params(
+                    "pageSize",
+                    "must be between 1 and 100",
+                ));
+            }
         };
-        let history = history_length(params)?;
-        let include_artifacts = flag(params, "includeArtifacts")?;
-        let context_filter = params
-            .get("contextId")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty());
+        let history = history_length(request.history_length)?;
+        let include_artifacts = request.include_artifacts.unwrap_or(false);
+        let context_filter = request.context_id.filter(|s| !s.is_empty());
         // An unset status arrives as UNSPECIFIED, or as UNRECOGNIZED from the JS SDK's
         // serializer; both mean "no filter".
-        let status_filter =
-            match params.get("status").and_then(Value::as_str).filter(|s| {
-                !s.is_empty() && !matches!(*s, "TASK_STATE_UNSPECIFIED" | "UNRECOGNIZED")
-            }) {
-                None => None,
-                Some(wire) if A2A_TASK_STATES.iter().any(|r| r.wire == wire) => Some(wire),
-                Some(_) => {
+        let status_filter = match request
+            .status
+            .as_ref()
+            .map(AsRef::<str>::as_ref)
+            .filter(|s| !s.is_empty() && !matches!(*s, "TASK_STATE_UNSPECIFIED" | "UNRECOGNIZED"))
+        {
+            None => None,
+            Some(wire) => match A2A_TASK_STATES.iter().find(|r| r.wire == wire) {
+                Some(row) => Some(row.wire),
+                None => {
                     return Err(Fault::invalid_params(
                         "status",
                         "is not a task state this host produces",
                     ));
                 }
-            };
-        let after_ms = match params.get("statusTimestampAfter").and_then(Value::as_str) {
+            },
+        };
+        let after_ms = match request.status_timestamp_after.as_deref() {
             None => None,
             Some(raw) => Some(parse_timestamp_ms(raw).ok_or_else(|| {
                 Fault::invalid_params("statusTimestampAfter", "is not an RFC 3339 timestamp")
             })?),
         };
-        let after = match params
-            .get("pageToken")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
+        let after = match request.page_token.as_deref().filter(|s| !s.is_empty()) {
             None => None,
             Some(token) => Some(decode_page_token(token).ok_or_else(|| {
                 Fault::invalid_params("pageToken", "is not a token this host issued")
@@ -660,7 +649,7 @@ impl A2aState {
         // store, newest status change first (the run id breaks ties, so paging never
         // skips or repeats).
         let mut filter = status_filter.map(filter_for_state).unwrap_or_default();
-        filter.context_id = context_filter.map(str::to_owned);
+        filter.context_id = context_filter;
         filter.updated_since_ms = after_ms;
         let (runs, next, total) = self
             .app
@@ -680,10 +669,12 @@ impl A2aState {
                 .await?;
             tasks.push(projected.task);
         }
-        let next = next.as_ref().map(encode_page_token).unwrap_or_default();
-        Ok(
-            json!({"tasks": tasks, "nextPageToken": next, "pageSize": page_size, "totalSize": total}),
-        )
+        Ok(A2aListTasksResponse {
+            tasks,
+            next_page_token: next.as_ref().map(encode_page_token).unwrap_or_default(),
+            page_size: page_size as u64,
+            total_size: total,
+        })
     }
 }
 
@@ -733,14 +724,18 @@ fn decode_page_token(token: &str) -> Option<UpdatedCursor> {
     })
 }
 
-/// Re-exported for the bindings' tests.
-pub fn message_inputs(message: &Value) -> Value {
-    inputs_of(message)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client's message with these members (messageId and role filled in).
+    fn message(members: Value) -> A2aMessage {
+        let mut m = json!({"messageId": "m", "role": "ROLE_USER"});
+        for (k, v) in members.as_object().expect("members") {
+            m[k] = v.clone();
+        }
+        serde_json::from_value(m).expect("a message")
+    }
 
     #[test]
     fn timestamps_parse_with_z_fractions_and_offsets() {
@@ -764,20 +759,24 @@ mod tests {
 
     #[test]
     fn message_parts_become_inputs_and_resume_values() {
-        let m = json!({"parts": [{"text": "hi"}, {"data": {"a": 1}}]});
+        let m = message(json!({"parts": [{"text": "hi"}, {"data": {"a": 1}}]}));
         assert_eq!(inputs_of(&m), json!({"a": 1}));
         assert_eq!(
-            inputs_of(&json!({"parts": [{"text": "hi"}]})),
+            inputs_of(&message(json!({"parts": [{"text": "hi"}]}))),
             json!({"text": "hi"})
         );
         assert_eq!(resume_value_of(&m), Some(json!({"a": 1})));
-        let with_meta = json!({"parts": [{"text": "x"}], "metadata": {"openwop": {"interrupt": {"resumeValue": "accept"}}}});
+        let with_meta = message(
+            json!({"parts": [{"text": "x"}], "metadata": {"openwop": {"interrupt": {"resumeValue": "accept"}}}}),
+        );
         assert_eq!(resume_value_of(&with_meta), Some(json!("accept")));
     }
 
     #[test]
     fn integral_doubles_from_protobuf_peers_become_integers() {
-        let m = json!({"parts": [{"data": {"ms": 60000.0, "ratio": 0.5, "list": [1.0, 2.5], "big": 1e300}}]});
+        let m = message(
+            json!({"parts": [{"data": {"ms": 60000.0, "ratio": 0.5, "list": [1.0, 2.5], "big": 1e300}}]}),
+        );
         let inputs = inputs_of(&m);
         assert!(inputs["ms"].is_i64(), "{inputs}");
         assert_eq!(inputs["ms"], json!(60000));

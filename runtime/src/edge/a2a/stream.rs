@@ -8,7 +8,7 @@
 use crate::status::Lifecycle;
 
 use futures::Stream;
-use serde_json::Value;
+use openwop_generated::models::A2aStreamResponse;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -29,7 +29,7 @@ pub enum Until {
 }
 
 /// One item of a stream: a `StreamResponse`, or the error that ends the stream.
-pub type Item = Result<Value, Fault>;
+pub type Item = Result<A2aStreamResponse, Fault>;
 
 /// Starts streaming `run` as `StreamResponse` objects. The first item is produced before
 /// this returns, so an error reading the task is still a plain error answer.
@@ -69,8 +69,8 @@ pub async fn open(
         let Ok(id) = BoundId::parse_bound(&run.run_id) else {
             return;
         };
-        let mut last_state = first.task["status"]["state"].clone();
-        let mut sent_artifacts = first.task.get("artifacts").is_some();
+        let mut last_state = first.task.status.state.clone();
+        let mut sent_artifacts = !first.task.artifacts.is_empty();
         let mut watch = match state.app.ops.watch(&subject, &id, run.last_sequence).await {
             Ok(watch) => watch,
             Err(e) => return fail(e.into()).await,
@@ -99,7 +99,7 @@ pub async fn open(
                 Ok(now) => now,
                 Err(e) => return fail(e).await,
             };
-            if !sent_artifacts && now.task.get("artifacts").is_some() {
+            if !sent_artifacts && !now.task.artifacts.is_empty() {
                 sent_artifacts = true;
                 for update in now.as_artifact_updates() {
                     if tx.send(Ok(update)).await.is_err() {
@@ -107,8 +107,8 @@ pub async fn open(
                     }
                 }
             }
-            if now.task["status"]["state"] != last_state || ends(&now) {
-                last_state = now.task["status"]["state"].clone();
+            if now.task.status.state != last_state || ends(&now) {
+                last_state = now.task.status.state.clone();
                 if tx.send(Ok(now.as_status_update())).await.is_err() {
                     return;
                 }

@@ -11,10 +11,15 @@
 //!   answers one byte-identical TaskNotFoundError; delete of an absent config succeeds.
 
 use openwop_generated::errors::A2aError;
-use serde_json::{Value, json};
+use openwop_generated::models::{
+    A2aAuthenticationInfo, A2aListTaskPushNotificationConfigsResponse, A2aPushConfigRequest,
+    A2aTaskPushNotificationConfig,
+};
+use serde_json::Value;
 
 use super::errors::Fault;
 use super::project::Shape;
+use super::read::{self, Words};
 use super::service::A2aState;
 use crate::identity::Subject;
 use crate::ops::push::{NewPushConfig, PushRender, Rendered, Secret, StoredConfig};
@@ -50,7 +55,7 @@ impl PushRender for Render {
             };
             Some(Rendered {
                 state: projected.wire_state,
-                body: body.to_string(),
+                body: serde_json::to_string(&body).ok()?,
                 last,
             })
         })
@@ -71,21 +76,47 @@ fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn secret_text(v: Option<&Value>, field: &str) -> Result<Option<String>, Fault> {
+/// The words of a configuration's refusals, whatever the field's wrong type.
+const WORDS: Words = &[
+    ("url", "url", "is required"),
+    ("id", "id", ID_RULE),
+    ("token", "token", PRINTABLE),
+    ("authentication", "authentication", "must be an object"),
+    ("authentication.scheme", "authentication.scheme", SCHEME),
+    (
+        "authentication.credentials",
+        "authentication.credentials",
+        PRINTABLE,
+    ),
+    ("taskId", "taskId", "is required"),
+];
+const ID_RULE: &str = "must be 1 to 128 characters of A-Z a-z 0-9 - . _ ~";
+const PRINTABLE: &str = "must be printable ASCII text";
+const SCHEME: &str = "must be an HTTP authentication scheme";
+
+/// A secret as a header can carry it; empty is none.
+fn secret_text(v: Option<String>, field: &str) -> Result<Option<String>, Fault> {
     match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
         // Anything a header value cannot carry (control characters, CR/LF) is refused
         // here rather than silently dropped at delivery.
-        Some(Value::String(s)) if s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => {
-            Ok(Some(s.clone()))
-        }
-        Some(_) => Err(Fault::invalid_params(field, "must be printable ASCII text")),
+        Some(s) if s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => Ok(Some(s)),
+        Some(_) => Err(Fault::invalid_params(field, PRINTABLE)),
     }
 }
 
-/// Reads a `TaskPushNotificationConfig` (taskId is the caller's business).
+/// Reads a `TaskPushNotificationConfig` found at `at` (`""`: the request itself); its
+/// taskId is the caller's business.
 pub fn parse_config(v: &Value, at: &str) -> Result<NewPushConfig, Fault> {
+    if !v.is_object() {
+        return Err(Fault::invalid_params(at, "must be an object"));
+    }
+    check_config(read::typed_at(v, at, WORDS)?, at)
+}
+
+/// The rules a configuration's fields obey beyond their types.
+fn check_config(config: A2aTaskPushNotificationConfig, at: &str) -> Result<NewPushConfig, Fault> {
     let field = |f: &str| {
         if at.is_empty() {
             f.to_owned()
@@ -93,57 +124,37 @@ pub fn parse_config(v: &Value, at: &str) -> Result<NewPushConfig, Fault> {
             format!("{at}.{f}")
         }
     };
-    if !v.is_object() {
-        return Err(Fault::invalid_params(at, "must be an object"));
-    }
-    let url = v
-        .get("url")
-        .and_then(Value::as_str)
+    let url = config
+        .url
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| Fault::invalid_params(&field("url"), "is required"))?
-        .to_owned();
-    let id = match v.get("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s))
+        .ok_or_else(|| Fault::invalid_params(&field("url"), "is required"))?;
+    let id = match config.id {
+        None => None,
+        Some(s) if s.is_empty() => None,
+        Some(s)
             if s.len() <= 128
                 && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
         {
-            Some(s.clone())
+            Some(s)
         }
-        Some(_) => {
-            return Err(Fault::invalid_params(
-                &field("id"),
-                "must be 1 to 128 characters of A-Z a-z 0-9 - . _ ~",
-            ));
-        }
+        Some(_) => return Err(Fault::invalid_params(&field("id"), ID_RULE)),
     };
-    let token = secret_text(v.get("token"), &field("token"))?;
-    let (scheme, credentials) = match v.get("authentication") {
-        None | Some(Value::Null) => (None, None),
-        Some(auth @ Value::Object(_)) => {
-            let scheme = auth
-                .get("scheme")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty() && s.bytes().all(is_token_char))
-                .ok_or_else(|| {
-                    Fault::invalid_params(
-                        &field("authentication.scheme"),
-                        "must be an HTTP authentication scheme",
-                    )
-                })?;
-            let credentials = secret_text(
-                auth.get("credentials"),
-                &field("authentication.credentials"),
-            )?;
-            (Some(scheme.to_owned()), credentials)
-        }
-        Some(_) => {
-            return Err(Fault::invalid_params(
-                &field("authentication"),
-                "must be an object",
-            ));
+    let token = secret_text(config.token, &field("token"))?;
+    let (scheme, credentials) = match config.authentication {
+        None => (None, None),
+        Some(A2aAuthenticationInfo {
+            scheme,
+            credentials,
+        }) => {
+            if scheme.is_empty() || !scheme.bytes().all(is_token_char) {
+                return Err(Fault::invalid_params(
+                    &field("authentication.scheme"),
+                    SCHEME,
+                ));
+            }
+            let credentials = secret_text(credentials, &field("authentication.credentials"))?;
+            (Some(scheme), credentials)
         }
     };
     Ok(NewPushConfig {
@@ -155,20 +166,26 @@ pub fn parse_config(v: &Value, at: &str) -> Result<NewPushConfig, Fault> {
 }
 
 /// The configuration as every answer shows it: no token, no credentials.
-pub fn view(config: &StoredConfig) -> Value {
-    let mut v = json!({"id": config.config_id, "taskId": config.run_id, "url": config.url});
-    if let Some(scheme) = &config.scheme {
-        v["authentication"] = json!({"scheme": scheme});
+pub fn view(config: &StoredConfig) -> A2aTaskPushNotificationConfig {
+    A2aTaskPushNotificationConfig {
+        id: Some(config.config_id.clone()),
+        task_id: Some(config.run_id.clone()),
+        url: Some(config.url.clone()),
+        token: None,
+        authentication: config.scheme.as_ref().map(|scheme| A2aAuthenticationInfo {
+            scheme: scheme.clone(),
+            credentials: None,
+        }),
+        tenant: None,
     }
-    v
 }
 
-fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, Fault> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
+/// A named id of a request (`taskId`, `id`): present and not empty.
+fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, Fault> {
+    value
+        .as_deref()
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| Fault::invalid_params(key, "is required"))
+        .ok_or_else(|| Fault::invalid_params(field, "is required"))
 }
 
 impl A2aState {
@@ -210,14 +227,17 @@ impl A2aState {
         Ok(self.app.ops.add_push_config(run, config).await?)
     }
 
+    /// CreateTaskPushNotificationConfig: the request is the configuration itself, with
+    /// the task's id.
     pub async fn create_push_config(
         &self,
         subject: &Subject,
         params: &Value,
-    ) -> Result<Value, Fault> {
-        let task_id = str_param(params, "taskId")?;
-        let run = self.push_task(subject, task_id).await?;
-        let mut config = parse_config(params, "")?;
+    ) -> Result<A2aTaskPushNotificationConfig, Fault> {
+        let request: A2aTaskPushNotificationConfig = read::typed(params, WORDS)?;
+        let task_id = required(&request.task_id, "taskId")?.to_owned();
+        let run = self.push_task(subject, &task_id).await?;
+        let mut config = check_config(request, "")?;
         self.check_push_url(&config, "").await?;
         // A2A 1.0 §3.1.7 has no error for a finished task: the configuration is kept (read,
         // listed and deleted as any other) and simply never fires. Its secrets would never
@@ -228,9 +248,14 @@ impl A2aState {
         Ok(view(&self.store_push_config(&run, config).await?))
     }
 
-    pub async fn get_push_config(&self, subject: &Subject, params: &Value) -> Result<Value, Fault> {
-        let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
-        let run = self.push_task(subject, task_id).await?;
+    pub async fn get_push_config(
+        &self,
+        subject: &Subject,
+        request: A2aPushConfigRequest,
+    ) -> Result<A2aTaskPushNotificationConfig, Fault> {
+        let task_id = required(&Some(request.task_id), "taskId")?.to_owned();
+        let id = required(&request.id, "id")?;
+        let run = self.push_task(subject, &task_id).await?;
         match self.app.ops.push_config(&run, id).await? {
             Some(config) => Ok(view(&config)),
             None => Err(not_found()),
@@ -240,31 +265,36 @@ impl A2aState {
     pub async fn list_push_configs(
         &self,
         subject: &Subject,
-        params: &Value,
-    ) -> Result<Value, Fault> {
-        let task_id = str_param(params, "taskId")?;
-        let run = self.push_task(subject, task_id).await?;
+        request: A2aPushConfigRequest,
+    ) -> Result<A2aListTaskPushNotificationConfigsResponse, Fault> {
+        let task_id = required(&Some(request.task_id), "taskId")?.to_owned();
+        let run = self.push_task(subject, &task_id).await?;
         let configs = self.app.ops.push_configs(&run).await?;
         // One page holds them all: a task has few configurations.
-        Ok(json!({"configs": configs.iter().map(view).collect::<Vec<_>>(), "nextPageToken": ""}))
+        Ok(A2aListTaskPushNotificationConfigsResponse {
+            configs: configs.iter().map(view).collect(),
+            next_page_token: String::new(),
+        })
     }
 
     pub async fn delete_push_config(
         &self,
         subject: &Subject,
-        params: &Value,
-    ) -> Result<Value, Fault> {
-        let (task_id, id) = (str_param(params, "taskId")?, str_param(params, "id")?);
-        let run = self.push_task(subject, task_id).await?;
+        request: A2aPushConfigRequest,
+    ) -> Result<(), Fault> {
+        let task_id = required(&Some(request.task_id), "taskId")?.to_owned();
+        let id = required(&request.id, "id")?;
+        let run = self.push_task(subject, &task_id).await?;
         // Absent (or another task's) is the same success: delete is idempotent.
         self.app.ops.delete_push_config(&run, id).await?;
-        Ok(json!({}))
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn configs_are_validated_and_views_never_hold_secrets() {
@@ -292,7 +322,7 @@ mod tests {
             scheme: Some("Basic".into()),
             created_ms: 0,
         };
-        let shown = view(&stored).to_string();
+        let shown = serde_json::to_string(&view(&stored)).expect("json");
         assert!(
             !shown.contains("credentials") && !shown.contains("token"),
             "{shown}"
