@@ -5,9 +5,12 @@
 # BIG_EVENTS events) to each size in SIZES, and at each size measures, one request at a
 # time against the release host on that store: start-up, GET a run (p50/p99 over random
 # runs), listRuns' first page unfiltered, by a workflow 1% of runs have and by a status 2%
-# have, a page DEEP runs deep by cursor (unfiltered and by workflow), the big run's events
-# polled from its middle, migration 9 run again (its two indexes dropped), and bytes on
-# disk per run. Each figure is printed beside its ratio to the first size's.
+# have, a page DEEP runs deep by cursor (unfiltered and by workflow), A2A `ListTasks` by a
+# state (failed, ordered by update) and unfiltered, `GET /host/events` from a cursor (the fifth newest),
+# the big run's events polled from its middle and its SSE stream resumed there
+# (`Last-Event-ID`, time to the first frame), cancel (runs of `approval` created waiting,
+# then cancelled, one at a time), migration 9 run again (its two indexes dropped), and bytes
+# on disk per run. Each figure is printed beside its ratio to the first size's.
 #   bench/scale/run.sh        (SIZES="1000 100000 1000000" BACKENDS="sqlite postgres"
 #                              BIG_EVENTS=100000 DEEP=10000 SAMPLES=200)
 # PostgreSQL: the machine's server on 127.0.0.1:5432 (database openwop_scale, dropped and
@@ -38,12 +41,33 @@ host() {
   else
     store_flags=(--database "$pg_url")
   fi
+  # The time to a ready /readyz, polled every 2 ms by a poller started before the host
+  # (wait_http's 100 ms steps made a start-up of 60 ms read 130 when its first poll came
+  # just too early).
+  python3 - "$port" >"$bench_tmp/ready_ns" <<'PY' &
+import http.client, sys, time
+port = int(sys.argv[1])
+deadline = time.time() + 600
+while time.time() < deadline:
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/readyz")
+        if c.getresponse().status == 200:
+            print(time.time_ns())
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.002)
+sys.exit("no answer from /readyz")
+PY
+  local poller=$!
+  sleep 0.2 # the poller's interpreter up and polling before the host starts
   local t0
   t0=$(date +%s%N)
   RUST_LOG=${RUST_LOG:-warn} start_server "scale-$1" "$openwop_bin" serve --listen "127.0.0.1:$port" \
     "${store_flags[@]}" --api-key "acme:$bench_key" --rate-limit 0
-  wait_http "http://127.0.0.1:$port/readyz" 6000
-  startup_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  wait "$poller"
+  startup_ms=$(( ($(cat "$bench_tmp/ready_ns") - t0) / 1000000 ))
 }
 
 # forget_migration_9 BACKEND — drops migration 9's indexes and its history row, so the
@@ -70,7 +94,9 @@ for backend in $backends; do
   data_dir=$bench_tmp/scale-data
   rm -rf "$data_dir"
   if [[ $backend == postgres ]]; then
-    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS openwop_scale" -c "CREATE DATABASE openwop_scale" >/dev/null
+    pg_db=${pg_url##*/}
+    pg_db=${pg_db%%\?*}
+    psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $pg_db" -c "CREATE DATABASE $pg_db" >/dev/null
   fi
   # One run created over REST by the benchmark's key: its owner is copied onto the
   # filled runs of the tenant, so the host serves them to that key.
@@ -80,6 +106,7 @@ for backend in $backends; do
     python3 -c 'import json,sys; print(json.load(sys.stdin)["runId"])')
   stop_server "$server_pid"
   first=1
+  ranges=""
   for size in $sizes; do
     echo "filling $backend to $size runs ..." >&2
     store_flag=(--data-dir "$data_dir")
@@ -89,7 +116,19 @@ for backend in $backends; do
     fill=$("$fill_bin" "${store_flag[@]}" --runs "$size" --owner-from "$owner_run" --big-run-events "$fill_big")
     echo "  $fill" >&2
     first=0
+    # The numbers this fill gave its runs ([first, size)): the runs the measurement creates
+    # (to cancel them) are counted too, so the next fill starts past them.
+    ranges=$ranges$(python3 -c 'import json,sys; f=json.loads(sys.argv[1]); print("%d-%d" % (f["runs"] - f["added"], f["runs"]), end=" ")' "$fill")
 
+    if [[ $backend == postgres ]]; then
+      # What autovacuum does after a bulk load on a production server (the machine's
+      # server runs with autovacuum off): without it the planner has no statistics and
+      # every first read of a freshly written page sets its hint bits (a write), inside
+      # the measurement. Timed and printed; not part of any figure.
+      t_vac=$(date +%s%N)
+      psql -q "$pg_url" -c "VACUUM ANALYZE" >/dev/null
+      echo "  VACUUM ANALYZE after the fill: $(( ($(date +%s%N) - t_vac) / 1000000 )) ms" >&2
+    fi
     forget_migration_9 "$backend"
     host "$backend"
     migration_ms=$startup_ms
@@ -97,9 +136,9 @@ for backend in $backends; do
     host "$backend"
     bytes=$(bytes_on_disk "$backend")
     "${bench_prio[@]}" taskset -c "$LOADGEN_CPU" python3 - "$port" "$bench_key" "$backend" "$size" \
-      "$startup_ms" "$migration_ms" "$bytes" "$samples" "$deep" "$big_events" "$owner_run" >>"$out" <<'PY'
-import http.client, json, random, sys, time, urllib.parse
-port, key, backend, size, startup, migration, nbytes, samples, deep, big, owner = sys.argv[1:12]
+      "$startup_ms" "$migration_ms" "$bytes" "$samples" "$deep" "$big_events" "$owner_run" "$ranges" >>"$out" <<'PY'
+import http.client, json, random, socket, sys, time, urllib.parse
+port, key, backend, size, startup, migration, nbytes, samples, deep, big, owner, ranges = sys.argv[1:13]
 size, samples, deep, big = int(size), int(samples), int(deep), int(big)
 conn = http.client.HTTPConnection("127.0.0.1", int(port))
 headers = {"Authorization": f"Bearer {key}", "OpenWOP-Version": "2.0"}
@@ -124,9 +163,10 @@ def timed(paths):
 def run_path(n):
     return f"/runs/{tenant}~2Fscale-run-{n:010d}"
 
-# The fill numbers runs from the count stored (the owner run is 0 of them), so the
-# tenant's runs are the even numbers from 2.
-acme = [n for n in range(2, size, 2)]
+# The fill numbers runs from the count stored (the owner run is 0 of them, and the runs
+# created to be cancelled are counted), so the tenant's runs are the even numbers of the
+# ranges each fill gave.
+acme = [n for lo, hi in (r.split("-") for r in ranges.split()) for n in range(int(lo), int(hi)) if n % 2 == 0 and n >= 2]
 gets = [run_path(random.choice(acme)) for _ in range(samples)]
 result = {"backend": backend, "size": size, "startup_ms": int(startup), "migration9_ms": int(migration),
           "bytes_per_run": int(nbytes) / size, "get": timed(gets)}
@@ -150,6 +190,73 @@ result["deep"] = deep_cursor("")
 result["deep_workflow"] = deep_cursor("&workflowId=approval")
 if big:
     result["big_run_events_mid"] = timed([f"/runs/{tenant}~2Fscale-big-run-0001/events/poll?afterSequence={big // 2}&timeout=1"] * max(20, samples // 4))
+
+    def sse_first_frame():
+        # A fresh connection (the stream runs on to the end of the run): the request with
+        # Last-Event-ID in the middle, timed to the first whole frame, then dropped.
+        t = time.perf_counter()
+        s = socket.create_connection(("127.0.0.1", int(port)))
+        s.sendall((f"GET /runs/{tenant}~2Fscale-big-run-0001/events HTTP/1.1\r\nHost: x\r\n"
+                   f"Authorization: Bearer {key}\r\nOpenWOP-Version: 2.0\r\nAccept: text/event-stream\r\n"
+                   f"Last-Event-ID: {big // 2}\r\n\r\n").encode())
+        got = b""
+        while True:
+            body = got.split(b"\r\n\r\n", 1)[-1] if b"\r\n\r\n" in got else b""
+            if b"data:" in body and b"\n\n" in body.split(b"data:", 1)[1]:
+                break
+            chunk = s.recv(65536)
+            if not chunk:
+                raise SystemExit(f"SSE: the stream ended before a frame: {got[:300]!r}")
+            got += chunk
+        ms = (time.perf_counter() - t) * 1e3
+        s.close()
+        if not got.startswith(b"HTTP/1.1 200"):
+            raise SystemExit(f"SSE: {got[:300]!r}")
+        return ms
+
+    for _ in range(3):
+        sse_first_frame()
+    ms = sorted(sse_first_frame() for _ in range(max(20, samples // 4)))
+    result["big_run_sse_resume"] = {"p50": ms[len(ms) // 2], "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))]}
+
+# GET /host/events after a cursor: the tenant's durable host events are one every 100 runs
+# (`scale-host-N`, N a multiple of 100); the cursor is the fifth newest, so every size
+# reads the same four events after it.
+last_host = max(n for n in acme if n % 100 == 0)
+result["host_events_cursor"] = timed([f"/host/events?after=scale-host-{last_host - 400:09d}"] * max(20, samples // 4))
+
+# A2A ListTasks by a state, newest status change first (the runs of `listRuns` by update).
+def a2a(method, params):
+    t = time.perf_counter()
+    conn.request("POST", "/a2a/jsonrpc", body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                 headers={**headers, "Content-Type": "application/json", "A2A-Version": "1.0"})
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    ms = (time.perf_counter() - t) * 1e3
+    if r.status != 200 or "error" in body:
+        raise SystemExit(f"{method}: {r.status} {json.dumps(body)[:300]}")
+    return ms
+ms = sorted(a2a("ListTasks", {"status": "TASK_STATE_FAILED", "pageSize": 20}) for _ in range(max(20, samples // 4)))
+result["a2a_list_failed"] = {"p50": ms[len(ms) // 2], "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))]}
+# Unfiltered: its totalSize (the protocol's count of every match before paging) counts
+# the tenant's runs.
+ms = sorted(a2a("ListTasks", {"pageSize": 20}) for _ in range(max(20, samples // 4)))
+result["a2a_list_all"] = {"p50": ms[len(ms) // 2], "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))]}
+
+# Cancel: runs of `approval` (they wait on an interrupt) created first, then cancelled one
+# at a time; only the cancels are timed.
+def post(path, body):
+    t = time.perf_counter()
+    conn.request("POST", path, body=json.dumps(body), headers={**headers, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    ms = (time.perf_counter() - t) * 1e3
+    if r.status >= 300:
+        raise SystemExit(f"POST {path}: {r.status} {data[:200]!r}")
+    return ms, json.loads(data)
+waiting = [post("/runs", {"workflowId": "approval", "inputs": {}})[1]["runId"] for _ in range(max(20, samples // 4))]
+ms = sorted(post(f"/runs/{urllib.parse.quote(r, safe='')}/cancel", {})[0] for r in waiting)
+result["cancel"] = {"p50": ms[len(ms) // 2], "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))]}
 print(json.dumps(result))
 PY
     stop_server "$server_pid"
@@ -167,7 +274,9 @@ def fig(r, key):
 keys = [("startup_ms", "start-up ms"), ("migration9_ms", "start with migration 9 ms"), ("bytes_per_run", "bytes per run"),
         ("get", "GET run p50 ms"), ("list", "listRuns p50 ms"), ("list_workflow", "workflowId p50 ms"),
         ("list_status", "status p50 ms"), ("deep", "deep page p50 ms"), ("deep_workflow", "deep by workflow p50 ms"),
-        ("big_run_events_mid", "big run events mid p50 ms")]
+        ("big_run_events_mid", "big run events mid p50 ms"), ("big_run_sse_resume", "SSE resume mid p50 ms"),
+        ("host_events_cursor", "host events cursor p50 ms"), ("a2a_list_failed", "A2A ListTasks failed p50"), ("a2a_list_all", "A2A ListTasks all p50 ms"),
+        ("cancel", "cancel p50 ms")]
 for backend in dict.fromkeys(r["backend"] for r in rows):
     mine = [r for r in rows if r["backend"] == backend]
     base = mine[0]

@@ -64,6 +64,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "filtered_listings",
         sql: include_str!("migrations/0009_filtered_listings.sql"),
     },
+    Migration {
+        version: 10,
+        name: "state_listings_by_update",
+        sql: include_str!("migrations/0010_state_listings_by_update.sql"),
+    },
 ];
 
 /// The newest migration a database made before the history may already hold the

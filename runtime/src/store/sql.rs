@@ -996,14 +996,26 @@ pub(crate) fn gauges(
 
 // ---- host events retention ----------------------------------------------------------
 
-/// Tenants with durable host events.
-pub(crate) const HOST_EVENT_TENANTS: &str = "SELECT DISTINCT tenant FROM host_events";
+/// Tenants with durable host events: one index probe per tenant (`host_events_by_tenant`,
+/// the next tenant after the last), where `SELECT DISTINCT tenant` read every event of the
+/// host log at each retention pass, start-up's first among them (issue #33).
+pub(crate) const HOST_EVENT_TENANTS: &str = "WITH RECURSIVE t(tenant) AS (\
+     SELECT MIN(tenant) FROM host_events \
+     UNION ALL SELECT (SELECT MIN(h.tenant) FROM host_events h WHERE h.tenant > t.tenant) FROM t WHERE t.tenant IS NOT NULL\
+     ) SELECT tenant FROM t WHERE tenant IS NOT NULL";
 /// The newest seq past a tenant's count bound ($1 tenant, $2 events kept).
 pub(crate) const HOST_EVENT_COUNT_CUT: &str =
     "SELECT seq FROM host_events WHERE tenant = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2";
-/// The newest seq past a tenant's age bound ($1 tenant, $2 oldest timestamp kept).
-pub(crate) const HOST_EVENT_AGE_CUT: &str =
-    "SELECT MAX(seq) AS seq FROM host_events WHERE tenant = $1 AND ts_ms < $2";
+/// Where a tenant's age bound cuts ($1 tenant, $2 oldest timestamp kept): just before its
+/// oldest event (by seq) inside the window, or through its newest when none is. Read from
+/// the old end of `host_events_by_tenant`, it stops at the first event young enough, so a
+/// pass costs the events it drops; `MAX(seq) … WHERE ts_ms < $2` walked the tenant's whole
+/// log from the new end when nothing was old (every pass, start-up's first among them:
+/// issue #33). An event stamped late (another replica's clock) keeps the younger ones
+/// after it rather than going with them.
+pub(crate) const HOST_EVENT_AGE_CUT: &str = "SELECT COALESCE(\
+     (SELECT seq FROM host_events WHERE tenant = $1 AND ts_ms >= $2 ORDER BY seq LIMIT 1) - 1, \
+     (SELECT MAX(seq) FROM host_events WHERE tenant = $1)) AS seq";
 /// Drops a tenant's host events through a seq ($1 tenant, $2 seq).
 pub(crate) const PRUNE_HOST_EVENTS: &str =
     "DELETE FROM host_events WHERE tenant = $1 AND seq <= $2";

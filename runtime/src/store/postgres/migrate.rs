@@ -76,7 +76,7 @@ mod tests {
             versions,
             MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 
         // Migration 7 in PostgreSQL's dialect: a negotiation recorded under the old names
         // reads with today's (`peer`, `negotiated`, null when refused); other types and

@@ -1,0 +1,13 @@
+-- Runs of one status, last updated first: A2A `ListTasks` with a state filter (and MCP's
+-- task listing, the same query) ordered by update.
+--
+-- Neither runs_by_update (tenant, updated_ms, run_id) nor runs_by_tenant_status (tenant,
+-- status, list_order) serves the pair: the first reads the tenant's runs newest first
+-- until enough of the status turn up (every run of the tenant for a state none has), the
+-- second finds the status's runs and sorts all of them by update (every failed run of the
+-- tenant for one page). With the status ahead of the update order, the page is the first
+-- rows of one index range whatever the store's size (issue #33).
+--
+-- The cost is on writes: the entry moves at every change of the run (its updated_ms), as
+-- runs_by_update's does.
+CREATE INDEX IF NOT EXISTS runs_by_status_update ON runs (tenant, status, updated_ms DESC, run_id COLLATE "C" DESC);
