@@ -44,8 +44,9 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
       ./openwop-data. A client configuration names this command and sets the variable.
 
   OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --config openwop.yaml
-      The keys (apiKeys), workflows, agents, database and mcp settings of the config file
-      `openwop serve --config` reads; the variable names which key to act as.
+      The keys (apiKeys), workflows, agents, database, tenants, peers and mcp settings of
+      the config file `openwop serve --config` reads; the variable names which key to act
+      as. `kill -HUP` re-reads its tenants and peers (the key stays), as serve's does.
 
   OPENWOP_API_KEY=acme:... openwop mcp-stdio --database postgres://postgres@127.0.0.1:5432/test
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
