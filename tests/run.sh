@@ -11,7 +11,7 @@
 #        tests/run.sh --validate      (openwop-validate's SARIF, pre-commit hooks and CI action)
 #        tests/run.sh --peers         (peer tests only; builds the binary first)
 #        tests/run.sh --schemathesis  (REST against api/v2/openapi.yaml only)
-#        tests/run.sh --container     (the podman image built from the binary, run and restarted)
+#        tests/run.sh --container     (the root Containerfile's image from the static binary, run and restarted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -72,10 +72,11 @@ if [[ $what == all || $what == --schemathesis ]]; then
 fi
 
 if [[ $what == all || $what == --container ]]; then
-  step "container: the image built from the binary, run, restarted and health-checked with podman"
-  if [[ -z ${OPENWOP_BIN:-} ]]; then
-    cargo build --locked -p openwop --bin openwop
-    export OPENWOP_BIN=$target_dir/debug/openwop
-  fi
-  timeout 300 tests/container/run.sh "$OPENWOP_BIN"
+  step "container: the root Containerfile from the static binary, run, restarted and health-checked with podman"
+  # The image is FROM scratch, so its binary is the static one (glibc, crt-static): a
+  # second debug build of the host for --target x86_64-unknown-linux-gnu (build scripts
+  # and proc-macros stay dynamic), in its own directory of the target dir.
+  RUSTFLAGS='-C target-feature=+crt-static' \
+    cargo build --locked -p openwop --bin openwop --target x86_64-unknown-linux-gnu
+  timeout 300 tests/container/run.sh "$target_dir/x86_64-unknown-linux-gnu/debug/openwop"
 fi

@@ -372,7 +372,10 @@ impl Host {
                 )
                 .await?,
         );
-        let peers = peers.with_peer_key(peer_key.clone());
+        // Keys, visibility and peers live in one reloadable snapshot (`crate::reload`):
+        // the key ring's, which the peers join here and the operations below.
+        let live = config.keys.live();
+        let peers = peers.with_peer_key(peer_key.clone()).in_live(&live);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let engine = Engine::with_lease_ttl(
             store.clone(),
@@ -409,6 +412,7 @@ impl Host {
             .with_egress(egress.clone())
             .with_shutdown(shutdown_rx.clone())
             .with_stream_retry(config.stream_retry)
+            .in_live(&live)
             .with_visibility(config.visibility.clone());
         if let Some(filter) = config.workflow_filter.clone() {
             ops = ops.with_workflow_filter(filter);
@@ -478,6 +482,14 @@ impl Host {
             .layer(axum::middleware::from_fn_with_state(
                 metrics,
                 crate::observe::access_log,
+            ))
+            // Each request reads one snapshot of keys, visibility and peers, whatever a
+            // reload swaps while it runs (`crate::reload`).
+            .layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let live = live.clone();
+                    async move { live.pinned(next.run(req)).await }
+                },
             ));
         sla.spawn(state.shutdown.clone());
         Ok(Self {
@@ -503,7 +515,7 @@ impl Host {
     /// serves (`openwop serve` calls it on SIGHUP).
     pub fn reloader(&self) -> crate::reload::Reloader {
         crate::reload::Reloader {
-            keys: self.state.keys.clone(),
+            live: self.state.keys.live(),
             ops: self.state.ops.clone(),
             engine: self.engine.clone(),
         }

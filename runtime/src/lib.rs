@@ -35,6 +35,7 @@ pub mod settings;
 pub mod status;
 pub mod store;
 pub mod trace;
+pub mod trust;
 /// `openwop validate` lives in its own package (`validate/`) so it can be installed without
 /// the host; re-exported under its old path for the host's tests and benchmarks.
 pub use openwop_validate as validate;

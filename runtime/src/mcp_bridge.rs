@@ -72,7 +72,7 @@ impl Bridge {
         if token.is_empty() {
             return Err("the api key is empty".into());
         }
-        let http = reqwest::Client::builder()
+        let http = crate::trust::http_client()
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

@@ -44,8 +44,9 @@ pub const KEY_ENV: &str = "OPENWOP_API_KEY";
       ./openwop-data. A client configuration names this command and sets the variable.
 
   OPENWOP_API_KEY=acme-secret-key-123 openwop mcp-stdio --config openwop.yaml
-      The keys (apiKeys), workflows, agents, database and mcp settings of the config file
-      `openwop serve --config` reads; the variable names which key to act as.
+      The keys (apiKeys), workflows, agents, database, tenants, peers and mcp settings of
+      the config file `openwop serve --config` reads; the variable names which key to act
+      as. `kill -HUP` re-reads its tenants and peers (the key stays), as serve's does.
 
   OPENWOP_API_KEY=acme:... openwop mcp-stdio --database postgres://postgres@127.0.0.1:5432/test
       Keep runs in the PostgreSQL database that `openwop serve --database` replicas share,
@@ -171,9 +172,9 @@ pub fn caller(
 }
 
 fn run_inner(args: McpStdioArgs) -> Result<(), String> {
-    let file = match &args.config {
-        Some(p) => crate::serve_cmd::read_config(p)?,
-        None => crate::config_file::defaults(),
+    let (file, file_value) = match &args.config {
+        Some(p) => crate::config_file::load(p)?,
+        None => (crate::config_file::defaults(), serde_json::Value::Null),
     };
     let env_key = std::env::var(KEY_ENV).map_err(|_| {
         format!("set {KEY_ENV} to the api key to act as (TENANT:KEY, or KEY with --api-key)")
@@ -192,12 +193,25 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
         .database
         .or(file.database.clone())
         .filter(|d| !d.trim().is_empty());
+    // SIGHUP re-reads the config file's tenant visibility and peers (their credentials
+    // too), as `serve` does; the api keys stay: this process's one caller was
+    // authenticated at start (stop it to revoke that key).
+    let reload_source = crate::serve_cmd::ReloadSource {
+        config: args.config.clone(),
+        api_keys: args.api_keys.clone(),
+        api_key_file: args.api_key_file.clone(),
+        data_dir: None,
+        started_with: file_value,
+        keys: false,
+    };
+    let visibility = crate::settings::visibility_of(&file.tenants);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async move {
         let host = Host::build(HostConfig {
+            visibility,
             workflows_dir: args.workflows.or(crate::config_file::path(&file.workflows)),
             agents_dir: args.agents.or(crate::config_file::path(&file.agents)),
             database,
@@ -215,6 +229,7 @@ fn run_inner(args: McpStdioArgs) -> Result<(), String> {
                 e
             }
         })?;
+        crate::serve_cmd::spawn_reload_on_hangup(reload_source, host.reloader())?;
         // The same mount `openwop serve` has, with the key every replica of this store
         // shares, so states cross transports, replicas and restarts alike.
         let state = host.mcp_state(mcp);

@@ -85,11 +85,16 @@ fn probe(args: ProbeArgs) -> Result<String, String> {
             (format!("{}/readyz", local_origin(&listen, https)), true)
         }
     };
-    let client = reqwest::Client::builder()
+    // The host's own certificate names its public name, not loopback; the probe sends
+    // nothing secret and only reads a status. (A configuration handed to reqwest would
+    // ignore `danger_accept_invalid_certs`, so the own-host probe keeps reqwest's.)
+    let builder = if own_host {
+        reqwest::Client::builder().danger_accept_invalid_certs(true)
+    } else {
+        crate::trust::http_client()
+    };
+    let client = builder
         .timeout(Duration::from_secs(args.timeout_secs.max(1)))
-        // The host's own certificate names its public name, not loopback; the probe sends
-        // nothing secret and only reads a status.
-        .danger_accept_invalid_certs(own_host)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

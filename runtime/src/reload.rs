@@ -5,29 +5,98 @@
 //! start judges them (key grammar, names the host has, peer ids, secrets and URLs through
 //! the egress guard, every peer a workflow names) before anything is installed, so a bad
 //! file changes nothing. Open connections and streams never notice: they hold the
-//! operations, not the configuration, and each request reads the configuration in force
-//! when it arrives.
+//! operations, not the configuration.
+//!
+//! What a reload installs is one [`Snapshot`] (keys, visibility and peers together) in
+//! one [`Live`] cell that the key ring, the operations and the peers all read, swapped by
+//! one pointer write: there is no moment with the new keys and the old visibility. Each
+//! HTTP request is pinned to the snapshot in force when it arrives ([`Live::pinned`],
+//! a layer of the host's router), so everything it reads (who the key names, what the
+//! tenant may see, which peers there are) is all old or all new even when a reload lands
+//! while it runs. Work a request leaves running (a run's later steps, a stream's later
+//! events) reads the snapshot in force when it reads.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use crate::engine::Engine;
 use crate::identity::KeyRing;
 use crate::ops::Ops;
-use crate::peers::PeerFileConfig;
+use crate::peers::{Peer, PeerFileConfig};
 use crate::settings::Visibility;
+
+/// The reloadable configuration as one value: what a request reads all of.
+#[derive(Clone, Default)]
+pub struct Snapshot {
+    pub(crate) keys: Arc<Vec<crate::identity::Entry>>,
+    pub(crate) visibility: Arc<Visibility>,
+    pub(crate) peers: Arc<BTreeMap<String, Arc<Peer>>>,
+    /// Counts the swaps of this cell (0 as built).
+    pub generation: u64,
+}
+
+/// The cell the key ring, the operations and the peers of one host share (each clone is
+/// the same cell). A component built alone has a cell of its own; `Host::build` puts all
+/// three in the key ring's.
+#[derive(Clone, Default)]
+pub struct Live(Arc<RwLock<Arc<Snapshot>>>);
+
+tokio::task_local! {
+    /// The snapshot a request was pinned to, with the cell it came from.
+    static PINNED: (usize, Arc<Snapshot>);
+}
+
+impl Live {
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// The snapshot this task was pinned to (by this cell), else the one in force.
+    pub fn current(&self) -> Arc<Snapshot> {
+        PINNED
+            .try_with(|(id, pinned)| (*id == self.id()).then(|| pinned.clone()))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| self.0.read().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// Replaces the snapshot with `change` applied to a copy of the one in force: one
+    /// swap, whatever `change` touches.
+    pub(crate) fn swap(&self, change: impl FnOnce(&mut Snapshot)) {
+        let mut cell = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let mut next = Snapshot::clone(&cell);
+        change(&mut next);
+        next.generation = cell.generation + 1;
+        *cell = Arc::new(next);
+    }
+
+    /// Runs `work` pinned to the snapshot in force now: every read of this cell inside it
+    /// (on this task) sees that snapshot, whatever a reload swaps meanwhile.
+    pub async fn pinned<F: Future>(&self, work: F) -> F::Output {
+        PINNED.scope((self.id(), self.current()), work).await
+    }
+
+    /// `work` pinned to the snapshot the calling task is pinned to (or the one in force),
+    /// for a task a request spawns.
+    pub fn carried<F: Future>(&self, work: F) -> impl Future<Output = F::Output> + use<F> {
+        PINNED.scope((self.id(), self.current()), work)
+    }
+}
 
 /// What a reload installs.
 pub struct Reloadable {
-    pub keys: KeyRing,
+    /// `None`: the keys in force stay (`mcp-stdio`).
+    pub keys: Option<KeyRing>,
     pub visibility: Visibility,
     pub peers: Vec<PeerFileConfig>,
 }
 
-/// What the host hands out to reload it: the three things a reload swaps.
+/// What the host hands out to reload it: the cell a reload swaps, and what judges it.
 #[derive(Clone)]
 pub struct Reloader {
-    pub(crate) keys: Arc<KeyRing>,
+    pub(crate) live: Live,
     pub(crate) ops: Arc<Ops>,
     pub(crate) engine: Arc<Engine>,
 }
@@ -43,7 +112,7 @@ pub struct Applied {
 impl Reloader {
     /// Judges `new` whole, then installs it. On `Err` nothing changed.
     pub async fn apply(&self, new: Reloadable) -> Result<Applied, String> {
-        if new.keys.is_empty() {
+        if new.keys.as_ref().is_some_and(KeyRing::is_empty) {
             return Err("no api key would be left: a reload cannot take every key away".into());
         }
         let current = self.engine.peers();
@@ -65,18 +134,36 @@ impl Reloader {
             return Err(unknown.join("; "));
         }
         let applied = Applied {
-            keys: new.keys.len(),
+            keys: new
+                .keys
+                .as_ref()
+                .map_or_else(|| self.live.current().keys.len(), KeyRing::len),
             tenants_narrowed: new.visibility.len(),
             peers: new.peers.len(),
         };
-        // Narrowing first: peers (with their tenant lists), then visibility, then keys,
-        // so a key added for a newly restricted tenant is accepted only once its
-        // restrictions are in force.
-        current.install(&peers);
-        self.ops.replace_visibility(new.visibility);
-        self.keys.replace(new.keys);
+        // One swap: keys, visibility and peers (with their tenant lists) together.
+        install(&self.live, new.keys, new.visibility, &peers);
+        current.forget_kept();
         Ok(applied)
     }
+}
+
+/// Installs keys, visibility and peers as one snapshot of `live`.
+fn install(
+    live: &Live,
+    keys: Option<KeyRing>,
+    visibility: Visibility,
+    peers: &crate::peers::Peers,
+) {
+    let (keys, peers) = (keys.map(|k| k.configured()), peers.table());
+    let visibility = Arc::new(visibility);
+    live.swap(move |s| {
+        if let Some(keys) = keys {
+            s.keys = keys;
+        }
+        s.visibility = visibility;
+        s.peers = peers;
+    });
 }
 
 /// Reloads applied and refused since the process started (`/metrics`).
@@ -98,4 +185,95 @@ pub fn metrics_text() -> String {
         APPLIED.load(Ordering::Relaxed),
         REFUSED.load(Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peers::{PeerKind, Peers};
+
+    fn keys(spec: &str) -> KeyRing {
+        let mut ring = KeyRing::default();
+        ring.add_spec(spec).expect("key");
+        ring
+    }
+
+    fn table_of(id: &str) -> Peers {
+        let entry: PeerFileConfig = serde_json::from_value(serde_json::json!(
+            {"id": id, "kind": "http", "url": "https://peer.example/"}
+        ))
+        .expect("peer entry");
+        Peers::from_config(&[entry], Default::default()).expect("peers")
+    }
+
+    fn narrowed(workflow: &str) -> Visibility {
+        serde_json::from_value(serde_json::json!({"acme": {"workflows": [workflow]}}))
+            .expect("visibility")
+    }
+
+    fn has(peers: &Peers, id: &str) -> bool {
+        peers.get(id, PeerKind::Http, "acme").is_some()
+    }
+
+    fn bearer(key: &str) -> String {
+        format!("Bearer {key}")
+    }
+
+    const OLD: &str = "old-key-0123456789abcdef";
+    const NEW: &str = "new-key-0123456789abcdef";
+
+    /// A request pinned before a reload reads the old keys, visibility and peers to its
+    /// end, however its reads interleave with the swap; one after it reads only the new;
+    /// and the reload is one swap of the cell.
+    #[tokio::test]
+    async fn a_request_sees_all_old_or_all_new() {
+        let ring = keys(&format!("acme:{OLD}"));
+        let live = ring.live();
+        let peers = table_of("old-peer").in_live(&live);
+        live.swap(|s| s.visibility = Arc::new(narrowed("old-flow")));
+        fn visibility(live: &Live) -> Vec<String> {
+            live.current().visibility["acme"]
+                .workflows
+                .clone()
+                .unwrap_or_default()
+        }
+        let before = live.current().generation;
+
+        live.pinned(async {
+            // Each component read once before the reload...
+            assert!(ring.authenticate(Some(&bearer(OLD))).is_ok());
+            install(
+                &live,
+                Some(keys(&format!("acme:{NEW}"))),
+                narrowed("new-flow"),
+                &table_of("new-peer"),
+            );
+            // ...and again after it, still inside the same request: all old.
+            tokio::task::yield_now().await;
+            assert!(ring.authenticate(Some(&bearer(OLD))).is_ok());
+            assert!(ring.authenticate(Some(&bearer(NEW))).is_err());
+            assert_eq!(visibility(&live), ["old-flow"]);
+            assert!(has(&peers, "old-peer") && !has(&peers, "new-peer"));
+            // A task the request spawns with its pin carries it.
+            let carried = live.carried({
+                let (live, peers) = (live.clone(), peers.clone());
+                async move { (visibility(&live), has(&peers, "old-peer")) }
+            });
+            let (seen, old_peer) = tokio::spawn(carried).await.expect("task");
+            assert_eq!(seen, ["old-flow"]);
+            assert!(old_peer);
+        })
+        .await;
+
+        // The next request: all new.
+        live.pinned(async {
+            assert!(ring.authenticate(Some(&bearer(NEW))).is_ok());
+            assert!(ring.authenticate(Some(&bearer(OLD))).is_err());
+            assert_eq!(visibility(&live), ["new-flow"]);
+            assert!(has(&peers, "new-peer") && !has(&peers, "old-peer"));
+        })
+        .await;
+        assert_eq!(live.current().generation, before + 1, "one swap");
+        assert!(peers.any(PeerKind::Http));
+    }
 }

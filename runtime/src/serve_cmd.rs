@@ -388,6 +388,7 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
         api_key_file: args.api_key_file.clone(),
         data_dir: None,
         started_with: file_value,
+        keys: true,
     };
     // Read before the settings below take their fields out of `file`.
     let key_specs = key_specs(&file, &args.api_keys, args.api_key_file.as_deref())?;
@@ -541,15 +542,18 @@ fn run_inner(args: ServeArgs) -> Result<(), String> {
 }
 
 /// Where a reload reads from: the same config file, flags and key file as the start.
-struct ReloadSource {
-    config: Option<PathBuf>,
-    api_keys: Vec<String>,
-    api_key_file: Option<PathBuf>,
+pub(crate) struct ReloadSource {
+    pub(crate) config: Option<PathBuf>,
+    pub(crate) api_keys: Vec<String>,
+    pub(crate) api_key_file: Option<PathBuf>,
     /// Where the dev key is kept, when no key is configured.
-    data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// The config file as the host started with it: what "needs a restart" is judged
     /// against.
-    started_with: serde_json::Value,
+    pub(crate) started_with: serde_json::Value,
+    /// Whether api keys are reloaded (`serve`); `mcp-stdio` keeps the key ring it
+    /// started with (its one caller was authenticated at start).
+    pub(crate) keys: bool,
 }
 
 /// The config file's keys a reload applies; every other key is read at start only.
@@ -563,6 +567,23 @@ impl ReloadSource {
             Some(p) => read_config_and_value(p)?,
             None => (crate::config_file::defaults(), serde_json::Value::Null),
         };
+        let restart = needs_restart(&self.started_with, &value);
+        let visibility = crate::settings::visibility_of(&file.tenants);
+        let peers = crate::config_file::peers_of(&file);
+        if !self.keys {
+            let restart = restart
+                .into_iter()
+                .filter(|k| k != "apiKeys" && k != "apiKeyFile")
+                .collect();
+            return Ok((
+                crate::reload::Reloadable {
+                    keys: None,
+                    visibility,
+                    peers,
+                },
+                restart,
+            ));
+        }
         let mut keys = KeyRing::default();
         for spec in key_specs(&file, &self.api_keys, self.api_key_file.as_deref())? {
             keys.add_spec(&spec).map_err(|e| e.to_string())?;
@@ -578,12 +599,11 @@ impl ReloadSource {
                 "config reload: no api key is configured; the dev key for tenant \"dev\" is accepted"
             );
         }
-        let restart = needs_restart(&self.started_with, &value);
         Ok((
             crate::reload::Reloadable {
-                keys,
-                visibility: crate::settings::visibility_of(&file.tenants),
-                peers: crate::config_file::peers_of(&file),
+                keys: Some(keys),
+                visibility,
+                peers,
             },
             restart,
         ))
@@ -610,7 +630,7 @@ fn needs_restart(before: &serde_json::Value, after: &serde_json::Value) -> Vec<S
 /// Reloads on every SIGHUP until the process ends. A refused reload is logged at error
 /// level with its reason and counted; the configuration in force stays.
 #[cfg(unix)]
-fn spawn_reload_on_hangup(
+pub(crate) fn spawn_reload_on_hangup(
     source: ReloadSource,
     reloader: crate::reload::Reloader,
 ) -> Result<(), String> {
@@ -626,7 +646,7 @@ fn spawn_reload_on_hangup(
 }
 
 #[cfg(not(unix))]
-fn spawn_reload_on_hangup(
+pub(crate) fn spawn_reload_on_hangup(
     _source: ReloadSource,
     _reloader: crate::reload::Reloader,
 ) -> Result<(), String> {

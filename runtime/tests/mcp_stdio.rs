@@ -431,3 +431,83 @@ async fn stdio_ping_sep_1303_tool_errors_and_strict_framing() {
         "{raw:?}"
     );
 }
+
+/// `openwop mcp-stdio` reloads on SIGHUP as `serve` does (tenant visibility and peers; its
+/// one caller keeps the key it was authenticated with): a config file that narrows the
+/// caller's tenant to one workflow narrows `tools/list` of the same running process.
+#[tokio::test]
+async fn stdio_reloads_tenant_visibility_on_sighup() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("config.json");
+    let write = |workflows: Value| {
+        std::fs::write(
+            &config,
+            json!({"tenants": {"acme": {"workflows": workflows}}}).to_string(),
+        )
+        .expect("write config")
+    };
+    write(json!(["echo", "approval"]));
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+        .arg("mcp-stdio")
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn openwop mcp-stdio");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut id = 0;
+    let mut tools = async || -> Vec<String> {
+        id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+                             "params": {"_meta": meta(MODERN, json!({}))}});
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .expect("write");
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("answered")
+            .expect("read")
+            .expect("a line");
+        let answer: Value = serde_json::from_str(&line).expect("json");
+        let mut names: Vec<String> = answer["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(tools().await, ["approval", "echo"]);
+
+    write(json!(["echo"]));
+    let pid = child.id().expect("pid").to_string();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("kill");
+    assert!(hup.success());
+    // The reload runs beside the serving loop: ask until it has landed (bounded).
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = tools().await;
+        if seen == ["echo"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, ["echo"], "the reload narrowed the tenant");
+    assert!(
+        child.try_wait().expect("status").is_none(),
+        "SIGHUP did not end the process"
+    );
+}

@@ -2,8 +2,9 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a tiny OTLP/HTTP receiver on loopback, which
 //! decodes the protobuf it is sent. Request spans continue the caller's trace, run steps
 //! and peer calls have spans of their own, attributes carry the semantic conventions'
-//! names, and the peer sees the client span's id as its parent. Without the variable,
-//! nothing is sent.
+//! names, and the peer sees the client span's id as its parent; push notifications and
+//! interrupt notices get client spans too, an MCP tool error is `error.type = tool_error`,
+//! and A2A spans carry the task state. Without the variable, nothing is sent.
 
 #[path = "common/process.rs"]
 mod process;
@@ -471,6 +472,51 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     assert_eq!(a2a.attr("a2a.method.name"), Some("SendMessage"));
     assert_eq!(a2a.attr("a2a.message.id"), Some("m-otel-1"));
     assert_eq!(a2a.attr("a2a.protocol.version"), Some("1.0"));
+    // The task the answer carries: its state, by its A2A v1 wire name.
+    let state = sent["result"]["task"]["status"]["state"]
+        .as_str()
+        .expect("a task in the answer");
+    assert!(state.starts_with("TASK_STATE_"), "{sent}");
+    assert_eq!(a2a.attr("a2a.task.state"), Some(state), "{a2a:?}");
+
+    // An MCP tool whose run fails answers a result with `isError: true`: the MCP span
+    // fails with `error.type = tool_error` (not a JSON-RPC code: the call itself worked).
+    let reply: Value = host
+        .http
+        .post(format!("{}/mcp", host.base))
+        .bearer_auth(KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "fail")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": "f-1", "method": "tools/call", "params": {
+                "name": "fail",
+                "arguments": {},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}},
+            }}),
+        )
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .map(|t| json_or_sse(&t))
+        .expect("body");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let tool_failed = receiver
+        .wait_for("tools/call fail", |s| {
+            s.name == "tools/call fail" && s.kind == SERVER
+        })
+        .await;
+    assert_eq!(
+        tool_failed.attr("error.type"),
+        Some("tool_error"),
+        "{tool_failed:?}"
+    );
+    assert_eq!(tool_failed.status, 2, "{tool_failed:?}");
+    assert_eq!(tool_failed.attr("rpc.response.status_code"), None);
 
     // A run whose `http` node calls the peer: the peer's traceparent names the client span.
     let (out_trace, out_parent) = ("55555555555555555555555555555555", "6666666666666666");
@@ -521,6 +567,11 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
     std::fs::write(
         wf.join("tool.yaml"),
         "id: tool\ninputSchema: {type: object}\nnodes:\n  - id: call\n    kind: mcp\n    peer: self\n    tool: hello\n    arguments: {text: hi}\noutputs: {result: \"${nodes.call}\"}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        wf.join("toolfail.yaml"),
+        "id: toolfail\ninputSchema: {type: object}\nnodes:\n  - id: call\n    kind: mcp\n    peer: self\n    tool: fail\n    arguments: {}\noutputs: {result: \"${nodes.call}\"}\n",
     )
     .expect("write");
     let config = dir.path().join("config.json");
@@ -587,7 +638,140 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
         server.parent, client.span_id,
         "the server continues the client span"
     );
+
+    // A tool that answers `isError: true`: both sides' spans fail with `tool_error`.
+    let trace = "efefefefefefefefefefefefefefefef";
+    let run = host
+        .create_run("toolfail", &format!("00-{trace}-cdcdcdcdcdcdcdcd-01"))
+        .await;
+    host.finished(&run).await;
+    let client = receiver
+        .wait_for("the failing tools/call client span", |s| {
+            s.kind == CLIENT && s.name == "tools/call fail" && s.trace_id == trace
+        })
+        .await;
+    assert_eq!(client.attr("error.type"), Some("tool_error"), "{client:?}");
+    assert_eq!(client.status, 2, "{client:?}");
+    assert_eq!(client.attr("http.response.status_code"), Some("200"));
+    let server = receiver
+        .wait_for("the failing tools/call server span", |s| {
+            s.kind == SERVER && s.name == "tools/call fail" && s.trace_id == trace
+        })
+        .await;
+    assert_eq!(server.attr("error.type"), Some("tool_error"), "{server:?}");
     host.stop().await;
+}
+
+/// Deliveries the host posts on its own, straight through the egress guard: an A2A push
+/// notification and an interrupt notice to a run's `callbackUrl`. Each attempt is a CLIENT
+/// span in the trace the run was created in, and the receiver's `traceparent` names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_and_interrupt_notice_deliveries_have_client_spans() {
+    let (receiver, collector) = Receiver::start().await;
+    let (hook_saw, hook) = stub_peer().await;
+    let host = serve(
+        &hook,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
+
+    // A push: SendMessage with an inline push configuration, the trace in the message.
+    let (push_trace, push_parent) = ("12121212121212121212121212121212", "3434343434343434");
+    let sent: Value = host
+        .http
+        .post(format!("{}/a2a/jsonrpc", host.base))
+        .bearer_auth(KEY)
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                "message": {
+                    "messageId": "m-otel-push",
+                    "role": "ROLE_USER",
+                    "parts": [{"data": {"text": "hi"}}],
+                    "metadata": {"openwop": {"skill": "hello",
+                        "traceparent": format!("00-{push_trace}-{push_parent}-01")}},
+                },
+                "configuration": {"taskPushNotificationConfig": {"url": format!("{hook}/push")}},
+            }}),
+        )
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert!(sent.get("result").is_some(), "{sent}");
+    let seen = wait_for_traceparent(&hook_saw, push_trace).await;
+    let push = receiver
+        .wait_for("the push delivery span", |s| s.span_id == seen[2])
+        .await;
+    assert_eq!(push.kind, CLIENT, "{push:?}");
+    assert_eq!(push.name, "POST");
+    assert_eq!(push.trace_id, push_trace);
+    assert_eq!(
+        push.parent, push_parent,
+        "in the run's trace, as its steps are"
+    );
+    assert_eq!(push.attr("http.request.method"), Some("POST"));
+    assert_eq!(push.attr("http.response.status_code"), Some("200"));
+    assert_eq!(push.attr("server.address"), Some("127.0.0.1"));
+    assert_eq!(push.attr("openwop.delivery.kind"), Some("push"));
+    assert!(
+        push.attr("a2a.task.state")
+            .is_some_and(|s| s.starts_with("TASK_STATE_")),
+        "{push:?}"
+    );
+    assert!(push.attr("a2a.task.id").is_some(), "{push:?}");
+    assert_eq!(push.status, 0, "{push:?}");
+
+    // An interrupt notice: a REST run with a callbackUrl that suspends for approval.
+    let (cb_trace, cb_parent) = ("56565656565656565656565656565656", "7878787878787878");
+    let resp = host
+        .http
+        .post(format!("{}/runs", host.base))
+        .bearer_auth(KEY)
+        .header("traceparent", format!("00-{cb_trace}-{cb_parent}-01"))
+        .json(&json!({"workflowId": "approval", "callbackUrl": format!("{hook}/notices")}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status().as_u16(), 201);
+    let seen = wait_for_traceparent(&hook_saw, cb_trace).await;
+    let notice = receiver
+        .wait_for("the interrupt notice span", |s| s.span_id == seen[2])
+        .await;
+    assert_eq!(notice.kind, CLIENT, "{notice:?}");
+    assert_eq!(notice.trace_id, cb_trace);
+    assert_eq!(notice.parent, cb_parent);
+    assert_eq!(
+        notice.attr("openwop.delivery.kind"),
+        Some("interrupt_notice")
+    );
+    assert_eq!(notice.attr("http.response.status_code"), Some("200"));
+    assert!(notice.attr("openwop.run.id").is_some(), "{notice:?}");
+    host.stop().await;
+}
+
+/// The fields of the first `traceparent` the stub received in `trace` (waits up to 20 s).
+async fn wait_for_traceparent(seen: &Arc<Mutex<Vec<String>>>, trace: &str) -> Vec<String> {
+    for _ in 0..200 {
+        if let Some(tp) = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|tp| tp.split('-').nth(1) == Some(trace))
+        {
+            return tp.split('-').map(str::to_owned).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "no request in trace {trace}; saw {:?}",
+        seen.lock().unwrap()
+    );
 }
 
 /// The provider is shut down on a graceful stop: a span still queued (the batch delay is

@@ -667,6 +667,9 @@ async fn serve_speaks_https_with_a_certificate_and_key() {
             "/CN=localhost",
             "-addext",
             "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            // An end-entity certificate (rustls, the client here, refuses a CA as one).
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
         ])
         .arg("-keyout")
         .arg(&key)

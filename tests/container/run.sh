@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The container image as an operator meets it: build it from the built binary
-# (tests/container/build.sh), run it with podman, configured by OPENWOP_* variables only,
+# The container image as an operator meets it: build the root Containerfile from the
+# static binary (tests/container/build.sh), run it with podman, configured by OPENWOP_* variables only,
 # with a host directory as its /data volume; read the dev key from `podman logs`, start a
 # run that waits for an approval, restart the container, check the run is still there and
 # finishes when approved, check the HEALTHCHECK (`openwop probe`) passes and that
@@ -13,6 +13,9 @@
 # systemd connection" errors; the check itself is run here with `podman healthcheck run`.
 # No podman, or a podman that cannot run a container, is a failure with the reason, never
 # a skip. Each wait is bounded; tests/run.sh also bounds the whole script with `timeout`.
+# It also checks the image is FROM scratch with nothing but the binary and image/rootfs, and
+# that the static binary resolves a peer named by host name (`localhost`: getaddrinfo in a
+# static glibc) from inside the container.
 # Usage: tests/container/run.sh [BINARY]   (BINARY as tests/container/build.sh takes it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -59,8 +62,12 @@ OPENWOP_IMAGE=$image tests/container/build.sh "$@"
 # cannot write its store there (COPY makes files root's unless told).
 mnt=$("${podman[@]}" image mount "$image")
 owner=$(stat -c %u:%g "$mnt/data")
+files=$(cd "$mnt" && find . -type f -o -type l | sort | tr '\n' ' ')
 "${podman[@]}" image unmount "$image" >/dev/null
 [[ $owner == 10001:10001 ]] || fail "the image's /data belongs to $owner, not the service user 10001"
+# FROM scratch: the static binary and image/rootfs, no libraries, no loader.
+want='./etc/group ./etc/nsswitch.conf ./etc/passwd ./usr/local/bin/openwop '
+[[ $files == "$want" ]] || fail "the image holds $files, not $want"
 
 json() { python3 -c "import json,sys; v=json.load(sys.stdin); print($1)"; }
 
@@ -86,6 +93,13 @@ echo "dev key from podman logs: ${key:0:10}…" >&2
 [[ -s $data/openwop.sqlite3 && -s $data/dev-api-key ]] || fail "the store is not in the /data volume"
 user=$("${podman[@]}" top "$name" user | awk 'NR == 2 {print $1}')
 [[ $user != root && $user != 0 ]] || fail "the host runs as root in the container"
+
+step "a host name resolved by the static binary (getaddrinfo): openwop probe http://localhost:$port/readyz"
+# podman gives the container the machine's /etc/hosts; glibc's static resolver reads it
+# (and /etc/nsswitch.conf from image/rootfs) with no NSS module to load.
+if ! out=$("${podman[@]}" exec "$name" openwop probe "http://localhost:$port/readyz" 2>&1); then
+  fail "the static binary could not reach localhost: $out"
+fi
 
 step "creating a run that waits for an approval"
 auth=(-H "Authorization: Bearer $key")

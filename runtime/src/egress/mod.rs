@@ -316,7 +316,7 @@ impl Egress {
         if let Some(client) = kept.get(&pin) {
             return Ok(client.clone());
         }
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::trust::http_client()
             .redirect(Policy::none())
             .no_proxy()
             .connect_timeout(self.timeout)

@@ -45,17 +45,17 @@ pub enum KeySpecError {
 }
 
 #[derive(Clone)]
-struct Entry {
+pub(crate) struct Entry {
     digest: [u8; 32],
     subject: Subject,
 }
 
-/// The set of accepted api keys. The configured keys sit behind a lock holding an `Arc`
-/// so a reload ([`KeyRing::replace`], on SIGHUP) swaps the whole set at once: a request
+/// The set of accepted api keys. The configured keys are part of the reloadable snapshot
+/// (`crate::reload::Live`) a reload swaps whole, with the visibility and peers: a request
 /// sees either the old set or the new one, never a mix, and nothing it holds is torn.
 #[derive(Default)]
 pub struct KeyRing {
-    entries: std::sync::RwLock<std::sync::Arc<Vec<Entry>>>,
+    entries: crate::reload::Live,
     /// Keys minted while the host runs (conformance mode's credential seam): kept in
     /// memory only, so they end with the process.
     minted: std::sync::RwLock<Vec<Entry>>,
@@ -103,8 +103,7 @@ impl KeyRing {
             return Err(KeySpecError::ShortKey(tenant.to_owned()));
         }
         let digest = digest(key);
-        let entries =
-            std::sync::Arc::make_mut(self.entries.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let entries = self.configured();
         if let Some(held) = entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
             let held = held.subject.tenant.to_string();
             return Err(if held == tenant {
@@ -114,7 +113,8 @@ impl KeyRing {
             });
         }
         let subject = subject_of(tenant, &digest)?;
-        entries.push(Entry { digest, subject });
+        self.entries
+            .swap(|s| std::sync::Arc::make_mut(&mut s.keys).push(Entry { digest, subject }));
         Ok(())
     }
 
@@ -154,22 +154,16 @@ impl KeyRing {
         self.configured().len()
     }
 
-    /// Accepts exactly `other`'s configured keys from now on (a reload). Keys minted by
-    /// the conformance seam stay: they were never configuration.
-    pub fn replace(&self, other: KeyRing) {
-        let new = other
-            .entries
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner());
-        *self.entries.write().unwrap_or_else(|e| e.into_inner()) = new;
+    /// The reloadable snapshot the configured keys are kept in (`Host::build` keeps the
+    /// visibility and peers in the same one). A reload swaps the keys there; keys minted
+    /// by the conformance seam stay, since they were never configuration.
+    pub fn live(&self) -> crate::reload::Live {
+        self.entries.clone()
     }
 
-    /// The configured keys as they stand now.
-    fn configured(&self) -> std::sync::Arc<Vec<Entry>> {
-        self.entries
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// The configured keys as they stand now (as the current request was pinned to).
+    pub(crate) fn configured(&self) -> std::sync::Arc<Vec<Entry>> {
+        self.entries.current().keys.clone()
     }
 
     /// Resolves the request's one `Authorization` header; two or more are refused whatever
@@ -287,13 +281,14 @@ mod tests {
     }
 
     #[test]
-    fn replace_swaps_the_configured_keys_and_keeps_minted_ones() {
+    fn a_swap_of_the_configured_keys_keeps_minted_ones() {
         let mut ring = KeyRing::default();
         ring.add_spec("acme:old-key-0123456789").unwrap();
         let (minted, _) = ring.mint("acme").unwrap();
         let mut next = KeyRing::default();
         next.add_spec("acme:new-key-0123456789").unwrap();
-        ring.replace(next);
+        let keys = next.configured();
+        ring.live().swap(|s| s.keys = keys);
         assert_eq!(
             ring.authenticate(Some("Bearer old-key-0123456789")).err(),
             Some(AuthError::Unknown)

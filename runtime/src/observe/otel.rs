@@ -8,7 +8,8 @@
 //! With one, `openwop serve` exports one span per request (the HTTP server span every edge
 //! shares, and inside it the MCP or A2A server span of the message it carries), one per
 //! run step (a node the engine plans, or one round of a calling node's outside call) and
-//! one per request the host sends a peer (A2A, MCP, HTTP). The standard variables are
+//! one per request the host sends a peer (A2A, MCP, HTTP) and one per delivery attempt it
+//! posts on its own (A2A push notifications, interrupt notices). The standard variables are
 //! honoured as the SDK reads them: `OTEL_EXPORTER_OTLP_HEADERS`, `..._TIMEOUT`,
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` (and `_ARG`),
 //! `OTEL_BSP_*`; `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn export off.
@@ -27,13 +28,15 @@
 //!   `mcp.method.name`, `mcp.protocol.version`, `mcp.session.id`, `jsonrpc.request.id`,
 //!   `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for `tools/call`,
 //!   `rpc.response.status_code` and `error.type` (the JSON-RPC code) on an error,
+//!   `error.type = tool_error` on a tool result with `isError: true`,
 //!   `network.transport = tcp`, `network.protocol.name = http`. The server span's parent
 //!   is the context in `params._meta` when there is one, linked to the transport's.
 //! - A2A: the Agent2Agent conventions of the same repository (`gen-ai/a2a.md`, status
 //!   Development): span name `{a2a.method.name}` (the protocol's operation name, the same
 //!   on both bindings: `SendMessage` is `POST /message:send` on HTTP+JSON),
 //!   `a2a.method.name`, `a2a.protocol.version`, `a2a.task.id`, `a2a.message.id`,
-//!   `gen_ai.conversation.id` (the `contextId`), `error.type`. These are the A2A
+//!   `gen_ai.conversation.id` (the `contextId`), `a2a.task.state` (the A2A v1 wire name,
+//!   `TASK_STATE_COMPLETED`) where an answer carries a task, `error.type`. These are the A2A
 //!   equivalent of the generic RPC conventions' `rpc.system.name`/`rpc.method`, which the
 //!   A2A conventions supersede for A2A as the MCP ones do for MCP (their method name is the
 //!   same whichever binding carried the request, where `rpc.method` would not be).
@@ -98,8 +101,17 @@ pub fn provider() -> Result<Option<SdkTracerProvider>, String> {
     if !configured() {
         return Ok(None);
     }
+    use opentelemetry_otlp::WithHttpConfig as _;
+    // The exporter's own default client would trust only the system's CA store, which an
+    // image FROM scratch does not have: this one trusts what every other client does.
+    let client = reqwest::blocking::Client::builder()
+        .use_preconfigured_tls(crate::trust::client_config())
+        .timeout(export_timeout())
+        .build()
+        .map_err(|e| format!("the OTLP exporter's HTTP client cannot be built: {e}"))?;
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_http_client(client)
         .build()
         .map_err(|e| format!("the OTLP exporter cannot be built: {e}"))?;
     let mut resource = opentelemetry_sdk::Resource::builder()
@@ -120,6 +132,22 @@ pub fn provider() -> Result<Option<SdkTracerProvider>, String> {
         .with_resource(resource.build())
         .build();
     Ok(Some(provider))
+}
+
+/// The export timeout the exporter would give its own client:
+/// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds),
+/// else 10 s.
+fn export_timeout() -> std::time::Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+    .map_or(
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis,
+    )
 }
 
 /// The `tracing` layer exporting this module's spans through `provider`, and the handle
@@ -538,20 +566,7 @@ pub fn peer_call_span(c: PeerCall<'_>) -> Span {
         let _ = span.set_parent(remote_parts(c.caller_traceparent, None));
     }
     span.set_attribute("http.request.method", c.http_method.to_owned());
-    if let Ok(url) = reqwest::Url::parse(c.url) {
-        if let Some(host) = url.host_str() {
-            span.set_attribute("server.address", host.to_owned());
-        }
-        if let Some(port) = url.port_or_known_default() {
-            span.set_attribute("server.port", i64::from(port));
-        }
-        // The URL without its query (which may carry anything) and without userinfo.
-        let mut full = url.clone();
-        full.set_query(None);
-        let _ = full.set_username("");
-        let _ = full.set_password(None);
-        span.set_attribute("url.full", full.to_string());
-    }
+    url_attributes(&span, c.url);
     span.set_attribute("openwop.peer.id", c.peer_id.to_owned());
     let id = c.body.and_then(|b| b.get("id")).and_then(id_text);
     match (c.kind, rpc_method) {
@@ -586,9 +601,95 @@ pub fn peer_call_span(c: PeerCall<'_>) -> Span {
     span
 }
 
+/// `server.address`, `server.port` and `url.full` of a CLIENT span: the URL without its
+/// query (which may carry anything) and without userinfo.
+fn url_attributes(span: &Span, raw: &str) {
+    let Ok(url) = reqwest::Url::parse(raw) else {
+        return;
+    };
+    if let Some(host) = url.host_str() {
+        span.set_attribute("server.address", host.to_owned());
+    }
+    if let Some(port) = url.port_or_known_default() {
+        span.set_attribute("server.port", i64::from(port));
+    }
+    let mut full = url.clone();
+    full.set_query(None);
+    full.set_fragment(None);
+    let _ = full.set_username("");
+    let _ = full.set_password(None);
+    span.set_attribute("url.full", full.to_string());
+}
+
+/// An A2A task state as the A2A conventions name it: the A2A v1 wire name
+/// (`TASK_STATE_COMPLETED`), also for a state a v0.3 peer spelt `completed` or
+/// `input-required`.
+pub fn task_state_value(state: &str) -> String {
+    if state.starts_with("TASK_STATE_") {
+        state.to_owned()
+    } else {
+        format!(
+            "TASK_STATE_{}",
+            state.to_ascii_uppercase().replace(['-', ' '], "_")
+        )
+    }
+}
+
+/// The state of the task an A2A answer carries: a `Task` (GetTask, CancelTask), or
+/// SendMessage's `{task}` (or a v0.3 result that is a task); `None` for a message or a
+/// list.
+pub fn task_state_of(result: &serde_json::Value) -> Option<String> {
+    let task = result.get("task").unwrap_or(result);
+    task.get("status")?
+        .get("state")?
+        .as_str()
+        .map(task_state_value)
+}
+
+/// Records the task state an A2A answer carries on the current (A2A server) span.
+pub fn a2a_answer_current(result: &serde_json::Value) {
+    if on()
+        && let Some(state) = task_state_of(result)
+    {
+        record_current("a2a.task.state", state);
+    }
+}
+
+/// Records an MCP tool result on the current (MCP server) span: a result with
+/// `isError: true` is a failed call, `error.type = tool_error` (the MCP conventions' value
+/// for a tool execution error), its first text as the status description.
+pub fn mcp_tool_result_current(result: &serde_json::Value) {
+    if on() && is_tool_error(result) {
+        error_current("tool_error", &tool_error_text(result));
+    }
+}
+
+fn is_tool_error(result: &serde_json::Value) -> bool {
+    result.get("isError").and_then(serde_json::Value::as_bool) == Some(true)
+}
+
+fn tool_error_text(result: &serde_json::Value) -> String {
+    result
+        .get("content")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|c| c.iter().find_map(|b| b.get("text")?.as_str()))
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect()
+}
+
 /// Records a peer's answer on its CLIENT span: the HTTP status (>= 400 fails it), the
-/// session an MCP `initialize` opened, and a JSON-RPC error in a JSON answer.
-pub fn peer_call_end(span: &Span, status: u16, session: Option<&str>, body: Option<&[u8]>) {
+/// session an MCP `initialize` opened, a JSON-RPC error in a JSON answer, an MCP tool
+/// result with `isError` (`error.type = tool_error`) and the state of the task an A2A
+/// answer carries.
+pub fn peer_call_end(
+    span: &Span,
+    kind: &str,
+    status: u16,
+    session: Option<&str>,
+    body: Option<&[u8]>,
+) {
     if span.is_none() {
         return;
     }
@@ -600,9 +701,25 @@ pub fn peer_call_end(span: &Span, status: u16, session: Option<&str>, body: Opti
         error_on(span, status.to_string(), "");
         return;
     }
-    let error = body
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
-        .and_then(|v| v.get("error").cloned());
+    let parsed = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok());
+    // A JSON-RPC answer's `result`; on A2A's HTTP+JSON binding the body itself.
+    let result = parsed
+        .as_ref()
+        .and_then(|v| v.get("result").or((kind == "a2a").then_some(v)));
+    if let Some(result) = result {
+        match kind {
+            "a2a" => {
+                if let Some(state) = task_state_of(result) {
+                    span.set_attribute("a2a.task.state", state);
+                }
+            }
+            "mcp" if is_tool_error(result) => {
+                error_on(span, "tool_error", &tool_error_text(result));
+            }
+            _ => {}
+        }
+    }
+    let error = parsed.and_then(|v| v.get("error").cloned());
     if let Some(error) = error {
         let code = error.get("code").and_then(serde_json::Value::as_i64);
         let message = error
@@ -621,6 +738,103 @@ pub fn peer_call_failed(span: &Span, error_type: &str, message: &str) {
     if !span.is_none() {
         error_on(span, error_type.to_owned(), message);
     }
+}
+
+/// The `error.type` of a request that got no usable answer.
+pub fn send_error_type(e: &crate::egress::SendError) -> String {
+    use crate::egress::SendError;
+    match e {
+        SendError::Refused(_) => "egress_refused".to_owned(),
+        SendError::Redirect(status) | SendError::Status(status) => status.to_string(),
+        SendError::Transport(_) => "transport".to_owned(),
+        SendError::TooLarge => "response_too_large".to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Deliveries: what the host posts on its own (A2A push notifications, interrupt notices
+// to a run's `callbackUrl`), straight through the egress guard rather than a peer.
+
+/// What a delivery is, for its CLIENT span.
+pub struct Delivery<'a> {
+    /// `push` (an A2A push notification) or `interrupt_notice` (a `callbackUrl` notice).
+    pub kind: &'a str,
+    pub url: &'a str,
+    pub run_id: &'a str,
+    /// The trace the run was created in (kept in its state), if any.
+    pub run_traceparent: Option<&'a str>,
+    /// The A2A task state a push reports.
+    pub task_state: Option<&'a str>,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+}
+
+/// The CLIENT span of one delivery attempt (`POST`, the HTTP client conventions), a child
+/// of the trace the run was created in, as the run's steps are (a run created without
+/// one: each attempt starts a trace). The receiver gets this span as its `traceparent`
+/// ([`post_traced`]).
+pub fn delivery_span(d: Delivery<'_>) -> Span {
+    if !on() {
+        return Span::none();
+    }
+    let span =
+        tracing::info_span!(target: TARGET, "delivery", otel.name = "POST", otel.kind = "client");
+    match d
+        .run_traceparent
+        .filter(|tp| crate::trace::is_traceparent(tp))
+    {
+        Some(tp) => {
+            let _ = span.set_parent(remote_parts(tp, None));
+        }
+        None => {
+            let _ = span.set_parent(Context::new());
+        }
+    }
+    span.set_attribute("http.request.method", "POST");
+    url_attributes(&span, d.url);
+    if d.attempt > 1 {
+        span.set_attribute("http.request.resend_count", i64::from(d.attempt - 1));
+    }
+    span.set_attribute("openwop.delivery.kind", d.kind.to_owned());
+    span.set_attribute("openwop.run.id", d.run_id.to_owned());
+    if d.kind == "push" {
+        span.set_attribute("a2a.task.id", crate::ids::project(d.run_id));
+    }
+    if let Some(state) = d.task_state {
+        span.set_attribute("a2a.task.state", task_state_value(state));
+    }
+    span
+}
+
+/// Posts a delivery in `span` (from [`delivery_span`]; `Span::none()` without export):
+/// the receiver's `traceparent` names the span, which records the status or the failure.
+pub async fn post_traced(
+    egress: &crate::egress::Egress,
+    url: &str,
+    mut headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
+    span: Span,
+) -> Result<u16, crate::egress::SendError> {
+    use tracing::Instrument as _;
+    if let Some(v) = traceparent_of(&span).and_then(|tp| tp.parse().ok()) {
+        headers.insert("traceparent", v);
+    }
+    let outcome = egress
+        .post(url, headers, body)
+        .instrument(span.clone())
+        .await;
+    if !span.is_none() {
+        match &outcome {
+            Ok(status) => span.set_attribute("http.response.status_code", i64::from(*status)),
+            Err(e) => {
+                if let crate::egress::SendError::Status(status) = e {
+                    span.set_attribute("http.response.status_code", i64::from(*status));
+                }
+                error_on(&span, send_error_type(e), &e.to_string());
+            }
+        }
+    }
+    outcome
 }
 
 /// Replaces every string equal to `old` in `value` with `new`: the request's body carries

@@ -63,16 +63,31 @@ pub fn notifier(tokens: TokenKey, egress: Egress) -> SuspendHook {
             return;
         };
         let egress = egress.clone();
-        tokio::spawn(async move { deliver(&egress, &url, &s.run.run_id, body).await });
+        tokio::spawn(async move { deliver(&egress, &url, &s.run, body).await });
     })
 }
 
-async fn deliver(egress: &Egress, url: &str, run_id: &str, body: Vec<u8>) {
+async fn deliver(egress: &Egress, url: &str, run: &crate::store::RunRecord, body: Vec<u8>) {
+    use crate::observe::otel;
+    let run_id = run.run_id.as_str();
+    let trace = run
+        .state
+        .get(crate::peers::TRACE_STATE_KEY)
+        .and_then(Value::as_str);
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for attempt in 0..=RETRY_DELAYS.len() {
+        // Each attempt is a CLIENT span of the run's trace (none without a collector).
+        let span = otel::delivery_span(otel::Delivery {
+            kind: "interrupt_notice",
+            url,
+            run_id,
+            run_traceparent: trace,
+            task_state: None,
+            attempt: attempt as u32 + 1,
+        });
         // Neither the URL nor the body (it holds the token) goes to the log.
-        match egress.post(url, headers.clone(), body.clone()).await {
+        match otel::post_traced(egress, url, headers.clone(), body.clone(), span).await {
             Ok(status) => {
                 tracing::info!(run_id, attempt, status, "interrupt notice delivered");
                 return;

@@ -144,9 +144,9 @@ pub struct Ops {
     engine: Arc<Engine>,
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
-    /// Per-tenant visibility from the config file (empty: everyone sees everything);
-    /// swapped whole by a reload (`Ops::replace_visibility`).
-    visibility: std::sync::RwLock<Arc<crate::settings::Visibility>>,
+    /// Per-tenant visibility from the config file (empty: everyone sees everything), in
+    /// the reloadable snapshot a reload swaps whole (`crate::reload::Live`).
+    visibility: crate::reload::Live,
     max_page_size: usize,
     tokens: TokenKey,
     /// Keys the `peer` digest of inbound `negotiation.decided` events.
@@ -200,7 +200,7 @@ impl Ops {
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
-            visibility: std::sync::RwLock::default(),
+            visibility: crate::reload::Live::default(),
             max_page_size: MAX_PAGE_SIZE,
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),

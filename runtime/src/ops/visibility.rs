@@ -14,11 +14,21 @@ impl Ops {
         self
     }
 
-    /// Narrows each tenant to what `visibility` names from now on (a reload). Check it
-    /// with [`Ops::unknown_visibility_names`] first.
+    /// Narrows each tenant to what `visibility` names from now on. Check it with
+    /// [`Ops::unknown_visibility_names`] first. (A reload swaps it with the keys and
+    /// peers, `crate::reload`.)
     pub fn replace_visibility(&self, visibility: Visibility) {
-        *self.visibility.write().unwrap_or_else(|e| e.into_inner()) =
-            std::sync::Arc::new(visibility);
+        let visibility = std::sync::Arc::new(visibility);
+        self.visibility.swap(|s| s.visibility = visibility);
+    }
+
+    /// The same operations with their visibility kept in `live` (the host's one
+    /// reloadable snapshot) from now on.
+    pub fn in_live(mut self, live: &crate::reload::Live) -> Self {
+        let visibility = self.visibility();
+        live.swap(|s| s.visibility = visibility);
+        self.visibility = live.clone();
+        self
     }
 
     /// Every workflow and agent `visibility` names that this host does not have.
@@ -33,10 +43,7 @@ impl Ops {
     /// The visibility in force now: one snapshot per question, so a reload landing
     /// midway cannot answer half from each.
     fn visibility(&self) -> std::sync::Arc<Visibility> {
-        self.visibility
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.visibility.current().visibility.clone()
     }
 
     /// Whether the tenant's configuration lets it see `workflow_id` (part of `may_run`).

@@ -209,10 +209,10 @@ impl Caller {
     }
 }
 
-/// The peer table: by id. Shared by every clone of one [`Peers`] and swapped whole by a
-/// reload, so a rotated credential reaches the next call while a call in flight keeps the
-/// `Arc<Peer>` it started with.
-type Table = Arc<std::sync::RwLock<Arc<BTreeMap<String, Arc<Peer>>>>>;
+/// The peer table: by id, in the reloadable snapshot (`crate::reload::Live`) every clone
+/// of one [`Peers`] shares and a reload swaps whole, so a rotated credential reaches the
+/// next call while a call in flight keeps the `Arc<Peer>` it started with.
+type Table = crate::reload::Live;
 
 /// The configured peers and the one way to reach them.
 #[derive(Clone)]
@@ -347,8 +347,10 @@ impl Peers {
                 return Err(format!("{at}: the id appears twice"));
             }
         }
+        let table = Table::default();
+        table.swap(|s| s.peers = Arc::new(by_id));
         Ok(Peers {
-            by_id: Arc::new(std::sync::RwLock::new(Arc::new(by_id))),
+            by_id: table,
             egress,
             ..Peers::default()
         })
@@ -364,11 +366,19 @@ impl Peers {
         })
     }
 
-    /// Makes `other`'s peers this table's (and every clone's) from the next call on (a
-    /// reload). Kept tool lists and cards are dropped, since a peer's URL may have moved.
-    pub fn install(&self, other: &Peers) {
-        let table = other.table();
-        *self.by_id.write().unwrap_or_else(|e| e.into_inner()) = table;
+    /// The same peers kept in `live` (the host's one reloadable snapshot) from now on:
+    /// `Host::build` puts them there before any clone is handed out.
+    pub fn in_live(self, live: &crate::reload::Live) -> Peers {
+        let table = self.table();
+        live.swap(|s| s.peers = table);
+        Peers {
+            by_id: live.clone(),
+            ..self
+        }
+    }
+
+    /// Drops kept tool lists and cards (a reload: a peer's URL may have moved).
+    pub fn forget_kept(&self) {
         self.listed_tools
             .0
             .lock()
@@ -381,9 +391,9 @@ impl Peers {
             .clear();
     }
 
-    /// The peers as configured now.
-    fn table(&self) -> Arc<BTreeMap<String, Arc<Peer>>> {
-        self.by_id.read().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The peers as configured now (as the current request was pinned to).
+    pub(crate) fn table(&self) -> Arc<BTreeMap<String, Arc<Peer>>> {
+        self.by_id.current().peers.clone()
     }
 
     /// The most input rounds one tool call may take before the node fails.
@@ -561,19 +571,25 @@ impl Peers {
                     .headers
                     .get("mcp-session-id")
                     .and_then(|v| v.to_str().ok());
-                let json = response.media_type().ends_with("json");
-                let body = json.then_some(response.body.as_slice());
-                otel::peer_call_end(&span, response.status, session, body);
+                // The JSON answer: the body, or an SSE answer's last `data:` line (an MCP
+                // server may answer a call as a stream).
+                let media = response.media_type();
+                let body = if media.ends_with("json") {
+                    Some(response.body.as_slice())
+                } else if media == "text/event-stream" {
+                    response
+                        .body
+                        .split(|b| *b == b'\n')
+                        .filter_map(|line| line.strip_prefix(b"data:"))
+                        .next_back()
+                } else {
+                    None
+                };
+                otel::peer_call_end(&span, peer.kind.as_str(), response.status, session, body);
                 Ok(response)
             }
             Err(e) => {
-                let kind = match &e {
-                    SendError::Refused(_) => "egress_refused".to_owned(),
-                    SendError::Redirect(status) | SendError::Status(status) => status.to_string(),
-                    SendError::Transport(_) => "transport".to_owned(),
-                    SendError::TooLarge => "response_too_large".to_owned(),
-                };
-                otel::peer_call_failed(&span, &kind, &e.to_string());
+                otel::peer_call_failed(&span, &otel::send_error_type(&e), &e.to_string());
                 Err(e.into())
             }
         }

@@ -425,6 +425,14 @@ pub(crate) async fn serve(
         .await
         // A store that cannot write now: 503 with Retry-After (issue #35).
         .unwrap_or_else(|e| Err(Fault::host_fault("a host event could not be recorded", e)))
+        .inspect(|answer| {
+            // The state of the task the answer carries (`a2a.task.state`); a stream's
+            // states go out after the span's request has been answered.
+            if let Answer::Value(v) = answer {
+                let _in = exported.enter();
+                crate::observe::otel::a2a_answer_current(v);
+            }
+        })
         .inspect_err(|fault| {
             let _in = exported.enter();
             crate::observe::otel::rpc_error_current(fault.jsonrpc_code(), &fault.message);

@@ -66,8 +66,11 @@ async fn streamed(
     let (done_tx, mut done_rx) = oneshot::channel();
     // The request's held host events go with its work, to the run it may create.
     let held = crate::ops::hand_over_host_events();
+    use opentelemetry::context::FutureExt as _;
+    // The work reads the configuration the request was pinned to (`crate::reload`).
+    let live = state.app.keys.live();
     let work = tokio::spawn(
-        async move {
+        live.carried(async move {
             let ops = state.app.ops.clone();
             let outcome = ops
                 .holding_host_events_from(held, state.dispatch(&ctx, &message))
@@ -80,7 +83,10 @@ async fn streamed(
                     ))
                 });
             let _ = done_tx.send(outcome);
-        }
+        })
+        // The exported MCP span stays the OpenTelemetry context of the work (a tool
+        // error is recorded on it), as the log span stays its `tracing` one.
+        .with_current_context()
         .in_current_span(),
     );
     let owner = AbortOnDrop(work.abort_handle());

@@ -211,7 +211,12 @@ impl McpState {
         let result = match method {
             McpMethod::ServerDiscover => self.discover(),
             McpMethod::ToolsList => self.list_tools(&ctx.subject),
-            McpMethod::ToolsCall => self.call_tool(ctx, params).await?,
+            McpMethod::ToolsCall => {
+                let result = self.call_tool(ctx, params).await?;
+                // A tool execution error fails the exported MCP span (`tool_error`).
+                crate::observe::otel::mcp_tool_result_current(&result);
+                result
+            }
             McpMethod::TasksGet => self.get_task(ctx, params).await?,
             McpMethod::TasksUpdate => self.update_task(ctx, params).await?,
             McpMethod::TasksCancel => self.cancel_task(ctx, params).await?,

@@ -12,6 +12,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::{PushRender, Rendered};
 use crate::egress::Egress;
+use crate::observe::otel;
 use crate::store::{Delivery, InteropStore, RunStore, Secret, Topic, Wake};
 
 /// How the wait between attempts grows (webhooks `retryPolicy.backoff`).
@@ -102,9 +103,13 @@ pub(super) fn spawn(
     kick: mpsc::UnboundedReceiver<String>,
 ) {
     let outbox = Arc::new(Notify::new());
-    let (store, shutdown) = (watcher.store.clone(), watcher.shutdown.clone());
+    let (store, runs, shutdown) = (
+        watcher.store.clone(),
+        watcher.runs.clone(),
+        watcher.shutdown.clone(),
+    );
     tokio::spawn(watch_runs(watcher, kick, outbox.clone()));
-    tokio::spawn(send_pushes(store, egress, policy, outbox, shutdown));
+    tokio::spawn(send_pushes(store, runs, egress, policy, outbox, shutdown));
 }
 
 /// What the watcher reads: the runs, the push configurations, and how a run becomes a
@@ -366,6 +371,7 @@ async fn defer(store: &dyn InteropStore, delivery: &Delivery) {
 
 async fn send_pushes(
     store: Arc<dyn InteropStore>,
+    runs: Arc<dyn RunStore>,
     egress: Egress,
     policy: RetryPolicy,
     outbox: Arc<Notify>,
@@ -414,9 +420,11 @@ async fn send_pushes(
         for delivery in due {
             match lanes.take_tenant(tenant_of(&delivery.run_id)) {
                 Some(slot) => {
-                    let (store, egress, lanes) = (store.clone(), egress.clone(), lanes.clone());
+                    let (store, runs, egress, lanes) =
+                        (store.clone(), runs.clone(), egress.clone(), lanes.clone());
                     tokio::spawn(async move {
-                        attempt(store.as_ref(), &egress, &policy, delivery, &lanes).await;
+                        let (store, runs) = (store.as_ref(), runs.as_ref());
+                        attempt(store, runs, &egress, &policy, delivery, &lanes).await;
                         drop(slot);
                     });
                 }
@@ -428,6 +436,7 @@ async fn send_pushes(
 
 async fn attempt(
     store: &dyn InteropStore,
+    runs: &dyn RunStore,
     egress: &Egress,
     policy: &RetryPolicy,
     delivery: Delivery,
@@ -474,9 +483,9 @@ async fn attempt(
         }
     }
     let attempts = delivery.attempts + 1;
-    let outcome = egress
-        .post(&config.url, headers, delivery.body.clone().into_bytes())
-        .await;
+    let span = delivery_span(runs, &delivery, &config.url, attempts).await;
+    let body = delivery.body.clone().into_bytes();
+    let outcome = otel::post_traced(egress, &config.url, headers, body, span).await;
     let now = crate::clock::now_ms();
     let settled = match outcome {
         Ok(status) => {
@@ -503,6 +512,33 @@ async fn attempt(
     if let Err(e) = settled {
         tracing::error!(error = %e, "push: cannot record the outcome");
     }
+}
+
+/// The CLIENT span of one push attempt (none without a collector), in the trace the run
+/// was created in: read from the run only when spans are exported.
+async fn delivery_span(
+    runs: &dyn RunStore,
+    delivery: &Delivery,
+    url: &str,
+    attempt: u32,
+) -> tracing::Span {
+    if !otel::on() {
+        return tracing::Span::none();
+    }
+    let run = runs.get_run(&delivery.run_id).await.ok().flatten();
+    let trace = run.as_ref().and_then(|r| {
+        r.state
+            .get(crate::peers::TRACE_STATE_KEY)
+            .and_then(serde_json::Value::as_str)
+    });
+    otel::delivery_span(otel::Delivery {
+        kind: "push",
+        url,
+        run_id: &delivery.run_id,
+        run_traceparent: trace,
+        task_state: Some(&delivery.state),
+        attempt,
+    })
 }
 
 #[cfg(test)]

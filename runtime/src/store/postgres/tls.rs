@@ -145,10 +145,8 @@ impl PgTls {
                             )));
                         }
                     }
-                    None => {
-                        let found = rustls_native_certs::load_native_certs();
-                        roots.add_parsable_certificates(found.certs);
-                    }
+                    // The system's store, or the built-in roots where it has none.
+                    None => roots = (*crate::trust::roots()).clone(),
                 }
                 let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
                     Arc::new(roots),
