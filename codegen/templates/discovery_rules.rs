@@ -127,6 +127,18 @@ fn fields<'a, const N: usize>(record: &'a Map<String, Value>, keys: [&str; N]) -
     found
 }
 
+/// `record[key]` by a scan of its entries: the rules' records hold a handful of members,
+/// and `Map::get` hashes the key with SipHash before it looks (issue #29: a twentieth of an
+/// invalid document's instructions went to hashing).
+fn member<'a>(record: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    record.iter().find_map(|(k, v)| (k == key).then_some(v))
+}
+
+/// [`member`] of a value that may not be an object.
+fn value_member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    member(value.as_object()?, key)
+}
+
 fn push(out: &mut Vec<Finding>, pointer: String, rule: &str, message: String) {
     out.push(Finding {
         pointer,
@@ -144,7 +156,7 @@ pub(super) fn token(key: &str) -> String {
 /// An iterator, not a collection: the rules run on every document validated, and a document
 /// without findings should cost no allocation (issue #17, validation throughput).
 pub(super) fn strings<'a>(record: &'a Map<String, Value>, key: &str) -> impl Iterator<Item = (usize, &'a str)> {
-    items(record.get(key))
+    items(member(record, key))
 }
 
 /// The strings of an array value, with their indexes (nothing when it is not an array).
@@ -193,7 +205,7 @@ const NEXT_REQUEST_LANES: &[&str] = &["api-key", "session"];
 /// The auth facet's prose rules: api-key and session lanes revoke on the next request, and
 /// `revocationWindowSeconds` belongs to `exp-only` lanes. Wrong types are the schema's.
 fn check_auth_lanes(auth: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let lanes = auth.get("lanes").and_then(Value::as_array).into_iter().flatten();
+    let lanes = member(auth, "lanes").and_then(Value::as_array).into_iter().flatten();
     for (i, lane) in lanes.enumerate() {
         let Some(lane) = lane.as_object() else { continue };
         let [name, revocation, window] = fields(lane, ["lane", "revocation", "revocationWindowSeconds"]);
@@ -544,10 +556,10 @@ fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
 }
 
 fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let Some(mrtr) = mcp.get("mrtr").and_then(Value::as_object) else {
+    let Some(mrtr) = member(mcp, "mrtr").and_then(Value::as_object) else {
         return;
     };
-    let sentence = match mrtr.get("maxRounds") {
+    let sentence = match member(mrtr, "maxRounds") {
         None => format!("add `maxRounds` to `mcp.mrtr`: the ceiling on input rounds, from {MRTR_MIN_ROUNDS} to {MRTR_MAX_ROUNDS}"),
         Some(v) => match v.as_i64() {
             Some(n) if (MRTR_MIN_ROUNDS..=MRTR_MAX_ROUNDS).contains(&n) => return,
@@ -560,7 +572,7 @@ fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
 /// `agents` is the root's `agents` value.
 fn check_agent_cards(a2a: &Map<String, Value>, agents: Option<&Value>, out: &mut Vec<Finding>) {
     // `agentCards` is `true` or absent; any other value is the schema's to report.
-    if a2a.get("agentCards") != Some(&Value::Bool(true)) {
+    if member(a2a, "agentCards") != Some(&Value::Bool(true)) {
         return;
     }
     if !strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
@@ -573,7 +585,7 @@ fn check_agent_cards(a2a: &Map<String, Value>, agents: Option<&Value>, out: &mut
     }
     let runtime = agents
         .and_then(Value::as_object)
-        .and_then(|agents| agents.get("manifestRuntime"));
+        .and_then(|agents| member(agents, "manifestRuntime"));
     if matches!(runtime, None | Some(Value::Null | Value::Bool(false))) {
         push(
             out,
@@ -601,9 +613,9 @@ fn check_negotiation_event(a2a: bool, mcp: bool, host_events: Option<&Value>, ou
         push(out, "/hostEvents".into(), rule, format!("add `hostEvents` with `types` listing {}: {}", wanted(), because()));
         return;
     };
-    let types = host_events.get("types").and_then(Value::as_array);
+    let types = member(host_events, "types").and_then(Value::as_array);
     let entry = types.into_iter().flatten().enumerate().find(|(_, t)| {
-        t.get("type").and_then(Value::as_str) == Some(NEGOTIATION_EVENT)
+        value_member(t, "type").and_then(Value::as_str) == Some(NEGOTIATION_EVENT)
     });
     match entry {
         None => push(
@@ -612,7 +624,7 @@ fn check_negotiation_event(a2a: bool, mcp: bool, host_events: Option<&Value>, ou
             rule,
             format!("add {} to `hostEvents.types`: {}", wanted(), because()),
         ),
-        Some((i, t)) if t.get("delivery").and_then(Value::as_str) != Some("durable") => push(
+        Some((i, t)) if value_member(t, "delivery").and_then(Value::as_str) != Some("durable") => push(
             out,
             format!("/hostEvents/types/{i}/delivery"),
             rule,

@@ -123,6 +123,16 @@ fn fields<'a, const N: usize>(
     }
     found
 }
+/// `record[key]` by a scan of its entries: the rules' records hold a handful of members,
+/// and `Map::get` hashes the key with SipHash before it looks (issue #29: a twentieth of an
+/// invalid document's instructions went to hashing).
+fn member<'a>(record: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    record.iter().find_map(|(k, v)| (k == key).then_some(v))
+}
+/// [`member`] of a value that may not be an object.
+fn value_member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    member(value.as_object()?, key)
+}
 fn push(out: &mut Vec<Finding>, pointer: String, rule: &str, message: String) {
     out.push(Finding {
         pointer,
@@ -141,7 +151,7 @@ pub(super) fn strings<'a>(
     record: &'a Map<String, Value>,
     key: &str,
 ) -> impl Iterator<Item = (usize, &'a str)> {
-    items(record.get(key))
+    items(member(record, key))
 }
 /// The strings of an array value, with their indexes (nothing when it is not an array).
 fn items(value: Option<&Value>) -> impl Iterator<Item = (usize, &str)> {
@@ -202,7 +212,7 @@ const NEXT_REQUEST_LANES: &[&str] = &["api-key", "session"];
 /// The auth facet's prose rules: api-key and session lanes revoke on the next request, and
 /// `revocationWindowSeconds` belongs to `exp-only` lanes. Wrong types are the schema's.
 fn check_auth_lanes(auth: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let lanes = auth.get("lanes").and_then(Value::as_array).into_iter().flatten();
+    let lanes = member(auth, "lanes").and_then(Value::as_array).into_iter().flatten();
     for (i, lane) in lanes.enumerate() {
         let Some(lane) = lane.as_object() else { continue };
         let [name, revocation, window] = fields(
@@ -602,10 +612,10 @@ fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     }
 }
 fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let Some(mrtr) = mcp.get("mrtr").and_then(Value::as_object) else {
+    let Some(mrtr) = member(mcp, "mrtr").and_then(Value::as_object) else {
         return;
     };
-    let sentence = match mrtr.get("maxRounds") {
+    let sentence = match member(mrtr, "maxRounds") {
         None => {
             format!(
                 "add `maxRounds` to `mcp.mrtr`: the ceiling on input rounds, from {MRTR_MIN_ROUNDS} to {MRTR_MAX_ROUNDS}"
@@ -630,7 +640,7 @@ fn check_agent_cards(
     agents: Option<&Value>,
     out: &mut Vec<Finding>,
 ) {
-    if a2a.get("agentCards") != Some(&Value::Bool(true)) {
+    if member(a2a, "agentCards") != Some(&Value::Bool(true)) {
         return;
     }
     if !strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
@@ -645,7 +655,7 @@ fn check_agent_cards(
     }
     let runtime = agents
         .and_then(Value::as_object)
-        .and_then(|agents| agents.get("manifestRuntime"));
+        .and_then(|agents| member(agents, "manifestRuntime"));
     if matches!(runtime, None | Some(Value::Null | Value::Bool(false))) {
         push(
             out,
@@ -688,13 +698,13 @@ fn check_negotiation_event(
         );
         return;
     };
-    let types = host_events.get("types").and_then(Value::as_array);
+    let types = member(host_events, "types").and_then(Value::as_array);
     let entry = types
         .into_iter()
         .flatten()
         .enumerate()
         .find(|(_, t)| {
-            t.get("type").and_then(Value::as_str) == Some(NEGOTIATION_EVENT)
+            value_member(t, "type").and_then(Value::as_str) == Some(NEGOTIATION_EVENT)
         });
     match entry {
         None => {
@@ -705,7 +715,9 @@ fn check_negotiation_event(
                 format!("add {} to `hostEvents.types`: {}", wanted(), because()),
             )
         }
-        Some((i, t)) if t.get("delivery").and_then(Value::as_str) != Some("durable") => {
+        Some(
+            (i, t),
+        ) if value_member(t, "delivery").and_then(Value::as_str) != Some("durable") => {
             push(
                 out,
                 format!("/hostEvents/types/{i}/delivery"),

@@ -428,9 +428,14 @@ pub(crate) async fn serve(
         .inspect(|answer| {
             // The state of the task the answer carries (`a2a.task.state`); a stream's
             // states go out after the span's request has been answered.
-            if let Answer::Value(v) = answer {
+            if let Answer::Value(reply) = answer
+                && crate::observe::otel::on()
+                && let Ok(v) = serde_json::to_value(reply)
+            {
+                // The exporter reads the state from the answer as written on the wire; the
+                // copy is made only while spans are exported.
                 let _in = exported.enter();
-                crate::observe::otel::a2a_answer_current(v);
+                crate::observe::otel::a2a_answer_current(&v);
             }
         })
         .inspect_err(|fault| {
