@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::load::{Corpus, OPENAPI};
 use crate::project::project_keywords;
-use crate::uris::SchemaUris;
+use crate::uris::{SchemaUris, pointer_token};
 
 /// How deep inlined references may nest before the bundler gives up and says `Value`.
 const MAX_INLINE_DEPTH: usize = 12;
@@ -156,7 +156,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         }
         if let Some(defs) = doc.get("$defs").and_then(Value::as_object) {
             for key in defs.keys() {
-                let pointer = format!("/$defs/{}", escape(key));
+                let pointer = format!("/$defs/{}", pointer_token(key));
                 sources.push((rel.clone(), pointer, key.to_upper_camel_case()));
             }
         }
@@ -168,7 +168,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         .and_then(Value::as_object)
     {
         for (key, schema) in components {
-            let pointer = format!("/components/schemas/{}", escape(key));
+            let pointer = format!("/components/schemas/{}", pointer_token(key));
             if is_pure_ref(schema) {
                 alias_sources.push((pointer, key.clone()));
             } else {
@@ -278,10 +278,6 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
     Ok(out)
 }
 
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 fn dir_of(rel: &str) -> &str {
     rel.rsplit_once('/').map_or("", |(d, _)| d)
 }
@@ -312,7 +308,7 @@ impl Bundler<'_> {
                 self.classify(file, pointer, obj, depth);
                 let mut out = Map::new();
                 for (k, child) in obj {
-                    let here = format!("{pointer}/{}", escape(k));
+                    let here = format!("{pointer}/{}", pointer_token(k));
                     let child = match k.as_str() {
                         "$ref" => continue,
                         "properties" | "patternProperties" | "$defs" | "definitions"
@@ -320,7 +316,7 @@ impl Bundler<'_> {
                             Value::Object(child.as_object().map_or_else(Map::new, |m| {
                                 m.iter()
                                     .map(|(name, s)| {
-                                        let p = format!("{here}/{}", escape(name));
+                                        let p = format!("{here}/{}", pointer_token(name));
                                         (name.clone(), self.schema(file, &p, s, depth))
                                     })
                                     .collect()
@@ -442,7 +438,7 @@ impl Bundler<'_> {
                     ));
                     continue;
                 }
-                let schema_at = format!("{at}/then/properties/{}", escape(&payload));
+                let schema_at = format!("{at}/then/properties/{}", pointer_token(&payload));
                 let target = match b.schema.get("$ref").and_then(Value::as_str) {
                     Some(reference) if is_pure_ref(&b.schema) => {
                         match self.reference(file, &schema_at, reference, depth) {
@@ -491,7 +487,7 @@ impl Bundler<'_> {
                     if !child.is_array() && !crate::shapes::validation_only(child) {
                         self.warn(format!(
                             "{file}#{pointer}/{key}/{}: a dependent schema with structure; the models do not type it (the validators enforce it)",
-                            escape(name)
+                            pointer_token(name)
                         ));
                     }
                 }

@@ -102,7 +102,7 @@ fn collect(v: &Value, pointer: String, out: &mut Vec<String>) {
             for (k, child) in obj {
                 collect(
                     child,
-                    format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    format!("{pointer}/{}", crate::uris::pointer_token(k)),
                     out,
                 );
             }

@@ -322,7 +322,7 @@ fn collect_error_refs(v: &Value, pointer: String, out: &mut Vec<ErrorRef>) {
     match v {
         Value::Object(obj) => {
             for (k, child) in obj {
-                let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
+                let p = format!("{pointer}/{}", crate::uris::pointer_token(k));
                 if matches!(k.as_str(), "clientProjection" | "v2Error")
                     && let Some(code) = child.as_str()
                 {

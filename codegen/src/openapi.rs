@@ -132,10 +132,7 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
             .unwrap_or_default();
         for verb in VERBS {
             let Some(op) = item.get(*verb) else { continue };
-            let pointer = format!(
-                "/paths/{}/{verb}",
-                path.replace('~', "~0").replace('/', "~1")
-            );
+            let pointer = format!("/paths/{}/{verb}", crate::uris::pointer_token(path));
             let Some(operation_id) = op.get("operationId").and_then(Value::as_str) else {
                 return Err(at.shape(&pointer, "operation without an operationId"));
             };
@@ -228,10 +225,7 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                     .and_then(|r| r.strip_prefix('#'))
                 {
                     Some(target) => target.to_owned(),
-                    None => format!(
-                        "{pointer}/responses/{}",
-                        code.replace('~', "~0").replace('/', "~1")
-                    ),
+                    None => format!("{pointer}/responses/{}", crate::uris::pointer_token(code)),
                 };
                 let schema = format!("{base}/content/application~1json/schema");
                 if doc.pointer(&schema).is_some() {

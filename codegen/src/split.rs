@@ -88,7 +88,7 @@ pub(crate) fn find(corpus: &Corpus, rel: &str, uri: &str) -> Result<Split, Strin
     let properties = declared
         .keys()
         .map(|name| {
-            let token = name.replace('~', "~0").replace('/', "~1");
+            let token = crate::uris::pointer_token(name);
             (name.clone(), format!("{uri}#{pointer}/properties/{token}"))
         })
         .collect();

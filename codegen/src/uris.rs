@@ -131,6 +131,11 @@ fn relative_path(from: &str, to: &str) -> String {
     parts.join("/")
 }
 
+/// `key` as one reference token of a JSON pointer (RFC 6901: `~` and `/` escaped).
+pub(crate) fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 /// RFC 3986 reference resolution, enough for the path references schemas use.
 pub(crate) fn join(base: &str, reference: &str) -> String {
     if reference.is_empty() {
@@ -177,7 +182,7 @@ fn collect_refs(v: &Value, pointer: String, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(obj) => {
             for (k, child) in obj {
-                let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
+                let p = format!("{pointer}/{}", pointer_token(k));
                 if k == "$ref"
                     && let Some(r) = child.as_str()
                 {

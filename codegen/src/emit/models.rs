@@ -314,7 +314,7 @@ fn subschemas<'a>(v: &'a Value, pointer: &str) -> Vec<(String, &'a Value)> {
     let Some(obj) = v.as_object() else {
         return Vec::new();
     };
-    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    let escape = crate::uris::pointer_token;
     let mut out = Vec::new();
     for key in ["properties", "patternProperties"] {
         if let Some(map) = obj.get(key).and_then(Value::as_object) {

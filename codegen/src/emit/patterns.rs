@@ -306,7 +306,7 @@ pub(crate) fn runtime() -> TokenStream {
         .expect("pattern_runtime.rs is Rust")
 }
 
-pub(crate) fn program_tokens(p: &Program) -> TokenStream {
+fn program_tokens(p: &Program) -> TokenStream {
     let optional = proc_macro2::Literal::byte_string(&p.optional);
     let steps = p.steps.iter().map(|s| {
         // Hex, so a reader can see which bytes a set holds.

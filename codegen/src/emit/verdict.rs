@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use crate::closed::Closed;
 use crate::emit::patterns;
 use crate::load::Corpus;
-use crate::uris::{SchemaUris, join};
+use crate::uris::{SchemaUris, join, pointer_token as token};
 
 /// Keywords that never change a verdict.
 const ANNOTATIONS: &[&str] = &[
@@ -737,11 +737,6 @@ fn type_check(value: &Value) -> Option<TokenStream> {
 /// A non-negative integer keyword value (`minItems`, `minLength`, …).
 fn count(value: &Value) -> Option<usize> {
     usize::try_from(value.as_u64()?).ok()
-}
-
-/// A JSON pointer's reference token for `key`.
-fn token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// A URI fragment's JSON pointer, percent-decoded (`%25` and friends); `None` when it is
