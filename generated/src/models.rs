@@ -7,6 +7,91 @@
 //! any string) have an `Other(String)` variant. A payload whose schema is chosen by a
 //! tag (`type`, `kind`) has a typed view: `RunEvent::typed_payload()` and the like.
 #![cfg_attr(rustfmt, rustfmt_skip)]
+///What an agent's interfaces support beyond the core operations. A member left out is false.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aAgentCapabilities {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub streaming: ::std::option::Option<bool>,
+    #[serde(
+        rename = "pushNotifications",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub push_notifications: ::std::option::Option<bool>,
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub extensions: ::std::vec::Vec<A2aAgentExtension>,
+    #[serde(
+        rename = "extendedAgentCard",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub extended_agent_card: ::std::option::Option<bool>,
+}
+///An agent card: who the agent is, where and how to reach it, what it can do. Served at the well-known path and by GetExtendedAgentCard; read from a peer before calling it (a peer's card is verified over its exact JSON before it is read into this model).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct A2aAgentCard {
+    pub name: ::std::string::String,
+    pub description: ::std::string::String,
+    ///Preferred first.
+    #[serde(rename = "supportedInterfaces")]
+    pub supported_interfaces: ::std::vec::Vec<A2aAgentInterface>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub provider: ::std::option::Option<A2aAgentProvider>,
+    ///The agent's own version.
+    pub version: ::std::string::String,
+    #[serde(
+        rename = "documentationUrl",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub documentation_url: ::std::option::Option<::std::string::String>,
+    pub capabilities: A2aAgentCapabilities,
+    #[serde(
+        rename = "securitySchemes",
+        default,
+        skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
+    )]
+    pub security_schemes: ::std::collections::BTreeMap<
+        ::std::string::String,
+        A2aSecurityScheme,
+    >,
+    #[serde(
+        rename = "securityRequirements",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty"
+    )]
+    pub security_requirements: ::std::vec::Vec<A2aSecurityRequirement>,
+    #[serde(rename = "defaultInputModes")]
+    pub default_input_modes: ::std::vec::Vec<::std::string::String>,
+    #[serde(rename = "defaultOutputModes")]
+    pub default_output_modes: ::std::vec::Vec<::std::string::String>,
+    pub skills: ::std::vec::Vec<A2aAgentSkill>,
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub signatures: ::std::vec::Vec<A2aAgentCardSignature>,
+    #[serde(rename = "iconUrl", skip_serializing_if = "::std::option::Option::is_none")]
+    pub icon_url: ::std::option::Option<::std::string::String>,
+}
+///A JWS (RFC 7515) over the card without `signatures`, canonicalised by RFC 8785: the base64url protected header, the base64url signature, and an open unprotected header.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct A2aAgentCardSignature {
+    pub protected: ::std::string::String,
+    pub signature: ::std::string::String,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub header: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///A protocol extension an agent supports. `params` is the extension's own open configuration.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aAgentExtension {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub uri: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub required: ::std::option::Option<bool>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///One interface an agent card offers (`supportedInterfaces[]`): where, over which binding, at which A2A version, and the routing value a client copies into every request (empty is none: proto3's default, which SDK-built cards write). Every member is optional to a reader, which skips an interface it cannot use.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
 pub struct A2aAgentInterface {
@@ -26,6 +111,51 @@ pub struct A2aAgentInterface {
     pub protocol_version: ::std::option::Option<::std::string::String>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant: ::std::option::Option<::std::string::String>,
+}
+///Who operates an agent.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct A2aAgentProvider {
+    pub url: ::std::string::String,
+    pub organization: ::std::string::String,
+}
+///One thing an agent does (on this host: one routed workflow).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct A2aAgentSkill {
+    pub id: ::std::string::String,
+    pub name: ::std::string::String,
+    pub description: ::std::string::String,
+    pub tags: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub examples: ::std::vec::Vec<::std::string::String>,
+    #[serde(
+        rename = "inputModes",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty"
+    )]
+    pub input_modes: ::std::vec::Vec<::std::string::String>,
+    #[serde(
+        rename = "outputModes",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty"
+    )]
+    pub output_modes: ::std::vec::Vec<::std::string::String>,
+    #[serde(
+        rename = "securityRequirements",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty"
+    )]
+    pub security_requirements: ::std::vec::Vec<A2aSecurityRequirement>,
+}
+///An API key sent in a query parameter, header or cookie.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aApiKeySecurityScheme {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///`query`, `header` or `cookie`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub location: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub name: ::std::option::Option<::std::string::String>,
 }
 ///Something a task produced.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -922,6 +1052,20 @@ pub struct A2aGetExtendedAgentCardRequest {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub tenant: ::std::option::Option<::std::string::String>,
 }
+///HTTP authentication (RFC 9110): `Authorization: <scheme> <credentials>`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aHttpAuthSecurityScheme {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///The scheme's name, e.g. `Bearer`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub scheme: ::std::option::Option<::std::string::String>,
+    #[serde(
+        rename = "bearerFormat",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub bearer_format: ::std::option::Option<::std::string::String>,
+}
 ///A task's push configurations.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct A2aListTaskPushNotificationConfigsResponse {
@@ -1016,6 +1160,38 @@ pub struct A2aMessage {
     )]
     pub reference_task_ids: ::std::vec::Vec<::std::string::String>,
 }
+///`A2aMutualTlsSecurityScheme`
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aMutualTlsSecurityScheme {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+}
+///OAuth 2.0. `flows` is kept as the agent wrote it: this host neither offers nor uses OAuth.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aOAuth2SecurityScheme {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub flows: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    #[serde(
+        rename = "oauth2MetadataUrl",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub oauth2_metadata_url: ::std::option::Option<::std::string::String>,
+}
+///`A2aOpenIdConnectSecurityScheme`
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aOpenIdConnectSecurityScheme {
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    #[serde(
+        rename = "openIdConnectUrl",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub open_id_connect_url: ::std::option::Option<::std::string::String>,
+}
 ///One piece of content: exactly one of `text`, `raw`, `url` or `data` (a reader checks that; the schema lists them all as optional so a wrong one is named), with its media type and file name.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
 pub struct A2aPart {
@@ -1066,6 +1242,46 @@ pub struct A2aPushConfigRequest {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct A2aRestError {
     pub error: GoogleRpcStatus,
+}
+///One way to satisfy security: every named scheme (a key of the card's `securitySchemes`), each with the scopes it needs.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aSecurityRequirement {
+    #[serde(
+        default,
+        skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
+    )]
+    pub schemes: ::std::collections::BTreeMap<::std::string::String, A2aStringList>,
+}
+///How a client proves who it is: one object whose single present member names the kind.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+pub struct A2aSecurityScheme {
+    #[serde(
+        rename = "apiKeySecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub api_key_security_scheme: ::std::option::Option<A2aApiKeySecurityScheme>,
+    #[serde(
+        rename = "httpAuthSecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub http_auth_security_scheme: ::std::option::Option<A2aHttpAuthSecurityScheme>,
+    #[serde(
+        rename = "oauth2SecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub oauth2_security_scheme: ::std::option::Option<A2aOAuth2SecurityScheme>,
+    #[serde(
+        rename = "openIdConnectSecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub open_id_connect_security_scheme: ::std::option::Option<
+        A2aOpenIdConnectSecurityScheme,
+    >,
+    #[serde(
+        rename = "mtlsSecurityScheme",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub mtls_security_scheme: ::std::option::Option<A2aMutualTlsSecurityScheme>,
 }
 ///How SendMessage is carried out.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -1220,6 +1436,11 @@ pub struct A2aStreamResponse {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub artifact_update: ::std::option::Option<A2aTaskArtifactUpdateEvent>,
+}
+///A list of strings (proto's wrapper: the scopes a security requirement asks for). `list` is always written, empty included, as the A2A SDKs write it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct A2aStringList {
+    pub list: ::std::vec::Vec<::std::string::String>,
 }
 ///A task: on this host, one run seen through A2A.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4481,8 +4702,11 @@ pub struct Capabilities {
     )]
     pub min_client_version: ::std::option::Option<MajorMinor>,
     ///Vendor extensions, one key `<org>.<name>` each; their shape is the vendor's.
-    #[serde(default, skip_serializing_if = ":: std :: collections :: HashMap::is_empty")]
-    pub extensions: ::std::collections::HashMap<
+    #[serde(
+        default,
+        skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
+    )]
+    pub extensions: ::std::collections::BTreeMap<
         CapabilitiesExtensionsKey,
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4947,8 +5171,11 @@ pub struct ConfigFile {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub mcp: ::std::option::Option<ConfigMcp>,
     ///What each tenant may see and run, by tenant id. A tenant not named here, or one with neither list, sees every workflow and every agent. Every name must exist on the host. Reloaded on SIGHUP.
-    #[serde(default, skip_serializing_if = ":: std :: collections :: HashMap::is_empty")]
-    pub tenants: ::std::collections::HashMap<::std::string::String, ConfigTenant>,
+    #[serde(
+        default,
+        skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
+    )]
+    pub tenants: ::std::collections::BTreeMap<::std::string::String, ConfigTenant>,
     ///The remote A2A agents, MCP servers and HTTP services workflow nodes may call, by id. Every peer a workflow names must be here. Reloaded on SIGHUP (a rotated credential file reaches the next call).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub peers: ::std::option::Option<::std::vec::Vec<ConfigPeer>>,

@@ -2837,6 +2837,326 @@ pub const A2A_WIRE: &str = r##"{
         }
       }
     },
+    "a2aAgentProvider": {
+      "type": "object",
+      "description": "Who operates an agent.",
+      "required": [
+        "organization",
+        "url"
+      ],
+      "properties": {
+        "url": {
+          "type": "string"
+        },
+        "organization": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aAgentExtension": {
+      "type": "object",
+      "description": "A protocol extension an agent supports. `params` is the extension's own open configuration.",
+      "properties": {
+        "uri": {
+          "type": "string"
+        },
+        "description": {
+          "type": "string"
+        },
+        "required": {
+          "type": "boolean"
+        },
+        "params": {
+          "type": "object"
+        }
+      }
+    },
+    "a2aAgentCapabilities": {
+      "type": "object",
+      "description": "What an agent's interfaces support beyond the core operations. A member left out is false.",
+      "properties": {
+        "streaming": {
+          "type": "boolean"
+        },
+        "pushNotifications": {
+          "type": "boolean"
+        },
+        "extensions": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/a2aAgentExtension"
+          }
+        },
+        "extendedAgentCard": {
+          "type": "boolean"
+        }
+      }
+    },
+    "a2aHttpAuthSecurityScheme": {
+      "type": "object",
+      "description": "HTTP authentication (RFC 9110): `Authorization: <scheme> <credentials>`.",
+      "properties": {
+        "description": {
+          "type": "string"
+        },
+        "scheme": {
+          "type": "string",
+          "description": "The scheme's name, e.g. `Bearer`."
+        },
+        "bearerFormat": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aApiKeySecurityScheme": {
+      "type": "object",
+      "description": "An API key sent in a query parameter, header or cookie.",
+      "properties": {
+        "description": {
+          "type": "string"
+        },
+        "location": {
+          "type": "string",
+          "description": "`query`, `header` or `cookie`."
+        },
+        "name": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aOpenIdConnectSecurityScheme": {
+      "type": "object",
+      "properties": {
+        "description": {
+          "type": "string"
+        },
+        "openIdConnectUrl": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aMutualTlsSecurityScheme": {
+      "type": "object",
+      "properties": {
+        "description": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aOAuth2SecurityScheme": {
+      "type": "object",
+      "description": "OAuth 2.0. `flows` is kept as the agent wrote it: this host neither offers nor uses OAuth.",
+      "properties": {
+        "description": {
+          "type": "string"
+        },
+        "flows": {
+          "type": "object"
+        },
+        "oauth2MetadataUrl": {
+          "type": "string"
+        }
+      }
+    },
+    "a2aSecurityScheme": {
+      "type": "object",
+      "description": "How a client proves who it is: one object whose single present member names the kind.",
+      "properties": {
+        "apiKeySecurityScheme": {
+          "$ref": "#/$defs/a2aApiKeySecurityScheme"
+        },
+        "httpAuthSecurityScheme": {
+          "$ref": "#/$defs/a2aHttpAuthSecurityScheme"
+        },
+        "oauth2SecurityScheme": {
+          "$ref": "#/$defs/a2aOAuth2SecurityScheme"
+        },
+        "openIdConnectSecurityScheme": {
+          "$ref": "#/$defs/a2aOpenIdConnectSecurityScheme"
+        },
+        "mtlsSecurityScheme": {
+          "$ref": "#/$defs/a2aMutualTlsSecurityScheme"
+        }
+      }
+    },
+    "a2aStringList": {
+      "type": "object",
+      "description": "A list of strings (proto's wrapper: the scopes a security requirement asks for). `list` is always written, empty included, as the A2A SDKs write it.",
+      "required": [
+        "list"
+      ],
+      "properties": {
+        "list": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        }
+      }
+    },
+    "a2aSecurityRequirement": {
+      "type": "object",
+      "description": "One way to satisfy security: every named scheme (a key of the card's `securitySchemes`), each with the scopes it needs.",
+      "properties": {
+        "schemes": {
+          "type": "object",
+          "additionalProperties": {
+            "$ref": "#/$defs/a2aStringList"
+          }
+        }
+      }
+    },
+    "a2aAgentSkill": {
+      "type": "object",
+      "description": "One thing an agent does (on this host: one routed workflow).",
+      "required": [
+        "id",
+        "name",
+        "description",
+        "tags"
+      ],
+      "properties": {
+        "id": {
+          "type": "string"
+        },
+        "name": {
+          "type": "string"
+        },
+        "description": {
+          "type": "string"
+        },
+        "tags": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "examples": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "inputModes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "outputModes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "securityRequirements": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/a2aSecurityRequirement"
+          }
+        }
+      }
+    },
+    "a2aAgentCardSignature": {
+      "type": "object",
+      "description": "A JWS (RFC 7515) over the card without `signatures`, canonicalised by RFC 8785: the base64url protected header, the base64url signature, and an open unprotected header.",
+      "required": [
+        "protected",
+        "signature"
+      ],
+      "properties": {
+        "protected": {
+          "type": "string"
+        },
+        "signature": {
+          "type": "string"
+        },
+        "header": {
+          "type": "object"
+        }
+      }
+    },
+    "a2aAgentCard": {
+      "type": "object",
+      "description": "An agent card: who the agent is, where and how to reach it, what it can do. Served at the well-known path and by GetExtendedAgentCard; read from a peer before calling it (a peer's card is verified over its exact JSON before it is read into this model).",
+      "required": [
+        "name",
+        "description",
+        "supportedInterfaces",
+        "version",
+        "capabilities",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "skills"
+      ],
+      "properties": {
+        "name": {
+          "type": "string"
+        },
+        "description": {
+          "type": "string"
+        },
+        "supportedInterfaces": {
+          "type": "array",
+          "description": "Preferred first.",
+          "items": {
+            "$ref": "#/$defs/a2aAgentInterface"
+          }
+        },
+        "provider": {
+          "$ref": "#/$defs/a2aAgentProvider"
+        },
+        "version": {
+          "type": "string",
+          "description": "The agent's own version."
+        },
+        "documentationUrl": {
+          "type": "string"
+        },
+        "capabilities": {
+          "$ref": "#/$defs/a2aAgentCapabilities"
+        },
+        "securitySchemes": {
+          "type": "object",
+          "additionalProperties": {
+            "$ref": "#/$defs/a2aSecurityScheme"
+          }
+        },
+        "securityRequirements": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/a2aSecurityRequirement"
+          }
+        },
+        "defaultInputModes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "defaultOutputModes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "skills": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/a2aAgentSkill"
+          }
+        },
+        "signatures": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/a2aAgentCardSignature"
+          }
+        },
+        "iconUrl": {
+          "type": "string"
+        }
+      }
+    },
     "a2aStreamResponse": {
       "type": "object",
       "description": "One event of a stream, and the body of a push: exactly one member is present.",

@@ -225,7 +225,7 @@ pub type Visibility = std::collections::BTreeMap<String, TenantVisibility>;
 
 /// The config file's `tenants` section as the host holds it.
 pub fn visibility_of(
-    tenants: &std::collections::HashMap<String, crate::generated::models::ConfigTenant>,
+    tenants: &std::collections::BTreeMap<String, crate::generated::models::ConfigTenant>,
 ) -> Visibility {
     tenants
         .iter()

@@ -463,6 +463,9 @@ fn typify_all(
     };
     let mut settings = TypeSpaceSettings::default();
     settings.with_struct_builder(false);
+    // Maps serialize in key order: the same document comes out byte for byte on every run
+    // (a card's, a config's), which `HashMap`'s per-process seed would not give.
+    settings.with_map_type("::std::collections::BTreeMap");
     // Open enums are emitted by the generator (crate::shapes), the run status by
     // `emit::dispatch`; typify only refers to them.
     for name in &replaced {

@@ -30,6 +30,7 @@ use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use openwop_generated::models::{A2aAgentCard, A2aAgentCardSignature};
 use serde_json::{Map, Value, json};
 
 /// Where the host publishes its card-signing keys (the `jku` of every signature).
@@ -190,15 +191,36 @@ impl CardSigner {
     /// Replaces `card`'s signatures with one by this key; `jku` is where the key is
     /// published.
     pub fn sign(&self, card: &mut Value, jku: &str) -> Result<(), String> {
-        let header = json!({"alg": ALG, "typ": "JOSE", "kid": self.kid, "jku": jku});
-        let protected = B64.encode(header.to_string().as_bytes());
-        let payload = B64.encode(canonical(card)?);
-        let signature = self.key.sign(format!("{protected}.{payload}").as_bytes());
-        let sig = json!({"protected": protected, "signature": B64.encode(signature.as_ref())});
+        let (protected, signature) = self.signature(card, jku)?;
+        let sig = json!({"protected": protected, "signature": signature});
         card.as_object_mut()
             .ok_or("a card is a JSON object")?
             .insert("signatures".into(), json!([sig]));
         Ok(())
+    }
+
+    /// [`CardSigner::sign`] for a card this host builds: the signature is over the card's
+    /// JSON as it will be served (the typed card writes the same JSON every time).
+    pub fn sign_card(&self, card: &mut A2aAgentCard, jku: &str) -> Result<(), String> {
+        card.signatures.clear();
+        let json =
+            serde_json::to_value(&*card).map_err(|e| format!("cannot write the card: {e}"))?;
+        let (protected, signature) = self.signature(&json, jku)?;
+        card.signatures = vec![A2aAgentCardSignature {
+            protected,
+            signature,
+            header: None,
+        }];
+        Ok(())
+    }
+
+    /// The base64url protected header and signature over `card` without `signatures`.
+    fn signature(&self, card: &Value, jku: &str) -> Result<(String, String), String> {
+        let header = json!({"alg": ALG, "typ": "JOSE", "kid": self.kid, "jku": jku});
+        let protected = B64.encode(header.to_string().as_bytes());
+        let payload = B64.encode(canonical(card)?);
+        let signature = self.key.sign(format!("{protected}.{payload}").as_bytes());
+        Ok((protected, B64.encode(signature.as_ref())))
     }
 }
 

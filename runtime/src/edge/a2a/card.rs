@@ -2,7 +2,13 @@
 //! host routes. Nothing here is configured twice: capabilities are the facets, interface
 //! versions are the facet's versions, skills are the workflows.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use openwop_generated::models::{
+    A2aAgentCapabilities, A2aAgentCard, A2aAgentInterface, A2aAgentSkill,
+    A2aHttpAuthSecurityScheme, A2aSecurityRequirement, A2aSecurityScheme, A2aStringList,
+};
+use serde_json::Value;
 
 use crate::negotiation::{Offer, OfferError, Protocol};
 
@@ -47,30 +53,29 @@ pub const DEFAULT_TAG: &str = "default";
 /// What the default skill's `examples` say.
 const DEFAULT_EXAMPLE: &str = "Any message that names no skill starts this one; set message.metadata.openwop.skill to a skill id to start another.";
 
+/// The media types a workflow skill reads and writes.
+const INPUT_MODES: [&str; 2] = ["application/json", "text/plain"];
+const OUTPUT_MODES: [&str; 1] = ["application/json"];
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
 /// Says on a card how its skills are chosen. A2A has no skill field on a message, so a
 /// client that knows nothing of OpenWOP gets the default skill; one that does names
 /// another in `message.metadata.openwop.skill`. The default skill (when it is on the card)
 /// is tagged [`DEFAULT_TAG`] and its `examples` say so; any earlier marking is removed.
 /// Returns the sentence a card's own description may carry.
-pub fn mark_default_skill(card: &mut Value, default: Option<&str>) -> String {
+pub fn mark_default_skill(card: &mut A2aAgentCard, default: Option<&str>) -> String {
     let mut listed_default = None;
-    if let Some(skills) = card.get_mut("skills").and_then(Value::as_array_mut) {
-        for skill in skills.iter_mut() {
-            let is_default =
-                default.is_some() && skill.get("id").and_then(Value::as_str) == default;
-            if let Some(tags) = skill.get_mut("tags").and_then(Value::as_array_mut) {
-                tags.retain(|t| t != DEFAULT_TAG);
-                if is_default {
-                    tags.push(json!(DEFAULT_TAG));
-                }
-            }
-            if let Some(obj) = skill.as_object_mut() {
-                obj.remove("examples");
-                if is_default {
-                    listed_default = default;
-                    obj.insert("examples".into(), json!([DEFAULT_EXAMPLE]));
-                }
-            }
+    for skill in &mut card.skills {
+        let is_default = default == Some(skill.id.as_str());
+        skill.tags.retain(|t| t != DEFAULT_TAG);
+        skill.examples.clear();
+        if is_default {
+            skill.tags.push(DEFAULT_TAG.to_owned());
+            skill.examples.push(DEFAULT_EXAMPLE.to_owned());
+            listed_default = default;
         }
     }
     match listed_default {
@@ -82,76 +87,99 @@ pub fn mark_default_skill(card: &mut Value, default: Option<&str>) -> String {
 }
 
 /// The host card's description: the configured one, then how skills are chosen.
-pub fn describe_host(card: &mut Value, description: &str, default: Option<&str>) {
+pub fn describe_host(card: &mut A2aAgentCard, description: &str, default: Option<&str>) {
     let rule = mark_default_skill(card, default);
-    card["description"] = json!(format!("{} {rule}", description.trim_end()));
+    card.description = format!("{} {rule}", description.trim_end());
 }
 
 fn flag(facet: &Value, key: &str) -> bool {
     facet.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
+fn interface(url: String, binding: &str, version: &str) -> A2aAgentInterface {
+    A2aAgentInterface {
+        url: Some(url),
+        protocol_binding: Some(binding.to_owned()),
+        protocol_version: Some(version.to_owned()),
+        tenant: None,
+    }
+}
+
 /// Builds the public card. Interfaces are listed preferred version first, JSONRPC before
 /// HTTP+JSON within a version; no interface carries a `tenant`.
-pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
+pub fn public_card(inputs: &CardInputs<'_>) -> Result<A2aAgentCard, OfferError> {
     let offer = Offer::from_facet(Protocol::A2a, inputs.a2a_facet)?;
     let base = inputs.base_url.trim_end_matches('/');
-    let mut interfaces = Vec::new();
+    let mut supported_interfaces = Vec::new();
     for version in offer.offered() {
-        interfaces.push(json!({"url": format!("{base}{JSONRPC_PATH}"), "protocolBinding": "JSONRPC", "protocolVersion": version}));
-        interfaces.push(json!({"url": format!("{base}{REST_PATH}"), "protocolBinding": "HTTP+JSON", "protocolVersion": version}));
+        supported_interfaces.push(interface(
+            format!("{base}{JSONRPC_PATH}"),
+            "JSONRPC",
+            version,
+        ));
+        supported_interfaces.push(interface(
+            format!("{base}{REST_PATH}"),
+            "HTTP+JSON",
+            version,
+        ));
     }
-    let skills: Vec<Value> = inputs
+    let skills = inputs
         .skills
         .iter()
-        .map(|s| {
-            json!({
-                "id": s.workflow_id,
-                "name": s.name,
-                "description": s.description,
-                "tags": ["workflow"],
-                "inputModes": ["application/json", "text/plain"],
-                "outputModes": ["application/json"],
-            })
+        .map(|s| A2aAgentSkill {
+            id: s.workflow_id.clone(),
+            name: s.name.clone(),
+            description: s.description.clone(),
+            tags: vec!["workflow".to_owned()],
+            examples: Vec::new(),
+            input_modes: strings(&INPUT_MODES),
+            output_modes: strings(&OUTPUT_MODES),
+            security_requirements: Vec::new(),
         })
         .collect();
-
-    let mut card = Map::new();
-    card.insert("name".into(), json!(inputs.name));
-    card.insert("description".into(), json!(inputs.description));
-    card.insert("version".into(), json!(inputs.version));
-    card.insert("supportedInterfaces".into(), Value::Array(interfaces));
-    if let Some((organization, url)) = inputs.provider {
-        card.insert(
-            "provider".into(),
-            json!({"organization": organization, "url": url}),
-        );
-    }
-    card.insert(
-        "capabilities".into(),
-        json!({
-            "streaming": flag(inputs.a2a_facet, "streaming"),
-            "pushNotifications": flag(inputs.a2a_facet, "pushNotifications"),
-            "extendedAgentCard": flag(inputs.a2a_facet, "agentCards"),
-        }),
-    );
     // Exactly what the edge enforces: a Bearer api key on every operation. It says how
     // a peer proves who it is, and nothing about what it may do.
-    card.insert(
-        "securitySchemes".into(),
-        json!({BEARER_SCHEME: {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "An api key issued by this host, sent as Authorization: Bearer <key>."}}}),
-    );
-    card.insert(
-        "securityRequirements".into(),
-        json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]),
-    );
-    card.insert(
-        "defaultInputModes".into(),
-        json!(["application/json", "text/plain"]),
-    );
-    card.insert("defaultOutputModes".into(), json!(["application/json"]));
-    card.insert("skills".into(), Value::Array(skills));
-    let mut card = Value::Object(card);
+    let bearer = A2aSecurityScheme {
+        http_auth_security_scheme: Some(A2aHttpAuthSecurityScheme {
+            scheme: Some("Bearer".to_owned()),
+            description: Some(
+                "An api key issued by this host, sent as Authorization: Bearer <key>.".to_owned(),
+            ),
+            bearer_format: None,
+        }),
+        ..A2aSecurityScheme::default()
+    };
+    let mut card = A2aAgentCard {
+        name: inputs.name.to_owned(),
+        description: inputs.description.to_owned(),
+        supported_interfaces,
+        provider: inputs.provider.map(|(organization, url)| {
+            openwop_generated::models::A2aAgentProvider {
+                organization: organization.to_owned(),
+                url: url.to_owned(),
+            }
+        }),
+        version: inputs.version.to_owned(),
+        documentation_url: None,
+        capabilities: A2aAgentCapabilities {
+            streaming: Some(flag(inputs.a2a_facet, "streaming")),
+            push_notifications: Some(flag(inputs.a2a_facet, "pushNotifications")),
+            extensions: Vec::new(),
+            extended_agent_card: Some(flag(inputs.a2a_facet, "agentCards")),
+        },
+        security_schemes: BTreeMap::from([(BEARER_SCHEME.to_owned(), bearer)]),
+        security_requirements: vec![A2aSecurityRequirement {
+            schemes: BTreeMap::from([(
+                BEARER_SCHEME.to_owned(),
+                A2aStringList { list: Vec::new() },
+            )]),
+        }],
+        default_input_modes: strings(&INPUT_MODES),
+        default_output_modes: strings(&OUTPUT_MODES),
+        skills,
+        signatures: Vec::new(),
+        icon_url: None,
+    };
     describe_host(&mut card, inputs.description, inputs.default_skill);
     Ok(card)
 }
@@ -159,6 +187,7 @@ pub fn public_card(inputs: &CardInputs<'_>) -> Result<Value, OfferError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn facet() -> Value {
         json!({"status": "stable", "since": "2.0", "witness": "witnessable-unaided",
@@ -182,6 +211,10 @@ mod tests {
     }
 
     fn card_for(facet: &Value) -> Value {
+        serde_json::to_value(typed_card_for(facet)).expect("a card writes")
+    }
+
+    fn typed_card_for(facet: &Value) -> A2aAgentCard {
         let skills = skills();
         public_card(&CardInputs {
             base_url: "http://127.0.0.1:8080/",
@@ -284,17 +317,21 @@ mod tests {
             .collect();
         assert_eq!(tagged, ["approval"]);
         // Re-saying it for another default moves the tag; no default names the rule only.
-        let mut again = card.clone();
+        let mut again = typed_card_for(&facet());
         describe_host(&mut again, "Agent", Some("echo"));
-        assert_eq!(again["skills"][0]["tags"], json!(["workflow", "default"]));
-        assert_eq!(again["skills"][1]["tags"], json!(["workflow"]));
-        assert!(again["skills"][1].get("examples").is_none());
+        let json = serde_json::to_value(&again).unwrap();
+        assert_eq!(json["skills"][0]["tags"], json!(["workflow", "default"]));
+        assert_eq!(json["skills"][1]["tags"], json!(["workflow"]));
+        assert!(json["skills"][1].get("examples").is_none());
         describe_host(&mut again, "Agent", None);
-        assert!(!again.to_string().contains("\"default\""));
         assert!(
-            again["description"]
-                .as_str()
+            !serde_json::to_string(&again)
                 .unwrap()
+                .contains("\"default\"")
+        );
+        assert!(
+            again
+                .description
                 .contains("set message.metadata.openwop.skill")
         );
     }

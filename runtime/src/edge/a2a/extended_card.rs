@@ -8,8 +8,7 @@
 
 use axum::http::HeaderMap;
 use openwop_generated::errors::A2aError;
-use openwop_generated::models::A2aGetExtendedAgentCardRequest;
-use serde_json::Value;
+use openwop_generated::models::{A2aAgentCard, A2aGetExtendedAgentCardRequest};
 
 use super::card::{self, CardInputs};
 use super::errors::Fault;
@@ -39,7 +38,7 @@ pub(crate) fn base_url(state: &A2aState) -> String {
 }
 
 /// The host's public card, as served at the well-known path.
-pub(crate) fn host_card(state: &A2aState) -> Result<Value, Fault> {
+pub(crate) fn host_card(state: &A2aState) -> Result<A2aAgentCard, Fault> {
     let base = base_url(state);
     let facet = state.facet();
     card::public_card(&CardInputs {
@@ -63,49 +62,32 @@ pub(crate) fn host_card(state: &A2aState) -> Result<Value, Fault> {
 /// one skill per workflow the entry lists. Only entry fields the card defines are read;
 /// `degraded` and `memoryDegraded` stay on the entry.
 pub fn agent_card(
-    host_card: &Value,
+    host_card: &A2aAgentCard,
     entry: &AgentEntry,
     routing_value: &str,
     default_skill: Option<&str>,
-) -> Value {
+) -> A2aAgentCard {
     let mut card = host_card.clone();
-    card["name"] = Value::String(entry.persona.to_string());
-    card["version"] = Value::String(entry.pack_version.to_string());
-    let description = entry
-        .description
-        .as_ref()
-        .map_or_else(|| entry.label.to_string(), |d| d.to_string());
-    if let Some(interfaces) = card
-        .get_mut("supportedInterfaces")
-        .and_then(Value::as_array_mut)
-    {
-        for iface in interfaces.iter_mut().filter_map(Value::as_object_mut) {
-            iface.insert("tenant".into(), Value::String(routing_value.to_owned()));
-        }
+    card.name = entry.persona.to_string();
+    card.version = entry.pack_version.to_string();
+    for iface in &mut card.supported_interfaces {
+        iface.tenant = Some(routing_value.to_owned());
     }
     // Skills are taken from the host card's list (same shape), narrowed to the entry's
     // workflows in the entry's order; a workflow the host card does not list is left out.
-    let by_id = |id: &str| {
-        host_card
-            .get("skills")
-            .and_then(Value::as_array)
-            .and_then(|skills| {
-                skills
-                    .iter()
-                    .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
-            })
-            .cloned()
-    };
-    let skills: Vec<Value> = entry
+    card.skills = entry
         .workflows
         .iter()
-        .filter_map(|w| by_id(w.as_str()))
+        .filter_map(|w| host_card.skills.iter().find(|s| s.id == w.as_str()))
+        .cloned()
         .collect();
-    card["skills"] = Value::Array(skills);
     // The description stays the entry's (interop.md); the default skill's tag and
     // examples say how a skill is chosen.
     card::mark_default_skill(&mut card, default_skill);
-    card["description"] = Value::String(description);
+    card.description = entry
+        .description
+        .as_ref()
+        .map_or_else(|| entry.label.to_string(), |d| d.to_string());
     card
 }
 
@@ -119,19 +101,14 @@ pub async fn get(
     subject: &Subject,
     _headers: &HeaderMap,
     request: A2aGetExtendedAgentCardRequest,
-) -> Result<Value, Fault> {
+) -> Result<A2aAgentCard, Fault> {
     let tenant = request.tenant.as_deref().filter(|s| !s.is_empty());
     let host = host_card(state)?;
     let Some(r) = tenant else {
         // The caller's own view of the host card: the skills it may run.
         let mut card = host;
-        if let Some(skills) = card.get_mut("skills").and_then(Value::as_array_mut) {
-            skills.retain(|s| {
-                s.get("id")
-                    .and_then(Value::as_str)
-                    .is_some_and(|id| state.app.ops.may_run(subject, id))
-            });
-        }
+        card.skills
+            .retain(|s| state.app.ops.may_run(subject, &s.id));
         let default = state
             .config
             .default_skill
@@ -154,8 +131,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn host() -> Value {
-        json!({
+    fn host() -> A2aAgentCard {
+        serde_json::from_value(json!({
             "name": "openwop", "description": "host", "version": "0.1.0",
             "supportedInterfaces": [
                 {"url": "http://h/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -170,7 +147,8 @@ mod tests {
                 {"id": "slow", "name": "Slow", "description": "s", "tags": ["workflow"]},
                 {"id": "fail", "name": "Fail", "description": "f", "tags": ["workflow"]}
             ]
-        })
+        }))
+        .expect("a card")
     }
 
     fn entry() -> AgentEntry {
@@ -185,7 +163,8 @@ mod tests {
     #[test]
     fn the_agent_card_follows_the_entry_and_the_host_card() {
         let host = host();
-        let card = agent_card(&host, &entry(), "ag-R", Some("echo"));
+        let card = serde_json::to_value(agent_card(&host, &entry(), "ag-R", Some("echo"))).unwrap();
+        let host = serde_json::to_value(&host).unwrap();
         assert_eq!(card["name"], "Persona");
         assert_eq!(card["version"], "3.1.4");
         assert_eq!(card["description"], "Label", "no description: the label");
@@ -216,8 +195,9 @@ mod tests {
         );
         let mut described = entry();
         described.description = Some("Longer".try_into().expect("a description"));
+        let host: A2aAgentCard = serde_json::from_value(host).unwrap();
         assert_eq!(
-            agent_card(&host, &described, "ag-R", None)["description"],
+            agent_card(&host, &described, "ag-R", None).description,
             "Longer"
         );
     }

@@ -43,8 +43,8 @@ pub use card::Skill;
 use errors::{Fault, Transport};
 use openwop_generated::dispatch::A2aMethod;
 use openwop_generated::models::{
-    A2aListTaskPushNotificationConfigsResponse, A2aListTasksResponse, A2aSendMessageResponse,
-    A2aTask, A2aTaskPushNotificationConfig,
+    A2aAgentCard, A2aListTaskPushNotificationConfigsResponse, A2aListTasksResponse,
+    A2aSendMessageResponse, A2aTask, A2aTaskPushNotificationConfig,
 };
 pub(crate) use rest::A2A_JSON;
 pub use service::A2aState;
@@ -245,9 +245,7 @@ pub(crate) enum Reply {
     PushConfigs(A2aListTaskPushNotificationConfigsResponse),
     /// `google.protobuf.Empty` (DeleteTaskPushNotificationConfig).
     Empty(serde_json::Map<String, Value>),
-    /// An agent card: signed over its JSON (`crate::card_sign`), so it stays the JSON
-    /// that was signed.
-    Card(Value),
+    Card(Box<A2aAgentCard>),
 }
 
 /// Answers one A2A operation, whichever binding carried it: the bindings differ in how
@@ -321,7 +319,7 @@ pub(crate) async fn dispatch(
                 .await?;
             Reply::Empty(serde_json::Map::new())
         }
-        A2aMethod::GetExtendedAgentCard => Reply::Card(
+        A2aMethod::GetExtendedAgentCard => Reply::Card(Box::new(
             extended_card::get(
                 state,
                 subject,
@@ -329,7 +327,7 @@ pub(crate) async fn dispatch(
                 read::typed(params, extended_card::WORDS)?,
             )
             .await?,
-        ),
+        )),
     };
     Ok(Answer::Value(reply))
 }
@@ -484,7 +482,10 @@ async fn get_card(State(state): State<A2aState>, headers: HeaderMap) -> Response
         Ok(card) => card,
         Err(fault) => return fault.into_rest_response(),
     };
-    let body = card.to_string();
+    let body = match serde_json::to_string(&card) {
+        Ok(body) => body,
+        Err(_) => return Fault::internal().into_rest_response(),
+    };
     let etag = format!(
         "\"{}\"",
         hex::encode(&Sha256::digest(body.as_bytes())[..16])

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
+use openwop_generated::models::A2aAgentCard;
 
 use super::errors::Fault;
 use super::extended_card::base_url;
@@ -12,10 +12,10 @@ use super::service::A2aState;
 use crate::card_sign::JWKS_PATH;
 
 /// `card`, signed with the host's key (unchanged when the edge has none).
-pub(crate) fn signed(state: &A2aState, mut card: Value) -> Result<Value, Fault> {
+pub(crate) fn signed(state: &A2aState, mut card: A2aAgentCard) -> Result<A2aAgentCard, Fault> {
     if let Some(signer) = &state.config.signer {
         let jku = format!("{}{JWKS_PATH}", base_url(state).trim_end_matches('/'));
-        signer.sign(&mut card, &jku).map_err(|e| {
+        signer.sign_card(&mut card, &jku).map_err(|e| {
             tracing::error!(error = %e, "the agent card cannot be signed");
             Fault::internal()
         })?;
