@@ -25,21 +25,9 @@ fn unknown_routing_value() -> Fault {
     )
 }
 
-/// The origin the card's interface URLs start with: the configured public base URL, else
-/// the address the host listens on. Never a request header: a card is the same for every
-/// caller, whatever `Host` it sent.
-pub(crate) fn base_url(state: &A2aState) -> String {
-    state
-        .config
-        .public_base_url
-        .clone()
-        .or_else(|| state.config.listen_base.get().cloned())
-        .unwrap_or_else(|| "http://localhost".to_owned())
-}
-
 /// The host's public card, as served at the well-known path.
 pub(crate) fn host_card(state: &A2aState) -> Result<A2aAgentCard, Fault> {
-    let base = base_url(state);
+    let base = state.base_url();
     let facet = state.facet();
     card::public_card(&CardInputs {
         base_url: &base,

@@ -10,11 +10,14 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::BODY_LIMIT;
 use super::errors::{Fault, Transport};
 use super::service::A2aState;
-use super::{BODY_LIMIT, rest};
 use crate::edge::jsonrpc::{self, Id, Malformed};
 use crate::identity::{AuthError, Subject};
+
+/// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
+pub(crate) const A2A_JSON: &str = "application/a2a+json";
 
 /// How a binding renders a refusal.
 pub trait Binding: Send + Sync + 'static {
@@ -145,7 +148,7 @@ impl FromRequest<A2aState> for Call {
     async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<JsonRpc>> {
         // The binding's media type is JSON (A2A 1.0 §9.1); anything else is refused before
         // the body is read, as HTTP+JSON refuses it (415, ContentTypeNotSupportedError).
-        if !jsonrpc::is_json_content_type(request.headers(), &[super::rest::A2A_JSON]) {
+        if !jsonrpc::is_json_content_type(request.headers(), &[A2A_JSON]) {
             return Err(Refusal::new(Fault::transport(
                 Transport::UnsupportedMediaType,
                 "JSON-RPC requests are sent as application/json",
@@ -167,22 +170,5 @@ impl FromRequest<A2aState> for Call {
                 Err(Refusal::with_id(m.into(), id))
             }
         }
-    }
-}
-
-/// One call on the HTTP+JSON binding: the method its route names and its parameters,
-/// gathered from the path, the query and the body into one object as JSON-RPC has it.
-pub struct RestCall {
-    pub method: &'static str,
-    pub params: Value,
-    /// The raw query, which may carry `A2A-Version`.
-    pub query: Option<String>,
-}
-
-impl FromRequest<A2aState> for RestCall {
-    type Rejection = Refusal<HttpJson>;
-
-    async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<HttpJson>> {
-        Ok(rest::read_call(request).await?)
     }
 }

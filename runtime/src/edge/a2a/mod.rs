@@ -41,12 +41,12 @@ use crate::identity::Subject;
 use crate::negotiation::{self, Offer, Protocol};
 pub use card::Skill;
 use errors::{Fault, Transport};
+pub(crate) use extract::A2A_JSON;
 use openwop_generated::dispatch::A2aMethod;
 use openwop_generated::models::{
     A2aAgentCard, A2aListTaskPushNotificationConfigsResponse, A2aListTasksResponse,
     A2aSendMessageResponse, A2aTask, A2aTaskPushNotificationConfig,
 };
-pub(crate) use rest::A2A_JSON;
 pub use service::A2aState;
 
 /// The largest request body an A2A interface reads (413, in A2A's shape, beyond).
@@ -270,9 +270,14 @@ pub(crate) async fn dispatch(
     // The method's typed request reads these (`read`: the tolerances, then the model).
     let params = &read::loosen(method, &params);
     let reply = match method {
-        A2aMethod::SendMessage => Reply::Sent(Box::new(state.send_message(subject, params).await?)),
+        A2aMethod::SendMessage => Reply::Sent(Box::new(
+            state
+                .send_message(subject, send::parse_send(params)?)
+                .await?,
+        )),
         A2aMethod::SendStreamingMessage => {
-            let (run, history, _) = state.accept_message(subject, method, params).await?;
+            let send = send::parse_send(params)?;
+            let (run, history, _) = state.accept_message(subject, method, send).await?;
             // As the SDK servers do: the sender is the one who answers an interrupt, so its
             // stream ends there and the answer is a new message.
             return stream_of(state, subject, run, history, stream::Until::Interrupted).await;
@@ -300,9 +305,11 @@ pub(crate) async fn dispatch(
                 .cancel_task(subject, read::typed(params, read::COMMON)?)
                 .await?,
         )),
-        A2aMethod::CreateTaskPushNotificationConfig => {
-            Reply::PushConfig(Box::new(state.create_push_config(subject, params).await?))
-        }
+        A2aMethod::CreateTaskPushNotificationConfig => Reply::PushConfig(Box::new(
+            state
+                .create_push_config(subject, read::typed(params, push::config::WORDS)?)
+                .await?,
+        )),
         A2aMethod::GetTaskPushNotificationConfig => Reply::PushConfig(Box::new(
             state
                 .get_push_config(subject, read::typed(params, read::COMMON)?)

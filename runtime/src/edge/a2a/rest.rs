@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::Answer;
 use super::card::REST_PATH;
 use super::errors::{Fault, Transport};
-use super::extract::{Caller, HttpJson, Refusal, RestCall, read_body};
+use super::extract::{A2A_JSON, Caller, HttpJson, Refusal, read_body};
 use super::service::A2aState;
 use crate::ids::BoundId;
 
@@ -140,9 +140,6 @@ fn find(
     Err(allowed)
 }
 
-/// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
-pub(crate) const A2A_JSON: &str = "application/a2a+json";
-
 /// Whether a `Content-Type` names A2A's JSON (parameters such as `charset` ignored).
 fn is_json_media_type(value: &str) -> bool {
     crate::edge::jsonrpc::is_json_media_type(value, &[A2A_JSON])
@@ -168,6 +165,23 @@ fn query_params(query: Option<&str>) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// One call on the HTTP+JSON binding: the method its route names and its parameters,
+/// gathered from the path, the query and the body into one object as JSON-RPC has it.
+pub struct RestCall {
+    pub method: &'static str,
+    pub params: Value,
+    /// The raw query, which may carry `A2A-Version`.
+    pub query: Option<String>,
+}
+
+impl FromRequest<A2aState> for RestCall {
+    type Rejection = Refusal<HttpJson>;
+
+    async fn from_request(request: Request, _: &A2aState) -> Result<Self, Refusal<HttpJson>> {
+        Ok(read_call(request).await?)
+    }
 }
 
 /// Reads an HTTP+JSON call: its route (from the generated table), and one parameter

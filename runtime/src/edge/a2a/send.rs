@@ -47,7 +47,7 @@ fn openwop_of(metadata: Option<&Map<String, Value>>, at: &str) -> Result<Openwop
 }
 
 /// The validated parts of a SendMessage request.
-pub(super) struct Send<'a> {
+pub(crate) struct Send<'a> {
     /// The message as it came (stored in the task's history).
     pub message: &'a Value,
     /// The same message, read.

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use super::errors::Fault;
 use super::gate::{self, Facts};
 use super::project::{self, Projected, Shape, TaskSource};
-use super::send::{Send, parse_send};
+use super::send::Send;
 use super::{A2aConfig, facet_of};
 use crate::app::AppState;
 use crate::identity::Subject;
@@ -208,6 +208,17 @@ fn mint_context_id() -> String {
 }
 
 impl A2aState {
+    /// The origin the card's interface URLs start with: the configured public base URL, else
+    /// the address the host listens on. Never a request header: a card is the same for every
+    /// caller, whatever `Host` it sent.
+    pub(crate) fn base_url(&self) -> String {
+        self.config
+            .public_base_url
+            .clone()
+            .or_else(|| self.config.listen_base.get().cloned())
+            .unwrap_or_else(|| "http://localhost".to_owned())
+    }
+
     pub fn facet(&self) -> Value {
         facet_of(&self.app.discovery.get().document)
     }
@@ -270,13 +281,12 @@ impl A2aState {
 
     /// SendMessage up to the point where the task exists (created, resumed or replayed);
     /// the caller decides whether to wait for it.
-    pub async fn accept_message(
+    pub(crate) async fn accept_message(
         &self,
         subject: &Subject,
         method: A2aMethod,
-        params: &Value,
+        send: Send<'_>,
     ) -> Result<(RunRecord, Option<usize>, bool), Fault> {
-        let send = parse_send(params)?;
         let mut facts = Facts {
             has_task_id: send.task_id.is_some(),
             return_immediately: send.return_immediately,
@@ -289,7 +299,7 @@ impl A2aState {
             let inline = match &send.inline_push {
                 Some((key, raw)) => {
                     let at = format!("configuration.{key}");
-                    let config = super::push::parse_config(raw, &at)?;
+                    let config = super::push::config::parse_config(raw, &at)?;
                     self.check_push_url(&config, &at).await?;
                     Some(config)
                 }
@@ -480,13 +490,13 @@ impl A2aState {
     }
 
     /// SendMessage: accept, then wait (unless returnImmediately), then answer the Task.
-    pub async fn send_message(
+    pub(crate) async fn send_message(
         &self,
         subject: &Subject,
-        params: &Value,
+        send: Send<'_>,
     ) -> Result<A2aSendMessageResponse, Fault> {
         let (run, history, immediate) = self
-            .accept_message(subject, A2aMethod::SendMessage, params)
+            .accept_message(subject, A2aMethod::SendMessage, send)
             .await?;
         let run = if immediate {
             run

@@ -7,14 +7,13 @@ use axum::response::{IntoResponse, Response};
 use openwop_generated::models::A2aAgentCard;
 
 use super::errors::Fault;
-use super::extended_card::base_url;
 use super::service::A2aState;
 use crate::card_sign::JWKS_PATH;
 
 /// `card`, signed with the host's key (unchanged when the edge has none).
 pub(crate) fn signed(state: &A2aState, mut card: A2aAgentCard) -> Result<A2aAgentCard, Fault> {
     if let Some(signer) = &state.config.signer {
-        let jku = format!("{}{JWKS_PATH}", base_url(state).trim_end_matches('/'));
+        let jku = format!("{}{JWKS_PATH}", state.base_url().trim_end_matches('/'));
         signer.sign_card(&mut card, &jku).map_err(|e| {
             tracing::error!(error = %e, "the agent card cannot be signed");
             Fault::internal()

@@ -15,16 +15,18 @@ use openwop_generated::models::{
     A2aAuthenticationInfo, A2aListTaskPushNotificationConfigsResponse, A2aPushConfigRequest,
     A2aTaskPushNotificationConfig,
 };
-use serde_json::Value;
+
+pub mod config;
 
 use super::errors::Fault;
 use super::project::Shape;
-use super::read::{self, Words};
+
 use super::service::A2aState;
 use crate::identity::Subject;
-use crate::ops::push::{NewPushConfig, PushRender, Rendered, Secret, StoredConfig};
+use crate::ops::push::{NewPushConfig, PushRender, Rendered, StoredConfig};
 use crate::ops::{OpError, RunRecord};
 use crate::status::Lifecycle;
+use config::check_config;
 
 /// Push bodies are A2A `StreamResponse`s: the projection of the task as it stands.
 pub struct Render(pub A2aState);
@@ -70,99 +72,6 @@ pub fn not_found() -> Fault {
         A2aError::TaskNotFound,
         "task or push notification config not found",
     )
-}
-
-fn is_token_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// The words of a configuration's refusals, whatever the field's wrong type.
-const WORDS: Words = &[
-    ("url", "url", "is required"),
-    ("id", "id", ID_RULE),
-    ("token", "token", PRINTABLE),
-    ("authentication", "authentication", "must be an object"),
-    ("authentication.scheme", "authentication.scheme", SCHEME),
-    (
-        "authentication.credentials",
-        "authentication.credentials",
-        PRINTABLE,
-    ),
-    ("taskId", "taskId", "is required"),
-];
-const ID_RULE: &str = "must be 1 to 128 characters of A-Z a-z 0-9 - . _ ~";
-const PRINTABLE: &str = "must be printable ASCII text";
-const SCHEME: &str = "must be an HTTP authentication scheme";
-
-/// A secret as a header can carry it; empty is none.
-fn secret_text(v: Option<String>, field: &str) -> Result<Option<String>, Fault> {
-    match v {
-        None => Ok(None),
-        Some(s) if s.is_empty() => Ok(None),
-        // Anything a header value cannot carry (control characters, CR/LF) is refused
-        // here rather than silently dropped at delivery.
-        Some(s) if s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) => Ok(Some(s)),
-        Some(_) => Err(Fault::invalid_params(field, PRINTABLE)),
-    }
-}
-
-/// Reads a `TaskPushNotificationConfig` found at `at` (`""`: the request itself); its
-/// taskId is the caller's business.
-pub fn parse_config(v: &Value, at: &str) -> Result<NewPushConfig, Fault> {
-    if !v.is_object() {
-        return Err(Fault::invalid_params(at, "must be an object"));
-    }
-    check_config(read::typed_at(v, at, WORDS)?, at)
-}
-
-/// The rules a configuration's fields obey beyond their types.
-fn check_config(config: A2aTaskPushNotificationConfig, at: &str) -> Result<NewPushConfig, Fault> {
-    let field = |f: &str| {
-        if at.is_empty() {
-            f.to_owned()
-        } else {
-            format!("{at}.{f}")
-        }
-    };
-    let url = config
-        .url
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| Fault::invalid_params(&field("url"), "is required"))?;
-    let id = match config.id {
-        None => None,
-        Some(s) if s.is_empty() => None,
-        Some(s)
-            if s.len() <= 128
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
-        {
-            Some(s)
-        }
-        Some(_) => return Err(Fault::invalid_params(&field("id"), ID_RULE)),
-    };
-    let token = secret_text(config.token, &field("token"))?;
-    let (scheme, credentials) = match config.authentication {
-        None => (None, None),
-        Some(A2aAuthenticationInfo {
-            scheme,
-            credentials,
-        }) => {
-            if scheme.is_empty() || !scheme.bytes().all(is_token_char) {
-                return Err(Fault::invalid_params(
-                    &field("authentication.scheme"),
-                    SCHEME,
-                ));
-            }
-            let credentials = secret_text(credentials, &field("authentication.credentials"))?;
-            (Some(scheme), credentials)
-        }
-    };
-    Ok(NewPushConfig {
-        id,
-        url,
-        scheme,
-        secret: Secret { token, credentials },
-    })
 }
 
 /// The configuration as every answer shows it: no token, no credentials.
@@ -232,9 +141,8 @@ impl A2aState {
     pub async fn create_push_config(
         &self,
         subject: &Subject,
-        params: &Value,
+        request: A2aTaskPushNotificationConfig,
     ) -> Result<A2aTaskPushNotificationConfig, Fault> {
-        let request: A2aTaskPushNotificationConfig = read::typed(params, WORDS)?;
         let task_id = required(&request.task_id, "taskId")?.to_owned();
         let run = self.push_task(subject, &task_id).await?;
         let mut config = check_config(request, "")?;
@@ -293,6 +201,7 @@ impl A2aState {
 
 #[cfg(test)]
 mod tests {
+    use super::config::parse_config;
     use super::*;
     use serde_json::json;
 
