@@ -646,12 +646,10 @@ pub fn task_state_of(result: &serde_json::Value) -> Option<String> {
         .map(task_state_value)
 }
 
-/// Records the task state an A2A answer carries on the current (A2A server) span.
-pub fn a2a_answer_current(result: &serde_json::Value) {
-    if on()
-        && let Some(state) = task_state_of(result)
-    {
-        record_current("a2a.task.state", state);
+/// Records the state of the task an A2A answer carries on the current (A2A server) span.
+pub fn a2a_task_state_current(state: &str) {
+    if on() {
+        record_current("a2a.task.state", task_state_value(state));
     }
 }
 

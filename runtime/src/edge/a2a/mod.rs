@@ -248,6 +248,18 @@ pub(crate) enum Reply {
     Card(Box<A2aAgentCard>),
 }
 
+impl Reply {
+    /// The state of the task this answer carries, if it carries one.
+    fn task_state(&self) -> Option<&openwop_generated::models::A2aTaskStateName> {
+        let task = match self {
+            Reply::Sent(sent) => sent.task.as_ref()?,
+            Reply::Task(task) => task,
+            _ => return None,
+        };
+        Some(&task.status.state)
+    }
+}
+
 /// Answers one A2A operation, whichever binding carried it: the bindings differ in how
 /// they read the request and render the answer, never in what the operation does. The
 /// map's rule "refuse a row whose `requires` is not advertised, with the row's error"
@@ -434,13 +446,10 @@ pub(crate) async fn serve(
             // The state of the task the answer carries (`a2a.task.state`); a stream's
             // states go out after the span's request has been answered.
             if let Answer::Value(reply) = answer
-                && crate::observe::otel::on()
-                && let Ok(v) = serde_json::to_value(reply)
+                && let Some(state) = reply.task_state()
             {
-                // The exporter reads the state from the answer as written on the wire; the
-                // copy is made only while spans are exported.
                 let _in = exported.enter();
-                crate::observe::otel::a2a_answer_current(&v);
+                crate::observe::otel::a2a_task_state_current(state.as_ref());
             }
         })
         .inspect_err(|fault| {
