@@ -57,7 +57,10 @@ pub async fn remote(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Remot
 }
 
 /// Reads the peer's agent card (and checks its signature, as [`remote`] does), uncached:
-/// the conformance seam filters the card's offer before picking an interface.
+/// the conformance seam filters the card's offer before picking an interface. It stays
+/// JSON, not the generated `A2aAgentCard`: the signature covers every member, unknown ones
+/// too, and a pre-1.0 card (no `capabilities`, `skills` optional) must still be readable
+/// for its interfaces.
 pub async fn read_card(peers: &Peers, peer: &Peer, caller: &Caller) -> Result<Value, CallError> {
     let url = card_url(peer);
     let card = get_json(peers, peer, caller, &url, "agent card").await?;
