@@ -3,6 +3,10 @@
 
 use serde_json::{Map, Value};
 
+/// A2A's own JSON media type (A2A 1.0): what the A2A edge takes and writes, what an artifact
+/// is served as to an A2A client, and what a push delivery is sent as. One constant for all.
+pub const A2A_JSON: &str = "application/a2a+json";
+
 /// A value of an id or string model, or the reason it is not one (a host bug: ids are
 /// minted or checked before they get here).
 pub fn wire<T, S>(what: &str, value: S) -> Result<T, String>

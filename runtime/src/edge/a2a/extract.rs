@@ -16,8 +16,8 @@ use super::service::A2aState;
 use crate::edge::jsonrpc::{self, Id, Malformed};
 use crate::identity::{AuthError, Subject};
 
-/// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
-pub(crate) const A2A_JSON: &str = "application/a2a+json";
+// A2A's own JSON media type; `application/json` is taken too, as both SDK clients send it.
+pub(crate) use crate::wire::A2A_JSON;
 
 /// How a binding renders a refusal.
 pub trait Binding: Send + Sync + 'static {

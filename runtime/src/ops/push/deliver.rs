@@ -81,7 +81,7 @@ impl RetryPolicy {
 }
 
 /// The media type of a push body.
-pub const PUSH_CONTENT_TYPE: &str = "application/a2a+json";
+pub const PUSH_CONTENT_TYPE: &str = crate::wire::A2A_JSON;
 
 /// The `Authorization` header of a push: `{scheme} {credentials}` from the config, else
 /// `Bearer {token}`; nothing when the config holds neither.
