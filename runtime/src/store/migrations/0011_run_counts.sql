@@ -24,17 +24,25 @@ CREATE TABLE IF NOT EXISTS run_counts (
     PRIMARY KEY (tenant, status, slot)
 );
 
+-- A status change moves one from the old status's row to the new one's in one statement,
+-- the two rows taken in (tenant, status) order: two changes in opposite directions on one
+-- slot cannot each hold the row the other waits for.
 CREATE OR REPLACE FUNCTION openwop_count_runs() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     s INTEGER := pg_backend_pid() % 16;
 BEGIN
-    IF TG_OP <> 'INSERT' THEN
-        INSERT INTO run_counts AS c (tenant, status, slot, n) VALUES (OLD.tenant, OLD.status, s, -1)
-            ON CONFLICT (tenant, status, slot) DO UPDATE SET n = c.n - 1;
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
+    IF TG_OP = 'INSERT' THEN
         INSERT INTO run_counts AS c (tenant, status, slot, n) VALUES (NEW.tenant, NEW.status, s, 1)
             ON CONFLICT (tenant, status, slot) DO UPDATE SET n = c.n + 1;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO run_counts AS c (tenant, status, slot, n) VALUES (OLD.tenant, OLD.status, s, -1)
+            ON CONFLICT (tenant, status, slot) DO UPDATE SET n = c.n - 1;
+    ELSE
+        INSERT INTO run_counts AS c (tenant, status, slot, n)
+            SELECT v.tenant, v.status, s, v.d
+            FROM (VALUES (OLD.tenant, OLD.status, -1), (NEW.tenant, NEW.status, 1)) AS v (tenant, status, d)
+            ORDER BY v.tenant, v.status
+            ON CONFLICT (tenant, status, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
     END IF;
     RETURN NULL;
 END
