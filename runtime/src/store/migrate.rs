@@ -14,6 +14,19 @@ pub(crate) struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
+    /// SQLite's own text, where the migration cannot be written in SQL both engines read
+    /// (triggers); `None`: [`to_sqlite`] of [`Migration::sql`].
+    pub sqlite: Option<&'static str>,
+}
+
+impl Migration {
+    /// The text SQLite applies.
+    pub(crate) fn sqlite_sql(&self) -> String {
+        match self.sqlite {
+            Some(own) => own.to_owned(),
+            None => to_sqlite(self.sql),
+        }
+    }
 }
 
 /// Every migration, oldest first. Append only: an applied file is never edited in a way
@@ -23,51 +36,67 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 1,
         name: "init",
         sql: include_str!("migrations/0001_init.sql"),
+        sqlite: None,
     },
     Migration {
         version: 2,
         name: "claims_and_a2a",
         sql: include_str!("migrations/0002_claims_and_a2a.sql"),
+        sqlite: None,
     },
     Migration {
         version: 3,
         name: "a2a_push",
         sql: include_str!("migrations/0003_a2a_push.sql"),
+        sqlite: None,
     },
     Migration {
         version: 4,
         name: "mcp_sessions",
         sql: include_str!("migrations/0004_mcp_sessions.sql"),
+        sqlite: None,
     },
     Migration {
         version: 5,
         name: "run_listings",
         sql: include_str!("migrations/0005_run_listings.sql"),
+        sqlite: None,
     },
     Migration {
         version: 6,
         name: "run_annotations",
         sql: include_str!("migrations/0006_run_annotations.sql"),
+        sqlite: None,
     },
     Migration {
         version: 7,
         name: "negotiation_payload",
         sql: include_str!("migrations/0007_negotiation_payload.sql"),
+        sqlite: None,
     },
     Migration {
         version: 8,
         name: "lean_write_indexes",
         sql: include_str!("migrations/0008_lean_write_indexes.sql"),
+        sqlite: None,
     },
     Migration {
         version: 9,
         name: "filtered_listings",
         sql: include_str!("migrations/0009_filtered_listings.sql"),
+        sqlite: None,
     },
     Migration {
         version: 10,
         name: "state_listings_by_update",
         sql: include_str!("migrations/0010_state_listings_by_update.sql"),
+        sqlite: None,
+    },
+    Migration {
+        version: 11,
+        name: "run_counts",
+        sql: include_str!("migrations/0011_run_counts.sql"),
+        sqlite: Some(include_str!("migrations/0011_run_counts.sqlite.sql")),
     },
 ];
 
@@ -142,17 +171,53 @@ mod tests {
     }
 
     #[test]
+    fn migration_11_counts_the_runs_already_stored_on_sqlite() {
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        for m in MIGRATIONS.iter().filter(|m| m.version < 11) {
+            conn.execute_batch(&m.sqlite_sql()).expect("old migration");
+        }
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence) VALUES \
+             ('t/a', 't', 'w', 'running', '{}', 'rest', '{}', '{}', 0, 0, 0, 0), \
+             ('t/b', 't', 'w', 'completed', '{}', 'rest', '{}', '{}', 0, 0, 0, 0), \
+             ('u/a', 'u', 'w', 'completed', '{}', 'rest', '{}', '{}', 0, 0, 0, 0)",
+        )
+        .expect("runs");
+        let eleven = MIGRATIONS.iter().find(|m| m.version == 11).expect("11");
+        conn.execute_batch(&eleven.sqlite_sql())
+            .expect("migration 11");
+        conn.execute_batch("UPDATE runs SET status = 'failed' WHERE run_id = 't/a'")
+            .expect("update");
+        let counts: Vec<(String, String, i64)> = conn
+            .prepare("SELECT tenant, status, SUM(n) FROM run_counts GROUP BY tenant, status HAVING SUM(n) <> 0 ORDER BY tenant, status")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .map(|r| r.expect("row"))
+            .collect();
+        let want = [
+            ("t", "completed", 1),
+            ("t", "failed", 1),
+            ("u", "completed", 1),
+        ];
+        assert_eq!(
+            counts,
+            want.map(|(t, s, n)| (t.to_owned(), s.to_owned(), n))
+        );
+    }
+
+    #[test]
     fn every_migration_reads_on_sqlite_and_the_adoptable_ones_apply_twice() {
         let conn = rusqlite::Connection::open_in_memory().expect("open");
         for m in MIGRATIONS {
-            conn.execute_batch(&to_sqlite(m.sql))
+            conn.execute_batch(&m.sqlite_sql())
                 .unwrap_or_else(|e| panic!("migration {} on SQLite: {e}", m.version));
         }
         for m in MIGRATIONS
             .iter()
             .filter(|m| m.version <= IDEMPOTENT_THROUGH)
         {
-            conn.execute_batch(&to_sqlite(m.sql))
+            conn.execute_batch(&m.sqlite_sql())
                 .unwrap_or_else(|e| panic!("migration {} again on SQLite: {e}", m.version));
         }
     }

@@ -863,14 +863,18 @@ impl RunStore for PgStore {
                 .read_only(true)
                 .start()
                 .await?;
+            let counted: [&(dyn ToSql + Sync); 2] = [&q.tenant, &f.statuses];
+            let (count_sql, count_params) = if sql::counted(&q, &f) {
+                (sql::RUN_TOTAL, &counted[..])
+            } else {
+                (
+                    sql::run_statement(RunStatement::Count, &q, &f),
+                    &filters[..],
+                )
+            };
             let (runs, total) = tokio::try_join!(
                 all(&tx, page_sql, page_params, sql::run),
-                one(
-                    &tx,
-                    sql::run_statement(RunStatement::Count, &q, &f),
-                    &filters,
-                    |r| r.int("total")
-                ),
+                one(&tx, count_sql, count_params, |r| r.int("total")),
             )?;
             tx.commit().await?;
             Ok(RunPage {

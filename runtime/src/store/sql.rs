@@ -661,6 +661,22 @@ fn write_run_statement(shape: &Shape) -> String {
     s
 }
 
+/// How many runs tenant $1 has in the statuses $2 ([`list`]; empty: any), from the counts
+/// migration 11's triggers keep in every write's transaction: the sum of a few rows of one
+/// index range (`run_counts`' key), where `COUNT(*)` over the runs grew with the tenant
+/// (A2A `totalSize`, issue #33). Serves a query only when [`counted`] says so.
+pub(crate) const RUN_TOTAL: &str = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM run_counts WHERE tenant = $1 AND ($2 = '' OR strpos($2, ',' || status || ',') > 0)";
+
+/// Whether [`RUN_TOTAL`] counts what `q` admits: it filters by nothing but its tenant and
+/// its statuses. Any other filter is counted over the runs (`RunStatement::Count`).
+pub(crate) fn counted(q: &RunQuery, f: &QueryFilter) -> bool {
+    q.workflow_id.is_none()
+        && q.context_id.is_none()
+        && q.updated_since_ms.is_none()
+        && f.with_kinds.is_empty()
+        && f.without_kinds.is_empty()
+}
+
 /// A status written into a statement: the statuses are a closed set of lowercase words
 /// and hyphens; anything else would be a bug, and is written as no status at all rather
 /// than as SQL.
@@ -973,8 +989,10 @@ mod tests {
 /// The newest migration applied (`/readyz`).
 pub(crate) const SCHEMA_VERSION: &str =
     "SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations";
-/// Runs by status (`/metrics`).
-pub(crate) const RUN_COUNTS: &str = "SELECT status, COUNT(*) AS n FROM runs GROUP BY status";
+/// Runs by status (`/metrics`), from the counts migration 11's triggers keep: a few rows
+/// per tenant, where counting the runs read every run on every scrape.
+pub(crate) const RUN_COUNTS: &str =
+    "SELECT status, CAST(SUM(n) AS BIGINT) AS n FROM run_counts GROUP BY status HAVING SUM(n) <> 0";
 /// The push outbox depth and the dead letters (`/metrics`).
 pub(crate) const PUSH_COUNTS: &str = "SELECT (SELECT COUNT(*) FROM push_outbox) AS pending, (SELECT COUNT(*) FROM push_dead_letters) AS dead";
 

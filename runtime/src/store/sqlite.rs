@@ -816,7 +816,12 @@ impl RunStore for SqliteStore {
                     sql::run,
                 )?,
             };
-            let total = if q.count_total {
+            let total = if q.count_total && sql::counted(&q, &f) {
+                one(&tx, sql::RUN_TOTAL, params![q.tenant, f.statuses], |r| {
+                    r.int("total")
+                })?
+                .map(|n| u64::try_from(n).unwrap_or(0))
+            } else if q.count_total {
                 one(
                     &tx,
                     sql::run_statement(RunStatement::Count, &q, &f),

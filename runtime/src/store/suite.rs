@@ -151,6 +151,9 @@ store_suite!(
     hot_run_listings_read_one_index_range_in_order,
     host_event_retention_reads_by_index_not_the_whole_log,
     run_details_read_a_page_in_the_order_asked,
+    run_totals_follow_creates_status_changes_and_deletes,
+    concurrent_creates_on_two_replicas_lose_no_count,
+    run_totals_read_a_few_counter_rows,
 );
 
 /// The plan of a fixed statement on `b` (no filter shapes), one line per step; PostgreSQL
@@ -1638,4 +1641,135 @@ async fn a_shared_secret_is_the_first_one_stored(b: Backend) {
     let again = b.open_again().await.runs;
     assert_eq!(again.shared_secret("k", vec![9]).await.unwrap(), [1, 2, 3]);
     assert_eq!(again.shared_secret("other", vec![9]).await.unwrap(), [9]);
+}
+
+/// The total of a tenant's runs (A2A `totalSize`), unfiltered and by statuses, as the
+/// store serves it (from `run_counts`, migration 11).
+async fn total(store: &Arc<dyn RunStore>, tenant: &str, statuses: &[RunStatus]) -> u64 {
+    let mut q = RunQuery::newest_first(tenant, 1);
+    q.statuses = statuses.to_vec();
+    q.count_total = true;
+    store
+        .query_runs(q)
+        .await
+        .expect("query")
+        .total
+        .expect("counted")
+}
+
+/// Issue #33: the counts `totalSize` reads follow every write that adds a run, changes
+/// its status or removes it (a purge, or a DELETE by hand), tenant by tenant, and agree
+/// with a count over the runs.
+async fn run_totals_follow_creates_status_changes_and_deletes(b: Backend) {
+    let s = b.runs.clone();
+    assert_eq!(total(&s, "t", &[]).await, 0);
+    for i in 0..5 {
+        s.create_run(new_run(&format!("t/c{i}")), None)
+            .await
+            .expect("create");
+    }
+    let mut other = new_run("u/c0");
+    other.tenant = "u".into();
+    s.create_run(other, None).await.expect("create");
+    assert_eq!(total(&s, "t", &[]).await, 5);
+    assert_eq!(total(&s, "u", &[]).await, 1);
+    assert_eq!(total(&s, "t", &[RunStatus::Running]).await, 5);
+
+    suspend(&s, "t/c1").await;
+    suspend(&s, "t/c2").await;
+    let cancel = RunPatch {
+        status: Some(RunStatus::Cancelled),
+        ..Default::default()
+    };
+    s.advance("t/c3", running(), cancel, vec![])
+        .await
+        .expect("cancel");
+    // A step that keeps the status moves no count.
+    s.advance("t/c4", running(), RunPatch::default(), vec![ev()])
+        .await
+        .expect("step");
+    assert_eq!(total(&s, "t", &[]).await, 5);
+    assert_eq!(total(&s, "t", &[RunStatus::Running]).await, 2);
+    assert_eq!(total(&s, "t", &[RunStatus::WaitingApproval]).await, 2);
+    assert_eq!(
+        total(&s, "t", &[RunStatus::Cancelled, RunStatus::WaitingApproval]).await,
+        3
+    );
+    assert_eq!(total(&s, "t", &[RunStatus::Failed]).await, 0);
+
+    // A purge (none is offered yet; a DELETE stands for it): the counts follow.
+    b.execute("DELETE FROM runs WHERE run_id IN ('t/c0', 't/c1')")
+        .await;
+    assert_eq!(total(&s, "t", &[]).await, 3);
+    assert_eq!(total(&s, "t", &[RunStatus::WaitingApproval]).await, 1);
+    assert_eq!(total(&s, "t", &[RunStatus::Running]).await, 1);
+    assert_eq!(total(&s, "u", &[]).await, 1);
+
+    // The same totals as a count over the runs (a filter the counts do not serve).
+    let mut by_workflow = RunQuery::newest_first("t", 1);
+    by_workflow.workflow_id = Some("w".into());
+    by_workflow.count_total = true;
+    let counted = s.query_runs(by_workflow).await.expect("query").total;
+    assert_eq!(counted, Some(3));
+    let g = s.gauges().await.expect("gauges");
+    let mut by_status = g.runs_by_status.clone();
+    by_status.sort();
+    let mut want = vec![
+        (RunStatus::Cancelled, 1),
+        (RunStatus::Running, 2),
+        (RunStatus::WaitingApproval, 1),
+    ];
+    want.sort();
+    assert_eq!(by_status, want, "no status of count 0");
+}
+
+/// Creators on two stores at once (two replicas on PostgreSQL, each with its pool of
+/// connections) lose no count: each addition is one atomic upsert in the creation's
+/// transaction.
+async fn concurrent_creates_on_two_replicas_lose_no_count(b: Backend) {
+    let stores = [b.runs.clone(), b.open_again().await.runs];
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let s = stores[i % 2].clone();
+            tokio::spawn(async move {
+                s.create_run(new_run(&format!("t/p{i}")), None)
+                    .await
+                    .expect("create");
+                if i % 4 == 0 {
+                    suspend(&s, &format!("t/p{i}")).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task");
+    }
+    assert_eq!(total(&b.runs, "t", &[]).await, 40);
+    assert_eq!(total(&b.runs, "t", &[RunStatus::WaitingApproval]).await, 10);
+    assert_eq!(total(&b.runs, "t", &[RunStatus::Running]).await, 30);
+}
+
+/// Issue #33: the total A2A `ListTasks` answers reads one index range of `run_counts`
+/// (its key), not the runs.
+async fn run_totals_read_a_few_counter_rows(b: Backend) {
+    let sqlite = b.dir.is_some();
+    for statuses in ["", ",failed,"] {
+        let plan = plan_of(&b, sql::RUN_TOTAL, &["t", statuses], &[]).await;
+        if sqlite {
+            assert!(
+                plan.contains("SEARCH run_counts") && !plan.contains("runs USING"),
+                "total ({statuses:?}): not by run_counts' key:\n{plan}"
+            );
+        } else {
+            assert!(
+                plan.contains("run_counts_pkey") && !plan.contains("Seq Scan"),
+                "total ({statuses:?}): not by run_counts' key:\n{plan}"
+            );
+        }
+    }
+    let plan = plan_of(&b, sql::RUN_COUNTS, &[], &[]).await;
+    assert!(
+        plan.contains("run_counts") && !plan.contains("SCAN runs") && !plan.contains("on runs"),
+        "gauges read the runs:\n{plan}"
+    );
 }

@@ -76,7 +76,7 @@ mod tests {
             versions,
             MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
         );
-        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
 
         // Migration 7 in PostgreSQL's dialect: a negotiation recorded under the old names
         // reads with today's (`peer`, `negotiated`, null when refused); other types and
@@ -131,6 +131,80 @@ mod tests {
         );
         assert_eq!(e2["requested"], "\"version\":");
         assert_eq!(read("e3").await["version"], "1.0");
+    }
+
+    /// Migration 11 counts the runs already stored, per tenant and status, and the store
+    /// counts on from there.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn migration_11_counts_the_runs_already_stored() {
+        if skip_postgres("migration_11_counts_the_runs_already_stored") {
+            return;
+        }
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the migration test");
+        let url = schema.url();
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .batch_execute(crate::store::migrate::CREATE_HISTORY)
+            .await
+            .expect("history");
+        for m in MIGRATIONS.iter().filter(|m| m.version < 11) {
+            client.batch_execute(m.sql).await.expect("old migration");
+            client
+                .execute(crate::store::migrate::RECORD, &[&m.version, &m.name, &0i64])
+                .await
+                .expect("record");
+        }
+        for (id, tenant, status) in [
+            ("t/a", "t", "running"),
+            ("t/b", "t", "completed"),
+            ("t/c", "t", "completed"),
+            ("u/a", "u", "failed"),
+        ] {
+            client
+                .execute(
+                    "INSERT INTO runs (run_id, tenant, workflow_id, status, owner, transport, inputs, state, node_index, created_ms, updated_ms, last_sequence) VALUES ($1, $2, 'w', $3, '{}', 'rest', '{}', '{}', 0, 0, 0, 0)",
+                    &[&id, &tenant, &status],
+                )
+                .await
+                .expect("run");
+        }
+        let stores = crate::store::Stores::of(
+            PgStore::connect(&url)
+                .await
+                .expect("the store applies migration 11"),
+        );
+        let total = |tenant: &'static str, statuses: Vec<crate::status::RunStatus>| {
+            let runs = stores.runs.clone();
+            async move {
+                let mut q = crate::store::RunQuery::newest_first(tenant, 1);
+                q.statuses = statuses;
+                q.count_total = true;
+                runs.query_runs(q).await.expect("query").total
+            }
+        };
+        assert_eq!(total("t", vec![]).await, Some(3));
+        assert_eq!(
+            total("t", vec![crate::status::RunStatus::Completed]).await,
+            Some(2)
+        );
+        assert_eq!(total("u", vec![]).await, Some(1));
+        client
+            .execute(
+                "UPDATE runs SET status = 'failed' WHERE run_id = 't/a'",
+                &[],
+            )
+            .await
+            .expect("update");
+        assert_eq!(
+            total("t", vec![crate::status::RunStatus::Failed]).await,
+            Some(1)
+        );
+        assert_eq!(total("t", vec![]).await, Some(3));
     }
 
     /// Migration 8 rebuilds `events` without the index on `event_id`: a store made before

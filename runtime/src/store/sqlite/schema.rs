@@ -60,7 +60,7 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         }
         // Before as well as after: a migration that copies a table can take a while.
         tracing::info!(version = m.version, name = m.name, "applying migration");
-        tx.execute_batch(&to_sqlite(m.sql)).map_err(|e| {
+        tx.execute_batch(&m.sqlite_sql()).map_err(|e| {
             StoreError::Database(format!("migration {} ({}) failed: {e}", m.version, m.name))
         })?;
         tx.execute(
