@@ -167,7 +167,7 @@ pub fn set_public_urls(document: &mut Value, base_url: &str) {
     if let Some(mcp) = document.get_mut("mcp").and_then(Value::as_object_mut) {
         mcp.insert(
             "serverUrls".into(),
-            json!([format!("{base}{}", crate::edge::mcp::PATH)]),
+            json!([format!("{base}{}", crate::settings::MCP_PATH)]),
         );
     }
 }
@@ -205,10 +205,7 @@ fn a2a_family() -> m::A2aFamily {
         minimum_version: lit("minimumVersion", "1.0"),
         // The built-in registry's check date until the refresh SLA evaluates
         // (`crate::upstream`): no date is written in the runtime.
-        refreshed_at: lit(
-            "refreshedAt",
-            crate::upstream::built_in_checked_at("a2a").as_str()
-        ),
+        refreshed_at: lit("refreshedAt", built_in_checked_at("a2a").as_str()),
         refresh_window_days: lit("refreshWindowDays", 90u64),
         profiles: Some(vec![lit("profiles", "a2a-1.0")]),
         agent_card_url: None,
@@ -223,6 +220,16 @@ fn a2a_family() -> m::A2aFamily {
 /// document, so the two cannot disagree.
 pub fn a2a_fields() -> Value {
     to_json(&a2a_family())
+}
+
+/// The built-in registry's check date for `protocol`, for a family built before any
+/// evaluation (the epoch, so overdue and loud, when the corpus has none). Here, not in
+/// `upstream`, because the document is built from it and the refresh SLA reads the document.
+pub fn built_in_checked_at(protocol: &str) -> String {
+    openwop_generated::versions::CHECKED_AT
+        .iter()
+        .find(|(p, _)| *p == protocol)
+        .map_or_else(|| crate::clock::date_of_day(0), |(_, d)| (*d).to_owned())
 }
 
 /// The revisions served by default: 2026-07-28 stateless (preferred) and the 2025-11-25
@@ -242,10 +249,7 @@ fn mcp_family(config: &McpConfig) -> m::McpFamily {
             .collect(),
         preferred_version: lit("preferredVersion", config.preferred()),
         minimum_revision: lit("minimumRevision", config.minimum_revision.as_str()),
-        refreshed_at: lit(
-            "refreshedAt",
-            crate::upstream::built_in_checked_at("mcp").as_str()
-        ),
+        refreshed_at: lit("refreshedAt", built_in_checked_at("mcp").as_str()),
         refresh_window_days: lit("refreshWindowDays", 90u64),
         profiles: Some(vec![lit("profiles", "mcp-2026-07-28")]),
         features: Some(features.into_iter().map(|f| lit("features", f)).collect()),

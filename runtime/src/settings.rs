@@ -7,6 +7,10 @@ use std::time::Duration;
 /// initialize era. A configuration may offer a subset, never more.
 pub const MCP_SPOKEN: [&str; 2] = ["2026-07-28", "2025-11-25"];
 
+/// Where the MCP mount answers: the mount serves it and the discovery document names it,
+/// so it lives here, below both.
+pub const MCP_PATH: &str = "/mcp";
+
 /// How the mount is set up.
 #[derive(Debug, Clone)]
 pub struct McpConfig {

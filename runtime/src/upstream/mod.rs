@@ -20,7 +20,7 @@ use std::time::Duration;
 use openwop_generated::versions::{Registry, SCHEMA_URI};
 use serde_json::{Value, json};
 
-use crate::clock::{Clock, date_of_day, parse_date};
+use crate::clock::{Clock, parse_date};
 use crate::discovery::{Discovery, Live};
 use evaluate::{Effective, Origin, Standing, Verdict};
 
@@ -107,14 +107,7 @@ pub fn built_in() -> Registry {
     })
 }
 
-/// The built-in registry's check date for `protocol`, for a family built before any
-/// evaluation (the epoch, so overdue and loud, when the corpus has none).
-pub fn built_in_checked_at(protocol: &str) -> String {
-    openwop_generated::versions::CHECKED_AT
-        .iter()
-        .find(|(p, _)| *p == protocol)
-        .map_or_else(|| date_of_day(0), |(_, d)| (*d).to_owned())
-}
+pub use crate::discovery::built_in_checked_at;
 
 /// What the SLA knows now.
 #[derive(Debug, Default)]

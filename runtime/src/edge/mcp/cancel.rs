@@ -8,7 +8,7 @@ use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::Ops;
 
-use super::service::REQUEST_CANCELLED;
+use super::ctx::REQUEST_CANCELLED;
 
 pub struct RunGuard {
     armed: Option<(Arc<Ops>, Subject, String)>,

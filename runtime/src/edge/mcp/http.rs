@@ -11,13 +11,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::ctx::{Ctx, Era, Outbound};
 use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
-    parse_incoming, result_body,
+    error_response, parse_incoming, result_body,
 };
-use super::service::{Ctx, Era, Outbound};
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::edge::jsonrpc::{self, Id, Incoming};
 use crate::identity::{AuthError, Subject};
@@ -149,28 +149,6 @@ async fn streamed(
         Some((Ok(sse_event(&body)), open))
     });
     sse_response(stream)
-}
-
-/// A JSON-RPC error as an HTTP response.
-pub fn error_response(error: &RpcError, id: Option<&Id>) -> Response {
-    crate::observe::otel::rpc_error_current(error.code, &error.message);
-    let mut resp = jsonrpc::http_response(error.http, error.body(id));
-    if error.code == UNAUTHENTICATED {
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    if matches!(
-        error.http,
-        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
-    ) && let Some(secs) = error
-        .data
-        .as_ref()
-        .and_then(|d| d["retryAfterSeconds"].as_u64())
-    {
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    resp
 }
 
 /// JSON-RPC's generic server error, for a spent rate limit (MCP defines no code for it).

@@ -15,9 +15,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::McpState;
+use super::ctx::{Ctx, Era};
 use super::gate::TASKS_EXTENSION;
 use super::rpc::{Message, RpcError, result_body};
-use super::service::Ctx;
 use crate::ids::BoundId;
 use crate::ops::OpError;
 use axum::http::StatusCode;
@@ -41,7 +41,7 @@ pub async fn open(state: McpState, ctx: Ctx, message: Message) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<String>(16);
     let id = message.echo_id();
     if let Err(e) = start(state, ctx, message, tx).await {
-        return super::http::error_response(&e, Some(&id));
+        return super::rpc::error_response(&e, Some(&id));
     }
     let stream = futures::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |v| {
         Ok::<Event, Infallible>(Event::default().event("message").data(v))
@@ -78,8 +78,8 @@ pub async fn start(
         .unwrap_or(json!({}));
     let modes = ctx.modes();
     let tasks_declared = match &ctx.era {
-        super::service::Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
-        super::service::Era::Legacy(_) => false,
+        Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
+        Era::Legacy(_) => false,
     };
     // One watch per task the caller may read, from its state now; the others are left
     // out of the acknowledgement exactly as unknown ids.
@@ -89,10 +89,7 @@ pub async fn start(
         for task_id in ids.iter().filter_map(Value::as_str) {
             // A store that cannot be read says nothing about the task: the listen is
             // refused for now rather than acknowledged without it.
-            let run = match state
-                .load_task(&ctx.subject, &json!({"taskId": task_id}))
-                .await
-            {
+            let run = match state.load_task(&ctx.subject, task_id).await {
                 Ok(run) => run,
                 Err(e) if e.http == StatusCode::SERVICE_UNAVAILABLE => return Err(e),
                 Err(_) => continue,
@@ -160,13 +157,17 @@ pub async fn start(
                 Ok(update) => update.run,
                 Err(e) => return fail(RpcError::from(e)).await,
             };
-            let mut view = match state.task_view(&run, true, modes).await {
+            // A notification carries the task, not a result: no `resultType`.
+            let view = match state
+                .task_view(&run, true, modes)
+                .await
+                .and_then(|mut view| {
+                    view.result_type = None;
+                    super::wire::write(&view)
+                }) {
                 Ok(view) => view,
                 Err(e) => return fail(e).await,
             };
-            if let Some(obj) = view.as_object_mut() {
-                obj.remove("resultType");
-            }
             if last.get(&run.run_id) == Some(&view) {
                 continue;
             }

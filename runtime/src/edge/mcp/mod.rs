@@ -9,6 +9,7 @@
 //! Mount with `Router::merge(edge::mcp::router(app_state, McpConfig::default()))`.
 
 mod cancel;
+mod ctx;
 pub mod elicit;
 pub mod gate;
 mod http;
@@ -18,6 +19,8 @@ pub mod request_state;
 pub mod rpc;
 pub mod service;
 mod session_elicit;
+mod tasks;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -28,13 +31,13 @@ use serde_json::{Value, json};
 use crate::app::AppState;
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Offer, Protocol};
+pub use ctx::{Ctx, Era, Outbound};
 pub use http::is_stateless;
 use request_state::Codec;
 use rpc::{RpcError, UNSUPPORTED_VERSION};
-pub use service::{Ctx, Era, Outbound};
 
 /// Where the mount answers.
-pub const PATH: &str = "/mcp";
+pub const PATH: &str = crate::settings::MCP_PATH;
 
 /// The largest request body read.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -151,7 +154,7 @@ pub fn router(app: AppState, config: McpConfig) -> Router {
 pub fn router_for(state: McpState) -> Router {
     let panic =
         tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-            http::error_response(&RpcError::internal(), None)
+            rpc::error_response(&RpcError::internal(), None)
         });
     Router::new()
         .route(

@@ -202,6 +202,33 @@ pub fn result_body(id: &Id, result: Value) -> String {
     jsonrpc::success(id, &result)
 }
 
+/// A JSON-RPC error as an HTTP response (every transport of the mount over HTTP: the
+/// POST endpoint and a listen stream).
+pub fn error_response(error: &RpcError, id: Option<&Id>) -> axum::response::Response {
+    crate::observe::otel::rpc_error_current(error.code, &error.message);
+    let mut resp = jsonrpc::http_response(error.http, error.body(id));
+    if error.code == UNAUTHENTICATED {
+        resp.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
+    }
+    if matches!(
+        error.http,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) && let Some(secs) = error
+        .data
+        .as_ref()
+        .and_then(|d| d["retryAfterSeconds"].as_u64())
+    {
+        resp.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(secs),
+        );
+    }
+    resp
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

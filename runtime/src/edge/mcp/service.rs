@@ -4,153 +4,29 @@
 
 use serde_json::{Map, Value, json};
 
+use super::ctx::{
+    Ctx, Era, MISSING_CAPABILITY_REASON, ROUNDS_EXCEEDED_REASON, STATE_TTL_MS, internal,
+    open_fault, refused_state, state_run_fault,
+};
 use super::elicit::{self, Answer, Asked, Modes, Needs};
-use super::gate::{Declared, TASKS_EXTENSION};
+use super::gate::TASKS_EXTENSION;
 use super::request_state::{Claims, Refusal, request_digest};
-use super::rpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
+use super::rpc::{METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
+use super::wire::{
+    self, CacheScope, CallAnswer, CallParams, CallToolResult, ContentBlock, DiscoverResult,
+    InputRequired, ListToolsResult, ProtocolVersion, ResourceContents, ResultType,
+    ServerCapabilities, Tool, ToolAnnotations, ToolsCapability,
+};
 use super::{McpState, cancel::RunGuard, session_elicit};
-use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus, mcp_task_status};
+use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus};
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::{OpError, RunRecord, Transport};
 use crate::status::Lifecycle;
 
-/// The reason a run owned by an abandoned request is cancelled with.
-pub const REQUEST_CANCELLED: &str = "mcp-request-cancelled";
-
-/// The reason a run is cancelled with when the call that owns it is refused because the
-/// client cannot be asked for the input the run needs.
-pub const MISSING_CAPABILITY_REASON: &str = "mcp-missing-capability";
-/// The reason a run is cancelled with when its call needs more input rounds than
-/// `mcp.mrtr.maxRounds`.
-pub const ROUNDS_EXCEEDED_REASON: &str = "mcp-mrtr-rounds-exceeded";
-
 /// How long a list result may be cached.
 const LIST_TTL_MS: u64 = 60_000;
-
-/// How long a requestState stays usable.
-pub(crate) const STATE_TTL_MS: i64 = 10 * 60 * 1000;
-/// What a task's poller is told to wait between polls.
-const POLL_INTERVAL_MS: u64 = 500;
-
-/// The era a request is served in.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Era {
-    /// 2026-07-28 and later: self-describing requests.
-    Modern(Declared),
-    /// An initialize-era session of this revision.
-    Legacy(String),
-}
-
-/// Who asks, and in which era.
-pub struct Ctx {
-    pub subject: Subject,
-    pub era: Era,
-    /// The elicitation modes a 2025-11-25 session's `initialize` declared.
-    pub session_modes: Modes,
-    /// Where messages to the client go while this request is open (its SSE stream, or
-    /// stdout on stdio); `None` when the transport cannot carry any (a JSON answer).
-    pub outbound: Option<Outbound>,
-    /// The W3C `traceparent` the request continues (`_meta` first, then the HTTP
-    /// header): a run it creates keeps it, so its calls to peers continue that trace.
-    pub trace: Option<String>,
-}
-
-impl Ctx {
-    /// A request with no channel back to the client but its answer.
-    pub fn new(subject: Subject, era: Era) -> Ctx {
-        Ctx {
-            subject,
-            era,
-            session_modes: Modes::default(),
-            outbound: None,
-            trace: None,
-        }
-    }
-}
-
-/// The channel a request's notifications travel on before its answer.
-#[derive(Clone)]
-pub struct Outbound {
-    /// Serialized JSON-RPC messages, in order.
-    tx: tokio::sync::mpsc::UnboundedSender<String>,
-    /// `params._meta.progressToken` of the request: progress is reported only when set.
-    progress_token: Option<Value>,
-    /// The last `progress` sent for the request: every notification's is larger, across
-    /// every wait of the call (input rounds included).
-    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl Outbound {
-    /// A channel for the request `message`; each string sent is one JSON-RPC message.
-    pub fn new(tx: tokio::sync::mpsc::UnboundedSender<String>, message: &Message) -> Outbound {
-        let progress_token = message
-            .meta()
-            .get("progressToken")
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
-        Outbound {
-            tx,
-            progress_token,
-            progress: Default::default(),
-        }
-    }
-
-    pub(crate) fn send(&self, message: Value) -> bool {
-        self.tx.send(message.to_string()).is_ok()
-    }
-}
-
-impl Ctx {
-    fn declared(&self) -> Option<&Declared> {
-        match &self.era {
-            Era::Modern(d) => Some(d),
-            Era::Legacy(_) => None,
-        }
-    }
-
-    pub(crate) fn principal(&self) -> String {
-        format!("{}#{}", self.subject.issuer, self.subject.subject_id)
-    }
-
-    /// The elicitation modes this request (2026) declared.
-    pub(crate) fn modes(&self) -> Modes {
-        match &self.era {
-            Era::Modern(d) => Modes::of(&d.capabilities),
-            Era::Legacy(_) => self.session_modes,
-        }
-    }
-}
-
-pub(crate) fn internal(e: impl std::fmt::Display) -> RpcError {
-    tracing::error!(error = %e, "mcp request failed");
-    RpcError::internal()
-}
-
-/// A run's open interrupt that could not be read: 503 for a transient store fault.
-pub(crate) fn open_fault(e: OpError) -> RpcError {
-    RpcError::host_fault("the run's open interrupt could not be read", e)
-}
-
-/// The run a requestState names, unreadable: a store that cannot answer now is its 503
-/// (the state stays good for a retry), anything else a state from another request.
-pub(crate) fn state_run_fault(e: OpError) -> RpcError {
-    match e {
-        OpError::Unavailable { .. } => RpcError::from(e),
-        _ => refused_state(Refusal::OtherRequest),
-    }
-}
-
-/// The one answer for a task the caller cannot read, whether or not it exists.
-fn unknown_task(task_id: &str) -> RpcError {
-    RpcError::invalid_params(format!("no task `{task_id}`"))
-}
-
-pub(crate) fn refused_state(why: Refusal) -> RpcError {
-    tracing::info!(?why, "requestState refused");
-    RpcError::invalid_params("requestState is not valid for this request")
-}
 
 /// Whether a method has a row in the map (or is the legacy era's `ping`).
 pub fn is_routed(method: &str) -> bool {
@@ -162,6 +38,7 @@ impl McpState {
     pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Value>, RpcError> {
         // `ping` left with 2026-07-28; the initialize era still has it.
         if message.method == "ping" && matches!(ctx.era, Era::Legacy(_)) {
+            // The empty result (MCP's `EmptyResult`): `{}` is all of it.
             return Ok((!message.is_notification()).then(|| json!({})));
         }
         let Some(method) = McpMethod::from_method(&message.method) else {
@@ -204,22 +81,27 @@ impl McpState {
                         message.method
                     ),
                 )
+                // `data` is open in JSON-RPC; MCP's -32021 names the capability this way.
                 .with_data(json!({"requiredCapabilities": {"extensions": {extension: {}}}})));
             }
         }
         let params = &message.params;
         let result = match method {
-            McpMethod::ServerDiscover => self.discover(),
-            McpMethod::ToolsList => self.list_tools(&ctx.subject),
+            McpMethod::ServerDiscover => wire::write(&self.discover())?,
+            McpMethod::ToolsList => wire::write(&self.list_tools(&ctx.subject))?,
             McpMethod::ToolsCall => {
-                let result = self.call_tool(ctx, params).await?;
+                let result = wire::write(&self.call_tool(ctx, wire::read(params)?).await?)?;
                 // A tool execution error fails the exported MCP span (`tool_error`).
                 crate::observe::otel::mcp_tool_result_current(&result);
                 result
             }
-            McpMethod::TasksGet => self.get_task(ctx, params).await?,
-            McpMethod::TasksUpdate => self.update_task(ctx, params).await?,
-            McpMethod::TasksCancel => self.cancel_task(ctx, params).await?,
+            McpMethod::TasksGet => wire::write(&self.get_task(ctx, wire::read(params)?).await?)?,
+            McpMethod::TasksUpdate => {
+                wire::write(&self.update_task(ctx, wire::read(params)?).await?)?
+            }
+            McpMethod::TasksCancel => {
+                wire::write(&self.cancel_task(ctx, wire::read(params)?).await?)?
+            }
             // Notifications: over HTTP the cancel is the closed stream, on stdio the
             // transport handles it before dispatch; nothing is answered either way.
             McpMethod::NotificationsCancelled | McpMethod::NotificationsTasks => return Ok(None),
@@ -241,12 +123,14 @@ impl McpState {
     /// Modern results name the server; legacy results stay as that revision defines them.
     fn stamp(&self, ctx: &Ctx, mut result: Value) -> Value {
         if let (Era::Modern(_), Some(obj)) = (&ctx.era, result.as_object_mut()) {
+            // `_meta` is an open object by definition; only the serverInfo key is ours.
             let meta = obj.entry("_meta").or_insert_with(|| json!({}));
             meta["io.modelcontextprotocol/serverInfo"] = self.server_info();
         }
         result
     }
 
+    /// MCP's `Implementation`, as a value: it is stamped into `_meta`, an open object.
     pub fn server_info(&self) -> Value {
         json!({"name": "openwop", "version": env!("CARGO_PKG_VERSION")})
     }
@@ -260,31 +144,36 @@ impl McpState {
         out
     }
 
-    pub fn capabilities(&self) -> Value {
-        let extensions: Map<String, Value> = self
-            .served_extensions()
-            .into_iter()
-            .map(|e| (e.to_owned(), json!({})))
-            .collect();
-        json!({"tools": {"listChanged": false}, "extensions": extensions})
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        let mut capabilities = ServerCapabilities::default();
+        capabilities.tools = Some(tools);
+        capabilities.extensions = Some(
+            self.served_extensions()
+                .into_iter()
+                .map(|e| (e.to_owned(), Map::new()))
+                .collect(),
+        );
+        capabilities
     }
 
-    fn discover(&self) -> Value {
-        json!({
-            "resultType": "complete",
-            "supportedVersions": self.facet()["revisions"],
-            "capabilities": self.capabilities(),
-            "ttlMs": LIST_TTL_MS,
-            "cacheScope": "public",
-        })
+    fn discover(&self) -> DiscoverResult {
+        // The facet's revisions are strings the config checked against MCP_SPOKEN.
+        let revisions: Vec<ProtocolVersion> =
+            serde_json::from_value(self.facet()["revisions"].clone()).unwrap_or_default();
+        let mut discovered = DiscoverResult::new(revisions, self.capabilities());
+        discovered.ttl_ms = LIST_TTL_MS;
+        discovered.cache_scope = CacheScope::Public;
+        discovered
     }
 
     /// One tool per workflow, sorted by name. The registry is the same for every tenant
     /// today, but the list is still `private`: it is the caller's tenant's registry.
     /// The workflows this caller may run (the same rule `createRun` and the agents
     /// inventory apply), so a listed tool is always one the caller can call.
-    fn list_tools(&self, subject: &Subject) -> Value {
-        let tools: Vec<Value> = self
+    fn list_tools(&self, subject: &Subject) -> ListToolsResult {
+        let tools = self
             .app
             .ops
             .list_workflows(subject)
@@ -293,30 +182,38 @@ impl McpState {
                 let d = &w.definition;
                 let mut schema = d.input_schema.clone();
                 // A tool's inputSchema is an object schema; runs take object inputs anyway.
-                schema.entry("type").or_insert_with(|| json!("object"));
-                let mut tool = json!({"name": d.id, "inputSchema": schema});
-                if let Some(name) = &d.name {
-                    tool["title"] = json!(name);
-                }
-                if let Some(description) = &d.description {
-                    tool["description"] = json!(description);
-                }
+                schema.entry("type").or_insert_with(|| "object".into());
+                let mut tool = Tool::default();
+                tool.name = d.id.to_string().into();
+                tool.input_schema = schema.into();
+                tool.title = d.name.clone();
+                tool.description = d.description.clone().map(Into::into);
                 if let Some(hints) = &d.tool {
                     if let Some(output) = &hints.output_schema {
                         // Like inputSchema, an object schema: structuredContent is the
                         // run's outputs object.
                         let mut output = output.clone();
-                        output.entry("type").or_insert_with(|| json!("object"));
-                        tool["outputSchema"] = Value::Object(output);
+                        output.entry("type").or_insert_with(|| "object".into());
+                        tool.output_schema = Some(output.into());
                     }
-                    if let Some(annotations) = &hints.annotations {
-                        tool["annotations"] = json!(annotations);
+                    if let Some(a) = &hints.annotations {
+                        tool.annotations = Some(ToolAnnotations::from_raw(
+                            a.title.clone(),
+                            a.read_only_hint,
+                            a.destructive_hint,
+                            a.idempotent_hint,
+                            a.open_world_hint,
+                        ));
                     }
                 }
                 tool
             })
             .collect();
-        json!({"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private"})
+        let mut listed = ListToolsResult::with_all_items(tools);
+        listed.result_type = Some(ResultType::COMPLETE);
+        listed.ttl_ms = Some(LIST_TTL_MS);
+        listed.cache_scope = Some(CacheScope::Private);
+        listed
     }
 
     pub(crate) fn max_rounds(&self) -> u32 {
@@ -326,22 +223,18 @@ impl McpState {
             .unwrap_or(1)
     }
 
-    async fn call_tool(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
-        };
-        if let Some(state) = params.get("requestState") {
-            let token = state
-                .as_str()
-                .ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
+    async fn call_tool(&self, ctx: &Ctx, params: CallParams) -> Result<CallAnswer, RpcError> {
+        let name = params.name.as_str();
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        if let Some(token) = &params.request_state {
             return self
-                .continue_call(ctx, name, &arguments, token, params.get("inputResponses"))
+                .continue_call(
+                    ctx,
+                    name,
+                    &arguments,
+                    token,
+                    params.input_responses.as_ref(),
+                )
                 .await;
         }
         let workflow = self.app.ops.get_workflow(&ctx.subject, name)?;
@@ -370,11 +263,7 @@ impl McpState {
             if more > 0 {
                 message.push_str(&format!(" (and {more} more)"));
             }
-            return Ok(json!({
-                "resultType": "complete",
-                "content": [{"type": "text", "text": message}],
-                "isError": true,
-            }));
+            return Ok(CallAnswer::Complete(wire::tool_text(message, None, true)));
         }
         let request = crate::ops::run_request(name, arguments.clone())?;
         let run = self
@@ -406,7 +295,7 @@ impl McpState {
         run: RunRecord,
         round: u32,
         reported: i64,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<CallAnswer, RpcError> {
         let tasks = ctx
             .declared()
             .is_some_and(|d| d.has_extension(TASKS_EXTENSION))
@@ -428,15 +317,18 @@ impl McpState {
             reported = run.last_sequence;
             let status = run.status;
             if status.is_terminal() {
-                break self.call_result(&run).await;
+                break self.call_result(&run).await.map(CallAnswer::Complete);
             }
             if tasks {
-                break self.task_view(&run, false, ctx.modes()).await;
+                break self
+                    .task_view(&run, false, ctx.modes())
+                    .await
+                    .map(CallAnswer::Task);
             }
             if !status.asks_for_input() {
                 // Still running (or waiting on something outside MCP) when the call gives
                 // up: the run goes on, and the caller learns how to come back for it.
-                break Ok(self.still_open(
+                break Ok(CallAnswer::Complete(self.still_open(
                     &run,
                     format!(
                         "Run {} is still {} after {} s, the most this call waits; it goes on.",
@@ -444,7 +336,7 @@ impl McpState {
                         run.status.as_str(),
                         wait.as_secs()
                     ),
-                ));
+                )));
             }
             // A 2025-11-25 session is asked on the call's own stream, as the stateless
             // era is asked through InputRequiredResult: same mapping, same round ceiling.
@@ -459,17 +351,17 @@ impl McpState {
                         continue;
                     }
                     session_elicit::Outcome::Dismissed(interrupt_id) => {
-                        break Ok(self.dismissed(&run, &interrupt_id));
+                        break Ok(CallAnswer::Complete(self.dismissed(&run, &interrupt_id)));
                     }
                     session_elicit::Outcome::Unanswered(interrupt_id) => {
-                        break Ok(self.still_open(
+                        break Ok(CallAnswer::Complete(self.still_open(
                             &run,
                             format!(
                                 "Run {} still waits at interrupt {interrupt_id}: the question was not answered within {} s.",
                                 run.run_id,
                                 wait.as_secs()
                             ),
-                        ));
+                        )));
                     }
                 }
             }
@@ -521,6 +413,8 @@ impl McpState {
                 .progress
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 + 1;
+            // A whole JSON-RPC notification for the outbound channel (the envelope is
+            // `edge::jsonrpc`'s, not rmcp's); `progressToken` is echoed as the client sent it.
             out.send(json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/progress",
@@ -570,10 +464,11 @@ impl McpState {
 
     /// `CallToolResult` of a finished run: completed is a success, failed and cancelled
     /// are tool errors the model can read.
-    async fn call_result(&self, run: &RunRecord) -> Result<Value, RpcError> {
+    pub(super) async fn call_result(&self, run: &RunRecord) -> Result<CallToolResult, RpcError> {
         let status = run.status;
         let result = match status {
             RunStatus::Completed => {
+                // The run's outputs object: the tool's structuredContent, open by definition.
                 let outputs = run.outputs.clone().unwrap_or_else(|| json!({}));
                 // The engine wraps an output that is not an object as {"value": …}; a
                 // text output is shown as the text itself, anything else as its JSON.
@@ -587,16 +482,11 @@ impl McpState {
                 };
                 // A workflow that declares its answer shows it as content blocks; the
                 // outputs stay the structuredContent either way.
-                let content = match self.app.ops.answer(run) {
-                    Some(answer) => content_blocks(&answer),
-                    None => json!([{"type": "text", "text": text}]),
-                };
-                json!({
-                    "resultType": "complete",
-                    "content": content,
-                    "structuredContent": outputs,
-                    "isError": false,
-                })
+                let mut result = wire::tool_text(text, Some(outputs), false);
+                if let Some(answer) = self.app.ops.answer(run) {
+                    result.content = content_blocks(&answer);
+                }
+                result
             }
             _ => {
                 let why = run
@@ -604,12 +494,10 @@ impl McpState {
                     .as_ref()
                     .and_then(|e| e.get("message").and_then(Value::as_str).map(str::to_owned))
                     .unwrap_or_else(|| format!("the run ended {}", run.status.as_str()));
-                json!({
-                    "resultType": "complete",
-                    "content": [{"type": "text", "text": why}],
-                    "structuredContent": {"runId": run.run_id, "status": run.status.as_str(), "error": run.error},
-                    "isError": true,
-                })
+                // Open: the run's own error object, as the run recorded it.
+                let structured =
+                    json!({"runId": run.run_id, "status": run.status.as_str(), "error": run.error});
+                wire::tool_text(why, Some(structured), true)
             }
         };
         Ok(result)
@@ -629,17 +517,18 @@ impl McpState {
     }
 
     /// A tool error about a run that goes on: what it waits for and how to come back.
-    fn still_open(&self, run: &RunRecord, why: String) -> Value {
-        json!({
-            "resultType": "complete",
-            "content": [{"type": "text", "text": format!("{why} {}", self.come_back(run))}],
-            "structuredContent": {
-                "runId": run.run_id,
-                "taskId": crate::ids::project(&run.run_id),
-                "status": run.status.as_str(),
-            },
-            "isError": true,
-        })
+    fn still_open(&self, run: &RunRecord, why: String) -> CallToolResult {
+        // structuredContent is the tool's own (MCP leaves it open): where the run is.
+        let structured = json!({
+            "runId": run.run_id,
+            "taskId": crate::ids::project(&run.run_id),
+            "status": run.status.as_str(),
+        });
+        wire::tool_text(
+            format!("{why} {}", self.come_back(run)),
+            Some(structured),
+            true,
+        )
     }
 
     /// Refuses a call that cannot go on over MCP after its run started, ending the run
@@ -665,6 +554,7 @@ impl McpState {
                 }
             }
         }
+        // The error's open `data`, with where the run went.
         let mut data = error.data.as_deref().cloned().unwrap_or_else(|| json!({}));
         data["runId"] = json!(run.run_id);
         data["runCancelledReason"] = json!(reason);
@@ -681,6 +571,7 @@ impl McpState {
             "more than {} input rounds for one call",
             self.max_rounds()
         ))
+        // Open `data`: the host's error code, which the run's own reason matches.
         .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str()}));
         self.refuse_started(ctx, run, ROUNDS_EXCEEDED_REASON, error)
             .await
@@ -693,9 +584,9 @@ impl McpState {
         arguments: &Value,
         run: &RunRecord,
         round: u32,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<CallAnswer, RpcError> {
         let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)? else {
-            return self.call_result(run).await;
+            return self.call_result(run).await.map(CallAnswer::Complete);
         };
         let asked = Asked {
             interrupt_id: &open.interrupt_id,
@@ -703,42 +594,43 @@ impl McpState {
             data: &open.data,
         };
         if elicit::needs(&open.kind, &open.data) == Needs::Nothing {
-            return Ok(self.still_open(
+            return Ok(CallAnswer::Complete(self.still_open(
                 run,
                 format!(
                     "Run {} waits on a {} interrupt, which no MCP request can answer.",
                     run.run_id, open.kind
                 ),
-            ));
+            )));
         }
         let Some(declared) = ctx.declared() else {
             // The initialize era has no input_required; the run stays suspended.
-            return Ok(self.still_open(
+            return Ok(CallAnswer::Complete(self.still_open(
                 run,
                 format!(
                     "Run {} waits for input at interrupt {} ({}), and this session cannot be asked for it.",
                     run.run_id, open.interrupt_id, open.kind
                 ),
-            ));
+            )));
         };
         let modes = Modes::of(&declared.capabilities);
         let Some(request) = elicit::input_request(&asked, modes) else {
             if elicit::needs(&open.kind, &open.data) == Needs::Url {
                 // The map's rule: a credential interrupt without URL-mode elicitation is a
                 // tool error, and the run waits for the credential elsewhere.
-                return Ok(self.still_open(
+                return Ok(CallAnswer::Complete(self.still_open(
                     run,
                     format!(
                         "Run {} waits for a credential ({}); declare the elicitation capability with `url` to be asked for it here.",
                         run.run_id,
                         open.data.get("provider").and_then(Value::as_str).unwrap_or("a provider")
                     ),
-                ));
+                )));
             }
             let error = RpcError::new(
                 MISSING_CAPABILITY,
                 "this tool asks for input: declare the elicitation capability (form mode) in clientCapabilities",
             )
+            // Open `data`, as MCP's -32021 names the capability.
             .with_data(json!({"requiredCapabilities": {"elicitation": {}}}));
             return Err(self
                 .refuse_started(ctx, run, MISSING_CAPABILITY_REASON, error)
@@ -756,10 +648,10 @@ impl McpState {
             round,
             nonce: crate::ids::mint_opaque(),
         };
-        Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": {open.interrupt_id: request},
-            "requestState": self.codec.seal(&claims),
+        Ok(CallAnswer::InputRequired(InputRequired {
+            result_type: ResultType::INPUT_REQUIRED,
+            input_requests: Map::from_iter([(open.interrupt_id.clone(), request)]),
+            request_state: self.codec.seal(&claims),
         }))
     }
 
@@ -773,7 +665,7 @@ impl McpState {
         arguments: &Value,
         token: &str,
         responses: Option<&Value>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<CallAnswer, RpcError> {
         let now = crate::clock::now_ms();
         let claims = self
             .codec
@@ -824,7 +716,9 @@ impl McpState {
         let answer = elicit::answer(&asked, answer)?;
         self.spend(&claims).await?;
         let Answer::Resume(resume) = answer else {
-            return Ok(self.dismissed(&run, &open.interrupt_id));
+            return Ok(CallAnswer::Complete(
+                self.dismissed(&run, &open.interrupt_id),
+            ));
         };
         let run = self
             .resolve(ctx, &run, &open.node_id, &open.interrupt_id, resume)
@@ -853,7 +747,7 @@ impl McpState {
 
     /// The answer to an elicitation the user dismissed (`cancel`): the question is left
     /// open and the run keeps waiting; nothing is cancelled.
-    pub(crate) fn dismissed(&self, run: &RunRecord, interrupt_id: &str) -> Value {
+    pub(crate) fn dismissed(&self, run: &RunRecord, interrupt_id: &str) -> CallToolResult {
         self.still_open(
             run,
             format!(
@@ -889,159 +783,21 @@ impl McpState {
                 e => e.into(),
             })
     }
-
-    /// A run the caller may read, or the one unknown-task answer. The taskId is the run id
-    /// in its projected form (`acme~2F…`, the form every answer gives); the bound form
-    /// (`acme/…`) is read too.
-    pub(crate) async fn load_task(
-        &self,
-        subject: &Subject,
-        params: &Value,
-    ) -> Result<RunRecord, RpcError> {
-        let task_id = params
-            .get("taskId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
-        let Ok(id) = BoundId::parse_bound(task_id).or_else(|_| BoundId::parse_path(task_id)) else {
-            return Err(unknown_task(task_id));
-        };
-        self.app
-            .ops
-            .get_run(subject, &id)
-            .await
-            .map_err(|e| match e.unreadable_run() {
-                // Echo the id as the client wrote it.
-                Some(_) => unknown_task(task_id),
-                None => e.into(),
-            })
-    }
-
-    /// The Task of a run; `detailed` adds the result, error or the input requests a client
-    /// with `modes` can be asked (none to one that declared no elicitation).
-    pub(crate) async fn task_view(
-        &self,
-        run: &RunRecord,
-        detailed: bool,
-        modes: Modes,
-    ) -> Result<Value, RpcError> {
-        let status = run.status;
-        let by_host = self.app.ops.failed_by_host(run);
-        let mut task = json!({
-            "resultType": if detailed { "complete" } else { "task" },
-            "taskId": crate::ids::project(&run.run_id),
-            "status": if by_host { "failed" } else { mcp_task_status(status) },
-            "createdAt": crate::clock::rfc3339(run.created_ms),
-            "lastUpdatedAt": crate::clock::rfc3339(run.updated_ms),
-            "ttlMs": Value::Null,
-            "pollIntervalMs": POLL_INTERVAL_MS,
-        });
-        if !detailed {
-            return Ok(task);
-        }
-        if by_host {
-            // The one case the task status `failed` is for: the host raised the error, the
-            // workflow did not report it.
-            let error = run.error.clone().unwrap_or_else(|| json!({}));
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("the host could not run the workflow");
-            task["error"] = json!({
-                "code": INTERNAL_ERROR,
-                "message": message,
-                "data": {"reason": error.get("code").cloned().unwrap_or(Value::Null), "runId": run.run_id},
-            });
-        } else if status.is_terminal() {
-            task["result"] = self.call_result(run).await?;
-        } else if status.asks_for_input()
-            && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)?
-        {
-            let asked = Asked {
-                interrupt_id: &open.interrupt_id,
-                kind: &open.kind,
-                data: &open.data,
-            };
-            match elicit::input_request(&asked, modes) {
-                Some(request) => task["inputRequests"] = json!({open.interrupt_id: request}),
-                // Never offered to a client that cannot take it; the status says why the
-                // task waits (nothing from inside the run).
-                None => {
-                    task["statusMessage"] = json!(match elicit::needs(&open.kind, &open.data) {
-                        Needs::Form =>
-                            "waiting for input; declare the elicitation capability to be asked for it",
-                        Needs::Url =>
-                            "waiting for a credential; declare the elicitation capability with `url` to be asked for it",
-                        Needs::Nothing => "waiting for input no MCP request can give",
-                    });
-                }
-            }
-        }
-        Ok(task)
-    }
-
-    /// `tasks/get`: a read; nothing is appended to the run's log.
-    async fn get_task(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
-        let run = self.load_task(&ctx.subject, params).await?;
-        self.task_view(&run, true, ctx.modes()).await
-    }
-
-    /// `tasks/update`: each input response resolves the interrupt it is keyed by.
-    async fn update_task(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
-        let run = self.load_task(&ctx.subject, params).await?;
-        let responses = params
-            .get("inputResponses")
-            .and_then(Value::as_object)
-            .ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
-        // Only a key naming the open interrupt resolves anything; keys never issued,
-        // already answered or no longer open are ignored, as the map's row says.
-        let open = self
-            .app
-            .ops
-            .open_interrupt(&run)
-            .await
-            .map_err(open_fault)?;
-        if let Some(open) = open
-            && let Some(answer) = responses.get(&open.interrupt_id)
-        {
-            let asked = Asked {
-                interrupt_id: &open.interrupt_id,
-                kind: &open.kind,
-                data: &open.data,
-            };
-            if let Answer::Resume(resume) = elicit::answer(&asked, answer)? {
-                self.resolve(ctx, &run, &open.node_id, &open.interrupt_id, resume)
-                    .await?;
-            }
-        }
-        Ok(json!({"resultType": "complete"}))
-    }
-
-    /// `tasks/cancel`: cancelRun on the run behind the task. The answer is an empty ack,
-    /// the same on a task that has already ended (nothing is appended then); the outcome
-    /// is read with tasks/get.
-    async fn cancel_task(&self, ctx: &Ctx, params: &Value) -> Result<Value, RpcError> {
-        let run = self.load_task(&ctx.subject, params).await?;
-        let id = BoundId::parse_bound(&run.run_id).map_err(internal)?;
-        match self.app.ops.cancel_run(&ctx.subject, &id, None).await {
-            Ok(_) | Err(OpError::RunTerminal { .. }) => Ok(json!({"resultType": "complete"})),
-            Err(e) => Err(internal(e)),
-        }
-    }
 }
 
 /// MCP content blocks of a declared answer, its artifacts' parts in order: text as
 /// `text`; a file by URL as a `resource_link`; a file by content as `image` or `audio`
 /// for those media types, else an embedded `resource` blob; data as `text` holding its
 /// JSON (the outputs are the structuredContent already).
-fn content_blocks(answer: &crate::ops::Answer) -> Value {
+fn content_blocks(answer: &crate::ops::Answer) -> Vec<ContentBlock> {
     use crate::ops::Part;
-    let blocks = answer
+    answer
         .artifacts
         .iter()
         .flat_map(|a| a.parts.iter().map(move |p| (a, p)))
         .map(|(artifact, part)| match part {
-            Part::Text(text) => json!({"type": "text", "text": text}),
-            Part::Data(data) => json!({"type": "text", "text": data.to_string()}),
+            Part::Text(text) => ContentBlock::text(text.clone()),
+            Part::Data(data) => ContentBlock::text(data.to_string()),
             Part::File {
                 url: Some(url),
                 media_type,
@@ -1052,7 +808,10 @@ fn content_blocks(answer: &crate::ops::Answer) -> Value {
                     .clone()
                     .or_else(|| artifact.name.clone())
                     .unwrap_or_else(|| url.clone());
-                json!({"type": "resource_link", "uri": url, "name": name, "mimeType": media_type})
+                ContentBlock::resource_link(
+                    rmcp::model::Resource::new(url.clone(), name)
+                        .with_mime_type(media_type.clone()),
+                )
             }
             Part::File {
                 bytes,
@@ -1061,22 +820,18 @@ fn content_blocks(answer: &crate::ops::Answer) -> Value {
                 ..
             } => {
                 let data = bytes.clone().unwrap_or_default();
-                let kind = media_type.split('/').next().unwrap_or_default();
-                match kind {
-                    "image" | "audio" => {
-                        json!({"type": kind, "data": data, "mimeType": media_type})
-                    }
+                match media_type.split('/').next().unwrap_or_default() {
+                    "image" => ContentBlock::image(data, media_type.clone()),
+                    "audio" => ContentBlock::audio(data, media_type.clone()),
                     _ => {
                         let name = filename.clone().unwrap_or_else(|| "answer".to_owned());
-                        json!({"type": "resource", "resource": {
-                            "uri": format!("openwop:answer/{name}"),
-                            "mimeType": media_type,
-                            "blob": data,
-                        }})
+                        ContentBlock::resource(
+                            ResourceContents::blob(data, format!("openwop:answer/{name}"))
+                                .with_mime_type(media_type.clone()),
+                        )
                     }
                 }
             }
         })
-        .collect();
-    Value::Array(blocks)
+        .collect()
 }

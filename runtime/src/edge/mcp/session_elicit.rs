@@ -9,12 +9,10 @@
 use serde_json::{Value, json};
 
 use super::McpState;
+use super::ctx::{Ctx, Era, STATE_TTL_MS, internal, open_fault, refused_state, state_run_fault};
 use super::elicit::{self, Answer, Asked, Modes};
 use super::request_state::{Claims, Refusal};
 use super::rpc::RpcError;
-use super::service::{
-    Ctx, Era, STATE_TTL_MS, internal, open_fault, refused_state, state_run_fault,
-};
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
