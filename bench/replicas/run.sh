@@ -6,7 +6,8 @@
 # LOADGEN_CPU; PostgreSQL is the machine's own server and is NOT pinned (its backends'
 # CPU is read from /proc too and printed beside ours). Server CPU per request is read from
 # /proc/<pid>/stat over the measured interval (both replicas summed).
-#   bench/replicas/run.sh       (DURATION, WARMUP, CONCURRENCY, SERVER_CPU, LOADGEN_CPU)
+#   bench/replicas/run.sh       (DURATION, WARMUP, CONCURRENCY, SERVER_CPU, LOADGEN_CPU,
+#                                SQLITE_PORT, PG_A_PORT, PG_B_PORT)
 # Needs PostgreSQL at OPENWOP_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres);
 # the benchmark works in a schema of its own and drops it at the end.
 # PostgreSQL runs at the machine's priority: unless BENCH_NICE is given, so do the replicas
@@ -21,22 +22,25 @@ trap 'bench_exit; drop_schema' EXIT
 sep='?'
 [[ $db == *\?* ]] && sep='&'
 db_schema="$db${sep}options=-csearch_path%3D$schema"
+sqlite_port=${SQLITE_PORT:-18480}
+pg_a_port=${PG_A_PORT:-18481}
+pg_b_port=${PG_B_PORT:-18482}
 build_release
 
 machine_header "create+get: SQLite vs PostgreSQL (1 and 2 replicas), concurrency $CONCURRENCY, ${DURATION}s after ${WARMUP}s warm-up"
 out=$bench_tmp/replicas.jsonl
-start_openwop sqlite 18480
-http_load sqlite rest-create-get "$server_pid" http://127.0.0.1:18480 --auth "$bench_auth" >>"$out"
+start_openwop sqlite "$sqlite_port"
+http_load sqlite rest-create-get "$server_pid" "http://127.0.0.1:$sqlite_port" --auth "$bench_auth" >>"$out"
 stop_server "$server_pid"
 
-start_openwop pg-a 18481 --database "$db_schema"
+start_openwop pg-a "$pg_a_port" --database "$db_schema"
 pg_a=$server_pid
-http_load postgres-1-replica rest-create-get "$pg_a" http://127.0.0.1:18481 --auth "$bench_auth" \
+http_load postgres-1-replica rest-create-get "$pg_a" "http://127.0.0.1:$pg_a_port" --auth "$bench_auth" \
   --also-name postgres >>"$out"
-start_openwop pg-b 18482 --database "$db_schema"
+start_openwop pg-b "$pg_b_port" --database "$db_schema"
 pg_b=$server_pid
-http_load postgres-2-replicas rest-create-get "$pg_a" http://127.0.0.1:18481 --pid "$pg_b" \
-  --url http://127.0.0.1:18482 --auth "$bench_auth" --also-name postgres >>"$out"
+http_load postgres-2-replicas rest-create-get "$pg_a" "http://127.0.0.1:$pg_a_port" --pid "$pg_b" \
+  --url "http://127.0.0.1:$pg_b_port" --auth "$bench_auth" --also-name postgres >>"$out"
 stop_server "$pg_a"
 stop_server "$pg_b"
 

@@ -1,11 +1,15 @@
 //! Identity: turns a credential into a [`Subject`] before anything else happens.
 //!
-//! Only the api-key lane exists today. Keys are never kept: we hold SHA-256 digests and
-//! compare digests in constant time, so neither memory nor timing gives a key away.
+//! Only the api-key lane exists today. Keys are never kept: we hold, per key, its subject
+//! (its id from the key's SHA-256) and a 128-bit SipHash-2-4 tag under a secret drawn at
+//! start-up; a presented key is tagged and compared with every held tag in constant time,
+//! so neither memory nor timing gives a key away. The tag, a keyed PRF, is what a request
+//! computes: a SHA-256 per request cost more than the rest of authentication (in software).
 
 pub mod rate;
 
 use sha2::{Digest, Sha256};
+use siphasher::sip128::SipHasher24;
 
 /// The issuer recorded for subjects of our api-key lane.
 pub const API_KEY_ISSUER: &str = "urn:openwop-rs:api-key";
@@ -46,7 +50,7 @@ pub enum KeySpecError {
 
 #[derive(Clone)]
 pub(crate) struct Entry {
-    digest: [u8; 32],
+    tag: [u8; 16],
     subject: Subject,
 }
 
@@ -65,7 +69,23 @@ fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
-fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+/// The process's secret SipHash key for key tags, drawn once: every ring of the process
+/// (the first and each reloaded one) tags with it, so their tags compare. Unknown outside
+/// the process, so a tag cannot be matched by a key found offline, and nothing is written.
+static TAG_KEY: std::sync::LazyLock<[u8; 16]> = std::sync::LazyLock::new(|| {
+    let mut key = [0u8; 16];
+    getrandom::fill(&mut key).expect("the operating system's random source is unavailable");
+    key
+});
+
+/// The tag a presented or configured key is matched by.
+fn tag(key: &str) -> [u8; 16] {
+    SipHasher24::new_with_key(&TAG_KEY)
+        .hash(key.as_bytes())
+        .as_bytes()
+}
+
+fn ct_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
     a.iter()
         .zip(b.iter())
         .fold(0u8, |acc, (x, y)| acc | (x ^ y))
@@ -102,9 +122,9 @@ impl KeyRing {
         if key.len() < 16 {
             return Err(KeySpecError::ShortKey(tenant.to_owned()));
         }
-        let digest = digest(key);
+        let (digest, tag) = (digest(key), tag(key));
         let entries = self.configured();
-        if let Some(held) = entries.iter().find(|e| ct_eq(&e.digest, &digest)) {
+        if let Some(held) = entries.iter().find(|e| ct_eq(&e.tag, &tag)) {
             let held = held.subject.tenant.to_string();
             return Err(if held == tenant {
                 KeySpecError::RepeatedKey(held)
@@ -114,7 +134,7 @@ impl KeyRing {
         }
         let subject = subject_of(tenant, &digest)?;
         self.entries
-            .swap(|s| std::sync::Arc::make_mut(&mut s.keys).push(Entry { digest, subject }));
+            .swap(|s| std::sync::Arc::make_mut(&mut s.keys).push(Entry { tag, subject }));
         Ok(())
     }
 
@@ -139,7 +159,7 @@ impl KeyRing {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .push(Entry {
-                digest,
+                tag: tag(&key),
                 subject: subject.clone(),
             });
         Ok((key, subject))
@@ -187,16 +207,16 @@ impl KeyRing {
         if !scheme.eq_ignore_ascii_case("bearer") || key.trim().is_empty() {
             return Err(AuthError::Malformed);
         }
-        let wanted = digest(key.trim());
+        let wanted = tag(key.trim());
         // Scan every entry so the time taken does not depend on which one matched.
         let mut found = None;
         for entry in self.configured().iter() {
-            if ct_eq(&entry.digest, &wanted) {
+            if ct_eq(&entry.tag, &wanted) {
                 found = Some(entry.subject.clone());
             }
         }
         for entry in self.minted.read().unwrap_or_else(|e| e.into_inner()).iter() {
-            if ct_eq(&entry.digest, &wanted) {
+            if ct_eq(&entry.tag, &wanted) {
                 found = Some(entry.subject.clone());
             }
         }

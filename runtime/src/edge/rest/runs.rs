@@ -16,7 +16,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
+use siphasher::sip128::SipHasher13;
 
 const IDEMPOTENT_REPLAY: HeaderName = HeaderName::from_static("openwop-idempotent-replay");
 
@@ -86,11 +86,7 @@ pub async fn get_run(
     let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
     let body = serde_json::to_vec(&view)
         .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
-    let etag = format!(
-        "\"{}-{}\"",
-        run.last_sequence + 1,
-        hex::encode(&Sha256::digest(&body)[..8])
-    );
+    let etag = run_etag(run.last_sequence + 1, &body);
     let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
     if etag_matches(&headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
@@ -107,6 +103,18 @@ pub async fn get_run(
         body,
     )
         .into_response())
+}
+
+/// The strong ETag of a run's representation: the sequence the run's next event will
+/// take, and a 128-bit SipHash-1-3 of the body's bytes, so the tag changes whenever a byte
+/// of the representation does. The hash key is fixed, so every replica and every restart
+/// gives the same bytes the same tag (a validator got from one replica holds on another).
+/// It is a fingerprint, not a MAC: it authenticates nothing, it tells two representations
+/// apart (a chance collision between two bodies of one run at one sequence is 2^-128). It
+/// costs a fraction of the SHA-256 it replaces (64 bits of that), in software.
+fn run_etag(next_sequence: i64, body: &[u8]) -> String {
+    let digest = SipHasher13::new_with_keys(0, 0).hash(body).as_u128();
+    format!("\"{next_sequence}-{digest:032x}\"")
 }
 
 pub async fn list_runs(
@@ -240,4 +248,25 @@ pub async fn resolve_interrupt(
         .resolve_interrupt(&subject, &id, &node_id, body.resume_value)
         .await?;
     Ok(Json(resolved(&run, &node_id)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_etag;
+
+    /// The tag is a function of the bytes alone, fixed across builds and processes (so
+    /// replicas agree), and any change of a byte or of the sequence changes it.
+    #[test]
+    fn the_run_etag_tracks_the_bytes_and_is_the_same_everywhere() {
+        let body = br#"{"runId":"r","status":"running"}"#;
+        let tag = run_etag(3, body);
+        assert_eq!(tag, run_etag(3, body));
+        assert_ne!(tag, run_etag(3, br#"{"runId":"r","status":"waiting"}"#));
+        assert_ne!(tag, run_etag(4, body));
+        assert_ne!(run_etag(3, b""), run_etag(3, b" "));
+        // Pinned: another process or replica computes this same tag for these bytes.
+        assert_eq!(tag, PINNED);
+    }
+
+    const PINNED: &str = "\"3-0f84d8735c5273bf0b8c2559df2d89fc\"";
 }
