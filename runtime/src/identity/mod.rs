@@ -3,6 +3,7 @@
 //! Only the api-key lane exists today. Keys are never kept: we hold SHA-256 digests and
 //! compare digests in constant time, so neither memory nor timing gives a key away.
 
+pub(crate) mod entry;
 pub mod rate;
 
 use sha2::{Digest, Sha256};
@@ -10,6 +11,7 @@ use sha2::{Digest, Sha256};
 /// The issuer recorded for subjects of our api-key lane.
 pub const API_KEY_ISSUER: &str = "urn:openwop-rs:api-key";
 
+pub(crate) use entry::Entry;
 /// Who is calling: the generated v2 Subject (`schemas/v2/subject.schema.json`).
 pub use openwop_generated::models::Subject;
 use openwop_generated::models::{SubjectKind, SubjectLane};
@@ -44,18 +46,12 @@ pub enum KeySpecError {
     RepeatedKey(String),
 }
 
-#[derive(Clone)]
-pub(crate) struct Entry {
-    digest: [u8; 32],
-    subject: Subject,
-}
-
 /// The set of accepted api keys. The configured keys are part of the reloadable snapshot
-/// (`crate::reload::Live`) a reload swaps whole, with the visibility and peers: a request
+/// (`crate::reload::live::Live`) a reload swaps whole, with the visibility and peers: a request
 /// sees either the old set or the new one, never a mix, and nothing it holds is torn.
 #[derive(Default)]
 pub struct KeyRing {
-    entries: crate::reload::Live,
+    entries: crate::reload::live::Live,
     /// Keys minted while the host runs (conformance mode's credential seam): kept in
     /// memory only, so they end with the process.
     minted: std::sync::RwLock<Vec<Entry>>,
@@ -157,7 +153,7 @@ impl KeyRing {
     /// The reloadable snapshot the configured keys are kept in (`Host::build` keeps the
     /// visibility and peers in the same one). A reload swaps the keys there; keys minted
     /// by the conformance seam stay, since they were never configuration.
-    pub fn live(&self) -> crate::reload::Live {
+    pub fn live(&self) -> crate::reload::live::Live {
         self.entries.clone()
     }
 
