@@ -29,7 +29,7 @@ pub(crate) use crate::emit::client_ops::Inputs;
 use crate::emit::client_ops::{OpParts, accessor, accessor_name, model_path, operation, struct_of};
 use crate::format::ident;
 use crate::load::{Corpus, OPENAPI};
-use crate::openapi::{Operation, ResponseHeader};
+use crate::openapi::Operation;
 
 /// How the API key travels, from the document's first security scheme.
 fn auth_header(corpus: &Corpus) -> (String, bool) {
