@@ -17,9 +17,10 @@ use heck::ToUpperCamelCase;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::format::unique_name;
 use crate::load::{Corpus, OPENAPI};
 use crate::project::project_keywords;
-use crate::uris::{SchemaUris, pointer_token};
+use crate::uris::{SchemaUris, join_rel, pointer_token};
 
 /// How deep inlined references may nest before the bundler gives up and says `Value`.
 const MAX_INLINE_DEPTH: usize = 12;
@@ -282,25 +283,10 @@ fn dir_of(rel: &str) -> &str {
     rel.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
-/// `dir` + a relative path, with `.` and `..` folded.
-pub(crate) fn join_rel(dir: &str, path: &str) -> String {
-    let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    parts.join("/")
-}
-
 impl Bundler<'_> {
     /// Rewrites one schema found at `file#pointer`: references first, then keyword
     /// projection. Keywords the projection drops are classified on the way (see
-    /// [`crate::shapes::validation_only`]): a tag → payload binding is recorded, anything
+    /// [`crate::project::validation_only`]): a tag → payload binding is recorded, anything
     /// else that would have typed something is a warning naming where it is.
     fn schema(&mut self, file: &str, pointer: &str, v: &Value, depth: usize) -> Value {
         match v {
@@ -407,7 +393,7 @@ impl Bundler<'_> {
         for (at, clause) in &clauses {
             let quiet = ["then", "else"]
                 .iter()
-                .all(|k| clause.get(*k).is_none_or(crate::shapes::validation_only));
+                .all(|k| clause.get(*k).is_none_or(crate::project::validation_only));
             if quiet {
                 continue;
             }
@@ -467,7 +453,7 @@ impl Bundler<'_> {
         // `not` over a schema with structure excludes a shape the model cannot express.
         for key in ["not"] {
             if let Some(child) = obj.get(key)
-                && !crate::shapes::validation_only(child)
+                && !crate::project::validation_only(child)
             {
                 self.warn(format!(
                     "{file}#{pointer}/{key}: `{key}` over a schema with structure; the models do not type it (the validators enforce it)"
@@ -484,7 +470,7 @@ impl Bundler<'_> {
         for key in ["dependentSchemas", "dependencies"] {
             if let Some(map) = obj.get(key).and_then(Value::as_object) {
                 for (name, child) in map {
-                    if !child.is_array() && !crate::shapes::validation_only(child) {
+                    if !child.is_array() && !crate::project::validation_only(child) {
                         self.warn(format!(
                             "{file}#{pointer}/{key}/{}: a dependent schema with structure; the models do not type it (the validators enforce it)",
                             pointer_token(name)
@@ -508,7 +494,7 @@ impl Bundler<'_> {
         let projected = self.schema(file, pointer, schema, depth);
         let suggested = format!(
             "{}{}",
-            crate::shapes::variant_name(value),
+            crate::format::variant_name(value),
             payload.to_upper_camel_case()
         );
         self.hoisted
@@ -628,7 +614,7 @@ fn binding(owner: &Map<String, Value>, clause: &Map<String, Value>) -> Option<Bi
         .get("properties")?
         .as_object()?
         .iter()
-        .filter(|(_, s)| !crate::shapes::validation_only(s));
+        .filter(|(_, s)| !crate::project::validation_only(s));
     let (payload, schema) = typed.next()?;
     if typed.next().is_some() || !declared.contains_key(payload) || !declared.contains_key(&tag) {
         return None;
@@ -639,17 +625,6 @@ fn binding(owner: &Map<String, Value>, clause: &Map<String, Value>) -> Option<Bi
         payload: payload.clone(),
         schema: schema.clone(),
     })
-}
-
-/// `wanted`, or `wanted` with the first free numeric suffix.
-pub(crate) fn unique_name(wanted: &str, taken: impl Fn(&str) -> bool) -> String {
-    if !taken(wanted) {
-        return wanted.to_owned();
-    }
-    (2..)
-        .map(|i| format!("{wanted}{i}"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| wanted.to_owned())
 }
 
 enum Target {

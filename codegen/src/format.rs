@@ -1,6 +1,7 @@
 //! Turns emitted token streams into the committed text: the `@generated` header line, then
 //! prettyplease's rendering (no rustfmt binary needed, so output is the same everywhere).
 
+use heck::ToUpperCamelCase;
 use proc_macro2::TokenStream;
 
 use crate::error::{Error, Result};
@@ -55,4 +56,25 @@ pub(crate) fn ident(name: &str) -> proc_macro2::Ident {
     } else {
         proc_macro2::Ident::new_raw(name, proc_macro2::Span::call_site())
     }
+}
+
+/// The Rust variant name of a wire value: `run.started` → `RunStarted`.
+pub(crate) fn variant_name(value: &str) -> String {
+    let name = value.to_upper_camel_case();
+    match name.chars().next() {
+        None => "Empty".to_owned(),
+        Some(c) if c.is_ascii_digit() => format!("V{name}"),
+        Some(_) => name,
+    }
+}
+
+/// `wanted`, or `wanted` with the first free numeric suffix.
+pub(crate) fn unique_name(wanted: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(wanted) {
+        return wanted.to_owned();
+    }
+    (2..)
+        .map(|i| format!("{wanted}{i}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| wanted.to_owned())
 }

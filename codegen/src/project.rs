@@ -69,6 +69,32 @@ pub(crate) fn project_keywords(v: Value) -> Value {
     Value::Object(out)
 }
 
+/// True when a schema only checks values the model's type already admits: annotations,
+/// `const`/`enum`, bounds, `required`, and `not`/`contains`/`if`/`properties`/`allOf`… over
+/// such checks. Anything that would type a member (`$ref`, `type`, `items`, …) is not.
+pub(crate) fn validation_only(v: &Value) -> bool {
+    match v {
+        Value::Bool(_) => true,
+        Value::Object(o) => o.iter().all(|(k, child)| match k.as_str() {
+            "description" | "title" | "$comment" | "examples" | "default" | "deprecated"
+            | "readOnly" | "writeOnly" => true,
+            "const" | "enum" | "pattern" | "minLength" | "maxLength" | "minimum" | "maximum"
+            | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "format" | "minItems"
+            | "maxItems" | "uniqueItems" | "minProperties" | "maxProperties" | "required"
+            | "dependentRequired" | "minContains" | "maxContains" => true,
+            "not" | "contains" | "propertyNames" | "if" | "then" | "else" => validation_only(child),
+            "properties" => child
+                .as_object()
+                .is_some_and(|m| m.values().all(validation_only)),
+            "allOf" | "anyOf" | "oneOf" => child
+                .as_array()
+                .is_some_and(|a| a.iter().all(validation_only)),
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -12,44 +12,9 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::{Map, Value, json};
 
-use crate::bundle::{Bundle, unique_name};
-use crate::format::ident;
-
-/// True when a schema only checks values the model's type already admits: annotations,
-/// `const`/`enum`, bounds, `required`, and `not`/`contains`/`if`/`properties`/`allOf`… over
-/// such checks. Anything that would type a member (`$ref`, `type`, `items`, …) is not.
-pub(crate) fn validation_only(v: &Value) -> bool {
-    match v {
-        Value::Bool(_) => true,
-        Value::Object(o) => o.iter().all(|(k, child)| match k.as_str() {
-            "description" | "title" | "$comment" | "examples" | "default" | "deprecated"
-            | "readOnly" | "writeOnly" => true,
-            "const" | "enum" | "pattern" | "minLength" | "maxLength" | "minimum" | "maximum"
-            | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "format" | "minItems"
-            | "maxItems" | "uniqueItems" | "minProperties" | "maxProperties" | "required"
-            | "dependentRequired" | "minContains" | "maxContains" => true,
-            "not" | "contains" | "propertyNames" | "if" | "then" | "else" => validation_only(child),
-            "properties" => child
-                .as_object()
-                .is_some_and(|m| m.values().all(validation_only)),
-            "allOf" | "anyOf" | "oneOf" => child
-                .as_array()
-                .is_some_and(|a| a.iter().all(validation_only)),
-            _ => false,
-        }),
-        _ => false,
-    }
-}
-
-/// The Rust variant name of a wire value: `run.started` → `RunStarted`.
-pub(crate) fn variant_name(value: &str) -> String {
-    let name = value.to_upper_camel_case();
-    match name.chars().next() {
-        None => "Empty".to_owned(),
-        Some(c) if c.is_ascii_digit() => format!("V{name}"),
-        Some(_) => name,
-    }
-}
+use crate::bundle::Bundle;
+use crate::format::{ident, unique_name, variant_name};
+use crate::project::validation_only;
 
 /// One open enum: the known values, in schema order.
 #[derive(Debug, Clone, PartialEq, Eq)]

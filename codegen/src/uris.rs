@@ -50,7 +50,7 @@ pub(crate) fn openapi_standalone(corpus: &Corpus, uris: &SchemaUris) -> Value {
                         && !r.starts_with('#')
                     {
                         let (path, fragment) = r.split_once('#').unwrap_or((r.as_str(), ""));
-                        let rel = crate::bundle::join_rel("api/v2", path);
+                        let rel = join_rel("api/v2", path);
                         if let Some(uri) = uris.by_file.get(&rel) {
                             *r = if fragment.is_empty() {
                                 uri.clone()
@@ -198,6 +198,21 @@ fn collect_refs(v: &Value, pointer: String, out: &mut Vec<(String, String)>) {
         }
         _ => {}
     }
+}
+
+/// `dir` + a relative path, with `.` and `..` folded.
+pub(crate) fn join_rel(dir: &str, path: &str) -> String {
+    let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! otherwise), statuses the host answers with. So `/metrics` stays the same size
 //! under any traffic.
 
+pub mod method;
 pub mod otel;
 pub mod quiet;
 
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+pub use method::method_label;
 
 /// Request counts and latency sums by route template, method and status.
 #[derive(Default)]
@@ -123,24 +126,6 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-/// The method as a metric label and log field: one of the methods HTTP defines, or
-/// `other` (hyper accepts any token as a method, and each would be a series).
-pub fn method_label(method: &axum::http::Method) -> &'static str {
-    use axum::http::Method;
-    match *method {
-        Method::GET => "GET",
-        Method::HEAD => "HEAD",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::PATCH => "PATCH",
-        Method::OPTIONS => "OPTIONS",
-        Method::TRACE => "TRACE",
-        Method::CONNECT => "CONNECT",
-        _ => "other",
-    }
 }
 
 /// The access log and the request metrics, around every route. The span's `tenant` is

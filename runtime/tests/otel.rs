@@ -553,8 +553,12 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
 /// is its child (the trace crossed in `params._meta`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
-    // A fixed port of this suite's range: the peer URL is written before the host starts.
-    const PORT: u16 = 25431;
+    // The peer URL is written before the host starts, so the port is chosen first: one the
+    // system hands out (bound, then released), not a fixed one another suite may hold.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
     let (receiver, collector) = Receiver::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let wf = dir.path().join("workflows");
@@ -577,7 +581,7 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
     let config = dir.path().join("config.json");
     std::fs::write(
         &config,
-        json!({"peers": [{"id": "self", "kind": "mcp", "url": format!("http://127.0.0.1:{PORT}/mcp"),
+        json!({"peers": [{"id": "self", "kind": "mcp", "url": format!("http://127.0.0.1:{port}/mcp"),
                           "credential": {"env": "OTEL_TEST_SELF_KEY"}}]})
         .to_string(),
     )
@@ -586,7 +590,7 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
     cmd.arg("serve")
         .args([
             "--listen",
-            &format!("127.0.0.1:{PORT}"),
+            &format!("127.0.0.1:{port}"),
             "--egress-allow-loopback",
         ])
         .args(["--api-key", &format!("acme:{KEY}")])
@@ -627,7 +631,7 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
     assert!(client.attr("mcp.protocol.version").is_some(), "{client:?}");
     assert!(client.attr("jsonrpc.request.id").is_some(), "{client:?}");
     assert_eq!(client.attr("openwop.peer.id"), Some("self"));
-    assert_eq!(client.attr("server.port"), Some(PORT.to_string().as_str()));
+    assert_eq!(client.attr("server.port"), Some(port.to_string().as_str()));
     let server = receiver
         .wait_for("the tools/call server span", |s| {
             s.kind == SERVER && s.name == "tools/call hello"

@@ -13,6 +13,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+// `Stale` lives with the report that lists it; it stays nameable from here.
+pub use crate::report::Stale;
 use crate::report::{Document, Entry};
 use crate::rules;
 
@@ -33,30 +35,6 @@ struct Record {
     rule: String,
     pointer: String,
     count: usize,
-}
-
-/// A baseline entry (or part of one) that this run did not find.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stale {
-    pub path: String,
-    pub rule: String,
-    pub pointer: String,
-    /// How many of the entry's findings are gone.
-    pub count: usize,
-}
-
-impl Stale {
-    pub fn sentence(&self) -> String {
-        let times = if self.count == 1 {
-            String::new()
-        } else {
-            format!(" ({} times)", self.count)
-        };
-        format!(
-            "{}: baseline entry {} at \"{}\"{times} no longer occurs; remove it (rewrite the file with --write-baseline)",
-            self.path, self.rule, self.pointer
-        )
-    }
 }
 
 type Key = (String, String, String);

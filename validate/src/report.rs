@@ -6,9 +6,32 @@ use std::cmp::Ordering;
 use openwop_generated::validators::Finding;
 use serde::Serialize;
 
-use crate::baseline::Stale;
 use crate::position::{Locator, Position};
 use crate::rules::{self, Severity};
+
+/// A baseline entry (or part of one) that this run did not find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    pub path: String,
+    pub rule: String,
+    pub pointer: String,
+    /// How many of the entry's findings are gone.
+    pub count: usize,
+}
+
+impl Stale {
+    pub fn sentence(&self) -> String {
+        let times = if self.count == 1 {
+            String::new()
+        } else {
+            format!(" ({} times)", self.count)
+        };
+        format!(
+            "{}: baseline entry {} at \"{}\"{times} no longer occurs; remove it (rewrite the file with --write-baseline)",
+            self.path, self.rule, self.pointer
+        )
+    }
+}
 
 /// One finding, tied to the document it is about. `--format json` prints an array of these,
 /// keys in this order.

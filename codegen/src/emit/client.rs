@@ -23,28 +23,13 @@ use quote::quote;
 use serde_json::Value;
 use syn::{Item, Type};
 
+// The inputs are defined with the operations that read them; the client's entry point
+// names them here.
+pub(crate) use crate::emit::client_ops::Inputs;
 use crate::emit::client_ops::{OpParts, accessor, accessor_name, model_path, operation, struct_of};
 use crate::format::ident;
 use crate::load::{Corpus, OPENAPI};
-use crate::openapi::{Operation, ResponseHeader};
-
-/// What the client is emitted from besides the operations.
-pub(crate) struct Inputs<'a> {
-    pub corpus: &'a Corpus,
-    pub ops: &'a [Operation],
-    /// The model a schema written in the OpenAPI document names.
-    pub named: &'a dyn Fn(&Value) -> Option<String>,
-    /// The model the items of an event-stream operation are.
-    pub stream_item: &'a dyn Fn(&Operation) -> Option<String>,
-    /// typify's items (after post-processing): body fields, enums.
-    pub models: &'a syn::File,
-    pub open_enums: &'a BTreeSet<String>,
-    /// Closed enums the models re-export from another module (`RunStatus`).
-    pub reexported_enums: &'a BTreeSet<String>,
-    pub headers: &'a [ResponseHeader],
-    /// Hand-written modules under `client/` (from `codegen/templates/client/`).
-    pub helper_modules: &'a [String],
-}
+use crate::openapi::Operation;
 
 /// How the API key travels, from the document's first security scheme.
 fn auth_header(corpus: &Corpus) -> (String, bool) {

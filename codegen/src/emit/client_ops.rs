@@ -9,11 +9,29 @@ use quote::{format_ident, quote};
 use serde_json::Value;
 use syn::{Fields, Item, Type};
 
-use crate::emit::client::Inputs;
 use crate::emit::client_docs;
 use crate::emit::models_post::{json_name, outer};
 use crate::format::ident;
+use crate::load::Corpus;
 use crate::openapi::{Operation, ResponseHeader};
+
+/// What the client is emitted from besides the operations.
+pub(crate) struct Inputs<'a> {
+    pub corpus: &'a Corpus,
+    pub ops: &'a [Operation],
+    /// The model a schema written in the OpenAPI document names.
+    pub named: &'a dyn Fn(&Value) -> Option<String>,
+    /// The model the items of an event-stream operation are.
+    pub stream_item: &'a dyn Fn(&Operation) -> Option<String>,
+    /// typify's items (after post-processing): body fields, enums.
+    pub models: &'a syn::File,
+    pub open_enums: &'a BTreeSet<String>,
+    /// Closed enums the models re-export from another module (`RunStatus`).
+    pub reexported_enums: &'a BTreeSet<String>,
+    pub headers: &'a [ResponseHeader],
+    /// Hand-written modules under `client/` (from `codegen/templates/client/`).
+    pub helper_modules: &'a [String],
+}
 
 pub(crate) fn model_path(name: &str) -> TokenStream {
     let n = ident(name);

@@ -365,7 +365,7 @@ fn method_enum(
     let name = ident(name);
     let mut variants: Vec<String> = Vec::new();
     for m in methods {
-        let v = crate::bundle::unique_name(&crate::shapes::variant_name(m), |n| {
+        let v = crate::format::unique_name(&crate::format::variant_name(m), |n| {
             variants.iter().any(|v| v == n)
         });
         variants.push(v);

@@ -27,8 +27,9 @@ use serde_json::Value;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Fields, Item, Meta, Token, Type};
 
-use crate::bundle::{Discriminator, unique_name};
+use crate::bundle::Discriminator;
 use crate::format::ident;
+use crate::format::unique_name;
 
 /// The JSON name of a field: its `#[serde(rename = "…")]`, else the identifier.
 pub(crate) fn json_name(field: &syn::Field) -> String {
@@ -653,7 +654,7 @@ pub(crate) fn typed_payload(
     let names: Vec<String> = {
         let mut out: Vec<String> = Vec::new();
         for (v, _) in &variants {
-            let mut n = crate::shapes::variant_name(v);
+            let mut n = crate::format::variant_name(v);
             if n == "Other" {
                 n = "OtherValue".to_owned();
             }

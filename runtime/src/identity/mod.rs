@@ -6,6 +6,7 @@
 //! so neither memory nor timing gives a key away. The tag, a keyed PRF, is what a request
 //! computes: a SHA-256 per request cost more than the rest of authentication (in software).
 
+pub(crate) mod entry;
 pub mod rate;
 
 use sha2::{Digest, Sha256};
@@ -14,6 +15,7 @@ use siphasher::sip128::SipHasher24;
 /// The issuer recorded for subjects of our api-key lane.
 pub const API_KEY_ISSUER: &str = "urn:openwop-rs:api-key";
 
+pub(crate) use entry::Entry;
 /// Who is calling: the generated v2 Subject (`schemas/v2/subject.schema.json`).
 pub use openwop_generated::models::Subject;
 use openwop_generated::models::{SubjectKind, SubjectLane};
@@ -48,18 +50,12 @@ pub enum KeySpecError {
     RepeatedKey(String),
 }
 
-#[derive(Clone)]
-pub(crate) struct Entry {
-    tag: [u8; 16],
-    subject: Subject,
-}
-
 /// The set of accepted api keys. The configured keys are part of the reloadable snapshot
-/// (`crate::reload::Live`) a reload swaps whole, with the visibility and peers: a request
+/// (`crate::reload::live::Live`) a reload swaps whole, with the visibility and peers: a request
 /// sees either the old set or the new one, never a mix, and nothing it holds is torn.
 #[derive(Default)]
 pub struct KeyRing {
-    entries: crate::reload::Live,
+    entries: crate::reload::live::Live,
     /// Keys minted while the host runs (conformance mode's credential seam): kept in
     /// memory only, so they end with the process.
     minted: std::sync::RwLock<Vec<Entry>>,
@@ -177,7 +173,7 @@ impl KeyRing {
     /// The reloadable snapshot the configured keys are kept in (`Host::build` keeps the
     /// visibility and peers in the same one). A reload swaps the keys there; keys minted
     /// by the conformance seam stay, since they were never configuration.
-    pub fn live(&self) -> crate::reload::Live {
+    pub fn live(&self) -> crate::reload::live::Live {
         self.entries.clone()
     }
 

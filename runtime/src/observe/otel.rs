@@ -256,7 +256,7 @@ pub fn http_server_span(request: &axum::extract::Request, route: Option<&str>) -
         return Span::none();
     }
     let method = request.method();
-    let known = super::method_label(method);
+    let known = super::method::method_label(method);
     // The conventions' name for a method outside the known set is `_OTHER`.
     let method_attr = if known == "other" { "_OTHER" } else { known };
     let name = match route {

@@ -145,8 +145,8 @@ pub struct Ops {
     agents: Arc<crate::agents::Agents>,
     workflow_filter: Option<WorkflowFilter>,
     /// Per-tenant visibility from the config file (empty: everyone sees everything), in
-    /// the reloadable snapshot a reload swaps whole (`crate::reload::Live`).
-    visibility: crate::reload::Live,
+    /// the reloadable snapshot a reload swaps whole (`crate::reload::live::Live`).
+    visibility: crate::reload::live::Live,
     max_page_size: usize,
     tokens: TokenKey,
     /// Keys the `peer` digest of inbound `negotiation.decided` events.
@@ -200,7 +200,7 @@ impl Ops {
             engine,
             agents: Arc::new(crate::agents::Agents::empty()),
             workflow_filter: None,
-            visibility: crate::reload::Live::default(),
+            visibility: crate::reload::live::Live::default(),
             max_page_size: MAX_PAGE_SIZE,
             // A process-local key until the host installs the store's shared one.
             tokens: TokenKey::new(tokens::fresh_key(), tokens::DEFAULT_TTL),

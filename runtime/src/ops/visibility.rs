@@ -24,7 +24,7 @@ impl Ops {
 
     /// The same operations with their visibility kept in `live` (the host's one
     /// reloadable snapshot) from now on.
-    pub fn in_live(mut self, live: &crate::reload::Live) -> Self {
+    pub fn in_live(mut self, live: &crate::reload::live::Live) -> Self {
         let visibility = self.visibility();
         live.swap(|s| s.visibility = visibility);
         self.visibility = live.clone();

@@ -12,9 +12,12 @@
 
 pub mod a2a;
 pub mod mcp;
+pub(crate) mod peer;
 pub mod rpc;
 
-use std::collections::{BTreeMap, BTreeSet};
+pub use peer::{Peer, PeerKind};
+
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,25 +28,6 @@ use serde_json::{Map, Value};
 
 use crate::egress::{Egress, Response, SendError};
 use crate::negotiation::{Offer, Protocol};
-
-/// What a peer is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PeerKind {
-    A2a,
-    Mcp,
-    Http,
-}
-
-impl PeerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PeerKind::A2a => "a2a",
-            PeerKind::Mcp => "mcp",
-            PeerKind::Http => "http",
-        }
-    }
-}
 
 /// One `peers[]` entry of the config file as the host holds it: read through the
 /// generated `ConfigPeer` (`schemas/v2/config.schema.json#/$defs/configPeer`, closed), so
@@ -91,28 +75,6 @@ impl From<crate::generated::models::ConfigPeer> for PeerFileConfig {
                 .map(|t| t.iter().map(ToString::to_string).collect()),
             timeout_secs: Some(p.timeout_secs.get()),
         }
-    }
-}
-
-/// A configured peer, its secret resolved.
-pub struct Peer {
-    pub id: String,
-    pub kind: PeerKind,
-    pub url: String,
-    secret: Option<String>,
-    tenants: Option<BTreeSet<String>>,
-    pub timeout: Duration,
-}
-
-impl std::fmt::Debug for Peer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The secret is never printed, not even in a debug log.
-        f.debug_struct("Peer")
-            .field("id", &self.id)
-            .field("kind", &self.kind)
-            .field("url", &self.url)
-            .field("has_credential", &self.secret.is_some())
-            .finish()
     }
 }
 
@@ -209,10 +171,10 @@ impl Caller {
     }
 }
 
-/// The peer table: by id, in the reloadable snapshot (`crate::reload::Live`) every clone
+/// The peer table: by id, in the reloadable snapshot (`crate::reload::live::Live`) every clone
 /// of one [`Peers`] shares and a reload swaps whole, so a rotated credential reaches the
 /// next call while a call in flight keeps the `Arc<Peer>` it started with.
-type Table = crate::reload::Live;
+type Table = crate::reload::live::Live;
 
 /// The configured peers and the one way to reach them.
 #[derive(Clone)]
@@ -368,7 +330,7 @@ impl Peers {
 
     /// The same peers kept in `live` (the host's one reloadable snapshot) from now on:
     /// `Host::build` puts them there before any clone is handed out.
-    pub fn in_live(self, live: &crate::reload::Live) -> Peers {
+    pub fn in_live(self, live: &crate::reload::live::Live) -> Peers {
         let table = self.table();
         live.swap(|s| s.peers = table);
         Peers {
