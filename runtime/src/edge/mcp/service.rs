@@ -34,6 +34,15 @@ pub fn is_routed(method: &str) -> bool {
 }
 
 impl McpState {
+    /// The run's open interrupt (a store that cannot answer now is this request's 503):
+    /// the one read every MCP path that answers an interrupt makes.
+    pub(crate) async fn open_interrupt_of(
+        &self,
+        run: &RunRecord,
+    ) -> Result<Option<crate::ops::InterruptRecord>, RpcError> {
+        self.app.ops.open_interrupt(run).await.map_err(open_fault)
+    }
+
     /// Answers one request. `Ok(None)` for a notification (nothing is sent back).
     pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Value>, RpcError> {
         // `ping` left with 2026-07-28; the initialize era still has it.
@@ -585,7 +594,7 @@ impl McpState {
         run: &RunRecord,
         round: u32,
     ) -> Result<CallAnswer, RpcError> {
-        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)? else {
+        let Some(open) = self.open_interrupt_of(run).await? else {
             return self.call_result(run).await.map(CallAnswer::Complete);
         };
         let asked = Asked {
@@ -699,12 +708,7 @@ impl McpState {
                 .await;
         };
         // A state for an interrupt that is no longer open is stale, whatever the answer.
-        let open = self
-            .app
-            .ops
-            .open_interrupt(&run)
-            .await
-            .map_err(open_fault)?;
+        let open = self.open_interrupt_of(&run).await?;
         let Some(open) = open.filter(|o| o.interrupt_id == claims.interrupt) else {
             return Err(refused_state(Refusal::Spent));
         };

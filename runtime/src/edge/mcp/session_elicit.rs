@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::McpState;
-use super::ctx::{Ctx, Era, STATE_TTL_MS, internal, open_fault, refused_state, state_run_fault};
+use super::ctx::{Ctx, Era, STATE_TTL_MS, internal, refused_state, state_run_fault};
 use super::elicit::{self, Answer, Asked, Modes};
 use super::request_state::{Claims, Refusal};
 use super::rpc::RpcError;
@@ -46,7 +46,7 @@ impl McpState {
         if !matches!(ctx.era, Era::Legacy(_)) || ctx.outbound.is_none() {
             return Ok(false);
         }
-        let open = self.app.ops.open_interrupt(run).await.map_err(open_fault)?;
+        let open = self.open_interrupt_of(run).await?;
         Ok(open.is_some_and(|o| elicit::can_ask(&o.kind, &o.data, ctx.session_modes)))
     }
 
@@ -62,7 +62,7 @@ impl McpState {
         let Some(out) = ctx.outbound.as_ref() else {
             return Err(RpcError::internal());
         };
-        let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)? else {
+        let Some(open) = self.open_interrupt_of(run).await? else {
             return Ok(Outcome::Answered(run.clone()));
         };
         let asked = Asked {
@@ -156,12 +156,7 @@ impl McpState {
             .get_run(subject, &id)
             .await
             .map_err(state_run_fault)?;
-        let open = self
-            .app
-            .ops
-            .open_interrupt(&run)
-            .await
-            .map_err(open_fault)?;
+        let open = self.open_interrupt_of(&run).await?;
         let Some(open) = open.filter(|o| o.interrupt_id == claims.interrupt) else {
             return Err(refused_state(Refusal::Spent));
         };

@@ -5,7 +5,7 @@ use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Map, Value, json};
 
 use super::McpState;
-use super::ctx::{Ctx, internal, open_fault, unknown_task};
+use super::ctx::{Ctx, internal, unknown_task};
 use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::rpc::{INTERNAL_ERROR, RpcError};
 use super::wire::{Ack, ResultType, Task, TaskAnswer, TaskParams, TaskStatus, UpdateTaskParams};
@@ -97,7 +97,7 @@ impl McpState {
         } else if status.is_terminal() {
             answer.result = Some(self.call_result(run).await?);
         } else if status.asks_for_input()
-            && let Some(open) = self.app.ops.open_interrupt(run).await.map_err(open_fault)?
+            && let Some(open) = self.open_interrupt_of(run).await?
         {
             let asked = Asked {
                 interrupt_id: &open.interrupt_id,
@@ -149,12 +149,7 @@ impl McpState {
         let responses = &params.input_responses;
         // Only a key naming the open interrupt resolves anything; keys never issued,
         // already answered or no longer open are ignored, as the map's row says.
-        let open = self
-            .app
-            .ops
-            .open_interrupt(&run)
-            .await
-            .map_err(open_fault)?;
+        let open = self.open_interrupt_of(&run).await?;
         if let Some(open) = open
             && let Some(answer) = responses.get(&open.interrupt_id)
         {
