@@ -804,16 +804,13 @@ impl Ops {
                 "a `{event_type}` host event ({delivery}) does not fit its schema"
             )));
         }
-        let ev = HostEventRecord {
-            seq: 0,
-            tenant: tenant.to_owned(),
-            event_id: crate::ids::mint_event_id(),
-            event_type: event_type.to_owned(),
-            delivery: delivery.to_owned(),
-            workspace_id: None,
+        let ev = HostEventRecord::new(
+            tenant.to_owned(),
+            event_type,
+            delivery,
             payload,
-            timestamp_ms: crate::clock::now_ms(),
-        };
+            crate::clock::now_ms(),
+        );
         if delivery != "durable" {
             return Ok(self.runs.append_host_event(ev).await?);
         }

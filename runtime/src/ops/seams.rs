@@ -485,16 +485,13 @@ impl Ops {
         let payload = decision.payload(&crate::clock::rfc3339(now));
         let tenant = run_id.split('/').next().unwrap_or_default().to_owned();
         self.runs
-            .append_host_event(HostEventRecord {
-                seq: 0,
+            .append_host_event(HostEventRecord::new(
                 tenant,
-                event_id: crate::ids::mint_event_id(),
-                event_type: "negotiation.decided".into(),
-                delivery: "durable".into(),
-                workspace_id: None,
-                payload: payload.clone(),
-                timestamp_ms: now,
-            })
+                "negotiation.decided",
+                "durable",
+                payload.clone(),
+                now,
+            ))
             .await?;
         let adv = self
             .runs

@@ -377,6 +377,29 @@ pub struct HostEventRecord {
     pub timestamp_ms: i64,
 }
 
+impl HostEventRecord {
+    /// A new host event of `tenant` with a fresh event id; the store numbers it (`seq`)
+    /// when a durable one is appended.
+    pub fn new(
+        tenant: String,
+        event_type: &str,
+        delivery: &str,
+        payload: Value,
+        timestamp_ms: i64,
+    ) -> HostEventRecord {
+        HostEventRecord {
+            seq: 0,
+            tenant,
+            event_id: crate::ids::mint_event_id(),
+            event_type: event_type.to_owned(),
+            delivery: delivery.to_owned(),
+            workspace_id: None,
+            payload,
+            timestamp_ms,
+        }
+    }
+}
+
 /// Persistence for runs: their rows, event logs and interrupts, idempotency keys, leases,
 /// host events and the secrets every replica shares, plus the wake-ups that announce
 /// their commits. Every change of a run is one transaction.

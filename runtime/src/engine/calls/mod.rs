@@ -348,16 +348,13 @@ impl Engine {
             });
         }
         self.store()
-            .append_host_event(HostEventRecord {
-                seq: 0,
-                tenant: run.tenant.clone(),
-                event_id: crate::ids::mint_event_id(),
-                event_type: "negotiation.decided".into(),
-                delivery: "durable".into(),
-                workspace_id: None,
-                payload: payload.clone(),
-                timestamp_ms: now,
-            })
+            .append_host_event(HostEventRecord::new(
+                run.tenant.clone(),
+                "negotiation.decided",
+                "durable",
+                payload.clone(),
+                now,
+            ))
             .await?;
         Ok(NewEvent {
             event_type: "negotiation.decided".into(),
