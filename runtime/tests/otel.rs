@@ -171,6 +171,18 @@ struct Served {
     _dir: tempfile::TempDir,
 }
 
+/// A host exporting its spans to `collector` every 100 ms.
+async fn serve_exporting(peer: &str, collector: &str) -> Served {
+    serve(
+        peer,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await
+}
+
 /// `openwop serve` with two workflows (`hello`: one transform; `fetch`: an `http` node
 /// calling the stub peer) and `env` set (every inherited OTEL_* variable removed first).
 async fn serve(peer: &str, env: &[(&str, &str)]) -> Served {
@@ -307,14 +319,7 @@ const INTERNAL: i32 = 1;
 async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     let (receiver, collector) = Receiver::start().await;
     let (peer_saw, peer) = stub_peer().await;
-    let host = serve(
-        &peer,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ],
-    )
-    .await;
+    let host = serve_exporting(&peer, &collector).await;
 
     // REST createRun continuing a known trace.
     let (rest_trace, rest_parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
@@ -673,14 +678,7 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
 async fn push_and_interrupt_notice_deliveries_have_client_spans() {
     let (receiver, collector) = Receiver::start().await;
     let (hook_saw, hook) = stub_peer().await;
-    let host = serve(
-        &hook,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ],
-    )
-    .await;
+    let host = serve_exporting(&hook, &collector).await;
 
     // A push: SendMessage with an inline push configuration, the trace in the message.
     let (push_trace, push_parent) = ("12121212121212121212121212121212", "3434343434343434");

@@ -45,6 +45,30 @@ mod tests {
     use crate::store::migrate::MIGRATIONS;
     use crate::store::scratch::{ScratchSchema, skip_postgres};
 
+    /// A scratch schema holding the store as the release before migration `version` left
+    /// it (every earlier migration applied and recorded), and a client on it.
+    async fn store_before(version: i64) -> (ScratchSchema, tokio_postgres::Client) {
+        let schema = ScratchSchema::create()
+            .await
+            .expect("PostgreSQL for the migration test");
+        let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .batch_execute(crate::store::migrate::CREATE_HISTORY)
+            .await
+            .expect("history");
+        for m in MIGRATIONS.iter().filter(|m| m.version < version) {
+            client.batch_execute(m.sql).await.expect("old migration");
+            client
+                .execute(crate::store::migrate::RECORD, &[&m.version, &m.name, &0i64])
+                .await
+                .expect("record");
+        }
+        (schema, client)
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn replicas_starting_together_apply_each_migration_once() {
         if skip_postgres("replicas_starting_together_apply_each_migration_once") {
@@ -140,25 +164,8 @@ mod tests {
         if skip_postgres("migration_11_counts_the_runs_already_stored") {
             return;
         }
-        let schema = ScratchSchema::create()
-            .await
-            .expect("PostgreSQL for the migration test");
+        let (schema, client) = store_before(11).await;
         let url = schema.url();
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        client
-            .batch_execute(crate::store::migrate::CREATE_HISTORY)
-            .await
-            .expect("history");
-        for m in MIGRATIONS.iter().filter(|m| m.version < 11) {
-            client.batch_execute(m.sql).await.expect("old migration");
-            client
-                .execute(crate::store::migrate::RECORD, &[&m.version, &m.name, &0i64])
-                .await
-                .expect("record");
-        }
         for (id, tenant, status) in [
             ("t/a", "t", "running"),
             ("t/b", "t", "completed"),
@@ -215,26 +222,9 @@ mod tests {
         if skip_postgres("migration_8_keeps_every_event_and_drops_the_write_only_indexes") {
             return;
         }
-        let schema = ScratchSchema::create()
-            .await
-            .expect("PostgreSQL for the migration test");
-        let url = schema.url();
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
         // The store as the release before migration 8 left it, with a run's events.
-        client
-            .batch_execute(crate::store::migrate::CREATE_HISTORY)
-            .await
-            .expect("history");
-        for m in MIGRATIONS.iter().filter(|m| m.version < 8) {
-            client.batch_execute(m.sql).await.expect("old migration");
-            client
-                .execute(crate::store::migrate::RECORD, &[&m.version, &m.name, &0i64])
-                .await
-                .expect("record");
-        }
+        let (schema, client) = store_before(8).await;
+        let url = schema.url();
         for seq in 0..3i64 {
             client
                 .execute(
