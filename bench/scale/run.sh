@@ -9,10 +9,12 @@
 # state (failed, ordered by update) and unfiltered, `GET /host/events` from a cursor (the fifth newest),
 # the big run's events polled from its middle and its SSE stream resumed there
 # (`Last-Event-ID`, time to the first frame), cancel (runs of `approval` created waiting,
-# then cancelled, one at a time), migration 9 run again (its two indexes dropped), and bytes
+# then cancelled, one at a time), migrations 9 and 11 each run again (9's two indexes, 11's
+# counts dropped), and bytes
 # on disk per run. Each figure is printed beside its ratio to the first size's.
 #   bench/scale/run.sh        (SIZES="1000 100000 1000000" BACKENDS="sqlite postgres"
-#                              BIG_EVENTS=100000 DEEP=10000 SAMPLES=200)
+#                              BIG_EVENTS=100000 DEEP=10000 SAMPLES=200;
+#                              OPENWOP_BIN and SCALE_FILL_BIN together: saved builds, no build)
 # PostgreSQL: the machine's server on 127.0.0.1:5432 (database openwop_scale, dropped and
 # made again). Filling a million runs takes minutes per backend; progress is printed.
 source "$(dirname "$0")/../lib.sh"
@@ -25,10 +27,16 @@ port=${SCALE_PORT:-18395}
 pg_admin=${PG_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 pg_url=${PG_SCALE_URL:-postgres://postgres@127.0.0.1:5432/openwop_scale}
 
-build_release
-echo "building the fill tool (release profile) ..." >&2
-cargo build --release --locked -p openwop --example scale_fill >&2
-fill_bin=$target_dir/release/examples/scale_fill
+if [[ -n ${OPENWOP_BIN:-} && -n ${SCALE_FILL_BIN:-} ]]; then
+  # Both given (saved builds, e.g. to measure while the target dir holds another build).
+  openwop_bin=$OPENWOP_BIN
+  fill_bin=$SCALE_FILL_BIN
+else
+  build_release
+  echo "building the fill tool (release profile) ..." >&2
+  cargo build --release --locked -p openwop --example scale_fill >&2
+  fill_bin=$target_dir/release/examples/scale_fill
+fi
 
 machine_header "scale: cost as the store grows ($sizes runs; big run $big_events events; one request at a time)"
 out=$bench_tmp/scale.jsonl
@@ -82,6 +90,38 @@ forget_migration_9() {
   fi
 }
 
+# forget_migration_11 BACKEND — drops migration 11's counts (table, triggers) and its
+# history row, so the next start counts the stored runs again.
+forget_migration_11() {
+  local sql="DROP TRIGGER IF EXISTS runs_counted_on_insert ON runs; DROP TRIGGER IF EXISTS runs_counted_on_status ON runs; DROP TRIGGER IF EXISTS runs_counted_on_delete ON runs; DROP TABLE IF EXISTS run_counts; DELETE FROM schema_migrations WHERE version = 11;"
+  if [[ $1 == sqlite ]]; then
+    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()' \
+      "$data_dir/openwop.sqlite3" "${sql// ON runs;/;}"
+  else
+    psql -q "$pg_url" -c "$sql" >/dev/null
+  fi
+}
+
+# raise_pg_backends — gives the benchmark database's PostgreSQL backends (the host's pool,
+# opened by a few requests first) the priority the host runs at: the machine's server is
+# not pinned or raised, so on a busy machine its backends' turn on a core, not the store,
+# set the latency measured. Connections opened later keep the machine's priority.
+raise_pg_backends() {
+  local i pid curls=()
+  for i in 1 2 3 4 5 6 7 8; do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/runs?limit=1" -H "Authorization: $bench_auth" &
+    curls+=($!)
+  done
+  wait "${curls[@]}" # not a bare `wait`: the host is a child of this shell too
+  for pid in $(psql -Atq "$pg_admin" -c "SELECT pid FROM pg_stat_activity WHERE datname = '${pg_url##*/}'"); do
+    if [[ ${bench_prio[0]} == chrt ]]; then
+      chrt -r -p 10 "$pid" 2>/dev/null || true
+    else
+      renice -n "$BENCH_NICE" -p "$pid" >/dev/null 2>&1 || true
+    fi
+  done
+}
+
 bytes_on_disk() {
   if [[ $1 == sqlite ]]; then
     du -sb "$data_dir" | cut -f1
@@ -133,12 +173,17 @@ for backend in $backends; do
     host "$backend"
     migration_ms=$startup_ms
     stop_server "$server_pid"
+    forget_migration_11 "$backend"
     host "$backend"
+    migration11_ms=$startup_ms
+    stop_server "$server_pid"
+    host "$backend"
+    [[ $backend == postgres ]] && raise_pg_backends
     bytes=$(bytes_on_disk "$backend")
     "${bench_prio[@]}" taskset -c "$LOADGEN_CPU" python3 - "$port" "$bench_key" "$backend" "$size" \
-      "$startup_ms" "$migration_ms" "$bytes" "$samples" "$deep" "$big_events" "$owner_run" "$ranges" >>"$out" <<'PY'
+      "$startup_ms" "$migration_ms" "$migration11_ms" "$bytes" "$samples" "$deep" "$big_events" "$owner_run" "$ranges" >>"$out" <<'PY'
 import http.client, json, random, socket, sys, time, urllib.parse
-port, key, backend, size, startup, migration, nbytes, samples, deep, big, owner, ranges = sys.argv[1:13]
+port, key, backend, size, startup, migration, migration11, nbytes, samples, deep, big, owner, ranges = sys.argv[1:14]
 size, samples, deep, big = int(size), int(samples), int(deep), int(big)
 conn = http.client.HTTPConnection("127.0.0.1", int(port))
 headers = {"Authorization": f"Bearer {key}", "OpenWOP-Version": "2.0"}
@@ -169,6 +214,7 @@ def run_path(n):
 acme = [n for lo, hi in (r.split("-") for r in ranges.split()) for n in range(int(lo), int(hi)) if n % 2 == 0 and n >= 2]
 gets = [run_path(random.choice(acme)) for _ in range(samples)]
 result = {"backend": backend, "size": size, "startup_ms": int(startup), "migration9_ms": int(migration),
+          "migration11_ms": int(migration11),
           "bytes_per_run": int(nbytes) / size, "get": timed(gets)}
 for name, query in [("list", ""), ("list_workflow", "&workflowId=approval"), ("list_status", "&status=failed")]:
     result[name] = timed([f"/runs?limit=20{query}"] * max(20, samples // 4))
@@ -271,7 +317,8 @@ def fig(r, key):
     if isinstance(v, dict):
         return v["p50"]
     return v
-keys = [("startup_ms", "start-up ms"), ("migration9_ms", "start with migration 9 ms"), ("bytes_per_run", "bytes per run"),
+keys = [("startup_ms", "start-up ms"), ("migration9_ms", "start with migration 9 ms"),
+        ("migration11_ms", "start with migration 11 ms"), ("bytes_per_run", "bytes per run"),
         ("get", "GET run p50 ms"), ("list", "listRuns p50 ms"), ("list_workflow", "workflowId p50 ms"),
         ("list_status", "status p50 ms"), ("deep", "deep page p50 ms"), ("deep_workflow", "deep by workflow p50 ms"),
         ("big_run_events_mid", "big run events mid p50 ms"), ("big_run_sse_resume", "SSE resume mid p50 ms"),
