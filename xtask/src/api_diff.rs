@@ -26,7 +26,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 
-use crate::codegen::Paths;
+use crate::workspace::Paths;
 
 /// The version `.ci/run` and the docs install; its rustdoc JSON reader must match the
 /// toolchain's format (0.52 reads format 57, the format of Rust 1.95).

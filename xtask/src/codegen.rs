@@ -1,40 +1,19 @@
 //! `cargo xtask codegen`: write the generated crate, or with `--check` fail on drift.
 
 #[cfg(test)]
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use openwop_codegen::{Config, StaleKind, generate_with, stale, write};
 
 use crate::api_diff;
+use crate::workspace::Paths;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     Write,
     Check,
-}
-
-/// Where one run reads and writes; all found at run time (see `workspace`).
-#[derive(Debug, Clone)]
-pub(crate) struct Paths {
-    /// The corpus root (holds `spec/`, `schemas/`, `api/`).
-    pub spec_root: PathBuf,
-    /// The generated crate's directory.
-    pub out: PathBuf,
-    /// The generator's hand-written templates: the checkout's `codegen/templates/`.
-    pub templates: PathBuf,
-    /// The checkout the run works in: its `Cargo.lock` pins the API diff's rustdoc builds.
-    pub workspace: PathBuf,
-    /// The target directory for those builds: `CARGO_TARGET_DIR` when set, else the
-    /// checkout's `target/` (see [`target_dir`]).
-    pub target: PathBuf,
-}
-
-/// The target directory cargo uses in `workspace`.
-pub(crate) fn target_dir(workspace: &std::path::Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace.join("target"), PathBuf::from)
 }
 
 pub(crate) fn run(
@@ -128,7 +107,7 @@ pub(crate) fn test_paths(spec_root: &Path, out: &Path) -> Paths {
         spec_root: spec_root.to_owned(),
         out: out.to_owned(),
         templates: root.join("codegen/templates"),
-        target: target_dir(&root),
+        target: crate::workspace::target_dir(&root),
         workspace: root,
     }
 }

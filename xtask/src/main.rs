@@ -73,11 +73,11 @@ fn main() -> anyhow::Result<()> {
                 "codegen: checkout {} (found from the working directory)",
                 root.display()
             );
-            let paths = codegen::Paths {
+            let paths = workspace::Paths {
                 spec_root: spec_root.unwrap_or_else(|| root.clone()),
                 out: out.unwrap_or_else(|| root.join("generated")),
                 templates: root.join("codegen/templates"),
-                target: codegen::target_dir(&root),
+                target: workspace::target_dir(&root),
                 workspace: root,
             };
             let mode = if check {

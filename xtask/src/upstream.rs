@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use crate::api_diff::Policy;
-use crate::codegen::{Mode, Paths, run as codegen, target_dir};
-use crate::workspace;
+use crate::codegen::{Mode, run as codegen};
+use crate::workspace::{self, Paths, target_dir};
 
 pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
     let started = Instant::now();

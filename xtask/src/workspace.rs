@@ -101,3 +101,24 @@ mod tests {
         assert!(err.contains("cargo xtask codegen"), "{err}");
     }
 }
+
+/// Where one run reads and writes; all found at run time (see [`find_from`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Paths {
+    /// The corpus root (holds `spec/`, `schemas/`, `api/`).
+    pub spec_root: PathBuf,
+    /// The generated crate's directory.
+    pub out: PathBuf,
+    /// The generator's hand-written templates: the checkout's `codegen/templates/`.
+    pub templates: PathBuf,
+    /// The checkout the run works in: its `Cargo.lock` pins the API diff's rustdoc builds.
+    pub workspace: PathBuf,
+    /// The target directory for those builds: `CARGO_TARGET_DIR` when set, else the
+    /// checkout's `target/` (see [`target_dir`]).
+    pub target: PathBuf,
+}
+
+/// The target directory cargo uses in `workspace`.
+pub(crate) fn target_dir(workspace: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace.join("target"), PathBuf::from)
+}
