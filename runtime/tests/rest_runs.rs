@@ -1,9 +1,10 @@
 //! createRun, getRun, listRuns, cancelRun and interrupt resolution over real HTTP.
 
-mod common;
-use common::*;
+mod support;
 use openwop::ids::project;
 use serde_json::{Value, json};
+use support::rest::*;
+use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_echo_completes_with_outputs_equal_to_inputs() {
@@ -425,7 +426,7 @@ async fn cancel_returns_run_and_status_then_409_run_terminal() {
     let done = h.create(KEY_A, "echo", json!({})).await;
     h.wait_status(KEY_A, &done, "completed").await;
     let r = h
-        .client
+        .http
         .post(format!("{}/runs/{}/cancel", h.base, project(&done)))
         .bearer_auth(KEY_A)
         .send()

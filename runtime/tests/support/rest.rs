@@ -1,83 +1,54 @@
-//! A host on 127.0.0.1:0 with two tenants, stopped when the handle drops.
-#![allow(dead_code)]
+//! REST helpers: requests with a tenant's key, runs, snapshots, events, the error
+//! envelope. `use support::rest::*;` brings the [`Rest`] methods into scope (the MCP
+//! helpers have methods of the same names, so a binary imports one of the two).
 
-use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
-use openwop::ops::Ops;
-use reqwest::{Client, RequestBuilder, Response};
-use serde_json::Value;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub const KEY_A: &str = "acme-key-0123456789";
-pub const KEY_B: &str = "globex-key-0123456789";
+use reqwest::{RequestBuilder, Response};
+use serde_json::Value;
 
-pub struct TestHost {
-    pub base: String,
-    pub client: Client,
-    pub ops: Arc<Ops>,
-    stop: tokio::sync::watch::Sender<bool>,
-    _dir: tempfile::TempDir,
-}
+use openwop::host::HostConfig;
 
-impl Drop for TestHost {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-    }
-}
+use super::{TestHost, host};
 
+/// The REST tests' host: both tenants, a fresh data dir, an ephemeral port.
 pub async fn start() -> TestHost {
-    start_with(|_| {}).await
+    host().start().await
 }
 
 /// A host as [`start`] makes it, with `adjust` applied to its configuration first.
-pub async fn start_with(adjust: impl FnOnce(&mut HostConfig)) -> TestHost {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY_A).unwrap();
-    keys.add("globex", KEY_B).unwrap();
-    let mut config = HostConfig::new(dir.path().to_path_buf(), keys);
-    adjust(&mut config);
-    let host = Host::build(config).await.expect("host builds");
-    let ops = host.state.ops.clone();
-    let stop = host.stopper();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(host.serve(listener, std::future::pending()));
-    let client = Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
-    TestHost {
-        base,
-        client,
-        ops,
-        stop,
-        _dir: dir,
-    }
+pub async fn start_with(adjust: impl FnOnce(&mut HostConfig) + Send) -> TestHost {
+    host().with(adjust).start().await
 }
 
-impl TestHost {
-    /// The host's data dir.
-    pub fn data_dir(&self) -> &std::path::Path {
-        self._dir.path()
-    }
+pub trait Rest {
+    fn get(&self, path: &str, key: &str) -> RequestBuilder;
+    fn post(&self, path: &str, key: &str, body: Value) -> RequestBuilder;
+    /// Creates a run and returns its bound id.
+    async fn create(&self, key: &str, workflow: &str, inputs: Value) -> String;
+    /// The run's snapshot, checked against the schema.
+    async fn snapshot(&self, key: &str, run_id: &str) -> Value;
+    /// The run's event log so far, read through the long-poll endpoint.
+    async fn events(&self, key: &str, run_id: &str) -> Vec<Value>;
+    /// Polls the snapshot until `status` matches, within 10 s.
+    async fn wait_status(&self, key: &str, run_id: &str, status: &str) -> Value;
+}
 
-    pub fn get(&self, path: &str, key: &str) -> RequestBuilder {
-        self.client
+impl Rest for TestHost {
+    fn get(&self, path: &str, key: &str) -> RequestBuilder {
+        self.http
             .get(format!("{}{path}", self.base))
             .bearer_auth(key)
     }
 
-    pub fn post(&self, path: &str, key: &str, body: Value) -> RequestBuilder {
-        self.client
+    fn post(&self, path: &str, key: &str, body: Value) -> RequestBuilder {
+        self.http
             .post(format!("{}{path}", self.base))
             .bearer_auth(key)
             .json(&body)
     }
 
-    /// Creates a run and returns its bound id.
-    pub async fn create(&self, key: &str, workflow: &str, inputs: Value) -> String {
+    async fn create(&self, key: &str, workflow: &str, inputs: Value) -> String {
         let r = self
             .post(
                 "/runs",
@@ -92,7 +63,7 @@ impl TestHost {
         v["runId"].as_str().unwrap().to_owned()
     }
 
-    pub async fn snapshot(&self, key: &str, run_id: &str) -> Value {
+    async fn snapshot(&self, key: &str, run_id: &str) -> Value {
         let r = self
             .get(&format!("/runs/{}", openwop::ids::project(run_id)), key)
             .send()
@@ -105,8 +76,7 @@ impl TestHost {
         snap
     }
 
-    /// The run's event log so far, read through the long-poll endpoint.
-    pub async fn events(&self, key: &str, run_id: &str) -> Vec<Value> {
+    async fn events(&self, key: &str, run_id: &str) -> Vec<Value> {
         let v: Value = self
             .get(
                 &format!(
@@ -124,8 +94,7 @@ impl TestHost {
         v["events"].as_array().unwrap().clone()
     }
 
-    /// Polls the snapshot until `status` matches, within 10 s.
-    pub async fn wait_status(&self, key: &str, run_id: &str, status: &str) -> Value {
+    async fn wait_status(&self, key: &str, run_id: &str, status: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let snap = self.snapshot(key, run_id).await;
