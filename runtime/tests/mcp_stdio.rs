@@ -1,13 +1,14 @@
 //! `openwop mcp-stdio`'s loop over in-memory pipes: discover, a call, and a
 //! `notifications/cancelled` that cancels the run its request holds.
 
-mod mcp_support;
+mod support;
 
 use std::time::Duration;
 
-use mcp_support::{KEY_A, MODERN, meta, start};
 use openwop::edge::mcp::{McpConfig, McpState};
 use serde_json::{Value, json};
+use support::KEY_A;
+use support::mcp::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::test]
@@ -315,7 +316,7 @@ async fn stdio_continues_the_trace_a_request_names_in_its_meta() {
         .arg("mcp-stdio")
         .arg("--data-dir")
         .arg(data.path())
-        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .env("OPENWOP_API_KEY", format!("acme:{KEY_A}"))
         .env("RUST_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -454,7 +455,7 @@ async fn stdio_reloads_tenant_visibility_on_sighup() {
         .arg(dir.path().join("data"))
         .arg("--config")
         .arg(&config)
-        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .env("OPENWOP_API_KEY", format!("acme:{KEY_A}"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -40,7 +40,7 @@ pub async fn start_on(path: &Path) -> TestHost {
 pub async fn start_configured(
     data_dir: std::path::PathBuf,
     port: u16,
-    configure: impl FnOnce(&mut HostConfig) + Send,
+    configure: impl FnOnce(&mut HostConfig),
 ) -> TestHost {
     a2a_host()
         .data_dir(data_dir)

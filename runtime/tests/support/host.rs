@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 
 use super::keys;
 
-type Adjust<'a> = Box<dyn FnOnce(&mut HostConfig) + Send + 'a>;
+type Adjust<'a> = Box<dyn FnOnce(&mut HostConfig) + 'a>;
 
 /// How to start a test host; [`host`] makes one with the defaults.
 pub struct HostBuilder<'a> {
@@ -60,7 +60,7 @@ impl<'a> HostBuilder<'a> {
 
     /// Changes the configuration before the host builds (applied in order, after the
     /// public URL is set).
-    pub fn with(mut self, adjust: impl FnOnce(&mut HostConfig) + Send + 'a) -> Self {
+    pub fn with(mut self, adjust: impl FnOnce(&mut HostConfig) + 'a) -> Self {
         self.adjust.push(Box::new(adjust));
         self
     }

@@ -17,7 +17,7 @@ pub async fn start() -> TestHost {
 }
 
 /// A host as [`start`] makes it, with `adjust` applied to its configuration first.
-pub async fn start_with(adjust: impl FnOnce(&mut HostConfig) + Send) -> TestHost {
+pub async fn start_with(adjust: impl FnOnce(&mut HostConfig)) -> TestHost {
     host().with(adjust).start().await
 }
 
