@@ -3,14 +3,13 @@
 //! R of an agent outside the caller's inventory is answered byte for byte as an R the
 //! host never minted, on every A2A operation of both bindings.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
+use support::process::{self, BIN};
 const ACME: &str = "acme-key-0123456789abcdef";
 const GLOBEX: &str = "globex-key-0123456789abcdef";
 const NEVER_MINTED: &str = "ag-AAAAAAAAAAAAAAAAAAAAAA";

@@ -113,7 +113,7 @@ impl A2a for TestHost {
     }
 
     async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.rpc_with(Some(KEY_A), Some("1.0"), method, params)
+        A2a::rpc_with(self, Some(KEY_A), Some("1.0"), method, params)
             .await
             .1
     }

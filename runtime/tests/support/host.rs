@@ -148,11 +148,10 @@ impl TestHost {
     }
 
     /// Stops the host and waits until its server has ended.
-    pub async fn shutdown(mut self) -> std::io::Result<()> {
+    pub async fn shutdown(mut self) {
         let _ = self.stopper.send(true);
-        match self.done.take() {
-            Some(done) => done.await.expect("server task"),
-            None => Ok(()),
+        if let Some(done) = self.done.take() {
+            let _ = done.await;
         }
     }
 

@@ -119,7 +119,8 @@ impl Mcp for TestHost {
         if let Some(name) = name {
             headers.push(("Mcp-Name", name.to_owned()));
         }
-        self.post_raw(
+        Mcp::post_raw(
+            self,
             Some(key),
             &headers,
             json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
@@ -163,7 +164,7 @@ impl Mcp for TestHost {
 
     async fn wait_status(&self, run_id: &str, status: &str) -> openwop::store::RunRecord {
         for _ in 0..100 {
-            let run = self.run(run_id).await;
+            let run = Mcp::run(self, run_id).await;
             if run.status.as_str() == status {
                 return run;
             }

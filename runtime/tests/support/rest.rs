@@ -49,26 +49,29 @@ impl Rest for TestHost {
     }
 
     async fn create(&self, key: &str, workflow: &str, inputs: Value) -> String {
-        let r = self
-            .post(
-                "/runs",
-                key,
-                serde_json::json!({"workflowId": workflow, "inputs": inputs}),
-            )
-            .send()
-            .await
-            .unwrap();
+        let r = Rest::post(
+            self,
+            "/runs",
+            key,
+            serde_json::json!({"workflowId": workflow, "inputs": inputs}),
+        )
+        .send()
+        .await
+        .unwrap();
         assert_eq!(r.status(), 201, "create {workflow}");
         let v: Value = r.json().await.unwrap();
         v["runId"].as_str().unwrap().to_owned()
     }
 
     async fn snapshot(&self, key: &str, run_id: &str) -> Value {
-        let r = self
-            .get(&format!("/runs/{}", openwop::ids::project(run_id)), key)
-            .send()
-            .await
-            .unwrap();
+        let r = Rest::get(
+            self,
+            &format!("/runs/{}", openwop::ids::project(run_id)),
+            key,
+        )
+        .send()
+        .await
+        .unwrap();
         assert_eq!(r.status(), 200);
         let snap: Value = r.json().await.unwrap();
         let findings = openwop_generated::validators::validate_run_snapshot(&snap);
@@ -77,27 +80,27 @@ impl Rest for TestHost {
     }
 
     async fn events(&self, key: &str, run_id: &str) -> Vec<Value> {
-        let v: Value = self
-            .get(
-                &format!(
-                    "/runs/{}/events/poll?timeout=1",
-                    openwop::ids::project(run_id)
-                ),
-                key,
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v: Value = Rest::get(
+            self,
+            &format!(
+                "/runs/{}/events/poll?timeout=1",
+                openwop::ids::project(run_id)
+            ),
+            key,
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
         v["events"].as_array().unwrap().clone()
     }
 
     async fn wait_status(&self, key: &str, run_id: &str, status: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let snap = self.snapshot(key, run_id).await;
+            let snap = Rest::snapshot(self, key, run_id).await;
             if snap["status"] == status {
                 return snap;
             }
