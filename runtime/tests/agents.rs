@@ -693,7 +693,7 @@ async fn openwop_validate_accepts_the_public_card_and_every_per_agent_card() {
         ));
     }
     h.shutdown().await;
-    let result = std::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let result = std::process::Command::new(support::process::BIN)
         .args([
             "validate",
             "--now",

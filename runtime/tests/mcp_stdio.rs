@@ -312,7 +312,7 @@ async fn stdio_continues_the_trace_a_request_names_in_its_meta() {
     use std::process::Stdio;
     const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
     let data = tempfile::tempdir().expect("dir");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let mut child = tokio::process::Command::new(support::process::BIN)
         .arg("mcp-stdio")
         .arg("--data-dir")
         .arg(data.path())
@@ -449,7 +449,7 @@ async fn stdio_reloads_tenant_visibility_on_sighup() {
         .expect("write config")
     };
     write(json!(["echo", "approval"]));
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let mut child = tokio::process::Command::new(support::process::BIN)
         .arg("mcp-stdio")
         .arg("--data-dir")
         .arg(dir.path().join("data"))

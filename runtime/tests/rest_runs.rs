@@ -398,9 +398,9 @@ async fn list_runs_limit_is_capped_at_max_page_size() {
 }
 
 fn subject_a() -> openwop::identity::Subject {
-    let mut ring = openwop::identity::KeyRing::default();
-    ring.add("acme", KEY_A).unwrap();
-    ring.authenticate(Some(&format!("Bearer {KEY_A}"))).unwrap()
+    support::keys::key_ring()
+        .authenticate(Some(&format!("Bearer {KEY_A}")))
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
