@@ -6,8 +6,11 @@
 //! `OPENWOP_BENCH_REQUESTS` and `OPENWOP_BENCH_CONCURRENCY` change the load,
 //! `OPENWOP_TEST_DATABASE_URL` the server.
 
-#[path = "../tests/common/process.rs"]
-mod process;
+// The integration tests' support module, for its `process` helpers.
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use support::process;
 
 use openwop::ids::project;
 use openwop::store::scratch::ScratchSchema;

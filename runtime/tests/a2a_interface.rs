@@ -1,10 +1,11 @@
 //! The A2A 1.0 interface against a real host: each test names the interop rule it checks.
 
-mod a2a_support;
+mod support;
 
-use a2a_support::{KEY_A, KEY_B, start, user_message};
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, KEY_B};
 
 fn error_info(error: &Value) -> &Value {
     error["data"]
@@ -896,7 +897,7 @@ async fn tasks_are_durable_across_a_host_restart() {
     let task = body["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     // A second host on the same data directory (a restart) answers the same task.
-    let second = a2a_support::start_on(first.data_dir()).await;
+    let second = support::a2a::start_on(first.data_dir()).await;
     let got = second.rpc("GetTask", json!({"id": task["id"]})).await;
     assert_eq!(got["result"]["contextId"], task["contextId"], "{got}");
     assert_eq!(got["result"]["history"][0]["messageId"], "m-durable");

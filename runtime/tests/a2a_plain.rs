@@ -1,13 +1,14 @@
 //! A2A 1.0 as a client that knows nothing of OpenWOP meets it: no `metadata.openwop`,
 //! the wire rules of A2A 1.0.1 and of our interop map. Each test names the rule it checks.
 
-mod a2a_support;
+mod support;
 
 use std::time::Duration;
 
-use a2a_support::{KEY_A, TestHost, start, start_configured, user_message};
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, TestHost};
 
 fn plain(id: &str, text: &str) -> Value {
     user_message(id, None, json!([{"text": text}]))
@@ -709,7 +710,7 @@ fn answers_dir() -> std::path::PathBuf {
 #[tokio::test]
 async fn declared_answers_are_artifacts_of_text_file_and_data_parts_or_a_message() {
     let dir = tempfile::tempdir().unwrap();
-    let h = a2a_support::start_configured(dir.path().to_path_buf(), 0, |c| {
+    let h = support::a2a::start_configured(dir.path().to_path_buf(), 0, |c| {
         c.workflows_dir = Some(answers_dir());
     })
     .await;

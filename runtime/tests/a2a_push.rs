@@ -4,7 +4,7 @@
 //! address, byte-identical isolation answers, retries, dead letters, restart survival,
 //! and secrets that never come back out.
 
-mod a2a_support;
+mod support;
 
 use std::collections::HashMap;
 use std::io;
@@ -13,13 +13,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_support::{KEY_A, KEY_B, TestHost, start_configured, user_message};
 use axum::http::{HeaderMap, StatusCode};
 use openwop::egress::{Resolve, Resolving};
 use openwop::host::HostConfig;
 use openwop::ops::push::{Backoff, RetryPolicy};
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, KEY_B, TestHost};
 use tokio::net::TcpListener;
 
 const SECRET_TOKEN: &str = "tok-SECRET-7f3a9c";

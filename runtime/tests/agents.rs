@@ -5,49 +5,36 @@
 //! `fail`, so `approvals-desk` is outside its inventory and the extra agent `research`
 //! (routing `clarify` and `echo`) shows it `echo` only.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
 use openwop_generated::validators::{self, Options};
-use reqwest::{Client, Method};
+use reqwest::Method;
 use serde_json::{Value, json};
+use support::{KEY_A, KEY_B, TestHost};
 
-const KEY_A: &str = "acme-key-0123456789abcdef";
-const KEY_B: &str = "other-key-0123456789abcdef";
 /// Has R's shape, but this host never minted it.
 const NEVER_MINTED: &str = "ag-AAAAAAAAAAAAAAAAAAAAAA";
 
 const RESEARCH: &str = "agentId: research\npersona: Research Assistant\nlabel: Asks, then answers\ndescription: Clarifies a question, then echoes what it learned.\npackVersion: 0.4.2\nworkflows: [clarify, echo]\n";
 
-struct TestHost {
-    base: String,
-    http: Client,
-    stop: tokio::sync::watch::Sender<bool>,
-    done: tokio::task::JoinHandle<()>,
-}
-
-impl TestHost {
-    async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.done.await;
-    }
-}
-
 fn config(data_dir: &Path, agents_dir: &Path) -> HostConfig {
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY_A).expect("key a");
-    keys.add("other", KEY_B).expect("key b");
+    let mut config = support::keys::config(data_dir);
+    adjust(&mut config, agents_dir);
+    config
+}
+
+/// Tenant `other` sees three workflows; the extra agents come from `agents_dir`.
+fn adjust(config: &mut HostConfig, agents_dir: &Path) {
     let filter: openwop::ops::WorkflowFilter = Arc::new(|subject, workflow| {
         subject.tenant != "other" || matches!(workflow, "echo" | "slow" | "fail")
     });
-    HostConfig {
-        agents_dir: Some(agents_dir.to_path_buf()),
-        workflow_filter: Some(filter),
-        a2a_blocking_timeout: std::time::Duration::from_secs(5),
-        ..HostConfig::new(data_dir.to_path_buf(), keys)
-    }
+    config.agents_dir = Some(agents_dir.to_path_buf());
+    config.workflow_filter = Some(filter);
+    config.a2a_blocking_timeout = std::time::Duration::from_secs(5);
 }
 
 fn agents_dir() -> tempfile::TempDir {
@@ -57,21 +44,11 @@ fn agents_dir() -> tempfile::TempDir {
 }
 
 async fn start_on(data_dir: &Path, agents: &Path) -> TestHost {
-    let host = Host::build(config(data_dir, agents)).await.expect("host");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    support::host()
+        .data_dir(data_dir)
+        .with(|c| adjust(c, agents))
+        .start()
         .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let stop = host.stopper();
-    let done = tokio::spawn(async move {
-        let _ = host.serve(listener, std::future::pending()).await;
-    });
-    TestHost {
-        base,
-        http: Client::new(),
-        stop,
-        done,
-    }
 }
 
 /// Raw bytes of an answer, to compare refusals byte for byte.
@@ -716,7 +693,7 @@ async fn openwop_validate_accepts_the_public_card_and_every_per_agent_card() {
         ));
     }
     h.shutdown().await;
-    let result = std::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let result = std::process::Command::new(support::process::BIN)
         .args([
             "validate",
             "--now",

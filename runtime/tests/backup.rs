@@ -1,18 +1,17 @@
 //! `openwop backup`: a live SQLite data dir copied under write load restores into a host
 //! that serves every run acknowledged before the backup began.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{KEY_A, start};
-use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
 use serde_json::json;
+use support::KEY_A;
+use support::rest::{Rest as _, start};
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
+use support::process::BIN;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_under_write_load_restores_every_acknowledged_run() {
@@ -57,26 +56,26 @@ async fn a_backup_under_write_load_restores_every_acknowledged_run() {
     assert!(during >= before.len());
 
     // A host on the copy serves every run acknowledged before the backup began.
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY_A).unwrap();
-    let restored = Host::build(HostConfig::new(dest.clone(), keys))
+    let restored = support::host()
+        .data_dir(&dest)
+        .try_start()
         .await
         .expect("a host starts on the backup");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let stopper = restored.stopper();
-    tokio::spawn(restored.serve(listener, std::future::pending()));
-    let client = reqwest::Client::new();
     for id in &before {
-        let r = client
-            .get(format!("{base}/runs/{}", openwop::ids::project(id)))
+        let r = restored
+            .http
+            .get(format!(
+                "{}/runs/{}",
+                restored.base,
+                openwop::ids::project(id)
+            ))
             .bearer_auth(KEY_A)
             .send()
             .await
             .expect("get");
         assert_eq!(r.status(), 200, "run {id} acknowledged before the backup");
     }
-    let _ = stopper.send(true);
+    let _ = restored.stopper.send(true);
     // The secrets beside the database came along (the routing secret the host wrote).
     assert!(
         written
@@ -131,7 +130,7 @@ async fn a_postgresql_store_restores_from_pg_dump() {
     let url = scratch.url();
     let mut ids = Vec::new();
     {
-        let host = common::start_with(|c| c.database = Some(url.clone())).await;
+        let host = support::rest::start_with(|c| c.database = Some(url.clone())).await;
         for i in 0..5 {
             ids.push(host.create(KEY_A, "echo", json!({"i": i})).await);
         }
@@ -160,7 +159,7 @@ async fn a_postgresql_store_restores_from_pg_dump() {
         .status()
         .expect("pg_restore");
     assert!(status.success(), "pg_restore");
-    let host = common::start_with(|c| c.database = Some(url.clone())).await;
+    let host = support::rest::start_with(|c| c.database = Some(url.clone())).await;
     for id in &ids {
         let snap = host.snapshot(KEY_A, id).await;
         assert_eq!(snap["runId"], id.as_str());

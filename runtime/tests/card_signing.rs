@@ -2,16 +2,17 @@
 //! the key it minted (or the operator's) and publishes the key at its `jku`; its A2A
 //! client verifies a peer's signed card and refuses one that does not verify.
 
-mod a2a_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_support::{KEY_A, KEY_B, TestHost, start_configured};
 use openwop::card_sign::{CardSigner, peer};
 use openwop::peers::{CredentialSource, PeerFileConfig, PeerKind};
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, KEY_B, TestHost};
 
 async fn get_json(url: &str) -> (reqwest::header::HeaderMap, Value) {
     let r = reqwest::get(url).await.expect("get");

@@ -1,16 +1,17 @@
 //! Conformance mode (`openwop serve --conformance`): what it advertises, the fixture
 //! workflows one by one, the host card's single skill, and a stock host left as it was.
 
-mod common;
-use common::*;
+mod support;
 use serde_json::{Value, json};
+use support::rest::*;
+use support::*;
 
 async fn conformance_host() -> TestHost {
     start_with(|c| c.conformance = true).await
 }
 
 async fn discovery(h: &TestHost, version_header: bool) -> Value {
-    let mut req = h.client.get(format!("{}/.well-known/openwop", h.base));
+    let mut req = h.http.get(format!("{}/.well-known/openwop", h.base));
     if version_header {
         req = req.header("OpenWOP-Version", "2.0");
     }
@@ -88,7 +89,7 @@ async fn a_stock_host_offers_no_fixture_no_seam_and_no_relaxation() {
     assert_eq!(status, 404, "{body}");
     // The card keeps every bundled workflow as a skill, `clarify` the default.
     let card: Value = h
-        .client
+        .http
         .get(format!("{}/.well-known/agent-card.json", h.base))
         .send()
         .await
@@ -115,9 +116,7 @@ async fn seeding_is_idempotent_across_restarts_of_one_data_dir() {
     // and the first host's run is still there under its fixture.
     let dir = tempfile::tempdir().unwrap();
     let build = || {
-        let mut keys = openwop::identity::KeyRing::default();
-        keys.add("acme", KEY_A).unwrap();
-        let mut c = openwop::host::HostConfig::new(dir.path().to_path_buf(), keys);
+        let mut c = support::keys::config(dir.path());
         c.conformance = true;
         c
     };
@@ -339,7 +338,7 @@ async fn mcp(h: &TestHost, method: &str, mut params: Value) -> Value {
 /// A 2026-07-28 request whose params carry their own `_meta`.
 async fn mcp_with_meta(h: &TestHost, method: &str, params: Value) -> Value {
     let mut req = h
-        .client
+        .http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
@@ -432,7 +431,7 @@ async fn over_mcp_noop_completes_and_failure_is_a_tool_error_not_a_jsonrpc_error
 async fn the_host_card_lists_only_the_approval_fixture_and_a_plain_message_starts_it() {
     let h = conformance_host().await;
     let card: Value = h
-        .client
+        .http
         .get(format!("{}/.well-known/agent-card.json", h.base))
         .send()
         .await
@@ -456,7 +455,7 @@ async fn the_host_card_lists_only_the_approval_fixture_and_a_plain_message_start
         .expect("JSON-RPC interface")
         .to_owned();
     let answer: Value = h
-        .client
+        .http
         .post(url)
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -576,7 +575,7 @@ async fn the_credential_mint_seam_mints_a_new_subject_in_the_callers_tenant() {
     assert_ne!(own["owner"]["subject"]["subjectId"], json!(null));
     // Without a credential: 401; another lane: 400.
     let r = h
-        .client
+        .http
         .post(format!("{}{path}", h.base))
         .json(&json!({"lane": "api-key"}))
         .send()
@@ -1239,7 +1238,7 @@ async fn fixture_artifact_emit_records_an_artifact_served_as_an_a2a_artifact_and
         )
     };
     let never_acme = body(h.get(&never("acme"), KEY_B).send().await.unwrap()).await;
-    let never_own = body(h.get(&never("globex"), KEY_B).send().await.unwrap()).await;
+    let never_own = body(h.get(&never("other"), KEY_B).send().await.unwrap()).await;
     let unknown_artifact = body(
         h.get(
             &format!("/runs/{}/artifacts/nope.0", openwop::ids::project(&run)),
@@ -1343,7 +1342,7 @@ async fn the_authorize_start_seam_starts_a_pkce_flow_and_refuses_mismatched_meta
         .unwrap();
     assert_eq!(envelope(r).await.0, 400);
     let r = h
-        .client
+        .http
         .post(format!("{}{path}", h.base))
         .json(&json!({"provider": "synthetic", "connection": "c1"}))
         .send()
@@ -1379,7 +1378,7 @@ async fn the_authorize_start_seam_starts_a_pkce_flow_and_refuses_mismatched_meta
         "{location}"
     );
     let page = h
-        .client
+        .http
         .get(format!(
             "{}{}",
             h.base,

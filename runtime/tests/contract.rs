@@ -10,8 +10,7 @@
 //! The cases are driven from the table: an operation with no case fails the test, so a
 //! new operation in the OpenAPI document cannot go unchecked.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -30,11 +29,9 @@ use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
-const KEY_A: &str = "acme-contract-key-0123456789";
-const KEY_B: &str = "globex-contract-key-0123456789";
+use support::process;
+use support::{KEY_A, KEY_B};
 
 // ---------------------------------------------------------------- comparison
 
@@ -206,25 +203,14 @@ impl Host {
         std::fs::create_dir(dir.path().join("data")).expect("data dir");
         std::fs::write(workflows.join("contract-artifact.yaml"), ARTIFACT_WORKFLOW)
             .expect("workflow");
-        let child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--egress-allow-loopback",
-            ])
-            .arg("--workflows")
-            .arg(&workflows)
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--api-key", &format!("acme:{KEY_A}")])
-            .args(["--api-key", &format!("globex:{KEY_B}")])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn openwop");
-        let (child, base) = process::listening(child).await;
+        let (child, base) = process::spawn(
+            process::serve_keyed(&dir.path().join("data"))
+                .arg("--egress-allow-loopback")
+                .arg("--workflows")
+                .arg(&workflows)
+                .stderr(std::process::Stdio::null()),
+        )
+        .await;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -512,7 +498,7 @@ async fn list_runs(h: &Host) {
         theirs
             .runs
             .iter()
-            .all(|r| r.owner.tenant.as_str() == "globex")
+            .all(|r| r.owner.tenant.as_str() == "other")
     );
 }
 
@@ -855,7 +841,7 @@ async fn stream_host_events(h: &Host) {
     ));
     for frame in h.sse("/host/events", KEY_B, 1).await {
         let event = check_host_event(&frame);
-        assert_eq!(event.tenant.as_ref().map(|t| t.as_str()), Some("globex"));
+        assert_eq!(event.tenant.as_ref().map(|t| t.as_str()), Some("other"));
     }
 }
 
@@ -1238,21 +1224,14 @@ async fn every_error_status_answers_the_generated_envelope() {
 /// binary); the same host built in-process with a one-second lifetime answers it.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_resume_token_answers_the_generated_envelope() {
-    use openwop::host::{Host as InProcess, HostConfig};
-    use openwop::identity::KeyRing;
-    let dir = tempfile::tempdir().expect("dir");
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY_A).expect("key");
-    let mut config = HostConfig::new(dir.path().to_path_buf(), keys);
-    config.interrupt_token_ttl = Duration::from_secs(1);
-    config.egress_allow_loopback = true;
-    let host = InProcess::build(config).await.expect("host");
-    let stop = host.stopper();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(host.serve(listener, std::future::pending()));
+    let host = support::host()
+        .with(|c| {
+            c.interrupt_token_ttl = Duration::from_secs(1);
+            c.egress_allow_loopback = true;
+        })
+        .start()
+        .await;
+    let base = host.base.clone();
     let notices = Notices::start().await;
     let http = reqwest::Client::new();
     let created: Value = http
@@ -1286,5 +1265,5 @@ async fn an_expired_resume_token_answers_the_generated_envelope() {
         Err(ClientError::Api { status: 410, .. }) => {}
         other => panic!("expected a typed 410: {other:?}"),
     }
-    let _ = stop.send(true);
+    let _ = host.stopper.send(true);
 }

@@ -2,30 +2,18 @@
 //! serve` on a dir another process holds stops at start with a clear message and drives
 //! nothing of it; a start that cannot bind its port touches no data dir at all.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use openwop::ids::project;
 use reqwest::Client;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use support::KEY_A;
+use support::process::{self, BIN};
 use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
-const KEY: &str = "lock-key-0123456789abc";
-
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key"])
-        .arg(format!("acme:{KEY}"))
-        .arg("--data-dir")
-        .arg(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn openwop");
-    process::listening(child).await
+    process::start(dir).await
 }
 
 /// Runs the binary to its end (at most 20 s) and returns (success, stdout, stderr).
@@ -54,7 +42,7 @@ async fn events(c: &Client, base: &str, run: &str) -> Vec<Value> {
             "{base}/runs/{}/events/poll?timeout=0",
             project(run)
         ))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .send()
         .await
         .unwrap()
@@ -74,7 +62,7 @@ async fn a_second_process_on_a_held_data_dir_is_refused_and_drives_nothing() {
     let (mut first, base) = spawn(dir.path()).await;
     let created: Value = c
         .post(format!("{base}/runs"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({"workflowId": "slow", "inputs": {"ms": 1500}}))
         .send()
         .await
@@ -90,7 +78,7 @@ async fn a_second_process_on_a_held_data_dir_is_refused_and_drives_nothing() {
         "--listen".as_ref(),
         "127.0.0.1:0".as_ref(),
         "--api-key".as_ref(),
-        format!("acme:{KEY}").as_ref(),
+        format!("acme:{KEY_A}").as_ref(),
         "--data-dir".as_ref(),
         dir.path().as_os_str(),
     ])

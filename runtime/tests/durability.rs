@@ -2,41 +2,25 @@
 //! data dir: nothing is lost, sequences stay contiguous, suspended runs stay suspended
 //! and waiting runs finish.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use openwop::ids::project;
 use reqwest::Client;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use support::KEY_A;
+use support::process;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-const KEY: &str = "durable-key-0123456789";
+use tokio::process::Child;
 
 /// Starts the binary and returns it with its base URL (read from its stdout).
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("acme:{KEY}"),
-        ])
-        .arg("--data-dir")
-        .arg(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn openwop");
-    process::listening(child).await
+    process::start(dir).await
 }
 
 async fn get(c: &Client, url: String) -> Value {
     c.get(url)
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .send()
         .await
         .unwrap()
@@ -90,7 +74,7 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
         async move {
             let v: Value = c
                 .post(format!("{base}/runs"))
-                .bearer_auth(KEY)
+                .bearer_auth(KEY_A)
                 .json(&body)
                 .send()
                 .await
@@ -149,7 +133,7 @@ async fn sigkill_mid_run_loses_nothing_and_runs_resume() {
             "{base}/runs/{}/interrupts/approve",
             project(&approval)
         ))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({"resumeValue": {"action": "accept", "note": "after-restart"}}))
         .send()
         .await
@@ -175,13 +159,8 @@ async fn dev_key_is_printed_and_survives_restart() {
     };
     let mut keys = Vec::new();
     for _ in 0..2 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        // No API key: the host makes a dev key and prints it.
+        let mut child = process::serve(dir.path()).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut out = String::new();
         while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
@@ -207,7 +186,7 @@ async fn sigterm_shuts_down_gracefully_with_an_open_stream() {
     let c = Client::new();
     let v: Value = c
         .post(format!("{base}/runs"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({"workflowId": "approval"}))
         .send()
         .await
@@ -218,7 +197,7 @@ async fn sigterm_shuts_down_gracefully_with_an_open_stream() {
     let run = v["runId"].as_str().unwrap().to_owned();
     let stream = c
         .get(format!("{base}/runs/{}/events", project(&run)))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .send()
         .await
         .unwrap();

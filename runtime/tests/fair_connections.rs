@@ -13,16 +13,12 @@
 //! raised to the hard limit first (20,000 where this was written), and the count of
 //! sockets is cut to what fits if the hard limit is lower (said on stderr).
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::time::Duration;
+use support::process;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
-const KEY: &str = "acme-key-0123456789abcdef";
 
 /// Raises the soft descriptor limit to the hard one (with util-linux `prlimit`: the
 /// crate forbids `unsafe`, so no `setrlimit` here); returns the soft limit now.
@@ -67,18 +63,12 @@ async fn serve(
     dir: &std::path::Path,
     extra: &[&str],
 ) -> (tokio::process::Child, std::net::SocketAddr) {
-    let child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--api-key"])
-        .arg(format!("acme:{KEY}"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let (child, base) = process::listening(child).await;
+    let mut cmd = process::serve_keyed(dir);
+    // The host's default log level, on stderr: a test counts the lines it writes.
+    cmd.args(extra)
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped());
+    let (child, base) = process::spawn(&mut cmd).await;
     (
         child,
         base.trim_start_matches("http://").parse().expect("addr"),

@@ -4,11 +4,12 @@
 //! flooding bad credentials is answered 429 with `Retry-After` while another is not.
 //! Loopback only, bounded in time.
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::{KEY_A, start_with};
+use support::KEY_A;
+use support::rest::{Rest as _, start_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -71,7 +72,7 @@ async fn invented_methods_do_not_grow_metrics() {
     }
     assert_eq!(answered, METHODS, "every invented method was answered");
     let metrics = h
-        .client
+        .http
         .get(format!("{}/metrics", h.base))
         .send()
         .await
@@ -210,7 +211,7 @@ async fn an_address_flooding_bad_credentials_is_answered_429() {
     let body: serde_json::Value = r.json().await.expect("json");
     assert_eq!(body["error"], "rate_limited", "{body}");
     let a2a = h
-        .client
+        .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(bad)
         .header("A2A-Version", "1.0")
@@ -223,7 +224,7 @@ async fn an_address_flooding_bad_credentials_is_answered_429() {
     let body: serde_json::Value = a2a.json().await.expect("json");
     assert_eq!(body["error"]["code"], -32000, "{body}");
     let mcp = h
-        .client
+        .http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(bad)
         .header("Accept", "application/json, text/event-stream")
@@ -237,7 +238,7 @@ async fn an_address_flooding_bad_credentials_is_answered_429() {
     let ok = h.get("/runs", KEY_A).send().await.expect("good key");
     assert_eq!(ok.status(), 200);
     let metrics = h
-        .client
+        .http
         .get(format!("{}/metrics", h.base))
         .send()
         .await

@@ -5,18 +5,19 @@
 //! callback address is refused before anything exists, and the token never shows up in
 //! the event log, the A2A or MCP projections, or the database files.
 
-mod a2a_support;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_support::{KEY_A, TestHost, start_configured};
 use axum::Json;
 use axum::extract::State;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use openwop::host::HostConfig;
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, TestHost};
 use tokio::net::TcpListener;
 
 /// A loopback endpoint that records every notice posted to it.

@@ -1,14 +1,15 @@
 //! `openwop mcp-stdio --connect`: a stdio client reaches a running host over HTTP and sees
 //! the same runs as its HTTP clients, in both MCP eras.
 
-mod mcp_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_support::{KEY_A, LEGACY, MODERN, meta, start};
 use openwop::mcp_bridge::{Bridge, run};
 use serde_json::{Value, json};
+use support::KEY_A;
+use support::mcp::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
 struct Stdio {

@@ -1,11 +1,12 @@
 //! The MCP mount over streamable HTTP against a real host: each test names the rule.
 
-mod mcp_support;
+mod support;
 
 use std::time::Duration;
 
-use mcp_support::{KEY_A, KEY_B, LEGACY, MODERN, meta, start, tasks_caps};
 use serde_json::{Value, json};
+use support::mcp::*;
+use support::{KEY_A, KEY_B};
 
 fn err_code(body: &Value) -> i64 {
     body["error"]["code"]
@@ -102,7 +103,7 @@ async fn discover_lists_the_facet_revisions_and_exactly_the_served_extensions() 
         "openwop"
     );
     // Without tasks configured the extension disappears from discover.
-    let h2 = mcp_support::start_with(openwop::edge::mcp::McpConfig {
+    let h2 = support::mcp::start_with(openwop::edge::mcp::McpConfig {
         tasks: false,
         ..Default::default()
     })
@@ -546,7 +547,7 @@ async fn a_round_beyond_max_rounds_is_refused() {
         max_rounds: 1,
         ..Default::default()
     };
-    let h = mcp_support::start_full(config, Some(workflows.path().to_path_buf())).await;
+    let h = support::mcp::start_full(config, Some(workflows.path().to_path_buf())).await;
     let caps = json!({"elicitation": {}});
     let r = h
         .call(KEY_A, "tools/call", json!({"name": "twice"}), caps.clone())
@@ -895,7 +896,7 @@ async fn without_an_initialize_era_revision_initialize_is_refused_with_32022() {
         ..Default::default()
     })
     .expect("config");
-    let h = mcp_support::start_with(config).await;
+    let h = support::mcp::start_with(config).await;
     let r = h
         .post_raw(Some(KEY_A), &[], json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}))
         .await;
@@ -916,7 +917,7 @@ async fn the_origin_guard_uses_the_allow_list_and_never_trusts_host() {
         allowed_origins: vec!["https://app.example.com".into()],
         ..Default::default()
     };
-    let h = mcp_support::start_with(config).await;
+    let h = support::mcp::start_with(config).await;
     let port = h.base.rsplit(':').next().expect("port").to_owned();
     let discover = |origin: String, host: Option<String>| {
         let mut req = h
@@ -1034,7 +1035,7 @@ async fn the_conformance_fixtures_load_only_when_asked_and_text_outputs_are_text
     );
     let pack =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp-conformance");
-    let h = mcp_support::start_full(Default::default(), Some(pack)).await;
+    let h = support::mcp::start_full(Default::default(), Some(pack)).await;
     let r = h
         .call(
             KEY_A,
@@ -1093,7 +1094,7 @@ fn outcome_workflows() -> tempfile::TempDir {
     dir
 }
 
-async fn settled_task(h: &mcp_support::TestHost, task_id: &str) -> Value {
+async fn settled_task(h: &support::TestHost, task_id: &str) -> Value {
     for _ in 0..100 {
         let r = h
             .call(KEY_A, "tasks/get", json!({"taskId": task_id}), tasks_caps())
@@ -1111,7 +1112,8 @@ async fn settled_task(h: &mcp_support::TestHost, task_id: &str) -> Value {
 #[tokio::test]
 async fn a_wait_in_seconds_keeps_a_deadline_that_many_seconds_away() {
     let workflows = outcome_workflows();
-    let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
+    let h =
+        support::mcp::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
     let r = h
         .call(
             KEY_A,
@@ -1143,7 +1145,8 @@ async fn a_wait_in_seconds_keeps_a_deadline_that_many_seconds_away() {
 #[tokio::test]
 async fn a_failure_the_host_raises_is_a_failed_task_and_the_workflows_own_is_a_tool_error() {
     let workflows = outcome_workflows();
-    let h = mcp_support::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
+    let h =
+        support::mcp::start_full(Default::default(), Some(workflows.path().to_path_buf())).await;
 
     let r = h
         .call(
@@ -1344,7 +1347,7 @@ async fn listen_acknowledges_only_readable_tasks_and_streams_their_changes_tagge
 }
 
 /// The `reason` of a run's `run.cancelled` event, if it was cancelled.
-async fn cancel_reason(h: &mcp_support::TestHost, run_id: &str) -> Option<Value> {
+async fn cancel_reason(h: &support::TestHost, run_id: &str) -> Option<Value> {
     h.events(run_id)
         .await
         .into_iter()
@@ -1353,7 +1356,7 @@ async fn cancel_reason(h: &mcp_support::TestHost, run_id: &str) -> Option<Value>
 }
 
 /// One input_required round of `tool`: (interrupt key, requestState, the request).
-async fn ask(h: &mcp_support::TestHost, tool: &str, caps: Value) -> (String, String, Value) {
+async fn ask(h: &support::TestHost, tool: &str, caps: Value) -> (String, String, Value) {
     let r = h
         .call(KEY_A, "tools/call", json!({"name": tool}), caps)
         .await;
@@ -1492,7 +1495,7 @@ async fn a_round_beyond_max_rounds_ends_the_run_as_rounds_exceeded_not_request_c
         max_rounds: 1,
         ..Default::default()
     };
-    let h = mcp_support::start_full(config, Some(workflows.path().to_path_buf())).await;
+    let h = support::mcp::start_full(config, Some(workflows.path().to_path_buf())).await;
     let caps = json!({"elicitation": {}});
     let (key, state, _) = ask(&h, "twice", caps.clone()).await;
     let r = h
@@ -1648,7 +1651,7 @@ async fn a_call_with_a_progress_token_reports_progress_while_the_run_goes_on() {
         progress_every: Duration::from_millis(200),
         ..Default::default()
     };
-    let h = mcp_support::start_with(config).await;
+    let h = support::mcp::start_with(config).await;
     let mut m = meta(MODERN, json!({}));
     m["progressToken"] = json!("tok-1");
     let resp = h
@@ -1716,7 +1719,7 @@ async fn the_call_timeout_is_configurable_and_the_answer_says_how_to_come_back()
         call_timeout: Duration::from_millis(300),
         ..Default::default()
     };
-    let h = mcp_support::start_with(config).await;
+    let h = support::mcp::start_with(config).await;
     let r = h
         .call(
             KEY_A,
@@ -1746,7 +1749,7 @@ async fn the_call_timeout_is_configurable_and_the_answer_says_how_to_come_back()
 }
 
 /// Opens a 2025-11-25 session declaring `capabilities`; returns its id.
-async fn legacy_session(h: &mcp_support::TestHost, capabilities: Value) -> String {
+async fn legacy_session(h: &support::TestHost, capabilities: Value) -> String {
     let r = h
         .post_raw(
             Some(KEY_A),
@@ -1762,7 +1765,7 @@ async fn legacy_session(h: &mcp_support::TestHost, capabilities: Value) -> Strin
 }
 
 /// A tools/call on a session, as an open SSE response.
-async fn legacy_call(h: &mcp_support::TestHost, session: &str, tool: &str) -> reqwest::Response {
+async fn legacy_call(h: &support::TestHost, session: &str, tool: &str) -> reqwest::Response {
     h.http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
@@ -1775,7 +1778,7 @@ async fn legacy_call(h: &mcp_support::TestHost, session: &str, tool: &str) -> re
         .expect("send")
 }
 
-async fn post_response(h: &mcp_support::TestHost, session: &str, body: Value) -> u16 {
+async fn post_response(h: &support::TestHost, session: &str, body: Value) -> u16 {
     h.http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
@@ -1868,7 +1871,7 @@ async fn a_legacy_session_without_elicitation_is_not_asked_and_is_told_how_to_co
 #[tokio::test]
 async fn declared_answers_are_content_blocks_and_tool_metadata_is_listed() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/answers");
-    let h = mcp_support::start_full(Default::default(), Some(dir)).await;
+    let h = support::mcp::start_full(Default::default(), Some(dir)).await;
     let r = h.call(KEY_A, "tools/list", json!({}), json!({})).await;
     let tools = r.body["result"]["tools"].as_array().expect("tools").clone();
     let greet = tools
@@ -1921,7 +1924,7 @@ async fn declared_answers_are_content_blocks_and_tool_metadata_is_listed() {
 async fn a_tools_x_mcp_header_argument_must_be_mirrored_in_its_mcp_param_header() {
     let pack =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp-conformance");
-    let h = mcp_support::start_full(Default::default(), Some(pack)).await;
+    let h = support::mcp::start_full(Default::default(), Some(pack)).await;
     let call = |region: Option<Value>, header: Option<&str>| {
         let h = &h;
         let header = header.map(str::to_owned);
@@ -1990,7 +1993,7 @@ async fn a_tools_x_mcp_header_argument_must_be_mirrored_in_its_mcp_param_header(
 
 /// POSTs raw bytes to the mount as a well-formed 2026 request of `method` would travel.
 async fn post_bytes(
-    h: &mcp_support::TestHost,
+    h: &support::TestHost,
     content_type: Option<&str>,
     method: &str,
     body: String,

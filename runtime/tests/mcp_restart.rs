@@ -2,35 +2,19 @@
 //! `openwop serve` minted is honoured by the next one on the same data dir after a
 //! SIGKILL, and refused by a host on another data dir.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::time::Duration;
 
 use reqwest::Client;
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
-
-const KEY: &str = "restart-key-0123456789";
+use support::KEY_A;
+use support::process;
+use tokio::process::Child;
 
 /// Starts the binary and returns it with its base URL (read from its stdout).
 async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("acme:{KEY}"),
-        ])
-        .arg("--data-dir")
-        .arg(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn openwop");
-    process::listening(child).await
+    process::start(dir).await
 }
 
 /// A 2026-07-28 tools/call answered as JSON.
@@ -42,7 +26,7 @@ async fn call(c: &Client, base: &str, params: Value) -> Value {
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
     });
     c.post(format!("{base}/mcp"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
@@ -111,7 +95,7 @@ async fn a_request_state_survives_a_restart_on_the_same_data_dir_only() {
 async fn in_session(c: &Client, base: &str, session: &str, body: Value) -> (u16, Value) {
     let resp = c
         .post(format!("{base}/mcp"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json")
         .header("mcp-session-id", session)
         .header("mcp-protocol-version", "2025-11-25")
@@ -134,7 +118,7 @@ async fn a_legacy_session_survives_a_restart_on_the_same_data_dir_only() {
     let (mut first, base) = spawn(dir.path()).await;
     let init = c
         .post(format!("{base}/mcp"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json")
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
         .send()

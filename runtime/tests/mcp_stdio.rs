@@ -1,13 +1,14 @@
 //! `openwop mcp-stdio`'s loop over in-memory pipes: discover, a call, and a
 //! `notifications/cancelled` that cancels the run its request holds.
 
-mod mcp_support;
+mod support;
 
 use std::time::Duration;
 
-use mcp_support::{KEY_A, MODERN, meta, start};
 use openwop::edge::mcp::{McpConfig, McpState};
 use serde_json::{Value, json};
+use support::KEY_A;
+use support::mcp::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::test]
@@ -311,11 +312,11 @@ async fn stdio_continues_the_trace_a_request_names_in_its_meta() {
     use std::process::Stdio;
     const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
     let data = tempfile::tempdir().expect("dir");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let mut child = tokio::process::Command::new(support::process::BIN)
         .arg("mcp-stdio")
         .arg("--data-dir")
         .arg(data.path())
-        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .env("OPENWOP_API_KEY", format!("acme:{KEY_A}"))
         .env("RUST_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -448,13 +449,13 @@ async fn stdio_reloads_tenant_visibility_on_sighup() {
         .expect("write config")
     };
     write(json!(["echo", "approval"]));
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
+    let mut child = tokio::process::Command::new(support::process::BIN)
         .arg("mcp-stdio")
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--config")
         .arg(&config)
-        .env("OPENWOP_API_KEY", "acme:acme-key-0123456789abcdef")
+        .env("OPENWOP_API_KEY", format!("acme:{KEY_A}"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

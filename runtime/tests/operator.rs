@@ -2,15 +2,16 @@
 //! applied), the store-side metrics, and per-principal rate limits answered `429` with
 //! `Retry-After` in each edge's own shape while other principals go on.
 
-mod common;
+mod support;
 
-use common::{KEY_A, KEY_B, TestHost, start, start_with};
 use openwop::identity::rate::RateConfig;
 use serde_json::{Value, json};
+use support::rest::{Rest as _, start, start_with};
+use support::{KEY_A, KEY_B, TestHost};
 
 async fn get_text(h: &TestHost, path: &str) -> (u16, String) {
     let r = h
-        .client
+        .http
         .get(format!("{}{path}", h.base))
         .send()
         .await
@@ -110,7 +111,7 @@ async fn a_principal_past_its_rate_gets_429_in_each_edges_shape_and_others_go_on
 
     // A2A JSON-RPC: a JSON-RPC error, HTTP 429.
     let r = h
-        .client
+        .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -127,7 +128,7 @@ async fn a_principal_past_its_rate_gets_429_in_each_edges_shape_and_others_go_on
 
     // A2A HTTP+JSON: a google.rpc.Status.
     let r = h
-        .client
+        .http
         .get(format!("{}/a2a/rest/tasks", h.base))
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -142,7 +143,7 @@ async fn a_principal_past_its_rate_gets_429_in_each_edges_shape_and_others_go_on
 
     // MCP: a JSON-RPC error, HTTP 429.
     let r = h
-        .client
+        .http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
@@ -189,7 +190,7 @@ async fn a_request_past_its_deadline_is_refused_in_its_edges_shape_and_streams_r
 
     // A2A JSON-RPC: a blocking send that waits for a 3 s run.
     let r = h
-        .client
+        .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -273,7 +274,7 @@ async fn host_event_retention_bounds_the_log_but_never_drops_what_a_stream_has_n
     }
     for _ in 0..3 {
         h.ops
-            .emit_host_event("globex", "negotiation.decided", "durable", decided())
+            .emit_host_event("other", "negotiation.decided", "durable", decided())
             .await
             .unwrap();
     }

@@ -6,8 +6,7 @@
 //! interrupt notices get client spans too, an MCP tool error is `error.type = tool_error`,
 //! and A2A spans carry the task state. Without the variable, nothing is sent.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,9 +16,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use prost::Message as _;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
-const KEY: &str = "otel-test-key-0123456789";
+use support::{KEY_A, process};
 
 /// One exported span, flattened.
 #[derive(Debug, Clone)]
@@ -205,19 +202,15 @@ async fn serve(peer: &str, env: &[(&str, &str)]) -> Served {
         json!({"peers": [{"id": "stub", "kind": "http", "url": peer}]}).to_string(),
     )
     .expect("write");
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--egress-allow-loopback"])
-        .args(["--api-key", &format!("acme:{KEY}")])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
+    let mut cmd = process::serve_keyed(&dir.path().join("data"));
+    // The host's own log filter: the spans it exports must not depend on the test's.
+    cmd.arg("--egress-allow-loopback")
         .arg("--workflows")
         .arg(&wf)
         .arg("--config")
         .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::null());
     for (name, _) in std::env::vars() {
         if name.starts_with("OTEL_") {
             cmd.env_remove(name);
@@ -240,7 +233,7 @@ impl Served {
         let resp = self
             .http
             .post(format!("{}/runs", self.base))
-            .bearer_auth(KEY)
+            .bearer_auth(KEY_A)
             .header("traceparent", traceparent)
             .json(&json!({"workflowId": workflow, "inputs": {"text": "hi"}}))
             .send()
@@ -258,7 +251,7 @@ impl Served {
             let snap: Value = self
                 .http
                 .get(format!("{}/runs/{path}", self.base))
-                .bearer_auth(KEY)
+                .bearer_auth(KEY_A)
                 .send()
                 .await
                 .expect("send")
@@ -361,7 +354,7 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     let reply: Value = host
         .http
         .post(format!("{}/mcp", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
@@ -415,7 +408,7 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     let _ = host
         .http
         .post(format!("{}/mcp", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/list")
@@ -443,7 +436,7 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     let sent: Value = host
         .http
         .post(format!("{}/a2a/jsonrpc", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
         .header("traceparent", format!("00-{a2a_trace}-{a2a_parent}-01"))
         .json(
@@ -489,7 +482,7 @@ async fn spans_continue_the_callers_trace_with_semconv_attributes() {
     let reply: Value = host
         .http
         .post(format!("{}/mcp", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
@@ -591,21 +584,21 @@ async fn an_mcp_peer_call_has_a_client_span_the_server_span_continues() {
         .to_string(),
     )
     .expect("write");
-    let mut cmd = tokio::process::Command::new(BIN);
+    let mut cmd = tokio::process::Command::new(process::BIN);
     cmd.arg("serve")
         .args([
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--egress-allow-loopback",
         ])
-        .args(["--api-key", &format!("acme:{KEY}")])
+        .args(["--api-key", &format!("acme:{KEY_A}")])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--workflows")
         .arg(&wf)
         .arg("--config")
         .arg(&config)
-        .env("OTEL_TEST_SELF_KEY", KEY)
+        .env("OTEL_TEST_SELF_KEY", KEY_A)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .stdout(std::process::Stdio::piped())
@@ -685,7 +678,7 @@ async fn push_and_interrupt_notice_deliveries_have_client_spans() {
     let sent: Value = host
         .http
         .post(format!("{}/a2a/jsonrpc", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
         .json(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
@@ -734,7 +727,7 @@ async fn push_and_interrupt_notice_deliveries_have_client_spans() {
     let resp = host
         .http
         .post(format!("{}/runs", host.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("traceparent", format!("00-{cb_trace}-{cb_parent}-01"))
         .json(&json!({"workflowId": "approval", "callbackUrl": format!("{hook}/notices")}))
         .send()

@@ -3,19 +3,17 @@
 //! real servers on loopback); the Python and JavaScript SDK servers as remotes run in
 //! `tests/peers/outbound/run.sh`.
 
-mod a2a_support;
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use a2a_support::{KEY_A, KEY_B, TestHost, start_configured};
-use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
+use openwop::host::Host;
 use openwop::peers::{CredentialSource, PeerFileConfig, PeerKind};
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::a2a::*;
+use support::{KEY_A, KEY_B, TestHost, process};
 
 /// The workflows host A runs: each calls host B (named peer `b`, or `b-mcp`, `b-rest`).
 const WORKFLOWS: &[(&str, &str)] = &[
@@ -639,12 +637,7 @@ async fn an_http_node_reads_a_json_service_and_when_and_repeat_steer_the_nodes()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_the_egress_guard_refuses_or_a_workflow_naming_no_peer_stops_the_start() {
     let dir = tempfile::tempdir().expect("dir");
-    let keys = || {
-        let mut keys = KeyRing::default();
-        keys.add("acme", KEY_A).expect("key");
-        keys
-    };
-    let mut config = HostConfig::new(dir.path().to_path_buf(), keys());
+    let mut config = support::keys::config(dir.path());
     config.peers = vec![PeerFileConfig {
         id: "inside".into(),
         kind: PeerKind::Http,
@@ -658,7 +651,7 @@ async fn a_peer_the_egress_guard_refuses_or_a_workflow_naming_no_peer_stops_the_
 
     let wf_dir = tempfile::tempdir().expect("dir");
     write_workflows(wf_dir.path());
-    let mut config = HostConfig::new(dir.path().to_path_buf(), keys());
+    let mut config = support::keys::config(dir.path());
     config.workflows_dir = Some(wf_dir.path().to_path_buf());
     let err = Host::build(config).await.err().expect("refused");
     assert!(
@@ -1000,14 +993,9 @@ outputs: {state: "${nodes.ask.state}", data: "${nodes.ask.data}"}
     .expect("config");
     let a_data = tempfile::tempdir().expect("dir");
     let spawn_a = || {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_openwop"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        process::serve(a_data.path())
+            .arg("--config")
             .arg(&config)
-            .arg("--data-dir")
-            .arg(a_data.path())
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("spawn openwop")
     };

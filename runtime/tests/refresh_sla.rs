@@ -3,50 +3,38 @@
 //! a clock the tests move; discovery's `refreshedAt`, its strong ETag, `/readyz` and
 //! `/metrics` follow.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use openwop::clock::{Clock, date_of_day, parse_date};
-use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
+use openwop::host::HostConfig;
 use openwop::upstream::{Sla, SlaConfig, Source};
 use serde_json::{Value, json};
 
-const KEY: &str = "acme-key-0123456789";
-
+/// A host with the clock and SLA handles the tests drive.
 struct Served {
     base: String,
     sla: Arc<Sla>,
     clock: Clock,
-    stop: tokio::sync::watch::Sender<bool>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-    }
+    _host: support::TestHost,
 }
 
 async fn build(adjust: impl FnOnce(&mut HostConfig)) -> Result<Served, String> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY).unwrap();
-    let mut config = HostConfig::new(dir.path().to_path_buf(), keys);
-    adjust(&mut config);
-    let clock = config.clock.clone();
-    let host = Host::build(config).await.map_err(|e| e.to_string())?;
-    let sla = host.sla.clone();
-    let stop = host.stopper();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(host.serve(listener, std::future::pending()));
+    let mut clock = None;
+    let host = support::host()
+        .with(|c| {
+            adjust(c);
+            clock = Some(c.clock.clone());
+        })
+        .try_start()
+        .await?;
     Ok(Served {
-        base,
-        sla,
-        clock,
-        stop,
-        _dir: dir,
+        base: host.base.clone(),
+        sla: host.sla.clone(),
+        clock: clock.expect("the configured clock"),
+        _host: host,
     })
 }
 

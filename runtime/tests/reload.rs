@@ -2,8 +2,7 @@
 //! with the real binary: open streams survive, a broken file is refused and the old
 //! configuration stays, settings read only at start are reported as needing a restart.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -11,10 +10,9 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
+use support::process::{self, BIN};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
+use tokio::process::Child;
 
 const KEEP: &str = "acme-keep-key-0123456789";
 const GONE: &str = "acme-gone-key-0123456789";
@@ -40,16 +38,12 @@ impl Served {
     async fn start(config: &str, dir: tempfile::TempDir) -> Served {
         let file = dir.path().join("openwop.yaml");
         std::fs::write(&file, config).unwrap();
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--config")
+        // Its keys come from the config file (the test reloads them); info logs as JSON.
+        let mut child = process::serve(&dir.path().join("data"))
+            .args(["--log-format", "json", "--config"])
             .arg(&file)
             .env("RUST_LOG", "openwop=info")
-            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));

@@ -2,17 +2,17 @@
 //! the other sees and honours. PostgreSQL being unreachable fails these tests unless
 //! `OPENWOP_SKIP_POSTGRES=1`.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use openwop::ids::project;
 use openwop::store::scratch::{ScratchSchema, skip_postgres};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio::process::{Child, Command};
+use support::KEY_A;
+use support::process;
+use tokio::process::Child;
 
-const KEY: &str = "replica-key-0123456789";
 /// Short leases so a killed replica's run moves on within the test.
 const LEASE_MS: &str = "1000";
 
@@ -28,25 +28,11 @@ async fn spawn(database: &str) -> Replica {
 
 async fn spawn_with(database: &str, extra: &[String]) -> Replica {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("acme:{KEY}"),
-        ])
-        .args(["--database", database, "--lease-ttl-ms", LEASE_MS])
+    let mut cmd = process::serve_keyed(dir.path());
+    cmd.args(["--database", database, "--lease-ttl-ms", LEASE_MS])
         .args(extra)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .env_remove("OPENWOP_DATABASE_URL")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn openwop");
-    let (child, base) = process::listening(child).await;
+        .env_remove("OPENWOP_DATABASE_URL");
+    let (child, base) = process::spawn(&mut cmd).await;
     Replica {
         child,
         base,
@@ -77,7 +63,7 @@ fn client() -> Client {
 async fn create(c: &Client, base: &str, wf: &str, inputs: Value) -> String {
     let r = c
         .post(format!("{base}/runs"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({"workflowId": wf, "inputs": inputs}))
         .send()
         .await
@@ -91,7 +77,7 @@ async fn create(c: &Client, base: &str, wf: &str, inputs: Value) -> String {
 
 async fn get(c: &Client, url: String) -> Value {
     c.get(url)
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .send()
         .await
         .unwrap()
@@ -127,7 +113,7 @@ async fn wait_status(c: &Client, base: &str, run: &str, status: &str) -> Value {
 
 async fn resolve(c: &Client, base: &str, run: &str, value: Value) -> StatusCode {
     c.post(format!("{base}/runs/{}/interrupts/approve", project(run)))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({"resumeValue": value}))
         .send()
         .await
@@ -170,7 +156,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
     wait_status(&c, &b.base, &run, "waiting-approval").await;
     let stream = c
         .get(format!("{}/runs/{}/events", b.base, project(&run)))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "text/event-stream")
         .send()
         .await
@@ -221,7 +207,7 @@ async fn create_on_a_stream_and_cancel_on_b_resolve_on_a() {
     }
     let r = c
         .post(format!("{}/runs/{}/cancel", b.base, project(&slow)))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .json(&json!({}))
         .send()
         .await
@@ -292,7 +278,7 @@ async fn one_idempotency_key_across_replicas_makes_one_run() {
         .map(|i| {
             let url = format!("{}/runs", if i % 2 == 0 { &a.base } else { &b.base });
             c.post(url)
-                .bearer_auth(KEY)
+                .bearer_auth(KEY_A)
                 .header("idempotency-key", "one-key-for-both")
                 .json(&body)
                 .send()
@@ -318,7 +304,7 @@ async fn one_idempotency_key_across_replicas_makes_one_run() {
     for base in [&a.base, &b.base] {
         let r = c
             .post(format!("{base}/runs"))
-            .bearer_auth(KEY)
+            .bearer_auth(KEY_A)
             .header("idempotency-key", "one-key-for-both")
             .json(&other)
             .send()
@@ -400,7 +386,7 @@ async fn mcp_call(c: &Client, base: &str, params: Value) -> Value {
     let name = params["name"].as_str().unwrap().to_owned();
     let text = c
         .post(format!("{base}/mcp"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
@@ -600,7 +586,7 @@ async fn push_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>
 async fn a2a_rpc(c: &Client, base: &str, method: &str, params: Value) -> Value {
     let r = c
         .post(format!("{base}/a2a/jsonrpc"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
         .json(&json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}))
         .send()
@@ -760,7 +746,7 @@ async fn legacy_mcp(
 ) -> (StatusCode, Option<String>, Value) {
     let mut req = c
         .post(format!("{base}/mcp"))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("accept", "application/json")
         .json(&body);
     if let Some(id) = session {
@@ -803,7 +789,7 @@ async fn an_mcp_session_opened_on_one_replica_serves_on_the_other() {
     // Closed through B, it is gone on A too.
     let closed = c
         .delete(format!("{}/mcp", b.base))
-        .bearer_auth(KEY)
+        .bearer_auth(KEY_A)
         .header("Mcp-Session-Id", &session)
         .send()
         .await
@@ -855,7 +841,7 @@ async fn two_replicas_over_tls_answer_readyz_and_share_runs() {
     loop {
         let snap: Value = c
             .get(format!("{}/runs/{}", b.base, project(&run)))
-            .bearer_auth(KEY)
+            .bearer_auth(KEY_A)
             .send()
             .await
             .unwrap()
@@ -910,17 +896,8 @@ async fn verify_full_with_a_root_that_did_not_sign_the_server_is_refused_at_star
     );
     let out = tokio::time::timeout(
         Duration::from_secs(30),
-        Command::new(env!("CARGO_BIN_EXE_openwop"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--api-key",
-                &format!("acme:{KEY}"),
-            ])
+        process::serve_keyed(&dir.path().join("data"))
             .args(["--database", &url])
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
             .env_remove("OPENWOP_DATABASE_URL")
             .output(),
     )

@@ -1,14 +1,15 @@
 //! Discovery, the OpenWOP-Version rules and the generic error surfaces.
 
-mod common;
-use common::*;
+mod support;
 use serde_json::Value;
+use support::rest::*;
+use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn discovery_is_unauthenticated_closed_v2_root() {
     let h = start().await;
     let r = h
-        .client
+        .http
         .get(format!("{}/.well-known/openwop", h.base))
         .send()
         .await
@@ -48,9 +49,9 @@ async fn discovery_is_unauthenticated_closed_v2_root() {
 async fn discovery_if_none_match_gives_304_with_version_header() {
     let h = start().await;
     let url = format!("{}/.well-known/openwop", h.base);
-    let etag = h.client.get(&url).send().await.unwrap().headers()["etag"].clone();
+    let etag = h.http.get(&url).send().await.unwrap().headers()["etag"].clone();
     let r = h
-        .client
+        .http
         .get(&url)
         .header("if-none-match", etag.clone())
         .send()
@@ -60,7 +61,7 @@ async fn discovery_if_none_match_gives_304_with_version_header() {
     assert_eq!(r.headers()["openwop-version"], "2.0");
     assert_eq!(r.headers()["etag"], etag);
     let r = h
-        .client
+        .http
         .get(&url)
         .header("if-none-match", "\"other\"")
         .send()
@@ -89,7 +90,7 @@ async fn version_header_unlisted_major_is_406_protocol_version_unsupported() {
     let h = start().await;
     for v in ["1", "1.11", "3.0", "banana"] {
         let r = h
-            .client
+            .http
             .get(format!("{}/.well-known/openwop", h.base))
             .header("openwop-version", v)
             .send()
@@ -119,7 +120,7 @@ async fn unknown_route_is_404_envelope() {
 async fn wrong_method_is_405_envelope() {
     let h = start().await;
     let r = h
-        .client
+        .http
         .delete(format!("{}/runs", h.base))
         .bearer_auth(KEY_A)
         .send()
@@ -135,12 +136,7 @@ async fn wrong_method_is_405_envelope() {
 #[tokio::test(flavor = "multi_thread")]
 async fn missing_or_unknown_key_is_401_with_bearer_challenge() {
     let h = start().await;
-    let r = h
-        .client
-        .get(format!("{}/runs", h.base))
-        .send()
-        .await
-        .unwrap();
+    let r = h.http.get(format!("{}/runs", h.base)).send().await.unwrap();
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
     let (status, body) = envelope(r).await;
     assert_eq!(
@@ -176,7 +172,7 @@ async fn oversized_body_is_413_payload_too_large() {
 async fn malformed_json_and_wrong_media_type_are_client_errors() {
     let h = start().await;
     let r = h
-        .client
+        .http
         .post(format!("{}/runs", h.base))
         .bearer_auth(KEY_A)
         .header("content-type", "application/json")
@@ -190,7 +186,7 @@ async fn malformed_json_and_wrong_media_type_are_client_errors() {
         (400, "validation_error")
     );
     let r = h
-        .client
+        .http
         .post(format!("{}/runs", h.base))
         .bearer_auth(KEY_A)
         .header("content-type", "text/plain")

@@ -1,10 +1,11 @@
 //! The run log over SSE and long-poll, and the host event channel.
 
-mod common;
-use common::*;
+mod support;
 use openwop::ids::project;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use support::rest::*;
+use support::*;
 
 /// Parses an SSE body into (id, event, data) frames; comments are skipped.
 fn frames(body: &str) -> Vec<(Option<String>, String, Value)> {
@@ -312,7 +313,7 @@ async fn host_events_are_tenant_scoped() {
         .await
         .unwrap();
     h.ops
-        .emit_host_event("globex", "negotiation.decided", "durable", payload)
+        .emit_host_event("other", "negotiation.decided", "durable", payload)
         .await
         .unwrap();
     let v: Value = h
@@ -331,7 +332,7 @@ async fn host_events_are_tenant_scoped() {
     let findings = openwop_generated::validators::validate_host_event(&events[0]);
     assert!(findings.is_empty(), "{findings:?}");
     let (status, _) = envelope(
-        h.client
+        h.http
             .get(format!("{}/host/events", h.base))
             .send()
             .await
@@ -363,7 +364,7 @@ async fn host_events_sse_sends_durable_with_id_and_ephemeral_live() {
     let ops = h.ops.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(150)).await;
-        ops.emit_host_event("globex", "example.pinged", "ephemeral", json!({}))
+        ops.emit_host_event("other", "example.pinged", "ephemeral", json!({}))
             .await
             .unwrap();
         ops.emit_host_event("acme", "example.pinged", "ephemeral", json!({"n": 1}))
@@ -463,7 +464,7 @@ async fn host_events_sse_resumes_after_last_event_id() {
     let other = h
         .ops
         .emit_host_event(
-            "globex",
+            "other",
             "negotiation.decided",
             "durable",
             json!({"protocol": "a2a", "peer": "abababababababababababababababababababababababababababababababab", "negotiated": "1.0", "outcome": "accepted", "reason": "ok", "at": "2026-12-02T00:00:00Z"}),

@@ -1,9 +1,10 @@
 //! createRun, getRun, listRuns, cancelRun and interrupt resolution over real HTTP.
 
-mod common;
-use common::*;
+mod support;
 use openwop::ids::project;
 use serde_json::{Value, json};
+use support::rest::*;
+use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_echo_completes_with_outputs_equal_to_inputs() {
@@ -397,9 +398,9 @@ async fn list_runs_limit_is_capped_at_max_page_size() {
 }
 
 fn subject_a() -> openwop::identity::Subject {
-    let mut ring = openwop::identity::KeyRing::default();
-    ring.add("acme", KEY_A).unwrap();
-    ring.authenticate(Some(&format!("Bearer {KEY_A}"))).unwrap()
+    support::keys::key_ring()
+        .authenticate(Some(&format!("Bearer {KEY_A}")))
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -425,7 +426,7 @@ async fn cancel_returns_run_and_status_then_409_run_terminal() {
     let done = h.create(KEY_A, "echo", json!({})).await;
     h.wait_status(KEY_A, &done, "completed").await;
     let r = h
-        .client
+        .http
         .post(format!("{}/runs/{}/cancel", h.base, project(&done)))
         .bearer_auth(KEY_A)
         .send()

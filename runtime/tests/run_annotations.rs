@@ -4,9 +4,10 @@
 //! members the corpus does not list (`residency`, `scopeId`, `mode`, `evalSuiteRef`,
 //! `configurable`) are refused like any unknown member.
 
-mod common;
-use common::*;
+mod support;
 use serde_json::{Value, json};
+use support::rest::*;
+use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tags_metadata_and_agent_id_come_back_on_the_snapshot_and_run_started() {

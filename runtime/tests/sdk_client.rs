@@ -3,14 +3,15 @@
 //! first answer never arrived starts one run, paging follows the host's cursors, and an event
 //! stream refused once with 503 resumes.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{KEY_A, start};
 use openwop_generated::client::testkit::{Reply, ScriptedHost};
 use openwop_generated::client::{Client, RetryPolicy};
 use serde_json::json;
+use support::KEY_A;
+use support::rest::start;
 
 /// The scripted proxy on a loopback port below 32768.
 async fn proxy() -> ScriptedHost {

@@ -1,13 +1,12 @@
 //! `openwop serve` as a user meets it: help, flags, config file, workflow directory.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
+use support::process::{self, BIN};
 
 use process::listening;
 

@@ -2,43 +2,18 @@
 //! request are closed, a connection over the cap is refused with a 503, and shutdown ends
 //! within its grace even while a request is half sent. Loopback only, bounded in time.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use openwop::host::{Host, HostConfig};
-use openwop::identity::KeyRing;
 use openwop::server::Limits;
+use support::TestHost;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Served {
-    addr: std::net::SocketAddr,
-    stop: tokio::sync::watch::Sender<bool>,
-    done: tokio::task::JoinHandle<std::io::Result<()>>,
-    _dir: tempfile::TempDir,
-}
-
-async fn serve(limits: Limits) -> Served {
-    let dir = tempfile::tempdir().expect("dir");
-    let mut keys = KeyRing::default();
-    keys.add("acme", "acme-key-0123456789").expect("key");
-    let host = Host::build(HostConfig {
-        server: limits,
-        ..HostConfig::new(dir.path().to_path_buf(), keys)
-    })
-    .await
-    .expect("host");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let stop = host.stopper();
-    let done = tokio::spawn(host.serve(listener, std::future::pending()));
-    Served {
-        addr,
-        stop,
-        done,
-        _dir: dir,
-    }
+/// A host with these connection limits.
+async fn serve(limits: Limits) -> TestHost {
+    support::host().with(|c| c.server = limits).start().await
 }
 
 /// Reads until the peer closes or `within` passes; the bytes read and whether it closed.
@@ -127,7 +102,7 @@ async fn a_connection_over_the_cap_gets_a_503_and_the_others_still_work() {
 
 #[tokio::test]
 async fn shutdown_ends_within_its_grace_while_a_request_is_half_sent() {
-    let s = serve(Limits {
+    let mut s = serve(Limits {
         header_read_timeout: Duration::from_secs(60),
         shutdown_grace: Duration::from_millis(500),
         ..Limits::default()
@@ -140,8 +115,8 @@ async fn shutdown_ends_within_its_grace_while_a_request_is_half_sent() {
         .expect("write");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let _ = s.stop.send(true);
-    tokio::time::timeout(Duration::from_secs(5), s.done)
+    let _ = s.stopper.send(true);
+    tokio::time::timeout(Duration::from_secs(5), s.take_done())
         .await
         .expect("the server stops within its grace")
         .expect("join")

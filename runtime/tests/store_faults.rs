@@ -9,13 +9,14 @@
 //! SQLite: the data dir on a small tmpfs filled up (needs root to mount; skipped, and
 //! said so, without it).
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::{KEY_A, start_with};
 use openwop::store::scratch::{skip_postgres, test_url};
 use serde_json::{Value, json};
+use support::KEY_A;
+use support::rest::{Rest as _, start_with};
 use tokio_postgres::NoTls;
 
 /// A database of the test's own, dropped at the end.
@@ -180,7 +181,7 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers() {
     .await;
     assert_eq!((status, retry.as_deref()), (503, Some("1")), "{body}");
     let a2a = h
-        .client
+        .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -193,7 +194,7 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers() {
     assert_eq!(body["id"], 7, "{body}");
     assert_eq!(body["error"]["code"], -32603, "{body}");
     let mcp = h
-        .client
+        .http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
         .header("Accept", "application/json, text/event-stream")
@@ -212,7 +213,7 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers() {
     assert_eq!(body["id"], 8, "{body}");
     assert_eq!(body["error"]["data"]["retryAfterSeconds"], 1, "{body}");
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await
@@ -239,7 +240,7 @@ async fn a_lost_database_answers_503_with_retry_after_and_recovers() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await
@@ -262,7 +263,7 @@ async fn mcp_session_paths_answer_503_while_the_database_is_away() {
     let h = start_with(|c| c.database = Some(db.url())).await;
     let mcp = |session: Option<&str>| {
         let mut req = h
-            .client
+            .http
             .post(format!("{}/mcp", h.base))
             .bearer_auth(KEY_A)
             .header("Accept", "application/json, text/event-stream");
@@ -301,7 +302,7 @@ async fn mcp_session_paths_answer_503_while_the_database_is_away() {
     assert_eq!(body["id"], 2, "{body}");
     assert_eq!(body["error"]["data"]["retryAfterSeconds"], 1, "{body}");
     let closed = h
-        .client
+        .http
         .delete(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
         .header("Mcp-Session-Id", &session)
@@ -354,7 +355,7 @@ fn frames(text: &str) -> Vec<(String, String)> {
 
 /// The streams a client can hold open on a run, one per edge and binding.
 struct Streams<'a> {
-    h: &'a common::TestHost,
+    h: &'a support::TestHost,
     run_id: String,
 }
 
@@ -379,7 +380,7 @@ impl Streams<'_> {
     async fn a2a_jsonrpc(&self) -> reqwest::Response {
         let r = self
             .h
-            .client
+            .http
             .post(format!("{}/a2a/jsonrpc", self.h.base))
             .bearer_auth(KEY_A)
             .header("A2A-Version", "1.0")
@@ -396,7 +397,7 @@ impl Streams<'_> {
     async fn a2a_rest(&self) -> reqwest::Response {
         let r = self
             .h
-            .client
+            .http
             .post(format!(
                 "{}/a2a/rest/tasks/{}:subscribe",
                 self.h.base,
@@ -417,7 +418,7 @@ impl Streams<'_> {
         let caps: Value = serde_json::from_str(TASKS_CAPS).expect("caps");
         let r = self
             .h
-            .client
+            .http
             .post(format!("{}/mcp", self.h.base))
             .bearer_auth(KEY_A)
             .header("Accept", "application/json, text/event-stream")
@@ -471,7 +472,7 @@ fn listen_until_completed(mut r: reqwest::Response) -> tokio::task::JoinHandle<V
 }
 
 /// Resolves the run's approval, retrying while the store is still coming back.
-async fn approve(h: &common::TestHost, run_id: &str) {
+async fn approve(h: &support::TestHost, run_id: &str) {
     let path = format!("/runs/{}/interrupts/approve", project(run_id));
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -526,7 +527,7 @@ async fn open_streams_reach_the_runs_end_across_a_lost_database() {
     let listen = listen_until_completed(s.mcp_listen().await);
     // A stream that starts the run: a wait that ends after the database is back.
     let streaming = h
-        .client
+        .http
         .post(format!("{}/a2a/jsonrpc", h.base))
         .bearer_auth(KEY_A)
         .header("A2A-Version", "1.0")
@@ -613,7 +614,7 @@ async fn streams_that_outlast_the_retry_window_end_with_an_error_and_resume() {
     let listen = body_of(s.mcp_listen().await);
     // An MCP request stream: a call that waits for its run, reporting progress.
     let call = h
-        .client
+        .http
         .post(format!("{}/mcp", h.base))
         .bearer_auth(KEY_A)
         .header("Accept", "application/json, text/event-stream")
@@ -800,7 +801,7 @@ async fn a_full_disk_answers_503_and_readyz_follows() {
     }
     assert!(refused.is_some(), "no write was refused on a full disk");
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await
@@ -809,7 +810,7 @@ async fn a_full_disk_answers_503_and_readyz_follows() {
 
     std::fs::remove_file(&filler).expect("free the disk");
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await
@@ -895,7 +896,7 @@ async fn a_full_postgresql_tablespace_answers_503_and_readyz_follows() {
     assert!(refused.is_some(), "no write was refused on a full disk");
     // Reads still work: only a write tells.
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await
@@ -904,7 +905,7 @@ async fn a_full_postgresql_tablespace_answers_503_and_readyz_follows() {
 
     std::fs::remove_file(&filler).expect("free the disk");
     let ready = h
-        .client
+        .http
         .get(format!("{}/readyz", h.base))
         .send()
         .await

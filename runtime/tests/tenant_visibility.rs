@@ -3,16 +3,14 @@
 //! R of an agent outside the caller's inventory is answered byte for byte as an R the
 //! host never minted, on every A2A operation of both bindings.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_openwop");
-const ACME: &str = "acme-key-0123456789abcdef";
-const GLOBEX: &str = "globex-key-0123456789abcdef";
+use support::process::{self, BIN};
+use support::{KEY_A, KEY_B};
 const NEVER_MINTED: &str = "ag-AAAAAAAAAAAAAAAAAAAAAA";
 
 struct Served {
@@ -28,17 +26,18 @@ impl Drop for Served {
     }
 }
 
-/// `openwop serve --config FILE`: globex may see three workflows and one agent.
+/// `openwop serve --config FILE`: tenant `other` may see three workflows and one agent.
 async fn serve() -> Served {
     let dir = tempfile::tempdir().expect("dir");
     let config = dir.path().join("openwop.yaml");
     std::fs::write(
         &config,
         format!(
-            "apiKeys: [\"acme:{ACME}\", \"globex:{GLOBEX}\"]\n\
+            "{}\
              listen: 127.0.0.1:0\n\
              dataDir: {}\n\
-             tenants:\n  globex:\n    workflows: [echo, slow, fail]\n    agents: [workflow-runner]\n",
+             tenants:\n  other:\n    workflows: [echo, slow, fail]\n    agents: [workflow-runner]\n",
+            support::keys::api_keys_yaml(),
             dir.path().join("data").display()
         ),
     )
@@ -158,19 +157,19 @@ fn ids(v: &Value, list: &str, field: &str) -> Vec<String> {
 async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
     let h = serve().await;
     // REST listWorkflows / getWorkflow.
-    let (_, theirs) = h.get(GLOBEX, "/workflows").await;
+    let (_, theirs) = h.get(KEY_B, "/workflows").await;
     assert_eq!(
         ids(&theirs, "workflows", "workflowId"),
         ["echo", "fail", "slow"]
     );
-    let (_, ours) = h.get(ACME, "/workflows").await;
+    let (_, ours) = h.get(KEY_A, "/workflows").await;
     assert_eq!(
         ids(&ours, "workflows", "workflowId").len(),
         7,
         "a tenant not named sees all"
     );
-    let hidden = h.get(GLOBEX, "/workflows/clarify").await;
-    let unknown = h.get(GLOBEX, "/workflows/nope").await;
+    let hidden = h.get(KEY_B, "/workflows/clarify").await;
+    let unknown = h.get(KEY_B, "/workflows/nope").await;
     assert_eq!(hidden.0, 404);
     assert_eq!(
         hidden.1.to_string().replace("clarify", "X"),
@@ -180,7 +179,7 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
     let create = |workflow: &str| {
         h.http
             .post(format!("{}/runs", h.base))
-            .bearer_auth(GLOBEX)
+            .bearer_auth(KEY_B)
             .json(&json!({"workflowId": workflow, "inputs": {}}))
             .send()
     };
@@ -191,23 +190,23 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
         String::from_utf8_lossy(&hidden).replace("clarify", "X"),
         String::from_utf8_lossy(&unknown).replace("nope", "X")
     );
-    // The agent inventory: only the agent named for globex.
-    let (_, agents) = h.get(GLOBEX, "/agents").await;
+    // The agent inventory: only the agent named for tenant `other`.
+    let (_, agents) = h.get(KEY_B, "/agents").await;
     assert_eq!(ids(&agents, "agents", "agentId"), ["workflow-runner"]);
-    let (status, _) = h.get(GLOBEX, "/agents/approvals-desk").await;
+    let (status, _) = h.get(KEY_B, "/agents/approvals-desk").await;
     assert_eq!(status, 404);
     // MCP tools/list.
-    assert_eq!(h.mcp_tools(GLOBEX).await, ["echo", "fail", "slow"]);
-    assert_eq!(h.mcp_tools(ACME).await.len(), 7);
+    assert_eq!(h.mcp_tools(KEY_B).await, ["echo", "fail", "slow"]);
+    assert_eq!(h.mcp_tools(KEY_A).await.len(), 7);
     // A2A: a hidden skill is refused as an unknown one; the extended card lists only
-    // what globex may run; the default skill (clarify) is not globex's, so a plain
+    // what tenant `other` may run; the default skill (clarify) is not its, so a plain
     // message must name a skill.
     let send = |skill: &str, id: &str| {
         json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "x"}],
                            "metadata": {"openwop": {"skill": skill}}}})
     };
-    let (_, _, hidden) = h.rpc(GLOBEX, "SendMessage", send("clarify", "m-1")).await;
-    let (_, _, unknown) = h.rpc(GLOBEX, "SendMessage", send("nope", "m-1")).await;
+    let (_, _, hidden) = h.rpc(KEY_B, "SendMessage", send("clarify", "m-1")).await;
+    let (_, _, unknown) = h.rpc(KEY_B, "SendMessage", send("nope", "m-1")).await;
     assert_eq!(
         String::from_utf8_lossy(&hidden).replace("clarify", "X"),
         String::from_utf8_lossy(&unknown).replace("nope", "X")
@@ -224,7 +223,7 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
         .await
         .expect("json");
     assert_eq!(ids(&public, "skills", "id"), ["echo", "fail", "slow"]);
-    let (_, _, card) = h.rpc(GLOBEX, "GetExtendedAgentCard", json!({})).await;
+    let (_, _, card) = h.rpc(KEY_B, "GetExtendedAgentCard", json!({})).await;
     let card: Value = serde_json::from_slice(&card).expect("json");
     assert_eq!(
         ids(&card["result"], "skills", "id"),
@@ -232,10 +231,10 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
     );
     let plain =
         json!({"message": {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
-    let (_, _, refused) = h.rpc(GLOBEX, "SendMessage", plain.clone()).await;
+    let (_, _, refused) = h.rpc(KEY_B, "SendMessage", plain.clone()).await;
     let refused: Value = serde_json::from_slice(&refused).expect("json");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    let (_, _, started) = h.rpc(ACME, "SendMessage", plain).await;
+    let (_, _, started) = h.rpc(KEY_A, "SendMessage", plain).await;
     let started: Value = serde_json::from_slice(&started).expect("json");
     assert_eq!(
         started["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
@@ -246,7 +245,7 @@ async fn tenant_visibility_in_the_config_file_narrows_every_edge_alike() {
 #[tokio::test]
 async fn a_foreign_routing_value_is_answered_as_a_never_minted_one_on_every_operation() {
     let h = serve().await;
-    let (_, acme_agents) = h.get(ACME, "/agents").await;
+    let (_, acme_agents) = h.get(KEY_A, "/agents").await;
     let foreign = acme_agents["agents"]
         .as_array()
         .or_else(|| acme_agents.as_array())
@@ -256,7 +255,7 @@ async fn a_foreign_routing_value_is_answered_as_a_never_minted_one_on_every_oper
         .and_then(|e| e["a2aTenant"].as_str())
         .expect("R")
         .to_owned();
-    let task = "globex/r-0123456789abcdefghijkl";
+    let task = "other/r-0123456789abcdefghijkl";
     let message =
         |id: &str| json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": "x"}]});
     let rpc_calls: Vec<(&str, Value)> = vec![
@@ -287,8 +286,8 @@ async fn a_foreign_routing_value_is_answered_as_a_never_minted_one_on_every_oper
             p["tenant"] = json!(r);
             p
         };
-        let a = h.rpc(GLOBEX, method, with(&foreign)).await;
-        let b = h.rpc(GLOBEX, method, with(NEVER_MINTED)).await;
+        let a = h.rpc(KEY_B, method, with(&foreign)).await;
+        let b = h.rpc(KEY_B, method, with(NEVER_MINTED)).await;
         assert_eq!(
             a,
             b,
@@ -342,7 +341,7 @@ async fn a_foreign_routing_value_is_answered_as_a_never_minted_one_on_every_oper
     for (method, path, body) in rest_calls {
         let a = h
             .rest(
-                GLOBEX,
+                KEY_B,
                 method.clone(),
                 &format!("/{foreign}{path}"),
                 body.clone(),
@@ -350,7 +349,7 @@ async fn a_foreign_routing_value_is_answered_as_a_never_minted_one_on_every_oper
             .await;
         let b = h
             .rest(
-                GLOBEX,
+                KEY_B,
                 method.clone(),
                 &format!("/{NEVER_MINTED}{path}"),
                 body.clone(),

@@ -5,8 +5,7 @@
 //! push configurations (each delivery using its stored secret), the pending push and the
 //! dead letter, and the MCP session.
 
-#[path = "common/process.rs"]
-mod process;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -15,8 +14,9 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use reqwest::Client;
 use serde_json::{Value, json};
+use support::process;
 use tokio::net::TcpListener;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/datadir-fa2252d")
@@ -100,23 +100,13 @@ struct Host {
 
 impl Host {
     async fn start(dir: &Path, key: &str) -> Host {
-        let child = Command::new(env!("CARGO_BIN_EXE_openwop"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--egress-allow-loopback",
-            ])
-            .arg("--api-key")
-            .arg(format!("acme:{key}"))
-            .arg("--data-dir")
-            .arg(dir)
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn openwop");
-        let (child, base) = process::listening(child).await;
+        let (child, base) = process::spawn(
+            process::serve(dir)
+                .arg("--egress-allow-loopback")
+                .arg("--api-key")
+                .arg(format!("acme:{key}")),
+        )
+        .await;
         let http = Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

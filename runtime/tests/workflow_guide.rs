@@ -2,13 +2,14 @@
 //! draft is asked about again, an accepted one completes with the number of rounds, and
 //! three rejections fail the run with the workflow's vendor code.
 
-mod common;
+mod support;
 
-use common::{KEY_A, TestHost};
 use serde_json::{Value, json};
+use support::rest::Rest as _;
+use support::{KEY_A, TestHost};
 
 async fn host() -> TestHost {
-    common::start_with(|c| {
+    support::rest::start_with(|c| {
         c.workflows_dir = Some(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/workflows").into());
     })
     .await

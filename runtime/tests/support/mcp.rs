@@ -1,28 +1,17 @@
-//! A host with the MCP mount merged beside REST on a loopback port, and helpers that
-//! speak 2026-07-28 to it (headers mirrored from the body as SEP-2243 asks).
-#![allow(dead_code)]
+//! MCP: hosts with an MCP configuration, and requests that speak 2026-07-28 to `/mcp`
+//! (headers mirrored from the body as SEP-2243 asks). `use support::mcp::*;` brings the
+//! [`Mcp`] methods into scope (the REST helpers have methods of the same names, so a
+//! binary imports one of the two).
 
 use std::time::Duration;
 
 use openwop::edge::mcp::McpConfig;
-use openwop::host::{Host, HostConfig};
-use openwop::identity::{KeyRing, Subject};
-use reqwest::Client;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
-pub const KEY_A: &str = "acme-key-0123456789abcdef";
-pub const KEY_B: &str = "other-key-0123456789abcdef";
+use super::{TestHost, host};
+
 pub const MODERN: &str = "2026-07-28";
 pub const LEGACY: &str = "2025-11-25";
-
-pub struct TestHost {
-    pub base: String,
-    pub http: Client,
-    pub state: openwop::app::AppState,
-    pub engine: std::sync::Arc<openwop::engine::Engine>,
-    _dir: tempfile::TempDir,
-}
 
 pub async fn start() -> TestHost {
     start_with(McpConfig::default()).await
@@ -37,50 +26,23 @@ pub async fn start_on_port(
     port: u16,
     workflows_dir: Option<std::path::PathBuf>,
 ) -> TestHost {
-    start_inner(config, workflows_dir, port).await
+    // As `openwop serve` does: the URLs the host names are where it listens.
+    host()
+        .public_url()
+        .port(port)
+        .with(move |c| {
+            c.mcp = config;
+            c.workflows_dir = workflows_dir;
+        })
+        .start()
+        .await
 }
 
 pub async fn start_full(config: McpConfig, workflows_dir: Option<std::path::PathBuf>) -> TestHost {
-    start_inner(config, workflows_dir, 0).await
+    start_on_port(config, 0, workflows_dir).await
 }
 
-async fn start_inner(
-    config: McpConfig,
-    workflows_dir: Option<std::path::PathBuf>,
-    port: u16,
-) -> TestHost {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut keys = KeyRing::default();
-    keys.add("acme", KEY_A).expect("key a");
-    keys.add("other", KEY_B).expect("key b");
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    // As `openwop serve` does: the URLs the host names are where it listens.
-    let host = Host::build(HostConfig {
-        workflows_dir,
-        mcp: config,
-        public_url: Some(base.clone()),
-        ..HostConfig::new(dir.path().to_path_buf(), keys)
-    })
-    .await
-    .expect("host");
-    let app = host.router();
-    let state = host.state.clone();
-    let engine = host.engine.clone();
-    tokio::spawn(async move {
-        let _host = host;
-        let _ = axum::serve(listener, app).await;
-    });
-    TestHost {
-        base,
-        http: Client::new(),
-        state,
-        engine,
-        _dir: dir,
-    }
-}
-
-/// `_meta` of a 2026 request; `extensions` lists client extensions it declares.
+/// `_meta` of a 2026 request; `capabilities` lists what the client declares.
 pub fn meta(version: &str, capabilities: Value) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": version,
@@ -98,22 +60,23 @@ pub struct Reply {
     pub body: Value,
 }
 
-impl TestHost {
-    pub fn subject(&self, tenant: &str) -> Subject {
-        let key = if tenant == "acme" { KEY_A } else { KEY_B };
-        self.state
-            .keys
-            .authenticate(Some(&format!("Bearer {key}")))
-            .expect("subject")
-    }
-
+pub trait Mcp {
     /// Posts `body` with exactly `headers` (plus JSON content type and Accept).
-    pub async fn post_raw(
-        &self,
-        key: Option<&str>,
-        headers: &[(&str, String)],
-        body: Value,
-    ) -> Reply {
+    async fn post_raw(&self, key: Option<&str>, headers: &[(&str, String)], body: Value) -> Reply;
+    /// A well-formed 2026 request from `key`.
+    async fn call(&self, key: &str, method: &str, params: Value, caps: Value) -> Reply;
+    /// A run as its own tenant reads it through `ops`.
+    async fn run(&self, run_id: &str) -> openwop::ops::RunRecord;
+    /// A run's whole event log as its own tenant reads it through `ops`.
+    async fn events(&self, run_id: &str) -> Vec<openwop::ops::EventRecord>;
+    /// The payloads of the tenant's `negotiation.decided` host events.
+    async fn negotiations(&self, tenant: &str) -> Vec<Value>;
+    /// Polls the run until `status` matches, within 5 s.
+    async fn wait_status(&self, run_id: &str, status: &str) -> openwop::store::RunRecord;
+}
+
+impl Mcp for TestHost {
+    async fn post_raw(&self, key: Option<&str>, headers: &[(&str, String)], body: Value) -> Reply {
         let mut req = self
             .http
             .post(format!("{}/mcp", self.base))
@@ -143,8 +106,7 @@ impl TestHost {
         }
     }
 
-    /// A well-formed 2026 request from `key`.
-    pub async fn call(&self, key: &str, method: &str, mut params: Value, caps: Value) -> Reply {
+    async fn call(&self, key: &str, method: &str, mut params: Value, caps: Value) -> Reply {
         params["_meta"] = meta(MODERN, caps);
         let mut headers = vec![
             ("MCP-Protocol-Version", MODERN.to_owned()),
@@ -157,7 +119,8 @@ impl TestHost {
         if let Some(name) = name {
             headers.push(("Mcp-Name", name.to_owned()));
         }
-        self.post_raw(
+        Mcp::post_raw(
+            self,
             Some(key),
             &headers,
             json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
@@ -165,8 +128,7 @@ impl TestHost {
         .await
     }
 
-    /// A run as its own tenant reads it through `ops`.
-    pub async fn run(&self, run_id: &str) -> openwop::ops::RunRecord {
+    async fn run(&self, run_id: &str) -> openwop::ops::RunRecord {
         let id = openwop::ids::BoundId::parse_path(run_id).expect("run id");
         let tenant = id.tenant().to_owned();
         self.state
@@ -176,19 +138,18 @@ impl TestHost {
             .expect("run")
     }
 
-    /// A run's whole event log as its own tenant reads it through `ops`.
-    pub async fn events(&self, run_id: &str) -> Vec<openwop::ops::EventRecord> {
+    async fn events(&self, run_id: &str) -> Vec<openwop::ops::EventRecord> {
         let id = openwop::ids::BoundId::parse_path(run_id).expect("run id");
         let tenant = id.tenant().to_owned();
         self.state
             .ops
-            .poll(&self.subject(&tenant), &id, -1, std::time::Duration::ZERO)
+            .poll(&self.subject(&tenant), &id, -1, Duration::ZERO)
             .await
             .expect("events")
             .events
     }
 
-    pub async fn negotiations(&self, tenant: &str) -> Vec<Value> {
+    async fn negotiations(&self, tenant: &str) -> Vec<Value> {
         let subject = self.subject(tenant);
         self.state
             .ops
@@ -201,9 +162,9 @@ impl TestHost {
             .collect()
     }
 
-    pub async fn wait_status(&self, run_id: &str, status: &str) -> openwop::store::RunRecord {
+    async fn wait_status(&self, run_id: &str, status: &str) -> openwop::store::RunRecord {
         for _ in 0..100 {
-            let run = self.run(run_id).await;
+            let run = Mcp::run(self, run_id).await;
             if run.status.as_str() == status {
                 return run;
             }
