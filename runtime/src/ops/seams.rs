@@ -11,6 +11,7 @@ use crate::generated::errors::ErrorCode;
 use crate::generated::models::{A2aMessage, A2aPart, A2aRole};
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Protocol};
+use crate::peers::mcp_wire::{ElicitResult, ElicitationAction};
 use crate::peers::{self, Caller, PeerKind, a2a};
 use crate::store::{Guard, HostEventRecord, NewEvent, RunPatch};
 
@@ -297,7 +298,10 @@ impl Ops {
             &peer,
             &caller,
             &offer,
-            req.client_capabilities.clone(),
+            req.client_capabilities
+                .as_ref()
+                .and_then(Value::as_object)
+                .cloned(),
         )
         .await
         {
@@ -337,7 +341,7 @@ impl Ops {
         session.tasks = false;
         let max_rounds = peers.max_rounds();
         let mut rounds: u32 = 0;
-        let mut answers: Option<(Value, Option<String>)> = None;
+        let mut answers: Option<peers::mcp::Round> = None;
         let outcome = loop {
             let called = peers::mcp::call_tool(
                 peers,
@@ -350,7 +354,11 @@ impl Ops {
             )
             .await;
             match called {
-                Ok(peers::mcp::Called::Complete(result)) => break Ok(result),
+                // The seam answers the tool's result as JSON (`Invoked::result`, which
+                // A2A's exchange fills too), written from its model.
+                Ok(peers::mcp::Called::Complete(result)) => {
+                    break Ok(serde_json::to_value(&result).unwrap_or_default());
+                }
                 Ok(peers::mcp::Called::InputRequired {
                     input_requests,
                     request_state,
@@ -381,16 +389,19 @@ impl Ops {
                     }
                     // The same answer for every input request of the round.
                     let reply = match &req.elicitation_answer {
-                        Some(answer) => json!({"action": "accept", "content": answer}),
-                        None => json!({"action": "decline"}),
+                        Some(answer) => ElicitResult::new(ElicitationAction::Accept)
+                            .with_content(answer.clone()),
+                        None => ElicitResult::new(ElicitationAction::Decline),
                     };
-                    let responses = Value::Object(
-                        input_requests
-                            .keys()
-                            .map(|k| (k.clone(), reply.clone()))
-                            .collect(),
-                    );
-                    answers = Some((responses, request_state));
+                    let reply = serde_json::to_value(reply).unwrap_or_default();
+                    let responses = input_requests
+                        .keys()
+                        .map(|k| (k.clone(), reply.clone()))
+                        .collect();
+                    answers = Some(peers::mcp::Round {
+                        responses,
+                        request_state,
+                    });
                 }
                 Ok(peers::mcp::Called::Task(_)) => {
                     break Err(failed(

@@ -12,6 +12,7 @@
 
 pub mod a2a;
 pub mod mcp;
+pub mod mcp_wire;
 pub(crate) mod peer;
 pub mod rpc;
 
