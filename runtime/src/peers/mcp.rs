@@ -112,7 +112,7 @@ pub async fn connect_declaring(
     capabilities: Option<Map<String, Value>>,
 ) -> Result<(Option<Session>, Decision), CallError> {
     let preferred = offer.preferred().to_owned();
-    let discovered = rpc::call(
+    let discovered = match rpc::call(
         peers,
         peer,
         caller,
@@ -128,7 +128,12 @@ pub async fn connect_declaring(
         },
     )
     .await
-    .and_then(|a| wire::read::<Discovered>("server/discover", &a.result));
+    {
+        Ok(a) => {
+            wire::read::<Discovered>("server/discover", &a.result).map_err(CallError::Protocol)
+        }
+        Err(e) => Err(e),
+    };
     let theirs: Option<Vec<String>> = match &discovered {
         Ok(answer) => Some(answer.supported_versions.clone()),
         // -32022 names what the server speaks.
@@ -136,7 +141,7 @@ pub async fn connect_declaring(
             code: -32022, data, ..
         }) => data
             .as_ref()
-            .and_then(|d| wire::read::<Unsupported>("server/discover", d).ok())
+            .and_then(|d| wire::read::<Unsupported>("-32022", d).ok())
             .map(|u| u.supported),
         Err(CallError::Refused(r)) => return Err(CallError::Refused(r.clone())),
         // Any other failure, an answer that does not read included: not a modern server.
@@ -190,7 +195,9 @@ pub async fn connect_declaring(
         },
     )
     .await?;
-    let answered = wire::read::<InitializeAnswer>("initialize", &init.result)?.protocol_version;
+    let answered = wire::read::<InitializeAnswer>("initialize", &init.result)
+        .map_err(CallError::Protocol)?
+        .protocol_version;
     let decision = decide(&answered);
     let session_id = init
         .headers
@@ -256,7 +263,7 @@ pub async fn discover(
         },
     )
     .await?;
-    wire::read("server/discover", &answer.result)
+    wire::read("server/discover", &answer.result).map_err(CallError::Protocol)
 }
 
 /// One `tools/list` page (from `cursor`).
@@ -280,7 +287,7 @@ pub async fn list_tools(
         &params,
     )
     .await?;
-    wire::read("tools/list", &answer.result)
+    wire::read("tools/list", &answer.result).map_err(CallError::Protocol)
 }
 
 /// `resources/read` of `uri`.
@@ -305,7 +312,7 @@ pub async fn read_resource(
         &params,
     )
     .await?;
-    wire::read("resources/read", &answer.result)
+    wire::read("resources/read", &answer.result).map_err(CallError::Protocol)
 }
 
 /// The session as its era carries it: 2026-07-28, in `_meta` (the capabilities, the
@@ -530,19 +537,17 @@ pub async fn call_tool(
         &params,
     )
     .await?;
-    called(&answer.result, session.tasks)
+    called(&answer.result, session.tasks).map_err(CallError::Protocol)
 }
 
 /// What a `tools/call` answer is, by its `resultType`; `tasks`: this host asked for the
 /// tasks extension.
-fn called(answer: &Value, tasks: bool) -> Result<Called, CallError> {
+fn called(answer: &Value, tasks: bool) -> Result<Called, String> {
     let kind = wire::read::<ResultKind>("tools/call", answer)?.result_type;
     match kind.as_ref().map(|k| k.as_str()) {
         Some("task") => {
             if !tasks {
-                return Err(CallError::Protocol(
-                    "tools/call answered a task this host did not ask for".into(),
-                ));
+                return Err("tools/call answered a task this host did not ask for".into());
             }
             let task: wire::Task = wire::read("tools/call", answer)?;
             Ok(Called::Task(task.task_id))
@@ -597,7 +602,7 @@ pub async fn task_get(
     let mut params = GetTaskParams::new(task_id);
     params.meta = Some(session.meta(caller, true));
     let result = task_request(peers, peer, caller, session, "tasks/get", task_id, &params).await?;
-    wire::read("tasks/get", &result)
+    wire::read("tasks/get", &result).map_err(CallError::Protocol)
 }
 
 /// `tasks/update`: the answers to the task's outstanding input requests.
@@ -718,10 +723,9 @@ mod tests {
         }
     }
 
-    fn protocol_error(r: Result<impl std::any::Any, CallError>) -> String {
+    fn protocol_error<T>(r: Result<T, String>) -> String {
         match r {
-            Err(CallError::Protocol(why)) => why,
-            Err(e) => panic!("not a protocol error: {e}"),
+            Err(why) => why,
             Ok(_) => panic!("read"),
         }
     }

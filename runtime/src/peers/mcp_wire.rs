@@ -24,8 +24,6 @@ pub use rmcp::model::{
     ServerCapabilities, Task, TaskStatus, UpdateTaskParams,
 };
 
-use super::CallError;
-
 /// `_meta` keys rmcp writes only from its typed values: the revision (rmcp's
 /// `ProtocolVersion` has no constructor from a string outside serde, and the negotiated
 /// one is ours) and capabilities a caller declared as it wrote them ([`Capabilities`]).
@@ -325,16 +323,16 @@ fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Re
     Ok(Lenient::<T>::deserialize(d)?.0.unwrap_or_default())
 }
 
-/// Reads `method`'s answer into `T`: a member missing or of the wrong type is a
-/// [`CallError::Protocol`] naming it, never a panic.
-pub fn read<T: DeserializeOwned>(method: &str, result: &Value) -> Result<T, CallError> {
+/// Reads `method`'s answer into `T`: a member missing or of the wrong type is an error
+/// naming it (the text of a `CallError::Protocol`), never a panic.
+pub fn read<T: DeserializeOwned>(method: &str, result: &Value) -> Result<T, String> {
     serde_path_to_error::deserialize(result).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
-            CallError::Protocol(format!("the answer to `{method}`: {inner}"))
+            format!("the answer to `{method}`: {inner}")
         } else {
-            CallError::Protocol(format!("the answer to `{method}`: `{path}`: {inner}"))
+            format!("the answer to `{method}`: `{path}`: {inner}")
         }
     })
 }
