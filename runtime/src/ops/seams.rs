@@ -298,6 +298,7 @@ impl Ops {
             &peer,
             &caller,
             &offer,
+            // An object: the REST seam admits nothing else.
             req.client_capabilities
                 .as_ref()
                 .and_then(Value::as_object)
@@ -343,7 +344,7 @@ impl Ops {
         let mut rounds: u32 = 0;
         let mut answers: Option<peers::mcp::Round> = None;
         let outcome = loop {
-            let called = peers::mcp::call_tool(
+            let called = peers::mcp::call_tool::<peers::mcp_wire::Verbatim>(
                 peers,
                 &peer,
                 &caller,
@@ -354,11 +355,8 @@ impl Ops {
             )
             .await;
             match called {
-                // The seam answers the tool's result as JSON (`Invoked::result`, which
-                // A2A's exchange fills too), written from its model.
-                Ok(peers::mcp::Called::Complete(result)) => {
-                    break Ok(serde_json::to_value(&result).unwrap_or_default());
-                }
+                // The seam answers the tool's result as the server sent it.
+                Ok(peers::mcp::Called::Complete(result)) => break Ok(result.0),
                 Ok(peers::mcp::Called::InputRequired {
                     input_requests,
                     request_state,

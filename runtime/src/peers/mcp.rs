@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 use super::mcp_wire::{
     self as wire, CallToolRequestParams, CallToolResult, CancelTaskParams, Capabilities,
     Discovered, ElicitResult, ElicitationAction, GetTaskParams, InitializeAnswer, InitializeParams,
-    InputResponses, InputRound, ListToolsResult, MetaOnly, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ResultKind, TaskState,
-    ToolResult, ToolsPage, Unsupported, UpdateTaskParams,
+    InputResponses, InputRound, MetaOnly, PaginatedRequestParams, ReadResourceRequestParams,
+    RequestMetaObject, ResultKind, TaskState, ToolResult, ToolsPage, Unsupported, UpdateTaskParams,
+    Verbatim,
 };
 use super::rpc;
 use super::{CallError, Caller, Peer, Peers};
@@ -244,13 +244,13 @@ pub async fn connect_declaring(
     Ok((Some(session), decision))
 }
 
-/// `server/discover` under `version`: what this client reads of it.
+/// `server/discover` under `version`, its answer as sent (the `mcp-client` node's).
 pub async fn discover(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     version: &str,
-) -> Result<Discovered, CallError> {
+) -> Result<Verbatim, CallError> {
     let answer = rpc::call(
         peers,
         peer,
@@ -263,17 +263,17 @@ pub async fn discover(
         },
     )
     .await?;
-    wire::read("server/discover", &answer.result).map_err(CallError::Protocol)
+    Ok(Verbatim(answer.result))
 }
 
-/// One `tools/list` page (from `cursor`).
+/// One `tools/list` page (from `cursor`), as sent (the `mcp-client` node's).
 pub async fn list_tools(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     cursor: Option<&str>,
-) -> Result<ListToolsResult, CallError> {
+) -> Result<Verbatim, CallError> {
     let mut params = PaginatedRequestParams::default().with_cursor(cursor.map(str::to_owned));
     let mut headers = base_headers(&session.version, "tools/list", None);
     era(session, caller, &mut params.meta, &mut headers, false);
@@ -287,17 +287,17 @@ pub async fn list_tools(
         &params,
     )
     .await?;
-    wire::read("tools/list", &answer.result).map_err(CallError::Protocol)
+    Ok(Verbatim(answer.result))
 }
 
-/// `resources/read` of `uri`.
+/// `resources/read` of `uri`, its answer as sent (the `mcp-client` node's).
 pub async fn read_resource(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     uri: &str,
-) -> Result<ReadResourceResult, CallError> {
+) -> Result<Verbatim, CallError> {
     let mut params = ReadResourceRequestParams::new(uri);
     // SEP-2243: `Mcp-Name` carries the resource's URI.
     let mut headers = base_headers(&session.version, "resources/read", Some(uri));
@@ -312,7 +312,7 @@ pub async fn read_resource(
         &params,
     )
     .await?;
-    wire::read("resources/read", &answer.result).map_err(CallError::Protocol)
+    Ok(Verbatim(answer.result))
 }
 
 /// The session as its era carries it: 2026-07-28, in `_meta` (the capabilities, the
@@ -474,10 +474,10 @@ async fn tool_schema(
     schema
 }
 
-/// What `tools/call` answered.
-pub enum Called {
+/// What `tools/call` answered; a complete result read as `R` ([`ToolAnswer`]).
+pub enum Called<R = CallToolResult> {
     /// The tool's result.
-    Complete(CallToolResult),
+    Complete(R),
     /// An input round: the server's questions (each an open request object, judged by the
     /// node that relays it) and the state to echo.
     InputRequired {
@@ -488,6 +488,25 @@ pub enum Called {
     Task(String),
 }
 
+/// How a complete tool result is read.
+pub trait ToolAnswer: Sized {
+    fn read(answer: &Value) -> Result<Self, String>;
+}
+
+/// Typed: rmcp's model, with this client's tolerances ([`ToolResult`]).
+impl ToolAnswer for CallToolResult {
+    fn read(answer: &Value) -> Result<Self, String> {
+        wire::read::<ToolResult>("tools/call", answer).map(|r| r.0)
+    }
+}
+
+/// As sent: what the `mcp-client` node and the conformance seam hand on.
+impl ToolAnswer for Verbatim {
+    fn read(answer: &Value) -> Result<Self, String> {
+        Ok(Verbatim(answer.clone()))
+    }
+}
+
 /// The answers of an earlier input round, sent back with the next `tools/call`.
 pub struct Round {
     pub responses: InputResponses,
@@ -496,7 +515,7 @@ pub struct Round {
 
 /// `tools/call`, with the answers of an earlier round when there are some. `arguments`
 /// are the workflow's (open by design) and must be an object, or nothing (`null`).
-pub async fn call_tool(
+pub async fn call_tool<R: ToolAnswer>(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
@@ -504,7 +523,7 @@ pub async fn call_tool(
     tool: &str,
     arguments: &Value,
     round: Option<Round>,
-) -> Result<Called, CallError> {
+) -> Result<Called<R>, CallError> {
     let mut params = CallToolRequestParams::new(tool.to_owned());
     params.arguments = match arguments {
         Value::Object(a) => Some(a.clone()),
@@ -542,7 +561,7 @@ pub async fn call_tool(
 
 /// What a `tools/call` answer is, by its `resultType`; `tasks`: this host asked for the
 /// tasks extension.
-fn called(answer: &Value, tasks: bool) -> Result<Called, String> {
+fn called<R: ToolAnswer>(answer: &Value, tasks: bool) -> Result<Called<R>, String> {
     let kind = wire::read::<ResultKind>("tools/call", answer)?.result_type;
     match kind.as_ref().map(|k| k.as_str()) {
         Some("task") => {
@@ -561,9 +580,7 @@ fn called(answer: &Value, tasks: bool) -> Result<Called, String> {
         }
         // `complete`, absent (before 2026-07-28), or a kind a newer revision adds: read
         // as a result, as this client always has.
-        _ => Ok(Called::Complete(
-            wire::read::<ToolResult>("tools/call", answer)?.0,
-        )),
+        _ => Ok(Called::Complete(R::read(answer)?)),
     }
 }
 
@@ -716,7 +733,7 @@ mod tests {
     use serde_json::json;
 
     fn tool_result(v: Value) -> CallToolResult {
-        match called(&v, false) {
+        match called::<CallToolResult>(&v, false) {
             Ok(Called::Complete(r)) => r,
             Ok(_) => panic!("not a result: {v}"),
             Err(e) => panic!("{e}: {v}"),
@@ -771,11 +788,14 @@ mod tests {
     /// protocol error naming it (it was read as absent before), never a panic.
     #[test]
     fn a_member_of_the_wrong_type_is_a_protocol_error_naming_it() {
-        let why = protocol_error(called(&json!({"content": "text"}), false));
+        let why = protocol_error(called::<CallToolResult>(&json!({"content": "text"}), false));
         assert!(why.contains("`content`"), "{why}");
-        let why = protocol_error(called(&json!({"isError": "yes", "content": []}), false));
+        let why = protocol_error(called::<CallToolResult>(
+            &json!({"isError": "yes", "content": []}),
+            false,
+        ));
         assert!(why.contains("`isError`"), "{why}");
-        let why = protocol_error(called(
+        let why = protocol_error(called::<CallToolResult>(
             &json!({"resultType": "input_required", "inputRequests": [1]}),
             false,
         ));
@@ -783,7 +803,7 @@ mod tests {
             why.starts_with("the answer to `tools/call`: `inputRequests`"),
             "{why}"
         );
-        let why = protocol_error(called(&json!({"resultType": 7}), false));
+        let why = protocol_error(called::<CallToolResult>(&json!({"resultType": 7}), false));
         assert!(why.contains("`resultType`"), "{why}");
         let why = protocol_error(wire::read::<TaskState>(
             "tasks/get",
@@ -807,7 +827,7 @@ mod tests {
         let Ok(Called::InputRequired {
             input_requests,
             request_state,
-        }) = called(
+        }) = called::<CallToolResult>(
             &json!({"resultType": "input_required", "requestState": "s",
                 "inputRequests": {"a": {"method": "elicitation/create"}, "b": {"method": "roots/list"}}}),
             false,
@@ -820,8 +840,10 @@ mod tests {
         assert_eq!(request_state.as_deref(), Some("s"));
         let handle = json!({"resultType": "task", "taskId": "t1", "status": "working",
             "createdAt": "a", "lastUpdatedAt": "b", "ttlMs": null});
-        assert!(matches!(called(&handle, true), Ok(Called::Task(id)) if id == "t1"));
-        let why = protocol_error(called(&handle, false));
+        assert!(
+            matches!(called::<CallToolResult>(&handle, true), Ok(Called::Task(id)) if id == "t1")
+        );
+        let why = protocol_error(called::<CallToolResult>(&handle, false));
         assert!(why.contains("did not ask for"), "{why}");
         // An input_required task may carry no inputRequests (the edge says why in
         // statusMessage), which rmcp's DetailedTask refuses.

@@ -5,9 +5,10 @@
 //! `CallToolRequestParams`, `GetTaskParams`, `UpdateTaskParams`, `CancelTaskParams`), with
 //! `_meta` an rmcp `RequestMetaObject` and this host's capabilities an rmcp
 //! `ClientCapabilities`. Answers are read into rmcp's models where they are no stricter
-//! than this client has always been (`ListToolsResult`, `ReadResourceResult`, `Task`,
-//! `ErrorData`), and into the small structs below where rmcp's would refuse an answer
-//! for a member this client never reads; each says why. The JSON-RPC envelope is
+//! than this client has always been (`CallToolResult`, `Task`, `ErrorData`), into the
+//! small structs below where rmcp's would refuse an answer for a member this client never
+//! reads (each says why), and kept [`Verbatim`] where the answer is a workflow's value
+//! (the `mcp-client` node's, the conformance seam's). The JSON-RPC envelope is
 //! [`super::rpc`]'s (rmcp's `NumberOrString` is lossy, see the README's table).
 
 use std::collections::BTreeMap;
@@ -19,9 +20,9 @@ use serde_json::{Map, Value};
 pub use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
     ElicitResult, ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability,
-    GetTaskParams, Implementation, InputResponses, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ResultType,
-    ServerCapabilities, Task, TaskStatus, UpdateTaskParams,
+    GetTaskParams, Implementation, InputResponses, PaginatedRequestParams,
+    ReadResourceRequestParams, RequestMetaObject, ResultType, ServerCapabilities, Task, TaskStatus,
+    UpdateTaskParams,
 };
 
 /// `_meta` keys rmcp writes only from its typed values: the revision (rmcp's
@@ -114,6 +115,13 @@ pub fn trace_meta(traceparent: &str) -> RequestMetaObject {
     meta
 }
 
+/// An answer as the server sent it, uninterpreted: the value of an `mcp-client` node
+/// (its contract, in the workflow-definition schema: the answer kept verbatim, members no
+/// model knows included) and the conformance seam's result. Nothing in the host reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Verbatim(pub Value);
+
 /// `server/discover` params: `_meta` alone. Not rmcp's `DiscoverRequestParams`, which is
 /// empty and denies unknown fields: rmcp carries a request's `_meta` in its own envelope,
 /// and the envelope here is ours.
@@ -182,9 +190,8 @@ pub struct InitializeAnswer {
 }
 
 /// What this client reads of a `tools/list` page to mirror `x-mcp-header` arguments.
-/// Not rmcp's `ListToolsResult` (what [`super::mcp::list_tools`] returns): one tool it
-/// cannot read (no `inputSchema`, say) would lose every other tool's headers; such a tool
-/// is passed over.
+/// Not rmcp's `ListToolsResult`: one tool it cannot read (no `inputSchema`, say) would
+/// lose every other tool's headers; such a tool is passed over.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsPage {

@@ -1,5 +1,5 @@
 //! The `mcp` node (a tool call with input rounds and, when the server offers it, the
-//! tasks extension) and the `mcp-client` node (one request, its answer as the node's value).
+//! tasks extension) and the `mcp-client` node (one request, its answer kept verbatim).
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use crate::engine::template;
 use crate::generated::errors::ErrorCode;
 use crate::generated::models;
 use crate::negotiation::Protocol;
-use crate::peers::mcp_wire::{CallToolResult, TaskStatus};
+use crate::peers::mcp_wire::{CallToolResult, TaskStatus, Verbatim};
 use crate::peers::{self, CallError, Caller, PeerKind, mcp};
 use crate::store::{NewEvent, RunPatch, RunRecord, Topic};
 
@@ -48,17 +48,10 @@ fn tool_questions(input_requests: &Map<String, Value>, tool: &str) -> Result<Val
     }))
 }
 
-/// A model written as the JSON a workflow reads. The models hold only strings, numbers,
-/// maps and JSON values, so writing cannot fail; `null` if it ever did.
-fn as_value<T: serde::Serialize>(model: &T) -> Value {
-    serde_json::to_value(model).unwrap_or_default()
-}
-
 impl Engine {
-    /// An `mcp-client` node: one request through the MCP client, its answer (read into
-    /// its model, written back) as `{result}`. Only a server that cannot be reached at
-    /// all, an unknown peer, a refused negotiation, a JSON-RPC error or an answer that does
-    /// not read (the error names the member) fail the node.
+    /// An `mcp-client` node: one request through the MCP client, its answer kept
+    /// verbatim as `{result}`. Only a server that cannot be reached at all, an unknown
+    /// peer, a refused negotiation or a JSON-RPC error fail the node.
     pub(super) async fn call_mcp_client(
         &self,
         run: &RunRecord,
@@ -141,19 +134,18 @@ impl Engine {
         };
         // One request answered in place: nothing here follows a task.
         session.tasks = false;
-        // The answer read into its model and written back as the node's value (a workflow
-        // value, open).
+        // The answer as sent is the node's value (a workflow value, open).
         let answered = if request.method == "listTools" {
             mcp::list_tools(peers, &peer, &caller, &session, request.cursor.as_deref())
                 .await
-                .map(|r| as_value(&r))
+                .map(|r| r.0)
         } else if request.method == "readResource" {
             mcp::read_resource(peers, &peer, &caller, &session, uri)
                 .await
-                .map(|r| as_value(&r))
+                .map(|r| r.0)
         } else {
             let tool = request.tool.clone().unwrap_or_default();
-            match mcp::call_tool(
+            match mcp::call_tool::<Verbatim>(
                 peers,
                 &peer,
                 &caller,
@@ -164,7 +156,7 @@ impl Engine {
             )
             .await
             {
-                Ok(mcp::Called::Complete(result)) => Ok(as_value(&result)),
+                Ok(mcp::Called::Complete(result)) => Ok(result.0),
                 Ok(mcp::Called::InputRequired {
                     input_requests,
                     request_state,
@@ -281,7 +273,9 @@ impl Engine {
         let called = {
             // In a block of its own: a cancelled request is dropped (its stream closed)
             // before the session is closed below.
-            let request = mcp::call_tool(peers, peer, caller, &session, tool, &arguments, answered);
+            let request = mcp::call_tool::<CallToolResult>(
+                peers, peer, caller, &session, tool, &arguments, answered,
+            );
             tokio::pin!(request);
             loop {
                 tokio::select! {
