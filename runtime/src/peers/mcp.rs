@@ -315,9 +315,9 @@ pub async fn read_resource(
     Ok(Verbatim(answer.result))
 }
 
-/// The session as its era carries it: 2026-07-28, in `_meta` (the capabilities, the
-/// tasks extension when `tasks`); before, the session header, and `_meta` with nothing
-/// but the trace when `trace`.
+/// The session as its era carries it: 2026-07-28, in `_meta` (the capabilities, with the
+/// tasks extension when the session uses it); before, the session header, and a `_meta`
+/// with nothing but the trace when `trace`.
 fn era(
     session: &Session,
     caller: &Caller,
