@@ -11,6 +11,7 @@ use crate::generated::errors::ErrorCode;
 use crate::generated::models::{A2aMessage, A2aPart, A2aRole};
 use crate::identity::Subject;
 use crate::negotiation::{self, Decision, Protocol};
+use crate::peers::mcp_wire::{ElicitResult, ElicitationAction};
 use crate::peers::{self, Caller, PeerKind, a2a};
 use crate::store::{Guard, HostEventRecord, NewEvent, RunPatch};
 
@@ -297,7 +298,11 @@ impl Ops {
             &peer,
             &caller,
             &offer,
-            req.client_capabilities.clone(),
+            // An object: the REST seam admits nothing else.
+            req.client_capabilities
+                .as_ref()
+                .and_then(Value::as_object)
+                .cloned(),
         )
         .await
         {
@@ -337,9 +342,9 @@ impl Ops {
         session.tasks = false;
         let max_rounds = peers.max_rounds();
         let mut rounds: u32 = 0;
-        let mut answers: Option<(Value, Option<String>)> = None;
+        let mut answers: Option<peers::mcp::Round> = None;
         let outcome = loop {
-            let called = peers::mcp::call_tool(
+            let called = peers::mcp::call_tool::<peers::mcp_wire::Verbatim>(
                 peers,
                 &peer,
                 &caller,
@@ -350,7 +355,8 @@ impl Ops {
             )
             .await;
             match called {
-                Ok(peers::mcp::Called::Complete(result)) => break Ok(result),
+                // The seam answers the tool's result as the server sent it.
+                Ok(peers::mcp::Called::Complete(result)) => break Ok(result.0),
                 Ok(peers::mcp::Called::InputRequired {
                     input_requests,
                     request_state,
@@ -381,16 +387,19 @@ impl Ops {
                     }
                     // The same answer for every input request of the round.
                     let reply = match &req.elicitation_answer {
-                        Some(answer) => json!({"action": "accept", "content": answer}),
-                        None => json!({"action": "decline"}),
+                        Some(answer) => ElicitResult::new(ElicitationAction::Accept)
+                            .with_content(answer.clone()),
+                        None => ElicitResult::new(ElicitationAction::Decline),
                     };
-                    let responses = Value::Object(
-                        input_requests
-                            .keys()
-                            .map(|k| (k.clone(), reply.clone()))
-                            .collect(),
-                    );
-                    answers = Some((responses, request_state));
+                    let reply = serde_json::to_value(reply).unwrap_or_default();
+                    let responses = input_requests
+                        .keys()
+                        .map(|k| (k.clone(), reply.clone()))
+                        .collect();
+                    answers = Some(peers::mcp::Round {
+                        responses,
+                        request_state,
+                    });
                 }
                 Ok(peers::mcp::Called::Task(_)) => {
                     break Err(failed(

@@ -182,12 +182,6 @@ fn major_minor(version: &str) -> String {
     version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".")
 }
 
-/// A request model as the JSON-RPC `params` it is sent as (plain data, whose writing
-/// cannot fail).
-fn params_of(request: &impl serde::Serialize) -> Value {
-    serde_json::to_value(request).unwrap_or_default()
-}
-
 /// An answer read into its model; the error says what it is not.
 fn read_answer<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
     T::deserialize(value).map_err(|e| format!("the answer is not an A2A {what}: {e}"))
@@ -231,7 +225,7 @@ pub async fn send(
         &remote.endpoint,
         headers(remote),
         "SendMessage",
-        params_of(&request),
+        &request,
     )
     .await?;
     let sent: A2aSendMessageResponse =
@@ -277,7 +271,7 @@ pub async fn get_task(
         &remote.endpoint,
         headers(remote),
         "GetTask",
-        params_of(&task_request(remote, task_id)),
+        &task_request(remote, task_id),
     )
     .await?;
     read_answer(&answer.result, "Task").map_err(CallError::Protocol)
@@ -298,7 +292,7 @@ pub async fn cancel_task(
         &remote.endpoint,
         headers(remote),
         "CancelTask",
-        params_of(&task_request(remote, task_id)),
+        &task_request(remote, task_id),
     )
     .await
     .map(|_| ())

@@ -2,11 +2,21 @@
 //! every request self-describing in `params._meta`, SEP-2243 headers, input rounds with
 //! `requestState`) and falls back to the 2025-11-25 lifecycle (`initialize`, a session)
 //! for a server that is not modern. Which revision is spoken is decided by the host's own
-//! negotiation ([`crate::negotiation::decide`]), the floor included.
+//! negotiation ([`crate::negotiation::decide`]), the floor included. Requests are rmcp's
+//! params and answers are read into rmcp's models or the small structs of
+//! [`super::mcp_wire`], which say where and why they differ.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
+use super::mcp_wire::{
+    self as wire, CallToolRequestParams, CallToolResult, CancelTaskParams, Capabilities,
+    Discovered, ElicitResult, ElicitationAction, GetTaskParams, InitializeAnswer, InitializeParams,
+    InputResponses, InputRound, MetaOnly, PaginatedRequestParams, ReadResourceRequestParams,
+    RequestMetaObject, ResultKind, TaskState, ToolResult, ToolsPage, Unsupported, UpdateTaskParams,
+    Verbatim,
+};
 use super::rpc;
 use super::{CallError, Caller, Peer, Peers};
 use crate::negotiation::{self, Decision, Offer, Protocol};
@@ -14,7 +24,7 @@ use crate::negotiation::{self, Decision, Offer, Protocol};
 const MODERN: &str = "2026-07-28";
 
 /// The tasks extension (SEP-2663): a long tool call becomes a task the client polls.
-pub const TASKS: &str = "io.modelcontextprotocol/tasks";
+pub const TASKS: &str = wire::TASKS;
 
 /// A connection decided for one call: the revision, and the legacy session if any.
 #[derive(Debug, Clone)]
@@ -26,14 +36,24 @@ pub struct Session {
     /// its requests, so a long tool call comes back as a task whose id the run keeps
     /// (followed after a restart, never called again) instead of a request held open.
     pub tasks: bool,
-    /// The client capabilities declared on every request; `None`: this host's own
-    /// ([`client_capabilities`]). Conformance mode's MCP seam declares the suite's.
-    pub capabilities: Option<Value>,
+    /// The client capabilities declared on every request, as the caller wrote them;
+    /// `None`: this host's own ([`wire::own_capabilities`]). Conformance mode's MCP seam
+    /// declares the suite's.
+    pub capabilities: Option<Map<String, Value>>,
 }
 
 impl Session {
     fn modern(&self) -> bool {
         self.session_id.is_none() && self.version.as_str() >= MODERN
+    }
+
+    /// The session's `_meta` on a 2026-07-28 request; `tasks` declares the extension.
+    fn meta(&self, caller: &Caller, tasks: bool) -> RequestMetaObject {
+        wire::request_meta(
+            &self.version,
+            Capabilities::of(self.capabilities.as_ref(), tasks),
+            &caller.traceparent,
+        )
     }
 }
 
@@ -53,39 +73,6 @@ fn base_headers(version: &str, method: &str, name: Option<&str>) -> HeaderMap {
         h.insert(HeaderName::from_static("mcp-name"), v);
     }
     h
-}
-
-/// What this host declares as an MCP client: it can answer elicitation (form) rounds,
-/// relayed to whoever waits on the calling run.
-fn client_capabilities() -> Value {
-    json!({"elicitation": {"form": {}}})
-}
-
-fn modern_meta(version: &str, caller: &Caller, tasks: bool) -> Value {
-    meta_with(version, caller, tasks, None)
-}
-
-/// A session's `_meta`: its own capabilities when it declares some.
-fn session_meta(session: &Session, caller: &Caller) -> Value {
-    meta_with(
-        &session.version,
-        caller,
-        session.tasks,
-        session.capabilities.as_ref(),
-    )
-}
-
-fn meta_with(version: &str, caller: &Caller, tasks: bool, declared: Option<&Value>) -> Value {
-    let mut capabilities = declared.cloned().unwrap_or_else(client_capabilities);
-    if tasks && capabilities.is_object() {
-        capabilities["extensions"] = json!({TASKS: {}});
-    }
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
-        "traceparent": caller.traceparent,
-    })
 }
 
 /// The newest revision both sides speak, else the peer's newest (so the floor can refuse
@@ -115,52 +102,53 @@ pub async fn connect(
     connect_declaring(peers, peer, caller, offer, None).await
 }
 
-/// [`connect`], declaring `capabilities` (`None`: this host's own) on `server/discover`
-/// or `initialize` and on every request of the session.
+/// [`connect`], declaring `capabilities` as written (`None`: this host's own) on
+/// `server/discover` or `initialize` and on every request of the session.
 pub async fn connect_declaring(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     offer: &Offer,
-    capabilities: Option<Value>,
+    capabilities: Option<Map<String, Value>>,
 ) -> Result<(Option<Session>, Decision), CallError> {
     let preferred = offer.preferred().to_owned();
-    let discovered = rpc::call(
+    let discovered = match rpc::call(
         peers,
         peer,
         caller,
         &peer.url,
         base_headers(&preferred, "server/discover", None),
         "server/discover",
-        json!({"_meta": meta_with(&preferred, caller, false, capabilities.as_ref())}),
+        &MetaOnly {
+            meta: wire::request_meta(
+                &preferred,
+                Capabilities::of(capabilities.as_ref(), false),
+                &caller.traceparent,
+            ),
+        },
     )
-    .await;
+    .await
+    {
+        Ok(a) => {
+            wire::read::<Discovered>("server/discover", &a.result).map_err(CallError::Protocol)
+        }
+        Err(e) => Err(e),
+    };
     let theirs: Option<Vec<String>> = match &discovered {
-        Ok(answer) => answer
-            .result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            }),
+        Ok(answer) => Some(answer.supported_versions.clone()),
         // -32022 names what the server speaks.
         Err(CallError::Rpc {
             code: -32022, data, ..
         }) => data
             .as_ref()
-            .and_then(|d| d.get("supported"))
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            }),
+            .and_then(|d| wire::read::<Unsupported>("-32022", d).ok())
+            .map(|u| u.supported),
         Err(CallError::Refused(r)) => return Err(CallError::Refused(r.clone())),
-        Err(_) => None,
+        // Any other failure, an answer that does not read included: not a modern server.
+        Err(e) => {
+            tracing::debug!(peer = %peer.id, error = %e, "server/discover: trying initialize");
+            None
+        }
     };
     let decide = |asked: &str| {
         negotiation::decide(Protocol::Mcp, Some(asked), true, offer)
@@ -169,12 +157,7 @@ pub async fn connect_declaring(
     if let Some(theirs) = theirs.filter(|t| !t.is_empty()) {
         let asked = pick(offer, &theirs).unwrap_or_default();
         let decision = decide(&asked);
-        let tasks = discovered.as_ref().is_ok_and(|a| {
-            a.result
-                .pointer("/capabilities/extensions")
-                .and_then(Value::as_object)
-                .is_some_and(|e| e.contains_key(TASKS))
-        });
+        let tasks = discovered.as_ref().is_ok_and(Discovered::offers_tasks);
         let session = decision.version.clone().map(|version| Session {
             version,
             session_id: None,
@@ -199,20 +182,22 @@ pub async fn connect_declaring(
         &peer.url,
         base_headers(&legacy, "initialize", None),
         "initialize",
-        json!({
-            "protocolVersion": legacy,
-            "capabilities": capabilities.clone().unwrap_or_else(|| json!({})),
-            "clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
-            "_meta": {"traceparent": caller.traceparent},
-        }),
+        &InitializeParams {
+            protocol_version: legacy.clone(),
+            // This host's own are none in this era: it answers no `elicitation/create`
+            // sent on a session's stream.
+            capabilities: capabilities.clone().map_or_else(
+                || Capabilities::Declared(Map::new()),
+                Capabilities::Declared,
+            ),
+            client_info: wire::client_info(),
+            meta: wire::trace_meta(&caller.traceparent),
+        },
     )
     .await?;
-    let answered = init
-        .result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let answered = wire::read::<InitializeAnswer>("initialize", &init.result)
+        .map_err(CallError::Protocol)?
+        .protocol_version;
     let decision = decide(&answered);
     let session_id = init
         .headers
@@ -241,7 +226,11 @@ pub async fn connect_declaring(
     // The lifecycle's acknowledgement; its answer (202) carries nothing.
     let mut headers = base_headers(&session.version, "notifications/initialized", None);
     session_headers(&session, &mut headers);
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let note = serde_json::to_value(wire::Initialized {
+        jsonrpc: "2.0",
+        method: "notifications/initialized",
+    })
+    .unwrap_or_default();
     peers
         .send(
             peer,
@@ -255,95 +244,95 @@ pub async fn connect_declaring(
     Ok((Some(session), decision))
 }
 
-/// `server/discover` under `version`, its result as the server sent it.
+/// `server/discover` under `version`, its answer as sent (the `mcp-client` node's).
 pub async fn discover(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     version: &str,
-) -> Result<Value, CallError> {
-    rpc::call(
+) -> Result<Verbatim, CallError> {
+    let answer = rpc::call(
         peers,
         peer,
         caller,
         &peer.url,
         base_headers(version, "server/discover", None),
         "server/discover",
-        json!({"_meta": modern_meta(version, caller, false)}),
+        &MetaOnly {
+            meta: wire::request_meta(version, Capabilities::of(None, false), &caller.traceparent),
+        },
     )
-    .await
-    .map(|a| a.result)
+    .await?;
+    Ok(Verbatim(answer.result))
 }
 
-/// One `tools/list` page (from `cursor`), as the server sent it.
+/// One `tools/list` page (from `cursor`), as sent (the `mcp-client` node's).
 pub async fn list_tools(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     cursor: Option<&str>,
-) -> Result<Value, CallError> {
-    let mut params = Map::new();
-    if let Some(c) = cursor {
-        params.insert("cursor".into(), json!(c));
-    }
-    session_request(peers, peer, caller, session, "tools/list", None, params).await
+) -> Result<Verbatim, CallError> {
+    let mut params = PaginatedRequestParams::default().with_cursor(cursor.map(str::to_owned));
+    let mut headers = base_headers(&session.version, "tools/list", None);
+    era(session, caller, &mut params.meta, &mut headers, false);
+    let answer = rpc::call(
+        peers,
+        peer,
+        caller,
+        &peer.url,
+        headers,
+        "tools/list",
+        &params,
+    )
+    .await?;
+    Ok(Verbatim(answer.result))
 }
 
-/// `resources/read` of `uri`, its result as the server sent it.
+/// `resources/read` of `uri`, its answer as sent (the `mcp-client` node's).
 pub async fn read_resource(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     uri: &str,
-) -> Result<Value, CallError> {
-    let mut params = Map::new();
-    params.insert("uri".into(), json!(uri));
+) -> Result<Verbatim, CallError> {
+    let mut params = ReadResourceRequestParams::new(uri);
     // SEP-2243: `Mcp-Name` carries the resource's URI.
-    session_request(
-        peers,
-        peer,
-        caller,
-        session,
-        "resources/read",
-        Some(uri),
-        params,
-    )
-    .await
-}
-
-/// One request of `method` on `session`, its result as the server sent it: the session
-/// travels as the era carries it (2026-07-28: `_meta`, first in `params`; before: the
-/// session header), `name` as `Mcp-Name`.
-async fn session_request(
-    peers: &Peers,
-    peer: &Peer,
-    caller: &Caller,
-    session: &Session,
-    method: &str,
-    name: Option<&str>,
-    rest: Map<String, Value>,
-) -> Result<Value, CallError> {
-    let mut params = Map::new();
-    let mut headers = base_headers(&session.version, method, name);
-    if session.modern() {
-        params.insert("_meta".into(), session_meta(session, caller));
-    } else {
-        session_headers(session, &mut headers);
-    }
-    params.extend(rest);
-    rpc::call(
+    let mut headers = base_headers(&session.version, "resources/read", Some(uri));
+    era(session, caller, &mut params.meta, &mut headers, false);
+    let answer = rpc::call(
         peers,
         peer,
         caller,
         &peer.url,
         headers,
-        method,
-        Value::Object(params),
+        "resources/read",
+        &params,
     )
-    .await
-    .map(|a| a.result)
+    .await?;
+    Ok(Verbatim(answer.result))
+}
+
+/// The session as its era carries it: 2026-07-28, in `_meta` (the capabilities, with the
+/// tasks extension when the session uses it); before, the session header, and a `_meta`
+/// with nothing but the trace when `trace`.
+fn era(
+    session: &Session,
+    caller: &Caller,
+    meta: &mut Option<RequestMetaObject>,
+    headers: &mut HeaderMap,
+    trace: bool,
+) {
+    if session.modern() {
+        *meta = Some(session.meta(caller, session.tasks));
+    } else {
+        session_headers(session, headers);
+        if trace {
+            *meta = Some(wire::trace_meta(&caller.traceparent));
+        }
+    }
 }
 
 /// Ends a legacy session once its one call is over. The 2025-11-25 streamable HTTP
@@ -453,11 +442,8 @@ async fn tool_schema(
     let mut cursor: Option<String> = None;
     let mut ttl_ms = 60_000;
     for _ in 0..20 {
-        let mut params = Map::new();
-        params.insert("_meta".into(), session_meta(session, caller));
-        if let Some(c) = &cursor {
-            params.insert("cursor".into(), json!(c));
-        }
+        let mut params = PaginatedRequestParams::default().with_cursor(cursor.take());
+        params.meta = Some(session.meta(caller, session.tasks));
         let answer = rpc::call(
             peers,
             peer,
@@ -465,31 +451,18 @@ async fn tool_schema(
             &peer.url,
             base_headers(&session.version, "tools/list", None),
             "tools/list",
-            Value::Object(params),
+            &params,
         )
         .await
         .ok()?;
-        for t in answer
-            .result
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(name), Some(schema)) =
-                (t.get("name").and_then(Value::as_str), t.get("inputSchema"))
-            {
-                tools.insert(name.to_owned(), schema.clone());
-            }
+        let page: ToolsPage = wire::read("tools/list", &answer.result).ok()?;
+        for t in page.tools.into_iter().filter_map(|t| t.0) {
+            tools.insert(t.name, Value::Object(t.input_schema));
         }
-        if let Some(ttl) = answer.result.get("ttlMs").and_then(Value::as_u64) {
+        if let Some(ttl) = page.ttl_ms {
             ttl_ms = ttl;
         }
-        cursor = answer
-            .result
-            .get("nextCursor")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        cursor = page.next_cursor;
         if cursor.is_none() {
             break;
         }
@@ -501,11 +474,12 @@ async fn tool_schema(
     schema
 }
 
-/// What `tools/call` answered.
-pub enum Called {
-    /// The `CallToolResult`.
-    Complete(Value),
-    /// An input round: the server's questions and the state to echo.
+/// What `tools/call` answered; a complete result read as `R` ([`ToolAnswer`]).
+pub enum Called<R = CallToolResult> {
+    /// The tool's result.
+    Complete(R),
+    /// An input round: the server's questions (each an open request object, judged by the
+    /// node that relays it) and the state to echo.
     InputRequired {
         input_requests: Map<String, Value>,
         request_state: Option<String>,
@@ -514,33 +488,63 @@ pub enum Called {
     Task(String),
 }
 
-/// `tools/call`, with the answers of an earlier round when there are some.
-pub async fn call_tool(
+/// How a complete tool result is read.
+pub trait ToolAnswer: Sized {
+    fn read(answer: &Value) -> Result<Self, String>;
+}
+
+/// Typed: rmcp's model, with this client's tolerances ([`ToolResult`]).
+impl ToolAnswer for CallToolResult {
+    fn read(answer: &Value) -> Result<Self, String> {
+        wire::read::<ToolResult>("tools/call", answer).map(|r| r.0)
+    }
+}
+
+/// As sent: what the `mcp-client` node and the conformance seam hand on.
+impl ToolAnswer for Verbatim {
+    fn read(answer: &Value) -> Result<Self, String> {
+        Ok(Verbatim(answer.clone()))
+    }
+}
+
+/// The answers of an earlier input round, sent back with the next `tools/call`.
+pub struct Round {
+    pub responses: InputResponses,
+    pub request_state: Option<String>,
+}
+
+/// `tools/call`, with the answers of an earlier round when there are some. `arguments`
+/// are the workflow's (open by design) and must be an object, or nothing (`null`).
+pub async fn call_tool<R: ToolAnswer>(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     tool: &str,
     arguments: &Value,
-    round: Option<(Value, Option<String>)>,
-) -> Result<Called, CallError> {
-    let mut params = Map::new();
-    params.insert("name".into(), json!(tool));
-    params.insert("arguments".into(), arguments.clone());
+    round: Option<Round>,
+) -> Result<Called<R>, CallError> {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    params.arguments = match arguments {
+        Value::Object(a) => Some(a.clone()),
+        Value::Null => None,
+        other => {
+            return Err(CallError::Protocol(format!(
+                "the arguments of tool `{tool}` are not an object: {other}"
+            )));
+        }
+    };
     let mut headers = base_headers(&session.version, "tools/call", Some(tool));
     if session.modern() {
-        params.insert("_meta".into(), session_meta(session, caller));
+        params.meta = Some(session.meta(caller, session.tasks));
         let schema = tool_schema(peers, peer, caller, session, tool).await;
         param_headers(schema.as_ref(), arguments, &mut headers);
-        if let Some((responses, state)) = round {
-            params.insert("inputResponses".into(), responses);
-            if let Some(state) = state {
-                params.insert("requestState".into(), json!(state));
-            }
+        if let Some(round) = round {
+            params.input_responses = Some(round.responses);
+            params.request_state = round.request_state;
         }
     } else {
-        session_headers(session, &mut headers);
-        params.insert("_meta".into(), json!({"traceparent": caller.traceparent}));
+        era(session, caller, &mut params.meta, &mut headers, true);
     }
     let answer = rpc::call(
         peers,
@@ -549,60 +553,48 @@ pub async fn call_tool(
         &peer.url,
         headers,
         "tools/call",
-        Value::Object(params),
+        &params,
     )
     .await?;
-    let result = answer.result;
-    if result.get("resultType").and_then(Value::as_str) == Some("task") {
-        return match result.get("taskId").and_then(Value::as_str) {
-            Some(id) if session.tasks => Ok(Called::Task(id.to_owned())),
-            _ => Err(CallError::Protocol(
-                "tools/call answered a task this host did not ask for, or one without a taskId"
-                    .into(),
-            )),
-        };
+    called(&answer.result, session.tasks).map_err(CallError::Protocol)
+}
+
+/// What a `tools/call` answer is, by its `resultType`; `tasks`: this host asked for the
+/// tasks extension.
+fn called<R: ToolAnswer>(answer: &Value, tasks: bool) -> Result<Called<R>, String> {
+    let kind = wire::read::<ResultKind>("tools/call", answer)?.result_type;
+    match kind.as_ref().map(|k| k.as_str()) {
+        Some("task") => {
+            if !tasks {
+                return Err("tools/call answered a task this host did not ask for".into());
+            }
+            let task: wire::Task = wire::read("tools/call", answer)?;
+            Ok(Called::Task(task.task_id))
+        }
+        Some("input_required") => {
+            let round: InputRound = wire::read("tools/call", answer)?;
+            Ok(Called::InputRequired {
+                input_requests: round.input_requests,
+                request_state: round.request_state,
+            })
+        }
+        // `complete`, absent (before 2026-07-28), or a kind a newer revision adds: read
+        // as a result, as this client always has.
+        _ => Ok(Called::Complete(R::read(answer)?)),
     }
-    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
-        return Ok(Called::InputRequired {
-            input_requests: result
-                .get("inputRequests")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            request_state: result
-                .get("requestState")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        });
-    }
-    Ok(Called::Complete(result))
 }
 
 /// One `tasks/*` request of the tasks extension (`tasks/get`, `tasks/update`,
 /// `tasks/cancel`): a 2026-07-28 request declaring the extension, `Mcp-Name` = the task id.
-async fn task_request(
+async fn task_request<P: serde::Serialize>(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     session: &Session,
     method: &str,
     task_id: &str,
-    extra: Option<(&str, Value)>,
+    params: &P,
 ) -> Result<Value, CallError> {
-    let mut params = Map::new();
-    params.insert("taskId".into(), json!(task_id));
-    if let Some((key, value)) = extra {
-        params.insert(key.into(), value);
-    }
-    params.insert(
-        "_meta".into(),
-        meta_with(
-            &session.version,
-            caller,
-            true,
-            session.capabilities.as_ref(),
-        ),
-    );
     let answer = rpc::call(
         peers,
         peer,
@@ -610,7 +602,7 @@ async fn task_request(
         &peer.url,
         base_headers(&session.version, method, Some(task_id)),
         method,
-        Value::Object(params),
+        params,
     )
     .await?;
     Ok(answer.result)
@@ -623,8 +615,11 @@ pub async fn task_get(
     caller: &Caller,
     session: &Session,
     task_id: &str,
-) -> Result<Value, CallError> {
-    task_request(peers, peer, caller, session, "tasks/get", task_id, None).await
+) -> Result<TaskState, CallError> {
+    let mut params = GetTaskParams::new(task_id);
+    params.meta = Some(session.meta(caller, true));
+    let result = task_request(peers, peer, caller, session, "tasks/get", task_id, &params).await?;
+    wire::read("tasks/get", &result).map_err(CallError::Protocol)
 }
 
 /// `tasks/update`: the answers to the task's outstanding input requests.
@@ -634,8 +629,10 @@ pub async fn task_update(
     caller: &Caller,
     session: &Session,
     task_id: &str,
-    input_responses: Value,
+    input_responses: InputResponses,
 ) -> Result<(), CallError> {
+    let mut params = UpdateTaskParams::new(task_id, input_responses);
+    params.meta = Some(session.meta(caller, true));
     task_request(
         peers,
         peer,
@@ -643,7 +640,7 @@ pub async fn task_update(
         session,
         "tasks/update",
         task_id,
-        Some(("inputResponses", input_responses)),
+        &params,
     )
     .await
     .map(drop)
@@ -657,51 +654,62 @@ pub async fn task_cancel(
     session: &Session,
     task_id: &str,
 ) -> Result<(), CallError> {
-    task_request(peers, peer, caller, session, "tasks/cancel", task_id, None)
-        .await
-        .map(drop)
+    let mut params = CancelTaskParams::new(task_id);
+    params.meta = Some(session.meta(caller, true));
+    task_request(
+        peers,
+        peer,
+        caller,
+        session,
+        "tasks/cancel",
+        task_id,
+        &params,
+    )
+    .await
+    .map(drop)
 }
 
-/// The node's value of a `CallToolResult`: `structuredContent`, else the text content
-/// joined by newlines.
-pub fn result_value(result: &Value) -> Value {
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+/// The node's value of a tool result (a workflow value, open): `structuredContent`, else
+/// the text content joined by newlines.
+pub fn result_value(result: &CallToolResult) -> Value {
+    if let Some(structured) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
         return structured.clone();
     }
     Value::String(result_text(result))
 }
 
-/// The text blocks of a `CallToolResult`.
-pub fn result_text(result: &Value) -> String {
+/// The text blocks of a tool result.
+pub fn result_text(result: &CallToolResult) -> String {
     result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .content
+        .iter()
+        .filter_map(|b| b.as_text())
+        .map(|t| t.text.as_str())
         .collect::<Vec<_>>()
         .join("\n")
 }
 
 /// The round's answers from a resume value. One elicitation: the value is its content
 /// (`accept`), or a whole `{action, content}` result. Several: an object keyed like
-/// `inputRequests`, each member read the same way.
-pub fn input_responses(requests: &Map<String, Value>, resume: &Value) -> Value {
+/// `inputRequests`, each member read the same way. Each answer is an rmcp `ElicitResult`;
+/// the content is the form's (open by design).
+pub fn input_responses(requests: &Map<String, Value>, resume: &Value) -> InputResponses {
     fn one(v: &Value) -> Value {
-        match v {
-            Value::Object(o)
-                if o.get("action")
-                    .and_then(Value::as_str)
-                    .is_some_and(|a| ["accept", "decline", "cancel"].contains(&a)) =>
-            {
-                v.clone()
-            }
-            Value::Object(_) => json!({"action": "accept", "content": v}),
-            other => json!({"action": "accept", "content": {"value": other}}),
+        // A whole result (its action one rmcp knows), as its sender wrote it.
+        if v.get("action")
+            .is_some_and(|a| ElicitationAction::deserialize(a).is_ok())
+        {
+            return v.clone();
         }
+        // Else the form's content; a bare value is wrapped so the content is an object.
+        let content = match v {
+            Value::Object(_) => v.clone(),
+            other => Value::Object(Map::from_iter([("value".to_owned(), other.clone())])),
+        };
+        serde_json::to_value(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            .unwrap_or_default()
     }
-    let mut out = Map::new();
+    let mut out = InputResponses::new();
     if requests.len() == 1 {
         if let Some(key) = requests.keys().next() {
             // Keyed by the question's id (the request key), or the content itself.
@@ -716,44 +724,262 @@ pub fn input_responses(requests: &Map<String, Value>, resume: &Value) -> Value {
             out.insert(key.clone(), one(resume.get(key).unwrap_or(&Value::Null)));
         }
     }
-    Value::Object(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn tool_result(v: Value) -> CallToolResult {
+        match called::<CallToolResult>(&v, false) {
+            Ok(Called::Complete(r)) => r,
+            Ok(_) => panic!("not a result: {v}"),
+            Err(e) => panic!("{e}: {v}"),
+        }
+    }
+
+    fn protocol_error<T>(r: Result<T, String>) -> String {
+        match r {
+            Err(why) => why,
+            Ok(_) => panic!("read"),
+        }
+    }
 
     #[test]
     fn a_result_reads_as_structured_content_else_its_text() {
-        let structured =
-            json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}});
+        let structured = tool_result(
+            json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"a": 1}}),
+        );
         assert_eq!(result_value(&structured), json!({"a": 1}));
-        let text = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": ""}, {"type": "text", "text": "b"}]});
+        let text = tool_result(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]}),
+        );
         assert_eq!(result_value(&text), json!("a\nb"));
+    }
+
+    /// What this client always tolerated in a tool result stays tolerated: unknown
+    /// members, a block of a type rmcp does not know or cannot read (passed over), a
+    /// result with none of rmcp's members, `structuredContent: null`.
+    #[test]
+    fn a_tool_result_keeps_the_clients_tolerances() {
+        let r = tool_result(json!({"content": [
+            {"type": "text", "text": "a", "extra": 1},
+            {"type": "hologram", "frames": 3},
+            {"type": "text", "text": 5},
+            {"type": "text", "text": "b"}
+        ], "isError": true, "future": {}}));
+        assert_eq!((result_text(&r).as_str(), r.is_error), ("a\nb", Some(true)));
+        assert_eq!(result_value(&tool_result(json!({}))), json!(""));
+        assert_eq!(
+            result_value(&tool_result(
+                json!({"structuredContent": null, "content": [{"type": "text", "text": "t"}]})
+            )),
+            json!("t")
+        );
+        // A kind a newer revision adds reads as a result, as before.
+        let r =
+            tool_result(json!({"resultType": "later", "content": [{"type": "text", "text": "t"}]}));
+        assert_eq!(result_text(&r), "t");
+    }
+
+    /// Newly decided by the typing: a member this client reads, of the wrong type, is a
+    /// protocol error naming it (it was read as absent before), never a panic.
+    #[test]
+    fn a_member_of_the_wrong_type_is_a_protocol_error_naming_it() {
+        let why = protocol_error(called::<CallToolResult>(&json!({"content": "text"}), false));
+        assert!(why.contains("`content`"), "{why}");
+        let why = protocol_error(called::<CallToolResult>(
+            &json!({"isError": "yes", "content": []}),
+            false,
+        ));
+        assert!(why.contains("`isError`"), "{why}");
+        let why = protocol_error(called::<CallToolResult>(
+            &json!({"resultType": "input_required", "inputRequests": [1]}),
+            false,
+        ));
+        assert!(
+            why.starts_with("the answer to `tools/call`: `inputRequests`"),
+            "{why}"
+        );
+        let why = protocol_error(called::<CallToolResult>(&json!({"resultType": 7}), false));
+        assert!(why.contains("`resultType`"), "{why}");
+        let why = protocol_error(wire::read::<TaskState>(
+            "tasks/get",
+            &json!({"taskId": "t", "status": "working", "createdAt": "a", "lastUpdatedAt": "b", "pollIntervalMs": "soon"}),
+        ));
+        assert!(why.contains("`pollIntervalMs`"), "{why}");
+        let why = protocol_error(wire::read::<TaskState>(
+            "tasks/get",
+            &json!({"taskId": "t", "status": "completed", "createdAt": "a", "lastUpdatedAt": "b", "result": {"content": 1}}),
+        ));
+        assert!(why.contains("`result.content`"), "{why}");
+        let why = protocol_error(wire::read::<wire::InitializeAnswer>(
+            "initialize",
+            &json!({"protocolVersion": 20251125}),
+        ));
+        assert!(why.contains("`protocolVersion`"), "{why}");
+    }
+
+    #[test]
+    fn an_input_round_and_a_task_read_as_the_edge_writes_them() {
+        let Ok(Called::InputRequired {
+            input_requests,
+            request_state,
+        }) = called::<CallToolResult>(
+            &json!({"resultType": "input_required", "requestState": "s",
+                "inputRequests": {"a": {"method": "elicitation/create"}, "b": {"method": "roots/list"}}}),
+            false,
+        )
+        else {
+            panic!("not a round");
+        };
+        // A request this host does not answer still reaches the node, which names it.
+        assert_eq!(input_requests.len(), 2);
+        assert_eq!(request_state.as_deref(), Some("s"));
+        let handle = json!({"resultType": "task", "taskId": "t1", "status": "working",
+            "createdAt": "a", "lastUpdatedAt": "b", "ttlMs": null});
+        assert!(
+            matches!(called::<CallToolResult>(&handle, true), Ok(Called::Task(id)) if id == "t1")
+        );
+        let why = protocol_error(called::<CallToolResult>(&handle, false));
+        assert!(why.contains("did not ask for"), "{why}");
+        // An input_required task may carry no inputRequests (the edge says why in
+        // statusMessage), which rmcp's DetailedTask refuses.
+        let t: TaskState = wire::read(
+            "tasks/get",
+            &json!({"taskId": "t", "status": "input_required", "statusMessage": "why",
+                "createdAt": "a", "lastUpdatedAt": "b", "ttlMs": null, "resultType": "complete"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.task.status, t.input_requests),
+            (wire::TaskStatus::InputRequired, None)
+        );
+        let t: TaskState = wire::read(
+            "tasks/get",
+            &json!({"taskId": "t", "status": "failed", "createdAt": "a", "lastUpdatedAt": "b",
+                "error": {"code": -32603, "message": "boom"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            t.error.map(|e| e.message.into_owned()).as_deref(),
+            Some("boom")
+        );
+    }
+
+    /// A draft server's `server/discover` (no `resultType`, `ttlMs`, `cacheScope`) reads;
+    /// capabilities rmcp cannot read count as none.
+    #[test]
+    fn a_discover_answer_reads_what_the_client_uses() {
+        let d: Discovered = wire::read(
+            "server/discover",
+            &json!({"supportedVersions": ["2026-07-28"], "serverInfo": {"name": "x"},
+                "capabilities": {"tools": {}, "extensions": {(TASKS): {}}}}),
+        )
+        .unwrap();
+        assert!(d.offers_tasks());
+        let d: Discovered = wire::read(
+            "server/discover",
+            &json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": true}}),
+        )
+        .unwrap();
+        assert!(!d.offers_tasks());
+        assert!(wire::read::<Discovered>("server/discover", &json!({"capabilities": {}})).is_err());
+    }
+
+    /// The requests are what this client wrote by hand before (the same JSON).
+    #[test]
+    fn requests_are_the_shapes_servers_read() {
+        let session = Session {
+            version: MODERN.into(),
+            session_id: None,
+            tasks: false,
+            capabilities: None,
+        };
+        let caller = Caller {
+            run_id: "r".into(),
+            traceparent: "00-t-s-01".into(),
+        };
+        let mut params = CallToolRequestParams::new("echo");
+        params.arguments = Some(Map::from_iter([("a".to_owned(), json!(1))]));
+        params.meta = Some(session.meta(&caller, false));
+        params.input_responses = Some(input_responses(
+            &Map::from_iter([("q".to_owned(), json!({}))]),
+            &json!({"ok": true}),
+        ));
+        params.request_state = Some("s".into());
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({"name": "echo", "arguments": {"a": 1}, "requestState": "s",
+            "inputResponses": {"q": {"action": "accept", "content": {"ok": true}}},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+                "io.modelcontextprotocol/clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
+                "traceparent": "00-t-s-01",
+            }})
+        );
+        // The tasks extension, and a declaration relayed as written (members rmcp does
+        // not know included).
+        let meta = serde_json::to_value(session.meta(&caller, true)).unwrap();
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({"elicitation": {"form": {}}, "extensions": {(TASKS): {}}})
+        );
+        let declared = Session {
+            capabilities: Some(Map::from_iter([("novel".to_owned(), json!({"x": 1}))])),
+            ..session.clone()
+        };
+        let meta = serde_json::to_value(declared.meta(&caller, false)).unwrap();
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({"novel": {"x": 1}})
+        );
+        let init = InitializeParams {
+            protocol_version: "2025-11-25".into(),
+            capabilities: Capabilities::Declared(Map::new()),
+            client_info: wire::client_info(),
+            meta: wire::trace_meta(&caller.traceparent),
+        };
+        assert_eq!(
+            serde_json::to_value(&init).unwrap(),
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "openwop", "version": env!("CARGO_PKG_VERSION")},
+                "_meta": {"traceparent": "00-t-s-01"}})
+        );
     }
 
     #[test]
     fn a_resume_value_answers_the_round() {
         let mut one = Map::new();
         one.insert("confirm".into(), json!({"method": "elicitation/create"}));
+        let answered =
+            |resume: Value| serde_json::to_value(input_responses(&one, &resume)).unwrap();
         // Keyed by the question's id (the request key), as a clarification answer is.
         assert_eq!(
-            input_responses(&one, &json!({"confirm": {"ok": true}})),
+            answered(json!({"confirm": {"ok": true}})),
             json!({"confirm": {"action": "accept", "content": {"ok": true}}})
         );
         // Or the form's content itself.
         assert_eq!(
-            input_responses(&one, &json!({"ok": true})),
+            answered(json!({"ok": true})),
             json!({"confirm": {"action": "accept", "content": {"ok": true}}})
         );
         // A bare value is wrapped so the content stays an object.
         assert_eq!(
-            input_responses(&one, &json!({"confirm": "yes"})),
+            answered(json!({"confirm": "yes"})),
             json!({"confirm": {"action": "accept", "content": {"value": "yes"}}})
         );
         assert_eq!(
-            input_responses(&one, &json!({"action": "decline"})),
+            answered(json!({"action": "decline"})),
             json!({"confirm": {"action": "decline"}})
+        );
+        // An action that is none of the three is content, as before.
+        assert_eq!(
+            answered(json!({"action": "maybe"})),
+            json!({"confirm": {"action": "accept", "content": {"action": "maybe"}}})
         );
     }
 

@@ -12,6 +12,7 @@
 
 pub mod a2a;
 pub mod mcp;
+pub mod mcp_wire;
 pub(crate) mod peer;
 pub mod rpc;
 
@@ -591,6 +592,8 @@ impl Peers {
                 detail: String::new(),
             });
         }
+        // The `http` node's value: a workflow value (no protocol message), the body any
+        // JSON the service answered.
         Ok(serde_json::json!({"status": response.status, "body": parsed}))
     }
 }

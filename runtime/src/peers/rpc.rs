@@ -3,7 +3,8 @@
 //! `text/event-stream` whose events end with the response.
 
 use reqwest::header::HeaderMap;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{CallError, Caller, Peer, Peers};
 
@@ -13,18 +14,39 @@ pub struct Answer {
     pub headers: HeaderMap,
 }
 
-/// Sends `method` with `params` to `url` and reads the response with the same id.
-pub async fn call(
+/// A JSON-RPC request. The envelope is ours, not a protocol SDK's: rmcp's `NumberOrString`
+/// id is lossy (runtime/README.md, "MCP wire types"); this client's ids are its own strings.
+#[derive(Serialize)]
+struct Request<'a, P> {
+    jsonrpc: &'static str,
+    id: &'a str,
+    method: &'a str,
+    params: &'a P,
+}
+
+/// Sends `method` with `params` (its protocol's typed params) to `url` and reads the
+/// response with the same id; the result is read into its model by the caller.
+pub async fn call<P: Serialize>(
     peers: &Peers,
     peer: &Peer,
     caller: &Caller,
     url: &str,
     headers: HeaderMap,
     method: &str,
-    params: Value,
+    params: &P,
 ) -> Result<Answer, CallError> {
     let id = crate::ids::mint_opaque();
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let request = Request {
+        jsonrpc: "2.0",
+        id: &id,
+        method,
+        params,
+    };
+    // The transport takes the body as JSON (it re-stamps the trace in it). The params are
+    // strings, numbers, maps and JSON values, so this cannot fail; if it ever did, the
+    // call fails rather than send half a request.
+    let body = serde_json::to_value(&request)
+        .map_err(|e| CallError::Protocol(format!("`{method}` cannot be written: {e}")))?;
     let response = peers
         .send(
             peer,
@@ -131,6 +153,7 @@ pub fn rpc_error(error: &Value) -> CallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_error_is_identified_by_code_or_by_errorinfo_reason_in_either_data_shape() {

@@ -13,6 +13,7 @@ use crate::engine::template;
 use crate::generated::errors::ErrorCode;
 use crate::generated::models;
 use crate::negotiation::Protocol;
+use crate::peers::mcp_wire::{CallToolResult, TaskStatus, Verbatim};
 use crate::peers::{self, CallError, Caller, PeerKind, mcp};
 use crate::store::{NewEvent, RunPatch, RunRecord, Topic};
 
@@ -133,13 +134,18 @@ impl Engine {
         };
         // One request answered in place: nothing here follows a task.
         session.tasks = false;
+        // The answer as sent is the node's value (a workflow value, open).
         let answered = if request.method == "listTools" {
-            mcp::list_tools(peers, &peer, &caller, &session, request.cursor.as_deref()).await
+            mcp::list_tools(peers, &peer, &caller, &session, request.cursor.as_deref())
+                .await
+                .map(|r| r.0)
         } else if request.method == "readResource" {
-            mcp::read_resource(peers, &peer, &caller, &session, uri).await
+            mcp::read_resource(peers, &peer, &caller, &session, uri)
+                .await
+                .map(|r| r.0)
         } else {
             let tool = request.tool.clone().unwrap_or_default();
-            match mcp::call_tool(
+            match mcp::call_tool::<Verbatim>(
                 peers,
                 &peer,
                 &caller,
@@ -150,7 +156,7 @@ impl Engine {
             )
             .await
             {
-                Ok(mcp::Called::Complete(result)) => Ok(result),
+                Ok(mcp::Called::Complete(result)) => Ok(result.0),
                 Ok(mcp::Called::InputRequired {
                     input_requests,
                     request_state,
@@ -230,12 +236,13 @@ impl Engine {
                     .cloned()
                     .unwrap_or_default();
                 let reply = call.get("reply").cloned().unwrap_or(Value::Null);
-                Some((
-                    mcp::input_responses(&requests, &reply),
-                    call.get("requestState")
+                Some(mcp::Round {
+                    responses: mcp::input_responses(&requests, &reply),
+                    request_state: call
+                        .get("requestState")
                         .and_then(Value::as_str)
                         .map(str::to_owned),
-                ))
+                })
             }
             "send" => None,
             "task" | "task-reply" => {
@@ -266,7 +273,9 @@ impl Engine {
         let called = {
             // In a block of its own: a cancelled request is dropped (its stream closed)
             // before the session is closed below.
-            let request = mcp::call_tool(peers, peer, caller, &session, tool, &arguments, answered);
+            let request = mcp::call_tool::<CallToolResult>(
+                peers, peer, caller, &session, tool, &arguments, answered,
+            );
             tokio::pin!(request);
             loop {
                 tokio::select! {
@@ -388,11 +397,11 @@ impl Engine {
         run: &RunRecord,
         id: &str,
         tool: &str,
-        result: &Value,
+        result: &CallToolResult,
         on_tool_error: Option<OnToolError>,
         audit: Vec<NewEvent>,
     ) -> Result<CallStep, EngineError> {
-        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        if result.is_error == Some(true) {
             let text = mcp::result_text(result);
             if on_tool_error == Some(OnToolError::Value) {
                 return self.done(run, id, json!({"isError": true, "text": text}), audit);
@@ -474,16 +483,19 @@ impl Engine {
                 Ok(t) => t,
                 Err(e) => return self.call_failed(run, id, peer.kind, e, vec![]),
             };
-            match task.get("status").and_then(Value::as_str).unwrap_or("") {
-                "completed" => {
-                    let result = task.get("result").cloned().unwrap_or(Value::Null);
+            match task.task.status {
+                TaskStatus::Completed => {
+                    // A completed task without its result reads as a result with nothing.
+                    let result = task
+                        .result
+                        .unwrap_or_else(|| CallToolResult::success(vec![]));
                     return self.tool_result(run, id, tool, &result, on_tool_error, vec![]);
                 }
-                "failed" => {
+                TaskStatus::Failed => {
                     let why = task
-                        .pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("the task failed");
+                        .error
+                        .as_ref()
+                        .map_or("the task failed", |e| e.message.as_ref());
                     return self.fail(
                         run,
                         id,
@@ -492,7 +504,7 @@ impl Engine {
                         vec![],
                     );
                 }
-                "cancelled" => {
+                TaskStatus::Cancelled => {
                     return self.fail(
                         run,
                         id,
@@ -501,21 +513,13 @@ impl Engine {
                         vec![],
                     );
                 }
-                "input_required" => {
-                    let requests = task
-                        .get("inputRequests")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
+                TaskStatus::InputRequired => {
+                    let requests = task.input_requests.unwrap_or_default();
                     return self.relay_input(run, id, tool, call, requests, "task-asking", vec![]);
                 }
                 _ => {}
             }
-            let every = task
-                .get("pollIntervalMs")
-                .and_then(Value::as_u64)
-                .unwrap_or(500)
-                .clamp(100, 5_000);
+            let every = task.task.poll_interval_ms.unwrap_or(500).clamp(100, 5_000);
             let every = Duration::from_millis(every);
             match self
                 .pause_poll(&run.run_id, every, &mut wakes, &mut shutdown)
