@@ -8,15 +8,19 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::Instrument;
 
+use super::ctx::internal;
 use super::ctx::{Ctx, Era, Outbound};
 use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
     error_response, parse_incoming, result_body,
+};
+use super::wire::{
+    self, EmptyObject, InitializeResult, Reply, ServerCapabilities, ToolsCapability,
 };
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::edge::jsonrpc::{self, Id, Incoming};
@@ -90,9 +94,9 @@ async fn streamed(
         .in_current_span(),
     );
     let owner = AbortOnDrop(work.abort_handle());
-    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Id| match outcome {
-        Ok(Some(result)) => result_body(id, result),
-        Ok(None) => result_body(id, json!({})),
+    let answer = |outcome: Result<Option<Reply>, RpcError>, id: &Id| match outcome {
+        Ok(Some(result)) => result_body(id, &result),
+        Ok(None) => result_body(id, &EmptyObject {}),
         Err(e) => e.body(Some(id)),
     };
     let first = tokio::select! {
@@ -115,7 +119,7 @@ async fn streamed(
     struct Open {
         pending: Option<String>,
         rx: mpsc::UnboundedReceiver<String>,
-        done_rx: oneshot::Receiver<Result<Option<Value>, RpcError>>,
+        done_rx: oneshot::Receiver<Result<Option<Reply>, RpcError>>,
         finished: bool,
         id: Id,
         _owner: AbortOnDrop,
@@ -233,7 +237,9 @@ impl FromRequestParts<McpState> for McpCaller {
 /// on HTTP `429`, with `Retry-After` (as `error_response` writes it).
 fn rate_limited(l: crate::identity::rate::Limited) -> RpcError {
     RpcError::new(RATE_LIMITED, l.message())
-        .with_data(serde_json::json!({"retryAfterSeconds": l.retry_after_secs}))
+        .with_data(wire::data(&wire::RetryAfter {
+            retry_after_seconds: l.retry_after_secs,
+        }))
         .with_http(StatusCode::TOO_MANY_REQUESTS)
 }
 
@@ -450,8 +456,10 @@ async fn serve_message(
                         );
                     }
                 };
-                let mut resp =
-                    jsonrpc::http_response(StatusCode::OK, result_body(&message.echo_id(), result));
+                let mut resp = jsonrpc::http_response(
+                    StatusCode::OK,
+                    result_body(&message.echo_id(), &result),
+                );
                 crate::observe::otel::record_current("mcp.session.id", session.clone());
                 if let Ok(v) = HeaderValue::from_str(&session) {
                     resp.headers_mut().insert(SESSION_HEADER, v);
@@ -471,7 +479,7 @@ async fn serve_message(
         && !matches!(gate::header_text(&headers, VERSION_HEADER), Ok(Some(v)) if is_stateless(&v))
     {
         return match &message.id {
-            Some(id) => jsonrpc::http_response(StatusCode::OK, result_body(id, json!({}))),
+            Some(id) => jsonrpc::http_response(StatusCode::OK, result_body(id, &EmptyObject {})),
             None => StatusCode::ACCEPTED.into_response(),
         };
     }
@@ -518,7 +526,7 @@ async fn serve_message(
         return streamed(state, ctx, message, id, rx).await;
     }
     match state.dispatch(&ctx, &message).await {
-        Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, result)),
+        Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, &result)),
         Ok(None) => StatusCode::ACCEPTED.into_response(),
         Err(e) => error_response(&e, Some(&id)),
     }
@@ -552,7 +560,7 @@ async fn select_era(
                 HEADER_MISMATCH,
                 "MCP-Protocol-Version differs from the session's revision",
             )
-            .with_data(json!({"header": "MCP-Protocol-Version"})));
+            .naming_header("MCP-Protocol-Version"));
         }
         return Ok(Era::Legacy(session.version));
     }
@@ -561,7 +569,7 @@ async fn select_era(
             HEADER_MISMATCH,
             "send MCP-Protocol-Version (or initialize first for the 2025-11-25 era)",
         )
-        .with_data(json!({"header": "MCP-Protocol-Version"})));
+        .naming_header("MCP-Protocol-Version"));
     }
     let declared = gate::declared(message)?;
     gate::check_version_header(headers, &declared)?;
@@ -579,12 +587,8 @@ async fn select_era(
         && let Some(name) = message.params.get("name").and_then(Value::as_str)
         && let Ok(workflow) = state.app.ops.get_workflow(subject, name)
     {
-        let arguments = message
-            .params
-            .get("arguments")
-            .cloned()
-            .unwrap_or(Value::Null);
-        gate::check_param_headers(headers, &workflow.definition.input_schema, &arguments)?;
+        let arguments = message.params.get("arguments").unwrap_or(&Value::Null);
+        gate::check_param_headers(headers, &workflow.definition.input_schema, arguments)?;
     }
     Ok(Era::Modern(declared))
 }
@@ -616,7 +620,7 @@ impl McpState {
         &self,
         subject: &Subject,
         params: &Value,
-    ) -> Result<(Value, String), RpcError> {
+    ) -> Result<(InitializeResult, String), RpcError> {
         let requested = params
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -627,7 +631,10 @@ impl McpState {
                 UNSUPPORTED_VERSION,
                 format!("{requested} has no initialize; send server/discover"),
             )
-            .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
+            .with_data(wire::data(&wire::Unsupported {
+                supported: &self.facet()["revisions"],
+                requested,
+            })));
         }
         let version = match self.negotiate(subject, requested).await {
             Ok(v) => v,
@@ -641,11 +648,15 @@ impl McpState {
             },
             Err(e) => return Err(e),
         };
-        let result = json!({
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": self.server_info(),
-        });
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        let mut capabilities = ServerCapabilities::default();
+        capabilities.tools = Some(tools);
+        let mut result = InitializeResult::new(capabilities);
+        // One of the revisions the facet lists, which the config checked.
+        result.protocol_version =
+            serde_json::from_value(Value::from(version.as_str())).map_err(internal)?;
+        result.server_info = wire::server_info().clone();
         Ok((result, version))
     }
 }
