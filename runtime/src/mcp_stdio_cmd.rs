@@ -446,7 +446,7 @@ where
         let handle = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let took = std::time::Instant::now();
-                let answer = state.dispatch(&ctx, &message).await;
+                let answer = Box::pin(state.dispatch(&ctx, &message)).await;
                 // The request log of stdio, as the HTTP edge logs each request: inside
                 // the request's span, so the caller's trace id (from `_meta`) is on it.
                 let latency_ms = took.elapsed().as_secs_f64() * 1000.0;

@@ -77,7 +77,7 @@ async fn streamed(
         live.carried(async move {
             let ops = state.app.ops.clone();
             let outcome = ops
-                .holding_host_events_from(held, state.dispatch(&ctx, &message))
+                .holding_host_events_from(held, Box::pin(state.dispatch(&ctx, &message)))
                 .await
                 // A store that cannot write now: 503 with Retry-After (issue #35).
                 .unwrap_or_else(|e| {
@@ -346,7 +346,7 @@ pub async fn handle(
     let message = match incoming {
         Incoming::Request(m) => m,
         Incoming::Response(response) => {
-            return take_response(state, subject, headers, response).await;
+            return Box::pin(take_response(state, subject, headers, response)).await;
         }
     };
     let span = super::trace_span(&message, &headers);
@@ -355,7 +355,10 @@ pub async fn handle(
     let ops = state.app.ops.clone();
     // The negotiation's host event is held for the run this request may create (one
     // commit), else written before the answer.
-    let request = serve_message(state, subject, headers, message)
+    // Boxed, as each large future below: a future is moved (copied whole) each time it is
+    // wrapped or handed on, and the work of a call nests deep (callgrind counted a third
+    // of a tools/call's instructions in those copies, bench/instructions/run.sh).
+    let request = Box::pin(serve_message(state, subject, headers, message))
         .instrument(span)
         .instrument(exported);
     match ops.holding_host_events(request).await {
@@ -435,7 +438,7 @@ async fn serve_message(
     // An initialize that carries 2026 `_meta` is a modern request for a method that
     // revision removed (404 below); only a bare one opens a legacy session.
     if message.method == "initialize" && !message.meta().contains_key(gate::META_VERSION) {
-        return match state.initialize(&subject, &message.params).await {
+        return match Box::pin(state.initialize(&subject, &message.params)).await {
             Ok((result, version)) => {
                 crate::observe::otel::record_current("mcp.protocol.version", version.clone());
                 let session = match state
@@ -492,7 +495,7 @@ async fn serve_message(
         );
         return error_response(&e, id.as_ref());
     }
-    let era = match select_era(&state, &subject, &headers, &message).await {
+    let era = match Box::pin(select_era(&state, &subject, &headers, &message)).await {
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
@@ -511,21 +514,21 @@ async fn serve_message(
         ctx.session_modes = Modes::of_session(&session);
     }
     if message.is_notification() {
-        return match state.dispatch(&ctx, &message).await {
+        return match Box::pin(state.dispatch(&ctx, &message)).await {
             Ok(_) => StatusCode::ACCEPTED.into_response(),
             Err(e) => error_response(&e, None),
         };
     }
     if message.method == "subscriptions/listen" && matches!(ctx.era, Era::Modern(_)) {
-        return super::listen::open(state, ctx, message).await;
+        return Box::pin(super::listen::open(state, ctx, message)).await;
     }
     let id = id.unwrap_or_else(Id::null);
     if wants_sse(&headers, &message.method) {
         let (tx, rx) = mpsc::unbounded_channel::<String>();
         ctx.outbound = Some(Outbound::new(tx, &message));
-        return streamed(state, ctx, message, id, rx).await;
+        return Box::pin(streamed(state, ctx, message, id, rx)).await;
     }
-    match state.dispatch(&ctx, &message).await {
+    match Box::pin(state.dispatch(&ctx, &message)).await {
         Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, &result)),
         Ok(None) => StatusCode::ACCEPTED.into_response(),
         Err(e) => error_response(&e, Some(&id)),
