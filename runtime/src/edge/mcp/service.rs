@@ -15,7 +15,7 @@ use super::request_state::{Claims, Refusal, request_digest};
 use super::rpc::{METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::wire::{
     self, CacheScope, CallAnswer, CallParams, CallToolResult, ClientCapabilities, ContentBlock,
-    DiscoverResult, EmptyObject, InputRequests, InputRequired, ListToolsResult, MethodResult,
+    DiscoverResult, EmptyObject, InputRequests, InputRequiredResult, ListToolsResult, MethodResult,
     ProtocolVersion, Reason, Reply, ResourceContents, ResultType, RunAt, ServerCapabilities,
     ServerMeta, Tool, ToolAnnotations, ToolsCapability,
 };
@@ -671,11 +671,10 @@ impl McpState {
             round,
             nonce: crate::ids::mint_opaque(),
         };
-        Ok(CallAnswer::InputRequired(InputRequired {
-            result_type: ResultType::INPUT_REQUIRED,
-            input_requests: InputRequests::from([(open.interrupt_id.clone(), request)]),
-            request_state: self.codec.seal(&claims),
-        }))
+        Ok(CallAnswer::InputRequired(InputRequiredResult::new(
+            Some(InputRequests::from([(open.interrupt_id.clone(), request)])),
+            Some(self.codec.seal(&claims)),
+        )))
     }
 
     /// The retry of an input_required round: checks the state, reads the answer, and only

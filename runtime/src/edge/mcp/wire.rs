@@ -8,7 +8,9 @@
 //! not rmcp's: they keep the mount's tolerances (a `_meta` that is not an object is no
 //! error here; `arguments: null` is no arguments) and read only what a method uses, while
 //! the JSON-RPC envelope stays `edge::jsonrpc`'s, which echoes ids byte for byte (rmcp's
-//! `NumberOrString` turns `1.0` into `1` and refuses integers past i64).
+//! `NumberOrString` turns `1.0` into `1` and refuses integers past i64). Every answer is
+//! written straight from its model into the response body ([`Reply`]), and so is every
+//! message the host sends ([`Outgoing`]).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -17,9 +19,9 @@ use serde_json::{Map, Value};
 pub use rmcp::model::{
     CacheScope, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult, ElicitRequest,
     ElicitRequestParams, ElicitationSchema, EmptyObject, ErrorData, Implementation,
-    InitializeResult, InputRequest, InputRequests, ListToolsResult, ProtocolVersion,
-    ResourceContents, ResultType, ServerCapabilities, Task, TaskStatus, Tool, ToolAnnotations,
-    ToolsCapability,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
+    ProtocolVersion, ResourceContents, ResultType, ServerCapabilities, Task, TaskStatus, Tool,
+    ToolAnnotations, ToolsCapability,
 };
 
 use super::rpc::RpcError;
@@ -286,19 +288,9 @@ pub struct TaskAnswer {
 #[serde(untagged)]
 pub enum CallAnswer {
     Complete(CallToolResult),
-    InputRequired(InputRequired),
+    /// An MRTR round: what the client is asked and the sealed state it sends back.
+    InputRequired(InputRequiredResult),
     Task(TaskAnswer),
-}
-
-/// An MRTR round: what the client is asked and the sealed state it sends back. Not rmcp's
-/// `InputRequiredResult` only because its entries are typed requests and ours are written
-/// by `elicit` (the same JSON, value for value, in the probe).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InputRequired {
-    pub result_type: ResultType,
-    pub input_requests: InputRequests,
-    pub request_state: String,
 }
 
 /// A tool result of one text block, `isError` as given, and its structured content.
@@ -364,9 +356,8 @@ mod tests {
 
     #[test]
     fn an_input_round_and_a_tool_error_are_the_shapes_clients_read() {
-        let round = CallAnswer::InputRequired(InputRequired {
-            result_type: ResultType::INPUT_REQUIRED,
-            input_requests: InputRequests::from([(
+        let round = CallAnswer::InputRequired(InputRequiredResult::new(
+            Some(InputRequests::from([(
                 "i1".to_owned(),
                 InputRequest::Elicitation(ElicitRequest::new(
                     ElicitRequestParams::UrlElicitationParams {
@@ -376,9 +367,9 @@ mod tests {
                         elicitation_id: "i1".into(),
                     },
                 )),
-            )]),
-            request_state: "s".into(),
-        });
+            )])),
+            Some("s".into()),
+        ));
         assert_eq!(
             serde_json::to_string(&round).unwrap(),
             json!({"resultType": "input_required",
