@@ -376,7 +376,7 @@ where
                 Ok((result, version)) => {
                     session = Some(version);
                     session_modes = Modes::of(&message.params["capabilities"]);
-                    let _ = tx.send(result_body(&message.echo_id(), result));
+                    let _ = tx.send(result_body(&message.echo_id(), &result));
                 }
                 Err(e) => {
                     let _ = tx.send(e.body(message.id.as_ref()));
@@ -389,7 +389,7 @@ where
         // naming a 2026 revision in `_meta` is dispatched and answered method-not-found.
         if message.method == "ping" && !message.meta().contains_key(META_VERSION) {
             if let Some(id) = &message.id {
-                let _ = tx.send(result_body(id, serde_json::json!({})));
+                let _ = tx.send(result_body(id, &rmcp::model::EmptyObject {}));
             }
             continue;
         }
@@ -446,7 +446,7 @@ where
         let handle = tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let took = std::time::Instant::now();
-                let answer = state.dispatch(&ctx, &message).await;
+                let answer = Box::pin(state.dispatch(&ctx, &message)).await;
                 // The request log of stdio, as the HTTP edge logs each request: inside
                 // the request's span, so the caller's trace id (from `_meta`) is on it.
                 let latency_ms = took.elapsed().as_secs_f64() * 1000.0;
@@ -458,7 +458,7 @@ where
                     Ok(_) => tracing::info!(latency_ms, "request"),
                 }
                 let reply = match answer {
-                    Ok(Some(result)) => id.as_ref().map(|id| result_body(id, result)),
+                    Ok(Some(result)) => id.as_ref().map(|id| result_body(id, &result)),
                     Ok(None) => None,
                     Err(e) => id.as_ref().map(|id| e.body(Some(id))),
                 };

@@ -653,12 +653,12 @@ pub fn a2a_task_state_current(state: &str) {
     }
 }
 
-/// Records an MCP tool result on the current (MCP server) span: a result with
-/// `isError: true` is a failed call, `error.type = tool_error` (the MCP conventions' value
-/// for a tool execution error), its first text as the status description.
-pub fn mcp_tool_result_current(result: &serde_json::Value) {
-    if on() && is_tool_error(result) {
-        error_current("tool_error", &tool_error_text(result));
+/// Records an MCP tool execution error (a result with `isError: true`) on the current
+/// (MCP server) span: `error.type = tool_error` (the MCP conventions' value for a tool
+/// execution error), `text` (its first text block) as the status description.
+pub fn mcp_tool_error_current(text: &str) {
+    if on() {
+        error_current("tool_error", &text.chars().take(200).collect::<String>());
     }
 }
 

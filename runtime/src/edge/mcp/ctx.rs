@@ -88,8 +88,9 @@ impl Outbound {
         }
     }
 
-    pub(crate) fn send(&self, message: Value) -> bool {
-        self.tx.send(message.to_string()).is_ok()
+    /// Sends one message, as written (`wire::Outgoing::text`).
+    pub(crate) fn send(&self, message: String) -> bool {
+        self.tx.send(message).is_ok()
     }
 }
 

@@ -8,9 +8,11 @@
 //!   `elicitation.url`; otherwise it cannot be asked;
 //! - anything else (external events): never asked.
 
+use rmcp::model::{EnumSchema, PrimitiveSchemaDefinition, SingleSelectEnumSchema, StringSchema};
 use serde_json::{Map, Value, json};
 
 use super::rpc::RpcError;
+use super::wire::{ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest};
 
 /// Which elicitation modes a client declared (`capabilities.elicitation`). An empty
 /// `elicitation: {}` is form mode, as the 2025-06-18 revision defined it.
@@ -136,55 +138,80 @@ pub fn can_ask(kind: &str, data: &Value, modes: Modes) -> bool {
     }
 }
 
-/// The `elicitation/create` params of the form an interrupt is asked with.
-fn form(kind: &str, data: &Value) -> Option<(String, Value, Value)> {
+/// The form an interrupt is asked with: its message and schema. An approval is one
+/// `decision` among the actions it offers; a clarification one string per question, in
+/// the order asked (each question's text its description).
+fn form(kind: &str, data: &Value) -> Option<(String, ElicitationSchema)> {
     match kind {
         "approval" => {
-            let actions = json!(crate::ops::offered_actions(data));
-            Some((
-                data.get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Approve?")
-                    .to_owned(),
-                json!({"decision": {"type": "string", "title": "Decision", "enum": actions}}),
-                json!(["decision"]),
-            ))
+            let actions = crate::ops::offered_actions(data);
+            let decision = EnumSchema::builder(actions).title("Decision").build();
+            let message = data
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or("Approve?")
+                .to_owned();
+            let properties = [("decision", PrimitiveSchemaDefinition::Enum(decision))];
+            Some((message, schema(properties)))
         }
         "clarification" => {
             let questions = data.get("questions").and_then(Value::as_array)?;
-            let mut props = Map::new();
-            let mut text = Vec::new();
+            let mut properties = Vec::with_capacity(questions.len());
+            let mut text = Vec::with_capacity(questions.len());
             for q in questions {
                 let id = q.get("id").and_then(Value::as_str)?;
                 let question = q.get("question").and_then(Value::as_str).unwrap_or(id);
-                props.insert(
-                    id.to_owned(),
-                    json!({"type": "string", "description": question}),
-                );
+                let field = StringSchema::new().description(question.to_owned());
+                properties.push((id, PrimitiveSchemaDefinition::String(field)));
                 text.push(question.to_owned());
             }
-            let required: Vec<&String> = props.keys().collect();
-            let required = json!(required);
-            Some((text.join("\n"), Value::Object(props), required))
+            Some((text.join("\n"), schema(properties)))
         }
+        _ => None,
+    }
+}
+
+/// An object schema of `properties` in the order given (a repeated name keeps its first
+/// place and its last definition), every one of them required.
+fn schema<'a>(
+    properties: impl IntoIterator<Item = (&'a str, PrimitiveSchemaDefinition)>,
+) -> ElicitationSchema {
+    let mut order: Vec<String> = Vec::new();
+    let mut defined = std::collections::BTreeMap::new();
+    for (name, definition) in properties {
+        if defined.insert(name.to_owned(), definition).is_none() {
+            order.push(name.to_owned());
+        }
+    }
+    let mut schema = ElicitationSchema::new(defined).with_required(order.clone());
+    schema.property_order = Some(order);
+    schema
+}
+
+/// The choices a form's field offers, when it offers any.
+fn options(field: &PrimitiveSchemaDefinition) -> Option<&[String]> {
+    match field {
+        PrimitiveSchemaDefinition::Enum(EnumSchema::Single(SingleSelectEnumSchema::Untitled(
+            e,
+        ))) => Some(&e.enum_),
         _ => None,
     }
 }
 
 /// The `elicitation/create` params that ask about `asked` of a client with `modes`, or
 /// `None` when it cannot be asked of that client.
-pub fn params(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
+pub fn params(asked: &Asked<'_>, modes: Modes) -> Option<ElicitRequestParams> {
     if !can_ask(asked.kind, asked.data, modes) {
         return None;
     }
     match needs(asked.kind, asked.data) {
         Needs::Form => {
-            let (message, properties, required) = form(asked.kind, asked.data)?;
-            Some(json!({
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {"type": "object", "properties": properties, "required": required},
-            }))
+            let (message, requested_schema) = form(asked.kind, asked.data)?;
+            Some(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema,
+            })
         }
         Needs::Url => {
             let url = asked.data.get("connectUrl").and_then(Value::as_str)?;
@@ -193,20 +220,26 @@ pub fn params(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
                 .get("provider")
                 .and_then(Value::as_str)
                 .unwrap_or("the provider");
-            Some(json!({
-                "mode": "url",
-                "message": format!("Connect {provider} to let the run go on, then accept."),
-                "url": url,
-                "elicitationId": asked.interrupt_id,
-            }))
+            Some(ElicitRequestParams::UrlElicitationParams {
+                meta: None,
+                message: format!("Connect {provider} to let the run go on, then accept."),
+                url: url.to_owned(),
+                elicitation_id: asked.interrupt_id.to_owned(),
+            })
         }
         Needs::Nothing => None,
     }
 }
 
 /// The `inputRequests` entry (an `elicitation/create` request) for `asked`.
-pub fn input_request(asked: &Asked<'_>, modes: Modes) -> Option<Value> {
-    params(asked, modes).map(|p| json!({"method": "elicitation/create", "params": p}))
+pub fn input_request(asked: &Asked<'_>, modes: Modes) -> Option<InputRequest> {
+    params(asked, modes).map(|p| InputRequest::Elicitation(ElicitRequest::new(p)))
+}
+
+/// A resume value of one member (`{"action": "reject"}`, `{"outcome": "authorized"}`):
+/// what the interrupt's kind reads, a workflow value and so open by design.
+fn resume(member: &str, word: &str) -> Answer {
+    Answer::Resume(json!({ member: word }))
 }
 
 /// What a client's elicitation result does to the interrupt.
@@ -234,11 +267,14 @@ pub fn answer(asked: &Asked<'_>, result: &Value) -> Result<Answer, RpcError> {
     }
     match (action, needs(asked.kind, asked.data)) {
         (Some("cancel"), _) => Ok(Answer::Dismissed),
-        (Some("decline"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "declined"}))),
-        (Some("decline"), _) => Ok(Answer::Resume(json!({"action": "decline"}))),
-        (Some("accept"), Needs::Url) => Ok(Answer::Resume(json!({"outcome": "authorized"}))),
+        (Some("decline"), Needs::Url) => Ok(resume("outcome", "declined")),
+        (Some("decline"), _) => Ok(resume("action", "decline")),
+        (Some("accept"), Needs::Url) => Ok(resume("outcome", "authorized")),
         (Some("accept"), _) => {
-            let content = result.get("content").cloned().unwrap_or_else(|| json!({}));
+            let content = result
+                .get("content")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new()));
             Ok(Answer::Resume(check_content(asked, content)?))
         }
         (other, _) => {
@@ -279,16 +315,17 @@ fn approval_answer(
     };
     if result.get("action").and_then(Value::as_str) == Some("decline") {
         if offered.iter().any(|a| a == "reject") {
-            return Ok(Answer::Resume(json!({"action": "reject"})));
+            return Ok(resume("action", "reject"));
         }
         return Err(RpcError::invalid_params(format!(
             "inputResponses[\"{key}\"]: this approval cannot be declined; accept it with content.decision one of {}",
             named()
         )));
     }
-    let mut content = match result.get("content").cloned().unwrap_or_else(|| json!({})) {
-        Value::Object(c) => c,
-        _ => {
+    let mut content = match result.get("content").cloned() {
+        None => Map::new(),
+        Some(Value::Object(c)) => c,
+        Some(_) => {
             return Err(RpcError::invalid_params(format!(
                 "inputResponses[\"{key}\"].content must be an object"
             )));
@@ -297,12 +334,12 @@ fn approval_answer(
     // MCP's own `accept` is the user saying yes: with no `decision` it is the approval's
     // `accept` (when offered), as generic clients answer a form they did not fill.
     let decision = match content.remove("decision") {
-        None if offered.iter().any(|a| a == "accept") => Some(json!("accept")),
+        None if offered.iter().any(|a| a == "accept") => Some(Value::from("accept")),
         other => other,
     };
     match decision {
         Some(Value::String(d)) if offered.contains(&d) => {
-            content.insert("action".to_owned(), json!(d));
+            content.insert("action".to_owned(), Value::String(d));
             Ok(Answer::Resume(Value::Object(content)))
         }
         other => Err(RpcError::invalid_params(format!(
@@ -324,21 +361,20 @@ fn check_content(asked: &Asked<'_>, content: Value) -> Result<Value, RpcError> {
     let Value::Object(content) = content else {
         return Err(bad("must be an object".into()));
     };
-    let Some((_, properties, _)) = form(asked.kind, asked.data) else {
+    let Some((_, schema)) = form(asked.kind, asked.data) else {
         return Ok(Value::Object(content));
     };
     for (field, value) in &content {
-        let Some(options) = properties
-            .get(field)
-            .and_then(|spec| spec.get("enum"))
-            .and_then(Value::as_array)
-        else {
+        let Some(options) = schema.properties.get(field).and_then(options) else {
             continue;
         };
-        if !options.contains(value) {
+        if !value
+            .as_str()
+            .is_some_and(|v| options.iter().any(|o| o == v))
+        {
             return Err(bad(format!(
                 "field `{field}` must be one of {}, not {value}",
-                Value::Array(options.clone())
+                Value::from(options)
             )));
         }
     }
@@ -422,6 +458,7 @@ mod tests {
             url: true,
         };
         let request = input_request(&asked("credential", &data), with_url).expect("asked");
+        let request = serde_json::to_value(&request).unwrap();
         assert_eq!(request["params"]["mode"], "url");
         assert_eq!(request["params"]["url"], "https://example.test/connect");
         assert_eq!(request["params"]["elicitationId"], "int-1");
@@ -525,5 +562,29 @@ mod tests {
         let only = asked("approval", &accept_only);
         let e = answer(&only, &json!({"action": "decline"})).expect_err("no reject offered");
         assert!(e.message.contains("\"accept\""), "{}", e.message);
+    }
+
+    #[test]
+    fn forms_are_the_bytes_clients_were_sent_before_the_models() {
+        // The form of an approval and of a clarification, as the mount wrote them by hand
+        // (member order included: a clarification's fields in the order asked, a repeated
+        // id keeping its first place).
+        let form_only = Modes {
+            form: true,
+            url: false,
+        };
+        let data = approval();
+        let request = input_request(&asked("approval", &data), form_only).expect("asked");
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"method":"elicitation/create","params":{"mode":"form","message":"Ship it?","requestedSchema":{"type":"object","properties":{"decision":{"type":"string","title":"Decision","enum":["accept","reject"]}},"required":["decision"]}}}"#
+        );
+        let data = json!({"questions": [{"id": "why", "question": "Why?"},
+            {"id": "a", "question": "And?"}, {"id": "why", "question": "Why, again?"}]});
+        let params = params(&asked("clarification", &data), form_only).expect("asked");
+        assert_eq!(
+            serde_json::to_string(&params).unwrap(),
+            r#"{"mode":"form","message":"Why?\nAnd?\nWhy, again?","requestedSchema":{"type":"object","properties":{"why":{"type":"string","description":"Why, again?"},"a":{"type":"string","description":"And?"}},"required":["why","a"]}}"#
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rpc::{HEADER_MISMATCH, INVALID_PARAMS, Message, RpcError};
 
@@ -64,7 +64,7 @@ pub fn check_mirrors(headers: &HeaderMap, message: &Message) -> Result<(), RpcEr
                 message.method
             ),
         )
-        .with_data(json!({"header": "Mcp-Method"})));
+        .naming_header("Mcp-Method"));
     }
     if let Some(expected) = name_of(&message.method, &message.params) {
         let sent = header_text(headers, NAME_HEADER)?;
@@ -79,7 +79,7 @@ pub fn check_mirrors(headers: &HeaderMap, message: &Message) -> Result<(), RpcEr
                 HEADER_MISMATCH,
                 "the Mcp-Name header must equal the body's name (uri, taskId)",
             )
-            .with_data(json!({"header": "Mcp-Name"})));
+            .naming_header("Mcp-Name"));
         }
     }
     Ok(())
@@ -109,7 +109,7 @@ pub fn check_param_headers(
                 HEADER_MISMATCH,
                 format!("the {header} header {why} (argument `{property}`)"),
             )
-            .with_data(json!({"header": header}))
+            .naming_header(&header)
         };
         let sent = header_text(headers, &header)?;
         let matches = match (arguments.get(property), sent.as_deref()) {
@@ -178,12 +178,12 @@ pub fn check_version_header(headers: &HeaderMap, declared: &Declared) -> Result<
             HEADER_MISMATCH,
             "the MCP-Protocol-Version header must equal params._meta's protocolVersion",
         )
-        .with_data(json!({"header": "MCP-Protocol-Version"}))),
+        .naming_header("MCP-Protocol-Version")),
         None => Err(RpcError::new(
             HEADER_MISMATCH,
             "a request of this revision must send the MCP-Protocol-Version header",
         )
-        .with_data(json!({"header": "MCP-Protocol-Version"}))),
+        .naming_header("MCP-Protocol-Version")),
     }
 }
 
@@ -191,6 +191,7 @@ pub fn check_version_header(headers: &HeaderMap, declared: &Declared) -> Result<
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+    use serde_json::json;
 
     fn call(name: &str) -> Message {
         Message {

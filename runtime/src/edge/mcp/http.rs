@@ -8,15 +8,19 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::Instrument;
 
+use super::ctx::internal;
 use super::ctx::{Ctx, Era, Outbound};
 use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
     HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
     error_response, parse_incoming, result_body,
+};
+use super::wire::{
+    self, EmptyObject, InitializeResult, Reply, ServerCapabilities, ToolsCapability,
 };
 use super::{BODY_LIMIT, McpState, STATELESS_SINCE};
 use crate::edge::jsonrpc::{self, Id, Incoming};
@@ -73,7 +77,7 @@ async fn streamed(
         live.carried(async move {
             let ops = state.app.ops.clone();
             let outcome = ops
-                .holding_host_events_from(held, state.dispatch(&ctx, &message))
+                .holding_host_events_from(held, Box::pin(state.dispatch(&ctx, &message)))
                 .await
                 // A store that cannot write now: 503 with Retry-After (issue #35).
                 .unwrap_or_else(|e| {
@@ -90,9 +94,9 @@ async fn streamed(
         .in_current_span(),
     );
     let owner = AbortOnDrop(work.abort_handle());
-    let answer = |outcome: Result<Option<Value>, RpcError>, id: &Id| match outcome {
-        Ok(Some(result)) => result_body(id, result),
-        Ok(None) => result_body(id, json!({})),
+    let answer = |outcome: Result<Option<Reply>, RpcError>, id: &Id| match outcome {
+        Ok(Some(result)) => result_body(id, &result),
+        Ok(None) => result_body(id, &EmptyObject {}),
         Err(e) => e.body(Some(id)),
     };
     let first = tokio::select! {
@@ -115,7 +119,7 @@ async fn streamed(
     struct Open {
         pending: Option<String>,
         rx: mpsc::UnboundedReceiver<String>,
-        done_rx: oneshot::Receiver<Result<Option<Value>, RpcError>>,
+        done_rx: oneshot::Receiver<Result<Option<Reply>, RpcError>>,
         finished: bool,
         id: Id,
         _owner: AbortOnDrop,
@@ -233,7 +237,9 @@ impl FromRequestParts<McpState> for McpCaller {
 /// on HTTP `429`, with `Retry-After` (as `error_response` writes it).
 fn rate_limited(l: crate::identity::rate::Limited) -> RpcError {
     RpcError::new(RATE_LIMITED, l.message())
-        .with_data(serde_json::json!({"retryAfterSeconds": l.retry_after_secs}))
+        .with_data(wire::data(&wire::RetryAfter {
+            retry_after_seconds: l.retry_after_secs,
+        }))
         .with_http(StatusCode::TOO_MANY_REQUESTS)
 }
 
@@ -340,7 +346,7 @@ pub async fn handle(
     let message = match incoming {
         Incoming::Request(m) => m,
         Incoming::Response(response) => {
-            return take_response(state, subject, headers, response).await;
+            return Box::pin(take_response(state, subject, headers, response)).await;
         }
     };
     let span = super::trace_span(&message, &headers);
@@ -349,7 +355,10 @@ pub async fn handle(
     let ops = state.app.ops.clone();
     // The negotiation's host event is held for the run this request may create (one
     // commit), else written before the answer.
-    let request = serve_message(state, subject, headers, message)
+    // Boxed, as each large future below: a future is moved (copied whole) each time it is
+    // wrapped or handed on, and the work of a call nests deep (callgrind counted a third
+    // of a tools/call's instructions in those copies, bench/instructions/run.sh).
+    let request = Box::pin(serve_message(state, subject, headers, message))
         .instrument(span)
         .instrument(exported);
     match ops.holding_host_events(request).await {
@@ -429,7 +438,7 @@ async fn serve_message(
     // An initialize that carries 2026 `_meta` is a modern request for a method that
     // revision removed (404 below); only a bare one opens a legacy session.
     if message.method == "initialize" && !message.meta().contains_key(gate::META_VERSION) {
-        return match state.initialize(&subject, &message.params).await {
+        return match Box::pin(state.initialize(&subject, &message.params)).await {
             Ok((result, version)) => {
                 crate::observe::otel::record_current("mcp.protocol.version", version.clone());
                 let session = match state
@@ -450,8 +459,10 @@ async fn serve_message(
                         );
                     }
                 };
-                let mut resp =
-                    jsonrpc::http_response(StatusCode::OK, result_body(&message.echo_id(), result));
+                let mut resp = jsonrpc::http_response(
+                    StatusCode::OK,
+                    result_body(&message.echo_id(), &result),
+                );
                 crate::observe::otel::record_current("mcp.session.id", session.clone());
                 if let Ok(v) = HeaderValue::from_str(&session) {
                     resp.headers_mut().insert(SESSION_HEADER, v);
@@ -471,7 +482,7 @@ async fn serve_message(
         && !matches!(gate::header_text(&headers, VERSION_HEADER), Ok(Some(v)) if is_stateless(&v))
     {
         return match &message.id {
-            Some(id) => jsonrpc::http_response(StatusCode::OK, result_body(id, json!({}))),
+            Some(id) => jsonrpc::http_response(StatusCode::OK, result_body(id, &EmptyObject {})),
             None => StatusCode::ACCEPTED.into_response(),
         };
     }
@@ -484,7 +495,7 @@ async fn serve_message(
         );
         return error_response(&e, id.as_ref());
     }
-    let era = match select_era(&state, &subject, &headers, &message).await {
+    let era = match Box::pin(select_era(&state, &subject, &headers, &message)).await {
         Ok(era) => era,
         Err(e) => return error_response(&e, id.as_ref()),
     };
@@ -503,22 +514,22 @@ async fn serve_message(
         ctx.session_modes = Modes::of_session(&session);
     }
     if message.is_notification() {
-        return match state.dispatch(&ctx, &message).await {
+        return match Box::pin(state.dispatch(&ctx, &message)).await {
             Ok(_) => StatusCode::ACCEPTED.into_response(),
             Err(e) => error_response(&e, None),
         };
     }
     if message.method == "subscriptions/listen" && matches!(ctx.era, Era::Modern(_)) {
-        return super::listen::open(state, ctx, message).await;
+        return Box::pin(super::listen::open(state, ctx, message)).await;
     }
     let id = id.unwrap_or_else(Id::null);
     if wants_sse(&headers, &message.method) {
         let (tx, rx) = mpsc::unbounded_channel::<String>();
         ctx.outbound = Some(Outbound::new(tx, &message));
-        return streamed(state, ctx, message, id, rx).await;
+        return Box::pin(streamed(state, ctx, message, id, rx)).await;
     }
-    match state.dispatch(&ctx, &message).await {
-        Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, result)),
+    match Box::pin(state.dispatch(&ctx, &message)).await {
+        Ok(Some(result)) => jsonrpc::http_response(StatusCode::OK, result_body(&id, &result)),
         Ok(None) => StatusCode::ACCEPTED.into_response(),
         Err(e) => error_response(&e, Some(&id)),
     }
@@ -552,7 +563,7 @@ async fn select_era(
                 HEADER_MISMATCH,
                 "MCP-Protocol-Version differs from the session's revision",
             )
-            .with_data(json!({"header": "MCP-Protocol-Version"})));
+            .naming_header("MCP-Protocol-Version"));
         }
         return Ok(Era::Legacy(session.version));
     }
@@ -561,7 +572,7 @@ async fn select_era(
             HEADER_MISMATCH,
             "send MCP-Protocol-Version (or initialize first for the 2025-11-25 era)",
         )
-        .with_data(json!({"header": "MCP-Protocol-Version"})));
+        .naming_header("MCP-Protocol-Version"));
     }
     let declared = gate::declared(message)?;
     gate::check_version_header(headers, &declared)?;
@@ -579,12 +590,8 @@ async fn select_era(
         && let Some(name) = message.params.get("name").and_then(Value::as_str)
         && let Ok(workflow) = state.app.ops.get_workflow(subject, name)
     {
-        let arguments = message
-            .params
-            .get("arguments")
-            .cloned()
-            .unwrap_or(Value::Null);
-        gate::check_param_headers(headers, &workflow.definition.input_schema, &arguments)?;
+        let arguments = message.params.get("arguments").unwrap_or(&Value::Null);
+        gate::check_param_headers(headers, &workflow.definition.input_schema, arguments)?;
     }
     Ok(Era::Modern(declared))
 }
@@ -616,7 +623,7 @@ impl McpState {
         &self,
         subject: &Subject,
         params: &Value,
-    ) -> Result<(Value, String), RpcError> {
+    ) -> Result<(InitializeResult, String), RpcError> {
         let requested = params
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -627,7 +634,10 @@ impl McpState {
                 UNSUPPORTED_VERSION,
                 format!("{requested} has no initialize; send server/discover"),
             )
-            .with_data(json!({"supported": self.facet()["revisions"], "requested": requested})));
+            .with_data(wire::data(&wire::Unsupported {
+                supported: &self.facet()["revisions"],
+                requested,
+            })));
         }
         let version = match self.negotiate(subject, requested).await {
             Ok(v) => v,
@@ -641,11 +651,15 @@ impl McpState {
             },
             Err(e) => return Err(e),
         };
-        let result = json!({
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": self.server_info(),
-        });
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        let mut capabilities = ServerCapabilities::default();
+        capabilities.tools = Some(tools);
+        let mut result = InitializeResult::new(capabilities);
+        // One of the revisions the facet lists, which the config checked.
+        result.protocol_version =
+            serde_json::from_value(Value::from(version.as_str())).map_err(internal)?;
+        result.server_info = wire::server_info().clone();
         Ok((result, version))
     }
 }

@@ -12,25 +12,48 @@ use std::convert::Infallible;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::McpState;
 use super::ctx::{Ctx, Era};
 use super::gate::TASKS_EXTENSION;
 use super::rpc::{Message, RpcError, result_body};
+use super::wire::{Outgoing, ResultType, SubscriptionMeta, WithSubscription};
 use crate::ids::BoundId;
 use crate::ops::OpError;
 use axum::http::StatusCode;
 use futures::StreamExt;
 
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// A notification of the subscription `id`: its params, then `_meta` naming it.
+fn notification<P: Serialize>(method: &str, params: P, id: &Value) -> String {
+    let params = WithSubscription {
+        params,
+        meta: SubscriptionMeta {
+            subscription_id: id,
+        },
+    };
+    Outgoing::notification(method, params).text()
+}
 
-fn notification(method: &str, mut params: Value, id: &Value) -> Value {
-    if let Some(obj) = params.as_object_mut() {
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-        meta[SUBSCRIPTION_ID] = id.clone();
-    }
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
+/// `notifications/subscriptions/acknowledged` params: what of the request is honoured.
+#[derive(Serialize)]
+struct Acknowledged<'a> {
+    notifications: Honoured<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Honoured<'a> {
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    task_ids: &'a [String],
+}
+
+/// The final result of a listen that ended gracefully.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Ended {
+    result_type: ResultType,
 }
 
 /// Opens the stream on streamable HTTP. Ends when the client goes away (the stream is
@@ -71,11 +94,13 @@ pub async fn start(
     // that id as a value.
     let raw_id = message.echo_id();
     let id = raw_id.value();
-    let asked = message
+    // Read loosely, as the request is open to kinds this host does not honour: only
+    // `taskIds`' strings are taken.
+    let asked_ids = message
         .params
         .get("notifications")
-        .cloned()
-        .unwrap_or(json!({}));
+        .and_then(|n| n.get("taskIds"))
+        .and_then(Value::as_array);
     let modes = ctx.modes();
     let tasks_declared = match &ctx.era {
         Era::Modern(d) => d.has_extension(TASKS_EXTENSION),
@@ -85,7 +110,7 @@ pub async fn start(
     // out of the acknowledgement exactly as unknown ids.
     let mut watches = futures::stream::SelectAll::new();
     let mut honoured_ids: Vec<String> = Vec::new();
-    if tasks_declared && let Some(ids) = asked.get("taskIds").and_then(Value::as_array) {
+    if tasks_declared && let Some(ids) = asked_ids {
         for task_id in ids.iter().filter_map(Value::as_str) {
             // A store that cannot be read says nothing about the task: the listen is
             // refused for now rather than acknowledged without it.
@@ -114,21 +139,18 @@ pub async fn start(
             )));
         }
     }
-    let mut honoured = json!({});
-    if !honoured_ids.is_empty() {
-        honoured_ids.sort();
-        honoured["taskIds"] = json!(honoured_ids);
-    }
+    honoured_ids.sort();
     let mut shutdown = state.app.shutdown.clone();
     // A task feeds the stream through a channel; when the client goes away the receiver
     // is dropped and `tx.closed()` ends the task.
     Ok(tokio::spawn(async move {
-        let ack = notification(
-            "notifications/subscriptions/acknowledged",
-            json!({"notifications": honoured}),
-            &id,
-        );
-        if tx.send(ack.to_string()).await.is_err() {
+        let honoured = Acknowledged {
+            notifications: Honoured {
+                task_ids: &honoured_ids,
+            },
+        };
+        let ack = notification("notifications/subscriptions/acknowledged", honoured, &id);
+        if tx.send(ack).await.is_err() {
             return;
         }
         let fail = |e: RpcError| {
@@ -140,7 +162,7 @@ pub async fn start(
         };
         // Where each watched task stood when last told, so an update that changed nothing
         // the client sees sends nothing.
-        let mut last: HashMap<String, Value> = HashMap::new();
+        let mut last: HashMap<String, String> = HashMap::new();
         loop {
             let update = tokio::select! {
                 _ = tx.closed() => return,
@@ -158,33 +180,31 @@ pub async fn start(
                 Err(e) => return fail(RpcError::from(e)).await,
             };
             // A notification carries the task, not a result: no `resultType`.
-            let view = match state
-                .task_view(&run, true, modes)
-                .await
-                .and_then(|mut view| {
-                    view.result_type = None;
-                    super::wire::write(&view)
-                }) {
+            let mut view = match state.task_view(&run, true, modes).await {
                 Ok(view) => view,
                 Err(e) => return fail(e).await,
             };
-            if last.get(&run.run_id) == Some(&view) {
+            view.result_type = None;
+            // The whole message is compared: it differs only where the task does.
+            let sent = notification("notifications/tasks", &view, &id);
+            if last.get(&run.run_id) == Some(&sent) {
                 continue;
             }
-            last.insert(run.run_id.clone(), view.clone());
-            if tx
-                .send(notification("notifications/tasks", view, &id).to_string())
-                .await
-                .is_err()
-            {
+            last.insert(run.run_id.clone(), sent.clone());
+            if tx.send(sent).await.is_err() {
                 return;
             }
         }
         // A graceful end: the final result to the listen id.
-        let end = result_body(
-            &raw_id,
-            json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id.clone()}}),
-        );
+        let ended = WithSubscription {
+            params: Ended {
+                result_type: ResultType::COMPLETE,
+            },
+            meta: SubscriptionMeta {
+                subscription_id: &id,
+            },
+        };
+        let end = result_body(&raw_id, &ended);
         let _ = tx.send(end).await;
     }))
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::post;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::app::AppState;
 use crate::identity::Subject;
@@ -115,7 +115,10 @@ impl McpState {
             Some(v) if decision.is_accepted() => Ok(v),
             _ => Err(
                 RpcError::new(UNSUPPORTED_VERSION, "Unsupported protocol version").with_data(
-                    json!({"supported": self.facet()["revisions"], "requested": requested}),
+                    wire::data(&wire::Unsupported {
+                        supported: &self.facet()["revisions"],
+                        requested,
+                    }),
                 ),
             ),
         }
@@ -226,6 +229,7 @@ pub(crate) fn trace_span(message: &rpc::Message, headers: &axum::http::HeaderMap
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_facet_advertises_extensions_only_when_tasks_are_served() {

@@ -2,7 +2,9 @@
 //! shape every refusal takes (never the OpenWOP envelope, a 401 included).
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use super::wire::{self, ErrorData};
 
 use crate::edge::jsonrpc::{self, Id, Incoming, Malformed};
 use crate::ops::OpError;
@@ -134,13 +136,19 @@ impl RpcError {
         }
     }
 
-    /// The `error` member.
-    pub fn error_member(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(data) = &self.data {
-            error["data"] = (**data).clone();
-        }
-        error
+    /// -32020's `data`: the header that disagrees with the body.
+    pub fn naming_header(self, header: &str) -> RpcError {
+        self.with_data(wire::data(&wire::Header { header }))
+    }
+
+    /// The `error` member: MCP's `ErrorData` (every code of the mount fits its `i32`).
+    pub fn error_member(&self) -> ErrorData {
+        let code = i32::try_from(self.code).unwrap_or(INTERNAL_ERROR as i32);
+        ErrorData::new(
+            rmcp::model::ErrorCode(code),
+            self.message.clone(),
+            self.data.as_deref().cloned(),
+        )
     }
 
     /// The JSON-RPC error response to request `id` (else the id the error carries, else
@@ -185,7 +193,9 @@ impl From<OpError> for RpcError {
                 INTERNAL_ERROR,
                 "the host's store is unavailable for a moment; retry later",
             )
-            .with_data(json!({"retryAfterSeconds": retry_after_secs}))
+            .with_data(wire::data(&wire::RetryAfter {
+                retry_after_seconds: retry_after_secs,
+            }))
             .with_http(StatusCode::SERVICE_UNAVAILABLE),
             OpError::RunNotFound { .. }
             | OpError::TenantMismatch { .. }
@@ -197,9 +207,10 @@ impl From<OpError> for RpcError {
     }
 }
 
-/// The success response to request `id`, with the id as the request sent it.
-pub fn result_body(id: &Id, result: Value) -> String {
-    jsonrpc::success(id, &result)
+/// The success response to request `id`, with the id as the request sent it: the
+/// answer's model written straight into the body.
+pub fn result_body<R: serde::Serialize + ?Sized>(id: &Id, result: &R) -> String {
+    jsonrpc::success(id, result)
 }
 
 /// A JSON-RPC error as an HTTP response (every transport of the mount over HTTP: the
@@ -251,7 +262,7 @@ mod tests {
             parse_message(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#)
                 .expect("big id");
         assert_eq!(
-            result_body(&big.echo_id(), json!({})),
+            result_body(&big.echo_id(), &serde_json::json!({})),
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
         );
         let e = parse_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();

@@ -2,7 +2,8 @@
 //! HTTP mount and `openwop mcp-stdio` both call [`McpState::dispatch`] with an
 //! authenticated Subject and the request's negotiated context.
 
-use serde_json::{Map, Value, json};
+use rmcp::model::ElicitationCapability;
+use serde_json::{Map, Value};
 
 use super::ctx::{
     Ctx, Era, MISSING_CAPABILITY_REASON, ROUNDS_EXCEEDED_REASON, STATE_TTL_MS, internal,
@@ -13,9 +14,10 @@ use super::gate::TASKS_EXTENSION;
 use super::request_state::{Claims, Refusal, request_digest};
 use super::rpc::{METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::wire::{
-    self, CacheScope, CallAnswer, CallParams, CallToolResult, ContentBlock, DiscoverResult,
-    InputRequired, ListToolsResult, ProtocolVersion, ResourceContents, ResultType,
-    ServerCapabilities, Tool, ToolAnnotations, ToolsCapability,
+    self, CacheScope, CallAnswer, CallParams, CallToolResult, ClientCapabilities, ContentBlock,
+    DiscoverResult, EmptyObject, InputRequests, InputRequiredResult, ListToolsResult, MethodResult,
+    ProtocolVersion, Reason, Reply, ResourceContents, ResultType, RunAt, ServerCapabilities,
+    ServerMeta, Tool, ToolAnnotations, ToolsCapability,
 };
 use super::{McpState, cancel::RunGuard, session_elicit};
 use crate::generated::dispatch::{MCP_METHODS, McpMethod, RunStatus};
@@ -44,11 +46,13 @@ impl McpState {
     }
 
     /// Answers one request. `Ok(None)` for a notification (nothing is sent back).
-    pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Value>, RpcError> {
+    pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Reply>, RpcError> {
         // `ping` left with 2026-07-28; the initialize era still has it.
         if message.method == "ping" && matches!(ctx.era, Era::Legacy(_)) {
-            // The empty result (MCP's `EmptyResult`): `{}` is all of it.
-            return Ok((!message.is_notification()).then(|| json!({})));
+            return Ok((!message.is_notification()).then(|| Reply {
+                answer: MethodResult::Empty(EmptyObject {}),
+                meta: None,
+            }));
         }
         let Some(method) = McpMethod::from_method(&message.method) else {
             if message.is_notification() {
@@ -90,26 +94,34 @@ impl McpState {
                         message.method
                     ),
                 )
-                // `data` is open in JSON-RPC; MCP's -32021 names the capability this way.
-                .with_data(json!({"requiredCapabilities": {"extensions": {extension: {}}}})));
+                .with_data(missing_capability(|c| {
+                    c.extensions = Some([(extension.to_owned(), Map::new())].into());
+                })));
             }
         }
         let params = &message.params;
-        let result = match method {
-            McpMethod::ServerDiscover => wire::write(&self.discover())?,
-            McpMethod::ToolsList => wire::write(&self.list_tools(&ctx.subject))?,
+        let answer = match method {
+            McpMethod::ServerDiscover => MethodResult::Discover(self.discover()),
+            McpMethod::ToolsList => MethodResult::Tools(self.list_tools(&ctx.subject)),
             McpMethod::ToolsCall => {
-                let result = wire::write(&self.call_tool(ctx, wire::read(params)?).await?)?;
+                let answer = self.call_tool(ctx, wire::read(params)?).await?;
                 // A tool execution error fails the exported MCP span (`tool_error`).
-                crate::observe::otel::mcp_tool_result_current(&result);
-                result
+                if let CallAnswer::Complete(result) = &answer
+                    && result.is_error == Some(true)
+                {
+                    let text = result.content.iter().find_map(|c| c.as_text());
+                    crate::observe::otel::mcp_tool_error_current(text.map_or("", |t| &t.text));
+                }
+                MethodResult::Call(answer)
             }
-            McpMethod::TasksGet => wire::write(&self.get_task(ctx, wire::read(params)?).await?)?,
+            McpMethod::TasksGet => {
+                MethodResult::Task(self.get_task(ctx, wire::read(params)?).await?)
+            }
             McpMethod::TasksUpdate => {
-                wire::write(&self.update_task(ctx, wire::read(params)?).await?)?
+                MethodResult::Ack(self.update_task(ctx, wire::read(params)?).await?)
             }
             McpMethod::TasksCancel => {
-                wire::write(&self.cancel_task(ctx, wire::read(params)?).await?)?
+                MethodResult::Ack(self.cancel_task(ctx, wire::read(params)?).await?)
             }
             // Notifications: over HTTP the cancel is the closed stream, on stdio the
             // transport handles it before dispatch; nothing is answered either way.
@@ -126,22 +138,11 @@ impl McpState {
         if message.is_notification() {
             return Ok(None);
         }
-        Ok(Some(self.stamp(ctx, result)))
-    }
-
-    /// Modern results name the server; legacy results stay as that revision defines them.
-    fn stamp(&self, ctx: &Ctx, mut result: Value) -> Value {
-        if let (Era::Modern(_), Some(obj)) = (&ctx.era, result.as_object_mut()) {
-            // `_meta` is an open object by definition; only the serverInfo key is ours.
-            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-            meta["io.modelcontextprotocol/serverInfo"] = self.server_info();
-        }
-        result
-    }
-
-    /// MCP's `Implementation`, as a value: it is stamped into `_meta`, an open object.
-    pub fn server_info(&self) -> Value {
-        json!({"name": "openwop", "version": env!("CARGO_PKG_VERSION")})
+        // Modern results name the server; legacy results stay as that revision defines them.
+        let meta = matches!(ctx.era, Era::Modern(_)).then(|| ServerMeta {
+            server_info: wire::server_info(),
+        });
+        Ok(Some(Reply { answer, meta }))
     }
 
     /// The extensions this mount serves: those of the map's method rows we implement.
@@ -422,13 +423,12 @@ impl McpState {
                 .progress
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 + 1;
-            // A whole JSON-RPC notification for the outbound channel (the envelope is
-            // `edge::jsonrpc`'s, not rmcp's); `progressToken` is echoed as the client sent it.
-            out.send(json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/progress",
-                "params": {"progressToken": token, "progress": progress, "message": message},
-            }))
+            let params = wire::Progress {
+                progress_token: &token,
+                progress,
+                message,
+            };
+            out.send(wire::Outgoing::notification("notifications/progress", params).text())
         };
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -478,7 +478,10 @@ impl McpState {
         let result = match status {
             RunStatus::Completed => {
                 // The run's outputs object: the tool's structuredContent, open by definition.
-                let outputs = run.outputs.clone().unwrap_or_else(|| json!({}));
+                let outputs = run
+                    .outputs
+                    .clone()
+                    .unwrap_or_else(|| Value::Object(Map::new()));
                 // The engine wraps an output that is not an object as {"value": …}; a
                 // text output is shown as the text itself, anything else as its JSON.
                 let text = match outputs
@@ -503,9 +506,14 @@ impl McpState {
                     .as_ref()
                     .and_then(|e| e.get("message").and_then(Value::as_str).map(str::to_owned))
                     .unwrap_or_else(|| format!("the run ended {}", run.status.as_str()));
-                // Open: the run's own error object, as the run recorded it.
-                let structured =
-                    json!({"runId": run.run_id, "status": run.status.as_str(), "error": run.error});
+                // The tool's own structuredContent (MCP leaves it open), holding the run's
+                // error object as the run recorded it.
+                let structured = wire::data(&RunAt {
+                    run_id: &run.run_id,
+                    task_id: None,
+                    status: run.status.as_str(),
+                    error: Some(&run.error),
+                });
                 wire::tool_text(why, Some(structured), true)
             }
         };
@@ -528,10 +536,11 @@ impl McpState {
     /// A tool error about a run that goes on: what it waits for and how to come back.
     fn still_open(&self, run: &RunRecord, why: String) -> CallToolResult {
         // structuredContent is the tool's own (MCP leaves it open): where the run is.
-        let structured = json!({
-            "runId": run.run_id,
-            "taskId": crate::ids::project(&run.run_id),
-            "status": run.status.as_str(),
+        let structured = wire::data(&RunAt {
+            run_id: &run.run_id,
+            task_id: Some(&crate::ids::project(&run.run_id)),
+            status: run.status.as_str(),
+            error: None,
         });
         wire::tool_text(
             format!("{why} {}", self.come_back(run)),
@@ -564,14 +573,17 @@ impl McpState {
             }
         }
         // The error's open `data`, with where the run went.
-        let mut data = error.data.as_deref().cloned().unwrap_or_else(|| json!({}));
-        data["runId"] = json!(run.run_id);
-        data["runCancelledReason"] = json!(reason);
+        let mut data = match error.data.as_deref() {
+            Some(Value::Object(data)) => data.clone(),
+            _ => Map::new(),
+        };
+        data.insert("runId".to_owned(), run.run_id.clone().into());
+        data.insert("runCancelledReason".to_owned(), reason.into());
         let message = format!(
             "{} (run {} was cancelled: {reason})",
             error.message, run.run_id
         );
-        RpcError { message, ..error }.with_data(data)
+        RpcError { message, ..error }.with_data(Value::Object(data))
     }
 
     /// The refusal of an input round beyond `mcp.mrtr.maxRounds`; the run ends with it.
@@ -580,8 +592,9 @@ impl McpState {
             "more than {} input rounds for one call",
             self.max_rounds()
         ))
-        // Open `data`: the host's error code, which the run's own reason matches.
-        .with_data(json!({"reason": ErrorCode::McpMrtrRoundsExceeded.as_str()}));
+        .with_data(wire::data(&Reason {
+            reason: ErrorCode::McpMrtrRoundsExceeded.as_str(),
+        }));
         self.refuse_started(ctx, run, ROUNDS_EXCEEDED_REASON, error)
             .await
     }
@@ -639,8 +652,9 @@ impl McpState {
                 MISSING_CAPABILITY,
                 "this tool asks for input: declare the elicitation capability (form mode) in clientCapabilities",
             )
-            // Open `data`, as MCP's -32021 names the capability.
-            .with_data(json!({"requiredCapabilities": {"elicitation": {}}}));
+            .with_data(missing_capability(|c| {
+                c.elicitation = Some(ElicitationCapability::default());
+            }));
             return Err(self
                 .refuse_started(ctx, run, MISSING_CAPABILITY_REASON, error)
                 .await);
@@ -657,11 +671,10 @@ impl McpState {
             round,
             nonce: crate::ids::mint_opaque(),
         };
-        Ok(CallAnswer::InputRequired(InputRequired {
-            result_type: ResultType::INPUT_REQUIRED,
-            input_requests: Map::from_iter([(open.interrupt_id.clone(), request)]),
-            request_state: self.codec.seal(&claims),
-        }))
+        Ok(CallAnswer::InputRequired(InputRequiredResult::new(
+            Some(InputRequests::from([(open.interrupt_id.clone(), request)])),
+            Some(self.codec.seal(&claims)),
+        )))
     }
 
     /// The retry of an input_required round: checks the state, reads the answer, and only
@@ -787,6 +800,15 @@ impl McpState {
                 e => e.into(),
             })
     }
+}
+
+/// -32021's `data`: the client capabilities the request had to declare.
+fn missing_capability(declare: impl FnOnce(&mut ClientCapabilities)) -> Value {
+    let mut required = ClientCapabilities::default();
+    declare(&mut required);
+    wire::data(&wire::MissingCapability {
+        required_capabilities: required,
+    })
 }
 
 /// MCP content blocks of a declared answer, its artifacts' parts in order: text as

@@ -6,13 +6,14 @@
 //! to the principal, run, interrupt and round, single use), so whoever receives the answer
 //! resolves the interrupt itself, and the waiting call sees the run move on.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::McpState;
 use super::ctx::{Ctx, Era, STATE_TTL_MS, internal, refused_state, state_run_fault};
 use super::elicit::{self, Answer, Asked, Modes};
 use super::request_state::{Claims, Refusal};
 use super::rpc::RpcError;
+use super::wire;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
@@ -93,7 +94,13 @@ impl McpState {
         };
         let id = format!("{ID_PREFIX}{}", self.codec.seal(&claims));
         out.send(
-            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params}),
+            wire::Outgoing {
+                jsonrpc: "2.0",
+                id: Some(&id),
+                method: "elicitation/create",
+                params,
+            }
+            .text(),
         );
         let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let mut watch = self

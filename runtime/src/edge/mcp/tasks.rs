@@ -2,13 +2,16 @@
 //! Task a run is shown as (also the answer of a call that became a task).
 
 use rmcp::model::{ErrorCode, ErrorData};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::McpState;
 use super::ctx::{Ctx, internal, unknown_task};
 use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::rpc::{INTERNAL_ERROR, RpcError};
-use super::wire::{Ack, ResultType, Task, TaskAnswer, TaskParams, TaskStatus, UpdateTaskParams};
+use super::wire::{
+    self, Ack, InputRequests, ResultType, Task, TaskAnswer, TaskFailure, TaskParams, TaskStatus,
+    UpdateTaskParams,
+};
 use crate::generated::dispatch::mcp_task_status;
 use crate::identity::Subject;
 use crate::ids::BoundId;
@@ -81,14 +84,16 @@ impl McpState {
             // The one case the task status `failed` is for: the host raised the error, the
             // workflow did not report it.
             // The run's error object as the run recorded it (open).
-            let error = run.error.clone().unwrap_or_else(|| json!({}));
+            let error = run.error.as_ref();
             let message = error
-                .get("message")
+                .and_then(|e| e.get("message"))
                 .and_then(Value::as_str)
                 .unwrap_or("the host could not run the workflow")
                 .to_owned();
-            // `data` is ours (JSON-RPC leaves it open): the run's reason and its id.
-            let data = json!({"reason": error.get("code").cloned().unwrap_or(Value::Null), "runId": run.run_id});
+            let data = wire::data(&TaskFailure {
+                reason: error.and_then(|e| e.get("code")),
+                run_id: &run.run_id,
+            });
             answer.error = Some(ErrorData::new(
                 ErrorCode(INTERNAL_ERROR as i32),
                 message,
@@ -107,7 +112,7 @@ impl McpState {
             match elicit::input_request(&asked, modes) {
                 Some(request) => {
                     answer.input_requests =
-                        Some(Map::from_iter([(open.interrupt_id.clone(), request)]));
+                        Some(InputRequests::from([(open.interrupt_id.clone(), request)]));
                 }
                 // Never offered to a client that cannot take it; the status says why the
                 // task waits (nothing from inside the run).

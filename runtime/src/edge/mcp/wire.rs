@@ -8,14 +8,18 @@
 //! not rmcp's: they keep the mount's tolerances (a `_meta` that is not an object is no
 //! error here; `arguments: null` is no arguments) and read only what a method uses, while
 //! the JSON-RPC envelope stays `edge::jsonrpc`'s, which echoes ids byte for byte (rmcp's
-//! `NumberOrString` turns `1.0` into `1` and refuses integers past i64).
+//! `NumberOrString` turns `1.0` into `1` and refuses integers past i64). Every answer is
+//! written straight from its model into the response body ([`Reply`]), and so is every
+//! message the host sends ([`Outgoing`]).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use rmcp::model::{
-    CacheScope, CallToolResult, ContentBlock, DiscoverResult, ErrorData, ListToolsResult,
+    CacheScope, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult, ElicitRequest,
+    ElicitRequestParams, ElicitationSchema, EmptyObject, ErrorData, Implementation,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
     ProtocolVersion, ResourceContents, ResultType, ServerCapabilities, Task, TaskStatus, Tool,
     ToolAnnotations, ToolsCapability,
 };
@@ -23,14 +27,23 @@ pub use rmcp::model::{
 use super::rpc::RpcError;
 
 /// Reads a method's params into `T`: a member of the wrong type or a missing one is
-/// `-32602` naming it (`serde_path_to_error`). Absent params read as `{}`.
+/// `-32602` naming it. Absent params read as `{}`. A well-formed request is read once,
+/// straight into `T`; only a refused one is read again, through `serde_path_to_error`,
+/// for the member path its refusal names (tracking the path costs on every read, so it
+/// is paid on the error path only).
 pub fn read<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
-    let read = if params.is_null() {
-        serde_path_to_error::deserialize(&Value::Object(Map::new()))
+    let empty;
+    let params = if params.is_null() {
+        empty = Value::Object(Map::new());
+        &empty
     } else {
-        serde_path_to_error::deserialize(params)
+        params
     };
-    read.map_err(|e| {
+    if let Ok(read) = T::deserialize(params) {
+        return Ok(read);
+    }
+    // The same read fails the same way; this one says where.
+    serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
@@ -41,11 +54,163 @@ pub fn read<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     })
 }
 
-/// An answer as the JSON value the transports stamp and send. The rmcp models hold only
-/// strings, numbers, maps and JSON values, so this cannot fail; if it ever did, the
-/// request gets the internal error rather than a half-written answer.
-pub fn write<T: Serialize>(answer: &T) -> Result<Value, RpcError> {
-    serde_json::to_value(answer).map_err(super::ctx::internal)
+/// One answer of `dispatch`: the method's model, and `_meta` naming the server for a
+/// 2026-07-28 request. Written straight from the models into the response body (never
+/// through a `Value`); `_meta` follows the answer's own members. None of the answers
+/// carries a `_meta` of its own, so it is written once.
+#[derive(Debug, Serialize)]
+pub struct Reply {
+    #[serde(flatten)]
+    pub answer: MethodResult,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ServerMeta>,
+}
+
+/// The answers of the methods `dispatch` serves.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum MethodResult {
+    /// MCP's `EmptyResult` (`ping` of the initialize era): `{}`.
+    Empty(EmptyObject),
+    Discover(DiscoverResult),
+    Tools(ListToolsResult),
+    Call(CallAnswer),
+    Task(TaskAnswer),
+    Ack(Ack),
+}
+
+/// `_meta` of a 2026-07-28 answer: the server's `Implementation` under MCP's key.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ServerMeta {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    pub server_info: &'static Implementation,
+}
+
+/// The server's `Implementation`: `openwop` and the crate's version.
+pub fn server_info() -> &'static Implementation {
+    static INFO: std::sync::LazyLock<Implementation> =
+        std::sync::LazyLock::new(|| Implementation::new("openwop", env!("CARGO_PKG_VERSION")));
+    &INFO
+}
+
+/// A JSON-RPC notification or request the host sends. The envelope is ours, as for every
+/// message (`edge::jsonrpc` writes the responses): a request id is echoed as text.
+#[derive(Debug, Serialize)]
+pub struct Outgoing<'a, P> {
+    pub jsonrpc: &'static str,
+    /// A request the host sends (`elicitation/create` on a 2025-11-25 session) has an
+    /// id; a notification has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+    pub method: &'a str,
+    pub params: P,
+}
+
+impl<'a, P: Serialize> Outgoing<'a, P> {
+    pub fn notification(method: &'a str, params: P) -> Outgoing<'a, P> {
+        Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method,
+            params,
+        }
+    }
+
+    /// The message as the line or SSE event it is sent as. Plain data, so writing it
+    /// cannot fail (an empty text would be, and would be dropped by the reader).
+    pub fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// `notifications/progress` params. Not rmcp's `ProgressNotificationParam`: its token is
+/// a `NumberOrString` (a `1.0` would go back as `1`; ours is echoed as the client sent
+/// it, as ids are) and its `progress` an `f64` (written `1.0`; ours is a count, `1`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress<'a> {
+    pub progress_token: &'a Value,
+    pub progress: u64,
+    pub message: String,
+}
+
+/// An answer's `_meta` under one key of MCP's (`notifications/tasks`, a listen stream's
+/// messages: the subscription id), after the answer's own members.
+#[derive(Debug, Serialize)]
+pub struct WithSubscription<'a, P> {
+    #[serde(flatten)]
+    pub params: P,
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionMeta<'a>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SubscriptionMeta<'a> {
+    /// The listen request's id as a value.
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    pub subscription_id: &'a Value,
+}
+
+/// A typed `data` member as the JSON an [`RpcError`] carries (JSON-RPC leaves `data`
+/// open, so the error holds a value; these structs are the shapes this mount writes).
+pub fn data<T: Serialize>(data: &T) -> Value {
+    // Plain structs of strings and numbers: writing them cannot fail.
+    serde_json::to_value(data).unwrap_or_default()
+}
+
+/// `data` of an error whose cause has a host error code (the run's own reason).
+#[derive(Debug, Serialize)]
+pub struct Reason<'a> {
+    pub reason: &'a str,
+}
+
+/// `data` of a header that disagrees with the body (-32020) or cannot be read.
+#[derive(Debug, Serialize)]
+pub struct Header<'a> {
+    pub header: &'a str,
+}
+
+/// `data` of a refusal to come back later (HTTP 429 or 503, also in `Retry-After`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryAfter {
+    pub retry_after_seconds: u64,
+}
+
+/// `data` of -32022: the revisions this endpoint serves and the one asked for.
+#[derive(Debug, Serialize)]
+pub struct Unsupported<'a> {
+    pub supported: &'a Value,
+    pub requested: &'a str,
+}
+
+/// `data` of -32021: the capabilities the request had to declare, as MCP names them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingCapability {
+    pub required_capabilities: ClientCapabilities,
+}
+
+/// `data` of a failed task's error: the run's reason (its error code, or null) and id.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskFailure<'a> {
+    pub reason: Option<&'a Value>,
+    pub run_id: &'a str,
+}
+
+/// The structuredContent of a tool error about a run (the tool's own; MCP leaves it
+/// open): where the run is, with its task id or its recorded error object.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAt<'a> {
+    pub run_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<&'a str>,
+    pub status: &'a str,
+    /// The run's error object as the run recorded it (null when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a Option<Value>>,
 }
 
 /// `tools/call` params. `arguments` stays an open object: it is the workflow's inputs,
@@ -113,9 +278,9 @@ pub struct TaskAnswer {
     pub result: Option<CallToolResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorData>,
-    /// `elicitation/create` requests by key, as `elicit::input_request` writes them.
+    /// `elicitation/create` requests by key, as `elicit::input_request` builds them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub input_requests: Option<Map<String, Value>>,
+    pub input_requests: Option<InputRequests>,
 }
 
 /// `tools/call`'s answer, as the 2026-07-28 result union has it (`resultType` tells which).
@@ -123,19 +288,9 @@ pub struct TaskAnswer {
 #[serde(untagged)]
 pub enum CallAnswer {
     Complete(CallToolResult),
-    InputRequired(InputRequired),
+    /// An MRTR round: what the client is asked and the sealed state it sends back.
+    InputRequired(InputRequiredResult),
     Task(TaskAnswer),
-}
-
-/// An MRTR round: what the client is asked and the sealed state it sends back. Not rmcp's
-/// `InputRequiredResult` only because its entries are typed requests and ours are written
-/// by `elicit` (the same JSON, value for value, in the probe).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InputRequired {
-    pub result_type: ResultType,
-    pub input_requests: Map<String, Value>,
-    pub request_state: String,
 }
 
 /// A tool result of one text block, `isError` as given, and its structured content.
@@ -192,7 +347,7 @@ mod tests {
             input_requests: None,
         };
         assert_eq!(
-            write(&answer).unwrap(),
+            serde_json::to_value(&answer).unwrap(),
             json!({"resultType": "complete", "taskId": "acme~2Fr", "status": "input_required",
                 "statusMessage": "waiting", "createdAt": "t0", "lastUpdatedAt": "t1",
                 "ttlMs": null, "pollIntervalMs": 500})
@@ -201,24 +356,57 @@ mod tests {
 
     #[test]
     fn an_input_round_and_a_tool_error_are_the_shapes_clients_read() {
-        let round = CallAnswer::InputRequired(InputRequired {
-            result_type: ResultType::INPUT_REQUIRED,
-            input_requests: Map::from_iter([(
+        let round = CallAnswer::InputRequired(InputRequiredResult::new(
+            Some(InputRequests::from([(
                 "i1".to_owned(),
-                json!({"method": "elicitation/create"}),
-            )]),
-            request_state: "s".into(),
-        });
+                InputRequest::Elicitation(ElicitRequest::new(
+                    ElicitRequestParams::UrlElicitationParams {
+                        meta: None,
+                        message: "m".into(),
+                        url: "https://x.test/c".into(),
+                        elicitation_id: "i1".into(),
+                    },
+                )),
+            )])),
+            Some("s".into()),
+        ));
         assert_eq!(
-            write(&round).unwrap(),
+            serde_json::to_string(&round).unwrap(),
             json!({"resultType": "input_required",
-                "inputRequests": {"i1": {"method": "elicitation/create"}}, "requestState": "s"})
+                "inputRequests": {"i1": {"method": "elicitation/create", "params": {"mode": "url",
+                    "message": "m", "url": "https://x.test/c", "elicitationId": "i1"}}},
+                "requestState": "s"})
+            .to_string()
         );
         let error = CallAnswer::Complete(tool_text("bad".into(), Some(json!({"a": 1})), true));
         assert_eq!(
-            write(&error).unwrap(),
+            serde_json::to_value(&error).unwrap(),
             json!({"resultType": "complete", "content": [{"type": "text", "text": "bad"}],
                 "structuredContent": {"a": 1}, "isError": true})
         );
+    }
+
+    #[test]
+    fn a_reply_is_its_answer_then_the_server_meta_of_a_modern_request() {
+        // Written straight from the models: the same bytes the mount wrote when it stamped
+        // `_meta` into the answer's `Value` (after the answer's own members).
+        let modern = Reply {
+            answer: MethodResult::Ack(Ack::complete()),
+            meta: Some(ServerMeta {
+                server_info: server_info(),
+            }),
+        };
+        assert_eq!(
+            serde_json::to_string(&modern).unwrap(),
+            format!(
+                r#"{{"resultType":"complete","_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"openwop","version":"{}"}}}}}}"#,
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        let legacy_ping = Reply {
+            answer: MethodResult::Empty(EmptyObject {}),
+            meta: None,
+        };
+        assert_eq!(serde_json::to_string(&legacy_ping).unwrap(), "{}");
     }
 }
