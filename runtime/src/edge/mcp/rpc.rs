@@ -2,7 +2,8 @@
 //! shape every refusal takes (never the OpenWOP envelope, a 401 included).
 
 use axum::http::StatusCode;
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use super::wire::{self, ErrorData};
 
@@ -238,6 +239,34 @@ pub fn error_response(error: &RpcError, id: Option<&Id>) -> axum::response::Resp
         );
     }
     resp
+}
+
+/// Reads a method's params into `T`: a member of the wrong type or a missing one is
+/// `-32602` naming it. Absent params read as `{}`. A well-formed request is read once,
+/// straight into `T`; only a refused one is read again, through `serde_path_to_error`,
+/// for the member path its refusal names (tracking the path costs on every read, so it
+/// is paid on the error path only).
+pub fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+    let empty;
+    let params = if params.is_null() {
+        empty = Value::Object(Map::new());
+        &empty
+    } else {
+        params
+    };
+    if let Ok(read) = T::deserialize(params) {
+        return Ok(read);
+    }
+    // The same read fails the same way; this one says where.
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            RpcError::invalid_params(inner.to_string())
+        } else {
+            RpcError::invalid_params(format!("`{path}`: {inner}"))
+        }
+    })
 }
 
 #[cfg(test)]

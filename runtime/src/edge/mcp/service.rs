@@ -12,7 +12,7 @@ use super::ctx::{
 use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::gate::TASKS_EXTENSION;
 use super::request_state::{Claims, Refusal, request_digest};
-use super::rpc::{METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
+use super::rpc::{self, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::wire::{
     self, CacheScope, CallAnswer, CallParams, CallToolResult, ClientCapabilities, ContentBlock,
     DiscoverResult, EmptyObject, InputRequests, InputRequiredResult, ListToolsResult, MethodResult,
@@ -104,7 +104,7 @@ impl McpState {
             McpMethod::ServerDiscover => MethodResult::Discover(self.discover()),
             McpMethod::ToolsList => MethodResult::Tools(self.list_tools(&ctx.subject)),
             McpMethod::ToolsCall => {
-                let answer = self.call_tool(ctx, wire::read(params)?).await?;
+                let answer = self.call_tool(ctx, rpc::read_params(params)?).await?;
                 // A tool execution error fails the exported MCP span (`tool_error`).
                 if let CallAnswer::Complete(result) = &answer
                     && result.is_error == Some(true)
@@ -115,13 +115,13 @@ impl McpState {
                 MethodResult::Call(answer)
             }
             McpMethod::TasksGet => {
-                MethodResult::Task(self.get_task(ctx, wire::read(params)?).await?)
+                MethodResult::Task(self.get_task(ctx, rpc::read_params(params)?).await?)
             }
             McpMethod::TasksUpdate => {
-                MethodResult::Ack(self.update_task(ctx, wire::read(params)?).await?)
+                MethodResult::Ack(self.update_task(ctx, rpc::read_params(params)?).await?)
             }
             McpMethod::TasksCancel => {
-                MethodResult::Ack(self.cancel_task(ctx, wire::read(params)?).await?)
+                MethodResult::Ack(self.cancel_task(ctx, rpc::read_params(params)?).await?)
             }
             // Notifications: over HTTP the cancel is the closed stream, on stdio the
             // transport handles it before dispatch; nothing is answered either way.

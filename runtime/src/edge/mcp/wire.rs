@@ -24,36 +24,6 @@ pub use rmcp::model::{
     ToolAnnotations, ToolsCapability,
 };
 
-use super::rpc::RpcError;
-
-/// Reads a method's params into `T`: a member of the wrong type or a missing one is
-/// `-32602` naming it. Absent params read as `{}`. A well-formed request is read once,
-/// straight into `T`; only a refused one is read again, through `serde_path_to_error`,
-/// for the member path its refusal names (tracking the path costs on every read, so it
-/// is paid on the error path only).
-pub fn read<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
-    let empty;
-    let params = if params.is_null() {
-        empty = Value::Object(Map::new());
-        &empty
-    } else {
-        params
-    };
-    if let Ok(read) = T::deserialize(params) {
-        return Ok(read);
-    }
-    // The same read fails the same way; this one says where.
-    serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            RpcError::invalid_params(inner.to_string())
-        } else {
-            RpcError::invalid_params(format!("`{path}`: {inner}"))
-        }
-    })
-}
-
 /// One answer of `dispatch`: the method's model, and `_meta` naming the server for a
 /// 2026-07-28 request. Written straight from the models into the response body (never
 /// through a `Value`); `_meta` follows the answer's own members. None of the answers
@@ -307,17 +277,18 @@ pub fn tool_text(text: String, structured: Option<Value>, is_error: bool) -> Cal
 
 #[cfg(test)]
 mod tests {
+    use super::super::rpc::read_params;
     use super::*;
     use serde_json::json;
 
     #[test]
     fn a_member_of_the_wrong_type_is_invalid_params_naming_it() {
-        let e = read::<CallParams>(&json!({"name": "w", "arguments": [1]})).unwrap_err();
+        let e = read_params::<CallParams>(&json!({"name": "w", "arguments": [1]})).unwrap_err();
         assert_eq!(e.code, super::super::rpc::INVALID_PARAMS);
         assert!(e.message.starts_with("`arguments`: "), "{}", e.message);
-        let e = read::<TaskParams>(&json!({"taskId": 5})).unwrap_err();
+        let e = read_params::<TaskParams>(&json!({"taskId": 5})).unwrap_err();
         assert!(e.message.starts_with("`taskId`: "), "{}", e.message);
-        let e = read::<CallParams>(&Value::Null).unwrap_err();
+        let e = read_params::<CallParams>(&Value::Null).unwrap_err();
         assert!(e.message.contains("`name`"), "{}", e.message);
     }
 
@@ -325,10 +296,11 @@ mod tests {
     fn the_tolerances_stay() {
         // `arguments: null` is no arguments; `_meta` of any shape is the transport's.
         let p: CallParams =
-            read(&json!({"name": "w", "arguments": null, "_meta": 5, "extra": true})).unwrap();
+            read_params(&json!({"name": "w", "arguments": null, "_meta": 5, "extra": true}))
+                .unwrap();
         assert_eq!((p.name.as_str(), p.arguments), ("w", None));
         // A malformed input response is elicit's to judge, not the reader's.
-        let p: CallParams = read(&json!({"name": "w", "requestState": "s",
+        let p: CallParams = read_params(&json!({"name": "w", "requestState": "s",
             "inputResponses": {"i1": "accept"}}))
         .unwrap();
         assert_eq!(p.input_responses, Some(json!({"i1": "accept"})));
