@@ -1,10 +1,10 @@
 //! Fills a store through the host's own store layer, for `bench/scale/run.sh` (issue #33):
 //! runs spread over 100 tenants (the benchmark's tenant `acme` holds half of them), each
 //! with the four events of a one-node run and a terminal status (2% failed; 1% of the runs
-//! are of the workflow `approval`, the rest `echo`), one host event per 100 runs, and one
-//! run of `--big-run-events` events. Adds runs until the store holds `--runs` of them, so a
-//! run can grow a store size by size; prints its progress on standard error and one JSON
-//! line when done.
+//! are of the workflow `approval`, the rest `echo`; the same shares in every tenant), one
+//! host event per 100 runs, and one run of `--big-run-events` events. Adds runs until the
+//! store holds `--runs` of them, so a run can grow a store size by size; prints its
+//! progress on standard error and one JSON line when done.
 //!
 //! ```text
 //! cargo run --release --example scale_fill -- --data-dir DIR --runs 100000 --owner-from RUN_ID
@@ -100,8 +100,15 @@ async fn fill_one(store: &dyn RunStore, n: i64, acme: &str, acme_owner: &Value) 
         let t = format!("t{:02}", n % 99);
         (t.clone(), json!({"tenant": t}))
     };
-    let failed = n % 50 == 7;
-    let workflow = if n % 100 == 3 { "approval" } else { "echo" };
+    // Counted in the tenant's own runs (n / 2): `n % 50 == 7` chose odd numbers only, so
+    // the benchmark's tenant (the even ones) had no failed run and no `approval` run of
+    // its own, and its filtered listings read empty or only the runs the measurement made.
+    let failed = (n / 2) % 50 == 7;
+    let workflow = if (n / 2) % 100 == 3 {
+        "approval"
+    } else {
+        "echo"
+    };
     let run_id = format!("{tenant}/scale-run-{n:010}");
     let run = NewRun {
         run_id: run_id.clone(),
