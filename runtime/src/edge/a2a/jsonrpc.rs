@@ -33,14 +33,14 @@ pub async fn handle(
     }
     let id = request.echo_id();
     let (method, params) = (request.method, request.params);
-    let answer = super::serve(
+    let answer = Box::pin(super::serve(
         &state,
         &subject,
         &headers,
         query.0.as_deref(),
         &method,
         &params,
-    )
+    ))
     .await;
     match answer {
         Ok(Answer::Value(result)) => {

@@ -283,9 +283,7 @@ pub(crate) async fn dispatch(
     let params = &read::loosen(method, &params);
     let reply = match method {
         A2aMethod::SendMessage => Reply::Sent(Box::new(
-            state
-                .send_message(subject, send::parse_send(params)?)
-                .await?,
+            Box::pin(state.send_message(subject, send::parse_send(params)?)).await?,
         )),
         A2aMethod::SendStreamingMessage => {
             let send = send::parse_send(params)?;
@@ -429,7 +427,10 @@ pub(crate) async fn serve(
         let span = request_span(method, params, headers);
         async {
             let method = method_of(method)?;
-            dispatch(state, subject, headers, method, params).await
+            // Boxed, as the MCP mount's dispatch: each wrapper around it (the spans, the
+            // held host events, axum's handler) would otherwise move the whole nested
+            // state of a call, typed answers included, at every poll's hand-over.
+            Box::pin(dispatch(state, subject, headers, method, params)).await
         }
         .instrument(span)
         .await

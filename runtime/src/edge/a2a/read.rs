@@ -117,6 +117,13 @@ pub(super) fn typed_at<T: DeserializeOwned>(
     at: &str,
     words: Words,
 ) -> Result<T, Fault> {
+    // A well-formed request is read once, straight into `T`; only a refused one is read
+    // again through `serde_path_to_error`, for the field its refusal names (tracking the
+    // path costs on every read, so it is paid on the error path only). The same read
+    // fails the same way.
+    if let Ok(read) = T::deserialize(value) {
+        return Ok(read);
+    }
     serde_path_to_error::deserialize(value).map_err(|e| field_error(e, at, words))
 }
 
