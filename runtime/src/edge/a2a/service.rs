@@ -261,6 +261,8 @@ impl A2aState {
         let side = self.app.ops.a2a_task(run).await.map_err(side_fault)?;
         let open = side.open_interrupt;
         let snapshot = run_view(run, open.as_ref())?;
+        // The interrupt as the workflow raised it (`{kind, data}`, `data` the node's own
+        // open value), which the task's status message carries as a data part.
         let payload = open
             .as_ref()
             .map(|i| json!({"kind": i.kind, "data": i.data}));
