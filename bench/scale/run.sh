@@ -78,28 +78,29 @@ PY
   startup_ms=$(( ($(cat "$bench_tmp/ready_ns") - t0) / 1000000 ))
 }
 
+# run_sql BACKEND SQL — runs SQL on the benchmark's store (SQLite's file or PostgreSQL).
+run_sql() {
+  if [[ $1 == sqlite ]]; then
+    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()' \
+      "$data_dir/openwop.sqlite3" "$2"
+  else
+    psql -q "$pg_url" -c "$2" >/dev/null
+  fi
+}
+
 # forget_migration_9 BACKEND — drops migration 9's indexes and its history row, so the
 # next start applies it again on the data as it is.
 forget_migration_9() {
-  local sql="DROP INDEX IF EXISTS runs_by_workflow; DROP INDEX IF EXISTS runs_by_tenant_status; DELETE FROM schema_migrations WHERE version = 9;"
-  if [[ $1 == sqlite ]]; then
-    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()' \
-      "$data_dir/openwop.sqlite3" "$sql"
-  else
-    psql -q "$pg_url" -c "$sql" >/dev/null
-  fi
+  run_sql "$1" "DROP INDEX IF EXISTS runs_by_workflow; DROP INDEX IF EXISTS runs_by_tenant_status; DELETE FROM schema_migrations WHERE version = 9;"
 }
 
 # forget_migration_11 BACKEND — drops migration 11's counts (table, triggers) and its
 # history row, so the next start counts the stored runs again.
 forget_migration_11() {
   local sql="DROP TRIGGER IF EXISTS runs_counted_on_insert ON runs; DROP TRIGGER IF EXISTS runs_counted_on_status ON runs; DROP TRIGGER IF EXISTS runs_counted_on_delete ON runs; DROP TABLE IF EXISTS run_counts; DELETE FROM schema_migrations WHERE version = 11;"
-  if [[ $1 == sqlite ]]; then
-    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()' \
-      "$data_dir/openwop.sqlite3" "${sql// ON runs;/;}"
-  else
-    psql -q "$pg_url" -c "$sql" >/dev/null
-  fi
+  # SQLite's DROP TRIGGER names no table.
+  [[ $1 == sqlite ]] && sql=${sql// ON runs;/;}
+  run_sql "$1" "$sql"
 }
 
 # raise_pg_backends — gives the benchmark database's PostgreSQL backends (the host's pool,
