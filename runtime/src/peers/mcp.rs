@@ -186,10 +186,7 @@ pub async fn connect_declaring(
             protocol_version: legacy.clone(),
             // This host's own are none in this era: it answers no `elicitation/create`
             // sent on a session's stream.
-            capabilities: capabilities.clone().map_or_else(
-                || Capabilities::Declared(Map::new()),
-                Capabilities::Declared,
-            ),
+            capabilities: Capabilities::Declared(capabilities.clone().unwrap_or_default()),
             client_info: wire::client_info(),
             meta: wire::trace_meta(&caller.traceparent),
         },

@@ -303,15 +303,7 @@ impl<'de> Deserialize<'de> for TaskState {
 
 /// `T` from `object`, an error naming the member that does not read.
 fn named<T: DeserializeOwned, E: serde::de::Error>(object: &Value) -> Result<T, E> {
-    serde_path_to_error::deserialize(object).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            E::custom(inner)
-        } else {
-            E::custom(format!("`{path}`: {inner}"))
-        }
-    })
+    crate::wire::read_naming(object).map_err(E::custom)
 }
 
 /// A value read if it reads as `T`, else `None` (passed over), never an error.
@@ -333,13 +325,5 @@ fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Re
 /// Reads `method`'s answer into `T`: a member missing or of the wrong type is an error
 /// naming it (the text of a `CallError::Protocol`), never a panic.
 pub fn read<T: DeserializeOwned>(method: &str, result: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(result).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            format!("the answer to `{method}`: {inner}")
-        } else {
-            format!("the answer to `{method}`: `{path}`: {inner}")
-        }
-    })
+    crate::wire::read_naming(result).map_err(|e| format!("the answer to `{method}`: {e}"))
 }

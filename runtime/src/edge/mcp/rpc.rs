@@ -242,10 +242,7 @@ pub fn error_response(error: &RpcError, id: Option<&Id>) -> axum::response::Resp
 }
 
 /// Reads a method's params into `T`: a member of the wrong type or a missing one is
-/// `-32602` naming it. Absent params read as `{}`. A well-formed request is read once,
-/// straight into `T`; only a refused one is read again, through `serde_path_to_error`,
-/// for the member path its refusal names (tracking the path costs on every read, so it
-/// is paid on the error path only).
+/// `-32602` naming it ([`crate::wire::read_naming`]). Absent params read as `{}`.
 pub fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     let empty;
     let params = if params.is_null() {
@@ -254,19 +251,7 @@ pub fn read_params<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     } else {
         params
     };
-    if let Ok(read) = T::deserialize(params) {
-        return Ok(read);
-    }
-    // The same read fails the same way; this one says where.
-    serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            RpcError::invalid_params(inner.to_string())
-        } else {
-            RpcError::invalid_params(format!("`{path}`: {inner}"))
-        }
-    })
+    crate::wire::read_naming(params).map_err(RpcError::invalid_params)
 }
 
 #[cfg(test)]
