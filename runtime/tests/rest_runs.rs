@@ -441,6 +441,55 @@ async fn cancel_returns_run_and_status_then_409_run_terminal() {
     assert!(last["payload"]["durationMs"].is_i64());
 }
 
+/// Issue #33: a GET of an unchanged run is answered from what the last GET made (kept
+/// under the run's detail stamp); the answer after a change's own answer is the changed
+/// run, every time, with a new ETag.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_polled_run_shows_each_change_once_the_change_is_answered() {
+    let h = start().await;
+    for _ in 0..10 {
+        let run_id = h.create(KEY_A, "approval", json!({})).await;
+        h.wait_status(KEY_A, &run_id, "waiting-approval").await;
+        let path = format!("/runs/{}", project(&run_id));
+        let read = |etag: Option<String>| {
+            let mut req = h.get(&path, KEY_A);
+            if let Some(etag) = etag {
+                req = req.header("if-none-match", etag);
+            }
+            async move {
+                let r = req.send().await.unwrap();
+                let status = r.status().as_u16();
+                let etag = r.headers()["etag"].to_str().unwrap().to_owned();
+                (status, etag, r.bytes().await.unwrap())
+            }
+        };
+        let (s1, etag1, body1) = read(None).await;
+        let (s2, etag2, body2) = read(None).await;
+        assert_eq!((s1, s2), (200, 200));
+        assert_eq!((&etag1, &body1), (&etag2, &body2), "an unchanged run");
+        assert_eq!(read(Some(etag1.clone())).await.0, 304);
+        let r = h
+            .post(
+                &format!("{path}/interrupts/approve"),
+                KEY_A,
+                json!({"resumeValue": {"action": "accept"}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let (s3, etag3, body3) = read(Some(etag1.clone())).await;
+        assert_eq!(s3, 200, "the resolution changed the run");
+        assert_ne!(etag3, etag1);
+        let v: Value = serde_json::from_slice(&body3).unwrap();
+        assert_ne!(v["status"], "waiting-approval", "{v}");
+        assert!(
+            v["interrupts"].as_array().is_none_or(|i| i.is_empty()),
+            "{v}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn resolve_interrupt_completes_run_then_409_interrupt_already_resolved() {
     let h = start().await;

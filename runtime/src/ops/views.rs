@@ -101,6 +101,18 @@ impl Ops {
         Ok(out)
     }
 
+    /// The stamp of a run's stored detail ([`crate::store::RunStore::detail_stamp`]) for
+    /// a caller who may see it: what was made from a [`Ops::get_snapshot`] read after
+    /// this stamp was taken holds while the stamp is the same. `None`: nothing may be
+    /// kept (the store cannot say). Another tenant's id is refused as `get_snapshot`
+    /// refuses it, so an edge asks this first and answers alike.
+    pub fn snapshot_stamp(&self, subject: &Subject, id: &BoundId) -> Result<Option<u64>, OpError> {
+        if id.tenant() != subject.tenant {
+            return Err(OpError::TenantMismatch { id: id.as_bound() });
+        }
+        Ok(self.runs.detail_stamp(&id.as_bound()))
+    }
+
     /// `getRun`: a run the caller may see and its snapshot, read in one store call. A
     /// foreign tenant segment is refused before any lookup, as `get_run` refuses it.
     pub async fn get_snapshot(

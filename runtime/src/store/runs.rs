@@ -456,6 +456,15 @@ pub trait RunStore: Send + Sync {
     /// it was started with), read in one store call: a snapshot read is one hop, not three.
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>>;
 
+    /// A number that changes whenever the run's detail ([`RunStore::run_detail`]) may
+    /// have changed, known without reading the database: take it before reading the
+    /// detail, and what was made from that read holds while the stamp stays the same (a
+    /// write's answer comes after its stamp moved). `None`: this store cannot say (other
+    /// processes write it, as PostgreSQL's replicas do), so nothing read may be kept.
+    fn detail_stamp(&self, _run_id: &str) -> Option<u64> {
+        None
+    }
+
     /// [`RunStore::run_detail`] of each id, in the order given, ids with no run left out:
     /// a page of runs is read in one store call, not one per run (on PostgreSQL, one round
     /// trip per run made a 100-run `listRuns` page cost 20 ms; issue #33).

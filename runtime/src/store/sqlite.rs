@@ -13,6 +13,7 @@ mod dir_lock;
 mod interop;
 mod legacy;
 mod schema;
+mod stamps;
 
 use super::sql::{self, RunStatement};
 use super::*;
@@ -46,6 +47,8 @@ struct Inner {
     wakeups: WakeHub,
     /// How the last write ended (`/readyz` turns not-ready while writes fail).
     write_health: super::WriteHealth,
+    /// The runs' detail stamps, moved by the writer after each commit.
+    stamps: Arc<stamps::Stamps>,
     /// This process's exclusive hold on the data dir (released with the last store).
     _lock: Arc<dir_lock::DirLock>,
 }
@@ -69,7 +72,8 @@ impl SqliteStore {
         let mut writer = open(&path)?;
         schema::migrate(&mut writer)?;
         legacy::import_push_file(dir, &mut writer)?;
-        let writer = spawn_writer(writer)?;
+        let stamps = Arc::new(stamps::Stamps::default());
+        let writer = spawn_writer(writer, stamps.clone())?;
         let mut readers = Vec::with_capacity(READERS);
         for i in 0..READERS {
             readers.push(spawn_worker(
@@ -89,16 +93,37 @@ impl SqliteStore {
                 here: std::sync::Mutex::new(here),
                 wakeups: WakeHub::default(),
                 write_health: super::WriteHealth::default(),
+                stamps,
                 _lock: lock,
             }),
         })
     }
 
+    /// A write made for no one run: if it changes a row a run's detail is read from,
+    /// every run's detail stamp moves (`stamps`).
     fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
-        let written = call_write(self.inner.writer.clone(), f);
+        self.write_for(|_| None, f)
+    }
+
+    /// A write made for the run `run_id`, changing no other run's row, interrupt or task.
+    fn write_run<T: Send + 'static>(
+        &self,
+        run_id: String,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        self.write_for(move |_| Some(run_id), f)
+    }
+
+    /// A write whose run is told from its result (`run`).
+    fn write_for<T: Send + 'static>(
+        &self,
+        run: impl FnOnce(&Result<T, StoreError>) -> Option<String> + Send + 'static,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let written = call_write(self.inner.writer.clone(), run, f);
         let inner = self.inner.clone();
         Box::pin(async move {
             let out = written.await;
@@ -349,7 +374,12 @@ impl RunStore for SqliteStore {
         with: CreateWith,
     ) -> StoreFuture<'_, Created> {
         let wakeups = self.inner.wakeups.clone();
-        let fut = self.write(move |conn| {
+        // Made for the run it answers with: the new one, or the one its key replays (whose
+        // A2A task it may bind).
+        let made_for = |out: &Result<(Created, bool), StoreError>| {
+            out.as_ref().ok().map(|(c, _)| c.run.run_id.clone())
+        };
+        let fut = self.write_for(made_for, move |conn| {
             let tx = Tx::write(conn)?;
             let now = now_ms();
             let mut replayed = None;
@@ -534,7 +564,7 @@ impl RunStore for SqliteStore {
     ) -> StoreFuture<'_, Advanced> {
         let run_id = run_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
-        let fut = self.write(move |conn| {
+        let fut = self.write_run(run_id.clone(), move |conn| {
             let tx = Tx::write(conn)?;
             let run =
                 load_run(&tx, &run_id)?.ok_or_else(|| StoreError::RunNotFound(run_id.clone()))?;
@@ -562,7 +592,7 @@ impl RunStore for SqliteStore {
         let run_id = run_id.to_owned();
         let node_id = node_id.to_owned();
         let wakeups = self.inner.wakeups.clone();
-        let fut = self.write(move |conn| {
+        let fut = self.write_run(run_id.clone(), move |conn| {
             let tx = Tx::write(conn)?;
             let resolved = one(
                 &tx,
@@ -604,6 +634,12 @@ impl RunStore for SqliteStore {
             tx.commit()?;
             Ok(detail)
         })
+    }
+
+    fn detail_stamp(&self, run_id: &str) -> Option<u64> {
+        // Only this process writes the file (the data dir's lock), all through the writer
+        // thread, which moves the stamps.
+        self.inner.stamps.stamp(run_id)
     }
 
     fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {
@@ -774,5 +810,39 @@ impl RunStore for SqliteStore {
             .unwrap_or((0, 0));
             sql::gauges(runs, push)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write made for no run that changes a run's row (a path that forgot to say its
+    /// run) moves every run's detail stamp: it costs kept answers, never a stale one.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_write_for_no_run_that_changes_a_run_moves_every_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(dir.path()).unwrap();
+        s.create_run(super::super::suite::new_run("t/a"), None)
+            .await
+            .unwrap();
+        let stamps = |s: &SqliteStore| (s.detail_stamp("t/a"), s.detail_stamp("t/b"));
+        let (a, b) = stamps(&s);
+        s.write(|conn| {
+            conn.execute("UPDATE runs SET workflow_id = 'x' WHERE run_id = 't/a'", [])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let (a2, b2) = stamps(&s);
+        assert!(a2 > a && b2 > b, "{a:?} {b:?} -> {a2:?} {b2:?}");
+        // One that changes no run's row moves none.
+        s.write(|conn| {
+            conn.execute("DELETE FROM claims", [])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(stamps(&s), (a2, b2));
     }
 }

@@ -154,6 +154,7 @@ store_suite!(
     run_totals_follow_creates_status_changes_and_deletes,
     concurrent_creates_on_two_replicas_lose_no_count,
     run_totals_read_a_few_counter_rows,
+    a_detail_stamp_moves_with_each_write_of_its_run_before_its_answer,
 );
 
 /// The plan of a fixed statement on `b` (no filter shapes), one line per step; PostgreSQL
@@ -1772,4 +1773,84 @@ async fn run_totals_read_a_few_counter_rows(b: Backend) {
         plan.contains("run_counts") && !plan.contains("SCAN runs") && !plan.contains("on runs"),
         "gauges read the runs:\n{plan}"
     );
+}
+
+/// Issue #33: what a reader keeps of a run's detail is trusted while the run's stamp is the
+/// same, so the stamp must move with every write that changes the detail (the run, its
+/// interrupt, its A2A context), before that write is answered, and not with writes of
+/// other runs or of nothing a detail shows. PostgreSQL (replicas write beside this
+/// process) gives no stamp, so nothing is kept.
+async fn a_detail_stamp_moves_with_each_write_of_its_run_before_its_answer(b: Backend) {
+    let s = b.runs.clone();
+    if b.dir.is_none() {
+        s.create_run(new_run("t/a"), None).await.unwrap();
+        assert_eq!(s.detail_stamp("t/a"), None);
+        return;
+    }
+    let stamp = |id: &str| s.detail_stamp(id).expect("SQLite stamps its runs");
+    let (a0, b0) = (stamp("t/a"), stamp("t/b"));
+    s.create_run(new_run("t/a"), None).await.unwrap();
+    let a1 = stamp("t/a");
+    assert_ne!(a1, a0, "a creation");
+    assert_eq!(stamp("t/b"), b0);
+    s.create_run(new_run("t/b"), None).await.unwrap();
+    let b1 = stamp("t/b");
+    assert_ne!(b1, b0);
+    assert_eq!(stamp("t/a"), a1, "another run's creation");
+
+    s.advance("t/a", running(), RunPatch::default(), vec![ev()])
+        .await
+        .unwrap();
+    let a2 = stamp("t/a");
+    assert_ne!(a2, a1, "an advance");
+    assert_eq!(stamp("t/b"), b1, "another run's advance");
+
+    suspend(&s, "t/b").await;
+    let b2 = stamp("t/b");
+    assert_ne!(b2, b1, "an interrupt opened");
+    s.resolve_interrupt("t/b", "approve", json!(true), resume_running())
+        .await
+        .unwrap();
+    let b3 = stamp("t/b");
+    assert_ne!(b3, b2, "an interrupt resolved");
+    assert_eq!(stamp("t/a"), a2);
+
+    b.interop.a2a_bind_context("t/a", "ctx-a").await.unwrap();
+    let a3 = stamp("t/a");
+    assert_ne!(a3, a2, "a context bound after the creation");
+    assert_eq!(stamp("t/b"), b3);
+
+    // Writes that change nothing a detail shows move no stamp.
+    s.append_host_event(host_event("t", "durable", 1))
+        .await
+        .unwrap();
+    s.shared_secret("k", vec![1; 32]).await.unwrap();
+    let refused = s
+        .advance(
+            "t/a",
+            Guard::StatusIn(&[RunStatus::Failed]),
+            RunPatch::default(),
+            vec![],
+        )
+        .await;
+    assert!(refused.is_err());
+    assert_eq!((stamp("t/a"), stamp("t/b")), (a3, b3));
+
+    // Writes of many runs at once (one group commit) move each one's stamp.
+    let ids: Vec<String> = (0..20).map(|i| format!("t/g{i}")).collect();
+    let before: Vec<u64> = ids.iter().map(|id| stamp(id)).collect();
+    let writes: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (s, id) = (s.clone(), id.clone());
+            tokio::spawn(async move { s.create_run(new_run(&id), None).await.unwrap() })
+        })
+        .collect();
+    for w in writes {
+        w.await.unwrap();
+    }
+    for (id, was) in ids.iter().zip(before) {
+        assert_ne!(stamp(id), was, "{id}");
+    }
+    assert_eq!(stamp("t/a"), a3);
 }

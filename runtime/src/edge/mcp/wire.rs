@@ -12,7 +12,6 @@
 //! written straight from its model into the response body ([`Reply`]), and so is every
 //! message the host sends ([`Outgoing`]).
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

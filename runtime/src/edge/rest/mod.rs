@@ -9,6 +9,7 @@ mod events;
 mod extract;
 mod host_events;
 mod interrupts;
+mod rendered;
 mod runs;
 mod seams;
 mod version;
@@ -24,6 +25,7 @@ use error::ApiError;
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 pub use crate::app::AppState;
+pub use rendered::RenderedRuns;
 
 /// A request past its deadline: `503 service_unavailable`.
 fn past_deadline(within: std::time::Duration) -> axum::response::Response {

@@ -4,6 +4,7 @@
 use super::discovery::etag_matches;
 use super::error::ApiError;
 use super::extract::{Caller, JsonBody, PathParams, QueryMap, run_id};
+use super::rendered::Rendered;
 use crate::app::AppState;
 use crate::generated::models::{
     CancelRunRequest, CancelRunResponse, CreateRunResponse, ResolveInterruptRequest,
@@ -83,24 +84,40 @@ pub async fn get_run(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = run_id(path.get("run_id"))?;
-    let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
-    let body = serde_json::to_vec(&view)
-        .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
-    let etag = run_etag(run.last_sequence + 1, &body);
-    let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
-    if etag_matches(&headers, &etag) {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
+    // Taken before the read (`rendered`): an answer kept under it is the one a read now
+    // would make.
+    let stamp = state.ops.snapshot_stamp(&subject, &id)?;
+    let key = id.as_bound();
+    let rendered = match stamp.and_then(|s| state.rendered.get(&key, s)) {
+        Some(kept) => kept,
+        None => {
+            let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
+            let body = serde_json::to_vec(&view)
+                .map_err(|e| ApiError::from(crate::ops::OpError::Internal(e.to_string())))?;
+            let etag = run_etag(run.last_sequence + 1, &body);
+            let rendered = Rendered {
+                etag: HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\"")),
+                body: body.into(),
+            };
+            if let Some(stamp) = stamp {
+                state.rendered.keep(key, stamp, rendered.clone());
+            }
+            rendered
+        }
+    };
+    if etag_matches(&headers, rendered.etag.to_str().unwrap_or_default()) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, rendered.etag)]).into_response());
     }
     Ok((
         StatusCode::OK,
         [
-            (header::ETAG, etag_value),
+            (header::ETAG, rendered.etag),
             (
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             ),
         ],
-        body,
+        rendered.body,
     )
         .into_response())
 }

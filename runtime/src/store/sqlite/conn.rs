@@ -7,11 +7,13 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use rusqlite::{Connection, Params};
 
+use super::stamps::{Changes, Stamps};
 use crate::store::{StoreError, StoreFuture, latency, migrate, sql};
 
 /// Statements each connection keeps compiled: more than the host runs, so none is ever
@@ -30,6 +32,9 @@ pub(super) type WriteJob = Box<dyn FnOnce(&mut Connection) -> Written + Send>;
 pub(super) struct Written {
     /// Its changes are rolled back (to its savepoint) when it failed.
     failed: bool,
+    /// The run it was made for, if any: a change it made to a run's detail is stamped as
+    /// that run's, and as every run's without one (`stamps`).
+    run: Option<String>,
     /// Answers the caller: with its own result once its group committed, else the
     /// commit's error.
     answer: Box<dyn FnOnce(Result<(), StoreError>) + Send>,
@@ -200,7 +205,24 @@ pub(super) fn spawn_worker(
 /// Starts the writer thread: it takes every write queued meanwhile (up to [`MAX_GROUP`])
 /// and commits them together ([`run_group`]), so concurrent requests share one commit
 /// (one set of WAL frames for the pages they all touch) instead of one commit each.
-pub(super) fn spawn_writer(mut conn: Connection) -> Result<mpsc::Sender<WriteJob>, StoreError> {
+/// After each commit, before answering, it moves the detail stamps of the runs whose
+/// detail the commit changed (`stamps`).
+pub(super) fn spawn_writer(
+    mut conn: Connection,
+    stamps: Arc<Stamps>,
+) -> Result<mpsc::Sender<WriteJob>, StoreError> {
+    // SQLite says which table each changed row is in (triggers' rows included): a run's
+    // detail is read from these three, so a write that changed none of them moves no stamp.
+    let touched = Arc::new(AtomicBool::new(false));
+    let hook = touched.clone();
+    conn.update_hook(Some(
+        move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
+            if matches!(table, "runs" | "interrupts" | "a2a_tasks") {
+                hook.store(true, Ordering::Relaxed);
+            }
+        },
+    ))?;
+    let writer = Writer { stamps, touched };
     let (tx, rx) = mpsc::channel::<WriteJob>();
     std::thread::Builder::new()
         .name("openwop-sqlite-writer".to_owned())
@@ -213,11 +235,101 @@ pub(super) fn spawn_writer(mut conn: Connection) -> Result<mpsc::Sender<WriteJob
                         Err(_) => break,
                     }
                 }
-                run_group(&mut conn, group);
+                writer.run_group(&mut conn, group);
             }
         })
         .map_err(|e| StoreError::Database(format!("cannot start a store thread: {e}")))?;
     Ok(tx)
+}
+
+/// The writer thread's own state beside its connection.
+struct Writer {
+    stamps: Arc<Stamps>,
+    /// Set by the connection's update hook when a row of a run's detail changed.
+    touched: Arc<AtomicBool>,
+}
+
+impl Writer {
+    /// Runs one write and notes in `changes` what it changed of a run's detail.
+    fn run(&self, conn: &mut Connection, job: WriteJob, changes: &mut Changes) -> Written {
+        self.touched.store(false, Ordering::Relaxed);
+        let written = job(conn);
+        if self.touched.load(Ordering::Relaxed) {
+            match &written.run {
+                Some(run) => changes.runs.push(run.clone()),
+                None => changes.all = true,
+            }
+        }
+        written
+    }
+
+    fn one_by_one(&self, conn: &mut Connection, jobs: impl IntoIterator<Item = WriteJob>) {
+        for job in jobs {
+            let mut changes = Changes::default();
+            let written = self.run(conn, job, &mut changes);
+            self.stamps.changed(&changes);
+            (written.answer)(Ok(()));
+        }
+    }
+
+    /// Runs writes in one transaction, each inside its own savepoint (a failed write is
+    /// rolled back alone), and answers every caller only once the commit is known: no
+    /// write is answered before it is committed, and a failed commit fails them all. One
+    /// write alone runs as its own transaction, as it always did.
+    fn run_group(&self, conn: &mut Connection, group: Vec<WriteJob>) {
+        if group.len() == 1 || !conn.is_autocommit() || step(conn, "BEGIN IMMEDIATE").is_err() {
+            return self.one_by_one(conn, group);
+        }
+        let mut changes = Changes::default();
+        let mut answers = Vec::with_capacity(group.len());
+        let mut jobs = group.into_iter();
+        while let Some(job) = jobs.next() {
+            let saved = step(conn, "SAVEPOINT grouped");
+            let written = self.run(conn, job, &mut changes);
+            answers.push(written.answer);
+            if saved.is_err() || conn.is_autocommit() {
+                // SQLite ended the transaction itself (an I/O error, a full disk): what
+                // the group wrote so far is gone; the rest go one at a time.
+                self.stamps.changed(&changes);
+                for answer in answers {
+                    // Only a fault of the database ends a transaction under a savepoint.
+                    answer(Err(StoreError::Unavailable(
+                        "the write's transaction was rolled back by the database".into(),
+                    )));
+                }
+                return self.one_by_one(conn, jobs);
+            }
+            if written.failed {
+                let _ = step(conn, "ROLLBACK TO grouped");
+            }
+            let _ = step(conn, "RELEASE grouped");
+        }
+        let committed = step(conn, "COMMIT");
+        // Stamped whether the commit held or not (a stamp moved for nothing costs a cached
+        // answer), and before any caller has its answer.
+        self.stamps.changed(&changes);
+        match committed {
+            Ok(()) => {
+                for answer in answers {
+                    answer(Ok(()));
+                }
+            }
+            Err(e) => {
+                if !conn.is_autocommit() {
+                    let _ = step(conn, "ROLLBACK");
+                }
+                let transient = e.is_transient();
+                let e = format!("a group commit failed: {e}");
+                for answer in answers {
+                    answer(Err(if transient {
+                        StoreError::Unavailable(e.clone())
+                    } else {
+                        StoreError::Database(e.clone())
+                    }));
+                }
+            }
+        }
+    }
 }
 
 fn step(conn: &Connection, sql: &str) -> Result<(), StoreError> {
@@ -225,67 +337,11 @@ fn step(conn: &Connection, sql: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Runs writes in one transaction, each inside its own savepoint (a failed write is
-/// rolled back alone), and answers every caller only once the commit is known: no write
-/// is answered before it is committed, and a failed commit fails them all. One write
-/// alone runs as its own transaction, as it always did.
-fn run_group(conn: &mut Connection, group: Vec<WriteJob>) {
-    fn one_by_one(conn: &mut Connection, jobs: impl IntoIterator<Item = WriteJob>) {
-        for job in jobs {
-            (job(conn).answer)(Ok(()));
-        }
-    }
-    if group.len() == 1 || !conn.is_autocommit() || step(conn, "BEGIN IMMEDIATE").is_err() {
-        return one_by_one(conn, group);
-    }
-    let mut answers = Vec::with_capacity(group.len());
-    let mut jobs = group.into_iter();
-    while let Some(job) = jobs.next() {
-        let saved = step(conn, "SAVEPOINT grouped");
-        let written = job(conn);
-        answers.push(written.answer);
-        if saved.is_err() || conn.is_autocommit() {
-            // SQLite ended the transaction itself (an I/O error, a full disk): what
-            // the group wrote so far is gone; the rest go one at a time.
-            for answer in answers {
-                // Only a fault of the database ends a transaction under a savepoint.
-                answer(Err(StoreError::Unavailable(
-                    "the write's transaction was rolled back by the database".into(),
-                )));
-            }
-            return one_by_one(conn, jobs);
-        }
-        if written.failed {
-            let _ = step(conn, "ROLLBACK TO grouped");
-        }
-        let _ = step(conn, "RELEASE grouped");
-    }
-    match step(conn, "COMMIT") {
-        Ok(()) => {
-            for answer in answers {
-                answer(Ok(()));
-            }
-        }
-        Err(e) => {
-            if !conn.is_autocommit() {
-                let _ = step(conn, "ROLLBACK");
-            }
-            let transient = e.is_transient();
-            let e = format!("a group commit failed: {e}");
-            for answer in answers {
-                answer(Err(if transient {
-                    StoreError::Unavailable(e.clone())
-                } else {
-                    StoreError::Database(e.clone())
-                }));
-            }
-        }
-    }
-}
-
 /// [`call`] for the writer: the answer waits for the commit of the group the write ran in.
+/// `run`: the run the write was made for, told from its result (`Written::run`).
 pub(super) fn call_write<T: Send + 'static>(
     queue: mpsc::Sender<WriteJob>,
+    run: impl FnOnce(&Result<T, StoreError>) -> Option<String> + Send + 'static,
     f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
 ) -> StoreFuture<'static, T> {
     hand_off(queue, move |tx| -> WriteJob {
@@ -293,6 +349,7 @@ pub(super) fn call_write<T: Send + 'static>(
             let out = guarded(f, conn);
             Written {
                 failed: out.is_err(),
+                run: run(&out),
                 answer: Box::new(move |committed| {
                     let _ = tx.send(committed.and(out));
                 }),

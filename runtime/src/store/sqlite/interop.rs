@@ -72,7 +72,7 @@ fn settle(
 impl InteropStore for SqliteStore {
     fn a2a_bind_context(&self, run_id: &str, context_id: &str) -> StoreFuture<'_, String> {
         let (run_id, context_id) = (run_id.to_owned(), context_id.to_owned());
-        self.write(move |conn| {
+        self.write_run(run_id.clone(), move |conn| {
             exec(conn, sql::BIND_CONTEXT, params![run_id, context_id])?;
             one(conn, sql::CONTEXT_OF, [run_id], |r| r.text("context_id"))?
                 .ok_or_else(|| StoreError::Database("a bound context vanished".into()))
