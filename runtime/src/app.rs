@@ -7,9 +7,28 @@ use crate::ops::Ops;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// What every handler can reach.
+/// What every handler can reach, behind one reference count: axum clones the state for
+/// every request (the `State` extractor, each route's service), so a clone is one atomic
+/// increment, not one per field.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The fields of [`AppState`].
+pub struct Shared {
     pub ops: Arc<Ops>,
     pub keys: Arc<KeyRing>,
     /// The discovery document as served now (the refresh SLA replaces it).

@@ -419,7 +419,7 @@ impl Host {
         }
         let ops = Arc::new(ops);
         ops.spawn_host_event_retention(config.host_events);
-        let state = AppState {
+        let state = AppState::new(crate::app::Shared {
             ops,
             keys: Arc::new(config.keys),
             discovery: sla.live(),
@@ -431,7 +431,7 @@ impl Host {
             body_timeout: config.server.body_timeout,
             shutdown: shutdown_rx,
             rendered: Arc::default(),
-        };
+        });
         let mut skills = a2a::skills_of_host(&state.ops);
         let mut default_skill = default_skill;
         if config.conformance {
