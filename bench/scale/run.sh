@@ -4,16 +4,17 @@
 # benchmark's tenant holding half, four events each, a host event per 100 runs, one run of
 # BIG_EVENTS events) to each size in SIZES, one fill after another (cumulative: the
 # 100,000-run store holds the 1,000-run store's runs and more), and keeps a copy of the
-# store at each size (SQLite: the data dir, host stopped; PostgreSQL: a database made from
-# it as a template, `<db>_<size>`).
+# store at each size (SQLite: the data dir, host stopped; PostgreSQL, after its VACUUM
+# ANALYZE: a database made from it as a template, `<db>_<size>`).
 #
 # One-shot figures, once per size right after its fill, on the growing store (a start-up
 # is one event, not a sample that can be interleaved, so each keeps its own moment's
 # load): start-up, start-up applying migration 9 again (its two indexes dropped) and
 # migration 11 again (its counts dropped), and bytes on disk per run.
 #
-# Then like for like: one release host per size, each on its size's copy (all pinned to
-# SERVER_CPU at the same priority; on PostgreSQL every size's backends raised with them),
+# Then like for like: one release host per size, each on its size's copy, read into memory
+# first (`warm`; all pinned to SERVER_CPU at the same priority; on PostgreSQL every size's
+# backends raised with them),
 # and one measurement, one request at a time, that takes sample i of every size before
 # sample i+1 of any (the size that goes first turns with i), so the machine's load falls
 # on every column alike: GET a run (p50/p99 over random runs of the tenant, each size's
