@@ -27,7 +27,9 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// The fields of [`AppState`].
+/// The fields of [`AppState`]. `Clone` so a state can be made from another with a field
+/// changed (a test's host with another discovery document).
+#[derive(Clone)]
 pub struct Shared {
     pub ops: Arc<Ops>,
     pub keys: Arc<KeyRing>,

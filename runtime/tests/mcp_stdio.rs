@@ -94,10 +94,11 @@ async fn an_mcp_row_whose_requires_is_not_advertised_is_refused() {
         .as_object_mut()
         .expect("mcp family")
         .remove("serverMount");
-    let mut app = h.state.clone();
-    app.discovery = std::sync::Arc::new(openwop::discovery::Live::new(
+    let mut shared = (*h.state).clone();
+    shared.discovery = std::sync::Arc::new(openwop::discovery::Live::new(
         openwop::discovery::Discovery::new(document),
     ));
+    let app = openwop::app::AppState::new(shared);
     let state = McpState::with_key(app, McpConfig::default(), &[7u8; 32]);
     let ctx = openwop::edge::mcp::Ctx::new(
         h.subject("acme"),
