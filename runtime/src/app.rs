@@ -45,8 +45,6 @@ pub struct Shared {
     pub body_timeout: std::time::Duration,
     /// Flips to true on shutdown so SSE streams and long-polls end.
     pub shutdown: watch::Receiver<bool>,
-    /// `getRun` answers kept under their run's detail stamp.
-    pub rendered: Arc<crate::edge::rest::RenderedRuns>,
 }
 
 impl AppState {

@@ -430,7 +430,6 @@ impl Host {
             request_deadline: config.request_deadline,
             body_timeout: config.server.body_timeout,
             shutdown: shutdown_rx,
-            rendered: Arc::default(),
         });
         let mut skills = a2a::skills_of_host(&state.ops);
         let mut default_skill = default_skill;

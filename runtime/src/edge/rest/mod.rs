@@ -25,7 +25,6 @@ use error::ApiError;
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 pub use crate::app::AppState;
-pub use rendered::RenderedRuns;
 
 /// A request past its deadline: `503 service_unavailable`.
 fn past_deadline(within: std::time::Duration) -> axum::response::Response {
@@ -54,6 +53,7 @@ fn body_refused(why: crate::edge::body::Refused) -> axum::response::Response {
 pub fn router(state: AppState, seams: Option<crate::conformance::Seams>) -> Router {
     let within = state.request_deadline;
     let body_within = state.body_timeout;
+    let kept = std::sync::Arc::new(rendered::RenderedRuns::default());
     let mut router = Router::new();
     if let Some(seams) = seams {
         let (start, connect) = (seams.clone(), seams);
@@ -91,7 +91,14 @@ pub fn router(state: AppState, seams: Option<crate::conformance::Seams>) -> Rout
         .route("/.well-known/openwop", get(discovery::get_discovery))
         .route("/openapi.json", get(discovery::get_openapi))
         .route("/runs", post(runs::create_run).get(runs::list_runs))
-        .route("/runs/{run_id}", get(runs::get_run))
+        // The getRun answers this router keeps (`rendered`), held by its route's handler
+        // (a layer would cost every GET a service and an extension map).
+        .route(
+            "/runs/{run_id}",
+            get(move |state, caller, path, headers| {
+                runs::get_run(state, kept.clone(), caller, path, headers)
+            }),
+        )
         .route("/runs/{run_id}/cancel", post(runs::cancel_run))
         .route(
             "/runs/{run_id}/interrupts/{node_id}",

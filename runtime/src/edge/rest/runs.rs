@@ -4,7 +4,7 @@
 use super::discovery::etag_matches;
 use super::error::ApiError;
 use super::extract::{Caller, JsonBody, PathParams, QueryMap, run_id};
-use super::rendered::Rendered;
+use super::rendered::{Rendered, RenderedRuns};
 use crate::app::AppState;
 use crate::generated::models::{
     CancelRunRequest, CancelRunResponse, CreateRunResponse, ResolveInterruptRequest,
@@ -18,6 +18,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use siphasher::sip128::SipHasher13;
+use std::sync::Arc;
 
 const IDEMPOTENT_REPLAY: HeaderName = HeaderName::from_static("openwop-idempotent-replay");
 
@@ -79,6 +80,7 @@ pub async fn create_run(
 
 pub async fn get_run(
     State(state): State<AppState>,
+    kept: Arc<RenderedRuns>,
     Caller(subject): Caller,
     path: PathParams,
     headers: HeaderMap,
@@ -88,7 +90,7 @@ pub async fn get_run(
     // would make.
     let stamp = state.ops.snapshot_stamp(&subject, &id)?;
     let key = id.as_bound();
-    let rendered = match stamp.and_then(|s| state.rendered.get(&key, s)) {
+    let rendered = match stamp.and_then(|s| kept.get(&key, s)) {
         Some(kept) => kept,
         None => {
             let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
@@ -100,7 +102,7 @@ pub async fn get_run(
                 body: body.into(),
             };
             if let Some(stamp) = stamp {
-                state.rendered.keep(key, stamp, rendered.clone());
+                kept.keep(key, stamp, rendered.clone());
             }
             rendered
         }
