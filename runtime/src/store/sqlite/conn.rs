@@ -24,7 +24,7 @@ const STATEMENT_CACHE: usize = 256;
 pub(super) type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// A write, run on the writer thread, maybe inside a group's transaction
-/// ([`run_group`]): returns whether it failed and what answers its caller once the
+/// ([`Writer::run_group`]): returns whether it failed and what answers its caller once the
 /// group's commit is known.
 pub(super) type WriteJob = Box<dyn FnOnce(&mut Connection) -> Written + Send>;
 
@@ -203,7 +203,7 @@ pub(super) fn spawn_worker(
 }
 
 /// Starts the writer thread: it takes every write queued meanwhile (up to [`MAX_GROUP`])
-/// and commits them together ([`run_group`]), so concurrent requests share one commit
+/// and commits them together ([`Writer::run_group`]), so concurrent requests share one commit
 /// (one set of WAL frames for the pages they all touch) instead of one commit each.
 /// After each commit, before answering, it moves the detail stamps of the runs whose
 /// detail the commit changed (`stamps`).
