@@ -91,7 +91,7 @@ pub async fn get_run(
     let stamp = state.ops.snapshot_stamp(&subject, &id)?;
     let key = id.as_bound();
     let rendered = match stamp.and_then(|s| kept.get(&key, s)) {
-        Some(kept) => kept,
+        Some(hit) => hit,
         None => {
             let (run, view) = state.ops.get_snapshot(&subject, &id).await?;
             let body = serde_json::to_vec(&view)
