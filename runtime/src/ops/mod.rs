@@ -331,10 +331,7 @@ impl Ops {
     /// Loads a run the caller may see. A foreign tenant segment is refused before any
     /// lookup, so the answer cannot depend on whether the run exists.
     async fn load(&self, subject: &Subject, id: &BoundId) -> Result<RunRecord, OpError> {
-        let run_id = id.as_bound();
-        if id.tenant() != subject.tenant {
-            return Err(OpError::TenantMismatch { id: run_id });
-        }
+        let run_id = callers_run_id(subject, id)?;
         match self.runs.get_run(&run_id).await? {
             Some(run) if run.tenant == subject.tenant => Ok(run),
             _ => Err(OpError::RunNotFound { run_id }),
@@ -893,6 +890,16 @@ fn decode_cursor(cursor: &str, tenant: &str) -> Result<i64, OpError> {
         return Err(bad());
     }
     order.parse().map_err(|_| bad())
+}
+
+/// The stored id of a run the caller names, refusing a foreign tenant segment before any
+/// lookup (`TenantMismatch`), so no answer depends on whether another tenant's run exists.
+fn callers_run_id(subject: &Subject, id: &BoundId) -> Result<String, OpError> {
+    let run_id = id.as_bound();
+    if id.tenant() != subject.tenant {
+        return Err(OpError::TenantMismatch { id: run_id });
+    }
+    Ok(run_id)
 }
 
 #[cfg(test)]

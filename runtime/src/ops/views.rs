@@ -107,10 +107,7 @@ impl Ops {
     /// kept (the store cannot say). Another tenant's id is refused as `get_snapshot`
     /// refuses it, so an edge asks this first and answers alike.
     pub fn snapshot_stamp(&self, subject: &Subject, id: &BoundId) -> Result<Option<u64>, OpError> {
-        if id.tenant() != subject.tenant {
-            return Err(OpError::TenantMismatch { id: id.as_bound() });
-        }
-        Ok(self.runs.detail_stamp(&id.as_bound()))
+        Ok(self.runs.detail_stamp(&super::callers_run_id(subject, id)?))
     }
 
     /// `getRun`: a run the caller may see and its snapshot, read in one store call. A
@@ -120,10 +117,7 @@ impl Ops {
         subject: &Subject,
         id: &BoundId,
     ) -> Result<(RunRecord, RunSnapshot), OpError> {
-        let run_id = id.as_bound();
-        if id.tenant() != subject.tenant {
-            return Err(OpError::TenantMismatch { id: run_id });
-        }
+        let run_id = super::callers_run_id(subject, id)?;
         match self.runs.run_detail(&run_id).await? {
             Some(detail) if detail.run.tenant == subject.tenant => {
                 let view = detail_view(&detail)?;
