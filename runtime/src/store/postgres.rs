@@ -8,6 +8,7 @@
 //! store turns them into the same [`Wake`]s the SQLite store publishes in process. Every
 //! statement is prepared once per pooled connection (`prepare_cached`).
 
+mod batch;
 mod interop;
 mod listen;
 mod migrate;
@@ -56,6 +57,8 @@ struct Inner {
     /// every commit (see [`InteropStore::push_configs_possible`]).
     push_configured: Arc<std::sync::atomic::AtomicBool>,
     listener: tokio::task::JoinHandle<()>,
+    /// Plain creations, written together ([`batch`]).
+    creates: batch::Creates,
     /// How the last write ended (`/readyz` turns not-ready while writes fail): reads go
     /// on when only writes fail (a full tablespace: SQLSTATE 53100), so readiness, which
     /// reads, would not see it otherwise.
@@ -674,11 +677,12 @@ impl PgStore {
         let _ = ready.await;
         Ok(Self {
             inner: Arc::new(Inner {
-                pool,
+                pool: pool.clone(),
                 channel,
                 wakes,
                 push_configured,
                 listener,
+                creates: batch::Creates::start(pool.clone()),
                 write_health: WriteHealth::default(),
             }),
         })
@@ -708,7 +712,6 @@ impl RunStore for PgStore {
         with: CreateWith,
     ) -> StoreFuture<'_, Created> {
         Box::pin(self.noted(async move {
-            let mut client = self.client().await?;
             let now = now_ms();
             // A new run's context is the one asked for, so its first message can be
             // stamped before anything is written.
@@ -729,9 +732,17 @@ impl RunStore for PgStore {
             }
             let stepped = row.stepped;
             let claim = idempotency.as_ref();
+            // Nothing beside the run and its events: written with the creations
+            // queued beside it, in one statement ([`batch`]).
+            let plain = claim.is_none() && first.is_none() && row.opening.is_none() && !durable;
+            // The connection of any other creation, kept for its replay.
+            let mut held = None;
             // Durable host events take their tenant's lock and go in the same
             // transaction; without them the one statement is the whole transaction.
-            let created = if durable {
+            let created = if plain {
+                Some((self.inner.creates.create(row).await?, Vec::new()))
+            } else if durable {
+                let client = held.insert(self.client().await?);
                 let tx = client.transaction().await?;
                 match insert_new_run(&tx, &row, claim, first.as_ref()).await? {
                     Some(inserted) => {
@@ -744,7 +755,8 @@ impl RunStore for PgStore {
                     None => None,
                 }
             } else {
-                insert_new_run(&client, &row, claim, first.as_ref())
+                let client = held.insert(self.client().await?);
+                insert_new_run(client, &row, claim, first.as_ref())
                     .await?
                     .map(|run| (run, Vec::new()))
             };
@@ -769,6 +781,10 @@ impl RunStore for PgStore {
             // this one's commit inside the statement): replay the earlier run.
             let Some(claim) = &idempotency else {
                 return Err(StoreError::Database("a run was not created".into()));
+            };
+            let mut client = match held {
+                Some(client) => client,
+                None => self.client().await?,
             };
             let tx = client.transaction().await?;
             let (hash, run_id) = one(

@@ -130,6 +130,7 @@ store_suite!(
     a_run_keeps_what_its_creator_attached,
     idempotency_replays_the_same_body_and_refuses_another,
     concurrent_creates_with_one_key_make_one_run,
+    concurrent_plain_creations_are_each_written_once_and_a_bad_one_fails_alone,
     a_creation_writes_its_a2a_task_and_host_events_in_its_transaction,
     a_creation_applies_its_first_step_in_its_transaction,
     concurrent_writes_that_fail_midway_leave_nothing_and_others_stand,
@@ -1656,6 +1657,108 @@ async fn total(store: &Arc<dyn RunStore>, tenant: &str, statuses: &[RunStatus]) 
         .expect("query")
         .total
         .expect("counted")
+}
+
+/// Spawns the plain creation of run `id` (tenant before the `/`), its first step
+/// finishing it (completed for even `i`, failed for odd) with two events.
+fn spawn_plain(
+    s: &Arc<dyn RunStore>,
+    i: usize,
+    id: String,
+) -> tokio::task::JoinHandle<(String, Result<Created, StoreError>)> {
+    let s = s.clone();
+    tokio::spawn(async move {
+        let mut run = new_run(&id);
+        run.tenant = id.split('/').next().unwrap_or_default().into();
+        run.annotations.tags = (i % 2 == 0).then(|| json!([i]));
+        let with = CreateWith {
+            first_step: Some(Box::new(move |_: &RunRecord| {
+                let status = [RunStatus::Completed, RunStatus::Failed][i % 2];
+                let patch = RunPatch {
+                    status: Some(status),
+                    outputs: Some(json!({ "i": i })),
+                    ..Default::default()
+                };
+                Some((patch, vec![ev(), ev()]))
+            })),
+            ..CreateWith::default()
+        };
+        let created = s.create_run_with(run, None, with).await;
+        (id, created)
+    })
+}
+
+/// Issue #33: creations with nothing beside the run and its events, many at once (what
+/// PostgreSQL writes several to a statement): each is stored once, as its answer says,
+/// with its first step's events and its count; one that cannot be written (its id is
+/// taken) fails alone and the others stand.
+async fn concurrent_plain_creations_are_each_written_once_and_a_bad_one_fails_alone(b: Backend) {
+    let s = b.runs.clone();
+    let tasks: Vec<_> = (0..48)
+        .map(|i| spawn_plain(&s, i, format!("{}/n{i}", ["a", "b", "c"][i % 3])))
+        .collect();
+    let mut orders = std::collections::HashSet::new();
+    for t in tasks {
+        let (id, created) = t.await.expect("task");
+        let created = created.expect("create").run;
+        assert_eq!(
+            s.get_run(&id).await.unwrap().as_ref(),
+            Some(&created),
+            "as answered"
+        );
+        assert_eq!(created.last_sequence, 1);
+        assert!(orders.insert(created.list_order), "one list_order each");
+        let events = s.events_since(&id, -1, 10).await.unwrap();
+        assert_eq!(
+            events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert!(events.iter().all(|e| e.timestamp_ms == created.created_ms));
+    }
+    assert_eq!(b.rows("events").await, 96);
+    for tenant in ["a", "b", "c"] {
+        assert_eq!(total(&s, tenant, &[]).await, 16);
+    }
+    assert_eq!(
+        total(&s, "b", &[RunStatus::Completed]).await
+            + total(&s, "c", &[RunStatus::Completed]).await,
+        16
+    );
+    if b.schema.is_some() {
+        // Written together: fewer transactions than runs.
+        let transactions = b
+            .rows("(SELECT DISTINCT xmin::text FROM runs) AS written")
+            .await;
+        assert!(transactions < 48, "{transactions} transactions for 48 runs");
+    }
+
+    // Among others at once, a creation whose id is taken fails alone.
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let id = if i == 7 {
+                "a/n0".to_string()
+            } else {
+                format!("d/m{i}")
+            };
+            spawn_plain(&s, i, id)
+        })
+        .collect();
+    for t in tasks {
+        match t.await.expect("task") {
+            (id, Err(e)) => {
+                assert_eq!(id, "a/n0");
+                assert!(matches!(e, StoreError::Database(_)), "{e:?}");
+            }
+            (id, Ok(created)) => assert_eq!(s.get_run(&id).await.unwrap(), Some(created.run)),
+        }
+    }
+    assert_eq!(total(&s, "d", &[]).await, 15);
+    assert_eq!(total(&s, "a", &[]).await, 16);
+    assert_eq!(
+        b.rows("events").await,
+        96 + 30,
+        "the failed one wrote no event"
+    );
 }
 
 /// Issue #33: the counts `totalSize` reads follow every write that adds a run, changes
