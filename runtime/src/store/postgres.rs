@@ -59,6 +59,8 @@ struct Inner {
     listener: tokio::task::JoinHandle<()>,
     /// Plain creations, written together ([`batch`]).
     creates: batch::Creates,
+    /// Run details, read together ([`batch`]).
+    details: batch::Details,
     /// How the last write ended (`/readyz` turns not-ready while writes fail): reads go
     /// on when only writes fail (a full tablespace: SQLSTATE 53100), so readiness, which
     /// reads, would not see it otherwise.
@@ -682,7 +684,8 @@ impl PgStore {
                 wakes,
                 push_configured,
                 listener,
-                creates: batch::Creates::start(pool.clone()),
+                creates: batch::creates(pool.clone()),
+                details: batch::details(pool.clone()),
                 write_health: WriteHealth::default(),
             }),
         })
@@ -740,7 +743,7 @@ impl RunStore for PgStore {
             // Durable host events take their tenant's lock and go in the same
             // transaction; without them the one statement is the whole transaction.
             let created = if plain {
-                Some((self.inner.creates.create(row).await?, Vec::new()))
+                Some((self.inner.creates.call(row).await?, Vec::new()))
             } else if durable {
                 let client = held.insert(self.client().await?);
                 let tx = client.transaction().await?;
@@ -978,10 +981,8 @@ impl RunStore for PgStore {
 
     fn run_detail(&self, run_id: &str) -> StoreFuture<'_, Option<RunDetail>> {
         let run_id = run_id.to_owned();
-        Box::pin(async move {
-            let client = self.client().await?;
-            one(&client, RUN_DETAIL, &[&run_id], detail_row).await
-        })
+        // Read with the details asked beside it ([`batch`]).
+        Box::pin(self.inner.details.call(run_id))
     }
 
     fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {

@@ -628,7 +628,7 @@ fn resume_running() -> OnResolve {
 const RUN: &str = "t/0123456789abcdef";
 
 /// A plain new run of tenant `t` (also used by the backends' own tests).
-pub(super) fn new_run(id: &str) -> NewRun {
+pub(crate) fn new_run(id: &str) -> NewRun {
     NewRun {
         run_id: id.into(),
         tenant: "t".into(),

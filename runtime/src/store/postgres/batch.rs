@@ -1,79 +1,129 @@
-//! Plain creations written together: concurrent creations with nothing beside the run and
-//! its events (no idempotency key, no A2A task, no interrupt, no durable host event: what
-//! a REST `POST /runs` without `Idempotency-Key` writes) go in one statement and one
-//! commit, as SQLite's writer groups its commits (issue #33).
+//! Calls written or read together: concurrent calls of one kind go to the database in
+//! one statement, as SQLite's writer groups its commits (issue #33). Two kinds:
 //!
-//! A creation's cost on PostgreSQL is mostly the server's per-statement and per-commit
-//! work, not its rows: measured with pgbench (-M prepared, 8 clients, the `echo` run and
-//! its four events at migration 11), the server spent 0.355-0.375 ms of CPU per run with
-//! one run per statement and 0.110-0.127 ms with eight.
+//! - **plain creations**, with nothing beside the run and its events (no idempotency key,
+//!   no A2A task, no interrupt, no durable host event: what a REST `POST /runs` without
+//!   `Idempotency-Key` writes): one statement and one commit for the batch;
+//! - **run details** (a run, its open interrupt and its contextId: what `getRun` reads):
+//!   one `= ANY($1)` statement for the batch.
 //!
-//! No timer: a batch is whatever was queued when a connection for it became free. At most
-//! [`IN_FLIGHT`] batch statements run at once, so a lone creation is written at once (one
-//! statement, [`CREATE_PLAIN`](super::CREATE_PLAIN), as before), and under load the
-//! creations that arrive while the statements in flight commit wait for the next one.
-//! Rows go in ordered by (tenant, status), the order every other writer of `run_counts`
-//! takes its rows in, so two batches whose count triggers share a slot cannot deadlock.
-//! A batch that fails for a reason that is not transient is written again one run at a
-//! time, so one bad creation fails alone.
+//! A call's cost on PostgreSQL is mostly the server's per-statement (and per-commit) work,
+//! not its rows: measured with pgbench (-M prepared, 8 clients, PostgreSQL's CPU from
+//! /proc), a creation of the `echo` run with its four events took 0.355-0.375 ms of the
+//! server's CPU one to a statement and 0.110-0.127 ms eight to a statement; a run detail
+//! 0.108-0.116 ms alone and 0.021 ms eight to a statement.
+//!
+//! No timer: a batch is whatever was queued when one of its kind's [`IN_FLIGHT`] slots
+//! became free, so a lone call goes to the database at once (a creation alone as
+//! [`CREATE_PLAIN`](super::CREATE_PLAIN), a read alone as `RUN_DETAIL`, as before), and
+//! under load the calls that arrive while the statements in flight run wait for the next
+//! one. A read's statement starts after the read was asked, so it sees every commit
+//! answered before the read arrived.
+//!
+//! Creations go in ordered by (tenant, status), the order every other writer of
+//! `run_counts` takes its rows in, so two batches whose count triggers share a slot
+//! cannot deadlock. A batch of creations that fails for a reason that is not transient is
+//! written again one run at a time, so one bad creation fails alone.
 
-use super::{NewRow, all, insert_new_run};
-use crate::store::{RunRecord, StoreError, sql};
+use super::{NewRow, RUN_DETAIL, RUN_DETAILS, all, detail_row, insert_new_run, one};
+use crate::store::{RunDetail, RunRecord, StoreError, sql};
 use deadpool_postgres::Pool;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-/// Creations one statement writes at most.
+/// Calls one statement carries at most.
 const MAX_BATCH: usize = 64;
 
-/// Batch statements in flight at once, each on its own pooled connection.
+/// Statements of one kind in flight at once, each on its own pooled connection. Two: one
+/// batch can be sent while the other waits for its commit's WAL flush. In
+/// `bench/replicas/run.sh` (2026-12-07 01:10-01:30 UTC, one run each, noisy) two slots
+/// for each kind read 0.59-0.81x of SQLite, one slot 0.37-0.76x (every call waits for
+/// the one statement before it), four or more 0.48-0.60x (smaller batches: more of the
+/// server's CPU per call).
 const IN_FLIGHT: usize = 2;
 
-/// A creation waiting for its batch, and where its outcome goes.
-struct Pending {
-    row: NewRow,
-    reply: oneshot::Sender<Result<RunRecord, StoreError>>,
+/// A call waiting for its batch, and where its outcome goes.
+struct Pending<T, R> {
+    call: T,
+    reply: oneshot::Sender<Result<R, StoreError>>,
 }
 
-/// The queue of plain creations and the task that writes them.
-pub(super) struct Creates {
-    queue: mpsc::UnboundedSender<Pending>,
+/// The queue of one kind of call and the task that sends its batches.
+pub(super) struct Batches<T, R> {
+    queue: mpsc::UnboundedSender<Pending<T, R>>,
     task: tokio::task::JoinHandle<()>,
+    /// Batches sent so far (what the tests check batching by).
+    #[cfg_attr(not(test), allow(dead_code))]
+    sent: Arc<AtomicU64>,
 }
 
-impl Drop for Creates {
+impl<T, R> Drop for Batches<T, R> {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl Creates {
-    pub(super) fn start(pool: Pool) -> Creates {
+impl<T: Send + 'static, R: Send + 'static> Batches<T, R> {
+    fn start<F, Fut>(pool: Pool, send: F) -> Self
+    where
+        F: Fn(Pool, Vec<Pending<T, R>>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         // Unbounded: each entry is a request awaiting its answer, so the queue is
         // bounded by the requests the host admits (its concurrency limit).
         let (queue, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(pool, rx));
-        Creates { queue, task }
+        let sent = Arc::new(AtomicU64::new(0));
+        let task = tokio::spawn(run(pool, rx, send, sent.clone()));
+        Batches { queue, task, sent }
     }
 
-    /// Writes `row` (a run with its first change applied and its events) in the next
-    /// batch; the run as stored.
-    pub(super) async fn create(&self, row: NewRow) -> Result<RunRecord, StoreError> {
+    #[cfg(test)]
+    fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// `call`, sent with the calls queued beside it; its outcome.
+    pub(super) async fn call(&self, call: T) -> Result<R, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.queue
-            .send(Pending { row, reply })
+            .send(Pending { call, reply })
             .map_err(|_| StoreError::Unavailable("the store is shutting down".into()))?;
-        answer.await.unwrap_or_else(|_| {
-            Err(StoreError::Unavailable(
-                "the creation was not written".into(),
-            ))
-        })
+        answer
+            .await
+            .unwrap_or_else(|_| Err(StoreError::Unavailable("the call was not answered".into())))
     }
 }
 
-async fn run(pool: Pool, mut rx: mpsc::UnboundedReceiver<Pending>) {
+/// Plain creations: a run with its first change applied and its events; the run as
+/// stored.
+pub(super) type Creates = Batches<NewRow, RunRecord>;
+
+/// Run details by run id.
+pub(super) type Details = Batches<String, Option<RunDetail>>;
+
+pub(super) fn creates(pool: Pool) -> Creates {
+    Batches::start(pool, write_creations)
+}
+
+pub(super) fn details(pool: Pool) -> Details {
+    Batches::start(pool, read_details)
+}
+
+async fn run<T, R, F, Fut>(
+    pool: Pool,
+    mut rx: mpsc::UnboundedReceiver<Pending<T, R>>,
+    send: F,
+    sent: Arc<AtomicU64>,
+) where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(Pool, Vec<Pending<T, R>>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     loop {
         // A slot first, then the queue: what arrives while every slot is busy waits
@@ -91,34 +141,49 @@ async fn run(pool: Pool, mut rx: mpsc::UnboundedReceiver<Pending>) {
                 Err(_) => break,
             }
         }
-        let pool = pool.clone();
+        sent.fetch_add(1, Ordering::Relaxed);
+        let batch = send(pool.clone(), batch);
         tokio::spawn(async move {
-            write(&pool, batch).await;
+            batch.await;
             drop(slot);
         });
     }
 }
 
-/// Writes one batch and answers each of its creations.
-async fn write(pool: &Pool, batch: Vec<Pending>) {
-    let client = match pool.get().await {
-        Ok(c) => c,
+/// A connection for a batch, or the error each of its calls gets.
+async fn connection<T, R>(
+    pool: &Pool,
+    batch: Vec<Pending<T, R>>,
+) -> Option<(deadpool_postgres::Object, Vec<Pending<T, R>>)> {
+    match pool.get().await {
+        Ok(c) => Some((c, batch)),
         Err(e) => {
-            let e = StoreError::from(e);
-            for p in batch {
-                let _ = p.reply.send(Err(copy(&e)));
-            }
-            return;
+            fail(batch, &StoreError::from(e));
+            None
         }
+    }
+}
+
+/// Answers every call of `batch` with `e`.
+fn fail<T, R>(batch: Vec<Pending<T, R>>, e: &StoreError) {
+    for p in batch {
+        let _ = p.reply.send(Err(copy(e)));
+    }
+}
+
+/// Writes one batch of creations and answers each.
+async fn write_creations(pool: Pool, batch: Vec<Pending<NewRow, RunRecord>>) {
+    let Some((client, batch)) = connection(&pool, batch).await else {
+        return;
     };
     if batch.len() > 1 {
         match insert_batch(&client, &batch).await {
             Ok(mut orders) => {
                 for mut p in batch {
-                    let out = match orders.remove(&p.row.run.run_id) {
+                    let out = match orders.remove(&p.call.run.run_id) {
                         Some(order) => {
-                            p.row.run.list_order = order;
-                            Ok(p.row.run)
+                            p.call.run.list_order = order;
+                            Ok(p.call.run)
                         }
                         None => Err(StoreError::Database("a run was not created".into())),
                     };
@@ -127,23 +192,46 @@ async fn write(pool: &Pool, batch: Vec<Pending>) {
                 return;
             }
             // Nothing was written; the fault is the server's, not a creation's.
-            Err(e @ StoreError::Unavailable(_)) => {
-                for p in batch {
-                    let _ = p.reply.send(Err(copy(&e)));
-                }
-                return;
-            }
+            Err(e @ StoreError::Unavailable(_)) => return fail(batch, &e),
             // One creation may be at fault: each on its own, so only it fails.
             Err(_) => {}
         }
     }
     for p in batch {
-        let out = insert_new_run(&client, &p.row, None, None)
+        let out = insert_new_run(&client, &p.call, None, None)
             .await
             .and_then(|run| {
                 run.ok_or_else(|| StoreError::Database("a run was not created".into()))
             });
         let _ = p.reply.send(out);
+    }
+}
+
+/// Reads one batch of run details and answers each (a run asked twice gets its detail
+/// twice).
+async fn read_details(pool: Pool, batch: Vec<Pending<String, Option<RunDetail>>>) {
+    let Some((client, batch)) = connection(&pool, batch).await else {
+        return;
+    };
+    if let [p] = &batch[..] {
+        let out = one(&client, RUN_DETAIL, &[&p.call], detail_row).await;
+        if let Some(p) = batch.into_iter().next() {
+            let _ = p.reply.send(out);
+        }
+        return;
+    }
+    let ids: Vec<&str> = batch.iter().map(|p| p.call.as_str()).collect();
+    match all(&client, RUN_DETAILS, &[&ids], detail_row).await {
+        Ok(found) => {
+            let found: HashMap<String, RunDetail> = found
+                .into_iter()
+                .map(|d| (d.run.run_id.clone(), d))
+                .collect();
+            for p in batch {
+                let _ = p.reply.send(Ok(found.get(&p.call).cloned()));
+            }
+        }
+        Err(e) => fail(batch, &e),
     }
 }
 
@@ -185,9 +273,9 @@ const CREATE_BATCH: &str = concat!(
 
 async fn insert_batch(
     c: &deadpool_postgres::Object,
-    batch: &[Pending],
+    batch: &[Pending<NewRow, RunRecord>],
 ) -> Result<HashMap<String, i64>, StoreError> {
-    let runs = || batch.iter().map(|p| &p.row.run);
+    let runs = || batch.iter().map(|p| &p.call.run);
     let text = |f: fn(&RunRecord) -> &str| runs().map(f).collect::<Vec<&str>>();
     let json = |f: fn(&RunRecord) -> Option<&Value>| {
         runs()
@@ -214,11 +302,11 @@ async fn insert_batch(
 
     let events = || {
         batch.iter().flat_map(|p| {
-            p.row
+            p.call
                 .events
                 .iter()
                 .enumerate()
-                .map(move |(i, e)| (&p.row.run, i, e))
+                .map(move |(i, e)| (&p.call.run, i, e))
         })
     };
     let ev_runs: Vec<&str> = events().map(|(r, _, _)| r.run_id.as_str()).collect();
@@ -263,4 +351,47 @@ async fn insert_batch(
     )
     .await?;
     Ok(rows.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::PgStore;
+    use crate::store::scratch::{ScratchSchema, skip_postgres};
+    use crate::store::{RunStore, suite::new_run};
+
+    /// Many `getRun` reads at once share statements, and each gets its own run's detail
+    /// (a run asked for twice, twice; a run that does not exist, `None`).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn concurrent_reads_share_statements_and_each_gets_its_own_run() {
+        if skip_postgres("batch::concurrent_reads_share_statements") {
+            return;
+        }
+        let schema = ScratchSchema::create().await.expect("PostgreSQL");
+        let store = PgStore::connect(&schema.url()).await.expect("connect");
+        for i in 0..3 {
+            store
+                .create_run(new_run(&format!("t/r{i}")), None)
+                .await
+                .expect("create");
+        }
+        let before = store.inner.details.sent();
+        let reads: Vec<_> = (0..48)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let id = format!("t/r{}", i % 4);
+                    (store.run_detail(&id).await.expect("read"), id)
+                })
+            })
+            .collect();
+        for read in reads {
+            let (detail, id) = read.await.expect("task");
+            match detail {
+                Some(d) => assert_eq!(d.run.run_id, id),
+                None => assert_eq!(id, "t/r3", "only the run never created is absent"),
+            }
+        }
+        let statements = store.inner.details.sent() - before;
+        assert!(statements < 48, "{statements} statements for 48 reads");
+    }
 }
