@@ -33,6 +33,10 @@ start_openwop sqlite "$sqlite_port"
 http_load sqlite rest-create-get "$server_pid" "http://127.0.0.1:$sqlite_port" --auth "$bench_auth" >>"$out"
 stop_server "$server_pid"
 
+# A checkpoint first, so the WAL an earlier run left does not bring one (PostgreSQL's
+# writes and syncs of every dirty page) into this run's measured seconds; this run's own
+# WAL may still bring one (max_wal_size). Needs superuser or pg_checkpoint; skipped if not.
+psql -q "$db" -c CHECKPOINT 2>/dev/null || echo "  (no CHECKPOINT: not allowed for this role)"
 start_openwop pg-a "$pg_a_port" --database "$db_schema"
 pg_a=$server_pid
 http_load postgres-1-replica rest-create-get "$pg_a" "http://127.0.0.1:$pg_a_port" --auth "$bench_auth" \
