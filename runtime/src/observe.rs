@@ -346,6 +346,7 @@ pub async fn metrics(
     }
     let mut text = metrics.render(&gauges);
     render_store_latency(&mut text);
+    render_store_batches(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -354,6 +355,35 @@ pub async fn metrics(
         text,
     )
         .into_response()
+}
+
+/// PostgreSQL's batched calls: batches sent and the calls they carried, by kind (their
+/// ratio is the mean batch size; 1 means no call waited for another).
+fn render_store_batches(out: &mut String) {
+    let batches = crate::store::latency::batches();
+    if batches.is_empty() {
+        return;
+    }
+    out.push_str("# HELP openwop_store_batches_total Statements PostgreSQL was sent for batched calls (plain creations, run details), by kind.\n");
+    out.push_str("# TYPE openwop_store_batches_total counter\n");
+    for (kind, sent, _) in &batches {
+        let _ = writeln!(
+            out,
+            "openwop_store_batches_total{{kind=\"{}\"}} {sent}",
+            kind.label()
+        );
+    }
+    out.push_str(
+        "# HELP openwop_store_batched_calls_total Calls those statements carried, by kind.\n",
+    );
+    out.push_str("# TYPE openwop_store_batched_calls_total counter\n");
+    for (kind, _, calls) in &batches {
+        let _ = writeln!(
+            out,
+            "openwop_store_batched_calls_total{{kind=\"{}\"}} {calls}",
+            kind.label()
+        );
+    }
 }
 
 fn render_store_latency(out: &mut String) {
@@ -417,5 +447,26 @@ mod tests {
             let (_, value) = line.rsplit_once(' ').expect("sample");
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
+    }
+
+    /// PostgreSQL's batches show as two counters per kind (process-wide: other tests may
+    /// add to them, so the values are read back, not assumed).
+    #[test]
+    fn batched_calls_render_as_counters_by_kind() {
+        use crate::store::latency::{self, Batched};
+        latency::record_batch(Batched::Create, 8);
+        let mut text = String::new();
+        render_store_batches(&mut text);
+        assert!(text.contains("# TYPE openwop_store_batches_total counter\n"));
+        assert!(text.contains("# TYPE openwop_store_batched_calls_total counter\n"));
+        let value = |name: &str| -> u64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}{{kind=\"create\"}} ")))
+                .unwrap_or_else(|| panic!("{name} in {text}"));
+            line.rsplit_once(' ').unwrap().1.parse().unwrap()
+        };
+        assert!(value("openwop_store_batches_total") >= 1);
+        assert!(value("openwop_store_batched_calls_total") >= 8);
     }
 }

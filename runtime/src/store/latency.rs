@@ -1,6 +1,7 @@
 //! How long store calls take, for `/metrics`: every SQLite call (queueing for its
 //! connection's thread included) and every PostgreSQL statement, as a Prometheus
-//! histogram per backend. Process-wide: two hosts in one process share it.
+//! histogram per backend; and how PostgreSQL's batched calls group (the batches sent and
+//! the calls they carried, by kind). Process-wide: two hosts in one process share it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -78,6 +79,48 @@ pub fn snapshot() -> Vec<Snapshot> {
                 #[allow(clippy::cast_precision_loss)]
                 seconds: h.micros.load(Ordering::Relaxed) as f64 / 1e6,
             })
+        })
+        .collect()
+}
+
+/// The calls PostgreSQL sends several to a statement (`store/postgres/batch.rs`).
+#[derive(Debug, Clone, Copy)]
+pub enum Batched {
+    /// Plain creations.
+    Create = 0,
+    /// `getRun` details.
+    Detail = 1,
+}
+
+impl Batched {
+    pub const ALL: [Batched; 2] = [Batched::Create, Batched::Detail];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Batched::Create => "create",
+            Batched::Detail => "detail",
+        }
+    }
+}
+
+/// Per kind: batches sent, calls they carried.
+static BATCHES: [[AtomicU64; 2]; 2] = [[ZERO, ZERO], [ZERO, ZERO]];
+
+/// Records one batch of `kind` carrying `calls` calls.
+pub fn record_batch(kind: Batched, calls: usize) {
+    let [batches, carried] = &BATCHES[kind as usize];
+    batches.fetch_add(1, Ordering::Relaxed);
+    carried.fetch_add(u64::try_from(calls).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// Every kind that has sent a batch: (kind, batches, calls).
+pub fn batches() -> Vec<(Batched, u64, u64)> {
+    Batched::ALL
+        .iter()
+        .filter_map(|&kind| {
+            let [batches, carried] = &BATCHES[kind as usize];
+            let sent = batches.load(Ordering::Relaxed);
+            (sent > 0).then(|| (kind, sent, carried.load(Ordering::Relaxed)))
         })
         .collect()
 }

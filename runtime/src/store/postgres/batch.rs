@@ -26,6 +26,7 @@
 //! written again one run at a time, so one bad creation fails alone.
 
 use super::{NewRow, RUN_DETAIL, RUN_DETAILS, all, detail_row, insert_new_run, one};
+use crate::store::latency::{self, Batched};
 use crate::store::{RunDetail, RunRecord, StoreError, sql};
 use deadpool_postgres::Pool;
 use serde_json::Value;
@@ -68,7 +69,7 @@ impl<T, R> Drop for Batches<T, R> {
 }
 
 impl<T: Send + 'static, R: Send + 'static> Batches<T, R> {
-    fn start<F, Fut>(pool: Pool, send: F) -> Self
+    fn start<F, Fut>(pool: Pool, kind: Batched, send: F) -> Self
     where
         F: Fn(Pool, Vec<Pending<T, R>>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -77,7 +78,7 @@ impl<T: Send + 'static, R: Send + 'static> Batches<T, R> {
         // bounded by the requests the host admits (its concurrency limit).
         let (queue, rx) = mpsc::unbounded_channel();
         let sent = Arc::new(AtomicU64::new(0));
-        let task = tokio::spawn(run(pool, rx, send, sent.clone()));
+        let task = tokio::spawn(run(pool, kind, rx, send, sent.clone()));
         Batches { queue, task, sent }
     }
 
@@ -106,15 +107,16 @@ pub(super) type Creates = Batches<NewRow, RunRecord>;
 pub(super) type Details = Batches<String, Option<RunDetail>>;
 
 pub(super) fn creates(pool: Pool) -> Creates {
-    Batches::start(pool, write_creations)
+    Batches::start(pool, Batched::Create, write_creations)
 }
 
 pub(super) fn details(pool: Pool) -> Details {
-    Batches::start(pool, read_details)
+    Batches::start(pool, Batched::Detail, read_details)
 }
 
 async fn run<T, R, F, Fut>(
     pool: Pool,
+    kind: Batched,
     mut rx: mpsc::UnboundedReceiver<Pending<T, R>>,
     send: F,
     sent: Arc<AtomicU64>,
@@ -142,6 +144,7 @@ async fn run<T, R, F, Fut>(
             }
         }
         sent.fetch_add(1, Ordering::Relaxed);
+        latency::record_batch(kind, batch.len());
         let batch = send(pool.clone(), batch);
         tokio::spawn(async move {
             batch.await;
@@ -393,5 +396,14 @@ mod tests {
         }
         let statements = store.inner.details.sent() - before;
         assert!(statements < 48, "{statements} statements for 48 reads");
+        // `/metrics` counts them too (process-wide: other tests add to it).
+        let (_, batches, calls) = crate::store::latency::batches()
+            .into_iter()
+            .find(|(kind, ..)| matches!(kind, crate::store::latency::Batched::Detail))
+            .expect("detail batches counted");
+        assert!(
+            batches >= statements && calls >= 48,
+            "{batches} batches, {calls} calls"
+        );
     }
 }
