@@ -238,7 +238,7 @@ async fn read_details(pool: Pool, batch: Vec<Pending<String, Option<RunDetail>>>
     }
 }
 
-/// The batch's error for each of its creations.
+/// The batch's error, for each of its calls (the variant kept where the edges tell them apart).
 fn copy(e: &StoreError) -> StoreError {
     match e {
         StoreError::Unavailable(text) => StoreError::Unavailable(text.clone()),
