@@ -523,6 +523,18 @@ const RUN_DETAILS: &str = concat!(
      ) i ON true"
 );
 
+/// [`RUN_DETAILS`] of `run_ids` (each found once however often it is named), by run id.
+async fn details_by_id<C: GenericClient, S: AsRef<str> + Sync + ToSql>(
+    c: &C,
+    run_ids: &[S],
+) -> Result<std::collections::HashMap<String, RunDetail>, StoreError> {
+    let found = all(c, RUN_DETAILS, &[&run_ids], detail_row).await?;
+    Ok(found
+        .into_iter()
+        .map(|d| (d.run.run_id.clone(), d))
+        .collect())
+}
+
 /// What a run change is checked against.
 struct Check<'a> {
     guard: &'a Guard,
@@ -988,12 +1000,8 @@ impl RunStore for PgStore {
     fn run_details(&self, run_ids: Vec<String>) -> StoreFuture<'_, Vec<RunDetail>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let found = all(&client, RUN_DETAILS, &[&run_ids], detail_row).await?;
+            let mut found = details_by_id(&client, &run_ids).await?;
             // The statement's order is the plan's: put the page back in the order asked.
-            let mut found: std::collections::HashMap<String, RunDetail> = found
-                .into_iter()
-                .map(|d| (d.run.run_id.clone(), d))
-                .collect();
             Ok(run_ids.iter().filter_map(|id| found.remove(id)).collect())
         })
     }

@@ -25,7 +25,7 @@
 //! cannot deadlock. A batch of creations that fails for a reason that is not transient is
 //! written again one run at a time, so one bad creation fails alone.
 
-use super::{NewRow, RUN_DETAIL, RUN_DETAILS, all, detail_row, insert_new_run, one};
+use super::{NewRow, RUN_DETAIL, all, detail_row, details_by_id, insert_new_run, one};
 use crate::store::latency::{self, Batched};
 use crate::store::{RunDetail, RunRecord, StoreError, sql};
 use deadpool_postgres::Pool;
@@ -216,20 +216,17 @@ async fn read_details(pool: Pool, batch: Vec<Pending<String, Option<RunDetail>>>
     let Some((client, batch)) = connection(&pool, batch).await else {
         return;
     };
-    if let [p] = &batch[..] {
-        let out = one(&client, RUN_DETAIL, &[&p.call], detail_row).await;
-        if let Some(p) = batch.into_iter().next() {
+    let batch = match <[_; 1]>::try_from(batch) {
+        Ok([p]) => {
+            let out = one(&client, RUN_DETAIL, &[&p.call], detail_row).await;
             let _ = p.reply.send(out);
+            return;
         }
-        return;
-    }
+        Err(batch) => batch,
+    };
     let ids: Vec<&str> = batch.iter().map(|p| p.call.as_str()).collect();
-    match all(&client, RUN_DETAILS, &[&ids], detail_row).await {
+    match details_by_id(&client, &ids).await {
         Ok(found) => {
-            let found: HashMap<String, RunDetail> = found
-                .into_iter()
-                .map(|d| (d.run.run_id.clone(), d))
-                .collect();
             for p in batch {
                 let _ = p.reply.send(Ok(found.get(&p.call).cloned()));
             }
