@@ -360,29 +360,29 @@ pub async fn metrics(
 /// PostgreSQL's batched calls: batches sent and the calls they carried, by kind (their
 /// ratio is the mean batch size; 1 means no call waited for another).
 fn render_store_batches(out: &mut String) {
+    use crate::store::latency::Batched;
     let batches = crate::store::latency::batches();
     if batches.is_empty() {
         return;
     }
-    out.push_str("# HELP openwop_store_batches_total Statements PostgreSQL was sent for batched calls (plain creations, run details), by kind.\n");
-    out.push_str("# TYPE openwop_store_batches_total counter\n");
-    for (kind, sent, _) in &batches {
-        let _ = writeln!(
-            out,
-            "openwop_store_batches_total{{kind=\"{}\"}} {sent}",
-            kind.label()
-        );
-    }
-    out.push_str(
-        "# HELP openwop_store_batched_calls_total Calls those statements carried, by kind.\n",
-    );
-    out.push_str("# TYPE openwop_store_batched_calls_total counter\n");
-    for (kind, _, calls) in &batches {
-        let _ = writeln!(
-            out,
-            "openwop_store_batched_calls_total{{kind=\"{}\"}} {calls}",
-            kind.label()
-        );
+    type Pick = fn(&(Batched, u64, u64)) -> u64;
+    let families: [(&str, &str, Pick); 2] = [
+        (
+            "openwop_store_batches_total",
+            "Statements PostgreSQL was sent for batched calls (plain creations, run details), by kind.",
+            |b| b.1,
+        ),
+        (
+            "openwop_store_batched_calls_total",
+            "Calls those statements carried, by kind.",
+            |b| b.2,
+        ),
+    ];
+    for (name, help, pick) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for b in &batches {
+            let _ = writeln!(out, "{name}{{kind=\"{}\"}} {}", b.0.label(), pick(b));
+        }
     }
 }
 
