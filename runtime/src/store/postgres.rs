@@ -510,12 +510,22 @@ fn detail_row(r: &dyn sql::Row) -> Result<RunDetail, StoreError> {
     })
 }
 
-/// [`RUN_DETAIL`] for every run named in the array $1 (in no particular order).
+/// [`RUN_DETAIL`] for every run named in the array $1 (in no particular order; a run
+/// named twice, twice).
+///
+/// One index probe per id, written so (`unnest`, and a `LIMIT` that keeps the lookup a
+/// subquery of its own) because the statement is prepared once per pooled connection and,
+/// after five executions, PostgreSQL may keep a generic plan for it: `run_id = ANY($1)`
+/// planned generic while `runs` was small (a new database's first minute) was a sequential
+/// scan, and the connection kept scanning the whole table for every read as it grew, until
+/// an autoanalyze replanned it (in `bench/replicas/run.sh`, 757 scans reading 8.6 million
+/// rows in one 10-second run, PostgreSQL's CPU per request 0.155 ms against 0.12 without).
+/// An equality probe of `runs_run_id_key` is the cheaper plan at every size, empty included.
 const RUN_DETAILS: &str = concat!(
     "SELECT r.*, i.*, (SELECT context_id FROM a2a_tasks t WHERE t.run_id = r.run_id) AS context_id
-     FROM (SELECT ",
+     FROM unnest($1::text[]) AS asked(id) CROSS JOIN LATERAL (SELECT ",
     sql::run_detail_cols!(),
-    " FROM runs WHERE run_id = ANY($1)) r LEFT JOIN LATERAL (
+    " FROM runs WHERE runs.run_id = asked.id LIMIT 1) r LEFT JOIN LATERAL (
          SELECT ",
     sql::interrupt_cols!(),
     " FROM interrupts WHERE interrupts.run_id = r.run_id AND interrupts.state = 'open'
@@ -523,7 +533,7 @@ const RUN_DETAILS: &str = concat!(
      ) i ON true"
 );
 
-/// [`RUN_DETAILS`] of `run_ids` (each found once however often it is named), by run id.
+/// [`RUN_DETAILS`] of `run_ids`, by run id (a run named twice is in the map once).
 async fn details_by_id<C: GenericClient, S: AsRef<str> + Sync + ToSql>(
     c: &C,
     run_ids: &[S],
