@@ -359,6 +359,47 @@ mod tests {
     use crate::store::scratch::{ScratchSchema, skip_postgres};
     use crate::store::{RunStore, suite::new_run};
 
+    /// The batched read is prepared once per pooled connection and may be kept as a
+    /// generic plan made while `runs` is empty or small (a new database): that plan must
+    /// still probe `runs` by its run-id index, never scan the table, or the connection
+    /// scans every run for each read as the table grows (`super::RUN_DETAILS`).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn batched_reads_probe_the_run_id_index_even_as_a_generic_plan_on_an_empty_table() {
+        if skip_postgres("batch::batched_reads_probe_the_run_id_index") {
+            return;
+        }
+        let schema = ScratchSchema::create().await.expect("PostgreSQL");
+        // Migrated, and no run stored.
+        drop(PgStore::connect(&schema.url()).await.expect("connect"));
+        let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        let explain = format!(
+            "PREPARE details(text[]) AS {};
+             SET plan_cache_mode = force_generic_plan;
+             EXPLAIN EXECUTE details('{{t/a,t/b}}')",
+            super::super::RUN_DETAILS
+        );
+        let plan: Vec<String> = client
+            .simple_query(&explain)
+            .await
+            .expect("explain")
+            .into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("Index Scan using runs_run_id_key on runs")
+                && !plan.contains("Seq Scan on runs")
+                && !plan.contains("Bitmap Heap Scan on runs"),
+            "the generic plan reads runs otherwise than one probe per id:\n{plan}"
+        );
+    }
+
     /// Many `getRun` reads at once share statements, and each gets its own run's detail
     /// (a run asked for twice, twice; a run that does not exist, `None`).
     #[tokio::test(flavor = "multi_thread")]
