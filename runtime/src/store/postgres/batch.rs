@@ -13,12 +13,12 @@
 //! server's CPU one to a statement and 0.110-0.127 ms eight to a statement; a run detail
 //! 0.108-0.116 ms alone and 0.021 ms eight to a statement.
 //!
-//! No timer: a batch is whatever was queued when one of its kind's [`IN_FLIGHT`] slots
-//! became free, so a lone call goes to the database at once (a creation alone as
-//! [`CREATE_PLAIN`](super::CREATE_PLAIN), a read alone as `RUN_DETAIL`, as before), and
-//! under load the calls that arrive while the statements in flight run wait for the next
-//! one. A read's statement starts after the read was asked, so it sees every commit
-//! answered before the read arrived.
+//! No timer: a batch is whatever was queued when one of its kind's slots
+//! ([`CREATE_SLOTS`], [`DETAIL_SLOTS`]) became free, so a lone call goes to the database
+//! at once (a creation alone as [`CREATE_PLAIN`](super::CREATE_PLAIN), a read alone as
+//! `RUN_DETAIL`, as before), and under load the calls that arrive while the statements in
+//! flight run wait for the next one. A read's statement starts after the read was asked,
+//! so it sees every commit answered before the read arrived.
 //!
 //! Creations go in ordered by (tenant, status), the order every other writer of
 //! `run_counts` takes its rows in, so two batches whose count triggers share a slot
@@ -39,13 +39,19 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 /// Calls one statement carries at most.
 const MAX_BATCH: usize = 64;
 
-/// Statements of one kind in flight at once, each on its own pooled connection. Two: one
-/// batch can be sent while the other waits for its commit's WAL flush. In
-/// `bench/replicas/run.sh` (2026-12-07 01:10-01:30 UTC, one run each, noisy) two slots
-/// for each kind read 0.59-0.81x of SQLite, one slot 0.37-0.76x (every call waits for
-/// the one statement before it), four or more 0.48-0.60x (smaller batches: more of the
-/// server's CPU per call).
-const IN_FLIGHT: usize = 2;
+/// Creation statements in flight at once: one. What arrives while it runs (and its commit
+/// waits for the WAL flush) goes in the next, so the batches grow with the load and each
+/// statement's and commit's cost is shared by more runs. In `bench/replicas/run.sh`
+/// (2026-12-07 04:25-04:35 UTC, a quiet window, no steal) one slot read 0.63-0.69x of
+/// SQLite with 5.4 creations a statement and PostgreSQL at 0.074-0.089 ms per request;
+/// two slots 0.54-0.61x with 2.9 a statement and 0.086-0.115 ms. (Two slots had won on
+/// 2026-12-07 01:10-01:30, when a read's cached plan could scan the whole `runs` table:
+/// see `RUN_DETAILS`; those measurements were mostly that scan.)
+const CREATE_SLOTS: usize = 1;
+
+/// `getRun` reads in flight at once: two, so a read need not wait for a whole batch
+/// before it (reads commit nothing; one, two or three slots measured alike).
+const DETAIL_SLOTS: usize = 2;
 
 /// A call waiting for its batch, and where its outcome goes.
 struct Pending<T, R> {
@@ -69,7 +75,7 @@ impl<T, R> Drop for Batches<T, R> {
 }
 
 impl<T: Send + 'static, R: Send + 'static> Batches<T, R> {
-    fn start<F, Fut>(pool: Pool, kind: Batched, send: F) -> Self
+    fn start<F, Fut>(pool: Pool, kind: Batched, slots: usize, send: F) -> Self
     where
         F: Fn(Pool, Vec<Pending<T, R>>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -78,7 +84,7 @@ impl<T: Send + 'static, R: Send + 'static> Batches<T, R> {
         // bounded by the requests the host admits (its concurrency limit).
         let (queue, rx) = mpsc::unbounded_channel();
         let sent = Arc::new(AtomicU64::new(0));
-        let task = tokio::spawn(run(pool, kind, rx, send, sent.clone()));
+        let task = tokio::spawn(run(pool, kind, slots, rx, send, sent.clone()));
         Batches { queue, task, sent }
     }
 
@@ -107,16 +113,17 @@ pub(super) type Creates = Batches<NewRow, RunRecord>;
 pub(super) type Details = Batches<String, Option<RunDetail>>;
 
 pub(super) fn creates(pool: Pool) -> Creates {
-    Batches::start(pool, Batched::Create, write_creations)
+    Batches::start(pool, Batched::Create, CREATE_SLOTS, write_creations)
 }
 
 pub(super) fn details(pool: Pool) -> Details {
-    Batches::start(pool, Batched::Detail, read_details)
+    Batches::start(pool, Batched::Detail, DETAIL_SLOTS, read_details)
 }
 
 async fn run<T, R, F, Fut>(
     pool: Pool,
     kind: Batched,
+    slots: usize,
     mut rx: mpsc::UnboundedReceiver<Pending<T, R>>,
     send: F,
     sent: Arc<AtomicU64>,
@@ -126,7 +133,7 @@ async fn run<T, R, F, Fut>(
     F: Fn(Pool, Vec<Pending<T, R>>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let slots = Arc::new(Semaphore::new(slots));
     loop {
         // A slot first, then the queue: what arrives while every slot is busy waits
         // here and goes in one batch.
