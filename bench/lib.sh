@@ -155,7 +155,8 @@ for line in open(sys.argv[1]):
           f'  (server util {r["server_cpu_util"]:.2f}, loadgen util {r["loadgen_cpu_util"]:.2f})'
           f'  p50 {lat["p50"]:.2f} p99 {lat["p99"]:.2f} ms  errors {r["errors"]}'
           f'  per req: {r["server_context_switches_per_req"]} ctx switches, {r["server_write_syscalls_per_req"]} write/pwrite syscalls'
-          + (f'  {r["also_name"]} {r["also_cpu_ms_per_req"]:.3f} ms/req' if r.get("also_name") else ''))
+          + (f'  {r["also_name"]} {r["also_cpu_ms_per_req"]:.3f} ms/req' if r.get("also_name") else '')
+          + (f'  steal {r["machine_steal"]:.0%}' if r.get("machine_steal") is not None else ''))
 PY
 }
 
@@ -165,15 +166,19 @@ compare() {
   python3 - "$@" <<'PY'
 import json, sys
 path, ours, peer = sys.argv[1:4]
-pooled = {}
+pooled, each = {}, {}
 for r in map(json.loads, open(path)):
     p = pooled.setdefault(r["label"], {"requests": 0, "seconds": 0.0, "cpu": 0.0, "rounds": 0})
     p["requests"] += r["requests"]; p["seconds"] += r["seconds"]; p["cpu"] += r["server_cpu_ms"]; p["rounds"] += 1
+    each.setdefault(r["label"], []).append(r["requests"] / r["seconds"])
 a, b = pooled[ours], pooled[peer]
 ra, rb = a["requests"] / a["seconds"], b["requests"] / b["seconds"]
 ca, cb = a["cpu"] / max(a["requests"], 1), b["cpu"] / max(b["requests"], 1)
 rounds = f" over {a['rounds']} rounds" if a["rounds"] > 1 else ""
 print(f"  {ours} / {peer}{rounds}: throughput {ra / rb:.2f}x ({ra:.0f} vs {rb:.0f} req/s), "
       f"server CPU per request {ca / cb:.3f}x ({ca:.3f} vs {cb:.3f} ms)")
+if a["rounds"] > 1 and len(each[ours]) == len(each[peer]):
+    # Round by round (the i-th row of each label): the spread pooling hides.
+    print("    each round: " + ", ".join(f"{x / y:.2f}x" for x, y in zip(each[ours], each[peer])))
 PY
 }

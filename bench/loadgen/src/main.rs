@@ -219,12 +219,14 @@ async fn http(args: HttpArgs) -> anyhow::Result<()> {
     let load_before = procfs::loadavg();
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     let c0 = procfs::CpuSample::take(&args.pid, args.also_name.as_deref())?;
+    let steal0 = procfs::steal_ticks();
     let t0 = Instant::now();
     shared.measuring.store(true, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs_f64(args.duration)).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = t0.elapsed();
     let c1 = procfs::CpuSample::take(&args.pid, args.also_name.as_deref())?;
+    let steal1 = procfs::steal_ticks();
     shared.stop.store(true, Ordering::Relaxed);
     let load_after = procfs::loadavg();
     let mut lat = Vec::new();
@@ -276,6 +278,13 @@ async fn http(args: HttpArgs) -> anyhow::Result<()> {
         "also_cpu_ms_per_req": args.also_name.as_ref().map(|_| per(named_cpu)),
         "loadgen_cpus": procfs::own_cpus(),
         "loadgen_cpu_util": (own_cpu.as_secs_f64() / secs * 1000.0).round() / 1000.0,
+        // Share of the machine's CPU time the hypervisor took over the measured seconds.
+        "machine_steal": match (steal0, steal1) {
+            (Some((s0, a0)), Some((s1, a1))) if a1 > a0 => {
+                json!(((s1 - s0) as f64 / (a1 - a0) as f64 * 1000.0).round() / 1000.0)
+            }
+            _ => Value::Null,
+        },
         "loadavg_before": load_before,
         "loadavg_after": load_after,
     });

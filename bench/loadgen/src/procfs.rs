@@ -98,6 +98,23 @@ pub fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+/// The machine's CPU time so far, in ticks: (stolen, all). "Stolen" is time the hypervisor
+/// gave this VM's virtual CPUs to someone else (`steal` of `/proc/stat`'s `cpu` line): a
+/// window with much of it measured the neighbours, not the servers. `None` off Linux.
+pub fn steal_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let all = fields.iter().take(8).sum();
+    Some((*fields.get(7)?, all))
+}
+
 /// The CPU this process may run on (`Cpus_allowed_list` of `/proc/self/status`).
 pub fn own_cpus() -> String {
     std::fs::read_to_string("/proc/self/status")
