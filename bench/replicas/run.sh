@@ -3,11 +3,14 @@
 # release) with SQLite, with one PostgreSQL replica, and with two replicas on one
 # PostgreSQL schema (creates on one, reads on the other), the same compiled load
 # generator throughout. Every replica is pinned to SERVER_CPU, the generator to
-# LOADGEN_CPU; PostgreSQL is the machine's own server and is NOT pinned (its backends'
-# CPU is read from /proc too and printed beside ours). Server CPU per request is read from
-# /proc/<pid>/stat over the measured interval (both replicas summed).
+# LOADGEN_CPU. PostgreSQL is the machine's own server (its backends' CPU is read from /proc
+# too and printed beside ours) and by default is not pinned: it shares both CPUs with the
+# replicas and the generator. PG_CPU=0 (say) moves its processes to that CPU for the run,
+# as a database on its own machine would not take the replica's CPU (their old affinity
+# is put back at the end; they must be ours or root's to move). Server CPU per request is
+# read from /proc/<pid>/stat over the measured interval (both replicas summed).
 #   bench/replicas/run.sh       (ROUNDS, DURATION, WARMUP, CONCURRENCY, SERVER_CPU,
-#                                LOADGEN_CPU, SQLITE_PORT, PG_A_PORT, PG_B_PORT)
+#                                LOADGEN_CPU, PG_CPU, SQLITE_PORT, PG_A_PORT, PG_B_PORT)
 # ROUNDS > 1 runs the three phases again in turn, each round on an empty SQLite file and
 # an empty schema, and pools them (each round's ratio printed too): on a shared VM a
 # neighbour's burst lands in one phase, and one round's ratio measures it.
@@ -24,7 +27,32 @@ drop_schema() {
   PGOPTIONS="-c client_min_messages=warning" psql -q "$db" -c "DROP SCHEMA IF EXISTS $schema CASCADE" || true
   schema=
 }
-trap 'bench_exit; drop_schema' EXIT
+# PostgreSQL's processes (postmaster and backends; new backends inherit the postmaster's
+# mask) moved to PG_CPU, and back.
+PG_CPU=${PG_CPU:-all}
+pg_masks=()
+pin_postgres() {
+  [[ $PG_CPU == all ]] && return 0
+  local pid mask
+  for pid in $(pgrep -x postgres || true); do
+    mask=$(taskset -p "$pid" 2>/dev/null | awk '{print $NF}') || continue
+    if taskset -p -c "$PG_CPU" "$pid" >/dev/null 2>&1; then
+      pg_masks+=("$pid:$mask")
+    fi
+  done
+  if (( ${#pg_masks[@]} == 0 )); then
+    echo "  (PostgreSQL's processes could not be moved to CPU $PG_CPU: left unpinned)"
+    PG_CPU=all
+  fi
+}
+unpin_postgres() {
+  local entry
+  for entry in "${pg_masks[@]}"; do taskset -p "${entry#*:}" "${entry%%:*}" >/dev/null 2>&1 || true; done
+  # Backends started meanwhile took the postmaster's mask; give them the machine's.
+  [[ $PG_CPU == all ]] || for pid in $(pgrep -x postgres || true); do taskset -p -c "0-$(( $(nproc) - 1 ))" "$pid" >/dev/null 2>&1 || true; done
+  pg_masks=()
+}
+trap 'bench_exit; drop_schema; unpin_postgres' EXIT
 sep='?'
 [[ $db == *\?* ]] && sep='&'
 sqlite_port=${SQLITE_PORT:-18480}
@@ -39,7 +67,9 @@ seq_rows() {
   psql -qAt "$db" -c "SELECT seq_scan || ' scans, ' || seq_tup_read || ' rows' FROM pg_stat_user_tables WHERE schemaname = '$schema' AND relname = 'runs'"
 }
 
+pin_postgres
 machine_header "create+get: SQLite vs PostgreSQL (1 and 2 replicas), concurrency $CONCURRENCY, ${DURATION}s after ${WARMUP}s warm-up, $ROUNDS round(s)"
+[[ $PG_CPU == all ]] && echo "PostgreSQL: not pinned" || echo "PostgreSQL: its processes on CPU $PG_CPU"
 out=$bench_tmp/replicas.jsonl
 for round in $(seq 1 "$ROUNDS"); do
   start_openwop sqlite "$sqlite_port"
@@ -73,5 +103,5 @@ done
 report_rows "$out"
 compare "$out" postgres-1-replica sqlite
 compare "$out" postgres-2-replicas sqlite
-echo "  target: PostgreSQL create+get >= 0.6x SQLite (both replicas share SERVER_CPU; PostgreSQL unpinned)"
+echo "  target: PostgreSQL create+get >= 0.6x SQLite (both replicas share SERVER_CPU; PostgreSQL on CPU: $PG_CPU)"
 machine_footer
