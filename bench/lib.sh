@@ -170,7 +170,7 @@ pooled, each = {}, {}
 for r in map(json.loads, open(path)):
     p = pooled.setdefault(r["label"], {"requests": 0, "seconds": 0.0, "cpu": 0.0, "rounds": 0})
     p["requests"] += r["requests"]; p["seconds"] += r["seconds"]; p["cpu"] += r["server_cpu_ms"]; p["rounds"] += 1
-    each.setdefault(r["label"], []).append(r["requests"] / r["seconds"])
+    each.setdefault(r["label"], []).append((r["requests"] / r["seconds"], r.get("machine_steal") or 0.0))
 a, b = pooled[ours], pooled[peer]
 ra, rb = a["requests"] / a["seconds"], b["requests"] / b["seconds"]
 ca, cb = a["cpu"] / max(a["requests"], 1), b["cpu"] / max(b["requests"], 1)
@@ -178,7 +178,12 @@ rounds = f" over {a['rounds']} rounds" if a["rounds"] > 1 else ""
 print(f"  {ours} / {peer}{rounds}: throughput {ra / rb:.2f}x ({ra:.0f} vs {rb:.0f} req/s), "
       f"server CPU per request {ca / cb:.3f}x ({ca:.3f} vs {cb:.3f} ms)")
 if a["rounds"] > 1 and len(each[ours]) == len(each[peer]):
-    # Round by round (the i-th row of each label): the spread pooling hides.
-    print("    each round: " + ", ".join(f"{x / y:.2f}x" for x, y in zip(each[ours], each[peer])))
+    # Round by round (the i-th row of each label): the spread pooling hides, with the
+    # larger steal of the two rows (a round with much of it measured the neighbours).
+    print("    each round: " + ", ".join(
+        f"{x / y:.2f}x" + (f" (steal {max(sx, sy):.0%})" if max(sx, sy) >= 0.05 else "")
+        for (x, sx), (y, sy) in zip(each[ours], each[peer])))
+if max(st for label in (ours, peer) for _, st in each[label]) >= 0.05:
+    print("    (5% or more of the machine stolen in some rows: those rows measured the neighbours too)")
 PY
 }
