@@ -42,7 +42,7 @@ const MAX_BATCH: usize = 64;
 /// Creation statements in flight at once: one. What arrives while it runs (and its commit
 /// waits for the WAL flush) goes in the next, so the batches grow with the load and each
 /// statement's and commit's cost is shared by more runs. In `bench/replicas/run.sh`
-/// (2026-12-07 04:25-04:35 UTC, a quiet window, no steal) one slot read 0.63-0.69x of
+/// (2026-12-07 04:14-04:30 UTC, a quiet window, no steal) one slot read 0.63-0.69x of
 /// SQLite with 5.4 creations a statement and PostgreSQL at 0.074-0.089 ms per request;
 /// two slots 0.54-0.61x with 2.9 a statement and 0.086-0.115 ms. (Two slots had won on
 /// 2026-12-07 01:10-01:30, when a read's cached plan could scan the whole `runs` table:
