@@ -28,17 +28,18 @@ drop_schema() {
   schema=
 }
 # PostgreSQL's processes (postmaster and backends; new backends inherit the postmaster's
-# mask) moved to PG_CPU, and back.
+# mask) moved to PG_CPU, and back: each to the mask it had, a backend started meanwhile to
+# the postmaster's.
 PG_CPU=${PG_CPU:-all}
-pg_masks=()
+declare -A pg_masks=()
+pg_home_mask=
 pin_postgres() {
   [[ $PG_CPU == all ]] && return 0
   local pid mask
+  pg_home_mask=$(taskset -p "$(pgrep -o -x postgres)" 2>/dev/null | awk '{print $NF}') || true
   for pid in $(pgrep -x postgres || true); do
     mask=$(taskset -p "$pid" 2>/dev/null | awk '{print $NF}') || continue
-    if taskset -p -c "$PG_CPU" "$pid" >/dev/null 2>&1; then
-      pg_masks+=("$pid:$mask")
-    fi
+    taskset -p -c "$PG_CPU" "$pid" >/dev/null 2>&1 && pg_masks[$pid]=$mask
   done
   if (( ${#pg_masks[@]} == 0 )); then
     echo "  (PostgreSQL's processes could not be moved to CPU $PG_CPU: left unpinned)"
@@ -46,10 +47,11 @@ pin_postgres() {
   fi
 }
 unpin_postgres() {
-  local entry
-  for entry in "${pg_masks[@]}"; do taskset -p "${entry#*:}" "${entry%%:*}" >/dev/null 2>&1 || true; done
-  # Backends started meanwhile took the postmaster's mask; give them the machine's.
-  [[ $PG_CPU == all ]] || for pid in $(pgrep -x postgres || true); do taskset -p -c "0-$(( $(nproc) - 1 ))" "$pid" >/dev/null 2>&1 || true; done
+  (( ${#pg_masks[@]} > 0 )) || return 0
+  local pid
+  for pid in $(pgrep -x postgres || true); do
+    taskset -p "${pg_masks[$pid]:-$pg_home_mask}" "$pid" >/dev/null 2>&1 || true
+  done
   pg_masks=()
 }
 trap 'bench_exit; drop_schema; unpin_postgres' EXIT
