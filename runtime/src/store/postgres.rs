@@ -533,12 +533,16 @@ const RUN_DETAILS: &str = concat!(
      ) i ON true"
 );
 
-/// [`RUN_DETAILS`] of `run_ids`, by run id (a run named twice is in the map once).
-async fn details_by_id<C: GenericClient, S: AsRef<str> + Sync + ToSql>(
+/// [`RUN_DETAILS`] of `run_ids`, by run id. Each id is probed once however often it is
+/// named (pollers of one run share a batch).
+async fn details_by_id<C: GenericClient, S: AsRef<str>>(
     c: &C,
     run_ids: &[S],
 ) -> Result<std::collections::HashMap<String, RunDetail>, StoreError> {
-    let found = all(c, RUN_DETAILS, &[&run_ids], detail_row).await?;
+    let mut ids: Vec<&str> = run_ids.iter().map(AsRef::as_ref).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let found = all(c, RUN_DETAILS, &[&ids], detail_row).await?;
     Ok(found
         .into_iter()
         .map(|d| (d.run.run_id.clone(), d))
