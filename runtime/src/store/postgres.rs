@@ -38,6 +38,17 @@ macro_rules! db_now_ms {
     };
 }
 
+/// The runs of the given statuses (`$1`, an array) that no replica drives: no lease, or
+/// one expired. Live runs only, spelled as `runs_live` is (`sql::live!`), so the partial
+/// index finds them however many finished runs the table holds.
+pub(crate) const UNLEASED: &str = concat!(
+    "SELECT run_id FROM runs WHERE ",
+    sql::live!(),
+    " AND status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
+    db_now_ms!(),
+    ") ORDER BY list_order"
+);
+
 /// Advisory lock class for serialising durable host events of one tenant, so their
 /// `seq` commits in order and a reader's cursor never passes a gap that fills later.
 const HOST_EVENTS_LOCK: i32 = 0x6f77_0001;
@@ -1176,16 +1187,15 @@ impl RunStore for PgStore {
         let statuses: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
         Box::pin(async move {
             let client = self.client().await?;
-            // Live runs only, spelled as `runs_live` is (`sql::live!`), so the partial
-            // index finds them: the sweep runs often.
-            const UNLEASED: &str = concat!(
-                "SELECT run_id FROM runs WHERE ",
-                sql::live!(),
-                " AND status = ANY($1) AND (lease_owner IS NULL OR lease_expires_ms < ",
-                db_now_ms!(),
-                ") ORDER BY list_order"
-            );
-            all(&client, UNLEASED, &[&statuses], |r| r.text("run_id")).await
+            // Planned afresh each time (an unnamed statement, not `prepare_cached`): a
+            // generic plan kept from the first sweeps of a new, empty `runs` is a
+            // sequential scan and a sort, and it would stay one as the table grows until
+            // an autoanalyze replans it. The sweep runs every half lease, so its planning
+            // costs nothing that matters.
+            let started = std::time::Instant::now();
+            let rows = client.query(UNLEASED, &[&statuses]).await?;
+            latency::record(latency::Backend::Postgres, started.elapsed());
+            rows.iter().map(|r| sql::Row::text(r, "run_id")).collect()
         })
     }
 

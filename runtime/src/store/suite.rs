@@ -150,6 +150,7 @@ store_suite!(
     store_gauges_and_schema_version_read_the_database,
     a_run_detail_reads_the_run_its_open_interrupt_and_its_context,
     hot_run_listings_read_one_index_range_in_order,
+    the_driver_sweeps_read_live_runs_through_runs_live,
     host_event_retention_reads_by_index_not_the_whole_log,
     run_details_read_a_page_in_the_order_asked,
     run_totals_follow_creates_status_changes_and_deletes,
@@ -500,6 +501,83 @@ async fn hot_run_listings_read_one_index_range_in_order(b: Backend) {
         } else {
             assert!(!plan.contains("Sort"), "{name}: sorts:\n{plan}");
             assert!(!plan.contains("Seq Scan"), "{name}: scans:\n{plan}");
+        }
+    }
+}
+
+/// Issue #33: the look for runs to drive (every unfinished run at start-up; on PostgreSQL
+/// also the sweep for runs no replica drives, every half lease) reads the partial index
+/// of live runs in order, however many finished runs the table holds: an ordered index
+/// path exists (sequential scans and sorts priced out, as in [`plan`]).
+async fn the_driver_sweeps_read_live_runs_through_runs_live(b: Backend) {
+    b.runs
+        .create_run(new_run("t/sweep"), None)
+        .await
+        .expect("create");
+    let mut plans = vec![(
+        "unfinished runs",
+        plan_of(&b, sql::UNFINISHED_RUNS, &[], &[]).await,
+    )];
+    match (&b.dir, &b.schema) {
+        (Some(dir), _) => {
+            let conn = rusqlite::Connection::open(dir.path().join(sqlite::FILE)).expect("open");
+            let lite = super::migrate::to_sqlite(sql::RUN_IDS_IN);
+            let mut stmt = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {lite}"))
+                .expect("prepare");
+            let rows = stmt
+                .query_map([",running,pending,"], |r| r.get::<_, String>(3))
+                .expect("plan");
+            plans.push((
+                "run ids by status",
+                rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("\n"),
+            ));
+        }
+        (_, Some(schema)) => {
+            let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(conn);
+            client
+                .batch_execute(
+                    "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
+                )
+                .await
+                .expect("set");
+            let statuses = vec!["running", "pending"];
+            let rows = client
+                .query(&format!("EXPLAIN {}", postgres::UNLEASED), &[&statuses])
+                .await
+                .expect("plan");
+            plans.push((
+                "unleased runs",
+                rows.iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ));
+        }
+        _ => unreachable!("a backend has a dir or a schema"),
+    }
+    for (name, plan) in plans {
+        assert!(
+            plan.contains("runs_live"),
+            "{name}: not through runs_live:\n{plan}"
+        );
+        if b.dir.is_some() {
+            // `SCAN runs USING INDEX runs_live` walks the partial index in order: only
+            // the live runs. A bare `SCAN runs` would be the table.
+            assert!(
+                !plan
+                    .lines()
+                    .any(|l| l.trim() == "SCAN runs" || l.contains("TEMP B-TREE")),
+                "{name}: scans or sorts:\n{plan}"
+            );
+        } else {
+            assert!(
+                !plan.contains("Seq Scan") && !plan.contains("Sort"),
+                "{name}: scans or sorts:\n{plan}"
+            );
         }
     }
 }
