@@ -247,9 +247,11 @@ fn documents() -> (Vec<Value>, usize) {
 type Key = (String, String, String);
 
 fn generated(doc: &Value) -> BTreeSet<Key> {
+    // The CLI cuts a long message (a schema sentence quoting a whole record) the same way
+    // in every format; the finding is the same.
     validators::validate_discovery(doc, &TODAY)
         .into_iter()
-        .map(|f| (f.pointer, f.rule, f.message))
+        .map(|f| (f.pointer, f.rule, report::cap_message(f.message)))
         .collect()
 }
 
@@ -320,7 +322,9 @@ fn a_finding_is_not_dropped_because_another_is_present() {
         .collect();
     let both = reported(&with(&[&transports, &stale]));
     assert!(
-        alone.iter().any(|(p, r, _)| p == "/a2a" && r == "schema"),
+        alone
+            .iter()
+            .any(|(p, r, _)| p == "/a2a/supportedTransports" && r == "schema"),
         "{alone:?}"
     );
     assert_eq!(both, alone);
@@ -383,10 +387,31 @@ fn the_split_schema_pass_reports_the_whole_schemas_errors_in_order() {
     }
     let mut failing = 0;
     for doc in &docs {
-        let want: Vec<(String, String)> = whole
-            .iter_errors(doc)
-            .map(|e| (e.instance_path().to_string(), e.to_string()))
-            .collect();
+        // jsonschema's errors, a member the schema does not allow reported at that member
+        // (one finding each, jsonschema's sentence for one member), as the generated
+        // validators report them.
+        let mut want: Vec<(String, String)> = Vec::new();
+        for e in whole.iter_errors(doc) {
+            use jsonschema::error::ValidationErrorKind as K;
+            let path = e.instance_path().to_string();
+            match e.kind() {
+                K::AdditionalProperties { unexpected }
+                | K::UnevaluatedProperties { unexpected } => {
+                    let what = if matches!(e.kind(), K::AdditionalProperties { .. }) {
+                        "Additional"
+                    } else {
+                        "Unevaluated"
+                    };
+                    for name in unexpected {
+                        want.push((
+                            format!("{path}/{}", name.replace('~', "~0").replace('/', "~1")),
+                            format!("{what} properties are not allowed ('{name}' was unexpected)"),
+                        ));
+                    }
+                }
+                _ => want.push((path, e.to_string())),
+            }
+        }
         let got: Vec<(String, String)> = validators::validate_discovery(doc, &TODAY)
             .into_iter()
             .filter(|f| f.rule == "schema")

@@ -41,6 +41,6 @@ git -C "$repo" add -A
 if out=$(run openwop-validate); then
   echo "$out" >&2; echo "the discovery hook passed an invalid document" >&2; exit 1
 fi
-grep -Eq "public/\.well-known/openwop:[0-9]+:[0-9]+: discovery\.no-grpc: " <<<"$out" \
+grep -Eq "public/\.well-known/openwop:[0-9]+:[0-9]+: error: discovery\.no-grpc: " <<<"$out" \
   || { echo "$out" >&2; echo "the failure does not name the file, line and rule" >&2; exit 1; }
 echo "pre-commit $pin try-repo: the discovery and agent-card hooks pass valid files and stop an invalid one"

@@ -1,12 +1,19 @@
 //! Baselines: adopt the gate on a repository that already has findings, and let their
 //! number only go down.
 //!
-//! `--write-baseline FILE` records today's findings keyed by path, rule and pointer, with
-//! how many share the key (a rule may fire several times on one value, once per missing
-//! feature, say). `--baseline FILE` then reports only findings beyond those, and lists the
-//! entries that no longer occur so they can be removed; `--strict-baseline` fails on those.
-//! Input findings (unreadable, not JSON) are never recorded nor hidden. The file is sorted
-//! JSON with one entry per key, so it diffs cleanly under review.
+//! `--write-baseline FILE` records today's findings keyed by path, rule, pointer and
+//! message, with how many share the key. `--baseline FILE` then reports only findings
+//! beyond those, and lists the entries that no longer occur so they can be removed;
+//! `--strict-baseline` fails on those. The message is part of the key because a place can
+//! hold several findings of one rule (the features a profile lacks, the members a schema
+//! requires): without it, fixing one and breaking another would keep the count and hide
+//! the new one. Every message depends on the document alone (none on today's date), so a
+//! recorded finding stays known until the document or the rule's wording changes. Input
+//! findings (unreadable, not JSON) are never recorded nor hidden. The file is sorted JSON
+//! with one entry per key, so it diffs cleanly under review.
+//!
+//! Version 1 files (no messages) are still read, matching by path, rule and pointer as
+//! they did; the command says to rewrite them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,8 +25,11 @@ pub use crate::report::Stale;
 use crate::report::{Document, Entry};
 use crate::rules;
 
-/// The file's format version; a file of another version is refused, not misread.
-const VERSION: u32 = 1;
+/// The version written; a file of a version this build does not know is refused, not
+/// misread.
+const VERSION: u32 = 2;
+/// The first version, keyed without messages.
+const VERSION_1: u32 = 1;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,19 +44,39 @@ struct Record {
     path: String,
     rule: String,
     pointer: String,
+    /// Absent in version 1 files: such an entry matches any message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
     count: usize,
 }
 
-type Key = (String, String, String);
+/// Path, rule, pointer and message (`None`: any message, a version 1 entry).
+type Key = (String, String, String, Option<String>);
+
+/// A path as the baseline keys it: `./x.json` and `x.json` are one file.
+fn path_key(path: &str) -> String {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    p.to_owned()
+}
 
 fn key(e: &Entry) -> Key {
-    (e.path.clone(), e.rule.clone(), e.pointer.clone())
+    (
+        path_key(&e.path),
+        e.rule.clone(),
+        e.pointer.clone(),
+        Some(e.message.clone()),
+    )
 }
 
 /// A baseline read from a file.
 #[derive(Debug, Default)]
 pub struct Baseline {
     counts: BTreeMap<Key, usize>,
+    /// The file's version: 1 matches without messages.
+    pub version: u32,
 }
 
 impl Baseline {
@@ -55,18 +85,44 @@ impl Baseline {
             .map_err(|e| format!("cannot read the baseline {}: {e}", path.display()))?;
         let file: File = serde_json::from_slice(&text)
             .map_err(|e| format!("the baseline {} is not one: {e}", path.display()))?;
-        if file.version != VERSION {
+        if file.version != VERSION && file.version != VERSION_1 {
             return Err(format!(
-                "the baseline {} has version {}; this openwop-validate reads version {VERSION}",
+                "the baseline {} has version {}; this openwop-validate reads versions {VERSION_1} and {VERSION}",
                 path.display(),
                 file.version
             ));
         }
         let mut counts = BTreeMap::new();
         for r in file.findings {
-            *counts.entry((r.path, r.rule, r.pointer)).or_insert(0) += r.count;
+            let message = match (file.version, r.message) {
+                (VERSION_1, _) => None,
+                (_, Some(m)) => Some(m),
+                (_, None) => {
+                    return Err(format!(
+                        "the baseline {} is not one: an entry of {} ({} at \"{}\") has no message",
+                        path.display(),
+                        r.path,
+                        r.rule,
+                        r.pointer
+                    ));
+                }
+            };
+            *counts
+                .entry((path_key(&r.path), r.rule, r.pointer, message))
+                .or_insert(0) += r.count;
         }
-        Ok(Baseline { counts })
+        Ok(Baseline {
+            counts,
+            version: file.version,
+        })
+    }
+
+    /// The baseline `render` would write for these findings, as if read back.
+    pub fn of<'a>(entries: impl Iterator<Item = &'a Entry>) -> Baseline {
+        Baseline {
+            counts: counts(entries),
+            version: VERSION,
+        }
     }
 
     /// Removes the findings the baseline knows from `documents`; returns how many were
@@ -80,24 +136,27 @@ impl Baseline {
                 if rules::is_input(&e.rule) {
                     return true;
                 }
-                match left.get_mut(&key(e)) {
-                    Some(n) if *n > 0 => {
+                let exact = key(e);
+                let any_message = (exact.0.clone(), exact.1.clone(), exact.2.clone(), None);
+                for k in [exact, any_message] {
+                    if let Some(n) = left.get_mut(&k).filter(|n| **n > 0) {
                         *n -= 1;
                         known += 1;
-                        false
+                        return false;
                     }
-                    _ => true,
                 }
+                true
             });
         }
-        let checked: BTreeSet<&str> = documents.iter().map(|d| d.path.as_str()).collect();
+        let checked: BTreeSet<String> = documents.iter().map(|d| path_key(&d.path)).collect();
         let stale = left
             .into_iter()
-            .filter(|((path, _, _), n)| *n > 0 && checked.contains(path.as_str()))
-            .map(|((path, rule, pointer), count)| Stale {
+            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path))
+            .map(|((path, rule, pointer, message), count)| Stale {
                 path,
                 rule,
                 pointer,
+                message,
                 count,
             })
             .collect();
@@ -105,20 +164,25 @@ impl Baseline {
     }
 }
 
-/// The baseline of `documents`' findings as the file's text.
-pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>) -> String {
+fn counts<'a>(entries: impl Iterator<Item = &'a Entry>) -> BTreeMap<Key, usize> {
     let mut counts: BTreeMap<Key, usize> = BTreeMap::new();
     for e in entries.filter(|e| !rules::is_input(&e.rule)) {
         *counts.entry(key(e)).or_insert(0) += 1;
     }
+    counts
+}
+
+/// The baseline of `documents`' findings as the file's text.
+pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>) -> String {
     let file = File {
         version: VERSION,
-        findings: counts
+        findings: counts(entries)
             .into_iter()
-            .map(|((path, rule, pointer), count)| Record {
+            .map(|((path, rule, pointer, message), count)| Record {
                 path,
                 rule,
                 pointer,
+                message,
                 count,
             })
             .collect(),
@@ -200,10 +264,14 @@ mod tests {
         let path = dir.path().join("b.json");
         for (text, says) in [
             ("[]", "is not one"),
-            (r#"{"version": 2, "findings": []}"#, "version 2"),
+            (r#"{"version": 3, "findings": []}"#, "version 3"),
             (
-                r#"{"version": 1, "findings": [{"path": "a", "rule": "r"}]}"#,
+                r#"{"version": 2, "findings": [{"path": "a", "rule": "r"}]}"#,
                 "missing field",
+            ),
+            (
+                r#"{"version": 2, "findings": [{"path": "a", "rule": "r", "pointer": "", "count": 1}]}"#,
+                "has no message",
             ),
         ] {
             std::fs::write(&path, text).expect("write");
@@ -216,5 +284,78 @@ mod tests {
                 .unwrap_or_default()
                 .contains("cannot read the baseline")
         );
+    }
+
+    fn said(path: &str, rule: &str, pointer: &str, message: &str) -> Entry {
+        Entry {
+            message: message.into(),
+            ..entry(path, rule, pointer)
+        }
+    }
+
+    /// The audit's case: a place with several findings of one rule. Fixing one and
+    /// breaking another keeps the count; the new one must still be reported, and the
+    /// fixed one named as gone.
+    #[test]
+    fn a_new_finding_at_a_known_place_is_not_taken_for_a_known_one() {
+        let today = [
+            said("a.json", "schema", "", "'url' is a required property"),
+            said(
+                "./a.json",
+                "schema",
+                "/bogus",
+                "Additional properties are not allowed ('bogus' was unexpected)",
+            ),
+        ];
+        let baseline = Baseline::of(today.iter());
+        let mut docs = vec![doc(
+            "a.json",
+            vec![
+                said("a.json", "schema", "", "'name' is a required property"),
+                said(
+                    "a.json",
+                    "schema",
+                    "/bogus",
+                    "Additional properties are not allowed ('bogus' was unexpected)",
+                ),
+            ],
+        )];
+        let (known, stale) = baseline.apply(&mut docs);
+        assert_eq!(known, 1, "./a.json and a.json are one file");
+        let left: Vec<&str> = docs[0].entries.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(left, ["'name' is a required property"]);
+        assert_eq!(stale.len(), 1);
+        assert_eq!(
+            stale[0].message.as_deref(),
+            Some("'url' is a required property")
+        );
+        assert!(
+            stale[0]
+                .sentence()
+                .contains("('url' is a required property)")
+        );
+    }
+
+    /// A version 1 file (no messages) still hides what it did, by path, rule and pointer.
+    #[test]
+    fn a_version_1_file_still_matches_by_place() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("b.json");
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "findings": [{"path": "a.json", "rule": "r", "pointer": "/x", "count": 1}]}"#,
+        )
+        .expect("write");
+        let baseline = Baseline::read(&path).expect("read");
+        assert_eq!(baseline.version, 1);
+        let mut docs = vec![doc(
+            "a.json",
+            vec![
+                said("a.json", "r", "/x", "anything"),
+                said("a.json", "r", "/x", "again"),
+            ],
+        )];
+        let (known, stale) = baseline.apply(&mut docs);
+        assert_eq!((known, stale.len(), docs[0].entries.len()), (1, 0, 1));
     }
 }

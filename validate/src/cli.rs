@@ -42,7 +42,7 @@ Examples:
   {bin} --list-rules                    # every rule, its severity and summary
   {bin} --explain discovery.no-grpc     # one rule: sentence, section, example, page
 
-Findings: `PATH:LINE:COL: RULE: sentence` in human output; every format carries the line and
+Findings: `PATH:LINE:COL: SEVERITY: RULE: sentence` in human output; every format carries the line and
 column of the value the rule is about, the rule's severity and a link to its page. A file
 that cannot be read or is not JSON is a finding too (input.unreadable, input.malformed).
 
@@ -95,7 +95,8 @@ pub struct ValidateArgs {
     /// Fail when a baseline entry no longer occurs, so the baseline only shrinks.
     #[arg(long)]
     pub strict_baseline: bool,
-    /// Write today's findings to FILE as a baseline (keyed by path, rule and pointer).
+    /// Write today's findings to FILE as a baseline (keyed by path, rule, pointer and
+    /// message) and apply it: the run passes unless an input cannot be read.
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
     /// Where the rule pages are: the URL the repository's files are under, e.g.
@@ -187,8 +188,19 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         return Err("--strict-baseline needs a baseline (--baseline FILE or `baseline:` in the config file)".into());
     }
     if args.list_rules {
-        let json = formats.iter().any(|s| s.kind == format::Kind::Json);
-        print(&explain::list(json, &settings.docs));
+        // Each `--format` gets the list: JSON for `json`, the table for any other; a
+        // `FMT=FILE` is written like any report.
+        if formats.is_empty() {
+            print(&explain::list(false, &settings.docs));
+        }
+        for spec in &formats {
+            let text = explain::list(spec.kind == format::Kind::Json, &settings.docs);
+            match &spec.file {
+                Some(file) => std::fs::write(file, text)
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?,
+                None => print(&text),
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(id) = &args.explain {
@@ -197,9 +209,19 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     check_usage(args)?;
+    if args.kind == Kind::AgentCard && args.discovery.is_none() {
+        eprintln!(
+            "note: without --discovery, the rules that hold an agent card to its host's discovery document are not checked"
+        );
+    }
 
     let opts = Options { today: args.now };
-    let mut report = Report::default();
+    let mut report = Report {
+        fail_on: settings.fail_on,
+        max_warnings: settings.max_warnings,
+        strict_baseline: args.strict_baseline,
+        ..Report::default()
+    };
     let discovery = match args.discovery.as_deref().map(|p| load(p, Kind::Discovery)) {
         None => None,
         Some(Ok(doc)) => Some(doc.value),
@@ -229,12 +251,28 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         report.documents.push(doc);
     }
 
-    if let Some(file) = &args.write_baseline {
-        std::fs::write(file, baseline::render(report.entries()))
-            .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
-    }
-    if let Some(file) = &settings.baseline {
-        let (known, stale) = Baseline::read(file)?.apply(&mut report.documents);
+    // A baseline just written is applied at once: the run that adopts the gate passes,
+    // and says how many findings it recorded.
+    let baseline = match (&args.write_baseline, &settings.baseline) {
+        (Some(file), _) => {
+            std::fs::write(file, baseline::render(report.entries()))
+                .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
+            Some(Baseline::of(report.entries()))
+        }
+        (None, Some(file)) => {
+            let baseline = Baseline::read(file)?;
+            if baseline.version == 1 {
+                eprintln!(
+                    "warning: the baseline {} is a version 1 file, which matches findings without their messages: a new finding where a known one is would pass unseen; rewrite it with --write-baseline",
+                    file.display()
+                );
+            }
+            Some(baseline)
+        }
+        (None, None) => None,
+    };
+    if let Some(baseline) = baseline {
+        let (known, stale) = baseline.apply(&mut report.documents);
         report.known = known;
         report.stale = stale;
     }
@@ -250,7 +288,12 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             append_step_summary(&report);
         }
     }
-    Ok(exit_code(&report, &settings, args.strict_baseline))
+    // Said on standard error too, whatever the formats: a `--format json` run that fails
+    // with no finding printed says why.
+    for why in report.run_failures() {
+        eprintln!("failing: {why}");
+    }
+    Ok(exit_code(&report))
 }
 
 fn settings(args: &ValidateArgs) -> Result<Settings, String> {
@@ -261,7 +304,7 @@ fn settings(args: &ValidateArgs) -> Result<Settings, String> {
         Config::load(args.config.as_deref(), &cwd)?
     };
     for (id, _) in &args.rules {
-        crate::config::known_rule(id).map_err(|e| format!("--rule: {e}"))?;
+        crate::config::settable_rule(id).map_err(|e| format!("--rule: {e}"))?;
     }
     Ok(Settings {
         fail_on: args.fail_on.or(config.file.fail_on).unwrap_or_default(),
@@ -294,17 +337,10 @@ fn outputs(args: &ValidateArgs) -> Result<Vec<Spec>, String> {
     Ok(formats)
 }
 
-fn exit_code(report: &Report, settings: &Settings, strict_baseline: bool) -> ExitCode {
-    let c = report.counts();
-    let failed = match settings.fail_on {
-        FailOn::Error => c.errors > 0,
-        FailOn::Warning => c.findings() > 0,
-        FailOn::Never => false,
-    } || settings.max_warnings.is_some_and(|n| c.warnings > n)
-        || (strict_baseline && !report.stale.is_empty());
-    if c.unreadable > 0 {
+fn exit_code(report: &Report) -> ExitCode {
+    if report.counts().unreadable > 0 {
         ExitCode::from(2)
-    } else if failed {
+    } else if report.failed() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

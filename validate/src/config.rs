@@ -121,7 +121,7 @@ impl Config {
             file.baseline = Some(dir.join(baseline));
         }
         for id in file.rules.keys() {
-            known_rule(id).map_err(|e| format!("the config file {}: {e}", path.display()))?;
+            settable_rule(id).map_err(|e| format!("the config file {}: {e}", path.display()))?;
         }
         Ok(Config {
             path: Some(path),
@@ -145,6 +145,18 @@ pub fn known_rule(id: &str) -> Result<(), String> {
     } else {
         Err(format!("no rule \"{id}\" (`--list-rules` lists them all)"))
     }
+}
+
+/// A rule whose level can be set: a known one, and not one about an input that could not
+/// be checked (such an input always fails the run: nothing in it was checked).
+pub fn settable_rule(id: &str) -> Result<(), String> {
+    known_rule(id)?;
+    if rules::is_input(id) {
+        return Err(format!(
+            "\"{id}\" cannot be set: a document that cannot be read or parsed always fails the run (exit 2), since nothing in it was checked"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

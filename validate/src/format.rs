@@ -10,7 +10,8 @@ use crate::rules::{Docs, Severity};
 /// What `--format` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// `PATH:LINE:COL: RULE: sentence` lines and a summary.
+    /// `PATH:LINE:COL: SEVERITY: RULE: sentence` lines (the shape compilers print, which
+    /// editors and CI problem matchers read) and a summary.
     Human,
     /// An array of `{path, line, column, severity, rule, pointer, message, docs}`.
     Json,
@@ -83,13 +84,21 @@ fn human(report: &Report) -> String {
     let mut text = String::new();
     for e in report.entries() {
         text.push_str(&format!(
-            "{}:{}:{}: {}: {}\n",
-            e.path, e.line, e.column, e.rule, e.message
+            "{}:{}:{}: {}: {}: {}\n",
+            e.path,
+            e.line,
+            e.column,
+            e.severity.as_str(),
+            e.rule,
+            e.message
         ));
     }
     for s in &report.stale {
         text.push_str(&s.sentence());
         text.push('\n');
+    }
+    for why in report.run_failures() {
+        text.push_str(&format!("failing: {why}\n"));
     }
     text.push_str(&report.summary());
     text.push('\n');
@@ -113,12 +122,20 @@ fn github(report: &Report) -> String {
             data(&format!("{} ({})", e.message, e.docs)),
         ));
     }
+    let stale_command = if report.strict_baseline {
+        "error"
+    } else {
+        "notice"
+    };
     for s in &report.stale {
         text.push_str(&format!(
-            "::notice file={},title=baseline::{}\n",
+            "::{stale_command} file={},title=baseline::{}\n",
             property(&s.path),
             data(&s.sentence())
         ));
+    }
+    for why in report.run_failures() {
+        text.push_str(&format!("::error title=openwop-validate::{}\n", data(&why)));
     }
     text.push_str(&report.summary());
     text.push('\n');
@@ -157,6 +174,9 @@ pub fn markdown(report: &Report) -> String {
                 cell(&e.message)
             ));
         }
+    }
+    for why in report.run_failures() {
+        text.push_str(&format!("\n**Failing:** {}\n", cell(&why)));
     }
     if !report.stale.is_empty() {
         text.push_str("\nBaseline entries that no longer occur:\n\n");

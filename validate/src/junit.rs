@@ -1,5 +1,10 @@
-//! JUnit XML: one testcase per document, one `<failure>` per finding (an input that could
-//! not be checked is an `<error>`), for CI systems that show test reports.
+//! JUnit XML: one testcase per document, one `<failure>` per finding that fails the run (an
+//! input that could not be checked is an `<error>`), for CI systems that show test reports.
+//! Findings below the run's threshold (warnings under the default `--fail-on error`) go to
+//! the testcase's `<system-out>`: a report that shows red while the job is green would
+//! teach people to ignore it. A run that fails for another reason (more warnings than
+//! `--max-warnings`, stale entries under `--strict-baseline`) has one more testcase,
+//! `openwop-validate run`, failing with that reason.
 //!
 //! Written with quick-xml's writer (escaping, well-formedness) rather than quick-junit:
 //! quick-junit models one outcome per testcase, and a document with three findings should
@@ -25,14 +30,21 @@ pub fn render(report: &Report) -> String {
     text
 }
 
+/// The extra testcase for what fails the run beyond its documents' findings.
+const RUN_CASE: &str = "openwop-validate run";
+
 fn write(w: &mut Writer<Vec<u8>>, report: &Report) -> io::Result<()> {
-    let tests = report.documents.len().to_string();
+    let run_failures = report.run_failures();
+    let stale: Vec<String> = report.stale.iter().map(|s| s.sentence()).collect();
+    let run_case = !run_failures.is_empty() || !stale.is_empty();
+    let tests = (report.documents.len() + usize::from(run_case)).to_string();
     let errors = report.documents.iter().filter(|d| d.unreadable()).count();
     let failures = report
         .documents
         .iter()
-        .filter(|d| !d.unreadable() && !d.entries.is_empty())
-        .count();
+        .filter(|d| !d.unreadable() && d.entries.iter().any(|e| report.fails(e)))
+        .count()
+        + usize::from(!run_failures.is_empty());
     let (errors, failures) = (errors.to_string(), failures.to_string());
     let counts = [
         ("tests", tests.as_str()),
@@ -50,7 +62,10 @@ fn write(w: &mut Writer<Vec<u8>>, report: &Report) -> io::Result<()> {
                 .with_attribute(("skipped", "0"))
                 .write_inner_content(|w| {
                     for doc in &report.documents {
-                        testcase(w, doc)?;
+                        testcase(w, report, doc)?;
+                    }
+                    if run_case {
+                        run_testcase(w, &run_failures, &stale)?;
                     }
                     Ok(())
                 })?;
@@ -59,7 +74,7 @@ fn write(w: &mut Writer<Vec<u8>>, report: &Report) -> io::Result<()> {
     Ok(())
 }
 
-fn testcase(w: &mut Writer<Vec<u8>>, doc: &Document) -> io::Result<()> {
+fn testcase(w: &mut Writer<Vec<u8>>, report: &Report, doc: &Document) -> io::Result<()> {
     let case = w
         .create_element("testcase")
         .with_attribute(("name", doc.path.as_str()))
@@ -69,13 +84,8 @@ fn testcase(w: &mut Writer<Vec<u8>>, doc: &Document) -> io::Result<()> {
         return Ok(());
     }
     case.write_inner_content(|w| {
+        let mut below = String::new();
         for e in &doc.entries {
-            let element = if rules::is_input(&e.rule) {
-                "error"
-            } else {
-                "failure"
-            };
-            let message = format!("{}: {}", e.rule, e.message);
             let body = format!(
                 "{}:{}:{}: {} ({}) at \"{}\"\n{}",
                 e.path,
@@ -86,12 +96,46 @@ fn testcase(w: &mut Writer<Vec<u8>>, doc: &Document) -> io::Result<()> {
                 e.pointer,
                 e.docs
             );
+            if !report.fails(e) {
+                below.push_str(&format!("{body}\n{}\n", e.message));
+                continue;
+            }
+            let element = if rules::is_input(&e.rule) {
+                "error"
+            } else {
+                "failure"
+            };
+            let message = format!("{}: {}", e.rule, e.message);
             w.create_element(element)
                 .with_attribute(("message", message.as_str()))
                 .with_attribute(("type", e.rule.as_str()))
                 .write_text_content(BytesText::new(&body))?;
         }
+        if !below.is_empty() {
+            w.create_element("system-out")
+                .write_text_content(BytesText::new(&below))?;
+        }
         Ok(())
     })?;
+    Ok(())
+}
+
+fn run_testcase(w: &mut Writer<Vec<u8>>, failures: &[String], stale: &[String]) -> io::Result<()> {
+    w.create_element("testcase")
+        .with_attribute(("name", RUN_CASE))
+        .with_attribute(("classname", SUITE))
+        .write_inner_content(|w| {
+            for why in failures {
+                w.create_element("failure")
+                    .with_attribute(("message", why.as_str()))
+                    .with_attribute(("type", "openwop-validate.run"))
+                    .write_text_content(BytesText::new(why))?;
+            }
+            if !stale.is_empty() {
+                w.create_element("system-out")
+                    .write_text_content(BytesText::new(&(stale.join("\n") + "\n")))?;
+            }
+            Ok(())
+        })?;
     Ok(())
 }

@@ -92,8 +92,11 @@ fn is_url(arg: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
-/// Parses JSON, naming the line and column of the first error.
+/// Parses JSON, naming the line and column of the first error. A UTF-8 byte order mark is
+/// skipped (RFC 8259 lets a parser ignore one; editors on Windows write it), so positions
+/// count from the first character after it, as an editor shows them.
 pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
+    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
     match serde_json::from_slice(text) {
         // JSON that parsed is UTF-8 (serde_json checks strings; anything else outside
         // them is a syntax error), so the lossy conversion never replaces anything.
@@ -112,11 +115,22 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
             Err(LoadError::Json {
                 label,
                 line: e.line(),
-                column: e.column(),
+                column: char_column(text, e.line(), e.column()),
                 reason,
             })
         }
     }
+}
+
+/// serde_json's column counts bytes; every other position here counts characters (and
+/// SARIF says so). The characters before byte `column` of line `line`, plus one.
+fn char_column(text: &[u8], line: usize, column: usize) -> usize {
+    let Some(row) = text.split(|b| *b == b'\n').nth(line.saturating_sub(1)) else {
+        return column;
+    };
+    let before = &row[..column.saturating_sub(1).min(row.len())];
+    // Bytes that start a character: all but UTF-8 continuation bytes.
+    before.iter().filter(|b| (**b & 0xC0) != 0x80).count() + 1
 }
 
 /// The URL to fetch: a bare origin gets the kind's well-known path.
@@ -156,6 +170,7 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(FETCH_TIMEOUT))
         .http_status_as_error(false)
+        .user_agent(concat!("openwop-validate/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
     let mut response = agent
@@ -168,13 +183,40 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     if !status.is_success() {
         return Err(failed(format!("the server answered HTTP {status}")));
     }
+    // Findings name the document by where it came from after any redirect.
+    let label = {
+        use ureq::ResponseExt;
+        response.get_uri().to_string()
+    };
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = response
         .body_mut()
         .with_config()
         .limit(BODY_LIMIT)
         .read_to_vec()
         .map_err(|e| failed(e.to_string()))?;
-    parse(label, &body)
+    parse(label, &body).map_err(|e| match (e, content_type) {
+        // A login page or an error page served with 200: say what came instead of JSON.
+        (
+            LoadError::Json {
+                label,
+                line,
+                column,
+                reason,
+            },
+            Some(ct),
+        ) if !ct.contains("json") => LoadError::Json {
+            label,
+            line,
+            column,
+            reason: format!("{reason} (the server sent Content-Type `{ct}`, not JSON)"),
+        },
+        (e, _) => e,
+    })
 }
 
 #[cfg(test)]
@@ -199,6 +241,25 @@ mod tests {
             url.ok().as_deref(),
             Some("https://example.test/custom/doc.json")
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_columns_count_characters() {
+        let doc = parse("d.json".into(), b"\xEF\xBB\xBF{\"a\": 1}").expect("parses");
+        assert_eq!(doc.text, "{\"a\": 1}");
+        let err = parse(
+            "d.json".into(),
+            "{\"a\":\"\u{e9}\u{e9}\u{e9}\" x}".as_bytes(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        let ascii = parse("d.json".into(), b"{\"a\":\"eee\" x}")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("d.json:1:12: "), "{err}");
+        assert!(ascii.starts_with("d.json:1:12: "), "{ascii}");
     }
 
     #[test]

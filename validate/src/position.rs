@@ -67,6 +67,59 @@ impl<'a> Locator<'a> {
         self.position_of(node.range().start)
     }
 
+    /// Every member named more than once in its object: its pointer (where [`locate`]
+    /// finds the last one), its name and the positions of all of them, in document order. JSON
+    /// leaves such a document's meaning to the reader; `serde_json` keeps the last.
+    ///
+    /// [`locate`]: Locator::locate
+    pub fn duplicate_members(&self) -> Vec<(String, String, Vec<Position>)> {
+        let mut found = Vec::new();
+        if let Some(root) = &self.root {
+            self.duplicates_in(root, &mut String::new(), &mut found);
+        }
+        found
+    }
+
+    fn duplicates_in(
+        &self,
+        node: &Value<'a>,
+        pointer: &mut String,
+        found: &mut Vec<(String, String, Vec<Position>)>,
+    ) {
+        let len = pointer.len();
+        match node {
+            Value::Object(object) => {
+                let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
+                for p in &object.properties {
+                    let n = name(&p.name);
+                    match seen.iter_mut().find(|(s, _)| *s == n) {
+                        Some((_, at)) => at.push(p.range().start),
+                        None => seen.push((n, vec![p.range().start])),
+                    }
+                }
+                for (n, at) in seen.into_iter().filter(|(_, at)| at.len() > 1) {
+                    let member = format!("{pointer}/{}", escape(n));
+                    let at = at.into_iter().map(|o| self.position_of(o)).collect();
+                    found.push((member, n.to_owned(), at));
+                }
+                for p in &object.properties {
+                    pointer.push('/');
+                    pointer.push_str(&escape(name(&p.name)));
+                    self.duplicates_in(&p.value, pointer, found);
+                    pointer.truncate(len);
+                }
+            }
+            Value::Array(array) => {
+                for (i, item) in array.elements.iter().enumerate() {
+                    pointer.push_str(&format!("/{i}"));
+                    self.duplicates_in(item, pointer, found);
+                    pointer.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Line and column of a byte offset.
     fn position_of(&self, offset: usize) -> Position {
         let before = self.text.get(..offset).unwrap_or(self.text);
@@ -82,6 +135,15 @@ fn name<'b>(name: &'b ObjectPropName<'_>) -> &'b str {
     match name {
         ObjectPropName::String(lit) => lit.value.as_ref(),
         ObjectPropName::Word(lit) => lit.value,
+    }
+}
+
+/// A member name as a pointer token (RFC 6901).
+fn escape(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.contains(['~', '/']) {
+        name.replace('~', "~0").replace('/', "~1").into()
+    } else {
+        name.into()
     }
 }
 
@@ -129,6 +191,34 @@ mod tests {
         assert_eq!(at(DOC, "/a2a/profiles/7"), (3, 17));
         assert_eq!(at(DOC, "/a2a/profiles/01"), (3, 17));
         assert_eq!(at(DOC, "/nope/deeper"), (1, 1));
+    }
+
+    #[test]
+    fn duplicate_members_at_every_depth() {
+        let text = "{\n  \"a\": 1,\n  \"a\": 2,\n  \"l\": [{\"x/y\": 1, \"x/y\": 2, \"x/y\": 3}],\n  \"b\": {\"c\": 1}\n}";
+        let dups = Locator::new(text).duplicate_members();
+        let summary: Vec<(&str, Vec<(usize, usize)>)> = dups
+            .iter()
+            .map(|(p, _, at)| (p.as_str(), at.iter().map(|a| (a.line, a.column)).collect()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("/a", vec![(2, 3), (3, 3)]),
+                ("/l/0/x~1y", vec![(4, 10), (4, 20), (4, 30)]),
+            ]
+        );
+        assert!(
+            Locator::new(DOC)
+                .duplicate_members()
+                .iter()
+                .any(|(p, n, _)| p == "/dup" && n == "dup")
+        );
+        assert!(
+            Locator::new("{\"a\": {\"a\": 1}}")
+                .duplicate_members()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use openwop_generated::validators::Finding;
 use serde::Serialize;
 
+use crate::config::FailOn;
 use crate::position::{Locator, Position};
 use crate::rules::{self, Severity};
 
@@ -15,6 +16,8 @@ pub struct Stale {
     pub path: String,
     pub rule: String,
     pub pointer: String,
+    /// The finding's sentence (`None` for an entry of a version 1 baseline).
+    pub message: Option<String>,
     /// How many of the entry's findings are gone.
     pub count: usize,
 }
@@ -26,8 +29,13 @@ impl Stale {
         } else {
             format!(" ({} times)", self.count)
         };
+        let said = self
+            .message
+            .as_ref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
         format!(
-            "{}: baseline entry {} at \"{}\"{times} no longer occurs; remove it (rewrite the file with --write-baseline)",
+            "{}: baseline entry {} at \"{}\"{said}{times} no longer occurs; remove it (rewrite the file with --write-baseline)",
             self.path, self.rule, self.pointer
         )
     }
@@ -78,6 +86,12 @@ pub struct Report {
     pub known: usize,
     /// Baseline entries that no longer occur.
     pub stale: Vec<Stale>,
+    /// The run's threshold: which findings fail it.
+    pub fail_on: FailOn,
+    /// `--max-warnings`.
+    pub max_warnings: Option<usize>,
+    /// `--strict-baseline`: stale entries fail the run.
+    pub strict_baseline: bool,
 }
 
 /// Counts for summaries.
@@ -97,6 +111,42 @@ impl Counts {
 }
 
 impl Report {
+    /// Whether `e` fails the run by itself: an input that could not be checked, or a
+    /// finding at or above the threshold.
+    pub fn fails(&self, e: &Entry) -> bool {
+        rules::is_input(&e.rule)
+            || match self.fail_on {
+                FailOn::Error => e.severity == Severity::Error,
+                FailOn::Warning => true,
+                FailOn::Never => false,
+            }
+    }
+
+    /// Why the run fails beyond its failing findings: too many warnings, stale baseline
+    /// entries under `--strict-baseline`. Every format says these, not only the log.
+    pub fn run_failures(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        let warnings = self.counts().warnings;
+        if let Some(max) = self.max_warnings.filter(|max| warnings > *max) {
+            why.push(format!(
+                "{}, more than --max-warnings {max} allows",
+                plural(warnings, "warning")
+            ));
+        }
+        if self.strict_baseline && !self.stale.is_empty() {
+            why.push(format!(
+                "{} no longer found, and --strict-baseline fails on them",
+                plural(self.stale.len(), "baseline entry")
+            ));
+        }
+        why
+    }
+
+    /// Whether the run fails (exit 1, or 2 when an input could not be checked).
+    pub fn failed(&self) -> bool {
+        self.entries().any(|e| self.fails(e)) || !self.run_failures().is_empty()
+    }
+
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.documents.iter().flat_map(|d| d.entries.iter())
     }
@@ -151,17 +201,32 @@ impl Report {
     }
 }
 
-/// Turns a validator's findings into sorted entries with positions. Within a document a
-/// specific rule comes before the generic `schema` finding it may restate, so a reader meets
-/// the sentence that says what to change first; then pointers in document order. Only exact
-/// duplicates are merged: no finding is dropped because another is present.
+/// Turns a validator's findings, and the members the text names twice
+/// (`input.duplicate-member`), into entries with positions, in document order: by line and
+/// column, and at one place a specific rule before the generic `schema` finding it may
+/// restate, so a reader meets the sentence that says what to change first. Only exact
+/// duplicates are merged: no finding is dropped because another is present. A message is
+/// cut at [`MAX_MESSAGE_CHARS`] (a schema sentence quotes the offending value whole).
 pub fn entries(
     path: &str,
     text: &str,
-    findings: Vec<Finding>,
+    mut findings: Vec<Finding>,
     severity: impl Fn(&str) -> Option<Severity>,
     docs: &rules::Docs,
 ) -> Vec<Entry> {
+    let locator = Locator::new(text);
+    for (pointer, name, at) in locator.duplicate_members() {
+        let lines: Vec<String> = at.iter().map(|p| p.line.to_string()).collect();
+        findings.push(Finding {
+            pointer,
+            rule: rules::DUPLICATE_MEMBER.to_owned(),
+            message: format!(
+                "`{name}` is named {} times in one object (lines {}); keep one: this check read the last, but another reader may keep the first",
+                at.len(),
+                lines.join(", ")
+            ),
+        });
+    }
     let mut findings: Vec<(Finding, Severity)> = findings
         .into_iter()
         .filter_map(|f| severity(&f.rule).map(|s| (f, s)))
@@ -170,15 +235,12 @@ pub fn entries(
         return Vec::new();
     }
     findings.sort_by(|(a, _), (b, _)| {
-        (a.rule == "schema")
-            .cmp(&(b.rule == "schema"))
-            .then_with(|| compare_pointers(&a.pointer, &b.pointer))
+        compare_pointers(&a.pointer, &b.pointer)
             .then_with(|| a.rule.cmp(&b.rule))
             .then_with(|| a.message.cmp(&b.message))
     });
     findings.dedup();
-    let locator = Locator::new(text);
-    findings
+    let mut entries: Vec<Entry> = findings
         .into_iter()
         .map(|(f, severity)| {
             let at = locator.locate(&f.pointer);
@@ -190,10 +252,33 @@ pub fn entries(
                 docs: docs.rule(&f.rule),
                 rule: f.rule,
                 pointer: f.pointer,
-                message: f.message,
+                message: cap_message(f.message),
             }
         })
-        .collect()
+        .collect();
+    // Stable: at one position, pointers in order as sorted above.
+    entries.sort_by(|a, b| {
+        (a.line, a.column)
+            .cmp(&(b.line, b.column))
+            .then_with(|| (a.rule == "schema").cmp(&(b.rule == "schema")))
+    });
+    entries
+}
+
+/// The longest message an entry carries, in characters. Schema sentences quote the value
+/// they reject; a megabyte string would otherwise become a megabyte line in the log, in
+/// every annotation and in the job summary (which GitHub caps at 1 MiB).
+pub const MAX_MESSAGE_CHARS: usize = 400;
+
+/// `message` cut at [`MAX_MESSAGE_CHARS`], saying how much was left out.
+pub fn cap_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((cut, _)) => {
+            let rest = message[cut..].chars().count();
+            format!("{}… ({rest} more characters)", &message[..cut])
+        }
+    }
 }
 
 /// The finding for an input that could not be checked.
@@ -267,14 +352,16 @@ mod tests {
     }
 
     #[test]
-    fn specific_rules_come_before_schema_and_indexes_sort_numerically() {
-        let text = r#"{"a2a": {"profiles": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}"#;
+    fn findings_come_in_document_order_a_specific_rule_first_at_one_place() {
+        let text = r#"{"a2a": {"profiles": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}, "z": 1}"#;
         let found = entries(
             "d.json",
             text,
             vec![
+                finding("/z", "schema"),
                 finding("", "schema"),
                 finding("/a2a/profiles/10", "discovery.no-legacy-profile"),
+                finding("/a2a/profiles/10", "schema"),
                 finding("/a2a/profiles/2", "discovery.no-legacy-profile"),
             ],
             all_errors,
@@ -287,10 +374,43 @@ mod tests {
         assert_eq!(
             order,
             [
+                ("", "schema", 1),
                 ("/a2a/profiles/2", "discovery.no-legacy-profile", 29),
                 ("/a2a/profiles/10", "discovery.no-legacy-profile", 53),
-                ("", "schema", 1),
+                ("/a2a/profiles/10", "schema", 53),
+                ("/z", "schema", 64),
             ]
+        );
+    }
+
+    #[test]
+    fn a_duplicate_member_is_a_finding_and_long_messages_are_cut() {
+        let text = "{\n  \"v\": 1,\n  \"v\": 2\n}";
+        let long = Finding {
+            pointer: "/v".into(),
+            rule: "schema".into(),
+            message: "x".repeat(MAX_MESSAGE_CHARS + 5),
+        };
+        let found = entries("d.json", text, vec![long], all_errors, &docs());
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].rule, rules::DUPLICATE_MEMBER);
+        assert_eq!(
+            (found[0].line, found[0].column, found[0].pointer.as_str()),
+            (3, 8, "/v")
+        );
+        assert!(
+            found[0]
+                .message
+                .contains("`v` is named 2 times in one object (lines 2, 3)")
+        );
+        assert!(
+            found[1].message.ends_with("… (5 more characters)"),
+            "{}",
+            found[1].message
+        );
+        assert_eq!(
+            found[1].message.chars().count(),
+            MAX_MESSAGE_CHARS + "… (5 more characters)".chars().count()
         );
     }
 

@@ -9,6 +9,8 @@ pub use openwop_generated::validators::{RULES, RULES_DOC, RuleInfo, Severity, ru
 pub const INPUT_UNREADABLE: &str = "input.unreadable";
 /// A PATH whose text is not JSON.
 pub const INPUT_MALFORMED: &str = "input.malformed";
+/// An object that names a member twice (the document is still checked, as read).
+pub const DUPLICATE_MEMBER: &str = "input.duplicate-member";
 
 /// The rule `id`.
 pub fn lookup(id: &str) -> Option<&'static RuleInfo> {
@@ -79,7 +81,11 @@ mod tests {
         unique.dedup();
         assert_eq!(ids.len(), unique.len());
         assert!(ids.contains(&"schema") && ids.contains(&INPUT_MALFORMED));
-        assert!(ids.contains(&INPUT_UNREADABLE));
+        assert!(ids.contains(&INPUT_UNREADABLE) && ids.contains(&DUPLICATE_MEMBER));
+        assert!(
+            !is_input(DUPLICATE_MEMBER),
+            "a duplicate member is a finding, not unreadable"
+        );
         assert_eq!(default_severity("no.such-rule"), Severity::Error);
     }
 

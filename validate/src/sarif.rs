@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_sarif::sarif::{
     ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
-    PhysicalLocation, Region, ReportingConfiguration, ReportingDescriptor, Result as SarifResult,
-    ResultLevel, Run, Sarif, Tool, ToolComponent, Version,
+    Notification, PhysicalLocation, Region, ReportingConfiguration, ReportingDescriptor,
+    Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent, Version,
 };
 
 use crate::report::{Entry, Report};
@@ -38,7 +38,7 @@ pub fn render(report: &Report, docs: &Docs) -> String {
             ReportingDescriptor::builder()
                 .id(r.id)
                 .short_description(&r.summary.to_owned())
-                .full_description(&r.summary.to_owned())
+                .full_description(&format!("{} {}", r.summary, r.help))
                 .help(
                     MultiformatMessageString::builder()
                         .text(help)
@@ -81,11 +81,7 @@ pub fn render(report: &Report, docs: &Docs) -> String {
     let run = Run::builder()
         .tool(Tool::from(driver))
         .results(results)
-        .invocations(vec![
-            Invocation::builder()
-                .execution_successful(report.counts().unreadable == 0)
-                .build(),
-        ])
+        .invocations(vec![invocation(report)])
         .column_kind(serde_json::json!("unicodeCodePoints"))
         .build();
     let sarif = Sarif::builder()
@@ -98,6 +94,49 @@ pub fn render(report: &Report, docs: &Docs) -> String {
     text
 }
 
+/// The run as a tool invocation: whether every input could be checked, the exit code, and
+/// as notifications what fails the run beyond its results (too many warnings, stale
+/// baseline entries under `--strict-baseline`) and the stale entries themselves, so a
+/// SARIF consumer learns why a run with no results failed.
+fn invocation(report: &Report) -> Invocation {
+    let notify = |level: &str, text: String| {
+        Notification::builder()
+            .level(serde_json::json!(level))
+            .message(Message::from(text.as_str()))
+            .build()
+    };
+    let mut notifications: Vec<Notification> = report
+        .run_failures()
+        .into_iter()
+        .map(|why| notify("error", format!("failing: {why}")))
+        .collect();
+    let stale_level = if report.strict_baseline {
+        "error"
+    } else {
+        "note"
+    };
+    notifications.extend(
+        report
+            .stale
+            .iter()
+            .map(|s| notify(stale_level, s.sentence())),
+    );
+    let unreadable = report.counts().unreadable > 0;
+    let exit_code = if unreadable {
+        2
+    } else {
+        i64::from(report.failed())
+    };
+    let builder = Invocation::builder()
+        .execution_successful(!unreadable)
+        .exit_code(exit_code);
+    if notifications.is_empty() {
+        builder.build()
+    } else {
+        builder.tool_execution_notifications(notifications).build()
+    }
+}
+
 fn level(severity: Severity) -> ResultLevel {
     match severity {
         Severity::Error => ResultLevel::Error,
@@ -106,7 +145,7 @@ fn level(severity: Severity) -> ResultLevel {
 }
 
 fn result(e: &Entry, n: usize, rule_index: Option<usize>) -> SarifResult {
-    let mut fingerprint = format!("{}|{}|{}", e.rule, e.path, e.pointer);
+    let mut fingerprint = format!("{}|{}|{}", e.rule, uri(&e.path), e.pointer);
     if n > 1 {
         fingerprint.push_str(&format!("|{n}"));
     }
@@ -153,6 +192,17 @@ pub fn uri(path: &str) -> String {
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return path.to_owned();
     }
+    // An absolute path under the working directory (the checkout, in CI) is written
+    // relative to it, as a relative argument would be: code scanning resolves it against
+    // the repository, and the fingerprint does not change with where the checkout is.
+    let cwd = std::env::current_dir().ok();
+    let path = cwd
+        .as_deref()
+        .and_then(|cwd| std::path::Path::new(path).strip_prefix(cwd).ok())
+        .and_then(|rel| rel.to_str())
+        .filter(|rel| !rel.is_empty())
+        .unwrap_or(path);
+    let path = path.trim_start_matches("./");
     let mut out = String::new();
     if path.starts_with('/') {
         out.push_str("file://");
@@ -179,5 +229,9 @@ mod tests {
         assert_eq!(uri("<stdin>"), "%3Cstdin%3E");
         assert_eq!(uri("https://h.example/x?y=1"), "https://h.example/x?y=1");
         assert_eq!(uri("é.json"), "%C3%A9.json");
+        assert_eq!(uri("./docs/x.json"), "docs/x.json");
+        let cwd = std::env::current_dir().expect("cwd");
+        let inside = cwd.join("docs/x.json");
+        assert_eq!(uri(inside.to_str().expect("UTF-8")), "docs/x.json");
     }
 }

@@ -198,10 +198,11 @@ fn the_baseline_round_trip() {
         "a.json",
         "b.json",
     ]);
-    assert_eq!(
-        code(&written),
-        1,
-        "writing a baseline still reports: {}",
+    // The adopting run passes: what it recorded is known from now on.
+    assert_eq!(code(&written), 0, "{}", stdout(&written));
+    assert!(
+        stdout(&written).contains("known in the baseline"),
+        "{}",
         stdout(&written)
     );
     let text = std::fs::read_to_string(dir.path().join("base.json")).expect("written");
@@ -213,11 +214,11 @@ fn the_baseline_round_trip() {
         "b.json",
         "a.json",
     ]);
-    assert_eq!(code(&again), 1);
+    assert_eq!(code(&again), 0);
     let text2 = std::fs::read_to_string(dir.path().join("base2.json")).expect("written");
     assert_eq!(text, text2, "the baseline is the same whatever the order");
     let parsed: Value = serde_json::from_str(&text).expect("JSON");
-    assert_eq!(parsed["version"], 1);
+    assert_eq!(parsed["version"], 2);
     assert!(
         text.contains("\"rule\": \"discovery.refresh-overdue\""),
         "{text}"
@@ -280,7 +281,7 @@ fn the_baseline_round_trip() {
     ]);
     assert_eq!(code(&out), 0);
     assert!(
-        stdout(&out).contains("a.json: baseline entry discovery.refresh-overdue at \"/a2a/refreshedAt\" no longer occurs"),
+        stdout(&out).contains("a.json: baseline entry discovery.refresh-overdue at \"/a2a/refreshedAt\" (`refreshedAt` 2026-09-01 is older than"),
         "{}",
         stdout(&out)
     );
@@ -295,6 +296,46 @@ fn the_baseline_round_trip() {
         "a.json",
     ];
     assert_eq!(code(&run(&strict)), 1);
+    // Every format says why: nothing is found, the run still fails.
+    let mut with_reports = strict.to_vec();
+    with_reports.extend([
+        "--format",
+        "json",
+        "--format",
+        "sarif=r.sarif",
+        "--format",
+        "junit=r.xml",
+    ]);
+    let out = run(&with_reports);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stdout(&out).trim(), "[]");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("failing: 1 baseline entry no longer found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.sarif")).expect("sarif"))
+            .expect("JSON");
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["exitCode"], 1, "{invocation}");
+    let notes = invocation["toolExecutionNotifications"]
+        .as_array()
+        .expect("notifications");
+    assert!(
+        notes.iter().any(|n| n["level"] == "error"
+            && n["message"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("--strict-baseline")),
+        "{invocation}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("r.xml")).expect("junit");
+    assert!(
+        junit.contains("<testcase name=\"openwop-validate run\"")
+            && junit.contains("failures=\"1\""),
+        "{junit}"
+    );
     // A document not checked in this run has no stale entries.
     copy(&overdue(), "a.json");
     let out = run(&[
@@ -306,6 +347,86 @@ fn the_baseline_round_trip() {
         "a.json",
     ]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
+}
+
+/// A baseline keeps knowing only what it recorded: a second unknown member beside a known
+/// one, or another required member missing instead of the recorded one, is reported, and
+/// `--strict-baseline` fails on the recorded one that is gone.
+#[test]
+fn a_baseline_does_not_hide_a_new_finding_where_a_known_one_is() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let write = |doc: &Value| {
+        std::fs::write(
+            dir.path().join("d.json"),
+            serde_json::to_string_pretty(doc).expect("JSON"),
+        )
+        .expect("write");
+    };
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(valid()).expect("read")).expect("JSON");
+    let members = doc.as_object_mut().expect("object");
+    let preferred = members
+        .remove("preferredVersion")
+        .expect("the valid vector has it");
+    members.insert("bogus1".into(), Value::from(1));
+    write(&doc);
+    let adopted = run(&["--now", NOW, "--write-baseline", "base.json", "d.json"]);
+    assert_eq!(code(&adopted), 0, "{}", stdout(&adopted));
+    assert!(
+        stdout(&adopted).contains("2 known in the baseline"),
+        "{}",
+        stdout(&adopted)
+    );
+
+    // A new unknown member at the root: its own finding, at its own line.
+    doc["typo_preferedVersion"] = Value::from("2.0");
+    write(&doc);
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "d.json",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("'typo_preferedVersion' was unexpected"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("'bogus1'"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("1 finding"), "{}", stdout(&out));
+
+    // The missing member supplied, another removed: the new one is reported, the recorded
+    // one is named as gone.
+    let members = doc.as_object_mut().expect("object");
+    members.remove("typo_preferedVersion");
+    members.insert("preferredVersion".into(), preferred);
+    members
+        .remove("protocolVersions")
+        .expect("the valid vector has it");
+    write(&doc);
+    let out = run(&[
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "d.json",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("\"protocolVersions\" is a required property"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("\"preferredVersion\" is a required property) no longer occurs"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -436,7 +557,8 @@ fn bad_input_is_a_finding_in_every_format_and_never_a_panic() {
     let dir = tempfile::tempdir().expect("dir");
     let cases: [(&str, &[u8]); 7] = [
         ("empty.json", b""),
-        ("bom.json", b"\xEF\xBB\xBF{}"),
+        // A byte order mark is skipped; what follows it still has to parse.
+        ("bom.json", b"\xEF\xBB\xBF{\"a\": }"),
         ("binary.json", b"\x00\xff\xfe{"),
         ("deep.json", &[b'['; 100_000]),
         ("number.json", b"1e99999"),
@@ -470,6 +592,13 @@ fn bad_input_is_a_finding_in_every_format_and_never_a_panic() {
             "{format}: {text}"
         );
     }
+    // A byte order mark before a valid document is no finding.
+    let bom = dir.path().join("bom-valid.json");
+    let mut text = b"\xEF\xBB\xBF".to_vec();
+    text.extend(std::fs::read(valid()).expect("read"));
+    std::fs::write(&bom, text).expect("write");
+    let out = validate(&[bom.to_str().expect("UTF-8")]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
     // JSON: one finding per input, with the syntax error's position.
     let mut args = vec!["--format", "json"];
     args.extend(names.iter().map(String::as_str));

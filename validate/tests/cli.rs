@@ -92,9 +92,9 @@ fn an_invalid_document_exits_1_with_one_line_per_finding() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
     for line in &lines[..3] {
-        // PATH:LINE:COL: RULE: sentence, the position being the `mcp` facet's.
+        // PATH:LINE:COL: SEVERITY: RULE: sentence, the position being the `mcp` facet's.
         let prefix = format!(
-            "{bad}:{}: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature ",
+            "{bad}:{}: error: discovery.profile-missing-feature: the profile \"mcp-2026-07-28\" requires the feature ",
             position(&bad, "\"mcp\": ")
         );
         assert!(line.starts_with(&prefix), "{line}");
@@ -116,7 +116,7 @@ fn the_specific_rule_is_listed_before_the_schema_finding() {
     let first = text.lines().next().unwrap_or_default();
     assert!(
         first.starts_with(&format!(
-            "{bad}:{}: discovery.no-supported-transports: remove `supportedTransports`",
+            "{bad}:{}: error: discovery.no-supported-transports: remove `supportedTransports`",
             position(&bad, "\"supportedTransports\": ")
         )),
         "{text}"
@@ -256,7 +256,7 @@ fn bad_json_is_a_finding_that_says_where_and_exits_2() {
     let text = stdout(&out);
     assert!(
         text.starts_with(&format!(
-            "{}:3:29: input.malformed: not valid JSON: key must be a string\n",
+            "{}:3:29: error: input.malformed: not valid JSON: key must be a string\n",
             arg(&path)
         )),
         "{text}"
@@ -271,7 +271,7 @@ fn an_unreadable_file_exits_2_even_beside_valid_ones() {
     let text = stdout(&out);
     assert!(
         text.starts_with(
-            "/nonexistent/discovery.json:1:1: input.unreadable: cannot read the file: "
+            "/nonexistent/discovery.json:1:1: error: input.unreadable: cannot read the file: "
         ),
         "{text}"
     );
@@ -330,7 +330,7 @@ fn agent_cards_are_checked_against_the_discovery_document() {
     assert_eq!(code(&out), 1);
     assert!(
         stdout(&out).contains(&format!(
-            "{bad}:{}: agent-card.extended-card-declared: ",
+            "{bad}:{}: error: agent-card.extended-card-declared: ",
             position(&bad, "\"extendedAgentCard\": ")
         )),
         "{}",
@@ -411,8 +411,31 @@ fn an_http_failure_exits_2_and_names_the_url() {
     let text = stdout(&out);
     assert!(
         text.starts_with(&format!(
-            "{origin}/.well-known/openwop:1:1: input.unreadable: cannot fetch it: the server answered HTTP 404"
+            "{origin}/.well-known/openwop:1:1: error: input.unreadable: cannot fetch it: the server answered HTTP 404"
         )),
         "{text}"
     );
+}
+
+/// The catalogue's example of `input.duplicate-member`: the document is checked as read
+/// (the last `preferredVersion`, valid), and the member named twice is a finding at the
+/// second one, naming both lines.
+#[test]
+fn a_member_named_twice_is_a_finding() {
+    let doc = arg(&vector("input/input.duplicate-member.json"));
+    let out = openwop(&["--now", NOW, &doc]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{doc}:4:23: error: input.duplicate-member: `preferredVersion` is named 2 times in one object (lines 3, 4); keep one: this check read the last, but another reader may keep the first\n1 document, 1 invalid, 1 finding (1 error, 0 warnings)\n"
+        )
+    );
+    // Its level can be set like any rule's.
+    let out = openwop(&["--now", NOW, "--rule", "input.duplicate-member=off", &doc]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    // An input rule's cannot.
+    let out = openwop(&["--rule", "input.malformed=off", &doc]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("cannot be set"), "{}", stderr(&out));
 }

@@ -406,7 +406,13 @@ pub(crate) fn emit(
                 compile(&format!("{}#{}", crate::schemas::OPENAPI_URI, RESPONSES[i].pointer))
             });
             match validator {
-                Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
+                Ok(v) => {
+                    let mut findings = Vec::new();
+                    for e in v.iter_errors(body) {
+                        push_schema_findings("", &e, &mut findings);
+                    }
+                    findings
+                }
                 Err(message) => vec![Finding {
                     pointer: String::new(),
                     rule: "schema.compile".to_owned(),
@@ -427,7 +433,13 @@ pub(crate) fn emit(
                     debug_assert!(v.iter_errors(doc).next().is_none(), "is_valid accepted a document iter_errors rejects");
                     Vec::new()
                 }
-                Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
+                Ok(v) => {
+                    let mut findings = Vec::new();
+                    for e in v.iter_errors(doc) {
+                        push_schema_findings("", &e, &mut findings);
+                    }
+                    findings
+                }
                 Err(message) => vec![Finding {
                     pointer: String::new(),
                     rule: "schema.compile".to_owned(),
@@ -436,16 +448,41 @@ pub(crate) fn emit(
             }
         }
 
-        /// One schema error as a finding, its pointer `prefix` followed by the error's
-        /// instance path.
-        fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+        /// One schema error as findings, their pointers `prefix` followed by the error's
+        /// instance path. A member the schema does not allow (`additionalProperties`,
+        /// `unevaluatedProperties`) is a finding of its own at that member, not one finding
+        /// on the object naming them all: each points at the line it is on, and a new
+        /// unknown member is never taken for one reported before (a CI baseline).
+        fn push_schema_findings(prefix: &str, e: &jsonschema::ValidationError<'_>, out: &mut Vec<Finding>) {
+            use jsonschema::error::ValidationErrorKind;
             use std::fmt::Write;
-            // Formatting straight into a buffer of a typical message's size spares the
-            // reallocations `to_string` makes while a message grows.
-            let mut message = String::with_capacity(128);
+            let mut pointer = String::with_capacity(prefix.len() + 16);
+            pointer.push_str(prefix);
             let _ = write!(pointer, "{}", e.instance_path());
-            let _ = write!(message, "{e}");
-            Finding { pointer, rule: "schema".to_owned(), message }
+            let (what, members) = match e.kind() {
+                ValidationErrorKind::AdditionalProperties { unexpected } => ("Additional", unexpected),
+                ValidationErrorKind::UnevaluatedProperties { unexpected } => ("Unevaluated", unexpected),
+                _ => {
+                    // Formatting straight into a buffer of a typical message's size spares
+                    // the reallocations `to_string` makes while a message grows.
+                    let mut message = String::with_capacity(128);
+                    let _ = write!(message, "{e}");
+                    out.push(Finding { pointer, rule: "schema".to_owned(), message });
+                    return;
+                }
+            };
+            for name in members {
+                let mut at = String::with_capacity(pointer.len() + name.len() + 1);
+                at.push_str(&pointer);
+                at.push('/');
+                at.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                out.push(Finding {
+                    pointer: at,
+                    rule: "schema".to_owned(),
+                    // jsonschema's sentence for one member.
+                    message: format!("{what} properties are not allowed ('{name}' was unexpected)"),
+                });
+            }
         }
 
         #split_support
@@ -545,11 +582,10 @@ fn split_support() -> TokenStream {
                         .get_or_init(|| serde_json::from_str(self.root_schema).ok().and_then(|r| compile_schema(&r).ok()))
                         .as_ref()?;
                     for e in root.iter_errors(doc) {
-                        let finding = schema_finding(String::new(), &e);
                         if matches!(e.kind(), jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }) {
-                            additional.push(finding);
+                            push_schema_findings("", &e, &mut additional);
                         } else {
-                            findings.push(finding);
+                            push_schema_findings("", &e, &mut findings);
                         }
                     }
                 }
@@ -558,7 +594,9 @@ fn split_support() -> TokenStream {
                     let mut prefix = String::with_capacity(name.len() + 1);
                     prefix.push('/');
                     prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                    findings.extend(validator.iter_errors(value).map(|e| schema_finding(prefix.clone(), &e)));
+                    for e in validator.iter_errors(value) {
+                        push_schema_findings(&prefix, &e, &mut findings);
+                    }
                 }
                 findings.extend(additional);
                 Some(findings)

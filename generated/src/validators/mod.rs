@@ -340,6 +340,14 @@ pub static RULES: &[RuleInfo] = &[
         example: "tests/vectors/discovery/invalid/discovery.required-field--a2a-versions.json",
     },
     RuleInfo {
+        id: "input.duplicate-member",
+        severity: Severity::Error,
+        summary: "No object names a member twice.",
+        help: "Keep one of the members the message names. JSON leaves duplicate names undefined: this check reads the last one, as most parsers do, but another reader may keep the first, so the document would mean different things to different clients.",
+        section: "openwop validate (the CLI); RFC 8259 section 4",
+        example: "tests/vectors/input/input.duplicate-member.json",
+    },
+    RuleInfo {
         id: "input.malformed",
         severity: Severity::Error,
         summary: "The input is well-formed JSON (or, for a discovery document, the JSON the well-known URL served).",
@@ -1345,7 +1353,13 @@ pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<F
             )
         });
     match validator {
-        Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
+        Ok(v) => {
+            let mut findings = Vec::new();
+            for e in v.iter_errors(body) {
+                push_schema_findings("", &e, &mut findings);
+            }
+            findings
+        }
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -1368,7 +1382,13 @@ fn schema_findings(
             );
             Vec::new()
         }
-        Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
+        Ok(v) => {
+            let mut findings = Vec::new();
+            for e in v.iter_errors(doc) {
+                push_schema_findings("", &e, &mut findings);
+            }
+            findings
+        }
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -1377,17 +1397,51 @@ fn schema_findings(
         }
     }
 }
-/// One schema error as a finding, its pointer `prefix` followed by the error's
-/// instance path.
-fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+/// One schema error as findings, their pointers `prefix` followed by the error's
+/// instance path. A member the schema does not allow (`additionalProperties`,
+/// `unevaluatedProperties`) is a finding of its own at that member, not one finding
+/// on the object naming them all: each points at the line it is on, and a new
+/// unknown member is never taken for one reported before (a CI baseline).
+fn push_schema_findings(
+    prefix: &str,
+    e: &jsonschema::ValidationError<'_>,
+    out: &mut Vec<Finding>,
+) {
+    use jsonschema::error::ValidationErrorKind;
     use std::fmt::Write;
-    let mut message = String::with_capacity(128);
+    let mut pointer = String::with_capacity(prefix.len() + 16);
+    pointer.push_str(prefix);
     let _ = write!(pointer, "{}", e.instance_path());
-    let _ = write!(message, "{e}");
-    Finding {
-        pointer,
-        rule: "schema".to_owned(),
-        message,
+    let (what, members) = match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            ("Additional", unexpected)
+        }
+        ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            ("Unevaluated", unexpected)
+        }
+        _ => {
+            let mut message = String::with_capacity(128);
+            let _ = write!(message, "{e}");
+            out.push(Finding {
+                pointer,
+                rule: "schema".to_owned(),
+                message,
+            });
+            return;
+        }
+    };
+    for name in members {
+        let mut at = String::with_capacity(pointer.len() + name.len() + 1);
+        at.push_str(&pointer);
+        at.push('/');
+        at.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        out.push(Finding {
+            pointer: at,
+            rule: "schema".to_owned(),
+            message: format!(
+                "{what} properties are not allowed ('{name}' was unexpected)"
+            ),
+        });
     }
 }
 /// A closed root object schema taken apart: the root's own keywords (`type`,
@@ -1484,14 +1538,13 @@ impl Split {
                 })
                 .as_ref()?;
             for e in root.iter_errors(doc) {
-                let finding = schema_finding(String::new(), &e);
                 if matches!(
                     e.kind(),
                     jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
                 ) {
-                    additional.push(finding);
+                    push_schema_findings("", &e, &mut additional);
                 } else {
-                    findings.push(finding);
+                    push_schema_findings("", &e, &mut findings);
                 }
             }
         }
@@ -1500,12 +1553,9 @@ impl Split {
             let mut prefix = String::with_capacity(name.len() + 1);
             prefix.push('/');
             prefix.push_str(&name.replace('~', "~0").replace('/', "~1"));
-            findings
-                .extend(
-                    validator
-                        .iter_errors(value)
-                        .map(|e| schema_finding(prefix.clone(), &e)),
-                );
+            for e in validator.iter_errors(value) {
+                push_schema_findings(&prefix, &e, &mut findings);
+            }
         }
         findings.extend(additional);
         Some(findings)

@@ -221,7 +221,13 @@ pub fn validate_response(operation_id: &str, status: u16, body: &Value) -> Vec<F
             )
         });
     match validator {
-        Ok(v) => v.iter_errors(body).map(|e| schema_finding(String::new(), &e)).collect(),
+        Ok(v) => {
+            let mut findings = Vec::new();
+            for e in v.iter_errors(body) {
+                push_schema_findings("", &e, &mut findings);
+            }
+            findings
+        }
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -244,7 +250,13 @@ fn schema_findings(
             );
             Vec::new()
         }
-        Ok(v) => v.iter_errors(doc).map(|e| schema_finding(String::new(), &e)).collect(),
+        Ok(v) => {
+            let mut findings = Vec::new();
+            for e in v.iter_errors(doc) {
+                push_schema_findings("", &e, &mut findings);
+            }
+            findings
+        }
         Err(message) => {
             vec![
                 Finding { pointer : String::new(), rule : "schema.compile".to_owned(),
@@ -253,17 +265,51 @@ fn schema_findings(
         }
     }
 }
-/// One schema error as a finding, its pointer `prefix` followed by the error's
-/// instance path.
-fn schema_finding(mut pointer: String, e: &jsonschema::ValidationError<'_>) -> Finding {
+/// One schema error as findings, their pointers `prefix` followed by the error's
+/// instance path. A member the schema does not allow (`additionalProperties`,
+/// `unevaluatedProperties`) is a finding of its own at that member, not one finding
+/// on the object naming them all: each points at the line it is on, and a new
+/// unknown member is never taken for one reported before (a CI baseline).
+fn push_schema_findings(
+    prefix: &str,
+    e: &jsonschema::ValidationError<'_>,
+    out: &mut Vec<Finding>,
+) {
+    use jsonschema::error::ValidationErrorKind;
     use std::fmt::Write;
-    let mut message = String::with_capacity(128);
+    let mut pointer = String::with_capacity(prefix.len() + 16);
+    pointer.push_str(prefix);
     let _ = write!(pointer, "{}", e.instance_path());
-    let _ = write!(message, "{e}");
-    Finding {
-        pointer,
-        rule: "schema".to_owned(),
-        message,
+    let (what, members) = match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            ("Additional", unexpected)
+        }
+        ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            ("Unevaluated", unexpected)
+        }
+        _ => {
+            let mut message = String::with_capacity(128);
+            let _ = write!(message, "{e}");
+            out.push(Finding {
+                pointer,
+                rule: "schema".to_owned(),
+                message,
+            });
+            return;
+        }
+    };
+    for name in members {
+        let mut at = String::with_capacity(pointer.len() + name.len() + 1);
+        at.push_str(&pointer);
+        at.push('/');
+        at.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        out.push(Finding {
+            pointer: at,
+            rule: "schema".to_owned(),
+            message: format!(
+                "{what} properties are not allowed ('{name}' was unexpected)"
+            ),
+        });
     }
 }
 static RUN_SNAPSHOT: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(|| compile(
