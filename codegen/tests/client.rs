@@ -43,7 +43,10 @@ fn sse(chunks: &[&str], finish: bool) -> Answer {
 
 /// Serves `answers` one connection each; the receiver yields each request (head and body).
 fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    // A loopback port below 32768 (the ephemeral range is the system's).
+    let listener = (21600..21900)
+        .find_map(|port| TcpListener::bind(("127.0.0.1", port)).ok())
+        .expect("a free loopback port in 21600..21900");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
@@ -146,14 +149,32 @@ async fn an_error_answer_is_a_typed_api_error() {
     }
 }
 
+/// A proxy's answer, not the host's envelope: an `Http` error with status, headers and an
+/// excerpt, retryable by its status.
 #[tokio::test]
-async fn a_non_envelope_error_is_a_decode_error_with_an_excerpt() {
-    let (base, _rx) = serve(vec![plain("502 Bad Gateway", &[], "upstream down")]);
-    let result = Client::new(base).list_agents().send().await;
+async fn a_non_envelope_error_is_an_http_error_with_an_excerpt() {
+    let (base, _rx) = serve(vec![plain(
+        "502 Bad Gateway",
+        &[("x-request-id", "r-9")],
+        "upstream down",
+    )]);
+    let client = Client::builder(base)
+        .retry(openwop_generated::client::RetryPolicy::none())
+        .build()
+        .expect("client");
+    let result = client.list_agents().send().await;
     match result {
-        Err(Error::Decode {
-            status: 502, body, ..
-        }) => assert_eq!(body, "upstream down"),
+        Err(
+            ref e @ Error::Http {
+                status: 502,
+                ref body,
+                ..
+            },
+        ) => {
+            assert_eq!(body, "upstream down");
+            assert_eq!(e.request_id(), Some("r-9"));
+            assert!(e.is_retryable());
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -105,9 +105,8 @@ pub fn check_all(value: &Value) -> Vec<Finding> {
 fn check_keeping_file(value: &Value) -> (Option<ConfigFile>, Vec<Finding>) {
     let schema: Vec<Finding> = crate::generated::validators::validate_config_file(value)
         .into_iter()
-        .flat_map(|f| {
-            unknown_keys(&f.pointer, &f.message)
-                .unwrap_or_else(|| vec![finding(f.pointer, f.message)])
+        .map(|f| {
+            unknown_key(&f.pointer, &f.message).unwrap_or_else(|| finding(f.pointer, f.message))
         })
         .collect();
     if !schema.is_empty() {
@@ -258,29 +257,17 @@ pub fn check_against_host(file: &ConfigFile) -> Vec<Finding> {
     out
 }
 
-/// A schema finding about keys the schema does not have (`Additional properties are not
-/// allowed ('a', 'b' were unexpected)`, at the object holding them) as one finding per key,
-/// at the key's own pointer; `None` for any other finding.
-fn unknown_keys(pointer: &str, message: &str) -> Option<Vec<Finding>> {
-    let list = message
-        .strip_prefix("Additional properties are not allowed (")?
-        .strip_suffix(" was unexpected)")
-        .or_else(|| {
-            message
-                .strip_prefix("Additional properties are not allowed (")?
-                .strip_suffix(" were unexpected)")
-        })?;
-    list.split(", ")
-        .map(|quoted| {
-            let key = quoted.strip_prefix('\'')?.strip_suffix('\'')?;
-            Some(finding(
-                format!("{pointer}/{}", escape(key)),
-                format!(
-                    "unknown key `{key}`: the schema (generated/CONFIG.md) has no such key here"
-                ),
-            ))
-        })
-        .collect()
+/// A schema finding about a key the schema does not have (`Additional properties are not
+/// allowed ('a' was unexpected)`; the validators report one per key, at the key's own
+/// pointer) in the config check's words; `None` for any other finding.
+fn unknown_key(pointer: &str, message: &str) -> Option<Finding> {
+    let key = message
+        .strip_prefix("Additional properties are not allowed ('")?
+        .strip_suffix("' was unexpected)")?;
+    Some(finding(
+        pointer.to_owned(),
+        format!("unknown key `{key}`: the schema (generated/CONFIG.md) has no such key here"),
+    ))
 }
 
 /// A JSON pointer segment for `s` (RFC 6901: `~` and `/` escaped).

@@ -5,8 +5,6 @@ pub use crate::generated::dispatch::RunStatus;
 
 /// The lifecycle questions of a status.
 pub trait Lifecycle: Copy {
-    /// Completed, failed or cancelled: nothing more will happen to the run.
-    fn is_terminal(self) -> bool;
     /// Waiting on an interrupt (approval, input or an external event).
     fn is_suspended(self) -> bool;
     /// Waiting for something a person types (approval or input).
@@ -16,13 +14,6 @@ pub trait Lifecycle: Copy {
 }
 
 impl Lifecycle for RunStatus {
-    fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-        )
-    }
-
     fn is_suspended(self) -> bool {
         matches!(
             self,

@@ -4,7 +4,7 @@
 //! injects failures for one run.
 
 use openwop::engine::{Engine, Registry, Suspended};
-use openwop::status::{Lifecycle, RunStatus};
+use openwop::status::RunStatus;
 use openwop::store::{
     Advanced, CreateWith, Created, EventRecord, Guard, HostEventRecord, IdempotencyClaim,
     InterruptRecord, NewEvent, NewRun, OnResolve, RunDetail, RunPage, RunPatch, RunQuery,

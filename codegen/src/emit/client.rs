@@ -357,22 +357,42 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             },
             /// An event stream dropped and could not be reopened.
             Stream(::std::string::String),
+            /// A non-2xx answer that is not the host's error envelope: a proxy's or load
+            /// balancer's page (a `502`/`503`/`504` in HTML, say), or a server that is not an
+            /// OpenWOP host. Retried by its status like an `Api` error; its headers
+            /// (`Retry-After`, a request id) are kept.
+            Http {
+                /// The HTTP status.
+                status: u16,
+                /// The answer's headers.
+                headers: HeaderMap,
+                /// The start of the body, for the log.
+                body: ::std::string::String,
+            },
+            /// No answer came within the time allowed (`waited`): a host that accepts the
+            /// connection and then says nothing. Retryable, as a timeout of the transport is.
+            TimedOut {
+                /// What was waited for.
+                what: &'static str,
+                /// How long.
+                waited: ::std::time::Duration,
+            },
         }
 
         impl Error {
-            /// The HTTP status of an `Api` or `Decode` error.
+            /// The HTTP status of an `Api`, `Http` or `Decode` error.
             pub fn status(&self) -> Option<u16> {
                 match self {
-                    Error::Api { status, .. } | Error::Decode { status, .. } => Some(*status),
+                    Error::Api { status, .. } | Error::Http { status, .. } | Error::Decode { status, .. } => Some(*status),
                     Error::Transport(e) => e.status().map(|s| s.as_u16()),
                     _ => None,
                 }
             }
 
-            /// The headers of an `Api` error's answer.
+            /// The headers of an `Api` or `Http` error's answer.
             pub fn headers(&self) -> Option<&HeaderMap> {
                 match self {
-                    Error::Api { headers, .. } => Some(headers),
+                    Error::Api { headers, .. } | Error::Http { headers, .. } => Some(headers),
                     _ => None,
                 }
             }
@@ -432,10 +452,31 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         }
                         Ok(())
                     }
-                    Error::Transport(e) if e.is_timeout() => write!(f, "timed out: {e}"),
-                    Error::Transport(e) => write!(f, "transport: {e}"),
+                    Error::Transport(e) => {
+                        write!(f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" })?;
+                        // reqwest's own sentence ("error sending request for url …") leaves
+                        // the cause (connection refused, the body cut short) to its sources.
+                        let mut source = std::error::Error::source(e);
+                        while let Some(cause) = source {
+                            write!(f, ": {cause}")?;
+                            source = cause.source();
+                        }
+                        Ok(())
+                    }
                     Error::Decode { status, message, .. } => write!(f, "cannot decode the HTTP {status} answer: {message}"),
                     Error::Stream(m) => write!(f, "event stream: {m}"),
+                    Error::Http { status, body, .. } => {
+                        write!(f, "HTTP {status}, not an OpenWOP error answer")?;
+                        let first = body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+                        if !first.is_empty() {
+                            write!(f, ": {}", first.chars().take(120).collect::<::std::string::String>())?;
+                        }
+                        if let Some(id) = self.request_id() {
+                            write!(f, " (request id {id})")?;
+                        }
+                        Ok(())
+                    }
+                    Error::TimedOut { what, waited } => write!(f, "timed out: no {what} within {waited:?}"),
                 }
             }
         }
@@ -459,11 +500,9 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
             match ::serde_json::from_slice::<#envelope_ty>(bytes) {
                 Ok(envelope) => #api_build,
-                Err(e) => Error::Decode {
-                    status,
-                    message: format!("a non-2xx answer without an error envelope ({e})"),
-                    body: excerpt(bytes),
-                },
+                // Not the host's envelope: a proxy's page, most likely. Kept as an answer
+                // (status, headers) so that it is retried and its Retry-After honoured.
+                Err(_) => Error::Http { status, headers, body: excerpt(bytes) },
             }
         }
 

@@ -238,7 +238,8 @@ pub(crate) fn operation(
             setters.push(quote! {
                 #(#[doc = #doc])*
                 pub fn #name(mut self, value: #ty) -> Self {
-                    self.call.query.push((#key, #render));
+                    // Set twice, the last one counts (one parameter, not two).
+                    self.call.set_query(#key, #render);
                     self
                 }
             });
@@ -465,8 +466,7 @@ pub(crate) fn operation(
                             call.set_query(#key, cursor);
                         }
                         Box::pin(async move {
-                            let response = call.send(false).await?;
-                            super::json_answer(response).await
+                            super::json_answer(call.send(false).await?)
                         })
                     },
                     |page| page.#cursor.as_ref().map(|c| c.to_string()),
@@ -541,8 +541,7 @@ pub(crate) fn operation(
                     pub async fn send(self) -> Result<super::ResponseValue<super::Conditional<#body>>, super::Error> {
                         let mut call = self.call;
                         #body_finish
-                        let response = call.send(true).await?;
-                        super::conditional_answer(response).await
+                        super::conditional_answer(call.send(true).await?)
                     }
                 },
                 quote!(),
@@ -555,8 +554,7 @@ pub(crate) fn operation(
                     pub async fn send(self) -> Result<super::ResponseValue<#body>, super::Error> {
                         let mut call = self.call;
                         #body_finish
-                        let response = call.send(false).await?;
-                        super::json_answer(response).await
+                        super::json_answer(call.send(false).await?)
                     }
                 },
                 quote!(),

@@ -148,6 +148,12 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
             /// Every run status.
             pub const ALL: &'static [RunStatus] = &[ #( RunStatus::#status_idents ),* ];
 
+            /// Whether a run in this status is finished: `completed`, `failed` or
+            /// `cancelled` (nothing follows; `cancelling` is not yet).
+            pub fn is_terminal(self) -> bool {
+                matches!(self.as_str(), "completed" | "failed" | "cancelled")
+            }
+
             /// The status as it appears on the wire.
             pub const fn as_str(self) -> &'static str {
                 match self { #( RunStatus::#status_idents => #statuses, )* }

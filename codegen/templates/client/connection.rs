@@ -178,8 +178,9 @@ impl Client {
     ///
     /// # Panics
     ///
-    /// When the TLS backend cannot be initialised, as `reqwest::Client::new` does; use
-    /// [`ClientBuilder::build`] to get that as an error.
+    /// When `base_url` is not an `http`/`https` URL with a host, or the TLS backend cannot
+    /// be initialised (as `reqwest::Client::new` does); use [`ClientBuilder::build`] to get
+    /// either as an error.
     pub fn new(base_url: impl Into<String>) -> Self {
         match Self::builder(base_url).build() {
             Ok(client) => client,
@@ -461,8 +462,39 @@ impl ClientBuilder {
         self
     }
 
-    /// The client. Fails only when the TLS backend cannot be initialised.
+    /// The client. Fails ([`Error::InvalidRequest`]) when the base URL is not an `http` or
+    /// `https` URL with a host and without a query or fragment, or when the API key or a
+    /// header is not a valid header; or when the TLS backend cannot be initialised.
     pub fn build(self) -> Result<Client, Error> {
+        let url = reqwest::Url::parse(&self.base_url).map_err(|e| {
+            Error::InvalidRequest(format!(
+                "the base URL `{}` is not a URL ({e}); write it with its scheme, as in http://127.0.0.1:8080",
+                self.base_url
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+            return Err(Error::InvalidRequest(format!(
+                "the base URL `{}` must be an http or https URL with a host",
+                self.base_url
+            )));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(Error::InvalidRequest(format!(
+                "the base URL `{}` has a query or fragment; operations' paths are appended to it",
+                self.base_url
+            )));
+        }
+        for (name, value) in &self.headers {
+            put(&mut HeaderMap::new(), name, value)?;
+        }
+        if let Some(key) = &self.api_key
+            && HeaderValue::from_str(&key.0).is_err()
+        {
+            return Err(Error::InvalidRequest(
+                "the API key is not a valid header value (a line break or control character?)"
+                    .to_owned(),
+            ));
+        }
         let http = match self.http {
             Some(http) => http,
             None => {

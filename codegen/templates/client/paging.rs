@@ -22,6 +22,8 @@ pub struct Pages<'a, P> {
     /// `None` once the last page (or an error) was yielded.
     cursor: Option<Option<String>>,
     pending: Option<PageFuture<'a, P>>,
+    /// A page failed: the listing has ended, `cursor` names that page.
+    failed: bool,
 }
 
 impl<P> fmt::Debug for Pages<'_, P> {
@@ -43,6 +45,7 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
             next_cursor,
             cursor: Some(first),
             pending: None,
+            failed: false,
         }
     }
 
@@ -52,12 +55,17 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
     }
 
     /// The cursor the next page will be read with (`Some(None)`: the first page), or `None`
-    /// when there are no more pages: keep it to resume a listing later.
+    /// when there are no more pages: keep it to resume a listing later. After an error the
+    /// listing ends, and this names the page that failed (resume with the operation's
+    /// `cursor(..)`).
     pub fn cursor(&self) -> Option<Option<&str>> {
         self.cursor.as_ref().map(Option::as_deref)
     }
 
     fn poll_page(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<ResponseValue<P>, Error>>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
         if self.pending.is_none() {
             let Some(cursor) = self.cursor.clone() else {
                 return Poll::Ready(None);
@@ -72,10 +80,12 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
             Poll::Pending => return Poll::Pending,
         };
         self.pending = None;
-        self.cursor = match &page {
-            Ok(page) => (self.next_cursor)(page).map(Some),
-            Err(_) => None,
-        };
+        match &page {
+            Ok(page) => self.cursor = (self.next_cursor)(page).map(Some),
+            // The listing ends here, but `cursor()` still names the page that failed, so
+            // a later call can resume from it.
+            Err(_) => self.failed = true,
+        }
         Poll::Ready(Some(page))
     }
 }

@@ -10,7 +10,8 @@ use super::Error;
 /// builders' `retry(..)`).
 ///
 /// A call is retried when its error [is retryable](Error::is_retryable) (a connection error,
-/// a timeout, `408`, `429`, a `5xx`, or a code the error registry marks retriable) and it is
+/// a timeout, an answer cut short, `408`, `429`, a `5xx` but `501` and `505`, also from a
+/// proxy that sends no error envelope, or a code the error registry marks retriable) and it is
 /// safe to repeat: a `GET`, `PUT`, `DELETE`, `HEAD` or `OPTIONS`, or a `POST` that carries an
 /// `Idempotency-Key` (the SDK mints one for every operation that accepts it, and sends the same
 /// key on every attempt, so a retried `createRun` starts one run).
@@ -148,9 +149,10 @@ impl Error {
         match self {
             Error::Transport(e) => !(e.is_builder() || e.is_redirect() || e.is_status()),
             Error::Api { status, .. } => {
-                matches!(*status, 408 | 429 | 500..=599)
-                    || self.registry_code().is_some_and(|c| c.retriable())
+                retryable_status(*status) || self.registry_code().is_some_and(|c| c.retriable())
             }
+            Error::Http { status, .. } => retryable_status(*status),
+            Error::TimedOut { .. } => true,
             _ => false,
         }
     }
@@ -165,7 +167,14 @@ impl Error {
     /// True when the request or the connection timed out.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Transport(e) if e.is_timeout())
+            || matches!(self, Error::TimedOut { .. })
     }
+}
+
+/// `408`, `429` and the `5xx` that say "not now" (`501 Not Implemented` and `505 HTTP
+/// Version Not Supported` say "never").
+fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502..=504 | 506..=599)
 }
 
 #[cfg(test)]

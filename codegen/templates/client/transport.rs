@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Client, Conditional, Error, HeaderMap, RequestInfo, ResponseValue, RetryPolicy};
 
 /// One request on its way: everything but the body is plain data.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Call<'a> {
     pub(crate) client: &'a Client,
     pub(crate) operation: &'static str,
@@ -26,6 +26,35 @@ pub(crate) struct Call<'a> {
     pub(crate) takes_idempotency_key: bool,
     pub(crate) idempotency_key: Option<String>,
 }
+
+/// Header values are left out, as the client's own are: a per-call `Authorization` is a
+/// credential too.
+impl fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Call")
+            .field("operation", &self.operation)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("header_names", &header_names)
+            .field("run_id", &self.run_id)
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A 2xx answer read whole: what the typed answers are decoded from.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// How long past a long poll's hold (its `timeout` query parameter, in seconds) an attempt
+/// may take: the host answers at the end of the hold, and the network needs a moment more.
+const LONG_POLL_MARGIN: Duration = Duration::from_secs(10);
 
 impl<'a> Call<'a> {
     pub(crate) fn new(
@@ -76,18 +105,25 @@ impl<'a> Call<'a> {
         headers
     }
 
-    /// Whether sending the request twice does what sending it once does.
+    /// Whether sending the request twice does what sending it once does: an idempotent
+    /// method, or an `Idempotency-Key` (minted, set with `idempotency_key(..)`, or sent
+    /// as a header of the call).
     fn repeatable(&self) -> bool {
         use reqwest::Method;
         matches!(
             self.method,
             Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS
         ) || self.idempotency_key.is_some()
+            || self
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
     }
 
-    /// Sends, retrying as the policy says; a non-2xx answer is an `Error` (a `304` too,
-    /// unless `not_modified_ok`).
-    pub(crate) async fn send(&mut self, not_modified_ok: bool) -> Result<reqwest::Response, Error> {
+    /// Sends, retrying as the policy says, and reads the answer whole (a body cut short or
+    /// too slow is retried like a failed request); a non-2xx answer is an `Error` (a `304`
+    /// too, unless `not_modified_ok`).
+    pub(crate) async fn send(&mut self, not_modified_ok: bool) -> Result<Answer, Error> {
         if self.takes_idempotency_key && self.idempotency_key.is_none() {
             // One key per logical call, the same on every attempt: the host answers a
             // retry with the first attempt's result instead of acting twice.
@@ -111,9 +147,26 @@ impl<'a> Call<'a> {
         self.attempts(not_modified_ok).await
     }
 
-    async fn attempts(&self, not_modified_ok: bool) -> Result<reqwest::Response, Error> {
+    /// The per-attempt timeout: the call's or the client's, and for a long poll at least its
+    /// hold and a margin (a client timeout shorter than the hold would time every poll out
+    /// and retry it).
+    fn attempt_timeout(&self) -> Option<Duration> {
+        let timeout = self.timeout.unwrap_or(self.client.settings.timeout)?;
+        let hold = self
+            .query
+            .iter()
+            .find(|(k, _)| *k == "timeout")
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        Some(match hold {
+            Some(hold) => timeout.max(hold + LONG_POLL_MARGIN),
+            None => timeout,
+        })
+    }
+
+    async fn attempts(&self, not_modified_ok: bool) -> Result<Answer, Error> {
         let policy = self.retry.as_ref().unwrap_or(&self.client.settings.retry);
-        let timeout = self.timeout.unwrap_or(self.client.settings.timeout);
+        let timeout = self.attempt_timeout();
         let headers = self.headers();
         let mut attempt = 1;
         loop {
@@ -125,7 +178,7 @@ impl<'a> Call<'a> {
                 let span = tracing::Span::current();
                 span.record("attempt", attempt);
                 if let Some(status) = match &result {
-                    Ok(r) => Some(r.status().as_u16()),
+                    Ok(r) => Some(r.status),
                     Err(e) => e.status(),
                 } {
                     span.record("http.response.status_code", status);
@@ -154,7 +207,7 @@ impl<'a> Call<'a> {
         headers: &[(String, String)],
         timeout: Option<Duration>,
         not_modified_ok: bool,
-    ) -> Result<reqwest::Response, Error> {
+    ) -> Result<Answer, Error> {
         let request = self.client.prepare(
             self.method.clone(),
             &self.path,
@@ -167,7 +220,14 @@ impl<'a> Call<'a> {
         let response = self.client.execute(request, &self.info(attempt)).await?;
         let status = response.status();
         if status.is_success() || (not_modified_ok && status.as_u16() == 304) {
-            return Ok(response);
+            let headers = response.headers().clone();
+            // Read inside the attempt: the timeout covers it, and a failure is retried.
+            let bytes = response.bytes().await?.to_vec();
+            return Ok(Answer {
+                status: status.as_u16(),
+                headers,
+                bytes,
+            });
         }
         Err(error_answer(response).await)
     }
@@ -258,12 +318,14 @@ pub(crate) async fn error_answer(response: reqwest::Response) -> Error {
     }
 }
 
-pub(crate) async fn json_answer<T: serde::de::DeserializeOwned>(
-    response: reqwest::Response,
+pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
+    answer: Answer,
 ) -> Result<ResponseValue<T>, Error> {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let bytes = response.bytes().await?;
+    let Answer {
+        status,
+        headers,
+        bytes,
+    } = answer;
     // An empty answer decodes as JSON null: `()`, `Option` and `Value` accept it.
     let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
     match serde_json::from_slice(body) {
@@ -276,14 +338,17 @@ pub(crate) async fn json_answer<T: serde::de::DeserializeOwned>(
     }
 }
 
-pub(crate) async fn conditional_answer<T: serde::de::DeserializeOwned>(
-    response: reqwest::Response,
+pub(crate) fn conditional_answer<T: serde::de::DeserializeOwned>(
+    answer: Answer,
 ) -> Result<ResponseValue<Conditional<T>>, Error> {
-    if response.status().as_u16() == 304 {
-        let headers = response.headers().clone();
-        return Ok(ResponseValue::new(Conditional::NotModified, 304, headers));
+    if answer.status == 304 {
+        return Ok(ResponseValue::new(
+            Conditional::NotModified,
+            304,
+            answer.headers,
+        ));
     }
-    Ok(json_answer::<T>(response).await?.map(Conditional::Fresh))
+    Ok(json_answer::<T>(answer)?.map(Conditional::Fresh))
 }
 
 pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -75,9 +75,9 @@ impl Client {
         }
     }
 
-    /// Follows the run's event stream until the host ends it (after the terminal event),
-    /// then answers the final snapshot. A run waiting on an interrupt keeps this waiting
-    /// until someone resolves it; see [`Client::run_to_end`].
+    /// Follows the run's event stream until the run is finished, then answers the final
+    /// snapshot. A run waiting on an interrupt keeps this waiting until someone resolves
+    /// it; see [`Client::run_to_end`].
     pub async fn wait_until_terminal(&self, run_id: &str) -> Result<RunSnapshot, Error> {
         self.follow_run(run_id, |_| {}).await
     }
@@ -89,15 +89,29 @@ impl Client {
         run_id: &str,
         mut on_event: impl FnMut(&RunEvent),
     ) -> Result<RunSnapshot, Error> {
-        let mut events = self.stream_run_events(run_id).send().await?;
-        while let Some(item) = events.next().await {
-            match item {
-                Ok(event) => on_event(&event),
-                Err(Error::Decode { .. }) => continue,
-                Err(e) => return Err(e),
-            }
+        self.run_to_end(run_id, |_| serde_json::Value::Null, |e| on_event(e))
+            .await
+    }
+
+    /// A stream of the run's events, resumed after `last` when given.
+    async fn events_after(
+        &self,
+        run_id: &str,
+        last: Option<&str>,
+    ) -> Result<super::EventStream<RunEvent>, Error> {
+        let mut open = self.stream_run_events(run_id);
+        if let Some(id) = last {
+            open = open.last_event_id(id);
         }
-        self.run_snapshot(run_id).await
+        open.send().await
+    }
+
+    /// The snapshot once the run is finished; `None` while it is not. A host ends the
+    /// stream after the terminal event, but a proxy may close a long stream early, and an
+    /// ended stream alone does not make a run finished.
+    async fn finished(&self, run_id: &str) -> Result<Option<RunSnapshot>, Error> {
+        let snapshot = self.run_snapshot(run_id).await?;
+        Ok(snapshot.status.is_terminal().then_some(snapshot))
     }
 
     /// Follows the run to its end, answering every interrupt it raises with the resume value
@@ -110,26 +124,43 @@ impl Client {
         mut answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
         mut on_event: impl FnMut(&RunEvent),
     ) -> Result<RunSnapshot, Error> {
-        let mut events = self.stream_run_events(run_id).send().await?;
-        while let Some(item) = events.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(Error::Decode { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            on_event(&event);
-            if let Some(raised) = RaisedInterrupt::from_event(&event) {
-                let value = answer(&raised);
-                match self.resolve_interrupt(run_id, &raised.node_id, value).await {
-                    Ok(_) => {}
-                    // Resolved already, expired or cancelled: the log goes on without us.
-                    Err(Error::Api {
-                        status: 409 | 410, ..
-                    }) => {}
+        let mut last: Option<String> = None;
+        loop {
+            let mut events = self.events_after(run_id, last.as_deref()).await?;
+            while let Some(item) = events.next_event().await {
+                let event = match item {
+                    Ok(event) => event,
+                    Err(Error::Decode { .. }) => continue,
                     Err(e) => return Err(e),
+                };
+                last = event.id.clone().or(last);
+                let event = event.data;
+                on_event(&event);
+                if let Some(raised) = RaisedInterrupt::from_event(&event) {
+                    let value = answer(&raised);
+                    if value.is_null() {
+                        // `follow_run`: someone else answers.
+                        continue;
+                    }
+                    match self.resolve_interrupt(run_id, &raised.node_id, value).await {
+                        Ok(_) => {}
+                        // Resolved already, expired or cancelled: the log goes on without us.
+                        Err(Error::Api {
+                            status: 409 | 410, ..
+                        }) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
             }
+            if let Some(snapshot) = self.finished(run_id).await? {
+                return Ok(snapshot);
+            }
+            // Ended before the run did: resume after the last event, after a pause so that
+            // a host or proxy that keeps closing at once is not asked in a tight loop.
+            tokio::time::sleep(REOPEN_PAUSE).await;
         }
-        self.run_snapshot(run_id).await
     }
 }
+
+/// The pause before a run's stream that ended early is opened again.
+const REOPEN_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);

@@ -72,20 +72,42 @@ pub enum Error {
     },
     /// An event stream dropped and could not be reopened.
     Stream(::std::string::String),
+    /// A non-2xx answer that is not the host's error envelope: a proxy's or load
+    /// balancer's page (a `502`/`503`/`504` in HTML, say), or a server that is not an
+    /// OpenWOP host. Retried by its status like an `Api` error; its headers
+    /// (`Retry-After`, a request id) are kept.
+    Http {
+        /// The HTTP status.
+        status: u16,
+        /// The answer's headers.
+        headers: HeaderMap,
+        /// The start of the body, for the log.
+        body: ::std::string::String,
+    },
+    /// No answer came within the time allowed (`waited`): a host that accepts the
+    /// connection and then says nothing. Retryable, as a timeout of the transport is.
+    TimedOut {
+        /// What was waited for.
+        what: &'static str,
+        /// How long.
+        waited: ::std::time::Duration,
+    },
 }
 impl Error {
-    /// The HTTP status of an `Api` or `Decode` error.
+    /// The HTTP status of an `Api`, `Http` or `Decode` error.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Error::Api { status, .. } | Error::Decode { status, .. } => Some(*status),
+            Error::Api { status, .. }
+            | Error::Http { status, .. }
+            | Error::Decode { status, .. } => Some(*status),
             Error::Transport(e) => e.status().map(|s| s.as_u16()),
             _ => None,
         }
     }
-    /// The headers of an `Api` error's answer.
+    /// The headers of an `Api` or `Http` error's answer.
     pub fn headers(&self) -> Option<&HeaderMap> {
         match self {
-            Error::Api { headers, .. } => Some(headers),
+            Error::Api { headers, .. } | Error::Http { headers, .. } => Some(headers),
             _ => None,
         }
     }
@@ -150,12 +172,42 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::Transport(e) if e.is_timeout() => write!(f, "timed out: {e}"),
-            Error::Transport(e) => write!(f, "transport: {e}"),
+            Error::Transport(e) => {
+                write!(
+                    f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" }
+                )?;
+                let mut source = std::error::Error::source(e);
+                while let Some(cause) = source {
+                    write!(f, ": {cause}")?;
+                    source = cause.source();
+                }
+                Ok(())
+            }
             Error::Decode { status, message, .. } => {
                 write!(f, "cannot decode the HTTP {status} answer: {message}")
             }
             Error::Stream(m) => write!(f, "event stream: {m}"),
+            Error::Http { status, body, .. } => {
+                write!(f, "HTTP {status}, not an OpenWOP error answer")?;
+                let first = body
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("");
+                if !first.is_empty() {
+                    write!(
+                        f, ": {}", first.chars().take(120).collect:: <
+                        ::std::string::String > ()
+                    )?;
+                }
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
+            Error::TimedOut { what, waited } => {
+                write!(f, "timed out: no {what} within {waited:?}")
+            }
         }
     }
 }
@@ -183,10 +235,10 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
                 headers,
             }
         }
-        Err(e) => {
-            Error::Decode {
+        Err(_) => {
+            Error::Http {
                 status,
-                message: format!("a non-2xx answer without an error envelope ({e})"),
+                headers,
                 body: excerpt(bytes),
             }
         }
@@ -890,8 +942,7 @@ pub mod builder {
             super::Error,
         > {
             let mut call = self.call;
-            let response = call.send(true).await?;
-            super::conditional_answer(response).await
+            super::conditional_answer(call.send(true).await?)
         }
     }
     /// A `getOpenApiSpec` call (`GET /openapi.json`), made by [`Client::get_open_api_spec`](super::Client::get_open_api_spec): set what you need, then `send().await`.
@@ -943,8 +994,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<::serde_json::Value>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `listRuns` call (`GET /runs`), made by [`Client::list_runs`](super::Client::list_runs): set what you need, then `send().await`.
@@ -968,22 +1018,22 @@ pub mod builder {
         }
         /// The nextCursor of a previous page; opaque. A cursor from another tenant or query is validation_error.
         pub fn cursor(mut self, value: impl Into<::std::string::String>) -> Self {
-            self.call.query.push(("cursor", value.into()));
+            self.call.set_query("cursor", value.into());
             self
         }
         /// How many runs per page; a value above runList.maxPageSize is lowered to it.
         pub fn limit(mut self, value: u64) -> Self {
-            self.call.query.push(("limit", value.to_string()));
+            self.call.set_query("limit", value.to_string());
             self
         }
         /// Only runs of this workflow.
         pub fn workflow_id(mut self, value: impl Into<::std::string::String>) -> Self {
-            self.call.query.push(("workflowId", value.into()));
+            self.call.set_query("workflowId", value.into());
             self
         }
         /// Only runs in this status.
         pub fn status(mut self, value: crate::models::RunStatus) -> Self {
-            self.call.query.push(("status", value.to_string()));
+            self.call.set_query("status", value.to_string());
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1028,10 +1078,7 @@ pub mod builder {
                     if let Some(cursor) = cursor {
                         call.set_query("cursor", cursor);
                     }
-                    Box::pin(async move {
-                        let response = call.send(false).await?;
-                        super::json_answer(response).await
-                    })
+                    Box::pin(async move { super::json_answer(call.send(false).await?) })
                 },
                 |page| page.next_cursor.as_ref().map(|c| c.to_string()),
             )
@@ -1047,8 +1094,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::RunList>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
@@ -1191,8 +1237,7 @@ pub mod builder {
         > {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `getRun` call (`GET /runs/{runId}`), made by [`Client::get_run`](super::Client::get_run): set what you need, then `send().await`.
@@ -1255,8 +1300,7 @@ pub mod builder {
             super::Error,
         > {
             let mut call = self.call;
-            let response = call.send(true).await?;
-            super::conditional_answer(response).await
+            super::conditional_answer(call.send(true).await?)
         }
     }
     /// A `cancelRun` call (`POST /runs/{runId}/cancel`), made by [`Client::cancel_run`](super::Client::cancel_run): set what you need, then `send().await`.
@@ -1345,8 +1389,7 @@ pub mod builder {
         > {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CancelRunRequest>(false)?;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `resolveInterruptByRun` call (`POST /runs/{runId}/interrupts/{nodeId}`), made by [`Client::resolve_interrupt_by_run`](super::Client::resolve_interrupt_by_run): set what you need, then `send().await`.
@@ -1439,8 +1482,7 @@ pub mod builder {
             call.body = self
                 .fields
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `inspectInterruptByToken` call (`GET /interrupts/{token}`), made by [`Client::inspect_interrupt_by_token`](super::Client::inspect_interrupt_by_token): set what you need, then `send().await`.
@@ -1496,8 +1538,7 @@ pub mod builder {
             super::Error,
         > {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `resolveInterruptByToken` call (`POST /interrupts/{token}`), made by [`Client::resolve_interrupt_by_token`](super::Client::resolve_interrupt_by_token): set what you need, then `send().await`.
@@ -1571,8 +1612,7 @@ pub mod builder {
             call.body = self
                 .fields
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
@@ -1605,12 +1645,12 @@ pub mod builder {
         }
         /// values, or a comma list of updates, messages and debug. A mode the host does not serve is refused before content negotiation.
         pub fn stream_mode(mut self, value: impl Into<::std::string::String>) -> Self {
-            self.call.query.push(("streamMode", value.into()));
+            self.call.set_query("streamMode", value.into());
             self
         }
         /// Sent by clients that reconnect with Last-Event-ID; accepted and has no further effect.
         pub fn resumable(mut self, value: bool) -> Self {
-            self.call.query.push(("resumable", value.to_string()));
+            self.call.set_query("resumable", value.to_string());
             self
         }
         /// The last sequence the client holds; the stream resumes after it. On a terminal run with nothing newer the stream closes with no frames.
@@ -1681,12 +1721,12 @@ pub mod builder {
         }
         /// Return events after this sequence; absent means from the first event.
         pub fn after_sequence(mut self, value: u64) -> Self {
-            self.call.query.push(("afterSequence", value.to_string()));
+            self.call.set_query("afterSequence", value.to_string());
             self
         }
         /// How many seconds to hold the request open while no new event exists.
         pub fn timeout(mut self, value: u64) -> Self {
-            self.call.query.push(("timeout", value.to_string()));
+            self.call.set_query("timeout", value.to_string());
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1722,8 +1762,7 @@ pub mod builder {
             super::Error,
         > {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `getArtifact` call (`GET /runs/{runId}/artifacts/{artifactId}`), made by [`Client::get_artifact`](super::Client::get_artifact): set what you need, then `send().await`.
@@ -1783,8 +1822,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::RunArtifact>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `streamHostEvents` call (`GET /host/events`), made by [`Client::stream_host_events`](super::Client::stream_host_events): set what you need, then `send().await`.
@@ -1905,8 +1943,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::AgentList>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `getAgent` call (`GET /agents/{agentId}`), made by [`Client::get_agent`](super::Client::get_agent): set what you need, then `send().await`.
@@ -1959,8 +1996,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::Agent>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `listWorkflows` call (`GET /workflows`), made by [`Client::list_workflows`](super::Client::list_workflows): set what you need, then `send().await`.
@@ -2012,8 +2048,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::WorkflowList>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `getWorkflow` call (`GET /workflows/{workflowId}`), made by [`Client::get_workflow`](super::Client::get_workflow): set what you need, then `send().await`.
@@ -2069,8 +2104,7 @@ pub mod builder {
             super::Error,
         > {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
 }

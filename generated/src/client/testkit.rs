@@ -71,6 +71,7 @@ impl RecordedRequest {
 
 /// What the host does with one request.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Reply {
     /// Answers this status, headers and body.
     Answer {
@@ -93,6 +94,25 @@ pub enum Reply {
         chunks: Vec<String>,
         /// Keep the connection open after the last chunk.
         then_hang: bool,
+    },
+    /// Answers this status and headers with a `Content-Length` of `declared`, writes only
+    /// `body` (shorter), and closes: an answer cut short.
+    CutShort {
+        /// The HTTP status.
+        status: u16,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+        /// What is written of the body.
+        body: Vec<u8>,
+        /// The length the head promises.
+        declared: usize,
+    },
+    /// Waits, then gives `reply`: a slow host.
+    Delayed {
+        /// How long before anything is written.
+        wait: std::time::Duration,
+        /// What follows.
+        reply: Box<Reply>,
     },
     /// Sends the request to `upstream` (a base URL) and relays its answer; with
     /// `drop_answer`, the upstream acts on the request but the client never hears back.
@@ -137,6 +157,25 @@ impl Reply {
             headers.push((name.to_owned(), value.to_owned()));
         }
         self
+    }
+
+    /// A JSON answer whose body stops after `keep` bytes, the connection then closed.
+    pub fn cut_short(status: u16, body: &serde_json::Value, keep: usize) -> Self {
+        let full = body.to_string().into_bytes();
+        Reply::CutShort {
+            status,
+            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            body: full[..keep.min(full.len())].to_vec(),
+            declared: full.len(),
+        }
+    }
+
+    /// `reply`, after `wait`.
+    pub fn delayed(wait: std::time::Duration, reply: Reply) -> Self {
+        Reply::Delayed {
+            wait,
+            reply: Box::new(reply),
+        }
     }
 
     /// An answer that never comes.
@@ -381,7 +420,30 @@ async fn serve(
             _ = stopped.changed() => return,
         };
         let Some(request) = request else { return };
-        match next_reply(&script, &request) {
+        let mut reply = next_reply(&script, &request);
+        while let Reply::Delayed { wait, reply: next } = reply {
+            tokio::time::sleep(wait).await;
+            reply = *next;
+        }
+        match reply {
+            Reply::Delayed { .. } => unreachable!("unwrapped above"),
+            Reply::CutShort {
+                status,
+                headers,
+                body,
+                declared,
+            } => {
+                let mut head =
+                    format!("HTTP/1.1 {status} Scripted\r\ncontent-length: {declared}\r\n");
+                for (name, value) in &headers {
+                    head.push_str(&format!("{name}: {value}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(&body).await;
+                let _ = socket.flush().await;
+                return;
+            }
             Reply::Answer {
                 status,
                 headers,

@@ -38,7 +38,7 @@ use crate::engine::Engine;
 use crate::generated::errors::ErrorCode;
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::status::{Lifecycle, RunStatus, TERMINAL};
+use crate::status::{RunStatus, TERMINAL};
 pub use crate::store::{A2aStart, CreateWith};
 use crate::store::{
     Guard, IdempotencyClaim, InteropStore, NewRun, RunOrder, RunPatch, RunQuery, RunStore,

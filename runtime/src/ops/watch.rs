@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use super::{OpError, Ops};
 use crate::identity::Subject;
 use crate::ids::BoundId;
-use crate::status::{Lifecycle, RunStatus};
+use crate::status::RunStatus;
 use crate::store::{EventRecord, HostEventRecord, RunRecord, RunStore, Subscription, Topic, Wake};
 
 /// How many events one read takes at most.

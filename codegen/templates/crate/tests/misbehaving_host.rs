@@ -5,6 +5,8 @@
 // openwop-codegen: requires operation createRun
 // openwop-codegen: requires operation streamRunEvents
 // openwop-codegen: requires operation resolveInterruptByToken
+// openwop-codegen: requires operation getRun
+// openwop-codegen: requires operation pollRunEvents
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -478,4 +480,311 @@ async fn hooks_see_every_attempt_and_may_change_it() {
             .unwrap()
             .starts_with("00-0af7")
     );
+}
+
+/// A host that accepts the stream's connection and sends no head: bounded by the idle
+/// timeout, on open and on a reconnection, never a wait forever.
+#[tokio::test]
+async fn a_stream_whose_head_never_comes_times_out_on_open_and_on_reconnect() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on("GET", path, [Reply::hang()]);
+    let client = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let opened = tokio::time::timeout(
+        Duration::from_secs(10),
+        client
+            .stream_run_events("acme/run_0123456789abcdef")
+            .idle_timeout(Duration::from_millis(300))
+            .send(),
+    )
+    .await
+    .expect("opening ends by itself");
+    let error = opened.expect_err("no head, no stream");
+    assert!(matches!(error, Error::TimedOut { .. }), "{error:?}");
+    assert!(error.is_timeout() && error.is_retryable(), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::events_then_hang([event(1, "run.started")]),
+            Reply::hang(),
+        ],
+    );
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .idle_timeout(Duration::from_millis(300))
+        .max_reconnects(1)
+        .send()
+        .await
+        .expect("open");
+    let started = Instant::now();
+    assert_eq!(events.next().await.unwrap().unwrap().sequence, 1);
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut last = None;
+        while let Some(item) = events.next().await {
+            last = Some(item);
+        }
+        last
+    })
+    .await
+    .expect("the stream ends by itself");
+    assert!(matches!(end, Some(Err(Error::Stream(_)))), "{end:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A stream that ends before the run did (a proxy closing it, a host closing twice with
+/// nothing new) is resumed; `wait_until_terminal` answers only a finished run. A 2xx that
+/// is not an event stream is an error, not a stream that ends at once.
+#[tokio::test]
+async fn waiting_for_a_run_outlasts_a_stream_that_ends_early() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    let run = "/runs/acme~2Frun_0123456789abcdef";
+    let mut running = snapshot(0);
+    running["runId"] = json!("acme/run_0123456789abcdef");
+    running["status"] = json!("running");
+    let mut done = running.clone();
+    done["status"] = json!("completed");
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::events([event(1, "run.started")]),
+            Reply::events([": keep-alive\n\n"]),
+            Reply::events([event(2, "run.completed")]),
+            Reply::events(Vec::<String>::new()),
+        ],
+    );
+    host.on(
+        "GET",
+        run,
+        [Reply::json(200, &running), Reply::json(200, &done)],
+    );
+    let client = client(&host);
+    let finished = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.wait_until_terminal("acme/run_0123456789abcdef"),
+    )
+    .await
+    .expect("finishes")
+    .expect("snapshot");
+    assert_eq!(finished.status.as_str(), "completed");
+    assert_eq!(host.hits("GET", run), 2, "asked again after the early end");
+    let resumed: Vec<Option<String>> = host
+        .requests()
+        .iter()
+        .filter(|r| r.path == path)
+        .map(|r| r.header("last-event-id").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        resumed.last().cloned().flatten().as_deref(),
+        Some("2"),
+        "{resumed:?}"
+    );
+
+    host.on("GET", path, [Reply::json(200, &json!({"runs": []}))]);
+    let error = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .expect_err("JSON is not a stream");
+    assert!(error.to_string().contains("not an event stream"), "{error}");
+}
+
+/// A 2xx answer cut short, or slower than the timeout, is retried like a failed request;
+/// the call succeeds when a later attempt is whole.
+#[tokio::test]
+async fn an_answer_cut_short_or_too_slow_is_retried() {
+    let host = host().await;
+    let page = json!({"runs": []});
+    host.on(
+        "GET",
+        "/runs",
+        [
+            Reply::cut_short(200, &page, 4),
+            Reply::delayed(Duration::from_secs(2), Reply::json(200, &page)),
+            Reply::json(200, &page),
+        ],
+    );
+    let client = Client::builder(host.url())
+        .retry(quick())
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let answer = client
+        .list_runs()
+        .send()
+        .await
+        .expect("the third attempt is whole");
+    assert!(answer.runs.is_empty());
+    assert_eq!(host.hits("GET", "/runs"), 3);
+}
+
+/// A proxy's 502 page with Retry-After and a request id: retried, and when it persists
+/// the error keeps status, headers and a readable sentence. 501 is not retried.
+#[tokio::test]
+async fn a_proxys_error_page_is_retried_and_keeps_its_headers() {
+    let host = host().await;
+    let page = Reply::Answer {
+        status: 502,
+        headers: vec![
+            ("Content-Type".into(), "text/html".into()),
+            ("Retry-After".into(), "0".into()),
+            ("X-Request-Id".into(), "abc123".into()),
+        ],
+        body: b"<html>\n<h1>502 Bad Gateway</h1>\n</html>".to_vec(),
+    };
+    host.on("GET", "/runs", [page]);
+    let client = client(&host);
+    let error = client.list_runs().send().await.expect_err("always 502");
+    assert_eq!(host.hits("GET", "/runs"), 3, "retried by its status");
+    assert!(
+        matches!(error, Error::Http { status: 502, .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.request_id(), Some("abc123"));
+    assert_eq!(error.retry_after(), Some(Duration::ZERO));
+    assert_eq!(
+        error.to_string(),
+        "HTTP 502, not an OpenWOP error answer: <html> (request id abc123)"
+    );
+    host.on("GET", "/runs", [Reply::status(501)]);
+    let before = host.hits("GET", "/runs");
+    let _ = client.list_runs().send().await.expect_err("501");
+    assert_eq!(host.hits("GET", "/runs"), before + 1, "501 says never");
+}
+
+/// A long poll holds for its `timeout`; a shorter client timeout stretches to the hold.
+#[tokio::test]
+async fn a_long_poll_outlasts_a_shorter_client_timeout() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events/poll";
+    host.on(
+        "GET",
+        path,
+        [Reply::delayed(
+            Duration::from_millis(1500),
+            Reply::json(
+                200,
+                &json!({"runId": "acme/run_0123456789abcdef", "events": [], "lastSequence": 3,
+                        "status": "running", "isTerminal": false}),
+            ),
+        )],
+    );
+    let client = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let answer = client
+        .poll_run_events("acme/run_0123456789abcdef")
+        .after_sequence(3)
+        .timeout(2)
+        .send()
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(host.hits("GET", path), 1);
+}
+
+/// What a user can get wrong at set-up is refused at `build()`, and a builder's `Debug`
+/// names headers without their values.
+#[test]
+fn build_refuses_what_no_call_could_use_and_debug_hides_header_values() {
+    for (url, says) in [
+        ("127.0.0.1:8080", "not a URL"),
+        ("localhost:8080", "http or https"),
+        ("host.example", "not a URL"),
+        ("http://h.example?x=1", "query or fragment"),
+        ("ftp://h.example", "http or https"),
+    ] {
+        let error = Client::builder(url).build().expect_err(url);
+        assert!(error.to_string().contains(says), "{url}: {error}");
+    }
+    let bad_key = Client::builder("http://127.0.0.1:1")
+        .api_key("k\n1")
+        .build();
+    assert!(bad_key.is_err());
+    let bad_header = Client::builder("http://127.0.0.1:1")
+        .header("X Y", "v")
+        .build();
+    assert!(bad_header.is_err());
+    let client = Client::builder("http://127.0.0.1:1").build().unwrap();
+    let shown = format!(
+        "{:?}",
+        client
+            .get_run("acme/run_0123456789abcdef")
+            .header("Authorization", "Bearer SECRET-PER-CALL")
+    );
+    assert!(!shown.contains("SECRET-PER-CALL"), "{shown}");
+    assert!(shown.contains("Authorization"), "{shown}");
+}
+
+/// A page that fails ends the listing, and the cursor still names that page, so a later
+/// call can resume where it stopped.
+#[tokio::test]
+async fn a_failed_page_leaves_its_cursor_to_resume_from() {
+    let host = host().await;
+    host.on(
+        "GET",
+        "/runs",
+        [
+            Reply::json(200, &json!({"runs": [snapshot(1)], "nextCursor": "c1"})),
+            Reply::error(400, "validation_error", "bad cursor"),
+        ],
+    );
+    let client = client(&host);
+    let mut pages = client.list_runs().pages();
+    assert!(pages.next().await.unwrap().is_ok());
+    assert!(pages.next().await.unwrap().is_err());
+    assert_eq!(pages.cursor(), Some(Some("c1")));
+    assert!(pages.next().await.is_none(), "the listing has ended");
+    assert_eq!(host.hits("GET", "/runs"), 2);
+}
+
+/// A parameter set twice is sent once (the last value), and a `POST` whose caller sent an
+/// `Idempotency-Key` header is as safe to retry as one with a minted key.
+#[tokio::test]
+async fn a_parameter_set_twice_is_sent_once_and_a_keyed_header_makes_a_post_retryable() {
+    let host = host().await;
+    host.on("GET", "/runs", [Reply::json(200, &json!({"runs": []}))]);
+    let client = client(&host);
+    client
+        .list_runs()
+        .cursor("a")
+        .cursor("b")
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(host.requests()[0].query.as_deref(), Some("cursor=b"));
+
+    let path = "/interrupts/tok_0123456789abcdef";
+    host.on(
+        "POST",
+        path,
+        [
+            Reply::error(503, "service_unavailable", "busy"),
+            Reply::json(200, &json!({})),
+        ],
+    );
+    let _ = client
+        .resolve_interrupt_by_token("tok_0123456789abcdef")
+        .header("Idempotency-Key", "mine-1")
+        .resume_value(json!({"action": "accept"}))
+        .send()
+        .await;
+    assert_eq!(host.hits("POST", path), 2, "retried under the caller's key");
 }

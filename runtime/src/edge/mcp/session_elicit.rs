@@ -17,7 +17,6 @@ use super::wire;
 use crate::identity::Subject;
 use crate::ids::BoundId;
 use crate::ops::RunRecord;
-use crate::status::Lifecycle;
 
 /// The prefix of the JSON-RPC id of every `elicitation/create` the host sends.
 pub const ID_PREFIX: &str = "openwop-elicit.";

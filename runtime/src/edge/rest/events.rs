@@ -7,7 +7,6 @@ use crate::app::AppState;
 use crate::generated::errors::ErrorCode;
 use crate::generated::models::PollEventsResponse;
 use crate::ops::{EventRecord, OpError, RunWatch, event_view, to_json};
-use crate::status::Lifecycle;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;

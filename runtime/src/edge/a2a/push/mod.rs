@@ -25,7 +25,6 @@ use super::service::A2aState;
 use crate::identity::Subject;
 use crate::ops::push::{NewPushConfig, PushRender, Rendered, StoredConfig};
 use crate::ops::{OpError, RunRecord};
-use crate::status::Lifecycle;
 use config::check_config;
 
 /// Push bodies are A2A `StreamResponse`s: the projection of the task as it stands.

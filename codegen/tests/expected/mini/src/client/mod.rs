@@ -58,20 +58,42 @@ pub enum Error {
     },
     /// An event stream dropped and could not be reopened.
     Stream(::std::string::String),
+    /// A non-2xx answer that is not the host's error envelope: a proxy's or load
+    /// balancer's page (a `502`/`503`/`504` in HTML, say), or a server that is not an
+    /// OpenWOP host. Retried by its status like an `Api` error; its headers
+    /// (`Retry-After`, a request id) are kept.
+    Http {
+        /// The HTTP status.
+        status: u16,
+        /// The answer's headers.
+        headers: HeaderMap,
+        /// The start of the body, for the log.
+        body: ::std::string::String,
+    },
+    /// No answer came within the time allowed (`waited`): a host that accepts the
+    /// connection and then says nothing. Retryable, as a timeout of the transport is.
+    TimedOut {
+        /// What was waited for.
+        what: &'static str,
+        /// How long.
+        waited: ::std::time::Duration,
+    },
 }
 impl Error {
-    /// The HTTP status of an `Api` or `Decode` error.
+    /// The HTTP status of an `Api`, `Http` or `Decode` error.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Error::Api { status, .. } | Error::Decode { status, .. } => Some(*status),
+            Error::Api { status, .. }
+            | Error::Http { status, .. }
+            | Error::Decode { status, .. } => Some(*status),
             Error::Transport(e) => e.status().map(|s| s.as_u16()),
             _ => None,
         }
     }
-    /// The headers of an `Api` error's answer.
+    /// The headers of an `Api` or `Http` error's answer.
     pub fn headers(&self) -> Option<&HeaderMap> {
         match self {
-            Error::Api { headers, .. } => Some(headers),
+            Error::Api { headers, .. } | Error::Http { headers, .. } => Some(headers),
             _ => None,
         }
     }
@@ -131,12 +153,42 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::Transport(e) if e.is_timeout() => write!(f, "timed out: {e}"),
-            Error::Transport(e) => write!(f, "transport: {e}"),
+            Error::Transport(e) => {
+                write!(
+                    f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" }
+                )?;
+                let mut source = std::error::Error::source(e);
+                while let Some(cause) = source {
+                    write!(f, ": {cause}")?;
+                    source = cause.source();
+                }
+                Ok(())
+            }
             Error::Decode { status, message, .. } => {
                 write!(f, "cannot decode the HTTP {status} answer: {message}")
             }
             Error::Stream(m) => write!(f, "event stream: {m}"),
+            Error::Http { status, body, .. } => {
+                write!(f, "HTTP {status}, not an OpenWOP error answer")?;
+                let first = body
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("");
+                if !first.is_empty() {
+                    write!(
+                        f, ": {}", first.chars().take(120).collect:: <
+                        ::std::string::String > ()
+                    )?;
+                }
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
+            Error::TimedOut { what, waited } => {
+                write!(f, "timed out: no {what} within {waited:?}")
+            }
         }
     }
 }
@@ -164,10 +216,10 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
                 headers,
             }
         }
-        Err(e) => {
-            Error::Decode {
+        Err(_) => {
+            Error::Http {
                 status,
-                message: format!("a non-2xx answer without an error envelope ({e})"),
+                headers,
                 body: excerpt(bytes),
             }
         }
@@ -359,7 +411,7 @@ pub mod builder {
         }
         /// Sets the `view` query parameter.
         pub fn view(mut self, value: impl Into<::std::string::String>) -> Self {
-            self.call.query.push(("view", value.into()));
+            self.call.set_query("view", value.into());
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -392,8 +444,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::RunSnapshot>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
@@ -486,7 +537,7 @@ pub mod builder {
         }
         /// Sets the `afterSequence` query parameter.
         pub fn after_sequence(mut self, value: u64) -> Self {
-            self.call.query.push(("afterSequence", value.to_string()));
+            self.call.set_query("afterSequence", value.to_string());
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -519,8 +570,7 @@ pub mod builder {
             self,
         ) -> Result<super::ResponseValue<crate::models::EventPage>, super::Error> {
             let mut call = self.call;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
@@ -610,8 +660,7 @@ pub mod builder {
         ) -> Result<super::ResponseValue<crate::models::RunSnapshot>, super::Error> {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            let response = call.send(false).await?;
-            super::json_answer(response).await
+            super::json_answer(call.send(false).await?)
         }
     }
 }
