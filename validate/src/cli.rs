@@ -33,8 +33,11 @@ Examples:
 
   # Adopt the gate on a repository that has findings today: record them, then fail only
   # on new ones (and, with --strict-baseline, on entries that no longer occur)
-  {bin} --write-baseline .openwop-validate-baseline.json docs/*.json
-  {bin} --baseline .openwop-validate-baseline.json --strict-baseline docs/*.json
+  {bin} --write-baseline .openwop-validate-baseline.json 'docs/**/*.json'
+  {bin} --baseline .openwop-validate-baseline.json --strict-baseline 'docs/**/*.json'
+
+  # Quoted patterns are expanded here (** crosses directories) whatever the shell does;
+  # one that matches nothing fails the run instead of checking nothing
 
   # Thresholds and rule levels (or put them in .openwop-validate.yaml)
   {bin} --fail-on warning --max-warnings 5 --rule discovery.refresh-overdue=warning doc.json
@@ -110,8 +113,9 @@ pub struct ValidateArgs {
     /// Explain one rule: its sentence, severity, section, an example and its page.
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
-    /// Documents to check: a file, `-` for standard input, or an http(s) URL (a bare
-    /// origin fetches the kind's well-known path).
+    /// Documents to check: a file, a quoted pattern (`'public/**/*.json'`, expanded here,
+    /// sorted; one that matches nothing fails the run), `-` for standard input, or an
+    /// http(s) URL (a bare origin fetches the kind's well-known path).
     #[arg(value_name = "PATH", required_unless_present_any = ["list_rules", "explain"])]
     pub paths: Vec<String>,
 }
@@ -230,8 +234,9 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             None
         }
     };
-    for path in &args.paths {
-        let doc = match load(path, args.kind) {
+    for path in crate::load::expand(&args.paths) {
+        let loaded = path.and_then(|path| load(&path, args.kind));
+        let doc = match loaded {
             Ok(doc) => {
                 let findings = validate(args.kind, &doc.value, discovery.as_ref(), &opts);
                 let level = |rule: &str| settings.level(args, rule);
@@ -310,7 +315,13 @@ fn settings(args: &ValidateArgs) -> Result<Settings, String> {
         fail_on: args.fail_on.or(config.file.fail_on).unwrap_or_default(),
         max_warnings: args.max_warnings.or(config.file.max_warnings),
         baseline: args.baseline.clone().or(config.file.baseline.clone()),
-        docs: Docs::new(args.docs_url.as_deref().or(config.file.docs_url.as_deref())),
+        // An empty value (an unset variable in a CI file) means "not set".
+        docs: Docs::new(
+            args.docs_url
+                .as_deref()
+                .or(config.file.docs_url.as_deref())
+                .filter(|url| !url.trim().is_empty()),
+        ),
         config,
     })
 }

@@ -26,13 +26,18 @@ pub enum LoadError {
     },
     #[error("cannot fetch {url}: {reason}")]
     Http { url: String, reason: String },
+    /// A PATH that names no document: a directory, or a pattern nothing matches.
+    #[error("{label}: {reason}")]
+    Nothing { label: String, reason: String },
 }
 
 impl LoadError {
     /// How findings name the input: the argument, `<stdin>`, or the URL.
     pub fn label(&self) -> &str {
         match self {
-            LoadError::Io { label, .. } | LoadError::Json { label, .. } => label,
+            LoadError::Io { label, .. }
+            | LoadError::Json { label, .. }
+            | LoadError::Nothing { label, .. } => label,
             LoadError::Http { url, .. } => url,
         }
     }
@@ -43,6 +48,7 @@ impl LoadError {
             LoadError::Io { source, .. } => format!("cannot read the file: {source}"),
             LoadError::Json { reason, .. } => format!("not valid JSON: {reason}"),
             LoadError::Http { reason, .. } => format!("cannot fetch it: {reason}"),
+            LoadError::Nothing { reason, .. } => reason.clone(),
         }
     }
 }
@@ -80,11 +86,71 @@ pub fn load(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     if is_url(arg) {
         return fetch(arg, kind);
     }
+    if std::path::Path::new(arg).is_dir() {
+        return Err(LoadError::Nothing {
+            label: arg.to_owned(),
+            reason: format!(
+                "is a directory; name its documents, or a quoted pattern such as '{}/**/*.json'",
+                arg.trim_end_matches('/')
+            ),
+        });
+    }
     let text = std::fs::read(arg).map_err(|source| LoadError::Io {
         label: arg.to_owned(),
         source,
     })?;
     parse(arg.to_owned(), &text)
+}
+
+/// The PATH arguments with quoted patterns expanded: an argument with `*`, `?` or `[`
+/// that names no file is a glob (`**` crosses directories), replaced by the files it
+/// matches, sorted. The shell's own expansion differs (bash's `**` needs `globstar`, and
+/// an unmatched pattern stays literal), so CI files should quote patterns and let this do
+/// it. A pattern that matches nothing is an input that could not be checked, never a
+/// silent pass. An argument named twice (`x.json`, `./x.json`) is checked once.
+pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut push = |out: &mut Vec<Result<String, LoadError>>, path: String| {
+        let key = path.trim_start_matches("./").to_owned();
+        if seen.insert(key) {
+            out.push(Ok(path));
+        }
+    };
+    for arg in args {
+        let pattern = arg.contains(['*', '?', '['])
+            && arg != "-"
+            && !is_url(arg)
+            && !std::path::Path::new(arg).exists();
+        if !pattern {
+            push(&mut out, arg.clone());
+            continue;
+        }
+        let nothing = |reason: String| LoadError::Nothing {
+            label: arg.clone(),
+            reason,
+        };
+        let paths = match glob::glob(arg) {
+            Ok(paths) => paths,
+            Err(e) => {
+                out.push(Err(nothing(format!("not a valid pattern: {e}"))));
+                continue;
+            }
+        };
+        let mut files: Vec<String> = paths
+            .filter_map(Result::ok)
+            .filter(|p| p.is_file())
+            .filter_map(|p| p.to_str().map(str::to_owned))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            out.push(Err(nothing("no file matches this pattern".to_owned())));
+        }
+        for file in files {
+            push(&mut out, file);
+        }
+    }
+    out
 }
 
 fn is_url(arg: &str) -> bool {
@@ -260,6 +326,41 @@ mod tests {
             .unwrap_or_default();
         assert!(err.starts_with("d.json:1:12: "), "{err}");
         assert!(ascii.starts_with("d.json:1:12: "), "{ascii}");
+    }
+
+    #[test]
+    fn quoted_patterns_expand_sorted_and_a_pattern_matching_nothing_is_an_error() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().to_str().expect("UTF-8").to_owned();
+        for rel in ["a/x.json", "a/b/y.json", "a/b/z.txt", "c.json"] {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, "{}").expect("write");
+        }
+        let args = vec![
+            format!("{root}/**/*.json"),
+            format!("{root}/c.json"),
+            format!("{root}/none/*.json"),
+        ];
+        let got: Vec<Result<String, String>> = expand(&args)
+            .into_iter()
+            .map(|r| r.map(|p| p.replacen(&root, "", 1)).map_err(|e| e.reason()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Ok("/a/b/y.json".to_owned()),
+                Ok("/a/x.json".to_owned()),
+                Ok("/c.json".to_owned()),
+                Err("no file matches this pattern".to_owned()),
+            ]
+        );
+        let err = load(&root, Kind::Discovery)
+            .err()
+            .map(|e| e.reason())
+            .unwrap_or_default();
+        assert!(err.contains("is a directory"), "{err}");
+        assert!(err.contains("/**/*.json"), "{err}");
     }
 
     #[test]

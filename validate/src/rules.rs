@@ -45,8 +45,9 @@ impl Docs {
     /// source tree this binary was built from (`file://`), which exists wherever
     /// `cargo install --path validate` ran.
     pub fn new(base: Option<&str>) -> Docs {
-        let base = match base {
-            Some(b) if b.ends_with('/') => b.to_owned(),
+        // A space would end the link in Markdown and is not allowed in a SARIF helpUri.
+        let base = match base.map(|b| b.trim().replace(' ', "%20")) {
+            Some(b) if b.ends_with('/') => b,
             Some(b) => format!("{b}/"),
             None => {
                 let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -97,5 +98,10 @@ mod tests {
             format!("https://example.test/repo/blob/main/{RULES_DOC}#schema")
         );
         assert!(Docs::new(None).rule("schema").starts_with("file:///"));
+        assert!(
+            Docs::new(Some("https://x.example/a b"))
+                .rule("schema")
+                .starts_with("https://x.example/a%20b/")
+        );
     }
 }

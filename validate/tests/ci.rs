@@ -372,6 +372,16 @@ fn a_baseline_does_not_hide_a_new_finding_where_a_known_one_is() {
     members.insert("bogus1".into(), Value::from(1));
     write(&doc);
     let adopted = run(&["--now", NOW, "--write-baseline", "base.json", "d.json"]);
+    let strict = || {
+        run(&[
+            "--now",
+            NOW,
+            "--baseline",
+            "base.json",
+            "--strict-baseline",
+            "d.json",
+        ])
+    };
     assert_eq!(code(&adopted), 0, "{}", stdout(&adopted));
     assert!(
         stdout(&adopted).contains("2 known in the baseline"),
@@ -382,14 +392,7 @@ fn a_baseline_does_not_hide_a_new_finding_where_a_known_one_is() {
     // A new unknown member at the root: its own finding, at its own line.
     doc["typo_preferedVersion"] = Value::from("2.0");
     write(&doc);
-    let out = run(&[
-        "--now",
-        NOW,
-        "--baseline",
-        "base.json",
-        "--strict-baseline",
-        "d.json",
-    ]);
+    let out = strict();
     assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(
         stdout(&out).contains("'typo_preferedVersion' was unexpected"),
@@ -408,14 +411,7 @@ fn a_baseline_does_not_hide_a_new_finding_where_a_known_one_is() {
         .remove("protocolVersions")
         .expect("the valid vector has it");
     write(&doc);
-    let out = run(&[
-        "--now",
-        NOW,
-        "--baseline",
-        "base.json",
-        "--strict-baseline",
-        "d.json",
-    ]);
+    let out = strict();
     assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(
         stdout(&out).contains("\"protocolVersions\" is a required property"),
