@@ -723,6 +723,17 @@ fn build_refuses_what_no_call_could_use_and_debug_hides_header_values() {
         .header("X Y", "v")
         .build();
     assert!(bad_header.is_err());
+    // An empty id would reach another route: refused before anything is sent.
+    let client = Client::builder("http://127.0.0.1:1").build().unwrap();
+    let empty = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(client.get_run("").send());
+    assert!(
+        matches!(&empty, Err(Error::InvalidRequest(m)) if m.contains("runId")),
+        "{empty:?}"
+    );
     let client = Client::builder("http://127.0.0.1:1").build().unwrap();
     let shown = format!(
         "{:?}",

@@ -197,6 +197,7 @@ pub(crate) fn operation(
     let mut rest = op.path.as_str();
     let mut positional = BTreeSet::new();
     let mut run_id_init = None;
+    let mut empty_checks = Vec::new();
     while let Some(open) = rest.find('{') {
         let Some(len) = rest[open..].find('}') else {
             break;
@@ -211,6 +212,13 @@ pub(crate) fn operation(
         path_args.push(quote!(#arg: &str));
         path_arg_names.push(arg.clone());
         pieces.push(quote!(path.push_str(&super::project_path_segment(#arg));));
+        // An empty id would name another route (`/runs/` is the listing): refused before
+        // anything is sent.
+        empty_checks.push(quote! {
+            if #arg.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", #raw));
+            }
+        });
         if raw == "runId" {
             run_id_init = Some(quote!(call.run_id = Some(#arg.to_owned());));
         }
@@ -603,6 +611,7 @@ pub(crate) fn operation(
                 let mut path = ::std::string::String::new();
                 #(#pieces)*
                 let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
+                #(#empty_checks)*
                 #run_id_init
                 #key_init
                 #(#required_inits)*

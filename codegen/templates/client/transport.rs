@@ -25,6 +25,9 @@ pub(crate) struct Call<'a> {
     /// The operation accepts `Idempotency-Key`: one is minted when the caller sets none.
     pub(crate) takes_idempotency_key: bool,
     pub(crate) idempotency_key: Option<String>,
+    /// Why the call cannot be sent (an empty path parameter): `send` answers
+    /// `Error::InvalidRequest` with it before anything goes out.
+    pub(crate) invalid: Option<String>,
 }
 
 /// Header values are left out, as the client's own are: a per-call `Authorization` is a
@@ -78,6 +81,7 @@ impl<'a> Call<'a> {
             retry: None,
             takes_idempotency_key: false,
             idempotency_key: None,
+            invalid: None,
         }
     }
 
@@ -124,6 +128,9 @@ impl<'a> Call<'a> {
     /// too slow is retried like a failed request); a non-2xx answer is an `Error` (a `304`
     /// too, unless `not_modified_ok`).
     pub(crate) async fn send(&mut self, not_modified_ok: bool) -> Result<Answer, Error> {
+        if let Some(problem) = &self.invalid {
+            return Err(Error::InvalidRequest(problem.clone()));
+        }
         if self.takes_idempotency_key && self.idempotency_key.is_none() {
             // One key per logical call, the same on every attempt: the host answers a
             // retry with the first attempt's result instead of acting twice.

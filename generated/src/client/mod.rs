@@ -1258,6 +1258,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self { call }
         }
@@ -1323,6 +1326,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             call.takes_idempotency_key = true;
             Self {
@@ -1417,6 +1423,12 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
+            if node_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "nodeId"));
+            }
             call.run_id = Some(run_id.to_owned());
             call.takes_idempotency_key = true;
             Self {
@@ -1503,6 +1515,9 @@ pub mod builder {
                 path,
                 true,
             );
+            if token.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "token"));
+            }
             Self { call }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1560,6 +1575,9 @@ pub mod builder {
                 path,
                 true,
             );
+            if token.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "token"));
+            }
             Self {
                 call,
                 fields: super::Fields::default(),
@@ -1636,6 +1654,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self {
                 call,
@@ -1716,6 +1737,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self { call }
         }
@@ -1789,6 +1813,13 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
+            if artifact_id.is_empty() {
+                call.invalid
+                    .get_or_insert_with(|| format!("`{}` is empty", "artifactId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self { call }
         }
@@ -1964,6 +1995,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if agent_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "agentId"));
+            }
             Self { call }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -2069,6 +2103,10 @@ pub mod builder {
                 path,
                 false,
             );
+            if workflow_id.is_empty() {
+                call.invalid
+                    .get_or_insert_with(|| format!("`{}` is empty", "workflowId"));
+            }
             Self { call }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`

@@ -341,6 +341,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         last_event_id: Option<String>,
         options: StreamOptions,
     ) -> Result<Self, Error> {
+        if let Some(problem) = call.invalid {
+            return Err(Error::InvalidRequest(problem));
+        }
         let mut state = Box::new(StreamState {
             client: call.client.clone(),
             operation: call.operation,

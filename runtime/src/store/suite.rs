@@ -159,6 +159,23 @@ store_suite!(
     a_detail_stamp_moves_with_each_write_of_its_run_before_its_answer,
 );
 
+/// A connection to `schema` with sequential scans, bitmap scans and sorts priced out, so a
+/// plan shows whether an ordered index path exists at all (on a near-empty table the
+/// planner would rightly prefer a scan).
+async fn priced_out(schema: &ScratchSchema) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+        .batch_execute(
+            "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
+        )
+        .await
+        .expect("set");
+    client
+}
+
 /// The plan of a fixed statement on `b` (no filter shapes), one line per step; PostgreSQL
 /// priced as in [`plan`].
 async fn plan_of(b: &Backend, pg: &'static str, text: &[&str], int: &[i64]) -> String {
@@ -182,16 +199,7 @@ async fn plan_of(b: &Backend, pg: &'static str, text: &[&str], int: &[i64]) -> S
             rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("\n")
         }
         (_, Some(schema)) => {
-            let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
-                .await
-                .expect("connect");
-            tokio::spawn(conn);
-            client
-                .batch_execute(
-                    "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
-                )
-                .await
-                .expect("set");
+            let client = priced_out(schema).await;
             let texts: Vec<String> = text.iter().map(|t| t.to_string()).collect();
             let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
             for t in &texts {
@@ -332,16 +340,7 @@ async fn plan(b: &Backend, statement: sql::RunStatement, q: &RunQuery) -> String
             rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("\n")
         }
         (_, Some(schema)) => {
-            let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
-                .await
-                .expect("connect");
-            tokio::spawn(conn);
-            client
-                .batch_execute(
-                    "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
-                )
-                .await
-                .expect("set");
+            let client = priced_out(schema).await;
             let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
                 &q.tenant,
                 &f.statuses,
@@ -534,16 +533,7 @@ async fn the_driver_sweeps_read_live_runs_through_runs_live(b: Backend) {
             ));
         }
         (_, Some(schema)) => {
-            let (client, conn) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
-                .await
-                .expect("connect");
-            tokio::spawn(conn);
-            client
-                .batch_execute(
-                    "SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off",
-                )
-                .await
-                .expect("set");
+            let client = priced_out(schema).await;
             let statuses = vec!["running", "pending"];
             let rows = client
                 .query(&format!("EXPLAIN {}", postgres::UNLEASED), &[&statuses])

@@ -406,6 +406,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self { call }
         }
@@ -468,6 +471,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self {
                 call,
@@ -532,6 +538,9 @@ pub mod builder {
                 path,
                 false,
             );
+            if run_id.is_empty() {
+                call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
+            }
             call.run_id = Some(run_id.to_owned());
             Self { call }
         }
