@@ -89,8 +89,8 @@ impl Client {
         run_id: &str,
         mut on_event: impl FnMut(&RunEvent),
     ) -> Result<RunSnapshot, Error> {
-        self.run_to_end(run_id, |_| serde_json::Value::Null, |e| on_event(e))
-            .await
+        let no_answer: Option<fn(&RaisedInterrupt) -> serde_json::Value> = None;
+        self.drive(run_id, no_answer, &mut on_event).await
     }
 
     /// A stream of the run's events, resumed after `last` when given.
@@ -124,6 +124,17 @@ impl Client {
         mut answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
         mut on_event: impl FnMut(&RunEvent),
     ) -> Result<RunSnapshot, Error> {
+        self.drive(run_id, Some(&mut answer), &mut on_event).await
+    }
+
+    /// Follows the run until its status is terminal, resuming a stream that ends before,
+    /// and answers each interrupt with `answer` when there is one.
+    async fn drive(
+        &self,
+        run_id: &str,
+        mut answer: Option<impl FnMut(&RaisedInterrupt) -> serde_json::Value>,
+        on_event: &mut impl FnMut(&RunEvent),
+    ) -> Result<RunSnapshot, Error> {
         let mut last: Option<String> = None;
         loop {
             let mut events = self.events_after(run_id, last.as_deref()).await?;
@@ -136,12 +147,10 @@ impl Client {
                 last = event.id.clone().or(last);
                 let event = event.data;
                 on_event(&event);
-                if let Some(raised) = RaisedInterrupt::from_event(&event) {
+                if let (Some(answer), Some(raised)) =
+                    (answer.as_mut(), RaisedInterrupt::from_event(&event))
+                {
                     let value = answer(&raised);
-                    if value.is_null() {
-                        // `follow_run`: someone else answers.
-                        continue;
-                    }
                     match self.resolve_interrupt(run_id, &raised.node_id, value).await {
                         Ok(_) => {}
                         // Resolved already, expired or cancelled: the log goes on without us.
