@@ -76,6 +76,30 @@ impl Retry {
     }
 }
 
+/// `read` until it succeeds, fails with something other than a transient store fault, has
+/// failed for `within`, or the host stops: [`Ops::read_for_stream`].
+async fn retry_transient<T, F, Fut>(
+    within: Duration,
+    mut shutdown: watch::Receiver<bool>,
+    mut read: F,
+) -> Result<T, OpError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, OpError>>,
+{
+    let mut retry = Retry::within(within);
+    loop {
+        let e = match read().await {
+            Ok(value) => return Ok(value),
+            Err(e) => e,
+        };
+        match retry.after(&e) {
+            Some(delay) if !*shutdown.borrow() => pause(delay, &mut shutdown).await,
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Waits `delay` unless the host stops first (then the caller sees the stop flag).
 async fn pause(delay: Duration, shutdown: &mut watch::Receiver<bool>) {
     tokio::select! {
@@ -368,6 +392,17 @@ impl Ops {
         })
     }
 
+    /// `read`, retried on a transient store fault as a watch retries its own reads (the
+    /// host's stream window, backing off), so a stream that reads more than its watch
+    /// (A2A's task side for each update) rides out the same outage its watch does.
+    pub async fn read_for_stream<T, F, Fut>(&self, read: F) -> Result<T, OpError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, OpError>>,
+    {
+        retry_transient(self.stream_retry, self.shutdown.clone(), read).await
+    }
+
     /// Follows the caller's tenant's host log from just after `after` (`-1`: the start).
     pub fn watch_host(&self, subject: &Subject, after: i64) -> HostWatch {
         HostWatch {
@@ -418,5 +453,52 @@ impl Ops {
                 None => return Ok(latest),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unavailable() -> OpError {
+        OpError::Unavailable {
+            retry_after_secs: 1,
+        }
+    }
+
+    /// A stream's extra read rides out a transient fault as its watch does, gives up after
+    /// the window, and never retries what is not transient.
+    #[tokio::test]
+    async fn a_streams_read_rides_out_a_transient_fault_within_the_window() {
+        let never = watch::channel(false).1;
+        let mut failures = 2;
+        let read = retry_transient(Duration::from_secs(5), never.clone(), || {
+            let fail = failures > 0;
+            failures -= 1;
+            async move { if fail { Err(unavailable()) } else { Ok(7) } }
+        });
+        assert_eq!(read.await.ok(), Some(7));
+
+        let mut calls = 0;
+        let gave_up = retry_transient(Duration::from_millis(250), never.clone(), || {
+            calls += 1;
+            async { Err::<(), _>(unavailable()) }
+        })
+        .await;
+        assert!(matches!(gave_up, Err(OpError::Unavailable { .. })));
+        assert!((2..=4).contains(&calls), "{calls} reads in 250 ms");
+
+        let mut calls = 0;
+        let not_transient = retry_transient(Duration::from_secs(5), never, || {
+            calls += 1;
+            async {
+                Err::<(), _>(OpError::RunNotFound {
+                    run_id: "t/x".into(),
+                })
+            }
+        })
+        .await;
+        assert!(matches!(not_transient, Err(OpError::RunNotFound { .. })));
+        assert_eq!(calls, 1);
     }
 }

@@ -246,7 +246,19 @@ impl A2aState {
     }
 
     pub async fn project(&self, run: &RunRecord, shape: Shape) -> Result<Projected, Fault> {
-        self.project_answered(run, shape, self.app.ops.answer(run))
+        self.project_answered(run, shape, self.app.ops.answer(run), false)
+            .await
+    }
+
+    /// [`Self::project`] for an open stream: its store read is retried through a
+    /// transient fault as the stream's watch retries (a stream must not end on a read
+    /// its watch would have ridden out).
+    pub async fn project_in_stream(
+        &self,
+        run: &RunRecord,
+        shape: Shape,
+    ) -> Result<Projected, Fault> {
+        self.project_answered(run, shape, self.app.ops.answer(run), true)
             .await
     }
 
@@ -256,9 +268,16 @@ impl A2aState {
         run: &RunRecord,
         shape: Shape,
         answer: Option<crate::ops::Answer>,
+        in_stream: bool,
     ) -> Result<Projected, Fault> {
         // The open interrupt, contextId and history in one store call.
-        let side = self.app.ops.a2a_task(run).await.map_err(side_fault)?;
+        let ops = &self.app.ops;
+        let side = if in_stream {
+            ops.read_for_stream(|| ops.a2a_task(run)).await
+        } else {
+            ops.a2a_task(run).await
+        }
+        .map_err(side_fault)?;
         let open = side.open_interrupt;
         let snapshot = run_view(run, open.as_ref())?;
         // The interrupt as the workflow raised it (`{kind, data}`, `data` the node's own
@@ -542,7 +561,7 @@ impl A2aState {
             history_length: history,
             include_artifacts: true,
         };
-        let projected = self.project_answered(&run, shape, answer).await?;
+        let projected = self.project_answered(&run, shape, answer, false).await?;
         Ok(A2aSendMessageResponse {
             task: Some(projected.task),
             message: None,

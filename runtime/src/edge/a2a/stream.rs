@@ -87,7 +87,7 @@ pub async fn open(
                 None => return,
             };
             let now = match state
-                .project(
+                .project_in_stream(
                     &update.run,
                     Shape {
                         history_length: Some(0),
