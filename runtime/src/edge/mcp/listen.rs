@@ -180,7 +180,7 @@ pub async fn start(
                 Err(e) => return fail(RpcError::from(e)).await,
             };
             // A notification carries the task, not a result: no `resultType`.
-            let mut view = match state.task_view(&run, true, modes).await {
+            let mut view = match state.task_view_in_stream(&run, modes).await {
                 Ok(view) => view,
                 Err(e) => return fail(e).await,
             };

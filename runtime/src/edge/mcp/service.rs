@@ -45,6 +45,18 @@ impl McpState {
         self.app.ops.open_interrupt(run).await.map_err(open_fault)
     }
 
+    /// [`Self::open_interrupt_of`] for an open stream (`subscriptions/listen`): retried
+    /// through a transient store fault as the stream's watch retries.
+    pub(crate) async fn open_interrupt_in_stream(
+        &self,
+        run: &RunRecord,
+    ) -> Result<Option<crate::ops::InterruptRecord>, RpcError> {
+        let ops = &self.app.ops;
+        ops.read_for_stream(|| ops.open_interrupt(run))
+            .await
+            .map_err(open_fault)
+    }
+
     /// Answers one request. `Ok(None)` for a notification (nothing is sent back).
     pub async fn dispatch(&self, ctx: &Ctx, message: &Message) -> Result<Option<Reply>, RpcError> {
         // `ping` left with 2026-07-28; the initialize era still has it.

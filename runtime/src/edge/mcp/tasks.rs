@@ -52,6 +52,26 @@ impl McpState {
         detailed: bool,
         modes: Modes,
     ) -> Result<TaskAnswer, RpcError> {
+        self.task_view_with(run, detailed, modes, false).await
+    }
+
+    /// [`Self::task_view`] for an open stream (`subscriptions/listen`): its store read
+    /// rides out a transient fault as the stream's watch does.
+    pub(crate) async fn task_view_in_stream(
+        &self,
+        run: &RunRecord,
+        modes: Modes,
+    ) -> Result<TaskAnswer, RpcError> {
+        self.task_view_with(run, true, modes, true).await
+    }
+
+    async fn task_view_with(
+        &self,
+        run: &RunRecord,
+        detailed: bool,
+        modes: Modes,
+        in_stream: bool,
+    ) -> Result<TaskAnswer, RpcError> {
         let status = run.status;
         let by_host = self.app.ops.failed_by_host(run);
         let mut task = Task::new(
@@ -102,7 +122,11 @@ impl McpState {
         } else if status.is_terminal() {
             answer.result = Some(self.call_result(run).await?);
         } else if status.asks_for_input()
-            && let Some(open) = self.open_interrupt_of(run).await?
+            && let Some(open) = if in_stream {
+                self.open_interrupt_in_stream(run).await?
+            } else {
+                self.open_interrupt_of(run).await?
+            }
         {
             let asked = Asked {
                 interrupt_id: &open.interrupt_id,
