@@ -21,6 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 // `Stale` lives with the report that lists it; it stays nameable from here.
+use crate::load::path_key;
 pub use crate::report::Stale;
 use crate::report::{Document, Entry};
 use crate::rules;
@@ -53,18 +54,9 @@ struct Record {
 /// Path, rule, pointer and message (`None`: any message, a version 1 entry).
 type Key = (String, String, String, Option<String>);
 
-/// A path as the baseline keys it: `./x.json` and `x.json` are one file.
-fn path_key(path: &str) -> String {
-    let mut p = path;
-    while let Some(rest) = p.strip_prefix("./") {
-        p = rest.trim_start_matches('/');
-    }
-    p.to_owned()
-}
-
 fn key(e: &Entry) -> Key {
     (
-        path_key(&e.path),
+        path_key(&e.path).to_owned(),
         e.rule.clone(),
         e.pointer.clone(),
         Some(e.message.clone()),
@@ -108,7 +100,7 @@ impl Baseline {
                 }
             };
             *counts
-                .entry((path_key(&r.path), r.rule, r.pointer, message))
+                .entry((path_key(&r.path).to_owned(), r.rule, r.pointer, message))
                 .or_insert(0) += r.count;
         }
         Ok(Baseline {
@@ -148,10 +140,10 @@ impl Baseline {
                 true
             });
         }
-        let checked: BTreeSet<String> = documents.iter().map(|d| path_key(&d.path)).collect();
+        let checked: BTreeSet<&str> = documents.iter().map(|d| path_key(&d.path)).collect();
         let stale = left
             .into_iter()
-            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path))
+            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path.as_str()))
             .map(|((path, rule, pointer, message), count)| Stale {
                 path,
                 rule,

@@ -298,7 +298,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     for why in report.run_failures() {
         eprintln!("failing: {why}");
     }
-    Ok(exit_code(&report))
+    Ok(ExitCode::from(report.exit_code()))
 }
 
 fn settings(args: &ValidateArgs) -> Result<Settings, String> {
@@ -346,16 +346,6 @@ fn outputs(args: &ValidateArgs) -> Result<Vec<Spec>, String> {
         );
     }
     Ok(formats)
-}
-
-fn exit_code(report: &Report) -> ExitCode {
-    if report.counts().unreadable > 0 {
-        ExitCode::from(2)
-    } else if report.failed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 /// The finding that stands for an input that could not be checked.

@@ -112,8 +112,7 @@ pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut push = |out: &mut Vec<Result<String, LoadError>>, path: String| {
-        let key = path.trim_start_matches("./").to_owned();
-        if seen.insert(key) {
+        if seen.insert(path_key(&path).to_owned()) {
             out.push(Ok(path));
         }
     };
@@ -153,7 +152,18 @@ pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
     out
 }
 
-fn is_url(arg: &str) -> bool {
+/// A path as the file it names, however the argument wrote it: `./x.json` and `x.json`
+/// are one file (to check once, to key a baseline entry, to name in SARIF).
+pub fn path_key(path: &str) -> &str {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    p
+}
+
+/// Whether a PATH argument is an `http(s)://` URL (fetched, not read).
+pub fn is_url(arg: &str) -> bool {
     let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
 }

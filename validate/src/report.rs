@@ -147,6 +147,17 @@ impl Report {
         self.entries().any(|e| self.fails(e)) || !self.run_failures().is_empty()
     }
 
+    /// The run's exit status: 2 when an input could not be checked (whatever the
+    /// threshold), 1 when something fails it, else 0. What the command exits with and what
+    /// SARIF's invocation records.
+    pub fn exit_code(&self) -> u8 {
+        if self.counts().unreadable > 0 {
+            2
+        } else {
+            u8::from(self.failed())
+        }
+    }
+
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.documents.iter().flat_map(|d| d.entries.iter())
     }

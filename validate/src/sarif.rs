@@ -5,6 +5,7 @@
 //! lines around it move.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use serde_sarif::sarif::{
     ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
@@ -12,6 +13,7 @@ use serde_sarif::sarif::{
     Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent, Version,
 };
 
+use crate::load::{is_url, path_key};
 use crate::report::{Entry, Report};
 use crate::rules::{self, Docs, Severity};
 
@@ -60,6 +62,8 @@ pub fn render(report: &Report, docs: &Docs) -> String {
         })
         .collect();
 
+    // Read once: every result's path is written relative to it.
+    let cwd = std::env::current_dir().ok();
     let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::new();
     let results: Vec<SarifResult> = report
         .entries()
@@ -68,7 +72,8 @@ pub fn render(report: &Report, docs: &Docs) -> String {
                 .entry((&e.rule, &e.path, &e.pointer))
                 .and_modify(|n| *n += 1)
                 .or_insert(1);
-            result(e, *n, index.get(e.rule.as_str()).copied())
+            let artifact = uri_in(&e.path, cwd.as_deref());
+            result(e, &artifact, *n, index.get(e.rule.as_str()).copied())
         })
         .collect();
 
@@ -121,15 +126,9 @@ fn invocation(report: &Report) -> Invocation {
             .iter()
             .map(|s| notify(stale_level, s.sentence())),
     );
-    let unreadable = report.counts().unreadable > 0;
-    let exit_code = if unreadable {
-        2
-    } else {
-        i64::from(report.failed())
-    };
     let builder = Invocation::builder()
-        .execution_successful(!unreadable)
-        .exit_code(exit_code);
+        .execution_successful(report.counts().unreadable == 0)
+        .exit_code(i64::from(report.exit_code()));
     if notifications.is_empty() {
         builder.build()
     } else {
@@ -144,15 +143,16 @@ fn level(severity: Severity) -> ResultLevel {
     }
 }
 
-fn result(e: &Entry, n: usize, rule_index: Option<usize>) -> SarifResult {
-    let mut fingerprint = format!("{}|{}|{}", e.rule, uri(&e.path), e.pointer);
+/// `e` as a result; `artifact` is its path as a SARIF URI ([`uri_in`]).
+fn result(e: &Entry, artifact: &str, n: usize, rule_index: Option<usize>) -> SarifResult {
+    let mut fingerprint = format!("{}|{artifact}|{}", e.rule, e.pointer);
     if n > 1 {
         fingerprint.push_str(&format!("|{n}"));
     }
     let location = Location::builder()
         .physical_location(
             PhysicalLocation::builder()
-                .artifact_location(ArtifactLocation::builder().uri(uri(&e.path)).build())
+                .artifact_location(ArtifactLocation::builder().uri(artifact).build())
                 .region(
                     Region::builder()
                         .start_line(e.line as i64)
@@ -187,22 +187,20 @@ fn result(e: &Entry, n: usize, rule_index: Option<usize>) -> SarifResult {
 /// A PATH as a SARIF artifact URI: a URL stays as it is, an absolute file path becomes a
 /// `file://` URI, a relative one stays relative (code scanning resolves it against the
 /// repository), with the characters a URI cannot hold percent-encoded.
-pub fn uri(path: &str) -> String {
-    let lower = path.get(..8).unwrap_or(path).to_ascii_lowercase();
-    if lower.starts_with("http://") || lower.starts_with("https://") {
+///
+/// An absolute path under `cwd` (the working directory: the checkout, in CI) is written
+/// relative to it, as a relative argument would be: code scanning resolves it against the
+/// repository, and the fingerprint does not change with where the checkout is.
+pub fn uri_in(path: &str, cwd: Option<&Path>) -> String {
+    if is_url(path) {
         return path.to_owned();
     }
-    // An absolute path under the working directory (the checkout, in CI) is written
-    // relative to it, as a relative argument would be: code scanning resolves it against
-    // the repository, and the fingerprint does not change with where the checkout is.
-    let cwd = std::env::current_dir().ok();
     let path = cwd
-        .as_deref()
-        .and_then(|cwd| std::path::Path::new(path).strip_prefix(cwd).ok())
+        .and_then(|cwd| Path::new(path).strip_prefix(cwd).ok())
         .and_then(|rel| rel.to_str())
         .filter(|rel| !rel.is_empty())
         .unwrap_or(path);
-    let path = path.trim_start_matches("./");
+    let path = path_key(path);
     let mut out = String::new();
     if path.starts_with('/') {
         out.push_str("file://");
@@ -220,7 +218,12 @@ pub fn uri(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::uri;
+    use super::uri_in;
+
+    /// A path as `render` writes it, from this process's working directory.
+    fn uri(path: &str) -> String {
+        uri_in(path, std::env::current_dir().ok().as_deref())
+    }
 
     #[test]
     fn artifact_uris() {
