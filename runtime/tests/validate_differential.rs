@@ -16,6 +16,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+#[path = "support/schema_errors.rs"]
+mod schema_errors;
+
 use openwop::validate::report;
 use openwop::validate::rules::{Docs, default_severity};
 use openwop::validate::{Kind, validate};
@@ -387,31 +390,7 @@ fn the_split_schema_pass_reports_the_whole_schemas_errors_in_order() {
     }
     let mut failing = 0;
     for doc in &docs {
-        // jsonschema's errors, a member the schema does not allow reported at that member
-        // (one finding each, jsonschema's sentence for one member), as the generated
-        // validators report them.
-        let mut want: Vec<(String, String)> = Vec::new();
-        for e in whole.iter_errors(doc) {
-            use jsonschema::error::ValidationErrorKind as K;
-            let path = e.instance_path().to_string();
-            match e.kind() {
-                K::AdditionalProperties { unexpected }
-                | K::UnevaluatedProperties { unexpected } => {
-                    let what = if matches!(e.kind(), K::AdditionalProperties { .. }) {
-                        "Additional"
-                    } else {
-                        "Unevaluated"
-                    };
-                    for name in unexpected {
-                        want.push((
-                            format!("{path}/{}", name.replace('~', "~0").replace('/', "~1")),
-                            format!("{what} properties are not allowed ('{name}' was unexpected)"),
-                        ));
-                    }
-                }
-                _ => want.push((path, e.to_string())),
-            }
-        }
+        let want = schema_errors::as_findings(&whole, doc);
         let got: Vec<(String, String)> = validators::validate_discovery(doc, &TODAY)
             .into_iter()
             .filter(|f| f.rule == "schema")

@@ -13,6 +13,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+#[path = "support/schema_errors.rs"]
+mod schema_errors;
+
 use openwop::validate::{Kind, validate};
 use openwop_generated::validators::Options;
 use serde_json::Value;
@@ -237,26 +240,7 @@ fn discovery_fast_path_matches_the_full_path() {
     }
     let (mut failing, mut passing) = (0, 0);
     for doc in &docs {
-        // jsonschema's errors, a member the schema does not allow reported at that member
-        // (one finding each, jsonschema's sentence for one member), as the validators do.
-        let mut errors: Vec<(String, String)> = Vec::new();
-        for e in schema.iter_errors(doc) {
-            use jsonschema::error::ValidationErrorKind as K;
-            let path = e.instance_path().to_string();
-            match e.kind() {
-                K::AdditionalProperties { unexpected } => {
-                    for name in unexpected {
-                        errors.push((
-                            format!("{path}/{}", name.replace('~', "~0").replace('/', "~1")),
-                            format!(
-                                "Additional properties are not allowed ('{name}' was unexpected)"
-                            ),
-                        ));
-                    }
-                }
-                _ => errors.push((path, e.to_string())),
-            }
-        }
+        let errors = schema_errors::as_findings(&schema, doc);
         assert_eq!(
             schema.is_valid(doc),
             errors.is_empty(),
