@@ -103,44 +103,21 @@ impl StreamState {
             attempt: self.reconnects + self.failures + 1,
             run_id: self.run_id.clone(),
         };
-        // The answer's head is bounded, though the stream is not: a host that accepts the
-        // connection and then says nothing is silence too, judged by the idle timeout.
+        // Opening is bounded, though the stream is not: a host that accepts the connection
+        // and then says nothing (or sends an error body that never ends) is silence too,
+        // judged by the idle timeout.
         let waited = self.options.idle_timeout;
-        let response = match tokio::time::timeout(waited, self.client.execute(request, &info)).await
-        {
-            Ok(response) => response?,
-            Err(_) => {
-                return Err(Error::TimedOut {
-                    what: "answer to the event stream request",
-                    waited,
-                });
-            }
-        };
-        if !response.status().is_success() {
-            return Err(error_answer(response).await);
-        }
+        let response =
+            match tokio::time::timeout(waited, open_answer(&self.client, request, &info)).await {
+                Ok(response) => response?,
+                Err(_) => {
+                    return Err(Error::TimedOut {
+                        what: "answer to the event stream request",
+                        waited,
+                    });
+                }
+            };
         self.status = response.status().as_u16();
-        // A 2xx that is not an event stream (a JSON answer, a proxy's page) would read as a
-        // stream that ends at once: a finished run.
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        if !content_type
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
-        {
-            let status = self.status;
-            let body = response.bytes().await.unwrap_or_default();
-            return Err(Error::Decode {
-                status,
-                message: format!("not an event stream (Content-Type `{content_type}`)"),
-                body: excerpt(&body),
-            });
-        }
         Ok(response)
     }
 
@@ -301,6 +278,40 @@ impl StreamState {
             }
         }
     }
+}
+
+/// The answer to a stream request, when it is one: a non-2xx is its error, and a 2xx that
+/// is not an event stream (a JSON answer, a proxy's page) a `Decode` error, since it would
+/// read as a stream that ends at once: a finished run.
+async fn open_answer(
+    client: &Client,
+    request: reqwest::Request,
+    info: &RequestInfo,
+) -> Result<reqwest::Response, Error> {
+    let response = client.execute(request, info).await?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(error_answer(response).await);
+    }
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if !content_type
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+    {
+        let body = response.bytes().await.unwrap_or_default();
+        return Err(Error::Decode {
+            status: status.as_u16(),
+            message: format!("not an event stream (Content-Type `{content_type}`)"),
+            body: excerpt(&body),
+        });
+    }
+    Ok(response)
 }
 
 type Pending =
