@@ -15,6 +15,19 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
         .map(|s| ident(&s.to_upper_camel_case()))
         .collect();
     let status_docs: Vec<String> = statuses.iter().map(|s| format!(" `{s}`")).collect();
+    // The statuses after which nothing happens to a run, by their wire names.
+    let terminal_idents: Vec<_> = statuses
+        .iter()
+        .zip(&status_idents)
+        .filter(|(s, _)| matches!(s.as_str(), "completed" | "failed" | "cancelled"))
+        .map(|(_, ident)| ident.clone())
+        .collect();
+    // A corpus without those statuses has no terminal one (and no empty pattern).
+    let is_terminal = if terminal_idents.is_empty() {
+        quote!(false)
+    } else {
+        quote!(matches!(self, #( RunStatus::#terminal_idents )|*))
+    };
     let status_of = |s: &str| {
         let v = ident(&s.to_upper_camel_case());
         quote!(RunStatus::#v)
@@ -151,7 +164,7 @@ pub(crate) fn emit(statuses: &[String], map: &InteropMap, ops: &[Operation]) -> 
             /// Whether a run in this status is finished: `completed`, `failed` or
             /// `cancelled` (nothing follows; `cancelling` is not yet).
             pub fn is_terminal(self) -> bool {
-                matches!(self.as_str(), "completed" | "failed" | "cancelled")
+                #is_terminal
             }
 
             /// The status as it appears on the wire.

@@ -25,7 +25,7 @@ impl RunStatus {
     /// Whether a run in this status is finished: `completed`, `failed` or
     /// `cancelled` (nothing follows; `cancelling` is not yet).
     pub fn is_terminal(self) -> bool {
-        matches!(self.as_str(), "completed" | "failed" | "cancelled")
+        matches!(self, RunStatus::Completed)
     }
     /// The status as it appears on the wire.
     pub const fn as_str(self) -> &'static str {
