@@ -402,7 +402,9 @@ async fn a_dropped_stream_answered_503_once_resumes_after_the_last_id() {
     assert_eq!(second.event, "run.completed");
     assert_eq!(second.data.sequence, 2);
     assert!(events.next().await.is_none());
-    assert_eq!(events.reconnects(), 2);
+    // One reconnection: after the early close, through the 503. The last connection only
+    // confirmed the end and is not counted.
+    assert_eq!(events.reconnects(), 1);
     let resumed: Vec<Option<String>> = host
         .requests()
         .iter()
@@ -799,4 +801,150 @@ async fn a_parameter_set_twice_is_sent_once_and_a_keyed_header_makes_a_post_retr
         .send()
         .await;
     assert_eq!(host.hits("POST", path), 2, "retried under the caller's key");
+}
+
+/// `max_elapsed` bounds a call with all its attempts: a host that never answers costs that
+/// long and no more, and a `Retry-After` that would end past it ends the retries at once.
+#[tokio::test]
+async fn max_elapsed_bounds_a_call_with_all_its_retries() {
+    let host = host().await;
+    host.on("GET", "/runs", [Reply::hang()]);
+    let bounded = quick()
+        .max_attempts(10)
+        .max_elapsed(Duration::from_millis(600));
+    let client = Client::builder(host.url())
+        .timeout(Duration::from_secs(30))
+        .retry(bounded.clone())
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let err = client.list_runs().send().await.unwrap_err();
+    let took = started.elapsed();
+    assert!(err.is_timeout(), "{err}");
+    assert!(took >= Duration::from_millis(550), "{took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "{took:?}: per-attempt timeouts not cut"
+    );
+
+    host.on(
+        "GET",
+        "/runs",
+        [Reply::error(503, "service_unavailable", "busy").header("Retry-After", "2")],
+    );
+    let started = Instant::now();
+    let err = client.list_runs().send().await.unwrap_err();
+    assert_eq!(err.status(), Some(503));
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
+    assert_eq!(
+        host.hits("GET", "/runs"),
+        1,
+        "a wait past the bound is not made"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+
+    // Within the bound, retries go on as before.
+    host.on(
+        "GET",
+        "/runs",
+        [
+            Reply::error(503, "service_unavailable", "busy"),
+            Reply::json(200, &json!({"runs": []})),
+        ],
+    );
+    client.list_runs().send().await.expect("second attempt");
+    assert_eq!(host.hits("GET", "/runs"), 2);
+}
+
+/// A retried `POST` whose first attempt the host is still working on is answered
+/// `idempotency_in_flight`: the client waits and asks again under the same key, and gets
+/// the first attempt's result. Any other 409 is the answer.
+#[tokio::test]
+async fn idempotency_in_flight_is_waited_out_under_the_same_key() {
+    let host = host().await;
+    host.on(
+        "POST",
+        "/runs",
+        [
+            Reply::error(409, "idempotency_in_flight", "the first attempt is at work")
+                .header("Retry-After", "0"),
+            Reply::error(409, "idempotency_in_flight", "still at work"),
+            Reply::json(201, &created()),
+        ],
+    );
+    let client = client(&host);
+    let run = client
+        .create_run()
+        .workflow_id("echo")
+        .send()
+        .await
+        .expect("the first attempt's result");
+    assert_eq!(run.status(), 201);
+    let keys: Vec<String> = host
+        .requests()
+        .iter()
+        .map(|r| r.header("idempotency-key").unwrap().to_owned())
+        .collect();
+    assert_eq!(keys.len(), 3);
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+
+    host.on(
+        "POST",
+        "/runs",
+        [Reply::error(
+            409,
+            "idempotency_key_mismatch",
+            "another body",
+        )],
+    );
+    let err = client
+        .create_run()
+        .workflow_id("echo")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert!(!err.is_retryable());
+    assert_eq!(host.hits("POST", "/runs"), 1);
+}
+
+/// A stream the host ends (after the run's terminal event) has not reconnected, though the
+/// client checked once that nothing newer exists.
+#[tokio::test]
+async fn a_stream_that_simply_ends_reads_no_reconnections() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::events([event(1, "run.started"), event(2, "run.completed")]),
+            Reply::events(Vec::<String>::new()),
+        ],
+    );
+    let attempts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = attempts.clone();
+    let client = Client::builder(host.url())
+        .retry(quick())
+        .on_request(move |_, info| seen.lock().unwrap().push(info.attempt))
+        .build()
+        .unwrap();
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    let mut count = 0;
+    while let Some(event) = events.next().await {
+        event.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, 2);
+    assert_eq!(events.reconnects(), 0);
+    assert_eq!(host.hits("GET", path), 2, "the end was confirmed once");
+    assert_eq!(
+        *attempts.lock().unwrap(),
+        [1, 2],
+        "each connection is its own attempt"
+    );
 }

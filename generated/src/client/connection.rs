@@ -35,8 +35,8 @@ pub struct RequestInfo {
     pub operation_id: &'static str,
     /// The HTTP method.
     pub method: reqwest::Method,
-    /// 1 for the first attempt, 2 for the first retry, …; for an event stream, 1 + the
-    /// reconnections so far.
+    /// 1 for the first attempt, 2 for the first retry, …; for an event stream, 1 for the
+    /// first connection tried, then one more for each further one.
     pub attempt: u32,
     /// The run the call is about, when the path names one.
     pub run_id: Option<String>,
@@ -406,14 +406,16 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a whole call may take, per attempt (default [`DEFAULT_TIMEOUT`]); a call's
-    /// own `timeout(..)` overrides it. Event streams use their idle timeout instead.
+    /// How long one attempt of a call may take (default [`DEFAULT_TIMEOUT`]); a call's own
+    /// `timeout(..)` overrides it. Event streams use their idle timeout instead. To bound a
+    /// call with all its retries, see [`RetryPolicy::max_elapsed`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.settings.timeout = Some(timeout);
         self
     }
 
-    /// No per-call timeout (a host that never answers then blocks the call forever).
+    /// No per-attempt timeout (a host that never answers then blocks the call forever,
+    /// unless [`RetryPolicy::max_elapsed`] bounds it).
     pub fn no_timeout(mut self) -> Self {
         self.settings.timeout = None;
         self

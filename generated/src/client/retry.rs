@@ -2,7 +2,7 @@
 //! Retries: which failures deserve another attempt, and how long to wait before it.
 //! Written by hand (`codegen/templates/client/retry.rs`).
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Error;
 
@@ -24,8 +24,25 @@ use super::Error;
 /// `max_backoff`, with "equal jitter" (a random point in the upper half) so that many clients
 /// do not retry in step.
 ///
+/// The per-attempt timeout ([`ClientBuilder::timeout`](super::ClientBuilder::timeout)) bounds
+/// one attempt; [`RetryPolicy::max_elapsed`] bounds the whole call, attempts and waits
+/// together: no retry is waited for past it, and the last attempt's timeout is cut to what is
+/// left of it.
+///
 /// Defaults: 3 attempts in all, 500 ms initial backoff, 8 s maximum backoff, `Retry-After`
-/// honoured up to 60 s, jitter on.
+/// honoured up to 60 s, jitter on, no bound on the whole call.
+///
+/// ```
+/// use openwop_sdk::client::{Client, RetryPolicy};
+/// use std::time::Duration;
+///
+/// // Up to 5 attempts, but the caller hears back within 20 s whatever happens.
+/// let policy = RetryPolicy::default()
+///     .max_attempts(5)
+///     .max_elapsed(Duration::from_secs(20));
+/// let client = Client::builder("http://127.0.0.1:8080").retry(policy).build()?;
+/// # Ok::<(), openwop_sdk::client::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
     max_attempts: u32,
@@ -33,6 +50,7 @@ pub struct RetryPolicy {
     max_backoff: Duration,
     max_retry_after: Duration,
     jitter: bool,
+    max_elapsed: Option<Duration>,
 }
 
 impl Default for RetryPolicy {
@@ -43,6 +61,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
             jitter: true,
+            max_elapsed: None,
         }
     }
 }
@@ -86,9 +105,56 @@ impl RetryPolicy {
         self
     }
 
+    /// The longest a whole call may take, every attempt and every wait between them
+    /// included. A retry whose wait would end past it is not made (the caller gets the last
+    /// error), and an attempt's timeout is cut to what is left, so a host that never answers
+    /// costs this much and no more.
+    pub fn max_elapsed(mut self, limit: Duration) -> Self {
+        self.max_elapsed = Some(limit);
+        self
+    }
+
     /// How many attempts in all.
     pub fn attempts(&self) -> u32 {
         self.max_attempts
+    }
+
+    /// The bound on the whole call, when there is one.
+    pub fn elapsed_limit(&self) -> Option<Duration> {
+        self.max_elapsed
+    }
+
+    /// The wait before the next attempt of a call that began at `started`, as
+    /// [`RetryPolicy::delay`] says, but `None` when that attempt would begin past
+    /// `max_elapsed`.
+    pub(crate) fn delay_within(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        started: Instant,
+    ) -> Option<Duration> {
+        let wait = self.delay(attempt, retry_after)?;
+        match self.max_elapsed {
+            Some(limit) if started.elapsed() + wait >= limit => None,
+            _ => Some(wait),
+        }
+    }
+
+    /// An attempt's timeout, cut to what is left of `max_elapsed` for a call that began at
+    /// `started`.
+    pub(crate) fn attempt_timeout(
+        &self,
+        timeout: Option<Duration>,
+        started: Instant,
+    ) -> Option<Duration> {
+        let Some(limit) = self.max_elapsed else {
+            return timeout;
+        };
+        // At least a millisecond: a zero timeout would not be a timeout to every transport.
+        let left = limit
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(1));
+        Some(timeout.map_or(left, |t| t.min(left)))
     }
 
     /// The wait before the attempt after failed attempt `attempt` (1-based), given the
@@ -143,14 +209,23 @@ pub(crate) fn mint_idempotency_key() -> String {
 
 impl Error {
     /// Whether sending the same request again may succeed: a connection error, a timeout or
-    /// an answer cut short; `408`, `429` or a `5xx`; or an error code the registry marks
-    /// retriable. (Whether it is *safe* to send again is the method's and the
-    /// `Idempotency-Key`'s business; the client checks both before it retries.)
+    /// an answer cut short; `408`, `429` or a `5xx`; an error code the registry marks
+    /// retriable; or `idempotency_in_flight`. (Whether it is *safe* to send again is the
+    /// method's and the `Idempotency-Key`'s business; the client checks both before it
+    /// retries.)
+    ///
+    /// The registry marks `idempotency_in_flight` not retriable: sent again *at once*, the
+    /// request meets the same first attempt still at work. It is the answer a client's own
+    /// retry gets when its first attempt timed out but the host is still acting on it, and
+    /// after a wait the same key is answered with that first attempt's result, so the client
+    /// waits (`Retry-After` when given, else its backoff) and asks again.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Transport(e) => !(e.is_builder() || e.is_redirect() || e.is_status()),
             Error::Api { status, .. } => {
-                retryable_status(*status) || self.registry_code().is_some_and(|c| c.retriable())
+                retryable_status(*status)
+                    || self.registry_code().is_some_and(|c| c.retriable())
+                    || self.code_text().as_deref() == Some("idempotency_in_flight")
             }
             Error::Http { status, .. } => retryable_status(*status),
             Error::TimedOut { .. } => true,

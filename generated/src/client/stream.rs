@@ -74,9 +74,13 @@ struct StreamState {
     /// The `Retry-After` of the last refused reconnection.
     wait: Option<Duration>,
     frames_this_connection: usize,
+    /// The host closed the stream: the next connection only checks that nothing newer
+    /// exists, and counts as a reconnection only if something does.
     confirming: bool,
     failures: u32,
     reconnects: u32,
+    /// Connections tried so far, for [`RequestInfo::attempt`].
+    tried: u32,
     done: bool,
 }
 
@@ -98,10 +102,11 @@ impl StreamState {
             None,
             None,
         )?;
+        self.tried += 1;
         let info = RequestInfo {
             operation_id: self.operation,
             method: reqwest::Method::GET,
-            attempt: self.reconnects + self.failures + 1,
+            attempt: self.tried,
             run_id: self.run_id.clone(),
         };
         // Opening is bounded, though the stream is not: a host that accepts the connection
@@ -160,7 +165,11 @@ impl StreamState {
                     data,
                 });
                 self.frames_this_connection += 1;
-                self.confirming = false;
+                if self.confirming {
+                    // The close was early, not the end: the confirming connection resumed.
+                    self.confirming = false;
+                    self.reconnects += 1;
+                }
             }
             return;
         }
@@ -228,7 +237,9 @@ impl StreamState {
                     Ok(response) => {
                         self.response = Some(response);
                         self.frames_this_connection = 0;
-                        self.reconnects += 1;
+                        if !self.confirming {
+                            self.reconnects += 1;
+                        }
                     }
                     // A dropped connection, a timeout, or a host that is busy right now
                     // (429, 503, …): wait (its Retry-After when it gave one) and try again.
@@ -327,7 +338,8 @@ type Pending =
 /// newest `id:` received, backing off, until `max_reconnects` attempts in a row have failed
 /// (then it yields [`Error::Stream`] and ends); [`EventStream::reconnects`] counts the
 /// reconnections. When the host closes the stream (it does after a run's terminal event) it
-/// resumes once more; a resumption the host closes without frames ends the stream. Use
+/// resumes once more; a resumption the host closes without frames ends the stream (and is
+/// not counted as a reconnection: a stream that simply ended reads 0). Use
 /// [`EventStream::next`], or the `futures` `Stream` impl.
 pub struct EventStream<T> {
     state: Option<Box<StreamState>>,
@@ -377,20 +389,24 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             confirming: false,
             failures: 0,
             reconnects: 0,
+            tried: 0,
             done: false,
         });
         // Opening follows the retry policy like any other read.
         let policy = call
             .retry
             .unwrap_or_else(|| state.client.settings.retry.clone());
+        let started = std::time::Instant::now();
         let mut attempt = 1;
         let response = loop {
             match state.connect().await {
                 Ok(response) => break response,
-                Err(e) if e.is_retryable() => match policy.delay(attempt, e.retry_after()) {
-                    Some(wait) => tokio::time::sleep(wait).await,
-                    None => return Err(e),
-                },
+                Err(e) if e.is_retryable() => {
+                    match policy.delay_within(attempt, e.retry_after(), started) {
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => return Err(e),
+                    }
+                }
                 Err(e) => return Err(e),
             }
             attempt += 1;

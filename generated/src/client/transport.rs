@@ -4,7 +4,7 @@
 //! by hand (`codegen/templates/client/transport.rs`).
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Client, Conditional, Error, HeaderMap, RequestInfo, ResponseValue, RetryPolicy};
 
@@ -176,8 +176,10 @@ impl<'a> Call<'a> {
         let policy = self.retry.as_ref().unwrap_or(&self.client.settings.retry);
         let timeout = self.attempt_timeout();
         let headers = self.headers();
+        let started = Instant::now();
         let mut attempt = 1;
         loop {
+            let timeout = policy.attempt_timeout(timeout, started);
             let result = self
                 .attempt(attempt, &headers, timeout, not_modified_ok)
                 .await;
@@ -199,7 +201,7 @@ impl<'a> Call<'a> {
             if !(error.is_retryable() && self.repeatable()) {
                 return Err(error);
             }
-            let Some(wait) = policy.delay(attempt, error.retry_after()) else {
+            let Some(wait) = policy.delay_within(attempt, error.retry_after(), started) else {
                 return Err(error);
             };
             #[cfg(feature = "tracing")]
