@@ -11,7 +11,7 @@ use openwop_generated::validators::Options;
 use crate::baseline::{self, Baseline};
 use crate::config::{Config, FailOn, Level, parse_rule_setting};
 use crate::format::{self, Spec};
-use crate::load::{LoadError, load};
+use crate::load::{LoadError, STDIN_LABEL, load_named};
 use crate::position::Position;
 use crate::report::{self, Document, Report};
 use crate::rules::{self, Docs, Severity};
@@ -23,6 +23,7 @@ Examples:
   {bin} discovery.json
   {bin} https://host.example            # fetches /.well-known/openwop
   curl -s https://host.example/.well-known/openwop | {bin} -
+  git show :public/.well-known/openwop | {bin} --stdin-filename public/.well-known/openwop -
   {bin} --kind agent-card --discovery discovery.json agent-card.json
 
   # CI: the log, SARIF for code scanning and JUnit, from one run
@@ -113,6 +114,10 @@ pub struct ValidateArgs {
     /// Explain one rule: its sentence, severity, section, an example and its page.
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
+    /// Name standard input (`-`) NAME in findings, baselines and SARIF, as the file whose
+    /// content is piped in (an editor's buffer, a staged version).
+    #[arg(long, value_name = "NAME")]
+    pub stdin_filename: Option<String>,
     /// Documents to check: a file, a quoted pattern (`'public/**/*.json'`, expanded here,
     /// sorted; one that matches nothing fails the run), `-` for standard input, or an
     /// http(s) URL (a bare origin fetches the kind's well-known path).
@@ -226,6 +231,8 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         strict_baseline: args.strict_baseline,
         ..Report::default()
     };
+    let stdin_label = args.stdin_filename.as_deref().unwrap_or(STDIN_LABEL);
+    let load = |path: &str, kind| load_named(path, kind, stdin_label);
     let discovery = match args.discovery.as_deref().map(|p| load(p, Kind::Discovery)) {
         None => None,
         Some(Ok(doc)) => Some(doc.value),
@@ -400,6 +407,9 @@ fn check_usage(args: &ValidateArgs) -> Result<(), String> {
         .count();
     if stdin_uses > 1 {
         return Err("standard input (`-`) can be read only once".into());
+    }
+    if args.stdin_filename.is_some() && stdin_uses == 0 {
+        return Err("--stdin-filename names standard input, which only `-` reads".into());
     }
     Ok(())
 }

@@ -84,8 +84,43 @@ pub struct ConfigFile {
     pub max_warnings: Option<usize>,
     pub baseline: Option<PathBuf>,
     pub docs_url: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "rules_once_each")]
     pub rules: BTreeMap<String, Level>,
+}
+
+/// The `rules:` mapping, refusing a rule named twice: a map would keep the last silently,
+/// and which of two levels a CI gate applies must not depend on the order of lines.
+/// (Top-level keys named twice are refused by the struct's own deserializer.)
+fn rules_once_each<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Level>, D::Error> {
+    struct Once;
+    impl<'de> serde::de::Visitor<'de> for Once {
+        type Value = BTreeMap<String, Level>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a mapping of rule ids to off, warning or error")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            // `rules:` with nothing under it.
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut rules = BTreeMap::new();
+            while let Some((id, level)) = map.next_entry::<String, Level>()? {
+                if rules.contains_key(&id) {
+                    return Err(serde::de::Error::custom(format!(
+                        "rule `{id}` is set twice under `rules`; keep one line"
+                    )));
+                }
+                rules.insert(id, level);
+            }
+            Ok(rules)
+        }
+    }
+    d.deserialize_any(Once)
 }
 
 /// A config file read from disk, with paths in it made relative to the working directory.
@@ -210,6 +245,15 @@ mod tests {
             ("failon: error\n", "failon"),
             ("rules:\n  no.such-rule: off\n", "no.such-rule"),
             ("rules:\n  schema: loud\n", "loud"),
+            (
+                "rules:\n  schema: off\n  schema: error\n",
+                "rule `schema` is set twice",
+            ),
+            (
+                "fail-on: error\nfail-on: never\n",
+                "duplicate field `fail-on`",
+            ),
+            ("rules: [\n", "the config file"),
         ] {
             std::fs::write(&path, text).expect("write");
             let err = Config::load(Some(&path), root.path())

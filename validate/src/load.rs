@@ -70,10 +70,19 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The header every OpenWOP v2 request carries.
 const VERSION_HEADER: (&str, &str) = ("OpenWOP-Version", "2.0");
 
+/// How findings name standard input unless `--stdin-filename` names it.
+pub const STDIN_LABEL: &str = "<stdin>";
+
 /// Reads and parses one PATH argument.
 pub fn load(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
+    load_named(arg, kind, STDIN_LABEL)
+}
+
+/// As [`load`], naming standard input `stdin_label` (the file a pre-commit hook or an
+/// editor piped in), so its findings, baseline entries and SARIF locations name that file.
+pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, LoadError> {
     if arg == "-" {
-        let label = "<stdin>".to_owned();
+        let label = stdin_label.to_owned();
         let mut text = Vec::new();
         std::io::stdin()
             .read_to_end(&mut text)

@@ -240,6 +240,36 @@ fn standard_input_is_read_for_a_dash() {
         "{}",
         stdout(&out)
     );
+
+    // Named, standard input reads as that file in every format (a staged file piped in).
+    let named = ["--now", NOW, "--stdin-filename", "public/doc.json"];
+    let out = openwop_with_stdin(&[&named[..], &["-"]].concat(), Some(&text));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("public/doc.json:"),
+        "{}",
+        stdout(&out)
+    );
+    let sarif = openwop_with_stdin(
+        &[&named[..], &["--format", "sarif", "-"]].concat(),
+        Some(&text),
+    );
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    assert_eq!(
+        sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "public/doc.json"
+    );
+    let out = openwop(&[
+        "--stdin-filename",
+        "x.json",
+        &arg(&vector("discovery/invalid/discovery.no-grpc.json")),
+    ]);
+    assert_eq!(code(&out), 2, "only with `-`");
+    assert!(
+        stderr(&out).contains("--stdin-filename"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
