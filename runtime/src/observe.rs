@@ -143,10 +143,12 @@ pub async fn access_log(
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
+    let request_id = request_id(request.headers());
     let span = tracing::info_span!(
         "request",
         method = %method,
         route = %route,
+        request_id = request_id.to_str().unwrap_or_default(),
         tenant = tracing::field::Empty,
     );
     // The exported HTTP server span (none without a collector): outside the log's span,
@@ -158,6 +160,8 @@ pub async fn access_log(
         exported.clone(),
     )
     .await;
+    let mut response = response;
+    response.headers_mut().insert(REQUEST_ID, request_id);
     let took = started.elapsed();
     let status = response.status().as_u16();
     otel::http_server_end(&exported, status);
@@ -184,6 +188,44 @@ pub async fn access_log(
         }
     });
     response
+}
+
+/// The header that names a request, on every answer and in its access-log line.
+const REQUEST_ID: axum::http::HeaderName = axum::http::HeaderName::from_static("x-request-id");
+
+/// The id of one request: the caller's `X-Request-Id` when it is a plain token (1 to 128
+/// of `A-Za-z0-9._:-`, so a proxy's or client's id carries through but nothing else
+/// reaches the log), else one made here, unique across processes (a random prefix drawn
+/// at start and a counter). Answered as `X-Request-Id` on every response, refusals
+/// included, so the id a client quotes from an error finds the host's log line.
+fn request_id(headers: &axum::http::HeaderMap) -> axum::http::HeaderValue {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if let Some(given) = headers.get(&REQUEST_ID)
+        && (1..=128).contains(&given.len())
+        && given
+            .as_bytes()
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+    {
+        return given.clone();
+    }
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let prefix = PREFIX.get_or_init(|| {
+        let mut bytes = [0u8; 6];
+        // Without the OS's randomness the clock still tells processes apart.
+        if getrandom::fill(&mut bytes).is_err() {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default();
+            bytes.copy_from_slice(&nanos.to_le_bytes()[..6]);
+        }
+        hex::encode(bytes)
+    });
+    let id = format!("req_{prefix}{:010x}", NEXT.fetch_add(1, Ordering::Relaxed));
+    axum::http::HeaderValue::from_str(&id).expect("hex digits are a header value")
 }
 
 /// Records the authenticated tenant on the request's span (the access log line).

@@ -122,6 +122,13 @@ async fn the_host_accepts_the_sdk_headers_and_pages_through_its_cursors() {
     assert_eq!(err.status(), Some(404));
     assert!(err.to_string().starts_with("HTTP 404 not_found: "), "{err}");
     assert!(!err.is_retryable());
+    // The id the host logged the request under, to quote in a report.
+    let id = err.request_id().expect("the host names every request");
+    assert!(id.starts_with("req_"), "{id}");
+    assert!(
+        err.to_string().ends_with(&format!("(request id {id})")),
+        "{err}"
+    );
 }
 
 #[tokio::test]

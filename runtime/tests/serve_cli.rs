@@ -459,10 +459,28 @@ async fn requests_are_logged_as_json_lines_and_counted_in_metrics() {
     let ok = http
         .get(format!("{base}/runs"))
         .bearer_auth(key)
+        .header("x-request-id", "ci-run-42.7")
         .send()
         .await
         .unwrap();
     assert_eq!(ok.status(), 200);
+    // The caller's request id is answered back; without one (or with one that is not a
+    // plain token) the host makes one, a different one for each request.
+    assert_eq!(ok.headers()["x-request-id"], "ci-run-42.7");
+    let made = |r: &reqwest::Response| r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let refused_id = made(&refused);
+    assert!(refused_id.starts_with("req_"), "{refused_id}");
+    let odd = http
+        .get(format!("{base}/healthz"))
+        .header("x-request-id", "two words")
+        .send()
+        .await
+        .unwrap();
+    let odd_id = made(&odd);
+    assert!(
+        odd_id.starts_with("req_") && odd_id != refused_id,
+        "{odd_id}"
+    );
     let metrics = http
         .get(format!("{base}/metrics"))
         .send()
@@ -503,8 +521,13 @@ async fn requests_are_logged_as_json_lines_and_counted_in_metrics() {
     assert!(
         lines.iter().any(|l| l["span"]["route"] == "/runs"
             && l["fields"]["status"] == json!(200)
-            && l["span"]["tenant"] == "acme"),
+            && l["span"]["tenant"] == "acme"
+            && l["span"]["request_id"] == "ci-run-42.7"),
         "{text}"
+    );
+    assert!(
+        !text.contains("two words"),
+        "an id that is not a token reached the log"
     );
     assert!(!text.contains(key), "the key reached the log");
     assert!(!text.contains("secretish"), "a path id reached the log");
