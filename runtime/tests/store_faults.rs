@@ -19,12 +19,46 @@ use support::KEY_A;
 use support::rest::{Rest as _, start_with};
 use tokio_postgres::NoTls;
 
-/// A database of the test's own, dropped at the end.
+/// A database of the test's own, dropped at the end: by `drop_it`, or when the test fails
+/// before it, by `Drop` (a failed run must not leave its database on the shared server).
 struct OwnDatabase {
     name: String,
     admin: tokio_postgres::Client,
     /// The tablespace it was made in, when not the server's default.
     tablespace: Option<String>,
+    dropped: bool,
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        // A panicking test unwinds through here inside its runtime, where nothing can be
+        // awaited: a thread of its own with a runtime of its own drops the database.
+        let (name, space) = (self.name.clone(), self.tablespace.clone());
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let Ok((admin, conn)) = tokio_postgres::connect(&test_url(), NoTls).await else {
+                    return;
+                };
+                tokio::spawn(conn);
+                let _ = admin
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .await;
+                if let Some(space) = space {
+                    let _ = admin
+                        .batch_execute(&format!("DROP TABLESPACE IF EXISTS \"{space}\""))
+                        .await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
 }
 
 impl OwnDatabase {
@@ -44,6 +78,7 @@ impl OwnDatabase {
             name,
             admin,
             tablespace: None,
+            dropped: false,
         }
     }
 
@@ -79,6 +114,7 @@ impl OwnDatabase {
             name,
             admin,
             tablespace: Some(space),
+            dropped: false,
         })
     }
 
@@ -118,7 +154,8 @@ impl OwnDatabase {
             .expect("allow");
     }
 
-    async fn drop_it(self) {
+    async fn drop_it(mut self) {
+        self.dropped = true;
         let _ = self
             .admin
             .batch_execute(&format!(
