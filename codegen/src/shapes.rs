@@ -172,10 +172,10 @@ pub(crate) fn closed_unions(bundle: &mut Bundle) -> Vec<String> {
                 continue;
             };
             for (key, member) in props.iter_mut() {
-                if member == &Value::Bool(true) {
-                    if let Some(s) = shared.get(key) {
-                        *member = s.clone();
-                    }
+                if member == &Value::Bool(true)
+                    && let Some(s) = shared.get(key)
+                {
+                    *member = s.clone();
                 }
             }
         }

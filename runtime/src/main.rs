@@ -20,6 +20,10 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; clap's derive wants the arguments inline"
+)]
 enum Command {
     /// Run the host: REST + SSE, A2A 1.0 and MCP on one port.
     Serve(openwop::serve_cmd::ServeArgs),

@@ -143,7 +143,7 @@ fn example_lines(op: &Operation, fn_name: &str, path_args: &[String], paged: boo
         out.push(" #   let _ = event;".to_owned());
         out.push(" }".to_owned());
     } else if paged {
-        out.push(format!(" // Every item, page after page:"));
+        out.push(" // Every item, page after page:".to_owned());
         out.push(format!(
             " let mut items = client.{fn_name}({args}).stream();"
         ));

@@ -51,9 +51,12 @@ struct Row {
     retired: Option<String>,
 }
 
+/// Each protocol and the date its versions were last checked.
+type CheckDates = Vec<(String, String)>;
+
 /// Checks what the schema cannot say (real dates, no version listed twice, a retirement
 /// not after the check that saw it) and returns the rows and each protocol's check date.
-fn rows(doc: &Value) -> Result<(Vec<Row>, Vec<(String, String)>)> {
+fn rows(doc: &Value) -> Result<(Vec<Row>, CheckDates)> {
     let at = At {
         file: UPSTREAM_VERSIONS,
     };
@@ -103,13 +106,13 @@ fn rows(doc: &Value) -> Result<(Vec<Row>, Vec<(String, String)>)> {
             let retired = at
                 .opt_str(v, "/retired")
                 .map_err(|_| at.shape(&format!("{here}/retired"), "expected a date here"))?;
-            if let Some(r) = retired {
-                if !is_date(r) {
-                    return Err(at.shape(
-                        &format!("{here}/retired"),
-                        format!("`{r}` is not a YYYY-MM-DD date"),
-                    ));
-                }
+            if let Some(r) = retired
+                && !is_date(r)
+            {
+                return Err(at.shape(
+                    &format!("{here}/retired"),
+                    format!("`{r}` is not a YYYY-MM-DD date"),
+                ));
             }
             rows.push(Row {
                 protocol: name.clone(),

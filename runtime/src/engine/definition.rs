@@ -126,6 +126,10 @@ pub fn all_nodes(nodes: &[Node]) -> Vec<&Node> {
 /// position, and a workflow without blocks compiles to its node list unchanged (stored
 /// runs keep their position).
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nodes are most of a program and are read in place; boxing them would add a hop"
+)]
 pub enum Instr {
     Node(Node),
     /// Enters a `repeat` block (unless its `when` is falsy: then past `end`).

@@ -23,6 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What a step leaves for the next one.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "`Continue` is the common case, moved once per step"
+)]
 enum Step {
     /// Go on from the run as this commit left it.
     Continue(RunRecord),

@@ -94,10 +94,12 @@ fn ct_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
 fn subject_of(tenant: &str, digest: &[u8; 32]) -> Result<Subject, KeySpecError> {
     let wire = |what: &str| format!("api-key subject: {what} does not fit the Subject schema");
     Ok(Subject {
-        issuer: API_KEY_ISSUER.parse().expect(&wire("issuer")),
+        issuer: API_KEY_ISSUER
+            .parse()
+            .unwrap_or_else(|_| panic!("{}", wire("issuer"))),
         subject_id: format!("key-{}", hex::encode(&digest[..8]))
             .parse()
-            .expect(&wire("subjectId")),
+            .unwrap_or_else(|_| panic!("{}", wire("subjectId"))),
         tenant: tenant
             .parse()
             .map_err(|_| KeySpecError::BadTenant(tenant.to_owned()))?,

@@ -230,6 +230,10 @@ impl RunWatch {
     }
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "`Update` is the common case, moved once per read"
+)]
 enum Read {
     Update(Update),
     Nothing,

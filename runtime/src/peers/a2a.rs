@@ -130,6 +130,10 @@ async fn verify_card(
 /// first JSON-RPC interface blindly refused such an agent although it speaks 1.0. The card
 /// stays the JSON its signature covers (`crate::card_sign`); its interfaces are read into
 /// the generated `A2aAgentInterface`, and one that does not read is one we cannot use.
+#[allow(
+    clippy::result_large_err,
+    reason = "once per call to a peer, beside a network round trip"
+)]
 pub fn pick_interface(card: &Value, offer: Option<&Offer>) -> Result<Remote, CallError> {
     let interfaces = card
         .get("supportedInterfaces")

@@ -940,52 +940,6 @@ pub(crate) const DEAD_LETTERS: &str = concat!(
     " FROM push_dead_letters ORDER BY at_ms, delivery_id"
 );
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lists_put_every_value_between_commas() {
-        assert_eq!(list([]), "");
-        assert_eq!(list(["a"]), ",a,");
-        assert_eq!(
-            statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
-            ",running,waiting-input,"
-        );
-    }
-
-    #[test]
-    fn the_live_condition_is_the_terminal_statuses_and_the_index_spells_it_alike() {
-        let named: Vec<String> = crate::status::TERMINAL
-            .iter()
-            .map(|s| format!("'{}'", s.as_str()))
-            .collect();
-        assert_eq!(
-            live!(),
-            format!("status NOT IN ({})", named.join(", ")),
-            "runs_live and the sweeps must name exactly the terminal statuses"
-        );
-        let migration = include_str!("migrations/0008_lean_write_indexes.sql");
-        assert!(
-            migration.contains(concat!("WHERE ", live!(), ";")),
-            "the partial index's condition must be spelled as the queries spell it"
-        );
-    }
-
-    #[test]
-    fn interrupt_columns_counts_the_interrupt_column_list() {
-        assert_eq!(interrupt_cols!().split(", ").count(), INTERRUPT_COLUMNS);
-    }
-
-    #[test]
-    fn the_detail_read_is_the_run_columns_with_state_null() {
-        assert_eq!(
-            run_detail_cols!(),
-            run_cols!().replace(" state,", " 'null' AS state,")
-        );
-    }
-}
-
 /// The newest migration applied (`/readyz`).
 pub(crate) const SCHEMA_VERSION: &str =
     "SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations";
@@ -1053,3 +1007,49 @@ pub(crate) fn host_event_cut(
 /// configurations per task.
 pub(crate) const OTHER_CONFIGS: &str =
     "SELECT COUNT(*) AS n FROM push_configs WHERE run_id = $1 AND config_id <> $2";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_put_every_value_between_commas() {
+        assert_eq!(list([]), "");
+        assert_eq!(list(["a"]), ",a,");
+        assert_eq!(
+            statuses(&[RunStatus::Running, RunStatus::WaitingInput]),
+            ",running,waiting-input,"
+        );
+    }
+
+    #[test]
+    fn the_live_condition_is_the_terminal_statuses_and_the_index_spells_it_alike() {
+        let named: Vec<String> = crate::status::TERMINAL
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        assert_eq!(
+            live!(),
+            format!("status NOT IN ({})", named.join(", ")),
+            "runs_live and the sweeps must name exactly the terminal statuses"
+        );
+        let migration = include_str!("migrations/0008_lean_write_indexes.sql");
+        assert!(
+            migration.contains(concat!("WHERE ", live!(), ";")),
+            "the partial index's condition must be spelled as the queries spell it"
+        );
+    }
+
+    #[test]
+    fn interrupt_columns_counts_the_interrupt_column_list() {
+        assert_eq!(interrupt_cols!().split(", ").count(), INTERRUPT_COLUMNS);
+    }
+
+    #[test]
+    fn the_detail_read_is_the_run_columns_with_state_null() {
+        assert_eq!(
+            run_detail_cols!(),
+            run_cols!().replace(" state,", " 'null' AS state,")
+        );
+    }
+}

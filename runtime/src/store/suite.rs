@@ -1738,7 +1738,7 @@ fn spawn_plain(
     tokio::spawn(async move {
         let mut run = new_run(&id);
         run.tenant = id.split('/').next().unwrap_or_default().into();
-        run.annotations.tags = (i % 2 == 0).then(|| json!([i]));
+        run.annotations.tags = i.is_multiple_of(2).then(|| json!([i]));
         let with = CreateWith {
             first_step: Some(Box::new(move |_: &RunRecord| {
                 let status = [RunStatus::Completed, RunStatus::Failed][i % 2];

@@ -81,6 +81,10 @@ pub struct Caller<B>(pub Subject, pub PhantomData<B>);
 impl<B: Binding> FromRequestParts<A2aState> for Caller<B> {
     type Rejection = Refusal<B>;
 
+    #[allow(
+        clippy::result_large_err,
+        reason = "the refusal is the answer itself, built once on the way out"
+    )]
     async fn from_request_parts(parts: &mut Parts, state: &A2aState) -> Result<Self, Refusal<B>> {
         state
             .app

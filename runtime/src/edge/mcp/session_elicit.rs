@@ -26,6 +26,10 @@ pub const ID_PREFIX: &str = "openwop-elicit.";
 const SESSION_DIGEST: &str = "session-elicitation";
 
 /// How asking in the session ended for the waiting call.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per elicitation, moved once; boxing the common case buys nothing"
+)]
 pub enum Outcome {
     /// The interrupt was resolved; the run as read after it.
     Answered(RunRecord),
