@@ -422,7 +422,9 @@ pub(crate) fn operation(
             }
         },
         quote! {
-            /// Sends one more header with this call (it replaces a client-wide one of the same name).
+            /// Sends one more header with this call. It replaces a client-wide one of the same
+            /// name; an `Authorization` here replaces the client's API key for this call (a
+            /// gateway forwarding each user's own token on a shared client).
             pub fn #header_name(mut self, name: impl Into<::std::string::String>, value: impl Into<::std::string::String>) -> Self {
                 self.call.headers.push((name.into(), value.into()));
                 self
@@ -590,6 +592,10 @@ pub(crate) fn operation(
     );
     let op_id = &op.operation_id;
     let key_init = takes_key.then(|| quote!(call.takes_idempotency_key = true;));
+    // An operation that needs no credential but names something in its path is reached
+    // by the credential in its path (the resume token): that path stays out of logs.
+    let secret_init =
+        (anonymous && !path_args.is_empty()).then(|| quote!(call.secret_path = true;));
     let method = quote! {
         #(#[doc = #docs])*
         pub fn #fn_name(&self, #(#path_args,)* #(#required_args),*) -> builder::#builder_name<'_> {
@@ -614,6 +620,7 @@ pub(crate) fn operation(
                 #(#empty_checks)*
                 #run_id_init
                 #key_init
+                #secret_init
                 #(#required_inits)*
                 Self { call, #body_init #extra_inits }
             }

@@ -16,8 +16,10 @@ use super::{Error, RetryPolicy};
 /// How long establishing a connection may take, unless the builder says otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a whole call (connect, send, read the answer) may take, unless the builder or
-/// the call says otherwise. It is above the longest long-poll the API lets a caller ask for
+/// How long one attempt of a call (connect, send, read the answer) may take, unless the
+/// builder or the call says otherwise; with the default retries a call that times out every
+/// time takes three of these plus the backoff ([`RetryPolicy::max_elapsed`] bounds the
+/// whole). It is above the longest long-poll the API lets a caller ask for
 /// (`pollRunEvents` holds a request up to 60 s). Event streams have no total timeout; they
 /// count as dropped after [`DEFAULT_STREAM_IDLE_TIMEOUT`] of silence and reconnect.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
@@ -145,7 +147,7 @@ pub(crate) struct Settings {
 /// A client bound to one host. Cheap to clone (the connection pool and settings are shared).
 ///
 /// [`Client::builder`] sets everything; [`Client::new`] is the builder's defaults: a 10 s
-/// connect timeout, a 90 s timeout per call, [`RetryPolicy::default`], and on every request
+/// connect timeout, a 90 s timeout per attempt, [`RetryPolicy::default`], and on every request
 /// the `OpenWOP-Version` the crate was generated for, `OpenWOP-Client-Version` and
 /// `User-Agent: openwop-rust/<crate version>`.
 #[derive(Clone)]
@@ -161,8 +163,21 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials too: only their names are shown.
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        // A base URL may carry `user:password@`: only the part after it is shown.
+        let base_url = match self.base_url.split_once("://") {
+            Some((scheme, rest)) => {
+                let authority = rest.split('/').next().unwrap_or("");
+                match authority.rsplit_once('@') {
+                    Some((_, host)) => {
+                        format!("{scheme}://<redacted>@{host}{}", &rest[authority.len()..])
+                    }
+                    None => self.base_url.clone(),
+                }
+            }
+            None => self.base_url.clone(),
+        };
         f.debug_struct("Client")
-            .field("base_url", &self.base_url)
+            .field("base_url", &base_url)
             .field("api_key", &self.api_key)
             .field("headers", &names)
             .field("timeout", &self.settings.timeout)
@@ -273,7 +288,7 @@ impl Client {
     }
 
     /// One request, ready to send: the defaults, then the client's headers, then the call's,
-    /// then the credential.
+    /// then the credential, unless the call sent its own `Authorization`.
     pub(crate) fn prepare(
         &self,
         method: reqwest::Method,
@@ -299,7 +314,10 @@ impl Client {
         for (name, value) in self.headers.iter().chain(headers) {
             put(&mut map, name, value)?;
         }
-        if let (false, Some(key)) = (anonymous, &self.api_key) {
+        let call_credential = headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(super::AUTH_HEADER));
+        if let (false, false, Some(key)) = (anonymous, call_credential, &self.api_key) {
             let credential = if super::AUTH_BEARER {
                 format!("Bearer {}", key.0)
             } else {

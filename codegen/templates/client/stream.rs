@@ -32,6 +32,14 @@ impl Default for StreamOptions {
 /// stream with the host's error.
 const MAX_RECONNECT_WAIT: Duration = Duration::from_secs(60);
 
+/// The total timeout of a stream request: in effect none (a run may wait on a person for
+/// days), but set, so that it overrides a total timeout of a caller's `reqwest::Client`.
+const STREAM_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long a connection must stay up, with or without events, before a drop no longer
+/// counts as another failure in a row.
+const HEALTHY_CONNECTION: Duration = Duration::from_secs(10);
+
 /// One dispatched server-sent event, before its data is decoded.
 #[derive(Debug, Clone)]
 struct Frame {
@@ -68,7 +76,20 @@ struct StreamState {
     data: Option<String>,
     event: Option<String>,
     frames: VecDeque<Frame>,
+    /// The id of the last event dispatched: what a reconnection resumes after.
     last_event_id: Option<String>,
+    /// The `id:` read since (the SSE "last event ID buffer"): it becomes `last_event_id`
+    /// only when its event is dispatched, so an event cut short by a drop is asked for
+    /// again instead of skipped.
+    id_buffer: Option<String>,
+    /// The last line of the previous chunk ended in CR: an LF starting this one belongs
+    /// to it.
+    skip_lf: bool,
+    /// Nothing of this connection's body parsed yet (a byte order mark may come first).
+    at_start: bool,
+    /// When this connection was opened: one that stayed up a while is not a failure in a
+    /// row with the next, even if it carried only keep-alives.
+    connected_at: std::time::Instant,
     retry: Option<Duration>,
     /// The `Retry-After` of the last refused reconnection.
     wait: Option<Duration>,
@@ -87,11 +108,13 @@ impl StreamState {
     async fn connect(&mut self) -> Result<reqwest::Response, Error> {
         let mut headers = self.headers.clone();
         headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));
-        if let Some(id) = &self.last_event_id {
+        // An empty id (`id:` with no value) resets the resumption point: nothing is sent.
+        if let Some(id) = self.last_event_id.as_ref().filter(|id| !id.is_empty()) {
             headers.push(("Last-Event-ID".to_owned(), id.clone()));
         }
         // No total timeout: a stream lives as long as the run; silence is judged by the
-        // idle timeout instead.
+        // idle timeout instead. Said explicitly, since a `reqwest::Client` given with
+        // `http_client` may carry a total timeout of its own that would cut every stream.
         let request = self.client.prepare(
             reqwest::Method::GET,
             &self.path,
@@ -99,7 +122,7 @@ impl StreamState {
             &self.query,
             &headers,
             None,
-            None,
+            Some(STREAM_LIFETIME),
         )?;
         self.tried += 1;
         let info = RequestInfo {
@@ -132,37 +155,67 @@ impl StreamState {
         (base * factor).min(Duration::from_secs(5))
     }
 
-    /// Feeds bytes to the SSE parser (lines end in LF, CRLF or CR).
-    fn feed(&mut self, bytes: &[u8]) {
+    /// Feeds bytes to the SSE parser (lines end in LF, CRLF or CR; a leading byte order
+    /// mark is dropped). Each line is handled as soon as its end arrives, a CR included:
+    /// waiting for a possible LF would hold an event back until the next chunk.
+    fn feed(&mut self, mut bytes: &[u8]) {
+        if self.skip_lf && !bytes.is_empty() {
+            if bytes[0] == b'\n' {
+                bytes = &bytes[1..];
+            }
+            self.skip_lf = false;
+        }
+        // What is buffered holds no line end: only the new bytes need looking at.
+        let mut scan_from = self.buffer.len();
         self.buffer.extend_from_slice(bytes);
-        loop {
-            let Some(end) = self.buffer.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+        if self.at_start {
+            const BOM: &[u8] = b"\xEF\xBB\xBF";
+            if self.buffer.len() < BOM.len() && BOM.starts_with(&self.buffer) {
                 return;
-            };
+            }
+            if self.buffer.starts_with(BOM) {
+                self.buffer.drain(..BOM.len());
+                scan_from = 0;
+            }
+            self.at_start = false;
+        }
+        let mut start = 0;
+        while let Some(offset) = self.buffer[scan_from..]
+            .iter()
+            .position(|b| *b == b'\n' || *b == b'\r')
+        {
+            let end = scan_from + offset;
             let mut next = end + 1;
             if self.buffer[end] == b'\r' {
                 match self.buffer.get(end + 1) {
                     Some(b'\n') => next += 1,
                     Some(_) => {}
-                    // A CR at the end may be the first half of a CRLF.
-                    None => return,
+                    None => self.skip_lf = true,
                 }
             }
-            let line = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
-            self.buffer.drain(..next);
+            let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
             self.line(&line);
+            start = next;
+            scan_from = next;
         }
+        // One move of the unfinished line per chunk, not one per line.
+        self.buffer.drain(..start);
     }
 
     fn line(&mut self, line: &str) {
         if line.is_empty() {
             let event = self.event.take();
+            // Dispatching sets the resumption point, with or without data.
+            if self.id_buffer.is_some() {
+                self.last_event_id = self.id_buffer.clone();
+            }
             if let Some(data) = self.data.take() {
                 self.frames.push_back(Frame {
                     event,
                     id: self.last_event_id.clone(),
                     data,
                 });
+                self.failures = 0;
                 self.frames_this_connection += 1;
                 if self.confirming {
                     // The close was early, not the end: the confirming connection resumed.
@@ -188,7 +241,7 @@ impl StreamState {
                 None => self.data = Some(value.to_owned()),
             },
             "event" => self.event = Some(value.to_owned()),
-            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.id_buffer = Some(value.to_owned()),
             "retry" => {
                 if let Ok(ms) = value.trim().parse::<u64>() {
                     self.retry = Some(Duration::from_millis(ms));
@@ -203,6 +256,10 @@ impl StreamState {
         self.buffer.clear();
         self.data = None;
         self.event = None;
+        // An id whose event never completed is not a place to resume after.
+        self.id_buffer = None;
+        self.skip_lf = false;
+        self.at_start = true;
     }
 
     fn dropped(&mut self, why: String) -> Option<Result<Frame, Error>> {
@@ -236,6 +293,7 @@ impl StreamState {
                     Ok(response) => {
                         self.response = Some(response);
                         self.frames_this_connection = 0;
+                        self.connected_at = std::time::Instant::now();
                         if !self.confirming {
                             self.reconnects += 1;
                         }
@@ -261,7 +319,13 @@ impl StreamState {
             };
             match tokio::time::timeout(self.options.idle_timeout, response.chunk()).await {
                 Ok(Ok(Some(bytes))) => {
-                    self.failures = 0;
+                    // Bytes alone (a keep-alive) do not make a connection sound: one a proxy
+                    // resets right after a comment would otherwise reconnect forever. A
+                    // dispatched event does (`line`), and so does a connection that stayed
+                    // up for a while.
+                    if self.connected_at.elapsed() >= HEALTHY_CONNECTION {
+                        self.failures = 0;
+                    }
                     self.feed(&bytes);
                 }
                 // The host closed the stream. It does so after a terminal event, and a
@@ -382,6 +446,10 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             event: None,
             frames: VecDeque::new(),
             last_event_id,
+            id_buffer: None,
+            skip_lf: false,
+            at_start: true,
+            connected_at: std::time::Instant::now(),
             retry: None,
             wait: None,
             frames_this_connection: 0,
@@ -411,6 +479,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             attempt += 1;
         };
         state.response = Some(response);
+        state.connected_at = std::time::Instant::now();
         let last_event_id = state.last_event_id.clone();
         Ok(Self {
             state: Some(state),
@@ -473,7 +542,11 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
                 body: excerpt(frame.data.as_bytes()),
             })?;
             Ok(SseEvent {
-                event: frame.event.unwrap_or_else(|| "message".to_owned()),
+                // No `event:`, or an empty one, is the default type.
+                event: frame
+                    .event
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "message".to_owned()),
                 id: frame.id,
                 data,
             })

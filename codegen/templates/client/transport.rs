@@ -28,6 +28,9 @@ pub(crate) struct Call<'a> {
     /// Why the call cannot be sent (an empty path parameter): `send` answers
     /// `Error::InvalidRequest` with it before anything goes out.
     pub(crate) invalid: Option<String>,
+    /// The path carries a credential (the resume token of an anonymous operation): it is
+    /// kept out of `Debug` and out of transport errors, which would print the URL.
+    pub(crate) secret_path: bool,
 }
 
 /// Header values are left out, as the client's own are: a per-call `Authorization` is a
@@ -38,7 +41,14 @@ impl fmt::Debug for Call<'_> {
         f.debug_struct("Call")
             .field("operation", &self.operation)
             .field("method", &self.method)
-            .field("path", &self.path)
+            .field(
+                "path",
+                &if self.secret_path {
+                    "<redacted>"
+                } else {
+                    self.path.as_str()
+                },
+            )
             .field("query", &self.query)
             .field("header_names", &header_names)
             .field("run_id", &self.run_id)
@@ -82,6 +92,7 @@ impl<'a> Call<'a> {
             takes_idempotency_key: false,
             idempotency_key: None,
             invalid: None,
+            secret_path: false,
         }
     }
 
@@ -110,18 +121,15 @@ impl<'a> Call<'a> {
     }
 
     /// Whether sending the request twice does what sending it once does: an idempotent
-    /// method, or an `Idempotency-Key` (minted, set with `idempotency_key(..)`, or sent
-    /// as a header of the call).
+    /// method, or an `Idempotency-Key` of an operation that takes one (minted, set with
+    /// `idempotency_key(..)`, or sent as a header of the call). A key sent to an operation
+    /// the document gives none is ignored by the host, so it makes nothing safe to repeat.
     fn repeatable(&self) -> bool {
         use reqwest::Method;
         matches!(
             self.method,
             Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS
         ) || self.idempotency_key.is_some()
-            || self
-                .headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
     }
 
     /// Sends, retrying as the policy says, and reads the answer whole (a body cut short or
@@ -132,9 +140,19 @@ impl<'a> Call<'a> {
             return Err(Error::InvalidRequest(problem.clone()));
         }
         if self.takes_idempotency_key && self.idempotency_key.is_none() {
-            // One key per logical call, the same on every attempt: the host answers a
-            // retry with the first attempt's result instead of acting twice.
-            self.idempotency_key = Some(super::retry::mint_idempotency_key());
+            // A key the caller sent as a header is the call's key (it would otherwise be
+            // replaced by a minted one, and a retry across restarts would act twice).
+            if let Some(at) = self
+                .headers
+                .iter()
+                .position(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+            {
+                self.idempotency_key = Some(self.headers.remove(at).1);
+            } else {
+                // One key per logical call, the same on every attempt: the host answers a
+                // retry with the first attempt's result instead of acting twice.
+                self.idempotency_key = Some(super::retry::mint_idempotency_key());
+            }
         }
         #[cfg(feature = "tracing")]
         {
@@ -156,19 +174,21 @@ impl<'a> Call<'a> {
 
     /// The per-attempt timeout: the call's or the client's, and for a long poll at least its
     /// hold and a margin (a client timeout shorter than the hold would time every poll out
-    /// and retry it).
+    /// and retry it). A long poll always has one, even with no timeout set, so that the
+    /// total timeout of a caller's own `reqwest::Client` cannot cut its hold short either.
     fn attempt_timeout(&self) -> Option<Duration> {
-        let timeout = self.timeout.unwrap_or(self.client.settings.timeout)?;
+        let timeout = self.timeout.unwrap_or(self.client.settings.timeout);
         let hold = self
             .query
             .iter()
             .find(|(k, _)| *k == "timeout")
             .and_then(|(_, v)| v.parse::<u64>().ok())
             .map(Duration::from_secs);
-        Some(match hold {
-            Some(hold) => timeout.max(hold + LONG_POLL_MARGIN),
-            None => timeout,
-        })
+        match (timeout, hold) {
+            (Some(timeout), Some(hold)) => Some(timeout.max(hold + LONG_POLL_MARGIN)),
+            (None, Some(hold)) => Some(hold + LONG_POLL_MARGIN),
+            (timeout, None) => timeout,
+        }
     }
 
     async fn attempts(&self, not_modified_ok: bool) -> Result<Answer, Error> {
@@ -226,19 +246,36 @@ impl<'a> Call<'a> {
             self.body.as_ref(),
             timeout,
         )?;
-        let response = self.client.execute(request, &self.info(attempt)).await?;
+        let response = self
+            .client
+            .execute(request, &self.info(attempt))
+            .await
+            .map_err(|e| self.redacted(e))?;
         let status = response.status();
         if status.is_success() || (not_modified_ok && status.as_u16() == 304) {
             let headers = response.headers().clone();
             // Read inside the attempt: the timeout covers it, and a failure is retried.
-            let bytes = response.bytes().await?.to_vec();
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| self.redacted(Error::Transport(e)))?
+                .to_vec();
             return Ok(Answer {
                 status: status.as_u16(),
                 headers,
                 bytes,
             });
         }
-        Err(error_answer(response).await)
+        Err(self.redacted(error_answer(response).await))
+    }
+
+    /// A transport error of a call whose path is a credential, without its URL (reqwest's
+    /// `Display` prints it, and errors end up in logs).
+    fn redacted(&self, error: Error) -> Error {
+        match error {
+            Error::Transport(e) if self.secret_path => Error::Transport(e.without_url()),
+            other => other,
+        }
     }
 }
 
@@ -253,6 +290,9 @@ pub(crate) struct Fields {
 impl Fields {
     pub(crate) fn whole<T: serde::Serialize>(&mut self, body: &T) {
         self.set_any = true;
+        // A whole body replaces what was set before it (`.body(a).body(b)` sends `b`);
+        // field setters after it change its fields.
+        self.map.clear();
         match serde_json::to_value(body) {
             Ok(serde_json::Value::Object(map)) => self.map.extend(map),
             Ok(other) => {
@@ -365,11 +405,17 @@ pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a s
 }
 
 /// Projects an id into one path segment: bytes outside `[A-Za-z0-9._-]` become `~` and two
-/// upper-case hex digits, so a tenant-bound id never splits the path.
+/// upper-case hex digits, so a tenant-bound id never splits the path. A segment of dots
+/// alone (`.`, `..`) is projected whole (`~2E~2E`): as written, a URL parser would take it
+/// for a step up the path and call another route.
 pub fn project_path_segment(id: &str) -> String {
+    let dots_only = id.bytes().all(|b| b == b'.');
     let mut out = String::with_capacity(id.len());
     for byte in id.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
+        let plain = byte.is_ascii_alphanumeric()
+            || matches!(byte, b'_' | b'-')
+            || (byte == b'.' && !dots_only);
+        if plain {
             out.push(char::from(byte));
         } else {
             out.push_str(&format!("~{byte:02X}"));

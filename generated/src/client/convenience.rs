@@ -116,8 +116,12 @@ impl Client {
 
     /// Follows the run to its end, answering every interrupt it raises with the resume value
     /// `answer` gives, and calling `on_event` with every event; answers the final snapshot.
-    /// An interrupt that is already resolved when it is answered (an earlier one replayed
-    /// from the log, or one another client answered first) is skipped.
+    ///
+    /// The stream starts at the beginning of the run's log, so `answer` is also called for
+    /// interrupts raised before this call, including ones already resolved: their
+    /// resolution is refused by the host (`409`/`410`) and skipped, and so is one another
+    /// client answered first. Keep `answer` free of side effects, or check the interrupt
+    /// against [`Client::run_snapshot`]'s open `interrupts` before acting.
     pub async fn run_to_end(
         &self,
         run_id: &str,

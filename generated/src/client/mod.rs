@@ -914,7 +914,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -970,7 +972,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1042,7 +1046,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1209,7 +1215,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1275,7 +1283,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1367,7 +1377,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1464,7 +1476,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1518,6 +1532,7 @@ pub mod builder {
             if token.is_empty() {
                 call.invalid.get_or_insert_with(|| format!("`{}` is empty", "token"));
             }
+            call.secret_path = true;
             Self { call }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1526,7 +1541,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1578,6 +1595,7 @@ pub mod builder {
             if token.is_empty() {
                 call.invalid.get_or_insert_with(|| format!("`{}` is empty", "token"));
             }
+            call.secret_path = true;
             Self {
                 call,
                 fields: super::Fields::default(),
@@ -1600,7 +1618,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1686,7 +1706,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1759,7 +1781,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1829,7 +1853,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1893,7 +1919,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -1950,7 +1978,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -2006,7 +2036,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -2058,7 +2090,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -2115,7 +2149,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,

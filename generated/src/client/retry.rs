@@ -135,7 +135,15 @@ impl RetryPolicy {
     ) -> Option<Duration> {
         let wait = self.delay(attempt, retry_after)?;
         match self.max_elapsed {
-            Some(limit) if started.elapsed() + wait >= limit => None,
+            // A `Retry-After` so large that the sum overflows is past any limit.
+            Some(limit)
+                if started
+                    .elapsed()
+                    .checked_add(wait)
+                    .is_none_or(|end| end >= limit) =>
+            {
+                None
+            }
             _ => Some(wait),
         }
     }

@@ -768,10 +768,10 @@ async fn a_failed_page_leaves_its_cursor_to_resume_from() {
     assert_eq!(host.hits("GET", "/runs"), 2);
 }
 
-/// A parameter set twice is sent once (the last value), and a `POST` whose caller sent an
-/// `Idempotency-Key` header is as safe to retry as one with a minted key.
+/// A parameter set twice is sent once (the last value), and a caller's `Idempotency-Key`
+/// header is the call's key where the operation takes one, and nothing where it does not.
 #[tokio::test]
-async fn a_parameter_set_twice_is_sent_once_and_a_keyed_header_makes_a_post_retryable() {
+async fn a_parameter_set_twice_is_sent_once_and_a_callers_key_header_is_the_calls_key() {
     let host = host().await;
     host.on("GET", "/runs", [Reply::json(200, &json!({"runs": []}))]);
     let client = client(&host);
@@ -784,6 +784,39 @@ async fn a_parameter_set_twice_is_sent_once_and_a_keyed_header_makes_a_post_retr
         .expect("page");
     assert_eq!(host.requests()[0].query.as_deref(), Some("cursor=b"));
 
+    // A key sent as a header is the call's key: on every attempt, alone, not replaced by
+    // a minted one, and it makes the POST safe to retry.
+    host.on(
+        "POST",
+        "/runs",
+        [
+            Reply::error(503, "service_unavailable", "busy"),
+            Reply::json(201, &created()),
+        ],
+    );
+    client
+        .create_run()
+        .workflow_id("echo")
+        .header("Idempotency-Key", "order-42")
+        .send()
+        .await
+        .expect("second attempt");
+    let keys: Vec<Vec<String>> = host
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/runs" && r.method == "POST")
+        .map(|r| {
+            r.headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+                .map(|(_, v)| v.clone())
+                .collect()
+        })
+        .collect();
+    assert_eq!(keys, [["order-42"], ["order-42"]]);
+
+    // An operation the document gives no Idempotency-Key ignores one: a POST to it is not
+    // safe to repeat, whatever header the caller adds.
     let path = "/interrupts/tok_0123456789abcdef";
     host.on(
         "POST",
@@ -799,7 +832,7 @@ async fn a_parameter_set_twice_is_sent_once_and_a_keyed_header_makes_a_post_retr
         .resume_value(json!({"action": "accept"}))
         .send()
         .await;
-    assert_eq!(host.hits("POST", path), 2, "retried under the caller's key");
+    assert_eq!(host.hits("POST", path), 1, "sent once");
 }
 
 /// `max_elapsed` bounds a call with all its attempts: a host that never answers costs that
@@ -946,4 +979,236 @@ async fn a_stream_that_simply_ends_reads_no_reconnections() {
         [1, 2],
         "each connection is its own attempt"
     );
+}
+
+/// An event's `id:` counts only once the event is whole: a stream cut in the middle of an
+/// event resumes before it, and the event arrives.
+#[tokio::test]
+async fn an_event_cut_short_is_asked_for_again() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    let whole = event(2, "run.completed");
+    let half = &whole[..whole.len() / 2];
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::events([event(1, "run.started"), half.to_owned()]),
+            Reply::events([whole.clone()]),
+            Reply::events(Vec::<String>::new()),
+        ],
+    );
+    let client = client(&host);
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        seen.push(event.unwrap().sequence);
+    }
+    assert_eq!(seen, [1, 2], "event 2 was not skipped");
+    assert_eq!(
+        host.requests()[1].header("last-event-id"),
+        Some("1"),
+        "resumed after the last whole event"
+    );
+    assert_eq!(events.last_event_id(), Some("2"));
+}
+
+/// SSE as the WHATWG parser reads it: a byte order mark first, lines ended by a lone CR
+/// (dispatched at once, not held for an LF that never comes), an empty `event:` as the
+/// default type.
+#[tokio::test]
+async fn a_stream_with_a_bom_and_cr_line_ends_is_read_at_once() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    let first = event(1, "run.started").replace('\n', "\r");
+    host.on(
+        "GET",
+        path,
+        [Reply::events_then_hang([format!("\u{feff}{first}")])],
+    );
+    let client = client(&host);
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), events.next_event())
+        .await
+        .expect("dispatched without waiting for another chunk")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.id.as_deref(), Some("1"), "the id line after the BOM");
+    assert_eq!(first.event, "run.started");
+
+    host.on(
+        "GET",
+        path,
+        [Reply::events_then_hang([
+            event(1, "run.started").replace("event: run.started", "event:")
+        ])],
+    );
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    let first = events.next_event().await.unwrap().unwrap();
+    assert_eq!(first.event, "message");
+}
+
+/// A connection that carries only a keep-alive before it drops is a failure like any
+/// other: the stream gives up after `max_reconnects` instead of reconnecting forever.
+#[tokio::test]
+async fn keep_alives_alone_do_not_keep_a_failing_stream_alive() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::events_then_hang([event(1, "run.started")]),
+            Reply::events_then_hang([": keep-alive\n\n"]),
+        ],
+    );
+    let client = client(&host);
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .idle_timeout(Duration::from_millis(200))
+        .max_reconnects(2)
+        .send()
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut items = Vec::new();
+        while let Some(item) = events.next().await {
+            items.push(item.map(|e| e.sequence));
+        }
+        items
+    })
+    .await
+    .expect("the stream ends");
+    assert!(matches!(outcome[0], Ok(1)), "{outcome:?}");
+    assert!(
+        matches!(outcome.last(), Some(Err(Error::Stream(_)))),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        host.hits("GET", path),
+        3,
+        "the first connection, then max_reconnects more"
+    );
+}
+
+/// Per call, an `Authorization` header is the credential (a gateway forwarding its
+/// user's token), a segment of dots cannot climb the path, and a resume token in the path
+/// stays out of errors and `Debug`.
+#[tokio::test]
+async fn a_calls_credential_wins_dots_stay_in_their_segment_and_tokens_stay_out_of_logs() {
+    let host = host().await;
+    let run = "/runs/acme~2Frun_0123456789abcdef";
+    host.on("GET", run, [Reply::json(200, &snapshot(0))]);
+    let client = client(&host);
+    let _ = client
+        .get_run("acme/run_0123456789abcdef")
+        .header("Authorization", "Bearer user-token-1")
+        .send()
+        .await;
+    let _ = client.get_run("acme/run_0123456789abcdef").send().await;
+    let auth: Vec<Option<String>> = host
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        auth,
+        [
+            Some("Bearer user-token-1".to_owned()),
+            Some("Bearer k-1".to_owned())
+        ]
+    );
+
+    host.on(
+        "GET",
+        "/runs/~2E~2E",
+        [Reply::error(404, "not_found", "no run")],
+    );
+    let err = client.get_run("..").send().await.unwrap_err();
+    assert_eq!(err.status(), Some(404));
+    assert_eq!(host.hits("GET", "/runs/~2E~2E"), 1);
+
+    let token = "ow2.hs256.k1.secretpayload.secretmac";
+    host.on(
+        "POST",
+        &format!("/interrupts/{token}"),
+        [Reply::drop_connection()],
+    );
+    let call = client
+        .resolve_interrupt_by_token(token)
+        .resume_value(json!({"action": "accept"}))
+        .retry(RetryPolicy::none());
+    assert!(!format!("{call:?}").contains("secret"), "{call:?}");
+    let err = call.send().await.unwrap_err();
+    assert!(matches!(err, Error::Transport(_)), "{err:?}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    assert!(!format!("{err:?}").contains("secret"), "{err:?}");
+}
+
+/// A caller's own `reqwest::Client` with a short total timeout cuts neither an event
+/// stream (judged by its idle timeout) nor a long poll (held for its `timeout`).
+#[tokio::test]
+async fn a_callers_http_client_timeout_cuts_no_stream_or_long_poll() {
+    let host = host().await;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let client = Client::builder(host.url())
+        .http_client(http)
+        .no_timeout()
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let events = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on(
+        "GET",
+        events,
+        [
+            Reply::delayed(
+                Duration::from_millis(700),
+                Reply::events([event(1, "run.started")]),
+            ),
+            Reply::events(Vec::<String>::new()),
+        ],
+    );
+    let mut stream = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .expect("the stream opens after 700 ms");
+    assert_eq!(stream.next().await.unwrap().unwrap().sequence, 1);
+
+    let poll = "/runs/acme~2Frun_0123456789abcdef/events/poll";
+    host.on(
+        "GET",
+        poll,
+        [Reply::delayed(
+            Duration::from_millis(700),
+            Reply::json(
+                200,
+                &json!({"runId": "acme/run_0123456789abcdef", "events": [], "lastSequence": 3,
+                        "status": "running", "isTerminal": false}),
+            ),
+        )],
+    );
+    let answer = client
+        .poll_run_events("acme/run_0123456789abcdef")
+        .after_sequence(3)
+        .timeout(1)
+        .send()
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
 }

@@ -423,7 +423,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -487,7 +489,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -555,7 +559,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
@@ -644,7 +650,9 @@ pub mod builder {
             self.call.retry = Some(policy);
             self
         }
-        /// Sends one more header with this call (it replaces a client-wide one of the same name).
+        /// Sends one more header with this call. It replaces a client-wide one of the same
+        /// name; an `Authorization` here replaces the client's API key for this call (a
+        /// gateway forwarding each user's own token on a shared client).
         pub fn header(
             mut self,
             name: impl Into<::std::string::String>,
