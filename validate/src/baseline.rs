@@ -9,8 +9,10 @@
 //! requires): without it, fixing one and breaking another would keep the count and hide
 //! the new one. Every message depends on the document alone (none on today's date), so a
 //! recorded finding stays known until the document or the rule's wording changes. Input
-//! findings (unreadable, not JSON) are never recorded nor hidden. The file is sorted JSON
-//! with one entry per key, so it diffs cleanly under review.
+//! findings (unreadable, not JSON) are never recorded nor hidden. A document that could
+//! not be read or parsed has findings nobody knows today: its entries are not stale, and
+//! a baseline rewritten meanwhile keeps them. The file is sorted JSON with one entry per
+//! key, so it diffs cleanly under review.
 //!
 //! Version 1 files (no messages) are still read, matching by path, rule and pointer as
 //! they did; the command says to rewrite them.
@@ -56,7 +58,7 @@ type Key = (String, String, String, Option<String>);
 
 fn key(e: &Entry) -> Key {
     (
-        path_key(&e.path).to_owned(),
+        path_key(&e.path),
         e.rule.clone(),
         e.pointer.clone(),
         Some(e.message.clone()),
@@ -100,7 +102,7 @@ impl Baseline {
                 }
             };
             *counts
-                .entry((path_key(&r.path).to_owned(), r.rule, r.pointer, message))
+                .entry((path_key(&r.path), r.rule, r.pointer, message))
                 .or_insert(0) += r.count;
         }
         Ok(Baseline {
@@ -117,9 +119,51 @@ impl Baseline {
         }
     }
 
+    /// Adds `old`'s entries for the documents at `paths` (ones this run could not read),
+    /// so a baseline rewritten while a document is broken does not forget what it knew of
+    /// it. A version 1 entry (no message) cannot be written in this version's file: that
+    /// is an error rather than an entry dropped.
+    pub fn keep(&mut self, old: &Baseline, paths: &BTreeSet<String>) -> Result<(), String> {
+        for (key, count) in &old.counts {
+            if !paths.contains(&key.0) {
+                continue;
+            }
+            if key.3.is_none() {
+                return Err(format!(
+                    "{} could not be read, and its entries in the version 1 baseline cannot be carried into a version {VERSION} one; fix the document first",
+                    key.0
+                ));
+            }
+            *self.counts.entry(key.clone()).or_insert(0) += count;
+        }
+        Ok(())
+    }
+
+    /// The baseline as the file's text.
+    pub fn render(&self) -> String {
+        let file = File {
+            version: VERSION,
+            findings: self
+                .counts
+                .iter()
+                .map(|((path, rule, pointer, message), count)| Record {
+                    path: path.clone(),
+                    rule: rule.clone(),
+                    pointer: pointer.clone(),
+                    message: message.clone(),
+                    count: *count,
+                })
+                .collect(),
+        };
+        let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
     /// Removes the findings the baseline knows from `documents`; returns how many were
     /// removed and the entries not found. Only the paths checked in this run can have stale
-    /// entries: a hook that checks the changed files alone says nothing about the others.
+    /// entries: a hook that checks the changed files alone says nothing about the others,
+    /// and a document that could not be read or parsed was not checked either.
     pub fn apply(&self, documents: &mut [Document]) -> (usize, Vec<Stale>) {
         let mut left = self.counts.clone();
         let mut known = 0;
@@ -140,10 +184,14 @@ impl Baseline {
                 true
             });
         }
-        let checked: BTreeSet<&str> = documents.iter().map(|d| path_key(&d.path)).collect();
+        let checked: BTreeSet<String> = documents
+            .iter()
+            .filter(|d| !d.unreadable())
+            .map(|d| path_key(&d.path))
+            .collect();
         let stale = left
             .into_iter()
-            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path.as_str()))
+            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path))
             .map(|((path, rule, pointer, message), count)| Stale {
                 path,
                 rule,
@@ -164,24 +212,18 @@ fn counts<'a>(entries: impl Iterator<Item = &'a Entry>) -> BTreeMap<Key, usize> 
     counts
 }
 
-/// The baseline of `documents`' findings as the file's text.
+/// The baseline of these findings as the file's text.
 pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>) -> String {
-    let file = File {
-        version: VERSION,
-        findings: counts(entries)
-            .into_iter()
-            .map(|((path, rule, pointer, message), count)| Record {
-                path,
-                rule,
-                pointer,
-                message,
-                count,
-            })
-            .collect(),
-    };
-    let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
-    text.push('\n');
-    text
+    Baseline::of(entries).render()
+}
+
+/// The paths (as baselines key them) of the documents that could not be read or parsed.
+pub fn unreadable_paths(documents: &[Document]) -> BTreeSet<String> {
+    documents
+        .iter()
+        .filter(|d| d.unreadable())
+        .map(|d| path_key(&d.path))
+        .collect()
 }
 
 #[cfg(test)]
@@ -349,5 +391,35 @@ mod tests {
         )];
         let (known, stale) = baseline.apply(&mut docs);
         assert_eq!((known, stale.len(), docs[0].entries.len()), (1, 0, 1));
+    }
+
+    /// A document that cannot be read or parsed today was not checked: its entries are
+    /// neither stale nor forgotten by a baseline written meanwhile.
+    #[test]
+    fn an_unreadable_documents_entries_are_not_stale_and_are_kept() {
+        let old = Baseline::of(
+            [
+                said("a.json", "r", "/x", "one"),
+                said("c.json", "r", "/y", "two"),
+                said("c.json", "s", "", "three"),
+            ]
+            .iter(),
+        );
+        let broken = || doc("c.json", vec![entry("c.json", rules::INPUT_MALFORMED, "")]);
+        let mut docs = vec![doc("a.json", vec![]), broken()];
+        let (known, stale) = old.apply(&mut docs);
+        let stale: Vec<&str> = stale.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!((known, stale), (0, vec!["a.json"]));
+
+        // Rewritten while c.json is broken: a.json's entry goes (it is fixed), c.json's stay.
+        let docs = [doc("a.json", vec![]), broken()];
+        let unreadable = unreadable_paths(&docs);
+        assert_eq!(unreadable, BTreeSet::from(["c.json".to_owned()]));
+        let mut written = Baseline::of(docs.iter().flat_map(|d| d.entries.iter()));
+        written.keep(&old, &unreadable).expect("version 2 entries");
+        let text = written.render();
+        assert!(!text.contains("a.json"), "{text}");
+        assert_eq!(text.matches("\"c.json\"").count(), 2, "{text}");
+        assert!(!text.contains("input."), "{text}");
     }
 }

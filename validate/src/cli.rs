@@ -50,9 +50,9 @@ Findings: `PATH:LINE:COL: SEVERITY: RULE: sentence` in human output; every forma
 column of the value the rule is about, the rule's severity and a link to its page. A file
 that cannot be read or is not JSON is a finding too (input.unreadable, input.malformed).
 
-Settings come from the command line, else from .openwop-validate.yaml in the working
-directory or the nearest directory above it (fail-on, max-warnings, baseline, docs-url,
-rules: {ID: off|warning|error}).
+Settings come from the command line, else from .openwop-validate.yaml (or .yml) in the
+working directory or the nearest directory above it (fail-on, max-warnings, baseline,
+docs-url, rules: {ID: off|warning|error}).
 
 Exit status: 0 nothing fails the threshold, 1 a finding fails it (--fail-on, default
 error; more warnings than --max-warnings; a stale entry under --strict-baseline),
@@ -70,8 +70,9 @@ pub struct ValidateArgs {
     /// system clock, in UTC.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub now: Option<(i32, u32, u32)>,
-    /// What the documents are.
-    #[arg(long, value_enum, default_value_t = Kind::Discovery)]
+    /// What the documents are. Named twice, the last counts (a pre-commit hook's entry
+    /// names it, and its `args` may too).
+    #[arg(long, value_enum, default_value_t = Kind::Discovery, overrides_with = "kind")]
     pub kind: Kind,
     /// The host's discovery document (file, `-` or URL), to check agent cards against its
     /// `a2a` facet; only with `--kind agent-card`.
@@ -87,10 +88,10 @@ pub struct ValidateArgs {
     /// `rules`.
     #[arg(long = "rule", value_name = "ID=LEVEL", value_parser = parse_rule_setting)]
     pub rules: Vec<(String, Level)>,
-    /// Read settings from FILE instead of the nearest .openwop-validate.yaml.
+    /// Read settings from FILE instead of the nearest .openwop-validate.yaml (or .yml).
     #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
     pub config: Option<PathBuf>,
-    /// Ignore any .openwop-validate.yaml.
+    /// Ignore any .openwop-validate.yaml (or .yml).
     #[arg(long)]
     pub no_config: bool,
     /// Report only findings the baseline FILE does not list [config: baseline].
@@ -108,11 +109,13 @@ pub struct ValidateArgs {
     /// tree this binary was built from].
     #[arg(long, value_name = "URL", env = "OPENWOP_VALIDATE_DOCS_URL")]
     pub docs_url: Option<String>,
-    /// List every rule with its severity and summary (`--format json` for JSON).
-    #[arg(long, conflicts_with = "explain")]
+    /// List every rule with its severity and summary (`--format json` for JSON); checks
+    /// no documents.
+    #[arg(long, conflicts_with_all = ["explain", "paths"])]
     pub list_rules: bool,
-    /// Explain one rule: its sentence, severity, section, an example and its page.
-    #[arg(long, value_name = "RULE")]
+    /// Explain one rule: its sentence, severity, section, an example and its page
+    /// (`--format json` for JSON); checks no documents.
+    #[arg(long, value_name = "RULE", conflicts_with = "paths")]
     pub explain: Option<String>,
     /// Name standard input (`-`) NAME in findings, baselines and SARIF, as the file whose
     /// content is piped in (an editor's buffer, a staged version).
@@ -184,10 +187,19 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     match try_run(&args) {
         Ok(code) => code,
         Err(problem) => {
-            eprintln!("error: {problem}");
+            say(&format!("error: {problem}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// Writes a line to standard error, kept to one line as findings are ([`format::one_line`]:
+/// it can name a path or quote a document). What goes there (notes, warnings, why the run
+/// fails) only adds to the exit status, so an error writing it (a closed pipe:
+/// `2>&1 | head`) is ignored: `eprintln!` would panic, and the run would exit 101 instead
+/// of its status.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", format::one_line(line));
 }
 
 fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
@@ -196,31 +208,13 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     if args.strict_baseline && settings.baseline.is_none() {
         return Err("--strict-baseline needs a baseline (--baseline FILE or `baseline:` in the config file)".into());
     }
-    if args.list_rules {
-        // Each `--format` gets the list: JSON for `json`, the table for any other; a
-        // `FMT=FILE` is written like any report.
-        if formats.is_empty() {
-            print(&explain::list(false, &settings.docs));
-        }
-        for spec in &formats {
-            let text = explain::list(spec.kind == format::Kind::Json, &settings.docs);
-            match &spec.file {
-                Some(file) => std::fs::write(file, text)
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?,
-                None => print(&text),
-            }
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(id) = &args.explain {
-        let rule = rules::lookup(id).ok_or_else(|| crate::config::known_rule(id).unwrap_err())?;
-        print(&explain::explain(rule, &settings.docs));
-        return Ok(ExitCode::SUCCESS);
+    if args.list_rules || args.explain.is_some() {
+        return catalogue(args, &formats, &settings.docs);
     }
     check_usage(args)?;
     if args.kind == Kind::AgentCard && args.discovery.is_none() {
-        eprintln!(
-            "note: without --discovery, the rules that hold an agent card to its host's discovery document are not checked"
+        say(
+            "note: without --discovery, the rules that hold an agent card to its host's discovery document are not checked",
         );
     }
 
@@ -231,10 +225,27 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         strict_baseline: args.strict_baseline,
         ..Report::default()
     };
-    let stdin_label = args.stdin_filename.as_deref().unwrap_or(STDIN_LABEL);
-    let load = |path: &str, kind| load_named(path, kind, stdin_label);
+    // Named as a file argument would be (`./public/doc.json` is `public/doc.json`).
+    let stdin_label = args
+        .stdin_filename
+        .as_deref()
+        .map_or_else(|| STDIN_LABEL.to_owned(), crate::load::path_key);
+    let load = |path: &str, kind| load_named(path, kind, &stdin_label);
     let discovery = match args.discovery.as_deref().map(|p| load(p, Kind::Discovery)) {
         None => None,
+        // Anything but an object is no discovery document: said as such, not as a card
+        // finding about a facet it lacks.
+        Some(Ok(doc)) if !doc.value.is_object() => {
+            let e = LoadError::Nothing {
+                reason: format!(
+                    "the --discovery input is not a JSON object (it is {}), so it is no discovery document and the cards were not checked against it",
+                    json_type(&doc.value)
+                ),
+                label: doc.label,
+            };
+            report.documents.push(unreadable(&e, &settings.docs));
+            None
+        }
         Some(Ok(doc)) => Some(doc.value),
         Some(Err(e)) => {
             report.documents.push(unreadable(&e, &settings.docs));
@@ -266,18 +277,30 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     // A baseline just written is applied at once: the run that adopts the gate passes,
     // and says how many findings it recorded.
     let baseline = match (&args.write_baseline, &settings.baseline) {
-        (Some(file), _) => {
-            std::fs::write(file, baseline::render(report.entries()))
+        (Some(file), configured) => {
+            let mut written = Baseline::of(report.entries());
+            // A document that could not be read has findings nobody knows today: its
+            // entries in the previous baseline (the one configured, else the file being
+            // rewritten) are kept, not thrown away.
+            let unreadable = baseline::unreadable_paths(&report.documents);
+            let previous = configured.as_ref().or(Some(file).filter(|f| f.exists()));
+            if let (false, Some(previous)) = (unreadable.is_empty(), previous) {
+                let old = Baseline::read(previous)?;
+                written
+                    .keep(&old, &unreadable)
+                    .map_err(|e| format!("{e}; the baseline {} was not written", file.display()))?;
+            }
+            std::fs::write(file, written.render())
                 .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
-            Some(Baseline::of(report.entries()))
+            Some(written)
         }
         (None, Some(file)) => {
             let baseline = Baseline::read(file)?;
             if baseline.version == 1 {
-                eprintln!(
+                say(&format!(
                     "warning: the baseline {} is a version 1 file, which matches findings without their messages: a new finding where a known one is would pass unseen; rewrite it with --write-baseline",
                     file.display()
-                );
+                ));
             }
             Some(baseline)
         }
@@ -290,12 +313,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     }
 
     for spec in &formats {
-        let text = format::render(spec.kind, &report, &settings.docs);
-        match &spec.file {
-            Some(file) => std::fs::write(file, text)
-                .map_err(|e| format!("cannot write {}: {e}", file.display()))?,
-            None => print(&text),
-        }
+        emit(spec, &format::render(spec.kind, &report, &settings.docs))?;
         if spec.kind == format::Kind::Github {
             append_step_summary(&report);
         }
@@ -303,9 +321,69 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     // Said on standard error too, whatever the formats: a `--format json` run that fails
     // with no finding printed says why.
     for why in report.run_failures() {
-        eprintln!("failing: {why}");
+        say(&format!("failing: {why}"));
     }
     Ok(ExitCode::from(report.exit_code()))
+}
+
+/// `--list-rules` and `--explain RULE`: the catalogue, as a table or text (`human`, the
+/// default) or JSON (`json`), on standard output or to `FMT=FILE`. They check no
+/// documents (clap refuses PATH arguments beside them) and have no other format: a
+/// `--format sarif` asked for and not given would go unnoticed.
+fn catalogue(args: &ValidateArgs, formats: &[Spec], docs: &Docs) -> Result<ExitCode, String> {
+    let what = if args.list_rules {
+        "--list-rules"
+    } else {
+        "--explain"
+    };
+    if let Some(spec) = formats
+        .iter()
+        .find(|s| !matches!(s.kind, format::Kind::Human | format::Kind::Json))
+    {
+        return Err(format!(
+            "{what} prints human or json, not {}: use --format human or --format json",
+            spec.kind.name()
+        ));
+    }
+    let rule = match &args.explain {
+        Some(id) => {
+            Some(rules::lookup(id).ok_or_else(|| crate::config::known_rule(id).unwrap_err())?)
+        }
+        None => None,
+    };
+    let text = |json: bool| match rule {
+        Some(rule) => explain::explain(rule, json, docs),
+        None => explain::list(json, docs),
+    };
+    if formats.is_empty() {
+        print(&text(false))?;
+    }
+    for spec in formats {
+        emit(spec, &text(spec.kind == format::Kind::Json))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes one `--format`'s text where it goes: its file, else standard output.
+fn emit(spec: &Spec, text: &str) -> Result<(), String> {
+    match &spec.file {
+        Some(file) => {
+            std::fs::write(file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
+        }
+        None => print(text),
+    }
+}
+
+/// `a JSON array` and the like, for a message about a value of the wrong type.
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 fn settings(args: &ValidateArgs) -> Result<Settings, String> {
@@ -384,15 +462,25 @@ fn append_step_summary(report: &Report) {
         .append(true)
         .create(true)
         .open(&path)
-        .and_then(|mut f| f.write_all(format::markdown(report).as_bytes()));
+        .and_then(|mut f| f.write_all(format::step_summary(report).as_bytes()));
     if let Err(e) = appended {
-        eprintln!("warning: cannot append to GITHUB_STEP_SUMMARY: {e}");
+        say(&format!(
+            "warning: cannot append to GITHUB_STEP_SUMMARY: {e}"
+        ));
     }
 }
 
-fn print(text: &str) {
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+/// Writes `text` to standard output. A reader that stopped reading (`| head`: a broken
+/// pipe) wanted no more, and is no error; any other failure (a full disk behind
+/// `> report.sarif`) is, or the run would pass with its report lost.
+fn print(text: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn check_usage(args: &ValidateArgs) -> Result<(), String> {

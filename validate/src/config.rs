@@ -1,9 +1,9 @@
 //! The settings of a run: the command line over a config file.
 //!
-//! The config file is `.openwop-validate.yaml`, found in the working directory or the
-//! nearest directory above it that has one (`--config FILE` names one, `--no-config`
-//! ignores it), so a repository states its threshold and rule levels once for every
-//! developer, hook and CI job:
+//! The config file is `.openwop-validate.yaml` (or `.yml`), found in the working directory
+//! or the nearest directory above it that has one (`--config FILE` names one,
+//! `--no-config` ignores it), so a repository states its threshold and rule levels once
+//! for every developer, hook and CI job:
 //!
 //! ```yaml
 //! fail-on: error            # error | warning | never
@@ -23,6 +23,9 @@ use crate::rules::{self, Severity};
 
 /// The config file's name.
 pub const FILE_NAME: &str = ".openwop-validate.yaml";
+/// Its other spelling: both are common for YAML, and a file under the one not looked for
+/// would be ignored without a word.
+pub const FILE_NAME_YML: &str = ".openwop-validate.yml";
 
 /// Which findings fail the run (exit 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
@@ -132,11 +135,12 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads `explicit`, else the nearest `.openwop-validate.yaml` from `cwd` upwards.
+    /// Reads `explicit`, else the nearest `.openwop-validate.yaml` (or `.yml`) from `cwd`
+    /// upwards.
     pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Config, String> {
         let path = match explicit {
             Some(p) => Some(p.to_path_buf()),
-            None => find(cwd),
+            None => find(cwd)?,
         };
         let Some(path) = path else {
             return Ok(Config::default());
@@ -165,11 +169,25 @@ impl Config {
     }
 }
 
-/// The nearest config file in `dir` or a directory above it.
-fn find(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .map(|d| d.join(FILE_NAME))
-        .find(|candidate| candidate.is_file())
+/// The nearest config file in `dir` or a directory above it, under either name. A
+/// directory with both is an error: which one applies must not be a guess.
+fn find(dir: &Path) -> Result<Option<PathBuf>, String> {
+    for d in dir.ancestors() {
+        let (yaml, yml) = (d.join(FILE_NAME), d.join(FILE_NAME_YML));
+        match (yaml.is_file(), yml.is_file()) {
+            (true, true) => {
+                return Err(format!(
+                    "two config files: {} and {}; keep one",
+                    yaml.display(),
+                    yml.display()
+                ));
+            }
+            (true, false) => return Ok(Some(yaml)),
+            (false, true) => return Ok(Some(yml)),
+            (false, false) => {}
+        }
+    }
+    Ok(None)
 }
 
 /// An error naming the rule when `id` is not in the catalogue, so a typo does not silently
@@ -261,5 +279,20 @@ mod tests {
                 .unwrap_or_default();
             assert!(err.contains(says), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn the_yml_spelling_is_read_and_both_in_one_directory_are_refused() {
+        let root = tempfile::tempdir().expect("dir");
+        std::fs::write(root.path().join(FILE_NAME_YML), "fail-on: never\n").expect("write");
+        let config = Config::load(None, root.path()).expect("read");
+        assert_eq!(config.path, Some(root.path().join(FILE_NAME_YML)));
+        assert_eq!(config.file.fail_on, Some(FailOn::Never));
+        std::fs::write(root.path().join(FILE_NAME), "fail-on: warning\n").expect("write");
+        let err = Config::load(None, root.path()).err().unwrap_or_default();
+        assert!(
+            err.contains(FILE_NAME) && err.contains(FILE_NAME_YML),
+            "{err}"
+        );
     }
 }

@@ -17,24 +17,33 @@ struct Listed<'a> {
     docs: String,
 }
 
+impl<'a> Listed<'a> {
+    fn of(r: &'a RuleInfo, docs: &Docs) -> Listed<'a> {
+        Listed {
+            id: r.id,
+            severity: r.severity.as_str(),
+            summary: r.summary,
+            help: r.help,
+            section: r.section,
+            example: r.example,
+            docs: docs.rule(r.id),
+        }
+    }
+}
+
+/// `value` as pretty JSON, ending with a newline.
+fn json_text(value: &impl Serialize) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+    text.push('\n');
+    text
+}
+
 /// Every rule: a table for people, or a JSON array of `{id, severity, summary, help,
 /// section, example, docs}`.
 pub fn list(json: bool, docs: &Docs) -> String {
     if json {
-        let all: Vec<Listed> = rules::all()
-            .map(|r| Listed {
-                id: r.id,
-                severity: r.severity.as_str(),
-                summary: r.summary,
-                help: r.help,
-                section: r.section,
-                example: r.example,
-                docs: docs.rule(r.id),
-            })
-            .collect();
-        let mut text = serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".into());
-        text.push('\n');
-        return text;
+        let all: Vec<Listed> = rules::all().map(|r| Listed::of(r, docs)).collect();
+        return json_text(&all);
     }
     let width = rules::all().map(|r| r.id.len()).max().unwrap_or(0);
     let mut text = String::new();
@@ -57,8 +66,12 @@ pub fn list(json: bool, docs: &Docs) -> String {
 /// How much of an example document `--explain` prints.
 const EXAMPLE_LINES: usize = 40;
 
-/// One rule, in full.
-pub fn explain(rule: &RuleInfo, docs: &Docs) -> String {
+/// One rule, in full: text for people, or the JSON object `--list-rules --format json`
+/// lists for it.
+pub fn explain(rule: &RuleInfo, json: bool, docs: &Docs) -> String {
+    if json {
+        return json_text(&Listed::of(rule, docs));
+    }
     let mut text = format!(
         "{} ({})\n\n{}\n",
         rule.id,

@@ -1,10 +1,12 @@
 //! Output formats: `--format FMT[=FILE]`, repeatable, so one run prints the log and writes
 //! the files a CI system reads.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use crate::report::{Entry, Report};
+use crate::report::{Entry, Report, plural};
 use crate::rules::{Docs, Severity};
 
 /// What `--format` can name.
@@ -34,6 +36,14 @@ impl Kind {
         ("junit", Kind::Junit),
         ("markdown", Kind::Markdown),
     ];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        Kind::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("human", |(n, _)| n)
+    }
 }
 
 /// One `--format` argument: a format and where it goes (standard output without a file).
@@ -83,22 +93,25 @@ pub fn render(kind: Kind, report: &Report, docs: &Docs) -> String {
 fn human(report: &Report) -> String {
     let mut text = String::new();
     for e in report.entries() {
-        text.push_str(&format!(
-            "{}:{}:{}: {}: {}: {}\n",
+        let line = format!(
+            "{}:{}:{}: {}: {}: {}",
             e.path,
             e.line,
             e.column,
             e.severity.as_str(),
             e.rule,
             e.message
-        ));
+        );
+        text.push_str(&one_line(&line));
+        text.push('\n');
     }
     for s in &report.stale {
-        text.push_str(&s.sentence());
+        text.push_str(&one_line(&s.sentence()));
         text.push('\n');
     }
     for why in report.run_failures() {
-        text.push_str(&format!("failing: {why}\n"));
+        text.push_str(&one_line(&format!("failing: {why}")));
+        text.push('\n');
     }
     text.push_str(&report.summary());
     text.push('\n');
@@ -154,16 +167,70 @@ fn property(text: &str) -> String {
     data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// A markdown report: the summary and a table of findings (what `github` appends to the job
-/// summary).
+/// `text` on one line: line breaks and the other control characters (ESC among them, which
+/// a terminal acts on) written as `\n`, `\r`, `\t` or `\u001b`, and so are U+2028 and
+/// U+2029, which some editors break lines at. Messages quote document text (member names,
+/// values) as it is, and a finding must stay one line: a line break would split it, and on
+/// GitHub Actions a line of its own starting with `::` is a workflow command. A backslash
+/// is left as it is, so the usual messages read unchanged.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if escaped(c) => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A markdown report: the summary and a table of findings.
 pub fn markdown(report: &Report) -> String {
+    markdown_within(report, usize::MAX, usize::MAX)
+}
+
+/// The most findings the job summary lists. GitHub drops a step summary over 1 MiB whole
+/// (table and all), and a run with thousands of findings would pass that.
+pub const SUMMARY_MAX_ROWS: usize = 1_000;
+/// The most bytes the job summary's table and lists take, half of GitHub's limit: rows
+/// can be long (a message is up to 400 characters, a path has no limit), and another
+/// step's run may write to the same summary.
+pub const SUMMARY_MAX_BYTES: usize = 512 * 1024;
+
+/// What `github` appends to the job summary: the markdown report, cut at
+/// [`SUMMARY_MAX_ROWS`] rows or [`SUMMARY_MAX_BYTES`], saying how many were left out.
+pub fn step_summary(report: &Report) -> String {
+    markdown_within(report, SUMMARY_MAX_ROWS, SUMMARY_MAX_BYTES)
+}
+
+/// The markdown report with at most `max_rows` findings and stale entries, stopping before
+/// a row would take the text past `max_bytes`; a line says how many were left out.
+fn markdown_within(report: &Report, max_rows: usize, max_bytes: usize) -> String {
     let mut text = format!("### openwop-validate\n\n{}\n", report.summary());
-    if report.entries().next().is_some() {
+    let mut rows = 0;
+    // Whether one more row fits; counts it when it does.
+    let mut fits = |text: &str, row: &str| {
+        let fits = rows < max_rows && text.len().saturating_add(row.len()) <= max_bytes;
+        rows += usize::from(fits);
+        fits
+    };
+    let total = report.entries().count();
+    if total > 0 {
         text.push_str(
             "\n| File | Line | Column | Severity | Rule | Message |\n| --- | ---: | ---: | --- | --- | --- |\n",
         );
+        let mut shown = 0;
         for e in report.entries() {
-            text.push_str(&format!(
+            let row = format!(
                 "| {} | {} | {} | {} | [{}]({}) | {} |\n",
                 cell(&e.path),
                 e.line,
@@ -172,6 +239,17 @@ pub fn markdown(report: &Report) -> String {
                 cell(&e.rule),
                 e.docs.replace(' ', "%20").replace(')', "%29"),
                 cell(&e.message)
+            );
+            if !fits(&text, &row) {
+                break;
+            }
+            text.push_str(&row);
+            shown += 1;
+        }
+        if shown < total {
+            text.push_str(&format!(
+                "\n… {} not shown; see the SARIF/JSON output\n",
+                plural(total - shown, "more finding")
             ));
         }
     }
@@ -180,20 +258,32 @@ pub fn markdown(report: &Report) -> String {
     }
     if !report.stale.is_empty() {
         text.push_str("\nBaseline entries that no longer occur:\n\n");
+        let mut shown = 0;
         for s in &report.stale {
-            text.push_str(&format!("- {}\n", cell(&s.sentence())));
+            let row = format!("- {}\n", cell(&s.sentence()));
+            if !fits(&text, &row) {
+                break;
+            }
+            text.push_str(&row);
+            shown += 1;
+        }
+        if shown < report.stale.len() {
+            text.push_str(&format!(
+                "- … {} not shown; see the SARIF/JSON output\n",
+                plural(report.stale.len() - shown, "more baseline entry")
+            ));
         }
     }
     text
 }
 
-/// Text inside a table cell: a `|` would end it and a newline would end the row; `<` is
+/// Text inside a table cell: a `|` would end it and a line break would end the row (both
+/// escaped, the line break as `\n` like other control characters, see [`one_line`]); `<` is
 /// escaped so a message never reads as HTML.
 fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
+    one_line(&text.replace('\\', "\\\\"))
         .replace('|', "\\|")
         .replace('<', "&lt;")
-        .replace(['\r', '\n'], " ")
 }
 
 #[cfg(test)]
@@ -224,6 +314,69 @@ mod tests {
     fn workflow_command_values_are_escaped() {
         assert_eq!(data("50%\nnext"), "50%25%0Anext");
         assert_eq!(property("a:b,c"), "a%3Ab%2Cc");
-        assert_eq!(cell("a|b\nc<d>"), "a\\|b c&lt;d>");
+        assert_eq!(cell("a|b\nc<d>"), "a\\|b\\nc&lt;d>");
+    }
+
+    /// A member name or value with a line break cannot split a finding's line, nor start
+    /// one with `::` (a workflow command on GitHub Actions).
+    #[test]
+    fn document_text_stays_on_one_line() {
+        assert_eq!(one_line("plain `x` \\d"), "plain `x` \\d");
+        assert_eq!(
+            one_line("a\n::stop-commands::abc\r\n\u{1b}[31m\u{7f}\u{85}\u{2028}\t"),
+            "a\\n::stop-commands::abc\\r\\n\\u001b[31m\\u007f\\u0085\\u2028\\t"
+        );
+        assert_eq!(cell("a\u{1}|b"), "a\\u0001\\|b");
+    }
+
+    /// The job summary stops before the byte limit too (long paths), and counts the stale
+    /// entries it lists against the same limits.
+    #[test]
+    fn the_step_summary_stops_at_its_byte_limit() {
+        use crate::report::{Document, Stale};
+        let long = format!("{}.json", "d/".repeat(1_000));
+        let entry = Entry {
+            path: long.clone(),
+            line: 1,
+            column: 1,
+            severity: Severity::Error,
+            rule: "schema".into(),
+            pointer: String::new(),
+            message: "m".into(),
+            docs: "https://example.test/r#schema".into(),
+        };
+        let report = Report {
+            documents: vec![Document {
+                path: long.clone(),
+                entries: vec![entry; 600],
+            }],
+            stale: vec![
+                Stale {
+                    path: long,
+                    rule: "schema".into(),
+                    pointer: String::new(),
+                    message: None,
+                    count: 1,
+                };
+                3
+            ],
+            ..Report::default()
+        };
+        let text = step_summary(&report);
+        let rows = text.matches("\n| d/").count();
+        assert!(text.len() <= SUMMARY_MAX_BYTES + 1_024, "{}", text.len());
+        assert!(rows > 200 && rows < 600, "{rows}");
+        assert!(
+            text.contains(&format!(
+                "… {} more findings not shown; see the SARIF/JSON output",
+                600 - rows
+            )),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("- … 3 more baseline entries not shown; see the SARIF/JSON output\n")
+        );
+        // The markdown format itself has no limit.
+        assert_eq!(markdown(&report).matches("\n| d/").count(), 600);
     }
 }

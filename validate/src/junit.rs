@@ -25,9 +25,39 @@ pub fn render(report: &Report) -> String {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
     // Writing into a Vec cannot fail; an empty string would still be caught by any reader.
     let _ = write(&mut writer, report);
-    let mut text = String::from_utf8(writer.into_inner()).unwrap_or_default();
+    let text = String::from_utf8(writer.into_inner()).unwrap_or_default();
+    let mut text = xml_chars(&text);
     text.push('\n');
     text
+}
+
+/// `text` with the characters XML 1.0 does not allow anywhere, escaped or not, written as
+/// a visible `\u0001`. quick-xml escapes only the markup characters, and messages quote
+/// member names and values from the document as they are: one such character would make
+/// the whole report unreadable to every JUnit reader. The writer itself adds none of them,
+/// so replacing them in its output replaces them in every text and attribute.
+fn xml_chars(text: &str) -> String {
+    if text.chars().all(xml_char) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if xml_char(c) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        }
+    }
+    out
+}
+
+/// Whether XML 1.0 allows `c` (its `Char` production): not the C0 controls but tab, line
+/// feed and carriage return, nor U+FFFE and U+FFFF. (Surrogates cannot be in a `str`.)
+fn xml_char(c: char) -> bool {
+    !matches!(
+        c,
+        '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}'
+    )
 }
 
 /// The extra testcase for what fails the run beyond its documents' findings.
@@ -138,4 +168,74 @@ fn run_testcase(w: &mut Writer<Vec<u8>>, failures: &[String], stale: &[String]) 
             Ok(())
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use quick_xml::Reader;
+    use quick_xml::events::Event;
+
+    use super::*;
+    use crate::report::{Entry, Report};
+    use crate::rules::Severity;
+
+    /// Reads `xml` to the end with quick-xml's reader, as a reader of the report would;
+    /// returns the attribute values, unescaped and normalized. (quick-xml does not check characters, so
+    /// the test also looks for the forbidden ones itself.)
+    fn attributes(xml: &str) -> Result<Vec<String>, String> {
+        let mut reader = Reader::from_str(xml);
+        let mut seen = Vec::new();
+        loop {
+            match reader.read_event().map_err(|e| e.to_string())? {
+                Event::Eof => return Ok(seen),
+                Event::Start(e) | Event::Empty(e) => {
+                    for a in e.attributes() {
+                        let a = a.map_err(|e| e.to_string())?;
+                        let value = a
+                            .normalized_value(quick_xml::XmlVersion::Explicit1_0)
+                            .map_err(|e| e.to_string())?;
+                        seen.push(value.into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A document's member name with a control character (the audit's `"a\u0001b"`) or a
+    /// noncharacter XML forbids: the report stays well-formed XML and still says which.
+    #[test]
+    fn characters_xml_forbids_are_escaped_in_texts_and_attributes() {
+        let message =
+            "Additional properties are not allowed ('a\u{1}b\u{1b}\u{fffe}' was unexpected)";
+        let report = Report {
+            documents: vec![Document {
+                path: "d\u{ffff}.json".into(),
+                entries: vec![Entry {
+                    path: "d\u{ffff}.json".into(),
+                    line: 1,
+                    column: 2,
+                    severity: Severity::Error,
+                    rule: "schema".into(),
+                    pointer: "/a\u{1}b".into(),
+                    message: message.into(),
+                    docs: "https://example.test/r#schema".into(),
+                }],
+            }],
+            ..Report::default()
+        };
+        let xml = render(&report);
+        let seen = attributes(&xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+        for c in ['\u{1}', '\u{1b}', '\u{fffe}', '\u{ffff}'] {
+            assert!(!xml.contains(c), "{c:?} in {xml}");
+        }
+        assert!(
+            seen.iter()
+                .any(|v| v.contains("('a\\u0001b\\u001b\\ufffe' was unexpected)")),
+            "{seen:?}"
+        );
+        assert!(seen.iter().any(|v| v == "d\\uffff.json"), "{seen:?}");
+        // Tab, line feed and carriage return are allowed and kept.
+        assert_eq!(xml_chars("a\tb\nc\rd"), "a\tb\nc\rd");
+    }
 }

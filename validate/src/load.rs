@@ -1,6 +1,7 @@
 //! Reading a PATH argument: a file, `-` for standard input, or an `http(s)://` URL.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -95,7 +96,7 @@ pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, Lo
     if is_url(arg) {
         return fetch(arg, kind);
     }
-    if std::path::Path::new(arg).is_dir() {
+    if Path::new(arg).is_dir() {
         return Err(LoadError::Nothing {
             label: arg.to_owned(),
             reason: format!(
@@ -104,11 +105,13 @@ pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, Lo
             ),
         });
     }
-    let text = std::fs::read(arg).map_err(|source| LoadError::Io {
-        label: arg.to_owned(),
+    // Named as every other mention of the file is (`./a.json`, `$PWD/a.json` are `a.json`).
+    let label = path_key(arg);
+    let text = std::fs::read(&label).map_err(|source| LoadError::Io {
+        label: label.clone(),
         source,
     })?;
-    parse(arg.to_owned(), &text)
+    parse(label, &text)
 }
 
 /// The PATH arguments with quoted patterns expanded: an argument with `*`, `?` or `[`
@@ -116,59 +119,216 @@ pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, Lo
 /// matches, sorted. The shell's own expansion differs (bash's `**` needs `globstar`, and
 /// an unmatched pattern stays literal), so CI files should quote patterns and let this do
 /// it. A pattern that matches nothing is an input that could not be checked, never a
-/// silent pass. An argument named twice (`x.json`, `./x.json`) is checked once.
+/// silent pass, and so is each entry it meets and cannot check: a directory it cannot
+/// read, a match whose path is not UTF-8 or that cannot be looked at (a broken symbolic
+/// link). Paths come out as [`path_key`] writes them, and a file named twice (`x.json`,
+/// `./x.json`, `$PWD/x.json`) is checked once.
 pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    let mut push = |out: &mut Vec<Result<String, LoadError>>, path: String| {
-        if seen.insert(path_key(&path).to_owned()) {
+    let mut push = |out: &mut Vec<Result<String, LoadError>>, path: &str| {
+        let path = if path == "-" || is_url(path) {
+            path.to_owned()
+        } else {
+            path_key(path)
+        };
+        if seen.insert(path.clone()) {
             out.push(Ok(path));
         }
     };
     for arg in args {
-        let pattern = arg.contains(['*', '?', '['])
-            && arg != "-"
-            && !is_url(arg)
-            && !std::path::Path::new(arg).exists();
+        let pattern =
+            arg.contains(['*', '?', '[']) && arg != "-" && !is_url(arg) && !Path::new(arg).exists();
         if !pattern {
-            push(&mut out, arg.clone());
+            push(&mut out, arg);
             continue;
         }
-        let nothing = |reason: String| LoadError::Nothing {
-            label: arg.clone(),
-            reason,
-        };
-        let paths = match glob::glob(arg) {
-            Ok(paths) => paths,
+        let matched = match glob::Pattern::new(arg) {
+            Ok(pattern) => matches(arg, &pattern),
             Err(e) => {
-                out.push(Err(nothing(format!("not a valid pattern: {e}"))));
+                out.push(Err(LoadError::Nothing {
+                    label: arg.clone(),
+                    reason: format!("not a valid pattern: {e}"),
+                }));
                 continue;
             }
         };
-        let mut files: Vec<String> = paths
-            .filter_map(Result::ok)
-            .filter(|p| p.is_file())
-            .filter_map(|p| p.to_str().map(str::to_owned))
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            out.push(Err(nothing("no file matches this pattern".to_owned())));
+        if matched.is_empty() {
+            out.push(Err(LoadError::Nothing {
+                label: arg.clone(),
+                reason: "no file matches this pattern".to_owned(),
+            }));
         }
-        for file in files {
-            push(&mut out, file);
+        for (_, checked) in matched {
+            match checked {
+                Ok(file) => push(&mut out, &file),
+                Err(e) => out.push(Err(e)),
+            }
         }
     }
     out
 }
 
-/// A path as the file it names, however the argument wrote it: `./x.json` and `x.json`
-/// are one file (to check once, to key a baseline entry, to name in SARIF).
-pub fn path_key(path: &str) -> &str {
-    let mut p = path;
-    while let Some(rest) = p.strip_prefix("./") {
-        p = rest.trim_start_matches('/');
+/// The files `pattern` (the argument `arg`) matches, sorted by path, and each entry it
+/// meets and cannot check, as an error in its place.
+///
+/// The directories are walked here rather than by `glob::glob`, which leaves out a name
+/// that is not UTF-8 and says nothing. The walk starts at the pattern's literal directory
+/// (`docs` for `docs/**/*.json`, the working directory for `*.json`) and goes as deep as
+/// the pattern's components reach (any depth under `**`); each file's path, as the pattern
+/// writes it, is matched with `*`, `?` and `[…]` stopping at `/` and `**` crossing it, as
+/// `glob::glob` matches. Matched directories are not documents and are left out.
+fn matches(arg: &str, pattern: &glob::Pattern) -> Vec<(PathBuf, Result<String, LoadError>)> {
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    // The literal directory: up to the separator before the first component with a
+    // wildcard (`None`: the working directory; `""`: the root).
+    let first_wild = arg.find(['*', '?', '[']).unwrap_or(arg.len());
+    let split = arg[..first_wild].rfind(std::path::is_separator);
+    let (base, rest) = match split {
+        Some(i) => (Some(&arg[..i]), &arg[i + 1..]),
+        None => (None, arg),
+    };
+    let depth = if rest.split(std::path::is_separator).any(|c| c == "**") {
+        usize::MAX
+    } else {
+        rest.split(std::path::is_separator).count()
+    };
+    let start = match base {
+        None => PathBuf::from("."),
+        Some("") => PathBuf::from("/"),
+        Some(dir) => PathBuf::from(dir),
+    };
+    let mut found = Vec::new();
+    if !start.is_dir() {
+        return found;
     }
-    p
+    // Each directory is read once, however many symbolic links lead to it: a link to a
+    // directory above it would otherwise be walked round and round.
+    let mut visited = std::collections::HashSet::new();
+    visited.insert(std::fs::canonicalize(&start).unwrap_or_else(|_| start.clone()));
+    // Directories to read: the real path, the path as the pattern writes it, and the level
+    // of its entries (1: the components right after the literal directory).
+    let mut todo = vec![(start, base.map(str::to_owned), 1)];
+    while let Some((dir, written, level)) = todo.pop() {
+        let unreadable = |path: &Path, label: &str, reason: String| {
+            (
+                path.to_path_buf(),
+                Err(LoadError::Nothing {
+                    label: path_key(label),
+                    reason,
+                }),
+            )
+        };
+        let label = written.clone().unwrap_or_else(|| ".".to_owned());
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                let why = format!("cannot read this directory to expand `{arg}`: {e}");
+                found.push(unreadable(&dir, &label, why));
+                continue;
+            }
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let why = format!("cannot read this directory to expand `{arg}`: {e}");
+                    found.push(unreadable(&dir, &label, why));
+                    continue;
+                }
+            };
+            let name = entry.file_name();
+            let path = dir.join(&name);
+            let shown = match &written {
+                Some(dir) => format!("{dir}/{}", name.to_string_lossy()),
+                None => name.to_string_lossy().into_owned(),
+            };
+            // Followed through symbolic links, as glob does.
+            let meta = std::fs::metadata(&path);
+            if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+                let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                if level < depth && visited.insert(canonical) {
+                    todo.push((path, Some(shown), level + 1));
+                }
+                continue;
+            }
+            if !pattern.matches_with(&shown, options) {
+                continue;
+            }
+            // The whole path: a directory on the way can have such a name too.
+            found.push(match (meta, path.to_str()) {
+                (Err(e), _) => unreadable(
+                    &path,
+                    &shown,
+                    format!("matches `{arg}` but cannot be read: {e}"),
+                ),
+                (Ok(_), None) => unreadable(
+                    &path,
+                    &shown,
+                    format!(
+                        "matches `{arg}` but its path is not UTF-8, which findings and baselines cannot name; rename it"
+                    ),
+                ),
+                (Ok(_), Some(_)) => (path, Ok(shown)),
+            });
+        }
+    }
+    found.sort_by(|(a, _), (b, _)| a.cmp(b));
+    found
+}
+
+/// A file path written one way, however the argument wrote it, relative to the working
+/// directory: how findings name the file, what keys its baseline entries, and what
+/// finds it named twice. See [`normalize`].
+pub fn path_key(path: &str) -> String {
+    normalize(path, std::env::current_dir().ok().as_deref())
+}
+
+/// `path` written one way: without `.` segments and repeated `/` (`./bl/a.json`,
+/// `bl//a.json` and `bl/./a.json` are `bl/a.json`), and, when it is absolute and under
+/// `cwd`, relative to `cwd` (`$PWD/bl/a.json` is `bl/a.json`). Lexical only: `..` stays
+/// (`a/../b` is not `b` when `a` is a symbolic link), and so does an absolute path whose
+/// rest after `cwd` climbs out of it with `..`. A URL or `-` is returned as it is.
+pub fn normalize(path: &str, cwd: Option<&Path>) -> String {
+    if path == "-" || is_url(path) {
+        return path.to_owned();
+    }
+    // A leading `//` (not `///`) is kept: POSIX leaves its meaning to the system, and on
+    // Windows it starts a network path.
+    let root = if path.starts_with("//") && !path.starts_with("///") {
+        "//"
+    } else if path.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if root == "/"
+        && let Some(cwd) = cwd.and_then(Path::to_str)
+    {
+        // Under `/`, every path would lose its root: it reads better kept whole.
+        let base: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty()).collect();
+        if let Some(rest) = parts.strip_prefix(base.as_slice())
+            && !base.is_empty()
+            && !rest.is_empty()
+            && !rest.contains(&"..")
+        {
+            return rest.join("/");
+        }
+    }
+    let joined = parts.join("/");
+    if root.is_empty() && joined.is_empty() {
+        // `.` or `./`: a directory, named as given in the message that says so.
+        return path.to_owned();
+    }
+    format!("{root}{joined}")
 }
 
 /// Whether a PATH argument is an `http(s)://` URL (fetched, not read).
@@ -380,6 +540,93 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("is a directory"), "{err}");
         assert!(err.contains("/**/*.json"), "{err}");
+    }
+
+    /// What a pattern meets and cannot check is a finding in its place, never left out:
+    /// a name that is not UTF-8, a broken symbolic link. Directories that match are not
+    /// documents, and a pattern without `**` goes no deeper than its components.
+    #[cfg(unix)]
+    #[test]
+    fn a_pattern_names_what_it_cannot_check() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().to_str().expect("UTF-8").to_owned();
+        for rel in ["a.json", "dir.json/x.json", "sub/deep.json"] {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, "{}").expect("write");
+        }
+        let odd = std::ffi::OsStr::from_bytes(b"b\xff.json");
+        std::fs::write(dir.path().join(odd), "{}").expect("write");
+        std::os::unix::fs::symlink("nowhere", dir.path().join("c.json")).expect("symlink");
+        let got: Vec<Result<String, String>> = expand(&[format!("{root}/*.json")])
+            .into_iter()
+            .map(|r| {
+                r.map(|p| p.replacen(&root, "", 1))
+                    .map_err(|e| format!("{}: {}", e.label().replacen(&root, "", 1), e.reason()))
+            })
+            .collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], Ok("/a.json".to_owned()));
+        let odd = got[1].as_ref().err().cloned().unwrap_or_default();
+        assert!(
+            odd.starts_with("/b\u{fffd}.json: matches `") && odd.contains("is not UTF-8"),
+            "{odd}"
+        );
+        let broken = got[2].as_ref().err().cloned().unwrap_or_default();
+        assert!(
+            broken.starts_with("/c.json: matches `") && broken.contains("cannot be read"),
+            "{broken}"
+        );
+
+        // Under `**`, every depth, and a symbolic link back up is not walked round.
+        std::os::unix::fs::symlink("..", dir.path().join("sub/up")).expect("symlink");
+        let got: Vec<String> = expand(&[format!("{root}/**/*.json")])
+            .into_iter()
+            .map(|r| match r {
+                Ok(p) => p.replacen(&root, "", 1),
+                Err(e) => format!("error: {}", e.label().replacen(&root, "", 1)),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/a.json",
+                "error: /b\u{fffd}.json",
+                "error: /c.json",
+                "/dir.json/x.json",
+                "/sub/deep.json"
+            ]
+        );
+    }
+
+    /// Lexical only: `.` segments and repeated `/` go, an absolute path under the working
+    /// directory becomes relative, and `..`, URLs and `-` stay as written.
+    #[test]
+    fn paths_are_written_one_way() {
+        let cwd = Some(Path::new("/w/repo"));
+        for (path, want) in [
+            ("bl/a.json", "bl/a.json"),
+            ("./bl/a.json", "bl/a.json"),
+            ("././/bl//./a.json", "bl/a.json"),
+            ("/w/repo/bl/a.json", "bl/a.json"),
+            ("/w/repo//bl/./a.json", "bl/a.json"),
+            ("/w/repo/../x.json", "/w/repo/../x.json"),
+            ("/w/repository/a.json", "/w/repository/a.json"),
+            ("/other//a.json", "/other/a.json"),
+            ("//server/share/a.json", "//server/share/a.json"),
+            ("../bl/a.json", "../bl/a.json"),
+            (".", "."),
+            ("-", "-"),
+            ("https://h.example//x", "https://h.example//x"),
+        ] {
+            assert_eq!(normalize(path, cwd), want, "{path}");
+        }
+        assert_eq!(normalize("/w/repo/a.json", None), "/w/repo/a.json");
+        assert_eq!(
+            normalize("/tmp/a.json", Some(Path::new("/"))),
+            "/tmp/a.json"
+        );
     }
 
     #[test]

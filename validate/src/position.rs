@@ -5,6 +5,8 @@
 //! byte ranges on every node). The document already parsed as strict JSON, so the looser
 //! syntax that parser also accepts never comes into play.
 
+use std::collections::HashMap;
+
 use jsonc_parser::ast::{ObjectPropName, Value};
 use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
@@ -22,10 +24,31 @@ impl Position {
 }
 
 /// A parsed text that answers "where is this pointer?".
+///
+/// Built once per document, so that each answer costs about the same however large the
+/// document: a document with tens of thousands of members can have as many findings, and
+/// an answer that scanned the text or an object from its start for each would take time
+/// in the square of its size.
 pub struct Locator<'a> {
     text: &'a str,
     root: Option<Value<'a>>,
+    /// The byte offset each line starts at, in order.
+    line_starts: Vec<usize>,
+    /// `chars_at[k]`: how many characters the text holds before byte `k * CHAR_STRIDE`.
+    chars_at: Vec<usize>,
+    /// For each object of more than [`INDEXED_MEMBERS`] members, by the byte offset it
+    /// starts at: each member name's last index among its properties.
+    members: HashMap<usize, HashMap<String, usize>>,
 }
+
+/// How far apart the character counts of [`Locator::chars_at`] are, in bytes: a column
+/// is counted from the nearest one, not from the start of its line (a minified document
+/// is one line).
+const CHAR_STRIDE: usize = 1024;
+
+/// Objects up to this size are searched member by member (as fast as a lookup, and no
+/// index to build).
+const INDEXED_MEMBERS: usize = 32;
 
 impl<'a> Locator<'a> {
     /// Parses `text`; a text that does not parse locates every pointer at its start.
@@ -33,7 +56,32 @@ impl<'a> Locator<'a> {
         let root = parse_to_ast(text, &CollectOptions::default(), &ParseOptions::default())
             .ok()
             .and_then(|parsed| parsed.value);
-        Locator { text, root }
+        let bytes = text.as_bytes();
+        let line_starts = std::iter::once(0)
+            .chain(
+                bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        let mut chars_at = vec![0];
+        for chunk in bytes.chunks(CHAR_STRIDE) {
+            let last = chars_at.last().copied().unwrap_or(0);
+            chars_at.push(last + char_starts(chunk));
+        }
+        let mut members = HashMap::new();
+        if let Some(root) = &root {
+            index_members(root, &mut members);
+        }
+        Locator {
+            text,
+            root,
+            line_starts,
+            chars_at,
+            members,
+        }
     }
 
     /// The position of the value `pointer` names; of its nearest existing ancestor when the
@@ -46,12 +94,15 @@ impl<'a> Locator<'a> {
         let tokens = pointer.split('/').skip(1).map(unescape);
         for token in tokens {
             let next = match node {
-                Value::Object(object) => object
-                    .properties
-                    .iter()
-                    .rev()
-                    .find(|p| name(&p.name) == token)
-                    .map(|p| &p.value),
+                Value::Object(object) => match self.members.get(&object.range.start) {
+                    Some(index) => index.get(token.as_ref()).map(|i| &object.properties[*i]),
+                    None => object
+                        .properties
+                        .iter()
+                        .rev()
+                        .find(|p| name(&p.name) == token),
+                }
+                .map(|p| &p.value),
                 Value::Array(array) => token
                     .parse::<usize>()
                     .ok()
@@ -89,15 +140,21 @@ impl<'a> Locator<'a> {
         let len = pointer.len();
         match node {
             Value::Object(object) => {
-                let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
+                // Each name once, in the order of its first member, with where each of its
+                // members starts; the map finds a name's entry without a scan.
+                let mut names: Vec<(&str, Vec<usize>)> = Vec::new();
+                let mut slot: HashMap<&str, usize> = HashMap::new();
                 for p in &object.properties {
                     let n = name(&p.name);
-                    match seen.iter_mut().find(|(s, _)| *s == n) {
-                        Some((_, at)) => at.push(p.range().start),
-                        None => seen.push((n, vec![p.range().start])),
+                    match slot.get(n) {
+                        Some(i) => names[*i].1.push(p.range().start),
+                        None => {
+                            slot.insert(n, names.len());
+                            names.push((n, vec![p.range().start]));
+                        }
                     }
                 }
-                for (n, at) in seen.into_iter().filter(|(_, at)| at.len() > 1) {
+                for (n, at) in names.into_iter().filter(|(_, at)| at.len() > 1) {
                     let member = format!("{pointer}/{}", escape(n));
                     let at = at.into_iter().map(|o| self.position_of(o)).collect();
                     found.push((member, n.to_owned(), at));
@@ -122,12 +179,54 @@ impl<'a> Locator<'a> {
 
     /// Line and column of a byte offset.
     fn position_of(&self, offset: usize) -> Position {
-        let before = self.text.get(..offset).unwrap_or(self.text);
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let offset = offset.min(self.text.len());
+        // The lines that start at or before `offset`; the last of them holds it.
+        let line = self.line_starts.partition_point(|start| *start <= offset);
+        let line_start = self.line_starts[line.saturating_sub(1)];
         Position {
-            line: before.matches('\n').count() + 1,
-            column: before[line_start..].chars().count() + 1,
+            line,
+            column: self.chars_before(offset) - self.chars_before(line_start) + 1,
         }
+    }
+
+    /// How many characters the text holds before byte `offset`.
+    fn chars_before(&self, offset: usize) -> usize {
+        let k = offset / CHAR_STRIDE;
+        let from = k * CHAR_STRIDE;
+        self.chars_at[k] + char_starts(&self.text.as_bytes()[from..offset])
+    }
+}
+
+/// How many characters start in `bytes`: all bytes but UTF-8 continuation bytes.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count()
+}
+
+/// Adds to `index` the member index of every object under `node` with more than
+/// [`INDEXED_MEMBERS`] members.
+fn index_members(node: &Value<'_>, index: &mut HashMap<usize, HashMap<String, usize>>) {
+    match node {
+        Value::Object(object) => {
+            if object.properties.len() > INDEXED_MEMBERS {
+                // Later members overwrite earlier ones: the last of a name counts.
+                let names = object
+                    .properties
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (name(&p.name).to_owned(), i))
+                    .collect();
+                index.insert(object.range.start, names);
+            }
+            for p in &object.properties {
+                index_members(&p.value, index);
+            }
+        }
+        Value::Array(array) => {
+            for item in &array.elements {
+                index_members(item, index);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -226,5 +325,44 @@ mod tests {
         assert_eq!(at("{\r\n  \"x\": 1\r\n}", "/x"), (2, 8));
         assert_eq!(at("{ not json", "/x"), (1, 1));
         assert_eq!(at("", ""), (1, 1));
+    }
+
+    /// A large document (the audit's: an object of 40,000 members, each a finding, some
+    /// named twice; long lines, with characters of several bytes) is located as a small one
+    /// is: every position as counted from the start, duplicates found once each.
+    #[test]
+    fn a_large_document_is_located_exactly() {
+        let n = 40_000;
+        let mut text = String::from("{\"é\": {");
+        for i in 0..n {
+            text.push_str(&format!("\"m{i}\": \"ü{i}\", "));
+            if i % 1_000 == 999 {
+                text.push('\n');
+            }
+        }
+        text.push_str("\"m7\": 1, \"m9\": 2}}");
+        let locator = Locator::new(&text);
+        // Counted naively, for a sample of members.
+        let naive = |marker: &str| {
+            let at = text.rfind(marker).expect("marker") + marker.len();
+            let before = &text[..at];
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            (
+                before.matches('\n').count() + 1,
+                before[line_start..].chars().count() + 1,
+            )
+        };
+        for i in [0, 1, 7, 9, 1_234, 39_999] {
+            let p = locator.locate(&format!("/é/m{i}"));
+            assert_eq!((p.line, p.column), naive(&format!("\"m{i}\": ")), "m{i}");
+        }
+        let p = locator.locate("/é/none");
+        assert_eq!((p.line, p.column), naive("\"é\": "));
+        let dups: Vec<String> = locator
+            .duplicate_members()
+            .into_iter()
+            .map(|(pointer, _, at)| format!("{pointer} {}", at.len()))
+            .collect();
+        assert_eq!(dups, ["/é/m7 2", "/é/m9 2"]);
     }
 }

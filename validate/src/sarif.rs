@@ -1,8 +1,8 @@
 //! SARIF 2.1.0 for code scanning, built with serde-sarif's typed model: every rule in
 //! `tool.driver.rules` (summary, help, a help URI at its page, its default level), every
 //! finding a result with its line and column, the pointer as a logical location, and a
-//! partial fingerprint from rule, path and pointer so an alert keeps its identity while the
-//! lines around it move.
+//! partial fingerprint from rule, path, pointer and message so an alert keeps its identity
+//! while the lines around it move.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -13,13 +13,17 @@ use serde_sarif::sarif::{
     Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent, Version,
 };
 
-use crate::load::{is_url, path_key};
+use crate::load::{is_url, normalize};
 use crate::report::{Entry, Report};
 use crate::rules::{self, Docs, Severity};
 
-/// The partial fingerprint's name; its value is `rule|path|pointer`, with `|n` for the n-th
-/// finding of the same key (a rule can fire more than once on one value).
-const FINGERPRINT: &str = "openwopValidate/v1";
+/// The partial fingerprint's name; its value is `rule|path|pointer|message`, with `|n` for
+/// the n-th finding of the same key. The message is part of it, as it is of a baseline's
+/// key: a place can hold several findings of one rule (the features a profile lacks), and
+/// keyed by place and order alone, fixing the first would hand its identity to the next,
+/// so code scanning would close the wrong alert and keep the fixed one open. (Version 1
+/// had no message; alerts fingerprinted by it are matched anew once.)
+const FINGERPRINT: &str = "openwopValidate/v2";
 
 pub fn render(report: &Report, docs: &Docs) -> String {
     let catalogue: Vec<&rules::RuleInfo> = rules::all().collect();
@@ -64,12 +68,12 @@ pub fn render(report: &Report, docs: &Docs) -> String {
 
     // Read once: every result's path is written relative to it.
     let cwd = std::env::current_dir().ok();
-    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut seen: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
     let results: Vec<SarifResult> = report
         .entries()
         .map(|e| {
             let n = seen
-                .entry((&e.rule, &e.path, &e.pointer))
+                .entry((&e.rule, &e.path, &e.pointer, &e.message))
                 .and_modify(|n| *n += 1)
                 .or_insert(1);
             let artifact = uri_in(&e.path, cwd.as_deref());
@@ -145,7 +149,7 @@ fn level(severity: Severity) -> ResultLevel {
 
 /// `e` as a result; `artifact` is its path as a SARIF URI ([`uri_in`]).
 fn result(e: &Entry, artifact: &str, n: usize, rule_index: Option<usize>) -> SarifResult {
-    let mut fingerprint = format!("{}|{artifact}|{}", e.rule, e.pointer);
+    let mut fingerprint = format!("{}|{artifact}|{}|{}", e.rule, e.pointer, e.message);
     if n > 1 {
         fingerprint.push_str(&format!("|{n}"));
     }
@@ -188,19 +192,15 @@ fn result(e: &Entry, artifact: &str, n: usize, rule_index: Option<usize>) -> Sar
 /// `file://` URI, a relative one stays relative (code scanning resolves it against the
 /// repository), with the characters a URI cannot hold percent-encoded.
 ///
-/// An absolute path under `cwd` (the working directory: the checkout, in CI) is written
-/// relative to it, as a relative argument would be: code scanning resolves it against the
-/// repository, and the fingerprint does not change with where the checkout is.
+/// The path is written as findings and baselines name the file ([`normalize`]): an
+/// absolute path under `cwd` (the working directory: the checkout, in CI) relative to it,
+/// as a relative argument would be, so code scanning resolves it against the repository
+/// and the fingerprint does not change with where the checkout is.
 pub fn uri_in(path: &str, cwd: Option<&Path>) -> String {
     if is_url(path) {
         return path.to_owned();
     }
-    let path = cwd
-        .and_then(|cwd| Path::new(path).strip_prefix(cwd).ok())
-        .and_then(|rel| rel.to_str())
-        .filter(|rel| !rel.is_empty())
-        .unwrap_or(path);
-    let path = path_key(path);
+    let path = normalize(path, cwd);
     let mut out = String::new();
     if path.starts_with('/') {
         out.push_str("file://");
@@ -218,7 +218,8 @@ pub fn uri_in(path: &str, cwd: Option<&Path>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::uri_in;
+    use super::*;
+    use crate::report::Document;
 
     /// A path as `render` writes it, from this process's working directory.
     fn uri(path: &str) -> String {
@@ -236,5 +237,65 @@ mod tests {
         let cwd = std::env::current_dir().expect("cwd");
         let inside = cwd.join("docs/x.json");
         assert_eq!(uri(inside.to_str().expect("UTF-8")), "docs/x.json");
+    }
+
+    /// The audit's case: two findings of one rule at one place. Fixing the first must not
+    /// hand its fingerprint to the second (code scanning would close the second's alert and
+    /// keep the fixed one's open).
+    #[test]
+    fn fixing_one_finding_leaves_the_others_fingerprint_alone() {
+        let finding = |feature: &str| Entry {
+            path: "d.json".into(),
+            line: 3,
+            column: 10,
+            severity: Severity::Error,
+            rule: "discovery.profile-missing-feature".into(),
+            pointer: "/mcp".into(),
+            message: format!("the profile requires the feature \"{feature}\""),
+            docs: String::new(),
+        };
+        let fingerprints = |entries: Vec<Entry>| -> Vec<(String, String)> {
+            let report = Report {
+                documents: vec![Document {
+                    path: "d.json".into(),
+                    entries,
+                }],
+                ..Report::default()
+            };
+            let log: serde_json::Value =
+                serde_json::from_str(&render(&report, &Docs::new(Some("https://example.test/"))))
+                    .expect("SARIF is JSON");
+            log["runs"][0]["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .map(|r| {
+                    (
+                        r["message"]["text"].as_str().unwrap_or_default().to_owned(),
+                        r["partialFingerprints"][FINGERPRINT]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let before = fingerprints(vec![finding("mrtr"), finding("server-discover")]);
+        let after = fingerprints(vec![finding("server-discover")]);
+        assert_eq!(before.len(), 2);
+        assert_ne!(before[0].1, before[1].1, "{before:?}");
+        assert_eq!(
+            after,
+            before[1..],
+            "the second finding kept its fingerprint"
+        );
+    }
+
+    #[test]
+    fn artifact_uris_are_the_paths_findings_name() {
+        let cwd = std::env::current_dir().expect("cwd");
+        let absolute = format!("{}//docs/./x.json", cwd.display());
+        assert_eq!(uri(&absolute), "docs/x.json");
+        assert_eq!(uri("docs//./x.json"), "docs/x.json");
     }
 }

@@ -615,3 +615,262 @@ fn bad_input_is_a_finding_in_every_format_and_never_a_panic() {
         "{truncated}"
     );
 }
+
+/// `--list-rules` and `--explain` check no documents and print text or JSON only: what
+/// they would otherwise ignore is a usage error, and `--explain --format json` is JSON.
+#[test]
+fn list_rules_and_explain_refuse_what_they_would_ignore() {
+    let ok = valid();
+    for (args, says) in [
+        (
+            vec!["--explain", "discovery.no-grpc", ok.as_str()],
+            "cannot be used with",
+        ),
+        (vec!["--list-rules", ok.as_str()], "cannot be used with"),
+        (
+            vec!["--list-rules", "--format", "sarif"],
+            "--list-rules prints human or json, not sarif",
+        ),
+        (
+            vec!["--explain", "schema", "--format", "junit=x.xml"],
+            "--explain prints human or json, not junit",
+        ),
+    ] {
+        let out = validate(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stdout(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
+    }
+    let out = validate(&["--explain", "discovery.no-grpc", "--format", "json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let rule: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(rule["id"], "discovery.no-grpc", "{rule}");
+    assert_eq!(rule["severity"], "error", "{rule}");
+    let dir = tempfile::tempdir().expect("dir");
+    let out = validate_in(
+        dir.path(),
+        &[
+            "--explain",
+            "discovery.no-grpc",
+            "--format",
+            "json=rule.json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let written = std::fs::read_to_string(dir.path().join("rule.json")).unwrap_or_default();
+    assert!(
+        written.contains("\"id\": \"discovery.no-grpc\""),
+        "{written}"
+    );
+}
+
+/// `.openwop-validate.yml` is read like `.yaml`; both in one directory is a usage error
+/// naming both.
+#[test]
+fn the_config_file_may_be_spelt_yml_but_not_both_ways() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join(".openwop-validate.yml"), "fail-on: never\n").expect("write");
+    let bad = overdue();
+    let out = validate_in(dir.path(), &["--now", NOW, &bad]);
+    assert_eq!(
+        code(&out),
+        0,
+        "fail-on: never from the .yml: {}",
+        stdout(&out)
+    );
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "fail-on: error\n",
+    )
+    .expect("write");
+    let out = validate_in(dir.path(), &["--now", NOW, &bad]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(".openwop-validate.yaml")
+            && stderr(&out).contains(".openwop-validate.yml"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A file named absolutely, with `//` or `/./`, is the file the baseline recorded as
+/// `bl/a.json`, and named twice it is checked once.
+#[test]
+fn a_path_is_one_file_however_it_is_written() {
+    let dir = tempfile::tempdir().expect("dir");
+    // The working directory as the process sees it (no symbolic link in it).
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(root.join("bl")).expect("mkdir");
+    std::fs::copy(overdue(), root.join("bl/a.json")).expect("copy");
+    let run = |args: &[&str]| validate_in(&root, args);
+    let adopted = run(&["--now", NOW, "--write-baseline", "base.json", "bl/a.json"]);
+    assert_eq!(code(&adopted), 0, "{}", stdout(&adopted));
+    let absolute = format!("{}/bl/a.json", root.display());
+    for named in [
+        absolute.as_str(),
+        "bl//a.json",
+        "bl/./a.json",
+        "./bl/a.json",
+    ] {
+        let out = run(&[
+            "--now",
+            NOW,
+            "--baseline",
+            "base.json",
+            "--strict-baseline",
+            named,
+        ]);
+        assert_eq!(code(&out), 0, "{named}: {}", stdout(&out));
+        assert!(
+            stdout(&out).contains("0 findings, 1 known in the baseline"),
+            "{named}: {}",
+            stdout(&out)
+        );
+    }
+    let out = run(&[
+        "--now",
+        NOW,
+        "--format",
+        "json",
+        "bl/a.json",
+        &absolute,
+        "bl//a.json",
+    ]);
+    let findings: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let paths: Vec<&str> = findings
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["bl/a.json"], "checked once, named one way");
+}
+
+/// A document that cannot be read or parsed today was not checked: its baseline entries
+/// are not stale (`--strict-baseline` does not fail on them), and a baseline rewritten
+/// meanwhile keeps them.
+#[test]
+fn a_broken_documents_baseline_entries_are_neither_stale_nor_dropped() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::copy(
+        vector("discovery/invalid/discovery.no-grpc.json"),
+        dir.path().join("b.json"),
+    )
+    .expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let adopt = [
+        "--now",
+        NOW,
+        "--write-baseline",
+        "base.json",
+        "a.json",
+        "b.json",
+    ];
+    assert_eq!(code(&run(&adopt)), 0);
+    let recorded = std::fs::read_to_string(dir.path().join("base.json")).expect("baseline");
+    assert!(recorded.contains("\"b.json\""), "{recorded}");
+
+    std::fs::write(dir.path().join("b.json"), "{ broken").expect("write");
+    let strict = [
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "a.json",
+        "b.json",
+    ];
+    let out = run(&strict);
+    assert_eq!(code(&out), 2, "b.json cannot be parsed: {}", stdout(&out));
+    assert!(
+        !stdout(&out).contains("no longer occurs"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        !stderr(&out).contains("no longer found"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Rewritten while b.json is broken (the file being rewritten is the old baseline):
+    // b.json's entries are kept as they were.
+    let out = run(&adopt);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    let rewritten = std::fs::read_to_string(dir.path().join("base.json")).expect("baseline");
+    assert_eq!(rewritten, recorded);
+
+    // b.json repaired as it was: known again, nothing stale.
+    std::fs::copy(
+        vector("discovery/invalid/discovery.no-grpc.json"),
+        dir.path().join("b.json"),
+    )
+    .expect("copy");
+    let out = run(&strict);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+}
+
+/// A quoted pattern does not skip what it cannot check: a match whose name is not UTF-8
+/// (or a broken symbolic link) is an `input.unreadable` finding, beside the files checked.
+#[cfg(unix)]
+#[test]
+fn a_pattern_reports_the_matches_it_cannot_check() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(valid(), dir.path().join("good.json")).expect("copy");
+    let odd = std::ffi::OsStr::from_bytes(b"bad\xff.json");
+    std::fs::copy(valid(), dir.path().join(odd)).expect("copy");
+    std::os::unix::fs::symlink("nowhere.json", dir.path().join("gone.json")).expect("symlink");
+    let out = validate_in(dir.path(), &["--now", NOW, "*.json"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("bad\u{fffd}.json:1:1: error: input.unreadable: matches `*.json` but its path is not UTF-8"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "gone.json:1:1: error: input.unreadable: matches `*.json` but cannot be read: "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("3 documents, 2 invalid, 2 findings (2 errors, 0 warnings), 2 unreadable\n"),
+        "{text}"
+    );
+}
+
+/// GitHub drops a step summary over 1 MiB whole: the table stops at 1,000 findings and
+/// says how many more there are.
+#[test]
+fn the_job_summary_is_capped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(valid()).expect("read")).expect("JSON");
+    let members = doc.as_object_mut().expect("object");
+    for i in 0..1_200 {
+        members.insert(format!("unknown{i}"), Value::from(i));
+    }
+    std::fs::write(
+        dir.path().join("big.json"),
+        serde_json::to_string_pretty(&doc).expect("JSON"),
+    )
+    .expect("write");
+    let summary = dir.path().join("summary.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["--now", NOW, "--format", "github", "big.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(stdout(&out).matches("::error ").count(), 1_200);
+    let table = std::fs::read_to_string(&summary).expect("summary");
+    assert_eq!(table.matches("\n| big.json | ").count(), 1_000, "{table}");
+    assert!(
+        table.contains("\n… 200 more findings not shown; see the SARIF/JSON output\n"),
+        "{table}"
+    );
+}

@@ -469,3 +469,202 @@ fn a_member_named_twice_is_a_finding() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("cannot be set"), "{}", stderr(&out));
 }
+
+/// Runs the binary with its standard error (or output) going where `wire` says, standard
+/// input empty.
+fn openwop_wired(args: &[&str], wire: impl FnOnce(&mut Command)) -> std::process::ExitStatus {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_openwop-validate"));
+    command
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    wire(&mut command);
+    command.status().expect("openwop-validate runs")
+}
+
+/// A pipe whose reading end is already closed: writing to it fails with a broken pipe.
+fn broken_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// Member names that carry a line break with a workflow command after it, a control
+/// character XML 1.0 forbids, and ESC: each read as written into the findings' messages.
+const HOSTILE: &str = r#"{"protocolVersions":["2.0"],"preferredVersion":"2.0","x\n::stop-commands::abc\n":1,"a\u0001b":2,"c\u001b[31md":3}"#;
+
+#[test]
+fn document_text_cannot_break_a_finding_line_a_table_row_or_the_junit_report() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("hostile.json");
+    std::fs::write(&path, HOSTILE).expect("write");
+    let doc = arg(&path);
+
+    let out = openwop(&["--now", NOW, &doc]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "three findings and the summary: {text}");
+    for line in &lines[..3] {
+        assert!(line.starts_with(&format!("{doc}:1:")), "{line}");
+    }
+    assert!(text.contains("'x\\n::stop-commands::abc\\n'"), "{text}");
+    assert!(
+        text.contains("'a\\u0001b'") && text.contains("'c\\u001b[31md'"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{1}'),
+        "{text}"
+    );
+
+    let out = openwop(&["--now", NOW, "--format", "markdown", &doc]);
+    let table = stdout(&out);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        rows.len(),
+        5,
+        "the header, its rule and three rows: {table}"
+    );
+    assert!(rows.iter().all(|r| r.ends_with(" |")), "{rows:?}");
+
+    let out = openwop(&["--now", NOW, "--format", "junit", &doc]);
+    let xml = stdout(&out);
+    for forbidden in ['\u{1}', '\u{1b}'] {
+        assert!(!xml.contains(forbidden), "{forbidden:?}: {xml}");
+    }
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut failures = 0;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(e)) if e.name().into_inner() == "failure" => {
+                failures += 1;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{e}: {xml}"),
+        }
+    }
+    assert_eq!(failures, 3, "{xml}");
+}
+
+/// A closed standard error (`2>&1 | head` that stopped reading) does not turn a run's
+/// status into a panic's 101: what goes there (a note, why the run fails, a usage error)
+/// only adds to the status.
+#[test]
+fn a_closed_standard_error_keeps_the_exit_status() {
+    let card = arg(&vector("agent-card/valid/host-card.json"));
+    let overdue = arg(&vector(
+        "discovery/invalid/discovery.refresh-overdue--a2a.json",
+    ));
+    let wire = |c: &mut Command| {
+        c.stderr(broken_pipe());
+    };
+    // The note that --discovery is missing.
+    let status = openwop_wired(&["--kind", "agent-card", &card], wire);
+    assert_eq!(status.code(), Some(0), "{status}");
+    // `failing: …` lines.
+    let args = [
+        "--now",
+        NOW,
+        "--rule",
+        "discovery.refresh-overdue=warning",
+        "--max-warnings",
+        "0",
+        "--format",
+        "json",
+        &overdue,
+    ];
+    assert_eq!(openwop_wired(&args, wire).code(), Some(1));
+    // An error of the run, and one of clap's.
+    assert_eq!(
+        openwop_wired(&["--discovery", &card, &card], wire).code(),
+        Some(2)
+    );
+    assert_eq!(
+        openwop_wired(&["--kind", "nonsense", &card], wire).code(),
+        Some(2)
+    );
+}
+
+/// Standard output that cannot be written (a full disk) fails the run with exit 2 and
+/// says so; one whose reader went away (`| head`) is not an error.
+#[test]
+fn a_failed_write_to_standard_output_is_exit_2_a_closed_pipe_is_not() {
+    let valid = arg(&vector("discovery/valid/minimal.json"));
+    let invalid = arg(&vector("discovery/invalid/discovery.no-grpc.json"));
+    for args in [
+        vec!["--format", "sarif", valid.as_str()],
+        vec![valid.as_str()],
+        vec!["--list-rules"],
+        vec!["--explain", "discovery.no-grpc"],
+    ] {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = dir.path().join("stderr");
+        let status = openwop_wired(&args, |c| {
+            c.stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+                .stderr(std::fs::File::create(&log).expect("log"));
+        });
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains("cannot write to standard output"), "{said}");
+    }
+    let status = openwop_wired(&["--now", NOW, &invalid], |c| {
+        c.stdout(broken_pipe());
+    });
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the findings' status, not a write error"
+    );
+}
+
+/// The pre-commit hook's entry passes `--kind agent-card`, and a user's `args` may pass it
+/// again: the last one counts, as for a flag named twice anywhere.
+#[test]
+fn kind_can_be_named_twice_and_the_last_counts() {
+    let card = arg(&vector("agent-card/valid/host-card.json"));
+    let out = openwop(&["--kind", "agent-card", "--kind", "agent-card", &card]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = openwop(&["--kind", "agent-card", "--kind", "discovery", &card]);
+    assert_eq!(
+        code(&out),
+        1,
+        "checked as a discovery document: {}",
+        stdout(&out)
+    );
+    let discovery = arg(&vector("agent-card/discovery.json"));
+    let out = openwop(&[
+        "--kind",
+        "agent-card",
+        "--kind",
+        "agent-card",
+        "--discovery",
+        &discovery,
+        &card,
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
+
+/// A --discovery input that is JSON but no object is named as such, not read as a
+/// discovery document without an `a2a` facet.
+#[test]
+fn a_discovery_input_that_is_no_object_says_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let array = dir.path().join("arr.json");
+    std::fs::write(&array, "[]").expect("write");
+    let card = arg(&vector("agent-card/valid/host-card.json"));
+    let out = openwop(&["--kind", "agent-card", "--discovery", &arg(&array), &card]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "{}:1:1: error: input.unreadable: the --discovery input is not a JSON object (it is an array)",
+            arg(&array)
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("advertises no"), "{text}");
+}
