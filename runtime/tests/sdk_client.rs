@@ -176,3 +176,61 @@ async fn an_event_stream_refused_once_with_503_resumes() {
     assert!(proxy.hits("GET", &path) >= 2);
     let _ = done;
 }
+
+/// Author ids may hold `:` and `~` (`^[A-Za-z0-9._~:-]{1,128}$`); the SDK projects them
+/// into their path segment like any id (`review~3Alegal`), and the host reads a nodeId
+/// back through the same projection, as it does an agentId or a workflowId.
+#[tokio::test]
+async fn an_interrupt_at_a_node_whose_id_has_a_colon_is_resolved_through_the_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sign-off.yaml"),
+        r#"id: sign-off
+name: Sign off
+inputSchema: { type: object }
+nodes:
+  - id: "review:legal~1"
+    kind: interrupt
+    interrupt:
+      kind: approval
+      data:
+        artifactId: "${run.id}"
+        artifactType: run
+        title: Sign off
+        actions: [accept, reject]
+"#,
+    )
+    .unwrap();
+    let workflows = dir.path().to_path_buf();
+    let h = support::rest::start_with(move |c| c.workflows_dir = Some(workflows)).await;
+    let client = client(&h.base);
+    let run = client
+        .create_run()
+        .workflow_id("sign-off")
+        .send()
+        .await
+        .expect("created")
+        .into_inner();
+    let run_id = run.run_id.to_string();
+    let waiting = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let snapshot = client.run_snapshot(&run_id).await.expect("snapshot");
+            if !snapshot.interrupts.is_empty() {
+                return snapshot;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the run waits");
+    assert_eq!(waiting.interrupts[0].node_id.as_str(), "review:legal~1");
+    client
+        .resolve_interrupt(&run_id, "review:legal~1", json!({"action": "accept"}))
+        .await
+        .expect("resolved at the projected node id");
+    let done = tokio::time::timeout(Duration::from_secs(10), client.wait_until_terminal(&run_id))
+        .await
+        .expect("finishes")
+        .expect("snapshot");
+    assert_eq!(done.status.as_str(), "completed");
+}

@@ -23,7 +23,11 @@ pub async fn get_artifact(
     let id = run_id(path.get("run_id"))?;
     let (run_id, artifact) = state
         .ops
-        .get_artifact(&subject, &id, path.get("artifact_id"))
+        .get_artifact(
+            &subject,
+            &id,
+            &super::runs::author_id(path.get("artifact_id")),
+        )
         .await?;
     let wants_a2a = headers
         .get_all(header::ACCEPT)

@@ -252,6 +252,16 @@ pub fn resolved(run: &RunRecord, node_id: &str) -> Result<ResolveInterruptRespon
     })
 }
 
+/// An author-minted id (a nodeId, an artifactId) from its path segment, with the `~XX`
+/// projection undone as for agentId and workflowId: clients (the SDK among them) project
+/// every byte outside `[A-Za-z0-9._-]`, so `review:legal` arrives as `review~3Alegal`, and
+/// a segment of dots is projected so that no URL parser drops it. A segment that does
+/// not unproject (a raw `~` that starts no escape) is taken as written: it names the id
+/// a client that does not project meant, or none.
+pub(crate) fn author_id(segment: &str) -> String {
+    crate::ids::unproject_segment(segment).unwrap_or_else(|_| segment.to_owned())
+}
+
 pub async fn resolve_interrupt(
     State(state): State<AppState>,
     Caller(subject): Caller,
@@ -261,7 +271,7 @@ pub async fn resolve_interrupt(
 ) -> Result<Json<ResolveInterruptResponse>, ApiError> {
     check_idempotency_key(&headers)?;
     let id = run_id(path.get("run_id"))?;
-    let node_id = path.get("node_id").to_owned();
+    let node_id = author_id(path.get("node_id"));
     let run = state
         .ops
         .resolve_interrupt(&subject, &id, &node_id, body.resume_value)
