@@ -6,8 +6,9 @@ use std::path::PathBuf;
 /// Why generation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A corpus file could not be read.
-    #[error("cannot read {path}: {source}")]
+    /// A corpus file could not be read. (The cause is the `source`, not repeated here: a
+    /// chain printer such as anyhow's `{:#}` would print it twice.)
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         #[source]
@@ -54,12 +55,18 @@ pub enum Error {
     #[error("{} warning(s) under --strict:\n{}", warnings.len(), warnings.iter().map(|w| format!("  {w}")).collect::<Vec<_>>().join("\n"))]
     Strict { warnings: Vec<String> },
     /// An output file could not be written or listed.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// The output directory holds files this generator did not write: nothing is written
+    /// there, so a mistyped `--out` never overwrites anyone's files.
+    #[error(
+        "{path} is not empty and holds no crate this generator wrote ({why}); nothing was written: name an empty or new directory, or the generated crate's"
+    )]
+    NotOurs { path: PathBuf, why: String },
 }
 
 /// Shorthand used across the crate.

@@ -49,12 +49,38 @@ pub(crate) fn str_slice(items: &[String]) -> TokenStream {
     quote::quote!(&[#(#items),*])
 }
 
-/// An identifier, escaped when it collides with a keyword.
+/// An identifier for `name`: as it is when it is one, raw (`r#type`) for a keyword, and
+/// otherwise made into one: `self`, `Self`, `super` and `crate` (which cannot be raw) get a
+/// trailing `_`, characters an identifier cannot hold become `_`, and a leading digit gets a
+/// `_` before it (`2fa` is `_2fa`). Never panics: a corpus names what it likes.
 pub(crate) fn ident(name: &str) -> proc_macro2::Ident {
+    let span = proc_macro2::Span::call_site();
     if syn::parse_str::<syn::Ident>(name).is_ok() {
-        proc_macro2::Ident::new(name, proc_macro2::Span::call_site())
+        return proc_macro2::Ident::new(name, span);
+    }
+    if matches!(name, "self" | "Self" | "super" | "crate") {
+        return proc_macro2::Ident::new(&format!("{name}_"), span);
+    }
+    let mut plain: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if plain.is_empty() || plain == "_" {
+        plain = "__".to_owned();
+    } else if plain.starts_with(|c: char| c.is_ascii_digit()) {
+        plain.insert(0, '_');
+    }
+    if syn::parse_str::<syn::Ident>(&plain).is_ok() {
+        proc_macro2::Ident::new(&plain, span)
     } else {
-        proc_macro2::Ident::new_raw(name, proc_macro2::Span::call_site())
+        // A keyword (`type`, `match`): raw.
+        proc_macro2::Ident::new_raw(&plain, span)
     }
 }
 
@@ -77,4 +103,26 @@ pub(crate) fn unique_name(wanted: &str, taken: impl Fn(&str) -> bool) -> String 
         .map(|i| format!("{wanted}{i}"))
         .find(|n| !taken(n))
         .unwrap_or_else(|| wanted.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ident;
+
+    #[test]
+    fn any_name_becomes_an_identifier() {
+        for (name, want) in [
+            ("run_id", "run_id"),
+            ("type", "r#type"),
+            ("self", "self_"),
+            ("Self", "Self_"),
+            ("crate", "crate_"),
+            ("2fa", "_2fa"),
+            ("x-y", "x_y"),
+            ("", "__"),
+            ("_", "__"),
+        ] {
+            assert_eq!(ident(name).to_string(), want, "{name:?}");
+        }
+    }
 }

@@ -25,9 +25,22 @@ pub struct Stale {
 }
 
 /// Writes every output file (only those whose content changed) and removes files the
-/// generator no longer writes. Returns the relative paths it wrote or removed.
+/// generator no longer writes. Returns the relative paths it wrote or removed. A
+/// directory that holds files but no generated crate is refused before anything is
+/// written: `--out runtime` would otherwise replace its `Cargo.toml` and `src/lib.rs`.
 pub fn write(out_dir: &Path, output: &Output) -> Result<Vec<String>> {
-    let prune = is_generated_crate(out_dir) || existing_files(out_dir)?.is_empty();
+    if !is_generated_crate(out_dir) {
+        let present = existing_files(out_dir)?;
+        if let Some(first) = present.first() {
+            return Err(Error::NotOurs {
+                path: out_dir.to_owned(),
+                why: format!(
+                    "{} file(s), {first} among them, and no Cargo.toml with the generated header",
+                    present.len()
+                ),
+            });
+        }
+    }
     let mut touched = Vec::new();
     for (rel, text) in &output.files {
         let path = out_dir.join(rel);
@@ -46,11 +59,7 @@ pub fn write(out_dir: &Path, output: &Output) -> Result<Vec<String>> {
         })?;
         touched.push(rel.clone());
     }
-    // Only a directory that already holds a generated crate is pruned, so `--out` pointed at
-    // the wrong place never deletes anyone's files.
-    if !prune {
-        return Ok(touched);
-    }
+    // Pruned only here, in a directory that held a generated crate or nothing (above).
     for rel in existing_files(out_dir)? {
         if !output.files.contains_key(&rel) {
             let path = out_dir.join(&rel);
@@ -120,8 +129,10 @@ pub fn is_generated_crate(dir: &Path) -> bool {
     })
 }
 
-/// Relative paths (forward slashes, sorted) of the files under `dir`, skipping build
-/// output a crate may hold (`target/`, `Cargo.lock`); a missing `dir` has none.
+/// Relative paths (forward slashes, sorted) of the files under `dir`, skipping the build
+/// output a crate may hold at its top (`target/`, `Cargo.lock`; deeper, such names are
+/// files like any other); a missing `dir` has none. A symbolic link is listed as itself,
+/// never followed: pruning removes the link, not what it points to.
 pub fn existing_files(dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = vec![dir.to_owned()];
@@ -143,10 +154,11 @@ pub fn existing_files(dir: &Path) -> Result<Vec<String>> {
             })?;
             let path = entry.path();
             let name = entry.file_name();
-            if name == "target" || name == "Cargo.lock" {
+            if current == dir && (name == "target" || name == "Cargo.lock") {
                 continue;
             }
-            if path.is_dir() {
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir {
                 stack.push(path);
             } else if let Ok(rel) = path.strip_prefix(dir) {
                 out.push(rel.to_string_lossy().replace('\\', "/"));

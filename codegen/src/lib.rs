@@ -350,6 +350,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
             }),
         )?,
     );
+    client_methods_once(&out.files)?;
     progress(&format!(
         "client: {} operations, {} helper modules",
         ops.len(),
@@ -462,4 +463,47 @@ fn host_read_types(corpus: &load::Corpus, bundled: &bundle::Bundle) -> Vec<Strin
         })
         .map(|(name, _)| name.clone())
         .collect()
+}
+
+/// Every method of `Client`, generated (one per operation) or hand-written (the helper
+/// templates), has its own name: two operationIds that snake-case alike, or one named like a
+/// helper (`runSnapshot`), would otherwise give a crate that does not compile, found only
+/// by whoever builds it.
+fn client_methods_once(files: &BTreeMap<String, String>) -> Result<()> {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for (rel, text) in files
+        .iter()
+        .filter(|(rel, _)| rel.starts_with("src/client/"))
+    {
+        let Ok(file) = syn::parse_file(text) else {
+            continue;
+        };
+        for item in &file.items {
+            let syn::Item::Impl(block) = item else {
+                continue;
+            };
+            let is_client = block.trait_.is_none()
+                && matches!(&*block.self_ty, syn::Type::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "Client"));
+            if !is_client {
+                continue;
+            }
+            for member in &block.items {
+                let syn::ImplItem::Fn(f) = member else {
+                    continue;
+                };
+                let name = f.sig.ident.to_string();
+                if let Some(first) = seen.insert(name.clone(), rel.clone()) {
+                    return Err(Error::Collision {
+                        name: format!("Client::{name}"),
+                        first,
+                        second: format!(
+                            "{rel} (an operationId that names a method twice, or one named like a helper's)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -123,7 +123,7 @@ impl Corpus {
 
     /// The corpus hash: sha256 over every corpus file in path order, each contributing its
     /// relative path and the hex sha256 of its text. The same for the same files on every
-    /// machine (paths use forward slashes; the text is read as written).
+    /// machine (paths use forward slashes; CRLF line ends are read as LF).
     pub fn sha256(&self) -> String {
         let mut hasher = Sha256::new();
         for (rel, f) in &self.files {
@@ -134,9 +134,13 @@ impl Corpus {
     }
 }
 
+/// A corpus file's text, with CRLF line ends read as LF: a checkout made with
+/// `core.autocrlf` generates (and hashes) the same as any other.
 fn read_text(root: &Path, rel: &str) -> Result<String> {
     let path = root.join(rel);
-    fs::read_to_string(&path).map_err(|source| Error::Read { path, source })
+    fs::read_to_string(&path)
+        .map(|text| text.replace("\r\n", "\n"))
+        .map_err(|source| Error::Read { path, source })
 }
 
 fn digest(text: &str) -> String {

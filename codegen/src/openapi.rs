@@ -123,6 +123,15 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
     let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
         return Err(at.shape("/paths", "expected the OpenAPI paths object"));
     };
+    // Every reference inside the document must land: `resolve_local` falls back to the
+    // reference object itself, so a typo (`IdempotencyKy`) would silently drop a
+    // parameter or type an answer as `serde_json::Value`.
+    if let Some((pointer, reference)) = dangling_local_ref(doc, doc, String::new()) {
+        return Err(at.shape(
+            &pointer,
+            format!("`$ref` {reference} names nothing in this document"),
+        ));
+    }
     let mut out = Vec::new();
     for (path, item) in paths {
         let shared = item
@@ -148,7 +157,10 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                     param.get("name").and_then(Value::as_str),
                     param.get("in").and_then(Value::as_str),
                 ) else {
-                    continue;
+                    return Err(at.shape(
+                        &pointer,
+                        "a parameter without `name` and `in` (it would be dropped from the client)",
+                    ));
                 };
                 // An operation-level parameter overrides a path-level one of the same name.
                 parameters.retain(|p: &Parameter| !(p.name == name && p.location == location));
@@ -252,8 +264,35 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
     Ok(out)
 }
 
-/// Follows one `#/components/...` reference inside the OpenAPI document; anything else is
-/// returned unchanged.
+/// The first `$ref` inside `doc` (walked from `value`, at `pointer`) whose `#…` target does
+/// not exist: where it is and what it says.
+fn dangling_local_ref(doc: &Value, value: &Value, pointer: String) -> Option<(String, String)> {
+    match value {
+        Value::Object(map) => {
+            if let Some(reference) = map.get("$ref").and_then(Value::as_str)
+                && let Some(target) = reference.strip_prefix('#')
+                && doc.pointer(target).is_none()
+            {
+                return Some((pointer, reference.to_owned()));
+            }
+            map.iter().find_map(|(key, v)| {
+                dangling_local_ref(
+                    doc,
+                    v,
+                    format!("{pointer}/{}", crate::uris::pointer_token(key)),
+                )
+            })
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| dangling_local_ref(doc, v, format!("{pointer}/{i}"))),
+        _ => None,
+    }
+}
+
+/// Follows one `#/components/...` reference inside the OpenAPI document (checked to land
+/// by [`load`]); anything else is returned unchanged.
 pub(crate) fn resolve_local<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
     match v
         .get("$ref")

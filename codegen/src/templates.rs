@@ -59,11 +59,14 @@ fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// A template's text, CRLF line ends read as LF (as the corpus's are).
 fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })
+    fs::read_to_string(path)
+        .map(|text| text.replace("\r\n", "\n"))
+        .map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 fn requires(text: &str) -> Vec<(String, String)> {

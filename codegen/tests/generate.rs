@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use common::{edit_json, fixtures, gen_mini, mini_copy, scratch};
-use openwop_codegen::{Error, StaleKind, stale, write};
+use openwop_codegen::{Error, StaleKind, existing_files, stale, write};
 use serde_json::json;
 
 /// Every emitted file of the mini corpus equals its committed copy under
@@ -373,20 +373,73 @@ fn models_take_descriptions_and_projection() {
 }
 
 #[test]
-fn write_never_prunes_a_directory_that_is_not_a_generated_crate() {
+fn write_refuses_a_directory_that_is_not_a_generated_crate() {
     let output = gen_mini(&fixtures().join("mini")).expect("generates");
     let out = scratch("not-ours");
     fs::write(out.join("notes.txt"), "mine\n").expect("seed");
-    write(&out, &output).expect("write");
+    fs::write(out.join("Cargo.toml"), "[package]\nname = \"mine\"\n").expect("seed");
+    let message = write(&out, &output).expect_err("refused").to_string();
+    assert!(
+        message.contains("holds no crate this generator wrote"),
+        "{message}"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("Cargo.toml")).expect("kept"),
+        "[package]\nname = \"mine\"\n",
+        "a stranger's manifest was overwritten"
+    );
     assert!(
         out.join("notes.txt").is_file(),
         "a stranger's file was deleted"
     );
-    let found = stale(&out, &output).expect("compare");
-    assert_eq!(
-        found.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
-        ["notes.txt"]
+    assert!(!out.join("src").exists(), "something was written");
+    // An empty directory, or one holding a generated crate, is written.
+    let empty = scratch("empty-out");
+    write(&empty, &output).expect("write");
+    write(&empty, &output).expect("and again");
+}
+
+/// Pruning a generated crate removes a symbolic link found in it, never what it points
+/// to; and only the crate's own top-level `target/` and `Cargo.lock` are skipped.
+#[cfg(unix)]
+#[test]
+fn pruning_removes_a_link_not_its_target_and_sees_nested_target_dirs() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    let out = scratch("links");
+    write(&out, &output).expect("write");
+    let victim = scratch("victim");
+    fs::write(victim.join("notes.txt"), "keep me\n").expect("seed");
+    std::os::unix::fs::symlink(&victim, out.join("vectors")).expect("link");
+    fs::create_dir_all(out.join("examples/target")).expect("dir");
+    fs::write(out.join("examples/target/main.rs"), "fn main() {}\n").expect("seed");
+    let stale_paths: Vec<String> = stale(&out, &output)
+        .expect("compare")
+        .into_iter()
+        .map(|s| s.path)
+        .collect();
+    assert_eq!(stale_paths, ["examples/target/main.rs", "vectors"]);
+    write(&out, &output).expect("prune");
+    assert!(
+        victim.join("notes.txt").is_file(),
+        "pruning followed the link"
     );
+    assert!(!out.join("vectors").exists(), "the link stays");
+    assert!(!out.join("examples/target/main.rs").exists());
+    assert!(stale(&out, &output).expect("compare").is_empty());
+}
+
+/// A checkout made with CRLF line ends generates what an LF one does.
+#[test]
+fn a_crlf_corpus_generates_what_an_lf_one_does() {
+    let lf = gen_mini(&fixtures().join("mini")).expect("generates");
+    let root = mini_copy("crlf");
+    for rel in existing_files(&root).expect("list") {
+        let path = root.join(&rel);
+        let text = fs::read_to_string(&path).expect("read");
+        fs::write(&path, text.replace('\n', "\r\n")).expect("write");
+    }
+    let crlf = gen_mini(&root).expect("generates");
+    assert!(crlf.files == lf.files, "CRLF line ends changed the output");
 }
 
 #[test]
@@ -778,4 +831,42 @@ fn templates_are_written_when_their_requirements_are_met() {
     assert!(output.files.contains_key("examples/demo.rs"));
     assert!(output.files["Cargo.toml"].contains("[[example]]\nname = \"demo\""));
     assert!(output.files["src/lib.rs"].contains("include_str!(\"../README.md\")"));
+}
+
+/// A reference inside the OpenAPI document that lands nowhere (a typo) is an error naming
+/// where it is, not a parameter silently dropped or an answer typed as `Value`.
+#[test]
+fn a_dangling_reference_in_the_openapi_document_is_an_error() {
+    let root = mini_copy("dangling-ref");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen(
+        "#/components/schemas/EventPage",
+        "#/components/schemas/EventPag",
+        1,
+    );
+    assert_ne!(text, edited);
+    fs::write(&path, edited).expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("`$ref` #/components/schemas/EventPag names nothing in this document"),
+        "{message}"
+    );
+    assert!(message.contains("api/v2/openapi.yaml#/paths/"), "{message}");
+}
+
+/// Two operationIds that name one client method (`getRun`, `GetRun`) are an error naming
+/// the method, not a crate that does not compile.
+#[test]
+fn two_operations_naming_one_client_method_are_an_error() {
+    let root = mini_copy("method-twice");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    fs::write(
+        &path,
+        text.replacen("operationId: pollRunEvents", "operationId: GetRun", 1),
+    )
+    .expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(message.contains("`Client::get_run`"), "{message}");
 }

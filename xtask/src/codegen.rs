@@ -52,7 +52,9 @@ pub(crate) fn run(
             let before = api_diff::snapshot(paths, api_diff)?;
             let touched = write(out, &output)?;
             for rel in &touched {
-                eprintln!("codegen: wrote {}", out.join(rel).display());
+                let path = out.join(rel);
+                let did = if path.exists() { "wrote" } else { "removed" };
+                eprintln!("codegen: {did} {}", path.display());
             }
             eprintln!(
                 "codegen: {} of {} files changed in {} ({:.2?})",

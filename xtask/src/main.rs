@@ -5,6 +5,7 @@
 
 mod api_diff;
 mod codegen;
+mod source_hash;
 mod upstream;
 mod workspace;
 
@@ -59,8 +60,41 @@ enum Cmd {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().cmd {
+/// Refuses to run generator code other than the checkout's own (see `source_hash`).
+fn built_from(root: &std::path::Path) -> anyhow::Result<()> {
+    let here = source_hash::digest(root).map_err(|e| {
+        anyhow::anyhow!("reading the generator's sources in {}: {e}", root.display())
+    })?;
+    if here != env!("OPENWOP_XTASK_SOURCES") {
+        anyhow::bail!(
+            "this xtask binary was built from other generator sources than {}'s \
+             (codegen/src, xtask/src and their manifests): cargo reused a build of another \
+             checkout that shares this CARGO_TARGET_DIR, and its code would write this \
+             checkout's generated/. Nothing was written. Rebuild it from this checkout: \
+             `cargo clean -p xtask -p openwop-codegen`, then run the task again (or give \
+             each checkout its own target directory)",
+            root.display()
+        );
+    }
+    Ok(())
+}
+
+/// Runs the task; an error is one `error: …` line with its causes, and exit status 1 (a
+/// stale crate under `--check` is an ordinary outcome, not a crash: no backtrace, even
+/// with `RUST_BACKTRACE` set).
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    built_from(&workspace::current()?)?;
+    match cli.cmd {
         Cmd::Codegen {
             check,
             strict,

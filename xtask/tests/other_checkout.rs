@@ -34,7 +34,7 @@ fn copy_dir(src: &Path, dst: &Path) {
 }
 
 /// A second checkout in a temp dir: the workspace manifest, the corpus, the generator's
-/// templates and the committed `generated/` of this one.
+/// sources and templates and the committed `generated/` of this one.
 fn second_checkout(name: &str) -> PathBuf {
     let here = this_checkout();
     let dir = std::env::temp_dir().join(format!("openwop-xtask-{name}-{}", std::process::id()));
@@ -45,12 +45,20 @@ fn second_checkout(name: &str) -> PathBuf {
         "api",
         "generated",
         "codegen/templates",
+        "codegen/src",
+        "xtask/src",
         "tests/vectors",
     ] {
         copy_dir(&here.join(sub), &dir.join(sub));
     }
-    fs::copy(here.join("Cargo.toml"), dir.join("Cargo.toml"))
-        .unwrap_or_else(|e| panic!("copying Cargo.toml: {e}"));
+    for file in [
+        "Cargo.toml",
+        "codegen/Cargo.toml",
+        "xtask/Cargo.toml",
+        "xtask/build.rs",
+    ] {
+        fs::copy(here.join(file), dir.join(file)).unwrap_or_else(|e| panic!("copying {file}: {e}"));
+    }
     dir
 }
 
@@ -187,4 +195,38 @@ fn outside_any_checkout_both_tasks_refuse_instead_of_falling_back_to_the_build_c
         );
     }
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// With a target directory shared by two checkouts, cargo reuses one checkout's build of
+/// the generator in the other when the other's sources are no newer: its paths come from
+/// the run, but its code would be the first checkout's. A checkout whose generator sources
+/// differ from the ones the binary was built from is refused, and nothing is written.
+#[test]
+fn a_binary_built_from_other_generator_sources_refuses_and_writes_nothing() {
+    let other = second_checkout("sources");
+    let format = other.join("codegen/src/format.rs");
+    let text = fs::read_to_string(&format).unwrap_or_else(|e| panic!("reading format.rs: {e}"));
+    fs::write(
+        &format,
+        format!("{text}\n// Edited in the other checkout.\n"),
+    )
+    .unwrap_or_else(|e| panic!("writing format.rs: {e}"));
+    let before = snapshot(&other.join("generated"));
+    for args in [
+        &["codegen", "--api-diff=off"][..],
+        &["codegen", "--check"][..],
+    ] {
+        let (out, log) = xtask(&other, args);
+        assert!(!out.status.success(), "{args:?} ran other code:\n{log}");
+        assert!(log.contains("built from other generator sources"), "{log}");
+        assert!(
+            log.contains("cargo clean -p xtask -p openwop-codegen"),
+            "{log}"
+        );
+    }
+    assert!(
+        before == snapshot(&other.join("generated")),
+        "generated/ was written"
+    );
+    let _ = fs::remove_dir_all(&other);
 }

@@ -111,10 +111,21 @@ struct Names(BTreeSet<String>);
 impl Names {
     fn new() -> Self {
         Self(
-            ["send", "body", "new", "call", "fields"]
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
+            // Builder methods every operation's builder has, or its kind has, whatever
+            // its parameters: a parameter of that name is renamed (`query_no_timeout`).
+            [
+                "send",
+                "body",
+                "new",
+                "call",
+                "fields",
+                "no_timeout",
+                "idle_timeout",
+                "max_reconnects",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
         )
     }
 
