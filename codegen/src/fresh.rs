@@ -41,23 +41,51 @@ pub fn write(out_dir: &Path, output: &Output) -> Result<Vec<String>> {
             });
         }
     }
-    let mut touched = Vec::new();
+    // Staged: each changed file is written beside its place first, and only once all are
+    // written are they renamed into place, so a failure on the way (a full disk, a
+    // directory where a file goes) leaves the crate as it was, not half new.
+    let mut staged: Vec<(PathBuf, PathBuf, &String)> = Vec::new();
+    let unstage = |staged: &[(PathBuf, PathBuf, &String)]| {
+        for (tmp, _, _) in staged {
+            let _ = fs::remove_file(tmp);
+        }
+    };
     for (rel, text) in &output.files {
         let path = out_dir.join(rel);
         if fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
             continue;
         }
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|source| Error::Write {
-                path: parent.to_owned(),
-                source,
-            })?;
+        let tmp = path.with_file_name(format!(
+            ".{}.codegen-tmp",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let written = path
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| {
+                if path.is_dir() {
+                    Err(std::io::Error::other("a directory is where the file goes"))
+                } else {
+                    fs::write(&tmp, text)
+                }
+            });
+        if let Err(source) = written {
+            unstage(&staged);
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::Write { path, source });
         }
-        fs::write(&path, text).map_err(|source| Error::Write {
-            path: path.clone(),
-            source,
-        })?;
-        touched.push(rel.clone());
+        staged.push((tmp, path, rel));
+    }
+    let mut touched = Vec::new();
+    for (i, (tmp, path, rel)) in staged.iter().enumerate() {
+        if let Err(source) = fs::rename(tmp, path) {
+            unstage(&staged[i..]);
+            return Err(Error::Write {
+                path: path.clone(),
+                source,
+            });
+        }
+        touched.push((*rel).clone());
     }
     // Pruned only here, in a directory that held a generated crate or nothing (above).
     for rel in existing_files(out_dir)? {

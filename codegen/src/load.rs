@@ -149,7 +149,7 @@ fn digest(text: &str) -> String {
 
 fn read_json(root: &Path, rel: &str) -> Result<CorpusFile> {
     let text = read_text(root, rel)?;
-    let value = serde_json::from_str(&text).map_err(|e| Error::Parse {
+    let Unique(value) = serde_json::from_str(&text).map_err(|e| Error::Parse {
         file: rel.to_owned(),
         format: "JSON",
         message: e.to_string(),
@@ -163,7 +163,7 @@ fn read_json(root: &Path, rel: &str) -> Result<CorpusFile> {
 
 fn read_yaml(root: &Path, rel: &str) -> Result<CorpusFile> {
     let text = read_text(root, rel)?;
-    let value = yaml_serde::from_str(&text).map_err(|e| Error::Parse {
+    let Unique(value) = yaml_serde::from_str(&text).map_err(|e| Error::Parse {
         file: rel.to_owned(),
         format: "YAML",
         message: e.to_string(),
@@ -173,6 +173,83 @@ fn read_yaml(root: &Path, rel: &str) -> Result<CorpusFile> {
         text,
         value,
     })
+}
+
+/// A corpus document read from JSON or YAML, refusing an object that names a member twice:
+/// both parsers keep the last one silently, and a second `properties` would wipe a
+/// model's fields (or a second `summary:` change a doc) with nothing said.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Unique;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::from(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::from(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::String(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::String(v)))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::Null))
+    }
+    fn visit_none<E>(self) -> std::result::Result<Unique, E> {
+        Ok(Unique(Value::Null))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Unique, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Unique, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Unique(Value::Array(items)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Unique, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "`{key}` is named twice in one object (a parser would keep the last in silence)"
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Unique(Value::Object(object)))
+    }
 }
 
 fn list_schema_files(root: &Path, dir: &str) -> Result<Vec<String>> {

@@ -870,3 +870,96 @@ fn two_operations_naming_one_client_method_are_an_error() {
     let message = gen_mini(&root).expect_err("must fail").to_string();
     assert!(message.contains("`Client::get_run`"), "{message}");
 }
+
+/// A member named twice in one object of a corpus file, JSON or YAML, is an error: both
+/// parsers would keep the last one in silence.
+#[test]
+fn a_member_named_twice_in_the_corpus_is_an_error() {
+    let root = mini_copy("twice-yaml");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen(
+        "operationId: getRun",
+        "operationId: getRun\n      operationId: getRunAgain",
+        1,
+    );
+    fs::write(&path, edited).expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("api/v2/openapi.yaml: not valid YAML"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`operationId` is named twice"),
+        "{message}"
+    );
+
+    let root = mini_copy("twice-json");
+    let errors = root.join("spec/v2/errors.json");
+    let text = fs::read_to_string(&errors).expect("read");
+    let edited = text.replacen("{", "{\"x\": 1, \"x\": 2,", 1);
+    fs::write(&errors, edited).expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("spec/v2/errors.json: not valid JSON"),
+        "{message}"
+    );
+    assert!(message.contains("`x` is named twice"), "{message}");
+}
+
+/// A write that fails on the way (here a directory where a file goes) leaves the crate as
+/// it was: no file is half new, and no staging file is left behind.
+#[test]
+fn a_failed_write_leaves_the_crate_as_it_was() {
+    let output = gen_mini(&fixtures().join("mini")).expect("generates");
+    let out = scratch("half-written");
+    write(&out, &output).expect("write");
+    let before = existing_files(&out).expect("list");
+    let texts: Vec<String> = before
+        .iter()
+        .map(|rel| fs::read_to_string(out.join(rel)).expect("read"))
+        .collect();
+    let mut changed = output.clone();
+    for text in changed.files.values_mut() {
+        text.push_str("// changed\n");
+    }
+    let last = changed.files.keys().last().expect("a file").clone();
+    fs::remove_file(out.join(&last)).expect("remove");
+    fs::create_dir_all(out.join(&last)).expect("a directory in its place");
+    let message = write(&out, &changed).expect_err("fails").to_string();
+    assert!(message.contains(&last), "{message}");
+    for (rel, text) in before.iter().zip(&texts) {
+        if *rel != last {
+            assert_eq!(
+                &fs::read_to_string(out.join(rel)).expect("read"),
+                text,
+                "{rel} was written"
+            );
+        }
+    }
+    let leftovers: Vec<String> = existing_files(&out)
+        .expect("list")
+        .into_iter()
+        .filter(|rel| rel.ends_with(".codegen-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A template whose operation or model the corpus lacks is left out, and the run says so:
+/// renaming an operation must not drop the SDK's helpers or test suite unnoticed.
+#[test]
+fn a_template_left_out_is_named() {
+    let config = openwop_codegen::Config {
+        spec_root: fixtures().join("mini"),
+        templates_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("templates"),
+    };
+    let mut lines = Vec::new();
+    openwop_codegen::generate_with(&config, &mut |line| lines.push(line.to_owned()))
+        .expect("generates");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("left out template convenience: the corpus has no ")),
+        "{lines:#?}"
+    );
+}
