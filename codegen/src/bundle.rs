@@ -67,6 +67,8 @@ impl Bundle {
             uris,
             index: self.index.clone(),
             warnings: Vec::new(),
+            // A probe: the bundle itself reported any dangling reference already.
+            dangling: None,
             discriminators: BTreeMap::new(),
             hoisted: Vec::new(),
             judged: Default::default(),
@@ -130,6 +132,10 @@ struct Bundler<'a> {
     /// `(file, pointer)` → type name.
     index: BTreeMap<(String, String), String>,
     warnings: Vec<String>,
+    /// References into a file the corpus has, at a pointer it lacks: a typo, never a gap
+    /// of a smaller corpus, and one that would leave every validator of the schema failing
+    /// on a pointer that does not exist. An error, the first one found.
+    dangling: Option<crate::error::Error>,
     /// Recognised tag → payload bindings, by owner type name.
     discriminators: BTreeMap<String, Discriminator>,
     /// Inline payload schemas of recognised bindings, to become types of their own:
@@ -196,6 +202,7 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         uris,
         index: BTreeMap::new(),
         warnings: Vec::new(),
+        dangling: None,
         discriminators: BTreeMap::new(),
         hoisted: Vec::new(),
         judged: Default::default(),
@@ -272,6 +279,9 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
         }
         out.origin.insert(name.clone(), here);
         out.defs.insert(name, schema);
+    }
+    if let Some(e) = b.dangling {
+        return Err(e);
     }
     out.discriminators = b.discriminators;
     out.warnings = b.warnings;
@@ -529,9 +539,13 @@ impl Bundler<'_> {
             return Target::Named(name.clone());
         }
         let Some(raw) = self.corpus.value(&target_file).pointer(fragment).cloned() else {
-            self.warn(format!(
-                "{file}#{pointer}: `$ref` {reference} points at nothing; typed as serde_json::Value"
-            ));
+            self.dangling.get_or_insert_with(|| crate::error::Error::Shape {
+                file: file.to_owned(),
+                pointer: pointer.to_owned(),
+                message: format!(
+                    "`$ref` {reference} points at nothing in {target_file} (the file is there; the pointer is not)"
+                ),
+            });
             return Target::Inline(Value::Object(Map::new()));
         };
         if depth >= MAX_INLINE_DEPTH {

@@ -467,7 +467,10 @@ fn the_envelope_must_list_every_registry_code() {
         ] } }
     });
     let path = root.join("schemas/v2/error-envelope.schema.json");
-    fs::write(&path, envelope.to_string()).expect("write envelope");
+    // Only the code list changes; the envelope itself stays, so no reference dangles.
+    edit_json(&path, |doc| {
+        doc["$defs"]["errorCode"] = envelope["$defs"]["errorCode"].clone()
+    });
     let message = gen_mini(&root)
         .expect_err("rate_limited is missing")
         .to_string();
@@ -961,5 +964,31 @@ fn a_template_left_out_is_named() {
             .iter()
             .any(|l| l.starts_with("left out template convenience: the corpus has no ")),
         "{lines:#?}"
+    );
+}
+
+/// A `$ref` into a file the corpus has, at a pointer that file lacks, is a typo: an error
+/// naming both ends (it was a warning, and the crate's validators then failed on every
+/// document with a pointer that does not exist).
+#[test]
+fn a_reference_to_a_missing_pointer_in_a_present_file_is_an_error() {
+    let root = mini_copy("missing-pointer");
+    let path = root.join("schemas/v2/run-event.schema.json");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen(
+        "ids.schema.json#/$defs/runId",
+        "ids.schema.json#/$defs/runid",
+        1,
+    );
+    assert_ne!(text, edited);
+    fs::write(&path, edited).expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("points at nothing in schemas/v2/ids.schema.json"),
+        "{message}"
+    );
+    assert!(
+        message.contains("schemas/v2/run-event.schema.json#"),
+        "{message}"
     );
 }
