@@ -1213,3 +1213,49 @@ async fn a_callers_http_client_timeout_cuts_no_stream_or_long_poll() {
         .await;
     assert!(answer.is_ok(), "{answer:?}");
 }
+
+/// `send_raw` sends as `send` does and answers the body as it came: what `send` cannot
+/// decode (another media type asked for with `Accept`) is read as bytes, and an error
+/// answer is still an `Err`.
+#[tokio::test]
+async fn send_raw_answers_the_body_as_it_came() {
+    let host = host().await;
+    let run = "/runs/acme~2Frun_0123456789abcdef";
+    let other = json!({"kind": "a2a", "parts": [{"text": "hello"}]});
+    host.on(
+        "GET",
+        run,
+        [Reply::json(200, &other).header("X-Shape", "a2a")],
+    );
+    let client = client(&host);
+    let err = client
+        .get_run("acme/run_0123456789abcdef")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    let raw = client
+        .get_run("acme/run_0123456789abcdef")
+        .header("Accept", "application/a2a+json")
+        .send_raw()
+        .await
+        .expect("bytes");
+    assert_eq!(raw.status(), 200);
+    assert_eq!(raw.header("x-shape"), Some("a2a"));
+    let body: Value = serde_json::from_slice(&raw).expect("JSON");
+    assert_eq!(body, other);
+    assert_eq!(
+        host.requests()
+            .last()
+            .and_then(|r| r.header("accept").map(str::to_owned)),
+        Some("application/a2a+json".to_owned())
+    );
+
+    host.on("GET", run, [Reply::error(404, "not_found", "no run")]);
+    let err = client
+        .get_run("acme/run_0123456789abcdef")
+        .send_raw()
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(404));
+}

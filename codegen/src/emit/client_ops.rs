@@ -115,6 +115,7 @@ impl Names {
             // its parameters: a parameter of that name is renamed (`query_no_timeout`).
             [
                 "send",
+                "send_raw",
                 "body",
                 "new",
                 "call",
@@ -554,6 +555,12 @@ pub(crate) fn operation(
             Some(schema) => model_ty((inputs.named)(schema)),
             None => quote!(()),
         };
+        let raw_doc = quote! {
+            /// Sends the request as `send` does (the same retries, hooks and errors: a
+            /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+            /// and headers: for a media type the crate does not model (an `Accept` header
+            /// set with `.header(..)`), or to read an answer as it came.
+        };
         if op.not_modified {
             (
                 quote! {
@@ -563,6 +570,13 @@ pub(crate) fn operation(
                         let mut call = self.call;
                         #body_finish
                         super::conditional_answer(call.send(true).await?)
+                    }
+
+                    #raw_doc
+                    pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+                        let mut call = self.call;
+                        #body_finish
+                        Ok(super::raw_answer(call.send(true).await?))
                     }
                 },
                 quote!(),
@@ -576,6 +590,13 @@ pub(crate) fn operation(
                         let mut call = self.call;
                         #body_finish
                         super::json_answer(call.send(false).await?)
+                    }
+
+                    #raw_doc
+                    pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+                        let mut call = self.call;
+                        #body_finish
+                        Ok(super::raw_answer(call.send(false).await?))
                     }
                 },
                 quote!(),

@@ -946,6 +946,16 @@ pub mod builder {
             let mut call = self.call;
             super::conditional_answer(call.send(true).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(true).await?))
+        }
     }
     /// A `getOpenApiSpec` call (`GET /openapi.json`), made by [`Client::get_open_api_spec`](super::Client::get_open_api_spec): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -999,6 +1009,16 @@ pub mod builder {
         ) -> Result<super::ResponseValue<::serde_json::Value>, super::Error> {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `listRuns` call (`GET /runs`), made by [`Client::list_runs`](super::Client::list_runs): set what you need, then `send().await`.
@@ -1101,6 +1121,16 @@ pub mod builder {
         ) -> Result<super::ResponseValue<crate::models::RunList>, super::Error> {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
@@ -1247,6 +1277,17 @@ pub mod builder {
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `getRun` call (`GET /runs/{runId}`), made by [`Client::get_run`](super::Client::get_run): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -1314,6 +1355,16 @@ pub mod builder {
         > {
             let mut call = self.call;
             super::conditional_answer(call.send(true).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(true).await?))
         }
     }
     /// A `cancelRun` call (`POST /runs/{runId}/cancel`), made by [`Client::cancel_run`](super::Client::cancel_run): set what you need, then `send().await`.
@@ -1408,6 +1459,17 @@ pub mod builder {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CancelRunRequest>(false)?;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            call.body = self.fields.finish::<crate::models::CancelRunRequest>(false)?;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `resolveInterruptByRun` call (`POST /runs/{runId}/interrupts/{nodeId}`), made by [`Client::resolve_interrupt_by_run`](super::Client::resolve_interrupt_by_run): set what you need, then `send().await`.
@@ -1510,6 +1572,19 @@ pub mod builder {
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            call.body = self
+                .fields
+                .finish::<crate::models::ResolveInterruptRequest>(true)?;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `inspectInterruptByToken` call (`GET /interrupts/{token}`), made by [`Client::inspect_interrupt_by_token`](super::Client::inspect_interrupt_by_token): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -1571,6 +1646,16 @@ pub mod builder {
         > {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `resolveInterruptByToken` call (`POST /interrupts/{token}`), made by [`Client::resolve_interrupt_by_token`](super::Client::resolve_interrupt_by_token): set what you need, then `send().await`.
@@ -1651,6 +1736,19 @@ pub mod builder {
                 .fields
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            call.body = self
+                .fields
+                .finish::<crate::models::ResolveInterruptRequest>(true)?;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
@@ -1812,6 +1910,16 @@ pub mod builder {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `getArtifact` call (`GET /runs/{runId}/artifacts/{artifactId}`), made by [`Client::get_artifact`](super::Client::get_artifact): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -1880,6 +1988,16 @@ pub mod builder {
         ) -> Result<super::ResponseValue<crate::models::RunArtifact>, super::Error> {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `streamHostEvents` call (`GET /host/events`), made by [`Client::stream_host_events`](super::Client::stream_host_events): set what you need, then `send().await`.
@@ -2006,6 +2124,16 @@ pub mod builder {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `getAgent` call (`GET /agents/{agentId}`), made by [`Client::get_agent`](super::Client::get_agent): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -2064,6 +2192,16 @@ pub mod builder {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `listWorkflows` call (`GET /workflows`), made by [`Client::list_workflows`](super::Client::list_workflows): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -2117,6 +2255,16 @@ pub mod builder {
         ) -> Result<super::ResponseValue<crate::models::WorkflowList>, super::Error> {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
     /// A `getWorkflow` call (`GET /workflows/{workflowId}`), made by [`Client::get_workflow`](super::Client::get_workflow): set what you need, then `send().await`.
@@ -2179,6 +2327,16 @@ pub mod builder {
         > {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
 }

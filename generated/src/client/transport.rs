@@ -388,6 +388,11 @@ pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// An answer as it came, its body undecoded (`send_raw`).
+pub(crate) fn raw_answer(answer: Answer) -> ResponseValue<Vec<u8>> {
+    ResponseValue::new(answer.bytes, answer.status, answer.headers)
+}
+
 pub(crate) fn conditional_answer<T: serde::de::DeserializeOwned>(
     answer: Answer,
 ) -> Result<ResponseValue<Conditional<T>>, Error> {

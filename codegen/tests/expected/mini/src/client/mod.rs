@@ -451,6 +451,16 @@ pub mod builder {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -587,6 +597,16 @@ pub mod builder {
             let mut call = self.call;
             super::json_answer(call.send(false).await?)
         }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            Ok(super::raw_answer(call.send(false).await?))
+        }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -678,6 +698,17 @@ pub mod builder {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
             super::json_answer(call.send(false).await?)
+        }
+        /// Sends the request as `send` does (the same retries, hooks and errors: a
+        /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
+        /// and headers: for a media type the crate does not model (an `Accept` header
+        /// set with `.header(..)`), or to read an answer as it came.
+        pub async fn send_raw(
+            self,
+        ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+            let mut call = self.call;
+            call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
+            Ok(super::raw_answer(call.send(false).await?))
         }
     }
 }
