@@ -182,7 +182,25 @@ async fn dev_key_is_printed_and_survives_restart() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_shuts_down_gracefully_with_an_open_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, base) = spawn(dir.path()).await;
+    // The host's log is kept (drained as it comes, so the child never blocks on a full
+    // pipe) and shown if the shutdown is slow: whether it waited out the grace for a
+    // stream that did not end, or never began shutting down, is then on record.
+    let mut command = process::serve_keyed(dir.path());
+    command
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("spawn openwop");
+    let mut log_lines = BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = log_lines.next_line().await {
+            let mut kept = kept.lock().unwrap();
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+    });
+    let (mut child, base) = process::listening(child).await;
     let c = Client::new();
     let v: Value = c
         .post(format!("{base}/runs"))
@@ -208,9 +226,24 @@ async fn sigterm_shuts_down_gracefully_with_an_open_stream() {
         .status()
         .unwrap();
     assert!(status.success());
-    let exit = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .expect("exits promptly")
-        .unwrap();
-    assert!(exit.success(), "{exit:?}");
+    let signalled = Instant::now();
+    // Longer than the shutdown grace (10 s), so a host that waits it out for a stream that
+    // did not end is told apart from one that never stops.
+    let exit = tokio::time::timeout(Duration::from_secs(25), child.wait()).await;
+    let took = signalled.elapsed();
+    let shown = || log.lock().unwrap().clone();
+    let exit = match exit {
+        Ok(exit) => exit.unwrap(),
+        Err(_) => panic!(
+            "still running {took:?} after SIGTERM; its log:\n{}",
+            shown()
+        ),
+    };
+    assert!(exit.success(), "{exit:?}; its log:\n{}", shown());
+    // The open stream ends when shutdown begins; the grace is for requests in flight.
+    assert!(
+        took < Duration::from_secs(8),
+        "took {took:?} to exit after SIGTERM; its log:\n{}",
+        shown()
+    );
 }
