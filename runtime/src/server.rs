@@ -195,6 +195,10 @@ pub async fn serve(
         .max_buf_size(MAX_HEAD_BUFFER)
         .keep_alive(true);
     let builder = Arc::new(builder);
+    // Told to connections not yet served: one that has not sent its first byte (or
+    // finished its TLS handshake) is counted by `graceful` but cannot be told to stop by
+    // it, so without this the shutdown waited for it until `first_request_timeout`.
+    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -234,35 +238,44 @@ pub async fn serve(
         let tls = tls.clone();
         let handshake_within = limits.header_read_timeout;
         let first_within = limits.first_request_timeout;
+        let mut stopping = stopping.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let ended = match tls {
                 None => {
                     // A connection that says nothing is let go soon: it cannot hold a
-                    // slot for the whole header-read timeout before its first request.
+                    // slot for the whole header-read timeout before its first request,
+                    // nor hold the shutdown at all.
                     let mut first = [0u8; 1];
-                    match tokio::time::timeout(first_within, stream.peek(&mut first)).await {
-                        Ok(Ok(n)) if n > 0 => {}
-                        _ => return,
+                    tokio::select! {
+                        peeked = tokio::time::timeout(first_within, stream.peek(&mut first)) => {
+                            match peeked {
+                                Ok(Ok(n)) if n > 0 => {}
+                                _ => return,
+                            }
+                        }
+                        _ = stopping.wait_for(|s| *s) => return,
                     }
                     let io = TokioIo::new(refusals::Refusals::new(stream));
                     watcher.watch(builder.serve_connection(io, service)).await
                 }
                 Some(acceptor) => {
                     // The handshake gets the time a request's headers get.
-                    let stream =
-                        match tokio::time::timeout(handshake_within, acceptor.accept(stream)).await
-                        {
-                            Ok(Ok(stream)) => stream,
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                                return;
-                            }
-                            Err(_) => {
-                                tracing::debug!(%peer, "TLS handshake timed out");
-                                return;
-                            }
-                        };
+                    let handshake = tokio::select! {
+                        handshake = tokio::time::timeout(handshake_within, acceptor.accept(stream)) => handshake,
+                        _ = stopping.wait_for(|s| *s) => return,
+                    };
+                    let stream = match handshake {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    };
                     let io = TokioIo::new(refusals::Refusals::new(stream));
                     watcher.watch(builder.serve_connection(io, service)).await
                 }
@@ -274,6 +287,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    let _ = stopping_tx.send(true);
     if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
         .await
         .is_err()

@@ -248,3 +248,32 @@ async fn http_layer_refusals_carry_an_envelope_and_the_protocol_version() {
     .await;
     assert!(ok.starts_with("HTTP/1.1 200 "), "{ok}");
 }
+
+/// A connection that has sent nothing yet (a load balancer's TCP check, a scanner) does
+/// not hold the shutdown: it is let go at once, where the server waited for its first
+/// byte until `first_request_timeout`, however long the grace.
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_connection_that_has_sent_nothing() {
+    let mut s = serve(Limits {
+        first_request_timeout: Duration::from_secs(30),
+        shutdown_grace: Duration::from_secs(30),
+        ..Limits::default()
+    })
+    .await;
+    let mut silent = TcpStream::connect(s.addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let _ = s.stopper.send(true);
+    tokio::time::timeout(Duration::from_secs(10), s.take_done())
+        .await
+        .expect("the server stops without waiting for the silent connection")
+        .expect("join")
+        .expect("serve");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let (_, closed) = read_until_closed(&mut silent, Duration::from_secs(2)).await;
+    assert!(closed, "the silent connection was let go");
+}
