@@ -317,19 +317,10 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     };
     let has_op = |id: &str| ops.iter().any(|o| o.operation_id == id);
     let has_model = |name: &str| models.type_names.contains(name);
-    let satisfied = |t: &templates::Template| {
-        t.requires.iter().all(|(kind, name)| match kind.as_str() {
-            "operation" => has_op(name),
-            "model" => has_model(name),
-            _ => false,
-        })
-    };
-    // A template whose operation or model the corpus lacks is left out (a corpus may be
-    // smaller than ours: upstream's); said, so that renaming an operation does not drop
-    // `run_to_end` or a test suite unnoticed.
-    for t in templates.client.iter().chain(&templates.files) {
-        let missing: Vec<String> = t
-            .requires
+    // What a template requires and the corpus lacks (an unknown kind of requirement is
+    // never met).
+    let missing = |t: &templates::Template| -> Vec<String> {
+        t.requires
             .iter()
             .filter(|(kind, name)| match kind.as_str() {
                 "operation" => !has_op(name),
@@ -337,7 +328,14 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
                 _ => true,
             })
             .map(|(kind, name)| format!("{kind} {name}"))
-            .collect();
+            .collect()
+    };
+    let satisfied = |t: &templates::Template| missing(t).is_empty();
+    // A template whose operation or model the corpus lacks is left out (a corpus may be
+    // smaller than ours: upstream's); said, so that renaming an operation does not drop
+    // `run_to_end` or a test suite unnoticed.
+    for t in templates.client.iter().chain(&templates.files) {
+        let missing = missing(t);
         if !missing.is_empty() {
             progress(&format!(
                 "left out template {}: the corpus has no {}",

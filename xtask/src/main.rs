@@ -93,7 +93,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    built_from(&workspace::current()?)?;
+    // The checkout holding the working directory, found once: every task works in it,
+    // and only with the generator built from its sources.
+    let root = workspace::current()?;
+    built_from(&root)?;
     match cli.cmd {
         Cmd::Codegen {
             check,
@@ -102,7 +105,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out,
             api_diff,
         } => {
-            let root = workspace::current()?;
             eprintln!(
                 "codegen: checkout {} (found from the working directory)",
                 root.display()
@@ -121,6 +123,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             codegen::run(&paths, mode, strict, api_diff)
         }
-        Cmd::UpstreamCheck { spec_root } => upstream::run(spec_root),
+        Cmd::UpstreamCheck { spec_root } => upstream::run(&root, spec_root),
     }
 }

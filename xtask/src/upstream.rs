@@ -3,7 +3,7 @@
 //! nothing is rebuilt that the workspace already built.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -11,13 +11,13 @@ use anyhow::{Context, bail};
 
 use crate::api_diff::Policy;
 use crate::codegen::{Mode, run as codegen};
-use crate::workspace::{self, Paths, target_dir};
+use crate::workspace::{Paths, target_dir};
 
-pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
+/// Runs the check in `root`, the checkout holding the working directory (as for
+/// `codegen`): its templates, lock file and target dir, never those of the checkout the
+/// binary was built in.
+pub(crate) fn run(root: &Path, spec_root: Option<PathBuf>) -> anyhow::Result<()> {
     let started = Instant::now();
-    // The checkout holding the working directory, as for `codegen`: its templates, lock
-    // file and target dir, never those of the checkout the binary was built in.
-    let root = workspace::current()?;
     eprintln!(
         "upstream-check: checkout {} (found from the working directory)",
         root.display()
@@ -34,8 +34,8 @@ pub(crate) fn run(spec_root: Option<PathBuf>) -> anyhow::Result<()> {
         spec_root,
         out: out.clone(),
         templates: root.join("codegen/templates"),
-        workspace: root.clone(),
-        target: target_dir(&root),
+        workspace: root.to_owned(),
+        target: target_dir(root),
     };
     // A scratch crate nobody depends on: no API diff.
     codegen(&paths, Mode::Write, false, Policy::Off)?;
