@@ -116,6 +116,7 @@ impl Names {
             [
                 "send",
                 "send_raw",
+                "sent",
                 "body",
                 "new",
                 "call",
@@ -561,48 +562,47 @@ pub(crate) fn operation(
             /// and headers: for a media type the crate does not model (an `Accept` header
             /// set with `.header(..)`), or to read an answer as it came.
         };
-        if op.not_modified {
-            (
-                quote! {
-                    /// Sends the request. A `304` (the copy named by `If-None-Match` is
-                    /// current) is `Conditional::NotModified`, not an error.
-                    pub async fn send(self) -> Result<super::ResponseValue<super::Conditional<#body>>, super::Error> {
-                        let mut call = self.call;
-                        #body_finish
-                        super::conditional_answer(call.send(true).await?)
-                    }
+        // `send` and `send_raw` read the same answer: the body checked, the call sent with
+        // its retries, a `304` kept where the operation can answer one.
+        let not_modified = op.not_modified;
+        let sent = quote! {
+            /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+            async fn sent(self) -> Result<super::Answer, super::Error> {
+                let mut call = self.call;
+                #body_finish
+                call.send(#not_modified).await
+            }
 
-                    #raw_doc
-                    pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-                        let mut call = self.call;
-                        #body_finish
-                        Ok(super::raw_answer(call.send(true).await?))
-                    }
-                },
-                quote!(),
-                quote!(),
-            )
+            #raw_doc
+            pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+                Ok(super::raw_answer(self.sent().await?))
+            }
+        };
+        let send = if op.not_modified {
+            quote! {
+                /// Sends the request. A `304` (the copy named by `If-None-Match` is
+                /// current) is `Conditional::NotModified`, not an error.
+                pub async fn send(self) -> Result<super::ResponseValue<super::Conditional<#body>>, super::Error> {
+                    super::conditional_answer(self.sent().await?)
+                }
+            }
         } else {
-            (
-                quote! {
-                    /// Sends the request (retrying as the retry policy says).
-                    pub async fn send(self) -> Result<super::ResponseValue<#body>, super::Error> {
-                        let mut call = self.call;
-                        #body_finish
-                        super::json_answer(call.send(false).await?)
-                    }
+            quote! {
+                /// Sends the request (retrying as the retry policy says).
+                pub async fn send(self) -> Result<super::ResponseValue<#body>, super::Error> {
+                    super::json_answer(self.sent().await?)
+                }
+            }
+        };
+        (
+            quote! {
+                #send
 
-                    #raw_doc
-                    pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-                        let mut call = self.call;
-                        #body_finish
-                        Ok(super::raw_answer(call.send(false).await?))
-                    }
-                },
-                quote!(),
-                quote!(),
-            )
-        }
+                #sent
+            },
+            quote!(),
+            quote!(),
+        )
     };
 
     let docs = client_docs::method_docs(

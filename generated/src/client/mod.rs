@@ -943,8 +943,12 @@ pub mod builder {
             super::ResponseValue<super::Conditional<crate::models::Capabilities>>,
             super::Error,
         > {
+            super::conditional_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::conditional_answer(call.send(true).await?)
+            call.send(true).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -953,8 +957,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(true).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `getOpenApiSpec` call (`GET /openapi.json`), made by [`Client::get_open_api_spec`](super::Client::get_open_api_spec): set what you need, then `send().await`.
@@ -1007,8 +1010,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<::serde_json::Value>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1017,8 +1024,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `listRuns` call (`GET /runs`), made by [`Client::list_runs`](super::Client::list_runs): set what you need, then `send().await`.
@@ -1119,8 +1125,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::RunList>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1129,8 +1139,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
@@ -1273,9 +1282,13 @@ pub mod builder {
             super::ResponseValue<crate::models::CreateRunResponse>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1284,9 +1297,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `getRun` call (`GET /runs/{runId}`), made by [`Client::get_run`](super::Client::get_run): set what you need, then `send().await`.
@@ -1353,8 +1364,12 @@ pub mod builder {
             super::ResponseValue<super::Conditional<crate::models::RunSnapshot>>,
             super::Error,
         > {
+            super::conditional_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::conditional_answer(call.send(true).await?)
+            call.send(true).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1363,8 +1378,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(true).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `cancelRun` call (`POST /runs/{runId}/cancel`), made by [`Client::cancel_run`](super::Client::cancel_run): set what you need, then `send().await`.
@@ -1456,9 +1470,13 @@ pub mod builder {
             super::ResponseValue<crate::models::CancelRunResponse>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CancelRunRequest>(false)?;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1467,9 +1485,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            call.body = self.fields.finish::<crate::models::CancelRunRequest>(false)?;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `resolveInterruptByRun` call (`POST /runs/{runId}/interrupts/{nodeId}`), made by [`Client::resolve_interrupt_by_run`](super::Client::resolve_interrupt_by_run): set what you need, then `send().await`.
@@ -1566,11 +1582,15 @@ pub mod builder {
             super::ResponseValue<crate::models::ResolveInterruptResponse>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
             call.body = self
                 .fields
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1579,11 +1599,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            call.body = self
-                .fields
-                .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `inspectInterruptByToken` call (`GET /interrupts/{token}`), made by [`Client::inspect_interrupt_by_token`](super::Client::inspect_interrupt_by_token): set what you need, then `send().await`.
@@ -1644,8 +1660,12 @@ pub mod builder {
             super::ResponseValue<crate::models::InterruptPayload>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1654,8 +1674,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `resolveInterruptByToken` call (`POST /interrupts/{token}`), made by [`Client::resolve_interrupt_by_token`](super::Client::resolve_interrupt_by_token): set what you need, then `send().await`.
@@ -1731,11 +1750,15 @@ pub mod builder {
             super::ResponseValue<crate::models::ResolveInterruptResponse>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
             call.body = self
                 .fields
                 .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1744,11 +1767,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            call.body = self
-                .fields
-                .finish::<crate::models::ResolveInterruptRequest>(true)?;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
@@ -1907,8 +1926,12 @@ pub mod builder {
             super::ResponseValue<crate::models::PollEventsResponse>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1917,8 +1940,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `getArtifact` call (`GET /runs/{runId}/artifacts/{artifactId}`), made by [`Client::get_artifact`](super::Client::get_artifact): set what you need, then `send().await`.
@@ -1986,8 +2008,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::RunArtifact>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1996,8 +2022,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `streamHostEvents` call (`GET /host/events`), made by [`Client::stream_host_events`](super::Client::stream_host_events): set what you need, then `send().await`.
@@ -2121,8 +2146,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::AgentList>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -2131,8 +2160,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `getAgent` call (`GET /agents/{agentId}`), made by [`Client::get_agent`](super::Client::get_agent): set what you need, then `send().await`.
@@ -2189,8 +2217,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::Agent>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -2199,8 +2231,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `listWorkflows` call (`GET /workflows`), made by [`Client::list_workflows`](super::Client::list_workflows): set what you need, then `send().await`.
@@ -2253,8 +2284,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::WorkflowList>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -2263,8 +2298,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `getWorkflow` call (`GET /workflows/{workflowId}`), made by [`Client::get_workflow`](super::Client::get_workflow): set what you need, then `send().await`.
@@ -2325,8 +2359,12 @@ pub mod builder {
             super::ResponseValue<crate::models::WorkflowDefinition>,
             super::Error,
         > {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -2335,8 +2373,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
 }

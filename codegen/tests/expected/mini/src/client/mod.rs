@@ -448,8 +448,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::RunSnapshot>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -458,8 +462,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `streamRunEvents` call (`GET /runs/{runId}/events`), made by [`Client::stream_run_events`](super::Client::stream_run_events): set what you need, then `send().await`.
@@ -594,8 +597,12 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::EventPage>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -604,8 +611,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
     /// A `createRun` call (`POST /runs`), made by [`Client::create_run`](super::Client::create_run): set what you need, then `send().await`.
@@ -695,9 +701,13 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<super::ResponseValue<crate::models::RunSnapshot>, super::Error> {
+            super::json_answer(self.sent().await?)
+        }
+        /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+        async fn sent(self) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
             call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            super::json_answer(call.send(false).await?)
+            call.send(false).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -706,9 +716,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            let mut call = self.call;
-            call.body = self.fields.finish::<crate::models::CreateRunRequest>(true)?;
-            Ok(super::raw_answer(call.send(false).await?))
+            Ok(super::raw_answer(self.sent().await?))
         }
     }
 }
