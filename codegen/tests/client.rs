@@ -129,6 +129,7 @@ async fn an_error_answer_is_a_typed_api_error() {
                 ref code,
                 ref envelope,
                 ref headers,
+                ..
             },
         ) => {
             assert_eq!(status, 404);

@@ -1234,6 +1234,13 @@ async fn send_raw_answers_the_body_as_it_came() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert_eq!(
+        err.headers()
+            .and_then(|h| h.get("x-shape"))
+            .map(|v| v.as_bytes()),
+        Some(&b"a2a"[..]),
+        "a Decode error keeps the answer's headers"
+    );
     let raw = client
         .get_run("acme/run_0123456789abcdef")
         .header("Accept", "application/a2a+json")
@@ -1258,4 +1265,54 @@ async fn send_raw_answers_the_body_as_it_came() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(404));
+}
+
+/// A non-2xx answer whose body never ends (a broken proxy streaming a page forever, or a
+/// `Content-Length` far beyond what comes): the client reads the first MiB of it and
+/// answers the error, instead of filling memory or waiting for the rest.
+#[tokio::test]
+async fn an_endless_error_body_is_read_only_in_part() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut listener = None;
+    for port in 21500..21800 {
+        if let Ok(l) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            listener = Some(l);
+            break;
+        }
+    }
+    let listener = listener.expect("no free port in 21500..21800");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 501 Not Implemented\r\ncontent-type: text/html\r\n\
+                    x-request-id: endless\r\ncontent-length: 1073741824\r\n\r\n<html>\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let chunk = vec![b'x'; 64 * 1024];
+        // 2 MiB, then silence: only a client that stops at its cap answers.
+        for _ in 0..32 {
+            if socket.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+    let client = Client::builder(&url)
+        .api_key("k-1")
+        .timeout(Duration::from_secs(10))
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    // Without the cap the read waits for the rest and the call times out (`Transport`).
+    let error = client.list_runs().send().await.expect_err("501");
+    assert!(
+        matches!(error, Error::Http { status: 501, .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.request_id(), Some("endless"));
+    let Error::Http { body, .. } = &error else {
+        unreachable!()
+    };
+    assert!(body.starts_with("<html>"), "{body:?}");
 }

@@ -10,7 +10,7 @@
 // openwop-codegen: requires model InterruptRequested
 // openwop-codegen: requires model ResolveInterruptResponse
 
-use super::{Client, Conditional, Error};
+use super::{Client, Conditional, Error, HeaderMap};
 use crate::models::{
     InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
 };
@@ -70,6 +70,7 @@ impl Client {
                 status: 304,
                 message: "304 to a read without If-None-Match".to_owned(),
                 body: String::new(),
+                headers: HeaderMap::new(),
             }),
         }
     }

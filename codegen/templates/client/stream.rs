@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::transport::{Call, error_answer, excerpt};
-use super::{Client, Error, RequestInfo};
+use super::{Client, Error, HeaderMap, RequestInfo};
 
 /// How an [`EventStream`] reconnects.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +72,8 @@ struct StreamState {
     options: StreamOptions,
     response: Option<reqwest::Response>,
     status: u16,
+    /// The headers of the answer that opened this connection (for a `Decode` error).
+    response_headers: HeaderMap,
     buffer: Vec<u8>,
     data: Option<String>,
     event: Option<String>,
@@ -146,6 +148,7 @@ impl StreamState {
                 }
             };
         self.status = response.status().as_u16();
+        self.response_headers = response.headers().clone();
         Ok(response)
     }
 
@@ -379,11 +382,13 @@ async fn open_answer(
         .to_ascii_lowercase()
         .starts_with("text/event-stream")
     {
+        let headers = response.headers().clone();
         let body = response.bytes().await.unwrap_or_default();
         return Err(Error::Decode {
             status: status.as_u16(),
             message: format!("not an event stream (Content-Type `{content_type}`)"),
             body: excerpt(&body),
+            headers,
         });
     }
     Ok(response)
@@ -441,6 +446,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             options,
             response: None,
             status: 200,
+            response_headers: HeaderMap::new(),
             buffer: Vec::new(),
             data: None,
             event: None,
@@ -533,13 +539,13 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         self.last_event_id = state.last_event_id.clone();
         self.reconnects = state.reconnects;
         let status = state.status;
-        self.state = Some(state);
-        Poll::Ready(item.map(|frame| {
+        let item = item.map(|frame| {
             let frame = frame?;
             let data = serde_json::from_str::<T>(&frame.data).map_err(|e| Error::Decode {
                 status,
                 message: format!("an event is not the documented shape: {e}"),
                 body: excerpt(frame.data.as_bytes()),
+                headers: state.response_headers.clone(),
             })?;
             Ok(SseEvent {
                 // No `event:`, or an empty one, is the default type.
@@ -550,7 +556,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
                 id: frame.id,
                 data,
             })
-        }))
+        });
+        self.state = Some(state);
+        Poll::Ready(item)
     }
 }
 

@@ -358,13 +358,29 @@ pub(crate) fn excerpt(bytes: &[u8]) -> String {
     text[..end].to_owned()
 }
 
-pub(crate) async fn error_answer(response: reqwest::Response) -> Error {
+/// How much of a non-2xx answer's body is read: an error envelope is far smaller, and a
+/// proxy's or a broken server's endless page must not fill the caller's memory. The rest
+/// is left unread (the connection is closed, not reused).
+pub(crate) const ERROR_BODY_LIMIT: usize = 1 << 20;
+
+pub(crate) async fn error_answer(mut response: reqwest::Response) -> Error {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    match response.bytes().await {
-        Ok(bytes) => super::api_error(status, headers, &bytes),
-        Err(e) => Error::Transport(e),
+    let mut bytes = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = ERROR_BODY_LIMIT - bytes.len();
+                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() >= room {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Error::Transport(e),
+        }
     }
+    super::api_error(status, headers, &bytes)
 }
 
 pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
@@ -383,6 +399,7 @@ pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
             status,
             message: e.to_string(),
             body: excerpt(&bytes),
+            headers,
         }),
     }
 }

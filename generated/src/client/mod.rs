@@ -49,6 +49,7 @@ pub enum Error {
     /// required body field is missing.
     InvalidRequest(::std::string::String),
     /// The host answered a non-2xx status with its error envelope.
+    #[non_exhaustive]
     Api {
         /// The HTTP status.
         status: u16,
@@ -62,6 +63,7 @@ pub enum Error {
     /// The request did not complete: no connection, a timeout, an answer cut short.
     Transport(reqwest::Error),
     /// The answer is not the shape the document promises.
+    #[non_exhaustive]
     Decode {
         /// The HTTP status.
         status: u16,
@@ -69,6 +71,9 @@ pub enum Error {
         message: ::std::string::String,
         /// The start of the body, for the log.
         body: ::std::string::String,
+        /// The answer's headers (a `201`'s `Location`, the request id); for an
+        /// event of a stream, those of the answer that opened it.
+        headers: HeaderMap,
     },
     /// An event stream dropped and could not be reopened.
     Stream(::std::string::String),
@@ -76,6 +81,7 @@ pub enum Error {
     /// balancer's page (a `502`/`503`/`504` in HTML, say), or a server that is not an
     /// OpenWOP host. Retried by its status like an `Api` error; its headers
     /// (`Retry-After`, a request id) are kept.
+    #[non_exhaustive]
     Http {
         /// The HTTP status.
         status: u16,
@@ -86,6 +92,7 @@ pub enum Error {
     },
     /// No answer came within the time allowed (`waited`): a host that accepts the
     /// connection and then says nothing. Retryable, as a timeout of the transport is.
+    #[non_exhaustive]
     TimedOut {
         /// What was waited for.
         what: &'static str,
@@ -104,10 +111,12 @@ impl Error {
             _ => None,
         }
     }
-    /// The headers of an `Api` or `Http` error's answer.
+    /// The headers of an `Api`, `Http` or `Decode` error's answer.
     pub fn headers(&self) -> Option<&HeaderMap> {
         match self {
-            Error::Api { headers, .. } | Error::Http { headers, .. } => Some(headers),
+            Error::Api { headers, .. }
+            | Error::Http { headers, .. }
+            | Error::Decode { headers, .. } => Some(headers),
             _ => None,
         }
     }
@@ -184,7 +193,11 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Decode { status, message, .. } => {
-                write!(f, "cannot decode the HTTP {status} answer: {message}")
+                write!(f, "cannot decode the HTTP {status} answer: {message}")?;
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
             }
             Error::Stream(m) => write!(f, "event stream: {m}"),
             Error::Http { status, body, .. } => {
