@@ -75,9 +75,19 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn read(path: &Path) -> Result<Baseline, String> {
-        let text = std::fs::read(path)
-            .map_err(|e| format!("cannot read the baseline {}: {e}", path.display()))?;
-        let file: File = serde_json::from_slice(&text)
+        let text = std::fs::read(path).map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("; write it first with --write-baseline {}", path.display())
+                }
+                _ => String::new(),
+            };
+            format!("cannot read the baseline {}: {e}{hint}", path.display())
+        })?;
+        // A byte order mark is skipped, as in documents and the config file (an editor on
+        // Windows writes one when the file is saved by hand).
+        let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
+        let file: File = serde_json::from_slice(text)
             .map_err(|e| format!("the baseline {} is not one: {e}", path.display()))?;
         if file.version != VERSION && file.version != VERSION_1 {
             return Err(format!(
@@ -119,19 +129,29 @@ impl Baseline {
         }
     }
 
-    /// Adds `old`'s entries for the documents at `paths` (ones this run could not read),
-    /// so a baseline rewritten while a document is broken does not forget what it knew of
-    /// it. A version 1 entry (no message) cannot be written in this version's file: that
-    /// is an error rather than an entry dropped.
-    pub fn keep(&mut self, old: &Baseline, paths: &BTreeSet<String>) -> Result<(), String> {
+    /// Adds `old`'s entries for the documents at `paths` (ones this run could not read) and
+    /// of the rules `is_on` says are off, so a baseline rewritten while a document is
+    /// broken, or a rule turned off for a while, does not forget what it knew of them. A
+    /// version 1 entry (no message) cannot be written in this version's file: that is an
+    /// error rather than an entry dropped.
+    pub fn keep(
+        &mut self,
+        old: &Baseline,
+        paths: &BTreeSet<String>,
+        is_on: impl Fn(&str) -> bool,
+    ) -> Result<(), String> {
         for (key, count) in &old.counts {
-            if !paths.contains(&key.0) {
+            if !paths.contains(&key.0) && is_on(&key.1) {
                 continue;
             }
             if key.3.is_none() {
+                let why = if paths.contains(&key.0) {
+                    format!("{} could not be read", key.0)
+                } else {
+                    format!("the rule {} is off", key.1)
+                };
                 return Err(format!(
-                    "{} could not be read, and its entries in the version 1 baseline cannot be carried into a version {VERSION} one; fix the document first",
-                    key.0
+                    "{why}, and its entries in the version 1 baseline cannot be carried into a version {VERSION} one; fix the document or turn the rule on first"
                 ));
             }
             *self.counts.entry(key.clone()).or_insert(0) += count;
@@ -161,10 +181,16 @@ impl Baseline {
     }
 
     /// Removes the findings the baseline knows from `documents`; returns how many were
-    /// removed and the entries not found. Only the paths checked in this run can have stale
-    /// entries: a hook that checks the changed files alone says nothing about the others,
-    /// and a document that could not be read or parsed was not checked either.
-    pub fn apply(&self, documents: &mut [Document]) -> (usize, Vec<Stale>) {
+    /// removed and the entries not found. Only the paths checked in this run, by rules
+    /// `is_on` says are on, can have stale entries: a hook that checks the changed files
+    /// alone says nothing about the others, a document that could not be read or parsed
+    /// was not checked either, and a rule turned off (`--rule R=off`) looked for nothing,
+    /// so its entries are kept for when it is on again.
+    pub fn apply(
+        &self,
+        documents: &mut [Document],
+        is_on: impl Fn(&str) -> bool,
+    ) -> (usize, Vec<Stale>) {
         let mut left = self.counts.clone();
         let mut known = 0;
         for doc in documents.iter_mut() {
@@ -191,7 +217,7 @@ impl Baseline {
             .collect();
         let stale = left
             .into_iter()
-            .filter(|((path, _, _, _), n)| *n > 0 && checked.contains(path))
+            .filter(|((path, rule, _, _), n)| *n > 0 && checked.contains(path) && is_on(rule))
             .map(|((path, rule, pointer, message), count)| Stale {
                 path,
                 rule,
@@ -278,7 +304,7 @@ mod tests {
             ),
             doc("c.json", vec![entry("c.json", rules::INPUT_UNREADABLE, "")]),
         ];
-        let (known, stale) = baseline.apply(&mut docs);
+        let (known, stale) = baseline.apply(&mut docs, |_| true);
         assert_eq!(known, 1);
         let left: Vec<&str> = docs
             .iter()
@@ -354,7 +380,7 @@ mod tests {
                 ),
             ],
         )];
-        let (known, stale) = baseline.apply(&mut docs);
+        let (known, stale) = baseline.apply(&mut docs, |_| true);
         assert_eq!(known, 1, "./a.json and a.json are one file");
         let left: Vec<&str> = docs[0].entries.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(left, ["'name' is a required property"]);
@@ -389,7 +415,7 @@ mod tests {
                 said("a.json", "r", "/x", "again"),
             ],
         )];
-        let (known, stale) = baseline.apply(&mut docs);
+        let (known, stale) = baseline.apply(&mut docs, |_| true);
         assert_eq!((known, stale.len(), docs[0].entries.len()), (1, 0, 1));
     }
 
@@ -407,7 +433,7 @@ mod tests {
         );
         let broken = || doc("c.json", vec![entry("c.json", rules::INPUT_MALFORMED, "")]);
         let mut docs = vec![doc("a.json", vec![]), broken()];
-        let (known, stale) = old.apply(&mut docs);
+        let (known, stale) = old.apply(&mut docs, |_| true);
         let stale: Vec<&str> = stale.iter().map(|s| s.path.as_str()).collect();
         assert_eq!((known, stale), (0, vec!["a.json"]));
 
@@ -416,7 +442,9 @@ mod tests {
         let unreadable = unreadable_paths(&docs);
         assert_eq!(unreadable, BTreeSet::from(["c.json".to_owned()]));
         let mut written = Baseline::of(docs.iter().flat_map(|d| d.entries.iter()));
-        written.keep(&old, &unreadable).expect("version 2 entries");
+        written
+            .keep(&old, &unreadable, |_| true)
+            .expect("version 2 entries");
         let text = written.render();
         assert!(!text.contains("a.json"), "{text}");
         assert_eq!(text.matches("\"c.json\"").count(), 2, "{text}");

@@ -179,6 +179,17 @@ impl Settings {
             None => Some(rules::default_severity(rule)),
         }
     }
+
+    /// Whether `--rule` or the config file turns any rule off.
+    fn any_rule_off(&self, args: &ValidateArgs) -> bool {
+        args.rules.iter().any(|(_, level)| *level == Level::Off)
+            || self
+                .config
+                .file
+                .rules
+                .values()
+                .any(|level| *level == Level::Off)
+    }
 }
 
 /// Validates the documents; exits 0 (nothing fails the threshold), 1 (something does) or
@@ -274,6 +285,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         report.documents.push(doc);
     }
 
+    let is_on = |rule: &str| settings.level(args, rule).is_some();
     // A baseline just written is applied at once: the run that adopts the gate passes,
     // and says how many findings it recorded.
     let baseline = match (&args.write_baseline, &settings.baseline) {
@@ -282,12 +294,18 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             // A document that could not be read has findings nobody knows today: its
             // entries in the previous baseline (the one configured, else the file being
             // rewritten) are kept, not thrown away.
+            // So are the entries of a rule turned off for this run.
             let unreadable = baseline::unreadable_paths(&report.documents);
-            let previous = configured.as_ref().or(Some(file).filter(|f| f.exists()));
-            if let (false, Some(previous)) = (unreadable.is_empty(), previous) {
+            // Neither need exist yet: adopting the gate writes the configured one first.
+            let previous = [configured.as_ref(), Some(file)]
+                .into_iter()
+                .flatten()
+                .find(|f| f.exists());
+            let any_off = settings.any_rule_off(args);
+            if let (true, Some(previous)) = (!unreadable.is_empty() || any_off, previous) {
                 let old = Baseline::read(previous)?;
                 written
-                    .keep(&old, &unreadable)
+                    .keep(&old, &unreadable, |rule| is_on(rule))
                     .map_err(|e| format!("{e}; the baseline {} was not written", file.display()))?;
             }
             std::fs::write(file, written.render())
@@ -307,7 +325,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         (None, None) => None,
     };
     if let Some(baseline) = baseline {
-        let (known, stale) = baseline.apply(&mut report.documents);
+        let (known, stale) = baseline.apply(&mut report.documents, is_on);
         report.known = known;
         report.stale = stale;
     }
@@ -400,10 +418,12 @@ fn settings(args: &ValidateArgs) -> Result<Settings, String> {
         fail_on: args.fail_on.or(config.file.fail_on).unwrap_or_default(),
         max_warnings: args.max_warnings.or(config.file.max_warnings),
         baseline: args.baseline.clone().or(config.file.baseline.clone()),
-        // An empty value (an unset variable in a CI file) means "not set".
+        // An empty value (an unset variable in a CI file) means "not set", so the config
+        // file's value still applies beneath it.
         docs: Docs::new(
             args.docs_url
                 .as_deref()
+                .filter(|url| !url.trim().is_empty())
                 .or(config.file.docs_url.as_deref())
                 .filter(|url| !url.trim().is_empty()),
         ),

@@ -21,7 +21,7 @@ pub enum Kind {
     Sarif,
     /// GitHub Actions workflow commands (`::error file=…`), and a table in the job summary.
     Github,
-    /// JUnit XML: a testcase per document, a failure per finding.
+    /// JUnit XML: a testsuite per document, a testcase per finding (ESLint's layout).
     Junit,
     /// A markdown table.
     Markdown,

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use ureq::http::{self, Uri};
+use ureq::tls::{Certificate, RootCerts};
 
 use crate::Kind;
+use crate::position::{Position, position_at};
 
 /// Why a document could not be read; the message says where.
 #[derive(Debug, thiserror::Error)]
@@ -18,11 +20,13 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{label}:{line}:{column}: not valid JSON: {reason}")]
+    #[error("{label}:{line}:{column}: {reason}")]
     Json {
         label: String,
         line: usize,
         column: usize,
+        /// The whole sentence: `not valid JSON: …`, or why JSON that may well be valid was
+        /// not read (it nests deeper than [`MAX_DEPTH`]).
         reason: String,
     },
     #[error("cannot fetch {url}: {reason}")]
@@ -47,7 +51,7 @@ impl LoadError {
     pub fn reason(&self) -> String {
         match self {
             LoadError::Io { source, .. } => format!("cannot read the file: {source}"),
-            LoadError::Json { reason, .. } => format!("not valid JSON: {reason}"),
+            LoadError::Json { reason, .. } => reason.clone(),
             LoadError::Http { reason, .. } => format!("cannot fetch it: {reason}"),
             LoadError::Nothing { reason, .. } => reason.clone(),
         }
@@ -285,7 +289,35 @@ fn matches(arg: &str, pattern: &glob::Pattern) -> Vec<(PathBuf, Result<String, L
 /// directory: how findings name the file, what keys its baseline entries, and what
 /// finds it named twice. See [`normalize`].
 pub fn path_key(path: &str) -> String {
-    normalize(path, std::env::current_dir().ok().as_deref())
+    let cwd = std::env::current_dir().ok();
+    let key = normalize(path, cwd.as_deref());
+    // `current_dir` is the resolved directory, but a shell keeps the symbolic link it was
+    // entered by in `$PWD`, and scripts write `"$PWD/docs/a.json"`: relative to that too.
+    match (cwd, shell_pwd()) {
+        (Some(cwd), Some((resolved, pwd))) if key.starts_with('/') && cwd == *resolved => {
+            normalize(&key, Some(pwd))
+        }
+        _ => key,
+    }
+}
+
+/// The working directory as resolved, and `$PWD` when it names that directory by another
+/// path (through a symbolic link); `None` when `$PWD` is unset, relative, the same path, or
+/// another directory (a stale `$PWD` after a `chdir`). Read once: every path of a run is
+/// keyed, and each check resolves both paths; the pair says which working directory it
+/// holds for.
+fn shell_pwd() -> Option<&'static (PathBuf, PathBuf)> {
+    static PWD: std::sync::OnceLock<Option<(PathBuf, PathBuf)>> = std::sync::OnceLock::new();
+    PWD.get_or_init(|| {
+        let cwd = std::env::current_dir().ok()?;
+        let pwd = PathBuf::from(std::env::var_os("PWD")?);
+        if !pwd.is_absolute() || pwd == cwd {
+            return None;
+        }
+        let same = std::fs::canonicalize(&pwd).ok()? == std::fs::canonicalize(&cwd).ok()?;
+        same.then_some((cwd, pwd))
+    })
+    .as_ref()
 }
 
 /// `path` written one way: without `.` segments and repeated `/` (`./bl/a.json`,
@@ -337,6 +369,11 @@ pub fn is_url(arg: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
+/// How deep arrays and objects may nest: serde_json's recursion limit, which keeps a
+/// hostile document from overflowing the stack. (Its counter starts at 128 and fails when
+/// it reaches 0, so the 128th level is the first it refuses.)
+pub const MAX_DEPTH: usize = 127;
+
 /// Parses JSON, naming the line and column of the first error. A UTF-8 byte order mark is
 /// skipped (RFC 8259 lets a parser ignore one; editors on Windows write it), so positions
 /// count from the first character after it, as an editor shows them.
@@ -351,31 +388,53 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
             value,
         }),
         Err(e) => {
-            let reason = e.to_string();
-            // serde_json appends " at line L column C"; the location is already in front.
-            let reason = match reason.rfind(" at line ") {
-                Some(cut) => reason[..cut].to_owned(),
-                None => reason,
-            };
+            let at = error_position(text, e.line(), e.column());
             Err(LoadError::Json {
                 label,
-                line: e.line(),
-                column: char_column(text, e.line(), e.column()),
-                reason,
+                line: at.line,
+                column: at.column,
+                reason: error_reason(&e),
             })
         }
     }
 }
 
-/// serde_json's column counts bytes; every other position here counts characters (and
-/// SARIF says so). The characters before byte `column` of line `line`, plus one.
-fn char_column(text: &[u8], line: usize, column: usize) -> usize {
-    let Some(row) = text.split(|b| *b == b'\n').nth(line.saturating_sub(1)) else {
-        return column;
+/// What a parse error says, without the position serde_json appends (" at line L column
+/// C"; the finding has it in front). Its recursion limit is no syntax error: the document
+/// may be valid JSON, and "not valid JSON" would send its author looking for a typo.
+fn error_reason(e: &serde_json::Error) -> String {
+    let reason = e.to_string();
+    let reason = match reason.rfind(" at line ") {
+        Some(cut) => &reason[..cut],
+        None => &reason,
     };
-    let before = &row[..column.saturating_sub(1).min(row.len())];
-    // Bytes that start a character: all but UTF-8 continuation bytes.
-    before.iter().filter(|b| (**b & 0xC0) != 0x80).count() + 1
+    // serde_json has no error code to match; its message is all there is.
+    if reason == "recursion limit exceeded" {
+        return format!(
+            "the document nests arrays and objects deeper than this tool reads ({MAX_DEPTH} levels), so it was not checked"
+        );
+    }
+    format!("not valid JSON: {reason}")
+}
+
+/// Where a serde_json error is, as every other position here is counted: serde_json counts
+/// lines by LF alone and columns in bytes, while findings end lines at CR, LF or CRLF and
+/// count columns in characters (as SARIF's `unicodeCodePoints` and editors do). Its line and
+/// column are turned back into a byte offset, then into a position through the same line
+/// table as findings' ([`position_at`]).
+fn error_position(text: &[u8], line: usize, column: usize) -> Position {
+    // Where serde_json's line `line` starts: after its (line - 1)th LF.
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(i, _)| i + 1)
+    };
+    // Its column is one past the offending byte (0 before the line's first).
+    position_at(text, line_start + column.saturating_sub(1))
 }
 
 /// The URL to fetch: a bare origin gets the kind's well-known path.
@@ -401,6 +460,62 @@ pub fn target_url(arg: &str, kind: Kind) -> Result<Uri, LoadError> {
     Uri::from_parts(parts).map_err(|e| invalid(e.to_string()))
 }
 
+/// The certificate authorities a fetch trusts, and which they are, for a message.
+struct Trust {
+    roots: RootCerts,
+    said: String,
+}
+
+/// The system's store when it has one (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else the
+/// distribution's bundle, as rustls-native-certs finds them), so an internal CA or a
+/// TLS-inspecting proxy works as it does for curl, and as the host's own clients trust
+/// (runtime/src/trust.rs); else the Mozilla roots compiled in, so a binary in an image
+/// without a CA bundle still reaches public hosts. Read once per run.
+fn trust() -> &'static Trust {
+    static TRUST: std::sync::OnceLock<Trust> = std::sync::OnceLock::new();
+    TRUST.get_or_init(|| {
+        let system = rustls_native_certs::load_native_certs();
+        // Either variable replaces the system's store (rustls-native-certs reads only them).
+        let from = if ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+        {
+            "SSL_CERT_FILE and SSL_CERT_DIR"
+        } else {
+            "the system's store"
+        };
+        if !system.certs.is_empty() {
+            return Trust {
+                said: format!("the {} certificates of {from}", system.certs.len()),
+                roots: system
+                    .certs
+                    .iter()
+                    .map(|der| Certificate::from_der(der.as_ref()).to_owned())
+                    .into(),
+            };
+        }
+        let why = system
+            .errors
+            .first()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        Trust {
+            roots: RootCerts::WebPki,
+            said: format!("the built-in Mozilla roots, as {from} gave no certificates{why}"),
+        }
+    })
+}
+
+/// Whether a fetch failed in TLS: ureq reports rustls's errors as its own, or, from the
+/// handshake (a certificate refused), as the invalid data rustls's stream says it read.
+fn tls_failure(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Rustls(_) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
+
 /// The largest document fetched; a discovery document is a few kilobytes.
 const BODY_LIMIT: u64 = 10 * 1024 * 1024;
 
@@ -411,8 +526,13 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         url: label.clone(),
         reason,
     };
+    let trust = trust();
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(trust.roots.clone())
+        .build();
     // A status is read here, not turned into an error, so the message can say which.
     let agent: ureq::Agent = ureq::Agent::config_builder()
+        .tls_config(tls)
         .timeout_global(Some(FETCH_TIMEOUT))
         .http_status_as_error(false)
         .user_agent(concat!("openwop-validate/", env!("CARGO_PKG_VERSION")))
@@ -423,7 +543,14 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         .header(VERSION_HEADER.0, VERSION_HEADER.1)
         .header("Accept", "application/json")
         .call()
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| {
+            if tls_failure(&e) {
+                // Say whom it trusted: the fix is usually SSL_CERT_FILE.
+                failed(format!("{e} (trusting {})", trust.said))
+            } else {
+                failed(e.to_string())
+            }
+        })?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!("the server answered HTTP {status}")));
@@ -627,6 +754,39 @@ mod tests {
             normalize("/tmp/a.json", Some(Path::new("/"))),
             "/tmp/a.json"
         );
+    }
+
+    /// serde_json counts lines by LF alone; the error is placed as findings are, a lone CR
+    /// ending a line too.
+    #[test]
+    fn a_syntax_error_after_lone_crs_is_on_its_line() {
+        let err = parse("d.json".into(), b"{\r  \"a\": 1,\r\n  \"b\": 2,\n  oops\r}")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("d.json:4:3: not valid JSON: key must be a string"),
+            "{err}"
+        );
+    }
+
+    /// Nesting past serde_json's recursion limit is said as such, at the first level it
+    /// refuses, and [`MAX_DEPTH`] levels are read.
+    #[test]
+    fn nesting_deeper_than_this_tool_reads_is_no_syntax_error() {
+        let nested = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        let err = parse("d.json".into(), nested(MAX_DEPTH + 50).as_bytes())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            format!(
+                "d.json:1:{}: the document nests arrays and objects deeper than this tool reads ({MAX_DEPTH} levels), so it was not checked",
+                MAX_DEPTH + 1
+            )
+        );
+        assert!(parse("d.json".into(), nested(MAX_DEPTH).as_bytes()).is_ok());
     }
 
     #[test]

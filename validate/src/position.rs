@@ -57,15 +57,7 @@ impl<'a> Locator<'a> {
             .ok()
             .and_then(|parsed| parsed.value);
         let bytes = text.as_bytes();
-        let line_starts = std::iter::once(0)
-            .chain(
-                bytes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, b)| **b == b'\n')
-                    .map(|(i, _)| i + 1),
-            )
-            .collect();
+        let line_starts = line_starts(bytes);
         let mut chars_at = vec![0];
         for chunk in bytes.chunks(CHAR_STRIDE) {
             let last = chars_at.last().copied().unwrap_or(0);
@@ -197,6 +189,43 @@ impl<'a> Locator<'a> {
     }
 }
 
+/// The byte offset each line of `text` starts at, in order: 0, then the byte after each
+/// line end. A line ends at CR, LF or CRLF (one end, not two), as editors count lines: a
+/// file saved with CR alone (old Mac line ends) is still many lines, not one. SARIF's
+/// default `newlineSequences` counts CRLF and LF only, so a SARIF log of these positions
+/// has to name CR as well. `text` need not be UTF-8: a text that failed to parse is
+/// located too.
+fn line_starts(text: &[u8]) -> Vec<usize> {
+    let mut starts = vec![0];
+    for (i, b) in text.iter().enumerate() {
+        let ends = match b {
+            b'\n' => true,
+            b'\r' => text.get(i + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        if ends {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}
+
+/// The line and column of byte `offset` of `text`, lines ending as [`line_starts`] says,
+/// the column counting characters: for one position in a text not otherwise located (a
+/// syntax error), where building a [`Locator`] would be wasted.
+pub fn position_at(text: &[u8], offset: usize) -> Position {
+    let offset = offset.min(text.len());
+    // The whole text's line ends: whether a CR just before `offset` ends a line depends on
+    // the byte at `offset`.
+    let starts = line_starts(text);
+    let line = starts.partition_point(|start| *start <= offset);
+    let line_start = starts[line.saturating_sub(1)];
+    Position {
+        line,
+        column: char_starts(&text[line_start..offset]) + 1,
+    }
+}
+
 /// How many characters start in `bytes`: all bytes but UTF-8 continuation bytes.
 fn char_starts(bytes: &[u8]) -> usize {
     bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count()
@@ -325,6 +354,21 @@ mod tests {
         assert_eq!(at("{\r\n  \"x\": 1\r\n}", "/x"), (2, 8));
         assert_eq!(at("{ not json", "/x"), (1, 1));
         assert_eq!(at("", ""), (1, 1));
+    }
+
+    /// CR, LF and CRLF each end one line, as editors count them (the audit's file of lone
+    /// CRs read as one line: 1:70 for 4:8); a position at the LF of a CRLF is on the CR's line.
+    #[test]
+    fn a_lone_cr_ends_a_line_as_lf_and_crlf_do() {
+        let text = "{\r  \"a\": 1,\r\n  \"b\": {\n    \"c\": 2\r  }\r}";
+        assert_eq!(at(text, "/a"), (2, 8));
+        assert_eq!(at(text, "/b"), (3, 8));
+        assert_eq!(at(text, "/b/c"), (4, 10));
+        let p = |offset| {
+            let p = position_at(b"a\r\nb\rc", offset);
+            (p.line, p.column)
+        };
+        assert_eq!([p(2), p(3), p(5), p(99)], [(1, 3), (2, 1), (3, 1), (3, 2)]);
     }
 
     /// A large document (the audit's: an object of 40,000 members, each a finding, some

@@ -92,6 +92,9 @@ pub fn render(report: &Report, docs: &Docs) -> String {
         .results(results)
         .invocations(vec![invocation(report)])
         .column_kind(serde_json::json!("unicodeCodePoints"))
+        // Lines are counted as an editor counts them: a lone CR ends one too, which
+        // SARIF's default (CRLF and LF) leaves out.
+        .newline_sequences(vec!["\r\n".to_owned(), "\r".to_owned(), "\n".to_owned()])
         .build();
     let sarif = Sarif::builder()
         .schema("https://json.schemastore.org/sarif-2.1.0.json")

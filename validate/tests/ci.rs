@@ -874,3 +874,221 @@ fn the_job_summary_is_capped() {
         "{table}"
     );
 }
+
+/// The fingerprints of a SARIF report, sorted.
+fn fingerprints(sarif: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(sarif).expect("sarif");
+    let log: Value = serde_json::from_str(&text).expect("sarif is JSON");
+    let mut all: Vec<String> = log["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["partialFingerprints"]["openwopValidate/v2"].to_string())
+        .collect();
+    all.sort();
+    all
+}
+
+/// A finding keeps its identity in a baseline and in SARIF when text beside it changes: a
+/// line added above a member named twice (its message named the lines), or a date bumped
+/// inside an object a schema finding is about (its message quoted the object whole).
+#[test]
+fn a_known_finding_stays_known_when_the_text_around_it_changes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let twice = "{\n  \"protocolVersions\": [\"2.0\"],\n  \"preferredVersion\": \"2.0\",\n  \"preferredVersion\": \"2.0\"\n}\n";
+    std::fs::write(dir.path().join("twice.json"), twice).expect("write");
+    let object = dir.path().join("object.json");
+    std::fs::copy(
+        vector("discovery/invalid/schema--stable-with-until.json"),
+        &object,
+    )
+    .expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let docs = ["twice.json", "object.json"];
+    let out = run(&[&["--now", NOW, "--format", "sarif=before.sarif"][..], &docs].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let adopt = [&["--now", NOW, "--write-baseline", "base.json"][..], &docs].concat();
+    assert_eq!(code(&run(&adopt)), 0);
+
+    std::fs::write(dir.path().join("twice.json"), format!("\n{twice}")).expect("write");
+    let text = std::fs::read_to_string(&object).expect("read");
+    assert!(text.contains("\"refreshedAt\": \"2026-11-20\""));
+    std::fs::write(
+        &object,
+        text.replacen(
+            "\"refreshedAt\": \"2026-11-20\"",
+            "\"refreshedAt\": \"2026-11-30\"",
+            1,
+        ),
+    )
+    .expect("write");
+
+    let out = run(&[&["--now", NOW, "--format", "sarif=after.sarif"][..], &docs].concat());
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        fingerprints(&dir.path().join("before.sarif")),
+        fingerprints(&dir.path().join("after.sarif")),
+        "the same alerts"
+    );
+    let strict = [
+        &["--now", NOW, "--baseline", "base.json", "--strict-baseline"][..],
+        &docs,
+    ]
+    .concat();
+    let out = run(&strict);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
+
+/// The README's adoption with a config file: `baseline:` names a file not written yet, and
+/// `--write-baseline` writes it, even when a document cannot be read (whose findings are
+/// reported, as without the config).
+#[test]
+fn adopting_writes_the_configured_baseline_even_beside_a_broken_document() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::write(dir.path().join("broken.json"), "{").expect("write");
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "baseline: base.json\n",
+    )
+    .expect("config");
+    let out = validate_in(
+        dir.path(),
+        &[
+            "--now",
+            NOW,
+            "--write-baseline",
+            "base.json",
+            "a.json",
+            "broken.json",
+        ],
+    );
+    assert_eq!(
+        code(&out),
+        2,
+        "broken.json: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("broken.json:1:"), "{}", stdout(&out));
+    let written = std::fs::read_to_string(dir.path().join("base.json")).expect("written");
+    assert!(written.contains("\"a.json\""), "{written}");
+
+    // A configured baseline that is not there, without --write-baseline, says how to make it.
+    std::fs::remove_file(dir.path().join("base.json")).expect("remove");
+    let out = validate_in(dir.path(), &["--now", NOW, "a.json"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("write it first with --write-baseline")
+            && stderr(&out).trim_end().ends_with("base.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A rule turned off looked for nothing: its baseline entries are not stale, and a baseline
+/// rewritten meanwhile keeps them for when it is on again.
+#[test]
+fn a_rule_turned_off_keeps_its_baseline_entries() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let rule = "discovery.refresh-overdue";
+    assert_eq!(
+        code(&run(&[
+            "--now",
+            NOW,
+            "--write-baseline",
+            "base.json",
+            "a.json"
+        ])),
+        0
+    );
+    let recorded = std::fs::read_to_string(dir.path().join("base.json")).expect("baseline");
+    assert!(recorded.contains(rule), "{recorded}");
+    let off = format!("{rule}=off");
+    let strict = [
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "--rule",
+        &off,
+        "a.json",
+    ];
+    let out = run(&strict);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+
+    let rewrite = [
+        "--now",
+        NOW,
+        "--write-baseline",
+        "base.json",
+        "--rule",
+        &off,
+        "a.json",
+    ];
+    assert_eq!(code(&run(&rewrite)), 0);
+    let rewritten = std::fs::read_to_string(dir.path().join("base.json")).expect("baseline");
+    assert_eq!(rewritten, recorded);
+    let on = [
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "a.json",
+    ];
+    assert_eq!(code(&run(&on)), 0);
+}
+
+/// A baseline saved with a byte order mark (an editor on Windows) is read as documents and
+/// config files are.
+#[test]
+fn a_baseline_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    assert_eq!(
+        code(&run(&[
+            "--now",
+            NOW,
+            "--write-baseline",
+            "base.json",
+            "a.json"
+        ])),
+        0
+    );
+    let text = std::fs::read(dir.path().join("base.json")).expect("baseline");
+    std::fs::write(
+        dir.path().join("base.json"),
+        [&b"\xEF\xBB\xBF"[..], &text].concat(),
+    )
+    .expect("write");
+    let out = run(&["--now", NOW, "--baseline", "base.json", "a.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// An empty `OPENWOP_VALIDATE_DOCS_URL` (an unset variable in a CI file) is not set: the
+/// config file's `docs-url` still applies.
+#[test]
+fn an_empty_docs_url_variable_leaves_the_config_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "docs-url: https://docs.example/rules/\n",
+    )
+    .expect("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("OPENWOP_VALIDATE_DOCS_URL", "")
+        .args(["--now", NOW, "--format", "json", "a.json"])
+        .output()
+        .expect("runs");
+    let findings: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let docs = findings[0]["docs"].as_str().expect("docs");
+    assert!(docs.starts_with("https://docs.example/rules/"), "{docs}");
+}

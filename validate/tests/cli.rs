@@ -458,7 +458,7 @@ fn a_member_named_twice_is_a_finding() {
     assert_eq!(
         stdout(&out),
         format!(
-            "{doc}:4:23: error: input.duplicate-member: `preferredVersion` is named 2 times in one object (lines 3, 4); keep one: this check read the last, but another reader may keep the first\n1 document, 1 invalid, 1 finding (1 error, 0 warnings)\n"
+            "{doc}:4:23: error: input.duplicate-member: `preferredVersion` is named 2 times in one object; keep one: this check read the last, here, but another reader may keep the first\n1 document, 1 invalid, 1 finding (1 error, 0 warnings)\n"
         )
     );
     // Its level can be set like any rule's.
@@ -667,4 +667,427 @@ fn a_discovery_input_that_is_no_object_says_so() {
         "{text}"
     );
     assert!(!text.contains("advertises no"), "{text}");
+}
+
+/// What a JUnit report holds, read as a strict reader reads it: for each `<testsuites>` and
+/// `<testsuite>`, its name, its `tests`, `failures` and `errors` attributes, and the
+/// testcases, `<failure>`s and `<error>`s counted inside it; and the most outcomes (a
+/// `<failure>` or an `<error>`) any one testcase has.
+struct JunitCounts {
+    suites: Vec<(String, [usize; 3], [usize; 3])>,
+    most_outcomes: usize,
+}
+
+fn junit_counts(xml: &str) -> JunitCounts {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut open: Vec<(String, [usize; 3], [usize; 3])> = Vec::new();
+    let mut suites = Vec::new();
+    let (mut outcomes, mut most_outcomes) = (0, 0);
+    loop {
+        let (e, empty) = match reader.read_event() {
+            Err(e) => panic!("{e}: {xml}"),
+            Ok(Event::Eof) => break,
+            Ok(Event::Start(e)) => (e, false),
+            Ok(Event::Empty(e)) => (e, true),
+            Ok(Event::End(e)) => {
+                if matches!(e.name().into_inner(), "testsuite" | "testsuites") {
+                    suites.push(open.pop().expect("an open suite"));
+                }
+                continue;
+            }
+            Ok(_) => continue,
+        };
+        let attribute = |key: &str| {
+            e.try_get_attribute(key)
+                .ok()
+                .flatten()
+                .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Explicit1_0).ok())
+                .map(|v| v.into_owned())
+                .unwrap_or_default()
+        };
+        match e.name().into_inner() {
+            "testsuite" | "testsuites" => {
+                let declared = ["tests", "failures", "errors"]
+                    .map(|k| attribute(k).parse().unwrap_or(usize::MAX));
+                let suite = (attribute("name"), declared, [0; 3]);
+                if empty {
+                    suites.push(suite);
+                } else {
+                    open.push(suite);
+                }
+            }
+            "testcase" => {
+                outcomes = 0;
+                open.iter_mut().for_each(|s| s.2[0] += 1);
+            }
+            name @ ("failure" | "error") => {
+                let i = if name == "failure" { 1 } else { 2 };
+                outcomes += 1;
+                most_outcomes = most_outcomes.max(outcomes);
+                open.iter_mut().for_each(|s| s.2[i] += 1);
+            }
+            _ => {}
+        }
+    }
+    JunitCounts {
+        suites,
+        most_outcomes,
+    }
+}
+
+/// Azure DevOps and Jenkins show only the first `<failure>` of a testcase, and xunitparser
+/// checks every count against the elements: a testcase per finding, at most one outcome
+/// each, and `tests`, `failures` and `errors` on every suite and on `<testsuites>` equal to
+/// what it holds. A warning below the threshold passes; a run failure is a testcase too.
+#[test]
+fn junit_has_a_testcase_per_finding_and_counts_what_it_holds() {
+    let dir = tempfile::tempdir().expect("dir");
+    let not_json = dir.path().join("not-json.json");
+    std::fs::write(&not_json, "{ oops").expect("write");
+    let three = arg(&vector(
+        "discovery/invalid/discovery.profile-missing-feature--no-features.json",
+    ));
+    let valid = arg(&vector("discovery/valid/minimal.json"));
+    let overdue = arg(&vector(
+        "discovery/invalid/discovery.refresh-overdue--a2a.json",
+    ));
+    let out = openwop(&[
+        "--now",
+        NOW,
+        "--rule",
+        "discovery.refresh-overdue=warning",
+        "--max-warnings",
+        "0",
+        "--format",
+        "junit",
+        &three,
+        &valid,
+        &overdue,
+        &arg(&not_json),
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let xml = stdout(&out);
+    let counts = junit_counts(&xml);
+    for (name, declared, held) in &counts.suites {
+        assert_eq!(declared, held, "{name}: tests, failures, errors\n{xml}");
+    }
+    assert_eq!(counts.most_outcomes, 1, "{xml}");
+    let held: Vec<(&str, [usize; 3])> = counts
+        .suites
+        .iter()
+        .map(|(name, _, held)| (name.as_str(), *held))
+        .collect();
+    assert_eq!(
+        held,
+        [
+            (three.as_str(), [3, 3, 0]),
+            (valid.as_str(), [1, 0, 0]),
+            (overdue.as_str(), [1, 0, 0]),
+            (arg(&not_json).as_str(), [1, 0, 1]),
+            ("openwop-validate run", [1, 1, 0]),
+            ("openwop-validate", [7, 4, 1]),
+        ],
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!(
+            "<testcase name=\"discovery.profile-missing-feature\" classname=\"{three}\">"
+        )),
+        "{xml}"
+    );
+}
+
+/// A port for a test server: below Linux's ephemeral range (32768 and up), from which the
+/// clients' own ports and other tests' `:0` servers are drawn.
+fn low_port_listener() -> TcpListener {
+    let offset = std::process::id() as usize;
+    (0..12_000)
+        .map(|i| 20_000 + (offset + i) % 12_000)
+        .find_map(|port| TcpListener::bind(("127.0.0.1", port as u16)).ok())
+        .expect("a free port below 32768")
+}
+
+/// In `dir`, a throwaway CA (`ca.pem`) and a certificate for 127.0.0.1 it signed
+/// (`leaf.pem`, `leaf.key`), made with the `openssl` command; false, saying so, without one.
+fn throwaway_ca(dir: &Path) -> bool {
+    let openssl = |args: &[&str]| Command::new("openssl").args(args).current_dir(dir).output();
+    if !openssl(&["version"]).is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "note: no `openssl` command to make a test CA with; the HTTPS trust test is skipped"
+        );
+        return false;
+    }
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write");
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let ca = [
+        &["req", "-x509"][..],
+        &ec,
+        &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2"],
+        &["-subj", "/CN=openwop-validate test CA"],
+        &["-addext", "basicConstraints=critical,CA:TRUE"],
+        &["-addext", "keyUsage=critical,keyCertSign"],
+    ]
+    .concat();
+    let request = [
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "leaf.key",
+            "-out",
+            "leaf.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ]
+    .concat();
+    let sign = [
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-set_serial",
+        "2",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "leaf.pem",
+    ];
+    for args in [&ca[..], &request, &sign] {
+        let out = openssl(args).expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    true
+}
+
+/// Serves `body` over HTTPS on 127.0.0.1 with `leaf.pem` and `leaf.key` from `dir`, to
+/// every connection (one whose handshake the client refuses is dropped); returns the origin.
+fn serve_https(dir: &Path, body: Vec<u8>) -> String {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(dir.join("leaf.pem"))
+        .expect("leaf.pem")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("certificate");
+    let key = PrivateKeyDer::from_pem_file(dir.join("leaf.key")).expect("leaf.key");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server certificate");
+    let config = std::sync::Arc::new(config);
+    let listener = low_port_listener();
+    let port = listener.local_addr().expect("address").port();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let Ok(tls) = rustls::ServerConnection::new(config.clone()) else {
+                continue;
+            };
+            let mut reader = BufReader::new(rustls::StreamOwned::new(tls, stream));
+            // The request's head; a refused handshake fails the first read.
+            let mut line = String::new();
+            while !matches!(reader.read_line(&mut line), Ok(0) | Err(_)) && line != "\r\n" {
+                line.clear();
+            }
+            if line != "\r\n" {
+                continue;
+            }
+            let mut stream = reader.into_inner();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body);
+            stream.conn.send_close_notify();
+            let _ = stream.flush();
+        }
+    });
+    format!("https://127.0.0.1:{port}")
+}
+
+/// An internal CA (or a TLS-inspecting proxy's) is trusted where the system's store or
+/// `SSL_CERT_FILE` names it, as curl trusts it: not only the built-in Mozilla roots.
+#[test]
+fn https_trusts_the_ca_ssl_cert_file_names() {
+    let dir = tempfile::tempdir().expect("dir");
+    if !throwaway_ca(dir.path()) {
+        return;
+    }
+    let body = std::fs::read(vector("discovery/valid/minimal.json")).expect("vector");
+    let origin = serve_https(dir.path(), body);
+    let fetch = |ca: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_openwop-validate"));
+        command
+            .args(["--now", NOW, &origin])
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .env_remove("GITHUB_STEP_SUMMARY");
+        if let Some(ca) = ca {
+            command.env("SSL_CERT_FILE", ca);
+        }
+        command.output().expect("openwop-validate runs")
+    };
+    let refused = fetch(None);
+    assert_eq!(code(&refused), 2, "{}", stdout(&refused));
+    let text = stdout(&refused);
+    assert!(
+        text.starts_with(&format!(
+            "{origin}/.well-known/openwop:1:1: error: input.unreadable: cannot fetch it: "
+        )) && text.contains("certificate")
+            && text.contains("(trusting "),
+        "{text}"
+    );
+    let trusted = fetch(Some(&dir.path().join("ca.pem")));
+    assert_eq!(
+        code(&trusted),
+        0,
+        "{}{}",
+        stdout(&trusted),
+        stderr(&trusted)
+    );
+    assert_eq!(stdout(&trusted), "1 document, 0 invalid, 0 findings\n");
+}
+
+/// A shell keeps the symbolic link it entered a directory by in `$PWD`, while the process's
+/// working directory is resolved: `"$PWD/x.json"` and `x.json` are one file, named `x.json`
+/// in findings, baselines and SARIF.
+#[cfg(unix)]
+#[test]
+fn a_path_through_a_symlinked_working_directory_is_the_same_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    std::fs::copy(
+        vector("discovery/invalid/discovery.no-grpc.json"),
+        real.join("x.json"),
+    )
+    .expect("copy");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let through_link = format!("{}/x.json", link.display());
+    let run = |format: &str| {
+        Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+            .current_dir(&link)
+            .env("PWD", &link)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .args(["--now", NOW, "--format", format, &through_link, "x.json"])
+            .output()
+            .expect("openwop-validate runs")
+    };
+    let out = run("human");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| l.starts_with("x.json:69:11: error: ")),
+        "{text}"
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some("1 document, 1 invalid, 2 findings (2 errors, 0 warnings)"),
+        "{text}"
+    );
+    let sarif: Value = serde_json::from_slice(&run("sarif").stdout).expect("SARIF");
+    let uri = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"];
+    assert_eq!(uri, "x.json", "{sarif}");
+}
+
+/// Lines that end in a lone CR (as old Mac editors saved them), in CRLF or in LF are all
+/// counted as an editor counts them, for findings and for a syntax error alike (serde_json
+/// counts LF alone).
+#[test]
+fn a_lone_cr_ends_a_line_for_findings_and_syntax_errors() {
+    let dir = tempfile::tempdir().expect("dir");
+    let lf = arg(&vector("discovery/invalid/discovery.no-grpc.json"));
+    let cr = dir.path().join("cr.json");
+    let text = std::fs::read_to_string(&lf).expect("vector");
+    std::fs::write(&cr, text.replace('\n', "\r")).expect("write");
+    let out = openwop(&["--now", NOW, &arg(&cr)]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "{}:{}: error: discovery.no-grpc: ",
+            arg(&cr),
+            position(&lf, "\"grpc\": ")
+        )),
+        "{text}"
+    );
+    // CR, CRLF and LF, then the error on the fourth line.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\r  \"a\": 1,\r\n  \"b\": 2,\n  oops\r}").expect("write");
+    let out = openwop(&[&arg(&bad)]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "{}:4:3: error: input.malformed: not valid JSON: key must be a string\n",
+            arg(&bad)
+        )),
+        "{text}"
+    );
+}
+
+/// Valid JSON nested deeper than the parser goes is a finding that says so, not "not
+/// valid JSON" (nor a crash); one level less is read and checked.
+#[test]
+fn json_nested_deeper_than_this_tool_reads_says_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let nested = |depth: usize| {
+        let path = dir.path().join(format!("nested-{depth}.json"));
+        std::fs::write(&path, "[".repeat(depth) + &"]".repeat(depth)).expect("write");
+        arg(&path)
+    };
+    let deep = nested(200);
+    let out = openwop(&[&deep]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).lines().next(),
+        Some(
+            format!(
+                "{deep}:1:128: error: input.malformed: the document nests arrays and objects deeper than this tool reads (127 levels), so it was not checked"
+            )
+            .as_str()
+        )
+    );
+    let out = openwop(&[&nested(127)]);
+    assert_eq!(
+        code(&out),
+        1,
+        "checked, and no discovery document: {}",
+        stdout(&out)
+    );
+    assert!(
+        !stdout(&out).contains("input.malformed"),
+        "{}",
+        stdout(&out)
+    );
 }

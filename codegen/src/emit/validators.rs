@@ -466,7 +466,16 @@ pub(crate) fn emit(
                     // Formatting straight into a buffer of a typical message's size spares
                     // the reallocations `to_string` makes while a message grows.
                     let mut message = String::with_capacity(128);
-                    let _ = write!(message, "{e}");
+                    // jsonschema quotes the offending value. An object or array is named
+                    // instead: quoted whole, it buried the sentence, and any edit inside
+                    // it (a date bumped elsewhere in the object) changed the message, and
+                    // with it the finding's identity in a CI baseline or a SARIF alert.
+                    // The pointer says which one; a scalar stays quoted.
+                    let _ = match &**e.instance() {
+                        serde_json::Value::Object(_) => write!(message, "{}", e.masked_with("the object")),
+                        serde_json::Value::Array(_) => write!(message, "{}", e.masked_with("the array")),
+                        _ => write!(message, "{e}"),
+                    };
                     out.push(Finding { pointer, rule: "schema".to_owned(), message });
                     return;
                 }

@@ -1421,7 +1421,15 @@ fn push_schema_findings(
         }
         _ => {
             let mut message = String::with_capacity(128);
-            let _ = write!(message, "{e}");
+            let _ = match &**e.instance() {
+                serde_json::Value::Object(_) => {
+                    write!(message, "{}", e.masked_with("the object"))
+                }
+                serde_json::Value::Array(_) => {
+                    write!(message, "{}", e.masked_with("the array"))
+                }
+                _ => write!(message, "{e}"),
+            };
             out.push(Finding {
                 pointer,
                 rule: "schema".to_owned(),
