@@ -1,7 +1,8 @@
 //! jsonschema's errors as the generated validators report them, restated independently
 //! for the tests that hold the validators to jsonschema: a member the schema does not
 //! allow (`additionalProperties` / `unevaluatedProperties: false`) is one finding per
-//! member, at that member, with jsonschema's sentence for one member. Included by path
+//! member, at that member, with jsonschema's sentence for one member; an object or array
+//! the sentence is about is named ("the object"), not quoted. Included by path
 //! (`#[path]`) where it is needed, apart from the host-building support module.
 
 /// `(pointer, message)` per finding, in jsonschema's order.
@@ -17,7 +18,12 @@ pub fn as_findings(
             K::AdditionalProperties { unexpected } => ("Additional", unexpected),
             K::UnevaluatedProperties { unexpected } => ("Unevaluated", unexpected),
             _ => {
-                out.push((path, e.to_string()));
+                let message = match &**e.instance() {
+                    serde_json::Value::Object(_) => e.masked_with("the object").to_string(),
+                    serde_json::Value::Array(_) => e.masked_with("the array").to_string(),
+                    _ => e.to_string(),
+                };
+                out.push((path, message));
                 continue;
             }
         };
