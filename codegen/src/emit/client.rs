@@ -478,6 +478,18 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         Ok(())
                     }
                     Error::Stream(m) => write!(f, "event stream: {m}"),
+                    Error::Http { status: status @ 300..=399, headers, .. } => {
+                        // The client follows no redirect (see `ClientBuilder::build`).
+                        write!(f, "HTTP {status}: the host redirects")?;
+                        if let Some(to) = header_str(headers, "location") {
+                            write!(f, " to {}", to.chars().take(200).collect::<::std::string::String>())?;
+                        }
+                        write!(f, "; the client follows no redirect: use the host's own address as the base URL")?;
+                        if let Some(id) = self.request_id() {
+                            write!(f, " (request id {id})")?;
+                        }
+                        Ok(())
+                    }
                     Error::Http { status, body, .. } => {
                         write!(f, "HTTP {status}, not an OpenWOP error answer")?;
                         let first = body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
@@ -494,14 +506,11 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             }
         }
 
-        impl std::error::Error for Error {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                match self {
-                    Error::Transport(e) => Some(e),
-                    _ => None,
-                }
-            }
-        }
+        // No `source()`: `Display` of a `Transport` error already prints its causes (reqwest's
+        // own sentence leaves them out), and an error should print a cause or return it, not
+        // both, or `anyhow`'s `{:#}` and `eyre` print each cause twice. The `reqwest::Error`
+        // stays reachable by matching `Error::Transport(e)`.
+        impl std::error::Error for Error {}
 
         impl From<reqwest::Error> for Error {
             fn from(e: reqwest::Error) -> Self {

@@ -53,13 +53,15 @@ pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send 
 ///
 /// ```
 /// use openwop_sdk::client::{Client, Hook, HookFuture, RequestInfo};
+/// // The SDK's own reqwest, re-exported: no reqwest dependency of yours to keep in step.
+/// use openwop_sdk::client::reqwest::Request;
 /// use std::sync::{Arc, RwLock};
 ///
 /// /// Sends whatever token another task last refreshed.
 /// struct Token(Arc<RwLock<String>>);
 ///
 /// impl Hook for Token {
-///     fn on_request<'a>(&'a self, request: &'a mut reqwest::Request, _: &'a RequestInfo) -> HookFuture<'a> {
+///     fn on_request<'a>(&'a self, request: &'a mut Request, _: &'a RequestInfo) -> HookFuture<'a> {
 ///         Box::pin(async move {
 ///             let token = format!("Bearer {}", self.0.read().unwrap());
 ///             request.headers_mut().insert("authorization", token.parse().unwrap());
@@ -163,21 +165,8 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials too: only their names are shown.
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
-        // A base URL may carry `user:password@`: only the part after it is shown.
-        let base_url = match self.base_url.split_once("://") {
-            Some((scheme, rest)) => {
-                let authority = rest.split('/').next().unwrap_or("");
-                match authority.rsplit_once('@') {
-                    Some((_, host)) => {
-                        format!("{scheme}://<redacted>@{host}{}", &rest[authority.len()..])
-                    }
-                    None => self.base_url.clone(),
-                }
-            }
-            None => self.base_url.clone(),
-        };
         f.debug_struct("Client")
-            .field("base_url", &base_url)
+            .field("base_url", &shown_url(&self.base_url))
             .field("api_key", &self.api_key)
             .field("headers", &names)
             .field("timeout", &self.settings.timeout)
@@ -368,16 +357,48 @@ impl Client {
     }
 }
 
+/// A base URL as logs and errors may show it: a `user:password@` is replaced.
+fn shown_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split('/').next().unwrap_or("");
+            match authority.rsplit_once('@') {
+                Some((_, host)) => {
+                    format!("{scheme}://<redacted>@{host}{}", &rest[authority.len()..])
+                }
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
 fn header_name(name: &str) -> Result<HeaderName, Error> {
     HeaderName::from_bytes(name.as_bytes())
         .map_err(|_| Error::InvalidRequest(format!("`{name}` is not a header name")))
 }
 
 fn put(map: &mut HeaderMap, name: &str, value: &str) -> Result<(), Error> {
-    let value = HeaderValue::from_str(value)
+    let mut value = HeaderValue::from_str(value)
         .map_err(|_| Error::InvalidRequest(format!("the `{name}` value is not a header value")))?;
-    map.insert(header_name(name)?, value);
+    let name = header_name(name)?;
+    // A credential set as a header (per call, or on the builder) is marked as the API key
+    // is, so a hook or a log that prints the request's headers shows `Sensitive`.
+    if is_credential(&name) {
+        value.set_sensitive(true);
+    }
+    map.insert(name, value);
     Ok(())
+}
+
+/// Headers that carry a credential by their name.
+fn is_credential(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    name.eq_ignore_ascii_case(super::AUTH_HEADER)
+        || matches!(
+            name,
+            "authorization" | "proxy-authorization" | "cookie" | "x-api-key"
+        )
 }
 
 /// Configures a [`Client`]; made by [`Client::builder`]. Every setting has a documented
@@ -395,7 +416,7 @@ pub struct ClientBuilder {
 impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
-            .field("base_url", &self.base_url)
+            .field("base_url", &shown_url(&self.base_url))
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.settings.timeout)
             .field("retry", &self.settings.retry)
@@ -476,7 +497,9 @@ impl ClientBuilder {
     }
 
     /// Sends through an existing `reqwest::Client` (proxies, TLS, pool settings); the connect
-    /// timeout is then the given client's own.
+    /// timeout and the redirect policy are then the given client's own (the client this
+    /// builder makes follows no redirect: build yours with
+    /// `.redirect(reqwest::redirect::Policy::none())` to keep that).
     pub fn http_client(mut self, http: reqwest::Client) -> Self {
         self.http = Some(http);
         self
@@ -486,22 +509,30 @@ impl ClientBuilder {
     /// `https` URL with a host and without a query or fragment, or when the API key or a
     /// header is not a valid header; or when the TLS backend cannot be initialised.
     pub fn build(self) -> Result<Client, Error> {
+        // Errors name the URL without a `user:password@` it may carry.
+        let shown = shown_url(&self.base_url);
         let url = reqwest::Url::parse(&self.base_url).map_err(|e| {
             Error::InvalidRequest(format!(
-                "the base URL `{}` is not a URL ({e}); write it with its scheme, as in http://127.0.0.1:8080",
-                self.base_url
+                "the base URL `{shown}` is not a URL ({e}); write it with its scheme, as in http://127.0.0.1:8080"
             ))
         })?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
             return Err(Error::InvalidRequest(format!(
-                "the base URL `{}` must be an http or https URL with a host",
-                self.base_url
+                "the base URL `{shown}` must be an http or https URL with a host"
             )));
         }
         if url.query().is_some() || url.fragment().is_some() {
             return Err(Error::InvalidRequest(format!(
-                "the base URL `{}` has a query or fragment; operations' paths are appended to it",
-                self.base_url
+                "the base URL `{shown}` has a query or fragment; operations' paths are appended to it"
+            )));
+        }
+        // Without a TLS feature reqwest refuses every https request, and the refusal reads
+        // as a transport error worth retrying. Said here, once, with the fix. (A client
+        // given with `http_client` brings its own TLS.)
+        #[cfg(not(any(feature = "rustls", feature = "native-tls")))]
+        if url.scheme() == "https" && self.http.is_none() {
+            return Err(Error::InvalidRequest(format!(
+                "the base URL `{shown}` is https, but this build of openwop-sdk has no TLS: enable its `rustls` (a default feature) or `native-tls` feature"
             )));
         }
         for (name, value) in &self.headers {
@@ -518,7 +549,13 @@ impl ClientBuilder {
         let http = match self.http {
             Some(http) => http,
             None => {
-                let mut builder = reqwest::Client::builder();
+                // Redirects are not followed. An OpenWOP host answers its API where it is;
+                // reqwest's default turned a `POST` redirected by `301`/`302` into a body-less
+                // `GET` (a create answered by a listing), dropped the API key on a move to
+                // another origin (a `401` with a valid key) and sent the client's other
+                // headers there. A `3xx` is an `Error::Http` naming where it points.
+                let mut builder =
+                    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
                 if let Some(timeout) = self.connect_timeout {
                     builder = builder.connect_timeout(timeout);
                 }

@@ -99,6 +99,9 @@ struct StreamState {
     /// The host closed the stream: the next connection only checks that nothing newer
     /// exists, and counts as a reconnection only if something does.
     confirming: bool,
+    /// The last event dispatched ended its run (`run.completed`, `run.failed`,
+    /// `run.cancelled`, on a run's stream): nothing newer can exist.
+    ended_run: bool,
     failures: u32,
     reconnects: u32,
     /// Connections tried so far, for [`RequestInfo::attempt`].
@@ -107,7 +110,9 @@ struct StreamState {
 }
 
 impl StreamState {
-    async fn connect(&mut self) -> Result<reqwest::Response, Error> {
+    /// Opens a connection; `None` when the host answered `204 No Content` (the WHATWG
+    /// "stop reconnecting").
+    async fn connect(&mut self) -> Result<Option<reqwest::Response>, Error> {
         let mut headers = self.headers.clone();
         headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));
         // An empty id (`id:` with no value) resets the resumption point: nothing is sent.
@@ -149,7 +154,10 @@ impl StreamState {
             };
         self.status = response.status().as_u16();
         self.response_headers = response.headers().clone();
-        Ok(response)
+        if response.status() == reqwest::StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        Ok(Some(response))
     }
 
     fn backoff(&self) -> Duration {
@@ -213,6 +221,7 @@ impl StreamState {
                 self.last_event_id = self.id_buffer.clone();
             }
             if let Some(data) = self.data.take() {
+                self.ended_run = self.run_id.is_some() && ends_run(event.as_deref(), &data);
                 self.frames.push_back(Frame {
                     event,
                     id: self.last_event_id.clone(),
@@ -265,6 +274,21 @@ impl StreamState {
         self.at_start = true;
     }
 
+    /// The connection that checks the end of a stream the host closed right after its run's
+    /// terminal event failed (dropped, silent or refused): the stream ends as if the check
+    /// had found nothing newer, since nothing can follow a run's terminal event. A close
+    /// after any other event (a proxy cutting a long stream) is no end, and its failed
+    /// check counts as a drop, retried.
+    fn end_confirmed_anyway(&mut self) -> bool {
+        if !(self.confirming && self.ended_run) {
+            return false;
+        }
+        self.reset_connection();
+        self.confirming = false;
+        self.done = true;
+        true
+    }
+
     fn dropped(&mut self, why: String) -> Option<Result<Frame, Error>> {
         self.reset_connection();
         self.confirming = false;
@@ -292,8 +316,17 @@ impl StreamState {
                     let wait = self.wait.take().unwrap_or_else(|| self.backoff());
                     tokio::time::sleep(wait).await;
                 }
-                match self.connect().await {
-                    Ok(response) => {
+                let connected = self.connect().await;
+                if connected.is_err() && self.end_confirmed_anyway() {
+                    return None;
+                }
+                match connected {
+                    // `204 No Content`: the host says the stream is over.
+                    Ok(None) => {
+                        self.done = true;
+                        return None;
+                    }
+                    Ok(Some(response)) => {
                         self.response = Some(response);
                         self.frames_this_connection = 0;
                         self.connected_at = std::time::Instant::now();
@@ -343,11 +376,17 @@ impl StreamState {
                     self.confirming = true;
                 }
                 Ok(Err(e)) => {
+                    if self.end_confirmed_anyway() {
+                        return None;
+                    }
                     if let Some(end) = self.dropped(e.to_string()) {
                         return Some(end);
                     }
                 }
                 Err(_) => {
+                    if self.end_confirmed_anyway() {
+                        return None;
+                    }
                     let why = format!("nothing received for {:?}", self.options.idle_timeout);
                     if let Some(end) = self.dropped(why) {
                         return Some(end);
@@ -358,9 +397,25 @@ impl StreamState {
     }
 }
 
+/// Whether an event ends its run: `run.completed`, `run.failed` or `run.cancelled`
+/// (`RunEventType`'s terminal types, after which a run's log holds nothing), by its
+/// `event:` name (OpenWOP hosts name each event by its type) or, when the frame names
+/// none, by its data's `type`.
+fn ends_run(event: Option<&str>, data: &str) -> bool {
+    const TERMINAL: [&str; 3] = ["run.completed", "run.failed", "run.cancelled"];
+    match event.filter(|e| !e.is_empty() && *e != "message") {
+        Some(name) => TERMINAL.contains(&name),
+        None => serde_json::from_str::<serde_json::Value>(data)
+            .ok()
+            .and_then(|data| data.get("type")?.as_str().map(|t| TERMINAL.contains(&t)))
+            .unwrap_or(false),
+    }
+}
+
 /// The answer to a stream request, when it is one: a non-2xx is its error, and a 2xx that
 /// is not an event stream (a JSON answer, a proxy's page) a `Decode` error, since it would
-/// read as a stream that ends at once: a finished run.
+/// read as a stream that ends at once: a finished run. A `204 No Content` is answered as
+/// it is: it ends the stream (the WHATWG "stop reconnecting").
 async fn open_answer(
     client: &Client,
     request: reqwest::Request,
@@ -370,6 +425,9 @@ async fn open_answer(
     let status = response.status();
     if !status.is_success() {
         return Err(error_answer(response).await);
+    }
+    if status == reqwest::StatusCode::NO_CONTENT {
+        return Ok(response);
     }
     let content_type = response
         .headers()
@@ -407,8 +465,11 @@ type Pending =
 /// (then it yields [`Error::Stream`] and ends); [`EventStream::reconnects`] counts the
 /// reconnections. When the host closes the stream (it does after a run's terminal event) it
 /// resumes once more; a resumption the host closes without frames ends the stream (and is
-/// not counted as a reconnection: a stream that simply ended reads 0). Use
-/// [`EventStream::next`], or the `futures` `Stream` impl.
+/// not counted as a reconnection: a stream that simply ended reads 0), and so does one that
+/// fails when the last event ended the run (`run.completed`, `run.failed`,
+/// `run.cancelled`): nothing can follow it. A `204 No Content` answer, to the first
+/// connection or a later one, ends the stream too. Use [`EventStream::next`], or the
+/// `futures` `Stream` impl.
 pub struct EventStream<T> {
     state: Option<Box<StreamState>>,
     pending: Option<Pending>,
@@ -460,6 +521,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             wait: None,
             frames_this_connection: 0,
             confirming: false,
+            ended_run: false,
             failures: 0,
             reconnects: 0,
             tried: 0,
@@ -484,7 +546,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             }
             attempt += 1;
         };
-        state.response = Some(response);
+        // `None`: a `204 No Content`, a stream that has ended before its first event.
+        state.done = response.is_none();
+        state.response = response;
         state.connected_at = std::time::Instant::now();
         let last_event_id = state.last_event_id.clone();
         Ok(Self {

@@ -7,13 +7,15 @@
 // openwop-codegen: requires operation resolveInterruptByRun
 // openwop-codegen: requires model RunEvent
 // openwop-codegen: requires model RunEventPayload
+// openwop-codegen: requires model RunEventType
 // openwop-codegen: requires model RunSnapshot
 // openwop-codegen: requires model InterruptRequested
 // openwop-codegen: requires model ResolveInterruptResponse
 
 use super::{Client, Conditional, Error, HeaderMap};
 use crate::models::{
-    InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
+    InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunEventType,
+    RunSnapshot,
 };
 
 /// An interrupt a run raised, as its `interrupt.requested` event carried it.
@@ -133,7 +135,10 @@ impl Client {
     }
 
     /// Follows the run until its status is terminal, resuming a stream that ends before,
-    /// and answers each interrupt with `answer` when there is one.
+    /// and answers each interrupt with `answer` when there is one. A terminal event
+    /// (`run.completed`, `run.failed`, `run.cancelled`) ends the reading at once: nothing
+    /// follows it, so the stream is not read (or reconnected) to its end, and one `getRun`
+    /// confirms the status.
     async fn drive(
         &self,
         run_id: &str,
@@ -152,6 +157,9 @@ impl Client {
                 last = event.id.clone().or(last);
                 let event = event.data;
                 on_event(&event);
+                if ends_run(&event) {
+                    break;
+                }
                 if let (Some(answer), Some(raised)) =
                     (answer.as_mut(), RaisedInterrupt::from_event(&event))
                 {
@@ -174,6 +182,14 @@ impl Client {
             tokio::time::sleep(REOPEN_PAUSE).await;
         }
     }
+}
+
+/// Whether the event ends its run (a terminal status follows; the log holds nothing after).
+fn ends_run(event: &RunEvent) -> bool {
+    matches!(
+        event.type_,
+        RunEventType::RunCompleted | RunEventType::RunFailed | RunEventType::RunCancelled
+    )
 }
 
 /// The pause before a run's stream that ended early is opened again.

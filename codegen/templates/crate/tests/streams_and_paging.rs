@@ -1,0 +1,469 @@
+//! Event streams and paged lists against a host that ends things oddly (the `testkit`
+//! scripted host): a run's stream whose end cannot be confirmed, a `204` answer to a
+//! stream, a cursor the host repeats, a long run of empty pages, and resuming a listing
+//! read item by item.
+// openwop-codegen: requires operation listRuns
+// openwop-codegen: requires operation streamRunEvents
+// openwop-codegen: requires operation getRun
+// openwop-codegen: requires operation resolveInterruptByRun
+// openwop-codegen: requires model RunEvent
+// openwop-codegen: requires model RunEventPayload
+// openwop-codegen: requires model RunEventType
+// openwop-codegen: requires model RunSnapshot
+// openwop-codegen: requires model InterruptRequested
+// openwop-codegen: requires model ResolveInterruptResponse
+
+use std::time::{Duration, Instant};
+
+use openwop_sdk::client::testkit::{Reply, ScriptedHost};
+use openwop_sdk::client::{Client, Error, EventStream, RetryPolicy};
+use openwop_sdk::models::RunEvent;
+use serde_json::{Value, json};
+
+/// A scripted host on a loopback port below 32768 (the test rules keep the ephemeral range
+/// for the system).
+async fn host() -> ScriptedHost {
+    for port in 21800..22100 {
+        if let Ok(host) = ScriptedHost::bind(("127.0.0.1", port)).await {
+            return host;
+        }
+    }
+    panic!("no free port in 21800..22100");
+}
+
+fn client(host: &ScriptedHost) -> Client {
+    Client::builder(host.url())
+        .api_key("k-1")
+        .retry(
+            RetryPolicy::default()
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_millis(20)),
+        )
+        .build()
+        .expect("client")
+}
+
+const RUN: &str = "acme/run_0123456789abcdef";
+const RUN_PATH: &str = "/runs/acme~2Frun_0123456789abcdef";
+const EVENTS_PATH: &str = "/runs/acme~2Frun_0123456789abcdef/events";
+
+fn snapshot(n: u32, status: &str) -> Value {
+    json!({
+        "runId": format!("acme/run_0123456789abcd{n:02}"),
+        "workflowId": "echo",
+        "status": status,
+        "owner": {"tenant": "acme", "subject": {
+            "issuer": "openwop:api-key", "subjectId": "key-1", "tenant": "acme",
+            "lane": "api-key", "kind": "user"}},
+        "eventLogSchemaVersion": 3
+    })
+}
+
+fn this_run(status: &str) -> Value {
+    let mut run = snapshot(0, status);
+    run["runId"] = json!(RUN);
+    run
+}
+
+fn data(sequence: u64, kind: &str) -> Value {
+    json!({
+        "eventId": format!("evt_0123456789abcd{sequence:02}"),
+        "runId": RUN,
+        "type": kind,
+        "payload": {},
+        "timestamp": "2026-12-06T00:00:00Z",
+        "sequence": sequence,
+        "schemaVersion": 1
+    })
+}
+
+fn event(sequence: u64, kind: &str) -> String {
+    let data = data(sequence, kind);
+    format!("id: {sequence}\nevent: {kind}\ndata: {data}\n\n")
+}
+
+/// Every item of a stream, within `limit` (a stream that does not end fails the test).
+async fn drain(
+    events: &mut EventStream<RunEvent>,
+    limit: Duration,
+) -> Vec<Result<RunEvent, Error>> {
+    tokio::time::timeout(limit, async {
+        let mut items = Vec::new();
+        while let Some(item) = events.next().await {
+            items.push(item);
+        }
+        items
+    })
+    .await
+    .expect("the stream ends by itself")
+}
+
+/// The helpers that follow a run stop reading at its terminal event and ask `getRun` once,
+/// whatever the stream does next (here: every reconnection is dropped).
+#[tokio::test]
+async fn following_a_run_stops_at_its_terminal_event() {
+    let host = host().await;
+    let client = client(&host);
+    for (kind, status) in [
+        ("run.completed", "completed"),
+        ("run.failed", "failed"),
+        ("run.cancelled", "cancelled"),
+    ] {
+        host.on(
+            "GET",
+            EVENTS_PATH,
+            [
+                Reply::events([event(1, "run.started"), event(2, kind)]),
+                Reply::drop_connection(),
+            ],
+        );
+        host.on("GET", RUN_PATH, [Reply::json(200, &this_run(status))]);
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        let finished = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.follow_run(RUN, |e| seen.push(e.sequence)),
+        )
+        .await
+        .expect("follow_run ends")
+        .expect("the final snapshot");
+        assert_eq!(finished.status.as_str(), status);
+        assert_eq!(seen, [1, 2]);
+        assert_eq!(host.hits("GET", RUN_PATH), 1, "{kind}: one getRun");
+        assert_eq!(host.hits("GET", EVENTS_PATH), 1, "{kind}: no reconnection");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events([event(1, "run.started"), event(2, "run.completed")]),
+            Reply::drop_connection(),
+        ],
+    );
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    let finished = tokio::time::timeout(Duration::from_secs(10), client.wait_until_terminal(RUN))
+        .await
+        .expect("wait_until_terminal ends")
+        .expect("the final snapshot");
+    assert_eq!(finished.status.as_str(), "completed");
+    assert_eq!(host.hits("GET", RUN_PATH), 1);
+
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events([event(1, "run.started"), event(2, "run.completed")]),
+            Reply::drop_connection(),
+        ],
+    );
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    let finished = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.run_to_end(RUN, |_| json!({"action": "accept"}), |_| {}),
+    )
+    .await
+    .expect("run_to_end ends")
+    .expect("the final snapshot");
+    assert_eq!(finished.status.as_str(), "completed");
+    assert_eq!(host.hits("GET", RUN_PATH), 1);
+}
+
+/// After the host closed a run's stream on its terminal event, a failed check that nothing
+/// newer exists (a dropped connection, a refusal, an unnamed terminal event) ends the
+/// stream quietly: nothing can follow a terminal event.
+#[tokio::test]
+async fn a_failed_check_after_the_terminal_event_ends_the_stream_quietly() {
+    let host = host().await;
+    let client = client(&host);
+    let unnamed = format!("id: 2\ndata: {}\n\n", data(2, "run.failed"));
+    for (last, check) in [
+        (event(2, "run.completed"), Reply::drop_connection()),
+        (event(2, "run.cancelled"), Reply::hang()),
+        (
+            event(2, "run.completed"),
+            Reply::error(404, "not_found", "no such run"),
+        ),
+        (unnamed, Reply::drop_connection()),
+    ] {
+        host.on(
+            "GET",
+            EVENTS_PATH,
+            [Reply::events([event(1, "run.started"), last]), check],
+        );
+        let mut events = client
+            .stream_run_events(RUN)
+            .idle_timeout(Duration::from_millis(500))
+            .send()
+            .await
+            .expect("open");
+        let items = drain(&mut events, Duration::from_secs(10)).await;
+        let seen: Vec<u64> = items
+            .into_iter()
+            .map(|item| item.expect("no error").sequence)
+            .collect();
+        assert_eq!(seen, [1, 2]);
+        assert_eq!(events.reconnects(), 0);
+        assert_eq!(host.hits("GET", EVENTS_PATH), 2, "the end was checked once");
+    }
+}
+
+/// A clean close before the run's end (a proxy cutting a long stream) is still resumed,
+/// through a failed reconnection; and one that can never be resumed is still an error.
+#[tokio::test]
+async fn a_clean_close_mid_run_still_resumes_or_fails() {
+    let host = host().await;
+    let client = client(&host);
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events([event(1, "run.started")]),
+            Reply::drop_connection(),
+            Reply::events([event(2, "run.completed")]),
+            Reply::drop_connection(),
+        ],
+    );
+    let mut events = client.stream_run_events(RUN).send().await.expect("open");
+    let items = drain(&mut events, Duration::from_secs(10)).await;
+    let seen: Vec<u64> = items
+        .into_iter()
+        .map(|item| item.expect("no error").sequence)
+        .collect();
+    assert_eq!(seen, [1, 2]);
+    let resumed: Vec<Option<String>> = host
+        .requests()
+        .iter()
+        .map(|r| r.header("last-event-id").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        resumed,
+        [None, Some("1".into()), Some("1".into()), Some("2".into())]
+    );
+
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events([event(1, "run.started")]),
+            Reply::drop_connection(),
+        ],
+    );
+    let mut events = client
+        .stream_run_events(RUN)
+        .max_reconnects(1)
+        .send()
+        .await
+        .expect("open");
+    let items = drain(&mut events, Duration::from_secs(10)).await;
+    assert!(
+        matches!(items[0], Ok(ref e) if e.sequence == 1),
+        "{items:?}"
+    );
+    assert!(
+        matches!(items.last(), Some(Err(Error::Stream(_)))),
+        "{items:?}"
+    );
+}
+
+/// `204 No Content` is the host's "stop reconnecting": the stream ends, whether it is the
+/// first answer or the answer to a reconnection.
+#[tokio::test]
+async fn a_204_ends_the_stream() {
+    let host = host().await;
+    let client = client(&host);
+    host.on("GET", EVENTS_PATH, [Reply::status(204)]);
+    let mut events = client
+        .stream_run_events(RUN)
+        .send()
+        .await
+        .expect("a 204 opens a stream that has ended");
+    assert!(drain(&mut events, Duration::from_secs(5)).await.is_empty());
+    assert_eq!(host.hits("GET", EVENTS_PATH), 1);
+
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events_then_hang([event(1, "run.started")]),
+            Reply::status(204),
+        ],
+    );
+    let mut events = client
+        .stream_run_events(RUN)
+        .idle_timeout(Duration::from_millis(300))
+        .send()
+        .await
+        .expect("open");
+    let items = drain(&mut events, Duration::from_secs(10)).await;
+    let seen: Vec<u64> = items
+        .into_iter()
+        .map(|item| item.expect("no error").sequence)
+        .collect();
+    assert_eq!(seen, [1]);
+    assert_eq!(host.hits("GET", EVENTS_PATH), 2);
+}
+
+/// A host that answers a page with the cursor that read it would be read forever: the
+/// page is yielded, then an error, and the listing ends.
+#[tokio::test]
+async fn a_repeated_cursor_ends_the_listing_with_an_error() {
+    let host = host().await;
+    let client = client(&host);
+    host.on(
+        "GET",
+        "/runs",
+        [Reply::json(
+            200,
+            &json!({"runs": [snapshot(1, "completed")], "nextCursor": "same"}),
+        )],
+    );
+    let mut runs = client.list_runs().stream();
+    let items = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut items = Vec::new();
+        while let Some(item) = runs.next().await {
+            items.push(item);
+            if items.len() == 10 {
+                break;
+            }
+        }
+        items
+    })
+    .await
+    .expect("the listing ends");
+    let shape: Vec<bool> = items.iter().map(Result::is_ok).collect();
+    assert_eq!(shape, [true, true, false], "the page twice, then an error");
+    let error = items[2].as_ref().unwrap_err();
+    assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("repeated the cursor `same`"),
+        "{error}"
+    );
+    assert_eq!(host.hits("GET", "/runs"), 2);
+    assert!(runs.next().await.is_none());
+
+    host.on(
+        "GET",
+        "/runs",
+        [Reply::json(200, &json!({"runs": [], "nextCursor": "same"}))],
+    );
+    let mut pages = client.list_runs().pages();
+    let first = pages.next().await.unwrap().unwrap();
+    assert_eq!(
+        first.next_cursor.as_ref().map(|c| c.to_string()).as_deref(),
+        Some("same")
+    );
+    assert!(pages.next().await.unwrap().is_ok());
+    assert_eq!(pages.cursor(), Some(Some("same")));
+    assert!(pages.next().await.unwrap().is_err());
+    assert!(pages.next().await.is_none());
+    assert_eq!(
+        pages.cursor(),
+        Some(Some("same")),
+        "where the listing stopped"
+    );
+    assert_eq!(host.hits("GET", "/runs"), 2);
+
+    // Empty pages with a repeated cursor: one `next()` answers instead of asking forever.
+    let mut runs = client.list_runs().stream();
+    let item = tokio::time::timeout(Duration::from_secs(10), runs.next())
+        .await
+        .expect("next() answers");
+    assert!(matches!(item, Some(Err(Error::Decode { .. }))), "{item:?}");
+    assert_eq!(host.hits("GET", "/runs"), 4);
+}
+
+/// Empty pages with fresh cursors are followed, but a long run of them ends `next()` with
+/// an error instead of asking page after page without bound; the listing resumes from
+/// `cursor()`.
+#[tokio::test]
+async fn a_long_run_of_empty_pages_ends_with_an_error_that_resumes() {
+    let host = host().await;
+    let client = client(&host);
+    let mut replies: Vec<Reply> = (1..=150)
+        .map(|n| Reply::json(200, &json!({"runs": [], "nextCursor": format!("c{n}")})))
+        .collect();
+    replies.push(Reply::json(
+        200,
+        &json!({"runs": [snapshot(1, "completed")]}),
+    ));
+    host.on("GET", "/runs", replies);
+    let mut runs = client.list_runs().stream();
+    let item = tokio::time::timeout(Duration::from_secs(60), runs.next())
+        .await
+        .expect("next() answers");
+    let Some(Err(error)) = item else {
+        panic!("{item:?}")
+    };
+    assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+    assert_eq!(host.hits("GET", "/runs"), 100);
+    assert_eq!(runs.cursor(), Some(Some("c100")));
+    assert!(runs.next().await.is_none());
+
+    let mut runs = client.list_runs().cursor("c100").stream();
+    let run = runs.next().await.expect("an item").expect("a run");
+    assert_eq!(run.run_id.as_str(), "acme/run_0123456789abcd01");
+    assert!(runs.next().await.is_none());
+    assert_eq!(host.hits("GET", "/runs"), 151);
+}
+
+/// `Items::cursor()` names the page the next item comes from, so a listing resumed from it
+/// (skipping `yielded_from_page()` items) loses nothing that was buffered.
+#[tokio::test]
+async fn items_resume_from_the_page_of_the_next_item() {
+    let host = host().await;
+    let client = client(&host);
+    host.on(
+        "GET",
+        "/runs",
+        [
+            Reply::json(
+                200,
+                &json!({"runs": [snapshot(1, "completed")], "nextCursor": "c2"}),
+            ),
+            Reply::json(
+                200,
+                &json!({"runs": [snapshot(2, "completed"), snapshot(3, "completed")],
+                        "nextCursor": "c3"}),
+            ),
+            Reply::json(200, &json!({"runs": [snapshot(4, "completed")]})),
+        ],
+    );
+    let mut runs = client.list_runs().stream();
+    assert_eq!(runs.cursor(), Some(None), "the first page");
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        ids.push(runs.next().await.unwrap().unwrap().run_id.to_string());
+    }
+    // Run 3 is buffered: the page cursor is past it, `cursor()` is not.
+    assert_eq!(runs.pages().cursor(), Some(Some("c3")));
+    assert_eq!(runs.cursor(), Some(Some("c2")));
+    assert_eq!(runs.yielded_from_page(), 1);
+
+    host.on(
+        "GET",
+        "/runs",
+        [
+            Reply::json(
+                200,
+                &json!({"runs": [snapshot(2, "completed"), snapshot(3, "completed")],
+                        "nextCursor": "c3"}),
+            ),
+            Reply::json(200, &json!({"runs": [snapshot(4, "completed")]})),
+        ],
+    );
+    let cursor = runs.cursor().flatten().unwrap().to_owned();
+    let skip = runs.yielded_from_page();
+    let mut resumed = client.list_runs().cursor(&cursor).stream();
+    let mut n = 0;
+    while let Some(run) = resumed.next().await {
+        n += 1;
+        if n > skip {
+            ids.push(run.unwrap().run_id.to_string());
+        }
+    }
+    assert_eq!(resumed.cursor(), None, "the listing is over");
+    let tails: Vec<&str> = ids.iter().map(|id| &id[id.len() - 2..]).collect();
+    assert_eq!(tails, ["01", "02", "03", "04"]);
+}
