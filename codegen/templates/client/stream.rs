@@ -340,7 +340,15 @@ impl StreamState {
                         if e.is_retryable()
                             && e.retry_after().is_none_or(|w| w <= MAX_RECONNECT_WAIT) =>
                     {
-                        self.wait = e.retry_after();
+                        // Spread as a call's retries are: every stream a restart or a rate
+                        // limit refused at once would otherwise come back at once.
+                        self.wait = e.retry_after().map(|w| {
+                            super::retry::spread_retry_after(
+                                w,
+                                Duration::from_millis(250),
+                                Duration::from_secs(5),
+                            )
+                        });
                         if let Some(end) = self.dropped(e.to_string()) {
                             return Some(end);
                         }

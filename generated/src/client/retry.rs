@@ -189,12 +189,11 @@ impl RetryPolicy {
             if !self.jitter {
                 return Some(wait);
             }
-            let spread = (wait / 2)
-                .max(self.initial_backoff)
-                .min(self.max_backoff)
-                .as_nanos()
-                .max(1) as u64;
-            return Some(wait.saturating_add(Duration::from_nanos(random_u64() % spread)));
+            return Some(spread_retry_after(
+                wait,
+                self.initial_backoff,
+                self.max_backoff,
+            ));
         }
         let factor = 1u32 << attempt.saturating_sub(1).min(16);
         let wait = self
@@ -208,6 +207,14 @@ impl RetryPolicy {
         let spread = (wait - half).as_nanos().max(1) as u64;
         Some(half + Duration::from_nanos(random_u64() % spread))
     }
+}
+
+/// `wait` (a `Retry-After`) plus a random share of it, up to half of it, at least up to
+/// `floor`, at most `cap`: never sooner than the host asked, but the clients it refused
+/// together do not come back together.
+pub(crate) fn spread_retry_after(wait: Duration, floor: Duration, cap: Duration) -> Duration {
+    let spread = (wait / 2).max(floor).min(cap).as_nanos().max(1) as u64;
+    wait.saturating_add(Duration::from_nanos(random_u64() % spread))
 }
 
 /// `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); a date in the past is
