@@ -27,7 +27,16 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
         return out;
     };
     check_required(card, &mut out);
-    for (field, instead) in REMOVED_FIELDS {
+    // A card that also offers a 0.3 interface keeps 0.3's top-level fields for 0.3 clients
+    // (A2A SDKs write them on such a card; a 1.0 client ignores them, as it must ignore
+    // unknown fields): only a 1.0-only card is told to drop them.
+    let serves_0_3 = interfaces(card).iter().any(|(_, iface)| {
+        iface
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == "0.3" || v.starts_with("0.3."))
+    });
+    for (field, instead) in REMOVED_FIELDS.iter().filter(|_| !serves_0_3) {
         if card.contains_key(*field) {
             push(
                 &mut out,
@@ -56,9 +65,13 @@ fn is_routing_value(value: &str) -> bool {
 /// two is neither.
 fn check_tenants(card: &Map<String, Value>, discovery: Option<&Value>, out: &mut Vec<Finding>) {
     let ifaces = interfaces(card);
+    // An empty `tenant` is none: proto3's default for an unset string, which SDK-built
+    // cards carry (`@a2a-js/sdk` writes `"tenant": ""` on every interface), as the host's
+    // own peer client reads it.
     let tenants: Vec<(usize, Option<&str>)> = ifaces
         .iter()
         .filter_map(|(i, iface)| iface.get("tenant").map(|t| (*i, t.as_str())))
+        .filter(|(_, t)| *t != Some(""))
         .collect();
     let Some((_, first)) = tenants.first() else {
         return;
@@ -122,7 +135,8 @@ fn interfaces(card: &Map<String, Value>) -> Vec<(usize, &Map<String, Value>)> {
 enum Shape {
     Text,
     Object,
-    TextList,
+    /// A2A 1.0 §5.7: "Arrays marked as required MUST contain at least one element".
+    NonEmptyTextList,
     List,
     NonEmptyList,
 }
@@ -132,7 +146,9 @@ impl Shape {
         match self {
             Shape::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
             Shape::Object => v.is_object(),
-            Shape::TextList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            Shape::NonEmptyTextList => v
+                .as_array()
+                .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
             Shape::List => v.is_array(),
             Shape::NonEmptyList => v.as_array().is_some_and(|a| !a.is_empty()),
         }
@@ -142,7 +158,7 @@ impl Shape {
         match self {
             Shape::Text => "a non-empty string",
             Shape::Object => "an object",
-            Shape::TextList => "an array of strings",
+            Shape::NonEmptyTextList => "a non-empty array of strings",
             Shape::List => "an array",
             Shape::NonEmptyList => "a non-empty array",
         }
@@ -155,9 +171,10 @@ const CARD_FIELDS: &[(&str, Shape)] = &[
     ("version", Shape::Text),
     ("supportedInterfaces", Shape::NonEmptyList),
     ("capabilities", Shape::Object),
-    ("defaultInputModes", Shape::TextList),
-    ("defaultOutputModes", Shape::TextList),
-    // A card may offer no skill yet, but it must say so with an empty list.
+    ("defaultInputModes", Shape::NonEmptyTextList),
+    ("defaultOutputModes", Shape::NonEmptyTextList),
+    // A card may offer no skill yet, but it must say so with an empty list (A2A's own
+    // canonicalisation example, §8.4.1, shows `skills: []`).
     ("skills", Shape::List),
 ];
 const INTERFACE_FIELDS: &[(&str, Shape)] = &[
@@ -169,7 +186,7 @@ const SKILL_FIELDS: &[(&str, Shape)] = &[
     ("id", Shape::Text),
     ("name", Shape::Text),
     ("description", Shape::Text),
-    ("tags", Shape::TextList),
+    ("tags", Shape::NonEmptyTextList),
 ];
 
 fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {

@@ -75,6 +75,9 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The header every OpenWOP v2 request carries.
 const VERSION_HEADER: (&str, &str) = ("OpenWOP-Version", "2.0");
 
+/// The A2A version an agent card is asked for.
+const A2A_VERSION_HEADER: (&str, &str) = ("A2A-Version", "1.0");
+
 /// How findings name standard input unless `--stdin-filename` names it.
 pub const STDIN_LABEL: &str = "<stdin>";
 
@@ -538,19 +541,24 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         .user_agent(concat!("openwop-validate/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let mut response = agent
+    let mut request = agent
         .get(&url)
         .header(VERSION_HEADER.0, VERSION_HEADER.1)
-        .header("Accept", "application/json")
-        .call()
-        .map_err(|e| {
-            if tls_failure(&e) {
-                // Say whom it trusted: the fix is usually SSL_CERT_FILE.
-                failed(format!("{e} (trusting {})", trust.said))
-            } else {
-                failed(e.to_string())
-            }
-        })?;
+        .header("Accept", "application/json");
+    if kind == Kind::AgentCard {
+        // The card this tool checks is A2A 1.0's, and an A2A agent answers a request
+        // without `A2A-Version` as a 0.3 client's (A2A 1.0 §3.6.2): an SDK with 0.3
+        // compatibility on would serve its 0.3 view, failed by every 1.0 rule.
+        request = request.header(A2A_VERSION_HEADER.0, A2A_VERSION_HEADER.1);
+    }
+    let mut response = request.call().map_err(|e| {
+        if tls_failure(&e) {
+            // Say whom it trusted: the fix is usually SSL_CERT_FILE.
+            failed(format!("{e} (trusting {})", trust.said))
+        } else {
+            failed(e.to_string())
+        }
+    })?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!("the server answered HTTP {status}")));

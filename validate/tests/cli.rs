@@ -418,6 +418,22 @@ fn a_bare_origin_fetches_the_discovery_path_with_the_version_header() {
     assert!(head.contains("\r\nopenwop-version: 2.0\r\n"), "{head}");
 }
 
+/// An agent card is asked for as A2A 1.0's: without `A2A-Version` an agent answers as to a
+/// 0.3 client (A2A 1.0 §3.6.2), and a 0.3 view fails every 1.0 rule.
+#[test]
+fn an_agent_card_is_fetched_with_the_a2a_version_header() {
+    let body = std::fs::read(vector("agent-card/valid/host-card.json")).expect("vector");
+    let (origin, requests) = serve(vec![("200 OK", body)]);
+    let out = openwop(&["--kind", "agent-card", &origin]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let head = requests.recv().expect("one request").to_ascii_lowercase();
+    assert!(
+        head.starts_with("get /.well-known/agent-card.json http/1.1\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("\r\na2a-version: 1.0\r\n"), "{head}");
+}
+
 #[test]
 fn findings_of_a_url_name_the_url_fetched() {
     let body = std::fs::read(vector("discovery/invalid/discovery.no-grpc.json")).expect("vector");

@@ -33,7 +33,15 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
         return out;
     };
     check_required(card, &mut out);
-    for (field, instead) in REMOVED_FIELDS {
+    let serves_0_3 = interfaces(card)
+        .iter()
+        .any(|(_, iface)| {
+            iface
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v == "0.3" || v.starts_with("0.3."))
+        });
+    for (field, instead) in REMOVED_FIELDS.iter().filter(|_| !serves_0_3) {
         if card.contains_key(*field) {
             push(
                 &mut out,
@@ -69,6 +77,7 @@ fn check_tenants(
     let tenants: Vec<(usize, Option<&str>)> = ifaces
         .iter()
         .filter_map(|(i, iface)| iface.get("tenant").map(|t| (*i, t.as_str())))
+        .filter(|(_, t)| *t != Some(""))
         .collect();
     let Some((_, first)) = tenants.first() else {
         return;
@@ -140,7 +149,8 @@ fn interfaces(card: &Map<String, Value>) -> Vec<(usize, &Map<String, Value>)> {
 enum Shape {
     Text,
     Object,
-    TextList,
+    /// A2A 1.0 §5.7: "Arrays marked as required MUST contain at least one element".
+    NonEmptyTextList,
     List,
     NonEmptyList,
 }
@@ -149,8 +159,9 @@ impl Shape {
         match self {
             Shape::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
             Shape::Object => v.is_object(),
-            Shape::TextList => {
-                v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+            Shape::NonEmptyTextList => {
+                v.as_array()
+                    .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string))
             }
             Shape::List => v.is_array(),
             Shape::NonEmptyList => v.as_array().is_some_and(|a| !a.is_empty()),
@@ -160,7 +171,7 @@ impl Shape {
         match self {
             Shape::Text => "a non-empty string",
             Shape::Object => "an object",
-            Shape::TextList => "an array of strings",
+            Shape::NonEmptyTextList => "a non-empty array of strings",
             Shape::List => "an array",
             Shape::NonEmptyList => "a non-empty array",
         }
@@ -172,8 +183,8 @@ const CARD_FIELDS: &[(&str, Shape)] = &[
     ("version", Shape::Text),
     ("supportedInterfaces", Shape::NonEmptyList),
     ("capabilities", Shape::Object),
-    ("defaultInputModes", Shape::TextList),
-    ("defaultOutputModes", Shape::TextList),
+    ("defaultInputModes", Shape::NonEmptyTextList),
+    ("defaultOutputModes", Shape::NonEmptyTextList),
     ("skills", Shape::List),
 ];
 const INTERFACE_FIELDS: &[(&str, Shape)] = &[
@@ -185,7 +196,7 @@ const SKILL_FIELDS: &[(&str, Shape)] = &[
     ("id", Shape::Text),
     ("name", Shape::Text),
     ("description", Shape::Text),
-    ("tags", Shape::TextList),
+    ("tags", Shape::NonEmptyTextList),
 ];
 fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     require(card, "", CARD_FIELDS, "the agent card", out);
