@@ -268,6 +268,14 @@ fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &m
         ("streaming", "agent-card.streaming-matches"),
         ("pushNotifications", "agent-card.push-notifications-matches"),
     ] {
+        // A value that is no boolean is the schema's finding (its type), not a mismatch:
+        // "set it to true" would not say what is wrong with `"yes"`.
+        let mistyped = |record: Option<&Map<String, Value>>| {
+            record.and_then(|r| r.get(key)).is_some_and(|v| !v.is_boolean())
+        };
+        if mistyped(capabilities) || mistyped(Some(a2a)) {
+            continue;
+        }
         let facet = flag(Some(a2a), key);
         if flag(capabilities, key) != facet {
             push(

@@ -34,8 +34,10 @@ const ALSO_SCHEMA: &[&str] = &[
     "discovery.refresh-window-range",
 ];
 /// Rules whose vectors may also fail the schema: an impossible date such as 2026-02-30 is
-/// caught by `format: date` only when the schema validator checks formats.
-const MAYBE_SCHEMA: &[&str] = &["discovery.invalid-date"];
+/// caught by `format: date` only when the schema validator checks formats; a card's missing
+/// or mistyped required field fails the card's schema too, an empty one (`tags: []`) only
+/// the rule.
+const MAYBE_SCHEMA: &[&str] = &["discovery.invalid-date", "agent-card.required-field"];
 
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors")

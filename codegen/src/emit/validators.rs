@@ -207,7 +207,8 @@ pub(crate) fn emit(
                 let name = format_ident!("{}", k.name.to_uppercase());
                 quote!(schema_findings(&#name, doc))
             }
-            // The agent card has no corpus schema (it is A2A's document); its rules carry it.
+            // A corpus without the card's schema (upstream's: the card is A2A's document)
+            // checks cards by their rules alone.
             None if k.name == "agent_card" => quote!(Vec::new()),
             None => {
                 let message = format!(

@@ -303,6 +303,12 @@ fn check_against_discovery(
         ("streaming", "agent-card.streaming-matches"),
         ("pushNotifications", "agent-card.push-notifications-matches"),
     ] {
+        let mistyped = |record: Option<&Map<String, Value>>| {
+            record.and_then(|r| r.get(key)).is_some_and(|v| !v.is_boolean())
+        };
+        if mistyped(capabilities) || mistyped(Some(a2a)) {
+            continue;
+        }
         let facet = flag(Some(a2a), key);
         if flag(capabilities, key) != facet {
             push(

@@ -345,9 +345,10 @@ mod tests {
             schemes[BEARER_SCHEME]["httpAuthSecurityScheme"]["scheme"],
             json!("Bearer")
         );
+        // No scope: the empty list is left out, as ProtoJSON (and a2a-sdk) write it.
         assert_eq!(
             card["securityRequirements"],
-            json!([{"schemes": {"bearer": {"list": []}}}])
+            json!([{"schemes": {"bearer": {}}}])
         );
     }
 
