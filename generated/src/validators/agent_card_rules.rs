@@ -51,6 +51,7 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
             );
         }
     }
+    check_well_formed(card, &mut out);
     check_tenants(card, discovery, &mut out);
     if let Some(discovery) = discovery {
         check_against_discovery(card, discovery, &mut out);
@@ -198,11 +199,53 @@ const SKILL_FIELDS: &[(&str, Shape)] = &[
     ("description", Shape::Text),
     ("tags", Shape::NonEmptyTextList),
 ];
+/// The fields A2A 1.0's proto marks REQUIRED inside the card's nested messages (§5.7: "MUST
+/// be present and set"), by where they are.
+const PROVIDER_FIELDS: &[(&str, Shape)] = &[
+    ("url", Shape::Text),
+    ("organization", Shape::Text),
+];
+const SIGNATURE_FIELDS: &[(&str, Shape)] = &[
+    ("protected", Shape::Text),
+    ("signature", Shape::Text),
+];
+/// A `SecurityScheme` is a proto `oneof`: exactly one of these members, each with its own
+/// required fields.
+const SCHEME_KINDS: &[(&str, &[(&str, Shape)])] = &[
+    ("apiKeySecurityScheme", &[("location", Shape::Text), ("name", Shape::Text)]),
+    ("httpAuthSecurityScheme", &[("scheme", Shape::Text)]),
+    ("oauth2SecurityScheme", &[("flows", Shape::Object)]),
+    ("openIdConnectSecurityScheme", &[("openIdConnectUrl", Shape::Text)]),
+    ("mtlsSecurityScheme", &[]),
+];
+/// `OAuthFlows` is a `oneof` too (`implicit` and `password` are deprecated, still allowed).
+const FLOW_KINDS: &[(&str, &[(&str, Shape)])] = &[
+    (
+        "authorizationCode",
+        &[
+            ("authorizationUrl", Shape::Text),
+            ("tokenUrl", Shape::Text),
+            ("scopes", Shape::Object),
+        ],
+    ),
+    ("clientCredentials", &[("tokenUrl", Shape::Text), ("scopes", Shape::Object)]),
+    (
+        "deviceCode",
+        &[
+            ("deviceAuthorizationUrl", Shape::Text),
+            ("tokenUrl", Shape::Text),
+            ("scopes", Shape::Object),
+        ],
+    ),
+    ("implicit", &[("authorizationUrl", Shape::Text), ("scopes", Shape::Object)]),
+    ("password", &[("tokenUrl", Shape::Text), ("scopes", Shape::Object)]),
+];
 fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     require(card, "", CARD_FIELDS, "the agent card", out);
     for (list, fields, what) in [
         ("supportedInterfaces", INTERFACE_FIELDS, "interface"),
         ("skills", SKILL_FIELDS, "skill"),
+        ("signatures", SIGNATURE_FIELDS, "signature"),
     ] {
         for (i, item) in card
             .get(list)
@@ -223,6 +266,229 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
                     )
                 }
             }
+        }
+    }
+    if let Some(provider) = card.get("provider").and_then(Value::as_object) {
+        require(provider, "/provider", PROVIDER_FIELDS, "`provider`", out);
+    }
+    let schemes = card
+        .get("securitySchemes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten();
+    for (name, scheme) in schemes {
+        let Some(scheme) = scheme.as_object() else { continue };
+        let base = format!("/securitySchemes/{}", token(name));
+        let Some((kind, inner)) = one_of(
+            scheme,
+            SCHEME_KINDS,
+            &base,
+            "security scheme",
+            out,
+        ) else {
+            continue;
+        };
+        let base = format!("{base}/{kind}");
+        let fields = SCHEME_KINDS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(&[][..], |(_, f)| *f);
+        require(inner, &base, fields, &format!("`{kind}`"), out);
+        if let Some(flows) = inner.get("flows").and_then(Value::as_object) {
+            let base = format!("{base}/flows");
+            if let Some((flow, inner)) = one_of(
+                flows,
+                FLOW_KINDS,
+                &base,
+                "`flows`",
+                out,
+            ) {
+                let fields = FLOW_KINDS
+                    .iter()
+                    .find(|(k, _)| *k == flow)
+                    .map_or(&[][..], |(_, f)| *f);
+                require(
+                    inner,
+                    &format!("{base}/{flow}"),
+                    fields,
+                    &format!("`{flow}`"),
+                    out,
+                );
+            }
+        }
+    }
+}
+/// What a client needs to use the card beyond its fields' presence: URLs it can open,
+/// versions it can compare, skills it can tell apart, security it can satisfy. A member of
+/// the wrong type is the schema's finding, not this rule's.
+fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
+    const RULE: &str = "agent-card.well-formed";
+    let mut urls: Vec<(String, &str)> = Vec::new();
+    for (i, iface) in interfaces(card) {
+        let http_binding = matches!(
+            iface.get("protocolBinding").and_then(Value::as_str), Some("JSONRPC" |
+            "HTTP+JSON")
+        );
+        if let Some(url) = iface
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| http_binding && !u.trim().is_empty())
+        {
+            urls.push((format!("/supportedInterfaces/{i}/url"), url));
+        }
+        if let Some(version) = iface
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.trim().is_empty()) && !is_version(version)
+        {
+            push(
+                out,
+                format!("/supportedInterfaces/{i}/protocolVersion"),
+                RULE,
+                format!(
+                    "make `protocolVersion` an A2A version, Major.Minor such as \"1.0\" (`{}` is none)",
+                    version.chars().take(40).collect::< String > ()
+                ),
+            );
+        }
+    }
+    for key in ["documentationUrl", "iconUrl"] {
+        if let Some(url) = card.get(key).and_then(Value::as_str) {
+            urls.push((format!("/{key}"), url));
+        }
+    }
+    if let Some(url) = card
+        .get("provider")
+        .and_then(|p| p.get("url"))
+        .and_then(Value::as_str)
+        .filter(|u| !u.trim().is_empty())
+    {
+        urls.push(("/provider/url".to_owned(), url));
+    }
+    for (pointer, url) in urls {
+        if !is_web_url(url) {
+            push(
+                out,
+                pointer,
+                RULE,
+                "make this an absolute http or https URL (https in production): a client opens it as it is"
+                    .into(),
+            );
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, skill) in card
+        .get("skills")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(id) = skill.get("id").and_then(Value::as_str) && !seen.insert(id) {
+            push(
+                out,
+                format!("/skills/{i}/id"),
+                RULE,
+                format!(
+                    "give this skill an id of its own: an earlier skill is `{id}` too"
+                ),
+            );
+        }
+    }
+    let declared = card.get("securitySchemes").and_then(Value::as_object);
+    let requirements = card
+        .get("securityRequirements")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for (i, requirement) in requirements.enumerate() {
+        let names = requirement
+            .get("schemes")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten();
+        for (name, _) in names {
+            if !declared.is_some_and(|d| d.contains_key(name)) {
+                push(
+                    out,
+                    format!("/securityRequirements/{i}/schemes/{}", token(name)),
+                    RULE,
+                    format!(
+                        "declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"
+                    ),
+                );
+            }
+        }
+    }
+}
+/// `Major.Minor`, or with a patch number (A2A says cards SHOULD NOT carry one; readers
+/// accept it).
+fn is_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+/// An absolute `http`/`https` URL with a host.
+fn is_web_url(url: &str) -> bool {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &url[8..]
+    } else if lower.starts_with("http://") {
+        &url[7..]
+    } else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or("");
+    !host.is_empty() && !host.starts_with(':') && !url.chars().any(char::is_whitespace)
+}
+/// The one member of a proto `oneof` object that `record` must hold, and its object; a
+/// finding when it holds none of `kinds` (a 0.3 scheme such as `{"type": "http"}` among
+/// them) or several.
+fn one_of<'a>(
+    record: &'a Map<String, Value>,
+    kinds: &[(&'static str, &[(&str, Shape)])],
+    base: &str,
+    what: &str,
+    out: &mut Vec<Finding>,
+) -> Option<(&'static str, &'a Map<String, Value>)> {
+    let present: Vec<&'static str> = kinds
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| record.contains_key(*k))
+        .collect();
+    let names = || {
+        kinds.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+    };
+    match present.as_slice() {
+        [] => {
+            push(
+                out,
+                base.to_owned(),
+                "agent-card.required-field",
+                format!(
+                    "give this {what} one of {}: A2A 1.0 names its kind by that member",
+                    names()
+                ),
+            );
+            None
+        }
+        [kind] => {
+            record.get(*kind).and_then(Value::as_object).map(|inner| (*kind, inner))
+        }
+        [_, extra @ ..] => {
+            for kind in extra {
+                push(
+                    out,
+                    format!("{base}/{kind}"),
+                    "agent-card.required-field",
+                    format!(
+                        "keep one of {}: this {what} names {} kinds", names(), present
+                        .len()
+                    ),
+                );
+            }
+            None
         }
     }
 }
@@ -342,6 +608,7 @@ fn check_versions(
     let listed: Vec<&str> = ifaces
         .iter()
         .filter_map(|(_, iface)| iface.get("protocolVersion").and_then(Value::as_str))
+        .filter(|v| is_version(v))
         .collect();
     let quote = |vs: &[&str]| {
         vs.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ")

@@ -143,7 +143,7 @@ pub static RULES: &[RuleInfo] = &[
         id: "agent-card.required-field",
         severity: Severity::Error,
         summary: "The card, each interface and each skill carry every field A2A 1.0 requires, with the right type.",
-        help: "Add the missing field with the type the sentence names: a card needs `name`, `description`, `version`, a non-empty `supportedInterfaces`, `capabilities`, non-empty `defaultInputModes` and `defaultOutputModes`, and `skills` (empty while the agent offers none); an interface `url`, `protocolBinding` and `protocolVersion`; a skill `id`, `name`, `description` and non-empty `tags` (A2A 1.0 §5.7: a required array holds at least one element).",
+        help: "Add the missing field with the type the sentence names: a card needs `name`, `description`, `version`, a non-empty `supportedInterfaces`, `capabilities`, non-empty `defaultInputModes` and `defaultOutputModes`, and `skills` (empty while the agent offers none); an interface `url`, `protocolBinding` and `protocolVersion`; a skill `id`, `name`, `description` and non-empty `tags` (A2A 1.0 §5.7: a required array holds at least one element); a `provider` its `url` and `organization`; a signature its `protected` and `signature`; a security scheme exactly one of `apiKeySecurityScheme` (with `location` and `name`), `httpAuthSecurityScheme` (`scheme`), `oauth2SecurityScheme` (`flows`: exactly one flow, with its URLs and `scopes`), `openIdConnectSecurityScheme` (`openIdConnectUrl`) or `mtlsSecurityScheme` (a 0.3 scheme's `type` names no kind in 1.0).",
         section: "a2a-1.0 §4 (AgentCard)",
         example: "tests/vectors/agent-card/invalid/agent-card.required-field--name.json",
     },
@@ -154,6 +154,14 @@ pub static RULES: &[RuleInfo] = &[
         help: "Set `capabilities.streaming` on the card to the value of `a2a.streaming` in the discovery document (an absent flag counts as false on both sides).",
         section: "spec/v2/facets/a2a.schema.json#/properties/streaming",
         example: "tests/vectors/agent-card/invalid/agent-card.streaming-matches.json",
+    },
+    RuleInfo {
+        id: "agent-card.well-formed",
+        severity: Severity::Error,
+        summary: "A client can use what the card says: its URLs are absolute http or https URLs (a JSON-RPC or HTTP+JSON interface's, the provider's, documentation and icon), its interfaces' `protocolVersion` is an A2A version, its skills' ids are distinct, and its `securityRequirements` name schemes it declares.",
+        help: "Write each `url` (JSON-RPC and HTTP+JSON interfaces, `provider`, `documentationUrl`, `iconUrl`) as an absolute http or https URL (https in production), each `protocolVersion` as Major.Minor (\"1.0\"), give every skill its own `id`, and declare in `securitySchemes` every scheme a security requirement names.",
+        section: "a2a-1.0 §4 (AgentCard)",
+        example: "tests/vectors/agent-card/invalid/agent-card.well-formed--interface-url.json",
     },
     RuleInfo {
         id: "discovery.agent-cards-need-a2a-profile",
