@@ -257,7 +257,25 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             report.documents.push(unreadable(&e, &settings.docs));
             None
         }
-        Some(Ok(doc)) => Some(doc.value),
+        Some(Ok(doc)) => {
+            // The cards are held to the document as it is; a document the schema rejects (a
+            // `versions` that is a string, say) makes those checks speak of what is not
+            // there. Said once, with how to see why, rather than checked here: the card
+            // run reports cards.
+            let schema = validate(Kind::Discovery, &doc.value, None, &opts)
+                .iter()
+                .filter(|f| f.rule == "schema")
+                .count();
+            if schema > 0 {
+                say(&format!(
+                    "warning: the --discovery document {} fails its schema ({schema} finding{}); the cards are checked against it as it is: run openwop-validate {} to see why",
+                    doc.label,
+                    if schema == 1 { "" } else { "s" },
+                    doc.label
+                ));
+            }
+            Some(doc.value)
+        }
         Some(Err(e)) => {
             report.documents.push(unreadable(&e, &settings.docs));
             None

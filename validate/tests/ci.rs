@@ -1092,3 +1092,46 @@ fn an_empty_docs_url_variable_leaves_the_config_files() {
     let docs = findings[0]["docs"].as_str().expect("docs");
     assert!(docs.starts_with("https://docs.example/rules/"), "{docs}");
 }
+
+/// A `--discovery` document the schema rejects is said to be so (the card rules read it as
+/// it is, and their sentences then speak of what is not there).
+#[test]
+fn a_discovery_document_that_fails_its_schema_is_said_to() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut discovery: Value = serde_json::from_str(
+        &std::fs::read_to_string(vector("agent-card/discovery.json")).unwrap(),
+    )
+    .unwrap();
+    discovery["a2a"]["versions"] = Value::String("1.0".into());
+    std::fs::write(dir.path().join("d.json"), discovery.to_string()).expect("write");
+    std::fs::copy(
+        vector("agent-card/valid/host-card.json"),
+        dir.path().join("card.json"),
+    )
+    .expect("copy");
+    let out = validate_in(
+        dir.path(),
+        &["--kind", "agent-card", "--discovery", "d.json", "card.json"],
+    );
+    assert!(
+        stderr(&out).contains("warning: the --discovery document d.json fails its schema"),
+        "{}",
+        stderr(&out)
+    );
+    let good = validate_in(
+        dir.path(),
+        &[
+            "--kind",
+            "agent-card",
+            "--discovery",
+            &vector("agent-card/discovery.json"),
+            "card.json",
+        ],
+    );
+    assert_eq!(code(&good), 0, "{}", stderr(&good));
+    assert!(
+        !stderr(&good).contains("fails its schema"),
+        "{}",
+        stderr(&good)
+    );
+}
