@@ -263,7 +263,7 @@ async fn a_clean_close_mid_run_still_resumes_or_fails() {
         "{items:?}"
     );
     assert!(
-        matches!(items.last(), Some(Err(Error::Stream(_)))),
+        matches!(items.last(), Some(Err(Error::Stream { .. }))),
         "{items:?}"
     );
 }

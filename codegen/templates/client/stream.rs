@@ -289,16 +289,18 @@ impl StreamState {
         true
     }
 
-    fn dropped(&mut self, why: String) -> Option<Result<Frame, Error>> {
+    /// A connection lost or refused (`last`, when the failure was an error); after more
+    /// than `max_reconnects` in a row, the stream's end, carrying the last one.
+    fn dropped(&mut self, why: String, last: Option<Error>) -> Option<Result<Frame, Error>> {
         self.reset_connection();
         self.confirming = false;
         self.failures += 1;
         if self.failures > self.options.max_reconnects {
             self.done = true;
-            return Some(Err(Error::Stream(format!(
-                "dropped {} times in a row; last: {why}",
-                self.failures
-            ))));
+            return Some(Err(Error::Stream {
+                message: format!("dropped {} times in a row; last: {why}", self.failures),
+                last: last.map(Box::new),
+            }));
         }
         None
     }
@@ -349,7 +351,7 @@ impl StreamState {
                                 Duration::from_secs(5),
                             )
                         });
-                        if let Some(end) = self.dropped(e.to_string()) {
+                        if let Some(end) = self.dropped(e.to_string(), Some(e)) {
                             return Some(end);
                         }
                     }
@@ -387,7 +389,7 @@ impl StreamState {
                     if self.end_confirmed_anyway() {
                         return None;
                     }
-                    if let Some(end) = self.dropped(e.to_string()) {
+                    if let Some(end) = self.dropped(e.to_string(), Some(Error::Transport(e))) {
                         return Some(end);
                     }
                 }
@@ -396,7 +398,7 @@ impl StreamState {
                         return None;
                     }
                     let why = format!("nothing received for {:?}", self.options.idle_timeout);
-                    if let Some(end) = self.dropped(why) {
+                    if let Some(end) = self.dropped(why, None) {
                         return Some(end);
                     }
                 }

@@ -540,7 +540,7 @@ async fn a_stream_whose_head_never_comes_times_out_on_open_and_on_reconnect() {
     })
     .await
     .expect("the stream ends by itself");
-    assert!(matches!(end, Some(Err(Error::Stream(_)))), "{end:?}");
+    assert!(matches!(end, Some(Err(Error::Stream { .. }))), "{end:?}");
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "{:?}",
@@ -1095,7 +1095,7 @@ async fn keep_alives_alone_do_not_keep_a_failing_stream_alive() {
     .expect("the stream ends");
     assert!(matches!(outcome[0], Ok(1)), "{outcome:?}");
     assert!(
-        matches!(outcome.last(), Some(Err(Error::Stream(_)))),
+        matches!(outcome.last(), Some(Err(Error::Stream { .. }))),
         "{outcome:?}"
     );
     assert_eq!(
@@ -1420,4 +1420,38 @@ async fn a_transport_error_prints_its_cause_once() {
     let text = error.to_string();
     assert!(text.to_lowercase().contains("refused"), "{text}");
     assert!(std::error::Error::source(&error).is_none());
+}
+
+/// A stream that gives up says why with the failure itself: its status, request id and
+/// `Retry-After` stay readable (they were only text in the message).
+#[tokio::test]
+async fn a_stream_that_gives_up_keeps_its_last_failure() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    let busy = || {
+        Reply::error(503, "service_unavailable", "busy")
+            .header("Retry-After", "0")
+            .header("X-Request-Id", "r-9")
+    };
+    host.on(
+        "GET",
+        path,
+        [Reply::events([event(1, "run.started")]), busy(), busy()],
+    );
+    let mut events = client(&host)
+        .stream_run_events("acme/run_0123456789abcdef")
+        .max_reconnects(1)
+        .send()
+        .await
+        .expect("open");
+    assert_eq!(events.next().await.unwrap().unwrap().sequence, 1);
+    let end = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("ends by itself")
+        .expect("an item")
+        .expect_err("gave up");
+    assert!(matches!(end, Error::Stream { .. }), "{end:?}");
+    assert_eq!(end.status(), Some(503));
+    assert_eq!(end.request_id(), Some("r-9"));
+    assert_eq!(end.retry_after(), Some(Duration::ZERO));
 }

@@ -62,7 +62,15 @@ pub enum Error {
         headers: HeaderMap,
     },
     /// An event stream dropped and could not be reopened.
-    Stream(::std::string::String),
+    #[non_exhaustive]
+    Stream {
+        /// What happened, for the log (how many times in a row, and the last cause).
+        message: ::std::string::String,
+        /// The last failure itself, when it was one (a refusal with its status and
+        /// `Retry-After`, a transport error); `status()`, `headers()`,
+        /// `request_id()` and `retry_after()` answer from it.
+        last: Option<Box<Error>>,
+    },
     /// A non-2xx answer that is not the host's error envelope: a proxy's or load
     /// balancer's page (a `502`/`503`/`504` in HTML, say), or a server that is not an
     /// OpenWOP host. Retried by its status like an `Api` error; its headers
@@ -87,22 +95,26 @@ pub enum Error {
     },
 }
 impl Error {
-    /// The HTTP status of an `Api`, `Http` or `Decode` error.
+    /// The HTTP status of an `Api`, `Http` or `Decode` error (of a `Stream` error, its
+    /// last failure's).
     pub fn status(&self) -> Option<u16> {
         match self {
             Error::Api { status, .. }
             | Error::Http { status, .. }
             | Error::Decode { status, .. } => Some(*status),
             Error::Transport(e) => e.status().map(|s| s.as_u16()),
+            Error::Stream { last: Some(last), .. } => last.status(),
             _ => None,
         }
     }
-    /// The headers of an `Api`, `Http` or `Decode` error's answer.
+    /// The headers of an `Api`, `Http` or `Decode` error's answer (of a `Stream`
+    /// error, its last failure's).
     pub fn headers(&self) -> Option<&HeaderMap> {
         match self {
             Error::Api { headers, .. }
             | Error::Http { headers, .. }
             | Error::Decode { headers, .. } => Some(headers),
+            Error::Stream { last: Some(last), .. } => last.headers(),
             _ => None,
         }
     }
@@ -180,7 +192,7 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::Stream(m) => write!(f, "event stream: {m}"),
+            Error::Stream { message, .. } => write!(f, "event stream: {message}"),
             Error::Http { status: status @ 300..=399, headers, .. } => {
                 write!(f, "HTTP {status}: the host redirects")?;
                 if let Some(to) = header_str(headers, "location") {
