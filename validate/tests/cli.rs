@@ -1107,3 +1107,21 @@ fn json_nested_deeper_than_this_tool_reads_says_so() {
         stdout(&out)
     );
 }
+
+/// `agent-card.removed-field` on a top-level `protocolVersion` does not ask for what the
+/// card already has: each interface's own `protocolVersion`.
+#[test]
+fn a_removed_protocol_version_says_the_interfaces_already_name_theirs() {
+    let card = arg(&vector(
+        "agent-card/invalid/agent-card.removed-field--protocol-version.json",
+    ));
+    let out = openwop(&["--kind", "agent-card", &card]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "remove `protocolVersion`, which A2A 1.0 dropped: each `supportedInterfaces[]` entry already names its `protocolVersion`"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}

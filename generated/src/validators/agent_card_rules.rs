@@ -41,8 +41,17 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
                 .and_then(Value::as_str)
                 .is_some_and(|v| v == "0.3" || v.starts_with("0.3."))
         });
+    let ifaces = interfaces(card);
+    let versions_set = !ifaces.is_empty()
+        && ifaces.iter().all(|(_, i)| i.contains_key("protocolVersion"));
     for (field, instead) in REMOVED_FIELDS.iter().filter(|_| !serves_0_3) {
         if card.contains_key(*field) {
+            let instead = match *field {
+                "protocolVersion" if versions_set => {
+                    "each `supportedInterfaces[]` entry already names its `protocolVersion`"
+                }
+                _ => instead,
+            };
             push(
                 &mut out,
                 format!("/{}", token(field)),
