@@ -113,7 +113,14 @@ struct StreamState {
 impl StreamState {
     /// Opens a connection; `None` when the host answered `204 No Content` (the WHATWG
     /// "stop reconnecting").
-    async fn connect(&mut self) -> Result<Option<reqwest::Response>, Error> {
+    ///
+    /// `head_within` bounds the wait for the answer's head below the idle timeout: opening
+    /// a stream is part of a call, which `RetryPolicy::max_elapsed` bounds; reconnecting is
+    /// not.
+    async fn connect(
+        &mut self,
+        head_within: Option<Duration>,
+    ) -> Result<Option<reqwest::Response>, Error> {
         let mut headers = self.headers.clone();
         headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));
         // An empty id (`id:` with no value) resets the resumption point: nothing is sent.
@@ -142,7 +149,9 @@ impl StreamState {
         // Opening is bounded, though the stream is not: a host that accepts the connection
         // and then says nothing (or sends an error body that never ends) is silence too,
         // judged by the idle timeout.
-        let waited = self.options.idle_timeout;
+        let waited = head_within.map_or(self.options.idle_timeout, |limit| {
+            limit.min(self.options.idle_timeout)
+        });
         let response =
             match tokio::time::timeout(waited, open_answer(&self.client, request, &info)).await {
                 Ok(response) => response?,
@@ -319,7 +328,7 @@ impl StreamState {
                     let wait = self.wait.take().unwrap_or_else(|| self.backoff());
                     tokio::time::sleep(wait).await;
                 }
-                let connected = self.connect().await;
+                let connected = self.connect(None).await;
                 if connected.is_err() && self.end_confirmed_anyway() {
                     return None;
                 }
@@ -545,7 +554,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         let started = std::time::Instant::now();
         let mut attempt = 1;
         let response = loop {
-            match state.connect().await {
+            // Each attempt's wait for the head is cut to what is left of `max_elapsed`.
+            let head_within = policy.attempt_timeout(None, started);
+            match state.connect(head_within).await {
                 Ok(response) => break response,
                 Err(e) if e.is_retryable() => {
                     match policy.delay_within(attempt, e.retry_after(), started) {

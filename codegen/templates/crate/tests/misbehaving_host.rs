@@ -1455,3 +1455,27 @@ async fn a_stream_that_gives_up_keeps_its_last_failure() {
     assert_eq!(end.request_id(), Some("r-9"));
     assert_eq!(end.retry_after(), Some(Duration::ZERO));
 }
+
+/// Opening an event stream is part of a call: `max_elapsed` bounds it, where a host that
+/// accepted the connection and said nothing held it for the idle timeout (75 s by default)
+/// whatever the policy said.
+#[tokio::test]
+async fn max_elapsed_bounds_opening_an_event_stream() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on("GET", path, [Reply::hang()]);
+    let client = Client::builder(host.url())
+        .retry(quick().max_elapsed(Duration::from_millis(500)))
+        .build()
+        .expect("client");
+    let opened = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.stream_run_events("acme/run_0123456789abcdef").send(),
+    )
+    .await
+    .expect("bounded by max_elapsed, not the 75 s idle timeout");
+    let Err(error) = opened else {
+        panic!("the host never answers")
+    };
+    assert!(error.is_timeout(), "{error:?}");
+}
