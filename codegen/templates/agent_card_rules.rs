@@ -17,6 +17,8 @@ const REMOVED_FIELDS: &[(&str, &str)] = &[
     ("additionalInterfaces", "move the entries into `supportedInterfaces`"),
     ("protocolVersion", "set `protocolVersion` on each `supportedInterfaces[]` entry"),
     ("supportsAuthenticatedExtendedCard", "use `capabilities.extendedAgentCard`"),
+    // A2A 1.0 Appendix A.2.2: the extended card flag moved into `capabilities`.
+    ("supportsExtendedAgentCard", "use `capabilities.extendedAgentCard`"),
 ];
 
 /// Checks a public agent card, against the host's discovery document when one is given.

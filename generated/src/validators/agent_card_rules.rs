@@ -19,6 +19,7 @@ const REMOVED_FIELDS: &[(&str, &str)] = &[
     ("additionalInterfaces", "move the entries into `supportedInterfaces`"),
     ("protocolVersion", "set `protocolVersion` on each `supportedInterfaces[]` entry"),
     ("supportsAuthenticatedExtendedCard", "use `capabilities.extendedAgentCard`"),
+    ("supportsExtendedAgentCard", "use `capabilities.extendedAgentCard`"),
 ];
 /// Checks a public agent card, against the host's discovery document when one is given.
 pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Finding> {

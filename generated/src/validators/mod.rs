@@ -134,7 +134,7 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "agent-card.removed-field",
         severity: Severity::Error,
-        summary: "A card offering only A2A 1.0 carries no field A2A 1.0 removed (`url`, `preferredTransport`, `additionalInterfaces`, top-level `protocolVersion`, `supportsAuthenticatedExtendedCard`); a card that also lists a 0.3 interface keeps them for 0.3 clients.",
+        summary: "A card offering only A2A 1.0 carries no field A2A 1.0 removed (`url`, `preferredTransport`, `additionalInterfaces`, top-level `protocolVersion`, `supportsAuthenticatedExtendedCard`, `supportsExtendedAgentCard`); a card that also lists a 0.3 interface keeps them for 0.3 clients.",
         help: "Remove the field and move its meaning where A2A 1.0 keeps it: endpoints and their protocol versions go into `supportedInterfaces[]` (preferred first), the extended card flag into `capabilities.extendedAgentCard`.",
         section: "a2a-1.0 §4 (AgentCard)",
         example: "tests/vectors/agent-card/invalid/agent-card.removed-field--url.json",
