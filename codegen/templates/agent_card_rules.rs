@@ -32,13 +32,13 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
     // A card that also offers a 0.3 interface keeps 0.3's top-level fields for 0.3 clients
     // (A2A SDKs write them on such a card; a 1.0 client ignores them, as it must ignore
     // unknown fields): only a 1.0-only card is told to drop them.
-    let serves_0_3 = interfaces(card).iter().any(|(_, iface)| {
+    let ifaces = interfaces(card);
+    let serves_0_3 = ifaces.iter().any(|(_, iface)| {
         iface
             .get("protocolVersion")
             .and_then(Value::as_str)
             .is_some_and(|v| v == "0.3" || v.starts_with("0.3."))
     });
-    let ifaces = interfaces(card);
     // Where the card already says it the 1.0 way, the sentence says so instead of asking for
     // what is there.
     let versions_set = !ifaces.is_empty() && ifaces.iter().all(|(_, i)| i.contains_key("protocolVersion"));
@@ -251,16 +251,14 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     for (name, scheme) in schemes {
         let Some(scheme) = scheme.as_object() else { continue };
         let base = format!("/securitySchemes/{}", token(name));
-        let Some((kind, inner)) = one_of(scheme, SCHEME_KINDS, &base, "security scheme", out) else {
+        let Some((kind, fields, inner)) = one_of(scheme, SCHEME_KINDS, &base, "security scheme", out) else {
             continue;
         };
         let base = format!("{base}/{kind}");
-        let fields = SCHEME_KINDS.iter().find(|(k, _)| *k == kind).map_or(&[][..], |(_, f)| *f);
         require(inner, &base, fields, &format!("`{kind}`"), out);
         if let Some(flows) = inner.get("flows").and_then(Value::as_object) {
             let base = format!("{base}/flows");
-            if let Some((flow, inner)) = one_of(flows, FLOW_KINDS, &base, "`flows`", out) {
-                let fields = FLOW_KINDS.iter().find(|(k, _)| *k == flow).map_or(&[][..], |(_, f)| *f);
+            if let Some((flow, fields, inner)) = one_of(flows, FLOW_KINDS, &base, "`flows`", out) {
                 require(inner, &format!("{base}/{flow}"), fields, &format!("`{flow}`"), out);
             }
         }
@@ -354,30 +352,27 @@ fn is_web_url(url: &str) -> bool {
     !host.is_empty() && !host.starts_with(':') && !url.chars().any(char::is_whitespace)
 }
 
-/// The one member of a proto `oneof` object that `record` must hold, and its object; a
-/// finding when it holds none of `kinds` (a 0.3 scheme such as `{"type": "http"}` among
-/// them) or several.
-fn one_of<'a>(
+/// The one member of a proto `oneof` object that `record` must hold, with the fields its
+/// kind requires and its object; a finding when it holds none of `kinds` (a 0.3 scheme
+/// such as `{"type": "http"}` among them) or several.
+fn one_of<'a, 'k>(
     record: &'a Map<String, Value>,
-    kinds: &[(&'static str, &[(&str, Shape)])],
+    kinds: &'k [(&'static str, &'k [(&'k str, Shape)])],
     base: &str,
     what: &str,
     out: &mut Vec<Finding>,
-) -> Option<(&'static str, &'a Map<String, Value>)> {
-    let present: Vec<&'static str> = kinds
-        .iter()
-        .map(|(k, _)| *k)
-        .filter(|k| record.contains_key(*k))
-        .collect();
+) -> Option<(&'static str, &'k [(&'k str, Shape)], &'a Map<String, Value>)> {
+    let present: Vec<(&'static str, &'k [(&'k str, Shape)])> =
+        kinds.iter().copied().filter(|(k, _)| record.contains_key(*k)).collect();
     let names = || kinds.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(", ");
     match present.as_slice() {
         [] => {
             push(out, base.to_owned(), "agent-card.required-field", format!("give this {what} one of {}: A2A 1.0 names its kind by that member", names()));
             None
         }
-        [kind] => record.get(*kind).and_then(Value::as_object).map(|inner| (*kind, inner)),
+        [(kind, fields)] => record.get(*kind).and_then(Value::as_object).map(|inner| (*kind, *fields, inner)),
         [_, extra @ ..] => {
-            for kind in extra {
+            for (kind, _) in extra {
                 push(out, format!("{base}/{kind}"), "agent-card.required-field", format!("keep one of {}: this {what} names {} kinds", names(), present.len()));
             }
             None

@@ -13,8 +13,7 @@
 
 use super::{Client, Conditional, Error, HeaderMap};
 use crate::models::{
-    InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunEventType,
-    RunSnapshot,
+    InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
 };
 
 /// An interrupt a run raised, as its `interrupt.requested` event carried it.
@@ -185,10 +184,7 @@ impl Client {
 
 /// Whether the event ends its run (a terminal status follows; the log holds nothing after).
 fn ends_run(event: &RunEvent) -> bool {
-    matches!(
-        event.type_,
-        RunEventType::RunCompleted | RunEventType::RunFailed | RunEventType::RunCancelled
-    )
+    super::stream::ends_run_type(event.type_.as_str())
 }
 
 /// The pause before a run's stream that ended early is opened again.

@@ -421,14 +421,19 @@ impl StreamState {
 /// `event:` name (OpenWOP hosts name each event by its type) or, when the frame names
 /// none, by its data's `type`.
 fn ends_run(event: Option<&str>, data: &str) -> bool {
-    const TERMINAL: [&str; 3] = ["run.completed", "run.failed", "run.cancelled"];
     match event.filter(|e| !e.is_empty() && *e != "message") {
-        Some(name) => TERMINAL.contains(&name),
+        Some(name) => ends_run_type(name),
         None => serde_json::from_str::<serde_json::Value>(data)
             .ok()
-            .and_then(|data| data.get("type")?.as_str().map(|t| TERMINAL.contains(&t)))
+            .and_then(|data| data.get("type")?.as_str().map(ends_run_type))
             .unwrap_or(false),
     }
+}
+
+/// Whether a run event of this type ends its run; the one list the stream and the
+/// convenience helpers both go by.
+pub(super) fn ends_run_type(event_type: &str) -> bool {
+    matches!(event_type, "run.completed" | "run.failed" | "run.cancelled")
 }
 
 /// The answer to a stream request, when it is one: a non-2xx is its error, and a 2xx that

@@ -34,7 +34,8 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
         return out;
     };
     check_required(card, &mut out);
-    let serves_0_3 = interfaces(card)
+    let ifaces = interfaces(card);
+    let serves_0_3 = ifaces
         .iter()
         .any(|(_, iface)| {
             iface
@@ -42,7 +43,6 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
                 .and_then(Value::as_str)
                 .is_some_and(|v| v == "0.3" || v.starts_with("0.3."))
         });
-    let ifaces = interfaces(card);
     let versions_set = !ifaces.is_empty()
         && ifaces.iter().all(|(_, i)| i.contains_key("protocolVersion"));
     for (field, instead) in REMOVED_FIELDS.iter().filter(|_| !serves_0_3) {
@@ -289,7 +289,7 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     for (name, scheme) in schemes {
         let Some(scheme) = scheme.as_object() else { continue };
         let base = format!("/securitySchemes/{}", token(name));
-        let Some((kind, inner)) = one_of(
+        let Some((kind, fields, inner)) = one_of(
             scheme,
             SCHEME_KINDS,
             &base,
@@ -299,24 +299,16 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             continue;
         };
         let base = format!("{base}/{kind}");
-        let fields = SCHEME_KINDS
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(&[][..], |(_, f)| *f);
         require(inner, &base, fields, &format!("`{kind}`"), out);
         if let Some(flows) = inner.get("flows").and_then(Value::as_object) {
             let base = format!("{base}/flows");
-            if let Some((flow, inner)) = one_of(
+            if let Some((flow, fields, inner)) = one_of(
                 flows,
                 FLOW_KINDS,
                 &base,
                 "`flows`",
                 out,
             ) {
-                let fields = FLOW_KINDS
-                    .iter()
-                    .find(|(k, _)| *k == flow)
-                    .map_or(&[][..], |(_, f)| *f);
                 require(
                     inner,
                     &format!("{base}/{flow}"),
@@ -452,20 +444,20 @@ fn is_web_url(url: &str) -> bool {
     let host = host.rsplit('@').next().unwrap_or("");
     !host.is_empty() && !host.starts_with(':') && !url.chars().any(char::is_whitespace)
 }
-/// The one member of a proto `oneof` object that `record` must hold, and its object; a
-/// finding when it holds none of `kinds` (a 0.3 scheme such as `{"type": "http"}` among
-/// them) or several.
-fn one_of<'a>(
+/// The one member of a proto `oneof` object that `record` must hold, with the fields its
+/// kind requires and its object; a finding when it holds none of `kinds` (a 0.3 scheme
+/// such as `{"type": "http"}` among them) or several.
+fn one_of<'a, 'k>(
     record: &'a Map<String, Value>,
-    kinds: &[(&'static str, &[(&str, Shape)])],
+    kinds: &'k [(&'static str, &'k [(&'k str, Shape)])],
     base: &str,
     what: &str,
     out: &mut Vec<Finding>,
-) -> Option<(&'static str, &'a Map<String, Value>)> {
-    let present: Vec<&'static str> = kinds
+) -> Option<(&'static str, &'k [(&'k str, Shape)], &'a Map<String, Value>)> {
+    let present: Vec<(&'static str, &'k [(&'k str, Shape)])> = kinds
         .iter()
-        .map(|(k, _)| *k)
-        .filter(|k| record.contains_key(*k))
+        .copied()
+        .filter(|(k, _)| record.contains_key(*k))
         .collect();
     let names = || {
         kinds.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(", ")
@@ -483,11 +475,14 @@ fn one_of<'a>(
             );
             None
         }
-        [kind] => {
-            record.get(*kind).and_then(Value::as_object).map(|inner| (*kind, inner))
+        [(kind, fields)] => {
+            record
+                .get(*kind)
+                .and_then(Value::as_object)
+                .map(|inner| (*kind, *fields, inner))
         }
         [_, extra @ ..] => {
-            for kind in extra {
+            for (kind, _) in extra {
                 push(
                     out,
                     format!("{base}/{kind}"),
