@@ -315,10 +315,12 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     }
     let declared = card.get("securitySchemes").and_then(Value::as_object);
     let requirements = card.get("securityRequirements").and_then(Value::as_array).into_iter().flatten();
+    let mut undeclared = false;
     for (i, requirement) in requirements.enumerate() {
         let names = requirement.get("schemes").and_then(Value::as_object).into_iter().flatten();
         for (name, _) in names {
             if !declared.is_some_and(|d| d.contains_key(name)) {
+                undeclared = true;
                 push(
                     out,
                     format!("/securityRequirements/{i}/schemes/{}", token(name)),
@@ -326,6 +328,66 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
                     format!("declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"),
                 );
             }
+        }
+    }
+    check_requirement_shape(card, out);
+    // A2A 1.0 §3.1.11 and §13.3: GetExtendedAgentCard MUST require authentication, with one
+    // of the schemes the public card declares. A card that offers the extended card and
+    // declares none leaves a client no way to ask for it (and the agent none to accept it).
+    // An empty `securitySchemes` declares none either; one of another type is the schema's.
+    // A requirement naming a scheme the card does not declare is told to declare it, above,
+    // which is this fix too: one finding.
+    let extended = card.get("capabilities").and_then(|c| c.get("extendedAgentCard")) == Some(&Value::Bool(true));
+    let no_scheme = match card.get("securitySchemes") {
+        None => true,
+        Some(Value::Object(schemes)) => schemes.is_empty(),
+        Some(_) => false,
+    };
+    if extended && no_scheme && !undeclared {
+        push(
+            out,
+            "/capabilities/extendedAgentCard".into(),
+            RULE,
+            "declare in `securitySchemes` the scheme a client authenticates with to get the extended card (A2A 1.0 §13.3: GetExtendedAgentCard MUST require authentication with a scheme the public card declares), or set `capabilities.extendedAgentCard` to false".into(),
+        );
+    }
+}
+
+/// A security requirement in A2A 0.3's shape, `{"oauth": ["read"]}`, on a 1.0 card: 1.0
+/// writes `{"schemes": {"oauth": {"list": ["read"]}}}`, and a 1.0 client reads the 0.3 one as
+/// a requirement naming no scheme at all (its `schemes` is empty), which anyone satisfies.
+/// The card's requirements and each skill's, one finding per requirement naming the 1.0
+/// shape of all its 0.3 members (0.3 ANDs them, as 1.0 ANDs the members of `schemes`). A
+/// member whose value is a list is a 0.3 scopes list; other unknown members are left
+/// alone, as readers ignore them.
+fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
+    let mut lists = vec![("/securityRequirements".to_owned(), card.get("securityRequirements"))];
+    for (i, skill) in card.get("skills").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        lists.push((format!("/skills/{i}/securityRequirements"), skill.get("securityRequirements")));
+    }
+    for (base, list) in lists {
+        for (i, requirement) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let Some(requirement) = requirement.as_object() else { continue };
+            let old: Vec<String> = requirement
+                .iter()
+                .filter(|(name, scopes)| *name != "schemes" && scopes.is_array())
+                .map(|(name, scopes)| {
+                    let scopes: Vec<String> = scopes.as_array().into_iter().flatten().map(Value::to_string).collect();
+                    format!("{}: {{\"list\": [{}]}}", Value::String(name.clone()), scopes.join(", "))
+                })
+                .collect();
+            if old.is_empty() {
+                continue;
+            }
+            push(
+                out,
+                format!("{base}/{i}"),
+                "agent-card.well-formed",
+                format!(
+                    "write this security requirement in A2A 1.0's shape, {{\"schemes\": {{{}}}}}: a scheme name with a list of scopes is A2A 0.3's shape, which a 1.0 client reads as a requirement naming no scheme",
+                    old.join(", ")
+                ),
+            );
         }
     }
 }
@@ -409,12 +471,21 @@ fn require(
 
 fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &mut Vec<Finding>) {
     let Some(a2a) = discovery.get("a2a").and_then(Value::as_object) else {
-        push(
-            out,
-            String::new(),
-            "agent-card.discovery-has-a2a",
-            "the discovery document advertises no `a2a` facet, so no agent card should be served; add the facet to the discovery document".into(),
-        );
+        // A finding about the discovery document, not the card: its pointer is into the
+        // discovery document (its `a2a` member when there is one that is no object, else
+        // the document itself), and `openwop validate` reports it there, once however many
+        // cards are checked against it. The sentence names no card, so it is one finding.
+        let (pointer, message) = match discovery.get("a2a") {
+            Some(_) => (
+                "/a2a".to_owned(),
+                "make `a2a` the A2A facet object (with `versions`, `preferredVersion`, `minimumVersion` and `refreshedAt`): the host serves an agent card, so its discovery document must advertise A2A",
+            ),
+            None => (
+                String::new(),
+                "add the `a2a` facet (with `versions`, `preferredVersion`, `minimumVersion` and `refreshedAt`): the host serves an agent card, so its discovery document must advertise A2A (or stop serving the card)",
+            ),
+        };
+        push(out, pointer, "agent-card.discovery-has-a2a", message.into());
         return;
     };
     let ifaces = interfaces(card);

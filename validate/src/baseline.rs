@@ -185,39 +185,72 @@ impl Baseline {
     /// `is_on` says are on, can have stale entries: a hook that checks the changed files
     /// alone says nothing about the others, a document that could not be read or parsed
     /// was not checked either, and a rule turned off (`--rule R=off`) looked for nothing,
-    /// so its entries are kept for when it is on again.
+    /// so its entries are kept for when it is on again. An entry of a finding a document
+    /// holds but does not report ([`Document::restated`]) is neither known nor stale.
     pub fn apply(
         &self,
         documents: &mut [Document],
         is_on: impl Fn(&str) -> bool,
     ) -> (usize, Vec<Stale>) {
+        self.apply_with(documents, is_on, &[])
+    }
+
+    /// [`apply`](Baseline::apply), where each of `partly` is a document checked for one
+    /// rule alone, `(path, rule)`: the `--discovery` document of a card run, which the cards'
+    /// `agent-card.discovery-has-a2a` is about. Only that rule's entries of that path can be
+    /// stale, whether or not `documents` holds a document of that path (it does when the
+    /// rule found something there).
+    pub fn apply_with(
+        &self,
+        documents: &mut [Document],
+        is_on: impl Fn(&str) -> bool,
+        partly: &[(String, String)],
+    ) -> (usize, Vec<Stale>) {
         let mut left = self.counts.clone();
         let mut known = 0;
+        // Takes one of `e`'s entries (its message's, else a version 1 entry's) from `left`.
+        let take = |e: &Entry, left: &mut BTreeMap<Key, usize>| {
+            let exact = key(e);
+            let any_message = (exact.0.clone(), exact.1.clone(), exact.2.clone(), None);
+            [exact, any_message]
+                .into_iter()
+                .any(|k| match left.get_mut(&k) {
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        true
+                    }
+                    _ => false,
+                })
+        };
         for doc in documents.iter_mut() {
             doc.entries.retain(|e| {
-                if rules::is_input(&e.rule) {
+                if rules::is_input(&e.rule) || !take(e, &mut left) {
                     return true;
                 }
-                let exact = key(e);
-                let any_message = (exact.0.clone(), exact.1.clone(), exact.2.clone(), None);
-                for k in [exact, any_message] {
-                    if let Some(n) = left.get_mut(&k).filter(|n| **n > 0) {
-                        *n -= 1;
-                        known += 1;
-                        return false;
-                    }
-                }
-                true
+                known += 1;
+                false
             });
+            for e in &doc.restated {
+                take(e, &mut left);
+            }
         }
+        let partly: BTreeSet<(String, String)> = partly
+            .iter()
+            .map(|(path, rule)| (path_key(path), rule.clone()))
+            .collect();
         let checked: BTreeSet<String> = documents
             .iter()
             .filter(|d| !d.unreadable())
             .map(|d| path_key(&d.path))
+            .filter(|path| !partly.iter().any(|(p, _)| p == path))
             .collect();
         let stale = left
             .into_iter()
-            .filter(|((path, rule, _, _), n)| *n > 0 && checked.contains(path) && is_on(rule))
+            .filter(|((path, rule, _, _), n)| {
+                *n > 0
+                    && is_on(rule)
+                    && (checked.contains(path) || partly.contains(&(path.clone(), rule.clone())))
+            })
             .map(|((path, rule, pointer, message), count)| Stale {
                 path,
                 rule,
@@ -274,6 +307,7 @@ mod tests {
         Document {
             path: path.into(),
             entries,
+            ..Document::default()
         }
     }
 

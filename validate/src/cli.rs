@@ -275,33 +275,57 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
                     doc.label
                 ));
             }
-            Some(doc.value)
+            Some(doc)
         }
         Some(Err(e)) => {
             report.documents.push(unreadable(&e, &settings.docs));
             None
         }
     };
+    let level = |rule: &str| settings.level(args, rule);
+    // The findings the cards' rules make about the discovery document itself (it has no
+    // `a2a` facet): the same for every card, reported once, in that document.
+    let mut about_discovery = Vec::new();
+    let mut cards_checked = false;
     for path in crate::load::expand(&args.paths) {
         let loaded = path.and_then(|path| load(&path, args.kind));
         let doc = match loaded {
             Ok(doc) => {
-                let findings = validate(args.kind, &doc.value, discovery.as_ref(), &opts);
-                let level = |rule: &str| settings.level(args, rule);
-                Document {
-                    entries: report::entries(
-                        &doc.label,
-                        &doc.text,
-                        findings,
-                        level,
-                        &settings.docs,
-                    ),
-                    path: doc.label,
+                let findings = validate(
+                    args.kind,
+                    &doc.value,
+                    discovery.as_ref().map(|d| &d.value),
+                    &opts,
+                );
+                let (theirs, findings): (Vec<_>, Vec<_>) = findings
+                    .into_iter()
+                    .partition(|f| f.rule == rules::DISCOVERY_HAS_A2A);
+                if about_discovery.is_empty() {
+                    about_discovery = theirs;
                 }
+                cards_checked = true;
+                report::document(&doc.label, &doc.text, findings, level, &settings.docs)
             }
             Err(e) => unreadable(&e, &settings.docs),
         };
         report.documents.push(doc);
+    }
+    // Placed where the user fixes it: in the discovery document, at its `a2a` member or on
+    // the document itself when it has none (as a missing member's finding is), before the
+    // cards, as an unreadable --discovery input is.
+    let mut partly_checked = Vec::new();
+    if let (Some(doc), true) = (&discovery, cards_checked) {
+        partly_checked.push((doc.label.clone(), rules::DISCOVERY_HAS_A2A.to_owned()));
+        let found = report::companion(
+            &doc.label,
+            &doc.text,
+            about_discovery,
+            level,
+            &settings.docs,
+        );
+        if !found.entries.is_empty() {
+            report.documents.insert(0, found);
+        }
     }
 
     let is_on = |rule: &str| settings.level(args, rule).is_some();
@@ -344,7 +368,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         (None, None) => None,
     };
     if let Some(baseline) = baseline {
-        let (known, stale) = baseline.apply(&mut report.documents, is_on);
+        let (known, stale) = baseline.apply_with(&mut report.documents, is_on, &partly_checked);
         report.known = known;
         report.stale = stale;
     }
@@ -488,6 +512,7 @@ fn unreadable(e: &LoadError, docs: &Docs) -> Document {
     Document {
         path: e.label().to_owned(),
         entries: vec![report::input_entry(e.label(), rule, at, e.reason(), docs)],
+        ..Document::default()
     }
 }
 

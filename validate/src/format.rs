@@ -349,6 +349,7 @@ mod tests {
             documents: vec![Document {
                 path: long.clone(),
                 entries: vec![entry; 600],
+                ..Document::default()
             }],
             stale: vec![
                 Stale {

@@ -379,6 +379,7 @@ mod tests {
                     message: message.into(),
                     docs: "https://example.test/r#schema".into(),
                 }],
+                ..Document::default()
             }],
             ..Report::default()
         };

@@ -9,7 +9,7 @@ use ureq::http::{self, Uri};
 use ureq::tls::{Certificate, RootCerts};
 
 use crate::Kind;
-use crate::position::{Position, position_at};
+use crate::position::position_at;
 
 /// Why a document could not be read; the message says where.
 #[derive(Debug, thiserror::Error)]
@@ -391,15 +391,112 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
             value,
         }),
         Err(e) => {
-            let at = error_position(text, e.line(), e.column());
+            let offset = error_offset(text, e.line(), e.column());
+            let (offset, reason) =
+                unreadable_json(text, offset, &e).unwrap_or_else(|| (offset, error_reason(&e)));
+            let at = position_at(text, offset);
             Err(LoadError::Json {
                 label,
                 line: at.line,
                 column: at.column,
-                reason: error_reason(&e),
+                reason,
             })
         }
     }
+}
+
+/// JSON that RFC 8259's grammar allows and this tool does not read, where serde_json
+/// stopped at `offset`: where it starts and what to say. Two kinds, both refused (an
+/// `input.malformed` finding: the document is not checked, exit 2), as serde_json refuses
+/// them, and so does every reader built on it, the host and its SDK among them:
+///
+/// - a number beyond the range of a 64-bit float, such as `1e999` (RFC 8259 section 6
+///   lets a reader limit the range, and says numbers beyond IEEE 754 doubles are not
+///   interoperable; a reader that takes it reads infinity, or another number);
+/// - a string with a lone UTF-16 surrogate escape, such as `"\ud800"`: no Unicode text
+///   (RFC 8259 section 8.2: what a reader does with it is unpredictable; some refuse it,
+///   some replace it with U+FFFD, some keep it).
+///
+/// The finding is at the number's first character or the escape's backslash, not where
+/// serde_json noticed (after the number; after the escape, at what should have been the
+/// pair's other half), and says which it is, not "not valid JSON". `None` for any other
+/// error.
+fn unreadable_json(text: &[u8], offset: usize, e: &serde_json::Error) -> Option<(usize, String)> {
+    if let Some(escape) = lone_surrogate(text, offset) {
+        let written = String::from_utf8_lossy(&text[escape..escape + 6]);
+        return Some((
+            escape,
+            format!(
+                "the escape `{written}` is half of a UTF-16 surrogate pair without the other half, so this string is no Unicode text and the document was not checked: JSON's grammar allows it, but readers treat it differently (RFC 8259 section 8.2; this one refuses it, others replace it or keep it); write the character itself, or escape both halves of its pair"
+            ),
+        ));
+    }
+    // serde_json has no error code to match; its message is all there is.
+    if !e.to_string().starts_with("number out of range") {
+        return None;
+    }
+    let number = |b: &u8| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E');
+    let at = offset.min(text.len().checked_sub(1)?);
+    if !number(&text[at]) {
+        return None;
+    }
+    let start = text[..at]
+        .iter()
+        .rposition(|b| !number(b))
+        .map_or(0, |i| i + 1);
+    let end = text[at..]
+        .iter()
+        .position(|b| !number(b))
+        .map_or(text.len(), |i| at + i);
+    let token = std::str::from_utf8(&text[start..end]).ok()?;
+    // A number too large for a double, and only that.
+    if token.parse::<f64>().ok().is_none_or(f64::is_finite) {
+        return None;
+    }
+    let shown = match token.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &token[..cut]),
+        None => token.to_owned(),
+    };
+    Some((
+        start,
+        format!(
+            "the number {shown} is beyond the range of a 64-bit float (about ±1.8e308), so this tool cannot read it and the document was not checked: JSON's grammar allows it, but RFC 8259 (section 6) leaves such a number to each reader, and most refuse it or read infinity; write a number within that range"
+        ),
+    ))
+}
+
+/// Where a `\uXXXX` escape of a UTF-16 surrogate that has no other half starts, among the
+/// escapes just before `offset` (serde_json stops on the escape, or right after it): a
+/// high surrogate not followed by a low one's escape, or a low one not after a high one's.
+/// An escaped backslash (`\\ud800`) is no escape.
+fn lone_surrogate(text: &[u8], offset: usize) -> Option<usize> {
+    let code = |at: usize| -> Option<u16> {
+        let escape = text.get(at..at + 6)?;
+        if escape[0] != b'\\' || escape[1] != b'u' {
+            return None;
+        }
+        // An odd number of backslashes before the `u`, counting this one: an escape.
+        let run = text[..=at]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        if run % 2 == 0 {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&escape[2..]).ok()?, 16).ok()
+    };
+    let high = |c: u16| (0xD800..0xDC00).contains(&c);
+    let low = |c: u16| (0xDC00..0xE000).contains(&c);
+    // Nearest first: the escape `offset` is in or just after, then the one before it.
+    let first = offset.saturating_sub(12);
+    (first..=offset.min(text.len()))
+        .rev()
+        .find(|&at| match code(at) {
+            Some(c) if high(c) => !code(at + 6).is_some_and(low),
+            Some(c) if low(c) => !at.checked_sub(6).and_then(code).is_some_and(high),
+            _ => false,
+        })
 }
 
 /// What a parse error says, without the position serde_json appends (" at line L column
@@ -420,12 +517,11 @@ fn error_reason(e: &serde_json::Error) -> String {
     format!("not valid JSON: {reason}")
 }
 
-/// Where a serde_json error is, as every other position here is counted: serde_json counts
-/// lines by LF alone and columns in bytes, while findings end lines at CR, LF or CRLF and
-/// count columns in characters (as SARIF's `unicodeCodePoints` and editors do). Its line and
-/// column are turned back into a byte offset, then into a position through the same line
-/// table as findings' ([`position_at`]).
-fn error_position(text: &[u8], line: usize, column: usize) -> Position {
+/// Where a serde_json error is, as a byte offset, from which it is placed as every other
+/// position here is counted ([`position_at`]): serde_json counts lines by LF alone and
+/// columns in bytes, while findings end lines at CR, LF or CRLF and count columns in
+/// characters (as SARIF's `unicodeCodePoints` and editors do).
+fn error_offset(text: &[u8], line: usize, column: usize) -> usize {
     // Where serde_json's line `line` starts: after its (line - 1)th LF.
     let line_start = if line <= 1 {
         0
@@ -437,7 +533,7 @@ fn error_position(text: &[u8], line: usize, column: usize) -> Position {
             .map_or(text.len(), |(i, _)| i + 1)
     };
     // Its column is one past the offending byte (0 before the line's first).
-    position_at(text, line_start + column.saturating_sub(1))
+    line_start + column.saturating_sub(1)
 }
 
 /// The URL to fetch: a bare origin gets the kind's well-known path.
@@ -795,6 +891,76 @@ mod tests {
             )
         );
         assert!(parse("d.json".into(), nested(MAX_DEPTH).as_bytes()).is_ok());
+    }
+
+    /// JSON's grammar allows a number beyond a 64-bit float and a lone surrogate escape;
+    /// this tool reads neither, and says which, at the number's first character or the
+    /// escape's backslash, not "not valid JSON" where serde_json stopped.
+    #[test]
+    fn a_number_beyond_a_double_and_a_lone_surrogate_say_what_and_where() {
+        let err = |text: &str| {
+            parse("d.json".into(), text.as_bytes())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        for (text, want) in [
+            (
+                "{\n  \"x\": 1e999\n}",
+                "d.json:2:8: the number 1e999 is beyond the range of a 64-bit float",
+            ),
+            (
+                "[1, -1.5E+400]",
+                "d.json:1:5: the number -1.5E+400 is beyond the range",
+            ),
+            // serde_json stops after a high half, at what should be the other half.
+            (
+                r#"{"name": "h\ud800"}"#,
+                "d.json:1:12: the escape `\\ud800` is half of a UTF-16 surrogate pair without the other half",
+            ),
+            // ... and on a low half, at its last digit.
+            (
+                r#"["ok\udc00x"]"#,
+                "d.json:1:5: the escape `\\udc00` is half of a UTF-16 surrogate pair",
+            ),
+            (
+                r#"["\uD800\u0041"]"#,
+                "d.json:1:3: the escape `\\uD800` is half",
+            ),
+            (
+                r#"{"\udfff": 1}"#,
+                "d.json:1:3: the escape `\\udfff` is half",
+            ),
+            (
+                r#"["\ud83d\ude00", "\ude00"]"#,
+                "d.json:1:19: the escape `\\ude00` is half",
+            ),
+        ] {
+            let got = err(text);
+            assert!(got.starts_with(want), "{text}: {got}");
+            assert!(got.contains("the document was not checked"), "{got}");
+            assert!(!got.contains("not valid JSON"), "{got}");
+        }
+        let long = err(&format!("[{}e999]", "9".repeat(100)));
+        assert!(
+            long.starts_with(&format!(
+                "d.json:1:2: the number {}… is beyond",
+                "9".repeat(40)
+            )),
+            "{long}"
+        );
+        // A pair, an escaped backslash before `u`, a number that rounds to 0 or is the
+        // largest double: all read.
+        let fine = r#"["\ud83d\ude00", "\\ud800", 1e-999, 1.7976931348623157e308]"#;
+        assert!(parse("d.json".into(), fine.as_bytes()).is_ok());
+        // A broken escape or number is still a syntax error.
+        for bad in [r#"["\u12"]"#, "[1e]", "[01]"] {
+            let got = err(bad);
+            assert!(
+                got.starts_with("d.json:1:") && got.contains(": not valid JSON: "),
+                "{bad}: {got}"
+            );
+        }
     }
 
     #[test]

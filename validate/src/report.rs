@@ -2,6 +2,7 @@
 //! format renders.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use openwop_generated::validators::Finding;
 use serde::Serialize;
@@ -64,11 +65,16 @@ fn severity_str<S: serde::Serializer>(s: &Severity, out: S) -> Result<S::Ok, S::
 }
 
 /// One PATH argument and what was found in it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Document {
     /// How findings name it: the argument, `<stdin>`, or the URL fetched.
     pub path: String,
     pub entries: Vec<Entry>,
+    /// `schema` findings not reported because a rule's finding in `entries` says the same
+    /// defect ([`RESTATE_SCHEMA`]). No format shows them; a baseline entry recorded for one
+    /// (by a release that reported both) is neither reported nor stale, as its defect is
+    /// still there.
+    pub restated: Vec<Entry>,
 }
 
 impl Document {
@@ -212,25 +218,111 @@ impl Report {
     }
 }
 
-/// Turns a validator's findings, and the members the text names twice
-/// (`input.duplicate-member`), into entries with positions, in document order: by line and
-/// column, and at one place a specific rule before the generic `schema` finding it may
-/// restate, so a reader meets the sentence that says what to change first. Only exact
-/// duplicates are merged: no finding is dropped because another is present. A message is
-/// cut at [`MAX_MESSAGE_CHARS`] (a schema sentence quotes the offending value, and a string
-/// may be long).
+/// The rules whose finding restates a `schema` failure at the same value: a required
+/// member missing or mistyped (`*.required-field`, `discovery.mrtr-max-rounds`), a member
+/// or item the schema forbids and the rule says to remove (`discovery.no-grpc`,
+/// `discovery.no-supported-transports`, `discovery.no-legacy-profile`), a value out of its
+/// range or format (`discovery.mrtr-max-rounds`, `discovery.refresh-window-range`,
+/// `discovery.invalid-date`). Where one of them reports, the schema finding it restates is
+/// left out ([`document`]): one defect, one finding, the one whose sentence says what to
+/// change and whose id has its own page.
+pub const RESTATE_SCHEMA: &[&str] = &[
+    "agent-card.required-field",
+    "discovery.invalid-date",
+    "discovery.mrtr-max-rounds",
+    "discovery.no-grpc",
+    "discovery.no-legacy-profile",
+    "discovery.no-supported-transports",
+    "discovery.refresh-window-range",
+    "discovery.required-field",
+];
+
+/// Every finding of one document placed, in document order: [`document`]'s entries and
+/// the schema findings it holds back as restated, together. Nothing a validator finds is
+/// lost on the way to a report (`runtime/tests/validate_differential.rs` holds this to the
+/// generated validator); what a run shows is [`document`]'s `entries`.
 pub fn entries(
+    path: &str,
+    text: &str,
+    findings: Vec<Finding>,
+    severity: impl Fn(&str) -> Option<Severity>,
+    docs: &rules::Docs,
+) -> Vec<Entry> {
+    place(path, text, findings, severity, docs, true).1
+}
+
+/// Turns a validator's findings, and the members the text names twice
+/// (`input.duplicate-member`), into the document's entries with positions, in document
+/// order: by line and column, and at one place a specific rule before a generic `schema`
+/// finding. A message is cut at [`MAX_MESSAGE_CHARS`] (a schema sentence quotes the
+/// offending value, and a string may be long). `severity` gives each rule's level, `None`
+/// for a rule turned off, whose findings are left out.
+///
+/// One defect is one finding: a `schema` finding that a [`RESTATE_SCHEMA`] rule's finding
+/// restates is moved to [`Document::restated`]. It is restated when the rule reports at
+/// the same value (its pointer), or, for a `required` failure (`"name" is a required
+/// property`, reported on the object that lacks the member), at the member it names; and
+/// only when the rule is on at a level at least the schema finding's, so that turning the
+/// rule off (or down to a warning) never hides or weakens the defect: the schema finding is
+/// then reported as before. Exact duplicates are merged; no other finding is dropped.
+pub fn document(
+    path: &str,
+    text: &str,
+    findings: Vec<Finding>,
+    severity: impl Fn(&str) -> Option<Severity>,
+    docs: &rules::Docs,
+) -> Document {
+    split(path, place(path, text, findings, severity, docs, true))
+}
+
+/// [`document`], for a document read only to place findings a run made about it (the
+/// `--discovery` document of a card run), not checked itself: members it names twice are
+/// not reported.
+pub fn companion(
+    path: &str,
+    text: &str,
+    findings: Vec<Finding>,
+    severity: impl Fn(&str) -> Option<Severity>,
+    docs: &rules::Docs,
+) -> Document {
+    split(path, place(path, text, findings, severity, docs, false))
+}
+
+/// The document of placed entries, each marked whether it is restated.
+fn split(path: &str, (restated, all): (Vec<bool>, Vec<Entry>)) -> Document {
+    let mut doc = Document {
+        path: path.to_owned(),
+        ..Document::default()
+    };
+    for (restated, e) in restated.into_iter().zip(all) {
+        if restated {
+            doc.restated.push(e);
+        } else {
+            doc.entries.push(e);
+        }
+    }
+    doc
+}
+
+/// Every finding placed, in document order, and for each whether a rule's finding
+/// restates it.
+fn place(
     path: &str,
     text: &str,
     mut findings: Vec<Finding>,
     severity: impl Fn(&str) -> Option<Severity>,
     docs: &rules::Docs,
-) -> Vec<Entry> {
+    duplicates: bool,
+) -> (Vec<bool>, Vec<Entry>) {
     let locator = Locator::new(text);
     // The finding is at the last of them (where the pointer locates). The message names no
     // line: it is part of the finding's identity in a baseline and a SARIF fingerprint, and
     // a line added above would have made a known finding new.
-    for (pointer, name, at) in locator.duplicate_members() {
+    for (pointer, name, at) in locator
+        .duplicate_members()
+        .into_iter()
+        .filter(|_| duplicates)
+    {
         findings.push(Finding {
             pointer,
             rule: rules::DUPLICATE_MEMBER.to_owned(),
@@ -245,7 +337,7 @@ pub fn entries(
         .filter_map(|f| severity(&f.rule).map(|s| (f, s)))
         .collect();
     if findings.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     findings.sort_by(|(a, _), (b, _)| {
         compare_pointers(&a.pointer, &b.pointer)
@@ -253,29 +345,58 @@ pub fn entries(
             .then_with(|| a.message.cmp(&b.message))
     });
     findings.dedup();
-    let mut entries: Vec<Entry> = findings
+    // The highest level a restating rule reports at each pointer.
+    let mut restating: HashMap<String, Severity> = HashMap::new();
+    for (f, level) in &findings {
+        if RESTATE_SCHEMA.contains(&f.rule.as_str()) {
+            let at = restating.entry(f.pointer.clone()).or_insert(*level);
+            *at = (*at).max(*level);
+        }
+    }
+    let restated = |f: &Finding, level: Severity| {
+        let by = |pointer: &str| restating.get(pointer).is_some_and(|l| *l >= level);
+        f.rule == "schema"
+            && (by(&f.pointer)
+                || required_member(&f.message)
+                    .is_some_and(|name| by(&format!("{}/{}", f.pointer, token(&name)))))
+    };
+    let entry = |f: Finding, severity: Severity| {
+        let at = locator.locate(&f.pointer);
+        Entry {
+            path: path.to_owned(),
+            line: at.line,
+            column: at.column,
+            severity,
+            docs: docs.rule(&f.rule),
+            rule: f.rule,
+            pointer: f.pointer,
+            message: cap_message(f.message),
+        }
+    };
+    let mut placed: Vec<(bool, Entry)> = findings
         .into_iter()
-        .map(|(f, severity)| {
-            let at = locator.locate(&f.pointer);
-            Entry {
-                path: path.to_owned(),
-                line: at.line,
-                column: at.column,
-                severity,
-                docs: docs.rule(&f.rule),
-                rule: f.rule,
-                pointer: f.pointer,
-                message: cap_message(f.message),
-            }
-        })
+        .map(|(f, level)| (restated(&f, level), entry(f, level)))
         .collect();
     // Stable: at one position, pointers in order as sorted above.
-    entries.sort_by(|a, b| {
+    placed.sort_by(|(_, a), (_, b)| {
         (a.line, a.column)
             .cmp(&(b.line, b.column))
             .then_with(|| (a.rule == "schema").cmp(&(b.rule == "schema")))
     });
-    entries
+    placed.into_iter().unzip()
+}
+
+/// The member a schema sentence says is missing (`"name" is a required property`), as the
+/// validator words a `required` failure; `None` for any other sentence.
+fn required_member(message: &str) -> Option<String> {
+    let mut values = serde_json::Deserializer::from_str(message).into_iter::<String>();
+    let name = values.next()?.ok()?;
+    (&message[values.byte_offset()..] == " is a required property").then_some(name)
+}
+
+/// One reference token of a JSON pointer (RFC 6901).
+fn token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// The longest message an entry carries, in characters. Schema sentences quote the value
@@ -373,9 +494,9 @@ mod tests {
             vec![
                 finding("/z", "schema"),
                 finding("", "schema"),
-                finding("/a2a/profiles/10", "discovery.no-legacy-profile"),
+                finding("/a2a/profiles/10", "discovery.profile-version-offered"),
                 finding("/a2a/profiles/10", "schema"),
-                finding("/a2a/profiles/2", "discovery.no-legacy-profile"),
+                finding("/a2a/profiles/2", "discovery.profile-version-offered"),
             ],
             all_errors,
             &docs(),
@@ -388,8 +509,8 @@ mod tests {
             order,
             [
                 ("", "schema", 1),
-                ("/a2a/profiles/2", "discovery.no-legacy-profile", 29),
-                ("/a2a/profiles/10", "discovery.no-legacy-profile", 53),
+                ("/a2a/profiles/2", "discovery.profile-version-offered", 29),
+                ("/a2a/profiles/10", "discovery.profile-version-offered", 53),
                 ("/a2a/profiles/10", "schema", 53),
                 ("/z", "schema", 64),
             ]
@@ -441,7 +562,7 @@ mod tests {
                 echo.clone(),
                 echo,
                 finding("/a2a/profiles/1", "schema"),
-                finding("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                finding("/a2a/profiles/1", "discovery.profile-version-offered"),
                 finding("/x", "discovery.no-grpc"),
             ],
             |rule| (rule != "discovery.no-grpc").then_some(Severity::Warning),
@@ -454,12 +575,126 @@ mod tests {
         assert_eq!(
             kept,
             [
-                ("/a2a/profiles/1", "discovery.no-legacy-profile"),
+                ("/a2a/profiles/1", "discovery.profile-version-offered"),
                 ("/a2a", "schema"),
                 ("/a2a/profiles/1", "schema"),
             ]
         );
         assert!(found.iter().all(|e| e.severity == Severity::Warning));
+    }
+
+    /// One defect, one finding: the schema's `required` failure on the object and its
+    /// type failure at the member are left out where the rule says the same, but kept when
+    /// the rule is off or weaker, and when the rule is about another member or value.
+    #[test]
+    fn a_schema_finding_a_rule_restates_is_left_out_while_the_rule_reports() {
+        let text = r#"{"version": 2, "skills": [{"id": "a"}], "a~b": {}}"#;
+        let said = |pointer: &str, rule: &str, message: &str| Finding {
+            pointer: pointer.into(),
+            rule: rule.into(),
+            message: message.into(),
+        };
+        let findings = || {
+            vec![
+                said("", "schema", "\"name\" is a required property"),
+                said("/name", "agent-card.required-field", "add `name`"),
+                said("/version", "schema", "2 is not of type \"string\""),
+                said(
+                    "/version",
+                    "agent-card.required-field",
+                    "make `version` a string",
+                ),
+                // The rule names `tags`; the schema's `name` failure on the skill stays.
+                said("/skills/0", "schema", "\"name\" is a required property"),
+                said("/skills/0", "schema", "\"tags\" is a required property"),
+                said("/skills/0/tags", "agent-card.required-field", "add `tags`"),
+                // A member name that needs escaping in the pointer.
+                said("", "schema", "\"a/b\" is a required property"),
+                said("/a~1b", "agent-card.required-field", "add `a/b`"),
+                // Not a restating rule: both stay.
+                said("/skills/0/id", "schema", "\"a\" is not of type \"integer\""),
+                said(
+                    "/skills/0/id",
+                    "agent-card.well-formed",
+                    "give this skill an id",
+                ),
+            ]
+        };
+        let kept = |doc: &Document| -> Vec<(String, String)> {
+            doc.entries
+                .iter()
+                .map(|e| (e.pointer.clone(), e.rule.clone()))
+                .collect()
+        };
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(p, r)| ((*p).to_owned(), (*r).to_owned()))
+                .collect()
+        };
+        let doc = document("c.json", text, findings(), all_errors, &docs());
+        assert_eq!(
+            kept(&doc),
+            pairs(&[
+                // A missing member is placed on the object that lacks it.
+                ("/a~1b", "agent-card.required-field"),
+                ("/name", "agent-card.required-field"),
+                ("/version", "agent-card.required-field"),
+                ("/skills/0/tags", "agent-card.required-field"),
+                ("/skills/0", "schema"),
+                ("/skills/0/id", "agent-card.well-formed"),
+                ("/skills/0/id", "schema"),
+            ])
+        );
+        let restated: Vec<(&str, &str)> = doc
+            .restated
+            .iter()
+            .map(|e| (e.pointer.as_str(), e.message.as_str()))
+            .collect();
+        assert_eq!(
+            restated,
+            [
+                ("", "\"a/b\" is a required property"),
+                ("", "\"name\" is a required property"),
+                ("/version", "2 is not of type \"string\""),
+                ("/skills/0", "\"tags\" is a required property"),
+            ]
+        );
+        // Every finding is still placed: `entries` holds both.
+        assert_eq!(
+            entries("c.json", text, findings(), all_errors, &docs()).len(),
+            doc.entries.len() + doc.restated.len()
+        );
+
+        // The rule off: every schema finding is reported, none restated.
+        let off = |rule: &str| (rule != "agent-card.required-field").then_some(Severity::Error);
+        let doc = document("c.json", text, findings(), off, &docs());
+        assert!(doc.restated.is_empty());
+        assert_eq!(
+            doc.entries.iter().filter(|e| e.rule == "schema").count(),
+            6,
+            "{:?}",
+            kept(&doc)
+        );
+        // The rule down to a warning: it would weaken the error, so both are reported.
+        let weaker = |rule: &str| {
+            Some(if rule == "agent-card.required-field" {
+                Severity::Warning
+            } else {
+                Severity::Error
+            })
+        };
+        let doc = document("c.json", text, findings(), weaker, &docs());
+        assert!(doc.restated.is_empty());
+        // The schema down to a warning: the rule's error says it.
+        let quiet_schema = |rule: &str| {
+            Some(if rule == "schema" {
+                Severity::Warning
+            } else {
+                Severity::Error
+            })
+        };
+        let doc = document("c.json", text, findings(), quiet_schema, &docs());
+        assert_eq!(doc.restated.len(), 4);
     }
 
     #[test]
@@ -468,13 +703,14 @@ mod tests {
         let mut report = Report::default();
         report.documents.push(Document {
             path: "a.json".into(),
-            entries: vec![],
+            ..Document::default()
         });
         let mut b = entries("b.json", "{}", vec![finding("/x", "r")], all_errors, &d);
         b[0].severity = Severity::Warning;
         report.documents.push(Document {
             path: "b.json".into(),
             entries: b,
+            ..Document::default()
         });
         let unreadable = input_entry(
             "c.json",
@@ -486,6 +722,7 @@ mod tests {
         report.documents.push(Document {
             path: "c.json".into(),
             entries: vec![unreadable],
+            ..Document::default()
         });
         assert_eq!(
             report.summary(),

@@ -11,6 +11,9 @@ pub const INPUT_UNREADABLE: &str = "input.unreadable";
 pub const INPUT_MALFORMED: &str = "input.malformed";
 /// An object that names a member twice (the document is still checked, as read).
 pub const DUPLICATE_MEMBER: &str = "input.duplicate-member";
+/// A card rule whose finding is about the `--discovery` document (it has no `a2a` facet),
+/// reported there.
+pub const DISCOVERY_HAS_A2A: &str = "agent-card.discovery-has-a2a";
 
 /// The rule `id`.
 pub fn lookup(id: &str) -> Option<&'static RuleInfo> {

@@ -262,6 +262,7 @@ mod tests {
                 documents: vec![Document {
                     path: "d.json".into(),
                     entries,
+                    ..Document::default()
                 }],
                 ..Report::default()
             };

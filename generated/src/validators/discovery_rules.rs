@@ -7,10 +7,12 @@
 //!
 //! Each finding carries a stable rule id (`discovery.*`). Three rules restate a schema
 //! failure (`no-supported-transports`, `no-grpc`, `no-legacy-profile`) and a few restate a
-//! schema bound (`required-field`, `mrtr-max-rounds`, `invalid-date`): they are reported in
-//! addition to the `schema` finding, because the rule's sentence says what to change while
-//! the schema's only says what it expected. Every rule tolerates a document the schema
-//! rejects (wrong types are skipped, never a panic).
+//! schema bound (`required-field`, `mrtr-max-rounds`, `refresh-window-range`,
+//! `invalid-date`): the validator returns them beside the `schema` finding (interop.md
+//! requires such a document to fail the schema itself), and `openwop validate` reports the
+//! rule's alone, whose sentence says what to change where the schema's only says what it
+//! expected (`validate/src/report.rs`, `RESTATE_SCHEMA`). Every rule tolerates a document
+//! the schema rejects (wrong types are skipped, never a panic).
 #![cfg_attr(rustfmt, rustfmt_skip)]
 use serde_json::{Map, Value};
 use super::{Finding, Options};
