@@ -1480,3 +1480,217 @@ async fn max_elapsed_bounds_opening_an_event_stream() {
     };
     assert!(error.is_timeout(), "{error:?}");
 }
+
+/// An error answer that is almost the envelope (an empty or missing `message`, a `details`
+/// of the wrong shape) keeps its code: a `match` on the code works whatever the host got
+/// wrong beside it. Only a body with no usable code is `Error::Http`.
+#[tokio::test]
+async fn an_error_body_with_a_code_keeps_it_whatever_else_is_off() {
+    use openwop_sdk::models::ErrorCode;
+
+    let host = host().await;
+    let client = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    let almost = [
+        (
+            404,
+            json!({"error": "not_found", "message": ""}),
+            ErrorCode::NotFound,
+        ),
+        (
+            429,
+            json!({"error": "rate_limited"}),
+            ErrorCode::RateLimited,
+        ),
+        (
+            409,
+            json!({"error": "run_state_conflict", "message": "no", "details": {"runStatus": 5}}),
+            ErrorCode::RunStateConflict,
+        ),
+        (
+            400,
+            json!({"error": "acme.quota", "message": null, "details": "see the docs"}),
+            ErrorCode::from("acme.quota"),
+        ),
+    ];
+    for (status, body, code) in almost {
+        host.on("GET", "/runs", [Reply::json(status, &body)]);
+        let err = client.list_runs().send().await.unwrap_err();
+        match &err {
+            Error::Api {
+                status: s,
+                code: c,
+                envelope,
+                ..
+            } => {
+                assert_eq!((*s, c), (status, &code), "{body}");
+                assert!(!envelope.message.is_empty(), "{body}");
+            }
+            other => panic!("{body}: the code is lost: {other:?}"),
+        }
+        // The host's own words when it gave some, else the status's reason phrase.
+        let message = err.message().unwrap();
+        match body["message"].as_str().filter(|m| !m.is_empty()) {
+            Some(given) => assert_eq!(message, given),
+            None => assert_eq!(
+                message,
+                reqwest_reason(status),
+                "{body}: a message for people"
+            ),
+        }
+        assert!(
+            err.to_string()
+                .starts_with(&format!("HTTP {status} {code}: ")),
+            "{err}"
+        );
+    }
+    let not_envelopes = [
+        json!({"message": "no code"}),
+        json!({"error": "", "message": ""}),
+        json!({"error": 42, "message": "a code that is not text"}),
+        json!(["not", "an", "object"]),
+    ];
+    for body in not_envelopes {
+        host.on("GET", "/runs", [Reply::json(502, &body)]);
+        let err = client.list_runs().send().await.unwrap_err();
+        assert!(
+            matches!(err, Error::Http { status: 502, .. }),
+            "{body}: {err:?}"
+        );
+    }
+}
+
+/// The reason phrase of a status, as the SDK's reqwest knows it.
+fn reqwest_reason(status: u16) -> &'static str {
+    openwop_sdk::client::reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+}
+
+/// The scripted host answers by query too: a route given pairs answers only a request whose
+/// query is exactly those pairs (in any order, percent-decoded); a route without pairs
+/// answers every other request to its path.
+#[tokio::test]
+async fn the_scripted_host_can_match_on_the_query() {
+    use openwop_sdk::models::RunStatus;
+
+    let host = host().await;
+    host.on("GET", "/runs", [Reply::json(200, &json!({"runs": []}))]);
+    host.on_query(
+        "GET",
+        "/runs",
+        [("workflowId", "acme/echo 2"), ("status", "completed")],
+        [Reply::json(200, &json!({"runs": [snapshot(1)]}))],
+    );
+    let client = client(&host);
+    let listed = |workflow: &'static str, limit: Option<u64>| {
+        let mut call = client
+            .list_runs()
+            .workflow_id(workflow)
+            .status(RunStatus::Completed);
+        if let Some(limit) = limit {
+            call = call.limit(limit);
+        }
+        async move { call.send().await.expect("listed").runs.len() }
+    };
+    assert_eq!(listed("acme/echo 2", None).await, 1);
+    // One pair more, or another value, is another query.
+    assert_eq!(listed("acme/echo 2", Some(5)).await, 0);
+    assert_eq!(listed("acme/echo", None).await, 0);
+    assert_eq!(client.list_runs().send().await.unwrap().runs.len(), 0);
+    let sent = &host.requests()[0];
+    assert!(sent.query.as_deref().unwrap().contains("%2F"), "{sent:?}");
+    let mut pairs = sent.query_pairs();
+    pairs.sort();
+    assert_eq!(
+        pairs,
+        [
+            ("status".to_owned(), "completed".to_owned()),
+            ("workflowId".to_owned(), "acme/echo 2".to_owned()),
+        ]
+    );
+    assert_eq!(
+        host.hits_query(
+            "GET",
+            "/runs",
+            [("status", "completed"), ("workflowId", "acme/echo 2")]
+        ),
+        1
+    );
+    assert_eq!(host.hits("GET", "/runs"), 4);
+}
+
+/// A plain `get_run` answers the run itself: no `304` can answer a read that names no ETag,
+/// so there is no `NotModified` to match. `if_none_match(..)` makes it the conditional read,
+/// whose `send()` answers `Conditional`. A `304` to a read made conditional by hand (a raw
+/// `If-None-Match` header) is an error that says what to use.
+#[tokio::test]
+async fn a_plain_read_answers_the_run_and_a_conditional_one_may_be_not_modified() {
+    use openwop_sdk::client::Conditional;
+    use openwop_sdk::models::RunSnapshot;
+
+    let host = host().await;
+    let run = "acme/run_0123456789abcdef";
+    let path = "/runs/acme~2Frun_0123456789abcdef";
+    host.on(
+        "GET",
+        path,
+        [
+            Reply::json(200, &snapshot(0)).header("ETag", "\"e1\""),
+            Reply::status(304).header("ETag", "\"e1\""),
+            Reply::json(200, &snapshot(0)).header("ETag", "\"e2\""),
+            Reply::status(304),
+        ],
+    );
+    let client = client(&host);
+    let answer = client.get_run(run).send().await.expect("the run");
+    let etag = answer.etag().expect("an ETag").to_owned();
+    let read: RunSnapshot = answer.into_inner();
+    assert_eq!(read.status.as_str(), "completed");
+    assert_eq!(host.requests()[0].header("if-none-match"), None);
+
+    let again = client
+        .get_run(run)
+        .if_none_match(&etag)
+        .send()
+        .await
+        .expect("a 304 is an answer");
+    assert!(again.is_not_modified());
+    assert_eq!(again.status(), 304);
+    assert_eq!(host.requests()[1].header("if-none-match"), Some("\"e1\""));
+    match client
+        .get_run(run)
+        .if_none_match(&etag)
+        .send()
+        .await
+        .expect("changed")
+        .into_inner()
+    {
+        Conditional::Fresh(changed) => assert_eq!(changed.status.as_str(), "completed"),
+        Conditional::NotModified => panic!("the host answered 200"),
+    }
+
+    let err = client
+        .get_run(run)
+        .header("If-None-Match", "\"e2\"")
+        .send()
+        .await
+        .expect_err("a plain read cannot answer NotModified");
+    assert_eq!(err.status(), Some(304));
+    assert!(err.to_string().contains("if_none_match"), "{err}");
+    assert!(!err.to_string().contains("redirect"), "{err}");
+    // The convenience read is the plain one.
+    host.on("GET", path, [Reply::json(200, &snapshot(0))]);
+    assert_eq!(
+        client
+            .run_snapshot(run)
+            .await
+            .expect("snapshot")
+            .status
+            .as_str(),
+        "completed"
+    );
+}

@@ -4,7 +4,9 @@
 //! - `client.<operation>(path ids…)` returns a builder; optional parameters are setters
 //!   typed from their schema (integers, booleans, model enums such as `RunStatus`, strings);
 //!   `send().await` answers [`ResponseValue<T>`] (status, headers, typed header accessors,
-//!   `Deref` to `T`). An operation that declares `304` answers `ResponseValue<Conditional<T>>`.
+//!   `Deref` to `T`). An operation that declares `304` and takes `If-None-Match` answers
+//!   `T` too, until `if_none_match(..)` makes it a conditional read (the builder's second
+//!   state, `builder::IfNoneMatch`), whose `send()` answers `ResponseValue<Conditional<T>>`.
 //! - A JSON object body is a model: `.body(model)`, or one setter per body field (converted
 //!   with `TryInto`, checked against the model when sent, so a missing required field or a
 //!   value outside its schema is `Error::InvalidRequest` before anything is sent).
@@ -27,6 +29,7 @@ use syn::{Item, Type};
 // names them here.
 pub(crate) use crate::emit::client_ops::Inputs;
 use crate::emit::client_ops::{OpParts, accessor, accessor_name, model_path, operation, struct_of};
+use crate::emit::models_post::json_name;
 use crate::format::ident;
 use crate::load::{Corpus, OPENAPI};
 use crate::openapi::Operation;
@@ -55,9 +58,16 @@ fn auth_header(corpus: &Corpus) -> (String, bool) {
     }
 }
 
+/// The error code's field of the error model: its Rust name, its JSON name and its type.
+struct CodeField {
+    ident: syn::Ident,
+    json: String,
+    ty: String,
+}
+
 /// The model error answers carry (the most common schema of 4xx/5xx JSON answers) and,
 /// when it has one, its field typed by an open enum (the error code).
-fn error_model(inputs: &Inputs<'_>) -> Option<(String, Option<(syn::Ident, String)>)> {
+fn error_model(inputs: &Inputs<'_>) -> Option<(String, Option<CodeField>)> {
     let doc = inputs.corpus.value(OPENAPI);
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for item in doc.get("paths")?.as_object()?.values() {
@@ -94,10 +104,15 @@ fn error_model(inputs: &Inputs<'_>) -> Option<(String, Option<(syn::Ident, Strin
     let code = s.fields.iter().find_map(|f| {
         let Type::Path(p) = &f.ty else { return None };
         let last = p.path.segments.last()?.ident.to_string();
-        (p.path.segments.len() == 1 && inputs.open_enums.contains(&last))
-            .then(|| (f.ident.clone(), last))
+        if !(p.path.segments.len() == 1 && inputs.open_enums.contains(&last)) {
+            return None;
+        }
+        Some(CodeField {
+            ident: f.ident.clone()?,
+            json: json_name(f),
+            ty: last,
+        })
     });
-    let code = code.and_then(|(i, t)| i.map(|i| (i, t)));
     Some((name, code))
 }
 
@@ -204,13 +219,21 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         .filter(|h| h.on_error && !reserved.contains(&accessor_name(&h.name).as_str()))
         .map(|h| accessor(h, quote!(self.headers()?)));
 
+    // The member of the envelope that names the error code: what an error body must carry
+    // to be the host's error (see `api_error`).
+    let mut code_key = "error".to_owned();
     let (envelope_ty, envelope_decl, api_fields, api_build, api_code, code_text) = match error_model(
         inputs,
     ) {
         Some((name, code)) => {
             let ty = model_path(&name);
             match code {
-                Some((field, code_ty)) => {
+                Some(CodeField {
+                    ident: field,
+                    json,
+                    ty: code_ty,
+                }) => {
+                    code_key = json;
                     let code_ty = model_path(&code_ty);
                     (
                         ty.clone(),
@@ -281,6 +304,37 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         ),
     };
 
+    // The two states of a builder whose operation may answer `304`: its `send()` answers
+    // the model until a conditional header is set, and `Conditional` after.
+    let conditional_modes = parts.iter().any(|p| p.conditional).then(|| {
+        quote! {
+            /// A read sent as it is: `send()` answers the representation (no `304` can
+            /// answer a request that names no ETag). The default state of the builders of
+            /// operations that may answer `304`.
+            #[derive(Debug, Clone, Copy)]
+            pub struct Unconditional;
+
+            /// A conditional read (`if_none_match(..)` was set): `send()` answers
+            /// [`Conditional`](super::Conditional), `NotModified` for a `304`.
+            #[derive(Debug, Clone, Copy)]
+            pub struct IfNoneMatch;
+        }
+    });
+
+    let not_modified_arm = conditional_modes.is_some().then(|| {
+        quote! {
+            // Only a conditional read is answered 304, and a builder's plain `send()` is not
+            // one: the `If-None-Match` came from `.header(..)` or a hook.
+            Error::Http { status: 304, .. } => {
+                write!(f, "HTTP 304 Not Modified to a read sent as unconditional; set the ETag with the builder's `if_none_match(..)`, whose `send()` answers `Conditional::NotModified`")?;
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
+        }
+    });
+
     let helpers = inputs.helper_modules.iter().map(|m| {
         let m = ident(m);
         if m == "testkit" {
@@ -298,7 +352,8 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         //!
         //! [`Client::builder`] (or [`Client::new`]), then one builder per operation:
         //! `client.get_run(run_id).send().await` answers a [`ResponseValue`] that derefs to
-        //! the model. Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
+        //! the model (a conditional read, `.if_none_match(etag)`, answers a [`Conditional`]
+        //! in it). Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
         //! send the version headers by default. Errors are [`Error`]: `Api` (the host's error
         //! envelope), `Transport`, `Decode`, `InvalidRequest` and `Stream`. Event-stream
         //! operations answer an [`EventStream`]; paged lists have `pages()` and `stream()`.
@@ -490,6 +545,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         Ok(())
                     }
                     Error::Stream { message, .. } => write!(f, "event stream: {message}"),
+                    #not_modified_arm
                     Error::Http { status: status @ 300..=399, headers, .. } => {
                         // The client follows no redirect (see `ClientBuilder::build`).
                         write!(f, "HTTP {status}: the host redirects")?;
@@ -530,13 +586,18 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             }
         }
 
-        /// The error a non-2xx answer is: the envelope when the body is one.
+        /// The error a non-2xx answer is: the envelope when the body is one, or when it is
+        /// almost one but names its code (an empty `message`, a `details` of the wrong
+        /// shape): callers route on the code, so a host's small slip must not hide it.
         fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
-            match ::serde_json::from_slice::<#envelope_ty>(bytes) {
-                Ok(envelope) => #api_build,
+            let envelope = ::serde_json::from_slice::<#envelope_ty>(bytes)
+                .ok()
+                .or_else(|| lenient_envelope::<#envelope_ty>(status, bytes, #code_key));
+            match envelope {
+                Some(envelope) => #api_build,
                 // Not the host's envelope: a proxy's page, most likely. Kept as an answer
                 // (status, headers) so that it is retried and its Retry-After honoured.
-                Err(_) => Error::Http { status, headers, body: excerpt(bytes) },
+                None => Error::Http { status, headers, body: excerpt(bytes) },
             }
         }
 
@@ -641,6 +702,8 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
 
         /// One builder per operation; each is made by the `Client` method of the same name.
         pub mod builder {
+            #conditional_modes
+
             #(#builders)*
         }
     }

@@ -189,6 +189,9 @@ pub(crate) struct OpParts {
     pub builder: TokenStream,
     /// Items outside the builder module (conversions of the paging cursor).
     pub extra: TokenStream,
+    /// The builder has a conditional state (`if_none_match(..)`): the builder module needs
+    /// its marker types.
+    pub conditional: bool,
 }
 
 pub(crate) fn operation(
@@ -269,6 +272,19 @@ pub(crate) fn operation(
 
     let mut stream_last_event_id = None;
     let mut takes_key = false;
+    // An operation that may answer `304` and takes `If-None-Match` has two states: a plain
+    // read, whose `send()` answers the model (no `304` can answer a request naming no
+    // ETag), and the conditional read `if_none_match(..)` turns it into, whose `send()`
+    // answers `Conditional`. A user who never sends the header never matches a variant
+    // that cannot happen.
+    let conditional = op.not_modified
+        && !op.streams
+        && op.parameters.iter().any(|p| {
+            p.location == "header"
+                && p.name.eq_ignore_ascii_case("if-none-match")
+                && !shared_headers.contains(&p.name.to_ascii_lowercase())
+        });
+    let mut conditional_setter = None;
     for p in op.parameters.iter().filter(|p| {
         p.location == "header" && !shared_headers.contains(&p.name.to_ascii_lowercase())
     }) {
@@ -286,6 +302,9 @@ pub(crate) fn operation(
                     self
                 }
             });
+        } else if conditional && p.name.eq_ignore_ascii_case("if-none-match") {
+            // Emitted with the builder, which it moves into its conditional state.
+            conditional_setter = Some((name, key.clone(), client_docs::param_doc(p)));
         } else if p.name.eq_ignore_ascii_case("idempotency-key") {
             // Minted per call when not given, and sent on every attempt (see `RetryPolicy`).
             takes_key = true;
@@ -565,20 +584,41 @@ pub(crate) fn operation(
         // `send` and `send_raw` read the same answer: the body checked, the call sent with
         // its retries, a `304` kept where the operation can answer one.
         let not_modified = op.not_modified;
-        let sent = quote! {
-            /// The answer, read whole (what `send` decodes and `send_raw` hands over).
-            async fn sent(self) -> Result<super::Answer, super::Error> {
-                let mut call = self.call;
-                #body_finish
-                call.send(#not_modified).await
-            }
+        let sent = if conditional {
+            // Whether a `304` is an answer depends on the state: the plain `send()` refuses
+            // it (it cannot answer a request naming no ETag); `send_raw` hands it over.
+            quote! {
+                /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+                async fn sent(self, not_modified_ok: bool) -> Result<super::Answer, super::Error> {
+                    let mut call = self.call;
+                    #body_finish
+                    call.send(not_modified_ok).await
+                }
 
-            #raw_doc
-            pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-                Ok(super::raw_answer(self.sent().await?))
+                #raw_doc
+                pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+                    Ok(super::raw_answer(self.sent(true).await?))
+                }
+            }
+        } else {
+            quote! {
+                /// The answer, read whole (what `send` decodes and `send_raw` hands over).
+                async fn sent(self) -> Result<super::Answer, super::Error> {
+                    let mut call = self.call;
+                    #body_finish
+                    call.send(#not_modified).await
+                }
+
+                #raw_doc
+                pub async fn send_raw(self) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
+                    Ok(super::raw_answer(self.sent().await?))
+                }
             }
         };
-        let send = if op.not_modified {
+        let send = if conditional {
+            // Emitted in the impls of the two states, below.
+            quote!()
+        } else if op.not_modified {
             quote! {
                 /// Sends the request. A `304` (the copy named by `If-None-Match` is
                 /// current) is `Conditional::NotModified`, not an error.
@@ -634,6 +674,83 @@ pub(crate) fn operation(
             builder::#builder_name::new(self, #(#path_arg_names,)* #(#required_names),*)
         }
     };
+    if conditional {
+        let body = match &op.response {
+            Some(schema) => model_ty((inputs.named)(schema)),
+            None => quote!(()),
+        };
+        let (setter, key, doc) = conditional_setter.expect("a conditional operation's header");
+        let body_move = (!body_fields.is_empty()).then(|| quote!(fields: self.fields,));
+        let builder = quote! {
+            #[doc = #op_doc]
+            ///
+            /// Its `send()` answers the model; `if_none_match(..)` makes it a conditional read
+            /// (the state [`IfNoneMatch`]), whose `send()` answers
+            /// [`Conditional`](super::Conditional).
+            #[must_use = "a call does nothing until it is sent"]
+            #[derive(Debug)]
+            pub struct #builder_name<'a, M = Unconditional> {
+                call: super::Call<'a>,
+                #body_fields
+                mode: ::std::marker::PhantomData<fn() -> M>,
+            }
+
+            impl<'a> #builder_name<'a> {
+                pub(super) fn new(client: &'a super::Client, #(#path_args,)* #(#required_args),*) -> Self {
+                    let mut path = ::std::string::String::new();
+                    #(#pieces)*
+                    let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
+                    #(#empty_checks)*
+                    #run_id_init
+                    #key_init
+                    #secret_init
+                    #(#required_inits)*
+                    Self { call, #body_init mode: ::std::marker::PhantomData }
+                }
+
+                /// Sends the request (retrying as the retry policy says) and answers the
+                /// representation. A `304`, which only a conditional read can get (an
+                /// `If-None-Match` sent with `.header(..)` or by a hook), is an
+                /// `Error::Http`: set the ETag with `if_none_match(..)` to have it answered.
+                pub async fn send(self) -> Result<super::ResponseValue<#body>, super::Error> {
+                    super::json_answer(self.sent(false).await?)
+                }
+            }
+
+            impl<'a> #builder_name<'a, IfNoneMatch> {
+                /// Sends the conditional read. A `304` (the copy named by `If-None-Match` is
+                /// current) is `Conditional::NotModified`, not an error.
+                pub async fn send(self) -> Result<super::ResponseValue<super::Conditional<#body>>, super::Error> {
+                    super::conditional_answer(self.sent(true).await?)
+                }
+            }
+
+            impl<'a, M> #builder_name<'a, M> {
+                #[doc = #doc]
+                ///
+                /// Makes this a conditional read: `send()` then answers
+                /// [`Conditional`](super::Conditional), `NotModified` when the host answers
+                /// `304`. Set twice, the last one counts.
+                pub fn #setter(mut self, value: impl Into<::std::string::String>) -> #builder_name<'a, IfNoneMatch> {
+                    self.call.headers.retain(|(name, _)| !name.eq_ignore_ascii_case(#key));
+                    self.call.headers.push((#key.to_owned(), value.into()));
+                    #builder_name { call: self.call, #body_move mode: ::std::marker::PhantomData }
+                }
+
+                #(#setters)*
+
+                #(#setters_call)*
+
+                #send
+            }
+        };
+        return OpParts {
+            method,
+            builder,
+            extra,
+            conditional,
+        };
+    }
     let builder = quote! {
         #[doc = #op_doc]
         #[must_use = "a call does nothing until it is sent"]
@@ -668,6 +785,7 @@ pub(crate) fn operation(
         method,
         builder,
         extra,
+        conditional,
     }
 }
 

@@ -106,7 +106,13 @@ struct StreamState {
     reconnects: u32,
     /// Connections tried so far, for [`RequestInfo::attempt`].
     tried: u32,
+    /// The stream is open: every connection from now on is a reconnection.
+    opened: bool,
     done: bool,
+    /// The stream's span (`openwop.stream`), entered whenever the stream does any work; each
+    /// connection is a child span of it.
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl StreamState {
@@ -151,16 +157,45 @@ impl StreamState {
         let waited = head_within.map_or(self.options.idle_timeout, |limit| {
             limit.min(self.options.idle_timeout)
         });
-        let response =
-            match tokio::time::timeout(waited, open_answer(&self.client, request, &info)).await {
-                Ok(response) => response?,
-                Err(_) => {
-                    return Err(Error::TimedOut {
-                        what: "answer to the event stream request",
-                        waited,
-                    });
-                }
-            };
+        let opening = tokio::time::timeout(waited, open_answer(&self.client, request, &info));
+        // One child span per connection, until its answer's head: which attempt, and the
+        // cursor it resumes after (an event id, no credential). Headers are not recorded.
+        #[cfg(feature = "tracing")]
+        let connection = tracing::info_span!(
+            parent: &self.span,
+            "openwop.stream.connect",
+            otel.name = "openwop.stream.connect",
+            attempt = self.tried,
+            reconnect = self.opened,
+            last_event_id = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+        );
+        #[cfg(feature = "tracing")]
+        let opening = {
+            use tracing::Instrument;
+            if let Some(id) = self.last_event_id.as_ref().filter(|id| !id.is_empty()) {
+                connection.record("last_event_id", id.as_str());
+            }
+            opening.instrument(connection.clone())
+        };
+        let answered = opening.await;
+        #[cfg(feature = "tracing")]
+        if let Some(status) = match &answered {
+            Ok(Ok(response)) => Some(response.status().as_u16()),
+            Ok(Err(e)) => e.status(),
+            Err(_) => None,
+        } {
+            connection.record("http.response.status_code", status);
+        }
+        let response = match answered {
+            Ok(response) => response?,
+            Err(_) => {
+                return Err(Error::TimedOut {
+                    what: "answer to the event stream request",
+                    waited,
+                });
+            }
+        };
         self.status = response.status().as_u16();
         self.response_headers = response.headers().clone();
         if response.status() == reqwest::StatusCode::NO_CONTENT {
@@ -241,7 +276,7 @@ impl StreamState {
                 if self.confirming {
                     // The close was early, not the end: the confirming connection resumed.
                     self.confirming = false;
-                    self.reconnects += 1;
+                    self.count_reconnect();
                 }
             }
             return;
@@ -270,6 +305,12 @@ impl StreamState {
             }
             _ => {}
         }
+    }
+
+    fn count_reconnect(&mut self) {
+        self.reconnects += 1;
+        #[cfg(feature = "tracing")]
+        self.span.record("reconnects", self.reconnects);
     }
 
     fn reset_connection(&mut self) {
@@ -304,6 +345,13 @@ impl StreamState {
         self.reset_connection();
         self.confirming = false;
         self.failures += 1;
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            parent: &self.span,
+            failures = self.failures,
+            why = %why,
+            "event stream connection lost"
+        );
         if self.failures > self.options.max_reconnects {
             self.done = true;
             return Some(Err(Error::Stream {
@@ -342,7 +390,7 @@ impl StreamState {
                         self.frames_this_connection = 0;
                         self.connected_at = std::time::Instant::now();
                         if !self.confirming {
-                            self.reconnects += 1;
+                            self.count_reconnect();
                         }
                     }
                     // A dropped connection, a timeout, or a host that is busy right now
@@ -520,6 +568,34 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         if let Some(problem) = call.invalid {
             return Err(Error::InvalidRequest(problem));
         }
+        // The stream's span lives as long as the stream: opening it, and every later read
+        // and reconnection, happen inside it. No path, query or header is recorded (the
+        // credential headers stay out, and the client marks them sensitive besides).
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "openwop.stream",
+            otel.name = call.operation,
+            operation_id = call.operation,
+            http.request.method = "GET",
+            run_id = call.run_id.as_deref().unwrap_or(""),
+            reconnects = tracing::field::Empty,
+        );
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let opening = Self::open_in_span(call, last_event_id, options, span.clone());
+            return opening.instrument(span).await;
+        }
+        #[cfg(not(feature = "tracing"))]
+        Self::open_in_span(call, last_event_id, options).await
+    }
+
+    async fn open_in_span(
+        call: Call<'_>,
+        last_event_id: Option<String>,
+        options: StreamOptions,
+        #[cfg(feature = "tracing")] span: tracing::Span,
+    ) -> Result<Self, Error> {
         let mut state = Box::new(StreamState {
             client: call.client.clone(),
             operation: call.operation,
@@ -549,7 +625,10 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             failures: 0,
             reconnects: 0,
             tried: 0,
+            opened: false,
             done: false,
+            #[cfg(feature = "tracing")]
+            span,
         });
         // Opening follows the retry policy like any other read.
         let policy = call
@@ -574,6 +653,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         };
         // `None`: a `204 No Content`, a stream that has ended before its first event.
         state.done = response.is_none();
+        state.opened = true;
         state.response = response;
         state.connected_at = std::time::Instant::now();
         let last_event_id = state.last_event_id.clone();
@@ -613,10 +693,16 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             let Some(mut state) = self.state.take() else {
                 return Poll::Ready(None);
             };
-            self.pending = Some(Box::pin(async move {
+            #[cfg(feature = "tracing")]
+            let span = state.span.clone();
+            let reading = async move {
                 let item = state.next_frame().await;
                 (item, state)
-            }));
+            };
+            // Whoever polls the stream, its reads and reconnections are in its own span.
+            #[cfg(feature = "tracing")]
+            let reading = tracing::Instrument::instrument(reading, span);
+            self.pending = Some(Box::pin(reading));
         }
         let Some(pending) = self.pending.as_mut() else {
             return Poll::Ready(None);

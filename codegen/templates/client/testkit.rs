@@ -1,8 +1,9 @@
 //! A scripted host for testing code that uses the client, without a live OpenWOP host
 //! (feature `testkit`). Written by hand (`codegen/templates/client/testkit.rs`).
 //!
-//! [`ScriptedHost`] listens on a loopback port and answers each `METHOD /path` with the
-//! replies it was given, in order (the last one repeats): JSON answers, errors with
+//! [`ScriptedHost`] listens on a loopback port and answers each `METHOD /path` (or, with
+//! [`ScriptedHost::on_query`], each `METHOD /path?exact=query`) with the replies it was
+//! given, in order (the last one repeats): JSON answers, errors with
 //! `Retry-After`, an answer that never comes, a dropped connection, an event stream, or the
 //! request forwarded to a real host (optionally dropping the answer, to test what a lost
 //! answer does). It records every request. It speaks just enough HTTP/1.1 for the client
@@ -66,6 +67,62 @@ impl RecordedRequest {
     pub fn json(&self) -> Option<serde_json::Value> {
         serde_json::from_slice(&self.body).ok()
     }
+
+    /// The query's `name=value` pairs, percent-decoded (`+` is a space, as the client's
+    /// form encoding writes it), in the order sent; a name without `=` has an empty value.
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        self.query.as_deref().map(query_pairs).unwrap_or_default()
+    }
+}
+
+/// `a=1&b=x%2Fy+z` → `[("a", "1"), ("b", "x/y z")]`; empty pieces (`a=1&&b=2`) are skipped.
+fn query_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|piece| !piece.is_empty())
+        .map(|piece| {
+            let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
+            (percent_decode(name), percent_decode(value))
+        })
+        .collect()
+}
+
+/// Decodes `%XX` escapes and `+`; a `%` not followed by two hex digits is kept as it is.
+fn percent_decode(text: &str) -> String {
+    let hex = |b: Option<&u8>| b.and_then(|b| char::from(*b).to_digit(16));
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                if let (Some(high), Some(low)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                    // Two hex digits make one byte: it fits.
+                    out.push((high * 16 + low) as u8);
+                    i += 2;
+                } else {
+                    out.push(b'%');
+                }
+            }
+            other => out.push(other),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A query as a route compares it: its decoded pairs, sorted (the order they were sent in
+/// does not count, how many times a pair was sent does).
+fn query_key<N: Into<String>, V: Into<String>>(
+    pairs: impl IntoIterator<Item = (N, V)>,
+) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = pairs
+        .into_iter()
+        .map(|(n, v)| (n.into(), v.into()))
+        .collect();
+    pairs.sort();
+    pairs
 }
 
 /// What the host does with one request.
@@ -224,6 +281,8 @@ impl Reply {
 struct Route {
     method: String,
     path: String,
+    /// The query the route answers, as [`query_key`] makes it; `None`: any query.
+    query: Option<Vec<(String, String)>>,
     replies: VecDeque<Reply>,
     last: Option<Reply>,
     hits: usize,
@@ -288,14 +347,77 @@ impl ScriptedHost {
 
     /// Answers `method path` (the path without its query) with `replies` in order; once
     /// they are used up, the last one repeats. Another call for the same route replaces it.
+    /// It answers whatever the query, unless a route of [`ScriptedHost::on_query`] for the
+    /// same path matches the request's query: that one answers.
     pub fn on(&self, method: &str, path: &str, replies: impl IntoIterator<Item = Reply>) -> &Self {
+        self.route(method, path, None, replies)
+    }
+
+    /// Answers `method path` only when the request's query is exactly `query`: the same
+    /// `name=value` pairs, in any order, compared percent-decoded (`%2F` is `/`, `+` a
+    /// space), none missing and none more (an empty `query` matches a request without
+    /// one). Such a route wins over the [`ScriptedHost::on`] route of its path, whatever
+    /// the order they were given in; another call for the same path and query replaces it.
+    ///
+    /// ```
+    /// use openwop_sdk::client::testkit::{Reply, ScriptedHost};
+    /// use openwop_sdk::client::Client;
+    /// use openwop_sdk::models::RunStatus;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = ScriptedHost::start().await?;
+    /// // Every other listing is empty…
+    /// host.on("GET", "/runs", [Reply::json(200, &json!({"runs": []}))]);
+    /// // …but the failed runs of `acme/billing` are not.
+    /// host.on_query(
+    ///     "GET",
+    ///     "/runs",
+    ///     [("workflowId", "acme/billing"), ("status", "failed")],
+    ///     [Reply::error(503, "service_unavailable", "the listing is down")],
+    /// );
+    /// let client = Client::builder(host.url())
+    ///     .retry(openwop_sdk::client::RetryPolicy::none())
+    ///     .build()?;
+    /// assert!(client.list_runs().send().await?.runs.is_empty());
+    /// let failed = client
+    ///     .list_runs()
+    ///     .status(RunStatus::Failed)
+    ///     .workflow_id("acme/billing")
+    ///     .send()
+    ///     .await;
+    /// assert_eq!(failed.unwrap_err().status(), Some(503));
+    /// let query = [("status", "failed"), ("workflowId", "acme/billing")];
+    /// assert_eq!(host.hits_query("GET", "/runs", query), 1);
+    /// assert_eq!(host.hits("GET", "/runs"), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn on_query<N: Into<String>, V: Into<String>>(
+        &self,
+        method: &str,
+        path: &str,
+        query: impl IntoIterator<Item = (N, V)>,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> &Self {
+        self.route(method, path, Some(query_key(query)), replies)
+    }
+
+    fn route(
+        &self,
+        method: &str,
+        path: &str,
+        query: Option<Vec<(String, String)>>,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> &Self {
         let mut script = lock(&self.script);
-        script
-            .routes
-            .retain(|r| !(r.method.eq_ignore_ascii_case(method) && r.path == path));
+        script.routes.retain(|r| {
+            !(r.method.eq_ignore_ascii_case(method) && r.path == path && r.query == query)
+        });
         script.routes.push(Route {
             method: method.to_ascii_uppercase(),
             path: path.to_owned(),
+            query,
             replies: replies.into_iter().collect(),
             last: None,
             hits: 0,
@@ -308,12 +430,30 @@ impl ScriptedHost {
         lock(&self.script).requests.clone()
     }
 
-    /// How many requests `method path` has received.
+    /// How many requests `method path` has received, whatever their query (the routes of
+    /// that path added up, each counted since it was last given).
     pub fn hits(&self, method: &str, path: &str) -> usize {
         lock(&self.script)
             .routes
             .iter()
-            .find(|r| r.method.eq_ignore_ascii_case(method) && r.path == path)
+            .filter(|r| r.method.eq_ignore_ascii_case(method) && r.path == path)
+            .map(|r| r.hits)
+            .sum()
+    }
+
+    /// How many requests the [`ScriptedHost::on_query`] route of `method path` and `query`
+    /// has answered (the pairs in any order).
+    pub fn hits_query<N: Into<String>, V: Into<String>>(
+        &self,
+        method: &str,
+        path: &str,
+        query: impl IntoIterator<Item = (N, V)>,
+    ) -> usize {
+        let query = Some(query_key(query));
+        lock(&self.script)
+            .routes
+            .iter()
+            .find(|r| r.method.eq_ignore_ascii_case(method) && r.path == path && r.query == query)
             .map_or(0, |r| r.hits)
     }
 }
@@ -321,12 +461,27 @@ impl ScriptedHost {
 fn next_reply(script: &Mutex<Script>, request: &RecordedRequest) -> Reply {
     let mut script = lock(script);
     script.requests.push(request.clone());
-    let Some(route) = script
+    let query = query_key(request.query_pairs());
+    // A route for this exact query first, then the path's route for any query.
+    let at = script
         .routes
-        .iter_mut()
-        .find(|r| r.method == request.method && r.path == request.path)
-    else {
-        let message = format!("no scripted reply for {} {}", request.method, request.path);
+        .iter()
+        .position(|r| {
+            r.method == request.method && r.path == request.path && r.query.as_ref() == Some(&query)
+        })
+        .or_else(|| {
+            script.routes.iter().position(|r| {
+                r.method == request.method && r.path == request.path && r.query.is_none()
+            })
+        });
+    let Some(route) = at.map(|at| &mut script.routes[at]) else {
+        let message = match &request.query {
+            Some(q) => format!(
+                "no scripted reply for {} {}?{q}",
+                request.method, request.path
+            ),
+            None => format!("no scripted reply for {} {}", request.method, request.path),
+        };
         return Reply::error(404, "not_found", &message);
     };
     route.hits += 1;

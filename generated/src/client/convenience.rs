@@ -12,7 +12,10 @@
 // openwop-codegen: requires model InterruptRequested
 // openwop-codegen: requires model ResolveInterruptResponse
 
-use super::{Client, Conditional, Error, HeaderMap};
+use std::fmt;
+use std::time::Duration;
+
+use super::{Client, Error, RetryPolicy};
 use crate::models::{
     InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
 };
@@ -65,59 +68,58 @@ impl Client {
 
     /// The run's snapshot as it is now.
     pub async fn run_snapshot(&self, run_id: &str) -> Result<RunSnapshot, Error> {
-        match self.get_run(run_id).send().await?.into_inner() {
-            Conditional::Fresh(snapshot) => Ok(snapshot),
-            // Only a request carrying If-None-Match can be answered 304.
-            Conditional::NotModified => Err(Error::Decode {
-                status: 304,
-                message: "304 to a read without If-None-Match".to_owned(),
-                body: String::new(),
-                headers: HeaderMap::new(),
-            }),
-        }
+        self.get_run(run_id)
+            .send()
+            .await
+            .map(|answer| answer.into_inner())
     }
 
     /// Follows the run's event stream until the run is finished, then answers the final
     /// snapshot. A run waiting on an interrupt keeps this waiting until someone resolves
-    /// it; see [`Client::run_to_end`].
+    /// it; see [`Client::run_to_end`]. [`Client::follow_run`] is the same with options.
     pub async fn wait_until_terminal(&self, run_id: &str) -> Result<RunSnapshot, Error> {
-        self.follow_run(run_id, |_| {}).await
+        self.follow_run(run_id).send().await
     }
 
-    /// As [`Client::wait_until_terminal`], calling `on_event` with every event in order
-    /// (events the crate cannot decode are skipped).
-    pub async fn follow_run(
-        &self,
-        run_id: &str,
-        mut on_event: impl FnMut(&RunEvent),
-    ) -> Result<RunSnapshot, Error> {
-        let no_answer: Option<fn(&RaisedInterrupt) -> serde_json::Value> = None;
-        self.drive(run_id, no_answer, &mut on_event).await
-    }
-
-    /// A stream of the run's events, resumed after `last` when given.
-    async fn events_after(
-        &self,
-        run_id: &str,
-        last: Option<&str>,
-    ) -> Result<super::EventStream<RunEvent>, Error> {
-        let mut open = self.stream_run_events(run_id);
-        if let Some(id) = last {
-            open = open.last_event_id(id);
+    /// Follows the run's events until the run is finished, and answers the final snapshot:
+    /// set what you need on the [`FollowRun`] it answers, then `send().await`. It takes
+    /// what the event stream takes (where to resume, the idle timeout, how many failed
+    /// reconnections end it, headers, the retry policy), a callback for every event, and
+    /// one that answers interrupts.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// # async fn demo(client: openwop_sdk::client::Client) -> Result<(), openwop_sdk::client::Error> {
+    /// let done = client
+    ///     .follow_run("acme/run_0123456789abcdef")
+    ///     // Events after the 41st: the ones a previous process had not handled yet.
+    ///     .last_event_id("41")
+    ///     .idle_timeout(Duration::from_secs(20))
+    ///     .on_event(|event| println!("#{} {}", event.sequence, event.type_))
+    ///     .send()
+    ///     .await?;
+    /// println!("ended {}", done.status);
+    /// # Ok(()) }
+    /// ```
+    pub fn follow_run(&self, run_id: &str) -> FollowRun<'_> {
+        FollowRun {
+            client: self,
+            run_id: run_id.to_owned(),
+            last_event_id: None,
+            idle_timeout: None,
+            max_reconnects: None,
+            headers: Vec::new(),
+            retry: None,
+            on_event: |_| {},
+            answer: None,
         }
-        open.send().await
-    }
-
-    /// The snapshot once the run is finished; `None` while it is not. A host ends the
-    /// stream after the terminal event, but a proxy may close a long stream early, and an
-    /// ended stream alone does not make a run finished.
-    async fn finished(&self, run_id: &str) -> Result<Option<RunSnapshot>, Error> {
-        let snapshot = self.run_snapshot(run_id).await?;
-        Ok(snapshot.status.is_terminal().then_some(snapshot))
     }
 
     /// Follows the run to its end, answering every interrupt it raises with the resume value
     /// `answer` gives, and calling `on_event` with every event; answers the final snapshot.
+    /// The same as `follow_run(run_id).answer_interrupts(answer).on_event(on_event)`, which
+    /// also takes the stream's options.
     ///
     /// The stream starts at the beginning of the run's log, so `answer` is also called for
     /// interrupts raised before this call, including ones already resolved: their
@@ -127,26 +129,144 @@ impl Client {
     pub async fn run_to_end(
         &self,
         run_id: &str,
-        mut answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
-        mut on_event: impl FnMut(&RunEvent),
+        answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
+        on_event: impl FnMut(&RunEvent),
     ) -> Result<RunSnapshot, Error> {
-        self.drive(run_id, Some(&mut answer), &mut on_event).await
+        self.follow_run(run_id)
+            .answer_interrupts(answer)
+            .on_event(on_event)
+            .send()
+            .await
+    }
+}
+
+/// Follows a run to its end: made by [`Client::follow_run`]; set what you need, then
+/// `send().await` answers the final snapshot.
+///
+/// It reads the run's event stream (`streamRunEvents`) and stops at the run's terminal
+/// event (`run.completed`, `run.failed`, `run.cancelled`), which one `getRun` confirms. A
+/// stream that ends before (a proxy closing a long stream) is opened again after the last
+/// event read, so every event is seen once, in order, whatever the connection does. Events
+/// the crate cannot decode are skipped. The stream options apply to each stream it opens;
+/// headers and the retry policy to every call it makes.
+#[must_use = "following does nothing until it is sent"]
+pub struct FollowRun<'a, E = fn(&RunEvent), A = fn(&RaisedInterrupt) -> serde_json::Value> {
+    client: &'a Client,
+    run_id: String,
+    last_event_id: Option<String>,
+    idle_timeout: Option<Duration>,
+    max_reconnects: Option<u32>,
+    headers: Vec<(String, String)>,
+    retry: Option<RetryPolicy>,
+    on_event: E,
+    answer: Option<A>,
+}
+
+/// Header values are left out, as the builders' own `Debug` leaves them out: a per-call
+/// `Authorization` is a credential.
+impl<E, A> fmt::Debug for FollowRun<'_, E, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("FollowRun")
+            .field("run_id", &self.run_id)
+            .field("last_event_id", &self.last_event_id)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_reconnects", &self.max_reconnects)
+            .field("header_names", &header_names)
+            .field("retry", &self.retry)
+            .field("answers_interrupts", &self.answer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, E, A> FollowRun<'a, E, A>
+where
+    E: FnMut(&RunEvent),
+    A: FnMut(&RaisedInterrupt) -> serde_json::Value,
+{
+    /// Starts after this event id (`Last-Event-ID`) instead of at the beginning of the
+    /// run's log: a process that stored the last id it handled picks up from there. Later
+    /// reconnections resume after the newest id read, as the event stream's do.
+    pub fn last_event_id(mut self, id: impl Into<String>) -> Self {
+        self.last_event_id = Some(id.into());
+        self
     }
 
-    /// Follows the run until its status is terminal, resuming a stream that ends before,
-    /// and answers each interrupt with `answer` when there is one. A terminal event
-    /// (`run.completed`, `run.failed`, `run.cancelled`) ends the reading at once: nothing
-    /// follows it, so the stream is not read (or reconnected) to its end, and one `getRun`
-    /// confirms the status.
-    async fn drive(
-        &self,
-        run_id: &str,
-        mut answer: Option<impl FnMut(&RaisedInterrupt) -> serde_json::Value>,
-        on_event: &mut impl FnMut(&RunEvent),
-    ) -> Result<RunSnapshot, Error> {
-        let mut last: Option<String> = None;
+    /// How long the stream may stay silent (not even a keep-alive comment) before it counts
+    /// as dropped and reconnects (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](super::DEFAULT_STREAM_IDLE_TIMEOUT)).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// How many consecutive failed reconnections end the stream, and the following, with
+    /// an error (default 8).
+    pub fn max_reconnects(mut self, attempts: u32) -> Self {
+        self.max_reconnects = Some(attempts);
+        self
+    }
+
+    /// Sends one more header with every call it makes (the stream, `getRun`, resolving
+    /// interrupts), as the builders' `header(..)` does: an `Authorization` here replaces the
+    /// client's API key for them.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The retry policy of every call it makes (opening a stream, `getRun`, resolving
+    /// interrupts) instead of the client's; an open stream's reconnections are bounded by
+    /// [`FollowRun::max_reconnects`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Calls `on_event` with every event, in order.
+    pub fn on_event<F: FnMut(&RunEvent)>(self, on_event: F) -> FollowRun<'a, F, A> {
+        FollowRun {
+            client: self.client,
+            run_id: self.run_id,
+            last_event_id: self.last_event_id,
+            idle_timeout: self.idle_timeout,
+            max_reconnects: self.max_reconnects,
+            headers: self.headers,
+            retry: self.retry,
+            on_event,
+            answer: self.answer,
+        }
+    }
+
+    /// Answers every interrupt the run raises with the resume value `answer` gives (see
+    /// [`Client::run_to_end`]: it is also called for interrupts raised, or resolved, before
+    /// the events it reads; a resolution the host refuses with `409`/`410` is skipped).
+    pub fn answer_interrupts<F>(self, answer: F) -> FollowRun<'a, E, F>
+    where
+        F: FnMut(&RaisedInterrupt) -> serde_json::Value,
+    {
+        FollowRun {
+            client: self.client,
+            run_id: self.run_id,
+            last_event_id: self.last_event_id,
+            idle_timeout: self.idle_timeout,
+            max_reconnects: self.max_reconnects,
+            headers: self.headers,
+            retry: self.retry,
+            on_event: self.on_event,
+            answer: Some(answer),
+        }
+    }
+
+    /// Follows the run until its status is terminal and answers its final snapshot.
+    ///
+    /// A terminal event ends the reading at once: nothing follows it, so the stream is not
+    /// read (or reconnected) to its end, and one `getRun` confirms the status. A stream that
+    /// ends before the run does is resumed after its last event.
+    pub async fn send(mut self) -> Result<RunSnapshot, Error> {
+        let mut last = self.last_event_id.take();
         loop {
-            let mut events = self.events_after(run_id, last.as_deref()).await?;
+            let mut events = self.events_after(last.as_deref()).await?;
             while let Some(item) = events.next_event().await {
                 let event = match item {
                     Ok(event) => event,
@@ -155,16 +275,16 @@ impl Client {
                 };
                 last = event.id.clone().or(last);
                 let event = event.data;
-                on_event(&event);
+                (self.on_event)(&event);
                 if ends_run(&event) {
                     break;
                 }
                 if let (Some(answer), Some(raised)) =
-                    (answer.as_mut(), RaisedInterrupt::from_event(&event))
+                    (self.answer.as_mut(), RaisedInterrupt::from_event(&event))
                 {
                     let value = answer(&raised);
-                    match self.resolve_interrupt(run_id, &raised.node_id, value).await {
-                        Ok(_) => {}
+                    match self.resolve(&raised.node_id, value).await {
+                        Ok(()) => {}
                         // Resolved already, expired or cancelled: the log goes on without us.
                         Err(Error::Api {
                             status: 409 | 410, ..
@@ -173,13 +293,67 @@ impl Client {
                     }
                 }
             }
-            if let Some(snapshot) = self.finished(run_id).await? {
+            if let Some(snapshot) = self.finished().await? {
                 return Ok(snapshot);
             }
             // Ended before the run did: resume after the last event, after a pause so that
             // a host or proxy that keeps closing at once is not asked in a tight loop.
             tokio::time::sleep(REOPEN_PAUSE).await;
         }
+    }
+
+    /// A stream of the run's events, resumed after `last` when given, with the options.
+    async fn events_after(
+        &self,
+        last: Option<&str>,
+    ) -> Result<super::EventStream<RunEvent>, Error> {
+        let mut open = self.client.stream_run_events(&self.run_id);
+        if let Some(id) = last {
+            open = open.last_event_id(id);
+        }
+        if let Some(timeout) = self.idle_timeout {
+            open = open.idle_timeout(timeout);
+        }
+        if let Some(attempts) = self.max_reconnects {
+            open = open.max_reconnects(attempts);
+        }
+        if let Some(policy) = &self.retry {
+            open = open.retry(policy.clone());
+        }
+        for (name, value) in &self.headers {
+            open = open.header(name, value);
+        }
+        open.send().await
+    }
+
+    /// The snapshot once the run is finished; `None` while it is not. A host ends the
+    /// stream after the terminal event, but a proxy may close a long stream early, and an
+    /// ended stream alone does not make a run finished.
+    async fn finished(&self) -> Result<Option<RunSnapshot>, Error> {
+        let mut read = self.client.get_run(&self.run_id);
+        if let Some(policy) = &self.retry {
+            read = read.retry(policy.clone());
+        }
+        for (name, value) in &self.headers {
+            read = read.header(name, value);
+        }
+        let snapshot = read.send().await?.into_inner();
+        Ok(snapshot.status.is_terminal().then_some(snapshot))
+    }
+
+    /// Resolves the interrupt at `node_id` with `value`, with the headers and retry policy.
+    async fn resolve(&self, node_id: &str, value: serde_json::Value) -> Result<(), Error> {
+        let mut resolve = self
+            .client
+            .resolve_interrupt_by_run(&self.run_id, node_id)
+            .resume_value(value);
+        if let Some(policy) = &self.retry {
+            resolve = resolve.retry(policy.clone());
+        }
+        for (name, value) in &self.headers {
+            resolve = resolve.header(name, value);
+        }
+        resolve.send().await.map(|_| ())
     }
 }
 

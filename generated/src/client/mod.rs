@@ -3,7 +3,8 @@
 //!
 //! [`Client::builder`] (or [`Client::new`]), then one builder per operation:
 //! `client.get_run(run_id).send().await` answers a [`ResponseValue`] that derefs to
-//! the model. Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
+//! the model (a conditional read, `.if_none_match(etag)`, answers a [`Conditional`]
+//! in it). Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
 //! send the version headers by default. Errors are [`Error`]: `Api` (the host's error
 //! envelope), `Transport`, `Decode`, `InvalidRequest` and `Stream`. Event-stream
 //! operations answer an [`EventStream`]; paged lists have `pages()` and `stream()`.
@@ -212,6 +213,16 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Stream { message, .. } => write!(f, "event stream: {message}"),
+            Error::Http { status: 304, .. } => {
+                write!(
+                    f,
+                    "HTTP 304 Not Modified to a read sent as unconditional; set the ETag with the builder's `if_none_match(..)`, whose `send()` answers `Conditional::NotModified`"
+                )?;
+                if let Some(id) = self.request_id() {
+                    write!(f, " (request id {id})")?;
+                }
+                Ok(())
+            }
             Error::Http { status: status @ 300..=399, headers, .. } => {
                 write!(f, "HTTP {status}: the host redirects")?;
                 if let Some(to) = header_str(headers, "location") {
@@ -259,10 +270,17 @@ impl From<reqwest::Error> for Error {
         Error::Transport(e)
     }
 }
-/// The error a non-2xx answer is: the envelope when the body is one.
+/// The error a non-2xx answer is: the envelope when the body is one, or when it is
+/// almost one but names its code (an empty `message`, a `details` of the wrong
+/// shape): callers route on the code, so a host's small slip must not hide it.
 fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
-    match ::serde_json::from_slice::<crate::models::ErrorEnvelope>(bytes) {
-        Ok(envelope) => {
+    let envelope = ::serde_json::from_slice::<crate::models::ErrorEnvelope>(bytes)
+        .ok()
+        .or_else(|| lenient_envelope::<
+            crate::models::ErrorEnvelope,
+        >(status, bytes, "error"));
+    match envelope {
+        Some(envelope) => {
             Error::Api {
                 status,
                 code: envelope.error.clone(),
@@ -270,7 +288,7 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
                 headers,
             }
         }
-        Err(_) => {
+        None => {
             Error::Http {
                 status,
                 headers,
@@ -919,11 +937,25 @@ impl ::std::convert::AsRef<str> for crate::models::RunListNextCursor {
 }
 /// One builder per operation; each is made by the `Client` method of the same name.
 pub mod builder {
+    /// A read sent as it is: `send()` answers the representation (no `304` can
+    /// answer a request that names no ETag). The default state of the builders of
+    /// operations that may answer `304`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Unconditional;
+    /// A conditional read (`if_none_match(..)` was set): `send()` answers
+    /// [`Conditional`](super::Conditional), `NotModified` for a `304`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct IfNoneMatch;
     /// A `getCapabilities` call (`GET /.well-known/openwop`), made by [`Client::get_capabilities`](super::Client::get_capabilities): set what you need, then `send().await`.
+    ///
+    /// Its `send()` answers the model; `if_none_match(..)` makes it a conditional read
+    /// (the state [`IfNoneMatch`]), whose `send()` answers
+    /// [`Conditional`](super::Conditional).
     #[must_use = "a call does nothing until it is sent"]
     #[derive(Debug)]
-    pub struct GetCapabilities<'a> {
+    pub struct GetCapabilities<'a, M = Unconditional> {
         call: super::Call<'a>,
+        mode: ::std::marker::PhantomData<fn() -> M>,
     }
     impl<'a> GetCapabilities<'a> {
         pub(super) fn new(client: &'a super::Client) -> Self {
@@ -936,12 +968,51 @@ pub mod builder {
                 path,
                 true,
             );
-            Self { call }
+            Self {
+                call,
+                mode: ::std::marker::PhantomData,
+            }
         }
+        /// Sends the request (retrying as the retry policy says) and answers the
+        /// representation. A `304`, which only a conditional read can get (an
+        /// `If-None-Match` sent with `.header(..)` or by a hook), is an
+        /// `Error::Http`: set the ETag with `if_none_match(..)` to have it answered.
+        pub async fn send(
+            self,
+        ) -> Result<super::ResponseValue<crate::models::Capabilities>, super::Error> {
+            super::json_answer(self.sent(false).await?)
+        }
+    }
+    impl<'a> GetCapabilities<'a, IfNoneMatch> {
+        /// Sends the conditional read. A `304` (the copy named by `If-None-Match` is
+        /// current) is `Conditional::NotModified`, not an error.
+        pub async fn send(
+            self,
+        ) -> Result<
+            super::ResponseValue<super::Conditional<crate::models::Capabilities>>,
+            super::Error,
+        > {
+            super::conditional_answer(self.sent(true).await?)
+        }
+    }
+    impl<'a, M> GetCapabilities<'a, M> {
         /// An ETag the client holds; a match answers 304.
-        pub fn if_none_match(mut self, value: impl Into<::std::string::String>) -> Self {
+        ///
+        /// Makes this a conditional read: `send()` then answers
+        /// [`Conditional`](super::Conditional), `NotModified` when the host answers
+        /// `304`. Set twice, the last one counts.
+        pub fn if_none_match(
+            mut self,
+            value: impl Into<::std::string::String>,
+        ) -> GetCapabilities<'a, IfNoneMatch> {
+            self.call
+                .headers
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("If-None-Match"));
             self.call.headers.push(("If-None-Match".to_owned(), value.into()));
-            self
+            GetCapabilities {
+                call: self.call,
+                mode: ::std::marker::PhantomData,
+            }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
         /// sends it once.
@@ -970,20 +1041,13 @@ pub mod builder {
             self.call.timeout = Some(None);
             self
         }
-        /// Sends the request. A `304` (the copy named by `If-None-Match` is
-        /// current) is `Conditional::NotModified`, not an error.
-        pub async fn send(
-            self,
-        ) -> Result<
-            super::ResponseValue<super::Conditional<crate::models::Capabilities>>,
-            super::Error,
-        > {
-            super::conditional_answer(self.sent().await?)
-        }
         /// The answer, read whole (what `send` decodes and `send_raw` hands over).
-        async fn sent(self) -> Result<super::Answer, super::Error> {
+        async fn sent(
+            self,
+            not_modified_ok: bool,
+        ) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            call.send(true).await
+            call.send(not_modified_ok).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -992,7 +1056,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            Ok(super::raw_answer(self.sent().await?))
+            Ok(super::raw_answer(self.sent(true).await?))
         }
     }
     /// A `getOpenApiSpec` call (`GET /openapi.json`), made by [`Client::get_open_api_spec`](super::Client::get_open_api_spec): set what you need, then `send().await`.
@@ -1336,10 +1400,15 @@ pub mod builder {
         }
     }
     /// A `getRun` call (`GET /runs/{runId}`), made by [`Client::get_run`](super::Client::get_run): set what you need, then `send().await`.
+    ///
+    /// Its `send()` answers the model; `if_none_match(..)` makes it a conditional read
+    /// (the state [`IfNoneMatch`]), whose `send()` answers
+    /// [`Conditional`](super::Conditional).
     #[must_use = "a call does nothing until it is sent"]
     #[derive(Debug)]
-    pub struct GetRun<'a> {
+    pub struct GetRun<'a, M = Unconditional> {
         call: super::Call<'a>,
+        mode: ::std::marker::PhantomData<fn() -> M>,
     }
     impl<'a> GetRun<'a> {
         pub(super) fn new(client: &'a super::Client, run_id: &str) -> Self {
@@ -1357,12 +1426,51 @@ pub mod builder {
                 call.invalid.get_or_insert_with(|| format!("`{}` is empty", "runId"));
             }
             call.run_id = Some(run_id.to_owned());
-            Self { call }
+            Self {
+                call,
+                mode: ::std::marker::PhantomData,
+            }
         }
+        /// Sends the request (retrying as the retry policy says) and answers the
+        /// representation. A `304`, which only a conditional read can get (an
+        /// `If-None-Match` sent with `.header(..)` or by a hook), is an
+        /// `Error::Http`: set the ETag with `if_none_match(..)` to have it answered.
+        pub async fn send(
+            self,
+        ) -> Result<super::ResponseValue<crate::models::RunSnapshot>, super::Error> {
+            super::json_answer(self.sent(false).await?)
+        }
+    }
+    impl<'a> GetRun<'a, IfNoneMatch> {
+        /// Sends the conditional read. A `304` (the copy named by `If-None-Match` is
+        /// current) is `Conditional::NotModified`, not an error.
+        pub async fn send(
+            self,
+        ) -> Result<
+            super::ResponseValue<super::Conditional<crate::models::RunSnapshot>>,
+            super::Error,
+        > {
+            super::conditional_answer(self.sent(true).await?)
+        }
+    }
+    impl<'a, M> GetRun<'a, M> {
         /// An ETag the client holds; a match answers 304.
-        pub fn if_none_match(mut self, value: impl Into<::std::string::String>) -> Self {
+        ///
+        /// Makes this a conditional read: `send()` then answers
+        /// [`Conditional`](super::Conditional), `NotModified` when the host answers
+        /// `304`. Set twice, the last one counts.
+        pub fn if_none_match(
+            mut self,
+            value: impl Into<::std::string::String>,
+        ) -> GetRun<'a, IfNoneMatch> {
+            self.call
+                .headers
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("If-None-Match"));
             self.call.headers.push(("If-None-Match".to_owned(), value.into()));
-            self
+            GetRun {
+                call: self.call,
+                mode: ::std::marker::PhantomData,
+            }
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
         /// sends it once.
@@ -1391,20 +1499,13 @@ pub mod builder {
             self.call.timeout = Some(None);
             self
         }
-        /// Sends the request. A `304` (the copy named by `If-None-Match` is
-        /// current) is `Conditional::NotModified`, not an error.
-        pub async fn send(
-            self,
-        ) -> Result<
-            super::ResponseValue<super::Conditional<crate::models::RunSnapshot>>,
-            super::Error,
-        > {
-            super::conditional_answer(self.sent().await?)
-        }
         /// The answer, read whole (what `send` decodes and `send_raw` hands over).
-        async fn sent(self) -> Result<super::Answer, super::Error> {
+        async fn sent(
+            self,
+            not_modified_ok: bool,
+        ) -> Result<super::Answer, super::Error> {
             let mut call = self.call;
-            call.send(true).await
+            call.send(not_modified_ok).await
         }
         /// Sends the request as `send` does (the same retries, hooks and errors: a
         /// non-2xx answer is an `Err`), and answers the body undecoded, with its status
@@ -1413,7 +1514,7 @@ pub mod builder {
         pub async fn send_raw(
             self,
         ) -> Result<super::ResponseValue<::std::vec::Vec<u8>>, super::Error> {
-            Ok(super::raw_answer(self.sent().await?))
+            Ok(super::raw_answer(self.sent(true).await?))
         }
     }
     /// A `cancelRun` call (`POST /runs/{runId}/cancel`), made by [`Client::cancel_run`](super::Client::cancel_run): set what you need, then `send().await`.

@@ -385,6 +385,51 @@ pub(crate) async fn error_answer(mut response: reqwest::Response) -> Error {
     super::api_error(status, headers, &bytes)
 }
 
+/// The envelope of an error body that is almost one: it names a code (a non-empty string
+/// in `code_key`) but breaks the model beside it (an empty, missing or non-text `message`,
+/// a `details` of the wrong shape, a member the model refuses). The code is what callers
+/// route on, so it is kept: the message becomes the status's reason phrase when the host
+/// gave none, and what still does not decode is left out. `None` when there is no code, or
+/// the model refuses even the code and a message: then the answer is `Error::Http`.
+pub(crate) fn lenient_envelope<T: serde::de::DeserializeOwned>(
+    status: u16,
+    bytes: &[u8],
+    code_key: &str,
+) -> Option<T> {
+    use serde_json::Value;
+
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(bytes) else {
+        return None;
+    };
+    let code = body.get(code_key)?.as_str()?.trim().to_owned();
+    if code.is_empty() {
+        return None;
+    }
+    let message = match body.get("message") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        _ => reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .map_or_else(|| format!("HTTP {status}"), str::to_owned),
+    };
+    body.insert(code_key.to_owned(), Value::String(code));
+    body.insert("message".to_owned(), Value::String(message));
+    // The whole body, then only the members of the envelope, then the code and message.
+    let members = |keys: &[&str]| {
+        body.iter()
+            .filter(|(k, _)| keys.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    [
+        body.clone(),
+        members(&[code_key, "message", "details"]),
+        members(&[code_key, "message"]),
+    ]
+    .into_iter()
+    .find_map(|candidate| serde_json::from_value(Value::Object(candidate)).ok())
+}
+
 pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
     answer: Answer,
 ) -> Result<ResponseValue<T>, Error> {

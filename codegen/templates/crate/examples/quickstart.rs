@@ -51,11 +51,12 @@ async fn run() -> Result<(), Failure> {
 
     // Discovery needs no key; the ETag makes the next read cheap.
     let discovery = client.get_capabilities().send().await?;
-    let etag = discovery.etag().map(str::to_owned);
-    if let Some(doc) = discovery.as_fresh() {
-        println!("host prefers OpenWOP {}", doc.preferred_version.as_str());
-    }
-    if let Some(etag) = etag {
+    println!(
+        "host prefers OpenWOP {}",
+        discovery.preferred_version.as_str()
+    );
+    // A conditional read (`if_none_match`) may answer `NotModified`; a plain one cannot.
+    if let Some(etag) = discovery.etag() {
         let again = client.get_capabilities().if_none_match(etag).send().await?;
         println!(
             "discovery again: not modified = {}",

@@ -122,7 +122,10 @@ async fn following_a_run_stops_at_its_terminal_event() {
         let mut seen = Vec::new();
         let finished = tokio::time::timeout(
             Duration::from_secs(10),
-            client.follow_run(RUN, |e| seen.push(e.sequence)),
+            client
+                .follow_run(RUN)
+                .on_event(|e| seen.push(e.sequence))
+                .send(),
         )
         .await
         .expect("follow_run ends")
@@ -466,4 +469,74 @@ async fn items_resume_from_the_page_of_the_next_item() {
     assert_eq!(resumed.cursor(), None, "the listing is over");
     let tails: Vec<&str> = ids.iter().map(|id| &id[id.len() - 2..]).collect();
     assert_eq!(tails, ["01", "02", "03", "04"]);
+}
+
+/// `follow_run` takes the options the event stream takes: where to resume (`Last-Event-ID`),
+/// the idle timeout, how many failed reconnections end it, a header for every call it makes
+/// (a gateway's per-user token) and the retry policy.
+#[tokio::test]
+async fn following_a_run_takes_the_stream_options() {
+    let host = host().await;
+    let client = client(&host);
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            // Silent after its first event: the short idle timeout reconnects it.
+            Reply::events_then_hang([event(3, "node.started")]),
+            Reply::events([event(4, "run.completed")]),
+        ],
+    );
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    let mut seen = Vec::new();
+    let started = Instant::now();
+    let finished = tokio::time::timeout(
+        Duration::from_secs(10),
+        client
+            .follow_run(RUN)
+            .last_event_id("2")
+            .idle_timeout(Duration::from_millis(300))
+            .header("X-On-Behalf-Of", "user-7")
+            .retry(RetryPolicy::none())
+            .on_event(|e| seen.push(e.sequence))
+            .send(),
+    )
+    .await
+    .expect("follow_run ends")
+    .expect("the final snapshot");
+    assert_eq!(finished.status.as_str(), "completed");
+    assert_eq!(seen, [3, 4]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let requests = host.requests();
+    let resumed: Vec<Option<&str>> = requests
+        .iter()
+        .filter(|r| r.path == EVENTS_PATH)
+        .map(|r| r.header("last-event-id"))
+        .collect();
+    assert_eq!(resumed, [Some("2"), Some("3")]);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("x-on-behalf-of") == Some("user-7")),
+        "{requests:#?}"
+    );
+
+    // `max_reconnects` ends a stream that keeps failing (the default, 8, takes ~20 s).
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [
+            Reply::events([event(1, "run.started")]),
+            Reply::drop_connection(),
+        ],
+    );
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("running"))]);
+    let ended = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.follow_run(RUN).max_reconnects(1).send(),
+    )
+    .await
+    .expect("ends by itself");
+    assert!(matches!(ended, Err(Error::Stream { .. })), "{ended:?}");
+    assert_eq!(host.hits("GET", EVENTS_PATH), 3);
 }

@@ -3,7 +3,8 @@
 //!
 //! [`Client::builder`] (or [`Client::new`]), then one builder per operation:
 //! `client.get_run(run_id).send().await` answers a [`ResponseValue`] that derefs to
-//! the model. Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
+//! the model (a conditional read, `.if_none_match(etag)`, answers a [`Conditional`]
+//! in it). Calls time out, retry what is safe to retry (see [`RetryPolicy`]) and
 //! send the version headers by default. Errors are [`Error`]: `Api` (the host's error
 //! envelope), `Transport`, `Decode`, `InvalidRequest` and `Stream`. Event-stream
 //! operations answer an [`EventStream`]; paged lists have `pages()` and `stream()`.
@@ -240,10 +241,17 @@ impl From<reqwest::Error> for Error {
         Error::Transport(e)
     }
 }
-/// The error a non-2xx answer is: the envelope when the body is one.
+/// The error a non-2xx answer is: the envelope when the body is one, or when it is
+/// almost one but names its code (an empty `message`, a `details` of the wrong
+/// shape): callers route on the code, so a host's small slip must not hide it.
 fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
-    match ::serde_json::from_slice::<crate::models::ErrorEnvelope>(bytes) {
-        Ok(envelope) => {
+    let envelope = ::serde_json::from_slice::<crate::models::ErrorEnvelope>(bytes)
+        .ok()
+        .or_else(|| lenient_envelope::<
+            crate::models::ErrorEnvelope,
+        >(status, bytes, "error"));
+    match envelope {
+        Some(envelope) => {
             Error::Api {
                 status,
                 code: envelope.error.clone(),
@@ -251,7 +259,7 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
                 headers,
             }
         }
-        Err(_) => {
+        None => {
             Error::Http {
                 status,
                 headers,
