@@ -527,12 +527,8 @@ impl Bundler<'_> {
             self.corpus.has(&rel).then_some(rel)
         };
         let Some(target_file) = target_file else {
-            // Schema files' missing references are already reported once, with their pointer.
-            if file == OPENAPI {
-                self.warn(format!(
-                    "{file}#{pointer}: `$ref` {reference} names a file the corpus lacks; typed as serde_json::Value"
-                ));
-            }
+            // Missing files are already reported once, with their referrer's pointer
+            // (`uris::resolve` for schema files, `openapi::file_refs` for the document).
             return Target::Inline(Value::Object(Map::new()));
         };
         if let Some(name) = self.index.get(&(target_file.clone(), fragment.to_owned())) {

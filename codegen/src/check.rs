@@ -37,7 +37,63 @@ pub(crate) fn run(
     requires(corpus, map)?;
     let statuses = task_states(corpus, map)?;
     mcp_task_statuses(map, &statuses)?;
+    for file in corpus
+        .schema_files
+        .iter()
+        .map(String::as_str)
+        .chain([OPENAPI])
+    {
+        field_names_once(file, corpus.value(file), String::new())?;
+    }
     Ok((statuses, warnings))
+}
+
+/// Two properties of one schema object that give one Rust field (`runId` and `run_id` are
+/// both `run_id`) are an error naming both, as two definitions of one model name are: the
+/// generated struct would name a field twice and not compile. Walks every `properties`
+/// object of `value` (at `file#pointer`), skipping instance data (`enum`, `const`,
+/// `default`, `example(s)`).
+fn field_names_once(file: &str, value: &Value, pointer: String) -> Result<()> {
+    use heck::ToSnakeCase;
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                if matches!(
+                    key.as_str(),
+                    "enum" | "const" | "default" | "example" | "examples"
+                ) {
+                    continue;
+                }
+                let here = format!("{pointer}/{}", crate::uris::pointer_token(key));
+                if key == "properties"
+                    && let Some(props) = child.as_object()
+                {
+                    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+                    for name in props.keys() {
+                        let field = crate::format::ident(&name.to_snake_case()).to_string();
+                        if let Some(first) = seen.insert(field.clone(), name) {
+                            return Err(Error::Shape {
+                                file: file.to_owned(),
+                                pointer: format!("{here}/{}", crate::uris::pointer_token(name)),
+                                message: format!(
+                                    "properties `{first}` ({file}#{here}/{}) and `{name}` (here) of one object are both the Rust field `{field}`",
+                                    crate::uris::pointer_token(first)
+                                ),
+                            });
+                        }
+                    }
+                }
+                field_names_once(file, child, here)?;
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                field_names_once(file, child, format!("{pointer}/{i}"))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn operations(map: &InteropMap, ops: &[Operation]) -> Result<()> {

@@ -1,5 +1,5 @@
 //! The OpenWOP spec-corpus generator: loads a corpus, cross-checks it and renders the
-//! `openwop-generated` crate as a set of files. `cargo xtask codegen` is a thin CLI over
+//! `openwop-sdk` crate as a set of files. `cargo xtask codegen` is a thin CLI over
 //! [`generate`], [`write`] and [`stale`].
 
 mod bundle;
@@ -135,6 +135,32 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     for (uri, referrer) in &uris.missing {
         out.warnings.push(format!("{referrer} references {uri}, which is not in the corpus; validators accept anything there and models type it as serde_json::Value"));
     }
+    // The OpenAPI document's references into files: a dangling pointer is an error, a file
+    // the corpus lacks a warning (one per file, naming its first referrer).
+    let api_missing = openapi::file_refs(&corpus, &|uri| {
+        uris.by_file
+            .iter()
+            .find(|(_, u)| u.as_str() == uri)
+            .map(|(rel, _)| rel.clone())
+    })?;
+    let mut missing_files: std::collections::BTreeSet<String> =
+        uris.missing.keys().cloned().collect();
+    let mut api_missing_by_file: BTreeMap<&str, Vec<&openapi::MissingFile>> = BTreeMap::new();
+    for m in &api_missing {
+        api_missing_by_file.entry(&m.file).or_default().push(m);
+    }
+    for (file, refs) in &api_missing_by_file {
+        missing_files.insert(uris::uri_of(&uris, file));
+        let first = refs[0];
+        let more = match refs.len() {
+            1 => String::new(),
+            n => format!(" (and {} more references)", n - 1),
+        };
+        out.warnings.push(format!(
+            "{}: `$ref` {} names {file}, which is not in the corpus{more}; the client types it loosely (serde_json::Value, a parameter as a string)",
+            first.referrer, first.reference
+        ));
+    }
     let schema_in: Vec<&str> = corpus.schema_files.iter().map(String::as_str).collect();
     out.files.insert(
         "src/schemas.rs".to_owned(),
@@ -147,7 +173,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     progress(&format!(
         "embedded {} schema files ({} referenced files missing)",
         schema_in.len(),
-        uris.missing.len()
+        missing_files.len()
     ));
 
     let templates = templates::load(&config.templates_dir)?;
@@ -352,6 +378,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
             .insert(format!("src/client/{}.rs", t.name), t.rendered.clone());
     }
     let headers = openapi::response_headers(&corpus);
+    out.warnings.extend(emit::client::shared_headers(&ops).1);
     out.files.insert(
         "src/client/mod.rs".to_owned(),
         format::rust(

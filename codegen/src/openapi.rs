@@ -194,6 +194,29 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
                     });
                 }
             }
+            // Two parameters that give one Rust name (`runId` in the path, `run_id` in the
+            // query) would be told apart only by a trailing `_` the user cannot guess.
+            let mut seen: std::collections::BTreeMap<String, &Parameter> = Default::default();
+            for p in &parameters {
+                use heck::ToSnakeCase;
+                let rust = match p.location.as_str() {
+                    "header" => p
+                        .name
+                        .to_ascii_lowercase()
+                        .replace('-', "_")
+                        .to_snake_case(),
+                    _ => p.name.to_snake_case(),
+                };
+                if let Some(first) = seen.insert(rust.clone(), p) {
+                    return Err(at.shape(
+                        &pointer,
+                        format!(
+                            "parameters `{}` (in: {}) and `{}` (in: {}) of `{operation_id}` are both `{rust}` in Rust",
+                            first.name, first.location, p.name, p.location
+                        ),
+                    ));
+                }
+            }
             let body = op.get("requestBody").map(|b| resolve_local(doc, b));
             let body_schema = body
                 .and_then(|b| b.pointer("/content/application~1json/schema"))
@@ -261,7 +284,60 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
             });
         }
     }
+    methods_once(&out)?;
     Ok(out)
+}
+
+/// The client's method and builder for an operation: `getRun` → (`get_run`, `GetRun`), as
+/// `emit::client_ops` names them (any string becomes an identifier: `2pause` → `_2pause`).
+pub(crate) fn client_names(operation_id: &str) -> (String, String) {
+    use heck::{ToSnakeCase, ToUpperCamelCase};
+    (
+        crate::format::ident(&operation_id.to_snake_case()).to_string(),
+        crate::format::ident(&operation_id.to_upper_camel_case()).to_string(),
+    )
+}
+
+/// Two operations whose operationIds are one (`getRun` twice) or give one client method or
+/// builder (`getRun`, `GetRun`, `get_run`) are an error naming both, with their pointers:
+/// the crate would not compile.
+fn methods_once(ops: &[Operation]) -> Result<()> {
+    let pointer = |op: &Operation| {
+        format!(
+            "/paths/{}/{}",
+            crate::uris::pointer_token(&op.path),
+            op.method.to_ascii_lowercase()
+        )
+    };
+    let mut seen: std::collections::BTreeMap<String, &Operation> = Default::default();
+    for op in ops {
+        let (method, builder) = client_names(&op.operation_id);
+        for name in [format!("Client::{method}"), format!("builder::{builder}")] {
+            if let Some(first) = seen.insert(name.clone(), op) {
+                let what = if first.operation_id == op.operation_id {
+                    format!("operationId `{}` is used twice", op.operation_id)
+                } else {
+                    format!(
+                        "operationIds `{}` and `{}` give one name",
+                        first.operation_id, op.operation_id
+                    )
+                };
+                return Err(crate::error::Error::Shape {
+                    file: OPENAPI.to_owned(),
+                    pointer: pointer(op),
+                    message: format!(
+                        "{what}, `{name}` ({} {} at {OPENAPI}#{} and {} {} here); operationIds must differ also in snake case",
+                        first.method,
+                        first.path,
+                        pointer(first),
+                        op.method,
+                        op.path
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The first `$ref` inside `doc` (walked from `value`, at `pointer`) whose `#…` target does
@@ -288,6 +364,92 @@ fn dangling_local_ref(doc: &Value, value: &Value, pointer: String) -> Option<(St
             .enumerate()
             .find_map(|(i, v)| dangling_local_ref(doc, v, format!("{pointer}/{i}"))),
         _ => None,
+    }
+}
+
+/// A reference from the OpenAPI document to a file the corpus lacks: where it is
+/// (`api/v2/openapi.yaml#pointer`), the reference as written and the file it names.
+#[derive(Debug, Clone)]
+pub(crate) struct MissingFile {
+    pub referrer: String,
+    pub reference: String,
+    pub file: String,
+}
+
+/// Every `$ref` of the OpenAPI document into another file must land: one into a corpus
+/// file at a pointer that file lacks is a typo and an error naming both ends (the answer
+/// or parameter would silently be `serde_json::Value` or a string); one into a file the
+/// corpus lacks is returned, to be a warning (a smaller corpus's gap, as upstream's).
+/// `by_uri` maps an absolute URI (`https://…/x.schema.json`) to its corpus file.
+pub(crate) fn file_refs(
+    corpus: &Corpus,
+    by_uri: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<MissingFile>> {
+    let doc = corpus.value(OPENAPI);
+    let mut refs = Vec::new();
+    collect_refs(doc, String::new(), &mut refs);
+    let dir = OPENAPI.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut missing = Vec::new();
+    for (pointer, reference) in refs {
+        if reference.starts_with('#') {
+            continue;
+        }
+        let (path, fragment) = reference
+            .split_once('#')
+            .unwrap_or((reference.as_str(), ""));
+        let target = if path.contains("://") {
+            by_uri(path)
+        } else {
+            let rel = crate::uris::join_rel(dir, path);
+            corpus.has(&rel).then_some(rel)
+        };
+        let Some(target) = target else {
+            let file = if path.contains("://") {
+                path.to_owned()
+            } else {
+                crate::uris::join_rel(dir, path)
+            };
+            missing.push(MissingFile {
+                referrer: format!("{OPENAPI}#{pointer}"),
+                reference: reference.clone(),
+                file,
+            });
+            continue;
+        };
+        if corpus.value(&target).pointer(fragment).is_none() {
+            return Err(crate::error::Error::Shape {
+                file: OPENAPI.to_owned(),
+                pointer,
+                message: format!(
+                    "`$ref` {reference} points at nothing in {target}#{fragment} (the file is there; the pointer is not)"
+                ),
+            });
+        }
+    }
+    Ok(missing)
+}
+
+/// Every `$ref` under `value` (at `pointer`): where it is and what it says, in document order.
+fn collect_refs(value: &Value, pointer: String, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+                out.push((pointer.clone(), reference.to_owned()));
+            }
+            for (key, v) in map {
+                collect_refs(
+                    v,
+                    format!("{pointer}/{}", crate::uris::pointer_token(key)),
+                    out,
+                );
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                collect_refs(v, format!("{pointer}/{i}"), out);
+            }
+        }
+        _ => {}
     }
 }
 

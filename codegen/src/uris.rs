@@ -109,6 +109,22 @@ pub(crate) fn resolve(corpus: &Corpus) -> SchemaUris {
     SchemaUris { by_file, missing }
 }
 
+/// The URI a corpus-relative path has (or would have, for a file the corpus lacks): its
+/// own when it is a corpus file, else its path resolved against any corpus file's URI, as
+/// [`resolve`] names a file without `$id`. An absolute URI is itself.
+pub(crate) fn uri_of(uris: &SchemaUris, rel: &str) -> String {
+    if rel.contains("://") {
+        return rel.to_owned();
+    }
+    if let Some(uri) = uris.by_file.get(rel) {
+        return uri.clone();
+    }
+    match uris.by_file.iter().next() {
+        Some((anchor_rel, anchor_uri)) => join(anchor_uri, &relative_path(anchor_rel, rel)),
+        None => format!("file:///corpus/{rel}"),
+    }
+}
+
 fn strip_fragment(s: &str) -> &str {
     s.split_once('#').map_or(s, |(head, _)| head)
 }

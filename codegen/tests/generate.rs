@@ -992,3 +992,270 @@ fn a_reference_to_a_missing_pointer_in_a_present_file_is_an_error() {
         "{message}"
     );
 }
+
+/// A `$ref` from the OpenAPI document into a corpus file at a pointer that file lacks is an
+/// error naming the document's pointer and `file#pointer` (it typed the parameter or answer
+/// loosely, in silence); one into a file the corpus lacks is a warning, so `--strict` fails.
+#[test]
+fn an_openapi_reference_into_a_file_must_land() {
+    let view = "{ name: view, in: query, schema: { type: string } }";
+    let root = mini_copy("openapi-file-pointer");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen(
+        view,
+        r#"{ name: view, in: query, schema: { $ref: "../../schemas/v2/run-snapshot.schema.json#/$defs/runStatuss" } }"#,
+        1,
+    );
+    assert_ne!(text, edited);
+    fs::write(&path, edited).expect("write");
+    let message = gen_mini(&root).expect_err("must fail").to_string();
+    assert!(
+        message.contains("api/v2/openapi.yaml#/paths/~1runs~1{runId}/get/parameters/1/schema"),
+        "{message}"
+    );
+    assert!(
+        message.contains("schemas/v2/run-snapshot.schema.json#/$defs/runStatuss"),
+        "{message}"
+    );
+
+    let root = mini_copy("openapi-file-missing");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen(
+        view,
+        r#"{ name: view, in: query, schema: { $ref: "../../schemas/v2/run-snapshots.schema.json#/$defs/runStatus" } }"#,
+        1,
+    );
+    fs::write(&path, edited).expect("write");
+    let mut lines = Vec::new();
+    let output =
+        openwop_codegen::generate_with(&common::config(&root), &mut |l| lines.push(l.to_owned()))
+            .expect("a missing file is a warning");
+    let warning = output
+        .warnings
+        .iter()
+        .find(|w| w.contains("schemas/v2/run-snapshots.schema.json"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", output.warnings));
+    assert!(
+        warning.contains("api/v2/openapi.yaml#/paths/~1runs~1{runId}/get/parameters/1/schema"),
+        "{warning}"
+    );
+    assert!(output.strict().is_err());
+    let before = gen_mini(&fixtures().join("mini")).expect("generates");
+    let count = |lines: &[String]| {
+        lines
+            .iter()
+            .find(|l| l.contains("referenced files missing"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut base_lines = Vec::new();
+    openwop_codegen::generate_with(&common::config(&fixtures().join("mini")), &mut |l| {
+        base_lines.push(l.to_owned())
+    })
+    .expect("generates");
+    assert_ne!(count(&lines), count(&base_lines), "{lines:#?}");
+    assert_eq!(before.warnings.len() + 1, output.warnings.len());
+}
+
+/// Any operationId becomes an identifier: a leading digit gets `_` (`2pause` panicked in
+/// `format_ident!`), a keyword a trailing `_` (`self` gave a `Self` builder that did not
+/// parse, with no corpus location).
+#[test]
+fn any_operation_id_becomes_an_identifier() {
+    for (id, method, builder) in [
+        ("2pause", "pub fn _2pause(", "pub struct _2pause<"),
+        ("self", "pub fn self_(", "pub struct Self_<"),
+    ] {
+        let root = mini_copy("odd-operation-id");
+        let path = root.join("api/v2/openapi.yaml");
+        let text = fs::read_to_string(&path).expect("read");
+        let edited = text.replacen("operationId: createRun", &format!("operationId: {id}"), 1);
+        assert_ne!(text, edited);
+        fs::write(&path, edited).expect("write");
+        let output = std::panic::catch_unwind(|| gen_mini(&root))
+            .unwrap_or_else(|_| panic!("`{id}` panicked"))
+            .unwrap_or_else(|e| panic!("`{id}`: {e}"));
+        let client = &output.files["src/client/mod.rs"];
+        assert!(client.contains(method), "{id}: no {method}");
+        assert!(client.contains(builder), "{id}: no {builder}");
+    }
+}
+
+/// A duplicate operationId, or two that give one method (`getRun`, `get_run`), is an error
+/// naming both operationIds and both operations' pointers (it named only the generated file,
+/// twice).
+#[test]
+fn a_duplicate_operation_id_names_both_operations() {
+    for (id, what) in [
+        ("getRun", "operationId `getRun` is used twice"),
+        (
+            "get_run",
+            "operationIds `getRun` and `get_run` give one name",
+        ),
+    ] {
+        let root = mini_copy("duplicate-operation-id");
+        let path = root.join("api/v2/openapi.yaml");
+        let text = fs::read_to_string(&path).expect("read");
+        let edited = text.replacen("operationId: createRun", &format!("operationId: {id}"), 1);
+        fs::write(&path, edited).expect("write");
+        let message = match gen_mini(&root) {
+            Ok(_) => panic!("`{id}` must fail"),
+            Err(e) => e.to_string(),
+        };
+        assert!(message.contains(what), "{message}");
+        assert!(message.contains("`Client::get_run`"), "{message}");
+        assert!(
+            message.contains("api/v2/openapi.yaml#/paths/~1runs~1{runId}/get"),
+            "{message}"
+        );
+        assert!(
+            message.starts_with("api/v2/openapi.yaml#/paths/~1runs/post"),
+            "{message}"
+        );
+    }
+}
+
+/// The version header is client-wide when most operations declare it: one operation added
+/// without it no longer turns it off for every call (`VERSION_HEADER` became `None`), and
+/// a warning names the operation that lacks it.
+#[test]
+fn one_operation_without_the_version_header_keeps_it_client_wide() {
+    let header = "{ name: OpenWOP-Version, in: header, schema: { type: string } }";
+    let generate = |with_create: bool| {
+        let root = mini_copy("version-header");
+        let path = root.join("api/v2/openapi.yaml");
+        let mut text = fs::read_to_string(&path).expect("read");
+        for anchor in [
+            "        - { name: view, in: query, schema: { type: string } }\n",
+            "        - { name: afterSequence, in: query, schema: { type: integer, minimum: 0 } }\n",
+        ] {
+            assert!(text.contains(anchor));
+            text = text.replacen(anchor, &format!("{anchor}        - {header}\n"), 1);
+        }
+        text = text.replacen(
+            "      operationId: streamRunEvents\n",
+            &format!("      operationId: streamRunEvents\n      parameters:\n        - {header}\n"),
+            1,
+        );
+        if with_create {
+            text = text.replacen(
+                "      operationId: createRun\n",
+                &format!("      operationId: createRun\n      parameters:\n        - {header}\n"),
+                1,
+            );
+        }
+        fs::write(&path, text).expect("write");
+        gen_mini(&root).expect("generates")
+    };
+    let all = generate(true);
+    let most = generate(false);
+    for output in [&all, &most] {
+        let client = &output.files["src/client/mod.rs"];
+        assert!(
+            client.contains(r#"const VERSION_HEADER: Option<&str> = Some("OpenWOP-Version");"#),
+            "{}",
+            client
+                .lines()
+                .find(|l| l.contains("const VERSION_HEADER:"))
+                .unwrap_or("")
+        );
+        // Client-wide: no builder has a setter for it.
+        assert!(!client.contains("pub fn openwop_version(mut self"));
+    }
+    assert_eq!(
+        all.files["src/client/mod.rs"],
+        most.files["src/client/mod.rs"]
+    );
+    assert!(!all.warnings.iter().any(|w| w.contains("OpenWOP-Version")));
+    let warning = most
+        .warnings
+        .iter()
+        .find(|w| w.contains("OpenWOP-Version"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", most.warnings));
+    assert!(
+        warning.contains("createRun (api/v2/openapi.yaml#/paths/~1runs/post)"),
+        "{warning}"
+    );
+    assert!(warning.contains("3 of 4 operations"), "{warning}");
+
+    // Declared by half of them or fewer: not client-wide, and said so.
+    let root = mini_copy("version-header-minority");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let anchor = "        - { name: view, in: query, schema: { type: string } }\n";
+    fs::write(
+        &path,
+        text.replacen(anchor, &format!("{anchor}        - {header}\n"), 1),
+    )
+    .expect("write");
+    let output = gen_mini(&root).expect("generates");
+    assert!(
+        output.files["src/client/mod.rs"].contains("const VERSION_HEADER: Option<&str> = None;")
+    );
+    let warning = output
+        .warnings
+        .iter()
+        .find(|w| w.contains("OpenWOP-Version"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", output.warnings));
+    assert!(
+        warning.contains(
+            "only 1 of 4 operations (getRun (api/v2/openapi.yaml#/paths/~1runs~1{runId}/get))"
+        ),
+        "{warning}"
+    );
+}
+
+/// Two properties of one object that are one Rust field (`runId`, `run_id`) are an error
+/// naming both (the crate named the field twice and did not compile); so are two
+/// parameters of one operation that are one setter.
+#[test]
+fn names_that_are_one_in_snake_case_are_an_error() {
+    let root = mini_copy("field-twice");
+    edit_json(&root.join("schemas/v2/run-snapshot.schema.json"), |doc| {
+        let props = doc["$defs"]["runSnapshot"]["properties"]
+            .as_object_mut()
+            .expect("runSnapshot has properties");
+        assert!(props.contains_key("runId"));
+        props.insert("run_id".to_owned(), json!({"type": "string"}));
+    });
+    let message = match gen_mini(&root) {
+        Ok(_) => panic!("must fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("schemas/v2/run-snapshot.schema.json#/$defs/runSnapshot/properties/runId"),
+        "{message}"
+    );
+    assert!(
+        message
+            .contains("schemas/v2/run-snapshot.schema.json#/$defs/runSnapshot/properties/run_id"),
+        "{message}"
+    );
+    assert!(message.contains("the Rust field `run_id`"), "{message}");
+
+    let root = mini_copy("parameter-twice");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let anchor = "        - { name: view, in: query, schema: { type: string } }\n";
+    let edited = text.replacen(
+        anchor,
+        &format!("{anchor}        - {{ name: View, in: header, schema: {{ type: string }} }}\n"),
+        1,
+    );
+    assert_ne!(text, edited);
+    fs::write(&path, edited).expect("write");
+    let message = match gen_mini(&root) {
+        Ok(_) => panic!("must fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("api/v2/openapi.yaml#/paths/~1runs~1{runId}/get"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`view` (in: query) and `View` (in: header) of `getRun`"),
+        "{message}"
+    );
+}

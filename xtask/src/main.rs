@@ -13,8 +13,25 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// The exit statuses, for `--help` (the same text for the task and each subcommand).
+macro_rules! exit_status {
+    () => {
+        "Exit status:
+  0  done (under --check: the crate is fresh)
+  1  an error: stale files under --check, a corpus the generator refuses, a warning under
+     --strict, a failed write (one `error: ...` line with its causes)
+  2  a usage error (an unknown flag or subcommand, a bad value)"
+    };
+}
+const EXIT_STATUS: &str = exit_status!();
+
 #[derive(Parser)]
-#[command(name = "xtask", about = "OpenWOP workspace tasks")]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "OpenWOP workspace tasks",
+    after_help = EXIT_STATUS
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -22,14 +39,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Generate the openwop-generated crate from the spec corpus of the checkout holding the
-    /// working directory, and report what the regeneration changed in the crate's public API.
-    #[command(after_help = "Examples:
+    /// Generate the openwop-sdk crate (generated/) from the spec corpus of the checkout
+    /// holding the working directory, and report what the regeneration changed in the
+    /// crate's public API.
+    #[command(after_help = concat!("Examples:
   cargo xtask codegen                      regenerate generated/ and print the API diff
   cargo xtask codegen --check --strict     write nothing; fail listing stale files (CI)
   cargo xtask codegen --api-diff=off       regenerate without the API diff
   (cd ../other-checkout && cargo xtask codegen --check)   check another checkout
-  cargo xtask codegen --spec-root ../shared/upstream/openwop --out /tmp/up-generated")]
+  cargo xtask codegen --spec-root ../shared/upstream/openwop --out /tmp/up-generated
+
+", exit_status!()))]
     Codegen {
         /// Write nothing; fail listing every stale file.
         #[arg(long)]
@@ -124,5 +144,43 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             codegen::run(&paths, mode, strict, api_diff)
         }
         Cmd::UpstreamCheck { spec_root } => upstream::run(&root, spec_root),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    /// `--help` names the crate the task writes (`openwop-sdk`), the command as it is typed
+    /// (`cargo xtask codegen`) and the exit statuses.
+    #[test]
+    fn help_names_the_crate_the_command_and_the_exit_statuses() {
+        let mut cli = Cli::command();
+        // Usage lines are named as they are when run (`bin_name` reaches subcommands then).
+        cli.build();
+        let help = cli
+            .find_subcommand_mut("codegen")
+            .expect("a codegen subcommand")
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("openwop-sdk"), "{help}");
+        assert!(!help.contains("openwop-generated"), "{help}");
+        assert!(help.contains("Usage: cargo xtask codegen"), "{help}");
+        assert!(help.contains("Exit status:"), "{help}");
+        assert!(help.contains("2  a usage error"), "{help}");
+        let top = Cli::command().render_long_help().to_string();
+        assert!(top.contains("Usage: cargo xtask"), "{top}");
+        assert!(top.contains("Exit status:"), "{top}");
+    }
+
+    /// A usage error exits with 2, an error of the task with 1.
+    #[test]
+    fn a_usage_error_is_status_2() {
+        let e = Cli::try_parse_from(["xtask", "codegen", "--no-such-flag"])
+            .err()
+            .expect("a usage error");
+        assert_eq!(e.exit_code(), 2);
     }
 }

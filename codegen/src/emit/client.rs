@@ -15,7 +15,8 @@
 //! - A `text/event-stream` operation answers an [`EventStream<T>`] of the model its schema
 //!   names (`itemSchema`, `contentSchema`, or the `*.schema.json` file its description names),
 //!   which reconnects with `Last-Event-ID` after a dropped connection.
-//! - Header parameters every operation declares (`OpenWOP-Version`) are client-wide
+//! - Header parameters every operation declares, and the version header (`OpenWOP-Version`)
+//!   when most do (see [`shared_headers`]), are client-wide
 //!   (`Client::with_header`); operations with `security: []` never send the credential.
 
 use std::collections::BTreeSet;
@@ -119,7 +120,9 @@ fn error_model(inputs: &Inputs<'_>) -> Option<(String, Option<CodeField>)> {
 /// The header parameter every operation declares that selects the protocol version
 /// (`OpenWOP-Version`), and the `major.minor` of `info.version` the SDK sends in it.
 fn version_header(shared_headers: &BTreeSet<String>, ops: &[Operation]) -> Option<String> {
-    let lower = shared_headers.iter().find(|h| h.ends_with("-version"))?;
+    let lower = shared_headers
+        .iter()
+        .find(|h| h.ends_with("-version") && !h.ends_with("-client-version"))?;
     ops.iter()
         .flat_map(|op| op.parameters.iter())
         .find(|p| p.location == "header" && p.name.eq_ignore_ascii_case(lower))
@@ -128,7 +131,13 @@ fn version_header(shared_headers: &BTreeSet<String>, ops: &[Operation]) -> Optio
 
 /// The header the document names for the client's version (`OpenWOP-Client-Version`,
 /// mentioned where an old client is refused), if any.
-fn client_version_header(corpus: &Corpus) -> Option<String> {
+/// A header parameter some operation declares by that name wins over one only mentioned.
+fn client_version_header(corpus: &Corpus, ops: &[Operation]) -> Option<String> {
+    if let Some(p) = ops.iter().flat_map(|op| &op.parameters).find(|p| {
+        p.location == "header" && p.name.to_ascii_lowercase().ends_with("-client-version")
+    }) {
+        return Some(p.name.clone());
+    }
     let text = corpus.value(OPENAPI).to_string();
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
         .find(|w| w.len() > "-Client-Version".len() && w.ends_with("-Client-Version"))
@@ -140,10 +149,15 @@ fn major_minor(version: &str) -> String {
     version.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
-pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
-    let (auth_header, bearer) = auth_header(inputs.corpus);
-    let header_sets: Vec<BTreeSet<String>> = inputs
-        .ops
+/// The header parameters the client sends itself on every call (lower case), so that no
+/// builder has a setter for them, and a warning for each that some operations lack.
+///
+/// A header every operation declares is client-wide. The version header (`*-Version`) is
+/// client-wide when more than half of the operations declare it: one operation added without
+/// it must not turn it off for every call (the client sends it on that one too, as a host
+/// ignores a header it does not read), and the warning names the operations that lack it.
+pub(crate) fn shared_headers(ops: &[Operation]) -> (BTreeSet<String>, Vec<String>) {
+    let header_sets: Vec<BTreeSet<String>> = ops
         .iter()
         .map(|op| {
             op.parameters
@@ -153,14 +167,61 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 .collect()
         })
         .collect();
-    let shared_headers: BTreeSet<String> = match header_sets.split_first() {
-        Some((first, rest)) => first
+    let mut shared = BTreeSet::new();
+    let mut warnings = Vec::new();
+    for header in header_sets.iter().flatten().collect::<BTreeSet<_>>() {
+        let lacking: Vec<&Operation> = ops
             .iter()
-            .filter(|h| rest.iter().all(|set| set.contains(*h)))
-            .cloned()
-            .collect(),
-        None => BTreeSet::new(),
-    };
+            .zip(&header_sets)
+            .filter(|(_, set)| !set.contains(header))
+            .map(|(op, _)| op)
+            .collect();
+        if lacking.is_empty() {
+            shared.insert(header.clone());
+            continue;
+        }
+        if !header.ends_with("-version") {
+            continue;
+        }
+        let name = ops
+            .iter()
+            .flat_map(|op| &op.parameters)
+            .find(|p| p.location == "header" && p.name.eq_ignore_ascii_case(header))
+            .map_or(header.as_str(), |p| p.name.as_str());
+        let list = |ops: &mut dyn Iterator<Item = &Operation>| {
+            ops.map(|op| {
+                format!(
+                    "{} ({OPENAPI}#/paths/{}/{})",
+                    op.operation_id,
+                    crate::uris::pointer_token(&op.path),
+                    op.method.to_ascii_lowercase()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+        };
+        let declared = ops.len() - lacking.len();
+        if lacking.len() * 2 < ops.len() {
+            shared.insert(header.clone());
+            warnings.push(format!(
+                "header parameter {name} is declared by {declared} of {} operations but not by {}; the client sends it on every call",
+                ops.len(),
+                list(&mut lacking.iter().copied())
+            ));
+        } else {
+            warnings.push(format!(
+                "header parameter {name} is declared by only {declared} of {} operations ({}); it is not sent client-wide (VERSION_HEADER is None) and those operations have a setter for it",
+                ops.len(),
+                list(&mut ops.iter().zip(&header_sets).filter(|(_, set)| set.contains(header)).map(|(op, _)| op))
+            ));
+        }
+    }
+    (shared, warnings)
+}
+
+pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
+    let (auth_header, bearer) = auth_header(inputs.corpus);
+    let (shared_headers, _) = shared_headers(inputs.ops);
     let model_names: BTreeSet<String> = inputs
         .models
         .items
@@ -189,7 +250,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         Some(h) => quote!(Some(#h)),
         None => quote!(None),
     };
-    let client_version_header = match client_version_header(inputs.corpus) {
+    let client_version_header = match client_version_header(inputs.corpus, inputs.ops) {
         Some(h) => quote!(Some(#h)),
         None => quote!(None),
     };

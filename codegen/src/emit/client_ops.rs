@@ -201,7 +201,9 @@ pub(crate) fn operation(
     model_names: &BTreeSet<String>,
 ) -> OpParts {
     let fn_name = ident(&op.operation_id.to_snake_case());
-    let builder_name = format_ident!("{}", op.operation_id.to_upper_camel_case());
+    // `ident`, not `format_ident!`: an operationId is any string (`2pause` → `_2pause`,
+    // `self` → `Self_`); `openapi::load` has refused two that give one name.
+    let builder_name = ident(&op.operation_id.to_upper_camel_case());
     let verb = format_ident!("{}", op.method.to_uppercase());
     let anonymous = op.anonymous;
     let mut names = Names::new();
