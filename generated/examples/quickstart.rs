@@ -93,7 +93,7 @@ async fn run() -> Result<(), Failure> {
     // The same log, long-polled: every event decodes as the models type it.
     let page = client
         .poll_run_events(&created.run_id)
-        .timeout(1)
+        .query_timeout(1)
         .send()
         .await?;
     println!(

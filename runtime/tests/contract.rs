@@ -795,7 +795,7 @@ async fn poll_run_events(h: &Host) {
     h.wait_status(&run_id, m::RunStatus::WaitingApproval).await;
     let typed =
         h.a.poll_run_events(&run_id)
-            .timeout(1)
+            .query_timeout(1)
             .send()
             .await
             .expect("typed");

@@ -112,7 +112,9 @@ impl Names {
     fn new() -> Self {
         Self(
             // Builder methods every operation's builder has, or its kind has, whatever
-            // its parameters: a parameter of that name is renamed (`query_no_timeout`).
+            // its parameters: a parameter of that name is the one renamed
+            // (`pollRunEvents`'s `timeout` query parameter is `query_timeout`), so the
+            // builder's own methods keep their names whatever parameters the spec adds.
             [
                 "send",
                 "send_raw",
@@ -121,9 +123,14 @@ impl Names {
                 "new",
                 "call",
                 "fields",
+                "retry",
+                "header",
+                "timeout",
                 "no_timeout",
                 "idle_timeout",
                 "max_reconnects",
+                "pages",
+                "stream",
             ]
             .iter()
             .map(|s| (*s).to_owned())
@@ -442,10 +449,10 @@ pub(crate) fn operation(
         None => quote!(::serde_json::Value),
     };
 
-    // Per-call settings, named after the parameters so that a parameter keeps its name
-    // (`pollRunEvents` has a `timeout` query parameter: its HTTP timeout is `request_timeout`).
-    let retry_name = names.take("retry", "request");
-    let header_name = names.take("header", "request");
+    // Per-call settings: their names are reserved in `Names::new`, so a parameter of the
+    // same name was renamed instead.
+    let retry_name = ident("retry");
+    let header_name = ident("header");
     let mut setters_call = vec![
         quote! {
             /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -466,7 +473,7 @@ pub(crate) fn operation(
         },
     ];
     if !op.streams {
-        let timeout_name = names.take("timeout", "request");
+        let timeout_name = ident("timeout");
         setters_call.push(quote! {
             /// How long this call may take, per attempt (instead of the client's timeout).
             pub fn #timeout_name(mut self, timeout: ::std::time::Duration) -> Self {
@@ -494,8 +501,8 @@ pub(crate) fn operation(
             &p.cursor_field,
             &p.query_key,
         );
-        let pages_name = names.take("pages", "list");
-        let stream_name = names.take("stream", "list");
+        let pages_name = ident("pages");
+        let stream_name = ident("stream");
         setters_call.push(quote! {
             /// Every page, following `nextCursor` from this call's `cursor` (or the first page)
             /// until a page has none. Each page is one call, retried like any other.

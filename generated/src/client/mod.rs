@@ -2024,7 +2024,7 @@ pub mod builder {
             self
         }
         /// How many seconds to hold the request open while no new event exists.
-        pub fn timeout(mut self, value: u64) -> Self {
+        pub fn query_timeout(mut self, value: u64) -> Self {
             self.call.set_query("timeout", value.to_string());
             self
         }
@@ -2046,7 +2046,7 @@ pub mod builder {
             self
         }
         /// How long this call may take, per attempt (instead of the client's timeout).
-        pub fn request_timeout(mut self, timeout: ::std::time::Duration) -> Self {
+        pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
             self.call.timeout = Some(Some(timeout));
             self
         }

@@ -697,7 +697,7 @@ async fn a_long_poll_outlasts_a_shorter_client_timeout() {
     let answer = client
         .poll_run_events("acme/run_0123456789abcdef")
         .after_sequence(3)
-        .timeout(2)
+        .query_timeout(2)
         .send()
         .await;
     assert!(answer.is_ok(), "{answer:?}");
@@ -1209,7 +1209,7 @@ async fn a_callers_http_client_timeout_cuts_no_stream_or_long_poll() {
     let answer = client
         .poll_run_events("acme/run_0123456789abcdef")
         .after_sequence(3)
-        .timeout(1)
+        .query_timeout(1)
         .send()
         .await;
     assert!(answer.is_ok(), "{answer:?}");
