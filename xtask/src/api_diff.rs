@@ -282,14 +282,19 @@ fn report_inner(
         return Ok(());
     };
     if touched.is_empty() {
-        eprintln!("codegen: API diff: no file changed, so neither did the public API");
+        eprintln!(
+            "codegen: API diff: no file changed in this run, so neither did the public API \
+             (the baseline is the crate on disk before this run, not the last commit)"
+        );
         return Ok(());
     }
     if !tool_installed() {
         let hint = format!(
-            "cargo-public-api is not installed, so the API diff is skipped; install it with \
-             `cargo install --locked cargo-public-api@{TOOL_VERSION}` (a few minutes, once), \
-             or pass --api-diff=off"
+            "cargo-public-api is not installed, so the API diff is skipped (a rerun compares \
+             with what this run wrote, so to see this change's diff later, `git checkout \
+             generated/` and rerun with the tool); \
+             install it with `cargo install --locked cargo-public-api@{TOOL_VERSION}` (a few \
+             minutes, once), or pass --api-diff=off"
         );
         if policy == Policy::Require {
             bail!("{hint}");
@@ -346,6 +351,18 @@ fn public_api(json: &Path) -> anyhow::Result<String> {
 }
 
 /// Whether `cargo public-api` runs.
+/// With `--api-diff=require`, that the tool is there, checked before anything is written.
+pub(crate) fn require_tool(policy: Policy) -> anyhow::Result<()> {
+    if policy == Policy::Require && !tool_installed() {
+        anyhow::bail!(
+            "--api-diff=require: cargo-public-api is not installed, so nothing was written; \
+             install it with `cargo install --locked cargo-public-api@{TOOL_VERSION}` (a few \
+             minutes, once), or pass --api-diff=auto or --api-diff=off"
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn tool_installed() -> bool {
     Command::new(cargo())
         .args(["public-api", "--version"])

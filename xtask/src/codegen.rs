@@ -47,6 +47,9 @@ pub(crate) fn run(
     }
     match mode {
         Mode::Write => {
+            // `require` without the tool fails before anything is written: written first,
+            // a rerun would find nothing changed and the diff of this change would be lost.
+            api_diff::require_tool(api_diff)?;
             // The crate as it was, kept aside before anything is written, is the API diff's
             // baseline.
             let before = api_diff::snapshot(paths, api_diff)?;
@@ -145,6 +148,32 @@ mod tests {
             names.is_empty(),
             "stale generated files {names:?}; run `cargo xtask codegen`"
         );
+    }
+
+    /// `--api-diff=require` without the tool writes nothing: written first, a rerun would
+    /// find nothing changed and this change's diff would be lost. (Where CI installed the
+    /// tool, the refusal cannot happen and this says so.)
+    #[test]
+    fn require_without_the_tool_writes_nothing() {
+        if api_diff::tool_installed() {
+            eprintln!("skipped: cargo-public-api is installed, so --api-diff=require runs");
+            return;
+        }
+        let root = this_checkout();
+        let out =
+            std::env::temp_dir().join(format!("openwop-xtask-require-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let err = match run(
+            &test_paths(&root, &out),
+            Mode::Write,
+            false,
+            api_diff::Policy::Require,
+        ) {
+            Ok(()) => panic!("--api-diff=require passed without the tool"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(err.contains("nothing was written"), "{err}");
+        assert!(!out.exists(), "{} was written", out.display());
     }
 
     #[test]
