@@ -181,9 +181,13 @@ impl ApiDiff {
             return out;
         }
         let verdict = if self.is_breaking() {
-            "BREAKING: code written against the old crate may not compile"
+            "BREAKING: code written against the old crate may not compile (unless the \
+             unreleased version in codegen/src/emit/cargo_toml.rs is already a major bump, \
+             raise it, and say what to change in codegen/templates/crate/CHANGELOG.md)"
         } else {
-            "not breaking: nothing removed or changed"
+            "not breaking: nothing removed or changed (a minor bump in \
+             codegen/src/emit/cargo_toml.rs, and an entry in \
+             codegen/templates/crate/CHANGELOG.md)"
         };
         out.push_str(&format!(
             "API diff: {} removed, {} changed, {} added; {verdict}\n",
