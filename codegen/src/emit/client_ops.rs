@@ -683,6 +683,18 @@ pub(crate) fn operation(
             builder::#builder_name::new(self, #(#path_arg_names,)* #(#required_names),*)
         }
     };
+    // The call a builder starts from, in both builder shapes: the path filled in, the
+    // required parameters set, the idempotency key and secret headers prepared.
+    let new_call = quote! {
+        let mut path = ::std::string::String::new();
+        #(#pieces)*
+        let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
+        #(#empty_checks)*
+        #run_id_init
+        #key_init
+        #secret_init
+        #(#required_inits)*
+    };
     if conditional {
         let body = match &op.response {
             Some(schema) => model_ty((inputs.named)(schema)),
@@ -706,14 +718,7 @@ pub(crate) fn operation(
 
             impl<'a> #builder_name<'a> {
                 pub(super) fn new(client: &'a super::Client, #(#path_args,)* #(#required_args),*) -> Self {
-                    let mut path = ::std::string::String::new();
-                    #(#pieces)*
-                    let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
-                    #(#empty_checks)*
-                    #run_id_init
-                    #key_init
-                    #secret_init
-                    #(#required_inits)*
+                    #new_call
                     Self { call, #body_init mode: ::std::marker::PhantomData }
                 }
 
@@ -772,14 +777,7 @@ pub(crate) fn operation(
 
         impl<'a> #builder_name<'a> {
             pub(super) fn new(client: &'a super::Client, #(#path_args,)* #(#required_args),*) -> Self {
-                let mut path = ::std::string::String::new();
-                #(#pieces)*
-                let mut call = super::Call::new(client, #op_id, ::reqwest::Method::#verb, path, #anonymous);
-                #(#empty_checks)*
-                #run_id_init
-                #key_init
-                #secret_init
-                #(#required_inits)*
+                #new_call
                 Self { call, #body_init #extra_inits }
             }
 
