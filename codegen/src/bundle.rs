@@ -377,6 +377,16 @@ impl Bundler<'_> {
 
     /// Looks at the keywords of one schema object that the projection drops.
     fn classify(&mut self, file: &str, pointer: &str, obj: &Map<String, Value>, depth: usize) {
+        // Dynamic references resolve per evaluation path, which a type cannot follow: the
+        // projection drops them, so the value is typed loosely (`serde_json::Value`) and only
+        // the validators hold it to the schema. Said, so `--strict` can refuse it.
+        for key in ["$dynamicRef", "$recursiveRef"] {
+            if let Some(target) = obj.get(key).and_then(Value::as_str) {
+                self.warn(format!(
+                    "{file}#{pointer}: `{key}` ({target}) is not followed by the models; they type this value as serde_json::Value (the validators enforce it)"
+                ));
+            }
+        }
         let owner = self
             .index
             .get(&(file.to_owned(), pointer.to_owned()))

@@ -751,11 +751,16 @@ fn untypable_constructs_warn_with_their_pointer_and_fail_strict() {
             "type": "object",
             "properties": { "c": { "not": { "type": "object", "properties": { "d": { "type": "string" } } } } }
         });
+        doc["$defs"]["dynamic"] = json!({
+            "type": "object",
+            "properties": { "e": { "$dynamicRef": "#meta" } }
+        });
     });
     let output = gen_mini(&root).expect("generates with warnings");
     for wanted in [
         "schemas/v2/ids.schema.json#/$defs/shaped: `if`/`then`/`else`",
         "schemas/v2/ids.schema.json#/$defs/negated/properties/c/not",
+        "schemas/v2/ids.schema.json#/$defs/dynamic/properties/e: `$dynamicRef` (#meta)",
     ] {
         assert!(
             output.warnings.iter().any(|w| w.starts_with(wanted)),
