@@ -225,16 +225,53 @@ impl ApiDiff {
                 .map(|i| format!("+ {i}"))
                 .collect(),
         );
-        section(
-            "added",
-            self.added
-                .iter()
-                .filter(|i| !self.additions_that_break.contains(i))
-                .map(|i| format!("+ {i}"))
-                .collect(),
-        );
+        // The impls of a type that is itself new (auto traits, derives: a dozen a type)
+        // are counted, not listed: the type's own line says it is there.
+        let new_types = added_type_paths(&self.added);
+        let mut impls_of_new_types = 0;
+        let mut added: Vec<String> = self
+            .added
+            .iter()
+            .filter(|i| !self.additions_that_break.contains(i))
+            .filter(|i| {
+                let of_new = impl_target(i).is_some_and(|t| new_types.contains(t));
+                impls_of_new_types += usize::from(of_new);
+                !of_new
+            })
+            .map(|i| format!("+ {i}"))
+            .collect();
+        if impls_of_new_types > 0 {
+            added.push(format!(
+                "({impls_of_new_types} impls of the types added above, not listed)"
+            ));
+        }
+        section("added", added);
         out
     }
+}
+
+/// The paths of the structs and enums among `added` lines (`pub struct a::B`).
+fn added_type_paths(added: &[String]) -> std::collections::BTreeSet<&str> {
+    added
+        .iter()
+        .filter_map(|line| {
+            let line = line.strip_prefix("#[non_exhaustive] ").unwrap_or(line);
+            ["pub struct ", "pub enum "]
+                .iter()
+                .find_map(|kind| line.strip_prefix(kind))
+        })
+        .map(|path| path.split(['<', ' ', '(']).next().unwrap_or(path))
+        .collect()
+}
+
+/// The type an `impl … for T` line is for (`T` without its generics); `None` for any
+/// other line.
+fn impl_target(line: &str) -> Option<&str> {
+    if !line.starts_with("impl") {
+        return None;
+    }
+    let target = line.rsplit_once(" for ")?.1;
+    Some(target.split(['<', ' ']).next().unwrap_or(target))
 }
 
 /// Before anything is written: a copy of the crate as it is, the diff's baseline. `None`
@@ -615,6 +652,36 @@ pub const m::Old::C: u8
             "{text}"
         );
         assert!(text.contains("exhaustive struct or enum"), "{text}");
+    }
+
+    /// A new type's impls (auto traits, derives) are counted, not listed; an impl added to
+    /// a type that was there before is listed.
+    #[test]
+    fn the_impls_of_a_new_type_are_counted_not_listed() {
+        let diff = ApiDiff {
+            added: [
+                "pub struct m::New",
+                "impl core::marker::Send for m::New",
+                "impl core::marker::Sync for m::New",
+                "impl<T> core::convert::From<T> for m::New<T>",
+                "impl core::clone::Clone for m::Old",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            ..ApiDiff::default()
+        };
+        let text = diff.render(40);
+        assert!(text.contains("+ pub struct m::New"), "{text}");
+        assert!(!text.contains("marker::Send"), "{text}");
+        assert!(
+            text.contains("+ impl core::clone::Clone for m::Old"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(3 impls of the types added above, not listed)"),
+            "{text}"
+        );
+        assert!(text.contains("5 added"), "{text}");
     }
 
     /// The real tool on two tiny crates: a removed public function is reported and flagged
