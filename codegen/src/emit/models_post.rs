@@ -624,8 +624,10 @@ pub(crate) fn typed_payload(
     };
     let Some(hold) = holder(&payload_field.ty) else {
         return Err(format!(
-            "`{}` is neither a JSON object nor a JSON value",
-            d.payload
+            "its `{}` field is typed as something other than an object or free JSON (a map, \
+             `serde_json::Value`, or an `Option` of either), so there is no untyped payload to \
+             view as a typed one; give `{}` an object schema (`type: object`) or none",
+            d.payload, d.payload
         ));
     };
     let (Some(tag_ident), Some(payload_ident)) = (&tag_field.ident, &payload_field.ident) else {
