@@ -7,6 +7,9 @@
 //! "What the CLI reports" is the library path the CLI prints from: `validate` for the
 //! findings, then the report's per-document step (`report::entries`), compared as sets because
 //! the report sorts. A finding the report drops because another is present fails here.
+//! `report::entries` keeps the schema findings a rule restates; what a run shows is
+//! `report::document`, which holds those back on purpose (one defect, one finding) and is
+//! tested in `validate/`.
 //!
 //! The same documents also hold the generated validator's schema verdict to the corpus
 //! schema as written (closed records keep `unevaluatedProperties`): the generator registers
