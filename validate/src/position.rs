@@ -267,7 +267,7 @@ fn name<'b>(name: &'b ObjectPropName<'_>) -> &'b str {
 }
 
 /// A member name as a pointer token (RFC 6901).
-fn escape(name: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape(name: &str) -> std::borrow::Cow<'_, str> {
     if name.contains(['~', '/']) {
         name.replace('~', "~0").replace('/', "~1").into()
     } else {

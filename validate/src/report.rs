@@ -8,7 +8,7 @@ use openwop_generated::validators::Finding;
 use serde::Serialize;
 
 use crate::config::FailOn;
-use crate::position::{Locator, Position};
+use crate::position::{Locator, Position, escape};
 use crate::rules::{self, Severity};
 
 /// A baseline entry (or part of one) that this run did not find.
@@ -358,7 +358,7 @@ fn place(
         f.rule == "schema"
             && (by(&f.pointer)
                 || required_member(&f.message)
-                    .is_some_and(|name| by(&format!("{}/{}", f.pointer, token(&name)))))
+                    .is_some_and(|name| by(&format!("{}/{}", f.pointer, escape(&name)))))
     };
     let entry = |f: Finding, severity: Severity| {
         let at = locator.locate(&f.pointer);
@@ -392,11 +392,6 @@ fn required_member(message: &str) -> Option<String> {
     let mut values = serde_json::Deserializer::from_str(message).into_iter::<String>();
     let name = values.next()?.ok()?;
     (&message[values.byte_offset()..] == " is a required property").then_some(name)
-}
-
-/// One reference token of a JSON pointer (RFC 6901).
-fn token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// The longest message an entry carries, in characters. Schema sentences quote the value
