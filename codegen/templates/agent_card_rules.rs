@@ -56,10 +56,10 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
             );
         }
     }
-    check_well_formed(card, &mut out);
-    check_tenants(card, discovery, &mut out);
+    check_well_formed(card, &ifaces, &mut out);
+    check_tenants(card, &ifaces, discovery, &mut out);
     if let Some(discovery) = discovery {
-        check_against_discovery(card, discovery, &mut out);
+        check_against_discovery(card, &ifaces, discovery, &mut out);
     }
     out
 }
@@ -74,8 +74,7 @@ fn is_routing_value(value: &str) -> bool {
 /// same routing value is a per-agent card (the answer to `GetExtendedAgentCard` with that
 /// tenant), which only a host advertising `a2a.agentCards` serves. Anything between the
 /// two is neither.
-fn check_tenants(card: &Map<String, Value>, discovery: Option<&Value>, out: &mut Vec<Finding>) {
-    let ifaces = interfaces(card);
+fn check_tenants(card: &Map<String, Value>, ifaces: &[(usize, &Map<String, Value>)], discovery: Option<&Value>, out: &mut Vec<Finding>) {
     // An empty `tenant` is none: proto3's default for an unset string, which SDK-built
     // cards carry (`@a2a-js/sdk` writes `"tenant": ""` on every interface), as the host's
     // own peer client reads it.
@@ -265,13 +264,15 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     }
 }
 
+/// The rule of [`check_well_formed`] and [`check_requirement_shape`].
+const WELL_FORMED: &str = "agent-card.well-formed";
+
 /// What a client needs to use the card beyond its fields' presence: URLs it can open,
 /// versions it can compare, skills it can tell apart, security it can satisfy. A member of
 /// the wrong type is the schema's finding, not this rule's.
-fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
-    const RULE: &str = "agent-card.well-formed";
+fn check_well_formed(card: &Map<String, Value>, ifaces: &[(usize, &Map<String, Value>)], out: &mut Vec<Finding>) {
     let mut urls: Vec<(String, &str)> = Vec::new();
-    for (i, iface) in interfaces(card) {
+    for &(i, iface) in ifaces {
         // Only the HTTP bindings' endpoints are http(s) URLs: a gRPC one is a target
         // (`host:443`), and a custom binding (named by a URI) has its own (`wss://`).
         let http_binding = matches!(
@@ -287,7 +288,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 format!("/supportedInterfaces/{i}/protocolVersion"),
-                RULE,
+                WELL_FORMED,
                 format!("make `protocolVersion` an A2A version, Major.Minor such as \"1.0\" (`{}` is none)", version.chars().take(40).collect::<String>()),
             );
         }
@@ -302,7 +303,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
     }
     for (pointer, url) in urls {
         if !is_web_url(url) {
-            push(out, pointer, RULE, "make this an absolute http or https URL (https in production): a client opens it as it is".into());
+            push(out, pointer, WELL_FORMED, "make this an absolute http or https URL (https in production): a client opens it as it is".into());
         }
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -310,7 +311,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
         if let Some(id) = skill.get("id").and_then(Value::as_str)
             && !seen.insert(id)
         {
-            push(out, format!("/skills/{i}/id"), RULE, format!("give this skill an id of its own: an earlier skill is `{id}` too"));
+            push(out, format!("/skills/{i}/id"), WELL_FORMED, format!("give this skill an id of its own: an earlier skill is `{id}` too"));
         }
     }
     let declared = card.get("securitySchemes").and_then(Value::as_object);
@@ -324,7 +325,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
                 push(
                     out,
                     format!("/securityRequirements/{i}/schemes/{}", token(name)),
-                    RULE,
+                    WELL_FORMED,
                     format!("declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"),
                 );
             }
@@ -347,7 +348,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
         push(
             out,
             "/capabilities/extendedAgentCard".into(),
-            RULE,
+            WELL_FORMED,
             "declare in `securitySchemes` the scheme a client authenticates with to get the extended card (A2A 1.0 §13.3: GetExtendedAgentCard MUST require authentication with a scheme the public card declares), or set `capabilities.extendedAgentCard` to false".into(),
         );
     }
@@ -382,7 +383,7 @@ fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 format!("{base}/{i}"),
-                "agent-card.well-formed",
+                WELL_FORMED,
                 format!(
                     "write this security requirement in A2A 1.0's shape, {{\"schemes\": {{{}}}}}: a scheme name with a list of scopes is A2A 0.3's shape, which a 1.0 client reads as a requirement naming no scheme",
                     old.join(", ")
@@ -469,7 +470,7 @@ fn require(
     }
 }
 
-fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &mut Vec<Finding>) {
+fn check_against_discovery(card: &Map<String, Value>, ifaces: &[(usize, &Map<String, Value>)], discovery: &Value, out: &mut Vec<Finding>) {
     let Some(a2a) = discovery.get("a2a").and_then(Value::as_object) else {
         // A finding about the discovery document, not the card: its pointer is into the
         // discovery document (its `a2a` member when there is one that is no object, else
@@ -488,8 +489,7 @@ fn check_against_discovery(card: &Map<String, Value>, discovery: &Value, out: &m
         push(out, pointer, "agent-card.discovery-has-a2a", message.into());
         return;
     };
-    let ifaces = interfaces(card);
-    check_versions(a2a, &ifaces, out);
+    check_versions(a2a, ifaces, out);
 
     if strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
         let has_jsonrpc = ifaces.iter().any(|(_, iface)| {

@@ -61,10 +61,10 @@ pub fn check(card: &Value, discovery: Option<&Value>, _opts: &Options) -> Vec<Fi
             );
         }
     }
-    check_well_formed(card, &mut out);
-    check_tenants(card, discovery, &mut out);
+    check_well_formed(card, &ifaces, &mut out);
+    check_tenants(card, &ifaces, discovery, &mut out);
     if let Some(discovery) = discovery {
-        check_against_discovery(card, discovery, &mut out);
+        check_against_discovery(card, &ifaces, discovery, &mut out);
     }
     out
 }
@@ -81,10 +81,10 @@ fn is_routing_value(value: &str) -> bool {
 /// two is neither.
 fn check_tenants(
     card: &Map<String, Value>,
+    ifaces: &[(usize, &Map<String, Value>)],
     discovery: Option<&Value>,
     out: &mut Vec<Finding>,
 ) {
-    let ifaces = interfaces(card);
     let tenants: Vec<(usize, Option<&str>)> = ifaces
         .iter()
         .filter_map(|(i, iface)| iface.get("tenant").map(|t| (*i, t.as_str())))
@@ -320,13 +320,18 @@ fn check_required(card: &Map<String, Value>, out: &mut Vec<Finding>) {
         }
     }
 }
+/// The rule of [`check_well_formed`] and [`check_requirement_shape`].
+const WELL_FORMED: &str = "agent-card.well-formed";
 /// What a client needs to use the card beyond its fields' presence: URLs it can open,
 /// versions it can compare, skills it can tell apart, security it can satisfy. A member of
 /// the wrong type is the schema's finding, not this rule's.
-fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
-    const RULE: &str = "agent-card.well-formed";
+fn check_well_formed(
+    card: &Map<String, Value>,
+    ifaces: &[(usize, &Map<String, Value>)],
+    out: &mut Vec<Finding>,
+) {
     let mut urls: Vec<(String, &str)> = Vec::new();
-    for (i, iface) in interfaces(card) {
+    for &(i, iface) in ifaces {
         let http_binding = matches!(
             iface.get("protocolBinding").and_then(Value::as_str), Some("JSONRPC" |
             "HTTP+JSON")
@@ -346,7 +351,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 format!("/supportedInterfaces/{i}/protocolVersion"),
-                RULE,
+                WELL_FORMED,
                 format!(
                     "make `protocolVersion` an A2A version, Major.Minor such as \"1.0\" (`{}` is none)",
                     version.chars().take(40).collect::< String > ()
@@ -372,7 +377,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 pointer,
-                RULE,
+                WELL_FORMED,
                 "make this an absolute http or https URL (https in production): a client opens it as it is"
                     .into(),
             );
@@ -390,7 +395,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 format!("/skills/{i}/id"),
-                RULE,
+                WELL_FORMED,
                 format!(
                     "give this skill an id of its own: an earlier skill is `{id}` too"
                 ),
@@ -416,7 +421,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
                 push(
                     out,
                     format!("/securityRequirements/{i}/schemes/{}", token(name)),
-                    RULE,
+                    WELL_FORMED,
                     format!(
                         "declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"
                     ),
@@ -436,7 +441,7 @@ fn check_well_formed(card: &Map<String, Value>, out: &mut Vec<Finding>) {
         push(
             out,
             "/capabilities/extendedAgentCard".into(),
-            RULE,
+            WELL_FORMED,
             "declare in `securitySchemes` the scheme a client authenticates with to get the extended card (A2A 1.0 §13.3: GetExtendedAgentCard MUST require authentication with a scheme the public card declares), or set `capabilities.extendedAgentCard` to false"
                 .into(),
         );
@@ -496,7 +501,7 @@ fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             push(
                 out,
                 format!("{base}/{i}"),
-                "agent-card.well-formed",
+                WELL_FORMED,
                 format!(
                     "write this security requirement in A2A 1.0's shape, {{\"schemes\": {{{}}}}}: a scheme name with a list of scopes is A2A 0.3's shape, which a 1.0 client reads as a requirement naming no scheme",
                     old.join(", ")
@@ -614,6 +619,7 @@ fn require(
 }
 fn check_against_discovery(
     card: &Map<String, Value>,
+    ifaces: &[(usize, &Map<String, Value>)],
     discovery: &Value,
     out: &mut Vec<Finding>,
 ) {
@@ -635,8 +641,7 @@ fn check_against_discovery(
         push(out, pointer, "agent-card.discovery-has-a2a", message.into());
         return;
     };
-    let ifaces = interfaces(card);
-    check_versions(a2a, &ifaces, out);
+    check_versions(a2a, ifaces, out);
     if strings(a2a, "profiles").any(|(_, p)| p == A2A_1_0_PROFILE) {
         let has_jsonrpc = ifaces
             .iter()
