@@ -76,40 +76,15 @@ impl RecordedRequest {
 }
 
 /// `a=1&b=x%2Fy+z` → `[("a", "1"), ("b", "x/y z")]`; empty pieces (`a=1&&b=2`) are skipped.
+/// The form decoding of reqwest's `Url` (the `url` crate's), which the client encodes with.
 fn query_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|piece| !piece.is_empty())
-        .map(|piece| {
-            let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
-            (percent_decode(name), percent_decode(value))
-        })
+    let Ok(mut url) = reqwest::Url::parse("http://scripted.host/") else {
+        return Vec::new();
+    };
+    url.set_query(Some(query));
+    url.query_pairs()
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
         .collect()
-}
-
-/// Decodes `%XX` escapes and `+`; a `%` not followed by two hex digits is kept as it is.
-fn percent_decode(text: &str) -> String {
-    let hex = |b: Option<&u8>| b.and_then(|b| char::from(*b).to_digit(16));
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                if let (Some(high), Some(low)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-                    // Two hex digits make one byte: it fits.
-                    out.push((high * 16 + low) as u8);
-                    i += 2;
-                } else {
-                    out.push(b'%');
-                }
-            }
-            other => out.push(other),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A query as a route compares it: its decoded pairs, sorted (the order they were sent in
