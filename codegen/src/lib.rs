@@ -378,7 +378,8 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
             .insert(format!("src/client/{}.rs", t.name), t.rendered.clone());
     }
     let headers = openapi::response_headers(&corpus);
-    out.warnings.extend(emit::client::shared_headers(&ops).1);
+    let (shared_headers, header_warnings) = emit::client::shared_headers(&ops);
+    out.warnings.extend(header_warnings);
     out.files.insert(
         "src/client/mod.rs".to_owned(),
         format::rust(
@@ -393,6 +394,7 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
                 open_enums: &models.open_enums,
                 reexported_enums: &models.reexported_enums,
                 headers: &headers,
+                shared_headers: &shared_headers,
                 helper_modules: &helper_names,
             }),
         )?,

@@ -199,12 +199,9 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
             let mut seen: std::collections::BTreeMap<String, &Parameter> = Default::default();
             for p in &parameters {
                 use heck::ToSnakeCase;
+                // As the builder's setters are named (`Names::take_header`, `Names::take`).
                 let rust = match p.location.as_str() {
-                    "header" => p
-                        .name
-                        .to_ascii_lowercase()
-                        .replace('-', "_")
-                        .to_snake_case(),
+                    "header" => crate::emit::client_ops::accessor_name(&p.name).to_snake_case(),
                     _ => p.name.to_snake_case(),
                 };
                 if let Some(first) = seen.insert(rust.clone(), p) {
@@ -288,13 +285,14 @@ pub(crate) fn load(corpus: &Corpus) -> Result<Vec<Operation>> {
     Ok(out)
 }
 
-/// The client's method and builder for an operation: `getRun` → (`get_run`, `GetRun`), as
-/// `emit::client_ops` names them (any string becomes an identifier: `2pause` → `_2pause`).
+/// The client's method and builder for an operation: `getRun` → (`get_run`, `GetRun`),
+/// before `format::ident` makes each an identifier (`2pause` → `_2pause`); `emit::client_ops`
+/// names them so, and [`methods_once`] refuses two operations that give one.
 pub(crate) fn client_names(operation_id: &str) -> (String, String) {
     use heck::{ToSnakeCase, ToUpperCamelCase};
     (
-        crate::format::ident(&operation_id.to_snake_case()).to_string(),
-        crate::format::ident(&operation_id.to_upper_camel_case()).to_string(),
+        operation_id.to_snake_case(),
+        operation_id.to_upper_camel_case(),
     )
 }
 
@@ -311,7 +309,12 @@ fn methods_once(ops: &[Operation]) -> Result<()> {
     };
     let mut seen: std::collections::BTreeMap<String, &Operation> = Default::default();
     for op in ops {
+        // Compared as identifiers: `self` and `self_` are both `self_`.
         let (method, builder) = client_names(&op.operation_id);
+        let (method, builder) = (
+            crate::format::ident(&method).to_string(),
+            crate::format::ident(&builder).to_string(),
+        );
         for name in [format!("Client::{method}"), format!("builder::{builder}")] {
             if let Some(first) = seen.insert(name.clone(), op) {
                 let what = if first.operation_id == op.operation_id {
@@ -397,18 +400,19 @@ pub(crate) fn file_refs(
         let (path, fragment) = reference
             .split_once('#')
             .unwrap_or((reference.as_str(), ""));
-        let target = if path.contains("://") {
+        // The file named: an absolute URI as written, else a corpus-relative path.
+        let absolute = path.contains("://");
+        let file = if absolute {
+            path.to_owned()
+        } else {
+            crate::uris::join_rel(dir, path)
+        };
+        let target = if absolute {
             by_uri(path)
         } else {
-            let rel = crate::uris::join_rel(dir, path);
-            corpus.has(&rel).then_some(rel)
+            corpus.has(&file).then(|| file.clone())
         };
         let Some(target) = target else {
-            let file = if path.contains("://") {
-                path.to_owned()
-            } else {
-                crate::uris::join_rel(dir, path)
-            };
             missing.push(MissingFile {
                 referrer: format!("{OPENAPI}#{pointer}"),
                 reference: reference.clone(),

@@ -221,7 +221,7 @@ pub(crate) fn shared_headers(ops: &[Operation]) -> (BTreeSet<String>, Vec<String
 
 pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
     let (auth_header, bearer) = auth_header(inputs.corpus);
-    let (shared_headers, _) = shared_headers(inputs.ops);
+    let shared_headers = inputs.shared_headers;
     let model_names: BTreeSet<String> = inputs
         .models
         .items
@@ -238,13 +238,13 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
     let parts: Vec<OpParts> = inputs
         .ops
         .iter()
-        .map(|op| operation(op, inputs, &shared_headers, &model_names))
+        .map(|op| operation(op, inputs, shared_headers, &model_names))
         .collect();
     let methods = parts.iter().map(|p| &p.method);
     let builders = parts.iter().map(|p| &p.builder);
     let extras = parts.iter().map(|p| &p.extra);
 
-    let version_header = version_header(&shared_headers, inputs.ops);
+    let version_header = version_header(shared_headers, inputs.ops);
     let version_value = major_minor(&crate::emit::lib_rs::api_version(inputs.corpus));
     let version_header = match version_header {
         Some(h) => quote!(Some(#h)),

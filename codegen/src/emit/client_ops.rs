@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use heck::{ToSnakeCase, ToUpperCamelCase};
+use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use serde_json::Value;
@@ -29,6 +29,9 @@ pub(crate) struct Inputs<'a> {
     /// Closed enums the models re-export from another module (`RunStatus`).
     pub reexported_enums: &'a BTreeSet<String>,
     pub headers: &'a [ResponseHeader],
+    /// The header parameters the client sends on every call (lower case), from
+    /// `emit::client::shared_headers`.
+    pub shared_headers: &'a BTreeSet<String>,
     /// Hand-written modules under `client/` (from `codegen/templates/client/`).
     pub helper_modules: &'a [String],
 }
@@ -207,10 +210,10 @@ pub(crate) fn operation(
     shared_headers: &BTreeSet<String>,
     model_names: &BTreeSet<String>,
 ) -> OpParts {
-    let fn_name = ident(&op.operation_id.to_snake_case());
     // `ident`, not `format_ident!`: an operationId is any string (`2pause` → `_2pause`,
     // `self` → `Self_`); `openapi::load` has refused two that give one name.
-    let builder_name = ident(&op.operation_id.to_upper_camel_case());
+    let (fn_name, builder_name) = crate::openapi::client_names(&op.operation_id);
+    let (fn_name, builder_name) = (ident(&fn_name), ident(&builder_name));
     let verb = format_ident!("{}", op.method.to_uppercase());
     let anonymous = op.anonymous;
     let mut names = Names::new();
