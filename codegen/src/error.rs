@@ -67,6 +67,24 @@ pub enum Error {
         "{path} is not empty and holds no crate this generator wrote ({why}); nothing was written: name an empty or new directory, or the generated crate's"
     )]
     NotOurs { path: PathBuf, why: String },
+    /// Files of the generated crate this run would overwrite or remove were edited by hand
+    /// since the last run wrote them, or never written by it: nothing is written, so the
+    /// edit is not lost without a word (`--force` discards them).
+    #[error(
+        "{} file(s) in {} would be overwritten or removed, but the last `cargo xtask codegen` did not leave them so; nothing was written:\n{}\ngenerated code is regenerated, never edited: move the change into the corpus (spec/, schemas/, api/) or codegen/templates/ (`git diff` shows it), or rerun with --force to discard it",
+        files.len(),
+        path.display(),
+        files.iter().map(|f| format!("  {} ({})", f.path, f.why)).collect::<Vec<_>>().join("\n")
+    )]
+    HandEdited { path: PathBuf, files: Vec<HandEdit> },
+}
+
+/// One file [`Error::HandEdited`] names, relative to the output directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandEdit {
+    pub path: String,
+    /// "edited since it was generated" or "not written by the generator".
+    pub why: &'static str,
 }
 
 /// Shorthand used across the crate.

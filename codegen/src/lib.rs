@@ -24,8 +24,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use error::{Error, Result};
-pub use fresh::{Stale, StaleKind, existing_files, is_generated_crate, stale, write};
+pub use error::{Error, HandEdit, Result};
+pub use fresh::{
+    HandEdits, MANIFEST_FILE, Stale, StaleKind, existing_files, is_generated_crate, stale, write,
+};
 
 /// Everything one generation run produced.
 #[derive(Debug, Clone, Default)]
@@ -479,6 +481,9 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         "Cargo.toml".to_owned(),
         emit::cargo_toml::emit(&provenance, &examples, &tests),
     );
+    // Last: it lists the hash of every other file.
+    out.files
+        .insert(fresh::MANIFEST_FILE.to_owned(), fresh::manifest(&out.files));
 
     progress(&format!(
         "rendered {} files in {:.2?}",

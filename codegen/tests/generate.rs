@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use common::{edit_json, fixtures, gen_mini, mini_copy, scratch};
-use openwop_codegen::{Error, StaleKind, existing_files, stale, write};
+use openwop_codegen::{Error, HandEdits, StaleKind, existing_files, stale, write};
 use serde_json::json;
 
 /// Every emitted file of the mini corpus equals its committed copy under
@@ -16,7 +16,7 @@ fn mini_corpus_snapshot() {
     let output = gen_mini(&fixtures().join("mini")).expect("mini corpus generates");
     let expected = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected/mini");
     if std::env::var_os("UPDATE_EXPECT").is_some() {
-        write(&expected, &output).expect("update snapshots");
+        write(&expected, &output, HandEdits::Discard).expect("update snapshots");
         return;
     }
     let found = stale(&expected, &output).expect("compare snapshots");
@@ -60,7 +60,7 @@ fn every_rust_file_has_the_generated_header() {
 }
 
 /// A one-line description edit rewrites the files whose text it changes, plus
-/// `src/corpus.rs`, and nothing else (every header used to carry the corpus hash, so it
+/// `src/corpus.rs` and the manifest of hashes, and nothing else (every header used to carry the corpus hash, so it
 /// rewrote them all).
 #[test]
 fn a_description_edit_changes_only_its_files_and_the_corpus_hash() {
@@ -82,7 +82,10 @@ fn a_description_edit_changes_only_its_files_and_the_corpus_hash() {
         .filter(|(rel, text)| before.files.get(*rel) != Some(*text))
         .map(|(rel, _)| rel.as_str())
         .collect();
-    assert_eq!(changed, ["src/corpus.rs", "src/errors.rs"]);
+    assert_eq!(
+        changed,
+        ["CODEGEN.sha256", "src/corpus.rs", "src/errors.rs"]
+    );
     assert!(after.files["src/errors.rs"].contains("Edited."));
     assert_ne!(before.files["src/corpus.rs"], after.files["src/corpus.rs"]);
 }
@@ -240,7 +243,7 @@ fn reverse_rows_must_read_as_a_mapped_status_and_name_each_wire_once() {
 fn check_fails_on_a_hand_edited_file_and_on_extra_files() {
     let output = gen_mini(&fixtures().join("mini")).expect("generates");
     let out = scratch("check");
-    write(&out, &output).expect("write");
+    write(&out, &output, HandEdits::Refuse).expect("write");
     assert!(stale(&out, &output).expect("compare").is_empty());
 
     let errors = out.join("src/errors.rs");
@@ -262,7 +265,22 @@ fn check_fails_on_a_hand_edited_file_and_on_extra_files() {
     assert_eq!(found[1].path, "src/extra.rs");
     assert_eq!(found[1].kind, StaleKind::Extra);
 
-    write(&out, &output).expect("rewrite");
+    // Both are hand edits: refused, naming each, and nothing written …
+    let message = write(&out, &output, HandEdits::Refuse)
+        .expect_err("a hand edit is refused")
+        .to_string();
+    assert!(
+        message.contains("src/errors.rs (edited since it was generated)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("src/extra.rs (not written by the generator)"),
+        "{message}"
+    );
+    assert!(message.contains("--force"), "{message}");
+    assert_eq!(stale(&out, &output).expect("compare").len(), 2);
+    // … unless discarded.
+    write(&out, &output, HandEdits::Discard).expect("rewrite");
     assert!(
         stale(&out, &output).expect("compare").is_empty(),
         "write must also remove extra files"
@@ -378,7 +396,9 @@ fn write_refuses_a_directory_that_is_not_a_generated_crate() {
     let out = scratch("not-ours");
     fs::write(out.join("notes.txt"), "mine\n").expect("seed");
     fs::write(out.join("Cargo.toml"), "[package]\nname = \"mine\"\n").expect("seed");
-    let message = write(&out, &output).expect_err("refused").to_string();
+    let message = write(&out, &output, HandEdits::Refuse)
+        .expect_err("refused")
+        .to_string();
     assert!(
         message.contains("holds no crate this generator wrote"),
         "{message}"
@@ -395,8 +415,8 @@ fn write_refuses_a_directory_that_is_not_a_generated_crate() {
     assert!(!out.join("src").exists(), "something was written");
     // An empty directory, or one holding a generated crate, is written.
     let empty = scratch("empty-out");
-    write(&empty, &output).expect("write");
-    write(&empty, &output).expect("and again");
+    write(&empty, &output, HandEdits::Refuse).expect("write");
+    write(&empty, &output, HandEdits::Refuse).expect("and again");
 }
 
 /// Pruning a generated crate removes a symbolic link found in it, never what it points
@@ -406,7 +426,7 @@ fn write_refuses_a_directory_that_is_not_a_generated_crate() {
 fn pruning_removes_a_link_not_its_target_and_sees_nested_target_dirs() {
     let output = gen_mini(&fixtures().join("mini")).expect("generates");
     let out = scratch("links");
-    write(&out, &output).expect("write");
+    write(&out, &output, HandEdits::Refuse).expect("write");
     let victim = scratch("victim");
     fs::write(victim.join("notes.txt"), "keep me\n").expect("seed");
     std::os::unix::fs::symlink(&victim, out.join("vectors")).expect("link");
@@ -418,7 +438,7 @@ fn pruning_removes_a_link_not_its_target_and_sees_nested_target_dirs() {
         .map(|s| s.path)
         .collect();
     assert_eq!(stale_paths, ["examples/target/main.rs", "vectors"]);
-    write(&out, &output).expect("prune");
+    write(&out, &output, HandEdits::Discard).expect("prune");
     assert!(
         victim.join("notes.txt").is_file(),
         "pruning followed the link"
@@ -921,7 +941,7 @@ fn a_member_named_twice_in_the_corpus_is_an_error() {
 fn a_failed_write_leaves_the_crate_as_it_was() {
     let output = gen_mini(&fixtures().join("mini")).expect("generates");
     let out = scratch("half-written");
-    write(&out, &output).expect("write");
+    write(&out, &output, HandEdits::Refuse).expect("write");
     let before = existing_files(&out).expect("list");
     let texts: Vec<String> = before
         .iter()
@@ -934,7 +954,9 @@ fn a_failed_write_leaves_the_crate_as_it_was() {
     let last = changed.files.keys().last().expect("a file").clone();
     fs::remove_file(out.join(&last)).expect("remove");
     fs::create_dir_all(out.join(&last)).expect("a directory in its place");
-    let message = write(&out, &changed).expect_err("fails").to_string();
+    let message = write(&out, &changed, HandEdits::Refuse)
+        .expect_err("fails")
+        .to_string();
     assert!(message.contains(&last), "{message}");
     for (rel, text) in before.iter().zip(&texts) {
         if *rel != last {

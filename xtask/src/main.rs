@@ -46,6 +46,7 @@ enum Cmd {
   cargo xtask codegen                      regenerate generated/ and print the API diff
   cargo xtask codegen --check --strict     write nothing; fail listing stale files (CI)
   cargo xtask codegen --api-diff=off       regenerate without the API diff
+  cargo xtask codegen --force              regenerate, discarding hand edits in generated/
   (cd ../other-checkout && cargo xtask codegen --check)   check another checkout
   cargo xtask codegen --spec-root ../shared/upstream/openwop --out /tmp/up-generated
 
@@ -57,6 +58,11 @@ enum Cmd {
         /// Fail, listing them, on any warning (an untypable construct, a missing file).
         #[arg(long)]
         strict: bool,
+        /// Overwrite or remove files of the generated crate that were edited by hand since
+        /// the last run wrote them, or never written by it (CODEGEN.sha256 records what it
+        /// wrote). Without it such files stop the run, named, before anything is written.
+        #[arg(long, conflicts_with = "check")]
+        force: bool,
         /// The corpus root (holds spec/, schemas/, api/). Default: the checkout holding the
         /// working directory.
         #[arg(long, value_name = "DIR")]
@@ -121,6 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Codegen {
             check,
             strict,
+            force,
             spec_root,
             out,
             api_diff,
@@ -136,10 +143,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 target: workspace::target_dir(&root),
                 workspace: root,
             };
-            let mode = if check {
-                codegen::Mode::Check
-            } else {
-                codegen::Mode::Write
+            let mode = match (check, force) {
+                (true, _) => codegen::Mode::Check,
+                (false, true) => codegen::Mode::Write(openwop_codegen::HandEdits::Discard),
+                (false, false) => codegen::Mode::Write(openwop_codegen::HandEdits::Refuse),
             };
             codegen::run(&paths, mode, strict, api_diff)
         }

@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use crate::api_diff::Policy;
 use crate::codegen::{Mode, run as codegen};
 use crate::workspace::{Paths, target_dir};
+use openwop_codegen::HandEdits;
 
 /// Runs the check in `root`, the checkout holding the working directory (as for
 /// `codegen`): its templates, lock file and target dir, never those of the checkout the
@@ -38,7 +39,7 @@ pub(crate) fn run(root: &Path, spec_root: Option<PathBuf>) -> anyhow::Result<()>
         target: target_dir(root),
     };
     // A scratch crate nobody depends on: no API diff.
-    codegen(&paths, Mode::Write, false, Policy::Off)?;
+    codegen(&paths, Mode::Write(HandEdits::Discard), false, Policy::Off)?;
 
     // The output sits under the workspace directory; its own empty [workspace] table keeps
     // cargo from treating it as an unlisted member of ours.
