@@ -13,7 +13,23 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The OpenWOP v2 interop host and its tools.
 #[derive(Debug, Parser)]
-#[command(name = "openwop", version, about, long_about = None)]
+#[command(
+    name = "openwop",
+    version,
+    about,
+    long_about = None,
+    after_help = "Examples:
+  openwop serve                                  the host on 127.0.0.1:8080, SQLite under
+                                                 ./openwop-data, a dev API key printed at start
+  openwop serve --config /etc/openwop/config.yaml
+  openwop validate --format sarif openwop.json   a discovery document, for code scanning
+  openwop validate --kind agent-card card.json   an A2A agent card
+  openwop config check /etc/openwop/config.yaml  before a start or a reload (SIGHUP)
+  openwop backup --data-dir ./openwop-data ./backup-2026-12-07
+  openwop probe                                  exit 0 when the host on :8080 is ready
+
+`openwop <COMMAND> --help` teaches each command with its own examples."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

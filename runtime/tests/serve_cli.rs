@@ -35,6 +35,27 @@ fn help_teaches_with_examples() {
     }
 }
 
+/// `openwop --help` shows each command at work, not only their one-line summaries.
+#[test]
+fn top_level_help_has_examples() {
+    let out = std::process::Command::new(BIN)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Examples:",
+        "openwop serve",
+        "openwop validate",
+        "openwop config check",
+        "openwop backup",
+        "openwop probe",
+    ] {
+        assert!(text.contains(needle), "help lacks {needle}:\n{text}");
+    }
+}
+
 /// Starts `openwop serve` with `args` and a config file holding `config`, expecting it to
 /// refuse; returns its stderr.
 fn refused_start(args: &[&str], config: &str) -> String {
