@@ -20,6 +20,9 @@ use crate::dispatch::MCP_FEATURES;
 
 /// The longest refresh window a host may declare, and the default when it declares none.
 pub(super) const MAX_REFRESH_WINDOW_DAYS: i64 = 90;
+/// How many days after today (UTC) a `refreshedAt` may be: a date written in a timezone
+/// east of UTC is a day ahead of UTC for part of the day.
+const REFRESHED_AT_SLACK_DAYS: i64 = 1;
 /// `mcp.mrtr.maxRounds` bounds (interop.md, "The MCP round ceiling").
 const MRTR_MIN_ROUNDS: i64 = 1;
 const MRTR_MAX_ROUNDS: i64 = 16;
@@ -470,7 +473,7 @@ fn check_refresh(
 ) {
     let mut window = MAX_REFRESH_WINDOW_DAYS;
     if let Some(raw) = window_value {
-        match raw.as_i64() {
+        match whole_number(raw) {
             Some(days) if (1..=MAX_REFRESH_WINDOW_DAYS).contains(&days) => window = days,
             _ => push(
                 out,
@@ -487,7 +490,9 @@ fn check_refresh(
         invalid_date(&at("refreshedAt"), raw, out);
         return;
     };
-    if refreshed > today {
+    // One day of slack: a team east of UTC that writes its own today is a day ahead of UTC
+    // for part of the day, and must not fail CI for it.
+    if refreshed > today + REFRESHED_AT_SLACK_DAYS {
         push(
             out,
             at("refreshedAt"),
@@ -507,6 +512,17 @@ fn check_refresh(
             ),
         );
     }
+}
+
+/// A number with no fractional part, as JSON Schema's `integer` reads it (`90.0` is one):
+/// the rules accept what the schema accepts.
+fn whole_number(value: &Value) -> Option<i64> {
+    if let Some(n) = value.as_i64() {
+        return Some(n);
+    }
+    let n = value.as_f64()?;
+    // Beyond i64 no day count or round ceiling is in range anyway: the cast saturates.
+    (n.fract() == 0.0).then_some(n as i64)
 }
 
 fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
@@ -564,7 +580,7 @@ fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     };
     let sentence = match member(mrtr, "maxRounds") {
         None => format!("add `maxRounds` to `mcp.mrtr`: the ceiling on input rounds, from {MRTR_MIN_ROUNDS} to {MRTR_MAX_ROUNDS}"),
-        Some(v) => match v.as_i64() {
+        Some(v) => match whole_number(v) {
             Some(n) if (MRTR_MIN_ROUNDS..=MRTR_MAX_ROUNDS).contains(&n) => return,
             _ => format!("`mcp.mrtr.maxRounds` is {v}; set a whole number from {MRTR_MIN_ROUNDS} to {MRTR_MAX_ROUNDS}"),
         },

@@ -254,10 +254,14 @@ type Key = (String, String, String);
 
 fn generated(doc: &Value) -> BTreeSet<Key> {
     // The CLI cuts a long message (a schema sentence quoting a whole record) the same way
-    // in every format; the finding is the same.
+    // in every format, and rewords the schema's sentence for a forbidden member (`not:
+    // {}`); the finding is the same.
     validators::validate_discovery(doc, &TODAY)
         .into_iter()
-        .map(|f| (f.pointer, f.rule, report::cap_message(f.message)))
+        .map(|f| {
+            let message = report::entry_message(&f.rule, &f.pointer, f.message);
+            (f.pointer, f.rule, message)
+        })
         .collect()
 }
 

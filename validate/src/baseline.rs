@@ -16,9 +16,17 @@
 //!
 //! Version 1 files (no messages) are still read, matching by path, rule and pointer as
 //! they did; the command says to rewrite them.
+//!
+//! A path in the file is relative to the baseline file's directory, so the same baseline
+//! matches from whichever directory the command runs (a config file's `baseline:` found
+//! from a subdirectory). Files written before that were relative to the working
+//! directory they were written from: a path that names no file from the baseline's
+//! directory but one from the working directory is read that way, so such a file still
+//! matches where it did. Inside a run every path is keyed absolute (lexically: `.`, `..`
+//! and repeated `/` resolved, symbolic links not), and shown as findings name it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -58,7 +66,7 @@ type Key = (String, String, String, Option<String>);
 
 fn key(e: &Entry) -> Key {
     (
-        path_key(&e.path),
+        file_key(&e.path),
         e.rule.clone(),
         e.pointer.clone(),
         Some(e.message.clone()),
@@ -96,6 +104,7 @@ impl Baseline {
                 file.version
             ));
         }
+        let dir = directory_of(path);
         let mut counts = BTreeMap::new();
         for r in file.findings {
             let message = match (file.version, r.message) {
@@ -112,7 +121,7 @@ impl Baseline {
                 }
             };
             *counts
-                .entry((path_key(&r.path), r.rule, r.pointer, message))
+                .entry((recorded_key(&r.path, &dir), r.rule, r.pointer, message))
                 .or_insert(0) += r.count;
         }
         Ok(Baseline {
@@ -159,15 +168,17 @@ impl Baseline {
         Ok(())
     }
 
-    /// The baseline as the file's text.
-    pub fn render(&self) -> String {
+    /// The baseline as the text of the file `file`: its paths relative to that file's
+    /// directory.
+    pub fn render(&self, file: &Path) -> String {
+        let dir = directory_of(file);
         let file = File {
             version: VERSION,
             findings: self
                 .counts
                 .iter()
                 .map(|((path, rule, pointer, message), count)| Record {
-                    path: path.clone(),
+                    path: relative_to(path, &dir),
                     rule: rule.clone(),
                     pointer: pointer.clone(),
                     message: message.clone(),
@@ -175,6 +186,8 @@ impl Baseline {
                 })
                 .collect(),
         };
+        let mut file = file;
+        file.findings.sort();
         let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
         text.push('\n');
         text
@@ -236,23 +249,26 @@ impl Baseline {
         }
         let partly: BTreeSet<(String, String)> = partly
             .iter()
-            .map(|(path, rule)| (path_key(path), rule.clone()))
+            .map(|(path, rule)| (file_key(path), rule.clone()))
             .collect();
         let checked: BTreeSet<String> = documents
             .iter()
             .filter(|d| !d.unreadable())
-            .map(|d| path_key(&d.path))
+            .map(|d| file_key(&d.path))
             .filter(|path| !partly.iter().any(|(p, _)| p == path))
             .collect();
+        let named: BTreeSet<String> = documents.iter().map(|d| file_key(&d.path)).collect();
         let stale = left
             .into_iter()
             .filter(|((path, rule, _, _), n)| {
                 *n > 0
                     && is_on(rule)
-                    && (checked.contains(path) || partly.contains(&(path.clone(), rule.clone())))
+                    && (checked.contains(path)
+                        || partly.contains(&(path.clone(), rule.clone()))
+                        || (!named.contains(path) && is_gone(path)))
             })
             .map(|((path, rule, pointer, message), count)| Stale {
-                path,
+                path: shown(&path),
                 rule,
                 pointer,
                 message,
@@ -271,9 +287,9 @@ fn counts<'a>(entries: impl Iterator<Item = &'a Entry>) -> BTreeMap<Key, usize> 
     counts
 }
 
-/// The baseline of these findings as the file's text.
-pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>) -> String {
-    Baseline::of(entries).render()
+/// The baseline of these findings as the text of the file `file`.
+pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>, file: &Path) -> String {
+    Baseline::of(entries).render(file)
 }
 
 /// The paths (as baselines key them) of the documents that could not be read or parsed.
@@ -281,8 +297,103 @@ pub fn unreadable_paths(documents: &[Document]) -> BTreeSet<String> {
     documents
         .iter()
         .filter(|d| d.unreadable())
-        .map(|d| path_key(&d.path))
+        .map(|d| file_key(&d.path))
         .collect()
+}
+
+/// The working directory, as [`path_key`] names paths relative to it.
+fn cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_default()
+}
+
+/// The absolute directory of the file `file` (named under `$PWD` or not, as documents are).
+fn directory_of(file: &Path) -> PathBuf {
+    let file = match file.to_str() {
+        Some(name) => cwd().join(path_key(name)),
+        None => cwd().join(file),
+    };
+    file.parent().map(Path::to_path_buf).unwrap_or(file)
+}
+
+/// A document's path as a baseline keys it inside a run: absolute and lexically normal
+/// (`.`, `..` and repeated `/` resolved). A URL or `-` is itself.
+fn file_key(path: &str) -> String {
+    // `path_key` first: a path under `$PWD` reached through a symbolic link is made
+    // relative to the working directory, as findings name it.
+    let path = path_key(path);
+    if path == "-" || crate::load::is_url(&path) {
+        return path;
+    }
+    absolute(&cwd(), &path)
+}
+
+/// `path` resolved against the absolute directory `base`, lexically.
+fn absolute(base: &Path, path: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let joined = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{}/{path}", base.display())
+    };
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part.to_owned()),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// A path recorded in the baseline file in `dir`, keyed as [`file_key`] keys documents:
+/// relative to `dir`, or, for a file written relative to the working directory (before
+/// paths were relative to the baseline's directory), relative to that when only that
+/// names a file.
+fn recorded_key(path: &str, dir: &Path) -> String {
+    if path == "-" || crate::load::is_url(path) {
+        return path.to_owned();
+    }
+    let by_baseline = absolute(dir, path);
+    if path.starts_with('/') || Path::new(&by_baseline).exists() {
+        return by_baseline;
+    }
+    let by_cwd = absolute(&cwd(), path);
+    if Path::new(&by_cwd).exists() {
+        by_cwd
+    } else {
+        by_baseline
+    }
+}
+
+/// `key` (absolute) relative to the absolute directory `dir`, climbing with `..` where it
+/// must; absolute when the two share nothing but the root. A URL or `-` is itself.
+fn relative_to(key: &str, dir: &Path) -> String {
+    if !key.starts_with('/') {
+        return key.to_owned();
+    }
+    let dir = absolute(Path::new("/"), &dir.display().to_string());
+    let base: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = key.split('/').filter(|p| !p.is_empty()).collect();
+    let common = base.iter().zip(&parts).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return key.to_owned();
+    }
+    let mut out: Vec<&str> = vec![".."; base.len() - common];
+    out.extend(&parts[common..]);
+    out.join("/")
+}
+
+/// A key as findings name the file: relative to the working directory.
+fn shown(key: &str) -> String {
+    relative_to(key, &cwd())
+}
+
+/// Whether the file `key` names is gone (deleted or renamed): its entries are stale even
+/// when the run did not name it. A URL or standard input is never gone.
+fn is_gone(key: &str) -> bool {
+    key.starts_with('/') && !Path::new(key).exists()
 }
 
 #[cfg(test)]
@@ -313,30 +424,33 @@ mod tests {
 
     #[test]
     fn round_trip_hides_known_findings_and_names_the_gone_ones() {
-        let today = [
-            entry("a.json", "r", "/x"),
-            entry("a.json", "r", "/x"),
-            entry("a.json", "s", ""),
-            entry("b.json", "r", "/y"),
-            entry("c.json", rules::INPUT_UNREADABLE, ""),
-        ];
-        let text = render(today.iter());
-        // Sorted, counted, input findings left out, and the same text every time.
-        assert_eq!(text, render(today.iter().rev()));
-        assert!(!text.contains("input."), "{text}");
         let dir = tempfile::tempdir().expect("dir");
+        let at = |name: &str| dir.path().join(name).display().to_string();
+        // b.json is there, not checked in this run: its entries are not stale.
+        std::fs::write(at("b.json"), "{}").expect("write");
+        let (a, b, c) = (at("a.json"), at("b.json"), at("c.json"));
+        let today = [
+            entry(&a, "r", "/x"),
+            entry(&a, "r", "/x"),
+            entry(&a, "s", ""),
+            entry(&b, "r", "/y"),
+            entry(&c, rules::INPUT_UNREADABLE, ""),
+        ];
         let path = dir.path().join("baseline.json");
+        let text = render(today.iter(), &path);
+        // Sorted, counted, input findings left out, relative to the baseline's directory,
+        // and the same text every time.
+        assert_eq!(text, render(today.iter().rev(), &path));
+        assert!(!text.contains("input."), "{text}");
+        assert!(text.contains("\"path\": \"a.json\""), "{text}");
         std::fs::write(&path, &text).expect("write");
         let baseline = Baseline::read(&path).expect("read");
 
         // Tomorrow: one /x finding fixed, s fixed, a new one, c.json still unreadable,
         // b.json not checked in this run.
         let mut docs = vec![
-            doc(
-                "a.json",
-                vec![entry("a.json", "r", "/x"), entry("a.json", "t", "/new")],
-            ),
-            doc("c.json", vec![entry("c.json", rules::INPUT_UNREADABLE, "")]),
+            doc(&a, vec![entry(&a, "r", "/x"), entry(&a, "t", "/new")]),
+            doc(&c, vec![entry(&c, rules::INPUT_UNREADABLE, "")]),
         ];
         let (known, stale) = baseline.apply(&mut docs, |_| true);
         assert_eq!(known, 1);
@@ -350,6 +464,46 @@ mod tests {
             .map(|s| (s.rule.as_str(), s.pointer.as_str(), s.count))
             .collect();
         assert_eq!(gone, [("r", "/x", 1), ("s", "", 1)]);
+
+        // b.json deleted (or renamed): its entries are stale though it was not named.
+        std::fs::remove_file(&b).expect("remove");
+        let mut docs = vec![doc(&a, vec![entry(&a, "r", "/x"), entry(&a, "r", "/x")])];
+        let (_, stale) = baseline.apply(&mut docs, |_| true);
+        let gone: Vec<(&str, &str)> = stale
+            .iter()
+            .map(|s| (s.rule.as_str(), s.pointer.as_str()))
+            .collect();
+        assert_eq!(gone, [("s", ""), ("r", "/y")]);
+        // Shown relative to the working directory (as findings name files), wherever the
+        // checkout and the temporary directory are.
+        assert_eq!(absolute(&cwd(), &stale[1].path), b);
+    }
+
+    /// Paths in the file are relative to its directory, whichever directory reads it; a
+    /// file written relative to the working directory still matches where that names the
+    /// file and the baseline's directory does not.
+    #[test]
+    fn paths_are_relative_to_the_baselines_directory() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
+        let doc_path = dir.path().join("docs/a.json");
+        std::fs::write(&doc_path, "{}").expect("write");
+        let a = doc_path.display().to_string();
+        let file = dir.path().join("ci/base.json");
+        let text = render([entry(&a, "r", "/x")].iter(), &file);
+        assert!(text.contains("\"path\": \"../docs/a.json\""), "{text}");
+        assert_eq!(relative_to(&a, dir.path()), "docs/a.json");
+        assert_eq!(absolute(dir.path(), "./ci/../docs//a.json"), a);
+        std::fs::create_dir(dir.path().join("ci")).expect("mkdir");
+        std::fs::write(&file, &text).expect("write");
+        let baseline = Baseline::read(&file).expect("read");
+        let mut docs = vec![doc(&a, vec![entry(&a, "r", "/x")])];
+        assert_eq!(baseline.apply(&mut docs, |_| true), (1, vec![]));
+        // A key that names no file from the baseline's directory but one from the
+        // working directory (an earlier release's) is read from there.
+        let here = cwd().join("Cargo.toml").display().to_string();
+        assert_eq!(recorded_key("Cargo.toml", &dir.path().join("ci")), here);
+        assert_eq!(recorded_key("docs/a.json", dir.path()), a);
     }
 
     #[test]
@@ -442,11 +596,12 @@ mod tests {
         .expect("write");
         let baseline = Baseline::read(&path).expect("read");
         assert_eq!(baseline.version, 1);
+        let a = dir.path().join("a.json").display().to_string();
         let mut docs = vec![doc(
-            "a.json",
+            &a,
             vec![
-                said("a.json", "r", "/x", "anything"),
-                said("a.json", "r", "/x", "again"),
+                said(&a, "r", "/x", "anything"),
+                said(&a, "r", "/x", "again"),
             ],
         )];
         let (known, stale) = baseline.apply(&mut docs, |_| true);
@@ -474,12 +629,12 @@ mod tests {
         // Rewritten while c.json is broken: a.json's entry goes (it is fixed), c.json's stay.
         let docs = [doc("a.json", vec![]), broken()];
         let unreadable = unreadable_paths(&docs);
-        assert_eq!(unreadable, BTreeSet::from(["c.json".to_owned()]));
+        assert_eq!(unreadable, BTreeSet::from([file_key("c.json")]));
         let mut written = Baseline::of(docs.iter().flat_map(|d| d.entries.iter()));
         written
             .keep(&old, &unreadable, |_| true)
             .expect("version 2 entries");
-        let text = written.render();
+        let text = written.render(Path::new("base.json"));
         assert!(!text.contains("a.json"), "{text}");
         assert_eq!(text.matches("\"c.json\"").count(), 2, "{text}");
         assert!(!text.contains("input."), "{text}");

@@ -26,7 +26,9 @@ Examples:
   git show :public/.well-known/openwop | {bin} --stdin-filename public/.well-known/openwop -
   {bin} --kind agent-card --discovery discovery.json agent-card.json
 
-  # CI: the log, SARIF for code scanning and JUnit, from one run
+  # CI: the log, SARIF for code scanning and JUnit, from one run. --now pins today: the
+  # job never starts failing on a date alone (refresh-overdue cannot fire), but a refreshedAt
+  # later than the pinned date reads as in the future: bump --now when you refresh
   {bin} --now 2026-12-01 --format human --format sarif=validate.sarif \\
       --format junit=validate.xml public/.well-known/openwop
   # GitHub Actions: annotations on the lines, and a table in the job summary
@@ -67,7 +69,9 @@ pub struct ValidateArgs {
     #[arg(long = "format", value_name = "FMT[=FILE]", value_parser = |s: &str| s.parse::<Spec>())]
     pub formats: Vec<Spec>,
     /// Treat this date (YYYY-MM-DD) as today for the refresh-window rules; default: the
-    /// system clock, in UTC.
+    /// system clock, in UTC. `refreshedAt` may be one day after it (a date written east of
+    /// UTC). A pinned date never makes a document overdue, and a `refreshedAt` more than a
+    /// day after it fails: bump it when you refresh.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub now: Option<(i32, u32, u32)>,
     /// What the documents are. Named twice, the last counts (a pre-commit hook's entry
@@ -351,7 +355,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
                     .keep(&old, &unreadable, |rule| is_on(rule))
                     .map_err(|e| format!("{e}; the baseline {} was not written", file.display()))?;
             }
-            std::fs::write(file, written.render())
+            std::fs::write(file, written.render(file))
                 .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
             Some(written)
         }
@@ -379,10 +383,16 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             append_step_summary(&report);
         }
     }
-    // Said on standard error too, whatever the formats: a `--format json` run that fails
-    // with no finding printed says why.
-    for why in report.run_failures() {
-        say(&format!("failing: {why}"));
+    // Said on standard error unless the human log on standard output said it already (a CI
+    // log that shows both streams would read it twice): a `--format json` run that fails
+    // with no finding printed says why there, as JSON carries findings only.
+    let log_says_it = formats
+        .iter()
+        .any(|s| s.file.is_none() && s.kind == format::Kind::Human);
+    if !log_says_it {
+        for why in report.run_failures() {
+            say(&format!("failing: {why}"));
+        }
     }
     Ok(ExitCode::from(report.exit_code()))
 }

@@ -157,7 +157,11 @@ fn github(report: &Report) -> String {
 
 /// A workflow command's message: `%`, CR and LF escaped as the runner expects.
 fn data(text: &str) -> String {
-    text.replace('%', "%25")
+    // One line first, as the human format writes it: ESC, U+2028 and the other control
+    // characters escaped (a runner's log is a terminal's, and GitHub's annotation view
+    // breaks lines at U+2028), then the runner's own escapes.
+    one_line(text)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -312,7 +316,9 @@ mod tests {
 
     #[test]
     fn workflow_command_values_are_escaped() {
-        assert_eq!(data("50%\nnext"), "50%25%0Anext");
+        // One line as the human format writes it, then the runner's escapes.
+        assert_eq!(data("50%\nnext"), "50%25\\nnext");
+        assert_eq!(data("a\u{1b}[31m\u{2028}b\r"), "a\\u001b[31m\\u2028b\\r");
         assert_eq!(property("a:b,c"), "a%3Ab%2Cc");
         assert_eq!(cell("a|b\nc<d>"), "a\\|b\\nc&lt;d>");
     }

@@ -144,8 +144,17 @@ pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
         }
     };
     for arg in args {
-        let pattern =
-            arg.contains(['*', '?', '[']) && arg != "-" && !is_url(arg) && !Path::new(arg).exists();
+        let missing = arg != "-" && !is_url(arg) && !Path::new(arg).exists();
+        if missing && has_braces(arg) {
+            // A shell's `{a,c}`, quoted: the glob syntax here has no braces, and "cannot
+            // read the file" would not say why.
+            out.push(Err(LoadError::Nothing {
+                label: arg.clone(),
+                reason: "braces (`{a,c}`) are not expanded here: leave them unquoted for the shell to expand, or name each file".to_owned(),
+            }));
+            continue;
+        }
+        let pattern = arg.contains(['*', '?', '[']) && missing;
         if !pattern {
             push(&mut out, arg);
             continue;
@@ -174,6 +183,15 @@ pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
         }
     }
     out
+}
+
+/// Whether `arg` holds a shell brace expansion, `{a,c}` (a `{` with a `,` before the `}`
+/// that closes it).
+fn has_braces(arg: &str) -> bool {
+    arg.split('{').skip(1).any(|rest| {
+        rest.split_once('}')
+            .is_some_and(|(inside, _)| inside.contains(','))
+    })
 }
 
 /// The files `pattern` (the argument `arg`) matches, sorted by path, and each entry it
@@ -615,6 +633,18 @@ fn tls_failure(e: &ureq::Error) -> bool {
     }
 }
 
+/// A fetch's failure as a sentence: ureq's own, but for a timeout, which it words
+/// "timeout: global".
+fn fetch_failure(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(_) => format!(
+            "no complete answer within {} seconds, the time limit of a fetch",
+            FETCH_TIMEOUT.as_secs()
+        ),
+        e => e.to_string(),
+    }
+}
+
 /// The largest document fetched; a discovery document is a few kilobytes.
 const BODY_LIMIT: u64 = 10 * 1024 * 1024;
 
@@ -652,7 +682,7 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
             // Say whom it trusted: the fix is usually SSL_CERT_FILE.
             failed(format!("{e} (trusting {})", trust.said))
         } else {
-            failed(e.to_string())
+            failed(fetch_failure(&e))
         }
     })?;
     let status = response.status();
@@ -674,7 +704,13 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
         .with_config()
         .limit(BODY_LIMIT)
         .read_to_vec()
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| failed(fetch_failure(&e)))?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        // A 204, or a 200 with nothing in it: "EOF while parsing a value" would say less.
+        return Err(failed(format!(
+            "the reply (HTTP {status}) had no body, where a JSON document was expected"
+        )));
+    }
     parse(label, &body).map_err(|e| match (e, content_type) {
         // A login page or an error page served with 200: say what came instead of JSON.
         (
@@ -698,6 +734,15 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_names_the_time_limit() {
+        let said = fetch_failure(&ureq::Error::Timeout(ureq::Timeout::Global));
+        assert_eq!(
+            said,
+            "no complete answer within 30 seconds, the time limit of a fetch"
+        );
+    }
 
     #[test]
     fn bare_origin_gets_the_well_known_path() {

@@ -129,7 +129,11 @@ impl Report {
     }
 
     /// Why the run fails beyond its failing findings: too many warnings, stale baseline
-    /// entries under `--strict-baseline`. Every format says these, not only the log.
+    /// entries under `--strict-baseline`. The human, GitHub, markdown, SARIF and JUnit
+    /// formats say these; JSON is the array of findings alone (as ESLint's is, so its
+    /// shape stays stable), and a run that fails with none carries why in its exit status
+    /// and on standard error, which the command writes whenever the human log is not on
+    /// standard output.
     pub fn run_failures(&self) -> Vec<String> {
         let mut why = Vec::new();
         let warnings = self.counts().warnings;
@@ -368,9 +372,9 @@ fn place(
             column: at.column,
             severity,
             docs: docs.rule(&f.rule),
+            message: entry_message(&f.rule, &f.pointer, f.message),
             rule: f.rule,
             pointer: f.pointer,
-            message: cap_message(f.message),
         }
     };
     let mut placed: Vec<(bool, Entry)> = findings
@@ -384,6 +388,26 @@ fn place(
             .then_with(|| (a.rule == "schema").cmp(&(b.rule == "schema")))
     });
     placed.into_iter().unzip()
+}
+
+/// The message an entry carries for a finding: its sentence (a schema one reworded where
+/// the validator's says nothing a reader can act on), cut at [`MAX_MESSAGE_CHARS`].
+pub fn entry_message(rule: &str, pointer: &str, message: String) -> String {
+    cap_message(schema_sentence(rule, pointer, message))
+}
+
+/// A schema sentence reworded where the validator's says nothing a reader can act on:
+/// `not: {}` (a member the schema forbids, such as `grpc`) reads "`{} is not allowed for
+/// the object`", which becomes "member `grpc` is not allowed here". Others are as written.
+fn schema_sentence(rule: &str, pointer: &str, message: String) -> String {
+    let forbidden = rule == "schema" && message.starts_with("{} is not allowed for ");
+    match pointer.rsplit_once('/') {
+        Some((_, name)) if forbidden => {
+            let name = name.replace("~1", "/").replace("~0", "~");
+            format!("member `{name}` is not allowed here")
+        }
+        _ => message,
+    }
 }
 
 /// The member a schema sentence says is missing (`"name" is a required property`), as the

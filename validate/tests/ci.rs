@@ -295,8 +295,16 @@ fn the_baseline_round_trip() {
         "never",
         "a.json",
     ];
-    assert_eq!(code(&run(&strict)), 1);
-    // Every format says why: nothing is found, the run still fails.
+    // The human log says why once, on standard output: a CI log showing both streams
+    // does not read it twice.
+    let out = run(&strict);
+    assert_eq!(code(&out), 1);
+    let why = "failing: 1 baseline entry no longer found";
+    assert_eq!(stdout(&out).matches(why).count(), 1, "{}", stdout(&out));
+    assert!(!stderr(&out).contains(why), "{}", stderr(&out));
+    // Every report format but JSON says why: nothing is found, the run still fails. JSON
+    // is the findings alone (an empty array here); the exit status and standard error say
+    // why the run fails.
     let mut with_reports = strict.to_vec();
     with_reports.extend([
         "--format",
@@ -1133,5 +1141,137 @@ fn a_discovery_document_that_fails_its_schema_is_said_to() {
         !stderr(&good).contains("fails its schema"),
         "{}",
         stderr(&good)
+    );
+}
+
+/// Baseline paths are relative to the baseline file's directory: a baseline written at
+/// the top of a repository matches from a subdirectory (a config file's `baseline:` found
+/// from there), and one written by an earlier release from another directory still
+/// matches where its paths name the same files from the working directory.
+#[test]
+fn a_baseline_matches_from_a_subdirectory() {
+    let dir = tempfile::tempdir().expect("dir");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).expect("mkdir");
+    std::fs::copy(overdue(), docs.join("a.json")).expect("copy");
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "baseline: base.json\n",
+    )
+    .expect("config");
+    let adopted = validate_in(
+        dir.path(),
+        &[
+            "--now",
+            NOW,
+            "--write-baseline",
+            "base.json",
+            "./docs/a.json",
+        ],
+    );
+    assert_eq!(code(&adopted), 0, "{}", stdout(&adopted));
+    let written = std::fs::read_to_string(dir.path().join("base.json")).expect("written");
+    assert!(written.contains("\"path\": \"docs/a.json\""), "{written}");
+    // From docs/, the configured baseline (found above) knows docs/a.json as a.json.
+    let out = validate_in(&docs, &["--now", NOW, "--strict-baseline", "a.json"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("1 known in the baseline"),
+        "{}",
+        stdout(&out)
+    );
+    // An earlier release's baseline, written from docs/ into its parent: `a.json`
+    // names no file beside the baseline, but names docs/a.json from docs/.
+    std::fs::write(
+        dir.path().join("base.json"),
+        written.replace("docs/a.json", "a.json"),
+    )
+    .expect("write");
+    let out = validate_in(&docs, &["--now", NOW, "--strict-baseline", "a.json"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("1 known in the baseline"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// An entry of a file that no longer exists (deleted or renamed) is stale even though the
+/// run does not name the file, and `--strict-baseline` fails on it; an entry of a file
+/// that exists and was not named is left alone (a hook checks the changed files only).
+#[test]
+fn a_deleted_documents_baseline_entries_are_stale() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::copy(overdue(), dir.path().join("b.json")).expect("copy");
+    std::fs::copy(valid(), dir.path().join("ok.json")).expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let adopted = run(&[
+        "--now",
+        NOW,
+        "--write-baseline",
+        "base.json",
+        "a.json",
+        "b.json",
+    ]);
+    assert_eq!(code(&adopted), 0, "{}", stdout(&adopted));
+    let strict = [
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "ok.json",
+    ];
+    let out = run(&strict);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    std::fs::rename(dir.path().join("b.json"), dir.path().join("c.json")).expect("rename");
+    let out = run(&strict);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("b.json: baseline entry discovery.refresh-overdue"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("a.json"), "{}", stdout(&out));
+}
+
+/// The composite action uploads SARIF under a category of its kind (or the `category`
+/// input): code scanning replaces a category's alerts with each upload, so a job checking
+/// discovery documents and one checking cards under one fixed category overwrote each
+/// other's. (`tests/validate/action.sh` runs the steps.)
+#[test]
+fn the_action_uploads_each_kind_under_its_own_category() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.github/actions/openwop-validate/action.yml");
+    let text = std::fs::read_to_string(&path).expect("action.yml");
+    let action: Value = yaml_serde::from_str(&text).expect("YAML");
+    assert!(
+        action["inputs"]["category"].is_object(),
+        "a `category` input"
+    );
+    assert_eq!(action["inputs"]["category"]["default"], "");
+    let steps = action["runs"]["steps"].as_array().expect("steps");
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("github/codeql-action/upload-sarif@"))
+        })
+        .expect("the upload step");
+    assert_eq!(
+        upload["with"]["category"],
+        "${{ steps.validate.outputs.category }}"
+    );
+    let validate = steps
+        .iter()
+        .find(|s| s["id"] == "validate")
+        .expect("the validate step");
+    assert_eq!(validate["env"]["CATEGORY"], "${{ inputs.category }}");
+    let run = validate["run"].as_str().expect("run");
+    assert!(
+        run.contains(r#"echo "category=${CATEGORY:-openwop-validate-$KIND}" >> "$GITHUB_OUTPUT""#),
+        "{run}"
     );
 }

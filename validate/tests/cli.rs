@@ -309,7 +309,10 @@ fn output_is_the_same_on_every_run() {
 fn the_refresh_rules_follow_now() {
     let doc = arg(&vector("discovery/valid/a2a-and-mcp.json"));
     assert_eq!(code(&openwop(&["--now", "2026-11-20", &doc])), 0);
-    let early = openwop(&["--now", "2026-11-19", &doc]);
+    // One day of slack: a `refreshedAt` of tomorrow (UTC) is a team east of UTC writing
+    // its own today; two days ahead is in the future.
+    assert_eq!(code(&openwop(&["--now", "2026-11-19", &doc])), 0);
+    let early = openwop(&["--now", "2026-11-18", &doc]);
     assert_eq!(code(&early), 1);
     assert!(
         stdout(&early).contains("discovery.refreshed-in-future"),
@@ -628,6 +631,35 @@ fn document_text_cannot_break_a_finding_line_a_table_row_or_the_junit_report() {
     assert!(
         !text.contains('\u{1b}') && !text.contains('\u{1}'),
         "{text}"
+    );
+
+    // GitHub's workflow commands: the same one-line escapes, ESC and U+2028 among them
+    // (a runner's log is a terminal's; GitHub breaks annotation lines at U+2028).
+    let with_separator = dir.path().join("separator.json");
+    std::fs::write(&with_separator, HOSTILE.replace("a\\u0001b", "a\\u2028b")).expect("write");
+    for path in [doc.clone(), arg(&with_separator)] {
+        let out = openwop(&["--now", NOW, "--format", "github", &path]);
+        let text = stdout(&out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{1}') && !text.contains('\u{2028}'),
+            "{text}"
+        );
+        assert!(text.contains("c\\u001b[31md"), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("::error ")).count(),
+            3,
+            "{text}"
+        );
+    }
+    assert!(
+        stdout(&openwop(&[
+            "--now",
+            NOW,
+            "--format",
+            "github",
+            &arg(&with_separator)
+        ]))
+        .contains("a\\u2028b"),
     );
 
     let out = openwop(&["--now", NOW, "--format", "markdown", &doc]);
@@ -1457,5 +1489,127 @@ fn card_security_in_0_3_shape_or_missing_for_the_extended_card_is_named() {
         )),
         "{}",
         stdout(&out)
+    );
+}
+
+/// With its rule off, the schema's finding for a forbidden member names the member, not
+/// the validator's "`{} is not allowed for the object`" (`not: {}`).
+#[test]
+fn a_forbidden_members_schema_finding_names_it() {
+    for (name, rule, member) in [
+        ("discovery.no-grpc", "discovery.no-grpc=off", "grpc"),
+        (
+            "discovery.no-supported-transports",
+            "discovery.no-supported-transports=off",
+            "supportedTransports",
+        ),
+    ] {
+        let doc = arg(&vector(&format!("discovery/invalid/{name}.json")));
+        let out = openwop(&["--now", NOW, "--rule", rule, &doc]);
+        assert_eq!(code(&out), 1);
+        assert!(
+            stdout(&out).contains(&format!(
+                ": error: schema: member `{member}` is not allowed here\n"
+            )),
+            "{}",
+            stdout(&out)
+        );
+        assert!(!stdout(&out).contains("{}"), "{}", stdout(&out));
+    }
+}
+
+/// A reply with no body (a 204, or an empty 200) says so, not "EOF while parsing a value".
+#[test]
+fn a_reply_without_a_body_says_so() {
+    let (origin, _requests) = serve(vec![("204 No Content", Vec::new())]);
+    let out = openwop(&[&origin]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stdout(&out).contains(
+            "input.unreadable: cannot fetch it: the reply (HTTP 204 No Content) had no body"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("EOF"), "{}", stdout(&out));
+}
+
+/// A quoted brace expansion is not a pattern here: the sentence says so, not "cannot read
+/// the file".
+#[test]
+fn a_quoted_brace_expansion_is_named_as_such() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir.path())
+        .args(["docs/{a,c}.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(
+            "docs/{a,c}.json:1:1: error: input.unreadable: braces (`{a,c}`) are not expanded here"
+        ),
+        "{text}"
+    );
+}
+
+/// `--help` says what pinning `--now` trades: never overdue, but a refresh after the
+/// pinned date reads as in the future until the date is bumped.
+#[test]
+fn help_explains_pinning_now() {
+    let out = openwop(&["--help"]);
+    let text = stdout(&out);
+    assert!(text.contains("bump --now when you refresh"), "{text}");
+}
+
+/// The card sentences the vectors name by rule only: each says what to write.
+#[test]
+fn card_sentences_say_what_to_write() {
+    let discovery = arg(&vector("agent-card/discovery.json"));
+    let check = |name: &str| {
+        let card = arg(&vector(&format!("agent-card/invalid/{name}.json")));
+        let out = openwop(&["--kind", "agent-card", "--discovery", &discovery, &card]);
+        assert_eq!(code(&out), 1, "{name}: {}", stderr(&out));
+        stdout(&out)
+    };
+    // A mixed requirement keeps the scheme its `schemes` already names.
+    let text = check("agent-card.well-formed--requirement-mixed-shape");
+    assert!(
+        text.contains(r#"{"schemes": {"oauth": {"list": ["runs:write"]}, "machines": {"list": ["runs:read"]}}}"#),
+        "{text}"
+    );
+    // A patch number: one sentence per interface, and no comparison with the facet piles on.
+    let text = check("agent-card.well-formed--protocol-version-patch");
+    assert_eq!(
+        text.matches(r#"`protocolVersion` is Major.Minor: write "1.0""#)
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("2 findings"), "{text}");
+    let text = check("agent-card.well-formed--protocol-binding");
+    for said in [
+        r#"write `protocolBinding` as "JSONRPC""#,
+        r#"write `protocolBinding` as "HTTP+JSON""#,
+        "(`websocket` is none)",
+        "make this a gRPC target",
+        "make this an absolute URL, with its scheme",
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    let text = check("agent-card.well-formed--skill-undeclared-scheme");
+    assert!(
+        text.contains("declare `apiKey` in `securitySchemes`"),
+        "{text}"
+    );
+    let text = check("agent-card.well-formed--api-key-location");
+    assert!(text.contains(r#"write `location` as "header""#), "{text}");
+    assert!(text.contains("(`body` is none)"), "{text}");
+    let text = check("agent-card.well-formed--oauth-urls");
+    assert_eq!(
+        text.matches("a client sends credentials to it").count(),
+        5,
+        "{text}"
     );
 }

@@ -332,31 +332,94 @@ fn check_well_formed(
 ) {
     let mut urls: Vec<(String, &str)> = Vec::new();
     for &(i, iface) in ifaces {
-        let http_binding = matches!(
-            iface.get("protocolBinding").and_then(Value::as_str), Some("JSONRPC" |
-            "HTTP+JSON")
-        );
+        let binding = iface
+            .get("protocolBinding")
+            .and_then(Value::as_str)
+            .filter(|b| !b.trim().is_empty());
+        let canonical = binding.and_then(canonical_binding);
+        if let Some(binding) = binding && canonical.is_none_or(|c| c != binding)
+            && !is_absolute_uri(binding)
+        {
+            let sentence = match canonical {
+                Some(c) => {
+                    format!(
+                        "write `protocolBinding` as \"{c}\", A2A 1.0's exact spelling: a client compares it as it is"
+                    )
+                }
+                None => {
+                    format!(
+                        "make `protocolBinding` \"JSONRPC\", \"HTTP+JSON\" or \"GRPC\", or a URI naming a custom binding (`{}` is none)",
+                        binding.chars().take(40).collect::< String > ()
+                    )
+                }
+            };
+            push(
+                out,
+                format!("/supportedInterfaces/{i}/protocolBinding"),
+                WELL_FORMED,
+                sentence,
+            );
+        }
         if let Some(url) = iface
             .get("url")
             .and_then(Value::as_str)
-            .filter(|u| http_binding && !u.trim().is_empty())
+            .filter(|u| !u.trim().is_empty())
         {
-            urls.push((format!("/supportedInterfaces/{i}/url"), url));
+            let pointer = format!("/supportedInterfaces/{i}/url");
+            match canonical {
+                Some("JSONRPC" | "HTTP+JSON") => urls.push((pointer, url)),
+                Some(_) if is_absolute_uri(url) || is_host_port(url) => {}
+                Some(_) => {
+                    push(
+                        out,
+                        pointer,
+                        WELL_FORMED,
+                        "make this a gRPC target, `host:port` (such as `agent.example.com:443`), or an absolute URL: a client opens it as it is"
+                            .into(),
+                    )
+                }
+                None if is_absolute_uri(url) => {}
+                None => {
+                    push(
+                        out,
+                        pointer,
+                        WELL_FORMED,
+                        "make this an absolute URL, with its scheme (such as `wss://agent.example.com/a2a`): a client opens it as it is"
+                            .into(),
+                    )
+                }
+            }
         }
         if let Some(version) = iface
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .filter(|v| !v.trim().is_empty()) && !is_version(version)
+            .filter(|v| !v.trim().is_empty())
         {
-            push(
-                out,
-                format!("/supportedInterfaces/{i}/protocolVersion"),
-                WELL_FORMED,
-                format!(
-                    "make `protocolVersion` an A2A version, Major.Minor such as \"1.0\" (`{}` is none)",
-                    version.chars().take(40).collect::< String > ()
-                ),
-            );
+            let sentence = if !is_version(version) {
+                Some(
+                    format!(
+                        "make `protocolVersion` an A2A version, Major.Minor such as \"1.0\" (`{}` is none)",
+                        version.chars().take(40).collect::< String > ()
+                    ),
+                )
+            } else if major_minor(version) != version {
+                Some(
+                    format!(
+                        "`protocolVersion` is Major.Minor: write \"{}\" (A2A versions carry no patch number)",
+                        major_minor(version)
+                    ),
+                )
+            } else {
+                None
+            };
+            if let Some(sentence) = sentence {
+                push(
+                    out,
+                    format!("/supportedInterfaces/{i}/protocolVersion"),
+                    WELL_FORMED,
+                    sentence,
+                );
+            }
         }
     }
     for key in ["documentationUrl", "iconUrl"] {
@@ -403,32 +466,47 @@ fn check_well_formed(
         }
     }
     let declared = card.get("securitySchemes").and_then(Value::as_object);
-    let requirements = card
-        .get("securityRequirements")
+    let mut lists = vec![(String::new(), card.get("securityRequirements"))];
+    for (i, skill) in card
+        .get("skills")
         .and_then(Value::as_array)
         .into_iter()
-        .flatten();
+        .flatten()
+        .enumerate()
+    {
+        lists.push((format!("/skills/{i}"), skill.get("securityRequirements")));
+    }
     let mut undeclared = false;
-    for (i, requirement) in requirements.enumerate() {
-        let names = requirement
-            .get("schemes")
-            .and_then(Value::as_object)
+    for (base, list) in lists {
+        for (i, requirement) in list
+            .and_then(Value::as_array)
             .into_iter()
-            .flatten();
-        for (name, _) in names {
-            if !declared.is_some_and(|d| d.contains_key(name)) {
-                undeclared = true;
-                push(
-                    out,
-                    format!("/securityRequirements/{i}/schemes/{}", token(name)),
-                    WELL_FORMED,
-                    format!(
-                        "declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"
-                    ),
-                );
+            .flatten()
+            .enumerate()
+        {
+            let names = requirement
+                .get("schemes")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten();
+            for (name, _) in names {
+                if !declared.is_some_and(|d| d.contains_key(name)) {
+                    undeclared = true;
+                    push(
+                        out,
+                        format!(
+                            "{base}/securityRequirements/{i}/schemes/{}", token(name)
+                        ),
+                        WELL_FORMED,
+                        format!(
+                            "declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"
+                        ),
+                    );
+                }
             }
         }
     }
+    check_schemes(declared, out);
     check_requirement_shape(card, out);
     let extended = card.get("capabilities").and_then(|c| c.get("extendedAgentCard"))
         == Some(&Value::Bool(true));
@@ -445,6 +523,87 @@ fn check_well_formed(
             "declare in `securitySchemes` the scheme a client authenticates with to get the extended card (A2A 1.0 §13.3: GetExtendedAgentCard MUST require authentication with a scheme the public card declares), or set `capabilities.extendedAgentCard` to false"
                 .into(),
         );
+    }
+}
+/// The URL members of a security scheme and of its OAuth flows, by where they are.
+const SCHEME_URLS: &[&str] = &["openIdConnectUrl", "oauth2MetadataUrl"];
+const FLOW_URLS: &[&str] = &[
+    "authorizationUrl",
+    "tokenUrl",
+    "refreshUrl",
+    "deviceAuthorizationUrl",
+];
+/// The declared schemes a client can use: an API key sent where A2A 1.0 says one goes
+/// (`query`, `header` or `cookie`), and OAuth and OpenID Connect endpoints a client opens.
+/// A missing member, or one that is no string, is `agent-card.required-field`'s or the
+/// schema's finding.
+fn check_schemes(declared: Option<&Map<String, Value>>, out: &mut Vec<Finding>) {
+    for (name, scheme) in declared.into_iter().flatten() {
+        let base = format!("/securitySchemes/{}", token(name));
+        if let Some(location) = scheme
+            .get("apiKeySecurityScheme")
+            .and_then(|k| k.get("location"))
+            .and_then(Value::as_str) && !location.trim().is_empty()
+            && !matches!(location, "query" | "header" | "cookie")
+        {
+            let lower = location.trim().to_ascii_lowercase();
+            let sentence = if matches!(lower.as_str(), "query" | "header" | "cookie") {
+                format!(
+                    "write `location` as \"{lower}\": A2A 1.0 spells the API key's place in lower case"
+                )
+            } else {
+                format!(
+                    "make `location` \"query\", \"header\" or \"cookie\": where a client sends the API key (`{}` is none)",
+                    location.chars().take(40).collect::< String > ()
+                )
+            };
+            push(
+                out,
+                format!("{base}/apiKeySecurityScheme/location"),
+                WELL_FORMED,
+                sentence,
+            );
+        }
+        let Some(scheme) = scheme.as_object() else { continue };
+        for (kind, inner) in scheme {
+            let Some(inner) = inner.as_object() else { continue };
+            let mut urls: Vec<(String, &Value)> = SCHEME_URLS
+                .iter()
+                .filter_map(|key| {
+                    inner.get(*key).map(|v| (format!("{base}/{}/{key}", token(kind)), v))
+                })
+                .collect();
+            for (flow, fields) in inner
+                .get("flows")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                for key in FLOW_URLS {
+                    if let Some(v) = fields.get(*key) {
+                        urls.push((
+                            format!(
+                                "{base}/{}/flows/{}/{key}", token(kind), token(flow)
+                            ),
+                            v,
+                        ));
+                    }
+                }
+            }
+            for (pointer, url) in urls {
+                if let Some(url) = url.as_str().filter(|u| !u.trim().is_empty())
+                    && !is_web_url(url)
+                {
+                    push(
+                        out,
+                        pointer,
+                        WELL_FORMED,
+                        "make this an absolute http or https URL (https in production): a client sends credentials to it as it is"
+                            .into(),
+                    );
+                }
+            }
+        }
     }
 }
 /// A security requirement in A2A 0.3's shape, `{"oauth": ["read"]}`, on a 1.0 card: 1.0
@@ -479,25 +638,44 @@ fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
             .enumerate()
         {
             let Some(requirement) = requirement.as_object() else { continue };
-            let old: Vec<String> = requirement
+            let old: Vec<(&String, &Vec<Value>)> = requirement
                 .iter()
-                .filter(|(name, scopes)| *name != "schemes" && scopes.is_array())
-                .map(|(name, scopes)| {
-                    let scopes: Vec<String> = scopes
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(Value::to_string)
-                        .collect();
-                    format!(
-                        "{}: {{\"list\": [{}]}}", Value::String(name.clone()), scopes
-                        .join(", ")
-                    )
+                .filter(|(name, _)| *name != "schemes")
+                .filter_map(|(name, scopes)| {
+                    scopes.as_array().map(|scopes| (name, scopes))
                 })
                 .collect();
             if old.is_empty() {
                 continue;
             }
+            let kept = requirement.get("schemes").and_then(Value::as_object);
+            let mut merged: Vec<String> = Vec::new();
+            for (name, value) in kept.into_iter().flatten() {
+                let extra: Vec<&Value> = old
+                    .iter()
+                    .filter(|(n, _)| *n == name)
+                    .flat_map(|(_, scopes)| scopes.iter())
+                    .collect();
+                merged
+                    .push(
+                        format!(
+                            "{}: {}", Value::String(name.clone()), scheme_scopes(value, &
+                            extra)
+                        ),
+                    );
+            }
+            for (name, scopes) in &old {
+                if !kept.is_some_and(|k| k.contains_key(name.as_str())) {
+                    merged
+                        .push(
+                            format!(
+                                "{}: {}", Value::String((* name).clone()), scope_list(scopes
+                                .iter())
+                            ),
+                        );
+                }
+            }
+            let old = merged;
             push(
                 out,
                 format!("{base}/{i}"),
@@ -510,12 +688,50 @@ fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
         }
     }
 }
-/// `Major.Minor`, or with a patch number (A2A says cards SHOULD NOT carry one; readers
-/// accept it).
+/// A 1.0 scopes object, `{"list": [...]}`, as the requirement-shape sentence writes it.
+fn scope_list<'a>(scopes: impl Iterator<Item = &'a Value>) -> String {
+    format!(
+        "{{\"list\": [{}]}}", scopes.map(Value::to_string).collect::< Vec < _ >> ()
+        .join(", ")
+    )
+}
+/// A scheme's value in a 1.0 requirement with `extra` scopes added to its list; a value of
+/// another shape is written as it is.
+fn scheme_scopes(value: &Value, extra: &[&Value]) -> String {
+    match value.as_object() {
+        Some(
+            o,
+        ) if o.keys().all(|k| k == "list")
+            && o.get("list").is_none_or(Value::is_array) => {
+            let mut scopes: Vec<&Value> = o
+                .get("list")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            for scope in extra {
+                if !scopes.contains(scope) {
+                    scopes.push(scope);
+                }
+            }
+            scope_list(scopes.into_iter())
+        }
+        _ => value.to_string(),
+    }
+}
+/// `Major.Minor`, or with a patch number (which A2A says is not sent and is ignored:
+/// `agent-card.well-formed` asks for it to go, and the other rules read [`major_minor`]).
 fn is_version(v: &str) -> bool {
     let parts: Vec<&str> = v.split('.').collect();
     (2..=3).contains(&parts.len())
         && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+/// A version's `Major.Minor` (`1.0` of `1.0.1`): A2A 1.0 ignores a patch number.
+fn major_minor(v: &str) -> &str {
+    match v.match_indices('.').nth(1) {
+        Some((second, _)) => &v[..second],
+        None => v,
+    }
 }
 /// An absolute `http`/`https` URL with a host.
 fn is_web_url(url: &str) -> bool {
@@ -530,6 +746,45 @@ fn is_web_url(url: &str) -> bool {
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = host.rsplit('@').next().unwrap_or("");
     !host.is_empty() && !host.starts_with(':') && !url.chars().any(char::is_whitespace)
+}
+/// The binding A2A 1.0 names that `binding` spells, ignoring case and punctuation
+/// (`JSON-RPC`, `http+json`, `grpc`), if any.
+fn canonical_binding(binding: &str) -> Option<&'static str> {
+    let letters: String = binding
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    match letters.as_str() {
+        "JSONRPC" => Some("JSONRPC"),
+        "HTTPJSON" => Some("HTTP+JSON"),
+        "GRPC" => Some("GRPC"),
+        _ => None,
+    }
+}
+/// An absolute URI (RFC 3986 §4.3): a scheme, a colon and more, with no whitespace.
+fn is_absolute_uri(uri: &str) -> bool {
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return false;
+    };
+    scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        && !rest.is_empty() && !uri.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+/// A gRPC target, `host:port` (`[::1]:443` for an IPv6 address).
+fn is_host_port(target: &str) -> bool {
+    let Some((host, port)) = target.rsplit_once(':') else {
+        return false;
+    };
+    !host.is_empty()
+        && !host
+            .chars()
+            .any(|c| {
+                c.is_whitespace() || c.is_control() || matches!(c, '/' | '?' | '#' | '@')
+            }) && !port.is_empty() && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
 }
 /// The one member of a proto `oneof` object that `record` must hold, with the fields its
 /// kind requires and its object; a finding when it holds none of `kinds` (a 0.3 scheme
@@ -647,8 +902,10 @@ fn check_against_discovery(
             .iter()
             .any(|(_, iface)| {
                 iface.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
-                    && iface.get("protocolVersion").and_then(Value::as_str)
-                        == Some("1.0")
+                    && iface
+                        .get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(major_minor) == Some("1.0")
             });
         if !has_jsonrpc {
             push(
@@ -709,6 +966,7 @@ fn check_versions(
         .iter()
         .filter_map(|(_, iface)| iface.get("protocolVersion").and_then(Value::as_str))
         .filter(|v| is_version(v))
+        .map(major_minor)
         .collect();
     let quote = |vs: &[&str]| {
         vs.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ")
@@ -748,7 +1006,10 @@ fn check_versions(
         a2a.get("preferredVersion").and_then(Value::as_str),
         ifaces.first(),
     ) {
-        let first_version = first.get("protocolVersion").and_then(Value::as_str);
+        let first_version = first
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .map(major_minor);
         if first_version.is_some_and(|v| v != preferred) {
             push(
                 out,

@@ -158,8 +158,8 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "agent-card.well-formed",
         severity: Severity::Error,
-        summary: "A client can use what the card says: its URLs are absolute http or https URLs (a JSON-RPC or HTTP+JSON interface's, the provider's, documentation and icon), its interfaces' `protocolVersion` is an A2A version, its skills' ids are distinct, its security requirements are in A2A 1.0's shape and name schemes it declares, and a card offering the extended card declares a scheme to authenticate with.",
-        help: "Write each `url` (JSON-RPC and HTTP+JSON interfaces, `provider`, `documentationUrl`, `iconUrl`) as an absolute http or https URL (https in production), each `protocolVersion` as Major.Minor (\"1.0\"), give every skill its own `id`, write each security requirement as `{\"schemes\": {\"<name>\": {\"list\": [scopes]}}}` (not 0.3's `{\"<name>\": [scopes]}`), declare in `securitySchemes` every scheme a requirement names, and declare at least one scheme when `capabilities.extendedAgentCard` is true (A2A 1.0 §13.3: GetExtendedAgentCard requires authentication).",
+        summary: "A client can use what the card says: each interface names a binding A2A 1.0 knows (`JSONRPC`, `HTTP+JSON`, `GRPC`, or a URI for a custom binding) and an address it can open (an absolute http or https URL for JSON-RPC and HTTP+JSON, `host:port` or an absolute URL for gRPC, an absolute URI otherwise); the provider's, documentation, icon and OAuth/OpenID Connect URLs are absolute http or https URLs; an API key's `location` is `query`, `header` or `cookie`; its interfaces' `protocolVersion` is an A2A version, Major.Minor; its skills' ids are distinct; its security requirements (the card's and each skill's) are in A2A 1.0's shape and name schemes it declares; and a card offering the extended card declares a scheme to authenticate with.",
+        help: "Spell `protocolBinding` exactly `JSONRPC`, `HTTP+JSON` or `GRPC` (or a URI naming a custom binding); write each interface `url` as an absolute http or https URL for JSON-RPC and HTTP+JSON (https in production), `host:port` or an absolute URL for gRPC, an absolute URI for a custom binding; write `provider.url`, `documentationUrl`, `iconUrl`, `openIdConnectUrl`, `oauth2MetadataUrl` and the flows' `authorizationUrl`, `tokenUrl`, `refreshUrl` and `deviceAuthorizationUrl` as absolute http or https URLs (https in production); set an API key's `location` to `query`, `header` or `cookie`; write each `protocolVersion` as Major.Minor (\"1.0\", no patch number), give every skill its own `id`, write each security requirement as `{\"schemes\": {\"<name>\": {\"list\": [scopes]}}}` (not 0.3's `{\"<name>\": [scopes]}`), declare in `securitySchemes` every scheme a requirement names (the card's or a skill's), and declare at least one scheme when `capabilities.extendedAgentCard` is true (A2A 1.0 §13.3: GetExtendedAgentCard requires authentication).",
         section: "a2a-1.0 §4 (AgentCard)",
         example: "tests/vectors/agent-card/invalid/agent-card.well-formed--interface-url.json",
     },
@@ -238,7 +238,7 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.mrtr-max-rounds",
         severity: Severity::Error,
-        summary: "`mcp.mrtr.maxRounds` is a whole number from 1 to 16.",
+        summary: "`mcp.mrtr.maxRounds` is a whole number from 1 to 16 (`8.0` is one, as JSON Schema's `integer` reads it).",
         help: "Set `mcp.mrtr.maxRounds` to the ceiling on input rounds for one logical call, from 1 to 16.",
         section: "interop.md \"The MCP round ceiling\"",
         example: "tests/vectors/discovery/invalid/discovery.mrtr-max-rounds--zero.json",
@@ -326,7 +326,7 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.refresh-window-range",
         severity: Severity::Error,
-        summary: "`refreshWindowDays` is a whole number from 1 to 90.",
+        summary: "`refreshWindowDays` is a whole number from 1 to 90 (`90.0` is one, as JSON Schema's `integer` reads it).",
         help: "Set `refreshWindowDays` to at most 90 days (or leave it out for 90): the refresh window must not exceed 90 days.",
         section: "interop.md \"Negotiation is a protocol\" (The refresh SLA)",
         example: "tests/vectors/discovery/invalid/discovery.refresh-window-range--too-long.json",
@@ -334,8 +334,8 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.refreshed-in-future",
         severity: Severity::Error,
-        summary: "`refreshedAt` is not after today.",
-        help: "Set `refreshedAt` to the day the versions were last checked against upstream; a future date would stretch the refresh window.",
+        summary: "`refreshedAt` is not after today (UTC), with one day of slack: tomorrow's date passes, a later one fails.",
+        help: "Set `refreshedAt` to the day the versions were last checked against upstream; a future date would stretch the refresh window. One day past today (UTC) is allowed, so a date written in a timezone east of UTC passes; with `--now` pinned, bump the pinned date when you refresh.",
         section: "interop.md \"Negotiation is a protocol\" (The refresh SLA)",
         example: "tests/vectors/discovery/invalid/discovery.refreshed-in-future--a2a.json",
     },
