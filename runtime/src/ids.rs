@@ -116,15 +116,23 @@ fn unproject(segment: &str) -> Result<String, IdError> {
     String::from_utf8(out).map_err(|_| IdError::BadEscape(segment.to_owned()))
 }
 
-/// Mints an opaque segment: 128 bits, base64url without padding (22 characters of the
-/// unreserved alphabet, never `~`): the minting time in milliseconds (48 bits, big-endian)
-/// then 80 random bits. Ids minted close in time share their leading characters, so the
-/// rows a commit inserts (a run, its events, its A2A task) land on the same few index
-/// pages instead of one random page per index: fewer WAL frames per commit and fewer
-/// pages for each checkpoint to write back. 80 random bits keep an id unguessable; the
-/// time it carries is the creation time the run's snapshot shows anyway.
+/// Mints an opaque segment for a tenant-bound id (a run, an interrupt, a webhook): 192
+/// bits, base64url without padding (32 characters of the unreserved alphabet, never `~`):
+/// the minting time in milliseconds (48 bits, big-endian) then 144 random bits. Ids minted
+/// close in time share their leading characters, so the rows a commit inserts (a run, its
+/// events, its A2A task) land on the same few index pages instead of one random page per
+/// index: fewer WAL frames per commit and fewer pages for each checkpoint to write back.
+/// The random part is what makes an id unguessable: a run id is also the MCP taskId,
+/// whose opaque segment carries at least 128 bits of entropy (interop.md, "MCP tasks and
+/// cancellation"); the time it carries is the creation time the run's snapshot shows
+/// anyway.
 pub fn mint_opaque() -> String {
-    let mut bytes = [0u8; 16];
+    mint::<24>()
+}
+
+/// The time-prefixed form of [`mint_opaque`] in `N` bytes: 6 of time, `N - 6` random.
+fn mint<const N: usize>() -> String {
+    let mut bytes = [0u8; N];
     let ms = u64::try_from(crate::clock::now_ms()).unwrap_or(0);
     bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
     // The OS generator failing means the machine cannot produce safe ids at all.
@@ -140,9 +148,12 @@ pub fn mint_bound(tenant: &str) -> BoundId {
     }
 }
 
-/// Mints an event id (same grammar as an opaque segment).
+/// Mints an event id (same grammar as an opaque segment): 128 bits, 80 of them random (22
+/// characters). An event id names an event inside a run the caller may already read; it
+/// is never looked up alone, so it needs uniqueness, not a task id's entropy, and a run
+/// holds many events.
 pub fn mint_event_id() -> String {
-    mint_opaque()
+    mint::<16>()
 }
 
 /// True when `s` is a valid tenant id.
@@ -214,6 +225,13 @@ mod tests {
         let b = mint_opaque();
         assert_ne!(a, b);
         assert!(grammar_ok(&a, 16) && !a.contains('~'));
-        assert_eq!(a.len(), 22);
+        // 6 bytes of time and 18 random (at least the 128 bits an MCP taskId carries).
+        assert_eq!(a.len(), 32);
+        let random = &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&a)
+            .expect("base64url")[6..];
+        assert!(random.len() * 8 >= 128, "{} random bits", random.len() * 8);
+        let e = mint_event_id();
+        assert!(grammar_ok(&e, 16) && e.len() == 22, "{e}");
     }
 }

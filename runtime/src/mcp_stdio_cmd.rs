@@ -523,13 +523,11 @@ async fn stdio_era(
 ) -> Result<Era, RpcError> {
     if message.meta().contains_key(META_VERSION) {
         let declared = gate::declared(message)?;
-        let version = state.negotiate(subject, &declared.version).await?;
-        if !crate::edge::mcp::is_stateless(&version) {
-            return Err(RpcError::new(
-                INVALID_PARAMS,
-                format!("revision {version} is served after initialize"),
-            ));
-        }
+        // An initialize-era revision is refused (-32022, recorded as refused): it is
+        // served after initialize.
+        state
+            .negotiate(subject, &declared.version, crate::edge::mcp::Via::Request)
+            .await?;
         return Ok(Era::Modern(declared));
     }
     match session {

@@ -142,6 +142,37 @@ async fn http_json_bodies_must_be_a2a_json_or_415() {
     }
 }
 
+/// A member repeated in an HTTP+JSON body is refused, as the JSON-RPC binding refuses it:
+/// serde's `Value` keeps the last one, and something in front of the host reading the first
+/// would see another request. Nothing is started.
+#[tokio::test]
+async fn http_json_bodies_with_a_repeated_member_are_refused() {
+    let h = start().await;
+    let body = br#"{"message": {"role": "ROLE_USER", "messageId": "m-a", "messageId": "m-b", "parts": [{"text": "x"}]}}"#;
+    let refused = rest_raw(
+        &h,
+        Method::POST,
+        "/message:send",
+        Some("application/a2a+json"),
+        body.to_vec(),
+    )
+    .await;
+    assert_eq!(refused.status().as_u16(), 400);
+    let refusal: Value = refused.json().await.expect("json");
+    assert_eq!(refusal["error"]["status"], "INVALID_ARGUMENT", "{refusal}");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`messageId` appears twice")),
+        "{refusal}"
+    );
+    assert_eq!(
+        h.rpc("ListTasks", json!({})).await["result"]["totalSize"],
+        0,
+        "nothing was started"
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_method_on_an_existing_route_is_405_with_allow_and_an_unknown_route_404() {
     let h = start().await;

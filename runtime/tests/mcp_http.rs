@@ -215,6 +215,80 @@ async fn an_unsupported_revision_is_refused_with_the_list_and_recorded() {
     );
 }
 
+/// An initialize-era revision named in a request's `_meta` is not served there: -32022
+/// with the list (the client initializes for it), and the record says refused, never
+/// "downgraded" to a revision the request was not served.
+#[tokio::test]
+async fn an_initialize_era_revision_in_meta_is_refused_and_recorded_as_refused() {
+    let h = start().await;
+    let mut params = json!({"_meta": meta(LEGACY, json!({}))});
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(LEGACY);
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[
+                ("MCP-Protocol-Version", LEGACY.into()),
+                ("Mcp-Method", "tools/list".into()),
+            ],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": params}),
+        )
+        .await;
+    assert_eq!((r.status, err_code(&r.body)), (400, -32022), "{}", r.body);
+    assert_eq!(
+        r.body["error"]["data"]["supported"],
+        json!([MODERN, LEGACY])
+    );
+    assert_eq!(r.body["error"]["data"]["requested"], LEGACY);
+    let decided = h.negotiations("acme").await;
+    assert!(
+        decided
+            .iter()
+            .all(|p| p["outcome"] != "downgraded" && p["outcome"] != "accepted"),
+        "{decided:?}"
+    );
+    let refused = decided
+        .iter()
+        .find(|p| p["outcome"] == "refused")
+        .expect("a refused negotiation.decided");
+    assert_eq!(refused["requested"], LEGACY);
+    assert!(
+        refused.get("negotiated").is_none_or(Value::is_null),
+        "{refused}"
+    );
+}
+
+/// `tools/call` without an `id` is a notification, which gets no answer: nothing runs
+/// (a run nobody learns the id of), and streamable HTTP says why on 400.
+#[tokio::test]
+async fn a_request_method_without_an_id_runs_nothing() {
+    let h = start().await;
+    let r = h
+        .post_raw(
+            Some(KEY_A),
+            &[
+                ("MCP-Protocol-Version", MODERN.into()),
+                ("Mcp-Method", "tools/call".into()),
+                ("Mcp-Name", "echo".into()),
+            ],
+            json!({"jsonrpc": "2.0", "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"x": 1}, "_meta": meta(MODERN, json!({}))}}),
+        )
+        .await;
+    assert_eq!((r.status, err_code(&r.body)), (400, -32600), "{}", r.body);
+    assert!(r.body["id"].is_null(), "{}", r.body);
+    let runs: Value = h
+        .http
+        .get(format!("{}/runs", h.base))
+        .bearer_auth(KEY_A)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(runs["runs"], json!([]), "{runs}");
+}
+
 #[tokio::test]
 async fn every_accepted_modern_request_is_a_recorded_negotiation() {
     let h = start().await;

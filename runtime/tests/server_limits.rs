@@ -249,6 +249,72 @@ async fn http_layer_refusals_carry_an_envelope_and_the_protocol_version() {
     assert!(ok.starts_with("HTTP/1.1 200 "), "{ok}");
 }
 
+/// The same refusals on an A2A interface URL or the MCP endpoint are that edge's error,
+/// never the OpenWOP envelope (interop.md, "A2A error details": a refusal before dispatch
+/// included); the request line says which, also on a kept-alive connection's second
+/// request. (A request pipelined behind another, read in the same bytes, is answered in the
+/// host's shape: HTTP clients do not pipeline.)
+#[tokio::test]
+async fn http_layer_refusals_on_a2a_and_mcp_urls_are_in_their_shape() {
+    let served = serve(Limits::default()).await;
+    let bad = |path: &str| format!("POST {path} HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n");
+    let mut long_uri = b"GET /a2a/rest/tasks/".to_vec();
+    long_uri.extend(std::iter::repeat_n(b'a', 70_000));
+    long_uri.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+    for (request, status, check) in [
+        (bad("/a2a/jsonrpc").into_bytes(), "400", "jsonrpc"),
+        (bad("/mcp").into_bytes(), "400", "jsonrpc"),
+        (long_uri, "414", "rest"),
+    ] {
+        let answer = raw(served.addr, &request).await;
+        // The last answer on the connection is the refusal (a 4xx; the refusal's message
+        // names "HTTP/1.1" too).
+        let refusal = &answer[answer.rfind("HTTP/1.1 4").expect("an answer")..];
+        let (head, body) = refusal
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("a head and a body: {answer}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(!head.contains("openwop-version"), "{head}");
+        let json: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        assert_ne!(json["error"], "validation_error", "{body}");
+        match check {
+            "jsonrpc" => {
+                assert_eq!(json["jsonrpc"], "2.0", "{body}");
+                assert_eq!(json["error"]["code"], -32600, "{body}");
+            }
+            _ => {
+                assert_eq!(json["error"]["code"], 414, "{body}");
+                assert_eq!(json["error"]["status"], "INVALID_ARGUMENT", "{body}");
+            }
+        }
+    }
+    // A kept-alive connection: a first request answered, then a bad one on it.
+    let mut stream = TcpStream::connect(served.addr).await.expect("connect");
+    stream
+        .write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut first = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&first).contains("\r\n\r\n{") {
+        let n = stream.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed before the first answer");
+        first.extend_from_slice(&buf[..n]);
+    }
+    // Let the first answer's body go out whole before the next request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stream
+        .write_all(bad("/a2a/jsonrpc").as_bytes())
+        .await
+        .expect("write");
+    let (rest, closed) = read_until_closed(&mut stream, Duration::from_secs(20)).await;
+    assert!(closed, "a refused connection is closed");
+    let answer = String::from_utf8_lossy(&rest).into_owned();
+    let refusal = &answer[answer.rfind("HTTP/1.1 4").expect("a refusal")..];
+    assert!(!refusal.contains("openwop-version"), "{refusal}");
+    assert!(refusal.contains(r#""jsonrpc":"2.0""#), "{refusal}");
+}
+
 /// A connection that has sent nothing yet (a load balancer's TCP check, a scanner) does
 /// not hold the shutdown: it is let go at once, where the server waited for its first
 /// byte until `first_request_timeout`, however long the grace.

@@ -134,6 +134,14 @@ impl Malformed {
 /// A JSON value read with every object checked for repeated members.
 struct Strict(Value);
 
+/// Reads a JSON body as [`Strict`] does: a member repeated in any object is a data error
+/// (`is_data()`), as it is for a JSON-RPC envelope, so every A2A binding refuses what the
+/// JSON-RPC one refuses (a `Value` would keep the last of the two, and something in front
+/// of the host that reads the first would see another request than the host serves).
+pub fn strict_value(body: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<Strict>(body).map(|s| s.0)
+}
+
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
         d.deserialize_any(StrictVisitor).map(Strict)

@@ -341,6 +341,16 @@ impl Decision {
         self
     }
 
+    /// Refuses what was decided, for `reason`: a version the protocol serves, but not on
+    /// the path that asked for it (an MCP initialize-era revision named in a request's
+    /// `_meta`). The record then says so, rather than that it was served.
+    pub fn refuse(mut self, reason: Reason) -> Self {
+        self.outcome = Outcome::Refused;
+        self.version = None;
+        self.reason = reason;
+        self
+    }
+
     /// A version was decided (accepted or downgraded).
     pub fn is_accepted(&self) -> bool {
         self.outcome != Outcome::Refused

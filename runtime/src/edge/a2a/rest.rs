@@ -225,9 +225,11 @@ pub(super) async fn read_call(request: Request) -> Result<RestCall, Fault> {
     }
     let mut params = Map::new();
     if http_method == Method::POST && !body.iter().all(u8::is_ascii_whitespace) {
-        match serde_json::from_slice::<Value>(&body) {
+        match crate::edge::jsonrpc::strict_value(&body) {
             Ok(Value::Object(o)) => params = o,
             Ok(_) => return Err(Fault::invalid_params("body", "must be a JSON object")),
+            // Valid JSON with a member repeated (the JSON-RPC binding's refusal too).
+            Err(e) if e.is_data() => return Err(Fault::invalid_params("body", e.to_string())),
             Err(_) => return Err(Fault::transport(Transport::Parse, "the body is not JSON")),
         }
     }

@@ -581,13 +581,11 @@ async fn select_era(
     let declared = gate::declared(message)?;
     gate::check_version_header(headers, &declared)?;
     gate::check_mirrors(headers, message)?;
-    let version = state.negotiate(subject, &declared.version).await?;
-    if !is_stateless(&version) {
-        return Err(RpcError::new(
-            INVALID_REQUEST,
-            format!("revision {version} is served through the session initialize opens"),
-        ));
-    }
+    // An initialize-era revision is refused here (-32022, recorded as refused): it is
+    // served through the session initialize opens.
+    state
+        .negotiate(subject, &declared.version, super::Via::Request)
+        .await?;
     // The tool's own header mirrors, checked here so a mismatch is a 400 before any
     // stream opens. A tool the caller cannot see is left to tools/call to refuse.
     if message.method == "tools/call"
@@ -643,14 +641,20 @@ impl McpState {
                 requested,
             })));
         }
-        let version = match self.negotiate(subject, requested).await {
+        let version = match self
+            .negotiate(subject, requested, super::Via::Initialize)
+            .await
+        {
             Ok(v) => v,
             // The MCP lifecycle: a revision the server does not speak is answered with one
             // it does, and the client decides whether to go on. The floor still decides:
             // the request was refused (and recorded so); the counter-offer is the newest
             // initialize-era revision served, negotiated and recorded in its own right.
             Err(e) if e.code == UNSUPPORTED_VERSION => match self.counter_offer() {
-                Some(counter) => self.negotiate(subject, &counter).await?,
+                Some(counter) => {
+                    self.negotiate(subject, &counter, super::Via::Initialize)
+                        .await?
+                }
                 None => return Err(e),
             },
             Err(e) => return Err(e),

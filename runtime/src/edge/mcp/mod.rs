@@ -95,7 +95,15 @@ impl McpState {
     /// Negotiates the revision a request asks for and records the outcome as a
     /// `negotiation.decided` host event of the caller's tenant, refusals included. The
     /// caller is always authenticated here: the mount refuses anonymous requests first.
-    pub async fn negotiate(&self, subject: &Subject, requested: &str) -> Result<String, RpcError> {
+    /// `via` is the path that asks: a request naming its revision in `_meta` is served only
+    /// a stateless one (an initialize-era revision goes through the session initialize
+    /// opens), and is refused, and recorded as refused, otherwise.
+    pub async fn negotiate(
+        &self,
+        subject: &Subject,
+        requested: &str,
+        via: Via,
+    ) -> Result<String, RpcError> {
         let offer = self.offer()?;
         // The peer is who it authenticated as, never a header it chose (such as Origin).
         let peer = self
@@ -103,8 +111,16 @@ impl McpState {
             .ops
             .peer_key()
             .subject(&subject.issuer, &subject.subject_id);
-        let decision: Decision =
+        let mut decision: Decision =
             negotiation::decide(Protocol::Mcp, Some(requested), true, offer).with_peer(peer);
+        if via == Via::Request
+            && decision
+                .version
+                .as_deref()
+                .is_some_and(|v| decision.is_accepted() && !is_stateless(v))
+        {
+            decision = decision.refuse(negotiation::Reason::Unsupported);
+        }
         let payload = decision.payload(&crate::clock::rfc3339(crate::clock::now_ms()));
         self.app
             .ops
@@ -123,6 +139,15 @@ impl McpState {
             ),
         }
     }
+}
+
+/// The path a revision is negotiated on ([`McpState::negotiate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `initialize`, opening an initialize-era session.
+    Initialize,
+    /// A request naming its revision in `_meta` (the stateless era).
+    Request,
 }
 
 /// The first revision without `initialize`.

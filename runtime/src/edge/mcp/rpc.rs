@@ -66,9 +66,13 @@ impl From<Malformed> for RpcError {
     fn from(m: Malformed) -> RpcError {
         let code = match m {
             Malformed::Parse(_) => PARSE_ERROR,
-            Malformed::InvalidRequest { .. } | Malformed::ParamsNotObject { .. } => INVALID_REQUEST,
+            Malformed::InvalidRequest { .. } => INVALID_REQUEST,
+            // JSON-RPC 2.0 §4.2 allows by-position params: the request is valid, its
+            // params are not ones MCP takes (every MCP method takes an object), so -32602,
+            // as the A2A edge answers; on 400, as a request without `_meta` is.
+            Malformed::ParamsNotObject { .. } => INVALID_PARAMS,
         };
-        let mut e = RpcError::new(code, m.message());
+        let mut e = RpcError::new(code, m.message()).with_http(StatusCode::BAD_REQUEST);
         e.id = m.id().filter(|id| mcp_id(id)).cloned();
         e
     }
@@ -279,6 +283,9 @@ mod tests {
             result_body(&big.echo_id(), &serde_json::json!({})),
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
         );
+        let e =
+            parse_message(br#"{"jsonrpc":"2.0","id":6,"method":"x","params":[1]}"#).unwrap_err();
+        assert_eq!((e.code, e.http), (INVALID_PARAMS, StatusCode::BAD_REQUEST));
         let e = parse_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
         assert_eq!(e.code, INVALID_REQUEST);
     }

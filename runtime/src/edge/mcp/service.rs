@@ -12,7 +12,7 @@ use super::ctx::{
 use super::elicit::{self, Answer, Asked, Modes, Needs};
 use super::gate::TASKS_EXTENSION;
 use super::request_state::{Claims, Refusal, request_digest};
-use super::rpc::{self, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
+use super::rpc::{self, INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_CAPABILITY, Message, RpcError};
 use super::wire::{
     self, CacheScope, CallAnswer, CallParams, CallToolResult, ClientCapabilities, ContentBlock,
     DiscoverResult, EmptyObject, InputRequests, InputRequiredResult, ListToolsResult, MethodResult,
@@ -75,6 +75,19 @@ impl McpState {
                 format!("no method `{}`", message.method),
             ));
         };
+        // A request method sent without an `id` is a notification, which gets no answer:
+        // running it would start work (a run) whose id nobody ever learns. Nothing runs;
+        // streamable HTTP answers 400 with this error (MCP lets a refused notification
+        // carry one), stdio answers nothing.
+        if message.is_notification() && !message.method.starts_with("notifications/") {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "`{}` is a request: send it with an `id` (without one it is a notification, which gets no answer, so nothing was run)",
+                    message.method
+                ),
+            ));
+        }
         let row = method.row();
         // The map's rule for every row: one whose `requires` is not advertised is refused.
         if let Some(missing) = row
