@@ -26,7 +26,8 @@ async fn anonymous_requests_get_a_jsonrpc_401_before_anything_is_read() {
         .await;
     assert_eq!(r.status, 401);
     assert_eq!(r.body["jsonrpc"], "2.0");
-    assert!(r.body["error"]["code"].is_i64(), "{}", r.body);
+    // JSON-RPC's invalid request: MCP forbids new codes in -32000..-32019.
+    assert_eq!(r.body["error"]["code"], -32600, "{}", r.body);
     assert!(
         r.body.get("message").is_none(),
         "never the OpenWOP envelope: {}",

@@ -16,8 +16,8 @@ use super::ctx::{Ctx, Era, Outbound};
 use super::elicit::Modes;
 use super::gate::{self, SESSION_HEADER, VERSION_HEADER};
 use super::rpc::{
-    HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNAUTHENTICATED, UNSUPPORTED_VERSION,
-    error_response, parse_incoming, result_body,
+    HEADER_MISMATCH, INVALID_REQUEST, Message, RpcError, UNSUPPORTED_VERSION, error_response,
+    parse_incoming, result_body,
 };
 use super::wire::{
     self, EmptyObject, InitializeResult, Reply, ServerCapabilities, ToolsCapability,
@@ -222,7 +222,7 @@ impl FromRequestParts<McpState> for McpCaller {
                         error.message = l.unauthenticated_message();
                         error_response(&error, None)
                     }
-                    Ok(()) => unauthenticated(&RpcError::new(UNAUTHENTICATED, e.to_string()), &e),
+                    Ok(()) => unauthenticated(&RpcError::unauthenticated(e.to_string()), &e),
                 },
             })
             .and_then(|subject| {

@@ -19,8 +19,6 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const HEADER_MISMATCH: i64 = -32020;
 pub const MISSING_CAPABILITY: i64 = -32021;
 pub const UNSUPPORTED_VERSION: i64 = -32022;
-/// Our own code for a missing or refused credential, outside the reserved ranges.
-pub const UNAUTHENTICATED: i64 = -32001;
 
 /// One JSON-RPC message as received: a request when `id` is present, else a notification.
 pub use crate::edge::jsonrpc::Request as Message;
@@ -94,7 +92,6 @@ impl RpcError {
         let http = match code {
             METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
             INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
-            UNAUTHENTICATED => StatusCode::UNAUTHORIZED,
             // Params errors on a well-formed request are still answered with 200 by MCP
             // servers, except the protocol-level ones below, which MCP puts on 400.
             INVALID_PARAMS => StatusCode::OK,
@@ -121,6 +118,14 @@ impl RpcError {
 
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(INVALID_PARAMS, message)
+    }
+
+    /// A missing or refused credential: invalid request on HTTP 401 (its challenge says
+    /// more). MCP 2026-07-28 reserves every code from -32000 down for JSON-RPC and itself,
+    /// and forbids allocating new ones in -32000..-32019 (this was -32001), so the code is
+    /// JSON-RPC's own, as on the A2A edge.
+    pub fn unauthenticated(message: impl Into<String>) -> RpcError {
+        RpcError::new(INVALID_REQUEST, message).with_http(StatusCode::UNAUTHORIZED)
     }
 
     pub fn internal() -> RpcError {
@@ -223,7 +228,7 @@ pub fn result_body<R: serde::Serialize + ?Sized>(id: &Id, result: &R) -> String 
 pub fn error_response(error: &RpcError, id: Option<&Id>) -> axum::response::Response {
     crate::observe::otel::rpc_error_current(error.code, &error.message);
     let mut resp = jsonrpc::http_response(error.http, error.body(id));
-    if error.code == UNAUTHENTICATED {
+    if error.http == StatusCode::UNAUTHORIZED {
         resp.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,
             axum::http::HeaderValue::from_static("Bearer"),
