@@ -1,7 +1,8 @@
-//! Embeds the digest of the generator's sources (`src/source_hash.rs` says why).
+//! Embeds the digest of the task runner's sources (`codegen/src/source_digest.rs` says
+//! why).
 
-#[path = "src/source_hash.rs"]
-mod source_hash;
+#[path = "../codegen/src/source_digest.rs"]
+mod source_digest;
 
 use std::path::Path;
 
@@ -10,9 +11,10 @@ fn main() {
     let root = Path::new(&manifest)
         .parent()
         .expect("xtask/ sits in the checkout");
-    for source in source_hash::SOURCES {
+    for source in source_digest::XTASK {
         println!("cargo:rerun-if-changed=../{source}");
     }
-    let digest = source_hash::digest(root).expect("reading the generator's sources");
+    let digest = source_digest::digest(root, &source_digest::XTASK)
+        .expect("reading the task runner's sources");
     println!("cargo:rustc-env=OPENWOP_XTASK_SOURCES={digest}");
 }

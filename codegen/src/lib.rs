@@ -16,6 +16,7 @@ mod project;
 mod registry;
 mod rules;
 mod shapes;
+pub mod source_digest;
 mod split;
 mod templates;
 mod uris;
@@ -25,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{Error, HandEdit, Result};
+
+/// The digest of the sources this library was built from ([`source_digest::CODEGEN`]):
+/// `cargo xtask` compares it with the checkout's before it runs the generator.
+pub const BUILT_FROM: &str = env!("OPENWOP_CODEGEN_SOURCES");
 pub use fresh::{
     HandEdits, MANIFEST_FILE, Stale, StaleKind, existing_files, is_generated_crate, stale, write,
 };

@@ -5,7 +5,6 @@
 
 mod api_diff;
 mod codegen;
-mod source_hash;
 mod upstream;
 mod workspace;
 
@@ -86,21 +85,36 @@ enum Cmd {
     },
 }
 
-/// Refuses to run generator code other than the checkout's own (see `source_hash`).
+/// Refuses to run generator code other than the checkout's own
+/// (`openwop_codegen::source_digest` says why): the generator library and this binary,
+/// each by the digest its own build embedded.
 fn built_from(root: &std::path::Path) -> anyhow::Result<()> {
-    let here = source_hash::digest(root).map_err(|e| {
-        anyhow::anyhow!("reading the generator's sources in {}: {e}", root.display())
-    })?;
-    if here != env!("OPENWOP_XTASK_SOURCES") {
-        anyhow::bail!(
-            "this xtask binary was built from other generator sources than {}'s \
-             (codegen/src, xtask/src and their manifests): cargo reused a build of another \
-             checkout that shares this CARGO_TARGET_DIR, and its code would write this \
-             checkout's generated/. Nothing was written. Rebuild it from this checkout: \
-             `cargo clean -p xtask -p openwop-codegen`, then run the task again (or give \
-             each checkout its own target directory)",
-            root.display()
-        );
+    check_built_from(
+        root,
+        openwop_codegen::BUILT_FROM,
+        env!("OPENWOP_XTASK_SOURCES"),
+    )
+}
+
+fn check_built_from(root: &std::path::Path, codegen: &str, xtask: &str) -> anyhow::Result<()> {
+    use openwop_codegen::source_digest::{CODEGEN, XTASK, digest};
+    for (part, sources, built) in [
+        ("the generator library (codegen/)", &CODEGEN, codegen),
+        ("the task runner (xtask/)", &XTASK, xtask),
+    ] {
+        let here = digest(root, sources).map_err(|e| {
+            anyhow::anyhow!("reading the generator's sources in {}: {e}", root.display())
+        })?;
+        if here != built {
+            anyhow::bail!(
+                "this xtask binary's {part} was built from other sources than {}'s: cargo \
+                 reused a build of another checkout that shares this CARGO_TARGET_DIR, and \
+                 its code would write this checkout's generated/. Nothing was written. \
+                 Rebuild it from this checkout: `cargo clean -p xtask -p openwop-codegen`, \
+                 then run the task again (or give each checkout its own target directory)",
+                root.display()
+            );
+        }
     }
     Ok(())
 }
@@ -180,6 +194,25 @@ mod tests {
         let top = Cli::command().render_long_help().to_string();
         assert!(top.contains("Usage: cargo xtask"), "{top}");
         assert!(top.contains("Exit status:"), "{top}");
+    }
+
+    /// A library or binary built from other sources than the checkout's is refused, naming
+    /// which: the library is reused or rebuilt on its own, so each carries its own digest
+    /// (a binary rebuilt in one checkout once linked another checkout's library, and ran).
+    #[test]
+    fn a_library_or_binary_of_other_sources_is_refused_naming_which() {
+        let root = crate::codegen::this_checkout();
+        let codegen = openwop_codegen::BUILT_FROM;
+        let xtask = env!("OPENWOP_XTASK_SOURCES");
+        assert!(super::check_built_from(&root, codegen, xtask).is_ok());
+        let err = super::check_built_from(&root, "0000", xtask)
+            .expect_err("another library")
+            .to_string();
+        assert!(err.contains("the generator library (codegen/)"), "{err}");
+        let err = super::check_built_from(&root, codegen, "0000")
+            .expect_err("another binary")
+            .to_string();
+        assert!(err.contains("the task runner (xtask/)"), "{err}");
     }
 
     /// A usage error exits with 2, an error of the task with 1.
