@@ -124,7 +124,15 @@ fn check_invalid(kind: Kind, folder: &str) -> BTreeSet<String> {
             path.display()
         );
         let schema = ids.contains("schema");
-        if rule != "schema" && ALSO_SCHEMA.contains(&rule.as_str()) {
+        // `90.0` where an integer goes: the schema's `integer` accepts it, the rule (for the
+        // typed readers that refuse it) does not.
+        if name.ends_with("--zero-fraction") {
+            assert!(
+                !schema,
+                "{} should pass the JSON Schema: {found:#?}",
+                path.display()
+            );
+        } else if rule != "schema" && ALSO_SCHEMA.contains(&rule.as_str()) {
             assert!(
                 schema,
                 "{} should also fail the JSON Schema: {found:#?}",

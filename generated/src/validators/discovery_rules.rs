@@ -512,17 +512,28 @@ fn check_refresh(
 ) {
     let mut window = MAX_REFRESH_WINDOW_DAYS;
     if let Some(raw) = window_value {
-        match whole_number(raw) {
+        match raw.as_i64() {
             Some(days) if (1..=MAX_REFRESH_WINDOW_DAYS).contains(&days) => window = days,
             _ => {
+                let sentence = match zero_fraction(raw) {
+                    Some(days) if (1..=MAX_REFRESH_WINDOW_DAYS).contains(&days) => {
+                        window = days;
+                        format!(
+                            "write `refreshWindowDays` as {days}, not {raw}: {INTEGER_READERS}"
+                        )
+                    }
+                    _ => {
+                        format!(
+                            "`refreshWindowDays` is {raw}; it must be a whole number of days from 1 to {MAX_REFRESH_WINDOW_DAYS} (leave it out for {MAX_REFRESH_WINDOW_DAYS})"
+                        )
+                    }
+                };
                 push(
                     out,
                     at("refreshWindowDays"),
                     "discovery.refresh-window-range",
-                    format!(
-                        "`refreshWindowDays` is {raw}; it must be a whole number of days from 1 to {MAX_REFRESH_WINDOW_DAYS} (leave it out for {MAX_REFRESH_WINDOW_DAYS})"
-                    ),
-                )
+                    sentence,
+                );
             }
         }
     }
@@ -555,15 +566,17 @@ fn check_refresh(
         );
     }
 }
-/// A number with no fractional part, as JSON Schema's `integer` reads it (`90.0` is one):
-/// the rules accept what the schema accepts.
-fn whole_number(value: &Value) -> Option<i64> {
-    if let Some(n) = value.as_i64() {
-        return Some(n);
+/// A number written with a fraction part of zero (`90.0`), as the integer it is. JSON
+/// Schema's `integer` accepts it; the rules do not, saying why ([`INTEGER_READERS`]).
+fn zero_fraction(value: &Value) -> Option<i64> {
+    if value.is_i64() || value.is_u64() {
+        return None;
     }
     let n = value.as_f64()?;
     (n.fract() == 0.0).then_some(n as i64)
 }
+/// Why `90.0` is refused where the schema's `integer` accepts it.
+const INTEGER_READERS: &str = "readers that map the member to an integer type (the openwop-sdk crate's models, serde's u64, Go's int) refuse a number written with a fraction part";
 fn check_mcp_features(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
     let [features_value, profiles, server_mount] = fields(
         mcp,
@@ -636,8 +649,15 @@ fn check_mrtr(mcp: &Map<String, Value>, out: &mut Vec<Finding>) {
             )
         }
         Some(v) => {
-            match whole_number(v) {
-                Some(n) if (MRTR_MIN_ROUNDS..=MRTR_MAX_ROUNDS).contains(&n) => return,
+            match (v.as_i64(), zero_fraction(v)) {
+                (Some(n), _) if (MRTR_MIN_ROUNDS..=MRTR_MAX_ROUNDS).contains(&n) => {
+                    return;
+                }
+                (_, Some(n)) if (MRTR_MIN_ROUNDS..=MRTR_MAX_ROUNDS).contains(&n) => {
+                    format!(
+                        "write `mcp.mrtr.maxRounds` as {n}, not {v}: {INTEGER_READERS}"
+                    )
+                }
                 _ => {
                     format!(
                         "`mcp.mrtr.maxRounds` is {v}; set a whole number from {MRTR_MIN_ROUNDS} to {MRTR_MAX_ROUNDS}"

@@ -238,7 +238,7 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.mrtr-max-rounds",
         severity: Severity::Error,
-        summary: "`mcp.mrtr.maxRounds` is a whole number from 1 to 16 (`8.0` is one, as JSON Schema's `integer` reads it).",
+        summary: "`mcp.mrtr.maxRounds` is an integer from 1 to 16, written without a fraction part (`8`, not `8.0`: JSON Schema's `integer` accepts `8.0`, typed readers such as the SDK's models refuse it).",
         help: "Set `mcp.mrtr.maxRounds` to the ceiling on input rounds for one logical call, from 1 to 16.",
         section: "interop.md \"The MCP round ceiling\"",
         example: "tests/vectors/discovery/invalid/discovery.mrtr-max-rounds--zero.json",
@@ -326,7 +326,7 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.refresh-window-range",
         severity: Severity::Error,
-        summary: "`refreshWindowDays` is a whole number from 1 to 90 (`90.0` is one, as JSON Schema's `integer` reads it).",
+        summary: "`refreshWindowDays` is an integer from 1 to 90, written without a fraction part (`90`, not `90.0`: JSON Schema's `integer` accepts `90.0`, typed readers such as the SDK's models refuse it).",
         help: "Set `refreshWindowDays` to at most 90 days (or leave it out for 90): the refresh window must not exceed 90 days.",
         section: "interop.md \"Negotiation is a protocol\" (The refresh SLA)",
         example: "tests/vectors/discovery/invalid/discovery.refresh-window-range--too-long.json",
