@@ -101,6 +101,49 @@ fn root_name(rel: &str) -> String {
     }
 }
 
+/// The type names `client::*` exports (the hand-written client templates' public types,
+/// and the ones the client emitter writes beside them). A model of the same name would make
+/// `use openwop_sdk::{client::*, models::*}` ambiguous (`ambiguous_glob_imports`), so the
+/// model yields: see [`clear_of_client`].
+pub(crate) const CLIENT_NAMES: &[&str] = &[
+    "Client",
+    "ClientBuilder",
+    "Conditional",
+    "Error",
+    "EventFlow",
+    "EventStream",
+    "FollowRun",
+    "HeaderMap",
+    "Hook",
+    "HookFuture",
+    "Items",
+    "Pages",
+    "RaisedInterrupt",
+    "RequestInfo",
+    "ResponseValue",
+    "RetryPolicy",
+    "SseEvent",
+];
+
+/// A model's name, prefixed with the (singular) stem of the file that defines it when the
+/// client exports the same name: `webhooks.schema.json#/$defs/retryPolicy` is
+/// `WebhookRetryPolicy`, beside `client::RetryPolicy`.
+fn clear_of_client(rel: &str, name: String) -> String {
+    if !CLIENT_NAMES.contains(&name.as_str()) {
+        return name;
+    }
+    let file = rel.rsplit('/').next().unwrap_or(rel);
+    let stem = file.split('.').next().unwrap_or(file);
+    // `webhooks` → `Webhook`; `status`, `address`, `analysis` stay as they are.
+    let plural = stem.ends_with('s') && !["ss", "us", "is"].iter().any(|e| stem.ends_with(e));
+    let singular = if plural && stem.len() > 1 {
+        &stem[..stem.len() - 1]
+    } else {
+        stem
+    };
+    format!("{}{name}", singular.to_upper_camel_case())
+}
+
 fn is_pure_ref(v: &Value) -> bool {
     v.as_object().is_some_and(|o| {
         o.contains_key("$ref")
@@ -159,12 +202,17 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
     for rel in corpus.schema_files.iter().filter(|r| is_model_file(r)) {
         let doc = corpus.value(rel);
         if root_is_type(doc) {
-            sources.push((rel.clone(), String::new(), root_name(rel)));
+            sources.push((
+                rel.clone(),
+                String::new(),
+                clear_of_client(rel, root_name(rel)),
+            ));
         }
         if let Some(defs) = doc.get("$defs").and_then(Value::as_object) {
             for key in defs.keys() {
                 let pointer = format!("/$defs/{}", pointer_token(key));
-                sources.push((rel.clone(), pointer, key.to_upper_camel_case()));
+                let name = clear_of_client(rel, key.to_upper_camel_case());
+                sources.push((rel.clone(), pointer, name));
             }
         }
     }
@@ -179,7 +227,8 @@ pub(crate) fn bundle(corpus: &Corpus, uris: &SchemaUris) -> Result<Bundle> {
             if is_pure_ref(schema) {
                 alias_sources.push((pointer, key.clone()));
             } else {
-                sources.push((OPENAPI.to_owned(), pointer, key.to_upper_camel_case()));
+                let name = clear_of_client(OPENAPI, key.to_upper_camel_case());
+                sources.push((OPENAPI.to_owned(), pointer, name));
             }
         }
     }
@@ -650,4 +699,59 @@ fn binding(owner: &Map<String, Value>, clause: &Map<String, Value>) -> Option<Bi
 enum Target {
     Named(String),
     Inline(Value),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_named_as_a_client_type_takes_its_files_stem() {
+        assert_eq!(
+            clear_of_client(
+                "spec/v2/facets/webhooks.schema.json",
+                "RetryPolicy".to_owned()
+            ),
+            "WebhookRetryPolicy"
+        );
+        assert_eq!(
+            clear_of_client("spec/v2/run.schema.json", "RunEvent".to_owned()),
+            "RunEvent"
+        );
+        assert_eq!(
+            clear_of_client("spec/v2/status.schema.json", "Error".to_owned()),
+            "StatusError"
+        );
+    }
+
+    /// Every public type of the client templates `client::*` re-exports is in
+    /// `CLIENT_NAMES` (the testkit's are in their own module).
+    #[test]
+    fn client_names_cover_the_client_templates() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/client");
+        for entry in std::fs::read_dir(dir).expect("templates") {
+            let path = entry.expect("entry").path();
+            if path.file_stem().is_some_and(|s| s == "testkit") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("template");
+            for line in text.lines() {
+                let Some(rest) = ["pub struct ", "pub enum ", "pub trait ", "pub type "]
+                    .iter()
+                    .find_map(|p| line.strip_prefix(p))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    CLIENT_NAMES.contains(&name.as_str()),
+                    "{}: {name} is missing from CLIENT_NAMES",
+                    path.display()
+                );
+            }
+        }
+    }
 }

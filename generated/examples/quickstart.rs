@@ -42,7 +42,7 @@ async fn run() -> Result<(), Failure> {
     let key = std::env::var("OPENWOP_API_KEY")
         .map_err(|_| "set OPENWOP_API_KEY (openwop serve prints a dev key)")?;
     // Timeouts, retries (with one Idempotency-Key per createRun) and the version headers are
-    // on by default; `Client::new(base).with_api_key(key)` is the same client.
+    // on by default; `Client::new(base).with_api_key(key)?` is the same client.
     let client = Client::builder(base).api_key(key).build()?;
     println!(
         "OpenWOP API {} through openwop-sdk {}",

@@ -12740,86 +12740,6 @@ pub struct ResolveInterruptResponse {
     pub interrupt_id: ::std::option::Option<InterruptId>,
     pub status: RunStatus,
 }
-///How a failed delivery attempt is retried. Delivery is at least once; a 3xx counts as a failure.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct RetryPolicy {
-    ///Attempts in total, the first included.
-    #[serde(rename = "maxAttempts")]
-    pub max_attempts: ::std::num::NonZeroU64,
-    ///How the wait between attempts grows.
-    pub backoff: RetryPolicyBackoff,
-    ///Wait before the second attempt.
-    #[serde(
-        rename = "initialDelayMs",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
-    pub initial_delay_ms: ::std::option::Option<u64>,
-    ///Upper bound on any single wait.
-    #[serde(
-        rename = "maxDelayMs",
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
-    pub max_delay_ms: ::std::option::Option<u64>,
-}
-///How the wait between attempts grows.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum RetryPolicyBackoff {
-    #[serde(rename = "none")]
-    None,
-    #[serde(rename = "fixed")]
-    Fixed,
-    #[serde(rename = "exponential")]
-    Exponential,
-}
-impl ::std::fmt::Display for RetryPolicyBackoff {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::None => f.write_str("none"),
-            Self::Fixed => f.write_str("fixed"),
-            Self::Exponential => f.write_str("exponential"),
-        }
-    }
-}
-impl ::std::str::FromStr for RetryPolicyBackoff {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "none" => Ok(Self::None),
-            "fixed" => Ok(Self::Fixed),
-            "exponential" => Ok(Self::Exponential),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for RetryPolicyBackoff {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for RetryPolicyBackoff {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///Answer of getArtifact (application/json).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct RunArtifact {
@@ -14959,6 +14879,86 @@ impl<'de> ::serde::Deserialize<'de> for WaitAmountString {
             })
     }
 }
+///How a failed delivery attempt is retried. Delivery is at least once; a 3xx counts as a failure.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+pub struct WebhookRetryPolicy {
+    ///Attempts in total, the first included.
+    #[serde(rename = "maxAttempts")]
+    pub max_attempts: ::std::num::NonZeroU64,
+    ///How the wait between attempts grows.
+    pub backoff: WebhookRetryPolicyBackoff,
+    ///Wait before the second attempt.
+    #[serde(
+        rename = "initialDelayMs",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub initial_delay_ms: ::std::option::Option<u64>,
+    ///Upper bound on any single wait.
+    #[serde(
+        rename = "maxDelayMs",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub max_delay_ms: ::std::option::Option<u64>,
+}
+///How the wait between attempts grows.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum WebhookRetryPolicyBackoff {
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "fixed")]
+    Fixed,
+    #[serde(rename = "exponential")]
+    Exponential,
+}
+impl ::std::fmt::Display for WebhookRetryPolicyBackoff {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::None => f.write_str("none"),
+            Self::Fixed => f.write_str("fixed"),
+            Self::Exponential => f.write_str("exponential"),
+        }
+    }
+}
+impl ::std::str::FromStr for WebhookRetryPolicyBackoff {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "none" => Ok(Self::None),
+            "fixed" => Ok(Self::Fixed),
+            "exponential" => Ok(Self::Exponential),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for WebhookRetryPolicyBackoff {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for WebhookRetryPolicyBackoff {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///Facet fields of the `webhooks` family: subscriptions that deliver run events to an https URL, signed, retried and dead-lettered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
 pub struct WebhooksFacet {
@@ -14974,7 +14974,7 @@ pub struct WebhooksFacet {
         rename = "retryPolicy",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub retry_policy: ::std::option::Option<RetryPolicy>,
+    pub retry_policy: ::std::option::Option<WebhookRetryPolicy>,
     #[serde(
         rename = "deadLetter",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -15066,7 +15066,7 @@ pub struct WebhooksFamily {
         rename = "retryPolicy",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub retry_policy: ::std::option::Option<RetryPolicy>,
+    pub retry_policy: ::std::option::Option<WebhookRetryPolicy>,
     #[serde(
         rename = "deadLetter",
         skip_serializing_if = "::std::option::Option::is_none"

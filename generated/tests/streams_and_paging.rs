@@ -174,9 +174,9 @@ async fn following_a_run_stops_at_its_terminal_event() {
     assert_eq!(host.hits("GET", RUN_PATH), 1);
 }
 
-/// After the host closed a run's stream on its terminal event, a failed check that nothing
-/// newer exists (a dropped connection, a refusal, an unnamed terminal event) ends the
-/// stream quietly: nothing can follow a terminal event.
+/// A run's stream ends with its terminal event (named, or unnamed with its `type` in the
+/// data): nothing can follow it, so no connection checks for more, and whatever the host
+/// would answer one (a dropped connection, a refusal, silence) does not matter.
 #[tokio::test]
 async fn a_failed_check_after_the_terminal_event_ends_the_stream_quietly() {
     let host = host().await;
@@ -209,7 +209,11 @@ async fn a_failed_check_after_the_terminal_event_ends_the_stream_quietly() {
             .collect();
         assert_eq!(seen, [1, 2]);
         assert_eq!(events.reconnects(), 0);
-        assert_eq!(host.hits("GET", EVENTS_PATH), 2, "the end was checked once");
+        assert_eq!(
+            host.hits("GET", EVENTS_PATH),
+            1,
+            "nothing after the terminal event"
+        );
     }
 }
 
@@ -236,15 +240,13 @@ async fn a_clean_close_mid_run_still_resumes_or_fails() {
         .map(|item| item.expect("no error").sequence)
         .collect();
     assert_eq!(seen, [1, 2]);
+    // The terminal event ends the stream: nothing after it is asked for.
     let resumed: Vec<Option<String>> = host
         .requests()
         .iter()
         .map(|r| r.header("last-event-id").map(str::to_owned))
         .collect();
-    assert_eq!(
-        resumed,
-        [None, Some("1".into()), Some("1".into()), Some("2".into())]
-    );
+    assert_eq!(resumed, [None, Some("1".into()), Some("1".into())]);
 
     host.on(
         "GET",
@@ -522,22 +524,329 @@ async fn following_a_run_takes_the_stream_options() {
         "{requests:#?}"
     );
 
-    // `max_reconnects` ends a stream that keeps failing (the default, 8, takes ~20 s).
+    // `reconnect_for` ends following a host that keeps failing (the default waits 120 s),
+    // and `max_reconnects` too: each stream's failures in a row, and each stream that
+    // could not be replaced, count.
+    for limited in [
+        client
+            .follow_run(RUN)
+            .reconnect_for(Duration::from_millis(400)),
+        client.follow_run(RUN).max_reconnects(1),
+    ] {
+        host.on(
+            "GET",
+            EVENTS_PATH,
+            [
+                Reply::events([event(1, "run.started")]),
+                Reply::drop_connection(),
+            ],
+        );
+        host.on("GET", RUN_PATH, [Reply::json(200, &this_run("running"))]);
+        let started = Instant::now();
+        let ended = tokio::time::timeout(Duration::from_secs(10), limited.send())
+            .await
+            .expect("ends by itself");
+        let error = ended.expect_err("the host never recovers");
+        assert!(error.is_retryable(), "{error:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+/// A stream outlives a host that is down longer than any fixed number of reconnections
+/// takes (a restart, a deploy): it keeps trying for `reconnect_for` (120 s by default) of
+/// failures in a row, then gives up with the last failure as the error's source. The old
+/// budget (8 reconnections) gave up after ~25 s.
+#[tokio::test]
+async fn a_stream_outlives_a_restart_within_its_time_budget() {
+    let host = host().await;
+    let client = client(&host);
+    // `retry: 1`: the host asks for 1 ms between reconnections, so twelve failed ones take
+    // a moment here.
+    let mut replies = vec![Reply::events([
+        "retry: 1\n\n".to_owned(),
+        event(1, "run.started"),
+    ])];
+    replies.extend((0..12).map(|_| Reply::drop_connection()));
+    replies.push(Reply::events([event(2, "run.completed")]));
+    host.on("GET", EVENTS_PATH, replies);
+    let mut events = client.stream_run_events(RUN).send().await.expect("open");
+    let items = drain(&mut events, Duration::from_secs(10)).await;
+    let seen: Vec<u64> = items
+        .into_iter()
+        .map(|item| item.expect("no error").sequence)
+        .collect();
+    assert_eq!(seen, [1, 2]);
+    assert_eq!(host.hits("GET", EVENTS_PATH), 14);
+
+    // Past its budget in time, or in count when one is set, it gives up.
+    for limit in [
+        client
+            .stream_run_events(RUN)
+            .reconnect_for(Duration::from_millis(300)),
+        client.stream_run_events(RUN).max_reconnects(3),
+    ] {
+        host.on(
+            "GET",
+            EVENTS_PATH,
+            [
+                Reply::events(["retry: 1\n\n".to_owned(), event(1, "run.started")]),
+                Reply::drop_connection(),
+            ],
+        );
+        let mut events = limit.send().await.expect("open");
+        let items = drain(&mut events, Duration::from_secs(10)).await;
+        assert_eq!(items.len(), 2, "{items:?}");
+        let Err(end) = &items[1] else {
+            panic!("{items:?}")
+        };
+        assert!(matches!(end, Error::Stream { .. }), "{end:?}");
+        let last = std::error::Error::source(end).expect("the last failure");
+        assert!(last.is::<Error>(), "{last:?}");
+        assert!(end.is_retryable());
+    }
+    assert_eq!(
+        host.hits("GET", EVENTS_PATH),
+        5,
+        "the first connection, then 4 failures in a row"
+    );
+}
+
+/// Following a run goes on after its stream gives up (here: after one failed reconnection,
+/// `max_reconnects(1)`): it opens the stream again, after the last event read, within the
+/// reconnection budget, and an event the host sends again is not seen twice.
+#[tokio::test]
+async fn following_a_run_reopens_a_stream_that_gave_up() {
+    let host = host().await;
+    let client = client(&host);
     host.on(
         "GET",
         EVENTS_PATH,
         [
-            Reply::events([event(1, "run.started")]),
+            Reply::events(["retry: 1\n\n".to_owned(), event(1, "run.started")]),
             Reply::drop_connection(),
+            Reply::drop_connection(),
+            // Opened again: the host repeats event 1.
+            Reply::events([event(1, "run.started"), event(2, "run.completed")]),
         ],
     );
-    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("running"))]);
-    let ended = tokio::time::timeout(
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    let mut seen = Vec::new();
+    let finished = tokio::time::timeout(
         Duration::from_secs(10),
-        client.follow_run(RUN).max_reconnects(1).send(),
+        client
+            .follow_run(RUN)
+            .max_reconnects(1)
+            .on_event(|e| seen.push(e.sequence))
+            .send(),
     )
     .await
-    .expect("ends by itself");
-    assert!(matches!(ended, Err(Error::Stream { .. })), "{ended:?}");
-    assert_eq!(host.hits("GET", EVENTS_PATH), 3);
+    .expect("follow_run ends")
+    .expect("reopened after the stream gave up");
+    assert_eq!(finished.status.as_str(), "completed");
+    assert_eq!(seen, [1, 2]);
+    let resumed: Vec<Option<String>> = host
+        .requests()
+        .iter()
+        .filter(|r| r.path == EVENTS_PATH)
+        .map(|r| r.header("last-event-id").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        resumed,
+        [None, Some("1".into()), Some("1".into()), Some("1".into())]
+    );
+}
+
+/// A host that ignores `Last-Event-ID` and sends the whole log again on every connection:
+/// the stream waits before reconnecting after a clean close (the host's `retry:`, else
+/// 250 ms, growing), drops the run events it has already read (by `sequence`), and ends
+/// when a resumption brings nothing new, instead of reconnecting at once forever and
+/// yielding every event again each time.
+#[tokio::test]
+async fn a_host_that_replays_its_log_is_not_hammered_and_sends_no_duplicates() {
+    let host = host().await;
+    let client = client(&host);
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [Reply::events([
+            "retry: 100\n\n".to_owned(),
+            event(1, "run.started"),
+            event(2, "node.started"),
+        ])],
+    );
+    let started = Instant::now();
+    let mut events = client.stream_run_events(RUN).send().await.expect("open");
+    let items = drain(&mut events, Duration::from_secs(5)).await;
+    let seen: Vec<u64> = items
+        .into_iter()
+        .map(|item| item.expect("no error").sequence)
+        .collect();
+    assert_eq!(seen, [1, 2]);
+    assert_eq!(host.hits("GET", EVENTS_PATH), 2);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+
+    // The terminal event ends the stream, even when the host sends it twice.
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [Reply::events([
+            event(1, "run.started"),
+            event(2, "run.completed"),
+            event(2, "run.completed"),
+        ])],
+    );
+    let mut events = client.stream_run_events(RUN).send().await.expect("open");
+    let items = drain(&mut events, Duration::from_secs(5)).await;
+    let seen: Vec<u64> = items
+        .into_iter()
+        .map(|item| item.expect("no error").sequence)
+        .collect();
+    assert_eq!(seen, [1, 2]);
+    assert_eq!(host.hits("GET", EVENTS_PATH), 1);
+}
+
+/// An event larger than the client accepts ends the stream with `TooLarge`, whether it
+/// arrives whole or as a line that never ends.
+#[tokio::test]
+async fn an_event_past_the_limit_ends_the_stream() {
+    let host = host().await;
+    let client = Client::builder(host.url())
+        .max_event_size(1024)
+        .build()
+        .expect("client");
+    let big = format!("id: 1\ndata: {}\n\n", "x".repeat(4096));
+    let endless = format!("data: {}", "y".repeat(4096));
+    for chunks in [vec![event(1, "run.started"), big], vec![endless]] {
+        host.on("GET", EVENTS_PATH, [Reply::events_then_hang(chunks)]);
+        let mut events = client.stream_run_events(RUN).send().await.expect("open");
+        let items = drain(&mut events, Duration::from_secs(5)).await;
+        let last = items.last().expect("an item");
+        assert!(
+            matches!(last, Err(Error::TooLarge { limit: 1024, .. })),
+            "{items:?}"
+        );
+    }
+    assert_eq!(openwop_sdk::client::DEFAULT_MAX_EVENT_SIZE, 8 << 20);
+}
+
+/// An `interrupt.requested` event at `node`.
+fn interrupt(sequence: u64, node: &str) -> String {
+    let mut data = data(sequence, "interrupt.requested");
+    data["nodeId"] = json!(node);
+    data["payload"] = json!({"kind": "approval", "key": node, "data": {
+        "artifactId": "a", "artifactType": "run", "title": "Approve?",
+        "actions": ["accept", "reject"]}});
+    format!("id: {sequence}\nevent: interrupt.requested\ndata: {data}\n\n")
+}
+
+fn resolved() -> Value {
+    json!({"runId": RUN, "nodeId": "a", "status": "running"})
+}
+
+/// An answerer may decline (`None` leaves the interrupt for a person) and may be async;
+/// `on_event` may stop following early (`ControlFlow::Break`), and `send()` then answers
+/// the run as it is.
+#[tokio::test]
+async fn interrupts_may_be_declined_or_answered_later_and_following_stopped() {
+    use std::ops::ControlFlow;
+
+    let host = host().await;
+    let client = client(&host);
+    let a = format!("{RUN_PATH}/interrupts/a");
+    let b = format!("{RUN_PATH}/interrupts/b");
+    let script = || {
+        [Reply::events([
+            interrupt(1, "a"),
+            interrupt(2, "b"),
+            event(3, "run.completed"),
+        ])]
+    };
+    host.on("GET", EVENTS_PATH, script());
+    host.on("POST", &a, [Reply::json(200, &resolved())]);
+    host.on("POST", &b, [Reply::json(200, &resolved())]);
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    // Synchronous: `a` is answered, `b` left open.
+    let done = client
+        .run_to_end(
+            RUN,
+            |raised| (raised.node_id == "a").then(|| json!({"action": "accept"})),
+            |_| {},
+        )
+        .await
+        .expect("the final snapshot");
+    assert_eq!(done.status.as_str(), "completed");
+    assert_eq!(host.hits("POST", &a), 1);
+    assert_eq!(host.hits("POST", &b), 0, "declined");
+    let body = host
+        .requests()
+        .into_iter()
+        .find(|r| r.path == a)
+        .and_then(|r| r.json())
+        .expect("a resolution");
+    assert_eq!(body["resumeValue"], json!({"action": "accept"}));
+
+    // Asynchronous: the answer comes after a wait; `b` is answered, `a` left open.
+    host.on("GET", EVENTS_PATH, script());
+    host.on("POST", &a, [Reply::json(200, &resolved())]);
+    host.on("POST", &b, [Reply::json(200, &resolved())]);
+    client
+        .follow_run(RUN)
+        .answer_interrupts_with(|raised| async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            (raised.node_id == "b").then(|| json!({"action": "reject"}))
+        })
+        .send()
+        .await
+        .expect("the final snapshot");
+    assert_eq!(host.hits("POST", &a), 0);
+    assert_eq!(host.hits("POST", &b), 1);
+
+    // Stopped after the first event: nothing more is read or answered, and the snapshot
+    // is the run as it is.
+    host.on("GET", EVENTS_PATH, script());
+    host.on("POST", &a, [Reply::json(200, &resolved())]);
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("running"))]);
+    let mut seen = Vec::new();
+    let now = client
+        .follow_run(RUN)
+        .answer_interrupts(|_| json!({"action": "accept"}))
+        .on_event(|event| {
+            seen.push(event.sequence);
+            ControlFlow::Break(())
+        })
+        .send()
+        .await
+        .expect("the snapshot");
+    assert_eq!(now.status.as_str(), "running");
+    assert_eq!(seen, [1]);
+    assert_eq!(host.hits("POST", &a), 0);
+    assert_eq!(host.hits("GET", RUN_PATH), 1);
+}
+
+/// Following a run can be spawned: its future is `Send`, with an answerer (sync or async)
+/// that is `Send` but not `Sync`.
+#[test]
+fn following_a_run_is_send() {
+    fn is_send<T: Send>(_: &T) {}
+    let client = Client::new("http://127.0.0.1:9");
+    // A `Cell` is `Send` but not `Sync`.
+    let answered = std::cell::Cell::new(0);
+    is_send(
+        &client
+            .follow_run(RUN)
+            .answer_interrupts(move |_| {
+                answered.set(answered.get() + 1);
+                json!({"action": "accept"})
+            })
+            .send(),
+    );
+    is_send(
+        &client
+            .follow_run(RUN)
+            .answer_interrupts_with(|_| async { None })
+            .on_event(|_| {})
+            .send(),
+    );
+    is_send(&client.run_to_end(RUN, |_| None, |_| {}));
+    is_send(&client.wait_until_terminal(RUN));
 }

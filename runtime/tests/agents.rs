@@ -724,7 +724,9 @@ async fn the_generated_client_reads_the_inventory_as_the_openapi_document_types_
     )
     .expect("write agent");
     let h = start_on(data.path(), agents.path()).await;
-    let client = openwop_generated::client::Client::new(h.base.clone()).with_api_key(KEY_B);
+    let client = openwop_generated::client::Client::new(h.base.clone())
+        .with_api_key(KEY_B)
+        .expect("a valid key");
     let list = client
         .list_agents()
         .send()

@@ -216,8 +216,12 @@ impl Host {
             .build()
             .expect("client");
         Host {
-            a: Client::with_client(&base, http.clone()).with_api_key(KEY_A),
-            b: Client::with_client(&base, http.clone()).with_api_key(KEY_B),
+            a: Client::with_client(&base, http.clone())
+                .with_api_key(KEY_A)
+                .expect("a valid key"),
+            b: Client::with_client(&base, http.clone())
+                .with_api_key(KEY_B)
+                .expect("a valid key"),
             anonymous: Client::with_client(&base, http.clone()),
             notices: Notices::start().await,
             base,

@@ -46,11 +46,7 @@ pub(crate) const DEPENDENCIES: &[(&str, &str, bool)] = &[
         r#"{ version = "1", features = ["derive"] }"#,
         false,
     ),
-    (
-        "serde_json",
-        r#"{ version = "1", features = ["preserve_order"] }"#,
-        false,
-    ),
+    ("serde_json", r#"{ version = "1" }"#, false),
     (
         "tokio",
         r#"{ version = "1.54", default-features = false, features = ["time"] }"#,

@@ -302,10 +302,11 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         quote! {
                             /// The error code (an open enum: a registered code or a vendor one).
                             code: #code_ty,
-                            /// The whole envelope.
-                            envelope: #ty,
+                            /// The whole envelope (boxed, as the headers are: an `Error` stays
+                            /// small enough to return in a `Result` everywhere).
+                            envelope: Box<#ty>,
                         },
-                        quote!(Error::Api { status, code: envelope.#field.clone(), envelope, headers }),
+                        quote!(Error::Api { status, code: envelope.#field.clone(), envelope: Box::new(envelope), headers: Box::new(headers) }),
                         quote! {
                             /// The error code of an API error.
                             pub fn code(&self) -> Option<&#code_ty> {
@@ -322,13 +323,13 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                     ty.clone(),
                     quote!(),
                     quote! {
-                        /// The whole envelope.
-                        envelope: #ty,
+                        /// The whole envelope (boxed: an `Error` stays small).
+                        envelope: Box<#ty>,
                     },
                     quote!(Error::Api {
                         status,
-                        envelope,
-                        headers
+                        envelope: Box::new(envelope),
+                        headers: Box::new(headers)
                     }),
                     quote!(),
                     quote!(Error::Api { envelope, .. } => envelope_text(envelope, "error")),
@@ -352,13 +353,13 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 }
             },
             quote! {
-                /// The whole envelope.
-                envelope: ErrorEnvelope,
+                /// The whole envelope (boxed: an `Error` stays small).
+                envelope: Box<ErrorEnvelope>,
             },
             quote!(Error::Api {
                 status,
-                envelope,
-                headers
+                envelope: Box::new(envelope),
+                headers: Box::new(headers)
             }),
             quote!(),
             quote!(Error::Api { envelope, .. } => Some(envelope.error.clone())),
@@ -445,7 +446,13 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         ///
         /// `Display` shows the HTTP status, the error code, the host's message and its
         /// request id when there is one (`HTTP 401 unauthenticated: the api key is not
-        /// recognised`); the envelope and headers stay in the `Api` variant.
+        /// recognised`); the envelope and headers stay in the `Api` variant. The cause of a
+        /// `Transport` or `Stream` error is its [`source()`](std::error::Error::source), not
+        /// part of its `Display`: print the chain (`{:#}` with `anyhow`, or walk `source()`)
+        /// to see it.
+        ///
+        /// Large contents (an envelope, a header map) are boxed: an `Error` is at most 48
+        /// bytes, so returning it in a `Result` costs little (no `clippy::result_large_err`).
         #[derive(Debug)]
         #[non_exhaustive]
         pub enum Error {
@@ -459,7 +466,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 status: u16,
                 #api_fields
                 /// The answer's headers (`Retry-After`, …).
-                headers: HeaderMap,
+                headers: Box<HeaderMap>,
             },
             /// The request did not complete: no connection, a timeout, an answer cut short.
             Transport(reqwest::Error),
@@ -469,21 +476,24 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 /// The HTTP status.
                 status: u16,
                 /// What did not fit.
-                message: ::std::string::String,
+                message: Box<str>,
                 /// The start of the body, for the log.
-                body: ::std::string::String,
+                body: Box<str>,
                 /// The answer's headers (a `201`'s `Location`, the request id); for an
                 /// event of a stream, those of the answer that opened it.
-                headers: HeaderMap,
+                headers: Box<HeaderMap>,
             },
-            /// An event stream dropped and could not be reopened.
+            /// An event stream dropped and could not be reopened within its reconnection
+            /// budget.
             #[non_exhaustive]
             Stream {
-                /// What happened, for the log (how many times in a row, and the last cause).
+                /// What happened, for the log (how many times in a row, for how long, and the
+                /// last cause when it was not an error: silence).
                 message: ::std::string::String,
                 /// The last failure itself, when it was one (a refusal with its status and
-                /// `Retry-After`, a transport error); `status()`, `headers()`,
-                /// `request_id()` and `retry_after()` answer from it.
+                /// `Retry-After`, a transport error): the error's `source()`; `status()`,
+                /// `headers()`, `request_id()`, `retry_after()` and `is_retryable()` answer
+                /// from it.
                 last: Option<Box<Error>>,
             },
             /// A non-2xx answer that is not the host's error envelope: a proxy's or load
@@ -495,7 +505,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 /// The HTTP status.
                 status: u16,
                 /// The answer's headers.
-                headers: HeaderMap,
+                headers: Box<HeaderMap>,
                 /// The start of the body, for the log.
                 body: ::std::string::String,
             },
@@ -507,6 +517,16 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 what: &'static str,
                 /// How long.
                 waited: ::std::time::Duration,
+            },
+            /// An answer's body or an event of a stream is larger than the client accepts
+            /// ([`ClientBuilder::max_body_size`], [`ClientBuilder::max_event_size`]). Not
+            /// retryable: the same request would be answered the same.
+            #[non_exhaustive]
+            TooLarge {
+                /// What was too large (`answer body`, `event`).
+                what: &'static str,
+                /// The limit, in bytes.
+                limit: usize,
             },
         }
 
@@ -526,7 +546,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             /// error, its last failure's).
             pub fn headers(&self) -> Option<&HeaderMap> {
                 match self {
-                    Error::Api { headers, .. } | Error::Http { headers, .. } | Error::Decode { headers, .. } => Some(headers),
+                    Error::Api { headers, .. } | Error::Http { headers, .. } | Error::Decode { headers, .. } => Some(&**headers),
                     Error::Stream { last: Some(last), .. } => last.headers(),
                     _ => None,
                 }
@@ -587,17 +607,18 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         }
                         Ok(())
                     }
-                    Error::Transport(e) => {
-                        write!(f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" })?;
-                        // reqwest's own sentence ("error sending request for url …") leaves
-                        // the cause (connection refused, the body cut short) to its sources.
-                        let mut source = std::error::Error::source(e);
-                        while let Some(cause) = source {
-                            write!(f, ": {cause}")?;
-                            source = cause.source();
-                        }
-                        Ok(())
-                    }
+                    // What kind of failure; the `reqwest::Error` (its URL, and through its own
+                    // sources the cause: connection refused, the body cut short) is the
+                    // error's `source()`.
+                    Error::Transport(e) => f.write_str(if e.is_timeout() {
+                        "timed out (transport)"
+                    } else if e.is_connect() {
+                        "transport: could not connect"
+                    } else if e.is_body() || e.is_decode() {
+                        "transport: the answer was cut short"
+                    } else {
+                        "transport: the request did not complete"
+                    }),
                     Error::Decode { status, message, .. } => {
                         write!(f, "cannot decode the HTTP {status} answer: {message}")?;
                         if let Some(id) = self.request_id() {
@@ -631,15 +652,23 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                         Ok(())
                     }
                     Error::TimedOut { what, waited } => write!(f, "timed out: no {what} within {waited:?}"),
+                    Error::TooLarge { what, limit } => write!(f, "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"),
                 }
             }
         }
 
-        // No `source()`: `Display` of a `Transport` error already prints its causes (reqwest's
-        // own sentence leaves them out), and an error should print a cause or return it, not
-        // both, or `anyhow`'s `{:#}` and `eyre` print each cause twice. The `reqwest::Error`
-        // stays reachable by matching `Error::Transport(e)`.
-        impl std::error::Error for Error {}
+        // An error prints its cause or returns it, not both (or `anyhow`'s `{:#}` and `eyre`
+        // print each cause twice): the causes of a `Transport` and a `Stream` error are their
+        // sources, and their `Display` leaves them out.
+        impl std::error::Error for Error {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                match self {
+                    Error::Transport(e) => Some(e),
+                    Error::Stream { last: Some(last), .. } => Some(&**last),
+                    _ => None,
+                }
+            }
+        }
 
         impl From<reqwest::Error> for Error {
             fn from(e: reqwest::Error) -> Self {
@@ -658,7 +687,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 Some(envelope) => #api_build,
                 // Not the host's envelope: a proxy's page, most likely. Kept as an answer
                 // (status, headers) so that it is retried and its Retry-After honoured.
-                None => Error::Http { status, headers, body: excerpt(bytes) },
+                None => Error::Http { status, headers: Box::new(headers), body: excerpt(bytes) },
             }
         }
 

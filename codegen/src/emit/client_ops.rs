@@ -132,6 +132,7 @@ impl Names {
                 "no_timeout",
                 "idle_timeout",
                 "max_reconnects",
+                "reconnect_for",
                 "pages",
                 "stream",
             ]
@@ -382,8 +383,12 @@ pub(crate) fn operation(
                 let setter = match outer(ty) {
                     Some((w, _)) if w == "Map" || w == "Value" => quote! {
                         #docs
-                        pub fn #name(mut self, value: impl Into<::serde_json::Value>) -> Self {
-                            self.fields.set(#json, Ok::<_, ::std::convert::Infallible>(value.into()));
+                        ///
+                        /// Takes anything that serialises (a `json!` value, a map, your own
+                        /// type); a value that fails to serialise fails `send()` with
+                        /// `Error::InvalidRequest`, before anything is sent.
+                        pub fn #name(mut self, value: impl ::serde::Serialize) -> Self {
+                            self.fields.set(#json, Ok::<_, ::std::convert::Infallible>(value));
                             self
                         }
                     },
@@ -564,10 +569,20 @@ pub(crate) fn operation(
                     super::EventStream::open(call, #last, self.options).await
                 }
 
-                /// How many consecutive failed reconnections end the stream with an error
-                /// (default 8).
+                /// How long the stream keeps reconnecting while every attempt fails, from the
+                /// first failure in a row (default
+                /// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s: a host
+                /// restart or deploy). A connection that delivers an event or stays up 10 s
+                /// starts the count over; past it the stream ends with `Error::Stream`.
+                pub fn reconnect_for(mut self, budget: ::std::time::Duration) -> Self {
+                    self.options.reconnect_for = budget;
+                    self
+                }
+
+                /// How many failures in a row end the stream with `Error::Stream`, besides
+                /// [`reconnect_for`](Self::reconnect_for)'s time (no count by default).
                 pub fn max_reconnects(mut self, attempts: u32) -> Self {
-                    self.options.max_reconnects = attempts;
+                    self.options.max_reconnects = Some(attempts);
                     self
                 }
 

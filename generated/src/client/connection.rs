@@ -17,13 +17,29 @@ use super::{Error, RetryPolicy};
 /// How long establishing a connection may take, unless the builder says otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long one attempt of a call (connect, send, read the answer) may take, unless the
-/// builder or the call says otherwise; with the default retries a call that times out every
-/// time takes three of these plus the backoff ([`RetryPolicy::max_elapsed`] bounds the
-/// whole). It is above the longest long-poll the API lets a caller ask for
-/// (`pollRunEvents` holds a request up to 60 s). Event streams have no total timeout; they
-/// count as dropped after [`DEFAULT_STREAM_IDLE_TIMEOUT`] of silence and reconnect.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long one attempt of a call (hooks, connect, send, read the answer) may take, unless
+/// the builder or the call says otherwise; with the default retries a call that times out
+/// every time takes three of these plus the backoff ([`RetryPolicy::max_elapsed`] bounds the
+/// whole). A long poll is not cut by it: its attempts may take its hold (the `timeout`
+/// query parameter) and 10 s more. Event streams have no total timeout; they count as
+/// dropped after [`DEFAULT_STREAM_IDLE_TIMEOUT`] of silence and reconnect.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an event stream keeps reconnecting while every attempt fails (a host restarting
+/// or being deployed, a network outage), unless the stream says otherwise
+/// (`reconnect_for(..)`): two minutes of consecutive failures, counted from the first one
+/// and reset by a connection that delivers an event or stays up 10 s. Then the stream ends
+/// with [`Error::Stream`].
+pub const DEFAULT_RECONNECT_FOR: Duration = Duration::from_secs(120);
+
+/// The largest 2xx answer body the client reads, unless the builder says otherwise
+/// ([`ClientBuilder::max_body_size`]): 32 MiB. A longer one is [`Error::TooLarge`].
+pub const DEFAULT_MAX_BODY_SIZE: usize = 32 << 20;
+
+/// The largest event (its `data:` lines, or a line not yet ended) an event stream buffers,
+/// unless the builder says otherwise ([`ClientBuilder::max_event_size`]): 8 MiB. A larger
+/// one ends the stream with [`Error::TooLarge`].
+pub const DEFAULT_MAX_EVENT_SIZE: usize = 8 << 20;
 
 /// How long an event stream may stay silent (not even a keep-alive comment; hosts send one
 /// at least every 30 s) before it counts as dropped and reconnects.
@@ -50,7 +66,9 @@ pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send 
 /// Code run on every request before it is sent and every answer before it is read: set a
 /// fresh token, add headers, log, count. Both methods default to doing nothing. Register one
 /// with [`ClientBuilder::hook`]; [`ClientBuilder::on_request`] and
-/// [`ClientBuilder::on_response`] take plain closures.
+/// [`ClientBuilder::on_response`] take plain closures. A hook runs inside its attempt: the
+/// attempt's timeout and [`RetryPolicy::max_elapsed`] bound it too (a hook that never
+/// finishes is [`Error::TimedOut`]).
 ///
 /// ```
 /// use openwop_sdk::client::{Client, Hook, HookFuture, RequestInfo};
@@ -139,18 +157,33 @@ impl fmt::Debug for Secret {
 }
 
 /// Everything a call consults besides the host: shared by clones of one client.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) timeout: Option<Duration>,
     pub(crate) retry: RetryPolicy,
     pub(crate) hooks: Vec<Arc<dyn Hook>>,
     pub(crate) trace_context: Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>,
+    pub(crate) max_body_size: usize,
+    pub(crate) max_event_size: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            timeout: Some(DEFAULT_TIMEOUT),
+            retry: RetryPolicy::default(),
+            hooks: Vec::new(),
+            trace_context: None,
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
+            max_event_size: DEFAULT_MAX_EVENT_SIZE,
+        }
+    }
 }
 
 /// A client bound to one host. Cheap to clone (the connection pool and settings are shared).
 ///
 /// [`Client::builder`] sets everything; [`Client::new`] is the builder's defaults: a 10 s
-/// connect timeout, a 90 s timeout per attempt, [`RetryPolicy::default`], and on every request
+/// connect timeout, a 30 s timeout per attempt, [`RetryPolicy::default`], and on every request
 /// the `OpenWOP-Version` the crate was generated for, `OpenWOP-Client-Version` and
 /// `User-Agent: openwop-rust/<crate version>`.
 #[derive(Clone)]
@@ -214,10 +247,7 @@ impl Client {
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             api_key: None,
             headers: Vec::new(),
-            settings: Settings {
-                timeout: Some(DEFAULT_TIMEOUT),
-                ..Settings::default()
-            },
+            settings: Settings::default(),
         }
     }
 
@@ -232,17 +262,28 @@ impl Client {
         }
     }
 
-    /// Sends `key` as the API credential on every request that takes one.
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(Secret(key.into()));
-        self
+    /// The same client sending `key` as the API credential on every request that takes
+    /// one. Fails ([`Error::InvalidRequest`]) when `key` is not a valid header value, as
+    /// [`ClientBuilder::build`] does.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Result<Self, Error> {
+        let key = Secret(key.into());
+        check_api_key(&key)?;
+        self.api_key = Some(key);
+        Ok(self)
     }
 
-    /// Sends a header on every request; it replaces a default of the same name (for example
-    /// `OpenWOP-Version`).
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
+    /// The same client sending a header on every request; it replaces a default of the same
+    /// name (for example `OpenWOP-Version`). Fails ([`Error::InvalidRequest`]) when the name
+    /// or value is not a valid header, as [`ClientBuilder::build`] does.
+    pub fn with_header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Self, Error> {
+        let (name, value) = (name.into(), value.into());
+        put(&mut HeaderMap::new(), &name, &value)?;
+        self.headers.push((name, value));
+        Ok(self)
     }
 
     /// The same client with another retry policy.
@@ -374,6 +415,16 @@ fn shown_url(url: &str) -> String {
     }
 }
 
+/// The check every way of setting the API key makes.
+fn check_api_key(key: &Secret) -> Result<(), Error> {
+    HeaderValue::from_str(&key.0).map(drop).map_err(|_| {
+        Error::InvalidRequest(
+            "the API key is not a valid header value (a line break or control character?)"
+                .to_owned(),
+        )
+    })
+}
+
 fn header_name(name: &str) -> Result<HeaderName, Error> {
     HeaderName::from_bytes(name.as_bytes())
         .map_err(|_| Error::InvalidRequest(format!("`{name}` is not a header name")))
@@ -421,6 +472,8 @@ impl fmt::Debug for ClientBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.settings.timeout)
             .field("retry", &self.settings.retry)
+            .field("max_body_size", &self.settings.max_body_size)
+            .field("max_event_size", &self.settings.max_event_size)
             .finish_non_exhaustive()
     }
 }
@@ -445,7 +498,8 @@ impl ClientBuilder {
         self
     }
 
-    /// How long one attempt of a call may take (default [`DEFAULT_TIMEOUT`]); a call's own
+    /// How long one attempt of a call (its hooks, sending, reading the answer) may take
+    /// (default [`DEFAULT_TIMEOUT`]); a call's own
     /// `timeout(..)` overrides it. Event streams use their idle timeout instead. To bound a
     /// call with all its retries, see [`RetryPolicy::max_elapsed`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -464,6 +518,21 @@ impl ClientBuilder {
     /// retries off).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.settings.retry = policy;
+        self
+    }
+
+    /// The largest 2xx answer body a call reads (default [`DEFAULT_MAX_BODY_SIZE`], 32 MiB);
+    /// a larger one fails the call with [`Error::TooLarge`], unread.
+    pub fn max_body_size(mut self, bytes: usize) -> Self {
+        self.settings.max_body_size = bytes;
+        self
+    }
+
+    /// The largest event an event stream buffers (default [`DEFAULT_MAX_EVENT_SIZE`],
+    /// 8 MiB): its `data:` lines together, or a line whose end has not come yet. A larger one
+    /// ends the stream with [`Error::TooLarge`].
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.settings.max_event_size = bytes;
         self
     }
 
@@ -539,13 +608,8 @@ impl ClientBuilder {
         for (name, value) in &self.headers {
             put(&mut HeaderMap::new(), name, value)?;
         }
-        if let Some(key) = &self.api_key
-            && HeaderValue::from_str(&key.0).is_err()
-        {
-            return Err(Error::InvalidRequest(
-                "the API key is not a valid header value (a line break or control character?)"
-                    .to_owned(),
-            ));
+        if let Some(key) = &self.api_key {
+            check_api_key(key)?;
         }
         let http = match self.http {
             Some(http) => http,

@@ -13,7 +13,10 @@
 // openwop-codegen: requires model ResolveInterruptResponse
 
 use std::fmt;
-use std::time::Duration;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 use super::{Client, Error, RetryPolicy};
 use crate::models::{
@@ -34,6 +37,36 @@ pub struct RaisedInterrupt {
     pub event: RunEvent,
 }
 
+/// What an `on_event` callback of [`FollowRun::on_event`] (or [`Client::run_to_end`])
+/// answers: nothing (`()`, keep following), or a [`ControlFlow`]: `Break(())` stops
+/// following after this event, and `send()` answers the run's snapshot as it is then.
+pub trait EventFlow {
+    /// Whether following stops after this event.
+    fn stops(self) -> bool;
+}
+
+impl EventFlow for () {
+    fn stops(self) -> bool {
+        false
+    }
+}
+
+impl EventFlow for ControlFlow<()> {
+    fn stops(self) -> bool {
+        self.is_break()
+    }
+}
+
+/// The resume value an interrupt answerer gives, later: `None` leaves the interrupt open
+/// (for a person, another service).
+type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Option<serde_json::Value>> + Send + 'a>>;
+
+/// An interrupt answerer, sync or async, as [`FollowRun`] keeps it: in a `Mutex` (only ever
+/// reached through `&mut`, never locked against anyone) so that a `FollowRun` is `Sync`, and
+/// `send()`'s future `Send`, without asking the answerer to be `Sync`.
+type Answerer<'a> =
+    std::sync::Mutex<Box<dyn FnMut(RaisedInterrupt) -> AnswerFuture<'a> + Send + 'a>>;
+
 impl RaisedInterrupt {
     /// The interrupt of an `interrupt.requested` event; `None` for any other event, or one
     /// without a node.
@@ -51,13 +84,14 @@ impl RaisedInterrupt {
 }
 
 impl Client {
-    /// Resolves the open interrupt at `node_id` of `run_id` with `resume_value` (it must
-    /// satisfy the interrupt's `resumeSchema`; an approval takes `{"action": "accept"}`).
+    /// Resolves the open interrupt at `node_id` of `run_id` with `resume_value` (anything that
+    /// serialises; it must satisfy the interrupt's `resumeSchema`: an approval takes
+    /// `{"action": "accept"}`).
     pub async fn resolve_interrupt(
         &self,
         run_id: &str,
         node_id: &str,
-        resume_value: impl Into<serde_json::Value>,
+        resume_value: impl serde::Serialize,
     ) -> Result<ResolveInterruptResponse, Error> {
         self.resolve_interrupt_by_run(run_id, node_id)
             .resume_value(resume_value)
@@ -108,6 +142,7 @@ impl Client {
             run_id: run_id.to_owned(),
             last_event_id: None,
             idle_timeout: None,
+            reconnect_for: None,
             max_reconnects: None,
             headers: Vec::new(),
             retry: None,
@@ -117,21 +152,28 @@ impl Client {
     }
 
     /// Follows the run to its end, answering every interrupt it raises with the resume value
-    /// `answer` gives, and calling `on_event` with every event; answers the final snapshot.
-    /// The same as `follow_run(run_id).answer_interrupts(answer).on_event(on_event)`, which
-    /// also takes the stream's options.
+    /// `answer` gives (a `Value`, or an `Option<Value>`: `None` leaves that interrupt open,
+    /// for a person), and calling `on_event` with every event (it may answer
+    /// `ControlFlow::Break(())` to stop following: see [`EventFlow`]); answers the final
+    /// snapshot. The same as `follow_run(run_id).answer_interrupts(answer).on_event(on_event)`,
+    /// which also takes the stream's options; [`FollowRun::answer_interrupts_with`] takes an
+    /// async answerer.
     ///
     /// The stream starts at the beginning of the run's log, so `answer` is also called for
     /// interrupts raised before this call, including ones already resolved: their
     /// resolution is refused by the host (`409`/`410`) and skipped, and so is one another
     /// client answered first. Keep `answer` free of side effects, or check the interrupt
     /// against [`Client::run_snapshot`]'s open `interrupts` before acting.
-    pub async fn run_to_end(
+    pub async fn run_to_end<R, C>(
         &self,
         run_id: &str,
-        answer: impl FnMut(&RaisedInterrupt) -> serde_json::Value,
-        on_event: impl FnMut(&RunEvent),
-    ) -> Result<RunSnapshot, Error> {
+        answer: impl FnMut(&RaisedInterrupt) -> R + Send,
+        on_event: impl FnMut(&RunEvent) -> C,
+    ) -> Result<RunSnapshot, Error>
+    where
+        R: Into<Option<serde_json::Value>>,
+        C: EventFlow,
+    {
         self.follow_run(run_id)
             .answer_interrupts(answer)
             .on_event(on_event)
@@ -150,27 +192,29 @@ impl Client {
 /// the crate cannot decode are skipped. The stream options apply to each stream it opens;
 /// headers and the retry policy to every call it makes.
 #[must_use = "following does nothing until it is sent"]
-pub struct FollowRun<'a, E = fn(&RunEvent), A = fn(&RaisedInterrupt) -> serde_json::Value> {
+pub struct FollowRun<'a, E = fn(&RunEvent)> {
     client: &'a Client,
     run_id: String,
     last_event_id: Option<String>,
     idle_timeout: Option<Duration>,
+    reconnect_for: Option<Duration>,
     max_reconnects: Option<u32>,
     headers: Vec<(String, String)>,
     retry: Option<RetryPolicy>,
     on_event: E,
-    answer: Option<A>,
+    answer: Option<Answerer<'a>>,
 }
 
 /// Header values are left out, as the builders' own `Debug` leaves them out: a per-call
 /// `Authorization` is a credential.
-impl<E, A> fmt::Debug for FollowRun<'_, E, A> {
+impl<E> fmt::Debug for FollowRun<'_, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("FollowRun")
             .field("run_id", &self.run_id)
             .field("last_event_id", &self.last_event_id)
             .field("idle_timeout", &self.idle_timeout)
+            .field("reconnect_for", &self.reconnect_for)
             .field("max_reconnects", &self.max_reconnects)
             .field("header_names", &header_names)
             .field("retry", &self.retry)
@@ -179,10 +223,10 @@ impl<E, A> fmt::Debug for FollowRun<'_, E, A> {
     }
 }
 
-impl<'a, E, A> FollowRun<'a, E, A>
+impl<'a, E, C> FollowRun<'a, E>
 where
-    E: FnMut(&RunEvent),
-    A: FnMut(&RaisedInterrupt) -> serde_json::Value,
+    E: FnMut(&RunEvent) -> C,
+    C: EventFlow,
 {
     /// Starts after this event id (`Last-Event-ID`) instead of at the beginning of the
     /// run's log: a process that stored the last id it handled picks up from there. Later
@@ -200,8 +244,19 @@ where
         self
     }
 
-    /// How many consecutive failed reconnections end the stream, and the following, with
-    /// an error (default 8).
+    /// How long following goes on while everything fails (the stream's reconnections,
+    /// opening it again, reading the run), from the first failure in a row (default
+    /// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s: a host restart or
+    /// deploy is waited out). An event read, or a stream opened, starts the count over; past
+    /// it `send()` answers the last error.
+    pub fn reconnect_for(mut self, budget: Duration) -> Self {
+        self.reconnect_for = Some(budget);
+        self
+    }
+
+    /// How many failures in a row end the following with an error, besides
+    /// [`FollowRun::reconnect_for`]'s time (no count by default): each stream's failed
+    /// reconnections, and each time a stream that gave up could not be replaced.
     pub fn max_reconnects(mut self, attempts: u32) -> Self {
         self.max_reconnects = Some(attempts);
         self
@@ -216,20 +271,27 @@ where
     }
 
     /// The retry policy of every call it makes (opening a stream, `getRun`, resolving
-    /// interrupts) instead of the client's; an open stream's reconnections are bounded by
-    /// [`FollowRun::max_reconnects`].
+    /// interrupts) instead of the client's; an open stream's reconnections, and opening a
+    /// stream again after one gave up, are bounded by [`FollowRun::reconnect_for`].
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
         self
     }
 
-    /// Calls `on_event` with every event, in order.
-    pub fn on_event<F: FnMut(&RunEvent)>(self, on_event: F) -> FollowRun<'a, F, A> {
+    /// Calls `on_event` with every event, in order. It answers `()`, or a [`ControlFlow`]:
+    /// `ControlFlow::Break(())` stops following after this event, and `send()` answers the
+    /// run's snapshot as it is then (its status need not be terminal).
+    pub fn on_event<F, D>(self, on_event: F) -> FollowRun<'a, F>
+    where
+        F: FnMut(&RunEvent) -> D,
+        D: EventFlow,
+    {
         FollowRun {
             client: self.client,
             run_id: self.run_id,
             last_event_id: self.last_event_id,
             idle_timeout: self.idle_timeout,
+            reconnect_for: self.reconnect_for,
             max_reconnects: self.max_reconnects,
             headers: self.headers,
             retry: self.retry,
@@ -238,68 +300,159 @@ where
         }
     }
 
-    /// Answers every interrupt the run raises with the resume value `answer` gives (see
-    /// [`Client::run_to_end`]: it is also called for interrupts raised, or resolved, before
-    /// the events it reads; a resolution the host refuses with `409`/`410` is skipped).
-    pub fn answer_interrupts<F>(self, answer: F) -> FollowRun<'a, E, F>
+    /// Answers every interrupt the run raises with the resume value `answer` gives: a
+    /// `Value`, or an `Option<Value>` whose `None` leaves the interrupt open (for a person,
+    /// or another service), and following goes on. See [`Client::run_to_end`]: it is also
+    /// called for interrupts raised, or resolved, before the events it reads; a resolution
+    /// the host refuses with `409`/`410` is skipped. For an answer that needs to wait (ask
+    /// a model, a queue), see [`FollowRun::answer_interrupts_with`].
+    pub fn answer_interrupts<F, R>(self, mut answer: F) -> Self
     where
-        F: FnMut(&RaisedInterrupt) -> serde_json::Value,
+        F: FnMut(&RaisedInterrupt) -> R + Send + 'a,
+        R: Into<Option<serde_json::Value>>,
     {
-        FollowRun {
-            client: self.client,
-            run_id: self.run_id,
-            last_event_id: self.last_event_id,
-            idle_timeout: self.idle_timeout,
-            max_reconnects: self.max_reconnects,
-            headers: self.headers,
-            retry: self.retry,
-            on_event: self.on_event,
-            answer: Some(answer),
-        }
+        self.answer_interrupts_with(move |raised| {
+            let value = answer(&raised).into();
+            async move { value }
+        })
+    }
+
+    /// Answers every interrupt the run raises with what the future `answer` gives resolves
+    /// to: `Some(resume value)`, or `None` to leave the interrupt open. Following waits for
+    /// it (events after the interrupt are read once it is answered).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: openwop_sdk::client::Client) -> Result<(), openwop_sdk::client::Error> {
+    /// use serde_json::json;
+    ///
+    /// let done = client
+    ///     .follow_run("acme/run_0123456789abcdef")
+    ///     .answer_interrupts_with(|raised| async move {
+    ///         // Approvals are answered here; anything else waits for a person.
+    ///         (raised.payload.kind.to_string() == "approval").then(|| json!({"action": "accept"}))
+    ///     })
+    ///     .send()
+    ///     .await?;
+    /// # let _ = done; Ok(()) }
+    /// ```
+    pub fn answer_interrupts_with<F, Fut>(mut self, mut answer: F) -> Self
+    where
+        F: FnMut(RaisedInterrupt) -> Fut + Send + 'a,
+        Fut: Future<Output = Option<serde_json::Value>> + Send + 'a,
+    {
+        self.answer = Some(std::sync::Mutex::new(Box::new(move |raised| {
+            Box::pin(answer(raised))
+        })));
+        self
     }
 
     /// Follows the run until its status is terminal and answers its final snapshot.
     ///
     /// A terminal event ends the reading at once: nothing follows it, so the stream is not
     /// read (or reconnected) to its end, and one `getRun` confirms the status. A stream that
-    /// ends before the run does is resumed after its last event.
+    /// ends before the run does is resumed after its last event; so is one that gave up
+    /// reconnecting, or could not be opened or confirmed for a failure worth retrying, for as
+    /// long as [`FollowRun::reconnect_for`] allows. An event whose `sequence` is at or below
+    /// the last one read (a host that sent it again) is skipped.
     pub async fn send(mut self) -> Result<RunSnapshot, Error> {
-        let mut last = self.last_event_id.take();
+        let options = super::stream::StreamOptions {
+            reconnect_for: self.reconnect_for.unwrap_or(super::DEFAULT_RECONNECT_FOR),
+            max_reconnects: self.max_reconnects,
+            ..Default::default()
+        };
+        let mut place = Place {
+            last_event_id: self.last_event_id.take(),
+            last_sequence: None,
+            progressed: false,
+            failing_since: None,
+        };
+        let mut failures = 0;
         loop {
-            let mut events = self.events_after(last.as_deref()).await?;
-            while let Some(item) = events.next_event().await {
-                let event = match item {
-                    Ok(event) => event,
-                    Err(Error::Decode { .. }) => continue,
-                    Err(e) => return Err(e),
-                };
-                last = event.id.clone().or(last);
-                let event = event.data;
-                (self.on_event)(&event);
-                if ends_run(&event) {
-                    break;
-                }
-                if let (Some(answer), Some(raised)) =
-                    (self.answer.as_mut(), RaisedInterrupt::from_event(&event))
-                {
-                    let value = answer(&raised);
-                    match self.resolve(&raised.node_id, value).await {
-                        Ok(()) => {}
-                        // Resolved already, expired or cancelled: the log goes on without us.
-                        Err(Error::Api {
-                            status: 409 | 410, ..
-                        }) => {}
-                        Err(e) => return Err(e),
+            place.progressed = false;
+            let outcome = self.follow_once(&mut place).await;
+            if place.progressed {
+                failures = 0;
+            }
+            match outcome {
+                Ok(Some(snapshot)) => return Ok(snapshot),
+                // Ended before the run did: resume after the last event, after a pause so
+                // that a host or proxy that keeps closing at once is not asked in a tight
+                // loop.
+                Ok(None) => tokio::time::sleep(REOPEN_PAUSE).await,
+                Err(Stop::Retry(e)) => {
+                    failures += 1;
+                    let since = *place.failing_since.get_or_insert_with(Instant::now);
+                    if options.spent(failures, since) {
+                        return Err(e);
                     }
+                    let wait = super::stream::reconnect_wait(None, failures);
+                    tokio::time::sleep(wait).await;
+                }
+                Err(Stop::Fail(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads one stream of the run's events, after `place`, to its end or the run's
+    /// terminal event, then asks whether the run is finished.
+    async fn follow_once(&mut self, place: &mut Place) -> Result<Option<RunSnapshot>, Stop> {
+        let mut events = self
+            .events_after(place.last_event_id.as_deref())
+            .await
+            .map_err(Stop::new)?;
+        // The host answers again: the time of failures in a row starts over (their count
+        // only once an event comes).
+        place.failing_since = None;
+        while let Some(item) = events.next_event().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(Error::Decode { .. }) => continue,
+                Err(e) => {
+                    // The stream's failures in a row began before this one ended it.
+                    if let Some(since) = events.failing_since() {
+                        place.failing_since = Some(since);
+                    }
+                    return Err(Stop::new(e));
+                }
+            };
+            place.last_event_id = event.id.clone().or(place.last_event_id.take());
+            let event = event.data;
+            if place
+                .last_sequence
+                .is_some_and(|last| event.sequence <= last)
+            {
+                continue;
+            }
+            place.last_sequence = Some(event.sequence);
+            place.made_progress();
+            if (self.on_event)(&event).stops() {
+                // Asked to stop: the run as it is now, and no reopening after a failure.
+                return self.snapshot().await.map(Some).map_err(Stop::Fail);
+            }
+            if ends_run(&event) {
+                break;
+            }
+            if let (Some(answer), Some(raised)) =
+                (self.answer.as_mut(), RaisedInterrupt::from_event(&event))
+            {
+                let node_id = raised.node_id.clone();
+                let answer = answer.get_mut().unwrap_or_else(|e| e.into_inner());
+                // `None`: left open, for someone else to answer.
+                let Some(value) = answer(raised).await else {
+                    continue;
+                };
+                match self.resolve(&node_id, value).await {
+                    Ok(()) => {}
+                    // Resolved already, expired or cancelled: the log goes on without us.
+                    Err(Error::Api {
+                        status: 409 | 410, ..
+                    }) => {}
+                    // Its event is read: following again would not ask again.
+                    Err(e) => return Err(Stop::Fail(e)),
                 }
             }
-            if let Some(snapshot) = self.finished().await? {
-                return Ok(snapshot);
-            }
-            // Ended before the run did: resume after the last event, after a pause so that
-            // a host or proxy that keeps closing at once is not asked in a tight loop.
-            tokio::time::sleep(REOPEN_PAUSE).await;
         }
+        self.finished().await.map_err(Stop::new)
     }
 
     /// A stream of the run's events, resumed after `last` when given, with the options.
@@ -313,6 +466,9 @@ where
         }
         if let Some(timeout) = self.idle_timeout {
             open = open.idle_timeout(timeout);
+        }
+        if let Some(budget) = self.reconnect_for {
+            open = open.reconnect_for(budget);
         }
         if let Some(attempts) = self.max_reconnects {
             open = open.max_reconnects(attempts);
@@ -330,6 +486,12 @@ where
     /// stream after the terminal event, but a proxy may close a long stream early, and an
     /// ended stream alone does not make a run finished.
     async fn finished(&self) -> Result<Option<RunSnapshot>, Error> {
+        let snapshot = self.snapshot().await?;
+        Ok(snapshot.status.is_terminal().then_some(snapshot))
+    }
+
+    /// The run's snapshot as it is now, with the headers and retry policy.
+    async fn snapshot(&self) -> Result<RunSnapshot, Error> {
         let mut read = self.client.get_run(&self.run_id);
         if let Some(policy) = &self.retry {
             read = read.retry(policy.clone());
@@ -337,8 +499,7 @@ where
         for (name, value) in &self.headers {
             read = read.header(name, value);
         }
-        let snapshot = read.send().await?.into_inner();
-        Ok(snapshot.status.is_terminal().then_some(snapshot))
+        Ok(read.send().await?.into_inner())
     }
 
     /// Resolves the interrupt at `node_id` with `value`, with the headers and retry policy.
@@ -354,6 +515,41 @@ where
             resolve = resolve.header(name, value);
         }
         resolve.send().await.map(|_| ())
+    }
+}
+
+/// Where following has got to.
+struct Place {
+    last_event_id: Option<String>,
+    last_sequence: Option<u64>,
+    /// An event was read since the last failure.
+    progressed: bool,
+    /// When the current failures in a row began.
+    failing_since: Option<Instant>,
+}
+
+impl Place {
+    fn made_progress(&mut self) {
+        self.progressed = true;
+        self.failing_since = None;
+    }
+}
+
+/// Why one stream's following stopped short of the run's end.
+enum Stop {
+    /// A failure worth following again after (within the reconnection budget).
+    Retry(Error),
+    /// The answer.
+    Fail(Error),
+}
+
+impl Stop {
+    fn new(e: Error) -> Self {
+        if e.is_retryable() {
+            Stop::Retry(e)
+        } else {
+            Stop::Fail(e)
+        }
     }
 }
 

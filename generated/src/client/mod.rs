@@ -42,7 +42,13 @@ const AUTH_BEARER: bool = true;
 ///
 /// `Display` shows the HTTP status, the error code, the host's message and its
 /// request id when there is one (`HTTP 401 unauthenticated: the api key is not
-/// recognised`); the envelope and headers stay in the `Api` variant.
+/// recognised`); the envelope and headers stay in the `Api` variant. The cause of a
+/// `Transport` or `Stream` error is its [`source()`](std::error::Error::source), not
+/// part of its `Display`: print the chain (`{:#}` with `anyhow`, or walk `source()`)
+/// to see it.
+///
+/// Large contents (an envelope, a header map) are boxed: an `Error` is at most 48
+/// bytes, so returning it in a `Result` costs little (no `clippy::result_large_err`).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -56,10 +62,11 @@ pub enum Error {
         status: u16,
         /// The error code (an open enum: a registered code or a vendor one).
         code: crate::models::ErrorCode,
-        /// The whole envelope.
-        envelope: crate::models::ErrorEnvelope,
+        /// The whole envelope (boxed, as the headers are: an `Error` stays
+        /// small enough to return in a `Result` everywhere).
+        envelope: Box<crate::models::ErrorEnvelope>,
         /// The answer's headers (`Retry-After`, …).
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
     },
     /// The request did not complete: no connection, a timeout, an answer cut short.
     Transport(reqwest::Error),
@@ -69,21 +76,24 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
         /// What did not fit.
-        message: ::std::string::String,
+        message: Box<str>,
         /// The start of the body, for the log.
-        body: ::std::string::String,
+        body: Box<str>,
         /// The answer's headers (a `201`'s `Location`, the request id); for an
         /// event of a stream, those of the answer that opened it.
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
     },
-    /// An event stream dropped and could not be reopened.
+    /// An event stream dropped and could not be reopened within its reconnection
+    /// budget.
     #[non_exhaustive]
     Stream {
-        /// What happened, for the log (how many times in a row, and the last cause).
+        /// What happened, for the log (how many times in a row, for how long, and the
+        /// last cause when it was not an error: silence).
         message: ::std::string::String,
         /// The last failure itself, when it was one (a refusal with its status and
-        /// `Retry-After`, a transport error); `status()`, `headers()`,
-        /// `request_id()` and `retry_after()` answer from it.
+        /// `Retry-After`, a transport error): the error's `source()`; `status()`,
+        /// `headers()`, `request_id()`, `retry_after()` and `is_retryable()` answer
+        /// from it.
         last: Option<Box<Error>>,
     },
     /// A non-2xx answer that is not the host's error envelope: a proxy's or load
@@ -95,7 +105,7 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
         /// The answer's headers.
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
         /// The start of the body, for the log.
         body: ::std::string::String,
     },
@@ -107,6 +117,16 @@ pub enum Error {
         what: &'static str,
         /// How long.
         waited: ::std::time::Duration,
+    },
+    /// An answer's body or an event of a stream is larger than the client accepts
+    /// ([`ClientBuilder::max_body_size`], [`ClientBuilder::max_event_size`]). Not
+    /// retryable: the same request would be answered the same.
+    #[non_exhaustive]
+    TooLarge {
+        /// What was too large (`answer body`, `event`).
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
     },
 }
 impl Error {
@@ -128,7 +148,7 @@ impl Error {
         match self {
             Error::Api { headers, .. }
             | Error::Http { headers, .. }
-            | Error::Decode { headers, .. } => Some(headers),
+            | Error::Decode { headers, .. } => Some(&**headers),
             Error::Stream { last: Some(last), .. } => last.headers(),
             _ => None,
         }
@@ -195,15 +215,17 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Transport(e) => {
-                write!(
-                    f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" }
-                )?;
-                let mut source = std::error::Error::source(e);
-                while let Some(cause) = source {
-                    write!(f, ": {cause}")?;
-                    source = cause.source();
-                }
-                Ok(())
+                f.write_str(
+                    if e.is_timeout() {
+                        "timed out (transport)"
+                    } else if e.is_connect() {
+                        "transport: could not connect"
+                    } else if e.is_body() || e.is_decode() {
+                        "transport: the answer was cut short"
+                    } else {
+                        "transport: the request did not complete"
+                    },
+                )
             }
             Error::Decode { status, message, .. } => {
                 write!(f, "cannot decode the HTTP {status} answer: {message}")?;
@@ -261,10 +283,24 @@ impl fmt::Display for Error {
             Error::TimedOut { what, waited } => {
                 write!(f, "timed out: no {what} within {waited:?}")
             }
+            Error::TooLarge { what, limit } => {
+                write!(
+                    f,
+                    "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"
+                )
+            }
         }
     }
 }
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Transport(e) => Some(e),
+            Error::Stream { last: Some(last), .. } => Some(&**last),
+            _ => None,
+        }
+    }
+}
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Self {
         Error::Transport(e)
@@ -284,14 +320,14 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
             Error::Api {
                 status,
                 code: envelope.error.clone(),
-                envelope,
-                headers,
+                envelope: Box::new(envelope),
+                headers: Box::new(headers),
             }
         }
         None => {
             Error::Http {
                 status,
-                headers,
+                headers: Box::new(headers),
                 body: excerpt(bytes),
             }
         }
@@ -1296,8 +1332,12 @@ pub mod builder {
             self
         }
         ///The workflow's inputs; `{}` when absent.
-        pub fn inputs(mut self, value: impl Into<::serde_json::Value>) -> Self {
-            self.fields.set("inputs", Ok::<_, ::std::convert::Infallible>(value.into()));
+        ///
+        /// Takes anything that serialises (a `json!` value, a map, your own
+        /// type); a value that fails to serialise fails `send()` with
+        /// `Error::InvalidRequest`, before anything is sent.
+        pub fn inputs(mut self, value: impl ::serde::Serialize) -> Self {
+            self.fields.set("inputs", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
         ///Must equal the caller's tenant when given; the tenant always comes from the credential.
@@ -1333,9 +1373,12 @@ pub mod builder {
             self
         }
         ///Free metadata returned on the snapshot.
-        pub fn metadata(mut self, value: impl Into<::serde_json::Value>) -> Self {
-            self.fields
-                .set("metadata", Ok::<_, ::std::convert::Infallible>(value.into()));
+        ///
+        /// Takes anything that serialises (a `json!` value, a map, your own
+        /// type); a value that fails to serialise fails `send()` with
+        /// `Error::InvalidRequest`, before anything is sent.
+        pub fn metadata(mut self, value: impl ::serde::Serialize) -> Self {
+            self.fields.set("metadata", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
         ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations[]), so that it is decided in one place and a refusal names the guard's reason.
@@ -1679,9 +1722,12 @@ pub mod builder {
             self
         }
         ///The value the node resumes with; it must satisfy the interrupt's resumeSchema (for a credential interrupt, exactly {outcome}).
-        pub fn resume_value(mut self, value: impl Into<::serde_json::Value>) -> Self {
-            self.fields
-                .set("resumeValue", Ok::<_, ::std::convert::Infallible>(value.into()));
+        ///
+        /// Takes anything that serialises (a `json!` value, a map, your own
+        /// type); a value that fails to serialise fails `send()` with
+        /// `Error::InvalidRequest`, before anything is sent.
+        pub fn resume_value(mut self, value: impl ::serde::Serialize) -> Self {
+            self.fields.set("resumeValue", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1847,9 +1893,12 @@ pub mod builder {
             self
         }
         ///The value the node resumes with; it must satisfy the interrupt's resumeSchema (for a credential interrupt, exactly {outcome}).
-        pub fn resume_value(mut self, value: impl Into<::serde_json::Value>) -> Self {
-            self.fields
-                .set("resumeValue", Ok::<_, ::std::convert::Infallible>(value.into()));
+        ///
+        /// Takes anything that serialises (a `json!` value, a map, your own
+        /// type); a value that fails to serialise fails `send()` with
+        /// `Error::InvalidRequest`, before anything is sent.
+        pub fn resume_value(mut self, value: impl ::serde::Serialize) -> Self {
+            self.fields.set("resumeValue", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
         /// The retry policy for this call (instead of the client's); `RetryPolicy::none()`
@@ -1979,10 +2028,19 @@ pub mod builder {
             let mut call = self.call;
             super::EventStream::open(call, self.last_event_id, self.options).await
         }
-        /// How many consecutive failed reconnections end the stream with an error
-        /// (default 8).
+        /// How long the stream keeps reconnecting while every attempt fails, from the
+        /// first failure in a row (default
+        /// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s: a host
+        /// restart or deploy). A connection that delivers an event or stays up 10 s
+        /// starts the count over; past it the stream ends with `Error::Stream`.
+        pub fn reconnect_for(mut self, budget: ::std::time::Duration) -> Self {
+            self.options.reconnect_for = budget;
+            self
+        }
+        /// How many failures in a row end the stream with `Error::Stream`, besides
+        /// [`reconnect_for`](Self::reconnect_for)'s time (no count by default).
         pub fn max_reconnects(mut self, attempts: u32) -> Self {
-            self.options.max_reconnects = attempts;
+            self.options.max_reconnects = Some(attempts);
             self
         }
         /// How long the stream may stay silent (not even a keep-alive comment) before
@@ -2218,10 +2276,19 @@ pub mod builder {
             let mut call = self.call;
             super::EventStream::open(call, self.last_event_id, self.options).await
         }
-        /// How many consecutive failed reconnections end the stream with an error
-        /// (default 8).
+        /// How long the stream keeps reconnecting while every attempt fails, from the
+        /// first failure in a row (default
+        /// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s: a host
+        /// restart or deploy). A connection that delivers an event or stays up 10 s
+        /// starts the count over; past it the stream ends with `Error::Stream`.
+        pub fn reconnect_for(mut self, budget: ::std::time::Duration) -> Self {
+            self.options.reconnect_for = budget;
+            self
+        }
+        /// How many failures in a row end the stream with `Error::Stream`, besides
+        /// [`reconnect_for`](Self::reconnect_for)'s time (no count by default).
         pub fn max_reconnects(mut self, attempts: u32) -> Self {
-            self.options.max_reconnects = attempts;
+            self.options.max_reconnects = Some(attempts);
             self
         }
         /// How long the stream may stay silent (not even a keep-alive comment) before

@@ -116,9 +116,10 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
                             "the host repeated the cursor `{}` as the next page's: following \
                              it would read the same page again",
                             excerpt(repeated.as_bytes())
-                        ),
-                        body: String::new(),
-                        headers: page.headers().clone(),
+                        )
+                        .into(),
+                        body: Box::default(),
+                        headers: Box::new(page.headers().clone()),
                     });
                 }
                 self.cursor = next.map(Some);
@@ -245,9 +246,10 @@ impl<'a, P: Send + 'a, T: Unpin> Items<'a, P, T> {
                         "{} pages in a row held no item; the listing stopped before the \
                          next (resume from `Items::cursor()`)",
                         self.empty
-                    ),
-                    body: String::new(),
-                    headers,
+                    )
+                    .into(),
+                    body: Box::default(),
+                    headers: Box::new(headers),
                 })));
             }
         }

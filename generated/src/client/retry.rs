@@ -249,7 +249,8 @@ impl Error {
     /// an answer cut short; `408`, `429` or a `5xx`; an error code the registry marks
     /// retriable; or `idempotency_in_flight`. (Whether it is *safe* to send again is the
     /// method's and the `Idempotency-Key`'s business; the client checks both before it
-    /// retries.)
+    /// retries.) A `Stream` error is retryable as its last failure is (a stream that gave up
+    /// on silence is); opening the stream again may succeed.
     ///
     /// The registry marks `idempotency_in_flight` not retriable: sent again *at once*, the
     /// request meets the same first attempt still at work. It is the answer a client's own
@@ -266,6 +267,8 @@ impl Error {
             }
             Error::Http { status, .. } => retryable_status(*status),
             Error::TimedOut { .. } => true,
+            // A stream that gave up: as its last failure is (silence is a timeout).
+            Error::Stream { last, .. } => last.as_ref().is_none_or(|last| last.is_retryable()),
             _ => false,
         }
     }

@@ -8,25 +8,46 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::transport::{Call, error_answer, excerpt};
+use super::transport::{Call, error_answer, excerpt, read_prefix};
 use super::{Client, Error, HeaderMap, RequestInfo};
 
 /// How an [`EventStream`] reconnects.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StreamOptions {
-    pub(crate) max_reconnects: u32,
+    /// How long failures in a row may go on before the stream ends.
+    pub(crate) reconnect_for: Duration,
+    /// How many failures in a row end the stream, besides the time (none by default).
+    pub(crate) max_reconnects: Option<u32>,
     pub(crate) idle_timeout: Duration,
 }
 
 impl Default for StreamOptions {
     fn default() -> Self {
         Self {
-            max_reconnects: 8,
+            reconnect_for: super::DEFAULT_RECONNECT_FOR,
+            max_reconnects: None,
             idle_timeout: super::DEFAULT_STREAM_IDLE_TIMEOUT,
         }
     }
+}
+
+impl StreamOptions {
+    /// Whether `failures` in a row, the first at `since`, are past the budget.
+    pub(crate) fn spent(&self, failures: u32, since: Instant) -> bool {
+        self.max_reconnects.is_some_and(|max| failures > max)
+            || since.elapsed() >= self.reconnect_for
+    }
+}
+
+/// The wait before the `n`th reconnection in a row (1-based): `base` (the host's `retry:`,
+/// else 250 ms), doubled each time, at most 5 s (or `base`, when the host asked for more).
+pub(crate) fn reconnect_wait(base: Option<Duration>, n: u32) -> Duration {
+    let base = base.unwrap_or(Duration::from_millis(250));
+    let factor = 1u32 << n.saturating_sub(1).min(5);
+    base.saturating_mul(factor)
+        .min(Duration::from_secs(5).max(base))
 }
 
 /// The longest wait a `Retry-After` on a reconnection may ask for; a longer one ends the
@@ -100,10 +121,20 @@ struct StreamState {
     /// The host closed the stream: the next connection only checks that nothing newer
     /// exists, and counts as a reconnection only if something does.
     confirming: bool,
-    /// The last event dispatched ended its run (`run.completed`, `run.failed`,
-    /// `run.cancelled`, on a run's stream): nothing newer can exist.
-    ended_run: bool,
+    /// The `sequence` of the newest run event dispatched (on a run's stream): an event at or
+    /// below it is one the host sent again, and is dropped.
+    last_sequence: Option<u64>,
+    /// Clean closes in a row of connections that lasted less than [`HEALTHY_CONNECTION`]:
+    /// the wait before the next connection grows with them.
+    closes: u32,
+    /// A failure that ends the stream once the events before it are read (an event too
+    /// large).
+    failed: Option<Error>,
+    /// The largest event buffered (`ClientBuilder::max_event_size`).
+    max_event: usize,
     failures: u32,
+    /// When the first of the current failures in a row happened.
+    failing_since: Option<Instant>,
     reconnects: u32,
     /// Connections tried so far, for [`RequestInfo::attempt`].
     tried: u32,
@@ -206,9 +237,13 @@ impl StreamState {
     }
 
     fn backoff(&self) -> Duration {
-        let base = self.retry.unwrap_or(Duration::from_millis(250));
-        let factor = 1u32 << self.failures.saturating_sub(1).min(5);
-        (base * factor).min(Duration::from_secs(5))
+        reconnect_wait(self.retry, self.failures)
+    }
+
+    /// The connection works: failures in a row start over.
+    fn sound(&mut self) {
+        self.failures = 0;
+        self.failing_since = None;
     }
 
     /// Feeds bytes to the SSE parser (lines end in LF, CRLF or CR; a leading byte order
@@ -240,6 +275,10 @@ impl StreamState {
             .iter()
             .position(|b| *b == b'\n' || *b == b'\r')
         {
+            // The run's terminal event was dispatched: nothing after it is read.
+            if self.done {
+                return;
+            }
             let end = scan_from + offset;
             let mut next = end + 1;
             if self.buffer[end] == b'\r' {
@@ -250,12 +289,31 @@ impl StreamState {
                 }
             }
             let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
-            self.line(&line);
             start = next;
             scan_from = next;
+            if self.too_large(line.len()) {
+                return;
+            }
+            self.line(&line);
         }
         // One move of the unfinished line per chunk, not one per line.
         self.buffer.drain(..start);
+        self.too_large(self.buffer.len());
+    }
+
+    /// Whether the event being read (its data so far, and `unfinished` bytes of a line not
+    /// yet ended) is past the limit: then the stream fails. A host that sends bytes but
+    /// never an event's end must not fill the caller's memory.
+    fn too_large(&mut self, unfinished: usize) -> bool {
+        let pending = unfinished + self.data.as_ref().map_or(0, String::len);
+        if pending > self.max_event {
+            self.failed.get_or_insert(Error::TooLarge {
+                what: "event",
+                limit: self.max_event,
+            });
+            self.done = true;
+        }
+        self.failed.is_some()
     }
 
     fn line(&mut self, line: &str) {
@@ -266,13 +324,27 @@ impl StreamState {
                 self.last_event_id = self.id_buffer.clone();
             }
             if let Some(data) = self.data.take() {
-                self.ended_run = self.run_id.is_some() && ends_run(event.as_deref(), &data);
+                if self.run_id.is_some() {
+                    // A run event the host sends again (a resumption that ignored
+                    // `Last-Event-ID`) is not a new event.
+                    if let Some(sequence) = sequence_of(&data) {
+                        if self.last_sequence.is_some_and(|last| sequence <= last) {
+                            return;
+                        }
+                        self.last_sequence = Some(sequence);
+                    }
+                    // Nothing follows a run's terminal event: the stream ends with it, even
+                    // when the host would send it again.
+                    if ends_run(event.as_deref(), &data) {
+                        self.done = true;
+                    }
+                }
                 self.frames.push_back(Frame {
                     event,
                     id: self.last_event_id.clone(),
                     data,
                 });
-                self.failures = 0;
+                self.sound();
                 self.frames_this_connection += 1;
                 if self.confirming {
                     // The close was early, not the end: the confirming connection resumed.
@@ -325,27 +397,14 @@ impl StreamState {
         self.at_start = true;
     }
 
-    /// The connection that checks the end of a stream the host closed right after its run's
-    /// terminal event failed (dropped, silent or refused): the stream ends as if the check
-    /// had found nothing newer, since nothing can follow a run's terminal event. A close
-    /// after any other event (a proxy cutting a long stream) is no end, and its failed
-    /// check counts as a drop, retried.
-    fn end_confirmed_anyway(&mut self) -> bool {
-        if !(self.confirming && self.ended_run) {
-            return false;
-        }
-        self.reset_connection();
-        self.confirming = false;
-        self.done = true;
-        true
-    }
-
-    /// A connection lost or refused (`last`, when the failure was an error); after more
-    /// than `max_reconnects` in a row, the stream's end, carrying the last one.
+    /// A connection lost or refused (`last`, when the failure was an error); once the
+    /// failures in a row have gone on for `reconnect_for` (or number more than
+    /// `max_reconnects`, when set), the stream's end, carrying the last one.
     fn dropped(&mut self, why: String, last: Option<Error>) -> Option<Result<Frame, Error>> {
         self.reset_connection();
         self.confirming = false;
         self.failures += 1;
+        let since = *self.failing_since.get_or_insert_with(Instant::now);
         #[cfg(feature = "tracing")]
         tracing::debug!(
             parent: &self.span,
@@ -353,10 +412,19 @@ impl StreamState {
             why = %why,
             "event stream connection lost"
         );
-        if self.failures > self.options.max_reconnects {
+        if self.options.spent(self.failures, since) {
             self.done = true;
+            let mut message = format!(
+                "dropped {} times in a row over {:.1}s",
+                self.failures,
+                since.elapsed().as_secs_f64()
+            );
+            // An error is the `source()`; a silence is said here.
+            if last.is_none() {
+                message.push_str(&format!("; last: {why}"));
+            }
             return Some(Err(Error::Stream {
-                message: format!("dropped {} times in a row; last: {why}", self.failures),
+                message,
                 last: last.map(Box::new),
             }));
         }
@@ -368,18 +436,25 @@ impl StreamState {
             if let Some(frame) = self.frames.pop_front() {
                 return Some(Ok(frame));
             }
+            if let Some(failed) = self.failed.take() {
+                self.reset_connection();
+                self.done = true;
+                return Some(Err(failed));
+            }
             if self.done {
+                self.reset_connection();
                 return None;
             }
             let Some(response) = self.response.as_mut() else {
                 if self.failures > 0 {
                     let wait = self.wait.take().unwrap_or_else(|| self.backoff());
                     tokio::time::sleep(wait).await;
+                } else if self.closes > 0 {
+                    // After a clean close too: a host that closes at once (or ignores
+                    // `Last-Event-ID` and replays) is not asked again in a tight loop.
+                    tokio::time::sleep(reconnect_wait(self.retry, self.closes)).await;
                 }
                 let connected = self.connect(None).await;
-                if connected.is_err() && self.end_confirmed_anyway() {
-                    return None;
-                }
                 match connected {
                     // `204 No Content`: the host says the stream is over.
                     Ok(None) => {
@@ -428,33 +503,33 @@ impl StreamState {
                     // dispatched event does (`line`), and so does a connection that stayed
                     // up for a while.
                     if self.connected_at.elapsed() >= HEALTHY_CONNECTION {
-                        self.failures = 0;
+                        self.sound();
                     }
                     self.feed(&bytes);
                 }
-                // The host closed the stream. It does so after a terminal event, and a
-                // resumption with nothing newer closes at once: reconnect once, and a close
-                // without frames ends the stream.
+                // The host closed the stream. A resumption with nothing newer closes at
+                // once: reconnect once (after a pause that grows while closes come quickly),
+                // and a close without new frames ends the stream.
                 Ok(Ok(None)) => {
+                    let lasted = self.connected_at.elapsed();
                     self.reset_connection();
                     if self.confirming && self.frames_this_connection == 0 {
                         self.done = true;
                         return None;
                     }
+                    if lasted >= HEALTHY_CONNECTION {
+                        self.closes = 0;
+                    }
+                    self.closes += 1;
                     self.confirming = true;
                 }
                 Ok(Err(e)) => {
-                    if self.end_confirmed_anyway() {
-                        return None;
-                    }
-                    if let Some(end) = self.dropped(e.to_string(), Some(Error::Transport(e))) {
+                    let why = e.to_string();
+                    if let Some(end) = self.dropped(why, Some(Error::Transport(e))) {
                         return Some(end);
                     }
                 }
                 Err(_) => {
-                    if self.end_confirmed_anyway() {
-                        return None;
-                    }
                     let why = format!("nothing received for {:?}", self.options.idle_timeout);
                     if let Some(end) = self.dropped(why, None) {
                         return Some(end);
@@ -463,6 +538,15 @@ impl StreamState {
             }
         }
     }
+}
+
+/// The `sequence` of a run event's data, when it has one.
+fn sequence_of(data: &str) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Sequenced {
+        sequence: Option<u64>,
+    }
+    serde_json::from_str::<Sequenced>(data).ok()?.sequence
 }
 
 /// Whether an event ends its run: `run.completed`, `run.failed` or `run.cancelled`
@@ -514,12 +598,14 @@ async fn open_answer(
         .starts_with("text/event-stream")
     {
         let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
+        // Only its start is shown: a page that never ends must not be read whole.
+        let mut response = response;
+        let body = read_prefix(&mut response, 4096).await.unwrap_or_default();
         return Err(Error::Decode {
             status: status.as_u16(),
-            message: format!("not an event stream (Content-Type `{content_type}`)"),
-            body: excerpt(&body),
-            headers,
+            message: format!("not an event stream (Content-Type `{content_type}`)").into(),
+            body: excerpt(&body).into(),
+            headers: Box::new(headers),
         });
     }
     Ok(response)
@@ -531,17 +617,27 @@ type Pending =
 /// A server-sent event stream of `T` (a run's events, the host's events).
 ///
 /// Each `data:` frame is decoded as `T`; keep-alive comments are skipped; the `event:` name
-/// and `id:` of each frame are kept ([`EventStream::next_event`]). After a dropped
-/// connection (an error, or silence past the idle timeout) or a refusal worth retrying
-/// (`429`, `503`, … with their `Retry-After`) it reconnects with `Last-Event-ID` set to the
-/// newest `id:` received, backing off, until `max_reconnects` attempts in a row have failed
-/// (then it yields [`Error::Stream`] and ends); [`EventStream::reconnects`] counts the
-/// reconnections. When the host closes the stream (it does after a run's terminal event) it
-/// resumes once more; a resumption the host closes without frames ends the stream (and is
-/// not counted as a reconnection: a stream that simply ended reads 0), and so does one that
-/// fails when the last event ended the run (`run.completed`, `run.failed`,
+/// and `id:` of each frame are kept ([`EventStream::next_event`]).
+///
+/// After a dropped connection (an error, or silence past the idle timeout) or a refusal
+/// worth retrying (`429`, `503`, … with their `Retry-After`) it reconnects with
+/// `Last-Event-ID` set to the newest `id:` received, backing off (the host's `retry:`, else
+/// 250 ms, doubling up to 5 s). It keeps trying for `reconnect_for` (default
+/// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s) of failures in a row,
+/// enough for a host to restart or be deployed: a connection that delivers an event, or stays
+/// up 10 s, starts the count over. `max_reconnects(n)` ends it after `n` failures in a row as
+/// well (no count by default). Past the budget it yields [`Error::Stream`] (the last failure
+/// is its `source()`) and ends. [`EventStream::reconnects`] counts the reconnections.
+///
+/// When the host closes the stream it resumes once more, after a pause (the same backoff,
+/// growing while closes follow each other quickly); a resumption the host closes without
+/// new frames ends the stream (and is not counted as a reconnection: a stream that simply
+/// ended reads 0). On a run's stream, a run event whose `sequence` is at or below the last
+/// one read is dropped (a host that ignores `Last-Event-ID` and sends the log again), and the
+/// stream ends right after the run's terminal event (`run.completed`, `run.failed`,
 /// `run.cancelled`): nothing can follow it. A `204 No Content` answer, to the first
-/// connection or a later one, ends the stream too. Use [`EventStream::next`], or the
+/// connection or a later one, ends the stream too. An event larger than the client's
+/// `max_event_size` ends it with [`Error::TooLarge`]. Use [`EventStream::next`], or the
 /// `futures` `Stream` impl.
 pub struct EventStream<T> {
     state: Option<Box<StreamState>>,
@@ -622,8 +718,12 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             wait: None,
             frames_this_connection: 0,
             confirming: false,
-            ended_run: false,
+            last_sequence: None,
+            closes: 0,
+            failed: None,
+            max_event: call.client.settings.max_event_size,
             failures: 0,
+            failing_since: None,
             reconnects: 0,
             tried: 0,
             opened: false,
@@ -689,6 +789,11 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         self.reconnects
     }
 
+    /// When the current failures in a row began (what `FollowRun` carries on from).
+    pub(crate) fn failing_since(&self) -> Option<Instant> {
+        self.state.as_ref()?.failing_since
+    }
+
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<SseEvent<T>, Error>>> {
         if self.pending.is_none() {
             let Some(mut state) = self.state.take() else {
@@ -720,9 +825,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             let frame = frame?;
             let data = serde_json::from_str::<T>(&frame.data).map_err(|e| Error::Decode {
                 status,
-                message: format!("an event is not the documented shape: {e}"),
-                body: excerpt(frame.data.as_bytes()),
-                headers: state.response_headers.clone(),
+                message: format!("an event is not the documented shape: {e}").into(),
+                body: excerpt(frame.data.as_bytes()).into(),
+                headers: Box::new(state.response_headers.clone()),
             })?;
             Ok(SseEvent {
                 // No `event:`, or an empty one, is the default type.

@@ -199,10 +199,22 @@ impl<'a> Call<'a> {
         let started = Instant::now();
         let mut attempt = 1;
         loop {
+            // The whole attempt is timed, hooks and the body's reading included (a hook that
+            // hangs is a hung attempt), and cut to what is left of `max_elapsed`: the bound
+            // holds while an attempt runs, not only between attempts.
             let timeout = policy.attempt_timeout(timeout, started);
-            let result = self
-                .attempt(attempt, &headers, timeout, not_modified_ok)
-                .await;
+            let sending = self.attempt(attempt, &headers, timeout, not_modified_ok);
+            let result = match timeout {
+                Some(limit) => {
+                    tokio::time::timeout(limit, sending)
+                        .await
+                        .unwrap_or(Err(Error::TimedOut {
+                            what: "answer",
+                            waited: limit,
+                        }))
+                }
+                None => sending.await,
+            };
             #[cfg(feature = "tracing")]
             {
                 let span = tracing::Span::current();
@@ -257,11 +269,9 @@ impl<'a> Call<'a> {
         if status.is_success() || (not_modified_ok && status.as_u16() == 304) {
             let headers = response.headers().clone();
             // Read inside the attempt: the timeout covers it, and a failure is retried.
-            let bytes = response
-                .bytes()
+            let bytes = read_body(response, self.client.settings.max_body_size)
                 .await
-                .map_err(|e| self.redacted(Error::Transport(e)))?
-                .to_vec();
+                .map_err(|e| self.redacted(e))?;
             return Ok(Answer {
                 status: status.as_u16(),
                 headers,
@@ -351,6 +361,30 @@ impl Fields {
     }
 }
 
+/// A 2xx answer's body, read whole up to `limit` bytes: a longer one (as its
+/// `Content-Length` announces, or as it turns out) is `Error::TooLarge`, and the rest is
+/// left unread.
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
+    let too_large = || Error::TooLarge {
+        what: "answer body",
+        limit,
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 pub(crate) fn excerpt(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut end = text.len().min(512);
@@ -368,21 +402,26 @@ pub(crate) const ERROR_BODY_LIMIT: usize = 1 << 20;
 pub(crate) async fn error_answer(mut response: reqwest::Response) -> Error {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
+    match read_prefix(&mut response, ERROR_BODY_LIMIT).await {
+        Ok(bytes) => super::api_error(status, headers, &bytes),
+        Err(e) => Error::Transport(e),
+    }
+}
+
+/// At most the first `limit` bytes of a body; the rest is left unread.
+pub(crate) async fn read_prefix(
+    response: &mut reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, reqwest::Error> {
     let mut bytes = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = ERROR_BODY_LIMIT - bytes.len();
-                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if chunk.len() >= room {
-                    break;
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return Error::Transport(e),
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() >= room {
+            break;
         }
     }
-    super::api_error(status, headers, &bytes)
+    Ok(bytes)
 }
 
 /// The envelope of an error body that is almost one: it names a code (a non-empty string
@@ -444,9 +483,9 @@ pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
         Ok(inner) => Ok(ResponseValue::new(inner, status, headers)),
         Err(e) => Err(Error::Decode {
             status,
-            message: e.to_string(),
-            body: excerpt(&bytes),
-            headers,
+            message: e.to_string().into(),
+            body: excerpt(&bytes).into(),
+            headers: Box::new(headers),
         }),
     }
 }

@@ -299,7 +299,9 @@ async fn every_request_says_which_version_and_client_it_is() {
     );
     assert_eq!(sent.header("authorization"), Some("Bearer k-1"));
     // A client-wide header replaces the default of the same name.
-    let pinned = client(&host).with_header("OpenWOP-Version", "2");
+    let pinned = client(&host)
+        .with_header("OpenWOP-Version", "2")
+        .expect("a valid header");
     pinned.list_runs().send().await.unwrap();
     let sent = &host.requests()[1];
     assert_eq!(sent.header("openwop-version"), Some("2"));
@@ -401,18 +403,15 @@ async fn a_dropped_stream_answered_503_once_resumes_after_the_last_id() {
     assert_eq!(second.event, "run.completed");
     assert_eq!(second.data.sequence, 2);
     assert!(events.next().await.is_none());
-    // One reconnection: after the early close, through the 503. The last connection only
-    // confirmed the end and is not counted.
+    // One reconnection: after the early close, through the 503. The terminal event ends the
+    // stream: no connection checks for more.
     assert_eq!(events.reconnects(), 1);
     let resumed: Vec<Option<String>> = host
         .requests()
         .iter()
         .map(|r| r.header("last-event-id").map(str::to_owned))
         .collect();
-    assert_eq!(
-        resumed,
-        [None, Some("1".into()), Some("1".into()), Some("2".into())]
-    );
+    assert_eq!(resumed, [None, Some("1".into()), Some("1".into())]);
 }
 
 #[tokio::test]
@@ -952,7 +951,9 @@ async fn a_stream_that_simply_ends_reads_no_reconnections() {
         "GET",
         path,
         [
-            Reply::events([event(1, "run.started"), event(2, "run.completed")]),
+            // Closed before the run's end (a proxy, a restart): the next connection finds
+            // nothing newer, and the stream ends.
+            Reply::events([event(1, "run.started"), event(2, "node.started")]),
             Reply::events(Vec::<String>::new()),
         ],
     );
@@ -1406,8 +1407,20 @@ async fn credentials_stay_out_of_debug_output_and_errors() {
     assert!(!error.to_string().contains("s3cret"), "{error}");
 }
 
-/// A transport error prints its causes in `Display` and returns none as `source()`: both,
-/// and `anyhow`'s `{:#}` printed every cause twice.
+/// Every cause of an error, its own `Display` first: what `anyhow`'s `{:#}` prints.
+fn chain(error: &dyn std::error::Error) -> Vec<String> {
+    let mut texts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        texts.push(cause.to_string());
+        source = cause.source();
+    }
+    texts
+}
+
+/// A transport error returns its cause as `source()` (the `reqwest::Error`, and through it
+/// the refused connection) and leaves it out of its `Display`: printing both, `anyhow`'s
+/// `{:#}` printed every cause twice.
 #[tokio::test]
 async fn a_transport_error_prints_its_cause_once() {
     // Port 9 (discard) on loopback: nothing listens there.
@@ -1417,9 +1430,17 @@ async fn a_transport_error_prints_its_cause_once() {
         .expect("client");
     let error = client.list_runs().send().await.expect_err("refused");
     assert!(matches!(error, Error::Transport(_)), "{error:?}");
-    let text = error.to_string();
-    assert!(text.to_lowercase().contains("refused"), "{text}");
-    assert!(std::error::Error::source(&error).is_none());
+    let source = std::error::Error::source(&error).expect("the reqwest error is the source");
+    assert!(source.is::<openwop_sdk::client::reqwest::Error>());
+    let texts = chain(&error);
+    let whole = texts.join(": ");
+    assert!(whole.to_lowercase().contains("refused"), "{whole}");
+    // Each cause once: no text of the chain repeats another's.
+    for (i, text) in texts.iter().enumerate() {
+        for later in &texts[i + 1..] {
+            assert!(!text.contains(later.as_str()), "{text:?} repeats {later:?}");
+        }
+    }
 }
 
 /// A stream that gives up says why with the failure itself: its status, request id and
@@ -1454,6 +1475,197 @@ async fn a_stream_that_gives_up_keeps_its_last_failure() {
     assert_eq!(end.status(), Some(503));
     assert_eq!(end.request_id(), Some("r-9"));
     assert_eq!(end.retry_after(), Some(Duration::ZERO));
+    // The last failure is the source, retryable as it is, and not repeated in the text.
+    let last = std::error::Error::source(&end).expect("the last failure");
+    assert!(last.to_string().contains("HTTP 503"), "{last}");
+    assert!(!end.to_string().contains("HTTP 503"), "{end}");
+    assert!(end.is_retryable());
+}
+
+/// A hook is part of its attempt: one that never finishes is cut by the attempt's timeout,
+/// and by `max_elapsed` when no timeout is set, instead of holding the call forever.
+#[tokio::test]
+async fn a_hook_that_hangs_is_timed_out() {
+    use openwop_sdk::client::{Hook, HookFuture, RequestInfo};
+
+    struct Stuck;
+    impl Hook for Stuck {
+        fn on_request<'a>(
+            &'a self,
+            _: &'a mut openwop_sdk::client::reqwest::Request,
+            _: &'a RequestInfo,
+        ) -> HookFuture<'a> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    let host = host().await;
+    host.on("GET", "/runs/x", [Reply::json(200, &snapshot(1))]);
+    let client = Client::builder(host.url())
+        .hook(Stuck)
+        .build()
+        .expect("client");
+    let started = Instant::now();
+    let error = tokio::time::timeout(
+        Duration::from_secs(10),
+        client
+            .get_run("x")
+            .timeout(Duration::from_millis(200))
+            .retry(quick().max_elapsed(Duration::from_millis(600)))
+            .send(),
+    )
+    .await
+    .expect("the hook's wait is bounded")
+    .expect_err("never sent");
+    assert!(matches!(error, Error::TimedOut { .. }), "{error:?}");
+    assert!(error.is_timeout(), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // No per-attempt timeout: `max_elapsed` alone bounds the attempt while it runs.
+    let started = Instant::now();
+    let error = tokio::time::timeout(
+        Duration::from_secs(10),
+        client
+            .get_run("x")
+            .no_timeout()
+            .retry(RetryPolicy::none().max_elapsed(Duration::from_millis(300)))
+            .send(),
+    )
+    .await
+    .expect("max_elapsed bounds an attempt too")
+    .expect_err("never sent");
+    assert!(error.is_timeout(), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(host.hits("GET", "/runs/x"), 0);
+}
+
+/// An error is small: returning `Result<_, Error>` does not trip `clippy::result_large_err`
+/// (128 bytes), and moving one costs little. Its large contents are boxed, and the
+/// accessors still read them.
+#[tokio::test]
+async fn an_error_is_small_and_its_accessors_read_the_boxed_contents() {
+    assert!(
+        std::mem::size_of::<Error>() <= 48,
+        "{} bytes",
+        std::mem::size_of::<Error>()
+    );
+    let host = host().await;
+    host.on(
+        "GET",
+        "/runs",
+        [Reply::error(503, "service_unavailable", "busy")
+            .header("Retry-After", "7")
+            .header("X-Request-Id", "r-1")],
+    );
+    let client = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    let error = client.list_runs().send().await.expect_err("503");
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(error.request_id(), Some("r-1"));
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
+    assert!(error.is_retryable());
+    assert_eq!(
+        error.headers().and_then(|h| h.get("x-request-id")).unwrap(),
+        "r-1"
+    );
+    let Error::Api { envelope, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(envelope.message.as_str(), "busy");
+}
+
+/// A 2xx body larger than the client accepts fails the call with `TooLarge` (not retried:
+/// the same request gets the same answer), unread.
+#[tokio::test]
+async fn a_body_past_the_limit_is_refused() {
+    let host = host().await;
+    let big = json!({"runs": [], "padding": "x".repeat(4096)});
+    host.on("GET", "/runs", [Reply::json(200, &big)]);
+    let client = Client::builder(host.url())
+        .retry(quick())
+        .max_body_size(1024)
+        .build()
+        .expect("client");
+    let error = client.list_runs().send().await.expect_err("too large");
+    assert!(
+        matches!(error, Error::TooLarge { limit: 1024, .. }),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable());
+    assert_eq!(host.hits("GET", "/runs"), 1);
+    assert!(error.to_string().contains("1024"), "{error}");
+    // The default is far above any real answer.
+    assert_eq!(openwop_sdk::client::DEFAULT_MAX_BODY_SIZE, 32 << 20);
+    let roomy = Client::builder(host.url()).build().expect("client");
+    roomy
+        .list_runs()
+        .send()
+        .await
+        .expect("under the default limit");
+}
+
+/// `inputs(..)` and `metadata(..)` take anything that serialises (a `json!` value as
+/// before, a map, your own type); a value that cannot be serialised as JSON fails `send()`
+/// with `InvalidRequest`, and nothing is sent.
+#[tokio::test]
+async fn object_fields_take_anything_serialisable() {
+    use std::collections::BTreeMap;
+
+    let host = host().await;
+    host.on("POST", "/runs", [Reply::json(201, &created())]);
+    let inputs: BTreeMap<&str, u32> = [("n", 3)].into();
+    client(&host)
+        .create_run()
+        .workflow_id("echo")
+        .inputs(inputs)
+        .metadata(json!({"team": "payments"}))
+        .send()
+        .await
+        .expect("sent");
+    let body = host.requests()[0].json().expect("a JSON body");
+    assert_eq!(body["inputs"], json!({"n": 3}));
+    assert_eq!(body["metadata"], json!({"team": "payments"}));
+    // JSON object keys are strings: a map keyed by pairs does not serialise.
+    let unserialisable: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    let error = client(&host)
+        .create_run()
+        .workflow_id("echo")
+        .inputs(unserialisable)
+        .send()
+        .await
+        .expect_err("refused before sending");
+    assert!(matches!(error, Error::InvalidRequest(_)), "{error:?}");
+    assert!(error.to_string().contains("inputs"), "{error}");
+    assert_eq!(host.hits("POST", "/runs"), 1);
+}
+
+/// `with_api_key` and `with_header` refuse what `build()` refuses, when they are called,
+/// instead of a client whose every call then fails.
+#[test]
+fn with_api_key_and_with_header_check_as_build_does() {
+    let client = Client::new("http://127.0.0.1:8080");
+    assert!(matches!(
+        client.clone().with_api_key("line\nbreak"),
+        Err(Error::InvalidRequest(_))
+    ));
+    assert!(matches!(
+        client.clone().with_header("X-Team", "a\r\nb"),
+        Err(Error::InvalidRequest(_))
+    ));
+    assert!(matches!(
+        client.clone().with_header("bad name", "v"),
+        Err(Error::InvalidRequest(_))
+    ));
+    let fine = client
+        .with_api_key("k-1")
+        .and_then(|c| c.with_header("X-Team", "payments"))
+        .expect("valid");
+    assert_eq!(fine.timeout(), Some(Duration::from_secs(30)));
+    assert_eq!(
+        openwop_sdk::client::DEFAULT_TIMEOUT,
+        Duration::from_secs(30)
+    );
 }
 
 /// Opening an event stream is part of a call: `max_elapsed` bounds it, where a host that

@@ -167,7 +167,9 @@ async fn an_event_stream_is_one_span_with_a_child_per_connection() {
         [
             Reply::events([event(1, "run.started")]),
             Reply::error(503, "service_unavailable", "restarting").header("Retry-After", "0"),
-            Reply::events([event(2, "run.completed")]),
+            // Not the run's end (that would end the stream at once): the host closes, and
+            // one more connection finds nothing newer.
+            Reply::events([event(2, "node.started")]),
             Reply::events(Vec::<String>::new()),
         ],
     );

@@ -28,7 +28,13 @@ const AUTH_BEARER: bool = true;
 ///
 /// `Display` shows the HTTP status, the error code, the host's message and its
 /// request id when there is one (`HTTP 401 unauthenticated: the api key is not
-/// recognised`); the envelope and headers stay in the `Api` variant.
+/// recognised`); the envelope and headers stay in the `Api` variant. The cause of a
+/// `Transport` or `Stream` error is its [`source()`](std::error::Error::source), not
+/// part of its `Display`: print the chain (`{:#}` with `anyhow`, or walk `source()`)
+/// to see it.
+///
+/// Large contents (an envelope, a header map) are boxed: an `Error` is at most 48
+/// bytes, so returning it in a `Result` costs little (no `clippy::result_large_err`).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -42,10 +48,11 @@ pub enum Error {
         status: u16,
         /// The error code (an open enum: a registered code or a vendor one).
         code: crate::models::ErrorCode,
-        /// The whole envelope.
-        envelope: crate::models::ErrorEnvelope,
+        /// The whole envelope (boxed, as the headers are: an `Error` stays
+        /// small enough to return in a `Result` everywhere).
+        envelope: Box<crate::models::ErrorEnvelope>,
         /// The answer's headers (`Retry-After`, …).
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
     },
     /// The request did not complete: no connection, a timeout, an answer cut short.
     Transport(reqwest::Error),
@@ -55,21 +62,24 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
         /// What did not fit.
-        message: ::std::string::String,
+        message: Box<str>,
         /// The start of the body, for the log.
-        body: ::std::string::String,
+        body: Box<str>,
         /// The answer's headers (a `201`'s `Location`, the request id); for an
         /// event of a stream, those of the answer that opened it.
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
     },
-    /// An event stream dropped and could not be reopened.
+    /// An event stream dropped and could not be reopened within its reconnection
+    /// budget.
     #[non_exhaustive]
     Stream {
-        /// What happened, for the log (how many times in a row, and the last cause).
+        /// What happened, for the log (how many times in a row, for how long, and the
+        /// last cause when it was not an error: silence).
         message: ::std::string::String,
         /// The last failure itself, when it was one (a refusal with its status and
-        /// `Retry-After`, a transport error); `status()`, `headers()`,
-        /// `request_id()` and `retry_after()` answer from it.
+        /// `Retry-After`, a transport error): the error's `source()`; `status()`,
+        /// `headers()`, `request_id()`, `retry_after()` and `is_retryable()` answer
+        /// from it.
         last: Option<Box<Error>>,
     },
     /// A non-2xx answer that is not the host's error envelope: a proxy's or load
@@ -81,7 +91,7 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
         /// The answer's headers.
-        headers: HeaderMap,
+        headers: Box<HeaderMap>,
         /// The start of the body, for the log.
         body: ::std::string::String,
     },
@@ -93,6 +103,16 @@ pub enum Error {
         what: &'static str,
         /// How long.
         waited: ::std::time::Duration,
+    },
+    /// An answer's body or an event of a stream is larger than the client accepts
+    /// ([`ClientBuilder::max_body_size`], [`ClientBuilder::max_event_size`]). Not
+    /// retryable: the same request would be answered the same.
+    #[non_exhaustive]
+    TooLarge {
+        /// What was too large (`answer body`, `event`).
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
     },
 }
 impl Error {
@@ -114,7 +134,7 @@ impl Error {
         match self {
             Error::Api { headers, .. }
             | Error::Http { headers, .. }
-            | Error::Decode { headers, .. } => Some(headers),
+            | Error::Decode { headers, .. } => Some(&**headers),
             Error::Stream { last: Some(last), .. } => last.headers(),
             _ => None,
         }
@@ -176,15 +196,17 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Transport(e) => {
-                write!(
-                    f, "{}: {e}", if e.is_timeout() { "timed out" } else { "transport" }
-                )?;
-                let mut source = std::error::Error::source(e);
-                while let Some(cause) = source {
-                    write!(f, ": {cause}")?;
-                    source = cause.source();
-                }
-                Ok(())
+                f.write_str(
+                    if e.is_timeout() {
+                        "timed out (transport)"
+                    } else if e.is_connect() {
+                        "transport: could not connect"
+                    } else if e.is_body() || e.is_decode() {
+                        "transport: the answer was cut short"
+                    } else {
+                        "transport: the request did not complete"
+                    },
+                )
             }
             Error::Decode { status, message, .. } => {
                 write!(f, "cannot decode the HTTP {status} answer: {message}")?;
@@ -232,10 +254,24 @@ impl fmt::Display for Error {
             Error::TimedOut { what, waited } => {
                 write!(f, "timed out: no {what} within {waited:?}")
             }
+            Error::TooLarge { what, limit } => {
+                write!(
+                    f,
+                    "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"
+                )
+            }
         }
     }
 }
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Transport(e) => Some(e),
+            Error::Stream { last: Some(last), .. } => Some(&**last),
+            _ => None,
+        }
+    }
+}
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Self {
         Error::Transport(e)
@@ -255,14 +291,14 @@ fn api_error(status: u16, headers: HeaderMap, bytes: &[u8]) -> Error {
             Error::Api {
                 status,
                 code: envelope.error.clone(),
-                envelope,
-                headers,
+                envelope: Box::new(envelope),
+                headers: Box::new(headers),
             }
         }
         None => {
             Error::Http {
                 status,
-                headers,
+                headers: Box::new(headers),
                 body: excerpt(bytes),
             }
         }
@@ -565,10 +601,19 @@ pub mod builder {
             let mut call = self.call;
             super::EventStream::open(call, None, self.options).await
         }
-        /// How many consecutive failed reconnections end the stream with an error
-        /// (default 8).
+        /// How long the stream keeps reconnecting while every attempt fails, from the
+        /// first failure in a row (default
+        /// [`DEFAULT_RECONNECT_FOR`](super::DEFAULT_RECONNECT_FOR), 120 s: a host
+        /// restart or deploy). A connection that delivers an event or stays up 10 s
+        /// starts the count over; past it the stream ends with `Error::Stream`.
+        pub fn reconnect_for(mut self, budget: ::std::time::Duration) -> Self {
+            self.options.reconnect_for = budget;
+            self
+        }
+        /// How many failures in a row end the stream with `Error::Stream`, besides
+        /// [`reconnect_for`](Self::reconnect_for)'s time (no count by default).
         pub fn max_reconnects(mut self, attempts: u32) -> Self {
-            self.options.max_reconnects = attempts;
+            self.options.max_reconnects = Some(attempts);
             self
         }
         /// How long the stream may stay silent (not even a keep-alive comment) before
@@ -695,8 +740,12 @@ pub mod builder {
             self
         }
         /// Sets `inputs` in the body.
-        pub fn inputs(mut self, value: impl Into<::serde_json::Value>) -> Self {
-            self.fields.set("inputs", Ok::<_, ::std::convert::Infallible>(value.into()));
+        ///
+        /// Takes anything that serialises (a `json!` value, a map, your own
+        /// type); a value that fails to serialise fails `send()` with
+        /// `Error::InvalidRequest`, before anything is sent.
+        pub fn inputs(mut self, value: impl ::serde::Serialize) -> Self {
+            self.fields.set("inputs", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
         /// Sets `tags` in the body.
