@@ -7,17 +7,11 @@
 )]
 mod source_digest;
 
-use std::path::Path;
-
 fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let root = Path::new(&manifest)
-        .parent()
-        .expect("codegen/ sits in the checkout");
-    for source in source_digest::CODEGEN {
-        println!("cargo:rerun-if-changed=../{source}");
-    }
-    let digest = source_digest::digest(root, &source_digest::CODEGEN)
-        .expect("reading the library's sources");
-    println!("cargo:rustc-env=OPENWOP_CODEGEN_SOURCES={digest}");
+    source_digest::emit(
+        &manifest,
+        &source_digest::CODEGEN,
+        "OPENWOP_CODEGEN_SOURCES",
+    );
 }

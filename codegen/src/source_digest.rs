@@ -49,6 +49,20 @@ pub fn digest(root: &Path, sources: &[&str]) -> io::Result<String> {
     Ok(hex::encode(hash.finalize()))
 }
 
+/// What a build script of the crate at `manifest_dir` (its `CARGO_MANIFEST_DIR`) prints:
+/// a rerun whenever one of `sources` changes, and their digest as the compile-time
+/// variable `var`. Both build scripts are this call.
+pub fn emit(manifest_dir: &str, sources: &[&str], var: &str) {
+    let root = Path::new(manifest_dir)
+        .parent()
+        .expect("the crate sits in the checkout");
+    for source in sources {
+        println!("cargo:rerun-if-changed=../{source}");
+    }
+    let digest = digest(root, sources).expect("reading the crate's sources");
+    println!("cargo:rustc-env={var}={digest}");
+}
+
 fn collect(root: &Path, path: &Path, out: &mut Vec<String>) -> io::Result<()> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
