@@ -51,6 +51,8 @@ assert len(entries) == 1 and entries[0].startswith("openwop-validate-Linux-"), e
 assert os.access(os.path.join(work, "actions-cache", entries[0], "bin", "openwop-validate"), os.X_OK), entries
 upload = next(u for u in report["uses"] if u["uses"].startswith("github/codeql-action/upload-sarif@"))
 assert upload["uses"].startswith("github/codeql-action/upload-sarif@"), upload
+# One code-scanning category per kind: a discovery job and a card job keep their own alerts.
+assert upload["with"]["category"] == "openwop-validate-discovery", upload
 sarif = os.path.join(work, upload["with"]["sarif_file"])
 log = json.load(open(sarif))
 results = log["runs"][0]["results"]
@@ -76,4 +78,4 @@ assert not steps["Install openwop-validate"]["ran"], "a later job rebuilt what t
 assert not steps["Save the build for later jobs"]["ran"], steps["Save the build for later jobs"]
 assert steps["Validate"]["outputs"]["exit-code"] == "0", steps["Validate"]
 PY
-echo "composite action: installs, annotates and fails on an invalid document, passes a valid one, hands SARIF to the upload step; a later job restores the build from the cache and installs nothing"
+echo "composite action: installs, annotates and fails on an invalid document, passes a valid one, hands SARIF to the upload step under its kind's category; a later job restores the build from the cache and installs nothing"
