@@ -313,10 +313,8 @@ where
                 calls.spawn(bridge.clone().forward(message, line, tx.clone()));
             }
             Err(e) => {
-                let _ = tx.send(
-                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": PARSE_ERROR, "message": format!("not JSON: {e}")}})
-                        .to_string(),
-                );
+                let error = json!({"code": PARSE_ERROR, "message": format!("not JSON: {e}")});
+                let _ = tx.send(error_line(None, &error));
             }
         }
         // Reap finished calls so a long session does not keep every handle.
@@ -344,11 +342,10 @@ fn raw_id(line: &str) -> Option<String> {
 
 /// A JSON-RPC error answering the request whose raw id is `id` (`null` without one).
 fn error_line(id: Option<&str>, error: &Value) -> String {
-    format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{}}}",
-        id.unwrap_or("null"),
-        error
-    )
+    let id = id
+        .and_then(crate::edge::jsonrpc::Id::from_raw)
+        .unwrap_or_else(crate::edge::jsonrpc::Id::null);
+    crate::edge::jsonrpc::failure(&id, error)
 }
 
 /// The `data` of each server-sent event, from a byte stream cut anywhere.

@@ -44,6 +44,11 @@ impl Id {
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
 
+    /// An id from its raw JSON text (as a bridge read it off a line), if it is JSON.
+    pub fn from_raw(text: &str) -> Option<Id> {
+        RawValue::from_string(text.to_owned()).ok().map(Id)
+    }
+
     /// The id's raw JSON text.
     pub fn raw(&self) -> &str {
         self.0.get()
@@ -356,7 +361,7 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
 /// One JSON-RPC response, written with the request's id as received. The result and the
 /// error are whatever the edge typed them as (A2A's models, MCP's `Value`s).
 #[derive(Serialize)]
-struct Outgoing<'a, R: ?Sized, E: ?Sized> {
+struct Answer<'a, R: ?Sized, E: ?Sized> {
     jsonrpc: &'static str,
     id: &'a Id,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -365,14 +370,72 @@ struct Outgoing<'a, R: ?Sized, E: ?Sized> {
     error: Option<&'a E>,
 }
 
-fn write<R: Serialize + ?Sized, E: Serialize + ?Sized>(message: &Outgoing<'_, R, E>) -> String {
+fn write<R: Serialize + ?Sized, E: Serialize + ?Sized>(message: &Answer<'_, R, E>) -> String {
     // Serializing plain data and a raw id into a string cannot fail.
     serde_json::to_string(message).unwrap_or_default()
 }
 
+/// A request or notification this host sends: as a server to its client
+/// (`elicitation/create`, `notifications/progress`) and as a client to a peer (an A2A or
+/// MCP call, `notifications/initialized`). One envelope for every message the host writes
+/// first, as [`success`] and [`failure`] are for its answers; ours, not a protocol SDK's
+/// (rmcp's `NumberOrString` id is lossy: runtime/README.md, "MCP wire types"), with ids
+/// the host mints as text.
+#[derive(Debug, Serialize)]
+pub struct Outgoing<'a, P> {
+    jsonrpc: &'static str,
+    /// A request has an id; a notification has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    method: &'a str,
+    /// Absent for a notification without params (`notifications/initialized`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+impl<'a, P: Serialize> Outgoing<'a, P> {
+    /// A request: its answer comes back with `id`.
+    pub fn request(id: &'a str, method: &'a str, params: P) -> Self {
+        Outgoing {
+            jsonrpc: "2.0",
+            id: Some(id),
+            method,
+            params: Some(params),
+        }
+    }
+
+    /// A notification: no id, no answer.
+    pub fn notification(method: &'a str, params: P) -> Self {
+        Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method,
+            params: Some(params),
+        }
+    }
+
+    /// The message as the line, SSE event or body it is sent as. Plain data, so writing it
+    /// cannot fail (an empty text would be, and would be dropped by the reader).
+    pub fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl<'a> Outgoing<'a, ()> {
+    /// A notification without params.
+    pub fn bare_notification(method: &'a str) -> Self {
+        Outgoing {
+            jsonrpc: "2.0",
+            id: None,
+            method,
+            params: None,
+        }
+    }
+}
+
 /// The success response to request `id`.
 pub fn success<R: Serialize + ?Sized>(id: &Id, result: &R) -> String {
-    write::<R, Value>(&Outgoing {
+    write::<R, Value>(&Answer {
         jsonrpc: "2.0",
         id,
         result: Some(result),
@@ -382,7 +445,7 @@ pub fn success<R: Serialize + ?Sized>(id: &Id, result: &R) -> String {
 
 /// The error response to request `id`; `error` is the whole `error` member.
 pub fn failure<E: Serialize + ?Sized>(id: &Id, error: &E) -> String {
-    write::<Value, E>(&Outgoing {
+    write::<Value, E>(&Answer {
         jsonrpc: "2.0",
         id,
         result: None,
@@ -427,6 +490,30 @@ pub fn is_json_media_type(value: &str, also: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every message the host writes first has one shape: an id only on a request, params
+    /// only where there are some, `jsonrpc` first.
+    #[test]
+    fn outgoing_requests_and_notifications_share_one_envelope() {
+        assert_eq!(
+            Outgoing::request("r-1", "tasks/get", json!({"taskId": "t"})).text(),
+            r#"{"jsonrpc":"2.0","id":"r-1","method":"tasks/get","params":{"taskId":"t"}}"#
+        );
+        assert_eq!(
+            Outgoing::notification("notifications/progress", json!({"progress": 1})).text(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#
+        );
+        assert_eq!(
+            Outgoing::bare_notification("notifications/initialized").text(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        );
+        let raw = Id::from_raw("123456789012345678901234567890").expect("JSON");
+        assert_eq!(
+            failure(&raw, &json!({"code": -32700})),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"code":-32700}}"#
+        );
+        assert!(Id::from_raw("not json").is_none());
+    }
     use serde_json::json;
 
     fn id(v: Value) -> Option<Id> {

@@ -223,10 +223,9 @@ pub async fn connect_declaring(
     // The lifecycle's acknowledgement; its answer (202) carries nothing.
     let mut headers = base_headers(&session.version, "notifications/initialized", None);
     session_headers(&session, &mut headers);
-    let note = serde_json::to_value(wire::Initialized {
-        jsonrpc: "2.0",
-        method: "notifications/initialized",
-    })
+    let note = serde_json::to_value(crate::edge::jsonrpc::Outgoing::bare_notification(
+        "notifications/initialized",
+    ))
     .unwrap_or_default();
     peers
         .send(

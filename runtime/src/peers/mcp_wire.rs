@@ -143,13 +143,6 @@ pub struct InitializeParams {
     pub meta: RequestMetaObject,
 }
 
-/// A `notifications/initialized` message (no id, no params).
-#[derive(Debug, Serialize)]
-pub struct Initialized {
-    pub jsonrpc: &'static str,
-    pub method: &'static str,
-}
-
 /// What this client reads of a `server/discover` answer. Not rmcp's `DiscoverResult`,
 /// which requires `resultType`, `ttlMs` and `cacheScope`: servers of the draft revisions
 /// omit them, and this client reads none of them. `capabilities` that rmcp's

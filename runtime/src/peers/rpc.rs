@@ -14,16 +14,6 @@ pub struct Answer {
     pub headers: HeaderMap,
 }
 
-/// A JSON-RPC request. The envelope is ours, not a protocol SDK's: rmcp's `NumberOrString`
-/// id is lossy (runtime/README.md, "MCP wire types"); this client's ids are its own strings.
-#[derive(Serialize)]
-struct Request<'a, P> {
-    jsonrpc: &'static str,
-    id: &'a str,
-    method: &'a str,
-    params: &'a P,
-}
-
 /// Sends `method` with `params` (its protocol's typed params) to `url` and reads the
 /// response with the same id; the result is read into its model by the caller.
 pub async fn call<P: Serialize>(
@@ -36,12 +26,7 @@ pub async fn call<P: Serialize>(
     params: &P,
 ) -> Result<Answer, CallError> {
     let id = crate::ids::mint_opaque();
-    let request = Request {
-        jsonrpc: "2.0",
-        id: &id,
-        method,
-        params,
-    };
+    let request = crate::edge::jsonrpc::Outgoing::request(&id, method, params);
     // The transport takes the body as JSON (it re-stamps the trace in it). The params are
     // strings, numbers, maps and JSON values, so this cannot fail; if it ever did, the
     // call fails rather than send half a request.

@@ -96,15 +96,7 @@ impl McpState {
             nonce: claims.nonce.clone(),
         };
         let id = format!("{ID_PREFIX}{}", self.codec.seal(&claims));
-        out.send(
-            wire::Outgoing {
-                jsonrpc: "2.0",
-                id: Some(&id),
-                method: "elicitation/create",
-                params,
-            }
-            .text(),
-        );
+        out.send(wire::Outgoing::request(&id, "elicitation/create", params).text());
         let bound = BoundId::parse_bound(&run.run_id).map_err(internal)?;
         let mut watch = self
             .app

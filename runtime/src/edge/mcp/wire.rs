@@ -62,35 +62,8 @@ pub fn server_info() -> &'static Implementation {
     &INFO
 }
 
-/// A JSON-RPC notification or request the host sends. The envelope is ours, as for every
-/// message (`edge::jsonrpc` writes the responses): a request id is echoed as text.
-#[derive(Debug, Serialize)]
-pub struct Outgoing<'a, P> {
-    pub jsonrpc: &'static str,
-    /// A request the host sends (`elicitation/create` on a 2025-11-25 session) has an
-    /// id; a notification has none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<&'a str>,
-    pub method: &'a str,
-    pub params: P,
-}
-
-impl<'a, P: Serialize> Outgoing<'a, P> {
-    pub fn notification(method: &'a str, params: P) -> Outgoing<'a, P> {
-        Outgoing {
-            jsonrpc: "2.0",
-            id: None,
-            method,
-            params,
-        }
-    }
-
-    /// The message as the line or SSE event it is sent as. Plain data, so writing it
-    /// cannot fail (an empty text would be, and would be dropped by the reader).
-    pub fn text(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-}
+/// The one envelope of a message the host sends (`edge::jsonrpc`).
+pub use crate::edge::jsonrpc::Outgoing;
 
 /// `notifications/progress` params. Not rmcp's `ProgressNotificationParam`: its token is
 /// a `NumberOrString` (a `1.0` would go back as `1`; ours is echoed as the client sent
