@@ -91,7 +91,11 @@ fn recorded(out_dir: &Path) -> Option<BTreeMap<String, String>> {
 /// leave as they are: edited since (their hash is not the recorded one) or never written by
 /// the generator (not recorded at all). Staged files an interrupted run left are the
 /// generator's own.
-fn hand_edits(out_dir: &Path, output: &Output) -> Result<Vec<HandEdit>> {
+fn hand_edits(
+    out_dir: &Path,
+    output: &Output,
+    on_disk: &BTreeMap<&String, Option<String>>,
+) -> Result<Vec<HandEdit>> {
     let Some(recorded) = recorded(out_dir) else {
         return Ok(Vec::new());
     };
@@ -113,10 +117,10 @@ fn hand_edits(out_dir: &Path, output: &Output) -> Result<Vec<HandEdit>> {
             continue;
         }
         // Only a file this run would overwrite: one that is there with other content.
-        if let Ok(on_disk) = fs::read_to_string(out_dir.join(rel))
-            && on_disk.replace("\r\n", "\n") != *text
+        if let Some(Some(there)) = on_disk.get(rel)
+            && there.replace("\r\n", "\n") != *text
         {
-            judge(rel, &on_disk);
+            judge(rel, there);
         }
     }
     for rel in existing_files(out_dir)? {
@@ -150,8 +154,15 @@ pub fn write(out_dir: &Path, output: &Output, edits: HandEdits) -> Result<Vec<St
             });
         }
     }
+    // What is where each output file goes, read once: for the hand-edit check and to skip
+    // files whose text is already the output's.
+    let on_disk: BTreeMap<&String, Option<String>> = output
+        .files
+        .keys()
+        .map(|rel| (rel, fs::read_to_string(out_dir.join(rel)).ok()))
+        .collect();
     if edits == HandEdits::Refuse {
-        let files = hand_edits(out_dir, output)?;
+        let files = hand_edits(out_dir, output, &on_disk)?;
         if !files.is_empty() {
             return Err(Error::HandEdited {
                 path: out_dir.to_owned(),
@@ -169,10 +180,10 @@ pub fn write(out_dir: &Path, output: &Output, edits: HandEdits) -> Result<Vec<St
         }
     };
     for (rel, text) in &output.files {
-        let path = out_dir.join(rel);
-        if fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+        if on_disk.get(rel).and_then(Option::as_deref) == Some(text.as_str()) {
             continue;
         }
+        let path = out_dir.join(rel);
         let tmp = path.with_file_name(format!(
             ".{}.codegen-tmp",
             path.file_name().unwrap_or_default().to_string_lossy()
