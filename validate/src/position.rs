@@ -276,7 +276,7 @@ pub(crate) fn escape(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A pointer token as the member name it stands for (RFC 6901: `~1` is `/`, `~0` is `~`).
-fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
     if token.contains('~') {
         token.replace("~1", "/").replace("~0", "~").into()
     } else {

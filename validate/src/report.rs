@@ -402,8 +402,8 @@ pub fn entry_message(rule: &str, pointer: &str, message: String) -> String {
 fn schema_sentence(rule: &str, pointer: &str, message: String) -> String {
     let forbidden = rule == "schema" && message.starts_with("{} is not allowed for ");
     match pointer.rsplit_once('/') {
-        Some((_, name)) if forbidden => {
-            let name = name.replace("~1", "/").replace("~0", "~");
+        Some((_, token)) if forbidden => {
+            let name = crate::position::unescape(token);
             format!("member `{name}` is not allowed here")
         }
         _ => message,
