@@ -341,12 +341,8 @@ fn check_well_formed(card: &Map<String, Value>, ifaces: &[(usize, &Map<String, V
     }
     let declared = card.get("securitySchemes").and_then(Value::as_object);
     // The card's requirements and each skill's name schemes of the card's `securitySchemes`.
-    let mut lists = vec![(String::new(), card.get("securityRequirements"))];
-    for (i, skill) in card.get("skills").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        lists.push((format!("/skills/{i}"), skill.get("securityRequirements")));
-    }
     let mut undeclared = false;
-    for (base, list) in lists {
+    for (base, list) in requirement_lists(card) {
         for (i, requirement) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
             let names = requirement.get("schemes").and_then(Value::as_object).into_iter().flatten();
             for (name, _) in names {
@@ -354,7 +350,7 @@ fn check_well_formed(card: &Map<String, Value>, ifaces: &[(usize, &Map<String, V
                     undeclared = true;
                     push(
                         out,
-                        format!("{base}/securityRequirements/{i}/schemes/{}", token(name)),
+                        format!("{base}/{i}/schemes/{}", token(name)),
                         WELL_FORMED,
                         format!("declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"),
                     );
@@ -437,16 +433,21 @@ fn check_schemes(declared: Option<&Map<String, Value>>, out: &mut Vec<Finding>) 
 /// A security requirement in A2A 0.3's shape, `{"oauth": ["read"]}`, on a 1.0 card: 1.0
 /// writes `{"schemes": {"oauth": {"list": ["read"]}}}`, and a 1.0 client reads the 0.3 one as
 /// a requirement naming no scheme at all (its `schemes` is empty), which anyone satisfies.
+/// The card's `securityRequirements` and each skill's, each with its pointer.
+fn requirement_lists(card: &Map<String, Value>) -> Vec<(String, Option<&Value>)> {
+    let mut lists = vec![("/securityRequirements".to_owned(), card.get("securityRequirements"))];
+    for (i, skill) in card.get("skills").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        lists.push((format!("/skills/{i}/securityRequirements"), skill.get("securityRequirements")));
+    }
+    lists
+}
+
 /// The card's requirements and each skill's, one finding per requirement naming the 1.0
 /// shape of all its 0.3 members (0.3 ANDs them, as 1.0 ANDs the members of `schemes`). A
 /// member whose value is a list is a 0.3 scopes list; other unknown members are left
 /// alone, as readers ignore them.
 fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
-    let mut lists = vec![("/securityRequirements".to_owned(), card.get("securityRequirements"))];
-    for (i, skill) in card.get("skills").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        lists.push((format!("/skills/{i}/securityRequirements"), skill.get("securityRequirements")));
-    }
-    for (base, list) in lists {
+    for (base, list) in requirement_lists(card) {
         for (i, requirement) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
             let Some(requirement) = requirement.as_object() else { continue };
             let old: Vec<(&String, &Vec<Value>)> = requirement

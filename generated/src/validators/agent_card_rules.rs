@@ -466,18 +466,8 @@ fn check_well_formed(
         }
     }
     let declared = card.get("securitySchemes").and_then(Value::as_object);
-    let mut lists = vec![(String::new(), card.get("securityRequirements"))];
-    for (i, skill) in card
-        .get("skills")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        lists.push((format!("/skills/{i}"), skill.get("securityRequirements")));
-    }
     let mut undeclared = false;
-    for (base, list) in lists {
+    for (base, list) in requirement_lists(card) {
         for (i, requirement) in list
             .and_then(Value::as_array)
             .into_iter()
@@ -494,9 +484,7 @@ fn check_well_formed(
                     undeclared = true;
                     push(
                         out,
-                        format!(
-                            "{base}/securityRequirements/{i}/schemes/{}", token(name)
-                        ),
+                        format!("{base}/{i}/schemes/{}", token(name)),
                         WELL_FORMED,
                         format!(
                             "declare `{name}` in `securitySchemes`, or name a scheme the card declares: a client cannot satisfy a requirement it cannot look up"
@@ -609,11 +597,8 @@ fn check_schemes(declared: Option<&Map<String, Value>>, out: &mut Vec<Finding>) 
 /// A security requirement in A2A 0.3's shape, `{"oauth": ["read"]}`, on a 1.0 card: 1.0
 /// writes `{"schemes": {"oauth": {"list": ["read"]}}}`, and a 1.0 client reads the 0.3 one as
 /// a requirement naming no scheme at all (its `schemes` is empty), which anyone satisfies.
-/// The card's requirements and each skill's, one finding per requirement naming the 1.0
-/// shape of all its 0.3 members (0.3 ANDs them, as 1.0 ANDs the members of `schemes`). A
-/// member whose value is a list is a 0.3 scopes list; other unknown members are left
-/// alone, as readers ignore them.
-fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
+/// The card's `securityRequirements` and each skill's, each with its pointer.
+fn requirement_lists(card: &Map<String, Value>) -> Vec<(String, Option<&Value>)> {
     let mut lists = vec![
         ("/securityRequirements".to_owned(), card.get("securityRequirements"))
     ];
@@ -630,7 +615,14 @@ fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
                 skill.get("securityRequirements"),
             ));
     }
-    for (base, list) in lists {
+    lists
+}
+/// The card's requirements and each skill's, one finding per requirement naming the 1.0
+/// shape of all its 0.3 members (0.3 ANDs them, as 1.0 ANDs the members of `schemes`). A
+/// member whose value is a list is a 0.3 scopes list; other unknown members are left
+/// alone, as readers ignore them.
+fn check_requirement_shape(card: &Map<String, Value>, out: &mut Vec<Finding>) {
+    for (base, list) in requirement_lists(card) {
         for (i, requirement) in list
             .and_then(Value::as_array)
             .into_iter()
