@@ -210,7 +210,7 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
     assert_eq!(v["lastSequence"], 3);
     assert_eq!(v["status"], "waiting-approval");
     assert_eq!(v["isTerminal"], false);
-    // Past the end: waits, then answers empty with lastSequence -1.
+    // Past the end: waits, then answers empty; lastSequence is still where the log stands.
     let started = Instant::now();
     let v: Value = h
         .get(&format!("{base}?afterSequence=3&timeout=1"), KEY_A)
@@ -222,7 +222,7 @@ async fn poll_shape_is_closed_and_waits_for_new_events() {
         .unwrap();
     assert!(started.elapsed() >= Duration::from_millis(900));
     assert_eq!(v["events"], json!([]));
-    assert_eq!(v["lastSequence"], -1);
+    assert_eq!(v["lastSequence"], 3);
     // A waiting poll returns as soon as an event lands.
     let path = format!("/runs/{}/interrupts/approve", project(&run_id));
     let poll = h

@@ -144,11 +144,11 @@ pub async fn poll_events(
     state.ops.get_run(&subject, &id).await?;
     let after = match q.get("afterSequence") {
         None => -1,
-        Some(s) => s
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= -1)
-            .ok_or_else(|| ApiError::validation("`afterSequence` must be an integer >= 0"))?,
+        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= -1).ok_or_else(|| {
+            ApiError::validation(
+                "`afterSequence` must be an integer >= 0 (or -1, the lastSequence of an empty log)",
+            )
+        })?,
     };
     let timeout = match q.get("timeout") {
         None => 30,
@@ -164,7 +164,12 @@ pub async fn poll_events(
         .ops
         .poll(&subject, &id, after, Duration::from_secs(timeout))
         .await?;
-    let last = res.events.last().map(|e| e.sequence).unwrap_or(-1);
+    // The log's highest sequence when the answer was built (-1 for an empty log), not the
+    // last event of this answer: a poll past the end still tells where the log stands, and a
+    // client can see that a terminal run's answer stopped at a page before the end.
+    let last = res.events.last().map_or(res.run.last_sequence, |e| {
+        e.sequence.max(res.run.last_sequence)
+    });
     Ok(Json(PollEventsResponse {
         run_id: crate::wire::wire("runId", res.run.run_id.as_str()).map_err(OpError::internal)?,
         events: res
