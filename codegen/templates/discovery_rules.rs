@@ -26,6 +26,11 @@ const REFRESHED_AT_SLACK_DAYS: i64 = 1;
 /// `mcp.mrtr.maxRounds` bounds (interop.md, "The MCP round ceiling").
 const MRTR_MIN_ROUNDS: i64 = 1;
 const MRTR_MAX_ROUNDS: i64 = 16;
+/// The members the capabilities schema requires at the root, with what each one holds.
+const ROOT_REQUIRED: &[(&str, &str)] = &[
+    ("protocolVersions", "the OpenWOP versions this host serves, e.g. [\"2.0\"]"),
+    ("preferredVersion", "the version served when a request carries no OpenWOP-Version"),
+];
 /// The MCP feature that says the host serves the tasks extension.
 const EXTENSIONS_FEATURE: &str = "extensions";
 /// The profile per-agent cards are defined for (interop.md, "Per-agent cards").
@@ -72,10 +77,23 @@ const MCP: Facet = Facet {
 /// Checks the rules of interop.md a schema cannot state; `doc` is a whole discovery document.
 pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
     let mut out = Vec::new();
-    // A non-object document is the schema's to report; there is nothing more to say.
+    // The root's own required members are the schema's bound too, restated here so that a
+    // run with the `schema` rule off still fails a document that is not one (`{}`, a
+    // string); the CLI reports this finding in place of the schema's.
     let Some(root) = doc.as_object() else {
+        push(
+            &mut out,
+            String::new(),
+            "discovery.required-field",
+            "the discovery document must be a JSON object with `protocolVersions` and `preferredVersion`".into(),
+        );
         return out;
     };
+    for (key, what) in ROOT_REQUIRED {
+        if !root.contains_key(*key) {
+            push(&mut out, format!("/{key}"), "discovery.required-field", format!("add `{key}` to the document ({what})"));
+        }
+    }
     let today = today(opts);
     let [supported_transports, grpc, a2a, mcp, agents, host_events, auth] =
         fields(root, ["supportedTransports", "grpc", "a2a", "mcp", "agents", "hostEvents", "auth"]);
@@ -501,7 +519,7 @@ fn check_refresh(
             out,
             at("refreshedAt"),
             "discovery.refreshed-in-future",
-            format!("`refreshedAt` {raw} is in the future; set it to the date you last checked the {} against upstream", facet.offered),
+            format!("`refreshedAt` {raw} is more than a day after today (UTC); set it to the date you last checked the {} against upstream", facet.offered),
         );
     } else if today - refreshed > window {
         push(
@@ -688,9 +706,15 @@ mod tests {
     }
 
     #[test]
-    fn a_non_object_document_has_no_rule_finding() {
+    fn a_document_that_is_not_one_is_a_required_field_finding() {
         let opts = Options { today: Some((2026, 12, 1)) };
-        assert!(check(&Value::Array(vec![]), &opts).is_empty());
-        assert!(check(&Value::String("a2a".into()), &opts).is_empty());
+        let rules = |doc: Value| check(&doc, &opts).into_iter().map(|f| (f.pointer, f.rule)).collect::<Vec<_>>();
+        let root = vec![(String::new(), "discovery.required-field".to_owned())];
+        assert_eq!(rules(Value::Array(vec![])), root);
+        assert_eq!(rules(Value::String("a2a".into())), root);
+        assert_eq!(
+            rules(Value::Object(Map::new())),
+            [("/protocolVersions".to_owned(), "discovery.required-field".to_owned()), ("/preferredVersion".to_owned(), "discovery.required-field".to_owned())]
+        );
     }
 }

@@ -25,6 +25,11 @@ const REFRESHED_AT_SLACK_DAYS: i64 = 1;
 /// `mcp.mrtr.maxRounds` bounds (interop.md, "The MCP round ceiling").
 const MRTR_MIN_ROUNDS: i64 = 1;
 const MRTR_MAX_ROUNDS: i64 = 16;
+/// The members the capabilities schema requires at the root, with what each one holds.
+const ROOT_REQUIRED: &[(&str, &str)] = &[
+    ("protocolVersions", "the OpenWOP versions this host serves, e.g. [\"2.0\"]"),
+    ("preferredVersion", "the version served when a request carries no OpenWOP-Version"),
+];
 /// The MCP feature that says the host serves the tasks extension.
 const EXTENSIONS_FEATURE: &str = "extensions";
 /// The profile per-agent cards are defined for (interop.md, "Per-agent cards").
@@ -67,8 +72,25 @@ const MCP: Facet = Facet {
 pub fn check(doc: &Value, opts: &Options) -> Vec<Finding> {
     let mut out = Vec::new();
     let Some(root) = doc.as_object() else {
+        push(
+            &mut out,
+            String::new(),
+            "discovery.required-field",
+            "the discovery document must be a JSON object with `protocolVersions` and `preferredVersion`"
+                .into(),
+        );
         return out;
     };
+    for (key, what) in ROOT_REQUIRED {
+        if !root.contains_key(*key) {
+            push(
+                &mut out,
+                format!("/{key}"),
+                "discovery.required-field",
+                format!("add `{key}` to the document ({what})"),
+            );
+        }
+    }
     let today = today(opts);
     let [supported_transports, grpc, a2a, mcp, agents, host_events, auth] = fields(
         root,
@@ -550,7 +572,7 @@ fn check_refresh(
             at("refreshedAt"),
             "discovery.refreshed-in-future",
             format!(
-                "`refreshedAt` {raw} is in the future; set it to the date you last checked the {} against upstream",
+                "`refreshedAt` {raw} is more than a day after today (UTC); set it to the date you last checked the {} against upstream",
                 facet.offered
             ),
         );
@@ -799,11 +821,23 @@ mod tests {
         assert_eq!(v("1.x"), None);
     }
     #[test]
-    fn a_non_object_document_has_no_rule_finding() {
+    fn a_document_that_is_not_one_is_a_required_field_finding() {
         let opts = Options {
             today: Some((2026, 12, 1)),
         };
-        assert!(check(& Value::Array(vec![]), & opts).is_empty());
-        assert!(check(& Value::String("a2a".into()), & opts).is_empty());
+        let rules = |doc: Value| {
+            check(&doc, &opts)
+                .into_iter()
+                .map(|f| (f.pointer, f.rule))
+                .collect::<Vec<_>>()
+        };
+        let root = vec![(String::new(), "discovery.required-field".to_owned())];
+        assert_eq!(rules(Value::Array(vec![])), root);
+        assert_eq!(rules(Value::String("a2a".into())), root);
+        assert_eq!(
+            rules(Value::Object(Map::new())), [("/protocolVersions".to_owned(),
+            "discovery.required-field".to_owned()), ("/preferredVersion".to_owned(),
+            "discovery.required-field".to_owned())]
+        );
     }
 }

@@ -342,8 +342,8 @@ pub static RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "discovery.required-field",
         severity: Severity::Error,
-        summary: "A facet of a protocol the host speaks carries every required field.",
-        help: "Add the field the sentence names: `a2a` needs `versions`, `preferredVersion`, `minimumVersion` and `refreshedAt`; `mcp` needs `revisions`, `preferredVersion`, `minimumRevision` and `refreshedAt`.",
+        summary: "The document is a JSON object with `protocolVersions` and `preferredVersion`, and a facet of a protocol the host speaks carries every required field.",
+        help: "Add the field the sentence names: the document itself needs `protocolVersions` and `preferredVersion`; `a2a` needs `versions`, `preferredVersion`, `minimumVersion` and `refreshedAt`; `mcp` needs `revisions`, `preferredVersion`, `minimumRevision` and `refreshedAt`.",
         section: "interop.md \"The facets\"",
         example: "tests/vectors/discovery/invalid/discovery.required-field--a2a-versions.json",
     },
