@@ -422,12 +422,14 @@ fn a_baseline_does_not_hide_a_new_finding_where_a_known_one_is() {
     let out = strict();
     assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("\"protocolVersions\" is a required property"),
+        stdout(&out).contains("add `protocolVersions` to the document"),
         "{}",
         stdout(&out)
     );
     assert!(
-        stdout(&out).contains("\"preferredVersion\" is a required property) no longer occurs"),
+        stdout(&out).contains(
+            "add `preferredVersion` to the document (the version served when a request carries no OpenWOP-Version)) no longer occurs"
+        ),
         "{}",
         stdout(&out)
     );
