@@ -11,7 +11,8 @@
 //! recorded finding stays known until the document or the rule's wording changes. Input
 //! findings (unreadable, not JSON) are never recorded nor hidden. A document that could
 //! not be read or parsed has findings nobody knows today: its entries are not stale, and
-//! a baseline rewritten meanwhile keeps them. The file is sorted JSON with one entry per
+//! a baseline rewritten meanwhile keeps them, as it keeps those of a file the rewrite did
+//! not check (unless it is gone). The file is sorted JSON with one entry per
 //! key, so it diffs cleanly under review.
 //!
 //! Version 1 files (no messages) are still read, matching by path, rule and pointer as
@@ -138,29 +139,39 @@ impl Baseline {
         }
     }
 
-    /// Adds `old`'s entries for the documents at `paths` (ones this run could not read) and
-    /// of the rules `is_on` says are off, so a baseline rewritten while a document is
-    /// broken, or a rule turned off for a while, does not forget what it knew of them. A
-    /// version 1 entry (no message) cannot be written in this version's file: that is an
-    /// error rather than an entry dropped.
+    /// Adds the entries of `old` this run could not have found again, so a rewritten
+    /// baseline forgets only what was checked and is fixed: those of a file this run did
+    /// not check (a rewrite over some of the files, as a read is scoped to them) unless the
+    /// file is gone, of a document that could not be read or parsed, of a rule `is_on`
+    /// says is off, and, for each of `partly` (`(path, rule)`: the `--discovery` document
+    /// of a card run), of the rules other than the one it was checked for. A version 1
+    /// entry (no message) cannot be written in this version's file: that is an error
+    /// rather than an entry dropped.
     pub fn keep(
         &mut self,
         old: &Baseline,
-        paths: &BTreeSet<String>,
+        documents: &[Document],
+        partly: &[(String, String)],
         is_on: impl Fn(&str) -> bool,
     ) -> Result<(), String> {
+        let scope = Scope::of(documents, partly);
         for (key, count) in &old.counts {
-            if !paths.contains(&key.0) && is_on(&key.1) {
+            let (path, rule) = (&key.0, &key.1);
+            let unreadable = scope.unreadable.contains(path);
+            let unchecked = !scope.checked(path, rule) && !unreadable && !is_gone(path);
+            if !unreadable && !unchecked && is_on(rule) {
                 continue;
             }
             if key.3.is_none() {
-                let why = if paths.contains(&key.0) {
-                    format!("{} could not be read", key.0)
+                let why = if unreadable {
+                    format!("{} could not be read", shown(path))
+                } else if unchecked {
+                    format!("{} was not checked in this run", shown(path))
                 } else {
-                    format!("the rule {} is off", key.1)
+                    format!("the rule {rule} is off")
                 };
                 return Err(format!(
-                    "{why}, and its entries in the version 1 baseline cannot be carried into a version {VERSION} one; fix the document or turn the rule on first"
+                    "{why}, and its entries in the version 1 baseline cannot be carried into a version {VERSION} one; check every file of the baseline with the rule on, or fix the document first"
                 ));
             }
             *self.counts.entry(key.clone()).or_insert(0) += count;
@@ -247,25 +258,13 @@ impl Baseline {
                 take(e, &mut left);
             }
         }
-        let partly: BTreeSet<(String, String)> = partly
-            .iter()
-            .map(|(path, rule)| (file_key(path), rule.clone()))
-            .collect();
-        let checked: BTreeSet<String> = documents
-            .iter()
-            .filter(|d| !d.unreadable())
-            .map(|d| file_key(&d.path))
-            .filter(|path| !partly.iter().any(|(p, _)| p == path))
-            .collect();
-        let named: BTreeSet<String> = documents.iter().map(|d| file_key(&d.path)).collect();
+        let scope = Scope::of(documents, partly);
         let stale = left
             .into_iter()
             .filter(|((path, rule, _, _), n)| {
                 *n > 0
                     && is_on(rule)
-                    && (checked.contains(path)
-                        || partly.contains(&(path.clone(), rule.clone()))
-                        || (!named.contains(path) && is_gone(path)))
+                    && (scope.checked(path, rule) || (!scope.named.contains(path) && is_gone(path)))
             })
             .map(|((path, rule, pointer, message), count)| Stale {
                 path: shown(&path),
@@ -292,6 +291,44 @@ pub fn render<'a>(entries: impl Iterator<Item = &'a Entry>, file: &Path) -> Stri
     Baseline::of(entries).render(file)
 }
 
+/// What a run checked, as baselines key paths.
+struct Scope {
+    /// Documents read and checked by every rule.
+    fully: BTreeSet<String>,
+    /// Documents checked for one rule alone: `(path, rule)`.
+    partly: BTreeSet<(String, String)>,
+    /// Documents that could not be read or parsed.
+    unreadable: BTreeSet<String>,
+    /// Every document the run names.
+    named: BTreeSet<String>,
+}
+
+impl Scope {
+    fn of(documents: &[Document], partly: &[(String, String)]) -> Scope {
+        let partly: BTreeSet<(String, String)> = partly
+            .iter()
+            .map(|(path, rule)| (file_key(path), rule.clone()))
+            .collect();
+        let fully = documents
+            .iter()
+            .filter(|d| !d.unreadable())
+            .map(|d| file_key(&d.path))
+            .filter(|path| !partly.iter().any(|(p, _)| p == path))
+            .collect();
+        Scope {
+            fully,
+            unreadable: unreadable_paths(documents),
+            named: documents.iter().map(|d| file_key(&d.path)).collect(),
+            partly,
+        }
+    }
+
+    /// Whether this run looked for `rule`'s findings in the document at `path`.
+    fn checked(&self, path: &str, rule: &str) -> bool {
+        self.fully.contains(path) || self.partly.contains(&(path.to_owned(), rule.to_owned()))
+    }
+}
+
 /// The paths (as baselines key them) of the documents that could not be read or parsed.
 pub fn unreadable_paths(documents: &[Document]) -> BTreeSet<String> {
     documents
@@ -316,12 +353,12 @@ fn directory_of(file: &Path) -> PathBuf {
 }
 
 /// A document's path as a baseline keys it inside a run: absolute and lexically normal
-/// (`.`, `..` and repeated `/` resolved). A URL or `-` is itself.
+/// (`.`, `..` and repeated `/` resolved). A URL, `-` or `<stdin>` is itself.
 fn file_key(path: &str) -> String {
     // `path_key` first: a path under `$PWD` reached through a symbolic link is made
     // relative to the working directory, as findings name it.
     let path = path_key(path);
-    if path == "-" || crate::load::is_url(&path) {
+    if is_no_file(&path) {
         return path;
     }
     absolute(&cwd(), &path)
@@ -352,7 +389,7 @@ fn absolute(base: &Path, path: &str) -> String {
 /// paths were relative to the baseline's directory), relative to that when only that
 /// names a file.
 fn recorded_key(path: &str, dir: &Path) -> String {
-    if path == "-" || crate::load::is_url(path) {
+    if is_no_file(path) {
         return path.to_owned();
     }
     let by_baseline = absolute(dir, path);
@@ -388,6 +425,12 @@ fn relative_to(key: &str, dir: &Path) -> String {
 /// A key as findings name the file: relative to the working directory.
 fn shown(key: &str) -> String {
     relative_to(key, &cwd())
+}
+
+/// Whether a document's path names no file: standard input (`-`, or `<stdin>` as findings
+/// name it) or a URL. Such a path is kept as it is, never resolved against a directory.
+fn is_no_file(path: &str) -> bool {
+    path == "-" || path == crate::load::STDIN_LABEL || crate::load::is_url(path)
 }
 
 /// Whether the file `key` names is gone (deleted or renamed): its entries are stale even
@@ -632,7 +675,7 @@ mod tests {
         assert_eq!(unreadable, BTreeSet::from([file_key("c.json")]));
         let mut written = Baseline::of(docs.iter().flat_map(|d| d.entries.iter()));
         written
-            .keep(&old, &unreadable, |_| true)
+            .keep(&old, &docs, &[], |_| true)
             .expect("version 2 entries");
         let text = written.render(Path::new("base.json"));
         assert!(!text.contains("a.json"), "{text}");

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use openwop_generated::validators::Options;
 
-use crate::baseline::{self, Baseline};
+use crate::baseline::Baseline;
 use crate::config::{Config, FailOn, Level, parse_rule_setting};
 use crate::format::{self, Spec};
 use crate::load::{LoadError, STDIN_LABEL, load_named};
@@ -183,17 +183,6 @@ impl Settings {
             None => Some(rules::default_severity(rule)),
         }
     }
-
-    /// Whether `--rule` or the config file turns any rule off.
-    fn any_rule_off(&self, args: &ValidateArgs) -> bool {
-        args.rules.iter().any(|(_, level)| *level == Level::Off)
-            || self
-                .config
-                .file
-                .rules
-                .values()
-                .any(|level| *level == Level::Off)
-    }
 }
 
 /// Validates the documents; exits 0 (nothing fails the threshold), 1 (something does) or
@@ -338,21 +327,20 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     let baseline = match (&args.write_baseline, &settings.baseline) {
         (Some(file), configured) => {
             let mut written = Baseline::of(report.entries());
-            // A document that could not be read has findings nobody knows today: its
-            // entries in the previous baseline (the one configured, else the file being
-            // rewritten) are kept, not thrown away.
-            // So are the entries of a rule turned off for this run.
-            let unreadable = baseline::unreadable_paths(&report.documents);
+            // What this run could not have found again is kept from the previous baseline
+            // (the one configured, else the file being rewritten): the entries of the files
+            // it did not check (a rewrite over some of the files) unless they are gone, of
+            // a document that could not be read (its findings nobody knows today), and of
+            // a rule turned off for this run.
             // Neither need exist yet: adopting the gate writes the configured one first.
             let previous = [configured.as_ref(), Some(file)]
                 .into_iter()
                 .flatten()
                 .find(|f| f.exists());
-            let any_off = settings.any_rule_off(args);
-            if let (true, Some(previous)) = (!unreadable.is_empty() || any_off, previous) {
+            if let Some(previous) = previous {
                 let old = Baseline::read(previous)?;
                 written
-                    .keep(&old, &unreadable, |rule| is_on(rule))
+                    .keep(&old, &report.documents, &partly_checked, |rule| is_on(rule))
                     .map_err(|e| format!("{e}; the baseline {} was not written", file.display()))?;
             }
             std::fs::write(file, written.render(file))

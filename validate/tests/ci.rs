@@ -1277,3 +1277,86 @@ fn the_action_uploads_each_kind_under_its_own_category() {
         "{run}"
     );
 }
+
+/// A baseline entry of standard input names no file: it is never "gone", so a strict run
+/// over other files does not call it stale.
+#[test]
+fn a_stdin_baseline_entry_is_never_gone() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::copy(valid(), dir.path().join("b.json")).expect("copy");
+    let text = std::fs::read(dir.path().join("a.json")).expect("read");
+    let written = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(dir.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args([
+            "--no-config",
+            "--now",
+            NOW,
+            "--write-baseline",
+            "sb.json",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(&text)?;
+            child.wait_with_output()
+        })
+        .expect("runs");
+    assert_eq!(code(&written), 0, "{}", stdout(&written));
+    let base = std::fs::read_to_string(dir.path().join("sb.json")).expect("written");
+    assert!(base.contains("\"path\": \"<stdin>\""), "{base}");
+    let out = validate_in(
+        dir.path(),
+        &[
+            "--no-config",
+            "--now",
+            NOW,
+            "--baseline",
+            "sb.json",
+            "--strict-baseline",
+            "b.json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
+
+/// Rewriting the baseline over some of the files keeps the entries of the others (a
+/// baseline read is scoped to the files checked; so is a rewrite), but drops those of a
+/// file that is gone.
+#[test]
+fn rewriting_the_baseline_over_a_subset_keeps_the_other_files_entries() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("a.json")).expect("copy");
+    std::fs::copy(overdue(), dir.path().join("b.json")).expect("copy");
+    std::fs::copy(overdue(), dir.path().join("c.json")).expect("copy");
+    let run = |args: &[&str]| validate_in(dir.path(), args);
+    let write = |files: &[&str]| {
+        let mut args = vec!["--no-config", "--now", NOW, "--write-baseline", "base.json"];
+        args.extend(files);
+        let out = run(&args);
+        assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+        std::fs::read_to_string(dir.path().join("base.json")).expect("written")
+    };
+    let all = write(&["a.json", "b.json", "c.json"]);
+    assert_eq!(all.matches("\"path\"").count(), 3, "{all}");
+    std::fs::remove_file(dir.path().join("c.json")).expect("remove");
+    let some = write(&["a.json"]);
+    assert!(some.contains("\"b.json\""), "{some}");
+    assert!(!some.contains("\"c.json\""), "c.json is gone: {some}");
+    assert_eq!(some.matches("\"path\"").count(), 2, "{some}");
+    let out = run(&[
+        "--no-config",
+        "--now",
+        NOW,
+        "--baseline",
+        "base.json",
+        "--strict-baseline",
+        "a.json",
+        "b.json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
