@@ -119,7 +119,11 @@ fn human(report: &Report) -> String {
 }
 
 /// GitHub's workflow commands: each finding becomes an annotation on its file and line.
+///
+/// Files are named relative to the repository root ([`crate::load::Root`]), as the runner
+/// reads `file=`, not relative to the directory the command ran in.
 fn github(report: &Report) -> String {
+    let root = crate::load::Root::find();
     let mut text = String::new();
     for e in report.entries() {
         let command = match e.severity {
@@ -128,7 +132,7 @@ fn github(report: &Report) -> String {
         };
         text.push_str(&format!(
             "::{command} file={},line={},col={},title={}::{}\n",
-            property(&e.path),
+            property(&root.github_path(&e.path)),
             e.line,
             e.column,
             property(&e.rule),
@@ -143,7 +147,7 @@ fn github(report: &Report) -> String {
     for s in &report.stale {
         text.push_str(&format!(
             "::{stale_command} file={},title=baseline::{}\n",
-            property(&s.path),
+            property(&root.github_path(&s.path)),
             data(&s.sentence())
         ));
     }

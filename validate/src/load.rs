@@ -384,6 +384,138 @@ pub fn normalize(path: &str, cwd: Option<&Path>) -> String {
     format!("{root}{joined}")
 }
 
+/// The repository root that GitHub annotations and SARIF name files relative to: code
+/// scanning and the runner read a path there against the repository, not against the
+/// directory the command ran in (a monorepo job's `working-directory:`). It is
+/// `GITHUB_WORKSPACE` when set, else the nearest directory at or above the working
+/// directory that holds `.git` (a directory, or a file in a worktree or submodule), else
+/// the working directory. The human format keeps paths as they were typed.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// The root, absolute and lexically normal (`None` without a working directory).
+    dir: Option<String>,
+    /// The same directory with symbolic links resolved, when that differs: the working
+    /// directory is resolved, `GITHUB_WORKSPACE` may not be.
+    resolved: Option<String>,
+    cwd: Option<PathBuf>,
+}
+
+impl Root {
+    /// The root of this run, from the environment and the working directory.
+    pub fn find() -> Root {
+        let workspace = std::env::var_os("GITHUB_WORKSPACE")
+            .filter(|w| !w.is_empty())
+            .map(PathBuf::from);
+        Root::at(workspace, std::env::current_dir().ok())
+    }
+
+    /// The root for `workspace` (`GITHUB_WORKSPACE`) and the working directory `cwd`.
+    pub fn at(workspace: Option<PathBuf>, cwd: Option<PathBuf>) -> Root {
+        let dir = match (&workspace, &cwd) {
+            (Some(w), Some(cwd)) => Some(cwd.join(w)),
+            (Some(w), None) if w.is_absolute() => Some(w.clone()),
+            (_, Some(cwd)) => Some(
+                cwd.ancestors()
+                    .find(|d| d.join(".git").exists())
+                    .unwrap_or(cwd)
+                    .to_path_buf(),
+            ),
+            _ => None,
+        };
+        let lexical = |d: &Path| d.to_str().map(|d| absolute_lexically(Path::new("/"), d));
+        let resolved = dir
+            .as_deref()
+            .and_then(|d| std::fs::canonicalize(d).ok())
+            .as_deref()
+            .and_then(lexical);
+        let dir = dir.as_deref().and_then(lexical);
+        Root {
+            resolved: resolved.filter(|r| Some(r) != dir.as_ref()),
+            dir,
+            cwd,
+        }
+    }
+
+    /// The root directory, absolute, as a `file://` URI ending in `/` (for SARIF's
+    /// `originalUriBaseIds`).
+    pub fn uri(&self) -> Option<String> {
+        let dir = self.dir.as_deref()?;
+        let mut uri = format!("file://{}", percent_encode(dir));
+        if !uri.ends_with('/') {
+            uri.push('/');
+        }
+        Some(uri)
+    }
+
+    /// A document's path (as findings name it) relative to the root, when it is under it;
+    /// `None` for a file outside it, a URL or standard input.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        if path == "-" || path == STDIN_LABEL || is_url(path) {
+            return None;
+        }
+        let absolute = self.absolute(path)?;
+        [self.dir.as_deref(), self.resolved.as_deref()]
+            .into_iter()
+            .flatten()
+            .find_map(|root| {
+                let rest = absolute.strip_prefix(root)?;
+                let rest = if root == "/" {
+                    rest
+                } else {
+                    rest.strip_prefix('/')?
+                };
+                (!rest.is_empty()).then(|| rest.to_owned())
+            })
+    }
+
+    /// A file's path made absolute against the working directory, lexically.
+    pub fn absolute(&self, path: &str) -> Option<String> {
+        let cwd = self.cwd.as_deref()?.to_str()?;
+        Some(absolute_lexically(Path::new(cwd), path))
+    }
+
+    /// A document's path as GitHub annotations name it: relative to the root when under
+    /// it, else as findings name it.
+    pub fn github_path(&self, path: &str) -> String {
+        self.relative(path).unwrap_or_else(|| path.to_owned())
+    }
+}
+
+/// `path` resolved against the absolute directory `base`, lexically (`.`, `..` and
+/// repeated `/` resolved, symbolic links not).
+pub fn absolute_lexically(base: &Path, path: &str) -> String {
+    let joined = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{}/{path}", base.display())
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// `path` with the characters a URI path cannot hold percent-encoded.
+pub fn percent_encode(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// Whether a PATH argument is an `http(s)://` URL (fetched, not read).
 pub fn is_url(arg: &str) -> bool {
     let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();

@@ -5,7 +5,6 @@
 //! while the lines around it move.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 use serde_sarif::sarif::{
     ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
@@ -13,7 +12,7 @@ use serde_sarif::sarif::{
     Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent, Version,
 };
 
-use crate::load::{is_url, normalize};
+use crate::load::{Root, is_url, normalize, percent_encode};
 use crate::report::{Entry, Report};
 use crate::rules::{self, Docs, Severity};
 
@@ -66,8 +65,8 @@ pub fn render(report: &Report, docs: &Docs) -> String {
         })
         .collect();
 
-    // Read once: every result's path is written relative to it.
-    let cwd = std::env::current_dir().ok();
+    // Found once: every result's file is named relative to it.
+    let root = Root::find();
     let mut seen: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
     let results: Vec<SarifResult> = report
         .entries()
@@ -76,7 +75,7 @@ pub fn render(report: &Report, docs: &Docs) -> String {
                 .entry((&e.rule, &e.path, &e.pointer, &e.message))
                 .and_modify(|n| *n += 1)
                 .or_insert(1);
-            let artifact = uri_in(&e.path, cwd.as_deref());
+            let artifact = uri_in(&e.path, &root);
             result(e, &artifact, *n, index.get(e.rule.as_str()).copied())
         })
         .collect();
@@ -87,6 +86,12 @@ pub fn render(report: &Report, docs: &Docs) -> String {
         .information_uri(docs.page())
         .rules(descriptors)
         .build();
+    let base_ids = root.uri().map(|uri| {
+        BTreeMap::from([(
+            SRCROOT.to_owned(),
+            ArtifactLocation::builder().uri(uri).build(),
+        )])
+    });
     let run = Run::builder()
         .tool(Tool::from(driver))
         .results(results)
@@ -94,8 +99,11 @@ pub fn render(report: &Report, docs: &Docs) -> String {
         .column_kind(serde_json::json!("unicodeCodePoints"))
         // Lines are counted as an editor counts them: a lone CR ends one too, which
         // SARIF's default (CRLF and LF) leaves out.
-        .newline_sequences(vec!["\r\n".to_owned(), "\r".to_owned(), "\n".to_owned()])
-        .build();
+        .newline_sequences(vec!["\r\n".to_owned(), "\r".to_owned(), "\n".to_owned()]);
+    let run = match base_ids {
+        Some(ids) => run.original_uri_base_ids(ids).build(),
+        None => run.build(),
+    };
     let sarif = Sarif::builder()
         .schema("https://json.schemastore.org/sarif-2.1.0.json")
         .version(serde_json::json!(Version::V2_1_0.to_string()))
@@ -150,16 +158,28 @@ fn level(severity: Severity) -> ResultLevel {
     }
 }
 
-/// `e` as a result; `artifact` is its path as a SARIF URI ([`uri_in`]).
-fn result(e: &Entry, artifact: &str, n: usize, rule_index: Option<usize>) -> SarifResult {
-    let mut fingerprint = format!("{}|{artifact}|{}|{}", e.rule, e.pointer, e.message);
+/// The `uriBaseId` of a path relative to the repository root ([`Root`]), which the run's
+/// `originalUriBaseIds` gives as a `file://` URI.
+pub const SRCROOT: &str = "%SRCROOT%";
+
+/// `e` as a result; `artifact` is its location ([`uri_in`]).
+fn result(e: &Entry, artifact: &Artifact, n: usize, rule_index: Option<usize>) -> SarifResult {
+    let mut fingerprint = format!("{}|{}|{}|{}", e.rule, artifact.uri, e.pointer, e.message);
     if n > 1 {
         fingerprint.push_str(&format!("|{n}"));
     }
     let location = Location::builder()
         .physical_location(
             PhysicalLocation::builder()
-                .artifact_location(ArtifactLocation::builder().uri(artifact).build())
+                .artifact_location(match artifact.base {
+                    Some(base) => ArtifactLocation::builder()
+                        .uri(artifact.uri.clone())
+                        .uri_base_id(base)
+                        .build(),
+                    None => ArtifactLocation::builder()
+                        .uri(artifact.uri.clone())
+                        .build(),
+                })
                 .region(
                     Region::builder()
                         .start_line(e.line as i64)
@@ -191,32 +211,49 @@ fn result(e: &Entry, artifact: &str, n: usize, rule_index: Option<usize>) -> Sar
     }
 }
 
-/// A PATH as a SARIF artifact URI: a URL stays as it is, an absolute file path becomes a
-/// `file://` URI, a relative one stays relative (code scanning resolves it against the
-/// repository), with the characters a URI cannot hold percent-encoded.
-///
-/// The path is written as findings and baselines name the file ([`normalize`]): an
-/// absolute path under `cwd` (the working directory: the checkout, in CI) relative to it,
-/// as a relative argument would be, so code scanning resolves it against the repository
-/// and the fingerprint does not change with where the checkout is.
-pub fn uri_in(path: &str, cwd: Option<&Path>) -> String {
+/// Where a result is: its URI, and the base it is relative to.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Artifact {
+    pub uri: String,
+    /// [`SRCROOT`] for a file under the repository root; `None` for a URL, an absolute
+    /// `file://` URI, or standard input.
+    pub base: Option<&'static str>,
+}
+
+/// A PATH as a SARIF artifact location: a file under the repository root ([`Root`]:
+/// `GITHUB_WORKSPACE`, else the git top level, else the working directory) relative to it,
+/// with `uriBaseId` [`SRCROOT`], so code scanning finds it whichever directory the command
+/// ran in, and the fingerprint (which holds the URI) does not change with that directory
+/// or where the checkout is; a file outside the root an absolute `file://` URI; a URL as
+/// it is; standard input's label relative, with no base. Characters a URI cannot hold
+/// are percent-encoded.
+pub fn uri_in(path: &str, root: &Root) -> Artifact {
     if is_url(path) {
-        return path.to_owned();
+        return Artifact {
+            uri: path.to_owned(),
+            base: None,
+        };
     }
-    let path = normalize(path, cwd);
-    let mut out = String::new();
-    if path.starts_with('/') {
-        out.push_str("file://");
+    if let Some(relative) = root.relative(path) {
+        return Artifact {
+            uri: percent_encode(&relative),
+            base: Some(SRCROOT),
+        };
     }
-    for b in path.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
+    // Outside the root: absolute, as a relative path would be read against the root.
+    let path = match root.absolute(path) {
+        Some(absolute) if path != crate::load::STDIN_LABEL => absolute,
+        _ => normalize(path, None),
+    };
+    let uri = percent_encode(&path);
+    Artifact {
+        uri: if path.starts_with('/') {
+            format!("file://{uri}")
+        } else {
+            uri
+        },
+        base: None,
     }
-    out
 }
 
 #[cfg(test)]
@@ -224,22 +261,57 @@ mod tests {
     use super::*;
     use crate::report::Document;
 
-    /// A path as `render` writes it, from this process's working directory.
+    /// A path as `render` writes it, run in `/w/repo/site` of the repository `/w/repo`.
     fn uri(path: &str) -> String {
-        uri_in(path, std::env::current_dir().ok().as_deref())
+        let root = Root::at(
+            Some("/w/repo".into()),
+            Some(std::path::PathBuf::from("/w/repo/site")),
+        );
+        let artifact = uri_in(path, &root);
+        match artifact.base {
+            Some(base) => format!("{base}:{}", artifact.uri),
+            None => artifact.uri,
+        }
     }
 
     #[test]
     fn artifact_uris() {
-        assert_eq!(uri("docs/a b.json"), "docs/a%20b.json");
+        assert_eq!(uri("docs/a b.json"), "%SRCROOT%:site/docs/a%20b.json");
         assert_eq!(uri("/abs/x.json"), "file:///abs/x.json");
         assert_eq!(uri("<stdin>"), "%3Cstdin%3E");
         assert_eq!(uri("https://h.example/x?y=1"), "https://h.example/x?y=1");
-        assert_eq!(uri("é.json"), "%C3%A9.json");
-        assert_eq!(uri("./docs/x.json"), "docs/x.json");
-        let cwd = std::env::current_dir().expect("cwd");
-        let inside = cwd.join("docs/x.json");
-        assert_eq!(uri(inside.to_str().expect("UTF-8")), "docs/x.json");
+        assert_eq!(uri("é.json"), "%SRCROOT%:site/%C3%A9.json");
+        assert_eq!(uri("./docs/x.json"), "%SRCROOT%:site/docs/x.json");
+        assert_eq!(
+            uri("/w/repo/site/docs/x.json"),
+            "%SRCROOT%:site/docs/x.json"
+        );
+        assert_eq!(uri("../top.json"), "%SRCROOT%:top.json");
+        assert_eq!(uri("../../out.json"), "file:///w/out.json");
+        assert_eq!(uri("/w/repository/x.json"), "file:///w/repository/x.json");
+    }
+
+    /// Without `GITHUB_WORKSPACE`, the root is the nearest directory above with `.git`,
+    /// else the working directory.
+    #[test]
+    fn the_root_is_the_git_top_level() {
+        let dir = tempfile::tempdir().expect("dir");
+        let repo = std::fs::canonicalize(dir.path()).expect("real path");
+        std::fs::create_dir_all(repo.join(".git")).expect("mkdir");
+        std::fs::create_dir_all(repo.join("site/public")).expect("mkdir");
+        let root = Root::at(None, Some(repo.join("site")));
+        assert_eq!(
+            root.relative("public/x.json").as_deref(),
+            Some("site/public/x.json")
+        );
+        let top = format!("file://{}/", repo.display());
+        assert_eq!(root.uri().as_deref(), Some(top.as_str()));
+        std::fs::remove_dir(repo.join(".git")).expect("rmdir");
+        let root = Root::at(None, Some(repo.join("site")));
+        assert_eq!(
+            root.relative("public/x.json").as_deref(),
+            Some("public/x.json")
+        );
     }
 
     /// The audit's case: two findings of one rule at one place. Fixing the first must not
@@ -297,9 +369,10 @@ mod tests {
 
     #[test]
     fn artifact_uris_are_the_paths_findings_name() {
-        let cwd = std::env::current_dir().expect("cwd");
-        let absolute = format!("{}//docs/./x.json", cwd.display());
-        assert_eq!(uri(&absolute), "docs/x.json");
-        assert_eq!(uri("docs//./x.json"), "docs/x.json");
+        assert_eq!(
+            uri("/w/repo/site//docs/./x.json"),
+            "%SRCROOT%:site/docs/x.json"
+        );
+        assert_eq!(uri("docs//./x.json"), "%SRCROOT%:site/docs/x.json");
     }
 }

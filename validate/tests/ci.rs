@@ -1360,3 +1360,72 @@ fn rewriting_the_baseline_over_a_subset_keeps_the_other_files_entries() {
     ]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
 }
+
+/// GitHub reads an annotation's `file=` and a SARIF location relative to the repository
+/// root: run from a subdirectory (a monorepo job's `working-directory:`), paths are still
+/// written from the root (`GITHUB_WORKSPACE`, else the git top level), SARIF says so with
+/// `uriBaseId`, and the fingerprint does not change with the working directory.
+#[test]
+fn annotations_and_sarif_name_files_from_the_repository_root() {
+    let dir = tempfile::tempdir().expect("dir");
+    let repo = std::fs::canonicalize(dir.path()).expect("real path");
+    std::fs::create_dir_all(repo.join("site/public/.well-known")).expect("mkdir");
+    std::fs::create_dir_all(repo.join(".git")).expect("mkdir");
+    std::fs::copy(overdue(), repo.join("site/public/.well-known/openwop")).expect("copy");
+    let run = |cwd: &Path, workspace: Option<&Path>, path: &str, sarif: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_openwop-validate"));
+        command
+            .current_dir(cwd)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_WORKSPACE")
+            .args(["--no-config", "--now", NOW, "--format", "github"])
+            .arg("--format")
+            .arg(format!("sarif={}", repo.join(sarif).display()))
+            .arg(path);
+        if let Some(w) = workspace {
+            command.env("GITHUB_WORKSPACE", w);
+        }
+        let out = command.output().expect("runs");
+        let log: Value =
+            serde_json::from_str(&std::fs::read_to_string(repo.join(sarif)).expect("sarif"))
+                .expect("JSON");
+        (stdout(&out), log)
+    };
+    let site = repo.join("site");
+    let want_file = "::error file=site/public/.well-known/openwop,";
+    for workspace in [Some(repo.as_path()), None] {
+        let (github, log) = run(&site, workspace, "public/.well-known/openwop", "sub.sarif");
+        assert!(github.contains(want_file), "{github}");
+        let location = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+        assert_eq!(
+            location["artifactLocation"]["uri"], "site/public/.well-known/openwop",
+            "{location}"
+        );
+        assert_eq!(location["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+        assert_eq!(
+            log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"],
+            format!("file://{}/", repo.display())
+        );
+    }
+    let (_, from_sub) = run(&site, Some(&repo), "public/.well-known/openwop", "a.sarif");
+    let (_, from_top) = run(
+        &repo,
+        Some(&repo),
+        "site/public/.well-known/openwop",
+        "b.sarif",
+    );
+    let print = |log: &Value| log["runs"][0]["results"][0]["partialFingerprints"].clone();
+    assert_eq!(print(&from_sub), print(&from_top));
+    // The human log keeps the path as it was typed.
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(&site)
+        .env("GITHUB_WORKSPACE", &repo)
+        .args(["--no-config", "--now", NOW, "public/.well-known/openwop"])
+        .output()
+        .expect("runs");
+    assert!(
+        stdout(&out).starts_with("public/.well-known/openwop:"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -352,10 +352,14 @@ fn standard_input_is_read_for_a_dash() {
         Some(&text),
     );
     let sarif: Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    // Relative to the repository root, as code scanning reads it (the test runs in
+    // `validate/`).
+    let location = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
     assert_eq!(
-        sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-        "public/doc.json"
+        location["artifactLocation"]["uri"], "validate/public/doc.json",
+        "{location}"
     );
+    assert_eq!(location["artifactLocation"]["uriBaseId"], "%SRCROOT%");
     let out = openwop(&[
         "--stdin-filename",
         "x.json",
