@@ -25,6 +25,7 @@ Examples:
   curl -s https://host.example/.well-known/openwop | {bin} -
   git show :public/.well-known/openwop | {bin} --stdin-filename public/.well-known/openwop -
   {bin} --kind agent-card --discovery discovery.json agent-card.json
+  {bin} public/.well-known/agent-card.json   # without --kind, a card by its name
 
   # CI: the log, SARIF for code scanning and JUnit, from one run. --now pins today: the
   # job never starts failing on a date alone (refresh-overdue cannot fire), but a refreshedAt
@@ -74,10 +75,13 @@ pub struct ValidateArgs {
     /// day after it fails: bump it when you refresh.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub now: Option<(i32, u32, u32)>,
-    /// What the documents are. Named twice, the last counts (a pre-commit hook's entry
-    /// names it, and its `args` may too).
-    #[arg(long, value_enum, default_value_t = Kind::Discovery, overrides_with = "kind")]
-    pub kind: Kind,
+    /// What the documents are. Without it, each PATH's well-known name decides: a file
+    /// named agent-card.json or a URL ending /.well-known/agent-card.json is an agent card,
+    /// anything else a discovery document. A document whose members clearly are the other
+    /// kind's gets a note saying which --kind to pass. Named twice, the last counts (a
+    /// pre-commit hook's entry names it, and its `args` may too).
+    #[arg(long, value_enum, overrides_with = "kind")]
+    pub kind: Option<Kind>,
     /// The host's discovery document (file, `-` or URL), to check agent cards against its
     /// `a2a` facet; only with `--kind agent-card`.
     #[arg(long, value_name = "FILE")]
@@ -216,11 +220,8 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         return catalogue(args, &formats, &settings.docs);
     }
     check_usage(args)?;
-    if args.kind == Kind::AgentCard && args.discovery.is_none() {
-        say(
-            "note: without --discovery, the rules that hold an agent card to its host's discovery document are not checked",
-        );
-    }
+    // The note is said once, before the first card.
+    let mut said_no_discovery = false;
 
     let opts = Options { today: args.now };
     let mut report = Report {
@@ -281,11 +282,25 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     let mut about_discovery = Vec::new();
     let mut cards_checked = false;
     for path in crate::load::expand(&args.paths) {
-        let loaded = path.and_then(|path| load(&path, args.kind));
+        // `--kind`, else the name: the stdin's as --stdin-filename gives it.
+        let kind = |path: &str| {
+            args.kind
+                .unwrap_or_else(|| Kind::of_path(if path == "-" { &stdin_label } else { path }))
+        };
+        let loaded = path.and_then(|path| {
+            let kind = kind(&path);
+            load(&path, kind).map(|doc| (doc, kind))
+        });
         let doc = match loaded {
-            Ok(doc) => {
+            Ok((doc, kind)) => {
+                if kind == Kind::AgentCard && args.discovery.is_none() && !said_no_discovery {
+                    said_no_discovery = true;
+                    say(
+                        "note: without --discovery, the rules that hold an agent card to its host's discovery document are not checked",
+                    );
+                }
                 let findings = validate(
-                    args.kind,
+                    kind,
                     &doc.value,
                     discovery.as_ref().map(|d| &d.value),
                     &opts,
@@ -297,6 +312,30 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
                     about_discovery = theirs;
                 }
                 cards_checked = true;
+                // Checked as the wrong kind, a document gets a dozen findings that say
+                // nothing of why: one note says which --kind it needs.
+                if let Some(shape) = Kind::of_shape(&doc.value)
+                    && shape != kind
+                    && !findings.is_empty()
+                {
+                    say(&format!(
+                        "note: {} looks like {} (it {}), but was checked as {}{}; pass --kind {}",
+                        doc.label,
+                        shape.described(),
+                        match shape {
+                            Kind::AgentCard =>
+                                "has `supportedInterfaces` or `skills` and no `protocolVersions`",
+                            Kind::Discovery => "has `protocolVersions`",
+                        },
+                        kind.described(),
+                        if args.kind.is_some() {
+                            " as --kind says"
+                        } else {
+                            ""
+                        },
+                        shape.flag()
+                    ));
+                }
                 report::document(&doc.label, &doc.text, findings, level, &settings.docs)
             }
             Err(e) => unreadable(&e, &settings.docs),
@@ -546,7 +585,7 @@ fn print(text: &str) -> Result<(), String> {
 }
 
 fn check_usage(args: &ValidateArgs) -> Result<(), String> {
-    if args.discovery.is_some() && args.kind != Kind::AgentCard {
+    if args.discovery.is_some() && args.kind != Some(Kind::AgentCard) {
         return Err("--discovery only applies to --kind agent-card".into());
     }
     let stdin_uses = args

@@ -40,6 +40,61 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The kind a PATH names by its well-known file name, for a run without `--kind`: a
+    /// file named `agent-card.json` or a URL whose path ends in `/agent-card.json` (as
+    /// [`Kind::AgentCard`]'s well-known path does) is an agent card; anything else (among
+    /// it `/.well-known/openwop`) a discovery document.
+    pub fn of_path(path: &str) -> Kind {
+        let path = if crate::load::is_url(path) {
+            // The URL's path, without its query or fragment.
+            let rest = path.split_once("://").map_or(path, |(_, rest)| rest);
+            let rest = rest.split(['?', '#']).next().unwrap_or_default();
+            rest.split_once('/').map_or("", |(_, p)| p)
+        } else {
+            path
+        };
+        let card = Kind::AgentCard.well_known_path();
+        let name = card.rsplit('/').next().unwrap_or(card);
+        if path.rsplit('/').next() == Some(name) {
+            Kind::AgentCard
+        } else {
+            Kind::Discovery
+        }
+    }
+
+    /// The kind a document's shape clearly is, when it is one: an object with
+    /// `protocolVersions` is a discovery document; one without it that has
+    /// `supportedInterfaces` or `skills` (an A2A card's members; a discovery document has
+    /// neither) is an agent card. `None` for anything less clear.
+    pub fn of_shape(doc: &Value) -> Option<Kind> {
+        let members = doc.as_object()?;
+        if members.contains_key("protocolVersions") {
+            return Some(Kind::Discovery);
+        }
+        if members.contains_key("supportedInterfaces") || members.contains_key("skills") {
+            return Some(Kind::AgentCard);
+        }
+        None
+    }
+
+    /// How a note names this kind.
+    pub fn described(self) -> &'static str {
+        match self {
+            Kind::Discovery => "an OpenWOP discovery document",
+            Kind::AgentCard => "an A2A agent card",
+        }
+    }
+
+    /// The `--kind` value of this kind.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Kind::Discovery => "discovery",
+            Kind::AgentCard => "agent-card",
+        }
+    }
+}
+
 /// Validates one document. `discovery` is only used for agent cards.
 pub fn validate(
     kind: Kind,
@@ -83,7 +138,45 @@ pub fn parse_today(raw: &str) -> Result<(i32, u32, u32), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_today;
+    use super::{Kind, parse_today};
+
+    #[test]
+    fn a_well_known_name_or_a_clear_shape_names_the_kind() {
+        for (path, kind) in [
+            ("public/.well-known/agent-card.json", Kind::AgentCard),
+            ("agent-card.json", Kind::AgentCard),
+            (
+                "https://h.example/.well-known/agent-card.json",
+                Kind::AgentCard,
+            ),
+            (
+                "https://h.example/.well-known/agent-card.json?x=1",
+                Kind::AgentCard,
+            ),
+            ("public/.well-known/openwop", Kind::Discovery),
+            ("https://h.example", Kind::Discovery),
+            ("https://agent-card.json", Kind::Discovery),
+            ("my-agent-card.json", Kind::Discovery),
+            ("-", Kind::Discovery),
+        ] {
+            assert_eq!(Kind::of_path(path), kind, "{path}");
+        }
+        let shape = |text: &str| Kind::of_shape(&serde_json::from_str(text).expect("JSON"));
+        assert_eq!(
+            shape(r#"{"protocolVersions": ["2.0"]}"#),
+            Some(Kind::Discovery)
+        );
+        assert_eq!(
+            shape(r#"{"name": "x", "skills": []}"#),
+            Some(Kind::AgentCard)
+        );
+        assert_eq!(
+            shape(r#"{"supportedInterfaces": []}"#),
+            Some(Kind::AgentCard)
+        );
+        assert_eq!(shape(r#"{"name": "x"}"#), None);
+        assert_eq!(shape("[]"), None);
+    }
 
     #[test]
     fn today_accepts_real_dates_only() {

@@ -1617,3 +1617,60 @@ fn card_sentences_say_what_to_write() {
         "{text}"
     );
 }
+
+/// Without `--kind`, a PATH's well-known name decides: a file named agent-card.json, or
+/// a URL ending /.well-known/agent-card.json, is checked as a card. A document checked as
+/// the other kind gets one note that says which `--kind` to pass; `--kind` always wins.
+#[test]
+fn the_kind_follows_the_well_known_name_and_a_wrong_kind_is_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let well_known = dir.path().join(".well-known");
+    std::fs::create_dir(&well_known).expect("mkdir");
+    let card = well_known.join("agent-card.json");
+    std::fs::copy(vector("agent-card/valid/host-card.json"), &card).expect("copy");
+    let elsewhere = dir.path().join("card.json");
+    std::fs::copy(vector("agent-card/valid/host-card.json"), &elsewhere).expect("copy");
+    let card = arg(&card);
+    let elsewhere = arg(&elsewhere);
+
+    let out = openwop(&["--now", NOW, &card]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(!stderr(&out).contains("looks like"), "{}", stderr(&out));
+
+    let out = openwop(&["--now", NOW, &elsewhere]);
+    assert_eq!(code(&out), 1, "checked as a discovery document");
+    let note = format!(
+        "note: {elsewhere} looks like an A2A agent card (it has `supportedInterfaces` or `skills` and no `protocolVersions`), but was checked as an OpenWOP discovery document; pass --kind agent-card"
+    );
+    assert_eq!(stderr(&out).matches("looks like").count(), 1);
+    assert!(stderr(&out).contains(&note), "{}", stderr(&out));
+
+    // An explicit --kind wins over the name, and is told when the shape disagrees.
+    let out = openwop(&["--now", NOW, "--kind", "discovery", &card]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("as --kind says; pass --kind agent-card"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = arg(&vector("discovery/valid/minimal.json"));
+    let out = openwop(&["--now", NOW, "--kind", "agent-card", &doc]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("looks like an OpenWOP discovery document (it has `protocolVersions`), but was checked as an A2A agent card as --kind says; pass --kind discovery"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A URL ending in the card's well-known path is fetched and checked as a card.
+    let body = std::fs::read(vector("agent-card/valid/host-card.json")).expect("vector");
+    let (origin, requests) = serve(vec![("200 OK", body)]);
+    let out = openwop(&[
+        "--now",
+        NOW,
+        &format!("{origin}/.well-known/agent-card.json"),
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let head = requests.recv().expect("one request").to_ascii_lowercase();
+    assert!(head.contains("\r\na2a-version: 1.0\r\n"), "{head}");
+}
