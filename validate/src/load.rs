@@ -532,6 +532,15 @@ pub const MAX_DEPTH: usize = 127;
 /// count from the first character after it, as an editor shows them.
 pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
     let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+    if let Some((offset, reason)) = not_utf8_json(text) {
+        let at = position_at(text, offset);
+        return Err(LoadError::Json {
+            label,
+            line: at.line,
+            column: at.column,
+            reason,
+        });
+    }
     match serde_json::from_slice(text) {
         // JSON that parsed is UTF-8 (serde_json checks strings; anything else outside
         // them is a syntax error), so the lossy conversion never replaces anything.
@@ -553,6 +562,68 @@ pub fn parse(label: String, text: &[u8]) -> Result<Loaded, LoadError> {
             })
         }
     }
+}
+
+/// Why `text` (after any UTF-8 byte order mark) cannot be JSON before a parser looks at
+/// it, and where: it is empty, or in another encoding than UTF-8 (RFC 8259 section 8.1:
+/// JSON exchanged between systems is UTF-8), which serde_json would call "EOF while
+/// parsing a value", "expected value" or "invalid unicode code point". UTF-16 and UTF-32
+/// are told by their byte order mark, else by the zero bytes around the first character
+/// (RFC 4627 section 3's detection: JSON starts with ASCII); any other byte that is not
+/// UTF-8 (a Latin-1 `é`) is named with its place.
+fn not_utf8_json(text: &[u8]) -> Option<(usize, String)> {
+    if text
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return Some((
+            0,
+            if text.is_empty() {
+                "the document is empty, where a JSON value was expected".to_owned()
+            } else {
+                "the document holds only whitespace, where a JSON value was expected".to_owned()
+            },
+        ));
+    }
+    let bom = |bytes: &[u8]| {
+        bytes
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let encoding = match text {
+        [0xFF, 0xFE, 0, 0, ..] => Some(("UTF-32", "little", Some(&text[..4]))),
+        [0, 0, 0xFE, 0xFF, ..] => Some(("UTF-32", "big", Some(&text[..4]))),
+        [0xFF, 0xFE, ..] => Some(("UTF-16", "little", Some(&text[..2]))),
+        [0xFE, 0xFF, ..] => Some(("UTF-16", "big", Some(&text[..2]))),
+        [0, 0, 0, a, ..] if *a != 0 => Some(("UTF-32", "big", None)),
+        [a, 0, 0, 0, ..] if *a != 0 => Some(("UTF-32", "little", None)),
+        [0, a, ..] if *a != 0 => Some(("UTF-16", "big", None)),
+        [a, 0, ..] if *a != 0 => Some(("UTF-16", "little", None)),
+        _ => None,
+    };
+    if let Some((name, endian, mark)) = encoding {
+        let how = match mark {
+            Some(mark) => format!("{endian}-endian, byte order mark {}", bom(mark)),
+            None => format!("{endian}-endian, no byte order mark"),
+        };
+        return Some((
+            0,
+            format!(
+                "the document is {name} ({how}), not UTF-8, so it was not checked: save it as UTF-8 (JSON is UTF-8, RFC 8259 section 8.1; PowerShell's `>` writes UTF-16: use `Out-File -Encoding utf8`)"
+            ),
+        ));
+    }
+    let e = std::str::from_utf8(text).err()?;
+    let at = e.valid_up_to();
+    Some((
+        at,
+        format!(
+            "byte 0x{:02X} is not UTF-8, so the document was not checked: save it as UTF-8 (JSON is UTF-8, RFC 8259 section 8.1; this is often a Latin-1 or Windows-1252 file)",
+            text[at]
+        ),
+    ))
 }
 
 /// JSON that RFC 8259's grammar allows and this tool does not read, where serde_json
@@ -1138,6 +1209,79 @@ mod tests {
                 "{bad}: {got}"
             );
         }
+    }
+
+    /// Another encoding than UTF-8, or nothing at all, is said as such, not as a syntax
+    /// error where serde_json stopped.
+    #[test]
+    fn an_encoding_other_than_utf8_or_an_empty_file_is_named() {
+        let err = |text: &[u8]| {
+            parse("d.json".into(), text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let utf16 = |big: bool, bom: bool| {
+            let mut out: Vec<u8> = Vec::new();
+            if bom {
+                out.extend(if big { [0xFE, 0xFF] } else { [0xFF, 0xFE] });
+            }
+            for unit in "{\"a\": 1}".encode_utf16() {
+                out.extend(if big {
+                    unit.to_be_bytes()
+                } else {
+                    unit.to_le_bytes()
+                });
+            }
+            out
+        };
+        for (text, want) in [
+            (
+                utf16(false, true),
+                "d.json:1:1: the document is UTF-16 (little-endian, byte order mark FF FE), not UTF-8",
+            ),
+            (
+                utf16(true, true),
+                "d.json:1:1: the document is UTF-16 (big-endian, byte order mark FE FF)",
+            ),
+            (
+                utf16(false, false),
+                "d.json:1:1: the document is UTF-16 (little-endian, no byte order mark)",
+            ),
+            (
+                utf16(true, false),
+                "d.json:1:1: the document is UTF-16 (big-endian, no byte order mark)",
+            ),
+            (
+                b"\xFF\xFE\0\0{\0\0\0".to_vec(),
+                "d.json:1:1: the document is UTF-32 (little-endian, byte order mark FF FE 00 00)",
+            ),
+            (
+                b"\0\0\0{".to_vec(),
+                "d.json:1:1: the document is UTF-32 (big-endian, no byte order mark)",
+            ),
+            (
+                b"{\n  \"a\": 1, caf\xE9\n}".to_vec(),
+                "d.json:2:14: byte 0xE9 is not UTF-8",
+            ),
+            (
+                b"[\"caf\xE9\"]".to_vec(),
+                "d.json:1:6: byte 0xE9 is not UTF-8",
+            ),
+            (b"".to_vec(), "d.json:1:1: the document is empty"),
+            (
+                b"\xEF\xBB\xBF".to_vec(),
+                "d.json:1:1: the document is empty",
+            ),
+            (
+                b" \r\n\t\n".to_vec(),
+                "d.json:1:1: the document holds only whitespace",
+            ),
+        ] {
+            let got = err(&text);
+            assert!(got.starts_with(want), "{want}: {got}");
+        }
+        assert!(parse("d.json".into(), "[\"caf\u{e9}\"]".as_bytes()).is_ok());
     }
 
     #[test]
