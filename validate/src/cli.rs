@@ -220,6 +220,8 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         return catalogue(args, &formats, &settings.docs);
     }
     check_usage(args)?;
+    let paths = crate::load::expand(&args.paths);
+    check_outputs(args, &formats, &settings, &paths)?;
     // The note is said once, before the first card.
     let mut said_no_discovery = false;
 
@@ -281,7 +283,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
     // `a2a` facet): the same for every card, reported once, in that document.
     let mut about_discovery = Vec::new();
     let mut cards_checked = false;
-    for path in crate::load::expand(&args.paths) {
+    for path in paths {
         // `--kind`, else the name: the stdin's as --stdin-filename gives it.
         let kind = |path: &str| {
             args.kind
@@ -382,8 +384,8 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
                     .keep(&old, &report.documents, &partly_checked, |rule| is_on(rule))
                     .map_err(|e| format!("{e}; the baseline {} was not written", file.display()))?;
             }
-            std::fs::write(file, written.render(file))
-                .map_err(|e| format!("cannot write the baseline {}: {e}", file.display()))?;
+            write_file(file, &written.render(file))
+                .map_err(|e| format!("{e}; the baseline was not written"))?;
             Some(written)
         }
         (None, Some(file)) => {
@@ -462,14 +464,87 @@ fn catalogue(args: &ValidateArgs, formats: &[Spec], docs: &Docs) -> Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes one `--format`'s text where it goes: its file, else standard output.
+/// Writes one `--format`'s text where it goes: its file (its directory made when missing,
+/// as ESLint's `-o` does), else standard output.
 fn emit(spec: &Spec, text: &str) -> Result<(), String> {
     match &spec.file {
-        Some(file) => {
-            std::fs::write(file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
-        }
+        Some(file) => write_file(file, text),
         None => print(text),
     }
+}
+
+/// Writes `text` to `file`, making its directory first when it is missing.
+fn write_file(file: &std::path::Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot make the directory {}: {e}", dir.display()))?;
+    }
+    std::fs::write(file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+/// Refuses, before anything is read or written, a run whose outputs collide: two
+/// `--format FMT=FILE` (or one and `--write-baseline`) writing one file would keep only the
+/// last, and an output that is one of the inputs (a document, `--discovery`, the baseline
+/// read) would overwrite it.
+fn check_outputs(
+    args: &ValidateArgs,
+    formats: &[Spec],
+    settings: &Settings,
+    paths: &[Result<String, LoadError>],
+) -> Result<(), String> {
+    let key = |path: &std::path::Path| -> Option<String> {
+        let name = path.to_str()?;
+        let cwd = std::env::current_dir().ok()?;
+        // Through symbolic links when the file is there; lexically when it is not yet.
+        Some(match std::fs::canonicalize(path) {
+            Ok(real) => real.to_str()?.to_owned(),
+            Err(_) => crate::load::absolute_lexically(&cwd, name),
+        })
+    };
+    let mut outputs: Vec<(String, String)> = formats
+        .iter()
+        .filter_map(|s| {
+            let file = s.file.as_deref()?;
+            Some((
+                format!("--format {}={}", s.kind.name(), file.display()),
+                key(file)?,
+            ))
+        })
+        .collect();
+    if let Some(file) = &args.write_baseline
+        && let Some(k) = key(file)
+    {
+        outputs.push((format!("--write-baseline {}", file.display()), k));
+    }
+    for (i, (what, k)) in outputs.iter().enumerate() {
+        if let Some((other, _)) = outputs[..i].iter().find(|(_, o)| o == k) {
+            return Err(format!(
+                "{other} and {what} write the same file; give each its own"
+            ));
+        }
+    }
+    let mut inputs: Vec<(String, std::path::PathBuf)> = paths
+        .iter()
+        .flatten()
+        .chain(args.discovery.iter())
+        .filter(|p| *p != "-" && !crate::load::is_url(p))
+        .map(|p| (format!("the input {p}"), p.into()))
+        .collect();
+    if let Some(file) = &settings.baseline {
+        inputs.push((format!("the baseline {}", file.display()), file.clone()));
+    }
+    for (input, path) in &inputs {
+        let Some(k) = key(path) else { continue };
+        // Rewriting the baseline read is what --write-baseline is for.
+        let rewrites =
+            |what: &str| what.starts_with("--write-baseline") && input.starts_with("the baseline");
+        if let Some((what, _)) = outputs.iter().find(|(what, o)| *o == k && !rewrites(what)) {
+            return Err(format!(
+                "{what} would overwrite {input}; write it to another file"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `a JSON array` and the like, for a message about a value of the wrong type.

@@ -1429,3 +1429,66 @@ fn annotations_and_sarif_name_files_from_the_repository_root() {
         stdout(&out)
     );
 }
+
+/// Two outputs to one file, or an output onto an input, are refused before anything is
+/// written (exit 2); a report's missing directory is made.
+#[test]
+fn colliding_outputs_are_refused_and_a_reports_directory_is_made() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(overdue(), dir.path().join("bad.json")).expect("copy");
+    let before = std::fs::read(dir.path().join("bad.json")).expect("read");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--no-config", "--now", NOW];
+        all.extend(args);
+        validate_in(dir.path(), &all)
+    };
+    for (args, says) in [
+        (
+            &[
+                "--format",
+                "json=r.json",
+                "--format",
+                "sarif=./r.json",
+                "bad.json",
+            ][..],
+            "--format json=r.json and --format sarif=./r.json write the same file",
+        ),
+        (
+            &["--format", "sarif=bad.json", "bad.json"][..],
+            "--format sarif=bad.json would overwrite the input bad.json",
+        ),
+        (
+            &[
+                "--format",
+                "junit=b.json",
+                "--write-baseline",
+                "b.json",
+                "bad.json",
+            ][..],
+            "--format junit=b.json and --write-baseline b.json write the same file",
+        ),
+        (
+            &["--write-baseline", "bad.json", "bad.json"][..],
+            "--write-baseline bad.json would overwrite the input bad.json",
+        ),
+        (
+            &["--format", "sarif=bad.json", "*.json"][..],
+            "would overwrite the input",
+        ),
+    ] {
+        let out = run(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stdout(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "nothing is printed before the refusal");
+        assert!(!dir.path().join("r.json").exists());
+        assert!(!dir.path().join("b.json").exists());
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("bad.json")).expect("read"),
+        before
+    );
+
+    let out = run(&["--format", "sarif=nodir/deeper/x.sarif", "bad.json"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(dir.path().join("nodir/deeper/x.sarif").is_file());
+}
