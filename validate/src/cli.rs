@@ -131,7 +131,8 @@ pub struct ValidateArgs {
     pub stdin_filename: Option<String>,
     /// Documents to check: a file, a quoted pattern (`'public/**/*.json'`, expanded here,
     /// sorted; one that matches nothing fails the run), `-` for standard input, or an
-    /// http(s) URL (a bare origin fetches the kind's well-known path).
+    /// http(s) URL (a bare origin fetches the kind's well-known path). Each is read up to
+    /// 10 MiB; a FIFO or a device is refused.
     #[arg(value_name = "PATH", required_unless_present_any = ["list_rules", "explain"])]
     pub paths: Vec<String>,
 }

@@ -91,13 +91,7 @@ pub fn load(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
 pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, LoadError> {
     if arg == "-" {
         let label = stdin_label.to_owned();
-        let mut text = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut text)
-            .map_err(|source| LoadError::Io {
-                label: label.clone(),
-                source,
-            })?;
+        let text = read_capped(std::io::stdin().lock(), &label)?;
         return parse(label, &text);
     }
     if is_url(arg) {
@@ -114,11 +108,52 @@ pub fn load_named(arg: &str, kind: Kind, stdin_label: &str) -> Result<Loaded, Lo
     }
     // Named as every other mention of the file is (`./a.json`, `$PWD/a.json` are `a.json`).
     let label = path_key(arg);
-    let text = std::fs::read(&label).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
         label: label.clone(),
         source,
-    })?;
+    };
+    // Looked at before it is opened: opening a FIFO waits for a writer, and a device
+    // (`/dev/zero`) never ends.
+    let meta = std::fs::metadata(&label).map_err(io)?;
+    if !meta.is_file() {
+        return Err(LoadError::Nothing {
+            label: label.clone(),
+            reason: "is not a regular file (a FIFO, a device or a socket), so it was not read; name a file, or pipe what it gives to `-`".to_owned(),
+        });
+    }
+    let file = std::fs::File::open(&label).map_err(io)?;
+    let text = read_capped(file, &label)?;
     parse(label, &text)
+}
+
+/// The most this tool reads of one document, from a file, standard input or a URL; a
+/// discovery document or an agent card is a few kilobytes.
+pub const MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Why a document larger than [`MAX_BYTES`] was not read.
+fn too_large(label: &str) -> LoadError {
+    LoadError::Nothing {
+        label: label.to_owned(),
+        reason: format!(
+            "is larger than {} MiB, the most this tool reads of one document (a discovery document or an agent card is a few kilobytes), so it was not checked",
+            MAX_BYTES / (1024 * 1024)
+        ),
+    }
+}
+
+/// Reads at most [`MAX_BYTES`] from `from`: one byte more says it is larger.
+fn read_capped(from: impl Read, label: &str) -> Result<Vec<u8>, LoadError> {
+    let mut text = Vec::new();
+    from.take(MAX_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|source| LoadError::Io {
+            label: label.to_owned(),
+            source,
+        })?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(too_large(label));
+    }
+    Ok(text)
 }
 
 /// The PATH arguments with quoted patterns expanded: an argument with `*`, `?` or `[`
@@ -848,9 +883,6 @@ fn fetch_failure(e: &ureq::Error) -> String {
     }
 }
 
-/// The largest document fetched; a discovery document is a few kilobytes.
-const BODY_LIMIT: u64 = 10 * 1024 * 1024;
-
 fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let url = target_url(arg, kind)?;
     let label = url.to_string();
@@ -905,9 +937,12 @@ fn fetch(arg: &str, kind: Kind) -> Result<Loaded, LoadError> {
     let body = response
         .body_mut()
         .with_config()
-        .limit(BODY_LIMIT)
+        .limit(MAX_BYTES)
         .read_to_vec()
-        .map_err(|e| failed(fetch_failure(&e)))?;
+        .map_err(|e| match e {
+            ureq::Error::BodyExceedsLimit(_) => too_large(&label),
+            e => failed(fetch_failure(&e)),
+        })?;
     if body.iter().all(u8::is_ascii_whitespace) {
         // A 204, or a 200 with nothing in it: "EOF while parsing a value" would say less.
         return Err(failed(format!(

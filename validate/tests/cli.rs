@@ -1674,3 +1674,58 @@ fn the_kind_follows_the_well_known_name_and_a_wrong_kind_is_named() {
     let head = requests.recv().expect("one request").to_ascii_lowercase();
     assert!(head.contains("\r\na2a-version: 1.0\r\n"), "{head}");
 }
+
+/// A file, standard input or a URL is read up to 10 MiB, and a larger one is said to be
+/// so (never read whole, never out of memory); a FIFO or a device is refused, not waited
+/// on or read forever.
+#[test]
+fn inputs_are_capped_and_only_regular_files_are_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    let big = dir.path().join("big.json");
+    let mut text = vec![b' '; 10 * 1024 * 1024];
+    text.extend(b"{}");
+    std::fs::write(&big, &text).expect("write");
+    let out = openwop(&["--now", NOW, &arg(&big)]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(
+        stdout(&out)
+            .contains(": input.unreadable: is larger than 10 MiB, the most this tool reads"),
+        "{}",
+        stdout(&out)
+    );
+    let out = openwop_with_stdin(&["--now", NOW, "-"], Some(&text));
+    assert_eq!(code(&out), 2);
+    assert!(
+        stdout(&out).starts_with("<stdin>:1:1: error: input.unreadable: is larger than 10 MiB"),
+        "{}",
+        stdout(&out)
+    );
+    let (origin, _requests) = serve(vec![("200 OK", text)]);
+    let out = openwop(&["--now", NOW, &origin]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stdout(&out).contains("is larger than 10 MiB"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("request limit"), "{}", stdout(&out));
+
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("fifo.json");
+        let made = Command::new("mkfifo").arg(&fifo).status();
+        let mut specials = vec!["/dev/zero".to_owned()];
+        if made.is_ok_and(|s| s.success()) {
+            specials.push(arg(&fifo));
+        }
+        for special in specials {
+            let out = openwop(&["--now", NOW, &special]);
+            assert_eq!(code(&out), 2, "{special}");
+            assert!(
+                stdout(&out).contains("is not a regular file"),
+                "{special}: {}",
+                stdout(&out)
+            );
+        }
+    }
+}
