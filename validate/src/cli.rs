@@ -55,7 +55,7 @@ that cannot be read or is not JSON is a finding too (input.unreadable, input.mal
 
 Settings come from the command line, else from .openwop-validate.yaml (or .yml) in the
 working directory or the nearest directory above it (fail-on, max-warnings, baseline,
-docs-url, rules: {ID: off|warning|error}).
+docs-url, ignore: [PATTERN], rules: {ID: off|warning|error}).
 
 Exit status: 0 nothing fails the threshold, 1 a finding fails it (--fail-on, default
 error; more warnings than --max-warnings; a stale entry under --strict-baseline),
@@ -125,6 +125,12 @@ pub struct ValidateArgs {
     /// (`--format json` for JSON); checks no documents.
     #[arg(long, value_name = "RULE", conflicts_with = "paths")]
     pub explain: Option<String>,
+    /// Leave out the files a quoted PATH pattern matches that PATTERN matches (or that are
+    /// under a directory it matches), relative to the working directory. Repeatable; added
+    /// to the config file's `ignore:` (relative to that file). A pattern's walk never
+    /// enters .git or node_modules; a file named as it is is always checked.
+    #[arg(long = "ignore", value_name = "PATTERN")]
+    pub ignore: Vec<String>,
     /// Name standard input (`-`) NAME in findings, baselines and SARIF, as the file whose
     /// content is piped in (an editor's buffer, a staged version).
     #[arg(long, value_name = "NAME")]
@@ -221,7 +227,7 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
         return catalogue(args, &formats, &settings.docs);
     }
     check_usage(args)?;
-    let paths = crate::load::expand(&args.paths);
+    let paths = crate::load::expand_ignoring(&args.paths, &ignore(args, &settings)?);
     check_outputs(args, &formats, &settings, &paths)?;
     // The note is said once, before the first card.
     let mut said_no_discovery = false;
@@ -585,6 +591,27 @@ fn settings(args: &ValidateArgs) -> Result<Settings, String> {
         ),
         config,
     })
+}
+
+/// `--ignore`, relative to the working directory, and the config file's `ignore:`,
+/// relative to its directory.
+fn ignore(args: &ValidateArgs, settings: &Settings) -> Result<crate::load::Ignore, String> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut ignore = crate::load::Ignore::default();
+    for pattern in &args.ignore {
+        ignore
+            .add(pattern, &cwd)
+            .map_err(|e| format!("--ignore: {e}"))?;
+    }
+    if let Some(file) = &settings.config.path {
+        let dir = cwd.join(file.parent().unwrap_or(std::path::Path::new("")));
+        for pattern in &settings.config.file.ignore {
+            ignore
+                .add(pattern, &dir)
+                .map_err(|e| format!("the config file {}: ignore: {e}", file.display()))?;
+        }
+    }
+    Ok(ignore)
 }
 
 /// The `--format` arguments, at most one of them on standard output.

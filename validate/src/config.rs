@@ -9,6 +9,7 @@
 //! fail-on: error            # error | warning | never
 //! max-warnings: 0           # fail when there are more warnings than this
 //! baseline: .openwop-validate-baseline.json   # relative to this file
+//! ignore: [public/vendor]   # files patterns match and that are not checked
 //! rules:
 //!   discovery.refresh-overdue: warning        # off | warning | error
 //! ```
@@ -87,6 +88,10 @@ pub struct ConfigFile {
     pub max_warnings: Option<usize>,
     pub baseline: Option<PathBuf>,
     pub docs_url: Option<String>,
+    /// Patterns of files a quoted PATH pattern matches and that are not checked, relative
+    /// to the config file's directory.
+    #[serde(default)]
+    pub ignore: Vec<String>,
     #[serde(default, deserialize_with = "rules_once_each")]
     pub rules: BTreeMap<String, Level>,
 }

@@ -166,6 +166,76 @@ fn read_capped(from: impl Read, label: &str) -> Result<Vec<u8>, LoadError> {
 /// link). Paths come out as [`path_key`] writes them, and a file named twice (`x.json`,
 /// `./x.json`, `$PWD/x.json`) is checked once.
 pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
+    expand_ignoring(args, &Ignore::default())
+}
+
+/// Directories a pattern's walk never enters unless the pattern names them in its literal
+/// part: a repository's own history, and installed packages.
+pub const SKIPPED_DIRS: [&str; 2] = [".git", "node_modules"];
+
+/// `--ignore` patterns and the config file's `ignore:`: files a quoted pattern matches and
+/// that are not checked. Each is a glob (`*`, `?`, `[…]` within a path component, `**`
+/// across them) matched against a file's path relative to the directory the pattern is
+/// relative to (the working directory for `--ignore`, the config file's for `ignore:`),
+/// and against each directory above it, so `vendor` and `public/vendor` leave out
+/// everything under that directory.
+#[derive(Debug, Default)]
+pub struct Ignore {
+    patterns: Vec<(glob::Pattern, String)>,
+}
+
+impl Ignore {
+    /// Adds `pattern`, relative to the absolute directory `base`.
+    pub fn add(&mut self, pattern: &str, base: &Path) -> Result<(), String> {
+        let trimmed = pattern.trim_end_matches('/');
+        let trimmed = trimmed.strip_prefix("./").unwrap_or(trimmed);
+        let glob = glob::Pattern::new(trimmed)
+            .map_err(|e| format!("\"{pattern}\" is not a valid pattern: {e}"))?;
+        let base = absolute_lexically(Path::new("/"), &base.to_string_lossy());
+        self.patterns.push((glob, base));
+        Ok(())
+    }
+
+    /// Whether the file at `path` (as [`path_key`] writes it) is ignored.
+    pub fn ignores(&self, path: &str) -> bool {
+        if self.patterns.is_empty() {
+            return false;
+        }
+        let Some(cwd) = std::env::current_dir().ok() else {
+            return false;
+        };
+        let absolute = absolute_lexically(&cwd, path);
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        self.patterns.iter().any(|(glob, base)| {
+            let relative = if glob.as_str().starts_with('/') {
+                None
+            } else if base == "/" {
+                absolute.strip_prefix('/')
+            } else {
+                absolute
+                    .strip_prefix(base.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+            };
+            let Some(path) = relative.or(glob.as_str().starts_with('/').then_some(&absolute[..]))
+            else {
+                return false;
+            };
+            // The file, and each directory above it.
+            path.match_indices('/')
+                .map(|(i, _)| &path[..i])
+                .chain(std::iter::once(path))
+                .any(|p| !p.is_empty() && glob.matches_with(p, options))
+        })
+    }
+}
+
+/// [`expand`], leaving out the matches of quoted patterns that `ignore` ignores. A file
+/// named as it is is always checked.
+pub fn expand_ignoring(args: &[String], ignore: &Ignore) -> Vec<Result<String, LoadError>> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut push = |out: &mut Vec<Result<String, LoadError>>, path: &str| {
@@ -208,6 +278,18 @@ pub fn expand(args: &[String]) -> Vec<Result<String, LoadError>> {
             out.push(Err(LoadError::Nothing {
                 label: arg.clone(),
                 reason: "no file matches this pattern".to_owned(),
+            }));
+        }
+        let found = matched.len();
+        let matched: Vec<_> = matched
+            .into_iter()
+            .filter(|(_, m)| !m.as_ref().is_ok_and(|file| ignore.ignores(file)))
+            .collect();
+        if found > 0 && matched.is_empty() {
+            // A gate that checks nothing must not pass without a word.
+            out.push(Err(LoadError::Nothing {
+                label: arg.clone(),
+                reason: "every file this pattern matches is ignored (--ignore, or `ignore:` in the config file)".to_owned(),
             }));
         }
         for (_, checked) in matched {
@@ -310,6 +392,9 @@ fn matches(arg: &str, pattern: &glob::Pattern) -> Vec<(PathBuf, Result<String, L
             // Followed through symbolic links, as glob does.
             let meta = std::fs::metadata(&path);
             if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+                if SKIPPED_DIRS.iter().any(|skipped| name == *skipped) {
+                    continue;
+                }
                 let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
                 if level < depth && visited.insert(canonical) {
                     todo.push((path, Some(shown), level + 1));

@@ -1492,3 +1492,71 @@ fn colliding_outputs_are_refused_and_a_reports_directory_is_made() {
     assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
     assert!(dir.path().join("nodir/deeper/x.sarif").is_file());
 }
+
+/// A quoted pattern's walk skips .git and node_modules, `--ignore` and the config file's
+/// `ignore:` leave out what they match, and a file named as it is is always checked.
+#[test]
+fn patterns_skip_git_and_node_modules_and_what_is_ignored() {
+    let dir = tempfile::tempdir().expect("dir");
+    for rel in [
+        "a.json",
+        ".git/x.json",
+        "node_modules/p/x.json",
+        "vendor/v.json",
+        "site/sub/b.json",
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(overdue(), &path).expect("copy");
+    }
+    let checked = |cwd: &Path, args: &[&str]| -> (i32, Vec<String>, String) {
+        let mut all = vec!["--now", NOW, "--format", "json"];
+        all.extend(args);
+        let out = validate_in(cwd, &all);
+        let found: Vec<Value> = serde_json::from_str(&stdout(&out)).expect("JSON");
+        let mut paths: Vec<String> = found
+            .iter()
+            .map(|f| f["path"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        paths.dedup();
+        (code(&out), paths, stderr(&out))
+    };
+    let (status, paths, _) = checked(dir.path(), &["--no-config", "**/*.json"]);
+    assert_eq!(status, 1);
+    assert_eq!(paths, ["a.json", "site/sub/b.json", "vendor/v.json"]);
+    let (_, paths, _) = checked(
+        dir.path(),
+        &[
+            "--no-config",
+            "--ignore",
+            "vendor",
+            "--ignore",
+            "**/b.json",
+            "**/*.json",
+        ],
+    );
+    assert_eq!(paths, ["a.json"]);
+    // Named as it is, a file under node_modules is checked.
+    let (_, paths, _) = checked(dir.path(), &["--no-config", "node_modules/p/x.json"]);
+    assert_eq!(paths, ["node_modules/p/x.json"]);
+    // The config file's patterns are relative to it, from a subdirectory too.
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "ignore: [site/sub]\n",
+    )
+    .expect("write");
+    std::fs::copy(overdue(), dir.path().join("site/c.json")).expect("copy");
+    let (_, paths, _) = checked(&dir.path().join("site"), &["**/*.json"]);
+    assert_eq!(paths, ["c.json"]);
+    // A pattern all of whose files are ignored checks nothing: an input that could not
+    // be checked, not a silent pass.
+    let out = validate_in(&dir.path().join("site"), &["--now", NOW, "sub/*.json"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stdout(&out).contains(
+            "sub/*.json:1:1: error: input.unreadable: every file this pattern matches is ignored"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
