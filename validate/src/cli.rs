@@ -9,7 +9,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use openwop_generated::validators::Options;
 
 use crate::baseline::Baseline;
-use crate::config::{Config, FailOn, Level, parse_rule_setting};
+use crate::config::{Config, FailOn, Level, MaxWarnings, parse_rule_setting};
 use crate::format::{self, Spec};
 use crate::load::{LoadError, STDIN_LABEL, load_named};
 use crate::position::Position;
@@ -89,9 +89,10 @@ pub struct ValidateArgs {
     /// Which findings fail the run (exit 1) [config: fail-on; default: error].
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub fail_on: Option<FailOn>,
-    /// Fail when there are more than N warnings [config: max-warnings].
-    #[arg(long, value_name = "N")]
-    pub max_warnings: Option<usize>,
+    /// Fail when there are more than N warnings; -1: no limit, also over the config file's
+    /// [config: max-warnings].
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = |s: &str| s.parse::<MaxWarnings>())]
+    pub max_warnings: Option<MaxWarnings>,
     /// Set a rule's level: off, warning or error. Repeatable; over the config file's
     /// `rules`.
     #[arg(long = "rule", value_name = "ID=LEVEL", value_parser = parse_rule_setting)]
@@ -364,9 +365,9 @@ fn try_run(args: &ValidateArgs) -> Result<ExitCode, String> {
             level,
             &settings.docs,
         );
-        if !found.entries.is_empty() {
-            report.documents.insert(0, found);
-        }
+        // Counted as a document whether or not it has findings (the summary counted it
+        // only when it had).
+        report.documents.insert(0, found);
     }
 
     let is_on = |rule: &str| settings.level(args, rule).is_some();
@@ -578,7 +579,10 @@ fn settings(args: &ValidateArgs) -> Result<Settings, String> {
     }
     Ok(Settings {
         fail_on: args.fail_on.or(config.file.fail_on).unwrap_or_default(),
-        max_warnings: args.max_warnings.or(config.file.max_warnings),
+        max_warnings: args
+            .max_warnings
+            .or(config.file.max_warnings)
+            .and_then(|m| m.0),
         baseline: args.baseline.clone().or(config.file.baseline.clone()),
         // An empty value (an unset variable in a CI file) means "not set", so the config
         // file's value still applies beneath it.

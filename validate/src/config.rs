@@ -70,6 +70,31 @@ impl<'de> Deserialize<'de> for Level {
     }
 }
 
+/// `--max-warnings` / `max-warnings:`: a number of warnings, or `-1` for no limit (as
+/// ESLint takes it), which also lifts a limit the config file sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxWarnings(pub Option<usize>);
+
+impl FromStr for MaxWarnings {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "-1" => Ok(MaxWarnings(None)),
+            n => n.parse().map(|n| MaxWarnings(Some(n))).map_err(|_| {
+                format!("\"{s}\" is not a number of warnings: write 0 or more, or -1 for no limit")
+            }),
+        }
+    }
+}
+
+fn max_warnings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<MaxWarnings>, D::Error> {
+    let n = i64::deserialize(d)?;
+    n.to_string()
+        .parse()
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
 /// `ID=LEVEL` as `--rule` takes it.
 pub fn parse_rule_setting(raw: &str) -> Result<(String, Level), String> {
     let Some((id, level)) = raw.split_once('=') else {
@@ -85,7 +110,8 @@ pub fn parse_rule_setting(raw: &str) -> Result<(String, Level), String> {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConfigFile {
     pub fail_on: Option<FailOn>,
-    pub max_warnings: Option<usize>,
+    #[serde(default, deserialize_with = "max_warnings")]
+    pub max_warnings: Option<MaxWarnings>,
     pub baseline: Option<PathBuf>,
     pub docs_url: Option<String>,
     /// Patterns of files a quoted PATH pattern matches and that are not checked, relative
@@ -254,7 +280,7 @@ mod tests {
         let config = Config::load(None, &deep).expect("read");
         assert_eq!(config.path, Some(root.path().join(FILE_NAME)));
         assert_eq!(config.file.fail_on, Some(FailOn::Warning));
-        assert_eq!(config.file.max_warnings, Some(3));
+        assert_eq!(config.file.max_warnings, Some(MaxWarnings(Some(3))));
         assert_eq!(config.file.baseline, Some(root.path().join("base.json")));
         assert_eq!(config.file.rules.get("schema"), Some(&Level::Off));
     }

@@ -104,7 +104,10 @@ pub struct Report {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub documents: usize,
+    /// Documents with an error (or that could not be checked).
     pub invalid: usize,
+    /// Documents with warnings and no error.
+    pub with_warnings: usize,
     pub unreadable: usize,
     pub errors: usize,
     pub warnings: usize,
@@ -173,13 +176,15 @@ impl Report {
     }
 
     pub fn counts(&self) -> Counts {
-        let mut c = Counts {
-            documents: self.documents.len(),
-            ..Counts::default()
-        };
+        let mut c = Counts::default();
         for d in &self.documents {
-            c.invalid += usize::from(!d.entries.is_empty());
             c.unreadable += usize::from(d.unreadable());
+            c.documents += 1;
+            if d.entries.iter().any(|e| e.severity == Severity::Error) {
+                c.invalid += 1;
+            } else if !d.entries.is_empty() {
+                c.with_warnings += 1;
+            }
         }
         for e in self.entries() {
             match e.severity {
@@ -199,6 +204,13 @@ impl Report {
             c.invalid,
             plural(c.findings(), "finding")
         );
+        if c.with_warnings > 0 {
+            // After "N invalid": a document with only warnings is not invalid.
+            let at = text
+                .find(" invalid")
+                .map_or(text.len(), |i| i + " invalid".len());
+            text.insert_str(at, &format!(", {} with warnings only", c.with_warnings));
+        }
         if c.findings() > 0 {
             text.push_str(&format!(
                 " ({}, {})",
@@ -743,9 +755,10 @@ mod tests {
             entries: vec![unreadable],
             ..Document::default()
         });
+        // b.json has a warning alone: not invalid.
         assert_eq!(
             report.summary(),
-            "3 documents, 2 invalid, 2 findings (1 error, 1 warning), 1 unreadable"
+            "3 documents, 1 invalid, 1 with warnings only, 2 findings (1 error, 1 warning), 1 unreadable"
         );
         assert_eq!(plural(2, "baseline entry"), "2 baseline entries");
     }

@@ -1560,3 +1560,60 @@ fn patterns_skip_git_and_node_modules_and_what_is_ignored() {
         stdout(&out)
     );
 }
+
+/// `--max-warnings -1` is no limit (as ESLint reads it), also over the config file's; a
+/// document with warnings alone is not counted invalid; a card run's `--discovery`
+/// document is counted whether or not it has findings.
+#[test]
+fn max_warnings_minus_one_and_the_summarys_counts() {
+    let bad = overdue();
+    let warn = "discovery.refresh-overdue=warning";
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "max-warnings: 0\n",
+    )
+    .expect("write");
+    let out = validate_in(dir.path(), &["--now", NOW, "--rule", warn, &bad]);
+    assert_eq!(code(&out), 1, "the config's limit: {}", stdout(&out));
+    let out = validate_in(
+        dir.path(),
+        &["--now", NOW, "--rule", warn, "--max-warnings", "-1", &bad],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).ends_with(
+            "1 document, 0 invalid, 1 with warnings only, 1 finding (0 errors, 1 warning)\n"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    std::fs::write(
+        dir.path().join(".openwop-validate.yaml"),
+        "max-warnings: -1\n",
+    )
+    .expect("write");
+    let out = validate_in(dir.path(), &["--now", NOW, "--rule", warn, &bad]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = validate(&["--max-warnings", "-2", &bad]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("-1 for no limit"), "{}", stderr(&out));
+
+    let card = vector("agent-card/valid/host-card.json");
+    let discovery = vector("agent-card/discovery.json");
+    let out = validate(&[
+        "--now",
+        NOW,
+        "--kind",
+        "agent-card",
+        "--discovery",
+        &discovery,
+        &card,
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).ends_with("2 documents, 0 invalid, 0 findings\n"),
+        "{}",
+        stdout(&out)
+    );
+}
