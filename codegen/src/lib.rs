@@ -13,6 +13,7 @@ mod load;
 mod map;
 mod openapi;
 mod project;
+mod prose;
 mod registry;
 mod rules;
 mod shapes;

@@ -404,13 +404,14 @@ pub(crate) fn emit_open_enum(e: &OpenEnum, registry: bool) -> TokenStream {
     let variant_idents: Vec<_> = variants(&e.values).iter().map(|v| ident(v)).collect();
     let values = &e.values;
     let variant_docs: Vec<String> = values.iter().map(|v| format!(" `{v}`")).collect();
-    let mut docs: Vec<String> = e
-        .doc
-        .as_deref()
-        .unwrap_or("A known value or an open string.")
-        .lines()
-        .map(|l| format!(" {l}"))
-        .collect();
+    let mut docs: Vec<String> = crate::prose::lines(
+        e.doc
+            .as_deref()
+            .unwrap_or("A known value or an open string."),
+    )
+    .into_iter()
+    .map(|l| format!(" {l}"))
+    .collect();
     docs.push(String::new());
     docs.push(" An open enum: one variant per value the corpus lists, [`Self::Other`] for any other string (a vendor value, or one newer than this crate). It is the plain string on the wire; decoding a listed value never gives `Other`, and equality, hashing and order go by the string. `#[non_exhaustive]`: a value the corpus lists later becomes a variant of its own, which a `match` with a wildcard arm keeps compiling through.".to_owned());
     let bridge = registry.then(|| {

@@ -994,6 +994,42 @@ fn a_template_left_out_is_named() {
     );
 }
 
+/// Descriptions are prose in the docs: a fenced block is marked `text` (it was a doctest
+/// that failed), an indented line is not a code block, and `<code>`, `[runId]`,
+/// `[a-z0-9]` are escaped (they failed `cargo doc -D warnings`), in the models and in the
+/// client's operation docs.
+#[test]
+fn descriptions_become_escaped_prose() {
+    let root = mini_copy("prose");
+    let description = "Holds <code> and [runId], ids match [a-z0-9], see [the spec](https://x.org/s).\n\n```\nlet x = oops;\n```\n\n    indented";
+    edit_json(&root.join("schemas/v2/run-snapshot.schema.json"), |doc| {
+        doc["$defs"]["runSnapshot"]["description"] = json!(description);
+    });
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let text = text.replacen(
+        "      operationId: getRun\n",
+        &format!(
+            "      operationId: getRun\n      description: {}\n",
+            serde_json::to_string(description).expect("json")
+        ),
+        1,
+    );
+    fs::write(&path, text).expect("write");
+    let output = gen_mini(&root).expect("generates");
+    for file in ["src/models.rs", "src/client/mod.rs"] {
+        let text = &output.files[file];
+        for wanted in [
+            "Holds \\<code\\> and \\[runId\\], ids match \\[a-z0-9\\], see [the spec](https://x.org/s).",
+            "```text",
+        ] {
+            assert!(text.contains(wanted), "no {wanted:?} in {file}");
+        }
+        assert!(!text.contains("///    indented") && !text.contains("///     indented"), "{file}");
+        assert!(text.contains("/// indented") || text.contains("///indented"), "{file}");
+    }
+}
+
 /// A `$ref` into a file the corpus has, at a pointer that file lacks, is a typo: an error
 /// naming both ends (it was a warning, and the crate's validators then failed on every
 /// document with a pointer that does not exist).

@@ -5087,7 +5087,7 @@ pub struct ConfigFile {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub public_url: ::std::option::Option<::std::string::String>,
-    ///FOR TESTS ONLY: open the egress guard for loopback receivers and peers (http://127.0.0.1:PORT). Advertised in discovery as a relaxation. Read at start only.
+    ///FOR TESTS ONLY: open the egress guard for loopback receivers and peers (<http://127.0.0.1:PORT>). Advertised in discovery as a relaxation. Read at start only.
     #[serde(rename = "egressAllowLoopback", default)]
     pub egress_allow_loopback: bool,
     ///FOR CERTIFICATION ONLY: conformance mode (fixture workflows, test-only seams, loopback egress), advertised as relaxations. Read at start only.
@@ -5496,7 +5496,7 @@ pub struct CreateRunRequest {
     pub metadata: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations[]), so that it is decided in one place and a refusal names the guard's reason.
+    ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations\[\]), so that it is decided in one place and a refusal names the guard's reason.
     #[serde(
         rename = "callbackUrl",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -5573,7 +5573,7 @@ pub struct CreateRunResponse {
 ///The run needs the user to connect or re-authorize a provider. Carries no credential material, no resume token and nothing that resolves the interrupt.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct CredentialData {
-    ///An advertised oauth.providers[].id.
+    ///An advertised oauth.providers\[\].id.
     pub provider: CredentialDataProvider,
     ///The scopes the grant must cover.
     pub scopes: ::std::vec::Vec<CredentialDataScopesItem>,
@@ -5647,7 +5647,7 @@ impl<'de> ::serde::Deserialize<'de> for CredentialDataConnectUrl {
             })
     }
 }
-///An advertised oauth.providers[].id.
+///An advertised oauth.providers\[\].id.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct CredentialDataProvider(::std::string::String);
@@ -5955,7 +5955,7 @@ pub struct DeadLetter {
     #[serde(rename = "maxPageSize")]
     pub max_page_size: ::std::num::NonZeroU64,
 }
-///A tenant-bound, host-minted webhook delivery id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside [A-Za-z0-9._-] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
+///A tenant-bound, host-minted webhook delivery id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside \[A-Za-z0-9._-\] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct DeliveryId(::std::string::String);
@@ -7032,7 +7032,7 @@ pub struct GoogleRpcStatus {
     pub message: ::std::string::String,
     pub details: ::std::vec::Vec<::serde_json::Value>,
 }
-///An event of the host's own channel (GET /host/events). It belongs to no run: no runId, no sequence. `delivery` equals what hostEvents.types[] advertises for the type.
+///An event of the host's own channel (GET /host/events). It belongs to no run: no runId, no sequence. `delivery` equals what hostEvents.types\[\] advertises for the type.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct HostEvent {
     ///Unique per host; for durable events also the SSE `id:` a subscriber resumes from.
@@ -8388,7 +8388,7 @@ impl ::std::convert::TryFrom<::std::string::String> for InterruptFamilyWitness {
         value.parse()
     }
 }
-///A tenant-bound, host-minted interrupt id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside [A-Za-z0-9._-] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
+///A tenant-bound, host-minted interrupt id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside \[A-Za-z0-9._-\] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct InterruptId(::std::string::String);
@@ -13243,7 +13243,7 @@ pub struct RunFailed {
     )]
     pub duration_ms: ::std::option::Option<u64>,
 }
-///A tenant-bound, host-minted run id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside [A-Za-z0-9._-] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
+///A tenant-bound, host-minted run id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside \[A-Za-z0-9._-\] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct RunId(::std::string::String);
@@ -14428,7 +14428,7 @@ impl ::std::convert::TryFrom<::std::string::String> for SubjectLane {
         value.parse()
     }
 }
-///A tenant-bound, host-minted webhook subscription id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside [A-Za-z0-9._-] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
+///A tenant-bound, host-minted webhook subscription id: `<tenantId>/<opaque>`. Documents carry this form; on a URL path it is projected to one segment (every byte outside \[A-Za-z0-9._-\] becomes `~` plus two upper-case hex digits, so `/` becomes `~2F`).
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct SubscriptionId(::std::string::String);
@@ -15324,7 +15324,7 @@ impl ::std::convert::TryFrom<::std::string::String> for WebhooksFamilyWitness {
         value.parse()
     }
 }
-///Template; the node runs only when it renders truthy (anything but null, false, 0, "", [] and {}). A skipped node has no value and emits no node events.
+///Template; the node runs only when it renders truthy (anything but null, false, 0, "", \[\] and {}). A skipped node has no value and emits no node events.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 #[serde(transparent)]
 pub struct When(pub ::serde_json::Value);

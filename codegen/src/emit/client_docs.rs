@@ -8,46 +8,25 @@ use crate::emit::cargo_toml::LIB_NAME;
 use crate::load::{Corpus, OPENAPI};
 use crate::openapi::{Operation, Parameter};
 
-/// Text from the corpus made safe for rustdoc: outside code spans, `[`, `]` and `<` would
-/// be read as links or HTML, so they are escaped; bare URLs are put in `<…>`.
+/// One line of text from the corpus made safe for rustdoc ([`crate::prose::inline`]):
+/// outside code spans, `[`, `]`, `<` and `>` would be read as links or HTML, so they are
+/// escaped; bare URLs are put in `<…>`.
 pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, part) in text.split('`').enumerate() {
-        if i > 0 {
-            out.push('`');
-        }
-        if i % 2 == 1 {
-            out.push_str(part);
-            continue;
-        }
-        let mut words = Vec::new();
-        for word in part.split(' ') {
-            let escaped = word
-                .replace('[', "\\[")
-                .replace(']', "\\]")
-                .replace('<', "\\<");
-            let url = word.starts_with("http://") || word.starts_with("https://");
-            words.push(if url {
-                let end = word.trim_end_matches(['.', ',', ';', ')']);
-                format!("<{end}>{}", &word[end.len()..])
-            } else {
-                escaped
-            });
-        }
-        out.push_str(&words.join(" "));
-    }
-    out
+    crate::prose::inline(text)
 }
 
-/// Doc lines (each with its leading space) for a block of text.
+/// Doc lines (each with its leading space) for a block of text: prose, fenced blocks
+/// marked `text`, no indented code blocks ([`crate::prose::lines`]).
 fn lines(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.lines().map(|l| format!(" {}", escape(l.trim_end())))
+    crate::prose::lines(text)
+        .into_iter()
+        .map(|l| format!(" {l}"))
 }
 
 /// A parameter's setter doc: its description, or what it sets.
 pub(crate) fn param_doc(p: &Parameter) -> String {
     match &p.description {
-        Some(d) => format!(" {}", escape(d)),
+        Some(d) => format!(" {}", crate::prose::lines(d).join("\n ")),
         None => format!(" Sets the `{}` {} parameter.", p.name, p.location),
     }
 }
@@ -173,6 +152,6 @@ mod tests {
             escape("bytes outside [A-Za-z] of `<tenant>/[x]` see https://x.org/a."),
             "bytes outside \\[A-Za-z\\] of `<tenant>/[x]` see <https://x.org/a>."
         );
-        assert_eq!(escape("a <b> c"), "a \\<b> c");
+        assert_eq!(escape("a <b> c"), "a \\<b\\> c");
     }
 }

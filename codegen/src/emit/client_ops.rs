@@ -879,11 +879,8 @@ pub(crate) fn accessor_name(header: &str) -> String {
 pub(crate) fn accessor(h: &ResponseHeader, headers: TokenStream) -> TokenStream {
     let name = ident(&accessor_name(&h.name));
     let key = &h.name;
-    let mut docs: Vec<String> = h
-        .description
-        .as_deref()
-        .unwrap_or("")
-        .lines()
+    let mut docs: Vec<String> = crate::prose::lines(h.description.as_deref().unwrap_or(""))
+        .into_iter()
         .map(|l| format!(" {l}"))
         .collect();
     docs.push(format!(" The `{key}` header, when the answer carries it."));

@@ -54,7 +54,7 @@ pub(crate) fn emit(errors: &[ErrorRow], map: &InteropMap) -> Result<TokenStream>
                 r.http_status,
                 r.summary
                     .as_deref()
-                    .map(|s| format!(": {s}"))
+                    .map(|s| format!(": {}", crate::prose::lines(s).join("\n ")))
                     .unwrap_or_default()
             )
         })

@@ -75,6 +75,8 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
     let mut warnings = Vec::new();
     let mut defs: BTreeMap<String, Schema> = BTreeMap::new();
     for (name, value) in &bundle.defs {
+        // Descriptions become doc comments: as prose, never as doctests or HTML.
+        let value = &crate::prose::schema(value.clone());
         match serde_json::from_value::<Schema>(value.clone()) {
             Ok(schema) => {
                 defs.insert(name.clone(), schema);
@@ -112,7 +114,9 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
                         "{}: typify cannot type {name}: {message}; it is serde_json::Value",
                         origin(bundle, &name)
                     ));
-                    let doc = bundle.defs.get(&name).cloned().unwrap_or(Value::Null);
+                    let doc = crate::prose::schema(
+                        bundle.defs.get(&name).cloned().unwrap_or(Value::Null),
+                    );
                     defs.insert(name, untyped(&doc));
                 }
             }

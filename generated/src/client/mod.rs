@@ -1381,7 +1381,7 @@ pub mod builder {
             self.fields.set("metadata", Ok::<_, ::std::convert::Infallible>(value));
             self
         }
-        ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations[]), so that it is decided in one place and a refusal names the guard's reason.
+        ///Where interrupt notices (InterruptNotice) are posted when interrupt.callbackDelivery is advertised. Held to the egress guard at creation (a refused URL is a 400 webhook_url_rejected and nothing is created) and again at each delivery. The guard, not this schema, decides the scheme (https only, unless discovery advertises a webhooks.egress-guard relaxation in host.relaxations\[\]), so that it is decided in one place and a refusal names the guard's reason.
         pub fn callback_url<V>(mut self, value: V) -> Self
         where
             V: TryInto<::std::string::String>,
