@@ -113,6 +113,12 @@ fn an_added_error_code_gives_a_new_variant() {
     );
     assert!(errors.contains("ErrorCode::BrandNewFailure => 503"));
     assert!(errors.contains("\"brand_new_failure\" => Ok(ErrorCode::BrandNewFailure)"));
+    // A new code is a new variant without breaking a user's `match` (the CHANGELOG says so):
+    // the enum is `#[non_exhaustive]`.
+    assert!(
+        errors.contains("#[non_exhaustive]\npub enum ErrorCode {"),
+        "ErrorCode is exhaustive in:\n{errors}"
+    );
 }
 
 #[test]

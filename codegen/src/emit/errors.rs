@@ -69,7 +69,10 @@ pub(crate) fn emit(errors: &[ErrorRow], map: &InteropMap) -> Result<TokenStream>
         use std::str::FromStr;
 
         /// A code of the error registry. Vendor-shaped codes (`vendor.code`) are not variants.
+        /// `#[non_exhaustive]`: a code the registry adds later is a new variant, and a
+        /// `match` outside this crate keeps a wildcard arm for it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
         pub enum ErrorCode {
             #( #[doc = #docs] #idents, )*
         }
