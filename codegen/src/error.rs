@@ -51,6 +51,14 @@ pub enum Error {
     /// A template under `codegen/templates/` does not parse as Rust.
     #[error("template {file} does not parse as Rust: {message}")]
     Template { file: String, message: String },
+    /// A template uses a member (field, variant) of a model the corpus has, and the model
+    /// lacks it: the corpus changed under the template, and the crate would not compile.
+    #[error("template {template} uses {member}, which the corpus no longer gives: {why}")]
+    TemplateMember {
+        template: String,
+        member: String,
+        why: String,
+    },
     /// `--strict`: the generator worked around something (each warning names where).
     #[error("{} warning(s) under --strict:\n{}", warnings.len(), warnings.iter().map(|w| format!("  {w}")).collect::<Vec<_>>().join("\n"))]
     Strict { warnings: Vec<String> },

@@ -351,20 +351,141 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     };
     let has_op = |id: &str| ops.iter().any(|o| o.operation_id == id);
     let has_model = |name: &str| models.type_names.contains(name);
-    // What a template requires and the corpus lacks (an unknown kind of requirement is
-    // never met).
-    let missing = |t: &templates::Template| -> Vec<String> {
-        t.requires
+    // The whole models module (typify's items, the open enums and the typed views).
+    let members = model_members(
+        &syn::parse2::<syn::File>(models.tokens.clone()).unwrap_or_else(|_| models.items.clone()),
+    );
+    // The model an operation's answer (an event stream's items) or body is typed as.
+    let op_named = |id: &str, answer: bool| -> Option<String> {
+        let op = ops.iter().find(|o| o.operation_id == id)?;
+        match answer {
+            true if op.streams => stream_item(op),
+            true => op.response.as_ref().and_then(&named),
+            false => op.body.as_ref().and_then(&named),
+        }
+    };
+    // What a list of requirements names and the corpus lacks (an unknown kind of
+    // requirement is never met). A field or variant requirement counts here only when its
+    // model is missing; a model that is there without the member is `broken` (below).
+    // `answer <operationId> <Model>` / `body <operationId> <Model>`: the client types that
+    // answer (an event stream's items) or body as that model (another corpus may leave it
+    // `serde_json::Value`). `template <name>` (the client template, `convenience`) is
+    // checked by `missing_of` below.
+    let base_missing = |requires: &[(String, String)]| -> Vec<String> {
+        requires
             .iter()
             .filter(|(kind, name)| match kind.as_str() {
                 "operation" => !has_op(name),
                 "model" => !has_model(name),
+                "field" | "variant" => {
+                    member_owner(kind, name).is_none_or(|(owner, _)| !has_model(owner))
+                }
+                "answer" | "body" => name.split_once(' ').is_none_or(|(op, model)| {
+                    op_named(op, kind == "answer").as_deref() != Some(model.trim())
+                }),
+                "template" => false,
                 _ => true,
             })
             .map(|(kind, name)| format!("{kind} {name}"))
             .collect()
     };
+    let client_kept: std::collections::BTreeSet<&str> = templates
+        .client
+        .iter()
+        .filter(|t| base_missing(&t.requires).is_empty())
+        .map(|t| t.name.as_str())
+        .collect();
+    let missing_of = |requires: &[(String, String)]| -> Vec<String> {
+        let mut missing = base_missing(requires);
+        missing.extend(
+            requires
+                .iter()
+                .filter(|(kind, name)| kind == "template" && !client_kept.contains(name.as_str()))
+                .map(|(kind, name)| format!("{kind} {name}")),
+        );
+        missing
+    };
+    // A member a template (or a section of one) the corpus otherwise supports names and its
+    // model lacks: a corpus edit (a renamed property, a dropped payload binding) broke the
+    // template. Said before anything is written, naming the template, the member and the
+    // schema, rather than left for rustc to report in generated code.
+    let broken = |label: &str, requires: &[(String, String)]| -> Result<()> {
+        for (kind, name) in requires {
+            let Some((owner, member)) = member_owner(kind, name) else {
+                continue;
+            };
+            let emitted = members.get(owner);
+            if emitted.is_some_and(|m| m.contains(member)) {
+                continue;
+            }
+            let source = models
+                .renames
+                .iter()
+                .find(|(_, to)| to.as_str() == owner)
+                .map_or(owner, |(from, _)| from.as_str());
+            let schema = bundled
+                .origin
+                .get(source)
+                .map_or_else(|| "the OpenAPI document".to_owned(), Clone::clone);
+            let has = match emitted {
+                Some(m) if m.is_empty() => format!("it has no {kind}s"),
+                Some(m) => format!(
+                    "its {kind}s are {}",
+                    m.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                None => "it is not a struct or enum".to_owned(),
+            };
+            return Err(Error::TemplateMember {
+                template: label.to_owned(),
+                member: format!("{kind} {name}"),
+                why: format!(
+                    "models::{owner} (from {schema}) has no {kind} `{member}`; {has}. Restore it in the corpus, or change the template and its `requires {kind}` line"
+                ),
+            });
+        }
+        Ok(())
+    };
+    let missing = |t: &templates::Template| missing_of(&t.requires);
     let satisfied = |t: &templates::Template| missing(t).is_empty();
+    for t in templates.client.iter().chain(&templates.files) {
+        if satisfied(t) {
+            broken(&t.label, &t.requires)?;
+        }
+    }
+    // Sections of a Markdown template (`<!-- openwop-codegen: section requires … -->` …
+    // `<!-- openwop-codegen: end section -->`) are kept or left out the same way.
+    let mut sectioned = Vec::new();
+    for t in templates.files.iter().filter(|t| satisfied(t)) {
+        let Some(text) = templates::sections(&t.rendered, &mut |n, requires| {
+            // A member its model lacks leaves a section out too (a section is prose and
+            // its doctests, and another corpus's model of that name may be another shape:
+            // upstream's `RunEventPayload` is a JSON value), where a whole template fails.
+            let mut missing = missing_of(requires);
+            missing.extend(
+                requires
+                    .iter()
+                    .filter(|(kind, name)| {
+                        member_owner(kind, name).is_some_and(|(owner, member)| {
+                            has_model(owner)
+                                && !members.get(owner).is_some_and(|m| m.contains(member))
+                        })
+                    })
+                    .map(|(kind, name)| format!("{kind} {name}")),
+            );
+            if missing.is_empty() {
+                return true;
+            }
+            progress(&format!(
+                "left out section {n} of template {}: the corpus has no {}",
+                t.name,
+                missing.join(", ")
+            ));
+            false
+        }) else {
+            continue;
+        };
+        sectioned.push((t.name.clone(), text));
+    }
     // A template whose operation or model the corpus lacks is left out (a corpus may be
     // smaller than ours: upstream's); said, so that renaming an operation does not drop
     // `run_to_end` or a test suite unnoticed.
@@ -431,7 +552,11 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
         {
             tests.push(test.to_owned());
         }
-        out.files.insert(t.name.clone(), t.rendered.clone());
+        let text = sectioned
+            .iter()
+            .find(|(name, _)| *name == t.name)
+            .map_or(&t.rendered, |(_, text)| text);
+        out.files.insert(t.name.clone(), text.clone());
     }
 
     // The upstream version registry (optional in the corpus).
@@ -566,4 +691,61 @@ fn client_methods_once(files: &BTreeMap<String, String>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `("field", "RunEvent.node_id")` → `("RunEvent", "node_id")`;
+/// `("variant", "RunEventPayload::InterruptRequested")` → `("RunEventPayload", "InterruptRequested")`.
+fn member_owner<'a>(kind: &str, name: &'a str) -> Option<(&'a str, &'a str)> {
+    match kind {
+        "field" => name.split_once('.'),
+        "variant" => name.split_once("::"),
+        _ => None,
+    }
+}
+
+/// Each emitted struct's field names and each enum's variant names (raw identifiers without
+/// `r#`), by type name; an alias (`pub type A = B;`) and a newtype (`A(pub B)`, which derefs
+/// to `B`) also have their target's.
+fn model_members(
+    items: &syn::File,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let unraw = |i: &syn::Ident| i.to_string().trim_start_matches("r#").to_owned();
+    let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    let mut aliases = Vec::new();
+    for item in &items.items {
+        match item {
+            syn::Item::Struct(s) => {
+                let fields = s.fields.iter().filter_map(|f| f.ident.as_ref()).map(unraw);
+                out.insert(s.ident.to_string(), fields.collect());
+                // A newtype (`InterruptRequested(pub InterruptPayload)`) derefs to its
+                // inner type: its fields are reached through it.
+                if let syn::Fields::Unnamed(one) = &s.fields
+                    && one.unnamed.len() == 1
+                    && let syn::Type::Path(p) = &one.unnamed[0].ty
+                    && let Some(last) = p.path.segments.last()
+                {
+                    aliases.push((s.ident.to_string(), last.ident.to_string()));
+                }
+            }
+            syn::Item::Enum(e) => {
+                let variants = e.variants.iter().map(|v| unraw(&v.ident));
+                out.insert(e.ident.to_string(), variants.collect());
+            }
+            syn::Item::Type(t) => {
+                if let syn::Type::Path(p) = &*t.ty
+                    && let Some(last) = p.path.segments.last()
+                {
+                    aliases.push((t.ident.to_string(), last.ident.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (alias, target) in aliases {
+        if let Some(m) = out.get(&target).cloned() {
+            out.entry(alias).or_default().extend(m);
+        }
+    }
+    out
 }

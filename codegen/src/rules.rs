@@ -289,6 +289,7 @@ mod tests {
     fn template(name: &str, source: &str) -> Template {
         Template {
             name: name.to_owned(),
+            label: name.to_owned(),
             rendered: source.to_owned(),
             requires: Vec::new(),
         }

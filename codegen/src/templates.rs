@@ -10,7 +10,13 @@
 //!
 //! A client or crate template may start with lines
 //! `// openwop-codegen: requires operation <operationId>` or `… requires model <Name>`: it is
-//! only written when the corpus has what it names (another corpus may lack it).
+//! only written when the corpus has what it names (another corpus may lack it). It also
+//! declares the members of the models it uses, `… requires field <Model>.<field>` (the Rust
+//! field name, `RunEvent.node_id`) and `… requires variant <Enum>::<Variant>`
+//! (`RunEventPayload::InterruptRequested`): a model the corpus lacks leaves the template out
+//! like a missing model, but a model that is there without the member is an error naming the
+//! template, the member and the corpus schema (a corpus edit broke the template, and the
+//! crate would not compile).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,13 +24,18 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::format::header;
 
+/// A `requires` entry: `(kind, name)`, `("field", "RunEvent.node_id")`.
+pub(crate) type Requirement = (String, String);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Template {
     /// Module name: the file stem (or the relative path, for crate files).
     pub name: String,
+    /// Where it is written by hand (`codegen/templates/client/convenience.rs`), for messages.
+    pub label: String,
     /// The rendered output file.
     pub rendered: String,
-    /// `requires` lines: `("operation" | "model", name)`.
+    /// `requires` lines: `("operation" | "model" | "field" | "variant", name)`.
     pub requires: Vec<(String, String)>,
 }
 
@@ -79,6 +90,49 @@ fn requires(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The text of a template with sections: a line `<!-- openwop-codegen: section requires
+/// <kind> <name>[, <kind> <name>…] -->` opens one, `<!-- openwop-codegen: end section -->`
+/// closes it (no nesting); `keep(n, requires)` says whether section `n` (from 1) stays. The
+/// marker lines are dropped either way. `None` for a text without sections.
+pub(crate) fn sections(
+    text: &str,
+    keep: &mut dyn FnMut(usize, &[Requirement]) -> bool,
+) -> Option<String> {
+    const OPEN: &str = "<!-- openwop-codegen: section requires ";
+    const CLOSE: &str = "<!-- openwop-codegen: end section -->";
+    if !text.contains(OPEN) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    // `Some(kept)` inside a section.
+    let mut inside: Option<bool> = None;
+    let mut n = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix(OPEN) {
+            n += 1;
+            let list = rest.trim_end_matches("-->").trim();
+            let requires: Vec<Requirement> = list
+                .split(',')
+                .filter_map(|r| {
+                    let (kind, name) = r.trim().split_once(' ')?;
+                    Some((kind.to_owned(), name.trim().to_owned()))
+                })
+                .collect();
+            inside = Some(keep(n, &requires));
+            continue;
+        }
+        if trimmed == CLOSE {
+            inside = None;
+            continue;
+        }
+        if inside != Some(false) {
+            out.push_str(line);
+        }
+    }
+    Some(out)
+}
+
 fn parse_check(label: &str, text: &str) -> Result<syn::File> {
     syn::parse_file(text).map_err(|e| Error::Template {
         file: label.to_owned(),
@@ -101,6 +155,7 @@ pub(crate) fn load(dir: &Path) -> Result<Templates> {
             rendered: format!("{}{}", header("//", &label), prettyplease::unparse(&file)),
             requires: requires(&text),
             name,
+            label,
         });
     }
     for path in read_dir_sorted(&dir.join("client"))? {
@@ -115,6 +170,7 @@ pub(crate) fn load(dir: &Path) -> Result<Templates> {
             rendered: format!("{}{text}", header("//", &label)),
             requires: requires(&text),
             name,
+            label,
         });
     }
     let root = dir.join("crate");
@@ -146,6 +202,7 @@ pub(crate) fn load(dir: &Path) -> Result<Templates> {
                 name: rel,
                 rendered,
                 requires: requires(&text),
+                label,
             });
         }
     }
@@ -157,4 +214,42 @@ fn stem(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_keep_or_drop_their_lines_and_never_their_markers() {
+        let text = "a\n<!-- openwop-codegen: section requires model X, template convenience -->\nb\n<!-- openwop-codegen: end section -->\nc\n<!-- openwop-codegen: section requires operation y -->\nd\n<!-- openwop-codegen: end section -->\ne\n";
+        let mut seen = Vec::new();
+        let out = sections(text, &mut |n, requires| {
+            seen.push((n, requires.to_vec()));
+            n == 2
+        })
+        .expect("has sections");
+        assert_eq!(out, "a\nc\nd\ne\n");
+        assert_eq!(
+            seen[0].1,
+            [
+                ("model".to_owned(), "X".to_owned()),
+                ("template".to_owned(), "convenience".to_owned())
+            ]
+        );
+        assert_eq!(seen[1].0, 2);
+        assert!(sections("no markers", &mut |_, _| true).is_none());
+    }
+
+    #[test]
+    fn requires_lines_of_every_kind() {
+        let text = "// openwop-codegen: requires field RunEvent.node_id\n// openwop-codegen: requires answer listRuns RunList\n";
+        assert_eq!(
+            requires(text),
+            [
+                ("field".to_owned(), "RunEvent.node_id".to_owned()),
+                ("answer".to_owned(), "listRuns RunList".to_owned())
+            ]
+        );
+    }
 }

@@ -334,6 +334,44 @@ fn upstream_corpus_generates() {
     assert!(dispatch.contains("http_path: \"/tasks/{id}/pushNotificationConfigs/{configId}\""));
 }
 
+/// Upstream's corpus with the real templates: what its crate cannot compile (tests and
+/// README sections that read typed answers it lacks) is left out, and its descriptions are
+/// escaped (`<org>.<name>` failed `cargo doc -D warnings`). `cargo xtask upstream-check`
+/// builds that crate; this is the quick part of it.
+#[test]
+fn upstream_crate_leaves_out_what_it_lacks_and_escapes_its_descriptions() {
+    let upstream = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/upstream/openwop");
+    if !upstream.join("spec/v2/errors.json").is_file() {
+        eprintln!("no upstream corpus at {}; skipped", upstream.display());
+        return;
+    }
+    let output = openwop_codegen::generate_with(&common::real_config(&upstream), &mut |_| {})
+        .expect("upstream corpus generates");
+    for left_out in [
+        "tests/misbehaving_host.rs",
+        "tests/tracing_spans.rs",
+        "src/client/testkit.rs",
+    ] {
+        assert!(
+            !output.files.contains_key(left_out),
+            "{left_out} is written"
+        );
+    }
+    let readme = &output.files["README.md"];
+    for gone in [
+        "run_to_end",
+        "follow_run",
+        "InterruptPayloadData",
+        "openwop-codegen:",
+    ] {
+        assert!(!readme.contains(gone), "the README still has {gone}");
+    }
+    assert!(readme.contains("## Handle errors"));
+    let models = &output.files["src/models.rs"];
+    assert!(!models.contains("under <org>.<name>"));
+    assert!(models.contains("under \\<org\\>.\\<name\\>"));
+}
+
 /// typify panics on an enum whose values fold onto one variant name; the type falls back to
 /// `serde_json::Value` with a warning naming it and where it came from, and the rest is typed.
 #[test]
@@ -998,6 +1036,36 @@ fn a_template_left_out_is_named() {
             .any(|l| l.starts_with("left out template convenience: the corpus has no ")),
         "{lines:#?}"
     );
+}
+
+/// A corpus edit that removes a field a client template uses (`runEvent.nodeId` renamed)
+/// is an error naming the template, the field and the schema, before anything is written:
+/// it used to generate a crate rustc refused in `src/client/convenience.rs`.
+#[test]
+fn a_field_a_template_uses_renamed_in_the_corpus_is_an_error() {
+    let root = common::corpus_copy("renamed-field");
+    common::edit_json(&root.join("schemas/v2/run-event.schema.json"), |v| {
+        let props = v
+            .pointer_mut("/$defs/runEvent/properties")
+            .and_then(serde_json::Value::as_object_mut)
+            .expect("runEvent properties");
+        let node = props.remove("nodeId").expect("nodeId");
+        props.insert("originNodeId".to_owned(), node);
+    });
+    let err = openwop_codegen::generate_with(&common::real_config(&root), &mut |_| {})
+        .expect_err("the template's field is gone");
+    let message = err.to_string();
+    for part in [
+        "codegen/templates/client/convenience.rs",
+        "field RunEvent.node_id",
+        "schemas/v2/run-event.schema.json",
+        "origin_node_id",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    // The unedited corpus meets every declaration.
+    let fine = common::corpus_copy("unrenamed-field");
+    openwop_codegen::generate_with(&common::real_config(&fine), &mut |_| {}).expect("generates");
 }
 
 /// Descriptions are prose in the docs: a fenced block is marked `text` (it was a doctest

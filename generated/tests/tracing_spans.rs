@@ -6,6 +6,8 @@
 //! register the SDK's callsites at the very moment this one installs its subscriber
 //! (thread-local, so only this test sees it), caching "nobody" for them.
 // openwop-codegen: requires operation streamRunEvents
+// openwop-codegen: requires answer streamRunEvents RunEvent
+// openwop-codegen: requires field RunEvent.sequence
 #![cfg(feature = "tracing")]
 
 use std::time::Duration;

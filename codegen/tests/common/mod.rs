@@ -54,6 +54,27 @@ pub fn mini_copy(name: &str) -> Scratch {
     dst
 }
 
+/// Copies this checkout's own corpus (`spec/`, `schemas/`, `api/`, and the vectors the rule
+/// catalogue names) so a test can edit it.
+pub fn corpus_copy(name: &str) -> Scratch {
+    let dst = scratch(name);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // `tests/vectors/`: the rule catalogue's examples are paths there.
+    for part in ["spec", "schemas", "api", "tests/vectors"] {
+        fs::create_dir_all(dst.join(part)).expect("create dir");
+        copy_dir(&root.join(part), &dst.join(part));
+    }
+    dst
+}
+
+/// The generator's real templates (`codegen/templates/`) on a corpus.
+pub fn real_config(spec_root: &Path) -> Config {
+    Config {
+        spec_root: spec_root.to_owned(),
+        templates_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("templates"),
+    }
+}
+
 fn copy_dir(src: &Path, dst: &Path) {
     for entry in fs::read_dir(src).expect("read fixture dir") {
         let entry = entry.expect("fixture entry");

@@ -11,6 +11,13 @@
 // openwop-codegen: requires model RunSnapshot
 // openwop-codegen: requires model InterruptRequested
 // openwop-codegen: requires model ResolveInterruptResponse
+// openwop-codegen: requires field RunEvent.run_id
+// openwop-codegen: requires field RunEvent.node_id
+// openwop-codegen: requires field RunEvent.sequence
+// openwop-codegen: requires field RunEvent.type_
+// openwop-codegen: requires field RunSnapshot.status
+// openwop-codegen: requires field InterruptRequested.kind
+// openwop-codegen: requires variant RunEventPayload::InterruptRequested
 
 use std::fmt;
 use std::future::Future;

@@ -31,6 +31,9 @@
 //! assert_eq!(host.hits("GET", "/runs"), 2);
 //! # Ok(()) }
 //! ```
+// openwop-codegen: requires model RunStatus
+// openwop-codegen: requires answer listRuns RunList
+// openwop-codegen: requires field RunList.runs
 
 use std::collections::VecDeque;
 use std::io;

@@ -7,6 +7,22 @@
 // openwop-codegen: requires operation resolveInterruptByToken
 // openwop-codegen: requires operation getRun
 // openwop-codegen: requires operation pollRunEvents
+// openwop-codegen: requires template convenience
+// openwop-codegen: requires model ErrorCode
+// openwop-codegen: requires model RunStatus
+// openwop-codegen: requires model RunSnapshot
+// openwop-codegen: requires answer listRuns RunList
+// openwop-codegen: requires field RunList.runs
+// openwop-codegen: requires field RunList.next_cursor
+// openwop-codegen: requires body createRun CreateRunRequest
+// openwop-codegen: requires field CreateRunRequest.workflow_id
+// openwop-codegen: requires body resolveInterruptByToken ResolveInterruptRequest
+// openwop-codegen: requires field ResolveInterruptRequest.resume_value
+// openwop-codegen: requires answer resolveInterruptByToken ResolveInterruptResponse
+// openwop-codegen: requires field ResolveInterruptResponse.node_id
+// openwop-codegen: requires answer streamRunEvents RunEvent
+// openwop-codegen: requires field RunEvent.sequence
+// openwop-codegen: requires answer getRun RunSnapshot
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
