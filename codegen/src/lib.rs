@@ -509,6 +509,53 @@ pub fn generate_with(config: &Config, progress: &mut dyn FnMut(&str)) -> Result<
     let headers = openapi::response_headers(&corpus);
     let (shared_headers, header_warnings) = emit::client::shared_headers(&ops);
     out.warnings.extend(header_warnings);
+    // An inline request or answer schema gets an untyped client (`body(impl
+    // Into<serde_json::Value>)`, `ResponseValue<serde_json::Value>`): said, with the way to
+    // a typed one.
+    for op in &ops {
+        let at = format!(
+            "api/v2/openapi.yaml#/paths/{}/{}",
+            uris::pointer_token(&op.path),
+            op.method.to_ascii_lowercase()
+        );
+        let component = heck::ToUpperCamelCase::to_upper_camel_case(op.operation_id.as_str());
+        let parts = [
+            (op.body.as_ref(), "requestBody", "request body", "Body"),
+            // An event stream's items are typed from its media type (`stream_item`).
+            (
+                op.response.as_ref().filter(|_| !op.streams),
+                "responses",
+                "answer",
+                "Response",
+            ),
+        ];
+        for (schema, place, what, suffix) in parts {
+            let Some(schema) = schema else { continue };
+            if named(schema).is_some() || !untyped_inline(schema) {
+                continue;
+            }
+            out.warnings.push(format!(
+                "{at}/{place}: operation {}: the {what} schema is inline, so the client types it as serde_json::Value; name it as a component (`#/components/schemas/{component}{suffix}`) and `$ref` it for a typed model",
+                op.operation_id
+            ));
+        }
+    }
+    // A body field setter renamed for a parameter that holds its name keeps compiling under
+    // the old name with another meaning (`.workflow_id(..)` now sets the query): said.
+    for op in &ops {
+        for (field, setter) in
+            emit::client_ops::renamed_body_setters(op, &named, &models.items, &shared_headers)
+        {
+            out.warnings.push(format!(
+                "api/v2/openapi.yaml#/paths/{}/{}: operation {}: the body field `{field}` has the setter `{setter}`, because a parameter of the operation takes the name `{}`; code that called `.{}(..)` for the body now sets the parameter. Rename the parameter (or the field)",
+                uris::pointer_token(&op.path),
+                op.method.to_ascii_lowercase(),
+                op.operation_id,
+                heck::ToSnakeCase::to_snake_case(field.as_str()),
+                heck::ToSnakeCase::to_snake_case(field.as_str()),
+            ));
+        }
+    }
     out.files.insert(
         "src/client/mod.rs".to_owned(),
         format::rust(
@@ -748,4 +795,14 @@ fn model_members(
         }
     }
     out
+}
+
+/// An inline schema that would have been a model had it been named: an object with
+/// properties (a free-form object or a bare `true` is `serde_json::Value` by design).
+fn untyped_inline(schema: &serde_json::Value) -> bool {
+    schema.get("$ref").is_none()
+        && schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|p| !p.is_empty())
 }

@@ -1068,6 +1068,92 @@ fn a_field_a_template_uses_renamed_in_the_corpus_is_an_error() {
     openwop_codegen::generate_with(&common::real_config(&fine), &mut |_| {}).expect("generates");
 }
 
+/// A definition that takes a typed view's name (`$defs.runEventPayload` beside the
+/// `type` → `payload` binding) pushes the view to `RunEventPayloadTyped`: a warning naming
+/// both (strict refuses it), not a silent rename of a public type.
+#[test]
+fn a_typed_view_pushed_aside_by_a_definition_is_a_warning() {
+    let root = mini_copy("view-renamed");
+    edit_json(&root.join("schemas/v2/run-event.schema.json"), |doc| {
+        doc["$defs"]["runEventPayload"] = json!({"type": "object"});
+    });
+    let output = gen_mini(&root).expect("generates");
+    assert!(output.files["src/models.rs"].contains("pub enum RunEventPayloadTyped"));
+    let warning = output
+        .warnings
+        .iter()
+        .find(|w| w.contains("RunEventPayloadTyped"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", output.warnings));
+    assert!(
+        warning.contains("not RunEventPayload")
+            && warning.contains("run-event.schema.json#/$defs/runEventPayload"),
+        "{warning}"
+    );
+    assert!(output.strict().is_err());
+}
+
+/// A query parameter that takes a body field's setter name (`workflowId` on createRun)
+/// renames the body setter to `body_workflow_id`, and `.workflow_id(..)` still compiles with
+/// another meaning: a warning naming the operation, the field and the setter.
+#[test]
+fn a_body_setter_renamed_for_a_parameter_is_a_warning() {
+    let root = mini_copy("setter-renamed");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let text = text.replacen(
+        "      operationId: createRun\n",
+        "      operationId: createRun\n      parameters:\n        - { name: workflowId, in: query, schema: { type: string } }\n",
+        1,
+    );
+    fs::write(&path, text).expect("write");
+    let output = gen_mini(&root).expect("generates");
+    assert!(output.files["src/client/mod.rs"].contains("fn body_workflow_id"));
+    let warning = output
+        .warnings
+        .iter()
+        .find(|w| w.contains("body_workflow_id"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", output.warnings));
+    assert!(
+        warning.contains("createRun") && warning.contains("`workflowId`"),
+        "{warning}"
+    );
+    // Without the parameter, no such warning.
+    let plain = gen_mini(&fixtures().join("mini")).expect("generates");
+    assert!(plain.warnings.iter().all(|w| !w.contains("has the setter")));
+}
+
+/// A new endpoint whose body and answer are inline schemas gets an untyped client: a
+/// warning per schema naming the operation and a component name, so `--strict` refuses it.
+#[test]
+fn an_inline_body_or_answer_schema_is_a_warning() {
+    let root = mini_copy("inline-body");
+    let path = root.join("api/v2/openapi.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let text = text.replacen(
+        "  /runs:\n",
+        "  /runs/{runId}/pause:\n    post:\n      operationId: pauseRun\n      parameters:\n        - { name: runId, in: path, required: true, schema: { type: string } }\n      requestBody:\n        content:\n          application/json:\n            schema: { type: object, properties: { reason: { type: string } } }\n      responses:\n        \"200\": { description: ok, content: { application/json: { schema: { type: object, properties: { paused: { type: boolean } } } } } }\n  /runs:\n",
+        1,
+    );
+    fs::write(&path, text).expect("write");
+    let output = gen_mini(&root).expect("generates");
+    for (place, name) in [
+        ("requestBody", "PauseRunBody"),
+        ("responses", "PauseRunResponse"),
+    ] {
+        assert!(
+            output
+                .warnings
+                .iter()
+                .any(|w| w.contains("operation pauseRun")
+                    && w.contains(&format!("/{place}:"))
+                    && w.contains(name)),
+            "no {place} warning in {:?}",
+            output.warnings
+        );
+    }
+    assert!(output.strict().is_err());
+}
+
 /// Descriptions are prose in the docs: a fenced block is marked `text` (it was a doctest
 /// that failed), an indented line is not a code block, and `<code>`, `[runId]`,
 /// `[a-z0-9]` are escaped (they failed `cargo doc -D warnings`), in the models and in the
@@ -1099,8 +1185,13 @@ fn descriptions_become_escaped_prose() {
         ] {
             assert!(text.contains(wanted), "no {wanted:?} in {file}");
         }
-        assert!(!text.contains("///    indented") && !text.contains("///     indented"), "{file}");
-        assert!(text.contains("/// indented") || text.contains("///indented"), "{file}");
+        // The indented line is a line of prose: no indentation left (typify writes a
+        // description with line breaks as a `/** */` block, ours as `///` lines).
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("indented")).collect();
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| !l.contains("  indented")),
+            "{file}: {lines:?}"
+        );
     }
 }
 

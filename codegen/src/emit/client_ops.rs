@@ -162,6 +162,52 @@ impl Names {
     }
 }
 
+/// Body field setters an operation's builder renames because one of its parameters holds
+/// the name (`createRun` with a `workflowId` query parameter: the body's `workflow_id`
+/// setter becomes `body_workflow_id`, and `.workflow_id("echo")` still compiles but sets the
+/// query), as `(field, setter)`. Names taken the way [`operation`] takes them; a clash with
+/// one of the builder's own methods is by design (stable names) and not listed.
+pub(crate) fn renamed_body_setters(
+    op: &Operation,
+    named: &dyn Fn(&Value) -> Option<String>,
+    models: &syn::File,
+    shared_headers: &BTreeSet<String>,
+) -> Vec<(String, String)> {
+    let Some(fields) = op
+        .body
+        .as_ref()
+        .and_then(named)
+        .and_then(|m| struct_of(models, &m))
+        .map(|s| &s.fields)
+        .filter(|f| matches!(f, Fields::Named(_)))
+    else {
+        return Vec::new();
+    };
+    let mut names = Names::new();
+    let builtin = names.0.clone();
+    for p in &op.parameters {
+        match p.location.as_str() {
+            "path" => drop(names.take(&p.name, "path")),
+            "query" => drop(names.take(&p.name, "query")),
+            "header" if !shared_headers.contains(&p.name.to_ascii_lowercase()) => {
+                drop(names.take_header(&p.name));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for field in fields {
+        let json = json_name(field);
+        let plain = json.to_snake_case();
+        let taken = names.take(&json, "body").to_string();
+        let taken = taken.trim_start_matches("r#").to_owned();
+        if taken != plain && !builtin.contains(&plain) {
+            out.push((json, taken));
+        }
+    }
+    out
+}
+
 /// A query parameter's setter type and how its value becomes the query string.
 fn query_setter(
     p: &crate::openapi::Parameter,

@@ -187,6 +187,20 @@ fn emit_inner(bundle: &Bundle, inputs: &Inputs<'_>) -> Result<Models> {
         }
         match post::typed_payload(&items, &renamed(owner), &d, &open_enums, &type_names) {
             Ok((name, tokens)) => {
+                let wanted = post::view_name(&renamed(owner), &d);
+                if name != wanted {
+                    // A definition took the view's name: code (and a template's `requires
+                    // model`) naming it now gets the definition, not the view.
+                    let holder = bundle
+                        .origin
+                        .iter()
+                        .find(|(def, _)| renamed(def) == wanted)
+                        .map_or_else(|| "another type".to_owned(), |(_, o)| o.clone());
+                    warnings.push(format!(
+                        "{}: the typed view of {owner}'s `{}` is named {name}, not {wanted}: {holder} takes that name, so `models::{wanted}` is that definition and not the view. Rename the definition",
+                        d.origin, d.payload
+                    ));
+                }
                 type_names.insert(name);
                 payloads.push(tokens);
             }

@@ -601,6 +601,12 @@ fn holder(ty: &Type) -> Option<Holder> {
 
 /// The typed view of one binding: an enum with one variant per tag value and `Other`, and
 /// `typed_<payload>()` / `set_typed_<payload>()` on the owner. Returns the enum's name.
+/// The name a typed view wants: `<Owner><Payload>` (`RunEventPayload`); when a definition
+/// already holds it the view is `<Owner><Payload>Typed`, and the generator says so.
+pub(crate) fn view_name(owner: &str, d: &Discriminator) -> String {
+    format!("{owner}{}", d.payload.to_upper_camel_case())
+}
+
 pub(crate) fn typed_payload(
     file: &syn::File,
     owner: &str,
@@ -634,7 +640,7 @@ pub(crate) fn typed_payload(
         return Err("unnamed fields".to_owned());
     };
 
-    let wanted = format!("{owner}{}", d.payload.to_upper_camel_case());
+    let wanted = view_name(owner, d);
     let taken = |n: &str| type_names.contains(n) || open_enums.contains(n);
     let enum_name = if taken(&wanted) {
         unique_name(&format!("{wanted}Typed"), taken)
