@@ -79,10 +79,11 @@ pub enum Error {
     /// since the last run wrote them, or never written by it: nothing is written, so the
     /// edit is not lost without a word (`--force` discards them).
     #[error(
-        "{} file(s) in {} would be overwritten or removed, but the last `cargo xtask codegen` did not leave them so; nothing was written:\n{}\ngenerated code is regenerated, never edited: move the change into the corpus (spec/, schemas/, api/) or codegen/templates/ (`git diff` shows it), or rerun with --force to discard it",
+        "{} file(s) in {} would be overwritten or removed, but the last `cargo xtask codegen` did not leave them so; nothing was written:\n{}\n{}",
         files.len(),
         path.display(),
-        files.iter().map(|f| format!("  {} ({})", f.path, f.why)).collect::<Vec<_>>().join("\n")
+        files.iter().map(|f| format!("  {} ({})", f.path, f.why)).collect::<Vec<_>>().join("\n"),
+        hand_edit_advice(files)
     )]
     HandEdited { path: PathBuf, files: Vec<HandEdit> },
 }
@@ -97,3 +98,33 @@ pub struct HandEdit {
 
 /// Shorthand used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to do about [`Error::HandEdited`]'s files: an edited file's change is in `git diff`
+/// and belongs in the corpus or the templates; a file the generator never wrote is not in
+/// any diff of a generated file, and `--force` deletes it.
+pub fn hand_edit_advice(files: &[HandEdit]) -> String {
+    let edited = files.iter().any(|f| f.why == crate::fresh::EDITED);
+    let foreign: Vec<&str> = files
+        .iter()
+        .filter(|f| f.why != crate::fresh::EDITED)
+        .map(|f| f.path.as_str())
+        .collect();
+    let mut out = Vec::new();
+    if edited {
+        out.push(
+            "generated code is regenerated, never edited: move the change into the corpus (spec/, schemas/, api/) or codegen/templates/ (`git diff` shows it), then rerun with --force to discard the edit"
+                .to_owned(),
+        );
+    }
+    if !foreign.is_empty() {
+        out.push(format!(
+            "{} the generator never wrote (no diff of a generated file shows {}): --force deletes {}, so move {} out of the crate first to keep {}",
+            foreign.join(", "),
+            if foreign.len() == 1 { "it" } else { "them" },
+            if foreign.len() == 1 { "it" } else { "them" },
+            if foreign.len() == 1 { "it" } else { "them" },
+            if foreign.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    out.join("\n")
+}

@@ -87,6 +87,11 @@ fn recorded(out_dir: &Path) -> Option<BTreeMap<String, String>> {
     )
 }
 
+/// [`HandEdit::why`] of a file whose hash is not the one the last run recorded.
+pub(crate) const EDITED: &str = "edited since it was generated";
+/// [`HandEdit::why`] of a file the last run did not record.
+pub(crate) const NOT_WRITTEN: &str = "not written by the generator";
+
 /// The files of `out_dir` this run would overwrite or remove that the last run did not
 /// leave as they are: edited since (their hash is not the recorded one) or never written by
 /// the generator (not recorded at all). Staged files an interrupted run left are the
@@ -104,8 +109,8 @@ fn hand_edits(
         let why = match recorded.get(rel) {
             // CRLF checkouts are not edits (as in `stale`).
             Some(hash) if *hash == sha256(&on_disk.replace("\r\n", "\n")) => return,
-            Some(_) => "edited since it was generated",
-            None => "not written by the generator",
+            Some(_) => EDITED,
+            None => NOT_WRITTEN,
         };
         found.push(HandEdit {
             path: rel.to_owned(),
@@ -132,6 +137,18 @@ fn hand_edits(
         judge(&rel, &on_disk);
     }
     Ok(found)
+}
+
+/// The files of `out_dir` a write would refuse to overwrite or remove under
+/// [`HandEdits::Refuse`] (edited by hand since the last run, or never written by the
+/// generator): what `--check` tells apart from files that are only stale.
+pub fn hand_edited(out_dir: &Path, output: &Output) -> Result<Vec<HandEdit>> {
+    let on_disk: BTreeMap<&String, Option<String>> = output
+        .files
+        .keys()
+        .map(|rel| (rel, fs::read_to_string(out_dir.join(rel)).ok()))
+        .collect();
+    hand_edits(out_dir, output, &on_disk)
 }
 
 /// Writes every output file (only those whose content changed) and removes files the

@@ -26,13 +26,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use error::{Error, HandEdit, Result};
+pub use error::{Error, HandEdit, Result, hand_edit_advice};
 
 /// The digest of the sources this library was built from ([`source_digest::CODEGEN`]):
 /// `cargo xtask` compares it with the checkout's before it runs the generator.
 pub const BUILT_FROM: &str = env!("OPENWOP_CODEGEN_SOURCES");
 pub use fresh::{
-    HandEdits, MANIFEST_FILE, Stale, StaleKind, existing_files, is_generated_crate, stale, write,
+    HandEdits, MANIFEST_FILE, Stale, StaleKind, existing_files, hand_edited, is_generated_crate,
+    stale, write,
 };
 
 /// Everything one generation run produced.
