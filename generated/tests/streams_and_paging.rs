@@ -12,6 +12,8 @@
 // openwop-codegen: requires model RunEventType
 // openwop-codegen: requires model RunSnapshot
 // openwop-codegen: requires model InterruptRequested
+// openwop-codegen: requires model NodeSuspended
+// openwop-codegen: requires model InterruptResolved
 // openwop-codegen: requires model ResolveInterruptResponse
 
 use std::time::{Duration, Instant};
@@ -743,6 +745,48 @@ fn resolved() -> Value {
     json!({"runId": RUN, "nodeId": "a", "status": "running"})
 }
 
+/// An `interrupt.requested` event at `node` whose approval is titled `title`.
+fn interrupt_titled(sequence: u64, node: &str, title: &str) -> String {
+    let mut data = data(sequence, "interrupt.requested");
+    data["nodeId"] = json!(node);
+    data["payload"] = json!({"kind": "approval", "key": node, "data": {
+        "artifactId": "a", "artifactType": "run", "title": title,
+        "actions": ["accept", "reject"]}});
+    format!("id: {sequence}\nevent: interrupt.requested\ndata: {data}\n\n")
+}
+
+/// The interrupt id `n`, as a host mints them.
+fn interrupt_id(n: u32) -> String {
+    format!("acme/interrupt_00000000{n:02}")
+}
+
+/// The `node.suspended` that follows an `interrupt.requested`, naming its id.
+fn suspended(sequence: u64, node: &str, id: u32) -> String {
+    let mut data = data(sequence, "node.suspended");
+    data["nodeId"] = json!(node);
+    data["payload"] = json!({"nodeId": node, "interruptId": interrupt_id(id), "kind": "approval"});
+    format!("id: {sequence}\nevent: node.suspended\ndata: {data}\n\n")
+}
+
+/// An `interrupt.resolved` of interrupt `id` at `node`.
+fn interrupt_resolved(sequence: u64, node: &str, id: u32) -> String {
+    let mut data = data(sequence, "interrupt.resolved");
+    data["nodeId"] = json!(node);
+    data["payload"] = json!({"nodeId": node, "interruptId": interrupt_id(id),
+        "kind": "approval", "resumeValue": {"action": "accept"}});
+    format!("id: {sequence}\nevent: interrupt.resolved\ndata: {data}\n\n")
+}
+
+/// This run waiting on the interrupts `open` (`(node, id)`).
+fn waiting(open: &[(&str, u32)]) -> Value {
+    let mut run = this_run("waiting-approval");
+    run["interrupts"] = open
+        .iter()
+        .map(|(node, id)| json!({"interruptId": interrupt_id(*id), "nodeId": node, "kind": "approval"}))
+        .collect();
+    run
+}
+
 /// An answerer may decline (`None` leaves the interrupt for a person) and may be async;
 /// `on_event` may stop following early (`ControlFlow::Break`), and `send()` then answers
 /// the run as it is.
@@ -757,14 +801,26 @@ async fn interrupts_may_be_declined_or_answered_later_and_following_stopped() {
     let script = || {
         [Reply::events([
             interrupt(1, "a"),
-            interrupt(2, "b"),
-            event(3, "run.completed"),
+            suspended(2, "a", 1),
+            interrupt(3, "b"),
+            suspended(4, "b", 2),
+            event(5, "run.completed"),
         ])]
     };
+    let open = waiting(&[("a", 1), ("b", 2)]);
     host.on("GET", EVENTS_PATH, script());
     host.on("POST", &a, [Reply::json(200, &resolved())]);
     host.on("POST", &b, [Reply::json(200, &resolved())]);
-    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    // Is `a` open, is `b` open, is the run finished.
+    host.on(
+        "GET",
+        RUN_PATH,
+        [
+            Reply::json(200, &open),
+            Reply::json(200, &open),
+            Reply::json(200, &this_run("completed")),
+        ],
+    );
     // Synchronous: `a` is answered, `b` left open.
     let done = client
         .run_to_end(
@@ -785,10 +841,21 @@ async fn interrupts_may_be_declined_or_answered_later_and_following_stopped() {
         .expect("a resolution");
     assert_eq!(body["resumeValue"], json!({"action": "accept"}));
 
-    // Asynchronous: the answer comes after a wait; `b` is answered, `a` left open.
+    // Asynchronous: the answer comes after a wait; `b` is answered, `a` left open. An
+    // answer that was not ready at once is checked again before it is sent.
     host.on("GET", EVENTS_PATH, script());
     host.on("POST", &a, [Reply::json(200, &resolved())]);
     host.on("POST", &b, [Reply::json(200, &resolved())]);
+    host.on(
+        "GET",
+        RUN_PATH,
+        [
+            Reply::json(200, &open),
+            Reply::json(200, &open),
+            Reply::json(200, &open),
+            Reply::json(200, &this_run("completed")),
+        ],
+    );
     client
         .follow_run(RUN)
         .answer_interrupts_with(|raised| async move {
@@ -821,6 +888,155 @@ async fn interrupts_may_be_declined_or_answered_later_and_following_stopped() {
     assert_eq!(seen, [1]);
     assert_eq!(host.hits("POST", &a), 0);
     assert_eq!(host.hits("GET", RUN_PATH), 1);
+}
+
+/// A node in a loop suspends again at the same node: the answerer is offered only the
+/// interrupt that is open now (by the id `node.suspended` names), never an earlier one the
+/// log shows resolved, whose answer would land on the open one (the resolve call names
+/// the node). In a finished run nothing is open, and the answerer is not called at all.
+#[tokio::test]
+async fn only_an_open_interrupt_is_answered() {
+    let host = host().await;
+    let client = client(&host);
+    let ask = format!("{RUN_PATH}/interrupts/ask");
+    let log = |end: &[String]| {
+        let mut chunks = vec![
+            event(1, "run.started"),
+            interrupt_titled(2, "ask", "pass 0"),
+            suspended(3, "ask", 0),
+            interrupt_resolved(4, "ask", 0),
+            interrupt_titled(5, "ask", "pass 1"),
+            suspended(6, "ask", 1),
+        ];
+        chunks.extend_from_slice(end);
+        Reply::events(chunks)
+    };
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [log(&[
+            interrupt_resolved(7, "ask", 1),
+            event(8, "run.completed"),
+        ])],
+    );
+    host.on("POST", &ask, [Reply::json(200, &resolved())]);
+    // Is pass 0's interrupt open, is pass 1's, is the run finished.
+    host.on(
+        "GET",
+        RUN_PATH,
+        [
+            Reply::json(200, &waiting(&[("ask", 1)])),
+            Reply::json(200, &waiting(&[("ask", 1)])),
+            Reply::json(200, &this_run("completed")),
+        ],
+    );
+    let mut offered = Vec::new();
+    client
+        .run_to_end(
+            RUN,
+            |raised| {
+                offered.push((raised.interrupt_id.clone(), raised.payload.data.clone()));
+                let pass_1 = raised.payload.data["title"] == "pass 1";
+                json!({"action": if pass_1 { "accept" } else { "reject" }})
+            },
+            |_| {},
+        )
+        .await
+        .expect("the final snapshot");
+    assert_eq!(offered.len(), 1, "{offered:?}");
+    assert_eq!(offered[0].0.as_deref(), Some(interrupt_id(1).as_str()));
+    assert_eq!(offered[0].1["title"], "pass 1");
+    let answers: Vec<Value> = host
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == ask)
+        .filter_map(|r| r.json())
+        .collect();
+    assert_eq!(answers, [json!({"resumeValue": {"action": "accept"}})]);
+
+    // The run has finished: its log's interrupts are all resolved, none is offered.
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [log(&[
+            interrupt_resolved(7, "ask", 1),
+            event(8, "run.completed"),
+        ])],
+    );
+    host.on("POST", &ask, [Reply::json(200, &resolved())]);
+    host.on("GET", RUN_PATH, [Reply::json(200, &this_run("completed"))]);
+    let mut called = 0;
+    client
+        .run_to_end(
+            RUN,
+            |_| {
+                called += 1;
+                json!({"action": "reject"})
+            },
+            |_| {},
+        )
+        .await
+        .expect("the final snapshot");
+    assert_eq!(called, 0);
+    assert_eq!(host.hits("POST", &ask), 0);
+}
+
+/// An answer that cannot be delivered for a failure worth retrying (a host restarting) is
+/// kept and sent again, with the same idempotency key, while following rides out the
+/// failure; it does not end the following.
+#[tokio::test]
+async fn an_answer_outlives_a_host_restart() {
+    let host = host().await;
+    let client = client(&host);
+    let a = format!("{RUN_PATH}/interrupts/a");
+    host.on(
+        "GET",
+        EVENTS_PATH,
+        [Reply::events([
+            interrupt(1, "a"),
+            suspended(2, "a", 1),
+            interrupt_resolved(3, "a", 1),
+            event(4, "run.completed"),
+        ])],
+    );
+    host.on(
+        "POST",
+        &a,
+        [
+            Reply::error(503, "service_unavailable", "restarting"),
+            Reply::drop_connection(),
+            Reply::error(503, "service_unavailable", "restarting"),
+            Reply::json(200, &resolved()),
+        ],
+    );
+    host.on(
+        "GET",
+        RUN_PATH,
+        [
+            Reply::json(200, &waiting(&[("a", 1)])),
+            Reply::json(200, &this_run("completed")),
+        ],
+    );
+    let done = tokio::time::timeout(
+        Duration::from_secs(20),
+        client
+            .follow_run(RUN)
+            .retry(RetryPolicy::none())
+            .answer_interrupts(|_| json!({"action": "accept"}))
+            .send(),
+    )
+    .await
+    .expect("following ends")
+    .expect("the final snapshot");
+    assert_eq!(done.status.as_str(), "completed");
+    let keys: Vec<String> = host
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == a)
+        .map(|r| r.header("idempotency-key").expect("a key").to_owned())
+        .collect();
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
 }
 
 /// Following a run can be spawned: its future is `Send`, with an answerer (sync or async)

@@ -10,6 +10,8 @@
 // openwop-codegen: requires model RunEventType
 // openwop-codegen: requires model RunSnapshot
 // openwop-codegen: requires model InterruptRequested
+// openwop-codegen: requires model NodeSuspended
+// openwop-codegen: requires model InterruptResolved
 // openwop-codegen: requires model ResolveInterruptResponse
 // openwop-codegen: requires field RunEvent.run_id
 // openwop-codegen: requires field RunEvent.node_id
@@ -30,13 +32,20 @@ use crate::models::{
     InterruptRequested, ResolveInterruptResponse, RunEvent, RunEventPayload, RunSnapshot,
 };
 
-/// An interrupt a run raised, as its `interrupt.requested` event carried it.
+/// An interrupt a run raised, as its `interrupt.requested` event carried it, with the id
+/// the `node.suspended` after it names.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RaisedInterrupt {
     /// The run that is waiting.
     pub run_id: String,
     /// The suspended node (what `resolve_interrupt` needs).
     pub node_id: String,
+    /// The interrupt's id (the snapshot's `interrupts[].interruptId`), from the
+    /// `node.suspended` event that follows `interrupt.requested`; `None` from
+    /// [`RaisedInterrupt::from_event`], and when the host named none. A node that suspends
+    /// again (a loop around it) raises a new interrupt with a new id at the same node.
+    pub interrupt_id: Option<String>,
     /// The interrupt as the node raised it (`kind`, `data`, `resumeSchema`, …);
     /// `payload.typed_data()` gives the kind's own payload (`ApprovalData`, …).
     pub payload: InterruptRequested,
@@ -84,6 +93,7 @@ impl RaisedInterrupt {
         Some(Self {
             run_id: event.run_id.to_string(),
             node_id: event.node_id.as_ref()?.to_string(),
+            interrupt_id: None,
             payload,
             event: event.clone(),
         })
@@ -166,11 +176,21 @@ impl Client {
     /// which also takes the stream's options; [`FollowRun::answer_interrupts_with`] takes an
     /// async answerer.
     ///
-    /// The stream starts at the beginning of the run's log, so `answer` is also called for
-    /// interrupts raised before this call, including ones already resolved: their
-    /// resolution is refused by the host (`409`/`410`) and skipped, and so is one another
-    /// client answered first. Keep `answer` free of side effects, or check the interrupt
-    /// against [`Client::run_snapshot`]'s open `interrupts` before acting.
+    /// The stream starts at the beginning of the run's log, so it reads interrupts raised
+    /// before this call too. `answer` is called only for one that is still open: the
+    /// interrupt's id (named by the `node.suspended` event after its `interrupt.requested`)
+    /// must be among the open `interrupts` of the run's snapshot, read just before. An
+    /// interrupt resolved since (earlier in the log, or by another client), or any in a
+    /// finished run, is skipped without calling `answer`. An answer that took a while (an
+    /// async answerer that was not ready at once) is checked again before it is sent. The
+    /// resolve call names the node, not the interrupt (`resolveInterruptByRun` takes no
+    /// interrupt id), so an interrupt resolved in the instant between that check and the
+    /// call, and raised again at the same node, would take the answer; a resolution the host
+    /// refuses (`409`, `410`, or `404 interrupt_not_found`) is skipped.
+    ///
+    /// An answer that cannot be delivered for a failure worth retrying (a host restarting)
+    /// is kept, with the same idempotency key, and sent again while following rides out the
+    /// failure, within [`FollowRun::reconnect_for`].
     pub async fn run_to_end<R, C>(
         &self,
         run_id: &str,
@@ -309,10 +329,11 @@ where
 
     /// Answers every interrupt the run raises with the resume value `answer` gives: a
     /// `Value`, or an `Option<Value>` whose `None` leaves the interrupt open (for a person,
-    /// or another service), and following goes on. See [`Client::run_to_end`]: it is also
-    /// called for interrupts raised, or resolved, before the events it reads; a resolution
-    /// the host refuses with `409`/`410` is skipped. For an answer that needs to wait (ask
-    /// a model, a queue), see [`FollowRun::answer_interrupts_with`].
+    /// or another service), and following goes on. See [`Client::run_to_end`]: it is
+    /// called only for an interrupt the run's snapshot lists as open, so not for one
+    /// resolved before (earlier in the log, or by another client), nor in a finished run.
+    /// For an answer that needs to wait (ask a model, a queue), see
+    /// [`FollowRun::answer_interrupts_with`].
     pub fn answer_interrupts<F, R>(self, mut answer: F) -> Self
     where
         F: FnMut(&RaisedInterrupt) -> R + Send + 'a,
@@ -326,7 +347,9 @@ where
 
     /// Answers every interrupt the run raises with what the future `answer` gives resolves
     /// to: `Some(resume value)`, or `None` to leave the interrupt open. Following waits for
-    /// it (events after the interrupt are read once it is answered).
+    /// it (events after the interrupt are read once it is answered). As with
+    /// [`FollowRun::answer_interrupts`], only open interrupts are offered; an answer that
+    /// was not ready at once is sent only if its interrupt is still open when it comes.
     ///
     /// ```no_run
     /// # async fn demo(client: openwop_sdk::client::Client) -> Result<(), openwop_sdk::client::Error> {
@@ -372,6 +395,9 @@ where
             last_sequence: None,
             progressed: false,
             failing_since: None,
+            raised: None,
+            answering: None,
+            run_ended: false,
         };
         let mut failures = 0;
         loop {
@@ -401,8 +427,12 @@ where
     }
 
     /// Reads one stream of the run's events, after `place`, to its end or the run's
-    /// terminal event, then asks whether the run is finished.
+    /// terminal event, then asks whether the run is finished. An answer not yet delivered,
+    /// or an interrupt not yet offered to the answerer, is dealt with first.
     async fn follow_once(&mut self, place: &mut Place) -> Result<Option<RunSnapshot>, Stop> {
+        // An interrupt whose `node.suspended` has not been read yet waits for it on the new
+        // stream.
+        self.settle(place, true).await?;
         let mut events = self
             .events_after(place.last_event_id.as_deref())
             .await
@@ -410,7 +440,21 @@ where
         // The host answers again: the time of failures in a row starts over (their count
         // only once an event comes).
         place.failing_since = None;
-        while let Some(item) = events.next_event().await {
+        loop {
+            // An `interrupt.requested` waits for the `node.suspended` right after it, which
+            // names the interrupt; a host that sends none is not waited on for long.
+            let item = if place.raised.is_some() {
+                match tokio::time::timeout(SUSPENDED_WITHIN, events.next_event()).await {
+                    Ok(item) => item,
+                    Err(_) => {
+                        self.settle(place, false).await?;
+                        continue;
+                    }
+                }
+            } else {
+                events.next_event().await
+            };
+            let Some(item) = item else { break };
             let event = match item {
                 Ok(event) => event,
                 Err(Error::Decode { .. }) => continue,
@@ -437,29 +481,151 @@ where
                 return self.snapshot().await.map(Some).map_err(Stop::Fail);
             }
             if ends_run(&event) {
+                // Nothing is open once the run has ended.
+                place.raised = None;
                 break;
             }
-            if let (Some(answer), Some(raised)) =
-                (self.answer.as_mut(), RaisedInterrupt::from_event(&event))
-            {
-                let node_id = raised.node_id.clone();
-                let answer = answer.get_mut().unwrap_or_else(|e| e.into_inner());
-                // `None`: left open, for someone else to answer.
-                let Some(value) = answer(raised).await else {
-                    continue;
-                };
-                match self.resolve(&node_id, value).await {
-                    Ok(()) => {}
-                    // Resolved already, expired or cancelled: the log goes on without us.
-                    Err(Error::Api {
-                        status: 409 | 410, ..
-                    }) => {}
-                    // Its event is read: following again would not ask again.
-                    Err(e) => return Err(Stop::Fail(e)),
+            if self.answer.is_none() {
+                continue;
+            }
+            match event.typed_payload() {
+                Ok(RunEventPayload::NodeSuspended(suspended)) => {
+                    if let Some(raised) = place
+                        .raised
+                        .as_mut()
+                        .filter(|raised| raised.node_id == *suspended.node_id)
+                    {
+                        raised.interrupt_id = Some(suspended.interrupt_id.to_string());
+                    }
+                    self.settle(place, false).await?;
+                }
+                Ok(RunEventPayload::InterruptResolved(resolved)) => {
+                    // Resolved before it was offered (by someone else): not open.
+                    if place
+                        .raised
+                        .as_ref()
+                        .is_some_and(|raised| raised.node_id == *resolved.node_id)
+                    {
+                        place.raised = None;
+                    }
+                    self.settle(place, false).await?;
+                }
+                _ => {
+                    // Anything else after an `interrupt.requested`: the host named no id.
+                    self.settle(place, false).await?;
+                    if let Some(raised) = RaisedInterrupt::from_event(&event) {
+                        place.raised = Some(raised);
+                    }
                 }
             }
         }
         self.finished().await.map_err(Stop::new)
+    }
+
+    /// Offers the interrupt waiting in `place` to the answerer, if it is still open, and
+    /// delivers the answer waiting there. A failure worth retrying keeps both where they are
+    /// (the answer with its idempotency key), for the next try within the reconnection
+    /// budget. With `named_only`, an interrupt whose id is not known yet stays waiting.
+    async fn settle(&mut self, place: &mut Place, named_only: bool) -> Result<(), Stop> {
+        let offer = place
+            .raised
+            .take_if(|raised| !named_only || raised.interrupt_id.is_some());
+        if let Some(raised) = offer {
+            let still_open = match self.is_open(place, &raised).await {
+                Ok(open) => open,
+                Err(e) => {
+                    place.raised = Some(raised);
+                    return Err(Stop::new(e));
+                }
+            };
+            if still_open {
+                if let Some(answer) = self.answer.as_mut() {
+                    let answer = answer.get_mut().unwrap_or_else(|e| e.into_inner());
+                    let mut answering = answer(raised.clone());
+                    // An answer that was not ready at once may come after the interrupt
+                    // was resolved some other way: it is checked again before it is sent.
+                    let mut waited = false;
+                    let value = std::future::poll_fn(|cx| {
+                        let poll = answering.as_mut().poll(cx);
+                        waited |= poll.is_pending();
+                        poll
+                    })
+                    .await;
+                    // `None`: left open, for someone else to answer.
+                    if let Some(value) = value {
+                        place.answering = Some(Answering {
+                            raised,
+                            value,
+                            key: super::retry::mint_idempotency_key(),
+                            check: waited,
+                        });
+                    }
+                }
+            }
+        }
+        let Some(answering) = place.answering.as_mut() else {
+            return Ok(());
+        };
+        if answering.check {
+            let raised = answering.raised.clone();
+            match self.is_open(place, &raised).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    place.answering = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(Stop::new(e)),
+            }
+        }
+        let Some(answering) = place.answering.as_mut() else {
+            return Ok(());
+        };
+        // Checked once: a retry of the same answer, with the same key, is not held back.
+        answering.check = false;
+        match self.resolve(answering).await {
+            Ok(()) => {
+                place.answering = None;
+                place.made_progress();
+                Ok(())
+            }
+            // Resolved already, expired or cancelled, or no longer open at that node: the
+            // log goes on without us.
+            Err(Error::Api {
+                status: 409 | 410, ..
+            }) => {
+                place.answering = None;
+                Ok(())
+            }
+            Err(e @ Error::Api { status: 404, .. })
+                if e.code_text().as_deref() == Some("interrupt_not_found") =>
+            {
+                place.answering = None;
+                Ok(())
+            }
+            // Kept, with its key: following again delivers it (the host answers a repeat
+            // of one it acted on with its first answer).
+            Err(e) => Err(Stop::new(e)),
+        }
+    }
+
+    /// Whether the interrupt is open now: the run's snapshot lists its id (or, when the host
+    /// named none, an open interrupt at its node). Nothing is open in a finished run, and
+    /// once one snapshot has said so, no other is asked for.
+    async fn is_open(&self, place: &mut Place, raised: &RaisedInterrupt) -> Result<bool, Error> {
+        if place.run_ended {
+            return Ok(false);
+        }
+        let snapshot = self.snapshot().await?;
+        if snapshot.status.is_terminal() {
+            place.run_ended = true;
+            return Ok(false);
+        }
+        Ok(snapshot.interrupts.iter().any(|open| {
+            match raised.interrupt_id.as_deref() {
+                Some(id) => open.interrupt_id.as_str() == id,
+                None => open.node_id.as_str() == raised.node_id,
+            }
+        }))
     }
 
     /// A stream of the run's events, resumed after `last` when given, with the options.
@@ -509,12 +675,14 @@ where
         Ok(read.send().await?.into_inner())
     }
 
-    /// Resolves the interrupt at `node_id` with `value`, with the headers and retry policy.
-    async fn resolve(&self, node_id: &str, value: serde_json::Value) -> Result<(), Error> {
+    /// Delivers an answer: resolves the interrupt at its node with its value and its
+    /// idempotency key, with the headers and retry policy.
+    async fn resolve(&self, answering: &Answering) -> Result<(), Error> {
         let mut resolve = self
             .client
-            .resolve_interrupt_by_run(&self.run_id, node_id)
-            .resume_value(value);
+            .resolve_interrupt_by_run(&self.run_id, &answering.raised.node_id)
+            .resume_value(&answering.value)
+            .idempotency_key(answering.key.clone());
         if let Some(policy) = &self.retry {
             resolve = resolve.retry(policy.clone());
         }
@@ -533,6 +701,23 @@ struct Place {
     progressed: bool,
     /// When the current failures in a row began.
     failing_since: Option<Instant>,
+    /// An interrupt read but not yet offered to the answerer (its `node.suspended`, which
+    /// names it, may still be coming; or asking whether it is open failed).
+    raised: Option<RaisedInterrupt>,
+    /// An answer given but not yet delivered.
+    answering: Option<Answering>,
+    /// A snapshot said the run is finished: no interrupt is open.
+    run_ended: bool,
+}
+
+/// An answer on its way: the interrupt, the value, and the idempotency key every attempt
+/// to deliver it sends.
+struct Answering {
+    raised: RaisedInterrupt,
+    value: serde_json::Value,
+    key: String,
+    /// Whether it must be found still open before it is sent (the answerer took a while).
+    check: bool,
 }
 
 impl Place {
@@ -564,6 +749,10 @@ impl Stop {
 fn ends_run(event: &RunEvent) -> bool {
     super::stream::ends_run_type(event.type_.as_str())
 }
+
+/// How long an `interrupt.requested` waits for the `node.suspended` that names it (the
+/// host appends both together) before it is offered without an id.
+const SUSPENDED_WITHIN: Duration = Duration::from_secs(2);
 
 /// The pause before a run's stream that ended early is opened again.
 const REOPEN_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
