@@ -639,6 +639,21 @@ pub(crate) fn operation(
                     self.options.idle_timeout = timeout;
                     self
                 }
+
+                /// How long opening the stream may wait for the host's answer, per
+                /// connection (instead of the client's timeout; never more than the idle
+                /// timeout). The stream itself has no total timeout: a run may wait on a
+                /// person for days.
+                pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+                    self.call.timeout = Some(Some(timeout));
+                    self
+                }
+
+                /// No timeout for opening the stream but the idle timeout.
+                pub fn no_timeout(mut self) -> Self {
+                    self.call.timeout = Some(None);
+                    self
+                }
             },
             quote!(last_event_id: Option<::std::string::String>, options: super::StreamOptions,),
             quote!(last_event_id: None, options: super::StreamOptions::default(),),

@@ -91,6 +91,9 @@ struct StreamState {
     headers: Vec<(String, String)>,
     run_id: Option<String>,
     options: StreamOptions,
+    /// How long a connection may wait for the answer's head (the call's timeout, else the
+    /// client's), besides the idle timeout.
+    open_within: Option<Duration>,
     response: Option<reqwest::Response>,
     status: u16,
     /// The headers of the answer that opened this connection (for a `Decode` error).
@@ -150,9 +153,9 @@ impl StreamState {
     /// Opens a connection; `None` when the host answered `204 No Content` (the WHATWG
     /// "stop reconnecting").
     ///
-    /// `head_within` bounds the wait for the answer's head below the idle timeout: opening
-    /// a stream is part of a call, which `RetryPolicy::max_elapsed` bounds; reconnecting is
-    /// not.
+    /// The wait for the answer's head is bounded by the idle timeout, the stream's timeout
+    /// (the call's, else the client's) and `head_within`: opening a stream is part of a
+    /// call, which `RetryPolicy::max_elapsed` bounds; reconnecting is not.
     async fn connect(
         &mut self,
         head_within: Option<Duration>,
@@ -185,9 +188,10 @@ impl StreamState {
         // Opening is bounded, though the stream is not: a host that accepts the connection
         // and then says nothing (or sends an error body that never ends) is silence too,
         // judged by the idle timeout.
-        let waited = head_within.map_or(self.options.idle_timeout, |limit| {
-            limit.min(self.options.idle_timeout)
-        });
+        let waited = [head_within, self.open_within]
+            .into_iter()
+            .flatten()
+            .fold(self.options.idle_timeout, Duration::min);
         let opening = tokio::time::timeout(waited, open_answer(&self.client, request, &info));
         // One child span per connection, until its answer's head: which attempt, and the
         // cursor it resumes after (an event id, no credential). Headers are not recorded.
@@ -692,6 +696,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
         options: StreamOptions,
         #[cfg(feature = "tracing")] span: tracing::Span,
     ) -> Result<Self, Error> {
+        let open_within = call.timeout.unwrap_or(call.client.settings.timeout);
         let mut state = Box::new(StreamState {
             client: call.client.clone(),
             operation: call.operation,
@@ -701,6 +706,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             headers: call.headers,
             run_id: call.run_id,
             options,
+            open_within,
             response: None,
             status: 200,
             response_headers: HeaderMap::new(),

@@ -163,6 +163,7 @@ impl Client {
             max_reconnects: None,
             headers: Vec::new(),
             retry: None,
+            timeout: None,
             on_event: |_| {},
             answer: None,
         }
@@ -228,6 +229,8 @@ pub struct FollowRun<'a, E = fn(&RunEvent)> {
     max_reconnects: Option<u32>,
     headers: Vec<(String, String)>,
     retry: Option<RetryPolicy>,
+    /// `Some(None)`: no timeout.
+    timeout: Option<Option<Duration>>,
     on_event: E,
     answer: Option<Answerer<'a>>,
 }
@@ -245,6 +248,7 @@ impl<E> fmt::Debug for FollowRun<'_, E> {
             .field("max_reconnects", &self.max_reconnects)
             .field("header_names", &header_names)
             .field("retry", &self.retry)
+            .field("timeout", &self.timeout)
             .field("answers_interrupts", &self.answer.is_some())
             .finish_non_exhaustive()
     }
@@ -305,6 +309,22 @@ where
         self
     }
 
+    /// The timeout of every call it makes (opening a stream, which also waits at most the
+    /// idle timeout for the host's answer; `getRun`; resolving interrupts), per attempt,
+    /// instead of the client's. Following itself has no total timeout: a run may wait on a
+    /// person for days.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(Some(timeout));
+        self
+    }
+
+    /// No timeout for the calls it makes (opening a stream still waits at most the idle
+    /// timeout for the host's answer).
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = Some(None);
+        self
+    }
+
     /// Calls `on_event` with every event, in order. It answers `()`, or a [`ControlFlow`]:
     /// `ControlFlow::Break(())` stops following after this event, and `send()` answers the
     /// run's snapshot as it is then (its status need not be terminal).
@@ -322,6 +342,7 @@ where
             max_reconnects: self.max_reconnects,
             headers: self.headers,
             retry: self.retry,
+            timeout: self.timeout,
             on_event,
             answer: self.answer,
         }
@@ -649,6 +670,11 @@ where
         if let Some(policy) = &self.retry {
             open = open.retry(policy.clone());
         }
+        match self.timeout {
+            Some(Some(timeout)) => open = open.timeout(timeout),
+            Some(None) => open = open.no_timeout(),
+            None => {}
+        }
         for (name, value) in &self.headers {
             open = open.header(name, value);
         }
@@ -669,6 +695,11 @@ where
         if let Some(policy) = &self.retry {
             read = read.retry(policy.clone());
         }
+        match self.timeout {
+            Some(Some(timeout)) => read = read.timeout(timeout),
+            Some(None) => read = read.no_timeout(),
+            None => {}
+        }
         for (name, value) in &self.headers {
             read = read.header(name, value);
         }
@@ -685,6 +716,11 @@ where
             .idempotency_key(answering.key.clone());
         if let Some(policy) = &self.retry {
             resolve = resolve.retry(policy.clone());
+        }
+        match self.timeout {
+            Some(Some(timeout)) => resolve = resolve.timeout(timeout),
+            Some(None) => resolve = resolve.no_timeout(),
+            None => {}
         }
         for (name, value) in &self.headers {
             resolve = resolve.header(name, value);

@@ -2050,6 +2050,19 @@ pub mod builder {
             self.options.idle_timeout = timeout;
             self
         }
+        /// How long opening the stream may wait for the host's answer, per
+        /// connection (instead of the client's timeout; never more than the idle
+        /// timeout). The stream itself has no total timeout: a run may wait on a
+        /// person for days.
+        pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+            self.call.timeout = Some(Some(timeout));
+            self
+        }
+        /// No timeout for opening the stream but the idle timeout.
+        pub fn no_timeout(mut self) -> Self {
+            self.call.timeout = Some(None);
+            self
+        }
     }
     /// A `pollRunEvents` call (`GET /runs/{runId}/events/poll`), made by [`Client::poll_run_events`](super::Client::poll_run_events): set what you need, then `send().await`.
     #[must_use = "a call does nothing until it is sent"]
@@ -2296,6 +2309,19 @@ pub mod builder {
         /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](super::DEFAULT_STREAM_IDLE_TIMEOUT)).
         pub fn idle_timeout(mut self, timeout: ::std::time::Duration) -> Self {
             self.options.idle_timeout = timeout;
+            self
+        }
+        /// How long opening the stream may wait for the host's answer, per
+        /// connection (instead of the client's timeout; never more than the idle
+        /// timeout). The stream itself has no total timeout: a run may wait on a
+        /// person for days.
+        pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+            self.call.timeout = Some(Some(timeout));
+            self
+        }
+        /// No timeout for opening the stream but the idle timeout.
+        pub fn no_timeout(mut self) -> Self {
+            self.call.timeout = Some(None);
             self
         }
     }

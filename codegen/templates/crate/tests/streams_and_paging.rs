@@ -1065,3 +1065,73 @@ fn following_a_run_is_send() {
     is_send(&client.run_to_end(RUN, |_| None, |_| {}));
     is_send(&client.wait_until_terminal(RUN));
 }
+
+/// Opening a stream waits for the host's answer at most the client's timeout, or the
+/// stream's own `.timeout(..)` (never more than the idle timeout): a host that accepts the
+/// connection and says nothing is a timeout in about that time, not 75 s later.
+#[tokio::test]
+async fn opening_a_stream_is_bounded_by_the_timeout() {
+    let host = host().await;
+    host.on("GET", EVENTS_PATH, [Reply::hang()]);
+    host.on("GET", "/host/events", [Reply::hang()]);
+    let quick = Client::builder(host.url())
+        .timeout(Duration::from_millis(300))
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    let started = Instant::now();
+    let opened = tokio::time::timeout(Duration::from_secs(10), quick.stream_run_events(RUN).send())
+        .await
+        .expect("opening ends");
+    assert!(
+        matches!(&opened, Err(e) if e.is_timeout()),
+        "{:?}",
+        opened.map(|_| ())
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    // The stream's own timeout, shorter or longer than the client's.
+    let slow = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    let started = Instant::now();
+    let opened = tokio::time::timeout(
+        Duration::from_secs(10),
+        slow.stream_host_events()
+            .timeout(Duration::from_millis(300))
+            .send(),
+    )
+    .await
+    .expect("opening ends");
+    assert!(matches!(&opened, Err(e) if e.is_timeout()));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let opened = tokio::time::timeout(
+        Duration::from_secs(10),
+        quick
+            .stream_run_events(RUN)
+            .no_timeout()
+            .idle_timeout(Duration::from_millis(600))
+            .send(),
+    )
+    .await
+    .expect("opening ends");
+    assert!(matches!(&opened, Err(e) if e.is_timeout()));
+
+    // Following a run: its calls take the timeout too, and it gives up within its budget.
+    let started = Instant::now();
+    let followed = tokio::time::timeout(
+        Duration::from_secs(10),
+        slow.follow_run(RUN)
+            .timeout(Duration::from_millis(200))
+            .reconnect_for(Duration::from_secs(1))
+            .send(),
+    )
+    .await
+    .expect("following ends");
+    assert!(
+        matches!(&followed, Err(e) if e.is_timeout()),
+        "{followed:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
