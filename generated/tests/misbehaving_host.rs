@@ -1555,6 +1555,52 @@ async fn a_hook_that_hangs_is_timed_out() {
     assert_eq!(host.hits("GET", "/runs/x"), 0);
 }
 
+/// A hook may end a call with its own error: `Error::hook(e)`, whose `source()` is `e`
+/// (an `io::Error` here), not retried, and the request is not sent.
+#[tokio::test]
+async fn a_hook_ends_a_call_with_its_own_error() {
+    use openwop_sdk::client::{Hook, HookFuture, RequestInfo};
+
+    struct NoToken;
+    impl Hook for NoToken {
+        fn on_request<'a>(
+            &'a self,
+            _: &'a mut openwop_sdk::client::reqwest::Request,
+            _: &'a RequestInfo,
+        ) -> HookFuture<'a> {
+            Box::pin(async {
+                Err(Error::hook(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    "the token store refused",
+                )))
+            })
+        }
+    }
+
+    let host = host().await;
+    host.on("GET", "/runs/x", [Reply::json(200, &snapshot(1))]);
+    let client = Client::builder(host.url())
+        .hook(NoToken)
+        .retry(quick())
+        .build()
+        .expect("client");
+    let error = client
+        .get_run("x")
+        .send()
+        .await
+        .expect_err("the hook refuses");
+    assert!(matches!(error, Error::Hook(_)), "{error:?}");
+    assert!(!error.is_retryable());
+    let source = std::error::Error::source(&error).expect("the hook's error");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::PermissionDenied);
+    assert_eq!(error.to_string(), "a hook ended the call");
+    assert_eq!(host.hits("GET", "/runs/x"), 0);
+    assert!(std::mem::size_of::<Error>() <= 48);
+}
+
 /// An error is small: returning `Result<_, Error>` does not trip `clippy::result_large_err`
 /// (128 bytes), and moving one costs little. Its large contents are boxed, and the
 /// accessors still read them.

@@ -528,9 +528,29 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                 /// The limit, in bytes.
                 limit: usize,
             },
+            /// A [`Hook`] ended the call with its own error (made with [`Error::hook`]): a
+            /// token that could not be refreshed, a request a policy refuses. The hook's
+            /// error is the `source()`. Not retried.
+            Hook(Box<dyn std::error::Error + Send + Sync + 'static>),
         }
 
         impl Error {
+            /// An [`Error::Hook`]: what a [`Hook`] answers to end the call with its own
+            /// error (anything that converts into a boxed error: an `io::Error`, your own
+            /// error type, a `String`), kept as the `source()`.
+            ///
+            /// ```
+            /// use openwop_sdk::client::Error;
+            ///
+            /// let e = Error::hook(std::io::Error::other("the token store is down"));
+            /// assert!(std::error::Error::source(&e).is_some());
+            /// let e = Error::hook("no token for this tenant");
+            /// assert!(!e.is_retryable());
+            /// ```
+            pub fn hook(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+                Error::Hook(error.into())
+            }
+
             /// The HTTP status of an `Api`, `Http` or `Decode` error (of a `Stream` error, its
             /// last failure's).
             pub fn status(&self) -> Option<u16> {
@@ -653,18 +673,20 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
                     }
                     Error::TimedOut { what, waited } => write!(f, "timed out: no {what} within {waited:?}"),
                     Error::TooLarge { what, limit } => write!(f, "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"),
+                    Error::Hook(_) => write!(f, "a hook ended the call"),
                 }
             }
         }
 
         // An error prints its cause or returns it, not both (or `anyhow`'s `{:#}` and `eyre`
-        // print each cause twice): the causes of a `Transport` and a `Stream` error are their
-        // sources, and their `Display` leaves them out.
+        // print each cause twice): the causes of a `Transport`, a `Stream` and a `Hook` error
+        // are their sources, and their `Display` leaves them out.
         impl std::error::Error for Error {
             fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
                 match self {
                     Error::Transport(e) => Some(e),
                     Error::Stream { last: Some(last), .. } => Some(&**last),
+                    Error::Hook(e) => Some(&**e),
                     _ => None,
                 }
             }

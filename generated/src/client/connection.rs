@@ -70,6 +70,11 @@ pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send 
 /// attempt's timeout and [`RetryPolicy::max_elapsed`] bound it too (a hook that never
 /// finishes is [`Error::TimedOut`]).
 ///
+/// A hook that answers an error ends the call with it, unsent (from `on_request`) or
+/// unread (from `on_response`), and it is not retried. Answer your own error with
+/// [`Error::hook`] (an [`Error::Hook`], whose `source()` is your error):
+/// `Err(Error::hook(io_error))`, `Err(Error::hook("no token for this tenant"))`.
+///
 /// ```
 /// use openwop_sdk::client::{Client, Hook, HookFuture, RequestInfo};
 /// // The SDK's own reqwest, re-exported: no reqwest dependency of yours to keep in step.

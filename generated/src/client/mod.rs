@@ -128,8 +128,29 @@ pub enum Error {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A [`Hook`] ended the call with its own error (made with [`Error::hook`]): a
+    /// token that could not be refreshed, a request a policy refuses. The hook's
+    /// error is the `source()`. Not retried.
+    Hook(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 impl Error {
+    /// An [`Error::Hook`]: what a [`Hook`] answers to end the call with its own
+    /// error (anything that converts into a boxed error: an `io::Error`, your own
+    /// error type, a `String`), kept as the `source()`.
+    ///
+    /// ```
+    /// use openwop_sdk::client::Error;
+    ///
+    /// let e = Error::hook(std::io::Error::other("the token store is down"));
+    /// assert!(std::error::Error::source(&e).is_some());
+    /// let e = Error::hook("no token for this tenant");
+    /// assert!(!e.is_retryable());
+    /// ```
+    pub fn hook(
+        error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Error::Hook(error.into())
+    }
     /// The HTTP status of an `Api`, `Http` or `Decode` error (of a `Stream` error, its
     /// last failure's).
     pub fn status(&self) -> Option<u16> {
@@ -289,6 +310,7 @@ impl fmt::Display for Error {
                     "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"
                 )
             }
+            Error::Hook(_) => write!(f, "a hook ended the call"),
         }
     }
 }
@@ -297,6 +319,7 @@ impl std::error::Error for Error {
         match self {
             Error::Transport(e) => Some(e),
             Error::Stream { last: Some(last), .. } => Some(&**last),
+            Error::Hook(e) => Some(&**e),
             _ => None,
         }
     }
