@@ -1712,6 +1712,19 @@ fn with_api_key_and_with_header_check_as_build_does() {
         client.clone().with_api_key("line\nbreak"),
         Err(Error::InvalidRequest(_))
     ));
+    // An empty or blank key (an unset variable) would make every call a `401`.
+    for blank in ["", "   ", "\t"] {
+        assert!(matches!(
+            client.clone().with_api_key(blank),
+            Err(Error::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            Client::builder("http://127.0.0.1:8080")
+                .api_key(blank)
+                .build(),
+            Err(Error::InvalidRequest(_))
+        ));
+    }
     assert!(matches!(
         client.clone().with_header("X-Team", "a\r\nb"),
         Err(Error::InvalidRequest(_))

@@ -267,8 +267,8 @@ impl Client {
     }
 
     /// The same client sending `key` as the API credential on every request that takes
-    /// one. Fails ([`Error::InvalidRequest`]) when `key` is not a valid header value, as
-    /// [`ClientBuilder::build`] does.
+    /// one. Fails ([`Error::InvalidRequest`]) when `key` is empty, blank or not a valid
+    /// header value, as [`ClientBuilder::build`] does.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Result<Self, Error> {
         let key = Secret(key.into());
         check_api_key(&key)?;
@@ -419,8 +419,14 @@ fn shown_url(url: &str) -> String {
     }
 }
 
-/// The check every way of setting the API key makes.
+/// The check every way of setting the API key makes: an empty (or blank) key, a config
+/// value that was never filled in, would make every call a `401`.
 fn check_api_key(key: &Secret) -> Result<(), Error> {
+    if key.0.trim().is_empty() {
+        return Err(Error::InvalidRequest(
+            "the API key is empty (an unset environment variable or config value?)".to_owned(),
+        ));
+    }
     HeaderValue::from_str(&key.0).map(drop).map_err(|_| {
         Error::InvalidRequest(
             "the API key is not a valid header value (a line break or control character?)"
@@ -483,7 +489,8 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// Sends `key` as the API credential on every request that takes one.
+    /// Sends `key` as the API credential on every request that takes one. An empty or blank
+    /// key, or one that is not a header value, fails [`ClientBuilder::build`].
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Secret(key.into()));
         self
