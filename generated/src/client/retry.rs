@@ -291,10 +291,17 @@ impl Error {
         }
     }
 
-    /// True when the request or the connection timed out.
+    /// True when the request or the connection timed out; for a `Stream` error, when its
+    /// last failure did, or the stream gave up on silence (nothing received for the idle
+    /// timeout).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Transport(e) if e.is_timeout())
-            || matches!(self, Error::TimedOut { .. })
+        match self {
+            Error::Transport(e) => e.is_timeout(),
+            Error::TimedOut { .. } => true,
+            // No last error: the stream ended on silence.
+            Error::Stream { last, .. } => last.as_ref().is_none_or(|last| last.is_timeout()),
+            _ => false,
+        }
     }
 }
 

@@ -1554,6 +1554,39 @@ async fn a_hook_that_hangs_is_timed_out() {
     assert_eq!(host.hits("GET", "/runs/x"), 0);
 }
 
+/// A stream that gave up on silence (nothing received for its idle timeout) is a timeout,
+/// as its last failure is when that was one.
+#[tokio::test]
+async fn a_stream_that_ends_on_silence_is_a_timeout() {
+    let host = host().await;
+    let path = "/runs/acme~2Frun_0123456789abcdef/events";
+    host.on(
+        "GET",
+        path,
+        [Reply::events_then_hang([event(1, "run.started")])],
+    );
+    let client = Client::builder(host.url())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let mut events = client
+        .stream_run_events("acme/run_0123456789abcdef")
+        .idle_timeout(Duration::from_millis(200))
+        .max_reconnects(0)
+        .send()
+        .await
+        .expect("open");
+    assert_eq!(events.next().await.unwrap().unwrap().sequence, 1);
+    let end = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("the stream ends by itself")
+        .expect("an item")
+        .expect_err("it gave up");
+    assert!(matches!(end, Error::Stream { .. }), "{end:?}");
+    assert!(end.to_string().contains("nothing received"), "{end}");
+    assert!(end.is_timeout() && end.is_retryable(), "{end}");
+}
+
 /// A hook may end a call with its own error: `Error::hook(e)`, whose `source()` is `e`
 /// (an `io::Error` here), not retried, and the request is not sent.
 #[tokio::test]
