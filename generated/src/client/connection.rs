@@ -161,9 +161,15 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Everything a call consults besides the host: shared by clones of one client.
+/// Everything a call consults besides the connection pool: shared by clones of one client,
+/// so that a clone copies no string (a `with_*` method copies them once, for the new
+/// client).
 #[derive(Clone)]
 pub(crate) struct Settings {
+    /// The host's base URL, without a trailing slash.
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<Secret>,
+    pub(crate) headers: Vec<(String, String)>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) retry: RetryPolicy,
     pub(crate) hooks: Vec<Arc<dyn Hook>>,
@@ -175,6 +181,9 @@ pub(crate) struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
+            base_url: String::new(),
+            api_key: None,
+            headers: Vec::new(),
             timeout: Some(DEFAULT_TIMEOUT),
             retry: RetryPolicy::default(),
             hooks: Vec::new(),
@@ -185,7 +194,8 @@ impl Default for Settings {
     }
 }
 
-/// A client bound to one host. Cheap to clone (the connection pool and settings are shared).
+/// A client bound to one host. Cheap to clone: two reference counts (the connection pool,
+/// and one shared block of settings: base URL, API key, headers, timeouts, retries, hooks).
 ///
 /// [`Client::builder`] sets everything; [`Client::new`] is the builder's defaults: a 10 s
 /// connect timeout, a 30 s timeout per attempt, [`RetryPolicy::default`], and on every request
@@ -193,20 +203,22 @@ impl Default for Settings {
 /// `User-Agent: openwop-rust/<crate version>`.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) base_url: String,
     pub(crate) http: reqwest::Client,
-    pub(crate) api_key: Option<Secret>,
-    pub(crate) headers: Vec<(String, String)>,
     pub(crate) settings: Arc<Settings>,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials too: only their names are shown.
-        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = self
+            .settings
+            .headers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
         f.debug_struct("Client")
-            .field("base_url", &shown_url(&self.base_url))
-            .field("api_key", &self.api_key)
+            .field("base_url", &shown_url(&self.settings.base_url))
+            .field("api_key", &self.settings.api_key)
             .field("headers", &names)
             .field("timeout", &self.settings.timeout)
             .field("retry", &self.settings.retry)
@@ -273,7 +285,7 @@ impl Client {
     pub fn with_api_key(mut self, key: impl Into<String>) -> Result<Self, Error> {
         let key = Secret(key.into());
         check_api_key(&key)?;
-        self.api_key = Some(key);
+        Arc::make_mut(&mut self.settings).api_key = Some(key);
         Ok(self)
     }
 
@@ -287,7 +299,7 @@ impl Client {
     ) -> Result<Self, Error> {
         let (name, value) = (name.into(), value.into());
         put(&mut HeaderMap::new(), &name, &value)?;
-        self.headers.push((name, value));
+        Arc::make_mut(&mut self.settings).headers.push((name, value));
         Ok(self)
     }
 
@@ -305,7 +317,7 @@ impl Client {
 
     /// The host's base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.settings.base_url
     }
 
     /// The underlying `reqwest::Client`.
@@ -347,13 +359,13 @@ impl Client {
         if let Some(name) = super::CLIENT_VERSION_HEADER {
             put(&mut map, name, crate::API_VERSION)?;
         }
-        for (name, value) in self.headers.iter().chain(headers) {
+        for (name, value) in self.settings.headers.iter().chain(headers) {
             put(&mut map, name, value)?;
         }
         let call_credential = headers
             .iter()
             .any(|(name, _)| name.eq_ignore_ascii_case(super::AUTH_HEADER));
-        if let (false, false, Some(key)) = (anonymous, call_credential, &self.api_key) {
+        if let (false, false, Some(key)) = (anonymous, call_credential, &self.settings.api_key) {
             let credential = if super::AUTH_BEARER {
                 format!("Bearer {}", key.0)
             } else {
@@ -372,7 +384,7 @@ impl Client {
         }
         let mut request = self
             .http
-            .request(method, format!("{}{path}", self.base_url))
+            .request(method, format!("{}{path}", self.settings.base_url))
             .headers(map);
         if !query.is_empty() {
             request = request.query(query);
@@ -640,11 +652,13 @@ impl ClientBuilder {
             }
         };
         Ok(Client {
-            base_url: self.base_url.trim_end_matches('/').to_owned(),
             http,
-            api_key: self.api_key,
-            headers: self.headers,
-            settings: Arc::new(self.settings),
+            settings: Arc::new(Settings {
+                base_url: self.base_url.trim_end_matches('/').to_owned(),
+                api_key: self.api_key,
+                headers: self.headers,
+                ..self.settings
+            }),
         })
     }
 }

@@ -1554,6 +1554,40 @@ async fn a_hook_that_hangs_is_timed_out() {
     assert_eq!(host.hits("GET", "/runs/x"), 0);
 }
 
+/// A client is cheap to clone, as its docs say: two reference counts (the connection pool
+/// and the settings), no base URL, key or header copied. A `with_*` on a clone changes the
+/// clone only.
+#[tokio::test]
+async fn a_client_clone_copies_no_settings() {
+    assert!(
+        std::mem::size_of::<Client>() <= 2 * std::mem::size_of::<usize>(),
+        "{} bytes",
+        std::mem::size_of::<Client>()
+    );
+    let host = host().await;
+    host.on("GET", "/runs/x", [Reply::json(200, &snapshot(1))]);
+    let base = Client::builder(host.url())
+        .api_key("k-1")
+        .header("X-Team", "payments")
+        .build()
+        .expect("client");
+    let other = base
+        .clone()
+        .with_header("X-Team", "billing")
+        .and_then(|c| c.with_api_key("k-2"))
+        .expect("valid");
+    base.get_run("x").send().await.expect("a run");
+    other.get_run("x").send().await.expect("a run");
+    let sent = host.requests();
+    assert_eq!(sent[0].header("x-team"), Some("payments"));
+    assert_eq!(sent[1].header("x-team"), Some("billing"));
+    assert_ne!(
+        sent[0].header("authorization"),
+        sent[1].header("authorization")
+    );
+    assert_eq!(base.base_url(), other.base_url());
+}
+
 /// A stream that gave up on silence (nothing received for its idle timeout) is a timeout,
 /// as its last failure is when that was one.
 #[tokio::test]
