@@ -33,7 +33,7 @@ use crate::emit::client_ops::{OpParts, accessor, accessor_name, model_path, oper
 use crate::emit::models_post::json_name;
 use crate::format::ident;
 use crate::load::{Corpus, OPENAPI};
-use crate::openapi::Operation;
+use crate::openapi::{Operation, ResponseHeader};
 
 /// How the API key travels, from the document's first security scheme.
 fn auth_header(corpus: &Corpus) -> (String, bool) {
@@ -269,11 +269,19 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
         "is_timeout",
         "code",
     ];
+    // `Location` is a URI reference (RFC 9110 §10.2.2): its accessor answers it resolved
+    // against the request's URL, which the answer keeps, not as the host wrote it.
     let ok_accessors = inputs
         .headers
         .iter()
         .filter(|h| h.on_success && !reserved.contains(&accessor_name(&h.name).as_str()))
-        .map(|h| accessor(h, quote!(&self.headers)));
+        .map(|h| {
+            if h.name.eq_ignore_ascii_case("location") {
+                location_accessor(h)
+            } else {
+                accessor(h, quote!(&self.headers))
+            }
+        });
     let err_accessors = inputs
         .headers
         .iter()
@@ -720,12 +728,24 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             inner: T,
             status: u16,
             headers: HeaderMap,
+            /// The URL the request went to (what a `Location` is resolved against); the
+            /// client's base URL for a call whose path is a credential.
+            url: Option<reqwest::Url>,
         }
 
         impl<T> ResponseValue<T> {
-            /// A value as an answer would carry it (for tests and mocks).
+            /// A value as an answer would carry it (for tests and mocks); see
+            /// [`ResponseValue::with_url`].
             pub fn new(inner: T, status: u16, headers: HeaderMap) -> Self {
-                Self { inner, status, headers }
+                Self { inner, status, headers, url: None }
+            }
+
+            /// The same answer, as one to a request sent to `url` (what a relative
+            /// `Location` is resolved against; a value made with `new` has none, and its
+            /// `Location` is answered as written).
+            pub fn with_url(mut self, url: reqwest::Url) -> Self {
+                self.url = Some(url);
+                self
             }
 
             /// The HTTP status.
@@ -755,7 +775,7 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
 
             /// The same answer with its body mapped.
             pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ResponseValue<U> {
-                ResponseValue { inner: f(self.inner), status: self.status, headers: self.headers }
+                ResponseValue { inner: f(self.inner), status: self.status, headers: self.headers, url: self.url }
             }
 
             #(#ok_accessors)*
@@ -817,6 +837,33 @@ pub(crate) fn emit(inputs: &Inputs<'_>) -> TokenStream {
             #conditional_modes
 
             #(#builders)*
+        }
+    }
+}
+
+/// The accessor of `Location`: the reference resolved against the request's URL (RFC 9110
+/// §10.2.2), as the header's description says it is; as written when the answer knows no
+/// URL (one made with `ResponseValue::new`) or the reference does not resolve.
+fn location_accessor(h: &ResponseHeader) -> TokenStream {
+    let name = ident(&accessor_name(&h.name));
+    let key = &h.name;
+    let mut docs: Vec<String> = h
+        .description
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .map(|l| format!(" {l}"))
+        .collect();
+    docs.push(format!(
+        " The `{key}` header, when the answer carries it, resolved against the request's URL"
+    ));
+    docs.push(" (`/runs/…` becomes `https://host/runs/…`).".to_owned());
+    quote! {
+        #(#[doc = #docs])*
+        pub fn #name(&self) -> Option<::std::string::String> {
+            let reference = header_str(&self.headers, #key)?;
+            let resolved = self.url.as_ref().and_then(|url| url.join(reference.trim()).ok());
+            Some(resolved.map_or_else(|| reference.to_owned(), ::std::string::String::from))
         }
     }
 }

@@ -63,6 +63,8 @@ pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) headers: HeaderMap,
     pub(crate) bytes: Vec<u8>,
+    /// The URL the request went to (see `ResponseValue::with_url`).
+    pub(crate) url: Option<reqwest::Url>,
 }
 
 /// How long past a long poll's hold (its `timeout` query parameter, in seconds) an attempt
@@ -267,6 +269,13 @@ impl<'a> Call<'a> {
         let status = response.status();
         if status.is_success() || (not_modified_ok && status.as_u16() == 304) {
             let headers = response.headers().clone();
+            // What a `Location` is resolved against; a path that is a credential is not kept
+            // (an answer's `Debug` would print it): the base URL stands for it.
+            let url = if self.secret_path {
+                reqwest::Url::parse(&format!("{}/", self.client.settings.base_url)).ok()
+            } else {
+                Some(response.url().clone())
+            };
             // Read inside the attempt: the timeout covers it, and a failure is retried.
             let bytes = read_body(response, self.client.settings.max_body_size)
                 .await
@@ -275,6 +284,7 @@ impl<'a> Call<'a> {
                 status: status.as_u16(),
                 headers,
                 bytes,
+                url,
             });
         }
         Err(self.redacted(error_answer(response).await))
@@ -475,11 +485,12 @@ pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
         status,
         headers,
         bytes,
+        url,
     } = answer;
     // An empty answer decodes as JSON null: `()`, `Option` and `Value` accept it.
     let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
     match serde_json::from_slice(body) {
-        Ok(inner) => Ok(ResponseValue::new(inner, status, headers)),
+        Ok(inner) => Ok(with_url(ResponseValue::new(inner, status, headers), url)),
         Err(e) => Err(Error::Decode {
             status,
             message: e.to_string().into(),
@@ -491,17 +502,26 @@ pub(crate) fn json_answer<T: serde::de::DeserializeOwned>(
 
 /// An answer as it came, its body undecoded (`send_raw`).
 pub(crate) fn raw_answer(answer: Answer) -> ResponseValue<Vec<u8>> {
-    ResponseValue::new(answer.bytes, answer.status, answer.headers)
+    with_url(
+        ResponseValue::new(answer.bytes, answer.status, answer.headers),
+        answer.url,
+    )
+}
+
+fn with_url<T>(value: ResponseValue<T>, url: Option<reqwest::Url>) -> ResponseValue<T> {
+    match url {
+        Some(url) => value.with_url(url),
+        None => value,
+    }
 }
 
 pub(crate) fn conditional_answer<T: serde::de::DeserializeOwned>(
     answer: Answer,
 ) -> Result<ResponseValue<Conditional<T>>, Error> {
     if answer.status == 304 {
-        return Ok(ResponseValue::new(
-            Conditional::NotModified,
-            304,
-            answer.headers,
+        return Ok(with_url(
+            ResponseValue::new(Conditional::NotModified, 304, answer.headers),
+            answer.url,
         ));
     }
     Ok(json_answer::<T>(answer)?.map(Conditional::Fresh))

@@ -363,11 +363,27 @@ pub struct ResponseValue<T> {
     inner: T,
     status: u16,
     headers: HeaderMap,
+    /// The URL the request went to (what a `Location` is resolved against); the
+    /// client's base URL for a call whose path is a credential.
+    url: Option<reqwest::Url>,
 }
 impl<T> ResponseValue<T> {
-    /// A value as an answer would carry it (for tests and mocks).
+    /// A value as an answer would carry it (for tests and mocks); see
+    /// [`ResponseValue::with_url`].
     pub fn new(inner: T, status: u16, headers: HeaderMap) -> Self {
-        Self { inner, status, headers }
+        Self {
+            inner,
+            status,
+            headers,
+            url: None,
+        }
+    }
+    /// The same answer, as one to a request sent to `url` (what a relative
+    /// `Location` is resolved against; a value made with `new` has none, and its
+    /// `Location` is answered as written).
+    pub fn with_url(mut self, url: reqwest::Url) -> Self {
+        self.url = Some(url);
+        self
     }
     /// The HTTP status.
     pub fn status(&self) -> u16 {
@@ -395,6 +411,7 @@ impl<T> ResponseValue<T> {
             inner: f(self.inner),
             status: self.status,
             headers: self.headers,
+            url: self.url,
         }
     }
     /// A strong validator of the representation.
@@ -403,9 +420,12 @@ impl<T> ResponseValue<T> {
         header_str(&self.headers, "ETag")
     }
     /// The run's statusUrl, a reference resolved against the request's URL (RFC 9110 §10.2.2).
-    /// The `Location` header, when the answer carries it.
-    pub fn location(&self) -> Option<&str> {
-        header_str(&self.headers, "Location")
+    /// The `Location` header, when the answer carries it, resolved against the request's URL
+    /// (`/runs/…` becomes `https://host/runs/…`).
+    pub fn location(&self) -> Option<::std::string::String> {
+        let reference = header_str(&self.headers, "Location")?;
+        let resolved = self.url.as_ref().and_then(|url| url.join(reference.trim()).ok());
+        Some(resolved.map_or_else(|| reference.to_owned(), ::std::string::String::from))
     }
     /// true when the answer is the stored answer of an earlier request with the same Idempotency-Key.
     /// The `OpenWOP-Idempotent-Replay` header, when the answer carries it.

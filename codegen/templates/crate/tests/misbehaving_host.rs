@@ -1554,6 +1554,50 @@ async fn a_hook_that_hangs_is_timed_out() {
     assert_eq!(host.hits("GET", "/runs/x"), 0);
 }
 
+/// A `201`'s `Location` is a reference resolved against the request's URL, as its
+/// accessor's docs say: the host writes `/runs/…`, the caller gets a URL it can use.
+#[tokio::test]
+async fn a_location_is_resolved_against_the_request_url() {
+    let host = host().await;
+    host.on(
+        "POST",
+        "/runs",
+        [Reply::json(201, &created()).header("Location", "/runs/acme~2Frun_0123456789abcdef")],
+    );
+    let client = client(&host);
+    let answer = client
+        .create_run()
+        .workflow_id("echo")
+        .send()
+        .await
+        .expect("created");
+    assert_eq!(
+        answer.location().as_deref(),
+        Some(format!("{}/runs/acme~2Frun_0123456789abcdef", host.url()).as_str())
+    );
+    let raw = client
+        .create_run()
+        .workflow_id("echo")
+        .send_raw()
+        .await
+        .expect("created");
+    assert_eq!(
+        raw.header("location"),
+        Some("/runs/acme~2Frun_0123456789abcdef")
+    );
+    // A value made by hand knows no request URL: its `Location` is answered as written,
+    // or resolved against the URL it is given.
+    let mut headers = openwop_sdk::client::HeaderMap::new();
+    headers.insert("location", "/runs/x".parse().unwrap());
+    let made = openwop_sdk::client::ResponseValue::new(created(), 201, headers);
+    assert_eq!(made.location().as_deref(), Some("/runs/x"));
+    let made = made.with_url("https://host.example/base/runs".parse().unwrap());
+    assert_eq!(
+        made.location().as_deref(),
+        Some("https://host.example/runs/x")
+    );
+}
+
 /// A client is cheap to clone, as its docs say: two reference counts (the connection pool
 /// and the settings), no base URL, key or header copied. A `with_*` on a clone changes the
 /// clone only.
