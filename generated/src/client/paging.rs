@@ -7,13 +7,17 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use super::transport::excerpt;
 use super::{Error, ResponseValue};
 
 type PageFuture<'a, P> = Pin<Box<dyn Future<Output = Result<ResponseValue<P>, Error>> + Send + 'a>>;
-type Fetch<'a, P> = Box<dyn FnMut(Option<String>) -> PageFuture<'a, P> + Send + 'a>;
+/// The fetcher and the page in flight are kept in a `Mutex` only ever reached through
+/// `&mut` (`get_mut`, never locked), so that `Pages` and `Items` are `Sync` without asking
+/// the future of a call to be.
+type Fetch<'a, P> = Mutex<Box<dyn FnMut(Option<String>) -> PageFuture<'a, P> + Send + 'a>>;
 
 /// Every page of a list, in order: the first with the call's own cursor (if any), then each
 /// `nextCursor` until a page has none. An error ends the stream after it is yielded; so
@@ -27,7 +31,7 @@ pub struct Pages<'a, P> {
     cursor: Option<Option<String>>,
     /// The cursor the page in flight, or else the last page yielded, was read with.
     read_with: Option<String>,
-    pending: Option<PageFuture<'a, P>>,
+    pending: Option<Mutex<PageFuture<'a, P>>>,
     /// A page failed: the listing has ended, `cursor` names that page.
     failed: bool,
     /// The error to yield after the page just yielded (the host repeated its cursor).
@@ -49,7 +53,7 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
         next_cursor: fn(&P) -> Option<String>,
     ) -> Self {
         Self {
-            fetch: Box::new(fetch),
+            fetch: Mutex::new(Box::new(fetch)),
             next_cursor,
             cursor: Some(first),
             read_with: None,
@@ -86,11 +90,13 @@ impl<'a, P: Send + 'a> Pages<'a, P> {
                 return Poll::Ready(None);
             };
             self.read_with.clone_from(&cursor);
-            self.pending = Some((self.fetch)(cursor));
+            let fetch = self.fetch.get_mut().unwrap_or_else(|e| e.into_inner());
+            self.pending = Some(Mutex::new(fetch(cursor)));
         }
         let Some(pending) = self.pending.as_mut() else {
             return Poll::Ready(None);
         };
+        let pending = pending.get_mut().unwrap_or_else(|e| e.into_inner());
         let page = match pending.as_mut().poll(cx) {
             Poll::Ready(page) => page,
             Poll::Pending => return Poll::Pending,
@@ -262,3 +268,11 @@ impl<'a, P: Send + 'a, T: Unpin> futures_core::Stream for Items<'a, P, T> {
         self.get_mut().poll_item(cx)
     }
 }
+
+// `Pages` and `Items` are `Send` and `Sync` (a listing can be held across `.await` in a
+// spawned task, and by a struct shared between threads), whatever the future of a call is.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Pages<'static, serde_json::Value>>();
+    send_sync::<Items<'static, serde_json::Value, serde_json::Value>>();
+};

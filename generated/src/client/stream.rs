@@ -615,8 +615,11 @@ async fn open_answer(
     Ok(response)
 }
 
-type Pending =
-    Pin<Box<dyn Future<Output = (Option<Result<Frame, Error>>, Box<StreamState>)> + Send>>;
+/// The read in flight, in a `Mutex` only ever reached through `&mut` (`get_mut`, never
+/// locked), so that an `EventStream` is `Sync` without asking the read to be.
+type Pending = std::sync::Mutex<
+    Pin<Box<dyn Future<Output = (Option<Result<Frame, Error>>, Box<StreamState>)> + Send>>,
+>;
 
 /// A server-sent event stream of `T` (a run's events, the host's events).
 ///
@@ -814,11 +817,12 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> EventStream<T> {
             // Whoever polls the stream, its reads and reconnections are in its own span.
             #[cfg(feature = "tracing")]
             let reading = tracing::Instrument::instrument(reading, span);
-            self.pending = Some(Box::pin(reading));
+            self.pending = Some(std::sync::Mutex::new(Box::pin(reading)));
         }
         let Some(pending) = self.pending.as_mut() else {
             return Poll::Ready(None);
         };
+        let pending = pending.get_mut().unwrap_or_else(|e| e.into_inner());
         let (item, state) = match pending.as_mut().poll(cx) {
             Poll::Ready(done) => done,
             Poll::Pending => return Poll::Pending,
@@ -858,3 +862,9 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> futures_core::Stream for E
             .map(|item| item.map(|event| event.map(|e| e.data)))
     }
 }
+
+// An `EventStream` is `Send` and `Sync` (as `FollowRun` is), whatever the read in flight is.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<EventStream<serde_json::Value>>();
+};

@@ -1038,6 +1038,18 @@ async fn an_answer_outlives_a_host_restart() {
     assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
 }
 
+/// An event stream and a listing's pages and items are `Sync` (as `FollowRun` is): a
+/// struct that holds one can be shared between threads.
+#[test]
+fn streams_and_listings_are_sync() {
+    fn is_sync<T: Send + Sync>(_: &T) {}
+    let client = Client::new("http://127.0.0.1:9");
+    is_sync(&client.list_runs().pages());
+    is_sync(&client.list_runs().stream());
+    fn sync_type<T: Send + Sync>() {}
+    sync_type::<EventStream<RunEvent>>();
+}
+
 /// Following a run can be spawned: its future is `Send`, with an answerer (sync or async)
 /// that is `Send` but not `Sync`.
 #[test]
