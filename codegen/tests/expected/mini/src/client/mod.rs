@@ -114,8 +114,29 @@ pub enum Error {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A [`Hook`] ended the call with its own error (made with [`Error::hook`]): a
+    /// token that could not be refreshed, a request a policy refuses. The hook's
+    /// error is the `source()`. Not retried.
+    Hook(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 impl Error {
+    /// An [`Error::Hook`]: what a [`Hook`] answers to end the call with its own
+    /// error (anything that converts into a boxed error: an `io::Error`, your own
+    /// error type, a `String`), kept as the `source()`.
+    ///
+    /// ```
+    /// use openwop_sdk::client::Error;
+    ///
+    /// let e = Error::hook(std::io::Error::other("the token store is down"));
+    /// assert!(std::error::Error::source(&e).is_some());
+    /// let e = Error::hook("no token for this tenant");
+    /// assert!(!e.is_retryable());
+    /// ```
+    pub fn hook(
+        error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Error::Hook(error.into())
+    }
     /// The HTTP status of an `Api`, `Http` or `Decode` error (of a `Stream` error, its
     /// last failure's).
     pub fn status(&self) -> Option<u16> {
@@ -260,6 +281,7 @@ impl fmt::Display for Error {
                     "the {what} is larger than the client accepts ({limit} bytes; see `ClientBuilder::max_body_size` and `max_event_size`)"
                 )
             }
+            Error::Hook(_) => write!(f, "a hook ended the call"),
         }
     }
 }
@@ -268,6 +290,7 @@ impl std::error::Error for Error {
         match self {
             Error::Transport(e) => Some(e),
             Error::Stream { last: Some(last), .. } => Some(&**last),
+            Error::Hook(e) => Some(&**e),
             _ => None,
         }
     }
@@ -311,11 +334,27 @@ pub struct ResponseValue<T> {
     inner: T,
     status: u16,
     headers: HeaderMap,
+    /// The URL the request went to (what a `Location` is resolved against); the
+    /// client's base URL for a call whose path is a credential.
+    url: Option<reqwest::Url>,
 }
 impl<T> ResponseValue<T> {
-    /// A value as an answer would carry it (for tests and mocks).
+    /// A value as an answer would carry it (for tests and mocks); see
+    /// [`ResponseValue::with_url`].
     pub fn new(inner: T, status: u16, headers: HeaderMap) -> Self {
-        Self { inner, status, headers }
+        Self {
+            inner,
+            status,
+            headers,
+            url: None,
+        }
+    }
+    /// The same answer, as one to a request sent to `url` (what a relative
+    /// `Location` is resolved against; a value made with `new` has none, and its
+    /// `Location` is answered as written).
+    pub fn with_url(mut self, url: reqwest::Url) -> Self {
+        self.url = Some(url);
+        self
     }
     /// The HTTP status.
     pub fn status(&self) -> u16 {
@@ -343,6 +382,7 @@ impl<T> ResponseValue<T> {
             inner: f(self.inner),
             status: self.status,
             headers: self.headers,
+            url: self.url,
         }
     }
 }
@@ -621,6 +661,19 @@ pub mod builder {
         /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](super::DEFAULT_STREAM_IDLE_TIMEOUT)).
         pub fn idle_timeout(mut self, timeout: ::std::time::Duration) -> Self {
             self.options.idle_timeout = timeout;
+            self
+        }
+        /// How long opening the stream may wait for the host's answer, per
+        /// connection (instead of the client's timeout; never more than the idle
+        /// timeout). The stream itself has no total timeout: a run may wait on a
+        /// person for days.
+        pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+            self.call.timeout = Some(Some(timeout));
+            self
+        }
+        /// No timeout for opening the stream but the idle timeout.
+        pub fn no_timeout(mut self) -> Self {
+            self.call.timeout = Some(None);
             self
         }
     }
