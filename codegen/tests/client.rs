@@ -232,7 +232,7 @@ async fn create_run_sends_a_checked_body_and_reads_the_answer_headers() {
     );
     assert_eq!(created.status(), 201);
     assert_eq!(
-        created.location(),
+        created.location().as_deref(),
         Some("http://h/runs/dev~2Frun_0123456789abcdef")
     );
     assert_eq!(created.openwop_idempotent_replay(), Some(true));
