@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 // `Stale` lives with the report that lists it; it stays nameable from here.
-use crate::load::path_key;
+use crate::load::{absolute_lexically as absolute, path_key};
 pub use crate::report::Stale;
 use crate::report::{Document, Entry};
 use crate::rules;
@@ -362,26 +362,6 @@ fn file_key(path: &str) -> String {
         return path;
     }
     absolute(&cwd(), &path)
-}
-
-/// `path` resolved against the absolute directory `base`, lexically.
-fn absolute(base: &Path, path: &str) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let joined = if path.starts_with('/') {
-        path.to_owned()
-    } else {
-        format!("{}/{path}", base.display())
-    };
-    for part in joined.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part.to_owned()),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// A path recorded in the baseline file in `dir`, keyed as [`file_key`] keys documents:
