@@ -132,7 +132,7 @@ fn github(report: &Report) -> String {
         };
         text.push_str(&format!(
             "::{command} file={},line={},col={},title={}::{}\n",
-            property(&root.github_path(&e.path)),
+            property(&root.repo_path(&e.path)),
             e.line,
             e.column,
             property(&e.rule),
@@ -147,7 +147,7 @@ fn github(report: &Report) -> String {
     for s in &report.stale {
         text.push_str(&format!(
             "::{stale_command} file={},title=baseline::{}\n",
-            property(&root.github_path(&s.path)),
+            property(&root.repo_path(&s.path)),
             data(&s.sentence())
         ));
     }
@@ -224,6 +224,8 @@ pub fn step_summary(report: &Report) -> String {
 /// a row would take the text past `max_bytes`; a line says how many were left out.
 fn markdown_within(report: &Report, max_rows: usize, max_bytes: usize) -> String {
     let mut text = format!("### openwop-validate\n\n{}\n", report.summary());
+    // Files relative to the repository root, as the annotations beside it name them.
+    let root = crate::load::Root::find();
     let mut rows = 0;
     // Whether one more row fits; counts it when it does.
     let mut fits = |text: &str, row: &str| {
@@ -240,7 +242,7 @@ fn markdown_within(report: &Report, max_rows: usize, max_bytes: usize) -> String
         for e in report.entries() {
             let row = format!(
                 "| {} | {} | {} | {} | [{}]({}) | {} |\n",
-                cell(&e.path),
+                cell(&root.repo_path(&e.path)),
                 e.line,
                 e.column,
                 e.severity.as_str(),
@@ -374,7 +376,13 @@ mod tests {
             ..Report::default()
         };
         let text = step_summary(&report);
-        let rows = text.matches("\n| d/").count();
+        // Each row names its file from the repository root the test runs in.
+        let rows_of = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("| ") && l.contains("d/"))
+                .count()
+        };
+        let rows = rows_of(&text);
         assert!(text.len() <= SUMMARY_MAX_BYTES + 1_024, "{}", text.len());
         assert!(rows > 200 && rows < 600, "{rows}");
         assert!(
@@ -388,6 +396,6 @@ mod tests {
             text.ends_with("- … 3 more baseline entries not shown; see the SARIF/JSON output\n")
         );
         // The markdown format itself has no limit.
-        assert_eq!(markdown(&report).matches("\n| d/").count(), 600);
+        assert_eq!(rows_of(&markdown(&report)), 600);
     }
 }

@@ -594,9 +594,10 @@ impl Root {
         Some(absolute_lexically(Path::new(cwd), path))
     }
 
-    /// A document's path as GitHub annotations name it: relative to the root when under
-    /// it, else as findings name it.
-    pub fn github_path(&self, path: &str) -> String {
+    /// A document's path as the CI formats name it (GitHub annotations, JUnit, the markdown
+    /// table a job summary shows): relative to the root when under it, else as findings
+    /// name it.
+    pub fn repo_path(&self, path: &str) -> String {
         self.relative(path).unwrap_or_else(|| path.to_owned())
     }
 }

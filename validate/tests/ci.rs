@@ -1366,7 +1366,7 @@ fn rewriting_the_baseline_over_a_subset_keeps_the_other_files_entries() {
 /// written from the root (`GITHUB_WORKSPACE`, else the git top level), SARIF says so with
 /// `uriBaseId`, and the fingerprint does not change with the working directory.
 #[test]
-fn annotations_and_sarif_name_files_from_the_repository_root() {
+fn ci_formats_name_files_from_the_repository_root() {
     let dir = tempfile::tempdir().expect("dir");
     let repo = std::fs::canonicalize(dir.path()).expect("real path");
     std::fs::create_dir_all(repo.join("site/public/.well-known")).expect("mkdir");
@@ -1407,6 +1407,27 @@ fn annotations_and_sarif_name_files_from_the_repository_root() {
             format!("file://{}/", repo.display())
         );
     }
+    // JUnit and the markdown table (a job summary) name it from the root too.
+    let out = Command::new(env!("CARGO_BIN_EXE_openwop-validate"))
+        .current_dir(&site)
+        .env("GITHUB_WORKSPACE", &repo)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["--no-config", "--now", NOW, "--format", "markdown"])
+        .arg("--format")
+        .arg(format!("junit={}", repo.join("junit.xml").display()))
+        .arg("public/.well-known/openwop")
+        .output()
+        .expect("runs");
+    assert!(
+        stdout(&out).contains("| site/public/.well-known/openwop | "),
+        "{}",
+        stdout(&out)
+    );
+    let junit = std::fs::read_to_string(repo.join("junit.xml")).expect("junit");
+    assert!(
+        junit.contains("classname=\"site/public/.well-known/openwop\""),
+        "{junit}"
+    );
     let (_, from_sub) = run(&site, Some(&repo), "public/.well-known/openwop", "a.sarif");
     let (_, from_top) = run(
         &repo,
