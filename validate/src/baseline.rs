@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 // `Stale` lives with the report that lists it; it stays nameable from here.
-use crate::load::{absolute_lexically as absolute, path_key};
+use crate::load::{absolute_lexically as absolute, is_no_file, path_key};
 pub use crate::report::Stale;
 use crate::report::{Document, Entry};
 use crate::rules;
@@ -405,12 +405,6 @@ fn relative_to(key: &str, dir: &Path) -> String {
 /// A key as findings name the file: relative to the working directory.
 fn shown(key: &str) -> String {
     relative_to(key, &cwd())
-}
-
-/// Whether a document's path names no file: standard input (`-`, or `<stdin>` as findings
-/// name it) or a URL. Such a path is kept as it is, never resolved against a directory.
-fn is_no_file(path: &str) -> bool {
-    path == "-" || path == crate::load::STDIN_LABEL || crate::load::is_url(path)
 }
 
 /// Whether the file `key` names is gone (deleted or renamed): its entries are stale even

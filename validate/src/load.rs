@@ -570,7 +570,7 @@ impl Root {
     /// A document's path (as findings name it) relative to the root, when it is under it;
     /// `None` for a file outside it, a URL or standard input.
     pub fn relative(&self, path: &str) -> Option<String> {
-        if path == "-" || path == STDIN_LABEL || is_url(path) {
+        if is_no_file(path) {
             return None;
         }
         let absolute = self.absolute(path)?;
@@ -635,6 +635,12 @@ pub fn percent_encode(path: &str) -> String {
         }
     }
     out
+}
+
+/// Whether a document's path names no file: standard input (`-`, or `<stdin>` as findings
+/// name it) or a URL. Such a path is kept as it is, never resolved against a directory.
+pub fn is_no_file(path: &str) -> bool {
+    path == "-" || path == STDIN_LABEL || is_url(path)
 }
 
 /// Whether a PATH argument is an `http(s)://` URL (fetched, not read).
